@@ -1,0 +1,55 @@
+# Two commands do all set-up on a fresh machine with Python 3.11+, Node and make:
+#   make synth   venv + pinned packages + pinned CDK CLI and Node 22, then synth every config/ and check policy
+#   make test    the full suite (lint, types, tests)
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# jsii spawns `node` from PATH: put the pinned Node 22 (npm package "node") first, so synth never runs on Node 20.
+export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
+CONFIGS := $(wildcard config/*.yaml)
+
+.PHONY: setup synth lint-templates test lint typecheck benchmark clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "hubspoke needs Python 3.11 or newer")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	node --version | grep -q '^v2[2-9]\.' || { echo "node_modules/.bin/node is not Node 22+"; exit 1; }
+	touch $@
+
+# Validation first (same messages as `hubspoke validate`), then one synth of every environment;
+# cdk-nag runs inside synth and fails it on any unacknowledged finding; cfn-lint checks every template.
+synth: setup
+	hubspoke validate $(CONFIGS)
+	rm -rf cdk.out
+	cdk synth --quiet
+	$(MAKE) --no-print-directory lint-templates
+
+lint-templates:
+	cfn-lint --non-zero-exit-code error -- $$(find cdk.out -name '*.template.json' | sort)
+	@echo "cfn-lint: $$(find cdk.out -name '*.template.json' | wc -l) templates, no errors"
+
+lint:
+	ruff check .
+	ruff format --check .
+
+typecheck:
+	mypy
+
+test: setup lint typecheck
+	pytest -q -p no:cacheprovider
+
+benchmark: setup
+	$(PY) benchmarks/synth_scaling.py
+
+clean:
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

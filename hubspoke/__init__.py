@@ -1,0 +1,1 @@
+"""hubspoke: train where the GPUs are while the dataset stays in its hub Region."""

@@ -1,0 +1,1 @@
+"""The `hubspoke` command line. Loads config without jsii: nothing here imports aws_cdk."""

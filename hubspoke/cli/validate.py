@@ -1,0 +1,38 @@
+"""`hubspoke validate PATH...`: check config files and print every problem, one per line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hubspoke.config import ConfigError, format_problem, load
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "validate",
+        help="check config files without synthesizing",
+        description="Check config files: exit 0 when all are valid, 2 otherwise, every problem on its own line.",
+        epilog="Example: hubspoke validate config/*.yaml",
+    )
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    failed = False
+    for path in args.paths:
+        try:
+            loaded = load(path)
+        except ConfigError as exc:
+            failed = True
+            for problem in exc.problems:
+                print(format_problem(path, problem), file=sys.stderr)
+            continue
+        for warning in loaded.warnings:
+            print(format_problem(path, warning), file=sys.stderr)
+        cfg = loaded.config
+        spokes = ", ".join(s.region for s in cfg.spokes) or "none"
+        print(f"{path}: ok: environment {cfg.environment}, hub {cfg.hub.region}, spokes {spokes}")
+    return 2 if failed else 0

@@ -1,0 +1,16 @@
+"""The environment config: schema, cross-field rules and the loader. Imports no CDK."""
+
+from hubspoke.config.loader import ConfigError, LoadedConfig, format_problem, load
+from hubspoke.config.rules import Problem
+from hubspoke.config.schema import HubSpokeConfig, RegionConfig, SpokeConfig
+
+__all__ = [
+    "ConfigError",
+    "HubSpokeConfig",
+    "LoadedConfig",
+    "Problem",
+    "RegionConfig",
+    "SpokeConfig",
+    "format_problem",
+    "load",
+]

@@ -1,0 +1,173 @@
+"""Read a config file into a HubSpokeConfig, or fail with every problem at once (file, YAML, schema, rules)."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from hubspoke.config import rules
+from hubspoke.config.rules import Problem
+from hubspoke.config.schema import HubSpokeConfig
+
+# Field-specific advice where pydantic's own words would not tell the user what to write.
+_EXAMPLES = {
+    "environment": "a short lowercase name such as dev",
+    "account": 'twelve digits in quotes, e.g. "123456789012"',
+    "region": "a Region code such as us-west-2",
+    "cidr": "an IPv4 CIDR such as 10.20.0.0/16",
+    "hub": "a mapping with region and cidr",
+}
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A valid config and the warnings it still deserves."""
+
+    path: Path
+    config: HubSpokeConfig
+    warnings: tuple[Problem, ...]
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used, with every problem found in it."""
+
+    def __init__(self, path: Path, problems: list[Problem]):
+        self.path = path
+        self.problems = problems
+        super().__init__("\n".join(format_problem(path, p) for p in problems))
+
+
+def format_problem(path: Path | str, problem: Problem) -> str:
+    prefix = "warning: " if problem.severity == "warning" else ""
+    return f"{path}: {problem.field}: {prefix}{problem.message}"
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a key given twice, which PyYAML would silently let the last one win."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key '{key}' is given twice; keep one", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(path, [Problem("(file)", "file not found; check the path or create it")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, [Problem("(file)", f"cannot read it ({exc}); check its permissions")]) from None
+    if not text.strip():
+        raise ConfigError(
+            path, [Problem("(file)", "file is empty; start from the minimal config in README.md")]
+        )
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"(yaml line {mark.line + 1}, column {mark.column + 1})" if mark else "(yaml)"
+        what = " ".join(str(exc.problem or exc.context or "syntax error").split())
+        raise ConfigError(path, [Problem(where, f"{what}; fix the YAML syntax there")]) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(path, [Problem("(yaml)", f"{exc}; fix the YAML syntax")]) from None
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The config section a location points into, to list its allowed keys."""
+    model: Any = HubSpokeConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
+            return None
+        model = _unwrap(model.model_fields[part].annotation)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _unwrap(annotation: Any) -> Any:
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (list, typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            annotation = args[0]
+        else:
+            return annotation
+
+
+def _describe(error: ErrorDetails) -> Problem:
+    loc = tuple(error["loc"])
+    field = _dotted(loc)
+    kind = error["type"]
+    value = error.get("input")
+    name = next((p for p in reversed(loc) if isinstance(p, str)), "")
+    if kind == "extra_forbidden":
+        parent = _model_at(loc[:-1])
+        allowed = sorted(parent.model_fields) if parent else []
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else "remove it"
+        return Problem(field, f"unknown key; {hint} (allowed here: {', '.join(allowed)})")
+    if kind == "missing":
+        example = _EXAMPLES.get(name, "see README.md, 'Configuration'")
+        return Problem(field, f"required but missing; add it: {example}")
+    if kind == "value_error":
+        return Problem(field, error["msg"].removeprefix("Value error, "))
+    if name == "inter_region_mtu" and kind == "less_than_equal":
+        return Problem(field, f"{value} exceeds 8500, the most inter-Region VPC peering carries; set 8500 or less")
+    if kind == "string_pattern_mismatch" and name in _EXAMPLES:
+        return Problem(field, f"'{value}' is not valid here; write {_EXAMPLES[name]}")
+    if kind.endswith("_type") or kind in ("model_type", "dict_type", "list_type"):
+        hint = _EXAMPLES.get(name, "see README.md, 'Configuration'")
+        got = type(value).__name__ if value is not None else "nothing"
+        quote = " (quote it)" if kind == "string_type" and isinstance(value, int | float) else ""
+        return Problem(field, f"{error['msg'].lower()}, got {got} {value!r}{quote}; expected {hint}")
+    return Problem(field, f"{error['msg']} (got {value!r})")
+
+
+def load(path: Path | str) -> LoadedConfig:
+    """Parse and validate one config file; raises ConfigError listing every problem found."""
+    path = Path(path)
+    raw = _read_yaml(path)
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            path, [Problem("(top level)", "expected a mapping of keys (environment, account, hub, spokes)")]
+        )
+    problems: list[Problem] = []
+    config: HubSpokeConfig | None = None
+    try:
+        config = HubSpokeConfig.model_validate(raw)
+    except ValidationError as exc:
+        problems += [_describe(e) for e in exc.errors()]
+    findings = rules.check(raw)
+    problems += [p for p in findings if p.severity == "error"]
+    if problems or config is None:
+        raise ConfigError(path, problems)
+    return LoadedConfig(path, config, tuple(p for p in findings if p.severity == "warning"))

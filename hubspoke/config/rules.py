@@ -1,0 +1,220 @@
+"""Rules that span fields (overlaps, duplicates, Region facts); each adds its findings to one list.
+
+Rules read the raw YAML mapping, not the parsed model, so they still run when an unrelated field is
+wrong: the user sees every problem in one run. A value the schema rejects is skipped here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
+
+# Qumulo's supported EC2 families for Cloud Native Qumulo on AWS (Qumulo docs, 2026-11).
+CNQ_INSTANCE_FAMILIES = ("i7i", "i4i", "i7ien", "m6idn", "m6i", "m7i", "i3en", "i7ie")
+# VPC quotas: active peering connections per VPC, default and hard maximum.
+PEERINGS_DEFAULT_QUOTA = 50
+PEERINGS_MAX_QUOTA = 125
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding about a config file: where it is, what is wrong, and how to fix it."""
+
+    field: str
+    message: str
+    severity: str = "error"
+
+
+Rule = Callable[[Mapping[str, Any]], Iterator[Problem]]
+
+
+def _regions(raw: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    hub = raw.get("hub")
+    if isinstance(hub, Mapping):
+        yield "hub", hub
+    spokes = raw.get("spokes")
+    if isinstance(spokes, list):
+        for i, spoke in enumerate(spokes):
+            if isinstance(spoke, Mapping):
+                yield f"spokes[{i}]", spoke
+
+
+def _net(value: Any) -> ipaddress.IPv4Network | None:
+    if not isinstance(value, str) or "/" not in value:
+        return None
+    try:
+        net = ipaddress.ip_network(value)
+    except ValueError:
+        return None
+    return net if isinstance(net, ipaddress.IPv4Network) else None
+
+
+def _section(region: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = region.get(name)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _enabled(section: Mapping[str, Any]) -> bool:
+    return section.get("enabled", True) is not False
+
+
+def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Peered VPCs must not overlap (VPC peering guide); we check every pair, peered or not."""
+    seen: list[tuple[str, ipaddress.IPv4Network]] = []
+    for path, region in _regions(raw):
+        blocks = [(f"{path}.cidr", region.get("cidr"))]
+        secondary = region.get("secondary_cidrs")
+        if isinstance(secondary, list):
+            blocks += [(f"{path}.secondary_cidrs[{i}]", c) for i, c in enumerate(secondary)]
+        for field, value in blocks:
+            net = _net(value)
+            if net is None:
+                continue
+            for other_field, other in seen:
+                if net.overlaps(other):
+                    yield Problem(
+                        field,
+                        f"{net} overlaps {other_field} ({other}); peered VPCs need disjoint CIDRs: "
+                        f"pick a block outside {other}",
+                    )
+            seen.append((field, net))
+    for path, region in _regions(raw):
+        compute = _section(region, "compute")
+        service = _net(compute.get("service_cidr", "172.20.0.0/16"))
+        if service is None or not _enabled(compute):
+            continue
+        for other_field, other in seen:
+            if service.overlaps(other):
+                yield Problem(
+                    f"{path}.compute.service_cidr",
+                    f"Kubernetes service CIDR {service} overlaps {other_field} ({other}); pods could not "
+                    f"reach those addresses: pick a service CIDR outside every VPC, e.g. 172.20.0.0/16",
+                )
+
+
+def one_spoke_per_region(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    hub_region = _section(raw, "hub").get("region")
+    first: dict[str, str] = {}
+    for path, region in _regions(raw):
+        code = region.get("region")
+        if path == "hub" or not isinstance(code, str):
+            continue
+        if code == hub_region:
+            yield Problem(
+                f"{path}.region",
+                f"{code} is the hub Region; a spoke must be in another Region: remove this spoke",
+            )
+        elif code in first:
+            yield Problem(
+                f"{path}.region",
+                f"{code} is already a spoke at {first[code]}; one spoke per Region: merge or remove one",
+            )
+        else:
+            first[code] = path
+
+
+def az_ids_belong_to_region(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    for path, region in _regions(raw):
+        facts = REGIONS.get(region.get("region", ""))
+        if facts is None:
+            continue
+        az_ids = region.get("az_ids")
+        fields = [(f"{path}.az_ids[{i}]", v) for i, v in enumerate(az_ids)] if isinstance(az_ids, list) else []
+        fields.append((f"{path}.accelerator_az_id", region.get("accelerator_az_id")))
+        for field, value in fields:
+            if isinstance(value, str) and not facts.owns_az_id(value):
+                yield Problem(
+                    field,
+                    f"AZ ID '{value}' is not in {facts.code}; its AZ IDs look like {facts.default_az_ids[0]}",
+                )
+        if isinstance(az_ids, list) and len(set(az_ids)) != len(az_ids):
+            yield Problem(f"{path}.az_ids", "lists an AZ ID twice; list each AZ once")
+
+
+def cnq_node_count(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    for path, region in _regions(raw):
+        count = _section(region, "storage").get("node_count")
+        if isinstance(count, int) and not isinstance(count, bool) and not (count == 1 or 3 <= count <= 24):
+            yield Problem(
+                f"{path}.storage.node_count",
+                f"{count} nodes: Cloud Native Qumulo runs 1 node or 3 to 24; use 1 or a number from 3 to 24",
+            )
+
+
+def cnq_instance_family(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    for path, region in _regions(raw):
+        itype = _section(region, "storage").get("instance_type")
+        if isinstance(itype, str) and itype.split(".")[0] not in CNQ_INSTANCE_FAMILIES:
+            yield Problem(
+                f"{path}.storage.instance_type",
+                f"{itype} is outside Qumulo's supported families ({', '.join(CNQ_INSTANCE_FAMILIES)}); "
+                "it may work (the reference hub ran r5.8xlarge) but Qumulo does not support it",
+                severity="warning",
+            )
+
+
+def compute_only_where_hyperpod_runs(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    for path, region in _regions(raw):
+        code = region.get("region")
+        if code in REGIONS and code not in HYPERPOD_REGIONS and _enabled(_section(region, "compute")):
+            yield Problem(
+                f"{path}.compute",
+                f"SageMaker HyperPod is not offered in {code} (hubspoke/regions.py, 2026-11-30); "
+                "set compute.enabled: false for this Region or train in another one",
+            )
+
+
+def public_endpoint_not_open_to_world(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    for path, region in _regions(raw):
+        cidrs = _section(region, "compute").get("public_access_cidrs")
+        for i, value in enumerate(cidrs if isinstance(cidrs, list) else []):
+            net = _net(value)
+            if net is not None and net.prefixlen == 0:
+                yield Problem(
+                    f"{path}.compute.public_access_cidrs[{i}]",
+                    "opens the EKS API to the whole internet; list your admin network's CIDR instead",
+                )
+        admin = _net(_section(region, "storage").get("admin_cidr"))
+        if admin is not None and admin.prefixlen == 0:
+            yield Problem(
+                f"{path}.storage.admin_cidr",
+                "opens SSH and the Qumulo REST API to the whole internet; use your admin network's CIDR",
+            )
+
+
+def peering_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    spokes = raw.get("spokes")
+    count = len(spokes) if isinstance(spokes, list) else 0
+    if count > PEERINGS_MAX_QUOTA:
+        yield Problem(
+            "spokes",
+            f"{count} spokes need {count} peerings on the hub VPC; AWS allows at most "
+            f"{PEERINGS_MAX_QUOTA}: split the environment",
+        )
+    elif count > PEERINGS_DEFAULT_QUOTA:
+        yield Problem(
+            "spokes",
+            f"{count} spokes exceed the default quota of {PEERINGS_DEFAULT_QUOTA} active peerings per VPC; "
+            "request an increase (Service Quotas, Amazon VPC) before deploying",
+            severity="warning",
+        )
+
+
+RULES: tuple[Rule, ...] = (
+    vpc_cidrs_do_not_overlap,
+    one_spoke_per_region,
+    az_ids_belong_to_region,
+    cnq_node_count,
+    cnq_instance_family,
+    compute_only_where_hyperpod_runs,
+    public_endpoint_not_open_to_world,
+    peering_quota,
+)
+
+
+def check(raw: Mapping[str, Any]) -> list[Problem]:
+    return [problem for rule in RULES for problem in rule(raw)]

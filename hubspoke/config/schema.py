@@ -1,0 +1,206 @@
+"""The shape of config/<env>.yaml: every key, its type and its documented default (README, 'Configuration')."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from hubspoke.regions import REGIONS
+
+# AWS allows VPC CIDR blocks from /16 to /28; our subnet layout needs /20 or larger (see layout.py).
+VPC_MAX_PREFIX = 16
+VPC_MIN_PREFIX = 20
+SECONDARY_MIN_PREFIX = 28
+
+
+def _network(value: str) -> ipaddress.IPv4Network:
+    try:
+        net = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        raise ValueError(f"'{value}' is not an IPv4 CIDR; write it like 10.20.0.0/16") from None
+    if not isinstance(net, ipaddress.IPv4Network) or "/" not in value:
+        raise ValueError(f"'{value}' is not an IPv4 CIDR; write it like 10.20.0.0/16")
+    if str(net) != value:
+        raise ValueError(f"'{value}' has host bits set; did you mean {net}?")
+    return net
+
+
+def _cidr(value: str) -> str:
+    _network(value)
+    return value
+
+
+def _vpc_cidr(value: str) -> str:
+    net = _network(value)
+    if net.prefixlen < VPC_MAX_PREFIX:
+        raise ValueError(f"/{net.prefixlen} is larger than AWS allows for a VPC; use a prefix from /16 to /20")
+    if net.prefixlen > VPC_MIN_PREFIX:
+        raise ValueError(
+            f"/{net.prefixlen} is too small for the subnet layout (a quarter for the accelerator subnet, "
+            f"a sixteenth per private subnet, a sixty-fourth per public subnet); the minimum is "
+            f"/{VPC_MIN_PREFIX}: use /16 to /{VPC_MIN_PREFIX}, e.g. {net.supernet(new_prefix=16)}"
+        )
+    return value
+
+
+def _secondary_cidr(value: str) -> str:
+    net = _network(value)
+    if not VPC_MAX_PREFIX <= net.prefixlen <= SECONDARY_MIN_PREFIX:
+        raise ValueError(f"/{net.prefixlen} is outside what AWS allows for a VPC CIDR block (/16 to /28)")
+    return value
+
+
+def _region(value: str) -> str:
+    if value not in REGIONS:
+        import difflib
+
+        close = difflib.get_close_matches(value, list(REGIONS), n=1)
+        hint = f"did you mean {close[0]}?" if close else "use a commercial Region code such as us-west-2"
+        raise ValueError(f"unknown Region code '{value}'; {hint}")
+    return value
+
+
+Cidr = Annotated[str, AfterValidator(_cidr)]
+VpcCidr = Annotated[str, AfterValidator(_vpc_cidr)]
+SecondaryCidr = Annotated[str, AfterValidator(_secondary_cidr)]
+RegionCode = Annotated[str, AfterValidator(_region)]
+AccountId = Annotated[str, Field(pattern=r"^\d{12}$")]
+AzId = Annotated[str, Field(pattern=r"^[a-z]+\d-az\d+$")]
+Quantity = Annotated[str, Field(pattern=r"^[1-9]\d*(Gi|Ti)$")]
+
+
+class Model(BaseModel):
+    """Base for every config section: unknown keys are errors, values are immutable, types are not coerced."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class StorageConfig(Model):
+    """The Region's Cloud Native Qumulo cluster (hub or spoke)."""
+
+    enabled: bool = True
+    # Qumulo allows 1 node, or 3 to 24 (checked in rules.py). The reference hub ran 4 nodes.
+    node_count: int = 4
+    # i4i is in Qumulo's supported families and matches the reference hub's r5.8xlarge in vCPU and memory.
+    instance_type: str = "i4i.8xlarge"
+    # No AMI lookup at synth: without an ID here, the Storage stack takes it as a deploy-time parameter.
+    ami_id: Annotated[str, Field(pattern=r"^ami-[0-9a-f]{8,17}$")] | None = None
+    soft_capacity_limit_tb: Annotated[int, Field(gt=0)] = 100
+    dataset_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = "/dataset"
+    # SSH and the REST API (8000) from outside the VPC only from here; none by default.
+    admin_cidr: Cidr | None = None
+
+
+class PortalConfig(Model):
+    """How a spoke's Cloud Data Fabric portal caches the hub."""
+
+    mode: Literal["read_only", "read_write"] = "read_only"
+    # Fraction of the spoke's capacity kept free; Qumulo evicts cached blocks below it.
+    eviction_free_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.1
+
+
+class InstanceGroupConfig(Model):
+    """One HyperPod instance group."""
+
+    name: Annotated[str, Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")] = "accelerated-worker-group-1"
+    instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$")] = "ml.p5.48xlarge"
+    count: Annotated[int, Field(ge=1, le=1000)] = 2
+    ebs_volume_gb: Annotated[int, Field(ge=1, le=16384)] = 500
+
+
+class ComputeConfig(Model):
+    """The Region's SageMaker HyperPod cluster on EKS and its Kubernetes storage."""
+
+    enabled: bool = True
+    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = "1.33"
+    # Must not overlap any VPC CIDR of the environment (rules.py): pods would lose the route to it.
+    service_cidr: Cidr = "172.20.0.0/16"
+    # EKS API endpoint is private; public access only from these CIDRs (none by default).
+    public_access_cidrs: list[Cidr] = []
+    instance_groups: Annotated[list[InstanceGroupConfig], Field(min_length=1)] = [InstanceGroupConfig()]
+    training_plan_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:sagemaker:")] | None = None
+    dataset_volume_size: Quantity = "50Ti"
+    checkpoint_volume_size: Quantity = "2Ti"
+
+
+class RegionConfig(Model):
+    """One Region of the environment: its VPC and what runs in it."""
+
+    region: RegionCode
+    cidr: VpcCidr
+    account: AccountId | None = None
+    secondary_cidrs: list[SecondaryCidr] = []
+    # AZ IDs for the private subnets; default: the Region's first two (regions.py).
+    az_ids: Annotated[list[AzId], Field(min_length=1, max_length=4)] | None = None
+    # The AZ ID where accelerator capacity (and the local CNQ) lives; default: the first of az_ids.
+    accelerator_az_id: AzId | None = None
+    nat: Literal["single", "per_az", "none"] = "single"
+    flow_logs_retention_days: Literal[7, 14, 30, 60, 90, 180, 365, 731, 1827, 3653] = 365
+    storage: StorageConfig = StorageConfig()
+    compute: ComputeConfig = ComputeConfig()
+
+    @property
+    def resolved_az_ids(self) -> tuple[str, ...]:
+        return tuple(self.az_ids) if self.az_ids else REGIONS[self.region].default_az_ids[:2]
+
+    @property
+    def resolved_accelerator_az_id(self) -> str:
+        return self.accelerator_az_id or self.resolved_az_ids[0]
+
+    @property
+    def all_cidrs(self) -> tuple[str, ...]:
+        return (self.cidr, *self.secondary_cidrs)
+
+
+class HubConfig(RegionConfig):
+    """The hub Region: where the dataset lives."""
+
+
+class SpokeConfig(RegionConfig):
+    """A spoke Region: caches the hub through a portal and trains next to the cache."""
+
+    portal: PortalConfig = PortalConfig()
+
+
+class OpsConfig(Model):
+    """Who is told when the hub goes away, and the floors the alarms hold."""
+
+    alarm_emails: list[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = []
+    gpu_utilization_floor_percent: Annotated[int, Field(ge=1, le=100)] = 80
+    cache_hit_ratio_floor: Annotated[float, Field(gt=0, le=1)] = 0.9
+
+
+class HubSpokeConfig(Model):
+    """One environment: a hub Region, its spoke Regions, and the settings they share."""
+
+    environment: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,15}$")]
+    account: AccountId
+    hub: HubConfig
+    spokes: list[SpokeConfig] = []
+    # Inter-Region peering carries at most 8500 bytes (EC2 User Guide, "Network MTU").
+    inter_region_mtu: Annotated[int, Field(ge=1280, le=8500)] = 8500
+    tags: dict[str, str] = {}
+    ops: OpsConfig = OpsConfig()
+
+    def regions(self) -> Iterator[RegionConfig]:
+        """The hub first, then every spoke in config order."""
+        yield self.hub
+        yield from self.spokes
+
+    def account_of(self, region: RegionConfig) -> str:
+        return region.account or self.account
+
+    def spoke(self, code: str) -> SpokeConfig:
+        return next(s for s in self.spokes if s.region == code)
+
+    def region_config(self, code: str) -> RegionConfig:
+        return next(r for r in self.regions() if r.region == code)
+
+    def peer_cidrs(self, region: RegionConfig) -> tuple[str, ...]:
+        """CIDRs reachable over peering from this Region: the hub's for a spoke, every spoke's for the hub."""
+        if region.region == self.hub.region:
+            return tuple(c for s in self.spokes for c in s.all_cidrs)
+        return self.hub.all_cidrs

@@ -1,0 +1,68 @@
+"""Facts about AWS Regions that synth and validation need offline: codes, AZ IDs, HyperPod availability."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RegionFacts:
+    """What hubspoke knows about one commercial Region without asking AWS."""
+
+    code: str
+    az_id_prefix: str
+    # AZ IDs used when config names none; IDs (not names) because names are shuffled per account.
+    default_az_ids: tuple[str, ...]
+    hyperpod: bool
+
+    def owns_az_id(self, az_id: str) -> bool:
+        return az_id.startswith(self.az_id_prefix + "-az") and az_id[len(self.az_id_prefix) + 3 :].isdigit()
+
+
+def _r(code: str, prefix: str, azs: tuple[int, ...] = (1, 2, 3), hyperpod: bool = False) -> RegionFacts:
+    return RegionFacts(code, prefix, tuple(f"{prefix}-az{n}" for n in azs), hyperpod)
+
+
+# AZ ID prefixes: EC2 User Guide, "AZ IDs for your AWS resources" (read 2026-11).
+# HyperPod: SageMaker developer guide, "Supported AWS Regions" for SageMaker HyperPod, as of 2026-11-30;
+# the reference article (2026-09) counts 18 Regions. Re-check this table before relying on a new Region,
+# and `hubspoke preflight` asks the account itself.
+REGIONS: dict[str, RegionFacts] = {
+    r.code: r
+    for r in (
+        _r("us-east-1", "use1", (1, 2, 4), hyperpod=True),
+        _r("us-east-2", "use2", hyperpod=True),
+        _r("us-west-1", "usw1", (1, 3), hyperpod=True),
+        _r("us-west-2", "usw2", (1, 2, 3), hyperpod=True),
+        _r("af-south-1", "afs1"),
+        _r("ap-east-1", "ape1"),
+        _r("ap-south-1", "aps1", hyperpod=True),
+        _r("ap-south-2", "aps2"),
+        _r("ap-southeast-1", "apse1", hyperpod=True),
+        _r("ap-southeast-2", "apse2", hyperpod=True),
+        _r("ap-southeast-3", "apse3", hyperpod=True),
+        _r("ap-southeast-4", "apse4", hyperpod=True),
+        _r("ap-southeast-5", "apse5"),
+        _r("ap-southeast-7", "apse7"),
+        _r("ap-northeast-1", "apne1", (1, 2, 4), hyperpod=True),
+        _r("ap-northeast-2", "apne2", (1, 2, 3), hyperpod=True),
+        _r("ap-northeast-3", "apne3"),
+        _r("ca-central-1", "cac1", (1, 2, 4), hyperpod=True),
+        _r("ca-west-1", "caw1"),
+        _r("eu-central-1", "euc1", hyperpod=True),
+        _r("eu-central-2", "euc2"),
+        _r("eu-west-1", "euw1", hyperpod=True),
+        _r("eu-west-2", "euw2", hyperpod=True),
+        _r("eu-west-3", "euw3"),
+        _r("eu-south-1", "eus1"),
+        _r("eu-south-2", "eus2", hyperpod=True),
+        _r("eu-north-1", "eun1", hyperpod=True),
+        _r("il-central-1", "ilc1"),
+        _r("me-south-1", "mes1"),
+        _r("me-central-1", "mec1"),
+        _r("mx-central-1", "mxc1"),
+        _r("sa-east-1", "sae1", hyperpod=True),
+    )
+}
+
+HYPERPOD_REGIONS = frozenset(code for code, facts in REGIONS.items() if facts.hyperpod)
