@@ -55,7 +55,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     """A SafeLoader that refuses a key given twice, which PyYAML would silently let the last one win."""
 
 
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+def _construct_mapping(
+    loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
@@ -76,13 +78,15 @@ def _read_yaml(path: Path) -> Any:
     except FileNotFoundError:
         raise ConfigError(path, [Problem("(file)", "file not found; check the path or create it")]) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(path, [Problem("(file)", f"cannot read it ({exc}); check its permissions")]) from None
+        raise ConfigError(
+            path, [Problem("(file)", f"cannot read it ({exc}); check its permissions")]
+        ) from None
     if not text.strip():
         raise ConfigError(
             path, [Problem("(file)", "file is empty; start from the minimal config in README.md")]
         )
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"(yaml line {mark.line + 1}, column {mark.column + 1})" if mark else "(yaml)"
@@ -141,7 +145,9 @@ def _describe(error: ErrorDetails) -> Problem:
     if kind == "value_error":
         return Problem(field, error["msg"].removeprefix("Value error, "))
     if name == "inter_region_mtu" and kind == "less_than_equal":
-        return Problem(field, f"{value} exceeds 8500, the most inter-Region VPC peering carries; set 8500 or less")
+        return Problem(
+            field, f"{value} exceeds 8500, the most inter-Region VPC peering carries; set 8500 or less"
+        )
     if kind == "string_pattern_mismatch" and name in _EXAMPLES:
         return Problem(field, f"'{value}' is not valid here; write {_EXAMPLES[name]}")
     if kind.endswith("_type") or kind in ("model_type", "dict_type", "list_type"):

@@ -123,7 +123,9 @@ def az_ids_belong_to_region(raw: Mapping[str, Any]) -> Iterator[Problem]:
         if facts is None:
             continue
         az_ids = region.get("az_ids")
-        fields = [(f"{path}.az_ids[{i}]", v) for i, v in enumerate(az_ids)] if isinstance(az_ids, list) else []
+        fields = (
+            [(f"{path}.az_ids[{i}]", v) for i, v in enumerate(az_ids)] if isinstance(az_ids, list) else []
+        )
         fields.append((f"{path}.accelerator_az_id", region.get("accelerator_az_id")))
         for field, value in fields:
             if isinstance(value, str) and not facts.owns_az_id(value):

@@ -36,7 +36,9 @@ def _cidr(value: str) -> str:
 def _vpc_cidr(value: str) -> str:
     net = _network(value)
     if net.prefixlen < VPC_MAX_PREFIX:
-        raise ValueError(f"/{net.prefixlen} is larger than AWS allows for a VPC; use a prefix from /16 to /20")
+        raise ValueError(
+            f"/{net.prefixlen} is larger than AWS allows for a VPC; use a prefix from /16 to /20"
+        )
     if net.prefixlen > VPC_MIN_PREFIX:
         raise ValueError(
             f"/{net.prefixlen} is too small for the subnet layout (a quarter for the accelerator subnet, "

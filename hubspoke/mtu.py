@@ -1,0 +1,61 @@
+"""The one place that decides and renders the MTU towards peer VPCs (user data, lifecycle scripts, Qumulo).
+
+Inside a VPC the MTU is 9001; over inter-Region VPC peering it is at most 8500 (EC2 User Guide,
+"Network MTU"). Hosts keep 9001 on their interface and pin 8500 on the routes to each peer CIDR, so
+local traffic keeps jumbo frames and cross-Region traffic is never black-holed by a too-large packet.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shlex
+from collections.abc import Iterable
+
+from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+
+VPC_MTU = 9001
+INTER_REGION_PEERING_MTU = 8500
+
+
+def peer_mtu(config: HubSpokeConfig) -> int:
+    """The MTU for every path that crosses the peering: config's value, never above the peering's limit."""
+    return min(config.inter_region_mtu, INTER_REGION_PEERING_MTU)
+
+
+def peer_routes(config: HubSpokeConfig, region: RegionConfig) -> tuple[tuple[str, int], ...]:
+    """(peer CIDR, MTU) for every CIDR this Region reaches over peering."""
+    mtu = peer_mtu(config)
+    return tuple((cidr, mtu) for cidr in config.peer_cidrs(region))
+
+
+def render_route_mtu_script(routes: Iterable[tuple[str, int]]) -> str:
+    """Bash that pins the MTU of the route to each peer CIDR via the host's default gateway.
+
+    Idempotent (`ip route replace`), and exits non-zero with a message when it cannot do its job.
+    """
+    lines = [
+        "# hubspoke: pin the route MTU towards peer VPCs (inter-Region peering carries at most "
+        f"{INTER_REGION_PEERING_MTU} bytes).",
+        "hubspoke_pin_peer_mtu() {",
+        "  local gw dev",
+        "  read -r gw dev < <(ip -4 route show default | awk "
+        '\'{for (i = 1; i < NF; i++) { if ($i == "via") g = $(i + 1); if ($i == "dev") d = $(i + 1) }} '
+        "END { print g, d }')",
+        '  if [ -z "${gw:-}" ] || [ -z "${dev:-}" ]; then',
+        '    echo "hubspoke: no default IPv4 route; cannot pin the peer MTU" >&2',
+        "    return 1",
+        "  fi",
+    ]
+    count = 0
+    for cidr, mtu in routes:
+        net = ipaddress.IPv4Network(cidr)  # raises on anything that is not a CIDR: never render garbage
+        if not 1280 <= mtu <= INTER_REGION_PEERING_MTU:
+            raise ValueError(f"MTU {mtu} for {cidr} is outside 1280..{INTER_REGION_PEERING_MTU}")
+        lines.append(
+            f'  ip route replace {shlex.quote(str(net))} via "$gw" dev "$dev" mtu {mtu} || '
+            f'{{ echo "hubspoke: cannot set MTU {mtu} towards {net}" >&2; return 1; }}'
+        )
+        count += 1
+    lines.append(f'  echo "hubspoke: pinned MTU on {count} peer route(s) via $gw dev $dev"')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
