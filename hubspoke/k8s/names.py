@@ -1,0 +1,43 @@
+"""Well-known Kubernetes names and mount paths: every manifest (jobs, prewarm, bench) imports them from here.
+
+Claim names are the same in every Region because each Region has its own cluster; the PersistentVolume
+names carry the Region so that `kubectl get pv` output pasted into a ticket says where it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hubspoke.config.schema import RegionConfig
+
+NAMESPACE = "training"
+DATASET_CLAIM = "hubspoke-dataset"
+CHECKPOINT_CLAIM = "hubspoke-checkpoints"
+# Where containers see the volumes; the training script's defaults point here too.
+DATASET_MOUNT_PATH = "/mnt/dataset"
+CHECKPOINT_MOUNT_PATH = "/mnt/checkpoints"
+
+
+@dataclass(frozen=True)
+class ClaimNames:
+    """What a pod in a Region's cluster uses to mount the shared volumes."""
+
+    namespace: str
+    dataset: str
+    checkpoints: str
+    dataset_mount_path: str
+    checkpoint_mount_path: str
+
+
+def claim_names(region: RegionConfig | None = None) -> ClaimNames:
+    """The namespace, claim names and mount paths for a Region's cluster (the same in every Region today)."""
+    del region  # accepted so callers need not change if claims ever become per-Region
+    return ClaimNames(NAMESPACE, DATASET_CLAIM, CHECKPOINT_CLAIM, DATASET_MOUNT_PATH, CHECKPOINT_MOUNT_PATH)
+
+
+def dataset_volume_name(region: RegionConfig) -> str:
+    return f"{DATASET_CLAIM}-{region.region}"
+
+
+def checkpoint_volume_name(region: RegionConfig) -> str:
+    return f"{CHECKPOINT_CLAIM}-{region.region}"
