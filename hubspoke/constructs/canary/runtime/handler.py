@@ -1,0 +1,165 @@
+"""Hub-outage canary, run every minute inside a spoke VPC: probe the hub, read the portal, publish metrics.
+
+Settings come from the environment the construct sets (an invocation event may override the targets, for
+a manual test from the console):
+  HUBSPOKE_ENVIRONMENT, SPOKE_REGION        metric dimensions
+  HUB_ADDRESSES                             comma-separated hub floating IPs
+  HUB_PORTS                                 comma-separated TCP ports (hubspoke/ports.py: NFS, portal)
+  CONNECT_TIMEOUT_SECONDS                   per-connect bound; every probe runs in parallel
+  SPOKE_REST_ADDRESS, SPOKE_REST_PORT       the spoke cluster's REST API (optional: no portal metric without)
+  ADMIN_SECRET_ARN                          Secrets Manager secret holding the spoke's admin credentials
+  REST_TIMEOUT_SECONDS                      bound on each REST request
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from . import metrics
+from .portal import PortalReading, read_portal_status
+from .probe import probe_all
+
+DEFAULT_CONNECT_TIMEOUT_S = 2.0
+DEFAULT_REST_TIMEOUT_S = 5.0
+# Leave the function this much time to print its line after the probes, whatever the settings say.
+RESERVE_MS = 3000
+# The secret is read at most this often; a rotated password is picked up within this time.
+CREDENTIALS_TTL_S = 900.0
+
+Credentials = tuple[str, str]
+_credentials_cache: dict[str, tuple[float, Credentials]] = {}
+
+
+def handler(event: Mapping[str, Any] | None, context: Any) -> dict[str, Any]:
+    """Lambda entry point: one probe round, one EMF line on stdout, the same numbers returned."""
+    return run(event or {}, os.environ, remaining_ms=_remaining_ms(context))
+
+
+def run(
+    event: Mapping[str, Any],
+    env: Mapping[str, str],
+    *,
+    remaining_ms: int | None = None,
+    credentials: Callable[[str], Credentials] | None = None,
+    portal_reader: Callable[..., PortalReading] = read_portal_status,
+    emit: Callable[[str], None] = print,
+    clock: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """Probe the hub and the portal at the same time, then publish; never raises for what it measures."""
+    addresses = _list(event.get("hub_addresses"), env.get("HUB_ADDRESSES", ""))
+    ports = [int(p) for p in _list(event.get("ports"), env.get("HUB_PORTS", ""))]
+    if not addresses or not ports:
+        # A misconfigured canary must be loud, not publish "hub down" forever.
+        raise ValueError("HUB_ADDRESSES and HUB_PORTS must each name at least one value")
+    connect_timeout = _bounded(
+        float(env.get("CONNECT_TIMEOUT_SECONDS", DEFAULT_CONNECT_TIMEOUT_S)), remaining_ms
+    )
+    rest_timeout = _bounded(float(env.get("REST_TIMEOUT_SECONDS", DEFAULT_REST_TIMEOUT_S)), remaining_ms)
+    rest_address = env.get("SPOKE_REST_ADDRESS", "")
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="portal") as pool:
+        portal_future = (
+            pool.submit(
+                _read_portal,
+                env,
+                rest_address,
+                rest_timeout,
+                credentials or _secret_credentials,
+                portal_reader,
+            )
+            if rest_address
+            else None
+        )
+        reach = probe_all(addresses, ports, timeout_s=connect_timeout)
+        portal = portal_future.result() if portal_future else None
+
+    values: dict[str, float | list[float]] = {
+        metrics.HUB_REACHABLE: int(reach.hub_reachable),
+        metrics.NODES_REACHABLE_FRACTION: round(reach.reachable_fraction, 4),
+        metrics.CONNECT_LATENCY: reach.latencies_ms,
+    }
+    if portal is not None:
+        values[metrics.PORTAL_STATUS] = portal.value
+    failures = [f"{p.address}:{p.port} {p.error}" for p in reach.probes if not p.ok]
+    properties = {
+        "hub_addresses": list(reach.addresses),
+        "ports": ports,
+        "failed_probes": failures,
+        "portal_detail": portal.detail if portal else "not configured",
+    }
+    emit(
+        metrics.emf_line(
+            environment=env.get("HUBSPOKE_ENVIRONMENT", "unknown"),
+            spoke=env.get("SPOKE_REGION", "unknown"),
+            values=values,
+            timestamp_ms=int(clock() * 1000),
+            properties=properties,
+        )
+    )
+    return {**values, **properties}
+
+
+def _read_portal(
+    env: Mapping[str, str],
+    address: str,
+    timeout_s: float,
+    credentials: Callable[[str], Credentials],
+    reader: Callable[..., PortalReading],
+) -> PortalReading:
+    try:
+        username, password = credentials(env.get("ADMIN_SECRET_ARN", ""))
+    except Exception as exc:  # a missing grant or endpoint shows as UNKNOWN with the reason, not a crash
+        return PortalReading(metrics.PORTAL_STATUS_UNKNOWN, f"admin secret: {exc}")
+    return reader(
+        address=address,
+        port=int(env.get("SPOKE_REST_PORT", "8000")),
+        username=username,
+        password=password,
+        timeout_s=timeout_s,
+    )
+
+
+def _secret_credentials(secret_arn: str) -> Credentials:
+    """Admin user and password from Secrets Manager: JSON {"username", "password"} or the bare password."""
+    if not secret_arn:
+        raise ValueError("ADMIN_SECRET_ARN is not set")
+    cached = _credentials_cache.get(secret_arn)
+    if cached and time.monotonic() - cached[0] < CREDENTIALS_TTL_S:
+        return cached[1]
+    import boto3
+
+    value = boto3.client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"]
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value
+    creds: Credentials
+    if isinstance(parsed, dict):
+        creds = (str(parsed.get("username", "admin")), str(parsed["password"]))
+    else:
+        creds = ("admin", value)
+    _credentials_cache[secret_arn] = (time.monotonic(), creds)
+    return creds
+
+
+def _list(override: Any, fallback: str) -> list[str]:
+    if isinstance(override, list):
+        return [str(v).strip() for v in override if str(v).strip()]
+    return [v.strip() for v in fallback.split(",") if v.strip()]
+
+
+def _bounded(timeout_s: float, remaining_ms: int | None) -> float:
+    """A timeout that still leaves RESERVE_MS of the invocation for publishing."""
+    if remaining_ms is None:
+        return timeout_s
+    return max(0.1, min(timeout_s, (remaining_ms - RESERVE_MS) / 1000.0))
+
+
+def _remaining_ms(context: Any) -> int | None:
+    getter = getattr(context, "get_remaining_time_in_millis", None)
+    return int(getter()) if callable(getter) else None

@@ -1,0 +1,62 @@
+"""The spoke portal's status, read from the spoke cluster's own REST API through the qumulo-api SDK."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .metrics import PORTAL_STATUS_UNKNOWN, PORTAL_STATUS_VALUES
+
+
+@dataclass(frozen=True)
+class PortalReading:
+    """The worst status among the spoke's portals, as the number the canary publishes, and why."""
+
+    value: int
+    detail: str
+
+
+ClientFactory = Callable[[str, int, float], Any]
+
+
+def sdk_client(address: str, port: int, timeout_s: float) -> Any:
+    """A qumulo-api RestClient; imported here so the TCP probes run even if the SDK failed to bundle."""
+    from qumulo.rest_client import RestClient
+
+    # The SDK takes whole seconds; never zero, which would mean non-blocking sockets.
+    return RestClient(address, port, timeout=max(1, round(timeout_s)))
+
+
+def read_portal_status(
+    *,
+    address: str,
+    port: int,
+    username: str,
+    password: str,
+    timeout_s: float,
+    client_factory: ClientFactory = sdk_client,
+) -> PortalReading:
+    """Log in and list the spoke portals (GET /v2/portal/spokes/); never raises, UNKNOWN on any failure."""
+    try:
+        client = client_factory(address, port, timeout_s)
+        client.login(username, password)
+        portals = client.portal.v2_list_spoke_portals()
+    except Exception as exc:  # the canary must publish even when the spoke's API is down
+        return PortalReading(PORTAL_STATUS_UNKNOWN, f"spoke REST API {address}:{port}: {_describe(exc)}")
+    if not portals:
+        return PortalReading(PORTAL_STATUS_UNKNOWN, "the spoke cluster has no spoke portal")
+    worst: tuple[int, str] | None = None
+    for portal in portals:
+        value = PORTAL_STATUS_VALUES.get(str(portal.status), PORTAL_STATUS_UNKNOWN)
+        entry = (value, f"portal {portal.id}: state {portal.state}, status {portal.status}")
+        if worst is None or value < worst[0]:
+            worst = entry
+    assert worst is not None
+    return PortalReading(*worst)
+
+
+def _describe(exc: Exception) -> str:
+    # RequestError carries Qumulo's own error class and text; keep it, it is what an operator searches for.
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]

@@ -1,0 +1,199 @@
+"""The canary handler against loopback listeners: hub up, hub down, half the nodes down, slow connects."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from hubspoke.constructs.canary.runtime import metrics
+from hubspoke.constructs.canary.runtime.handler import run
+from hubspoke.constructs.canary.runtime.portal import PortalReading
+
+# 127.0.0.0/8 is loopback on Linux: distinct addresses stand in for distinct hub nodes on the same ports.
+NODES = ("127.0.0.11", "127.0.0.12", "127.0.0.13", "127.0.0.14")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def listeners(addresses: tuple[str, ...], ports: tuple[int, ...], *, backlog: int = 16) -> Iterator[None]:
+    """Listening sockets that accept at the kernel level (the backlog), which is all a TCP connect needs."""
+    socks = []
+    try:
+        for address in addresses:
+            for port in ports:
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind((address, port))
+                s.listen(backlog)
+                socks.append(s)
+        yield
+    finally:
+        for s in socks:
+            s.close()
+
+
+@contextmanager
+def full_backlog(address: str, port: int) -> Iterator[None]:
+    """A listener whose accept queue is full, so a new SYN is dropped and the connect hangs: a slow hub."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((address, port))
+    s.listen(0)
+    fillers = []
+    try:
+        # Linux keeps backlog+1 completed connections; after that new SYNs go unanswered. Bounded loop.
+        for _ in range(8):
+            c = socket.socket()
+            c.setblocking(False)
+            c.connect_ex((address, port))
+            fillers.append(c)
+        yield
+    finally:
+        for c in fillers:
+            c.close()
+        s.close()
+
+
+@pytest.fixture
+def ports() -> tuple[int, int]:
+    return _free_port(), _free_port()
+
+
+def _env(ports: tuple[int, ...], **extra: str) -> dict[str, str]:
+    return {
+        "HUBSPOKE_ENVIRONMENT": "dev",
+        "SPOKE_REGION": "us-west-2",
+        "HUB_ADDRESSES": ",".join(NODES),
+        "HUB_PORTS": ",".join(str(p) for p in ports),
+        "CONNECT_TIMEOUT_SECONDS": "0.5",
+        **extra,
+    }
+
+
+def _run(env: dict[str, str], **kwargs: object) -> tuple[dict[str, object], dict[str, object]]:
+    lines: list[str] = []
+    result = run({}, env, emit=lines.append, **kwargs)  # type: ignore[arg-type]
+    assert len(lines) == 1, "one EMF line per invocation"
+    return result, json.loads(lines[0])
+
+
+def _published(line: dict[str, object]) -> set[str]:
+    directive = line["_aws"]["CloudWatchMetrics"][0]  # type: ignore[index]
+    assert directive["Namespace"] == metrics.NAMESPACE
+    assert directive["Dimensions"] == [[metrics.DIMENSION_ENVIRONMENT, metrics.DIMENSION_SPOKE]]
+    names = {m["Name"] for m in directive["Metrics"]}
+    for name in names:
+        assert name in line, f"{name} declared in the EMF directive but has no value"
+    return names
+
+
+def test_hub_up_every_node_answers(ports: tuple[int, int]) -> None:
+    with listeners(NODES, ports):
+        result, line = _run(_env(ports))
+    assert result[metrics.HUB_REACHABLE] == 1
+    assert result[metrics.NODES_REACHABLE_FRACTION] == 1.0
+    assert len(line[metrics.CONNECT_LATENCY]) == len(NODES) * len(ports)  # type: ignore[arg-type]
+    assert all(v >= 0 for v in line[metrics.CONNECT_LATENCY])  # type: ignore[union-attr]
+    assert result["failed_probes"] == []
+    assert line[metrics.DIMENSION_SPOKE] == "us-west-2"
+    assert line[metrics.DIMENSION_ENVIRONMENT] == "dev"
+    assert metrics.CONNECT_LATENCY in _published(line)
+
+
+def test_hub_down_nothing_listens(ports: tuple[int, int]) -> None:
+    result, line = _run(_env(ports))
+    assert result[metrics.HUB_REACHABLE] == 0
+    assert result[metrics.NODES_REACHABLE_FRACTION] == 0.0
+    assert len(result["failed_probes"]) == len(NODES) * len(ports)  # type: ignore[arg-type]
+    # No successful connect, so no latency sample: publishing 0 ms would read as a fast hub.
+    assert metrics.CONNECT_LATENCY not in _published(line)
+    assert metrics.HUB_REACHABLE in _published(line)
+
+
+def test_half_the_nodes_down(ports: tuple[int, int]) -> None:
+    with listeners(NODES[:2], ports):
+        result, _ = _run(_env(ports))
+    assert result[metrics.HUB_REACHABLE] == 1
+    assert result[metrics.NODES_REACHABLE_FRACTION] == 0.5
+    failed = result["failed_probes"]
+    assert all(f.split(":")[0] in NODES[2:] for f in failed)  # type: ignore[union-attr]
+
+
+def test_a_node_with_only_one_port_open_is_not_reachable(ports: tuple[int, int]) -> None:
+    nfs, _portal = ports
+    with listeners(NODES, (nfs,)):
+        result, _ = _run(_env(ports))
+    # NFS answers but the portal port does not: the portal cannot fetch misses, so the hub is not usable.
+    assert result[metrics.HUB_REACHABLE] == 0
+    assert result[metrics.NODES_REACHABLE_FRACTION] == 0.0
+
+
+def test_slow_connect_is_cut_at_the_timeout_and_counted_unreachable() -> None:
+    port = _free_port()
+    with full_backlog(NODES[0], port), listeners(NODES[1:], (port,)):
+        result, _ = _run(_env((port,), CONNECT_TIMEOUT_SECONDS="0.3"))
+    assert result[metrics.NODES_REACHABLE_FRACTION] == 0.75
+    failed = result["failed_probes"]
+    assert len(failed) == 1 and failed[0].startswith(f"{NODES[0]}:{port}")  # type: ignore[index,union-attr]
+    assert "no answer within" in failed[0]  # type: ignore[index]
+
+
+def test_connect_timeout_leaves_time_to_publish() -> None:
+    from hubspoke.constructs.canary.runtime.handler import RESERVE_MS, _bounded
+
+    # With 4 s left and 3 s reserved, a configured 10 s timeout must shrink to 1 s.
+    assert _bounded(10.0, 4000) == pytest.approx((4000 - RESERVE_MS) / 1000)
+    assert _bounded(1.0, 60_000) == 1.0
+
+
+def test_portal_status_is_published_with_the_documented_mapping(ports: tuple[int, int]) -> None:
+    seen: dict[str, object] = {}
+
+    def reader(**kwargs: object) -> PortalReading:
+        seen.update(kwargs)
+        return PortalReading(metrics.PORTAL_STATUS_VALUES["DEGRADED"], "portal 1: degraded")
+
+    env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", SPOKE_REST_PORT="18000", ADMIN_SECRET_ARN="arn:x")
+    with listeners(NODES, ports):
+        result, line = _run(env, portal_reader=reader, credentials=lambda arn: ("admin", "pw"))
+    assert line[metrics.PORTAL_STATUS] == 1
+    assert seen["port"] == 18000 and seen["username"] == "admin" and seen["password"] == "pw"
+    assert "pw" not in json.dumps(line), "the password never reaches the log"
+    assert result["portal_detail"] == "portal 1: degraded"
+
+
+def test_unreadable_secret_publishes_unknown_not_a_crash(ports: tuple[int, int]) -> None:
+    def broken(arn: str) -> tuple[str, str]:
+        raise PermissionError("AccessDenied")
+
+    env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", ADMIN_SECRET_ARN="arn:x")
+    _, line = _run(env, credentials=broken)
+    assert line[metrics.PORTAL_STATUS] == metrics.PORTAL_STATUS_UNKNOWN
+    assert "AccessDenied" in line["portal_detail"]  # type: ignore[operator]
+
+
+def test_no_targets_is_a_configuration_error() -> None:
+    with pytest.raises(ValueError, match="HUB_ADDRESSES"):
+        run({}, {"HUB_PORTS": "2049"}, emit=lambda _: None)
+
+
+def test_event_overrides_targets(ports: tuple[int, int]) -> None:
+    with listeners(NODES[:1], ports):
+        lines: list[str] = []
+        result = run({"hub_addresses": [NODES[0]]}, _env(ports), emit=lines.append)
+    assert result["hub_addresses"] == [NODES[0]]
+    assert result[metrics.NODES_REACHABLE_FRACTION] == 1.0
+
+
+def test_emf_rejects_a_metric_it_does_not_declare() -> None:
+    with pytest.raises(ValueError, match="not a canary metric"):
+        metrics.emf_line(environment="e", spoke="s", values={"Bogus": 1}, timestamp_ms=0)
