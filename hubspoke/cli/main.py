@@ -13,6 +13,7 @@ from hubspoke.config import ConfigError
 # `hubspoke validate` does not pay for boto3 or graphviz.
 COMMANDS = {
     "validate": "hubspoke.cli.validate",
+    "render": "hubspoke.cli.render",
 }
 
 EXIT_BAD_INPUT = 2

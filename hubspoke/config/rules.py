@@ -170,6 +170,34 @@ def compute_only_where_hyperpod_runs(raw: Mapping[str, Any]) -> Iterator[Problem
             )
 
 
+def compute_mounts_local_storage(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """The dataset and checkpoint volumes point at the Region's own CNQ, so compute needs it there."""
+    for path, region in _regions(raw):
+        if _enabled(_section(region, "compute")) and not _enabled(_section(region, "storage")):
+            yield Problem(
+                f"{path}.compute",
+                "compute mounts the dataset from this Region's own CNQ, but storage.enabled is false: "
+                "enable storage here or set compute.enabled: false",
+            )
+
+
+def checkpoints_outside_dataset(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Checkpoints under the dataset path would land in the portal: read-only, or written across Regions."""
+    for path, region in _regions(raw):
+        storage = _section(region, "storage")
+        dataset = storage.get("dataset_path", "/dataset")
+        checkpoints = storage.get("checkpoint_path", "/checkpoints")
+        if not (isinstance(dataset, str) and isinstance(checkpoints, str)):
+            continue
+        d, c = dataset.rstrip("/") + "/", checkpoints.rstrip("/") + "/"
+        if c.startswith(d) or d.startswith(c):
+            yield Problem(
+                f"{path}.storage.checkpoint_path",
+                f"'{checkpoints}' overlaps dataset_path '{dataset}'; checkpoints there would go through the "
+                "portal (read-only, or written across Regions): use a path outside it, e.g. /checkpoints",
+            )
+
+
 def public_endpoint_not_open_to_world(raw: Mapping[str, Any]) -> Iterator[Problem]:
     for path, region in _regions(raw):
         cidrs = _section(region, "compute").get("public_access_cidrs")
@@ -213,6 +241,8 @@ RULES: tuple[Rule, ...] = (
     cnq_node_count,
     cnq_instance_family,
     compute_only_where_hyperpod_runs,
+    compute_mounts_local_storage,
+    checkpoints_outside_dataset,
     public_endpoint_not_open_to_world,
     peering_quota,
 )

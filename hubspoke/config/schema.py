@@ -72,6 +72,8 @@ RegionCode = Annotated[str, AfterValidator(_region)]
 AccountId = Annotated[str, Field(pattern=r"^\d{12}$")]
 AzId = Annotated[str, Field(pattern=r"^[a-z]+\d-az\d+$")]
 Quantity = Annotated[str, Field(pattern=r"^[1-9]\d*(Gi|Ti)$")]
+# registry/repository:tag or @sha256:digest, as docker push printed it.
+ImageRef = Annotated[str, Field(pattern=r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})$")]
 
 
 class Model(BaseModel):
@@ -92,6 +94,9 @@ class StorageConfig(Model):
     ami_id: Annotated[str, Field(pattern=r"^ami-[0-9a-f]{8,17}$")] | None = None
     soft_capacity_limit_tb: Annotated[int, Field(gt=0)] = 100
     dataset_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = "/dataset"
+    # Region-local export for training checkpoints; outside dataset_path (rules.py) so it is never part
+    # of the portal and FSDP checkpoint bursts never cross the peering.
+    checkpoint_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = "/checkpoints"
     # SSH and the REST API (8000) from outside the VPC only from here; none by default.
     admin_cidr: Cidr | None = None
 
@@ -126,6 +131,9 @@ class ComputeConfig(Model):
     training_plan_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:sagemaker:")] | None = None
     dataset_volume_size: Quantity = "50Ti"
     checkpoint_volume_size: Quantity = "2Ti"
+    # The training image users build from workload/Dockerfile; default: hubspoke-training:latest in the
+    # Region's own ECR registry (images pulled across Regions pay transfer on every node start).
+    training_image: ImageRef | None = None
 
 
 class RegionConfig(Model):

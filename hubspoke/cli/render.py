@@ -1,0 +1,150 @@
+"""`hubspoke render KIND --config PATH --region R`: print Kubernetes manifests for one Region, for kubectl apply.
+
+Each KIND is a Renderer registered in RENDERERS as "module:attribute", imported only when used. To add a
+kind (e.g. prewarm, bench), write a module with a Renderer and add one line to RENDERERS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hubspoke.config import HubSpokeConfig, RegionConfig, format_problem, load
+from hubspoke.config.rules import Problem
+
+EXIT_BAD_INPUT = 2
+
+
+class RenderError(Exception):
+    """Input the renderer cannot use; carries the config field at fault and how to fix it."""
+
+    def __init__(self, field: str, message: str):
+        self.problem = Problem(field, message)
+        super().__init__(f"{field}: {message}")
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Writes repeated sub-trees out in full: anchors and aliases confuse people reading a manifest."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class Renderer:
+    """One `render` sub-kind: its help, its own options, and the function that returns the manifests."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    # (args, config, region, region_field) -> manifests; region_field is e.g. "spokes[0]".
+    render: Callable[[argparse.Namespace, HubSpokeConfig, RegionConfig, str], Sequence[dict[str, Any]]]
+    needs_compute: bool = True
+
+
+RENDERERS: dict[str, str] = {
+    "job": "hubspoke.cli.render:JOB",
+}
+
+
+def region_field(config: HubSpokeConfig, code: str) -> str:
+    """The dotted config path of a Region, as error messages name it."""
+    if config.hub.region == code:
+        return "hub"
+    return next(f"spokes[{i}]" for i, s in enumerate(config.spokes) if s.region == code)
+
+
+def _load_renderer(kind: str) -> Renderer:
+    module_name, _, attribute = RENDERERS[kind].partition(":")
+    renderer: Renderer = getattr(importlib.import_module(module_name), attribute)
+    return renderer
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "render",
+        help="print Kubernetes manifests for one Region (pipe to kubectl apply -f -)",
+        description="Print Kubernetes manifests for one Region of an environment, as YAML for kubectl apply.",
+        epilog="Example: hubspoke render job --config config/dev.yaml --region us-west-2 | kubectl apply -f -",
+    )
+    kinds = parser.add_subparsers(dest="render_kind", required=True, metavar="KIND")
+    for kind in RENDERERS:
+        renderer = _load_renderer(kind)
+        kind_parser = kinds.add_parser(kind, help=renderer.help, description=renderer.help)
+        kind_parser.add_argument("--config", required=True, type=Path, metavar="PATH")
+        kind_parser.add_argument("--region", required=True, metavar="REGION")
+        renderer.add_arguments(kind_parser)
+        kind_parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    path: Path = args.config
+    config = load(path).config  # ConfigError -> exit 2 in main, every problem listed
+    codes = [r.region for r in config.regions()]
+    if args.region not in codes:
+        problem = Problem(
+            "--region",
+            f"{args.region} is not a Region of environment {config.environment}; use one of {', '.join(codes)}",
+        )
+        print(format_problem(path, problem), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    region = config.region_config(args.region)
+    field = region_field(config, region.region)
+    renderer = _load_renderer(args.render_kind)
+    if renderer.needs_compute and not region.compute.enabled:
+        problem = Problem(
+            f"{field}.compute.enabled",
+            f"compute is off in {region.region}, so there is no cluster to run this on: "
+            "set it to true or render for a Region with compute",
+        )
+        print(format_problem(path, problem), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        manifests = renderer.render(args, config, region, field)
+    except RenderError as exc:
+        print(format_problem(path, exc.problem), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    sys.stdout.write(
+        f"# hubspoke render {args.render_kind}: {config.environment} {region.region} from {path}\n"
+    )
+    sys.stdout.write(yaml.dump_all(manifests, Dumper=_PlainDumper, sort_keys=False, explicit_start=True))
+    return 0
+
+
+def _job_arguments(parser: argparse.ArgumentParser) -> None:
+    from hubspoke.k8s.job import JOB_KINDS
+
+    parser.add_argument(
+        "--kind",
+        choices=JOB_KINDS,
+        default="pytorchjob",
+        help="pytorchjob: Kubeflow training operator; hyperpod: HyperPod training operator (default pytorchjob)",
+    )
+    parser.add_argument(
+        "--image", help="training image (default: compute.training_image, else the Region's ECR)"
+    )
+
+
+def _job(
+    args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
+) -> Sequence[dict[str, Any]]:
+    from hubspoke.k8s.accelerators import UnknownAccelerator
+    from hubspoke.k8s.job import training_job
+
+    try:
+        return [training_job(config, region, kind=args.kind, image=args.image)]
+    except UnknownAccelerator as exc:
+        raise RenderError(f"{field}.compute.instance_groups[0].instance_type", str(exc)) from None
+
+
+JOB = Renderer(
+    help="the reference training job (LLaMA 3 ~1B, FSDP) for the Region's HyperPod cluster",
+    add_arguments=_job_arguments,
+    render=_job,
+)

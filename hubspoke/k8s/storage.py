@@ -1,0 +1,174 @@
+"""The training namespace and the Region's shared volumes (dataset, checkpoints) as Kubernetes manifests.
+
+Both volumes are static NFS PersistentVolumes on the Region's own Cloud Native Qumulo cluster, each
+bound to exactly one claim through claimRef/volumeName, so no default StorageClass can provision
+something else in their place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.k8s.names import (
+    CHECKPOINT_CLAIM,
+    DATASET_CLAIM,
+    NAMESPACE,
+    checkpoint_volume_name,
+    dataset_volume_name,
+)
+
+Manifest = dict[str, Any]
+
+PART_OF = {"app.kubernetes.io/part-of": "hubspoke"}
+
+# Mount options, chosen for a data loader streaming large sequential shards and for FSDP checkpoint bursts:
+# - nfsvers=3: what the security groups open (2049 + rpcbind 111, hubspoke/ports.py) and what Qumulo serves
+#   without extra cluster settings; stateless, so a floating IP moving to another CNQ node after a node
+#   failure is invisible to the client (no v4 lease or session to recover).
+# - nconnect=16: the Linux maximum. One TCP flow between EC2 instances is capped at 5 Gbit/s outside a
+#   cluster placement group; 16 flows let one mount use the CNQ node's full bandwidth.
+# - rsize/wsize=1048576: the Linux maximum (1 MiB); fewer RPCs per GB. A server that caps lower
+#   negotiates down, so this is never wrong, only sometimes not reached.
+# - hard (+ timeo=600, retrans=2): a soft mount returns EIO on a slow reply, which the loader turns into a
+#   crashed job or a torn checkpoint; hard blocks and resumes once the floating IP has moved.
+# - noatime: reads must not turn into attribute writes (the spoke's portal is read-only by default).
+MOUNT_OPTIONS: tuple[str, ...] = (
+    "nfsvers=3",
+    "proto=tcp",
+    "nconnect=16",
+    "rsize=1048576",
+    "wsize=1048576",
+    "hard",
+    "timeo=600",
+    "retrans=2",
+    "noatime",
+)
+
+
+def namespace() -> Manifest:
+    """The namespace every hubspoke workload runs in."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": NAMESPACE, "labels": dict(PART_OF)},
+    }
+
+
+def _server(floating_ips: Sequence[str], index: int) -> str:
+    if not floating_ips:
+        raise ValueError("the Region's CNQ has no floating IPs; the volumes have nothing to mount")
+    # Floating IPs move to a surviving node on failure, so one address is not a single point of failure;
+    # putting the two volumes on different addresses spreads reads and checkpoint writes over two nodes.
+    return floating_ips[index % len(floating_ips)]
+
+
+def _volume(
+    *, name: str, claim: str, size: str, server: str, path: str, volume: str, region: RegionConfig
+) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {
+            "name": name,
+            "labels": {**PART_OF, "hubspoke/volume": volume, "hubspoke/region": region.region},
+        },
+        "spec": {
+            "capacity": {"storage": size},
+            "accessModes": ["ReadWriteMany"],
+            # The data lives in CNQ; deleting a claim must never ask Kubernetes to scrub it.
+            "persistentVolumeReclaimPolicy": "Retain",
+            # Empty class: a static volume, never dynamically provisioned by a default StorageClass.
+            "storageClassName": "",
+            "volumeMode": "Filesystem",
+            "mountOptions": list(MOUNT_OPTIONS),
+            "nfs": {"server": server, "path": path},
+            "claimRef": {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "namespace": NAMESPACE,
+                "name": claim,
+            },
+        },
+    }
+
+
+def _claim(*, name: str, volume_name: str, size: str, volume: str) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {**PART_OF, "hubspoke/volume": volume}},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "volumeName": volume_name,
+            "resources": {"requests": {"storage": size}},
+        },
+    }
+
+
+def dataset_volume(config: HubSpokeConfig, region: RegionConfig, *, floating_ips: Sequence[str]) -> Manifest:
+    """The PersistentVolume of the dataset as the Region's CNQ serves it (hub: the data; spoke: the cache)."""
+    del config  # kept for a uniform signature; everything needed is Region-scoped
+    return _volume(
+        name=dataset_volume_name(region),
+        claim=DATASET_CLAIM,
+        size=region.compute.dataset_volume_size,
+        server=_server(floating_ips, 0),
+        path=region.storage.dataset_path,
+        volume="dataset",
+        region=region,
+    )
+
+
+def dataset_claim(region: RegionConfig) -> Manifest:
+    return _claim(
+        name=DATASET_CLAIM,
+        volume_name=dataset_volume_name(region),
+        size=region.compute.dataset_volume_size,
+        volume="dataset",
+    )
+
+
+def checkpoint_volume(
+    config: HubSpokeConfig, region: RegionConfig, *, floating_ips: Sequence[str]
+) -> Manifest:
+    """Region-local checkpoints: an export on the local CNQ outside the portal, so writes stay in the Region.
+
+    Why not EBS or FSx: every FSDP rank on every node writes its shard into one directory, so the volume
+    must be ReadWriteMany (EBS is single-node); the local CNQ is already in the accelerator AZ and paid
+    for, while FSx for Lustre would add a filesystem, a CSI driver and a second bill.
+    """
+    del config
+    return _volume(
+        name=checkpoint_volume_name(region),
+        claim=CHECKPOINT_CLAIM,
+        size=region.compute.checkpoint_volume_size,
+        server=_server(floating_ips, 1),
+        path=region.storage.checkpoint_path,
+        volume="checkpoints",
+        region=region,
+    )
+
+
+def checkpoint_claim(region: RegionConfig) -> Manifest:
+    return _claim(
+        name=CHECKPOINT_CLAIM,
+        volume_name=checkpoint_volume_name(region),
+        size=region.compute.checkpoint_volume_size,
+        volume="checkpoints",
+    )
+
+
+def storage_manifests(
+    config: HubSpokeConfig, region: RegionConfig, *, floating_ips: Sequence[str]
+) -> list[Manifest]:
+    """Everything the Compute stack applies before any job: namespace, both volumes and their claims."""
+    return [
+        namespace(),
+        dataset_volume(config, region, floating_ips=floating_ips),
+        dataset_claim(region),
+        checkpoint_volume(config, region, floating_ips=floating_ips),
+        checkpoint_claim(region),
+    ]
