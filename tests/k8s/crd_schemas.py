@@ -1,0 +1,145 @@
+"""JSON schemas for the two job CRDs, derived by hand from their documented definitions (not vendored).
+
+- PyTorchJob: kubeflow/training-operator v1.9.0, manifests/base/crds/kubeflow.org_pytorchjobs.yaml
+  (spec.required = [pytorchReplicaSpecs]; ReplicaSpec = replicas int32, restartPolicy, template) plus the
+  rules its admission webhook enforces (pkg/webhooks/pytorch/pytorchjob_webhook.go): replica types Master
+  and Worker only, Master exactly 1 replica, every container has an image, one container named "pytorch".
+- HyperPodPyTorchJob: SageMaker developer guide, "Using the training operator to run jobs" (example job:
+  apiVersion sagemaker.amazonaws.com/v1, spec.nprocPerNode string, spec.replicaSpecs list of name/replicas/
+  template, spec.runPolicy with jobMaxRetryCount, restartPolicy, cleanPodPolicy).
+The pod templates inside are checked separately against the Kubernetes PodTemplate schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes_validate
+
+_CONTAINERS: dict[str, Any] = {
+    "type": "array",
+    "minItems": 1,
+    "items": {"type": "object", "required": ["name", "image"], "properties": {"image": {"minLength": 1}}},
+    "contains": {"properties": {"name": {"const": "pytorch"}}, "required": ["name"]},
+}
+
+_TEMPLATE: dict[str, Any] = {
+    "type": "object",
+    "required": ["spec"],
+    "properties": {
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "required": ["containers"], "properties": {"containers": _CONTAINERS}},
+    },
+}
+
+_REPLICA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["template"],
+    "properties": {
+        "replicas": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
+        "restartPolicy": {"enum": ["Always", "OnFailure", "Never", "ExitCode"]},
+        "template": _TEMPLATE,
+    },
+}
+
+PYTORCHJOB_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "kubeflow.org/v1"},
+        "kind": {"const": "PyTorchJob"},
+        "metadata": {"type": "object", "required": ["name"]},
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["pytorchReplicaSpecs"],
+            "properties": {
+                "nprocPerNode": {"type": "string"},
+                "elasticPolicy": {"type": "object"},
+                "runPolicy": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "activeDeadlineSeconds": {"type": "integer"},
+                        "backoffLimit": {"type": "integer"},
+                        "cleanPodPolicy": {"enum": ["All", "Running", "None"]},
+                        "managedBy": {"type": "string"},
+                        "schedulingPolicy": {"type": "object"},
+                        "suspend": {"type": "boolean"},
+                        "ttlSecondsAfterFinished": {"type": "integer"},
+                    },
+                },
+                "pytorchReplicaSpecs": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "additionalProperties": False,
+                    "properties": {
+                        "Master": {
+                            **_REPLICA,
+                            "required": ["replicas", "template"],
+                            "properties": {**_REPLICA["properties"], "replicas": {"const": 1}},
+                        },
+                        "Worker": _REPLICA,
+                    },
+                },
+            },
+        },
+    },
+}
+
+HYPERPOD_JOB_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "sagemaker.amazonaws.com/v1"},
+        "kind": {"const": "HyperPodPyTorchJob"},
+        "metadata": {"type": "object", "required": ["name"]},
+        "spec": {
+            "type": "object",
+            "required": ["replicaSpecs"],
+            "properties": {
+                "nprocPerNode": {"type": "string"},
+                "replicaSpecs": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "replicas", "template"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "replicas": {"type": "integer", "minimum": 1},
+                            "template": _TEMPLATE,
+                        },
+                    },
+                },
+                "runPolicy": {
+                    "type": "object",
+                    "properties": {
+                        "jobMaxRetryCount": {"type": "integer", "minimum": 0},
+                        "cleanPodPolicy": {"enum": ["All", "Running", "None"]},
+                        "restartPolicy": {
+                            "type": "object",
+                            "properties": {
+                                "numRestartBeforeFullJobRestart": {"type": "integer"},
+                                "evalPeriodSeconds": {"type": "integer"},
+                                "maxFullJobRestarts": {"type": "integer"},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def k8s_validate(manifest: dict[str, Any], version: str) -> None:
+    """Validate against the built-in Kubernetes schemas, strict: unknown fields are errors."""
+    kubernetes_validate.validate(manifest, f"{version}.0", strict=True)
+
+
+def pod_templates(job: dict[str, Any]) -> list[dict[str, Any]]:
+    specs = job["spec"].get("pytorchReplicaSpecs") or {}
+    replicas = list(specs.values()) if specs else job["spec"]["replicaSpecs"]
+    return [r["template"] for r in replicas]

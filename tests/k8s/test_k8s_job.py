@@ -1,0 +1,126 @@
+"""The reference job in both flavours: schema-valid, shaped like the reference run, mounting the right claims."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+
+from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.k8s import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, DATASET_MOUNT_PATH, NAMESPACE
+from hubspoke.k8s.accelerators import UnknownAccelerator
+from hubspoke.k8s.job import JOB_KINDS, TrainingSettings, training_job
+from tests.k8s.crd_schemas import HYPERPOD_JOB_SCHEMA, PYTORCHJOB_SCHEMA, k8s_validate, pod_templates
+
+SCHEMAS = {"pytorchjob": PYTORCHJOB_SCHEMA, "hyperpod": HYPERPOD_JOB_SCHEMA}
+REGIONS = ("us-east-2", "us-west-2")
+
+
+def _replica_counts(job: dict[str, Any]) -> int:
+    specs = job["spec"].get("pytorchReplicaSpecs")
+    if specs:
+        return sum(r["replicas"] for r in specs.values())
+    return sum(r["replicas"] for r in job["spec"]["replicaSpecs"])
+
+
+def _args(container: dict[str, Any]) -> dict[str, str]:
+    return dict(a[2:].split("=", 1) for a in container["command"] if a.startswith("--") and "=" in a)
+
+
+@pytest.mark.parametrize("kind", JOB_KINDS)
+@pytest.mark.parametrize("code", REGIONS)
+def test_job_matches_its_crd_and_pods_are_valid_kubernetes(
+    dev_config: HubSpokeConfig, kind: str, code: str
+) -> None:
+    region = dev_config.region_config(code)
+    job = training_job(dev_config, region, kind=kind)  # type: ignore[arg-type]
+    jsonschema.validate(job, SCHEMAS[kind])
+    assert job["metadata"]["namespace"] == NAMESPACE
+    for template in pod_templates(job):
+        pod_template = {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": "t"},
+            "template": template,
+        }
+        k8s_validate(pod_template, region.compute.kubernetes_version)
+
+
+def test_schema_rejects_a_broken_pytorchjob(dev_config: HubSpokeConfig) -> None:
+    """The derived schema has teeth: the webhook's rules fail a job that breaks them."""
+    job = training_job(dev_config, dev_config.hub, kind="pytorchjob")
+    job["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(job, PYTORCHJOB_SCHEMA)
+    job = training_job(dev_config, dev_config.hub, kind="pytorchjob")
+    job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["name"] = "trainer"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(job, PYTORCHJOB_SCHEMA)
+
+
+@pytest.mark.parametrize("kind", JOB_KINDS)
+def test_two_p5_nodes_with_all_gpus_and_efa(dev_config: HubSpokeConfig, kind: str) -> None:
+    region = dev_config.region_config("us-west-2")
+    job = training_job(dev_config, region, kind=kind)  # type: ignore[arg-type]
+    group = region.compute.instance_groups[0]
+    assert _replica_counts(job) == group.count == 2
+    assert job["spec"]["nprocPerNode"] == "8"
+    for template in pod_templates(job):
+        (container,) = template["spec"]["containers"]
+        limits = container["resources"]["limits"]
+        assert limits["nvidia.com/gpu"] == 8
+        assert limits["vpc.amazonaws.com/efa"] == 32
+        terms = template["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        exprs = {e["key"]: e["values"] for t in terms["nodeSelectorTerms"] for e in t["matchExpressions"]}
+        assert exprs["node.kubernetes.io/instance-type"] == ["ml.p5.48xlarge"]
+
+
+@pytest.mark.parametrize("kind", JOB_KINDS)
+def test_dataset_read_only_and_checkpoints_writable(dev_config: HubSpokeConfig, kind: str) -> None:
+    job = training_job(dev_config, dev_config.hub, kind=kind)  # type: ignore[arg-type]
+    for template in pod_templates(job):
+        volumes = {v["name"]: v for v in template["spec"]["volumes"]}
+        (container,) = template["spec"]["containers"]
+        mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+        dataset, checkpoints = mounts[DATASET_MOUNT_PATH], mounts[CHECKPOINT_MOUNT_PATH]
+        assert volumes[dataset["name"]]["persistentVolumeClaim"] == {
+            "claimName": DATASET_CLAIM,
+            "readOnly": True,
+        }
+        assert dataset["readOnly"] is True
+        assert volumes[checkpoints["name"]]["persistentVolumeClaim"]["claimName"] == CHECKPOINT_CLAIM
+        assert not checkpoints.get("readOnly", False)
+        assert volumes[mounts["/dev/shm"]["name"]]["emptyDir"]["medium"] == "Memory"
+
+
+@pytest.mark.parametrize("kind", JOB_KINDS)
+def test_script_gets_the_reference_settings_and_mount_paths(dev_config: HubSpokeConfig, kind: str) -> None:
+    job = training_job(dev_config, dev_config.hub, kind=kind)  # type: ignore[arg-type]
+    (container,) = pod_templates(job)[0]["spec"]["containers"]
+    args = _args(container)
+    reference = TrainingSettings()
+    assert (args["seq-len"], args["batch-size"], args["prefetch-factor"]) == ("4096", "24", "4")
+    assert args["model"] == reference.model
+    assert args["data-dir"] == DATASET_MOUNT_PATH
+    assert args["checkpoint-dir"].startswith(CHECKPOINT_MOUNT_PATH + "/")
+    # 2 nodes x 8 ranks x workers x prefetch = the 256 batches in flight of the reference run.
+    assert 2 * 8 * int(args["num-workers"]) * int(args["prefetch-factor"]) == 256
+
+
+def test_image_defaults_to_the_regions_own_registry(dev_config: HubSpokeConfig) -> None:
+    for code in REGIONS:
+        job = training_job(dev_config, dev_config.region_config(code))
+        image = pod_templates(job)[0]["spec"]["containers"][0]["image"]
+        assert f".dkr.ecr.{code}.amazonaws.com/" in image
+    job = training_job(dev_config, dev_config.hub, image="registry.example/train:v2")
+    assert pod_templates(job)[0]["spec"]["containers"][0]["image"] == "registry.example/train:v2"
+
+
+def test_unknown_instance_type_is_refused_with_a_fix(dev_config: HubSpokeConfig) -> None:
+    group = dev_config.hub.compute.instance_groups[0].model_copy(update={"instance_type": "ml.g9.mega"})
+    hub = dev_config.hub.model_copy(
+        update={"compute": dev_config.hub.compute.model_copy(update={"instance_groups": [group]})}
+    )
+    with pytest.raises(UnknownAccelerator, match=r"accelerators\.py"):
+        training_job(dev_config, hub)
