@@ -14,6 +14,7 @@ from hubspoke.config import ConfigError
 COMMANDS = {
     "validate": "hubspoke.cli.validate",
     "render": "hubspoke.cli.render",
+    "bench": "hubspoke.cli.bench",
 }
 
 EXIT_BAD_INPUT = 2

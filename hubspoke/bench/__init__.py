@@ -1,0 +1,1 @@
+"""Cold/warm read benchmark analysis (no CDK): results parsing, statistics, plot."""
