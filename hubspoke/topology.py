@@ -80,7 +80,7 @@ def plan_stacks(config: HubSpokeConfig) -> list[StackPlan]:
 
     hub_net = add("network", hub)
     for spoke in config.spokes:
-        deps = (hub_net,)
+        deps: tuple[str, ...] = (hub_net,)
         if cross_account(config, spoke):
             deps += (add("peer-access", hub, spoke.region, (hub_net,)),)
         spoke_net = add("network", spoke, deps=deps)
@@ -90,9 +90,9 @@ def plan_stacks(config: HubSpokeConfig) -> list[StackPlan]:
     spoke_storage: dict[str, str] = {}
     for spoke in config.spokes:
         if spoke.storage.enabled:
-            deps = (f"network-{spoke.region}", f"link-{spoke.region}")
+            storage_deps = (f"network-{spoke.region}", f"link-{spoke.region}")
             spoke_storage[spoke.region] = add(
-                "storage", spoke, deps=deps + ((hub_storage,) if hub_storage else ())
+                "storage", spoke, deps=storage_deps + ((hub_storage,) if hub_storage else ())
             )
     for region in config.regions():
         if region.compute.enabled:

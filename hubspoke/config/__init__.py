@@ -1,6 +1,6 @@
 """The environment config: schema, cross-field rules and the loader. Imports no CDK."""
 
-from hubspoke.config.loader import ConfigError, LoadedConfig, format_problem, load
+from hubspoke.config.loader import ConfigError, LoadedConfig, format_problem, load, load_environments
 from hubspoke.config.rules import Problem
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig, SpokeConfig
 
@@ -13,4 +13,5 @@ __all__ = [
     "SpokeConfig",
     "format_problem",
     "load",
+    "load_environments",
 ]

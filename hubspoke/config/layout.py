@@ -42,3 +42,8 @@ def subnet_layout(region: RegionConfig) -> tuple[SubnetPlan, ...]:
     if region.nat != "none":
         plan += [SubnetPlan("public", str(sixty_fourths[32 + i]), az) for i, az in enumerate(azs)]
     return tuple(plan)
+
+
+def route_table_az_ids(region: RegionConfig) -> tuple[str, ...]:
+    """AZ IDs that get a private route table: every private AZ, plus the accelerator AZ if it is another."""
+    return tuple(dict.fromkeys([*region.resolved_az_ids, region.resolved_accelerator_az_id]))

@@ -43,7 +43,11 @@ class ConfigError(Exception):
     def __init__(self, path: Path, problems: list[Problem]):
         self.path = path
         self.problems = problems
-        super().__init__("\n".join(format_problem(path, p) for p in problems))
+        self.lines = [format_problem(path, p) for p in problems]
+        super().__init__("\n".join(self.lines))
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
 
 
 def format_problem(path: Path | str, problem: Problem) -> str:
@@ -60,7 +64,7 @@ def _construct_mapping(
 ) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"key '{key}' is given twice; keep one", key_node.start_mark
@@ -177,3 +181,36 @@ def load(path: Path | str) -> LoadedConfig:
     if problems or config is None:
         raise ConfigError(path, problems)
     return LoadedConfig(path, config, tuple(p for p in findings if p.severity == "warning"))
+
+
+def load_environments(target: Path | str) -> list[LoadedConfig]:
+    """Every environment to synthesize: one file, or each *.yaml in a directory; all problems of all files at once."""
+    target = Path(target)
+    paths = sorted(target.glob("*.yaml")) if target.is_dir() else [target]
+    if not paths:
+        raise ConfigError(
+            target, [Problem("(file)", "no *.yaml config in this directory; add config/<env>.yaml")]
+        )
+    loaded: list[LoadedConfig] = []
+    errors: list[str] = []
+    for path in paths:
+        try:
+            loaded.append(load(path))
+        except ConfigError as exc:
+            errors += exc.lines
+    seen: dict[str, Path] = {}
+    for item in loaded:
+        env = item.config.environment
+        if env in seen:
+            errors.append(
+                format_problem(
+                    item.path,
+                    Problem("environment", f"'{env}' is also the environment of {seen[env]}; rename one"),
+                )
+            )
+        seen.setdefault(env, item.path)
+    if errors:
+        combined = ConfigError(target, [])
+        combined.lines = errors
+        raise combined
+    return loaded

@@ -1,0 +1,18 @@
+"""CDK entry point: `npx cdk synth` builds every config/*.yaml; `-c config=PATH` builds one."""
+
+import sys
+
+from aws_cdk import App
+
+from hubspoke.config import ConfigError, load_environments
+from hubspoke.stage import HubSpokeStage
+
+app = App()
+try:
+    environments = load_environments(app.node.try_get_context("config") or "config")
+except ConfigError as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(2)
+for loaded in environments:
+    HubSpokeStage(app, config=loaded.config)
+app.synth()

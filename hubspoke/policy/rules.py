@@ -1,0 +1,185 @@
+"""Our rule pack over synthesized templates: one rule, one small function, one fix a user can act on.
+
+Rules take every template of one environment at once (the peering rule needs both sides) and the
+config that produced them. No CDK import: tests run the same rules as invariants over cdk.out.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hubspoke.config.schema import HubSpokeConfig
+
+# Every template we emit carries this metadata (stage.py) so rules know which stack they read.
+METADATA_KEY = "hubspoke"
+# Network stacks output each private route table under this prefix (hubspoke.stacks.network).
+PRIVATE_RT = "PrivateRouteTable"
+
+
+@dataclass(frozen=True)
+class Template:
+    """One synthesized stack template and what stage.py recorded about it."""
+
+    path: str
+    body: Mapping[str, Any]
+
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        return self.body.get("Metadata", {}).get(METADATA_KEY, {})
+
+    def resources(self, kind: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        for logical_id, res in self.body.get("Resources", {}).items():
+            if res.get("Type") == kind:
+                yield logical_id, res.get("Properties", {})
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A rule broken by one resource, with the fix."""
+
+    rule: str
+    template: str
+    logical_id: str
+    message: str
+    fix: str
+
+
+PolicyRule = Callable[[list[Template], HubSpokeConfig], Iterator[Violation]]
+
+
+def _ingress(template: Template) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    yield from template.resources("AWS::EC2::SecurityGroupIngress")
+    for logical_id, props in template.resources("AWS::EC2::SecurityGroup"):
+        for rule in props.get("SecurityGroupIngress", []):
+            yield logical_id, rule
+
+
+def no_ingress_from_world(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-NoWorldIngress: nothing we deploy is reachable from the whole internet."""
+    for t in templates:
+        for logical_id, rule in _ingress(t):
+            if rule.get("CidrIp") == "0.0.0.0/0" or rule.get("CidrIpv6") == "::/0":
+                yield Violation(
+                    "HubSpoke-NoWorldIngress",
+                    t.path,
+                    logical_id,
+                    "security group ingress from 0.0.0.0/0 or ::/0",
+                    "allow the peer VPC CIDR or the configured admin CIDR instead",
+                )
+
+
+def ingress_only_from_known_cidrs(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-PeerCidrIngress: ingress from outside a VPC comes only from its configured peers (or admin CIDR)."""
+    for t in templates:
+        region_code = t.meta.get("region")
+        if region_code is None:
+            continue
+        region = config.region_config(region_code)
+        own = [ipaddress.IPv4Network(c) for c in region.all_cidrs]
+        allowed = set(config.peer_cidrs(region)) | set(region.compute.public_access_cidrs)
+        if region.storage.admin_cidr:
+            allowed.add(region.storage.admin_cidr)
+        if t.meta.get("spoke"):  # a Link stack speaks for one spoke only
+            allowed = set(config.spoke(t.meta["spoke"]).all_cidrs)
+        for logical_id, rule in _ingress(t):
+            cidr = rule.get("CidrIp")
+            if not isinstance(cidr, str):
+                continue
+            net = ipaddress.IPv4Network(cidr, strict=False)
+            if any(net.subnet_of(o) for o in own) or cidr in allowed:
+                continue
+            yield Violation(
+                "HubSpoke-PeerCidrIngress",
+                t.path,
+                logical_id,
+                f"ingress from {cidr}, which is neither this VPC nor a configured peer of {region_code}",
+                f"allow only {', '.join(sorted(allowed)) or 'the VPC itself'}",
+            )
+
+
+def peerings_routed_on_both_sides(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-PeeringRouted: every peering has routes to the peer's CIDRs in every private route table, both sides."""
+    by_kind = {(t.meta.get("kind"), t.meta.get("region"), t.meta.get("spoke")): t for t in templates}
+    hub = by_kind.get(("network", config.hub.region, None))
+    hub_tables = {k for k in (hub.body.get("Outputs", {}) if hub else {}) if k.startswith(PRIVATE_RT)}
+    for spoke in config.spokes:
+        net = by_kind.get(("network", spoke.region, None))
+        link = by_kind.get(("link", config.hub.region, spoke.region))
+        if net is None:
+            continue
+        for logical_id, _ in net.resources("AWS::EC2::VPCPeeringConnection"):
+            tables = {
+                _ref(v.get("Value"))
+                for k, v in net.body.get("Outputs", {}).items()
+                if k.startswith(PRIVATE_RT)
+            }
+            want = {(table, cidr) for table in tables for cidr in config.hub.all_cidrs}
+            have = {
+                (_ref(r.get("RouteTableId")), r.get("DestinationCidrBlock"))
+                for _, r in net.resources("AWS::EC2::Route")
+                if _ref(r.get("VpcPeeringConnectionId")) == logical_id
+            }
+            if missing := want - have:
+                yield Violation(
+                    "HubSpoke-PeeringRouted",
+                    net.path,
+                    logical_id,
+                    f"spoke side lacks {len(missing)} route(s) to the hub over this peering",
+                    "route every hub CIDR in every private route table of the spoke via the peering",
+                )
+            link_want = {(table, cidr) for table in hub_tables for cidr in spoke.all_cidrs}
+            link_have = {
+                (_output_name(r.get("RouteTableId")), r.get("DestinationCidrBlock"))
+                for _, r in (link.resources("AWS::EC2::Route") if link else iter(()))
+                if _output_name(r.get("VpcPeeringConnectionId")) == "PeeringConnectionId"
+            }
+            if not link_want or link_want - link_have:
+                yield Violation(
+                    "HubSpoke-PeeringRouted",
+                    net.path,
+                    logical_id,
+                    f"hub side lacks routes to spoke {spoke.region} over this peering",
+                    f"deploy the Link stack for {spoke.region} with a route per hub private route table",
+                )
+
+
+def no_route_between_spokes(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-NoTransitiveRoute: peering is not transitive, so a spoke never routes to another spoke."""
+    for t in templates:
+        if t.meta.get("kind") != "network" or t.meta.get("region") == config.hub.region:
+            continue
+        others = {c for s in config.spokes if s.region != t.meta.get("region") for c in s.all_cidrs}
+        for logical_id, route in t.resources("AWS::EC2::Route"):
+            if route.get("DestinationCidrBlock") in others:
+                yield Violation(
+                    "HubSpoke-NoTransitiveRoute",
+                    t.path,
+                    logical_id,
+                    f"route to another spoke's CIDR {route['DestinationCidrBlock']}",
+                    "remove it: spoke-to-spoke traffic cannot cross the hub's peerings",
+                )
+
+
+def _ref(value: Any) -> Any:
+    return value.get("Ref") if isinstance(value, Mapping) else value
+
+
+def _output_name(value: Any) -> Any:
+    if isinstance(value, Mapping) and "Fn::GetStackOutput" in value:
+        return value["Fn::GetStackOutput"].get("OutputName")
+    return None
+
+
+RULES: tuple[PolicyRule, ...] = (
+    no_ingress_from_world,
+    ingress_only_from_known_cidrs,
+    peerings_routed_on_both_sides,
+    no_route_between_spokes,
+)
+
+
+def check(templates: list[Template], config: HubSpokeConfig) -> list[Violation]:
+    return [v for rule in RULES for v in rule(templates, config)]

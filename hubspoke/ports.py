@@ -1,0 +1,38 @@
+"""The ports that cross Regions, in one place: the security groups, the policy pack and the diagram read it.
+
+Sources: Qumulo "Required networking ports" (NFS 2049, rpcbind 111, replication 3712, portal 3713 in both
+directions on every node, REST 8000); EC2 User Guide "Path MTU Discovery" (ICMP type 3 code 4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class PeerPort:
+    """One protocol and port (or ICMP type/code) that the cross-Region path must allow from a peer CIDR."""
+
+    protocol: Literal["tcp", "udp", "icmp"]
+    port: int
+    purpose: str
+    # For ICMP, `port` is the type and this is the code.
+    icmp_code: int | None = None
+
+    @property
+    def label(self) -> str:
+        if self.protocol == "icmp":
+            return f"ICMP {self.port}/{self.icmp_code}"
+        return f"{self.protocol.upper()} {self.port}"
+
+
+CROSS_REGION_PORTS: tuple[PeerPort, ...] = (
+    PeerPort("tcp", 2049, "NFS"),
+    PeerPort("tcp", 111, "rpcbind (NFSv3)"),
+    PeerPort("tcp", 3712, "Qumulo replication"),
+    PeerPort("tcp", 3713, "Qumulo portal (both directions, every node)"),
+    # The spoke's provisioning Lambda accepts the portal on the hub through the hub's REST API.
+    PeerPort("tcp", 8000, "Qumulo REST API"),
+    PeerPort("icmp", 3, "path-MTU discovery (fragmentation needed)", icmp_code=4),
+)

@@ -1,0 +1,74 @@
+"""One environment as a CDK Stage: the stacks hubspoke.topology plans, wired in its deploy order, with policy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aws_cdk import CrossStackReferences, ReferenceStrength, Stack, Stage, Tags, Validations
+from cdk_nag import AwsSolutionsChecks
+from constructs import Construct
+
+from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.policy.plugin import HubSpokePolicy
+from hubspoke.policy.rules import METADATA_KEY
+from hubspoke.stacks.link import build_link, build_peer_access
+from hubspoke.stacks.network import build_network
+from hubspoke.topology import StackKind, StackPlan, plan_stacks, stage_id
+
+Builder = Callable[..., Stack]
+
+# One builder per stack kind: `builder(stage, plan, config=config, built=built) -> Stack`, where `built`
+# maps StackPlan.id to the stacks built before it. A kind missing here is planned but not yet synthesized.
+BUILDERS: dict[StackKind, Builder] = {
+    "network": build_network,
+    "peer-access": build_peer_access,
+    "link": build_link,
+}
+
+
+class HubSpokeStage(Stage):
+    """Every stack of one environment, across its Regions and accounts.
+
+    Example::
+
+        app = App()
+        HubSpokeStage(app, config=load("config/dev.yaml").config)
+        app.synth()
+    """
+
+    def __init__(self, scope: Construct, *, config: HubSpokeConfig) -> None:
+        super().__init__(scope, stage_id(config))
+        self.config = config
+        # Weak references (Fn::GetStackOutput) everywhere: no Lambda-backed export writers across
+        # Regions, and no exports that lock a producer stack (aws-cdk #27902, #34813).
+        CrossStackReferences.of(self).consume(ReferenceStrength.WEAK)
+        self.stacks: dict[str, Stack] = {}
+        for plan in plan_stacks(config):
+            builder = BUILDERS.get(plan.kind)
+            if builder is None:
+                continue
+            stack = builder(self, plan, config=config, built=self.stacks)
+            for dep in plan.depends_on:
+                if dep in self.stacks:
+                    stack.add_stack_dependency(self.stacks[dep])
+            self._describe(stack, plan)
+            self.stacks[plan.id] = stack
+        Validations.of(self).add_plugins(AwsSolutionsChecks(self), HubSpokePolicy(config))
+
+    def _describe(self, stack: Stack, plan: StackPlan) -> None:
+        stack.template_options.metadata = {
+            METADATA_KEY: {
+                "environment": self.config.environment,
+                "kind": plan.kind,
+                "region": plan.region,
+                **({"spoke": plan.spoke} if plan.spoke else {}),
+            }
+        }
+        tags = {
+            "hubspoke:environment": self.config.environment,
+            "hubspoke:region": plan.region,
+            "hubspoke:stack": plan.kind,
+            **self.config.tags,
+        }
+        for key, value in tags.items():
+            Tags.of(stack).add(key, value)
