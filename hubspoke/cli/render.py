@@ -50,6 +50,8 @@ class Renderer:
 
 RENDERERS: dict[str, str] = {
     "job": "hubspoke.cli.render:JOB",
+    "prewarm": "hubspoke.cli.render_ops:PREWARM",
+    "bench": "hubspoke.cli.render_ops:BENCH",
 }
 
 

@@ -1,0 +1,124 @@
+"""`hubspoke render prewarm` and `hubspoke render bench`: the operations Jobs, registered in render.RENDERERS."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from hubspoke.cli.render import Renderer, RenderError
+from hubspoke.config import HubSpokeConfig, RegionConfig
+
+_RUN_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
+
+
+def _prewarm_arguments(parser: argparse.ArgumentParser) -> None:
+    from hubspoke.k8s.prewarm import DEFAULT_PARALLEL
+
+    parser.add_argument(
+        "--rest-address",
+        required=True,
+        help="a floating IP of the Region's CNQ (the NFS server of its dataset PV: kubectl get pv "
+        "-l hubspoke/volume=dataset -o jsonpath='{.items[0].spec.nfs.server}')",
+    )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=DEFAULT_PARALLEL,
+        help=f"files warmed at once (default {DEFAULT_PARALLEL})",
+    )
+    parser.add_argument(
+        "--image", help="image with workload/ (default: compute.training_image, else the Region's ECR)"
+    )
+
+
+def _prewarm(
+    args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
+) -> Sequence[dict[str, Any]]:
+    from hubspoke.k8s.prewarm import prewarm_job
+
+    if region.region == config.hub.region:
+        spokes = ", ".join(s.region for s in config.spokes) or "none configured"
+        raise RenderError(
+            "--region",
+            f"{region.region} is the hub: it holds the dataset, there is no cache to warm; use a spoke ({spokes})",
+        )
+    if not region.storage.enabled:
+        raise RenderError(
+            f"{field}.storage.enabled", "the spoke has no CNQ, so no cache to warm: set it to true"
+        )
+    try:
+        address = ipaddress.ip_address(args.rest_address)
+    except ValueError:
+        raise RenderError(
+            "--rest-address", f"'{args.rest_address}' is not an IP address; pass a CNQ floating IP"
+        ) from None
+    if not any(address in ipaddress.ip_network(c) for c in region.all_cidrs):
+        raise RenderError(
+            "--rest-address",
+            f"{address} is outside {region.region}'s VPC ({', '.join(region.all_cidrs)}): warm through the "
+            "spoke's own CNQ, not the hub's",
+        )
+    if not 1 <= args.parallel <= 256:
+        raise RenderError("--parallel", "must be between 1 and 256")
+    return [prewarm_job(config, region, rest_address=str(address), parallel=args.parallel, image=args.image)]
+
+
+def _bench_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--run", dest="run_name", default="baseline", help="run name: names the Job and its results file"
+    )
+    parser.add_argument("--readers", type=int, default=8, help="parallel readers (default 8)")
+    parser.add_argument(
+        "--block-size", default="1MiB", help="bytes per read, e.g. 4KiB or 1MiB (default 1MiB)"
+    )
+    parser.add_argument("--phases", default="cold,warm", help="one full read per phase (default cold,warm)")
+    parser.add_argument("--max-seconds", type=int, help="stop each phase after this long")
+    parser.add_argument(
+        "--image", help="image with workload/ (default: compute.training_image, else the Region's ECR)"
+    )
+
+
+def _bench(
+    args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
+) -> Sequence[dict[str, Any]]:
+    from hubspoke.k8s.bench import bench_job
+
+    if not _RUN_NAME.match(args.run_name):
+        raise RenderError(
+            "--run", f"'{args.run_name}' must be 1-40 lowercase letters, digits or '-', e.g. cold-2026-11-30"
+        )
+    if not 1 <= args.readers <= 256:
+        raise RenderError("--readers", "must be between 1 and 256")
+    if not re.fullmatch(r"[1-9]\d*(KiB|MiB|GiB|k|m|g)?", args.block_size, re.IGNORECASE):
+        raise RenderError("--block-size", f"'{args.block_size}' is not a size; write it like 4KiB or 1MiB")
+    if not re.fullmatch(r"[a-z0-9-]+(,[a-z0-9-]+)*", args.phases):
+        raise RenderError("--phases", "comma-separated lowercase names, e.g. cold,warm")
+    if args.max_seconds is not None and args.max_seconds < 1:
+        raise RenderError("--max-seconds", "must be 1 or more")
+    return [
+        bench_job(
+            config,
+            region,
+            run=args.run_name,
+            readers=args.readers,
+            block_size=args.block_size,
+            phases=args.phases,
+            max_seconds=args.max_seconds,
+            image=args.image,
+        )
+    ]
+
+
+PREWARM = Renderer(
+    help="the Job that warms a spoke's portal cache over the dataset tree (CPU only, resumable)",
+    add_arguments=_prewarm_arguments,
+    render=_prewarm,
+)
+BENCH = Renderer(
+    help="the cold/warm read benchmark Job (reads the dataset in the loader's order, records every read)",
+    add_arguments=_bench_arguments,
+    render=_bench,
+)

@@ -1,0 +1,67 @@
+"""The cache-prewarm Job for a spoke Region: workload/prewarm.py driving Qumulo fetch-data over the dataset tree.
+
+The Job talks to the spoke cluster's REST API only; it does not mount the dataset. Its resume journal lives
+on the Region's checkpoint volume, not in a ConfigMap: the journal grows with the file count (a ConfigMap stops
+at 1 MiB), it is appended to every few seconds (each ConfigMap update is an etcd write and needs RBAC for
+the pod), and the checkpoint volume is already Region-local, read-write for every pod, and survives the Job.
+"""
+
+from __future__ import annotations
+
+from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.k8s.cpu_job import cpu_job, image_for
+from hubspoke.k8s.names import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH
+from hubspoke.k8s.storage import Manifest
+
+JOB_NAME = "hubspoke-prewarm"
+# Created by the operator from the spoke's admin secret (docs/runbooks/cache-warm-up.md).
+QUMULO_SECRET = "hubspoke-qumulo-admin"
+DEFAULT_PARALLEL = 16
+STATE_DIR = f"{CHECKPOINT_MOUNT_PATH}/.hubspoke/prewarm"
+
+
+def state_path(region: RegionConfig) -> str:
+    """The journal path inside the pod; one per Region and dataset path, so a new dataset starts afresh."""
+    slug = region.storage.dataset_path.strip("/").replace("/", "-") or "root"
+    return f"{STATE_DIR}/{region.region}-{slug}.jsonl"
+
+
+def prewarm_job(
+    config: HubSpokeConfig,
+    region: RegionConfig,
+    *,
+    rest_address: str,
+    parallel: int = DEFAULT_PARALLEL,
+    image: str | None = None,
+) -> Manifest:
+    """The Job for one spoke Region; `rest_address` is one of the spoke CNQ's floating IPs."""
+    return cpu_job(
+        config=config,
+        region=region,
+        name=JOB_NAME,
+        tool="prewarm",
+        image=image_for(config, region, image),
+        args=[
+            f"--host={rest_address}",
+            f"--root={region.storage.dataset_path}",
+            f"--state={state_path(region)}",
+            f"--parallel={parallel}",
+        ],
+        env=[
+            {
+                "name": "QUMULO_USERNAME",
+                "valueFrom": {"secretKeyRef": {"name": QUMULO_SECRET, "key": "username"}},
+            },
+            {
+                "name": "QUMULO_PASSWORD",
+                "valueFrom": {"secretKeyRef": {"name": QUMULO_SECRET, "key": "password"}},
+            },
+        ],
+        volume_mounts=[{"name": "checkpoints", "mountPath": CHECKPOINT_MOUNT_PATH}],
+        volumes=[{"name": "checkpoints", "persistentVolumeClaim": {"claimName": CHECKPOINT_CLAIM}}],
+        # The work is the spoke's (server-side reads); the pod only issues REST calls.
+        cpu="500m",
+        memory="512Mi",
+        # Every retry resumes from the journal, so a few pod failures (node drain, spot loss) cost little.
+        backoff_limit=6,
+    )

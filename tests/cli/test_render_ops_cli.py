@@ -1,0 +1,67 @@
+"""`hubspoke render prewarm|bench`: the manifests on stdout, bad input as exit 2 with the field at fault."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hubspoke.cli.main import main
+
+DEV = Path(__file__).resolve().parents[2] / "config" / "dev.yaml"
+
+
+def _render(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict], str]:
+    code = main(["render", *argv])
+    out, err = capsys.readouterr()
+    docs = [d for d in yaml.safe_load_all(out) if d] if code == 0 else []
+    return code, docs, err
+
+
+def test_render_prewarm_for_the_spoke(capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, _ = _render(
+        capsys, "prewarm", "--config", str(DEV), "--region", "us-west-2", "--rest-address", "10.20.64.10"
+    )
+    assert code == 0
+    assert [d["kind"] for d in docs] == ["Job"]
+    assert "--host=10.20.64.10" in docs[0]["spec"]["template"]["spec"]["containers"][0]["command"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["--region", "us-east-2", "--rest-address", "10.10.64.10"], "--region"),
+        (["--region", "us-west-2", "--rest-address", "10.10.64.10"], "--rest-address"),
+        (["--region", "us-west-2", "--rest-address", "spoke.example"], "--rest-address"),
+        (["--region", "us-west-2", "--rest-address", "10.20.64.10", "--parallel", "0"], "--parallel"),
+    ],
+)
+def test_render_prewarm_rejects(capsys: pytest.CaptureFixture[str], argv: list[str], field: str) -> None:
+    code, _, err = _render(capsys, "prewarm", "--config", str(DEV), *argv)
+    assert code == 2
+    assert err.startswith(f"{DEV}: {field}: ")
+    assert "Traceback" not in err
+
+
+def test_render_bench_in_every_region(capsys: pytest.CaptureFixture[str]) -> None:
+    for region in ("us-east-2", "us-west-2"):
+        code, docs, _ = _render(capsys, "bench", "--config", str(DEV), "--region", region, "--run", "r1")
+        assert code == 0
+        assert docs[0]["metadata"]["name"] == "hubspoke-bench-r1"
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["--run", "Bad_Name"], "--run"),
+        (["--readers", "0"], "--readers"),
+        (["--block-size", "1.5MiB"], "--block-size"),
+        (["--phases", "cold,,warm"], "--phases"),
+        (["--max-seconds", "0"], "--max-seconds"),
+    ],
+)
+def test_render_bench_rejects(capsys: pytest.CaptureFixture[str], argv: list[str], field: str) -> None:
+    code, _, err = _render(capsys, "bench", "--config", str(DEV), "--region", "us-west-2", *argv)
+    assert code == 2
+    assert err.startswith(f"{DEV}: {field}: ")

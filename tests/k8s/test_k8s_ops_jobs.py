@@ -1,0 +1,117 @@
+"""The prewarm and benchmark Jobs: schema-valid, CPU only, on the right claims, failing fast on bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.k8s import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, DATASET_MOUNT_PATH, NAMESPACE
+from hubspoke.k8s.bench import bench_job
+from hubspoke.k8s.prewarm import QUMULO_SECRET, prewarm_job, state_path
+from tests.k8s.crd_schemas import k8s_validate
+
+
+def _jobs(config: HubSpokeConfig) -> list[dict[str, Any]]:
+    spoke = config.region_config("us-west-2")
+    return [
+        prewarm_job(config, spoke, rest_address="10.20.64.10"),
+        bench_job(config, spoke, run="first", max_seconds=600),
+        bench_job(config, config.hub, run="hub-baseline"),
+    ]
+
+
+def _container(job: dict[str, Any]) -> dict[str, Any]:
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def _claims(job: dict[str, Any]) -> dict[str, bool]:
+    """claim name -> mounted read-only, joining volumes to the container's mounts."""
+    spec = job["spec"]["template"]["spec"]
+    by_volume = {
+        v["name"]: v["persistentVolumeClaim"] for v in spec["volumes"] if "persistentVolumeClaim" in v
+    }
+    return {
+        by_volume[m["name"]]["claimName"]: bool(m.get("readOnly"))
+        for m in _container(job)["volumeMounts"]
+        if m["name"] in by_volume
+    }
+
+
+def test_jobs_are_valid_kubernetes(dev_config: HubSpokeConfig) -> None:
+    for job in _jobs(dev_config):
+        k8s_validate(job, dev_config.hub.compute.kubernetes_version)
+
+
+def test_jobs_are_cpu_only_and_unprivileged(dev_config: HubSpokeConfig) -> None:
+    for job in _jobs(dev_config):
+        assert job["metadata"]["namespace"] == NAMESPACE
+        container = _container(job)
+        for section in ("requests", "limits"):
+            assert not any("gpu" in k or "efa" in k for k in container["resources"].get(section, {}))
+        security = container["securityContext"]
+        assert security["allowPrivilegeEscalation"] is False
+        assert security["capabilities"]["drop"] == ["ALL"]
+
+
+def test_bad_arguments_fail_the_job_instead_of_retrying(dev_config: HubSpokeConfig) -> None:
+    for job in _jobs(dev_config):
+        rules = job["spec"]["podFailurePolicy"]["rules"]
+        fail = [r for r in rules if r["action"] == "FailJob"]
+        assert fail and 2 in fail[0]["onExitCodes"]["values"]
+        assert fail[0]["onExitCodes"]["containerName"] == _container(job)["name"]
+
+
+def test_prewarm_uses_rest_not_the_dataset_mount_and_resumes_from_the_checkpoint_volume(
+    dev_config: HubSpokeConfig,
+) -> None:
+    spoke = dev_config.region_config("us-west-2")
+    job = prewarm_job(dev_config, spoke, rest_address="10.20.64.10", parallel=4)
+    assert _claims(job) == {CHECKPOINT_CLAIM: False}
+    command = _container(job)["command"]
+    assert "--host=10.20.64.10" in command and "--parallel=4" in command
+    assert f"--root={spoke.storage.dataset_path}" in command
+    state = next(a.split("=", 1)[1] for a in command if a.startswith("--state="))
+    assert state == state_path(spoke) and state.startswith(CHECKPOINT_MOUNT_PATH + "/")
+    # Retries resume from the journal, so the Job may retry.
+    assert job["spec"]["backoffLimit"] > 0
+    secrets = {e["valueFrom"]["secretKeyRef"]["name"] for e in _container(job)["env"] if "valueFrom" in e}
+    assert secrets == {QUMULO_SECRET}
+    assert not any("value" in e and "pass" in e["name"].lower() for e in _container(job)["env"])
+
+
+def test_bench_reads_the_dataset_read_only_and_writes_results_to_checkpoints(
+    dev_config: HubSpokeConfig,
+) -> None:
+    spoke = dev_config.region_config("us-west-2")
+    job = bench_job(dev_config, spoke, run="first", readers=4, block_size="4KiB")
+    assert _claims(job) == {DATASET_CLAIM: True, CHECKPOINT_CLAIM: False}
+    command = _container(job)["command"]
+    assert f"--root={DATASET_MOUNT_PATH}" in command
+    assert "--readers=4" in command and "--block-size=4KiB" in command
+    out = next(a.split("=", 1)[1] for a in command if a.startswith("--out="))
+    assert out.startswith(CHECKPOINT_MOUNT_PATH + "/") and out.endswith("/first.jsonl")
+    # A retried benchmark would run its "cold" phase warm: never retry.
+    assert job["spec"]["backoffLimit"] == 0
+    terms = job["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert terms[0]["matchExpressions"][0]["values"] == [spoke.compute.instance_groups[0].instance_type]
+
+
+@pytest.mark.parametrize("dataset_path", ["/dataset", "/data/c4/tokenized"])
+def test_state_file_differs_per_dataset(dataset_path: str) -> None:
+    config = HubSpokeConfig.model_validate(
+        {
+            "environment": "dev",
+            "account": "123456789012",
+            "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
+            "spokes": [
+                {"region": "us-west-2", "cidr": "10.20.0.0/16", "storage": {"dataset_path": dataset_path}}
+            ],
+        }
+    )
+    path = state_path(config.spokes[0])
+    assert "us-west-2" in path and dataset_path.strip("/").split("/")[-1] in path
