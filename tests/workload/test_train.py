@@ -1,0 +1,162 @@
+"""The training script on the CPU: tiny model, synthetic shards, gloo, world size 1, FSDP2 (fully_shard).
+
+Not covered here (needs GPUs): NCCL over EFA, bf16 mixed precision, pinned-memory transfers, more than one
+rank. The shard reader, sampler, FSDP wrapping, DCP checkpoints, resume and the EMF output are.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOAD = ROOT / "workload"
+sys.path.insert(0, str(WORKLOAD))
+import llama  # noqa: E402
+import shards  # noqa: E402
+
+from hubspoke import training_metrics  # noqa: E402
+
+
+def _write_shards(
+    root: Path, lengths: list[int], *, token_bytes: int = 2, vocab: int = 256
+) -> list[list[int]]:
+    rng = random.Random(7)
+    root.mkdir(parents=True, exist_ok=True)
+    written = []
+    fmt = "H" if token_bytes == 2 else "I"
+    for i, n in enumerate(lengths):
+        tokens = [rng.randrange(vocab) for _ in range(n)]
+        (root / f"part-{i:03d}.bin").write_bytes(struct.pack(f"<{n}{fmt}", *tokens))
+        written.append(tokens)
+    return written
+
+
+def test_windows_are_shifted_by_one_and_never_span_shards(tmp_path: Path) -> None:
+    tokens = _write_shards(tmp_path, [100, 41, 10])
+    ds = shards.TokenShards(tmp_path, seq_len=8)
+    # (n - 1) // L windows per shard: 99//8 + 40//8 + 9//8 = 12 + 5 + 1
+    assert len(ds) == 18
+    x, y = ds[12]  # first window of the second shard
+    assert x.tolist() == tokens[1][:8]
+    assert y.tolist() == tokens[1][1:9]
+    x, y = ds[17]
+    assert x.tolist() == tokens[2][:8] and y.tolist() == tokens[2][1:9]
+    with pytest.raises(IndexError):
+        ds[18]
+
+
+@pytest.mark.parametrize("token_bytes", [2, 4])
+def test_token_ids_read_back_unsigned(tmp_path: Path, token_bytes: int) -> None:
+    big = 65535 if token_bytes == 2 else 128255
+    n = 9
+    fmt = "H" if token_bytes == 2 else "I"
+    (tmp_path / "a.bin").write_bytes(struct.pack(f"<{n}{fmt}", *([big] * n)))
+    x, _ = shards.TokenShards(tmp_path, seq_len=8, token_bytes=token_bytes)[0]
+    assert x.dtype == torch.int64 and set(x.tolist()) == {big}
+
+
+def test_missing_shards_say_where_they_were_looked_for(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=str(tmp_path)):
+        shards.TokenShards(tmp_path, seq_len=8)
+
+
+def test_ranks_split_samples_disjointly_and_resume_skips_done_steps() -> None:
+    world, batch, length = 4, 3, 103
+    parts = [
+        list(shards.RankSampler(length, rank=r, world_size=world, batch_size=batch)) for r in range(world)
+    ]
+    assert len({len(p) for p in parts}) == 1, "every rank runs the same number of steps"
+    flat = [i for p in parts for i in p]
+    assert len(flat) == len(set(flat)) == (length // world) * world
+    resumed = list(shards.RankSampler(length, rank=1, world_size=world, batch_size=batch, start_step=2))
+    assert resumed == parts[1][2 * batch :]
+
+
+def test_parameter_count_formula_matches_the_model_and_the_reference_size() -> None:
+    tiny = llama.shape("tiny", vocab_size=256)
+    assert tiny.parameter_count() == sum(p.numel() for p in llama.Llama(tiny).parameters())
+    reference = llama.shape("llama3-1b", vocab_size=32000).parameter_count()
+    assert 0.95e9 < reference < 1.1e9  # "about 1B" (the reference reports 1.02B)
+
+
+def test_untrained_model_predicts_near_uniform() -> None:
+    torch.manual_seed(0)
+    model = llama.Llama(llama.shape("tiny", vocab_size=256))
+    tokens = torch.randint(0, 256, (2, 16))
+    logits = model(tokens)
+    assert logits.shape == (2, 16, 256)
+    targets = torch.randint(0, 256, (2, 16))  # independent of the inputs: nothing to predict yet
+    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
+    assert abs(loss.item() - math.log(256)) < 0.5
+
+
+def _run(data: Path, ckpt: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MASTER_PORT": str(29600 + os.getpid() % 300)}
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        env.pop(var, None)
+    args = [
+        sys.executable,
+        str(WORKLOAD / "train.py"),
+        f"--data-dir={data}",
+        f"--checkpoint-dir={ckpt}",
+        "--model=tiny",
+        "--vocab-size=256",
+        "--seq-len=16",
+        "--batch-size=2",
+        "--backend=gloo",
+        "--environment=dev",
+        "--region=us-west-2",
+        "--log-every=2",
+        "--checkpoint-every=3",
+        *extra,
+    ]
+    return subprocess.run(args, capture_output=True, text=True, timeout=240, env=env, check=False)
+
+
+def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) -> None:
+    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
+    _write_shards(data, [400, 400])
+    first = _run(data, ckpt, "--max-steps=4", "--num-workers=2", "--prefetch-factor=2")
+    assert first.returncode == 0, first.stderr
+    assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000003", "step_00000004"]
+    assert all((ckpt / name / ".metadata").exists() for name in ("step_00000003", "step_00000004"))
+
+    records = [json.loads(line) for line in first.stdout.splitlines() if line.strip()]
+    assert [r["Step"] for r in records] == [2, 4], "stdout carries only EMF records, one per log interval"
+    for record in records:
+        (directive,) = record["_aws"]["CloudWatchMetrics"]
+        assert directive["Namespace"] == training_metrics.NAMESPACE
+        assert directive["Dimensions"] == [list(training_metrics.DIMENSIONS)]
+        for dimension in training_metrics.DIMENSIONS:
+            assert isinstance(record[dimension], str)
+        for metric in directive["Metrics"]:
+            assert record[metric["Name"]] > 0
+        assert record["Environment"] == "dev" and record["Region"] == "us-west-2"
+        assert isinstance(record["_aws"]["Timestamp"], int)
+
+    second = _run(data, ckpt, "--max-steps=6", "--num-workers=0")
+    assert second.returncode == 0, second.stderr
+    assert "resumed from" in second.stderr and "step 4" in second.stderr
+    assert [json.loads(line)["Step"] for line in second.stdout.splitlines() if line.strip()] == [6]
+    assert (ckpt / "step_00000006" / ".metadata").exists()
+
+
+def test_a_torn_checkpoint_is_never_resumed_from(tmp_path: Path) -> None:
+    sys.path.insert(0, str(WORKLOAD))
+    import train
+
+    (tmp_path / "step_00000009").mkdir()  # no .metadata: the writer died mid-save
+    (tmp_path / "step_00000005").mkdir()
+    (tmp_path / "step_00000005" / ".metadata").write_bytes(b"x")
+    assert train.latest_checkpoint(tmp_path) == (5, tmp_path / "step_00000005")
+    assert train.latest_checkpoint(tmp_path / "absent") is None

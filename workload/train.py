@@ -1,0 +1,194 @@
+"""The reference training run: LLaMA 3 ~1B with FSDP on tokenized shards from the dataset mount.
+
+Started by torchrun (Kubeflow PyTorchJob) or hyperpodrun (HyperPodPyTorchJob), one process per GPU.
+Checkpoints go to the checkpoint mount with torch.distributed.checkpoint; rank 0 logs throughput as
+CloudWatch embedded metric format (EMF) JSON lines on stdout, human-readable progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+import torch.nn.functional as F
+from llama import PRESETS, Llama, shape
+from shards import RankSampler, TokenShards
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.utils.data import DataLoader
+
+from hubspoke.training_metrics import SAMPLES_PER_SECOND, STEP_SECONDS, TOKENS_PER_SECOND, emf_line
+
+STEP_DIR = re.compile(r"^step_(\d{8})$")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--data-dir", required=True, type=Path)
+    p.add_argument("--checkpoint-dir", required=True, type=Path)
+    p.add_argument("--model", choices=sorted(PRESETS), default="llama3-1b")
+    p.add_argument("--vocab-size", type=int, default=32000)
+    p.add_argument("--token-bytes", type=int, choices=(2, 4), default=2)
+    p.add_argument("--seq-len", type=int, default=4096)
+    p.add_argument("--batch-size", type=int, default=24, help="per GPU (per process)")
+    p.add_argument("--num-workers", type=int, default=4)
+    p.add_argument("--prefetch-factor", type=int, default=4)
+    p.add_argument("--max-steps", type=int, default=999)
+    p.add_argument("--checkpoint-every", type=int, default=500)
+    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--backend", choices=("nccl", "gloo"), default="nccl")
+    p.add_argument("--environment", default=os.environ.get("HUBSPOKE_ENVIRONMENT", "unknown"))
+    p.add_argument("--region", default=os.environ.get("AWS_REGION", "unknown"))
+    p.add_argument("--job-name", default="hubspoke-reference")
+    return p.parse_args(argv)
+
+
+def log(message: str) -> None:
+    print(f"[rank {dist.get_rank() if dist.is_initialized() else 0}] {message}", file=sys.stderr, flush=True)
+
+
+def init_distributed(backend: str) -> tuple[int, int, torch.device]:
+    """Join the process group torchrun/hyperpodrun describe in the environment (or a world of one)."""
+    os.environ.setdefault("RANK", "0")
+    os.environ.setdefault("WORLD_SIZE", "1")
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29500")
+    dist.init_process_group(backend, timeout=timedelta(minutes=30))
+    if backend == "nccl":
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+    return dist.get_rank(), dist.get_world_size(), device
+
+
+def latest_checkpoint(root: Path) -> tuple[int, Path] | None:
+    """The newest complete checkpoint: DCP writes `.metadata` last, so a torn one is never picked."""
+    found = []
+    for child in root.glob("step_*"):
+        match = STEP_DIR.match(child.name)
+        if match and (child / ".metadata").exists():
+            found.append((int(match.group(1)), child))
+    return max(found) if found else None
+
+
+def save_checkpoint(model: torch.nn.Module, optimizer: torch.optim.Optimizer, root: Path, step: int) -> Path:
+    model_state, optim_state = get_state_dict(model, optimizer)
+    target = root / f"step_{step:08d}"
+    # Every rank writes its own shard into one shared directory: the checkpoint volume is ReadWriteMany.
+    dcp.save(
+        {"model": model_state, "optim": optim_state, "step": torch.tensor(step)}, checkpoint_id=str(target)
+    )
+    return target
+
+
+def load_checkpoint(model: torch.nn.Module, optimizer: torch.optim.Optimizer, path: Path) -> int:
+    model_state, optim_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optim": optim_state, "step": torch.tensor(0)}
+    dcp.load(state, checkpoint_id=str(path))
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    return int(state["step"])
+
+
+def build_model(args: argparse.Namespace, device: torch.device) -> torch.nn.Module:
+    model = Llama(shape(args.model, args.vocab_size)).to(device)
+    # bf16 compute with fp32 gradient reduction on GPUs; CPU runs (tests) stay in fp32.
+    policy = (
+        MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        if device.type == "cuda"
+        else MixedPrecisionPolicy()
+    )
+    for layer in model.layers:
+        fully_shard(layer, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
+    return model
+
+
+def train(args: argparse.Namespace) -> int:
+    rank, world, device = init_distributed(args.backend)
+    model = build_model(args, device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
+    start_step = 0
+    previous = latest_checkpoint(args.checkpoint_dir)
+    if previous is not None:
+        start_step = load_checkpoint(model, optimizer, previous[1])
+        log(f"resumed from {previous[1]} at step {start_step}")
+
+    dataset = TokenShards(args.data_dir, seq_len=args.seq_len, token_bytes=args.token_bytes)
+    sampler = RankSampler(
+        len(dataset), rank=rank, world_size=world, batch_size=args.batch_size, start_step=start_step
+    )
+    workers = args.num_workers
+    loader = DataLoader(
+        dataset,
+        batch_size=args.batch_size,
+        sampler=sampler,
+        drop_last=True,
+        num_workers=workers,
+        prefetch_factor=args.prefetch_factor if workers else None,
+        persistent_workers=workers > 0,
+        pin_memory=device.type == "cuda",
+    )
+    log(f"{len(dataset)} samples, {len(loader)} steps available to this rank, world size {world}")
+
+    step, saved, window_start, window_steps = start_step, start_step, time.perf_counter(), 0
+    model.train()
+    for inputs, labels in loader:
+        if step >= args.max_steps:
+            break
+        inputs, labels = inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+        logits = model(inputs)
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        window_steps += 1
+        if step % args.log_every == 0 or step == args.max_steps:
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            elapsed = time.perf_counter() - window_start
+            samples = window_steps * args.batch_size * world
+            if rank == 0:
+                values = {
+                    SAMPLES_PER_SECOND: samples / elapsed,
+                    TOKENS_PER_SECOND: samples * args.seq_len / elapsed,
+                    STEP_SECONDS: elapsed / window_steps,
+                }
+                print(
+                    emf_line(
+                        values, environment=args.environment, region=args.region, Job=args.job_name, Step=step
+                    ),
+                    flush=True,
+                )
+                log(f"step {step} loss {loss.item():.4f} {samples / elapsed:.1f} samples/s")
+            window_start, window_steps = time.perf_counter(), 0
+        if step % args.checkpoint_every == 0 or step == args.max_steps:
+            log(f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step)}")
+            saved = step
+    if step < args.max_steps:
+        log(f"dataset exhausted at step {step} before --max-steps {args.max_steps}")
+        if step != saved:
+            log(f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step)}")
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return train(parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
