@@ -1,0 +1,1 @@
+"""The SageMaker HyperPod cluster on EKS: lifecycle scripts (lifecycle/, no CDK) and the constructs."""
