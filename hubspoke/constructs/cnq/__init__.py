@@ -1,0 +1,1 @@
+"""Cloud Native Qumulo: the cluster construct and its provisioning custom resource (runtime/)."""
