@@ -13,6 +13,7 @@ from hubspoke.policy.plugin import HubSpokePolicy
 from hubspoke.policy.rules import METADATA_KEY
 from hubspoke.stacks.link import build_link, build_peer_access
 from hubspoke.stacks.network import build_network
+from hubspoke.stacks.ops import build_ops
 from hubspoke.topology import StackKind, StackPlan, plan_stacks, stage_id
 
 Builder = Callable[..., Stack]
@@ -23,6 +24,7 @@ BUILDERS: dict[StackKind, Builder] = {
     "network": build_network,
     "peer-access": build_peer_access,
     "link": build_link,
+    "ops": build_ops,
 }
 
 

@@ -166,6 +166,8 @@ def load(path: Path | str) -> LoadedConfig:
     """Parse and validate one config file; raises ConfigError listing every problem found."""
     path = Path(path)
     raw = _read_yaml(path)
+    if raw is None:
+        raise ConfigError(path, [Problem("(file)", "file is empty (only comments); start from the minimal config in README.md")])
     if not isinstance(raw, Mapping):
         raise ConfigError(
             path, [Problem("(top level)", "expected a mapping of keys (environment, account, hub, spokes)")]

@@ -1,0 +1,152 @@
+"""The config contract: the minimal file loads with defaults; every kind of bad input is named with its fix."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubspoke.config import ConfigError, load
+from hubspoke.config.schema import VPC_MIN_PREFIX
+from tests.conftest import minimal, write_config
+
+
+def problems(tmp_path: Path, data: Any) -> list[str]:
+    path = write_config(tmp_path, data) if not isinstance(data, str) else tmp_path / "env.yaml"
+    if isinstance(data, str):
+        path.write_text(data)
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    lines = str(caught.value).splitlines()
+    assert all(line.startswith(f"{path}: ") for line in lines), lines
+    return [line.removeprefix(f"{path}: ") for line in lines]
+
+
+def with_spoke(**spoke: Any) -> dict[str, Any]:
+    data = minimal()
+    data["spokes"][0].update(spoke)
+    return data
+
+
+def test_minimal_file_loads_with_reference_defaults(tmp_path: Path) -> None:
+    cfg = load(write_config(tmp_path, minimal())).config
+    assert cfg.inter_region_mtu == 8500
+    assert cfg.hub.storage.node_count == 4
+    spoke = cfg.spokes[0]
+    assert spoke.compute.instance_groups[0].instance_type == "ml.p5.48xlarge"
+    assert spoke.compute.instance_groups[0].count == 2
+    assert spoke.compute.dataset_volume_size == "50Ti"
+    assert spoke.portal.mode == "read_only"
+    assert spoke.resolved_az_ids == ("usw2-az1", "usw2-az2")
+    assert spoke.resolved_accelerator_az_id == "usw2-az1"
+
+
+def test_adding_a_spoke_is_one_entry(tmp_path: Path) -> None:
+    data = minimal()
+    data["spokes"].append({"region": "eu-west-1", "cidr": "10.30.0.0/16"})
+    cfg = load(write_config(tmp_path, data)).config
+    assert [s.region for s in cfg.spokes] == ["us-west-2", "eu-west-1"]
+    assert cfg.peer_cidrs(cfg.hub) == ("10.20.0.0/16", "10.30.0.0/16")
+    assert cfg.peer_cidrs(cfg.spokes[1]) == ("10.10.0.0/16",)
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        (with_spoke(cidr="10.20.0.0/33"), "spokes[0].cidr", "not an IPv4 CIDR"),
+        (with_spoke(cidr="banana"), "spokes[0].cidr", "not an IPv4 CIDR"),
+        (with_spoke(cidr="10.20.0.1/16"), "spokes[0].cidr", "did you mean 10.20.0.0/16"),
+        (with_spoke(cidr="10.20.0.0/24"), "spokes[0].cidr", f"minimum is /{VPC_MIN_PREFIX}"),
+        (with_spoke(cidr="10.0.0.0/8"), "spokes[0].cidr", "larger than AWS allows"),
+        (with_spoke(region="us-wst-2"), "spokes[0].region", "did you mean us-west-2"),
+        (with_spoke(region="us-east-2"), "spokes[0].region", "is the hub Region"),
+        (with_spoke(cidrr="10.20.0.0/16"), "spokes[0].cidrr", "did you mean 'cidr'"),
+        (minimal(inter_region_mtu=9001), "inter_region_mtu", "exceeds 8500"),
+        (minimal(account=123456789012), "account", "quote it"),
+        (minimal(inter_region_mtu="8500"), "inter_region_mtu", "valid integer"),
+        (with_spoke(nat="sometimes"), "spokes[0].nat", "'single', 'per_az' or 'none'"),
+        (with_spoke(az_ids=["use2-az1"]), "spokes[0].az_ids[0]", "not in us-west-2"),
+        (with_spoke(storage={"node_count": 2}), "spokes[0].storage.node_count", "1 node or 3 to 24"),
+        (with_spoke(storage={"node_count": 25}), "spokes[0].storage.node_count", "1 node or 3 to 24"),
+        (
+            with_spoke(region="af-south-1"),
+            "spokes[0].compute",
+            "HyperPod is not offered in af-south-1",
+        ),
+        (
+            with_spoke(compute={"public_access_cidrs": ["0.0.0.0/0"]}),
+            "spokes[0].compute.public_access_cidrs[0]",
+            "whole internet",
+        ),
+    ],
+)
+def test_rejects_with_field_and_fix(tmp_path: Path, change: dict[str, Any], field: str, words: str) -> None:
+    found = problems(tmp_path, change)
+    assert any(line.startswith(f"{field}: ") and words in line for line in found), found
+
+
+def test_missing_required_keys_are_named(tmp_path: Path) -> None:
+    data = minimal()
+    del data["account"]
+    del data["hub"]["cidr"]
+    found = problems(tmp_path, data)
+    assert any(line.startswith("account: required") for line in found), found
+    assert any(line.startswith("hub.cidr: required") for line in found), found
+
+
+def test_overlaps_name_both_fields_including_secondary_and_service_cidrs(tmp_path: Path) -> None:
+    data = minimal()
+    data["spokes"].append({"region": "eu-west-1", "cidr": "10.20.128.0/20"})
+    data["spokes"][0]["secondary_cidrs"] = ["10.10.64.0/18"]
+    data["hub"]["compute"] = {"service_cidr": "10.20.0.0/16"}
+    found = problems(tmp_path, data)
+    assert any(f.startswith("spokes[1].cidr: ") and "spokes[0].cidr" in f for f in found), found
+    assert any(f.startswith("spokes[0].secondary_cidrs[0]: ") and "hub.cidr" in f for f in found), found
+    assert any(f.startswith("hub.compute.service_cidr: ") and "spokes[0].cidr" in f for f in found), found
+
+
+def test_duplicate_spoke_regions(tmp_path: Path) -> None:
+    data = minimal()
+    data["spokes"].append({"region": "us-west-2", "cidr": "10.30.0.0/16"})
+    found = problems(tmp_path, data)
+    assert any(f.startswith("spokes[1].region: ") and "already a spoke at spokes[0]" in f for f in found), (
+        found
+    )
+
+
+def test_every_problem_is_reported_in_one_run(tmp_path: Path) -> None:
+    data = copy.deepcopy(minimal(inter_region_mtu=9000, typo=1))
+    data["spokes"][0]["cidr"] = "10.10.0.0/16"  # overlaps the hub
+    data["spokes"].append({"region": "us-west-2", "cidr": "10.30.0.0/16"})
+    fields = {line.split(": ")[0] for line in problems(tmp_path, data)}
+    assert {"inter_region_mtu", "typo", "spokes[0].cidr", "spokes[1].region"} <= fields
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "words"),
+    [
+        ("", "(file)", "file is empty"),
+        ("   \n# only a comment\n", "(file)", "file is empty"),
+        ("environment: dev\nhub: [1,\n", "(yaml line 3, column 1)", "fix the YAML syntax"),
+        ("environment: dev\nenvironment: prod\n", "(yaml line 2, column 1)", "given twice"),
+        ("- a\n- b\n", "(top level)", "expected a mapping"),
+    ],
+)
+def test_file_level_problems(tmp_path: Path, text: str, field: str, words: str) -> None:
+    found = problems(tmp_path, text)
+    assert any(line.startswith(f"{field}: ") and words in line for line in found), found
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load(tmp_path / "nope.yaml")
+    assert "(file): file not found" in str(caught.value)
+
+
+def test_warnings_do_not_fail(tmp_path: Path) -> None:
+    data = minimal()
+    data["hub"]["storage"] = {"instance_type": "r5.8xlarge"}
+    loaded = load(write_config(tmp_path, data))
+    assert [w.field for w in loaded.warnings] == ["hub.storage.instance_type"]

@@ -1,0 +1,157 @@
+"""Invariants over the synthesized Network, Link and PeerAccess templates (meaning, not snapshots)."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+from typing import Any
+
+from hubspoke.config import HubSpokeConfig
+from hubspoke.config.layout import route_table_az_ids
+from hubspoke.ports import CROSS_REGION_PORTS
+from tests.conftest import Templates, synth
+
+
+def resources(template: dict[str, Any], kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    for logical_id, res in template["Resources"].items():
+        if res["Type"] == kind:
+            yield logical_id, res.get("Properties", {})
+
+
+def test_one_peering_per_spoke_and_none_elsewhere(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    peerings = {sid: list(resources(t, "AWS::EC2::VPCPeeringConnection")) for sid, t in dev_templates.items()}
+    for spoke in dev_config.spokes:
+        [(_, props)] = peerings.pop(f"network-{spoke.region}")
+        assert props["PeerRegion"] == dev_config.hub.region
+        assert props["PeerVpcId"]["Fn::GetStackOutput"]["StackName"] == "hubspoke-dev-network-us-east-2"
+        assert props["PeerVpcId"]["Fn::GetStackOutput"]["Region"] == dev_config.hub.region
+        assert "PeerRoleArn" not in props  # same account: accepted automatically
+    assert all(not found for found in peerings.values())
+
+
+def test_spoke_routes_every_hub_cidr_in_every_private_table(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    for spoke in dev_config.spokes:
+        t = dev_templates[f"network-{spoke.region}"]
+        private = {v["Value"]["Ref"] for k, v in t["Outputs"].items() if k.startswith("PrivateRouteTable")}
+        assert len(private) == len(route_table_az_ids(spoke))
+        routed = {
+            (p["RouteTableId"]["Ref"], p["DestinationCidrBlock"])
+            for _, p in resources(t, "AWS::EC2::Route")
+            if "VpcPeeringConnectionId" in p
+        }
+        assert routed == {(rt, c) for rt in private for c in dev_config.hub.all_cidrs}
+
+
+def test_hub_routes_live_in_link_stack(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
+    hub = dev_templates[f"network-{dev_config.hub.region}"]
+    assert not list(resources(hub, "AWS::EC2::VPCPeeringConnection"))
+    assert not any("VpcPeeringConnectionId" in p for _, p in resources(hub, "AWS::EC2::Route"))
+    for spoke in dev_config.spokes:
+        link = dev_templates[f"link-{spoke.region}"]
+        routes = [p for _, p in resources(link, "AWS::EC2::Route")]
+        tables = {r["RouteTableId"]["Fn::GetStackOutput"]["OutputName"] for r in routes}
+        hub_tables = {k for k in hub["Outputs"] if k.startswith("PrivateRouteTable")}
+        assert tables == hub_tables
+        assert {r["DestinationCidrBlock"] for r in routes} == set(spoke.all_cidrs)
+        for r in routes:
+            ref = r["VpcPeeringConnectionId"]["Fn::GetStackOutput"]
+            assert ref == {
+                "StackName": f"hubspoke-dev-network-{spoke.region}",
+                "Region": spoke.region,
+                "OutputName": "PeeringConnectionId",
+            }
+
+
+def _ingress(templates: Templates) -> Iterator[tuple[str, dict[str, Any]]]:
+    for sid, t in templates.items():
+        for _, p in resources(t, "AWS::EC2::SecurityGroupIngress"):
+            yield sid, p
+        for _, p in resources(t, "AWS::EC2::SecurityGroup"):
+            for rule in p.get("SecurityGroupIngress", []):
+                yield sid, rule
+
+
+def test_cross_region_ingress_only_from_peer_cidrs_on_needed_ports(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    wanted = {
+        (p.protocol, p.port, p.icmp_code if p.protocol == "icmp" else p.port) for p in CROSS_REGION_PORTS
+    }
+    for spoke in dev_config.spokes:
+        for sid, peer_cidrs in (
+            (f"network-{spoke.region}", dev_config.hub.all_cidrs),
+            (f"link-{spoke.region}", spoke.all_cidrs),
+        ):
+            rules = [r for s, r in _ingress(dev_templates) if s == sid]
+            assert {r["CidrIp"] for r in rules} == set(peer_cidrs)
+            for cidr in peer_cidrs:
+                got = {(r["IpProtocol"], r["FromPort"], r["ToPort"]) for r in rules if r["CidrIp"] == cidr}
+                assert got == wanted
+    assert ("icmp", 3, 4) in wanted  # path-MTU discovery: fragmentation needed
+    for _, rule in _ingress(dev_templates):
+        assert rule.get("CidrIp") != "0.0.0.0/0" and rule.get("CidrIpv6") != "::/0"
+
+
+def test_vpcs_do_not_overlap_and_match_config(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
+    vpcs = [p["CidrBlock"] for t in dev_templates.values() for _, p in resources(t, "AWS::EC2::VPC")]
+    assert sorted(vpcs) == sorted(r.cidr for r in dev_config.regions())
+    nets = [ipaddress.IPv4Network(c) for c in vpcs]
+    assert not any(a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1 :])
+
+
+def test_each_region_network_basics(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
+    for region in dev_config.regions():
+        t = dev_templates[f"network-{region.region}"]
+        subnets = [p for _, p in resources(t, "AWS::EC2::Subnet")]
+        assert all("AvailabilityZone" not in s and s["AvailabilityZoneId"] for s in subnets)
+        accel = [s for s in subnets if {"Key": "hubspoke:subnet", "Value": "accelerator"} in s["Tags"]]
+        assert [s["AvailabilityZoneId"] for s in accel] == [region.resolved_accelerator_az_id]
+        [(_, endpoint)] = resources(t, "AWS::EC2::VPCEndpoint")
+        assert endpoint["ServiceName"] == f"com.amazonaws.{region.region}.s3"
+        assert endpoint["VpcEndpointType"] == "Gateway"
+        [(_, flow)] = resources(t, "AWS::EC2::FlowLog")
+        assert flow["TrafficType"] == "ALL"
+        [(group_id, _)] = resources(t, "AWS::Logs::LogGroup")
+        assert t["Resources"][group_id]["DeletionPolicy"] == "Retain"
+        assert len(list(resources(t, "AWS::EC2::NatGateway"))) == 1  # nat: single by default
+
+
+def test_nat_modes(config_from: Any) -> None:
+    data = {
+        "environment": "natmodes",
+        "account": "123456789012",
+        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16", "nat": "per_az"},
+        "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16", "nat": "none"}],
+    }
+    templates = synth(config_from(data))
+    assert len(list(resources(templates["network-us-east-2"], "AWS::EC2::NatGateway"))) == 2
+    spoke = templates["network-us-west-2"]
+    assert not list(resources(spoke, "AWS::EC2::NatGateway"))
+    assert not list(resources(spoke, "AWS::EC2::InternetGateway"))
+    assert not any(
+        p.get("DestinationCidrBlock") == "0.0.0.0/0" for _, p in resources(spoke, "AWS::EC2::Route")
+    )
+
+
+def test_cross_account_spoke_uses_hub_created_peer_role(config_from: Any) -> None:
+    data = {
+        "environment": "xacct",
+        "account": "111111111111",
+        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
+        "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16", "account": "222222222222"}],
+    }
+    templates = synth(config_from(data))
+    [(_, role)] = resources(templates["peer-access-us-west-2"], "AWS::IAM::Role")
+    assert role["RoleName"] == "hubspoke-xacct-peer-us-west-2"
+    principal = role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["AWS"]
+    assert "222222222222" in str(principal)
+    [(_, peering)] = resources(templates["network-us-west-2"], "AWS::EC2::VPCPeeringConnection")
+    assert peering["PeerOwnerId"] == "111111111111"
+    assert "role/hubspoke-xacct-peer-us-west-2" in str(peering["PeerRoleArn"])
+    assert "role/hubspoke-xacct-peer-us-west-2" in str(peering["PeerVpcId"]["Fn::GetStackOutput"]["RoleArn"])
+    link_route = next(p for _, p in resources(templates["link-us-west-2"], "AWS::EC2::Route"))
+    assert "role/hubspoke-xacct-link-reader-us-west-2" in str(link_route["VpcPeeringConnectionId"])

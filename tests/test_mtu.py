@@ -1,0 +1,81 @@
+"""The shared MTU place: never above the peering's 8500, and the rendered script does what it says."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hubspoke.config import load
+from hubspoke.mtu import INTER_REGION_PEERING_MTU, peer_routes, render_route_mtu_script
+from tests.conftest import minimal, write_config
+
+cidrs = st.builds(
+    lambda addr, prefix: str(ipaddress.IPv4Network((addr, prefix), strict=False)),
+    st.integers(min_value=0, max_value=2**32 - 1),
+    st.integers(min_value=8, max_value=28),
+)
+
+
+@given(st.lists(cidrs, min_size=1, max_size=12), st.integers(min_value=1280, max_value=20000))
+def test_never_renders_above_peering_limit(peers: list[str], mtu: int) -> None:
+    routes = [(c, mtu) for c in peers]
+    if mtu > INTER_REGION_PEERING_MTU:
+        with pytest.raises(ValueError):
+            render_route_mtu_script(routes)
+        return
+    script = render_route_mtu_script(routes)
+    rendered = [int(m) for m in re.findall(r" mtu (\d+)", script)]
+    assert rendered == [mtu] * len(peers)
+    assert max(rendered) <= INTER_REGION_PEERING_MTU
+
+
+def test_config_mtu_is_the_peering_limit_or_below(tmp_path: Path) -> None:
+    cfg = load(write_config(tmp_path, minimal(inter_region_mtu=1500))).config
+    assert peer_routes(cfg, cfg.spokes[0]) == (("10.10.0.0/16", 1500),)
+    cfg = load(write_config(tmp_path, minimal())).config
+    assert peer_routes(cfg, cfg.hub) == (("10.20.0.0/16", 8500),)
+
+
+def test_script_pins_each_peer_via_default_gateway(tmp_path: Path) -> None:
+    # A stub `ip` records what the script asks of the kernel.
+    log = tmp_path / "ip.log"
+    stub = tmp_path / "ip"
+    stub.write_text(
+        "#!/bin/bash\n"
+        f'echo "$*" >> {log}\n'
+        'if [ "$1 $2 $3" = "-4 route show" ]; then echo "default via 10.20.0.1 dev ens5 proto dhcp"; fi\n'
+    )
+    stub.chmod(0o755)
+    script = render_route_mtu_script([("10.10.0.0/16", 8500), ("100.64.0.0/16", 8500)])
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script + "hubspoke_pin_peer_mtu"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    calls = log.read_text().splitlines()
+    assert "route replace 10.10.0.0/16 via 10.20.0.1 dev ens5 mtu 8500" in calls
+    assert "route replace 100.64.0.0/16 via 10.20.0.1 dev ens5 mtu 8500" in calls
+
+
+def test_script_fails_loudly_without_default_route(tmp_path: Path) -> None:
+    stub = tmp_path / "ip"
+    stub.write_text("#!/bin/bash\nexit 0\n")
+    stub.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    script = render_route_mtu_script([("10.10.0.0/16", 8500)])
+    result = subprocess.run(
+        ["bash", "-c", script + "hubspoke_pin_peer_mtu"], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode != 0
+    assert "no default IPv4 route" in result.stderr

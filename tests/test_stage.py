@@ -1,0 +1,41 @@
+"""Adding or removing a spoke adds or removes only that spoke's stacks: no other template changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.conftest import synth
+
+
+def topology(*spokes: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "environment": "grow",
+        "account": "123456789012",
+        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
+        "spokes": [{"region": r, "cidr": c} for r, c in spokes],
+    }
+
+
+def test_adding_and_removing_a_spoke_changes_no_other_template(config_from: Any) -> None:
+    one = synth(config_from(topology(("us-west-2", "10.20.0.0/16"))))
+    two = synth(config_from(topology(("us-west-2", "10.20.0.0/16"), ("eu-west-1", "10.30.0.0/16"))))
+    # Removing us-west-2 from the pair leaves eu-west-1 alone: compare the three-way case as well.
+    other = synth(config_from(topology(("eu-west-1", "10.30.0.0/16"))))
+    added = set(two) - set(one)
+    assert added and all(sid.endswith("eu-west-1") for sid in added)
+    for sid in one:
+        assert one[sid] == two[sid], f"{sid} changed when a spoke was added"
+    for sid in other:
+        assert other[sid] == two[sid], f"{sid} changed when a spoke was removed"
+
+
+def test_stacks_deploy_in_topology_order(dev_config: Any) -> None:
+    from aws_cdk import App
+
+    from hubspoke.stage import HubSpokeStage
+
+    stage = HubSpokeStage(App(), config=dev_config)
+    link = stage.stacks["link-us-west-2"]
+    deps = {d.node.id for d in link.dependencies}
+    assert {"network-us-east-2", "network-us-west-2"} <= deps
+    assert not stage.stacks["network-us-east-2"].dependencies
