@@ -1,0 +1,214 @@
+"""The hub-outage canary: a Lambda in the spoke VPC, run every minute, that probes the hub and reads the portal."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from importlib.metadata import distribution
+from pathlib import Path
+
+import jsii
+from aws_cdk import BundlingOptions, DockerImage, Duration, ILocalBundling, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from hubspoke.constructs.canary.runtime import metrics
+from hubspoke.constructs.canary.runtime.handler import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_REST_TIMEOUT_S
+
+RUNTIME_DIR = Path(__file__).parent
+# Probes and the REST read run in parallel; this leaves room for both timeouts, a cold start and the SDK import.
+FUNCTION_TIMEOUT = Duration.seconds(30)
+
+
+class HubCanary(Construct):
+    """Probes the hub's floating IPs on `ports` from `subnets` every minute and publishes HubSpoke/Canary metrics.
+
+    Example::
+
+        canary = HubCanary(stack, "Canary", vpc=net.vpc, subnets=net.private_subnets, environment="dev",
+                           spoke="us-west-2", hub_addresses=ips, hub_cidrs=["10.10.0.0/16"], ports=[2049, 3713])
+        canary.metric(metrics.HUB_REACHABLE)
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        subnets: Sequence[ec2.ISubnet],
+        environment: str,
+        spoke: str,
+        hub_addresses: str,
+        hub_cidrs: Sequence[str],
+        ports: Sequence[int],
+        code: lambda_.Code,
+        spoke_rest_address: str | None = None,
+        spoke_rest_port: int = 8000,
+        admin_secret_arn: str | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.environment = environment
+        self.spoke = spoke
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=vpc,
+            description="Hub canary: TCP to the hub floating IPs, REST to the local CNQ, HTTPS to AWS APIs",
+            allow_all_outbound=False,
+        )
+        for cidr in hub_cidrs:
+            for port in ports:
+                self.security_group.add_egress_rule(
+                    ec2.Peer.ipv4(cidr), ec2.Port.tcp(port), f"probe hub {port}"
+                )
+        self.security_group.add_egress_rule(
+            ec2.Peer.ipv4(vpc.vpc_cidr_block), ec2.Port.tcp(spoke_rest_port), "spoke CNQ REST API"
+        )
+        # Secrets Manager through the Region's NAT or an interface endpoint; both are HTTPS.
+        self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "Secrets Manager API")
+
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            retention=log_retention,
+            # Probe results only, no dataset content: the metrics they carry outlive the group in CloudWatch.
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"hubspoke canary in {spoke}: VPC networking, its own log group, the spoke admin secret",
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            architecture=lambda_.Architecture.ARM_64,
+            handler="runtime.handler.handler",
+            code=code,
+            timeout=FUNCTION_TIMEOUT,
+            memory_size=256,
+            role=self.role,
+            log_group=self.log_group,
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
+            security_groups=[self.security_group],
+            # One run at a time: a slow run must not overlap the next and double-publish.
+            reserved_concurrent_executions=1,
+            environment={
+                "HUBSPOKE_ENVIRONMENT": environment,
+                "SPOKE_REGION": spoke,
+                "HUB_ADDRESSES": hub_addresses,
+                "HUB_PORTS": ",".join(str(p) for p in ports),
+                "CONNECT_TIMEOUT_SECONDS": str(DEFAULT_CONNECT_TIMEOUT_S),
+                "REST_TIMEOUT_SECONDS": str(DEFAULT_REST_TIMEOUT_S),
+                **({"SPOKE_REST_ADDRESS": spoke_rest_address} if spoke_rest_address else {}),
+                "SPOKE_REST_PORT": str(spoke_rest_port),
+                **({"ADMIN_SECRET_ARN": admin_secret_arn} if admin_secret_arn else {}),
+            },
+            description=f"hubspoke {environment}: hub-outage canary for spoke {spoke}",
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],
+            )
+        )
+        # Lambda attaches ENIs in the VPC; these EC2 actions do not support resource-level scoping.
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "ec2:CreateNetworkInterface",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:AssignPrivateIpAddresses",
+                    "ec2:UnassignPrivateIpAddresses",
+                ],
+                resources=["*"],
+            )
+        )
+        if admin_secret_arn:
+            self.role.add_to_policy(
+                iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[admin_secret_arn])
+            )
+        self.schedule = events.Rule(
+            self,
+            "EveryMinute",
+            schedule=events.Schedule.rate(Duration.minutes(1)),
+            targets=[targets.LambdaFunction(self.function, retry_attempts=0)],
+            description=f"hubspoke {environment}: run the hub canary of {spoke} every minute",
+        )
+
+    def metric(
+        self, name: str, *, statistic: str = "Minimum", period: Duration | None = None
+    ) -> cloudwatch.Metric:
+        """One of the canary's metrics (names in runtime/metrics.py) for this spoke."""
+        if name not in metrics.UNITS:
+            raise ValueError(f"{name} is not published by the canary; see runtime/metrics.py")
+        return cloudwatch.Metric(
+            namespace=metrics.NAMESPACE,
+            metric_name=name,
+            dimensions_map={
+                metrics.DIMENSION_ENVIRONMENT: self.environment,
+                metrics.DIMENSION_SPOKE: self.spoke,
+            },
+            statistic=statistic,
+            period=period or Duration.minutes(1),
+            region=self.spoke,
+        )
+
+
+# qumulo-api and everything it imports at run time; all pure Python, so the arm64 Lambda runs them as installed.
+SDK_DISTRIBUTIONS = (
+    "qumulo-api",
+    "dataclasses-json",
+    "marshmallow",
+    "typing-inspect",
+    "mypy-extensions",
+    "typing-extensions",
+    "packaging",
+    "tqdm",
+    "python-dateutil",
+    "six",
+)
+
+
+@jsii.implements(ILocalBundling)
+class _RuntimeWithSdk:
+    """Copies runtime/ and the installed SDK distributions into the asset: no network, no Docker at synth."""
+
+    def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
+        out = Path(output_dir)
+        shutil.copytree(
+            RUNTIME_DIR / "runtime", out / "runtime", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        for name in SDK_DISTRIBUTIONS:
+            for file in distribution(name).files or ():
+                # Console scripts live outside site-packages ("../../bin/qq"); the Lambda needs none.
+                if file.parts[0] == ".." or "__pycache__" in file.parts:
+                    continue
+                target = out / file
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(file.locate(), target)
+        return True
+
+
+def runtime_code() -> lambda_.Code:
+    """The Lambda asset: the `runtime` package (handler `runtime.handler.handler`) plus the qumulo-api SDK."""
+    return lambda_.Code.from_asset(
+        str(RUNTIME_DIR / "runtime"),
+        bundling=BundlingOptions(
+            # Never pulled: local bundling always succeeds, and synth must stay offline.
+            image=DockerImage.from_registry("hubspoke-local-bundling-only"),
+            local=_RuntimeWithSdk(),
+        ),
+    )

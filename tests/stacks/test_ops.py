@@ -1,0 +1,165 @@
+"""Invariants over the synthesized Ops stacks: every spoke watched, every alarm on a metric something publishes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubspoke import training_metrics
+from hubspoke.config import HubSpokeConfig
+from hubspoke.constructs.canary.runtime import metrics as canary_metrics
+from hubspoke.constructs.canary.traffic import namespace as traffic_namespace
+from hubspoke.stacks.ops import CANARY_PORTS, CONTAINER_INSIGHTS, GPU_UTILIZATION, HUB_UNREACHABLE_MINUTES
+from tests.conftest import Templates, minimal, synth
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def resources(template: dict[str, Any], kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    for logical_id, res in template["Resources"].items():
+        if res["Type"] == kind:
+            yield logical_id, res.get("Properties", {})
+
+
+def alarm_metrics(props: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every MetricStat an alarm reads, whether it alarms on one metric or on metric math."""
+    if "MetricName" in props:
+        return [{"Namespace": props["Namespace"], "MetricName": props["MetricName"],
+                 "Dimensions": props.get("Dimensions", [])}]  # fmt: skip
+    return [q["MetricStat"]["Metric"] for q in props.get("Metrics", []) if "MetricStat" in q]
+
+
+def published_by_filters(template: dict[str, Any]) -> set[tuple[str, str]]:
+    return {
+        (t["MetricNamespace"], t["MetricName"])
+        for _, p in resources(template, "AWS::Logs::MetricFilter")
+        for t in p["MetricTransformations"]
+    }
+
+
+def test_every_spoke_has_a_scheduled_canary_in_its_vpc(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    for spoke in dev_config.spokes:
+        ops = dev_templates[f"ops-{spoke.region}"]
+        [(fn_id, fn)] = resources(ops, "AWS::Lambda::Function")
+        assert fn["VpcConfig"]["SubnetIds"], "the canary must probe from inside the spoke VPC"
+        env = fn["Environment"]["Variables"]
+        assert env["SPOKE_REGION"] == spoke.region
+        assert env["HUB_PORTS"] == ",".join(map(str, CANARY_PORTS)) and set(CANARY_PORTS) == {2049, 3713}
+        [(_, rule)] = resources(ops, "AWS::Events::Rule")
+        assert rule["ScheduleExpression"] == "rate(1 minute)"
+        assert rule["Targets"][0]["Arn"] == {"Fn::GetAtt": [fn_id, "Arn"]}
+        # The canary may only reach the hub on the probed ports, the local REST API and HTTPS.
+        [(_, sg)] = resources(ops, "AWS::EC2::SecurityGroup")
+        hub_rules = [r for r in sg["SecurityGroupEgress"] if r["CidrIp"] in dev_config.hub.all_cidrs]
+        assert {r["FromPort"] for r in hub_rules} == set(CANARY_PORTS)
+
+
+def test_hub_outage_is_detected_within_three_minutes(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    for spoke in dev_config.spokes:
+        ops = dev_templates[f"ops-{spoke.region}"]
+        alarms = {p["AlarmName"]: p for _, p in resources(ops, "AWS::CloudWatch::Alarm")}
+        hub = alarms[f"hubspoke-dev-ops-{spoke.region}-hub-unreachable"]
+        assert hub["MetricName"] == canary_metrics.HUB_REACHABLE
+        assert hub["Period"] * hub["EvaluationPeriods"] <= HUB_UNREACHABLE_MINUTES * 60
+        assert hub["DatapointsToAlarm"] == hub["EvaluationPeriods"]
+        assert hub["TreatMissingData"] == "breaching", "a silent canary must not look like a healthy hub"
+        portal = alarms[f"hubspoke-dev-ops-{spoke.region}-portal-not-active"]
+        assert portal["MetricName"] == canary_metrics.PORTAL_STATUS
+        assert portal["Threshold"] == canary_metrics.PORTAL_STATUS_ACTIVE
+        assert portal["ComparisonOperator"] == "LessThanThreshold"
+
+
+def test_every_alarm_notifies_an_encrypted_topic(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    for spoke in dev_config.spokes:
+        ops = dev_templates[f"ops-{spoke.region}"]
+        topics = dict(resources(ops, "AWS::SNS::Topic"))
+        assert all("KmsMasterKeyId" in t for t in topics.values())
+        for _, alarm in resources(ops, "AWS::CloudWatch::Alarm"):
+            assert {a["Ref"] for a in alarm["AlarmActions"]} <= set(topics)
+        for _, key in resources(ops, "AWS::KMS::Key"):
+            assert key["EnableKeyRotation"] is True
+
+
+def test_every_alarm_reads_a_metric_that_something_publishes(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    train = (ROOT / "workload" / "train.py").read_text()
+    for spoke in dev_config.spokes:
+        ops = dev_templates[f"ops-{spoke.region}"]
+        filters = published_by_filters(ops)
+        seen = set()
+        for _, alarm in resources(ops, "AWS::CloudWatch::Alarm"):
+            for metric in alarm_metrics(alarm):
+                ns, name = metric["Namespace"], metric["MetricName"]
+                seen.add(ns)
+                if ns == canary_metrics.NAMESPACE:
+                    assert name in canary_metrics.UNITS  # the handler's EMF line declares exactly these
+                elif ns == traffic_namespace(dev_config.environment):
+                    assert (ns, name) in filters
+                elif ns == training_metrics.NAMESPACE:
+                    assert name in training_metrics.UNITS and "training_metrics" in train
+                elif ns == CONTAINER_INSIGHTS:
+                    assert name == GPU_UTILIZATION  # the CloudWatch observability add-on (Compute stack)
+                else:
+                    pytest.fail(f"alarm reads {ns}/{name}, which nothing in hubspoke publishes")
+        assert {canary_metrics.NAMESPACE, traffic_namespace("dev"), CONTAINER_INSIGHTS} <= seen
+
+
+def test_alarm_emails_subscribe_and_floors_come_from_config(config_from: Any) -> None:
+    config = config_from(
+        minimal(
+            spokes=[
+                {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+                {"region": "eu-west-1", "cidr": "10.30.0.0/16", "compute": {"enabled": False}},
+            ],
+            ops={
+                "alarm_emails": ["oncall@example.com"],
+                "gpu_utilization_floor_percent": 70,
+                "cache_hit_ratio_floor": 0.8,
+            },
+        )
+    )
+    templates = synth(config)
+    for spoke in ("us-west-2", "eu-west-1"):
+        ops = templates[f"ops-{spoke}"]
+        subs = [p for _, p in resources(ops, "AWS::SNS::Subscription")]
+        assert [(s["Protocol"], s["Endpoint"]) for s in subs] == [("email", "oncall@example.com")]
+        alarms = {
+            p["AlarmName"].split(f"ops-{spoke}-", 1)[1]: p
+            for _, p in resources(ops, "AWS::CloudWatch::Alarm")
+        }
+        assert alarms["cache-hit-ratio-low"]["Threshold"] == 0.8
+        if spoke == "us-west-2":
+            assert alarms["gpu-utilization-low"]["Threshold"] == 70
+        else:
+            assert "gpu-utilization-low" not in alarms, "no GPUs to watch where compute is off"
+        assert len(list(resources(ops, "AWS::Lambda::Function"))) == 1
+
+
+def test_canary_asset_carries_the_sdk_and_its_handler() -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_lambda as lambda_
+
+    from hubspoke.constructs.canary.infrastructure import runtime_code
+
+    app = App()
+    stack = Stack(app, "S")
+    fn = lambda_.Function(stack, "F", runtime=lambda_.Runtime.PYTHON_3_14, handler="runtime.handler.handler",
+                          code=runtime_code())  # fmt: skip
+    assembly = app.synth()
+    template = assembly.get_stack_artifact(stack.artifact_id).template
+    asset = next(iter(resources(template, "AWS::Lambda::Function")))[1]["Code"]["S3Key"]
+    folder = Path(assembly.directory) / f"asset.{asset.split('.')[0]}"
+    assert (folder / "runtime" / "handler.py").is_file()
+    assert (folder / "qumulo" / "rest_client.py").is_file()
+    assert not list(folder.rglob("__pycache__"))
+    del fn
