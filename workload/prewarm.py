@@ -1,0 +1,432 @@
+"""Warm a spoke's portal cache before GPU time is billed: have the spoke fetch every dataset file from the hub.
+
+Mechanism: Qumulo's fetch-data REST API, POST /v1/files/{ref}/fetch-data ("performs a server-side read of the
+specified file region to populate cluster caches"; body {offset, length}, answer {bytes_fetched, next_offset},
+next_offset empty at the end of the file; a preview API in Qumulo Core 7.x), called through the qumulo-api
+SDK against the spoke cluster. The cluster reads from the hub over the portal; no file data crosses to this pod.
+
+- Tree: GET /v1/files/{dir}/entries/ (paged) from --root down, files in sorted path order (the loader's order,
+  so a partial warm-up covers the first shards first).
+- Parallelism: --parallel workers, one file each at a time, each with its own REST session.
+- Progress: every --progress-seconds a log line with files, bytes, rate and ETA.
+- Resume: --state is an append-only JSON-lines journal (finished files with their size, and the offset reached
+  inside large files every --journal-every-bytes). A re-run skips finished files whose size is unchanged
+  and restarts large files from their last offset. A torn last line (pod killed mid-write) is ignored.
+- Errors: connection errors, timeouts and Qumulo 5xx/429 answers are retried with backoff (--retries);
+  anything else (a 4xx: bad path, the API missing on this version) is final for that file. A 401/403 stops
+  the run at once. Exit 0 when every file is warm, 1 when any file failed, 2 on bad arguments.
+Credentials: QUMULO_USERNAME (default admin) and QUMULO_PASSWORD from the environment (a Kubernetes Secret).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+DEFAULT_PORT = 8000
+BACKOFF_CAP_S = 30.0
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str
+    size: int
+
+
+class FatalError(Exception):
+    """Stops the whole run: retrying other files cannot succeed (credentials, permissions)."""
+
+
+class FileFailed(Exception):
+    """One file cannot be warmed; the others go on."""
+
+
+def _status(error: BaseException) -> int | None:
+    return getattr(error, "status_code", None) if type(error).__name__ == "RequestError" else None
+
+
+def describe(error: BaseException) -> str:
+    """Qumulo's own error class and text when it answered; the transport error otherwise."""
+    status = _status(error)
+    if status is not None:
+        return f"Qumulo {status} {getattr(error, 'error_class', '')}: {getattr(error, 'description', '')}".strip()
+    return (str(error).strip() or type(error).__name__).splitlines()[0][:300]
+
+
+def retryable(error: BaseException) -> bool:
+    status = _status(error)
+    if status is None:
+        return isinstance(error, OSError | TimeoutError | ConnectionError) or type(
+            error
+        ).__module__.startswith("http.client")
+    return status >= 500 or status == 429
+
+
+def with_retries(
+    what: str,
+    call: Callable[[], Any],
+    *,
+    retries: int,
+    base_delay_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Any:
+    """Run `call`; retry transient failures up to `retries` times with doubling delays."""
+    for attempt in range(retries + 1):
+        try:
+            return call()
+        except Exception as exc:
+            status = _status(exc)
+            if status in (401, 403):
+                raise FatalError(f"{what}: {describe(exc)}; check QUMULO_USERNAME/QUMULO_PASSWORD") from None
+            if not retryable(exc):
+                raise FileFailed(f"{what}: {describe(exc)}") from None
+            if attempt == retries:
+                raise FileFailed(f"{what}: {describe(exc)} (gave up after {retries + 1} attempts)") from None
+            sleep(min(BACKOFF_CAP_S, base_delay_s * 2**attempt))
+    raise AssertionError("unreachable")
+
+
+class Journal:
+    """The resume state: which files are warm (and at which size), and how far large files got."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.done: dict[str, int] = {}
+        self.offsets: dict[str, int] = {}
+        self._lock = threading.Lock()
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a torn line from a killed pod: that file is simply redone
+                if "done" in record:
+                    self.done[record["done"]] = int(record["size"])
+                    self.offsets.pop(record["done"], None)
+                elif "at" in record:
+                    self.offsets[record["at"]] = int(record["offset"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._stream: IO[str] = path.open("a", encoding="utf-8")
+
+    def is_done(self, entry: FileEntry) -> bool:
+        return self.done.get(entry.path) == entry.size
+
+    def resume_offset(self, entry: FileEntry) -> int:
+        offset = self.offsets.get(entry.path, 0)
+        return offset if 0 <= offset <= entry.size else 0
+
+    def _append(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self._stream.write(json.dumps(record, separators=(",", ":")) + "\n")
+            self._stream.flush()
+            os.fsync(self._stream.fileno())
+
+    def mark_offset(self, entry: FileEntry, offset: int) -> None:
+        self._append({"at": entry.path, "offset": offset})
+
+    def mark_done(self, entry: FileEntry) -> None:
+        self._append({"done": entry.path, "size": entry.size})
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+@dataclass
+class Progress:
+    """Totals shared by the workers, and the log line that reports them."""
+
+    files_total: int
+    bytes_total: int
+    files_done: int = 0
+    bytes_done: int = 0
+    bytes_fetched: int = 0
+    failed: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+    _bytes_at_start: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def advance(self, covered: int, fetched: int) -> None:
+        with self._lock:
+            self.bytes_done += covered
+            self.bytes_fetched += fetched
+
+    def finish(self, error: str | None = None) -> None:
+        with self._lock:
+            if error:
+                self.failed.append(error)
+            else:
+                self.files_done += 1
+
+    def line(self) -> str:
+        with self._lock:
+            elapsed = max(time.monotonic() - self.started, 1e-9)
+            rate = (self.bytes_done - self._bytes_at_start) / elapsed
+            left = self.bytes_total - self.bytes_done
+            eta = _duration(left / rate) if rate > 0 else "unknown"
+            pct = 100.0 * self.bytes_done / self.bytes_total if self.bytes_total else 100.0
+            return (
+                f"prewarm: {self.files_done}/{self.files_total} files, "
+                f"{self.bytes_done / 1e9:.2f}/{self.bytes_total / 1e9:.2f} GB ({pct:.1f} %), "
+                f"{rate / 1e6:.1f} MB/s, ETA {eta}, {self.bytes_fetched / 1e9:.2f} GB fetched from the hub, "
+                f"{len(self.failed)} failed"
+            )
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+ClientFactory = Callable[[], Any]
+
+
+def sdk_client_factory(host: str, port: int, username: str, password: str, timeout_s: int) -> ClientFactory:
+    """Logged-in qumulo-api RestClients, one per worker (an SDK connection is not shared across threads)."""
+
+    def make() -> Any:
+        from qumulo.rest_client import RestClient
+
+        client = RestClient(host, port, timeout=timeout_s)
+        client.login(username, password)
+        return client
+
+    return make
+
+
+def walk(client: Any, root: str) -> Iterator[FileEntry]:
+    """Every regular file under root, depth first, each directory's entries in name order."""
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        entries = sorted(client.fs.enumerate_entire_directory(path=directory), key=lambda e: e["name"])
+        subdirs = []
+        for entry in entries:
+            if entry["type"] == "FS_FILE_TYPE_DIRECTORY":
+                subdirs.append(entry["path"])
+            elif entry["type"] == "FS_FILE_TYPE_FILE":
+                yield FileEntry(entry["path"], int(entry["size"]))
+        pending.extend(reversed(subdirs))
+
+
+def warm_file(
+    client: Any,
+    entry: FileEntry,
+    *,
+    start: int,
+    chunk_bytes: int | None,
+    journal: Journal,
+    journal_every_bytes: int,
+    progress: Progress,
+    retries: int,
+    base_delay_s: float,
+    stop: threading.Event,
+) -> bool:
+    """fetch-data from `start` to the end of the file; True when the file is complete."""
+    offset: int | None = start
+    since_journal = 0
+    while offset is not None and not stop.is_set():
+        at = offset
+
+        def call(at: int = at) -> Any:
+            return client.fs.fetch_data(offset=at, path=entry.path, length=chunk_bytes)
+
+        answer = with_retries(f"{entry.path} at {at}", call, retries=retries, base_delay_s=base_delay_s)
+        fetched = int(answer.get("bytes_fetched") or 0)
+        next_offset = answer.get("next_offset")
+        offset = int(next_offset) if next_offset not in (None, "") else None
+        if offset is not None and offset <= at:
+            raise FileFailed(f"{entry.path}: fetch-data did not advance past offset {at}")
+        covered = (offset if offset is not None else max(entry.size, at)) - at
+        progress.advance(covered, fetched)
+        since_journal += covered
+        if offset is not None and since_journal >= journal_every_bytes:
+            journal.mark_offset(entry, offset)
+            since_journal = 0
+    return offset is None
+
+
+@dataclass(frozen=True)
+class Options:
+    root: str
+    parallel: int = 8
+    chunk_bytes: int | None = None
+    journal_every_bytes: int = 1 << 30
+    retries: int = 5
+    base_delay_s: float = 1.0
+    progress_every_s: float = 30.0
+
+
+def prewarm(
+    make_client: ClientFactory,
+    journal: Journal,
+    options: Options,
+    *,
+    log: IO[str] = sys.stderr,
+    list_files: Callable[[Any, str], Iterator[FileEntry]] = walk,
+) -> int:
+    """Warm every file under options.root not yet in the journal; returns the exit code."""
+    try:
+        lister = with_retries(
+            "log in", make_client, retries=options.retries, base_delay_s=options.base_delay_s
+        )
+        files: list[FileEntry] = with_retries(
+            f"list {options.root}",
+            lambda: list(list_files(lister, options.root)),
+            retries=options.retries,
+            base_delay_s=options.base_delay_s,
+        )
+    except (FatalError, FileFailed) as exc:
+        print(f"prewarm: cannot list the dataset: {exc}", file=log)
+        return 1
+    todo = [f for f in files if not journal.is_done(f)]
+    progress = Progress(files_total=len(files), bytes_total=sum(f.size for f in files))
+    progress.files_done = len(files) - len(todo)
+    progress.bytes_done = sum(f.size for f in files if journal.is_done(f)) + sum(
+        journal.resume_offset(f) for f in todo
+    )
+    progress._bytes_at_start = progress.bytes_done
+    print(
+        f"prewarm: {len(files)} files under {options.root}, {len(files) - len(todo)} already warm "
+        f"(journal {journal.path}); {options.parallel} workers",
+        file=log,
+        flush=True,
+    )
+    queue = iter(todo)
+    queue_lock = threading.Lock()
+    stop = threading.Event()
+    fatal: list[str] = []
+
+    def worker() -> None:
+        try:
+            client = make_client()
+        except Exception as exc:
+            fatal.append(f"cannot open a REST session: {describe(exc)}")
+            stop.set()
+            return
+        while not stop.is_set():
+            with queue_lock:
+                entry = next(queue, None)
+            if entry is None:
+                return
+            try:
+                complete = warm_file(
+                    client,
+                    entry,
+                    start=journal.resume_offset(entry),
+                    chunk_bytes=options.chunk_bytes,
+                    journal=journal,
+                    journal_every_bytes=options.journal_every_bytes,
+                    progress=progress,
+                    retries=options.retries,
+                    base_delay_s=options.base_delay_s,
+                    stop=stop,
+                )
+            except FatalError as exc:
+                fatal.append(str(exc))
+                stop.set()
+                return
+            except FileFailed as exc:
+                progress.finish(str(exc))
+                print(f"prewarm: FAILED {exc}", file=log, flush=True)
+                continue
+            if complete:
+                journal.mark_done(entry)
+                progress.finish()
+
+    threads = [
+        threading.Thread(target=worker, name=f"prewarm-{i}", daemon=True) for i in range(options.parallel)
+    ]
+    for t in threads:
+        t.start()
+    next_report = time.monotonic() + options.progress_every_s
+    while alive := [t for t in threads if t.is_alive()]:
+        alive[0].join(timeout=0.2)
+        if time.monotonic() >= next_report:
+            print(progress.line(), file=log, flush=True)
+            next_report += options.progress_every_s
+    print(progress.line(), file=log, flush=True)
+    if fatal:
+        print(f"prewarm: stopped: {fatal[0]}", file=log, flush=True)
+        return 1
+    if progress.failed:
+        print(f"prewarm: {len(progress.failed)} files could not be warmed; re-run to retry them", file=log)
+        return 1
+    print("prewarm: every file is warm", file=log, flush=True)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="prewarm",
+        description="Warm a Qumulo spoke's portal cache over a dataset tree with fetch-data (resumable).",
+        epilog="Example: QUMULO_PASSWORD=... python prewarm.py --host 10.20.4.10 --root /dataset "
+        "--state /mnt/checkpoints/.hubspoke/prewarm/us-west-2.jsonl",
+    )
+    parser.add_argument("--host", required=True, help="the spoke cluster's REST address (a floating IP)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="REST port (default 8000)")
+    parser.add_argument("--root", required=True, help="dataset directory on the spoke, e.g. /dataset")
+    parser.add_argument("--state", type=Path, required=True, help="resume journal (JSON lines)")
+    parser.add_argument("--parallel", type=int, default=8, help="files warmed at once (default 8)")
+    parser.add_argument(
+        "--chunk-bytes", type=int, default=None, help="bytes per fetch-data call (default: server)"
+    )
+    parser.add_argument("--retries", type=int, default=5, help="retries of a transient failure (default 5)")
+    parser.add_argument("--progress-seconds", type=float, default=30.0, help="seconds between progress lines")
+    parser.add_argument(
+        "--request-timeout", type=int, default=60, help="seconds per REST request (default 60)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, env: dict[str, str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    env = dict(os.environ) if env is None else env
+    problems = []
+    if not 1 <= args.parallel <= 256:
+        problems.append("--parallel must be between 1 and 256")
+    if not args.root.startswith("/"):
+        problems.append(f"--root {args.root} must be an absolute path on the spoke, e.g. /dataset")
+    if args.chunk_bytes is not None and args.chunk_bytes <= 0:
+        problems.append("--chunk-bytes must be positive")
+    if args.retries < 0 or args.request_timeout < 1:
+        problems.append("--retries must be >= 0 and --request-timeout >= 1")
+    if not env.get("QUMULO_PASSWORD"):
+        problems.append("QUMULO_PASSWORD is not set; mount it from the Kubernetes Secret (see the runbook)")
+    if problems:
+        for p in problems:
+            print(f"prewarm: {p}", file=sys.stderr)
+        return 2
+    journal = Journal(args.state)
+    try:
+        return prewarm(
+            sdk_client_factory(
+                args.host,
+                args.port,
+                env.get("QUMULO_USERNAME", "admin"),
+                env["QUMULO_PASSWORD"],
+                args.request_timeout,
+            ),
+            journal,
+            Options(
+                root=args.root.rstrip("/") + "/",
+                parallel=args.parallel,
+                chunk_bytes=args.chunk_bytes,
+                retries=args.retries,
+                progress_every_s=args.progress_seconds,
+            ),
+        )
+    finally:
+        journal.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
