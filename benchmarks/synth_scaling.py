@@ -1,0 +1,136 @@
+"""Synth time and template size as spokes are added, measured in one run on this machine.
+
+Reports ratios, not seconds: these machines are shared and noisy. Each synth runs in its own Python
+process (jsii start-up included, as `cdk synth` pays it), REPEATS times; the median counts.
+    .venv/bin/python benchmarks/synth_scaling.py [--repeats N] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from hubspoke.regions import HYPERPOD_REGIONS, REGIONS  # noqa: E402
+
+# CloudFormation quotas: 500 resources per stack, 1 MB template body (via S3). Goal: half of each.
+MAX_RESOURCES, MAX_BYTES = 500, 1_000_000
+
+EMPTY_APP = """
+from aws_cdk import App, Stack
+app = App(outdir={outdir!r})
+Stack(app, "Empty")
+app.synth()
+"""
+
+HUBSPOKE_APP = """
+from aws_cdk import App
+from hubspoke.config import load
+from hubspoke.stage import HubSpokeStage
+app = App(outdir={outdir!r})
+HubSpokeStage(app, config=load({config!r}).config)
+app.synth()
+"""
+
+
+def topology(spokes: int) -> dict[str, Any]:
+    others = [code for code in sorted(REGIONS) if code != "us-east-2"]
+    others.remove("us-west-2")
+    chosen = ["us-west-2", *others][:spokes]
+
+    def region(code: str, i: int) -> dict[str, Any]:
+        entry: dict[str, Any] = {"region": code, "cidr": f"10.{i}.0.0/16"}
+        if code not in HYPERPOD_REGIONS:
+            entry["compute"] = {"enabled": False}
+        return entry
+
+    return {
+        "environment": f"bench{spokes}",
+        "account": "123456789012",
+        "hub": {"region": "us-east-2", "cidr": "10.250.0.0/16"},
+        "spokes": [region(code, i + 1) for i, code in enumerate(chosen)],
+    }
+
+
+def run_synth(program: str, workdir: Path) -> tuple[float, Path]:
+    outdir = Path(tempfile.mkdtemp(dir=workdir))
+    env = {**os.environ, "PATH": f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{os.environ['PATH']}"}
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", program.format(outdir=str(outdir), config="{config}")],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=1800,
+    )
+    return time.perf_counter() - start, outdir
+
+
+def template_stats(outdir: Path) -> dict[str, Any]:
+    templates = list(outdir.rglob("*.template.json"))
+    sizes = [p.stat().st_size for p in templates]
+    counts = [len(json.loads(p.read_text()).get("Resources", {})) for p in templates]
+    return {"templates": len(templates), "max_resources": max(counts), "max_bytes": max(sizes)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    all_spokes = len(REGIONS) - 1
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        cases: dict[str, str] = {
+            "empty app": EMPTY_APP,
+            "config/dev.yaml": HUBSPOKE_APP.replace("{config!r}", repr(str(ROOT / "config" / "dev.yaml"))),
+        }
+        for n in (1, 10, all_spokes):
+            path = work / f"spokes{n}.yaml"
+            path.write_text(yaml.safe_dump(topology(n)))
+            cases[f"{n} spoke(s)"] = HUBSPOKE_APP.replace("{config!r}", repr(str(path)))
+        results: dict[str, dict[str, Any]] = {}
+        for name, program in cases.items():
+            times, outdir = [], None
+            for _ in range(args.repeats):
+                elapsed, outdir = run_synth(program, work)
+                times.append(elapsed)
+            assert outdir is not None
+            results[name] = {"median_s": statistics.median(times), **template_stats(outdir)}
+    empty, one = results["empty app"]["median_s"], results["1 spoke(s)"]["median_s"]
+    print(f"{'case':<18}{'median s':>10}{'ratio':>18}{'templates':>11}{'max res.':>10}{'max bytes':>11}")
+    for name, r in results.items():
+        base, label = (empty, "x empty") if name in ("empty app", "config/dev.yaml") else (one, "x 1 spoke")
+        print(
+            f"{name:<18}{r['median_s']:>10.1f}{r['median_s'] / base:>9.2f} {label:<8}"
+            f"{r['templates']:>11}{r['max_resources']:>10}{r['max_bytes']:>11}"
+        )
+    biggest = results[f"{all_spokes} spoke(s)"]
+    print(
+        f"goals: dev <= 2x empty: {results['config/dev.yaml']['median_s'] / empty:.2f}x; "
+        f"all spokes <= 5x one: {biggest['median_s'] / one:.2f}x; "
+        f"largest template {biggest['max_resources']}/{MAX_RESOURCES // 2} resources, "
+        f"{biggest['max_bytes']}/{MAX_BYTES // 2} bytes"
+    )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

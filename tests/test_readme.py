@@ -1,0 +1,50 @@
+"""The README's configuration table documents every config key, so docs cannot drift from the schema."""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from collections.abc import Iterator
+
+from pydantic import BaseModel
+
+from hubspoke.config.schema import HubSpokeConfig, RegionConfig, SpokeConfig
+from tests.conftest import ROOT
+
+
+def _models(annotation: object) -> Iterator[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+    for arg in typing.get_args(annotation):
+        yield from _models(arg)
+    if isinstance(annotation, types.UnionType):
+        for arg in annotation.__args__:
+            yield from _models(arg)
+
+
+def keys(model: type[BaseModel], prefix: str) -> Iterator[str]:
+    for name, field in model.model_fields.items():
+        path = f"{prefix}{name}"
+        nested = list(_models(field.annotation))
+        if nested and not name.endswith("instance_groups"):
+            for sub in nested:
+                yield from keys(sub, f"{path}.")
+        else:
+            yield path
+
+
+def test_every_config_key_is_in_the_readme_table() -> None:
+    readme = (ROOT / "README.md").read_text()
+    documented = set(re.findall(r"^\| `([^`]+)`", readme, flags=re.M))
+    expected = {k for k in keys(HubSpokeConfig, "") if not k.startswith(("hub.", "spokes."))}
+    expected |= {f".{k}" for k in keys(RegionConfig, "")}
+    expected |= {f"spokes[].{k}" for k in keys(SpokeConfig, "") if k.startswith("portal.")}
+    expected -= {"hub", "spokes"}
+    missing = sorted(
+        k
+        for k in expected
+        if k not in documented
+        and k.replace(".compute.instance_groups", ".compute.instance_groups[]") not in documented
+    )
+    assert not missing, f"README.md configuration table lacks: {missing}"
