@@ -99,6 +99,11 @@ class StorageConfig(Model):
     checkpoint_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = "/checkpoints"
     # SSH and the REST API (8000) from outside the VPC only from here; none by default.
     admin_cidr: Cidr | None = None
+    # Secondary private IPs per node that Qumulo moves on node failure; clients and the portal use them
+    # (Qumulo's AWS deployments default to 3 per node).
+    floating_ips_per_node: Annotated[int, Field(ge=1, le=10)] = 3
+    # S3 buckets the cluster stripes its persistent storage over (Qumulo's CNQ examples use 4).
+    bucket_count: Annotated[int, Field(ge=1, le=16)] = 4
 
 
 class PortalConfig(Model):
