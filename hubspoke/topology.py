@@ -2,7 +2,8 @@
 
 Order (DESIGN.md §3): hub Network -> per spoke: [PeerAccess, when accounts differ] -> spoke Network
 (peering) -> Link (hub side of that spoke) -> Storage (hub, then spokes) -> Compute -> Ops. The hub's
-own stacks never depend on a spoke, so adding a spoke adds stacks and changes none.
+own stacks never depend on a spoke, so adding a spoke adds stacks and changes none, except the one
+environment-wide dashboard, whose purpose is to show every Region.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Literal
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 
-StackKind = Literal["network", "peer-access", "link", "storage", "compute", "ops"]
+StackKind = Literal["network", "peer-access", "link", "storage", "compute", "ops", "dashboard"]
 
 _HOLDS: dict[StackKind, str] = {
     "network": "VPC, subnets, NAT, S3 endpoint, flow logs, cross-Region security group",
@@ -21,6 +22,7 @@ _HOLDS: dict[StackKind, str] = {
     "storage": "Cloud Native Qumulo cluster",
     "compute": "EKS and SageMaker HyperPod cluster, Kubernetes storage",
     "ops": "hub-outage canary, alarms",
+    "dashboard": "one CloudWatch dashboard for the environment: every Region side by side",
 }
 
 
@@ -101,4 +103,6 @@ def plan_stacks(config: HubSpokeConfig) -> list[StackPlan]:
     for spoke in config.spokes:
         if spoke.storage.enabled and hub_storage:
             add("ops", spoke, deps=(spoke_storage[spoke.region],))
+    # The one environment-wide stack: it shows every Region, so it (and only it) changes with the spokes.
+    add("dashboard", hub, deps=tuple(p.id for p in plans if p.kind in ("ops", "compute")))
     return plans

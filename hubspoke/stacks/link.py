@@ -110,11 +110,14 @@ class PeerAccessStack(Stack):
                 },
             )
         )
+        # The spoke's stacks read the hub's network and storage outputs (Fn::GetStackOutput with this role).
+        readable = [stack_name(config, kind, config.hub.region) for kind in ("network", "storage")]
         role.add_to_policy(
             iam.PolicyStatement(
                 actions=["cloudformation:DescribeStacks"],
                 resources=[
-                    self.format_arn(service="cloudformation", resource="stack", resource_name=f"{hub_net}/*")
+                    self.format_arn(service="cloudformation", resource="stack", resource_name=f"{name}/*")
+                    for name in readable
                 ],
             )
         )
@@ -126,7 +129,10 @@ class PeerAccessStack(Stack):
             "stack-ID suffix, which changes if the hub network stack is ever re-created.",
             findings=[
                 f"Resource::arn:<AWS::Partition>:ec2:{plan.region}:{plan.account}:vpc-peering-connection/*",
-                f"Resource::arn:<AWS::Partition>:cloudformation:{plan.region}:{plan.account}:stack/{hub_net}/*",
+                *(
+                    f"Resource::arn:<AWS::Partition>:cloudformation:{plan.region}:{plan.account}:stack/{name}/*"
+                    for name in readable
+                ),
             ],
         )
 

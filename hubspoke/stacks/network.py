@@ -67,6 +67,7 @@ class NetworkStack(Stack):
         self.vpc: ec2.IVpc = net.vpc
         self.accelerator_subnet: ec2.ISubnet = net.accelerator_subnet
         self.private_subnets: list[ec2.ISubnet] = list(net.vpc.private_subnets)
+        self.flow_log_group = net.flow_log_group
         self.peer_path_sg = ec2.SecurityGroup(
             self,
             "PeerPath",
