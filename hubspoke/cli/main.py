@@ -15,6 +15,10 @@ COMMANDS = {
     "validate": "hubspoke.cli.validate",
     "render": "hubspoke.cli.render",
     "bench": "hubspoke.cli.bench",
+    "plan": "hubspoke.cli.plan",
+    "preflight": "hubspoke.cli.preflight",
+    "cost": "hubspoke.cli.cost",
+    "diagram": "hubspoke.cli.diagram",
 }
 
 EXIT_BAD_INPUT = 2

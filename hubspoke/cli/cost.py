@@ -1,0 +1,266 @@
+"""`hubspoke cost`: inter-Region cost of caching the hub's dataset in each spoke, against replicating it.
+
+Every formula here is written out in docs/cost.md; the two must change together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hubspoke.cli.output import Table, fail, print_json, print_tables
+from hubspoke.config import load
+
+GB_PER_TB = 1000  # AWS prices transfer and storage per GB; a TB here is 1000 of those GB.
+
+
+@dataclass(frozen=True)
+class Price:
+    """A unit price with where it came from and when, so every figure can be traced and re-checked."""
+
+    usd: float
+    unit: str
+    source: str
+    as_of: str
+
+
+# Public list prices. Re-check them before relying on a figure; override with the command's options.
+DEFAULT_TRANSFER = Price(
+    0.02,
+    "USD per GB",
+    "Amazon EC2 On-Demand pricing, 'Data Transfer', inter-Region: US East (Ohio) to US West (Oregon), "
+    "billed once by the sending Region (https://aws.amazon.com/ec2/pricing/on-demand/)",
+    "2026-11",
+)
+DEFAULT_STORAGE = Price(
+    0.023,
+    "USD per GB-month",
+    "DEFAULT STAND-IN: Amazon S3 Standard, first 50 TB/month, US West (Oregon) "
+    "(https://aws.amazon.com/s3/pricing/); CNQ's own per-TB licence is not included",
+    "2026-11",
+)
+# The reference run measured a 94-96 % hit rate once NeuralCache had learned the pattern (DESIGN.md §1).
+DEFAULT_HIT_RATE = 0.95
+
+
+@dataclass(frozen=True)
+class CostInputs:
+    """What the model needs; prices in USD."""
+
+    dataset_tb: float
+    epochs: int
+    hit_rate: float
+    months: float
+    transfer_usd_per_gb: float
+    storage_usd_per_gb_month: float
+
+
+@dataclass(frozen=True)
+class SpokeCost:
+    """One spoke's figures for both options and where they cross."""
+
+    spoke: str
+    hub: str
+    warmup_gb: float
+    warmup_usd: float
+    steady_gb: float
+    steady_usd: float
+    cached_usd: float
+    replica_transfer_usd: float
+    replica_storage_usd_per_month: float
+    replica_usd: float
+    # Replication is cheaper above this many epochs (for the given months); None: never (hit rate 1).
+    break_even_epochs: float | None
+    # Replication is cheaper when the copy is kept fewer months than this (for the given epochs).
+    break_even_months: float | None
+    cheaper: str
+
+
+def spoke_cost(inputs: CostInputs, *, spoke: str, hub: str) -> SpokeCost:
+    """The model of docs/cost.md for one spoke."""
+    d_gb = inputs.dataset_tb * GB_PER_TB
+    p_t = inputs.transfer_usd_per_gb
+    p_s = inputs.storage_usd_per_gb_month
+    miss = 1 - inputs.hit_rate
+    warmup_gb = d_gb
+    steady_gb = d_gb * miss * (inputs.epochs - 1)
+    cached_usd = (warmup_gb + steady_gb) * p_t
+    replica_transfer_usd = d_gb * p_t
+    replica_storage = d_gb * p_s
+    replica_usd = replica_transfer_usd + replica_storage * inputs.months
+    break_even_epochs = 1 + inputs.months * p_s / (miss * p_t) if miss > 0 and p_t > 0 else None
+    break_even_months = miss * (inputs.epochs - 1) * p_t / p_s if p_s > 0 else None
+    return SpokeCost(
+        spoke=spoke,
+        hub=hub,
+        warmup_gb=warmup_gb,
+        warmup_usd=warmup_gb * p_t,
+        steady_gb=steady_gb,
+        steady_usd=steady_gb * p_t,
+        cached_usd=cached_usd,
+        replica_transfer_usd=replica_transfer_usd,
+        replica_storage_usd_per_month=replica_storage,
+        replica_usd=replica_usd,
+        break_even_epochs=break_even_epochs,
+        break_even_months=break_even_months,
+        cheaper="cache" if cached_usd < replica_usd else ("replica" if replica_usd < cached_usd else "equal"),
+    )
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "cost",
+        help="compare the cached hub-and-spoke path with full replication, per spoke",
+        description="Inter-Region cost per spoke: warm-up transfer (one traversal of the dataset), "
+        "steady-state miss transfer over the epochs, and the replication alternative (one full copy's "
+        "transfer plus a second copy's storage per month), with the break-even. Formulas: docs/cost.md.",
+        epilog="Example:\n  hubspoke cost --config config/dev.yaml --dataset-tb 100 --epochs 3 --months 2\n"
+        "  hubspoke cost --config config/dev.yaml --dataset-tb 100 --transfer-usd-per-gb 0.02 --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", required=True, type=Path, metavar="PATH", help="environment config file")
+    parser.add_argument("--dataset-tb", required=True, type=float, metavar="N", help="dataset size in TB")
+    parser.add_argument(
+        "--epochs", type=int, default=1, metavar="E", help="passes over the dataset (default 1)"
+    )
+    parser.add_argument(
+        "--hit-rate",
+        type=float,
+        default=DEFAULT_HIT_RATE,
+        metavar="H",
+        help=f"spoke cache hit rate after the first pass, 0..1 (default {DEFAULT_HIT_RATE}: reference run)",
+    )
+    parser.add_argument(
+        "--months", type=float, default=1.0, metavar="M", help="months a replica would be kept (default 1)"
+    )
+    parser.add_argument(
+        "--transfer-usd-per-gb",
+        type=float,
+        default=DEFAULT_TRANSFER.usd,
+        metavar="USD",
+        help=f"inter-Region transfer price (default {DEFAULT_TRANSFER.usd}, list price {DEFAULT_TRANSFER.as_of})",
+    )
+    parser.add_argument(
+        "--storage-usd-per-gb-month",
+        type=float,
+        default=DEFAULT_STORAGE.usd,
+        metavar="USD",
+        help=f"second copy's storage price (default {DEFAULT_STORAGE.usd}, S3 Standard stand-in)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    problem = _check_inputs(args)
+    if problem:
+        return fail(problem)
+    config = load(args.config).config
+    inputs = CostInputs(
+        dataset_tb=args.dataset_tb,
+        epochs=args.epochs,
+        hit_rate=args.hit_rate,
+        months=args.months,
+        transfer_usd_per_gb=args.transfer_usd_per_gb,
+        storage_usd_per_gb_month=args.storage_usd_per_gb_month,
+    )
+    if not config.spokes:
+        return fail(f"{args.config}: spokes: the config has no spoke, so nothing crosses Regions; add one")
+    costs = [spoke_cost(inputs, spoke=s.region, hub=config.hub.region) for s in config.spokes]
+    prices = _prices(args)
+    if args.json:
+        print_json({"inputs": asdict(inputs), "prices": prices, "spokes": [asdict(c) for c in costs]})
+    else:
+        print_tables([_table(inputs, costs)], notes=_notes(inputs, prices))
+    return 0
+
+
+def _check_inputs(args: argparse.Namespace) -> str | None:
+    numbers = {
+        "--dataset-tb": args.dataset_tb,
+        "--months": args.months,
+        "--transfer-usd-per-gb": args.transfer_usd_per_gb,
+        "--storage-usd-per-gb-month": args.storage_usd_per_gb_month,
+        "--hit-rate": args.hit_rate,
+    }
+    for flag, value in numbers.items():
+        if not math.isfinite(value):
+            return f"{flag}: {value} is not a number; give a finite value"
+    if args.dataset_tb <= 0:
+        return f"--dataset-tb: {args.dataset_tb} must be above 0; give the dataset size in TB, e.g. 100"
+    if args.epochs < 1:
+        return f"--epochs: {args.epochs} must be 1 or more"
+    if not 0 <= args.hit_rate <= 1:
+        return f"--hit-rate: {args.hit_rate} must be between 0 and 1, e.g. 0.95 for 95 %"
+    for flag in ("--months", "--transfer-usd-per-gb", "--storage-usd-per-gb-month"):
+        if numbers[flag] < 0:
+            return f"{flag}: {numbers[flag]} must not be negative"
+    return None
+
+
+def _prices(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The prices used, each with its source: the default's, or 'given on the command line'."""
+    out = {}
+    for key, default, value in (
+        ("transfer", DEFAULT_TRANSFER, args.transfer_usd_per_gb),
+        ("storage", DEFAULT_STORAGE, args.storage_usd_per_gb_month),
+    ):
+        given = value != default.usd
+        out[key] = {
+            "usd": value,
+            "unit": default.unit,
+            "source": "given on the command line" if given else default.source,
+            "as_of": None if given else default.as_of,
+        }
+    return out
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def _number(value: float | None, unit: str, *, none: str) -> str:
+    return none if value is None else f"{value:,.2f} {unit}"
+
+
+def _table(inputs: CostInputs, costs: list[SpokeCost]) -> Table:
+    table = Table(
+        f"Cost per spoke: {inputs.dataset_tb:g} TB, {inputs.epochs} epoch(s), hit rate {inputs.hit_rate:g}, "
+        f"replica kept {inputs.months:g} month(s)",
+        ("figure", *(f"{c.hub} -> {c.spoke}" for c in costs)),
+    )
+    rows: list[tuple[str, list[str]]] = [
+        (
+            "warm-up transfer (one traversal)",
+            [f"{c.warmup_gb:,.0f} GB = {_usd(c.warmup_usd)}" for c in costs],
+        ),
+        (
+            "steady-state misses (epochs 2..E)",
+            [f"{c.steady_gb:,.0f} GB = {_usd(c.steady_usd)}" for c in costs],
+        ),
+        ("cached path total", [_usd(c.cached_usd) for c in costs]),
+        ("replica: one full copy's transfer", [_usd(c.replica_transfer_usd) for c in costs]),
+        ("replica: second copy's storage", [f"{_usd(c.replica_storage_usd_per_month)}/month" for c in costs]),
+        ("replication total", [_usd(c.replica_usd) for c in costs]),
+        ("replica cheaper above", [_number(c.break_even_epochs, "epochs", none="never") for c in costs]),
+        (
+            "replica cheaper if kept under",
+            [_number(c.break_even_months, "months", none="n/a (storage price 0)") for c in costs],
+        ),
+        ("cheaper option", [c.cheaper for c in costs]),
+    ]
+    for label, cells in rows:
+        table.add(label, *cells)
+    return table
+
+
+def _notes(inputs: CostInputs, prices: dict[str, dict[str, Any]]) -> list[str]:
+    notes = ["Prices:"]
+    for key, price in prices.items():
+        dated = f", as of {price['as_of']}" if price["as_of"] else ""
+        notes.append(f"  {key}: {price['usd']} {price['unit']} ({price['source']}{dated})")
+    notes.append("Formulas and what is not modelled (writes, checkpoints, request traffic): docs/cost.md")
+    return notes

@@ -1,0 +1,407 @@
+"""Read-only AWS checks that `hubspoke preflight` runs per Region before anything is deployed.
+
+Each check takes the boto3 clients it needs and returns CheckResults; none writes to AWS. Errors that
+mean "could not check" (denied, unreachable) become failing rows with a fix, never a traceback.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from botocore.exceptions import ClientError
+
+from hubspoke.config import HubSpokeConfig, RegionConfig
+
+Status = Literal["pass", "warn", "fail"]
+
+BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
+# aws-cdk-lib's DefaultStackSynthesizer requires bootstrap version 6: every synthesized template carries a
+# CheckBootstrapVersion rule that rejects 1-5 (and the asset manifests say requiresBootstrapStackVersion 6).
+MIN_BOOTSTRAP_VERSION = 6
+# The version of the bootstrap template shipped with the pinned CDK CLI (package.json, aws-cdk 2.1148.1:
+# lib/api/bootstrap/bootstrap-template.yaml). Older stacks still deploy; re-bootstrapping brings fixes.
+CLI_BOOTSTRAP_VERSION = 33
+# Service Quotas, Amazon VPC: "Active VPC peering connections per VPC", default 50, adjustable to 125.
+PEERING_QUOTA_CODE = "L-7E9ECCDB"
+PEERING_QUOTA_DEFAULT = 50
+PEERING_QUOTA_MAX = 125
+# The network stack tags its VPC with these; a VPC carrying both is ours, not a clash.
+ENVIRONMENT_TAG = "hubspoke:environment"
+REGION_TAG = "hubspoke:region"
+_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException"}
+_IAM_PREFIX = {"service-quotas": "servicequotas"}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One row of the preflight report."""
+
+    region: str
+    check: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+def region_path(config: HubSpokeConfig, region: RegionConfig) -> str:
+    """Where a Region sits in the config file, for messages: `hub` or `spokes[1]`."""
+    if region is config.hub:
+        return "hub"
+    return f"spokes[{config.spokes.index(region)}]"  # type: ignore[arg-type]
+
+
+def denied_or_error(region: str, check: str, service: str, exc: ClientError) -> CheckResult:
+    """A call that failed: say which permission is missing, or what AWS answered."""
+    code = exc.response.get("Error", {}).get("Code", "")
+    action = f"{_IAM_PREFIX.get(service, service)}:{exc.operation_name}"
+    if code in _DENIED:
+        return CheckResult(
+            region,
+            check,
+            "fail",
+            f"not checked: {action} was denied",
+            f"allow {action} (read-only) for these credentials",
+        )
+    message = exc.response.get("Error", {}).get("Message", str(exc))
+    return CheckResult(
+        region,
+        check,
+        "fail",
+        f"not checked: {action} answered {code}: {message}",
+        "retry; if it persists, check the AWS Health Dashboard",
+    )
+
+
+def _pages(client: Any, operation: str, key: str, **params: Any) -> Iterator[dict[str, Any]]:
+    for page in client.get_paginator(operation).paginate(**params):
+        yield from page.get(key, [])
+
+
+def check_account(sts: Any, *, region: str, expected: str) -> tuple[CheckResult, str]:
+    actual = str(sts.get_caller_identity()["Account"])
+    if actual == expected:
+        return CheckResult(region, "account", "pass", f"credentials are for account {expected}"), actual
+    return (
+        CheckResult(
+            region,
+            "account",
+            "fail",
+            f"credentials are for account {actual}, the config says {expected}",
+            f"use credentials for {expected} (AWS_PROFILE or --profile), or fix `account` in the config",
+        ),
+        actual,
+    )
+
+
+def check_bootstrap(ssm: Any, *, region: str, account: str) -> CheckResult:
+    command = f"npx cdk bootstrap aws://{account}/{region}"
+    try:
+        value = ssm.get_parameter(Name=BOOTSTRAP_PARAMETER)["Parameter"]["Value"]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "ParameterNotFound":
+            raise
+        return CheckResult(
+            region, "cdk bootstrap", "fail", f"{BOOTSTRAP_PARAMETER} not found: not bootstrapped", command
+        )
+    if not str(value).isdigit():
+        return CheckResult(
+            region, "cdk bootstrap", "fail", f"{BOOTSTRAP_PARAMETER} is '{value}', not a version", command
+        )
+    version = int(value)
+    if version < MIN_BOOTSTRAP_VERSION:
+        return CheckResult(
+            region,
+            "cdk bootstrap",
+            "fail",
+            f"version {version}; the templates need {MIN_BOOTSTRAP_VERSION} or newer",
+            command,
+        )
+    if version < CLI_BOOTSTRAP_VERSION:
+        return CheckResult(
+            region,
+            "cdk bootstrap",
+            "warn",
+            f"version {version} works; the pinned CDK CLI ships {CLI_BOOTSTRAP_VERSION}",
+            f"{command} (upgrades in place)",
+        )
+    return CheckResult(region, "cdk bootstrap", "pass", f"version {version}")
+
+
+def _vpc_cidrs(vpc: dict[str, Any]) -> list[ipaddress.IPv4Network]:
+    blocks = [
+        a["CidrBlock"]
+        for a in vpc.get("CidrBlockAssociationSet", [])
+        if a.get("CidrBlockState", {}).get("State") in ("associated", "associating", None)
+    ]
+    return [ipaddress.IPv4Network(c) for c in (blocks or [vpc["CidrBlock"]])]
+
+
+def _tags(resource: dict[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in resource.get("Tags", [])}
+
+
+def _is_own(vpc: dict[str, Any], config: HubSpokeConfig, region: RegionConfig) -> bool:
+    tags = _tags(vpc)
+    return tags.get(ENVIRONMENT_TAG) == config.environment and tags.get(REGION_TAG) == region.region
+
+
+def _free_cidr(taken: list[ipaddress.IPv4Network], prefix: int) -> str | None:
+    """The first 10.x block of the given size that overlaps nothing taken: a concrete suggestion."""
+    for candidate in ipaddress.IPv4Network("10.0.0.0/8").subnets(new_prefix=prefix):
+        if not any(candidate.overlaps(t) for t in taken):
+            return str(candidate)
+    return None
+
+
+def check_cidrs(
+    ec2: Any, *, config: HubSpokeConfig, region: RegionConfig
+) -> tuple[list[CheckResult], str | None]:
+    """Existing VPCs against the configured CIDRs; returns the rows and the id of our own VPC, if deployed."""
+    name = region.region
+    vpcs = list(_pages(ec2, "describe_vpcs", "Vpcs"))
+    own = next((v["VpcId"] for v in vpcs if _is_own(v, config, region)), None)
+    others = [v for v in vpcs if v["VpcId"] != own]
+    configured = [ipaddress.IPv4Network(c) for r in config.regions() for c in r.all_cidrs]
+    taken = configured + [c for v in others for c in _vpc_cidrs(v)]
+    path = region_path(config, region)
+    rows: list[CheckResult] = []
+    for vpc in others:
+        label = f"{vpc['VpcId']}" + (f" ({_tags(vpc)['Name']})" if "Name" in _tags(vpc) else "")
+        for existing in _vpc_cidrs(vpc):
+            for i, cidr in enumerate(region.all_cidrs):
+                if existing.overlaps(ipaddress.IPv4Network(cidr)):
+                    field = f"{path}.cidr" if i == 0 else f"{path}.secondary_cidrs[{i - 1}]"
+                    free = _free_cidr(taken, ipaddress.IPv4Network(cidr).prefixlen)
+                    rows.append(
+                        CheckResult(
+                            name,
+                            "cidr overlap",
+                            "fail",
+                            f"existing VPC {label} {existing} overlaps {field} {cidr}",
+                            f"set {field} to a free block" + (f", e.g. {free}" if free else ""),
+                        )
+                    )
+            for peer in config.peer_cidrs(region):
+                if existing.overlaps(ipaddress.IPv4Network(peer)):
+                    rows.append(
+                        CheckResult(
+                            name,
+                            "cidr overlap",
+                            "warn",
+                            f"existing VPC {label} {existing} overlaps peer CIDR {peer}",
+                            "harmless unless that VPC is ever routed to this one (TGW, peering); else renumber",
+                        )
+                    )
+    if not rows:
+        mine = f"; our VPC {own} is already deployed" if own else ""
+        rows.append(
+            CheckResult(
+                name,
+                "cidr overlap",
+                "pass",
+                f"{len(others)} other VPC(s), none overlaps {', '.join(region.all_cidrs)}{mine}",
+            )
+        )
+    return rows, own
+
+
+def _peering_quota(quotas: Any) -> tuple[float, str]:
+    try:
+        return float(
+            quotas.get_service_quota(ServiceCode="vpc", QuotaCode=PEERING_QUOTA_CODE)["Quota"]["Value"]
+        ), "applied"
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "NoSuchResourceException":
+            raise
+    try:
+        value = quotas.get_aws_default_service_quota(ServiceCode="vpc", QuotaCode=PEERING_QUOTA_CODE)
+        return float(value["Quota"]["Value"]), "default"
+    except ClientError:
+        return float(PEERING_QUOTA_DEFAULT), "assumed default"
+
+
+def check_peering_quota(
+    ec2: Any, quotas: Any, *, config: HubSpokeConfig, hub_vpc_id: str | None
+) -> CheckResult:
+    """Active peerings of the hub VPC that are not ours, plus one per spoke, against the per-VPC quota."""
+    region = config.hub.region
+    quota, origin = _peering_quota(quotas)
+    spoke_cidrs = {ipaddress.IPv4Network(c) for s in config.spokes for c in s.all_cidrs}
+    foreign = 0
+    if hub_vpc_id:
+        for pcx in _pages(ec2, "describe_vpc_peering_connections", "VpcPeeringConnections"):
+            if pcx.get("Status", {}).get("Code") != "active":
+                continue
+            requester, accepter = pcx.get("RequesterVpcInfo", {}), pcx.get("AccepterVpcInfo", {})
+            if hub_vpc_id not in (requester.get("VpcId"), accepter.get("VpcId")):
+                continue
+            other = accepter if requester.get("VpcId") == hub_vpc_id else requester
+            if not (other.get("CidrBlock") and ipaddress.IPv4Network(other["CidrBlock"]) in spoke_cidrs):
+                foreign += 1
+    needed = foreign + len(config.spokes)
+    detail = f"{needed} active peering(s) needed on the hub VPC ({foreign} existing, {len(config.spokes)} spoke(s)); quota {quota:g} ({origin})"
+    if needed > quota:
+        target = min(needed, PEERING_QUOTA_MAX)
+        fix = (
+            f"request 'Active VPC peering connections per VPC' ({PEERING_QUOTA_CODE}) = {target} in {region}"
+            if needed <= PEERING_QUOTA_MAX
+            else f"more than {PEERING_QUOTA_MAX} peerings per VPC is not possible: split the spokes across hubs"
+        )
+        return CheckResult(region, "peering quota", "fail", detail, fix)
+    if needed > 0.8 * quota:
+        return CheckResult(
+            region,
+            "peering quota",
+            "warn",
+            detail + "; little headroom",
+            f"consider raising {PEERING_QUOTA_CODE}",
+        )
+    return CheckResult(region, "peering quota", "pass", detail)
+
+
+def check_availability_zones(ec2: Any, *, config: HubSpokeConfig, region: RegionConfig) -> list[CheckResult]:
+    """Every configured AZ ID exists; the accelerator AZ ID offers the EC2 types behind the HyperPod groups."""
+    name = region.region
+    zones = {
+        z["ZoneId"]: z
+        for z in ec2.describe_availability_zones(AllAvailabilityZones=True)["AvailabilityZones"]
+    }
+    wanted = list(dict.fromkeys((*region.resolved_az_ids, region.resolved_accelerator_az_id)))
+    missing = [az for az in wanted if az not in zones]
+    path = region_path(config, region)
+    if missing:
+        return [
+            CheckResult(
+                name,
+                "az ids",
+                "fail",
+                f"AZ ID(s) {', '.join(missing)} do not exist in {name}",
+                f"use AZ IDs from {', '.join(sorted(zones))} in {path}.az_ids / {path}.accelerator_az_id",
+            )
+        ]
+    rows = [CheckResult(name, "az ids", "pass", f"{', '.join(wanted)} exist")]
+    if not region.compute.enabled:
+        return rows
+    az = region.resolved_accelerator_az_id
+    types = sorted({g.instance_type.removeprefix("ml.") for g in region.compute.instance_groups})
+    offered = {
+        o["InstanceType"]
+        for o in _pages(
+            ec2,
+            "describe_instance_type_offerings",
+            "InstanceTypeOfferings",
+            LocationType="availability-zone-id",
+            Filters=[{"Name": "location", "Values": [az]}, {"Name": "instance-type", "Values": types}],
+        )
+    }
+    for itype in types:
+        if itype in offered:
+            rows.append(CheckResult(name, "accelerator az", "pass", f"{az} offers {itype}"))
+            continue
+        elsewhere = sorted(
+            o["Location"]
+            for o in _pages(
+                ec2,
+                "describe_instance_type_offerings",
+                "InstanceTypeOfferings",
+                LocationType="availability-zone-id",
+                Filters=[{"Name": "instance-type", "Values": [itype]}],
+            )
+        )
+        fix = (
+            f"set {path}.accelerator_az_id to one of {', '.join(elsewhere)}"
+            if elsewhere
+            else f"{name} offers no {itype}: train in another Region or change the instance type"
+        )
+        rows.append(CheckResult(name, "accelerator az", "fail", f"{az} does not offer {itype}", fix))
+    return rows
+
+
+def check_sagemaker_quota(quotas: Any, *, region: RegionConfig) -> list[CheckResult]:
+    """The account's '<type> for cluster usage' SageMaker quota covers the HyperPod groups of this Region."""
+    name = region.region
+    needed: dict[str, int] = {}
+    for group in region.compute.instance_groups:
+        needed[group.instance_type] = needed.get(group.instance_type, 0) + group.count
+    applied = {
+        q["QuotaName"]: q for q in _pages(quotas, "list_service_quotas", "Quotas", ServiceCode="sagemaker")
+    }
+    defaults: dict[str, dict[str, Any]] | None = None
+    rows = []
+    for itype, count in needed.items():
+        quota_name = f"{itype} for cluster usage"
+        quota = applied.get(quota_name)
+        if quota is None:
+            if defaults is None:
+                defaults = {
+                    q["QuotaName"]: q
+                    for q in _pages(
+                        quotas, "list_aws_default_service_quotas", "Quotas", ServiceCode="sagemaker"
+                    )
+                }
+            quota = defaults.get(quota_name)
+        if quota is None:
+            rows.append(
+                CheckResult(
+                    name,
+                    "sagemaker quota",
+                    "warn",
+                    f"no quota named '{quota_name}' found",
+                    f"look it up in the Service Quotas console (Amazon SageMaker) in {name}",
+                )
+            )
+            continue
+        value = float(quota["Value"])
+        detail = f"'{quota_name}' = {value:g}, the cluster needs {count}"
+        if value >= count:
+            rows.append(CheckResult(name, "sagemaker quota", "pass", detail))
+            continue
+        fix = (
+            "aws service-quotas request-service-quota-increase --service-code sagemaker "
+            f"--quota-code {quota['QuotaCode']} --desired-value {count} --region {name}"
+        )
+        if region.compute.training_plan_arn:
+            rows.append(
+                CheckResult(name, "sagemaker quota", "warn", detail + " (a training plan is configured)", fix)
+            )
+        else:
+            rows.append(CheckResult(name, "sagemaker quota", "fail", detail, fix))
+    return rows
+
+
+def check_kubernetes_version(eks: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
+    """The configured Kubernetes version is one EKS offers in this Region, preferably in standard support."""
+    name = region.region
+    wanted = region.compute.kubernetes_version
+    versions = {v["clusterVersion"]: v for v in _pages(eks, "describe_cluster_versions", "clusterVersions")}
+    field = f"{region_path(config, region)}.compute.kubernetes_version"
+    standard = sorted(
+        (
+            v
+            for v, info in versions.items()
+            if (info.get("versionStatus") or info.get("status")) == "STANDARD_SUPPORT"
+        ),
+        key=lambda v: tuple(int(p) for p in v.split(".")),
+    )
+    info = versions.get(wanted)
+    status = (info.get("versionStatus") or info.get("status")) if info else None
+    if info is None or status == "UNSUPPORTED":
+        return CheckResult(
+            name,
+            "kubernetes version",
+            "fail",
+            f"EKS does not offer {wanted} here",
+            f"set {field} to one of {', '.join(standard) or 'the versions EKS lists'}",
+        )
+    if status == "EXTENDED_SUPPORT":
+        return CheckResult(
+            name,
+            "kubernetes version",
+            "warn",
+            f"{wanted} is in extended support (billed extra per cluster hour)",
+            f"set {field} to {standard[-1]}" if standard else "upgrade when a newer version is offered",
+        )
+    return CheckResult(name, "kubernetes version", "pass", f"EKS offers {wanted} ({status or 'listed'})")

@@ -1,0 +1,174 @@
+"""A fake AWS for preflight tests: moto in-process or a moto server on 127.0.0.1, seeded the same way.
+
+moto 5.2.5 lacks two APIs preflight calls: its Service Quotas backend serves only ServiceCode=vpc (no
+SageMaker quotas, no ListServiceQuotas), and EKS has no DescribeClusterVersions. `Unsupported` answers
+exactly those operations on the clients it hands out, with a botocore before-call hook (the mechanism
+botocore's Stubber uses, limited to the named operations); every other call goes to moto.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from botocore.awsrequest import AWSResponse
+from moto import mock_aws
+from moto.server import ThreadedMotoServer
+
+from hubspoke.cli.preflight import Clients, session_clients
+from hubspoke.cli.preflight_checks import BOOTSTRAP_PARAMETER, ENVIRONMENT_TAG, REGION_TAG
+
+P5 = "ml.p5.48xlarge"
+
+
+def sagemaker_quota(instance_type: str, value: float, code: str = "L-TESTP5") -> dict[str, Any]:
+    return {
+        "ServiceCode": "sagemaker",
+        "QuotaCode": code,
+        "QuotaName": f"{instance_type} for cluster usage",
+        "Value": value,
+    }
+
+
+def eks_version(version: str, status: str = "STANDARD_SUPPORT") -> dict[str, Any]:
+    return {"clusterVersion": version, "clusterType": "eks", "versionStatus": status}
+
+
+@dataclass
+class Unsupported:
+    """Wraps a client factory; answers what moto cannot, passes the rest through."""
+
+    base: Clients
+    applied_quotas: list[dict[str, Any]] = field(default_factory=lambda: [sagemaker_quota(P5, 2)])
+    default_quotas: list[dict[str, Any]] = field(default_factory=list)
+    eks_versions: list[dict[str, Any]] = field(
+        default_factory=lambda: [
+            eks_version("1.33"),
+            eks_version("1.32"),
+            eks_version("1.29", "EXTENDED_SUPPORT"),
+        ]
+    )
+
+    _made: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def __call__(self, service: str, region: str) -> Any:
+        if (service, region) in self._made:
+            return self._made[service, region]
+        client = self._made[service, region] = self.base(service, region)
+        if service == "eks":
+            eks_versions = self.eks_versions
+
+            def versions(model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+                if model.name != "DescribeClusterVersions":
+                    return None
+                return AWSResponse("https://stub", 200, {}, None), {"clusterVersions": eks_versions}
+
+            client.meta.events.register("before-call.eks.DescribeClusterVersions", versions)
+        if service == "service-quotas":
+            canned = {
+                "ListServiceQuotas": self.applied_quotas,
+                "ListAWSDefaultServiceQuotas": self.default_quotas,
+            }
+
+            def answer(model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+                if model.name not in canned:
+                    return None
+                return AWSResponse("https://stub", 200, {}, None), {"Quotas": canned[model.name]}
+
+            client.meta.events.register("before-call.service-quotas.*", answer)
+        return client
+
+
+@dataclass
+class World:
+    """Seeds the fake account through the same client factory the code under test uses."""
+
+    clients: Clients
+
+    def bootstrap(self, region: str, version: str = "33") -> None:
+        self.clients("ssm", region).put_parameter(Name=BOOTSTRAP_PARAMETER, Value=version, Type="String")
+
+    def vpc(self, region: str, cidr: str, *, own_env: str | None = None, name: str | None = None) -> str:
+        ec2 = self.clients("ec2", region)
+        tags = [{"Key": "Name", "Value": name}] if name else []
+        if own_env:
+            tags += [{"Key": ENVIRONMENT_TAG, "Value": own_env}, {"Key": REGION_TAG, "Value": region}]
+        spec = [{"ResourceType": "vpc", "Tags": tags}] if tags else []
+        return str(ec2.create_vpc(CidrBlock=cidr, TagSpecifications=spec)["Vpc"]["VpcId"])
+
+    def peer(self, region: str, requester: str, accepter: str, peer_region: str | None = None) -> str:
+        ec2 = self.clients("ec2", region)
+        args: dict[str, Any] = {"VpcId": requester, "PeerVpcId": accepter}
+        if peer_region:
+            args["PeerRegion"] = peer_region
+        pcx = ec2.create_vpc_peering_connection(**args)["VpcPeeringConnection"]["VpcPeeringConnectionId"]
+        self.clients("ec2", peer_region or region).accept_vpc_peering_connection(VpcPeeringConnectionId=pcx)
+        return str(pcx)
+
+    def deployed_dev(self) -> None:
+        """dev.yaml's environment as a healthy account would hold it after a first deploy."""
+        for region in ("us-east-2", "us-west-2"):
+            self.bootstrap(region)
+        hub = self.vpc("us-east-2", "10.10.0.0/16", own_env="dev")
+        spoke = self.vpc("us-west-2", "10.20.0.0/16", own_env="dev")
+        self.peer("us-west-2", spoke, hub, peer_region="us-east-2")
+
+
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_CONFIG_FILE": "/nonexistent/hubspoke-test-config",
+    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/hubspoke-test-credentials",
+}
+
+
+def isolate_from_real_aws(monkeypatch: pytest.MonkeyPatch, *, credentials: bool = True) -> None:
+    """No profile, no instance metadata, no real endpoint: only what the test sets."""
+    for name in (
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "AWS_ENDPOINT_URL",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in FAKE_CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    if not credentials:
+        monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+        monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+
+
+@pytest.fixture(params=["in-process", "server"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """moto behind boto3 either in-process (mock_aws) or as a server reached through AWS_ENDPOINT_URL."""
+    isolate_from_real_aws(monkeypatch)
+    if request.param == "in-process":
+        with mock_aws():
+            yield "in-process"
+        return
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    try:
+        yield endpoint
+    finally:
+        # Server and in-process moto share backends in this process: leave nothing for the next test.
+        urllib.request.urlopen(
+            urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10
+        )
+        server.stop()
+
+
+@pytest.fixture
+def world(backend: str) -> World:
+    return World(session_clients())

@@ -1,0 +1,276 @@
+"""`hubspoke preflight`: every check's pass and fail path against moto, in-process and as a loopback server."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.stub import Stubber
+
+from hubspoke.cli.main import main
+from hubspoke.cli.preflight import run_preflight, session_clients
+from hubspoke.cli.preflight_checks import (
+    CLI_BOOTSTRAP_VERSION,
+    MIN_BOOTSTRAP_VERSION,
+    PEERING_QUOTA_CODE,
+    CheckResult,
+)
+from hubspoke.config import load
+from tests.cli.preflight_world import (
+    P5,
+    Unsupported,
+    World,
+    eks_version,
+    isolate_from_real_aws,
+    sagemaker_quota,
+)
+from tests.conftest import minimal, write_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _config(tmp_path: Path, **overrides: Any) -> Path:
+    return write_config(tmp_path, minimal(**overrides))
+
+
+def _run(path: Path, clients: Any, only: set[str] | None = None) -> list[CheckResult]:
+    return run_preflight(load(path).config, clients, only=only)
+
+
+def _rows(results: list[CheckResult], check: str, region: str | None = None) -> list[CheckResult]:
+    return [r for r in results if r.check == check and (region is None or r.region == region)]
+
+
+def test_healthy_deployed_environment_passes_every_check(world: World, tmp_path: Path) -> None:
+    world.deployed_dev()
+    results = _run(ROOT / "config" / "dev.yaml", Unsupported(world.clients))
+    assert [r for r in results if r.status != "pass"] == []
+    checks = {(r.region, r.check) for r in results}
+    for region in ("us-east-2", "us-west-2"):
+        for check in (
+            "account",
+            "cdk bootstrap",
+            "cidr overlap",
+            "az ids",
+            "accelerator az",
+            "sagemaker quota",
+            "kubernetes version",
+        ):
+            assert (region, check) in checks
+    assert ("us-east-2", "peering quota") in checks
+    # Our own VPCs carry the environment's tags: recognized, not reported as clashes.
+    assert any("already deployed" in r.detail for r in _rows(results, "cidr overlap"))
+
+
+def test_wrong_account_fails_and_skips_that_regions_checks(world: World, tmp_path: Path) -> None:
+    world.deployed_dev()
+    results = _run(_config(tmp_path, account="111111111111"), Unsupported(world.clients))
+    account = _rows(results, "account")
+    assert {r.status for r in account} == {"fail"}
+    assert all("111111111111" in r.detail and r.fix for r in account)
+    assert not _rows(results, "sagemaker quota")
+    assert all(r.status == "warn" for r in results if r.check != "account")
+
+
+@pytest.mark.parametrize(
+    ("version", "status"),
+    [(None, "fail"), (str(MIN_BOOTSTRAP_VERSION - 1), "fail"), (str(CLI_BOOTSTRAP_VERSION - 1), "warn")],
+)
+def test_bootstrap_missing_or_old(world: World, tmp_path: Path, version: str | None, status: str) -> None:
+    world.bootstrap("us-east-2")
+    if version:
+        world.bootstrap("us-west-2", version)
+    results = _run(_config(tmp_path), Unsupported(world.clients))
+    (row,) = _rows(results, "cdk bootstrap", "us-west-2")
+    assert row.status == status
+    assert row.fix.startswith("npx cdk bootstrap aws://123456789012/us-west-2")
+    assert _rows(results, "cdk bootstrap", "us-east-2")[0].status == "pass"
+
+
+def test_foreign_vpc_overlapping_a_configured_cidr_fails_with_a_free_block(
+    world: World, tmp_path: Path
+) -> None:
+    world.deployed_dev()
+    world.vpc("us-west-2", "10.20.128.0/17", name="legacy")
+    results = _run(_config(tmp_path), Unsupported(world.clients))
+    (row,) = [r for r in _rows(results, "cidr overlap", "us-west-2") if r.status == "fail"]
+    assert "legacy" in row.detail and "spokes[0].cidr" in row.detail
+    suggestion = row.fix.rsplit("e.g. ", 1)[1]
+    import ipaddress
+
+    taken = [
+        ipaddress.IPv4Network(c) for c in ("10.10.0.0/16", "10.20.0.0/16", "10.20.128.0/17", "172.31.0.0/16")
+    ]
+    assert not any(ipaddress.IPv4Network(suggestion).overlaps(t) for t in taken)
+
+
+def test_foreign_vpc_overlapping_only_a_peer_cidr_warns(world: World, tmp_path: Path) -> None:
+    world.deployed_dev()
+    world.vpc("us-west-2", "10.10.0.0/24")
+    results = _run(_config(tmp_path), Unsupported(world.clients))
+    rows = _rows(results, "cidr overlap", "us-west-2")
+    assert [r.status for r in rows] == ["warn"]
+    assert "10.10.0.0/16" in rows[0].detail
+
+
+def test_hub_vpc_full_of_foreign_peerings_fails_the_quota(world: World, tmp_path: Path) -> None:
+    world.deployed_dev()
+    hub = next(
+        v["VpcId"]
+        for v in world.clients("ec2", "us-east-2").describe_vpcs()["Vpcs"]
+        if v["CidrBlock"] == "10.10.0.0/16"
+    )
+    # moto's Service Quotas answers the AWS default of 50 for L-7E9ECCDB: 50 foreign + 1 spoke exceed it.
+    for n in range(50):
+        world.peer("us-east-2", hub, world.vpc("us-east-2", f"10.{100 + n}.0.0/16"))
+    results = _run(_config(tmp_path), Unsupported(world.clients))
+    (row,) = _rows(results, "peering quota")
+    assert row.status == "fail"
+    assert "51" in row.detail and "50" in row.detail
+    assert PEERING_QUOTA_CODE in row.fix
+
+
+def test_unknown_az_id_fails(world: World, tmp_path: Path) -> None:
+    world.deployed_dev()
+    spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "az_ids": ["usw2-az1", "usw2-az9"]}
+    results = _run(_config(tmp_path, spokes=[spoke]), Unsupported(world.clients))
+    (row,) = _rows(results, "az ids", "us-west-2")
+    assert row.status == "fail" and "usw2-az9" in row.detail and "usw2-az1" in row.fix
+
+
+def test_accelerator_az_without_p5_fails_and_names_an_az_that_has_it(world: World, tmp_path: Path) -> None:
+    world.bootstrap("us-east-2")
+    world.bootstrap("ap-northeast-1")
+    # In moto's offering data (copied from AWS) apne1-az2 has no p5.48xlarge while apne1-az1 and az4 do.
+    spoke = {"region": "ap-northeast-1", "cidr": "10.30.0.0/16", "accelerator_az_id": "apne1-az2"}
+    results = _run(_config(tmp_path, spokes=[spoke]), Unsupported(world.clients))
+    (row,) = _rows(results, "accelerator az", "ap-northeast-1")
+    assert row.status == "fail" and "apne1-az2" in row.detail
+    offering_azs = row.fix.split("one of ", 1)[1].split(", ")
+    assert offering_azs and "apne1-az2" not in offering_azs
+    assert _rows(results, "accelerator az", "us-east-2")[0].status == "pass"
+
+
+@pytest.mark.parametrize(
+    ("applied", "defaults", "plan", "status"),
+    [
+        ([sagemaker_quota(P5, 1)], [], False, "fail"),
+        ([], [sagemaker_quota(P5, 0)], False, "fail"),
+        ([], [sagemaker_quota(P5, 4)], False, "pass"),
+        ([sagemaker_quota(P5, 0)], [], True, "warn"),
+        ([], [], False, "warn"),
+    ],
+)
+def test_sagemaker_cluster_quota(
+    world: World, tmp_path: Path, applied: list[Any], defaults: list[Any], plan: bool, status: str
+) -> None:
+    world.bootstrap("us-west-2")
+    compute: dict[str, Any] = {"instance_groups": [{"count": 2}]}
+    if plan:
+        compute["training_plan_arn"] = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p"
+    spokes = [{"region": "us-west-2", "cidr": "10.20.0.0/16", "compute": compute}]
+    clients = Unsupported(world.clients, applied_quotas=applied, default_quotas=defaults)
+    results = _run(_config(tmp_path, spokes=spokes), clients, only={"us-west-2"})
+    (row,) = _rows(results, "sagemaker quota", "us-west-2")
+    assert row.status == status
+    if status == "fail":
+        assert "--quota-code L-TESTP5 --desired-value 2 --region us-west-2" in row.fix
+
+
+@pytest.mark.parametrize(
+    ("versions", "status"),
+    [
+        ([eks_version("1.32")], "fail"),
+        ([eks_version("1.33", "EXTENDED_SUPPORT"), eks_version("1.34")], "warn"),
+        ([eks_version("1.33", "UNSUPPORTED")], "fail"),
+    ],
+)
+def test_kubernetes_version_offered_by_eks(
+    world: World, tmp_path: Path, versions: list[Any], status: str
+) -> None:
+    world.bootstrap("us-east-2")
+    results = _run(_config(tmp_path), Unsupported(world.clients, eks_versions=versions), only={"us-east-2"})
+    (row,) = _rows(results, "kubernetes version")
+    assert row.status == status
+    assert "compute.kubernetes_version" in row.fix
+
+
+def test_denied_call_names_the_permission(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_from_real_aws(monkeypatch)
+    base = session_clients()
+
+    def clients(service: str, region: str) -> Any:
+        client = base(service, region)
+        stub = Stubber(client)
+        if service == "sts":
+            stub.add_response(
+                "get_caller_identity",
+                {"Account": "123456789012", "Arn": "arn:aws:iam::123456789012:user/u", "UserId": "u"},
+            )
+        else:
+            for _ in range(3):
+                stub.add_client_error(
+                    "get_parameter", service_error_code="AccessDeniedException", http_status_code=400
+                )
+        stub.activate()
+        return client
+
+    results = _run(_config(tmp_path), Unsupported(clients), only={"us-west-2"})
+    (row,) = _rows(results, "cdk bootstrap")
+    assert row.status == "fail" and "ssm:GetParameter" in row.fix
+
+
+def test_cli_without_credentials_says_so_and_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    isolate_from_real_aws(monkeypatch, credentials=False)
+    code = main(["preflight", "--config", str(_config(tmp_path)), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    (row,) = out["results"]
+    assert row["check"] == "credentials" and row["status"] == "fail" and "AWS_PROFILE" in row["fix"]
+
+
+def test_cli_unreachable_endpoint_fails_rows_without_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    isolate_from_real_aws(monkeypatch)
+    with socket.socket() as sock:  # a loopback port nobody listens on once this closes
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    code = main(["preflight", "--config", str(_config(tmp_path)), "--region", "us-west-2"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "cannot reach AWS" in captured.out and "Traceback" not in captured.err
+
+
+def test_cli_bad_input_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    isolate_from_real_aws(monkeypatch)
+    assert main(["preflight", "--config", str(tmp_path / "missing.yaml")]) == 2
+    assert "missing.yaml: (file): file not found" in capsys.readouterr().err
+    assert main(["preflight", "--config", str(_config(tmp_path)), "--region", "eu-west-9"]) == 2
+    assert "--region: eu-west-9" in capsys.readouterr().err
+    assert main(["preflight", "--config", str(_config(tmp_path)), "--profile", "no-such-profile"]) == 2
+    assert "no-such-profile" in capsys.readouterr().err
+
+
+def test_cli_exit_codes_and_json_against_moto(
+    world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world.deployed_dev()
+    import hubspoke.cli.preflight as preflight
+
+    monkeypatch.setattr(
+        preflight, "session_clients", lambda profile=None: Unsupported(session_clients(profile))
+    )
+    assert main(["preflight", "--config", str(ROOT / "config" / "dev.yaml"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["fail"] == 0 and summary["pass"] > 0
+    assert main(["preflight", "--config", str(_config(tmp_path, account="111111111111"))]) == 1
+    assert "fail" in capsys.readouterr().out
