@@ -274,3 +274,13 @@ def test_cli_exit_codes_and_json_against_moto(
     assert summary["fail"] == 0 and summary["pass"] > 0
     assert main(["preflight", "--config", str(_config(tmp_path, account="111111111111"))]) == 1
     assert "fail" in capsys.readouterr().out
+
+
+def test_cli_bootstrap_version_matches_the_pinned_cdk_cli() -> None:
+    template = ROOT / "node_modules" / "aws-cdk" / "lib" / "api" / "bootstrap" / "bootstrap-template.yaml"
+    if not template.exists():
+        pytest.skip("node_modules not installed (make setup installs the pinned CDK CLI)")
+    text = template.read_text()
+    block = text[text.index("  CdkBootstrapVersion:\n    Type: AWS::SSM::Parameter") :]
+    value = block.split("Value: '", 1)[1].split("'", 1)[0]
+    assert int(value) == CLI_BOOTSTRAP_VERSION, "bump CLI_BOOTSTRAP_VERSION with the CDK CLI pin"

@@ -1,0 +1,111 @@
+"""`hubspoke cost`: figures checked against hand computations written as arithmetic on the inputs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubspoke.cli.cost import DEFAULT_STORAGE, DEFAULT_TRANSFER, CostInputs, spoke_cost
+from hubspoke.cli.main import main
+from tests.conftest import minimal, write_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _inputs(**overrides: Any) -> CostInputs:
+    values: dict[str, Any] = {
+        "dataset_tb": 100,
+        "epochs": 3,
+        "hit_rate": 0.95,
+        "months": 2,
+        "transfer_usd_per_gb": 0.02,
+        "storage_usd_per_gb_month": 0.023,
+    }
+    values.update(overrides)
+    return CostInputs(**values)
+
+
+def test_reference_case_by_hand() -> None:
+    c = spoke_cost(_inputs(), spoke="us-west-2", hub="us-east-2")
+    # 100 TB = 100,000 GB crosses once to warm the cache: 100,000 * $0.02.
+    assert c.warmup_gb == 100_000
+    assert c.warmup_usd == pytest.approx(100_000 * 0.02)  # $2,000
+    # Epochs 2 and 3 each miss 5 % of 100,000 GB: 2 * 5,000 GB.
+    assert c.steady_gb == pytest.approx(2 * 0.05 * 100_000)
+    assert c.steady_usd == pytest.approx(10_000 * 0.02)  # $200
+    assert c.cached_usd == pytest.approx(2_000 + 200)
+    # Replica: one copy's transfer, then 100,000 GB stored at $0.023 for 2 months.
+    assert c.replica_transfer_usd == pytest.approx(2_000)
+    assert c.replica_storage_usd_per_month == pytest.approx(100_000 * 0.023)  # $2,300
+    assert c.replica_usd == pytest.approx(2_000 + 2 * 2_300)
+    # Replica cheaper above 1 + 2 * 0.023 / (0.05 * 0.02) = 47 epochs; or if kept under 0.05*2*0.02/0.023 months.
+    assert c.break_even_epochs == pytest.approx(1 + 2 * 0.023 / (0.05 * 0.02))
+    assert c.break_even_months == pytest.approx(0.05 * 2 * 0.02 / 0.023)
+    assert c.cheaper == "cache"
+
+
+def test_break_even_epochs_really_is_where_the_options_cross() -> None:
+    base = spoke_cost(_inputs(), spoke="s", hub="h")
+    assert base.break_even_epochs is not None
+    below = spoke_cost(_inputs(epochs=math.floor(base.break_even_epochs) - 1), spoke="s", hub="h")
+    above = spoke_cost(_inputs(epochs=math.ceil(base.break_even_epochs) + 1), spoke="s", hub="h")
+    assert below.cached_usd < below.replica_usd
+    assert above.cached_usd > above.replica_usd
+    at = spoke_cost(_inputs(epochs=47), spoke="s", hub="h")
+    assert at.cached_usd == pytest.approx(at.replica_usd)
+
+
+def test_single_pass_costs_one_traversal_and_a_perfect_cache_never_loses() -> None:
+    one = spoke_cost(_inputs(epochs=1, dataset_tb=10), spoke="s", hub="h")
+    assert one.steady_gb == 0
+    assert one.cached_usd == pytest.approx(10 * 1000 * 0.02)  # exactly the replica's transfer
+    assert one.break_even_months == 0
+    perfect = spoke_cost(_inputs(hit_rate=1.0, epochs=50), spoke="s", hub="h")
+    assert perfect.break_even_epochs is None
+    assert perfect.cached_usd == pytest.approx(100_000 * 0.02)
+
+
+def test_cli_json_per_spoke_with_dated_price_sources(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spokes = [
+        {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+        {"region": "eu-west-1", "cidr": "10.30.0.0/16"},
+    ]
+    path = write_config(tmp_path, minimal(spokes=spokes))
+    assert main(["cost", "--config", str(path), "--dataset-tb", "50", "--epochs", "2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [s["spoke"] for s in data["spokes"]] == ["us-west-2", "eu-west-1"]
+    # 50 TB, 2 epochs, 95 %: 50,000 GB + 0.05 * 50,000 GB at $0.02.
+    assert data["spokes"][0]["cached_usd"] == pytest.approx((50_000 + 0.05 * 50_000) * 0.02)
+    assert data["prices"]["transfer"]["as_of"] == DEFAULT_TRANSFER.as_of
+    assert data["prices"]["storage"]["source"] == DEFAULT_STORAGE.source
+
+
+def test_cli_overridden_price_is_marked_as_given(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["cost", "--config", str(ROOT / "config" / "dev.yaml"), "--dataset-tb", "1"]
+    assert main([*args, "--transfer-usd-per-gb", "0.01"]) == 0
+    out = capsys.readouterr().out
+    assert "0.01 USD per GB (given on the command line)" in out
+    assert DEFAULT_STORAGE.as_of in out and "STAND-IN" in out
+    assert "$10.00" in out  # 1,000 GB * $0.01
+
+
+@pytest.mark.parametrize(
+    ("extra", "flag"),
+    [
+        (["--dataset-tb", "0"], "--dataset-tb"),
+        (["--dataset-tb", "nan"], "--dataset-tb"),
+        (["--dataset-tb", "1", "--hit-rate", "1.5"], "--hit-rate"),
+        (["--dataset-tb", "1", "--epochs", "0"], "--epochs"),
+        (["--dataset-tb", "1", "--transfer-usd-per-gb", "-1"], "--transfer-usd-per-gb"),
+    ],
+)
+def test_cli_bad_numbers_exit_2(extra: list[str], flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cost", "--config", str(ROOT / "config" / "dev.yaml"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert flag in err and "Traceback" not in err

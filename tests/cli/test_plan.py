@@ -1,0 +1,105 @@
+"""`hubspoke plan`: stacks in deploy order, peerings, and CDK commands derived from config and topology."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubspoke.cli.main import main
+from hubspoke.cli.plan import build_plan
+from hubspoke.config import load
+from hubspoke.topology import plan_stacks, stage_id
+from tests.conftest import minimal, write_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _plan(tmp_path: Path, capsys: pytest.CaptureFixture[str], **overrides: Any) -> dict[str, Any]:
+    path = write_config(tmp_path, minimal(**overrides))
+    assert main(["plan", "--config", str(path), "--json"]) == 0
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return data
+
+
+def test_every_stack_once_and_after_its_dependencies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spokes = [
+        {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+        {"region": "eu-west-1", "cidr": "10.30.0.0/16"},
+    ]
+    data = _plan(tmp_path, capsys, spokes=spokes)
+    ids = [s["id"] for s in data["stacks"]]
+    assert len(ids) == len(set(ids))
+    for position, stack in enumerate(data["stacks"]):
+        assert all(ids.index(dep) < position for dep in stack["depends_on"])
+    assert {s["region"] for s in data["stacks"]} == {"us-east-2", "us-west-2", "eu-west-1"}
+    config = load(write_config(tmp_path, minimal(spokes=spokes))).config
+    assert ids == [p.id for p in plan_stacks(config)]
+
+
+def test_peerings_carry_both_cidrs_and_the_mtu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spokes = [{"region": "us-west-2", "cidr": "10.20.0.0/16", "secondary_cidrs": ["100.64.0.0/16"]}]
+    data = _plan(tmp_path, capsys, spokes=spokes, inter_region_mtu=8000)
+    (peering,) = data["peerings"]
+    assert peering["requester_cidrs"] == ["10.20.0.0/16", "100.64.0.0/16"]
+    assert peering["accepter_cidrs"] == ["10.10.0.0/16"]
+    assert peering["mtu"] == 8000
+
+
+def test_deploy_commands_select_every_stack_of_the_stage_in_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, minimal())
+    config = load(path).config
+    data = build_plan(config, config_path=str(path))
+    selectors = [shlex.split(c)[-1] for c in data["commands"]["deploy_in_order"]]
+    assert selectors == [f"{stage_id(config)}/{p.id}" for p in plan_stacks(config)]
+    for command in [*data["commands"]["deploy_in_order"], data["commands"]["deploy_all"]]:
+        argv = shlex.split(command)
+        assert argv[:3] == ["npx", "cdk", "deploy"]
+        assert argv[argv.index("-c") + 1] == f"config={path}"
+
+
+def test_bootstrap_once_per_account_and_region_with_trust_across_accounts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spokes = [
+        {"region": "us-west-2", "cidr": "10.20.0.0/16", "account": "222222222222"},
+        {"region": "eu-west-1", "cidr": "10.30.0.0/16"},
+    ]
+    data = _plan(tmp_path, capsys, spokes=spokes)
+    commands = [shlex.split(c) for c in data["commands"]["bootstrap"]]
+    targets = [c[3] for c in commands]
+    pairs = {f"aws://{s['account']}/{s['region']}" for s in data["stacks"]}
+    assert sorted(targets) == sorted(pairs)
+    for argv in commands:
+        other_account = not argv[3].startswith("aws://123456789012/")
+        assert ("--trust" in argv) == other_account
+        if other_account:
+            assert argv[argv.index("--trust") + 1] == "123456789012"
+
+
+def test_plain_output_names_every_stack_and_command(capsys: pytest.CaptureFixture[str]) -> None:
+    path = ROOT / "config" / "dev.yaml"
+    assert main(["plan", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    data = build_plan(load(path).config, config_path=str(path))
+    for stack in data["stacks"]:
+        assert stack["name"] in out
+    for command in [*data["commands"]["bootstrap"], *data["commands"]["deploy_in_order"]]:
+        assert command in out
+    assert "\x1b[" not in out  # piped: no terminal colour codes
+
+
+def test_bad_config_exits_2_with_the_validate_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, minimal(inter_region_mtu=9001))
+    assert main(["plan", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}: inter_region_mtu:") and "Traceback" not in err
