@@ -69,3 +69,12 @@ def test_bad_output_path_exits_2(tmp_path: Path, name: str, capsys: pytest.Captu
     err = capsys.readouterr().err
     assert err.startswith("hubspoke: -o:") and "Traceback" not in err
     assert not (tmp_path / name).exists()
+
+
+def test_committed_dev_diagram_matches_the_dev_config() -> None:
+    root = Path(__file__).resolve().parents[2]
+    text = _svg_text(root / "docs" / "diagram-dev.svg")
+    config = load(root / "config" / "dev.yaml").config
+    for region in config.regions():
+        assert region.region in text
+        assert all(cidr in text for cidr in region.all_cidrs)
