@@ -167,7 +167,10 @@ def load(path: Path | str) -> LoadedConfig:
     path = Path(path)
     raw = _read_yaml(path)
     if raw is None:
-        raise ConfigError(path, [Problem("(file)", "file is empty (only comments); start from the minimal config in README.md")])
+        raise ConfigError(
+            path,
+            [Problem("(file)", "file is empty (only comments); start from the minimal config in README.md")],
+        )
     if not isinstance(raw, Mapping):
         raise ConfigError(
             path, [Problem("(top level)", "expected a mapping of keys (environment, account, hub, spokes)")]
