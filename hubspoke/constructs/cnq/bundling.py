@@ -21,7 +21,7 @@ from packaging.utils import canonicalize_name
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 PACKAGE = "cnq_provisioner"
 HANDLER = f"{PACKAGE}.provisioner.on_event"
-RUNTIME = lambda_.Runtime.PYTHON_3_13
+RUNTIME = lambda_.Runtime.PYTHON_3_14
 # The AWS SDK for Python and its dependencies, which every Lambda Python runtime provides.
 RUNTIME_PROVIDED = frozenset(
     canonicalize_name(n)

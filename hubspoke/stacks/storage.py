@@ -1,0 +1,142 @@
+"""A Region's Storage stack: its CNQ cluster, formed by the provisioning custom resource, and in a spoke the portal."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, CustomResource, Environment, Fn, Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from hubspoke.config.schema import HubSpokeConfig, RegionConfig, SpokeConfig
+from hubspoke.constructs.cnq.infrastructure import CnqCluster, cluster_name
+from hubspoke.constructs.cnq.provisioning import CnqProvisioner
+from hubspoke.mtu import peer_mtu
+from hubspoke.stacks.network import NetworkStack, peer_role_name
+from hubspoke.topology import StackPlan, cross_account, stack_name
+
+# Output names other stacks read by weak reference (the spoke's portal, the Ops canary).
+FLOATING_IPS_OUTPUT = "FloatingIps"
+REST_ADDRESS_OUTPUT = "RestAddress"
+ADMIN_SECRET_OUTPUT = "AdminSecretArn"
+CLUSTER_RESOURCE = "Custom::CnqCluster"
+PORTAL_RESOURCE = "Custom::CnqPortal"
+# Qumulo's "soft capacity limit" is in decimal terabytes; the create call takes bytes.
+BYTES_PER_TB = 10**12
+
+
+class StorageStack(Stack):
+    """One Region's Cloud Native Qumulo cluster; in a spoke, also the portal that caches the hub's dataset.
+
+    Example::
+
+        StorageStack(stage, "storage-us-west-2", config=config, region=config.spokes[0], plan=plan,
+                     network=built["network-us-west-2"])
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: HubSpokeConfig,
+        region: RegionConfig,
+        plan: StackPlan,
+        network: NetworkStack,
+    ) -> None:
+        is_hub = region.region == config.hub.region
+        super().__init__(
+            scope,
+            construct_id,
+            stack_name=plan.name,
+            env=Environment(account=plan.account, region=plan.region),
+            description=f"hubspoke {config.environment}: CNQ {'hub' if is_hub else 'spoke'} in {region.region}",
+        )
+        storage = region.storage
+        self.cluster = CnqCluster(
+            self,
+            "Cnq",
+            storage=storage,
+            name=cluster_name(config.environment, region.region),
+            vpc=network.vpc,
+            subnet=network.accelerator_subnet,
+            client_cidrs=region.all_cidrs,
+            peer_path_sg=network.peer_path_sg,
+        )
+        self.provisioner = CnqProvisioner(
+            self,
+            "Provisioner",
+            vpc=network.vpc,
+            subnets=network.private_subnets,
+            # A spoke's provisioner also reaches the hub's REST API; the hub's never names a spoke.
+            rest_cidrs=[*region.all_cidrs, *([] if is_hub else config.peer_cidrs(region))],
+        )
+        self.cluster.admin_secret.grant_read(self.provisioner.function)
+        # Region-local paths are created here; a spoke's dataset path is the portal's to create.
+        exports = [storage.dataset_path, storage.checkpoint_path] if is_hub else [storage.checkpoint_path]
+        self.cluster_resource = CustomResource(
+            self,
+            "Cluster",
+            service_token=self.provisioner.service_token,
+            resource_type=CLUSTER_RESOURCE,
+            properties={
+                "ClusterName": self.cluster.name,
+                "NodeIps": self.cluster.node_ips,
+                "NodeInstanceIds": self.cluster.node_instance_ids,
+                "FloatingIps": self.cluster.floating_ips,
+                "ObjectStorageUris": self.cluster.object_storage_uris,
+                "UsableCapacityBytes": str(storage.soft_capacity_limit_tb * BYTES_PER_TB),
+                "PeerMtu": str(peer_mtu(config)),
+                "AdminSecretArn": self.cluster.admin_secret.secret_arn,
+                "ExportPaths": exports,
+                "ClientCidrs": list(region.all_cidrs),
+            },
+        )
+        self.portal_resource = None if is_hub else self._portal(config, config.spoke(region.region))
+        CfnOutput(self, FLOATING_IPS_OUTPUT, value=self.cluster.floating_ips_joined)
+        CfnOutput(self, REST_ADDRESS_OUTPUT, value=Fn.select(0, self.cluster.floating_ips))
+        CfnOutput(self, ADMIN_SECRET_OUTPUT, value=self.cluster.admin_secret.secret_arn)
+
+    def _portal(self, config: HubSpokeConfig, spoke: SpokeConfig) -> CustomResource:
+        hub = config.hub
+        hub_storage = stack_name(config, "storage", hub.region)
+        reader = (
+            f"arn:{self.partition}:iam::{config.account_of(hub)}:role/{peer_role_name(config, spoke)}"
+            if cross_account(config, spoke)
+            else None
+        )
+        # Passed joined: the handler splits it (cfn-lint rejects Fn::Split over Fn::GetStackOutput).
+        hub_floating = Fn.get_stack_output(hub_storage, FLOATING_IPS_OUTPUT, hub.region, reader)
+        hub_secret_arn = Fn.get_stack_output(hub_storage, ADMIN_SECRET_OUTPUT, hub.region, reader)
+        self.provisioner.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[hub_secret_arn])
+        )
+        portal = CustomResource(
+            self,
+            "Portal",
+            service_token=self.provisioner.service_token,
+            resource_type=PORTAL_RESOURCE,
+            properties={
+                "SpokeRestAddresses": self.cluster.node_ips,
+                "SpokeSecretArn": self.cluster.admin_secret.secret_arn,
+                "SpokePortalHosts": self.cluster.floating_ips,
+                "HubRestAddresses": hub_floating,
+                "HubPortalHosts": hub_floating,
+                "HubSecretArn": hub_secret_arn,
+                "HubRoot": hub.storage.dataset_path,
+                "SpokeRoot": spoke.storage.dataset_path,
+                "Mode": spoke.portal.mode,
+                "EvictionFreeThreshold": str(spoke.portal.eviction_free_threshold),
+                "ClientCidrs": list(spoke.all_cidrs),
+            },
+        )
+        portal.node.add_dependency(self.cluster_resource)
+        return portal
+
+
+def build_storage(
+    scope: Construct, plan: StackPlan, *, config: HubSpokeConfig, built: dict[str, Stack]
+) -> Stack:
+    network = built[f"network-{plan.region}"]
+    assert isinstance(network, NetworkStack)
+    return StorageStack(
+        scope, plan.id, config=config, region=config.region_config(plan.region), plan=plan, network=network
+    )
