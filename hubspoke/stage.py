@@ -14,6 +14,7 @@ from hubspoke.policy.rules import METADATA_KEY
 from hubspoke.stacks.link import build_link, build_peer_access
 from hubspoke.stacks.network import build_network
 from hubspoke.stacks.ops import build_ops
+from hubspoke.stacks.storage import build_storage
 from hubspoke.topology import StackKind, StackPlan, plan_stacks, stage_id
 
 Builder = Callable[..., Stack]
@@ -24,6 +25,7 @@ BUILDERS: dict[StackKind, Builder] = {
     "network": build_network,
     "peer-access": build_peer_access,
     "link": build_link,
+    "storage": build_storage,
     "ops": build_ops,
 }
 
