@@ -1,0 +1,165 @@
+"""EKS add-ons of a HyperPod orchestrator: pinned versions in one table, and the ones that run on HyperPod nodes.
+
+Versions (Amazon EKS User Guide add-on version tables, read 2026-11-30). An add-on left out of a table
+gets the version EKS picks as default for the cluster's Kubernetes version at create time; a change of
+this table is a deliberate upgrade, reviewed in the snapshot diff.
+"""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from hubspoke.policy.acks import acknowledge
+
+VPC_CNI = "vpc-cni"
+KUBE_PROXY = "kube-proxy"
+COREDNS = "coredns"
+POD_IDENTITY_AGENT = "eks-pod-identity-agent"
+CERT_MANAGER = "cert-manager"
+# SageMaker developer guide, "Installing the training operator" (HyperPodPyTorchJob).
+TRAINING_OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
+CLOUDWATCH_OBSERVABILITY = "amazon-cloudwatch-observability"
+
+# HyperPod needs the VPC CNI at 1.18.3 or newer (SageMaker developer guide, "Getting started with Amazon
+# EKS support in SageMaker HyperPod"); this build is the EKS table's latest for Kubernetes 1.27 to 1.33.
+VPC_CNI_VERSION = "v1.20.1-eksbuild.3"
+# kube-proxy and CoreDNS follow the Kubernetes minor version, so they are pinned per version.
+VERSIONED: dict[str, dict[str, str]] = {
+    "1.33": {KUBE_PROXY: "v1.33.0-eksbuild.2", COREDNS: "v1.12.1-eksbuild.2"},
+}
+
+# Where the operator add-ons' controllers run and which service account they use (pod identity).
+TRAINING_OPERATOR_NAMESPACE = "aws-hyperpod"
+TRAINING_OPERATOR_SERVICE_ACCOUNT = "hp-training-operator-controller-manager"
+CLOUDWATCH_SERVICE_ACCOUNT = "cloudwatch-agent"
+
+# Container Insights with enhanced observability (GPU metrics from every node) and container logs.
+CLOUDWATCH_CONFIGURATION = {
+    "agent": {
+        "config": {
+            "logs": {
+                "metrics_collected": {
+                    "kubernetes": {"enhanced_container_insights": True, "accelerated_compute_metrics": True}
+                }
+            }
+        }
+    },
+    "containerLogs": {"enabled": True},
+}
+
+
+def addon_version(name: str, kubernetes_version: str) -> str | None:
+    """The pinned version of an add-on for this Kubernetes version, or None for EKS's default."""
+    if name == VPC_CNI:
+        return VPC_CNI_VERSION
+    return VERSIONED.get(kubernetes_version, {}).get(name)
+
+
+def core_addons(scope: Construct, *, cluster: eks.Cluster, kubernetes_version: str) -> list[eks.Addon]:
+    """Networking, DNS and pod identity: what every node needs, installed before any node joins."""
+    return [
+        eks.Addon(
+            scope,
+            f"Addon-{name}",
+            cluster=cluster,  # type: ignore[arg-type]  # jsii stub omits a Cluster member
+            addon_name=name,
+            addon_version=addon_version(name, kubernetes_version),
+            preserve_on_delete=False,
+        )
+        for name in (VPC_CNI, KUBE_PROXY, COREDNS, POD_IDENTITY_AGENT)
+    ]
+
+
+class OperatorAddons(Construct):
+    """cert-manager, the HyperPod training operator and CloudWatch observability: controllers on HyperPod nodes.
+
+    Example::
+
+        ops = OperatorAddons(self, "Operators", cluster=eks_cluster, kubernetes_version="1.33")
+        ops.node.add_dependency(hyperpod_cluster)  # their pods need nodes to become ACTIVE
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, cluster: eks.Cluster, kubernetes_version: str):
+        super().__init__(scope, construct_id)
+        cert_manager = self._addon(cluster, CERT_MANAGER, kubernetes_version)
+        operator_role = _pod_role(
+            self,
+            "TrainingOperatorRole",
+            managed_policy="AmazonSageMakerHyperPodTrainingOperatorAccess",
+            purpose="HyperPod training operator (HyperPodPyTorchJob controller)",
+        )
+        operator = self._addon(
+            cluster,
+            TRAINING_OPERATOR,
+            kubernetes_version,
+            role=operator_role,
+            service_account=TRAINING_OPERATOR_SERVICE_ACCOUNT,
+        )
+        # The operator's webhooks need certificates: cert-manager first (training operator guide).
+        operator.node.add_dependency(cert_manager)
+        cloudwatch_role = _pod_role(
+            self,
+            "CloudWatchAgentRole",
+            managed_policy="CloudWatchAgentServerPolicy",
+            purpose="CloudWatch agent and Fluent Bit of the observability add-on",
+        )
+        self._addon(
+            cluster,
+            CLOUDWATCH_OBSERVABILITY,
+            kubernetes_version,
+            role=cloudwatch_role,
+            service_account=CLOUDWATCH_SERVICE_ACCOUNT,
+            configuration=CLOUDWATCH_CONFIGURATION,
+        )
+
+    def _addon(
+        self,
+        cluster: eks.Cluster,
+        name: str,
+        kubernetes_version: str,
+        *,
+        role: iam.IRole | None = None,
+        service_account: str | None = None,
+        configuration: dict[str, object] | None = None,
+    ) -> eks.CfnAddon:
+        associations = (
+            [
+                eks.CfnAddon.PodIdentityAssociationProperty(
+                    role_arn=role.role_arn, service_account=service_account
+                )
+            ]
+            if role is not None and service_account is not None
+            else None
+        )
+        return eks.CfnAddon(
+            self,
+            name,
+            cluster_name=cluster.cluster_name,
+            addon_name=name,
+            addon_version=addon_version(name, kubernetes_version),
+            pod_identity_associations=associations,
+            configuration_values=json.dumps(configuration) if configuration else None,
+            resolve_conflicts="OVERWRITE",
+        )
+
+
+def _pod_role(scope: Construct, construct_id: str, *, managed_policy: str, purpose: str) -> iam.Role:
+    role = iam.Role(
+        scope,
+        construct_id,
+        description=f"EKS Pod Identity role of the {purpose}",
+        assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
+        managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(managed_policy)],
+    )
+    acknowledge(
+        role,
+        "AwsSolutions-IAM4",
+        reason=f"{managed_policy} is the AWS-maintained policy the add-on documentation names for the {purpose}; "
+        "AWS updates it when the controller needs new actions, which a copy here would miss.",
+        findings=[f"Policy::arn:<AWS::Partition>:iam::aws:policy/{managed_policy}"],
+    )
+    return role

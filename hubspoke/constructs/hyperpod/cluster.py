@@ -1,0 +1,274 @@
+"""The SageMaker HyperPod cluster on EKS: instance groups, EFA security group, execution role, lifecycle scripts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from aws_cdk import CfnTag, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_deployment as s3deploy
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from hubspoke.config.schema import ComputeConfig
+from hubspoke.constructs.hyperpod.lifecycle import ON_CREATE
+from hubspoke.constructs.hyperpod.nag import acknowledge_bucket_deployment, logical_id
+from hubspoke.policy.acks import acknowledge
+
+LIFECYCLE_PREFIX = "lifecycle/"
+
+
+def allow_efa(group: ec2.SecurityGroup) -> None:
+    """EFA needs all traffic to and from the group itself; without it HyperPod's health checks fail."""
+    group.add_ingress_rule(group, ec2.Port.all_traffic(), "EFA and NCCL between HyperPod nodes (self)")
+    # An explicit egress resource: with allowAllOutbound the L2 would drop a self-egress rule, and
+    # HyperPod checks for the rule itself, not for an equivalent 0.0.0.0/0 one.
+    if group.node.try_find_child("EfaSelfEgress") is None:
+        ec2.CfnSecurityGroupEgress(
+            group,
+            "EfaSelfEgress",
+            group_id=group.security_group_id,
+            ip_protocol="-1",
+            destination_security_group_id=group.security_group_id,
+            description="EFA and NCCL between HyperPod nodes (self)",
+        )
+
+
+def efa_security_group(scope: Construct, construct_id: str, *, vpc: ec2.IVpc) -> ec2.SecurityGroup:
+    """The HyperPod nodes' (and EKS control plane's) security group, with the EFA self-rules."""
+    group = ec2.SecurityGroup(
+        scope,
+        construct_id,
+        vpc=vpc,
+        description="HyperPod nodes and EKS control plane: all traffic within the group (EFA), egress out",
+        # Nodes reach AWS APIs, ECR, the CNQ mounts and the EKS endpoint.
+        allow_all_outbound=True,
+    )
+    allow_efa(group)
+    return group
+
+
+class HyperPodCluster(Construct):
+    """An AWS::SageMaker::Cluster orchestrated by `eks_cluster`, its instance groups in one AZ-pinned subnet.
+
+    Example::
+
+        sg = efa_security_group(self, "NodeSg", vpc=net.vpc)
+        hp = HyperPodCluster(self, "HyperPod", cluster_name="hubspoke-dev-us-west-2", compute=region.compute,
+                             eks_cluster=eks_plane.cluster, subnet=net.accelerator_subnet,
+                             security_groups=[sg], lifecycle_dir=rendered_dir)
+        hp.cluster.attr_cluster_arn
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        compute: ComputeConfig,
+        eks_cluster: eks.Cluster,
+        subnet: ec2.ISubnet,
+        security_groups: Sequence[ec2.SecurityGroup],
+        lifecycle_dir: Path,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        for group in security_groups:
+            allow_efa(group)  # every group given to the cluster, not only ours (identical rules dedupe)
+        self.volume_key = kms.Key(
+            self,
+            "VolumeKey",
+            description=f"Encrypts the secondary EBS volume (/opt/sagemaker) of HyperPod cluster {cluster_name}",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.lifecycle_bucket = s3.Bucket(
+            self,
+            "LifecycleBucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        acknowledge(
+            self.lifecycle_bucket,
+            "AwsSolutions-S1",
+            reason="The bucket only holds lifecycle scripts rendered from this repository at synth; "
+            "every change to them is a CloudFormation deployment, recorded by CloudTrail.",
+        )
+        self.upload = s3deploy.BucketDeployment(
+            self,
+            "LifecycleUpload",
+            sources=[s3deploy.Source.asset(str(lifecycle_dir))],
+            destination_bucket=self.lifecycle_bucket,
+            destination_key_prefix=LIFECYCLE_PREFIX,
+            retain_on_delete=True,
+        )
+        acknowledge_bucket_deployment(Stack.of(self), bucket=self.lifecycle_bucket)
+        self.role = self._execution_role(eks_cluster)
+        self.access_entry = eks.AccessEntry(
+            self,
+            "NodeAccess",
+            cluster=eks_cluster,  # type: ignore[arg-type]  # jsii stub omits a Cluster member
+            principal=self.role.role_arn,
+            access_entry_type=eks.AccessEntryType.HYPERPOD_LINUX,
+            access_policies=[],
+        )
+        source = f"s3://{self.lifecycle_bucket.bucket_name}/{LIFECYCLE_PREFIX}"
+        groups = [
+            sagemaker.CfnCluster.ClusterInstanceGroupProperty(
+                instance_group_name=group.name,
+                instance_type=group.instance_type,
+                instance_count=group.count,
+                execution_role=self.role.role_arn,
+                life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
+                    source_s3_uri=source, on_create=ON_CREATE
+                ),
+                instance_storage_configs=[
+                    sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
+                        ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
+                            volume_size_in_gb=group.ebs_volume_gb, volume_kms_key_id=self.volume_key.key_arn
+                        )
+                    )
+                ],
+                on_start_deep_health_checks=["InstanceStress", "InstanceConnectivity"],
+                threads_per_core=1,
+                training_plan_arn=compute.training_plan_arn,
+            )
+            for group in compute.instance_groups
+        ]
+        self.cluster = sagemaker.CfnCluster(
+            self,
+            "Cluster",
+            cluster_name=cluster_name,
+            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+                eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(
+                    cluster_arn=eks_cluster.cluster_arn
+                )
+            ),
+            instance_groups=groups,
+            node_recovery="Automatic",
+            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+                subnets=[subnet.subnet_id],
+                security_group_ids=[g.security_group_id for g in security_groups],
+            ),
+            # The EKS console's training-operator install looks for this tag on the HyperPod cluster.
+            tags=[CfnTag(key="SageMaker", value="true")],
+        )
+        # Explicit: the scripts must be in S3 and the nodes allowed into EKS before any node boots.
+        self.cluster.node.add_dependency(self.upload, self.access_entry)
+
+    def _execution_role(self, eks_cluster: eks.Cluster) -> iam.Role:
+        role = iam.Role(
+            self,
+            "ExecutionRole",
+            description="HyperPod instance role: join the EKS cluster, pull images, read lifecycle scripts",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerClusterInstanceRolePolicy")
+            ],
+        )
+        # Pod networking: the VPC CNI on HyperPod nodes runs with the instance role (HyperPod EKS guide).
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "ec2:AssignPrivateIpAddresses",
+                    "ec2:AttachNetworkInterface",
+                    "ec2:CreateNetworkInterface",
+                    "ec2:CreateNetworkInterfacePermission",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:DeleteNetworkInterfacePermission",
+                    "ec2:DescribeInstances",
+                    "ec2:DescribeInstanceTypes",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeSecurityGroups",
+                    "ec2:DescribeSubnets",
+                    "ec2:DescribeVpcs",
+                    "ec2:DescribeDhcpOptions",
+                    "ec2:DetachNetworkInterface",
+                    "ec2:ModifyNetworkInterfaceAttribute",
+                    "ec2:UnassignPrivateIpAddresses",
+                ],
+                resources=["*"],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["ec2:CreateTags"],
+                resources=[f"arn:{eks_cluster.stack.partition}:ec2:*:*:network-interface/*"],
+            )
+        )
+        role.add_to_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "ecr:BatchCheckLayerAvailability",
+                    "ecr:BatchGetImage",
+                    "ecr:GetDownloadUrlForLayer",
+                ],
+                resources=[
+                    eks_cluster.stack.format_arn(service="ecr", resource="repository", resource_name="*")
+                ],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["eks:DescribeCluster", "eks-auth:AssumeRoleForPodIdentity"],
+                resources=[eks_cluster.cluster_arn],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.lifecycle_bucket.bucket_arn])
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[self.lifecycle_bucket.arn_for_objects(f"{LIFECYCLE_PREFIX}*")],
+            )
+        )
+        # The secondary EBS volume is encrypted with our key; EC2 uses it through grants on the
+        # instance's behalf.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "kms:CreateGrant",
+                    "kms:Decrypt",
+                    "kms:DescribeKey",
+                    "kms:Encrypt",
+                    "kms:GenerateDataKeyWithoutPlaintext",
+                    "kms:ReEncryptFrom",
+                    "kms:ReEncryptTo",
+                ],
+                resources=[self.volume_key.key_arn],
+            )
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM4",
+            reason="AmazonSageMakerClusterInstanceRolePolicy is the AWS-maintained policy HyperPod documents "
+            "for cluster instances (node registration, logs, metrics); AWS evolves it with the agent.",
+            findings=[
+                "Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"
+            ],
+        )
+        stack = Stack.of(self)
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            reason="The VPC CNI manages network interfaces it creates at run time (IDs unknown at deploy; "
+            "EC2 Describe* and ecr:GetAuthorizationToken take no resource); image pulls are limited to "
+            "this account's ECR in this Region; reads to the lifecycle prefix of our own bucket.",
+            findings=[
+                "Resource::*",
+                "Resource::arn:<AWS::Partition>:ec2:*:*:network-interface/*",
+                f"Resource::arn:<AWS::Partition>:ecr:{stack.region}:{stack.account}:repository/*",
+                f"Resource::<{logical_id(self.lifecycle_bucket)}.Arn>/{LIFECYCLE_PREFIX}*",
+            ],
+        )
+        return role

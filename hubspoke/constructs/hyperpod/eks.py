@@ -1,0 +1,99 @@
+"""The EKS control plane a HyperPod cluster is orchestrated by: private endpoint, API auth, KMS secrets, logs.
+
+Built on aws_cdk.aws_eks_v2 (CloudFormation-native cluster; a kubectl provider only for our manifests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_kms as kms
+from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+from constructs import Construct
+
+from hubspoke.constructs.hyperpod.addons import core_addons
+from hubspoke.constructs.hyperpod.nag import acknowledge_eks_internals
+
+# The kubectl Lambda layer pinned in pyproject.toml; its client must be within one minor version of the
+# control plane (Kubernetes version skew policy), so a version far from it is refused here.
+KUBECTL_LAYER_VERSION = "1.33"
+SUPPORTED_SKEW = ("1.32", "1.33", "1.34")
+
+
+class HyperPodEks(Construct):
+    """An EKS cluster ready to orchestrate SageMaker HyperPod: no node groups, HyperPod brings the nodes.
+
+    Example::
+
+        eks_plane = HyperPodEks(self, "Eks", cluster_name="hubspoke-dev-us-west-2", vpc=net.vpc,
+                                subnets=net.private_subnets, kubernetes_version="1.33",
+                                service_cidr="172.20.0.0/16", public_access_cidrs=[], security_group=sg)
+        eks_plane.cluster.cluster_arn  # Orchestrator.Eks.ClusterArn of the HyperPod cluster
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        vpc: ec2.IVpc,
+        subnets: Sequence[ec2.ISubnet],
+        kubernetes_version: str,
+        service_cidr: str,
+        public_access_cidrs: Sequence[str],
+        security_group: ec2.ISecurityGroup,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if kubernetes_version not in SUPPORTED_SKEW:
+            raise ValueError(
+                f"Kubernetes {kubernetes_version} is outside the kubectl {KUBECTL_LAYER_VERSION} layer's skew "
+                f"({', '.join(SUPPORTED_SKEW)}); pin the matching aws-cdk.lambda-layer-kubectl package"
+            )
+        self.secrets_key = kms.Key(
+            self,
+            "SecretsKey",
+            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {cluster_name}",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        endpoint = (
+            eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*public_access_cidrs)
+            if public_access_cidrs
+            else eks.EndpointAccess.PRIVATE
+        )
+        selection = [ec2.SubnetSelection(subnets=list(subnets))]
+        self.cluster = eks.Cluster(
+            self,
+            "Cluster",
+            cluster_name=cluster_name,
+            version=eks.KubernetesVersion.of(kubernetes_version),
+            vpc=vpc,
+            vpc_subnets=selection,
+            endpoint_access=endpoint,
+            service_ipv4_cidr=service_cidr,
+            # The HyperPod nodes' group: nodes reach the API endpoint and the control plane reaches
+            # kubelets and webhooks through its self-rules.
+            security_group=security_group,
+            secrets_encryption_key=self.secrets_key,
+            cluster_logging=[
+                eks.ClusterLoggingTypes.API,
+                eks.ClusterLoggingTypes.AUDIT,
+                eks.ClusterLoggingTypes.AUTHENTICATOR,
+                eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
+                eks.ClusterLoggingTypes.SCHEDULER,
+            ],
+            # HyperPod instance groups are the only nodes: no managed node group, no Auto Mode.
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            default_capacity=0,
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
+                private_subnets=list(subnets),
+            ),
+            output_config_command=False,
+        )
+        acknowledge_eks_internals(self.cluster)
+        self.core_addons = core_addons(self, cluster=self.cluster, kubernetes_version=kubernetes_version)

@@ -1,0 +1,120 @@
+"""A Region's Compute stack: EKS, the HyperPod cluster it orchestrates, and the Kubernetes storage on the local CNQ."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from aws_cdk import CfnOutput, Environment, Fn, Stack
+from constructs import Construct
+
+from hubspoke.compute_metrics import eks_cluster_name, hyperpod_cluster_name
+from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.constructs.hyperpod.addons import OperatorAddons
+from hubspoke.constructs.hyperpod.cluster import HyperPodCluster, efa_security_group
+from hubspoke.constructs.hyperpod.dependencies import HyperPodDependencies
+from hubspoke.constructs.hyperpod.eks import HyperPodEks
+from hubspoke.constructs.hyperpod.lifecycle import write_lifecycle_scripts
+from hubspoke.k8s.storage import storage_manifests
+from hubspoke.stacks.network import NetworkStack
+from hubspoke.topology import StackPlan, stack_name
+
+# The Storage stack's output (hubspoke/stacks/storage.py, FLOATING_IPS_OUTPUT): the CNQ floating IPs,
+# comma-separated. Read by weak reference so the two stacks deploy and change independently.
+STORAGE_FLOATING_IPS_OUTPUT = "FloatingIps"
+EKS_CLUSTER_NAME_OUTPUT = "EksClusterName"
+HYPERPOD_CLUSTER_ARN_OUTPUT = "HyperPodClusterArn"
+
+
+def local_floating_ips(config: HubSpokeConfig, region: RegionConfig) -> list[str]:
+    """Two of the Region's own CNQ floating IPs (the same one twice when the cluster has only one)."""
+    joined = Fn.get_stack_output(stack_name(config, "storage", region.region), STORAGE_FLOATING_IPS_OUTPUT)
+    # The list's length is known only at deploy; doubling it makes index 1 exist even for a single IP
+    # ("a" -> "a,a"), while "a,b,..." still yields a and b: the two volumes land on different nodes.
+    doubled = Fn.split(",", Fn.join(",", [joined, joined]))
+    return [Fn.select(0, doubled), Fn.select(1, doubled)]
+
+
+class ComputeStack(Stack):
+    """EKS + SageMaker HyperPod in one Region, and the dataset/checkpoint volumes on that Region's CNQ.
+
+    Example::
+
+        ComputeStack(stage, "compute-us-west-2", config=config, region=config.spoke("us-west-2"),
+                     plan=plan, network=built["network-us-west-2"])
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: HubSpokeConfig,
+        region: RegionConfig,
+        plan: StackPlan,
+        network: NetworkStack,
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            stack_name=plan.name,
+            env=Environment(account=plan.account, region=plan.region),
+            description=f"hubspoke {config.environment}: EKS and SageMaker HyperPod in {region.region}",
+        )
+        compute = region.compute
+        nodes_sg = efa_security_group(self, "NodeSecurityGroup", vpc=network.vpc)
+        plane = HyperPodEks(
+            self,
+            "Eks",
+            cluster_name=eks_cluster_name(config, region),
+            vpc=network.vpc,
+            subnets=network.private_subnets,
+            kubernetes_version=compute.kubernetes_version,
+            service_cidr=compute.service_cidr,
+            public_access_cidrs=compute.public_access_cidrs,
+            security_group=nodes_sg,
+        )
+        dependencies = HyperPodDependencies(
+            self, "Dependencies", cluster=plane.cluster, subnets=network.private_subnets
+        )
+        for addon in plane.core_addons:
+            dependencies.node.add_dependency(addon)
+        lifecycle_dir = write_lifecycle_scripts(
+            Path(tempfile.mkdtemp(prefix=f"hubspoke-lifecycle-{region.region}-")), config, region
+        )
+        hyperpod = HyperPodCluster(
+            self,
+            "HyperPod",
+            cluster_name=hyperpod_cluster_name(config, region),
+            compute=compute,
+            eks_cluster=plane.cluster,
+            subnet=network.accelerator_subnet,
+            security_groups=[nodes_sg],
+            lifecycle_dir=lifecycle_dir,
+        )
+        # HyperPod refuses an EKS cluster without its dependencies chart (HyperPod EKS guide, Helm step).
+        hyperpod.cluster.node.add_dependency(dependencies)
+        operators = OperatorAddons(
+            self, "Operators", cluster=plane.cluster, kubernetes_version=compute.kubernetes_version
+        )
+        # Their controllers schedule onto HyperPod nodes; without nodes the add-ons never turn ACTIVE.
+        operators.node.add_dependency(hyperpod.cluster)
+        if region.storage.enabled:
+            manifest = plane.cluster.add_manifest(
+                "Storage", *storage_manifests(config, region, floating_ips=local_floating_ips(config, region))
+            )
+            manifest.node.add_dependency(dependencies)
+        self.eks = plane
+        self.hyperpod = hyperpod
+        CfnOutput(self, EKS_CLUSTER_NAME_OUTPUT, value=plane.cluster.cluster_name)
+        CfnOutput(self, HYPERPOD_CLUSTER_ARN_OUTPUT, value=hyperpod.cluster.attr_cluster_arn)
+
+
+def build_compute(
+    scope: Construct, plan: StackPlan, *, config: HubSpokeConfig, built: dict[str, Stack]
+) -> Stack:
+    network = built[f"network-{plan.region}"]
+    assert isinstance(network, NetworkStack)
+    return ComputeStack(
+        scope, plan.id, config=config, region=config.region_config(plan.region), plan=plan, network=network
+    )

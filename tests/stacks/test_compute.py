@@ -1,0 +1,215 @@
+"""Compute stack invariants: HyperPod shape and placement, EFA rules, lifecycle MTU, applied volumes, cfn-lint."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubspoke.config import HubSpokeConfig, load
+from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
+from tests.conftest import ROOT, minimal
+
+Template = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def dev() -> HubSpokeConfig:
+    return load(ROOT / "config" / "dev.yaml").config
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compute_registered() -> Iterator[None]:
+    """UNFINISHED INTEGRATION: compute is not in stage.BUILDERS yet (see the report: the hub's lifecycle
+    script lists every spoke CIDR, so adding a spoke changes the hub's Compute template and breaks
+    tests/test_stage.py). Until the lead settles that, these tests register the builder themselves."""
+    from hubspoke import stage
+    from hubspoke.stacks.compute import build_compute
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(stage.BUILDERS, "compute", build_compute)
+        yield
+
+
+def synth_to(config: HubSpokeConfig) -> Path:
+    """Synthesize an environment into its own temp dir (never the shared synth cache), policy included."""
+    from aws_cdk import App
+
+    from hubspoke.stage import HubSpokeStage
+
+    outdir = Path(tempfile.mkdtemp(prefix="hubspoke-compute-"))
+    app = App(outdir=str(outdir))
+    stage = HubSpokeStage(app, config=config)
+    app.synth()
+    return outdir / f"assembly-{stage.stage_name}"
+
+
+@pytest.fixture(scope="module")
+def assembly(dev: HubSpokeConfig) -> Path:
+    return synth_to(dev)
+
+
+def templates(assembly: Path) -> dict[str, Template]:
+    manifest = json.loads((assembly / "manifest.json").read_text())
+    found = {}
+    for artifact in manifest["artifacts"].values():
+        if artifact["type"] == "aws:cloudformation:stack":
+            name = artifact["properties"].get("stackName", "")
+            found[name] = json.loads((assembly / artifact["properties"]["templateFile"]).read_text())
+    return found
+
+
+def compute_template(assembly: Path, config: HubSpokeConfig, region: str) -> Template:
+    return templates(assembly)[f"hubspoke-{config.environment}-compute-{region}"]
+
+
+def resources(template: Template, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    for logical_id, res in template["Resources"].items():
+        if res["Type"] == kind:
+            yield logical_id, res
+
+
+def compute_regions(config: HubSpokeConfig) -> list[str]:
+    return [r.region for r in config.regions() if r.compute.enabled]
+
+
+def test_every_compute_region_has_two_p5_in_the_configured_group(assembly: Path, dev: HubSpokeConfig) -> None:
+    assert compute_regions(dev), "dev.yaml must enable compute somewhere"
+    for code in compute_regions(dev):
+        region = dev.region_config(code)
+        [(_, cluster)] = resources(compute_template(assembly, dev, code), "AWS::SageMaker::Cluster")
+        groups = cluster["Properties"]["InstanceGroups"]
+        assert [(g["InstanceType"], g["InstanceCount"]) for g in groups] == [
+            (g.instance_type, g.count) for g in region.compute.instance_groups
+        ]
+        assert ("ml.p5.48xlarge", 2) in [(g["InstanceType"], g["InstanceCount"]) for g in groups]
+        assert cluster["Properties"]["NodeRecovery"] == "Automatic"
+        assert cluster["Properties"]["Orchestrator"]["Eks"]["ClusterArn"]
+        for group in groups:
+            assert group["OnStartDeepHealthChecks"]
+            [storage] = group["InstanceStorageConfigs"]
+            assert storage["EbsVolumeConfig"]["VolumeKmsKeyId"], "the node volume must use our KMS key"
+
+
+def test_instance_groups_sit_in_the_accelerator_az_id_subnet(assembly: Path, dev: HubSpokeConfig) -> None:
+    stacks = templates(assembly)
+    for code in compute_regions(dev):
+        [(_, cluster)] = resources(compute_template(assembly, dev, code), "AWS::SageMaker::Cluster")
+        [subnet_ref] = cluster["Properties"]["VpcConfig"]["Subnets"]
+        ref = subnet_ref["Fn::GetStackOutput"]
+        network = stacks[ref["StackName"]]
+        subnet_id = network["Outputs"][ref["OutputName"]]["Value"]["Ref"]
+        subnet = network["Resources"][subnet_id]
+        assert subnet["Type"] == "AWS::EC2::Subnet"
+        assert (
+            subnet["Properties"]["AvailabilityZoneId"] == dev.region_config(code).resolved_accelerator_az_id
+        )
+
+
+def test_every_security_group_given_to_the_cluster_has_efa_self_rules(
+    assembly: Path, dev: HubSpokeConfig
+) -> None:
+    for code in compute_regions(dev):
+        template = compute_template(assembly, dev, code)
+        [(_, cluster)] = resources(template, "AWS::SageMaker::Cluster")
+        groups = cluster["Properties"]["VpcConfig"]["SecurityGroupIds"]
+        assert groups
+        for group in groups:
+            logical = group["Fn::GetAtt"][0]
+            ingress = [
+                r["Properties"]
+                for _, r in resources(template, "AWS::EC2::SecurityGroupIngress")
+                if r["Properties"]["GroupId"] == group
+                and r["Properties"].get("SourceSecurityGroupId") == group
+            ]
+            egress = [
+                r["Properties"]
+                for _, r in resources(template, "AWS::EC2::SecurityGroupEgress")
+                if r["Properties"]["GroupId"] == group
+                and r["Properties"].get("DestinationSecurityGroupId") == group
+            ]
+            assert [r["IpProtocol"] for r in ingress] == ["-1"], f"{logical}: self ingress, all traffic"
+            assert [r["IpProtocol"] for r in egress] == ["-1"], f"{logical}: self egress, all traffic"
+
+
+def test_lifecycle_script_pins_the_peer_mtu_on_every_peer_cidr_only(
+    assembly: Path, dev: HubSpokeConfig
+) -> None:
+    scripts = [p.read_text() for p in assembly.parent.glob("asset.*/on_create.sh")]
+    pinned = [
+        {cidr: int(mtu) for cidr, mtu in re.findall(r"ip route replace '?([\d./]+)'? via .* mtu (\d+)", s)}
+        for s in scripts
+    ]
+    for code in compute_regions(dev):
+        region = dev.region_config(code)
+        expected = {cidr: 8500 for cidr in dev.peer_cidrs(region)}
+        assert expected in pinned, f"{code}: no lifecycle asset pins exactly {expected}"
+    assert all(mtu <= 8500 for script in pinned for mtu in script.values())
+
+
+def _manifests(template: Template) -> list[dict[str, Any]]:
+    [(_, res)] = resources(template, "Custom::AWSCDK-EKS-KubernetesResource")
+    body = res["Properties"]["Manifest"]
+    if isinstance(body, dict):  # deploy-time floating IPs make the JSON a join of literal and token parts
+        body = "".join(p if isinstance(p, str) else "203.0.113.10" for p in body["Fn::Join"][1])
+    return json.loads(body)
+
+
+def test_applied_volumes_are_50ti_rwx_retain_and_bound(assembly: Path, dev: HubSpokeConfig) -> None:
+    for code in compute_regions(dev):
+        docs = _manifests(compute_template(assembly, dev, code))
+        volumes = {d["metadata"]["name"]: d for d in docs if d["kind"] == "PersistentVolume"}
+        claims = {d["metadata"]["name"]: d for d in docs if d["kind"] == "PersistentVolumeClaim"}
+        assert set(claims) == {DATASET_CLAIM, CHECKPOINT_CLAIM}
+        dataset = claims[DATASET_CLAIM]
+        volume = volumes[dataset["spec"]["volumeName"]]
+        assert volume["spec"]["capacity"]["storage"] == "50Ti"
+        assert volume["spec"]["accessModes"] == ["ReadWriteMany"]
+        assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+        assert volume["spec"]["claimRef"]["name"] == DATASET_CLAIM
+        assert volume["spec"]["claimRef"]["namespace"] == dataset["metadata"]["namespace"] == NAMESPACE
+        for claim in claims.values():
+            bound = volumes[claim["spec"]["volumeName"]]
+            assert bound["spec"]["claimRef"]["name"] == claim["metadata"]["name"]
+
+
+def test_volumes_mount_the_regions_own_cnq(assembly: Path, dev: HubSpokeConfig) -> None:
+    for code in compute_regions(dev):
+        text = json.dumps(compute_template(assembly, dev, code)["Resources"])
+        storages = set(re.findall(r'"StackName": "(hubspoke-[^"]*-storage-[^"]*)"', text))
+        assert storages == {f"hubspoke-{dev.environment}-storage-{code}"}
+
+
+def test_no_compute_where_config_switches_it_off(config_from: Any) -> None:
+    data = minimal()
+    data["spokes"][0]["compute"] = {"enabled": False}
+    config = config_from(data)
+    built = templates(synth_to(config))
+    assert "hubspoke-dev-compute-us-west-2" not in built
+    assert "hubspoke-dev-compute-us-east-2" in built
+    for name, template in built.items():
+        if name.endswith("us-west-2"):
+            kinds = {r["Type"] for r in template["Resources"].values()}
+            assert not kinds & {"AWS::SageMaker::Cluster", "AWS::EKS::Cluster", "Custom::AWSCDK-EKS-Cluster"}
+
+
+def test_compute_templates_are_cfn_lint_clean(assembly: Path) -> None:
+    paths = sorted(str(p) for p in assembly.glob("*compute*.template.json"))
+    assert paths
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("cfn-lint")), "--format", "parseable", *paths],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode in (0, 4, 8, 12), result.stderr  # 2 = errors; other codes = lint never ran
+    findings = [line for line in result.stdout.splitlines() if line.strip()]
+    # W3005 is CDK's own explicit DependsOn between a Lambda and its role; everything else must be fixed.
+    assert [f for f in findings if ":W3005:" not in f] == [], result.stdout + result.stderr
