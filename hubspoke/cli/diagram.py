@@ -15,6 +15,7 @@ from hubspoke.config import HubSpokeConfig, RegionConfig, load
 from hubspoke.config.layout import subnet_layout
 from hubspoke.mtu import peer_mtu
 from hubspoke.ports import CROSS_REGION_PORTS
+from hubspoke.topology import cross_account
 
 FORMATS = ("svg", "png")
 _FONT = "Helvetica"  # Graphviz has built-in metrics for it, so boxes fit the text in any viewer
@@ -103,10 +104,11 @@ def dot_source(config: HubSpokeConfig) -> str:
     mtu = peer_mtu(config)
     ports = ", ".join(p.label for p in CROSS_REGION_PORTS)
     for spoke in config.spokes:
+        cross = " (cross-account, peer role)" if cross_account(config, spoke) else ""
         graph.edge(
             _id("vpc", config.hub),
             _id("vpc", spoke),
-            label=f"VPC peering, MTU {mtu}\nallowed from the peer CIDR:\n{ports}",
+            label=f"VPC peering{cross}, MTU {mtu}\nallowed from the peer CIDR:\n{ports}",
             dir="both",
             penwidth="2",
             color="#555555",

@@ -78,3 +78,10 @@ def test_committed_dev_diagram_matches_the_dev_config() -> None:
     for region in config.regions():
         assert region.region in text
         assert all(cidr in text for cidr in region.all_cidrs)
+
+
+def test_cross_account_peering_is_labelled(tmp_path: Path) -> None:
+    spokes = [{"region": "us-west-2", "cidr": "10.20.0.0/16", "account": "222222222222"}]
+    source = dot_source(load(write_config(tmp_path, minimal(spokes=spokes))).config)
+    assert "cross-account" in source and "222222222222" in source
+    assert "cross-account" not in dot_source(load(write_config(tmp_path, minimal(), "same.yaml")).config)
