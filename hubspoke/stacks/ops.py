@@ -22,6 +22,7 @@ from hubspoke.constructs.canary.traffic import (
     INTER_REGION_IN,
     NFS_READ_BYTES_LOGGED,
     TrafficMetrics,
+    traffic_metric,
 )
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import CROSS_REGION_PORTS
@@ -32,6 +33,11 @@ from hubspoke.topology import StackPlan, cross_account, stack_name
 CANARY_PORTS: tuple[int, ...] = tuple(
     p.port for p in CROSS_REGION_PORTS if p.protocol == "tcp" and p.port in (2049, 3713)
 )
+# Alarm names are `<stack name>-<one of these>`: the dashboard and the runbooks name them without a reference.
+HUB_UNREACHABLE = "hub-unreachable"
+PORTAL_NOT_ACTIVE = "portal-not-active"
+CACHE_HIT_RATIO_LOW = "cache-hit-ratio-low"
+GPU_UTILIZATION_LOW = "gpu-utilization-low"
 HUB_UNREACHABLE_MINUTES = 3
 PORTAL_NOT_ACTIVE_MINUTES = 3
 GPU_LOW_MINUTES = 10
@@ -68,13 +74,14 @@ def gpu_utilization(config: HubSpokeConfig, region: RegionConfig, *, period: Dur
 def samples_per_second(
     config: HubSpokeConfig, region: RegionConfig, *, period: Duration
 ) -> cloudwatch.Metric:
+    """The job's throughput: rank 0 reports a rate every few steps, so a period's value is their average."""
     return cloudwatch.Metric(
         namespace=training_metrics.NAMESPACE,
         metric_name=training_metrics.SAMPLES_PER_SECOND,
         dimensions_map=dict(
             zip(training_metrics.DIMENSIONS, (config.environment, region.region), strict=True)
         ),
-        statistic="Sum",
+        statistic="Average",
         period=period,
         region=region.region,
     )
@@ -94,16 +101,20 @@ def gpu_while_training(config: HubSpokeConfig, region: RegionConfig) -> cloudwat
     )
 
 
-def hit_ratio(traffic: TrafficMetrics) -> cloudwatch.MathExpression:
+def hit_ratio(*, environment: str, region: str) -> cloudwatch.MathExpression:
     """1 - bytes from the hub / NFS bytes served (flow logs count each NFS byte twice: see traffic.py)."""
     period = HIT_RATIO_PERIOD_MINUTES
     return cloudwatch.MathExpression(
         expression="IF(nfs > 0, 1 - hub / (nfs / 2))",
         using_metrics={
-            "hub": traffic.metric(INTER_REGION_IN, period_minutes=period),
-            "nfs": traffic.metric(NFS_READ_BYTES_LOGGED, period_minutes=period),
+            "hub": traffic_metric(
+                INTER_REGION_IN, environment=environment, region=region, period_minutes=period
+            ),
+            "nfs": traffic_metric(
+                NFS_READ_BYTES_LOGGED, environment=environment, region=region, period_minutes=period
+            ),
         },
-        label=f"derived cache hit ratio, {traffic.region}",
+        label=f"derived cache hit ratio, {region}",
         period=Duration.minutes(period),
     )
 
@@ -230,7 +241,7 @@ class OpsStack(Stack):
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         minute = Duration.minutes(1)
         self._alarm(
-            "hub-unreachable",
+            HUB_UNREACHABLE,
             self.canary.metric(canary_metrics.HUB_REACHABLE, statistic="Maximum", period=minute),
             threshold=1,
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
@@ -243,7 +254,7 @@ class OpsStack(Stack):
             "Runbook: docs/runbooks/hub-outage.md",
         )
         self._alarm(
-            "portal-not-active",
+            PORTAL_NOT_ACTIVE,
             self.canary.metric(canary_metrics.PORTAL_STATUS, statistic="Minimum", period=minute),
             threshold=canary_metrics.PORTAL_STATUS_ACTIVE,
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
@@ -254,8 +265,8 @@ class OpsStack(Stack):
         )
         if spoke.storage.enabled:
             self._alarm(
-                "cache-hit-ratio-low",
-                hit_ratio(self.traffic),
+                CACHE_HIT_RATIO_LOW,
+                hit_ratio(environment=config.environment, region=spoke.region),
                 threshold=config.ops.cache_hit_ratio_floor,
                 comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
                 periods=HIT_RATIO_PERIODS,
@@ -266,7 +277,7 @@ class OpsStack(Stack):
             )
         if spoke.compute.enabled:
             self._alarm(
-                "gpu-utilization-low",
+                GPU_UTILIZATION_LOW,
                 gpu_while_training(config, spoke),
                 threshold=config.ops.gpu_utilization_floor_percent,
                 comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,

@@ -152,19 +152,25 @@ class HubCanary(Construct):
         self, name: str, *, statistic: str = "Minimum", period: Duration | None = None
     ) -> cloudwatch.Metric:
         """One of the canary's metrics (names in runtime/metrics.py) for this spoke."""
-        if name not in metrics.UNITS:
-            raise ValueError(f"{name} is not published by the canary; see runtime/metrics.py")
-        return cloudwatch.Metric(
-            namespace=metrics.NAMESPACE,
-            metric_name=name,
-            dimensions_map={
-                metrics.DIMENSION_ENVIRONMENT: self.environment,
-                metrics.DIMENSION_SPOKE: self.spoke,
-            },
-            statistic=statistic,
-            period=period or Duration.minutes(1),
-            region=self.spoke,
+        return canary_metric(
+            name, environment=self.environment, spoke=self.spoke, statistic=statistic, period=period
         )
+
+
+def canary_metric(
+    name: str, *, environment: str, spoke: str, statistic: str = "Minimum", period: Duration | None = None
+) -> cloudwatch.Metric:
+    """A canary metric of `spoke`, read from anywhere (the hub's dashboard too): it lives in the spoke's Region."""
+    if name not in metrics.UNITS:
+        raise ValueError(f"{name} is not published by the canary; see runtime/metrics.py")
+    return cloudwatch.Metric(
+        namespace=metrics.NAMESPACE,
+        metric_name=name,
+        dimensions_map={metrics.DIMENSION_ENVIRONMENT: environment, metrics.DIMENSION_SPOKE: spoke},
+        statistic=statistic,
+        period=period or Duration.minutes(1),
+        region=spoke,
+    )
 
 
 # qumulo-api and everything it imports at run time; all pure Python, so the arm64 Lambda runs them as installed.

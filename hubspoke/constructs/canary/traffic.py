@@ -124,10 +124,17 @@ class TrafficMetrics(Construct):
     def metric(self, name: str, *, period_minutes: int = 5) -> cloudwatch.Metric:
         if name not in self.metric_names:
             raise ValueError(f"{name} is not published by these filters")
-        return cloudwatch.Metric(
-            namespace=namespace(self.environment),
-            metric_name=name,
-            statistic="Sum",
-            period=Duration.minutes(period_minutes),
-            region=self.region,
+        return traffic_metric(
+            name, environment=self.environment, region=self.region, period_minutes=period_minutes
         )
+
+
+def traffic_metric(name: str, *, environment: str, region: str, period_minutes: int = 5) -> cloudwatch.Metric:
+    """The sum of one flow-log byte count of `region`, per period, read from anywhere (it lives in that Region)."""
+    return cloudwatch.Metric(
+        namespace=namespace(environment),
+        metric_name=name,
+        statistic="Sum",
+        period=Duration.minutes(period_minutes),
+        region=region,
+    )

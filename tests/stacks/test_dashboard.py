@@ -1,0 +1,254 @@
+"""The environment's dashboard: every Region side by side, every graphed metric published by something we deploy."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from hubspoke import training_metrics
+from hubspoke.config import HubSpokeConfig
+from hubspoke.constructs.canary.runtime import metrics as canary_metrics
+from hubspoke.k8s.job import training_job
+from hubspoke.policy.rules import METADATA_KEY
+from hubspoke.stacks.ops import CONTAINER_INSIGHTS, GPU_LOW_MINUTES, eks_cluster_name
+from tests.conftest import Templates, minimal, synth
+from tests.stacks.test_ops import alarm_metrics, resources
+
+# A series: namespace, metric name, dimensions, and the Region it lives in.
+Series = tuple[str, str, frozenset[tuple[str, str]], str]
+
+
+def three_regions(**hub: Any) -> dict[str, Any]:
+    """Hub, a spoke with everything, and a spoke without compute: every kind of column."""
+    data = minimal(
+        spokes=[
+            {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+            {"region": "eu-west-1", "cidr": "10.30.0.0/16", "compute": {"enabled": False}},
+        ]
+    )
+    data["hub"].update(hub)
+    return data
+
+
+def region_of(template: dict[str, Any]) -> str:
+    return str(template["Metadata"][METADATA_KEY]["region"])
+
+
+def dashboard_of(templates: Templates) -> tuple[str, dict[str, Any]]:
+    [(sid, template)] = [(s, t) for s, t in templates.items() if s.startswith("dashboard-")]
+    [(_, props)] = resources(template, "AWS::CloudWatch::Dashboard")
+    body = props["DashboardBody"]
+    assert isinstance(body, str), (
+        "the body must not reference other stacks (no tokens, no cross-Region values)"
+    )
+    return sid, json.loads(body)
+
+
+def graphed(body: dict[str, Any], home: str) -> Iterator[tuple[dict[str, Any], Series]]:
+    """Every metric a widget draws (math inputs included, expressions skipped), with the Region it is read in."""
+    for widget in body["widgets"]:
+        if widget["type"] != "metric":
+            continue
+        for entry in widget["properties"]["metrics"]:
+            options = entry[-1] if isinstance(entry[-1], dict) else {}
+            if "expression" in options:
+                continue
+            fields = entry[:-1] if options else entry
+            namespace, name, *dims = fields
+            region = options.get("region", widget["properties"].get("region", home))
+            yield widget, (namespace, name, frozenset(zip(dims[::2], dims[1::2], strict=True)), region)
+
+
+def emf_series(document: dict[str, Any], region: str) -> set[Series]:
+    """What CloudWatch extracts from one embedded-metric-format record."""
+    found: set[Series] = set()
+    for directive in document["_aws"]["CloudWatchMetrics"]:
+        for dimension_set in directive["Dimensions"]:
+            dims = frozenset((d, document[d]) for d in dimension_set)
+            found |= {(directive["Namespace"], m["Name"], dims, region) for m in directive["Metrics"]}
+    return found
+
+
+def job_argument(manifest: Any, flag: str) -> str:
+    """The value of `--flag=value` wherever the rendered training job passes it."""
+    if isinstance(manifest, dict):
+        values = [job_argument(v, flag) for v in manifest.values()]
+    elif isinstance(manifest, list):
+        values = [job_argument(v, flag) for v in manifest]
+    else:
+        prefix = f"--{flag}="
+        return manifest[len(prefix) :] if isinstance(manifest, str) and manifest.startswith(prefix) else ""
+    found = {v for v in values if v}
+    assert len(found) <= 1, f"--{flag} passed with different values: {found}"
+    return found.pop() if found else ""
+
+
+def published(config: HubSpokeConfig, templates: Templates) -> set[Series]:
+    """Every series the deployed environment publishes, derived from its templates and the publishing code."""
+    series: set[Series] = set()
+    for template in templates.values():
+        region = region_of(template)
+        # The canary's EMF line, for the environment and spoke its function is configured with.
+        for _, fn in resources(template, "AWS::Lambda::Function"):
+            env = fn.get("Environment", {}).get("Variables", {})
+            if "SPOKE_REGION" in env:
+                line = canary_metrics.emf_line(
+                    environment=env["HUBSPOKE_ENVIRONMENT"],
+                    spoke=env["SPOKE_REGION"],
+                    values=dict.fromkeys(canary_metrics.UNITS, 1.0),
+                    timestamp_ms=0,
+                )
+                series |= emf_series(json.loads(line), region)
+        # Flow-log metric filters: no dimensions.
+        for _, flt in resources(template, "AWS::Logs::MetricFilter"):
+            for t in flt["MetricTransformations"]:
+                series.add((t["MetricNamespace"], t["MetricName"], frozenset(), region))
+        # The CloudWatch observability add-on on an EKS cluster: GPU metrics per cluster, and the training
+        # job's stdout (its EMF records) shipped as container logs.
+        clusters = dict(resources(template, "AWS::EKS::Cluster"))
+        if not clusters:
+            continue
+        from hubspoke import compute_metrics
+        from hubspoke.constructs.hyperpod.addons import CLOUDWATCH_OBSERVABILITY
+
+        for _, addon in resources(template, "AWS::EKS::Addon"):
+            if addon["AddonName"] != CLOUDWATCH_OBSERVABILITY:
+                continue
+            settings = json.loads(addon["ConfigurationValues"])
+            cluster = clusters[addon["ClusterName"]["Ref"]]["Name"]
+            kubernetes = settings["agent"]["config"]["logs"]["metrics_collected"]["kubernetes"]
+            if kubernetes.get("accelerated_compute_metrics"):
+                series |= {
+                    (compute_metrics.NAMESPACE, name, frozenset({("ClusterName", cluster)}), region)
+                    for name in compute_metrics.GPU_METRICS
+                }
+            if settings.get("containerLogs", {}).get("enabled"):
+                job = training_job(config, config.region_config(region))
+                record = training_metrics.emf_record(
+                    dict.fromkeys(training_metrics.UNITS, 1.0),
+                    environment=job_argument(job, "environment"),
+                    region=job_argument(job, "region"),
+                )
+                series |= emf_series(record, region)
+    return series
+
+
+@pytest.fixture(scope="module")
+def three(config_from_module: Any) -> tuple[HubSpokeConfig, Templates]:
+    config = config_from_module(three_regions())
+    return config, synth(config)
+
+
+@pytest.fixture(scope="module")
+def config_from_module(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from hubspoke.config import load
+    from tests.conftest import write_config
+
+    def build(data: dict[str, Any]) -> HubSpokeConfig:
+        return load(write_config(tmp_path_factory.mktemp("config"), data)).config
+
+    return build
+
+
+def test_every_region_has_a_column_in_every_row(three: tuple[HubSpokeConfig, Templates]) -> None:
+    config, templates = three
+    regions = [r.region for r in config.regions()]
+    _, body = dashboard_of(templates)
+    rows: dict[int, list[dict[str, Any]]] = {}
+    for widget in body["widgets"]:
+        rows.setdefault(widget["y"], []).append(widget)
+    assert len(rows) > 1
+    for y, row in sorted(rows.items()):
+        row.sort(key=lambda w: w["x"])
+        assert len(row) == len(regions), f"row at y={y} has {len(row)} widgets for {len(regions)} Regions"
+        assert len({w["width"] for w in row}) == 1 and sum(w["width"] for w in row) <= 24
+        for region, widget in zip(regions, row, strict=True):
+            if widget["type"] == "metric":
+                assert widget["properties"]["region"] == region, (
+                    f"row y={y}: {region}'s column reads elsewhere"
+                )
+            else:
+                assert region in widget["properties"]["markdown"]
+    # Each spoke's own canary and traffic metrics, and each compute Region's GPUs, are graphed.
+    shown = {s for _, s in graphed(body, config.hub.region)}
+    for r in regions:
+        publishes = f"ops-{r}" in templates or f"compute-{r}" in templates
+        assert publishes == any(s[3] == r for s in shown), f"{r}: its own metrics are missing or invented"
+    # GPUs are graphed exactly where a Compute stack exists (never for eu-west-1, whose compute is off).
+    computes = {r for r in regions if f"compute-{r}" in templates}
+    assert "eu-west-1" not in computes
+    assert computes == {s[3] for s in shown if s[0] == CONTAINER_INSIGHTS}
+
+
+@pytest.mark.parametrize("case", ["dev", "three"])
+def test_every_metric_a_widget_shows_is_published(
+    case: str, dev_config: HubSpokeConfig, dev_templates: Templates, three: tuple[HubSpokeConfig, Templates]
+) -> None:
+    config, templates = (dev_config, dev_templates) if case == "dev" else three
+    sid, body = dashboard_of(templates)
+    available = published(config, templates)
+    namespaces = set()
+    for widget, series in graphed(body, region_of(templates[sid])):
+        assert series in available, (
+            f"widget {widget['properties']['title']!r} graphs {series}: nothing publishes it"
+        )
+        namespaces.add(series[0])
+    # Every source appears: canary, flow-log filters, and where a cluster runs, Container Insights and the job.
+    assert len(namespaces) == (4 if any(sid.startswith("compute-") for sid in templates) else 2)
+    for _, alarm in resources(templates[sid], "AWS::CloudWatch::Alarm"):
+        for metric in alarm_metrics(alarm):
+            dims = frozenset((d["Name"], d["Value"]) for d in metric["Dimensions"])
+            assert (metric["Namespace"], metric["MetricName"], dims, region_of(templates[sid])) in available
+
+
+def dashboard_alone(config: HubSpokeConfig, stack_ids: set[str]) -> dict[str, Any]:
+    """The dashboard stack built by itself, as if `stack_ids` had been built before it."""
+    from aws_cdk import App, Stage
+    from aws_cdk.assertions import Template
+
+    from hubspoke.stacks.dashboard import DashboardStack
+    from hubspoke.topology import plan_stacks
+
+    [plan] = [p for p in plan_stacks(config) if p.kind == "dashboard"]
+    stack = DashboardStack(Stage(App(), "env"), plan.id, config=config, plan=plan, stack_ids=stack_ids)
+    return dict(Template.from_stack(stack).to_json())
+
+
+def test_hub_gpu_alarm_lives_with_the_dashboard(dev_config: HubSpokeConfig) -> None:
+    hub = dev_config.hub.region
+    template = dashboard_alone(dev_config, {f"compute-{hub}", "ops-us-west-2"})
+    [(_, alarm)] = resources(template, "AWS::CloudWatch::Alarm")
+    assert alarm["Threshold"] == dev_config.ops.gpu_utilization_floor_percent
+    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == GPU_LOW_MINUTES
+    gpu = [m for m in alarm_metrics(alarm) if m["Namespace"] == CONTAINER_INSIGHTS]
+    assert [d["Value"] for m in gpu for d in m["Dimensions"]] == [
+        eks_cluster_name(dev_config, dev_config.hub)
+    ]
+    topics = dict(resources(template, "AWS::SNS::Topic"))
+    assert {a["Ref"] for a in alarm["AlarmActions"]} <= set(topics)
+    assert all("KmsMasterKeyId" in t for t in topics.values())
+
+    # Without a Compute stack in the hub Region there is nothing to watch, and no topic to pay for.
+    template = dashboard_alone(dev_config, {"compute-us-west-2", "ops-us-west-2"})
+    assert not list(resources(template, "AWS::CloudWatch::Alarm"))
+    assert not list(resources(template, "AWS::SNS::Topic"))
+
+
+def test_dashboard_deploys_after_what_it_shows_and_references_no_stack(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    from aws_cdk import App
+
+    from hubspoke.stage import HubSpokeStage
+
+    stage = HubSpokeStage(App(), config=dev_config)
+    [(sid, dashboard)] = [(sid, s) for sid, s in stage.stacks.items() if sid.startswith("dashboard-")]
+    assert dashboard.region == dev_config.hub.region
+    shown = {s for s in stage.stacks if s.split("-", 1)[0] in ("ops", "compute")}
+    assert shown and {d.node.id for d in dashboard.dependencies} == shown
+    # Metrics are read by name and Region: the dashboard never blocks another stack's change or removal.
+    text = json.dumps(dev_templates[sid])
+    assert "Fn::GetStackOutput" not in text and "Fn::ImportValue" not in text
