@@ -28,6 +28,67 @@ def peer_routes(config: HubSpokeConfig, region: RegionConfig) -> tuple[tuple[str
     return tuple((cidr, mtu) for cidr in config.peer_cidrs(region))
 
 
+def peer_mtu_parameter_path(config: HubSpokeConfig) -> str:
+    """SSM path under which each spoke's Link stack publishes its CIDRs and MTU for the hub's hosts."""
+    return f"/hubspoke/{config.environment}/peer-mtu/"
+
+
+def peer_mtu_parameter_value(cidr: str, mtu: int) -> str:
+    """One published route: `CIDR MTU`, what the hub's hosts read back with the SSM renderer below."""
+    _check(cidr, mtu)
+    return f"{cidr} {mtu}"
+
+
+def _check(cidr: str, mtu: int) -> ipaddress.IPv4Network:
+    net = ipaddress.IPv4Network(cidr)  # raises on anything that is not a CIDR: never render garbage
+    if not 1280 <= mtu <= INTER_REGION_PEERING_MTU:
+        raise ValueError(f"MTU {mtu} for {cidr} is outside 1280..{INTER_REGION_PEERING_MTU}")
+    return net
+
+
+_DEFAULT_ROUTE = [
+    "  local gw dev",
+    "  read -r gw dev < <(ip -4 route show default | awk "
+    '\'{for (i = 1; i < NF; i++) { if ($i == "via") g = $(i + 1); if ($i == "dev") d = $(i + 1) }} '
+    "END { print g, d }')",
+    '  if [ -z "${gw:-}" ] || [ -z "${dev:-}" ]; then',
+    '    echo "hubspoke: no default IPv4 route; cannot pin the peer MTU" >&2',
+    "    return 1",
+    "  fi",
+]
+
+
+def render_route_mtu_from_ssm_script(path: str, region: str) -> str:
+    """Bash that pins the routes the spokes' Link stacks published under `path` (the hub's side).
+
+    The hub's hosts learn spokes at run time, so adding a spoke changes no hub template; the function
+    refuses any published MTU above the peering's limit, whatever wrote it.
+    """
+    lines = [
+        "# hubspoke: pin the route MTU towards every spoke VPC, as the spokes' Link stacks publish them in SSM.",
+        "hubspoke_pin_peer_mtu() {",
+        *_DEFAULT_ROUTE,
+        "  local published cidr mtu count=0",
+        '  command -v aws > /dev/null || { echo "hubspoke: the AWS CLI is needed to read the spokes\' CIDRs" >&2; return 1; }',
+        f"  published=$(aws ssm get-parameters-by-path --region {shlex.quote(region)} --path {shlex.quote(path)} "
+        "--recursive --query 'Parameters[].Value' --output text) || "
+        f'{{ echo "hubspoke: cannot read {path} from SSM" >&2; return 1; }}',
+        "  while read -r cidr mtu; do",
+        '    [ -n "${cidr:-}" ] || continue',
+        f'    if ! [[ "$mtu" =~ ^[0-9]+$ ]] || [ "$mtu" -lt 1280 ] || [ "$mtu" -gt {INTER_REGION_PEERING_MTU} ]; then',
+        f'      echo "hubspoke: refusing MTU $mtu for $cidr (allowed 1280..{INTER_REGION_PEERING_MTU})" >&2',
+        "      return 1",
+        "    fi",
+        '    ip route replace "$cidr" via "$gw" dev "$dev" mtu "$mtu" || '
+        '{ echo "hubspoke: cannot set MTU $mtu towards $cidr" >&2; return 1; }',
+        "    count=$((count + 1))",
+        "  done < <(tr '\\t' '\\n' <<< \"$published\")",
+        '  echo "hubspoke: pinned MTU on $count peer route(s) via $gw dev $dev"',
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def render_route_mtu_script(routes: Iterable[tuple[str, int]]) -> str:
     """Bash that pins the MTU of the route to each peer CIDR via the host's default gateway.
 
@@ -37,20 +98,11 @@ def render_route_mtu_script(routes: Iterable[tuple[str, int]]) -> str:
         "# hubspoke: pin the route MTU towards peer VPCs (inter-Region peering carries at most "
         f"{INTER_REGION_PEERING_MTU} bytes).",
         "hubspoke_pin_peer_mtu() {",
-        "  local gw dev",
-        "  read -r gw dev < <(ip -4 route show default | awk "
-        '\'{for (i = 1; i < NF; i++) { if ($i == "via") g = $(i + 1); if ($i == "dev") d = $(i + 1) }} '
-        "END { print g, d }')",
-        '  if [ -z "${gw:-}" ] || [ -z "${dev:-}" ]; then',
-        '    echo "hubspoke: no default IPv4 route; cannot pin the peer MTU" >&2',
-        "    return 1",
-        "  fi",
+        *_DEFAULT_ROUTE,
     ]
     count = 0
     for cidr, mtu in routes:
-        net = ipaddress.IPv4Network(cidr)  # raises on anything that is not a CIDR: never render garbage
-        if not 1280 <= mtu <= INTER_REGION_PEERING_MTU:
-            raise ValueError(f"MTU {mtu} for {cidr} is outside 1280..{INTER_REGION_PEERING_MTU}")
+        net = _check(cidr, mtu)
         lines.append(
             f'  ip route replace {shlex.quote(str(net))} via "$gw" dev "$dev" mtu {mtu} || '
             f'{{ echo "hubspoke: cannot set MTU {mtu} towards {net}" >&2; return 1; }}'

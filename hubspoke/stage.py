@@ -11,6 +11,7 @@ from constructs import Construct
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.policy.plugin import HubSpokePolicy
 from hubspoke.policy.rules import METADATA_KEY
+from hubspoke.stacks.compute import build_compute
 from hubspoke.stacks.dashboard import build_dashboard
 from hubspoke.stacks.link import build_link, build_peer_access
 from hubspoke.stacks.network import build_network
@@ -27,6 +28,7 @@ BUILDERS: dict[StackKind, Builder] = {
     "peer-access": build_peer_access,
     "link": build_link,
     "storage": build_storage,
+    "compute": build_compute,
     "ops": build_ops,
     "dashboard": build_dashboard,
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -13,7 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hubspoke.config import load
-from hubspoke.mtu import INTER_REGION_PEERING_MTU, peer_routes, render_route_mtu_script
+from hubspoke.mtu import (
+    INTER_REGION_PEERING_MTU,
+    peer_mtu_parameter_value,
+    peer_routes,
+    render_route_mtu_from_ssm_script,
+    render_route_mtu_script,
+)
 from tests.conftest import minimal, write_config
 
 cidrs = st.builds(
@@ -79,3 +86,54 @@ def test_script_fails_loudly_without_default_route(tmp_path: Path) -> None:
     )
     assert result.returncode != 0
     assert "no default IPv4 route" in result.stderr
+
+
+def _stub(tmp_path: Path, name: str, body: str) -> None:
+    stub = tmp_path / name
+    stub.write_text("#!/bin/bash\n" + body)
+    stub.chmod(0o755)
+
+
+def _run_ssm_variant(tmp_path: Path, published: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    log = tmp_path / "ip.log"
+    _stub(
+        tmp_path,
+        "ip",
+        f'echo "$*" >> {log}\n'
+        'if [ "$1 $2 $3" = "-4 route show" ]; then echo "default via 10.10.0.1 dev ens5"; fi\n',
+    )
+    _stub(tmp_path, "aws", f"printf '%s\\n' {shlex.quote(published)}\n")
+    script = render_route_mtu_from_ssm_script("/hubspoke/dev/peer-mtu/", "us-east-2")
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script + "hubspoke_pin_peer_mtu"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return result, (log.read_text().splitlines() if log.exists() else [])
+
+
+def test_hub_pins_what_link_stacks_publish(tmp_path: Path) -> None:
+    # `aws ... --output text` prints the values of all parameters tab-separated on one line.
+    result, calls = _run_ssm_variant(tmp_path, "10.20.0.0/16 8500\t10.30.0.0/16 8500")
+    assert result.returncode == 0, result.stderr
+    assert "route replace 10.20.0.0/16 via 10.10.0.1 dev ens5 mtu 8500" in calls
+    assert "route replace 10.30.0.0/16 via 10.10.0.1 dev ens5 mtu 8500" in calls
+
+
+def test_hub_refuses_a_published_mtu_above_the_peering_limit(tmp_path: Path) -> None:
+    result, calls = _run_ssm_variant(tmp_path, "10.20.0.0/16 9001")
+    assert result.returncode != 0
+    assert "refusing MTU 9001" in result.stderr
+    assert not any("route replace" in c for c in calls)
+
+
+@given(cidrs, st.integers(min_value=0, max_value=20000))
+def test_published_values_never_exceed_the_limit(cidr: str, mtu: int) -> None:
+    if 1280 <= mtu <= INTER_REGION_PEERING_MTU:
+        assert peer_mtu_parameter_value(cidr, mtu) == f"{cidr} {mtu}"
+    else:
+        with pytest.raises(ValueError):
+            peer_mtu_parameter_value(cidr, mtu)

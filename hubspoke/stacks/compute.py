@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 
 from aws_cdk import CfnOutput, Environment, Fn, Stack
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hubspoke.compute_metrics import eks_cluster_name, hyperpod_cluster_name
@@ -16,6 +17,8 @@ from hubspoke.constructs.hyperpod.dependencies import HyperPodDependencies
 from hubspoke.constructs.hyperpod.eks import HyperPodEks
 from hubspoke.constructs.hyperpod.lifecycle import write_lifecycle_scripts
 from hubspoke.k8s.storage import storage_manifests
+from hubspoke.mtu import peer_mtu_parameter_path
+from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.network import NetworkStack
 from hubspoke.topology import StackPlan, stack_name
 
@@ -92,6 +95,8 @@ class ComputeStack(Stack):
             security_groups=[nodes_sg],
             lifecycle_dir=lifecycle_dir,
         )
+        if region.region == config.hub.region:
+            self._read_published_peers(config, hyperpod)
         # HyperPod refuses an EKS cluster without its dependencies chart (HyperPod EKS guide, Helm step).
         hyperpod.cluster.node.add_dependency(dependencies)
         operators = OperatorAddons(
@@ -108,6 +113,22 @@ class ComputeStack(Stack):
         self.hyperpod = hyperpod
         CfnOutput(self, EKS_CLUSTER_NAME_OUTPUT, value=plane.cluster.cluster_name)
         CfnOutput(self, HYPERPOD_CLUSTER_ARN_OUTPUT, value=hyperpod.cluster.attr_cluster_arn)
+
+    def _read_published_peers(self, config: HubSpokeConfig, hyperpod: HyperPodCluster) -> None:
+        """Hub nodes read the spokes' CIDRs that Link stacks publish (hubspoke.mtu), to pin their route MTU."""
+        path = peer_mtu_parameter_path(config).rstrip("/")
+        arns = [
+            self.format_arn(service="ssm", resource="parameter", resource_name=path.lstrip("/") + suffix)
+            for suffix in ("", "/*")
+        ]
+        hyperpod.role.add_to_policy(iam.PolicyStatement(actions=["ssm:GetParametersByPath"], resources=arns))
+        acknowledge(
+            hyperpod.role,
+            "AwsSolutions-IAM5",
+            reason="Each spoke's Link stack publishes its CIDRs under one SSM path per environment; spokes "
+            "come and go, so the hub's nodes read the path, and nothing outside it.",
+            findings=[f"Resource::arn:<AWS::Partition>:ssm:{self.region}:{self.account}:parameter{path}/*"],
+        )
 
 
 def build_compute(

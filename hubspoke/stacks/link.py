@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from aws_cdk import Environment, Fn, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.peering import PeerSide
+from hubspoke.mtu import peer_mtu, peer_mtu_parameter_path, peer_mtu_parameter_value
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.network import (
     PEER_PATH_SG_OUTPUT,
@@ -59,6 +61,16 @@ class LinkStack(Stack):
             peer_cidrs=spoke.all_cidrs,
             peer_name=f"spoke {spoke.region}",
         )
+        # The hub's hosts pin the route MTU towards this spoke from here (hubspoke.mtu), so the hub's own
+        # templates stay untouched when spokes come and go.
+        for i, cidr in enumerate(spoke.all_cidrs):
+            ssm.StringParameter(
+                self,
+                f"PeerMtu{i}",
+                parameter_name=f"{peer_mtu_parameter_path(config)}{spoke.region}/{i}",
+                string_value=peer_mtu_parameter_value(cidr, peer_mtu(config)),
+                description=f"Route MTU from the hub towards spoke {spoke.region}",
+            )
 
 
 class PeerAccessStack(Stack):

@@ -11,7 +11,7 @@ import pytest
 
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.hyperpod.lifecycle import render_on_create, write_lifecycle_scripts
-from hubspoke.mtu import INTER_REGION_PEERING_MTU
+from hubspoke.mtu import INTER_REGION_PEERING_MTU, peer_mtu, peer_mtu_parameter_value
 
 STUB = """#!/usr/bin/env bash
 echo "$(basename "$0") $*" >> "$HUBSPOKE_CALLS"
@@ -19,6 +19,7 @@ case "$(basename "$0") $*" in
   "ip -4 route show default") [ -n "${STUB_NO_DEFAULT_ROUTE:-}" ] || echo "default via 10.9.0.1 dev ens5 proto dhcp";;
   "mountpoint -q"*) exit "${STUB_MOUNTPOINT_RC:-0}";;
   "systemctl is-active --quiet"*) exit 0;;
+  "aws ssm get-parameters-by-path"*) printf '%s\n' "${STUB_PUBLISHED:-}";;
 esac
 exit 0
 """
@@ -41,7 +42,7 @@ def _config(**overrides: object) -> HubSpokeConfig:
 def _run(tmp_path: Path, script: str, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     stubs = tmp_path / "bin"
     stubs.mkdir(exist_ok=True)
-    for name in ("ip", "systemctl", "mountpoint", "mount", "modprobe", "sysctl", "udevadm"):
+    for name in ("ip", "systemctl", "mountpoint", "mount", "modprobe", "sysctl", "udevadm", "aws"):
         (stubs / name).write_text(STUB)
         (stubs / name).chmod(0o755)
     root = tmp_path / "root"
@@ -65,6 +66,11 @@ def _run(tmp_path: Path, script: str, **env: str) -> tuple[subprocess.CompletedP
     return done, calls.read_text().splitlines() if calls.exists() else []
 
 
+def _published(config: HubSpokeConfig) -> str:
+    """What the spokes' Link stacks publish for the hub, as `aws ssm ... --output text` prints it."""
+    return "\t".join(peer_mtu_parameter_value(c, peer_mtu(config)) for c in config.peer_cidrs(config.hub))
+
+
 def _pinned(calls: list[str]) -> dict[str, int]:
     found = [re.fullmatch(r"ip route replace (\S+) via 10\.9\.0\.1 dev ens5 mtu (\d+)", c) for c in calls]
     return {m.group(1): int(m.group(2)) for m in found if m}
@@ -82,7 +88,7 @@ def test_rendered_script_is_valid_bash(tmp_path: Path, code: str) -> None:
 def test_pins_the_peering_mtu_on_every_peer_cidr_and_nothing_above(tmp_path: Path, code: str) -> None:
     config = _config()
     region = config.region_config(code)
-    done, calls = _run(tmp_path, render_on_create(config, region))
+    done, calls = _run(tmp_path, render_on_create(config, region), STUB_PUBLISHED=_published(config))
     assert done.returncode == 0, done.stderr
     pinned = _pinned(calls)
     assert set(pinned) == set(config.peer_cidrs(region))
@@ -94,7 +100,7 @@ def test_pins_the_peering_mtu_on_every_peer_cidr_and_nothing_above(tmp_path: Pat
 
 def test_lower_configured_mtu_is_what_gets_pinned(tmp_path: Path) -> None:
     config = _config(inter_region_mtu=1500)
-    done, calls = _run(tmp_path, render_on_create(config, config.hub))
+    done, calls = _run(tmp_path, render_on_create(config, config.hub), STUB_PUBLISHED=_published(config))
     assert done.returncode == 0, done.stderr
     assert set(_pinned(calls).values()) == {1500}
 
@@ -131,6 +137,9 @@ def test_boot_unit_repins_the_same_routes(tmp_path: Path) -> None:
     root = tmp_path / "root"
     unit = (root / "etc/systemd/system/hubspoke-peer-mtu.service").read_text()
     assert "ExecStart=/usr/local/sbin/hubspoke-peer-mtu" in unit
+    # Re-run periodically too: on the hub, spokes added after the node was created get pinned.
+    timer = (root / "etc/systemd/system/hubspoke-peer-mtu.timer").read_text()
+    assert "OnUnitActiveSec=5min" in timer
     rerun, calls = _run(tmp_path, (root / "usr/local/sbin/hubspoke-peer-mtu").read_text())
     assert rerun.returncode == 0, rerun.stderr
     assert set(_pinned(calls)) >= set(config.peer_cidrs(region))
@@ -138,7 +147,7 @@ def test_boot_unit_repins_the_same_routes(tmp_path: Path) -> None:
 
 def test_nfs_client_is_tuned(tmp_path: Path) -> None:
     config = _config()
-    done, calls = _run(tmp_path, render_on_create(config, config.hub))
+    done, calls = _run(tmp_path, render_on_create(config, config.hub), STUB_PUBLISHED=_published(config))
     assert done.returncode == 0, done.stderr
     sysctl = (tmp_path / "root/etc/sysctl.d/90-hubspoke-nfs.conf").read_text()
     assert "sunrpc.tcp_max_slot_table_entries = 128" in sysctl

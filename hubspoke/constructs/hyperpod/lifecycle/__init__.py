@@ -8,7 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
-from hubspoke.mtu import peer_routes, render_route_mtu_script
+from hubspoke.mtu import (
+    peer_mtu_parameter_path,
+    peer_routes,
+    render_route_mtu_from_ssm_script,
+    render_route_mtu_script,
+)
 
 TEMPLATE = Path(__file__).with_name("on_create.sh")
 PLACEHOLDER = "# @HUBSPOKE_PEER_MTU_FUNCTION@"
@@ -20,7 +25,11 @@ def render_on_create(config: HubSpokeConfig, region: RegionConfig) -> str:
     template = TEMPLATE.read_text()
     if template.count(PLACEHOLDER) != 1:
         raise ValueError(f"{TEMPLATE} must contain '{PLACEHOLDER}' exactly once")
-    function = render_route_mtu_script(peer_routes(config, region))
+    if region.region == config.hub.region:
+        # The hub reads its spokes from what their Link stacks publish, so a new spoke changes no hub template.
+        function = render_route_mtu_from_ssm_script(peer_mtu_parameter_path(config), region.region)
+    else:
+        function = render_route_mtu_script(peer_routes(config, region))
     return template.replace(PLACEHOLDER, function.rstrip("\n"))
 
 

@@ -71,8 +71,22 @@ ExecStart=/usr/local/sbin/hubspoke-peer-mtu
 [Install]
 WantedBy=multi-user.target
 UNIT
+  # And every five minutes: on the hub, a spoke added after this node was created publishes its CIDRs
+  # then, and must be pinned without replacing the node.
+  cat > "${unit%.service}.timer" <<UNIT || fail "cannot write ${unit%.service}.timer"
+[Unit]
+Description=hubspoke: re-pin the route MTU towards peer VPCs
+
+[Timer]
+OnBootSec=1min
+OnUnitActiveSec=5min
+
+[Install]
+WantedBy=timers.target
+UNIT
   systemctl daemon-reload || fail "systemctl daemon-reload failed"
   systemctl enable hubspoke-peer-mtu.service || fail "cannot enable hubspoke-peer-mtu.service"
+  systemctl enable --now hubspoke-peer-mtu.timer || fail "cannot enable hubspoke-peer-mtu.timer"
 }
 
 tune_nfs_client() {
