@@ -14,7 +14,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from hubspoke import training_metrics
+from hubspoke import compute_metrics, training_metrics
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig, SpokeConfig
 from hubspoke.constructs.canary.infrastructure import HubCanary, runtime_code
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
@@ -45,9 +45,6 @@ GPU_LOW_MINUTES = 10
 # so the first minutes of a cold run (the reference warm-up lasts about 150 batches) do not page anyone.
 HIT_RATIO_PERIOD_MINUTES = 5
 HIT_RATIO_PERIODS = 3
-# Container Insights with enhanced observability (amazon-cloudwatch-observability add-on), NVIDIA GPU metrics.
-CONTAINER_INSIGHTS = "ContainerInsights"
-GPU_UTILIZATION = "node_gpu_utilization"
 
 # Output names of the Storage stacks (issue 3) the canary reads; weak references by stack and output name.
 HUB_FLOATING_IPS_OUTPUT = "FloatingIps"
@@ -55,16 +52,17 @@ REST_ADDRESS_OUTPUT = "RestAddress"
 ADMIN_SECRET_OUTPUT = "AdminSecretArn"
 
 
-def eks_cluster_name(config: HubSpokeConfig, region: RegionConfig) -> str:
-    """The Region's EKS cluster name, which Container Insights uses as the ClusterName dimension."""
-    return f"hubspoke-{config.environment}-{region.region}"
-
-
 def gpu_utilization(config: HubSpokeConfig, region: RegionConfig, *, period: Duration) -> cloudwatch.Metric:
     return cloudwatch.Metric(
-        namespace=CONTAINER_INSIGHTS,
-        metric_name=GPU_UTILIZATION,
-        dimensions_map={"ClusterName": eks_cluster_name(config, region)},
+        namespace=compute_metrics.NAMESPACE,
+        metric_name=compute_metrics.NODE_GPU_UTILIZATION,
+        dimensions_map=dict(
+            zip(
+                compute_metrics.CLUSTER_DIMENSIONS,
+                (compute_metrics.eks_cluster_name(config, region),),
+                strict=True,
+            )
+        ),
         statistic="Average",
         period=period,
         region=region.region,

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from hubspoke import training_metrics
+from hubspoke import compute_metrics, training_metrics
 from hubspoke.config import HubSpokeConfig
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
+from hubspoke.constructs.hyperpod.addons import CLOUDWATCH_OBSERVABILITY
 from hubspoke.k8s.job import training_job
 from hubspoke.policy.rules import METADATA_KEY
-from hubspoke.stacks.ops import CONTAINER_INSIGHTS, GPU_LOW_MINUTES, eks_cluster_name
+from hubspoke.stacks.ops import GPU_LOW_MINUTES
 from tests.conftest import Templates, minimal, synth
 from tests.stacks.test_ops import alarm_metrics, resources
 
@@ -109,11 +110,6 @@ def published(config: HubSpokeConfig, templates: Templates) -> set[Series]:
         # The CloudWatch observability add-on on an EKS cluster: GPU metrics per cluster, and the training
         # job's stdout (its EMF records) shipped as container logs.
         clusters = dict(resources(template, "AWS::EKS::Cluster"))
-        if not clusters:
-            continue
-        from hubspoke import compute_metrics
-        from hubspoke.constructs.hyperpod.addons import CLOUDWATCH_OBSERVABILITY
-
         for _, addon in resources(template, "AWS::EKS::Addon"):
             if addon["AddonName"] != CLOUDWATCH_OBSERVABILITY:
                 continue
@@ -180,7 +176,7 @@ def test_every_region_has_a_column_in_every_row(three: tuple[HubSpokeConfig, Tem
     # GPUs are graphed exactly where a Compute stack exists (never for eu-west-1, whose compute is off).
     computes = {r for r in regions if f"compute-{r}" in templates}
     assert "eu-west-1" not in computes
-    assert computes == {s[3] for s in shown if s[0] == CONTAINER_INSIGHTS}
+    assert computes == {s[3] for s in shown if s[0] == compute_metrics.NAMESPACE}
 
 
 @pytest.mark.parametrize("case", ["dev", "three"])
@@ -223,9 +219,9 @@ def test_hub_gpu_alarm_lives_with_the_dashboard(dev_config: HubSpokeConfig) -> N
     [(_, alarm)] = resources(template, "AWS::CloudWatch::Alarm")
     assert alarm["Threshold"] == dev_config.ops.gpu_utilization_floor_percent
     assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == GPU_LOW_MINUTES
-    gpu = [m for m in alarm_metrics(alarm) if m["Namespace"] == CONTAINER_INSIGHTS]
+    gpu = [m for m in alarm_metrics(alarm) if m["Namespace"] == compute_metrics.NAMESPACE]
     assert [d["Value"] for m in gpu for d in m["Dimensions"]] == [
-        eks_cluster_name(dev_config, dev_config.hub)
+        compute_metrics.eks_cluster_name(dev_config, dev_config.hub)
     ]
     topics = dict(resources(template, "AWS::SNS::Topic"))
     assert {a["Ref"] for a in alarm["AlarmActions"]} <= set(topics)

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from hubspoke import training_metrics
+from hubspoke import compute_metrics, training_metrics
 from hubspoke.config import HubSpokeConfig
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.canary.traffic import namespace as traffic_namespace
-from hubspoke.stacks.ops import CANARY_PORTS, CONTAINER_INSIGHTS, GPU_UTILIZATION, HUB_UNREACHABLE_MINUTES
+from hubspoke.stacks.ops import CANARY_PORTS, HUB_UNREACHABLE_MINUTES
 from tests.conftest import Templates, minimal, synth
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,11 +107,13 @@ def test_every_alarm_reads_a_metric_that_something_publishes(
                     assert (ns, name) in filters
                 elif ns == training_metrics.NAMESPACE:
                     assert name in training_metrics.UNITS and "training_metrics" in train
-                elif ns == CONTAINER_INSIGHTS:
-                    assert name == GPU_UTILIZATION  # the CloudWatch observability add-on (Compute stack)
+                elif ns == compute_metrics.NAMESPACE:
+                    assert (
+                        name in compute_metrics.GPU_METRICS
+                    )  # the CloudWatch observability add-on (Compute stack)
                 else:
                     pytest.fail(f"alarm reads {ns}/{name}, which nothing in hubspoke publishes")
-        assert {canary_metrics.NAMESPACE, traffic_namespace("dev"), CONTAINER_INSIGHTS} <= seen
+        assert {canary_metrics.NAMESPACE, traffic_namespace("dev"), compute_metrics.NAMESPACE} <= seen
 
 
 def test_alarm_emails_subscribe_and_floors_come_from_config(config_from: Any) -> None:
