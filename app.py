@@ -4,7 +4,7 @@ import sys
 
 from aws_cdk import App
 
-from hubspoke.config import ConfigError, load_environments
+from hubspoke.config import ConfigError, format_problem, load_environments
 from hubspoke.stage import HubSpokeStage
 
 app = App()
@@ -14,5 +14,7 @@ except ConfigError as exc:
     print(exc, file=sys.stderr)
     sys.exit(2)
 for loaded in environments:
+    for warning in loaded.warnings:
+        print(format_problem(loaded.path, warning), file=sys.stderr)
     HubSpokeStage(app, config=loaded.config)
 app.synth()
