@@ -203,18 +203,30 @@ def sdk_client_factory(host: str, port: int, username: str, password: str, timeo
 
 
 def walk(client: Any, root: str) -> Iterator[FileEntry]:
-    """Every regular file under root, depth first, each directory's entries in name order."""
-    pending = [root]
-    while pending:
-        directory = pending.pop()
-        entries = sorted(client.fs.enumerate_entire_directory(path=directory), key=lambda e: e["name"])
-        subdirs = []
-        for entry in entries:
-            if entry["type"] == "FS_FILE_TYPE_DIRECTORY":
-                subdirs.append(entry["path"])
-            elif entry["type"] == "FS_FILE_TYPE_FILE":
-                yield FileEntry(entry["path"], int(entry["size"]))
-        pending.extend(reversed(subdirs))
+    """Every regular file under root in sorted path order, the order the loader reads shards in.
+
+    Depth first, one directory listed at a time, so warming starts before the tree is known. Siblings sort by
+    name with "/" appended to directories: then visiting them in that order yields the full paths in plain
+    string order (a directory's files sort where its "name/" prefix does).
+    """
+
+    def listing(directory: str) -> Iterator[dict[str, Any]]:
+        entries = list(client.fs.enumerate_entire_directory(path=directory))
+        return iter(sorted(entries, key=lambda e: e["name"] + ("/" if _is_directory(e) else "")))
+
+    stack = [listing(root)]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+        elif _is_directory(entry):
+            stack.append(listing(entry["path"]))
+        elif entry["type"] == "FS_FILE_TYPE_FILE":
+            yield FileEntry(entry["path"], int(entry["size"]))
+
+
+def _is_directory(entry: dict[str, Any]) -> bool:
+    return bool(entry["type"] == "FS_FILE_TYPE_DIRECTORY")
 
 
 def warm_file(

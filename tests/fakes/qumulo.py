@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 Reply = tuple[int, Any]
 _CERT: tuple[str, str] | None = None
@@ -103,6 +103,7 @@ class FakeQumulo:
                         "dns_servers": [], "dns_search_domains": [], "ip_ranges": [], "netmask": "",
                         "mtu": 9001, "vlan_id": 0, "tenant_id": None}  # fmt: skip
         self.exports: dict[str, dict[str, Any]] = {}
+        self.entries_page_size = 1000  # ASSUMED server default when the client sends no `limit`
         self.spokes: dict[int, dict[str, Any]] = {}
         self.hubs: dict[int, dict[str, Any]] = {}
         self.free_threshold = (
@@ -221,6 +222,8 @@ class FakeQumulo:
             ("PATCH", r"/v3/nfs/exports/([^/]+)", self._modify_export, False),
             # File System, files_ref_info_attributes and files_ref_fetch-data (SDK: qumulo.rest.fs)
             ("GET", r"/v1/files/([^/]+)/info/attributes", self._attributes, False),
+            # files_ref_entries (SDK: qumulo.rest.fs.read_directory / read_entire_directory, which follow paging.next)
+            ("GET", r"/v1/files/([^/]+)/entries/", self._entries, False),
             ("POST", r"/v1/files/([^/]+)/fetch-data", self._fetch_data, False),
             # Cloud Data Fabric V2, v2_portal_spokes[_id][_roots] (SDK: qumulo.rest.portal)
             (
@@ -323,6 +326,29 @@ class FakeQumulo:
         path, info = self._file(ref)
         shown = path if info["type"] == "FS_FILE_TYPE_FILE" or path == "/" else path + "/"
         return 200, {"id": info["id"], "path": shown, "type": info["type"], "size": str(info["size"])}
+
+    def _entries(self, ref: str, query: dict[str, str], **_: Any) -> Reply:
+        """One page of a directory's children: {"files": [attributes...], "paging": {"next", "prev"}}.
+
+        `next` is the URI of the following page, "" after the last (the SDK loops until it is empty).
+        ASSUMED: children come in name order and `after` is the last name of the previous page; the real
+        cursor is opaque to clients, which only follow `next`. Page size: `limit`, else `entries_page_size`.
+        """
+        path, info = self._file(ref if ref == "/" else ref.rstrip("/"))
+        if info["type"] != "FS_FILE_TYPE_DIRECTORY":
+            raise QumuloFault(400, "fs_not_a_directory_error", f"{ref} is not a directory")
+        children = sorted(
+            (child.rsplit("/", 1)[1], child)
+            for child in self.files
+            if child != "/" and (child.rsplit("/", 1)[0] or "/") == path
+        )
+        after, limit = query.get("after"), int(query.get("limit") or self.entries_page_size)
+        remaining = [c for c in children if after is None or c[0] > after]
+        page = remaining[:limit]
+        files = [{**self._attributes(child)[1], "name": name} for name, child in page]
+        more = len(remaining) > limit
+        nxt = f"/v1/files/{quote(ref, safe='')}/entries/?{urlencode({'after': page[-1][0], 'limit': limit})}"
+        return 200, {"files": files, "paging": {"next": nxt if more else "", "prev": ""}}
 
     def _fetch_data(self, ref: str, body: dict[str, Any], **_: Any) -> Reply:
         path, info = self._file(ref)

@@ -1,7 +1,7 @@
 """workload/prewarm.py against the Qumulo contract fake (tests/fakes/qumulo.py): fetch-data, resume, errors.
 
-The fake implements fetch-data but not directory listing, so these tests hand the program its file list
-(`list_files`); every REST call the warm-up makes (login, fetch-data) goes through the real SDK to the fake.
+Most tests hand the program its file list (`list_files`) to isolate warming from listing; the walk tests list
+the tree through the fake's paged directory API. Every REST call goes through the real SDK to the fake.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 from tests.fakes.qumulo import FakeQumulo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workload"))
+import bench_reader
 import prewarm
 
 MIB = 1 << 20
@@ -128,3 +129,70 @@ def test_bad_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert prewarm.main(argv, env={}) == 2
     err = capsys.readouterr().err
     assert "--parallel" in err and "absolute path" in err and "QUMULO_PASSWORD" in err
+
+
+# Names chosen so that directory-first or files-first listings would both get the order wrong: "a-b.bin" sorts
+# before "a/..." and "a0.bin" after it ('-' < '/' < '0').
+TREE = {
+    "/dataset/a-b.bin": 1 * MIB,
+    "/dataset/a/x.bin": 2 * MIB,
+    "/dataset/a/y/z.bin": 3 * MIB,
+    "/dataset/a0.bin": 4 * MIB,
+    "/dataset/b.bin": 0,
+    "/dataset/c/d/e/f.bin": 5 * MIB,
+    "/elsewhere/not-warmed.bin": 6 * MIB,
+}
+
+
+@pytest.fixture
+def tree() -> Iterator[FakeQumulo]:
+    with FakeQumulo(name="spoke") as fake:
+        fake.password = "secret"
+        fake.entries_page_size = 2  # every directory of more than two entries takes several pages
+        for path, size in TREE.items():
+            fake.add_file(path, size)
+        yield fake
+
+
+def loader_order(tmp_path: Path) -> list[tuple[str, int]]:
+    """The same tree on a local disk, in the order the benchmark reader (the loader's order) reads it."""
+    root = tmp_path / "dataset"
+    for path, size in TREE.items():
+        if path.startswith("/dataset/"):
+            local = root / path.removeprefix("/dataset/")
+            local.parent.mkdir(parents=True, exist_ok=True)
+            local.write_bytes(b"\0" * min(size, 1))
+    return [
+        (
+            f"/dataset/{s.path.relative_to(root).as_posix()}",
+            TREE[f"/dataset/{s.path.relative_to(root).as_posix()}"],
+        )
+        for s in bench_reader.discover_shards(root, "*")
+    ]
+
+
+def test_walk_lists_every_file_under_root_in_the_loaders_order(tree: FakeQumulo, tmp_path: Path) -> None:
+    client = prewarm.sdk_client_factory("127.0.0.1", tree.port, "admin", "secret", 5)()
+    walked = [(f.path, f.size) for f in prewarm.walk(client, "/dataset/")]
+    assert walked == loader_order(tmp_path)
+    directories = {p.rsplit("/", 1)[0] for p, _ in walked}
+    assert tree.called("GET", r"/entries/") > len(directories), "paging was not exercised"
+
+
+def test_prewarm_walks_the_tree_itself_and_warms_only_the_root(tree: FakeQumulo, tmp_path: Path) -> None:
+    log = io.StringIO()
+    journal = prewarm.Journal(tmp_path / "state.jsonl")
+    try:
+        code = prewarm.prewarm(
+            prewarm.sdk_client_factory("127.0.0.1", tree.port, "admin", "secret", 5),
+            journal,
+            prewarm.Options(root="/dataset/", parallel=2, base_delay_s=0.01, progress_every_s=0.05),
+            log=log,
+        )
+    finally:
+        journal.close()
+    assert code == 0, log.getvalue()
+    assert {p: tree.fetched_bytes.get(p, 0) for p in TREE} == {
+        p: n if p.startswith("/dataset/") else 0 for p, n in TREE.items()
+    }
+    assert not any(p.startswith("/elsewhere/") for p in tree.fetched_bytes)
