@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
-from importlib.metadata import distribution
 from pathlib import Path
 
-import jsii
-from aws_cdk import BundlingOptions, DockerImage, Duration, ILocalBundling, RemovalPolicy
+from aws_cdk import AssetHashType, BundlingOptions, Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_events as events
@@ -20,8 +17,11 @@ from constructs import Construct
 
 from hubspoke.constructs.canary.runtime import metrics
 from hubspoke.constructs.canary.runtime.handler import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_REST_TIMEOUT_S
+from hubspoke.constructs.cnq.bundling import InstalledEnvironmentBundling
 
 RUNTIME_DIR = Path(__file__).parent
+# The bundle is resolved for this Python (dependency markers), so the function and the bundle share it.
+RUNTIME = lambda_.Runtime.PYTHON_3_14
 # Probes and the REST read run in parallel; this leaves room for both timeouts, a cold start and the SDK import.
 FUNCTION_TIMEOUT = Duration.seconds(30)
 
@@ -91,7 +91,7 @@ class HubCanary(Construct):
         self.function = lambda_.Function(
             self,
             "Function",
-            runtime=lambda_.Runtime.PYTHON_3_14,
+            runtime=RUNTIME,
             architecture=lambda_.Architecture.ARM_64,
             handler="runtime.handler.handler",
             code=code,
@@ -173,48 +173,23 @@ def canary_metric(
     )
 
 
-# qumulo-api and everything it imports at run time; all pure Python, so the arm64 Lambda runs them as installed.
-SDK_DISTRIBUTIONS = (
-    "qumulo-api",
-    "dataclasses-json",
-    "marshmallow",
-    "typing-inspect",
-    "mypy-extensions",
-    "typing-extensions",
-    "packaging",
-    "tqdm",
-    "python-dateutil",
-    "six",
-)
-
-
-@jsii.implements(ILocalBundling)
-class _RuntimeWithSdk:
-    """Copies runtime/ and the installed SDK distributions into the asset: no network, no Docker at synth."""
-
-    def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
-        out = Path(output_dir)
-        shutil.copytree(
-            RUNTIME_DIR / "runtime", out / "runtime", ignore=shutil.ignore_patterns("__pycache__")
-        )
-        for name in SDK_DISTRIBUTIONS:
-            for file in distribution(name).files or ():
-                # Console scripts live outside site-packages ("../../bin/qq"); the Lambda needs none.
-                if file.parts[0] == ".." or "__pycache__" in file.parts:
-                    continue
-                target = out / file
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(file.locate(), target)
-        return True
-
-
 def runtime_code() -> lambda_.Code:
-    """The Lambda asset: the `runtime` package (handler `runtime.handler.handler`) plus the qumulo-api SDK."""
+    """The Lambda asset: the `runtime` package (handler `runtime.handler.handler`) plus the qumulo-api SDK.
+
+    Bundled at synth from the installed environment, as the CNQ provisioner is: offline, no Docker, only
+    pure-Python distributions, and the hash follows the bundle so an SDK upgrade ships a new asset.
+    """
     return lambda_.Code.from_asset(
         str(RUNTIME_DIR / "runtime"),
+        asset_hash_type=AssetHashType.OUTPUT,
         bundling=BundlingOptions(
-            # Never pulled: local bundling always succeeds, and synth must stay offline.
-            image=DockerImage.from_registry("hubspoke-local-bundling-only"),
-            local=_RuntimeWithSdk(),
+            # Only used if local bundling declined, which it never does: it succeeds or raises.
+            image=RUNTIME.bundling_image,
+            local=InstalledEnvironmentBundling(
+                source=RUNTIME_DIR / "runtime",
+                package="runtime",
+                root_distribution="qumulo-api",
+                python_version=RUNTIME.name.removeprefix("python"),
+            ),
         ),
     )
