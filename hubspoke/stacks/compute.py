@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Environment, Fn, Stack
+from aws_cdk import CfnOutput, Fn, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -19,6 +19,7 @@ from hubspoke.constructs.hyperpod.lifecycle import write_lifecycle_scripts
 from hubspoke.k8s.storage import storage_manifests
 from hubspoke.mtu import peer_mtu_parameter_path
 from hubspoke.policy.acks import acknowledge
+from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.network import NetworkStack
 from hubspoke.topology import StackPlan, stack_name
 
@@ -38,7 +39,7 @@ def local_floating_ips(config: HubSpokeConfig, region: RegionConfig) -> list[str
     return [Fn.select(0, doubled), Fn.select(1, doubled)]
 
 
-class ComputeStack(Stack):
+class ComputeStack(PlannedStack):
     """EKS + SageMaker HyperPod in one Region, and the dataset/checkpoint volumes on that Region's CNQ.
 
     Example::
@@ -58,11 +59,7 @@ class ComputeStack(Stack):
         network: NetworkStack,
     ) -> None:
         super().__init__(
-            scope,
-            construct_id,
-            stack_name=plan.name,
-            env=Environment(account=plan.account, region=plan.region),
-            description=f"hubspoke {config.environment}: EKS and SageMaker HyperPod in {region.region}",
+            scope, construct_id, plan=plan, purpose=f"EKS and SageMaker HyperPod in {region.region}"
         )
         compute = region.compute
         nodes_sg = efa_security_group(self, "NodeSecurityGroup", vpc=network.vpc)

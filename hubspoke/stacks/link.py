@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Environment, Fn, Stack
+from aws_cdk import Fn, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
@@ -11,6 +11,7 @@ from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.peering import PeerSide
 from hubspoke.mtu import peer_mtu, peer_mtu_parameter_path, peer_mtu_parameter_value
 from hubspoke.policy.acks import acknowledge
+from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.network import (
     PEER_PATH_SG_OUTPUT,
     PEERING_ID_OUTPUT,
@@ -21,7 +22,7 @@ from hubspoke.stacks.network import (
 from hubspoke.topology import StackPlan, cross_account, stack_name
 
 
-class LinkStack(Stack):
+class LinkStack(PlannedStack):
     """The hub's side of one spoke's peering: routes to the spoke's CIDRs and ingress from them.
 
     Example::
@@ -38,11 +39,7 @@ class LinkStack(Stack):
         assert plan.spoke is not None
         spoke = config.spoke(plan.spoke)
         super().__init__(
-            scope,
-            construct_id,
-            stack_name=plan.name,
-            env=Environment(account=plan.account, region=plan.region),
-            description=f"hubspoke {config.environment}: hub-side routes and ingress for spoke {spoke.region}",
+            scope, construct_id, plan=plan, purpose=f"hub-side routes and ingress for spoke {spoke.region}"
         )
         reader = None
         if cross_account(config, spoke):
@@ -73,7 +70,7 @@ class LinkStack(Stack):
             )
 
 
-class PeerAccessStack(Stack):
+class PeerAccessStack(PlannedStack):
     """The role a spoke in another account assumes to accept its peering into the hub VPC.
 
     Example::
@@ -87,11 +84,7 @@ class PeerAccessStack(Stack):
         assert plan.spoke is not None
         spoke = config.spoke(plan.spoke)
         super().__init__(
-            scope,
-            construct_id,
-            stack_name=plan.name,
-            env=Environment(account=plan.account, region=plan.region),
-            description=f"hubspoke {config.environment}: peer role for spoke {spoke.region} (another account)",
+            scope, construct_id, plan=plan, purpose=f"peer role for spoke {spoke.region} (another account)"
         )
         hub_net = stack_name(config, "network", config.hub.region)
         vpc_id = Fn.get_stack_output(hub_net, "VpcId")

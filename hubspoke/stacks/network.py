@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from aws_cdk import CfnOutput, Environment, Fn, Stack
+from aws_cdk import CfnOutput, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -15,6 +15,7 @@ from hubspoke.constructs.peering import PeerSide
 from hubspoke.constructs.vpc import RegionVpc
 from hubspoke.policy.acks import acknowledge
 from hubspoke.policy.rules import PRIVATE_RT
+from hubspoke.stacks.base import PlannedStack
 from hubspoke.topology import StackPlan, cross_account, stack_name
 
 # Output names other stacks read with Fn::GetStackOutput; renaming one breaks deployed consumers.
@@ -37,7 +38,7 @@ def link_reader_role_name(config: HubSpokeConfig, spoke: RegionConfig) -> str:
     return f"hubspoke-{config.environment}-link-reader-{spoke.region}"
 
 
-class NetworkStack(Stack):
+class NetworkStack(PlannedStack):
     """A Region's VPC, its cross-Region security group and, in a spoke, the peering towards the hub.
 
     Example::
@@ -56,11 +57,7 @@ class NetworkStack(Stack):
         plan: StackPlan,
     ) -> None:
         super().__init__(
-            scope,
-            construct_id,
-            stack_name=plan.name,
-            env=Environment(account=plan.account, region=plan.region),
-            description=f"hubspoke {config.environment}: network of {region.region} ({_role(config, region)})",
+            scope, construct_id, plan=plan, purpose=f"network of {region.region} ({_role(config, region)})"
         )
         self.region_config = region
         net = RegionVpc(self, "Network", region=region)

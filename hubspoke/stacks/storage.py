@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, CustomResource, Environment, Fn, Stack
+from aws_cdk import CfnOutput, CustomResource, Fn, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -10,6 +10,7 @@ from hubspoke.config.schema import HubSpokeConfig, RegionConfig, SpokeConfig
 from hubspoke.constructs.cnq.infrastructure import CnqCluster, cluster_name
 from hubspoke.constructs.cnq.provisioning import CnqProvisioner
 from hubspoke.mtu import peer_mtu
+from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.network import NetworkStack, peer_role_name
 from hubspoke.topology import StackPlan, cross_account, stack_name
 
@@ -23,7 +24,7 @@ PORTAL_RESOURCE = "Custom::CnqPortal"
 BYTES_PER_TB = 10**12
 
 
-class StorageStack(Stack):
+class StorageStack(PlannedStack):
     """One Region's Cloud Native Qumulo cluster; in a spoke, also the portal that caches the hub's dataset.
 
     Example::
@@ -44,11 +45,7 @@ class StorageStack(Stack):
     ) -> None:
         is_hub = region.region == config.hub.region
         super().__init__(
-            scope,
-            construct_id,
-            stack_name=plan.name,
-            env=Environment(account=plan.account, region=plan.region),
-            description=f"hubspoke {config.environment}: CNQ {'hub' if is_hub else 'spoke'} in {region.region}",
+            scope, construct_id, plan=plan, purpose=f"CNQ {'hub' if is_hub else 'spoke'} in {region.region}"
         )
         storage = region.storage
         self.cluster = CnqCluster(
