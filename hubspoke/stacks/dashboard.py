@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from aws_cdk import Duration, Environment, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
@@ -18,6 +18,7 @@ from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.canary.infrastructure import canary_metric
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.canary.traffic import INTER_REGION_IN, INTER_REGION_OUT, traffic_metric
+from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.ops import (
     CACHE_HIT_RATIO_LOW,
     GPU_LOW_MINUTES,
@@ -64,7 +65,7 @@ def columns(config: HubSpokeConfig, stack_ids: Collection[str]) -> list[RegionCo
     ]
 
 
-class DashboardStack(Stack):
+class DashboardStack(PlannedStack):
     """One dashboard per environment (hub reachability, portals, cache, inter-Region bytes, GPUs, samples/s).
 
     Example::
@@ -83,11 +84,7 @@ class DashboardStack(Stack):
         stack_ids: Collection[str],
     ) -> None:
         super().__init__(
-            scope,
-            construct_id,
-            stack_name=plan.name,
-            env=Environment(account=plan.account, region=plan.region),
-            description=f"hubspoke {config.environment}: the environment's dashboard and the hub's GPU alarm",
+            scope, construct_id, plan=plan, purpose="the environment's dashboard and the hub's GPU alarm"
         )
         self.config = config
         self.columns = columns(config, stack_ids)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration, Environment, Fn, RemovalPolicy, Stack
+from aws_cdk import Duration, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
@@ -26,6 +26,7 @@ from hubspoke.constructs.canary.traffic import (
 )
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import CROSS_REGION_PORTS
+from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.network import NetworkStack, peer_role_name
 from hubspoke.topology import StackPlan, cross_account, stack_name
 
@@ -182,7 +183,7 @@ class AlarmTopic(Construct):
         return alarm
 
 
-class OpsStack(Stack):
+class OpsStack(PlannedStack):
     """Per spoke: the hub canary, alarms on hub, portal, cache and GPUs, and the topic they notify.
 
     Example::
@@ -204,11 +205,7 @@ class OpsStack(Stack):
         targets: CanaryTargets,
     ) -> None:
         super().__init__(
-            scope,
-            construct_id,
-            stack_name=plan.name,
-            env=Environment(account=plan.account, region=plan.region),
-            description=f"hubspoke {config.environment}: hub canary and alarms of spoke {spoke.region}",
+            scope, construct_id, plan=plan, purpose=f"hub canary and alarms of spoke {spoke.region}"
         )
         self.spoke = spoke
         self.topic = AlarmTopic(self, "Alarms", config=config, purpose=f"{spoke.region} operations")
