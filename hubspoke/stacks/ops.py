@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration, Fn, RemovalPolicy, Stack
+from aws_cdk import Duration, Fn, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
@@ -24,6 +23,7 @@ from hubspoke.constructs.canary.traffic import (
     TrafficMetrics,
     traffic_metric,
 )
+from hubspoke.constructs.keys import retained_key
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import CROSS_REGION_PORTS
 from hubspoke.stacks.base import PlannedStack
@@ -150,12 +150,8 @@ class AlarmTopic(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, config: HubSpokeConfig, purpose: str) -> None:
         super().__init__(scope, construct_id)
-        self.key = kms.Key(
-            self,
-            "Key",
-            description=f"hubspoke {config.environment}: encrypts the {purpose} alarm topic",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
+        self.key = retained_key(
+            self, "Key", description=f"hubspoke {config.environment}: encrypts the {purpose} alarm topic"
         )
         # CloudWatch publishes alarm notifications into the encrypted topic.
         self.key.add_to_resource_policy(

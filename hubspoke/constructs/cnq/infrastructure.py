@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from aws_cdk import CfnParameter, CfnTag, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from hubspoke.config.schema import StorageConfig
+from hubspoke.constructs.keys import retained_key
 from hubspoke.policy.acks import acknowledge
 
 QUMULO_PORTAL_PORT = 3713
@@ -68,13 +68,7 @@ class CnqCluster(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.name = name
-        self.key = kms.Key(
-            self,
-            "Key",
-            description=f"CNQ {name}: persistent storage and node volumes",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
+        self.key = retained_key(self, "Key", description=f"CNQ {name}: persistent storage and node volumes")
         self.buckets = self._buckets(storage.bucket_count)
         self.object_storage_uris = [f"https://{b.bucket_regional_domain_name}/" for b in self.buckets]
         self.admin_secret = secretsmanager.Secret(

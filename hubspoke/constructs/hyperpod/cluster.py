@@ -9,7 +9,6 @@ from aws_cdk import CfnTag, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
@@ -18,6 +17,7 @@ from constructs import Construct
 from hubspoke.config.schema import ComputeConfig
 from hubspoke.constructs.hyperpod.lifecycle import ON_CREATE
 from hubspoke.constructs.hyperpod.nag import acknowledge_bucket_deployment, logical_id
+from hubspoke.constructs.keys import retained_key
 from hubspoke.policy.acks import acknowledge
 
 LIFECYCLE_PREFIX = "lifecycle/"
@@ -80,12 +80,10 @@ class HyperPodCluster(Construct):
         super().__init__(scope, construct_id)
         for group in security_groups:
             allow_efa(group)  # every group given to the cluster, not only ours (identical rules dedupe)
-        self.volume_key = kms.Key(
+        self.volume_key = retained_key(
             self,
             "VolumeKey",
             description=f"Encrypts the secondary EBS volume (/opt/sagemaker) of HyperPod cluster {cluster_name}",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
         )
         self.lifecycle_bucket = s3.Bucket(
             self,

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_kms as kms
 from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
 from constructs import Construct
 
 from hubspoke.constructs.hyperpod.addons import core_addons
 from hubspoke.constructs.hyperpod.nag import acknowledge_eks_internals
+from hubspoke.constructs.keys import retained_key
 
 # The kubectl Lambda layer pinned in pyproject.toml; its client must be within one minor version of the
 # control plane (Kubernetes version skew policy), so a version far from it is refused here.
@@ -53,12 +52,10 @@ class HyperPodEks(Construct):
                 f"Kubernetes {kubernetes_version} is outside the kubectl {KUBECTL_LAYER_VERSION} layer's skew "
                 f"({', '.join(SUPPORTED_SKEW)}); pin the matching aws-cdk.lambda-layer-kubectl package"
             )
-        self.secrets_key = kms.Key(
+        self.secrets_key = retained_key(
             self,
             "SecretsKey",
             description=f"Envelope encryption of Kubernetes secrets in EKS cluster {cluster_name}",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
         )
         endpoint = (
             eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*public_access_cidrs)
