@@ -24,9 +24,10 @@ def _r(code: str, prefix: str, azs: tuple[int, ...] = (1, 2, 3), hyperpod: bool 
 
 
 # AZ ID prefixes: EC2 User Guide, "AZ IDs for your AWS resources" (read 2026-11).
-# HyperPod: SageMaker developer guide, "Supported AWS Regions" for SageMaker HyperPod, as of 2026-11-30;
-# the reference article (2026-09) counts 18 Regions. Re-check this table before relying on a new Region,
-# and `hubspoke preflight` asks the account itself.
+# HyperPod: the SageMaker developer guide's list of Regions for SageMaker HyperPod, as we knew it on
+# 2026-11-30 (18 Regions, the count the reference article of 2026-09 gives). The stored docs we could search
+# offline do not carry that page, so this table is unverified against it: re-check before relying on a new
+# Region. `hubspoke preflight` asks the account itself (p5 offerings and the cluster-usage quota).
 REGIONS: dict[str, RegionFacts] = {
     r.code: r
     for r in (
