@@ -1,7 +1,8 @@
-"""The training job's CloudWatch metric names and their embedded metric format (EMF) records: one place.
+"""The training job's CloudWatch metric names, their embedded metric format (EMF) records, and where they go.
 
-The workload (workload/train.py, inside the training image) writes these records on stdout; the Ops
-dashboard reads the same names. Stdlib only: the image copies this file without the rest of hubspoke.
+The workload (workload/train.py, inside the training image) sends these records to the CloudWatch agent's
+EMF endpoint; the Ops dashboard reads the same names. Stdlib only: the image copies this file without the
+rest of hubspoke.
 """
 
 from __future__ import annotations
@@ -17,6 +18,20 @@ STEP_SECONDS = "StepSeconds"
 # One dimension set, so a dashboard can name every series without knowing job names.
 DIMENSIONS: tuple[str, ...] = ("Environment", "Region")
 UNITS = {SAMPLES_PER_SECOND: "Count/Second", TOKENS_PER_SECOND: "Count/Second", STEP_SECONDS: "Seconds"}
+
+# Where the records go. CloudWatch extracts metrics only from log events that are EMF documents themselves;
+# the observability add-on's Fluent Bit wraps each stdout line in its own JSON record, so stdout EMF never
+# becomes a metric. The add-on's CloudWatch agent accepts EMF on a socket instead (CloudWatch User Guide,
+# "Using the CloudWatch agent to send embedded metric format logs": `logs.metrics_collected.emf`, default
+# tcp/udp 25888). The add-on's operator publishes that listener on the `cloudwatch-agent` Service in the
+# `amazon-cloudwatch` namespace, always on port 25888 (amazon-cloudwatch-agent-operator, EMF service ports),
+# so the port is a fact of the add-on, not a setting. The EMF client libraries read the endpoint from
+# AWS_EMF_AGENT_ENDPOINT (`tcp://host:port`); the training job follows that convention.
+AGENT_ENDPOINT_ENV = "AWS_EMF_AGENT_ENDPOINT"
+AGENT_SERVICE = "cloudwatch-agent"
+AGENT_NAMESPACE = "amazon-cloudwatch"
+AGENT_PORT = 25888
+AGENT_ENDPOINT = f"tcp://{AGENT_SERVICE}.{AGENT_NAMESPACE}:{AGENT_PORT}"
 
 
 def emf_record(
@@ -52,5 +67,5 @@ def emf_record(
 
 
 def emf_line(values: dict[str, float], *, environment: str, region: str, **properties: Any) -> str:
-    """The record as one JSON line, ready for stdout."""
+    """The record as one JSON line (no newline), for stdout or the agent's socket."""
     return json.dumps(emf_record(values, environment=environment, region=region, properties=properties))

@@ -1,8 +1,9 @@
 """The reference training run: LLaMA 3 ~1B with FSDP on tokenized shards from the dataset mount.
 
 Started by torchrun (Kubeflow PyTorchJob) or hyperpodrun (HyperPodPyTorchJob), one process per GPU.
-Checkpoints go to the checkpoint mount with torch.distributed.checkpoint; rank 0 logs throughput as
-CloudWatch embedded metric format (EMF) JSON lines on stdout, human-readable progress on stderr.
+Checkpoints go to the checkpoint mount with torch.distributed.checkpoint; rank 0 reports throughput as
+CloudWatch embedded metric format (EMF) records to the CloudWatch agent named by AWS_EMF_AGENT_ENDPOINT
+(stdout when it is unset or unreachable), human-readable progress on stderr.
 """
 
 from __future__ import annotations
@@ -20,13 +21,20 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 import torch.nn.functional as F
+from emf_sink import EmfSink
 from llama import PRESETS, Llama, shape
 from shards import RankSampler, TokenShards
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.utils.data import DataLoader
 
-from hubspoke.training_metrics import SAMPLES_PER_SECOND, STEP_SECONDS, TOKENS_PER_SECOND, emf_line
+from hubspoke.training_metrics import (
+    AGENT_ENDPOINT_ENV,
+    SAMPLES_PER_SECOND,
+    STEP_SECONDS,
+    TOKENS_PER_SECOND,
+    emf_line,
+)
 
 STEP_DIR = re.compile(r"^step_(\d{8})$")
 
@@ -141,6 +149,7 @@ def train(args: argparse.Namespace) -> int:
         pin_memory=device.type == "cuda",
     )
     log(f"{len(dataset)} samples, {len(loader)} steps available to this rank, world size {world}")
+    metrics = EmfSink(os.environ.get(AGENT_ENDPOINT_ENV), warn=log) if rank == 0 else None
 
     step, saved, window_start, window_steps = start_step, start_step, time.perf_counter(), 0
     model.train()
@@ -160,17 +169,16 @@ def train(args: argparse.Namespace) -> int:
                 torch.cuda.synchronize()
             elapsed = time.perf_counter() - window_start
             samples = window_steps * args.batch_size * world
-            if rank == 0:
+            if metrics is not None:
                 values = {
                     SAMPLES_PER_SECOND: samples / elapsed,
                     TOKENS_PER_SECOND: samples * args.seq_len / elapsed,
                     STEP_SECONDS: elapsed / window_steps,
                 }
-                print(
+                metrics.send(
                     emf_line(
                         values, environment=args.environment, region=args.region, Job=args.job_name, Step=step
-                    ),
-                    flush=True,
+                    )
                 )
                 log(f"step {step} loss {loss.item():.4f} {samples / elapsed:.1f} samples/s")
             window_start, window_steps = time.perf_counter(), 0
@@ -181,6 +189,8 @@ def train(args: argparse.Namespace) -> int:
         log(f"dataset exhausted at step {step} before --max-steps {args.max_steps}")
         if step != saved:
             log(f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step)}")
+    if metrics is not None:
+        metrics.close()
     dist.barrier()
     dist.destroy_process_group()
     return 0

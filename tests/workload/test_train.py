@@ -1,7 +1,8 @@
 """The training script on the CPU: tiny model, synthetic shards, gloo, world size 1, FSDP2 (fully_shard).
 
 Not covered here (needs GPUs): NCCL over EFA, bf16 mixed precision, pinned-memory transfers, more than one
-rank. The shard reader, sampler, FSDP wrapping, DCP checkpoints, resume and the EMF output are.
+rank. The shard reader, sampler, FSDP wrapping, DCP checkpoints, resume and the EMF output (to stdout, to a
+loopback stand-in for the CloudWatch agent, and to an agent that is down) are.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import llama  # noqa: E402
 import shards  # noqa: E402
 
 from hubspoke import training_metrics  # noqa: E402
+from tests.fakes.emf_agent import FakeEmfAgent  # noqa: E402
 
 
 def _write_shards(
@@ -100,10 +102,14 @@ def test_untrained_model_predicts_near_uniform() -> None:
     assert abs(loss.item() - math.log(256)) < 0.5
 
 
-def _run(data: Path, ckpt: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    data: Path, ckpt: Path, *extra: str, agent_endpoint: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MASTER_PORT": str(29600 + os.getpid() % 300)}
-    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", training_metrics.AGENT_ENDPOINT_ENV):
         env.pop(var, None)
+    if agent_endpoint is not None:
+        env[training_metrics.AGENT_ENDPOINT_ENV] = agent_endpoint
     args = [
         sys.executable,
         str(WORKLOAD / "train.py"),
@@ -149,6 +155,44 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) ->
     assert "resumed from" in second.stderr and "step 4" in second.stderr
     assert [json.loads(line)["Step"] for line in second.stdout.splitlines() if line.strip()] == [6]
     assert (ckpt / "step_00000006" / ".metadata").exists()
+
+
+def test_with_an_agent_endpoint_records_go_to_the_agent_not_stdout(tmp_path: Path) -> None:
+    _write_shards(tmp_path / "data", [400])
+    with FakeEmfAgent() as agent:
+        run = _run(
+            tmp_path / "data",
+            tmp_path / "ckpt",
+            "--max-steps=4",
+            "--num-workers=0",
+            agent_endpoint=agent.endpoint,
+        )
+        lines = agent.wait_for(2)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == ""
+    records = [json.loads(line) for line in lines]
+    assert [r["Step"] for r in records] == [2, 4]
+    assert all(r["_aws"]["CloudWatchMetrics"][0]["Namespace"] == training_metrics.NAMESPACE for r in records)
+    assert "CloudWatch agent" not in run.stderr
+
+
+def test_training_survives_an_agent_that_is_down(tmp_path: Path) -> None:
+    _write_shards(tmp_path / "data", [400])
+    agent = FakeEmfAgent()
+    agent.stop()  # nothing listens on its port any more
+    run = _run(
+        tmp_path / "data",
+        tmp_path / "ckpt",
+        "--max-steps=4",
+        "--num-workers=0",
+        agent_endpoint=agent.endpoint,
+    )
+    assert run.returncode == 0, run.stderr
+    assert [json.loads(line)["Step"] for line in run.stdout.splitlines()] == [2, 4], (
+        "stdout keeps the records"
+    )
+    assert (tmp_path / "ckpt" / "step_00000004" / ".metadata").exists()
+    assert run.stderr.count("cannot reach the CloudWatch agent") == 1
 
 
 def test_a_torn_checkpoint_is_never_resumed_from(tmp_path: Path) -> None:
