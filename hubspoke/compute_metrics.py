@@ -37,5 +37,5 @@ def hyperpod_cluster_name(config: HubSpokeConfig, region: RegionConfig) -> str:
 
 
 def application_log_group(config: HubSpokeConfig, region: RegionConfig) -> str:
-    """Container stdout (the training job's EMF lines included) as the add-on's Fluent Bit ships it."""
+    """Container stdout and stderr as the add-on's Fluent Bit ships them (EMF lines here are not metrics)."""
     return f"/aws/containerinsights/{eks_cluster_name(config, region)}/application"

@@ -11,6 +11,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hubspoke import training_metrics
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.k8s.accelerators import accelerator
 from hubspoke.k8s.names import (
@@ -101,6 +102,8 @@ def _pod_template(
             {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"},
             {"name": "NCCL_DEBUG", "value": "WARN"},
             {"name": "PYTHONUNBUFFERED", "value": "1"},
+            # samples/s as metrics via the add-on's CloudWatch agent, not stdout (hubspoke/training_metrics.py).
+            {"name": training_metrics.AGENT_ENDPOINT_ENV, "value": training_metrics.AGENT_ENDPOINT},
         ],
         "resources": {"limits": dict(resources), "requests": {**resources, "memory": "32Gi"}},
         "volumeMounts": [

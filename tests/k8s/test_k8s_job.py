@@ -7,6 +7,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from hubspoke import training_metrics
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, DATASET_MOUNT_PATH, NAMESPACE
 from hubspoke.k8s.accelerators import UnknownAccelerator
@@ -124,3 +125,17 @@ def test_unknown_instance_type_is_refused_with_a_fix(dev_config: HubSpokeConfig)
     )
     with pytest.raises(UnknownAccelerator, match=r"accelerators\.py"):
         training_job(dev_config, hub)
+
+
+@pytest.mark.parametrize("kind", JOB_KINDS)
+@pytest.mark.parametrize("code", REGIONS)
+def test_every_container_sends_emf_to_the_cloudwatch_agent(
+    dev_config: HubSpokeConfig, kind: str, code: str
+) -> None:
+    job = training_job(dev_config, dev_config.region_config(code), kind=kind)  # type: ignore[arg-type]
+    for template in pod_templates(job):
+        for container in template["spec"]["containers"]:
+            env = {e["name"]: e["value"] for e in container["env"]}
+            # Every rank's container gets it (rank 0 may land in any pod); the workload reads this variable.
+            assert env[training_metrics.AGENT_ENDPOINT_ENV] == training_metrics.AGENT_ENDPOINT
+    assert training_metrics.AGENT_ENDPOINT_ENV == "AWS_EMF_AGENT_ENDPOINT"  # the EMF libraries' convention

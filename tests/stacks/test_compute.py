@@ -10,10 +10,12 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from hubspoke.config import HubSpokeConfig, load
+from hubspoke.k8s.job import JOB_KINDS, training_job
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
 from hubspoke.mtu import peer_mtu_parameter_path
 from tests.conftest import ROOT, minimal
@@ -198,6 +200,48 @@ def test_no_compute_where_config_switches_it_off(config_from: Any) -> None:
         if name.endswith("us-west-2"):
             kinds = {r["Type"] for r in template["Resources"].values()}
             assert not kinds & {"AWS::SageMaker::Cluster", "AWS::EKS::Cluster", "Custom::AWSCDK-EKS-Cluster"}
+
+
+def job_agent_endpoints(config: HubSpokeConfig, code: str) -> set[str]:
+    """AWS_EMF_AGENT_ENDPOINT as every container of both rendered training jobs for the Region gets it."""
+    found = set()
+    for kind in JOB_KINDS:
+        job = training_job(config, config.region_config(code), kind=kind)
+        specs = job["spec"].get("pytorchReplicaSpecs")
+        for replica in specs.values() if specs else job["spec"]["replicaSpecs"]:
+            for container in replica["template"]["spec"]["containers"]:
+                env = {e["name"]: e.get("value") for e in container.get("env", [])}
+                found.add(env.get("AWS_EMF_AGENT_ENDPOINT", ""))
+    return found
+
+
+def test_observability_addon_listens_for_emf_where_the_jobs_send_it(
+    assembly: Path, dev: HubSpokeConfig
+) -> None:
+    for code in compute_regions(dev):
+        [addon] = [
+            a["Properties"]
+            for _, a in resources(compute_template(assembly, dev, code), "AWS::EKS::Addon")
+            if a["Properties"]["AddonName"] == "amazon-cloudwatch-observability"
+        ]
+        settings = json.loads(addon["ConfigurationValues"])
+        collected = settings["agent"]["config"]["logs"]["metrics_collected"]
+        # GPU metrics and container logs stay as they were.
+        assert collected["kubernetes"] == {
+            "enhanced_container_insights": True,
+            "accelerated_compute_metrics": True,
+        }
+        assert settings["containerLogs"]["enabled"] is True
+
+        listen = urlsplit(collected["emf"]["service_address"])
+        [endpoint] = job_agent_endpoints(dev, code)
+        target = urlsplit(endpoint)
+        assert (target.scheme, target.port) == (listen.scheme, listen.port) == ("tcp", 25888), (
+            "jobs must send on the protocol and port the agent listens on; the add-on's operator publishes "
+            "EMF on its cloudwatch-agent Service at 25888 only"
+        )
+        assert listen.hostname in (None, "0.0.0.0"), "the agent must accept other pods, not only itself"
+        assert target.hostname == "cloudwatch-agent.amazon-cloudwatch", "the add-on's agent Service"
 
 
 def test_compute_templates_are_cfn_lint_clean(assembly: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -87,6 +88,31 @@ def job_argument(manifest: Any, flag: str) -> str:
     return found.pop() if found else ""
 
 
+def job_env(manifest: Any, name: str) -> str:
+    """The value of environment variable `name` in every container of the rendered job ("" if unset)."""
+    found: set[str] = set()
+    stack = [manifest]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "image" in item and "command" in item:  # a container
+                env = {e["name"]: e.get("value", "") for e in item.get("env", [])}
+                found.add(env.get(name, ""))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    assert len(found) == 1, f"containers disagree on {name}: {found}"
+    return found.pop()
+
+
+def agent_receives(emf: dict[str, Any], endpoint: str) -> bool:
+    """Whether the agent's EMF listener (`logs.metrics_collected.emf`) is where the job sends its records."""
+    # An empty section listens on tcp and udp 25888, the agent's documented default.
+    listen = urlsplit(emf.get("service_address", f"{urlsplit(endpoint).scheme}://:25888"))
+    target = urlsplit(endpoint)
+    return bool(target.hostname) and (target.scheme, target.port) == (listen.scheme, listen.port)
+
+
 def published(config: HubSpokeConfig, templates: Templates) -> set[Series]:
     """Every series the deployed environment publishes, derived from its templates and the publishing code."""
     series: set[Series] = set()
@@ -108,7 +134,8 @@ def published(config: HubSpokeConfig, templates: Templates) -> set[Series]:
             for t in flt["MetricTransformations"]:
                 series.add((t["MetricNamespace"], t["MetricName"], frozenset(), region))
         # The CloudWatch observability add-on on an EKS cluster: GPU metrics per cluster, and the training
-        # job's stdout (its EMF records) shipped as container logs.
+        # job's EMF records where the agent listens for EMF on the endpoint the rendered job sends to (stdout
+        # shipped as container logs is not enough: Fluent Bit wraps each line, so nothing is extracted).
         clusters = dict(resources(template, "AWS::EKS::Cluster"))
         for _, addon in resources(template, "AWS::EKS::Addon"):
             if addon["AddonName"] != CLOUDWATCH_OBSERVABILITY:
@@ -121,8 +148,9 @@ def published(config: HubSpokeConfig, templates: Templates) -> set[Series]:
                     (compute_metrics.NAMESPACE, name, frozenset({("ClusterName", cluster)}), region)
                     for name in compute_metrics.GPU_METRICS
                 }
-            if settings.get("containerLogs", {}).get("enabled"):
-                job = training_job(config, config.region_config(region))
+            emf = settings["agent"]["config"]["logs"]["metrics_collected"].get("emf")
+            job = training_job(config, config.region_config(region))
+            if emf is not None and agent_receives(emf, job_env(job, training_metrics.AGENT_ENDPOINT_ENV)):
                 record = training_metrics.emf_record(
                     dict.fromkeys(training_metrics.UNITS, 1.0),
                     environment=job_argument(job, "environment"),

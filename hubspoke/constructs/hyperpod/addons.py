@@ -13,6 +13,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from hubspoke import training_metrics
 from hubspoke.policy.acks import acknowledge
 
 VPC_CNI = "vpc-cni"
@@ -37,13 +38,18 @@ TRAINING_OPERATOR_NAMESPACE = "aws-hyperpod"
 TRAINING_OPERATOR_SERVICE_ACCOUNT = "hp-training-operator-controller-manager"
 CLOUDWATCH_SERVICE_ACCOUNT = "cloudwatch-agent"
 
-# Container Insights with enhanced observability (GPU metrics from every node) and container logs.
+# Container Insights with enhanced observability (GPU metrics from every node), container logs, and the
+# agent's EMF listener for the training job's samples/s. The add-on's `agent.config` is the CloudWatch agent
+# configuration file; `emf` makes the agent accept EMF documents on a socket (TCP only here: the job sends
+# over TCP). The add-on's operator publishes EMF on the `cloudwatch-agent` Service at 25888 whatever the
+# address says, so the listener stays on the port the jobs are given (hubspoke/training_metrics.py).
 CLOUDWATCH_CONFIGURATION = {
     "agent": {
         "config": {
             "logs": {
                 "metrics_collected": {
-                    "kubernetes": {"enhanced_container_insights": True, "accelerated_compute_metrics": True}
+                    "kubernetes": {"enhanced_container_insights": True, "accelerated_compute_metrics": True},
+                    "emf": {"service_address": f"tcp://0.0.0.0:{training_metrics.AGENT_PORT}"},
                 }
             }
         }
