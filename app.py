@@ -2,12 +2,10 @@
 
 import sys
 
-from aws_cdk import App
-
 from hubspoke.config import ConfigError, format_problem, load_environments
-from hubspoke.stage import HubSpokeStage
+from hubspoke.stage import HubSpokeStage, new_app
 
-app = App()
+app = new_app()
 try:
     environments = load_environments(app.node.try_get_context("config") or "config")
 except ConfigError as exc:

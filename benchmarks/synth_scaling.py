@@ -35,11 +35,11 @@ Stack(app, "Empty")
 app.synth()
 """
 
+# Built exactly as app.py builds it (hubspoke.stage.new_app).
 HUBSPOKE_APP = """
-from aws_cdk import App
 from hubspoke.config import load
-from hubspoke.stage import HubSpokeStage
-app = App(outdir={outdir!r})
+from hubspoke.stage import HubSpokeStage, new_app
+app = new_app(outdir={outdir!r})
 HubSpokeStage(app, config=load({config!r}).config)
 app.synth()
 """

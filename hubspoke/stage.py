@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from aws_cdk import CrossStackReferences, ReferenceStrength, Stack, Stage, Tags, Validations
+from aws_cdk import App, CrossStackReferences, ReferenceStrength, Stack, Stage, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
@@ -32,6 +32,16 @@ BUILDERS: dict[StackKind, Builder] = {
     "ops": build_ops,
     "dashboard": build_dashboard,
 }
+
+
+def new_app(*, outdir: str | None = None) -> App:
+    """The CDK App every hubspoke synth runs in: app.py, the tests and the benchmark alike.
+
+    CDK's built-in CloudFormation validation plugin is off: it tripled synth time (benchmarks/) and repeats
+    what cfn-lint, pinned and stricter, checks over every template in `make synth` and in the tests.
+    cdk-nag and our pack still run inside every synth.
+    """
+    return App(outdir=outdir, builtin_cloud_formation_validation=False)
 
 
 class HubSpokeStage(Stage):

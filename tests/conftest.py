@@ -45,12 +45,10 @@ def synth(config: HubSpokeConfig) -> Templates:
     key = config.model_dump_json()
     if key in _SYNTH_CACHE:
         return _SYNTH_CACHE[key]
-    from aws_cdk import App
-
-    from hubspoke.stage import HubSpokeStage
+    from hubspoke.stage import HubSpokeStage, new_app
 
     outdir = tempfile.mkdtemp(prefix="hubspoke-synth-")
-    app = App(outdir=outdir)
+    app = new_app(outdir=outdir)
     stage = HubSpokeStage(app, config=config)
     assembly = app.synth().get_nested_assembly(f"assembly-{stage.stage_name}")
     templates = {

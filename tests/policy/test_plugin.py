@@ -8,11 +8,11 @@ from aws_cdk import aws_ec2 as ec2
 
 from hubspoke.config import HubSpokeConfig
 from hubspoke.policy.acks import acknowledge
-from hubspoke.stage import HubSpokeStage
+from hubspoke.stage import HubSpokeStage, new_app
 
 
 def test_world_open_security_group_stops_synth(dev_config: HubSpokeConfig, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    app = App(outdir=str(tmp_path))
+    app = new_app(outdir=str(tmp_path))
     stage = HubSpokeStage(app, config=dev_config)
     net = stage.stacks["network-us-east-2"]
     sg = net.node.find_child("PeerPath")

@@ -30,12 +30,10 @@ def dev() -> HubSpokeConfig:
 
 def synth_to(config: HubSpokeConfig) -> Path:
     """Synthesize an environment into its own temp dir (never the shared synth cache), policy included."""
-    from aws_cdk import App
-
-    from hubspoke.stage import HubSpokeStage
+    from hubspoke.stage import HubSpokeStage, new_app
 
     outdir = Path(tempfile.mkdtemp(prefix="hubspoke-compute-"))
-    app = App(outdir=str(outdir))
+    app = new_app(outdir=str(outdir))
     stage = HubSpokeStage(app, config=config)
     app.synth()
     return outdir / f"assembly-{stage.stage_name}"

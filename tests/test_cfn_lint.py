@@ -1,0 +1,30 @@
+"""cfn-lint over every template config/dev.yaml produces: zero errors (CDK's own schema check is off, see new_app)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import Templates
+
+
+def test_dev_templates_have_no_cfn_lint_errors(dev_templates: Templates, tmp_path: Path) -> None:
+    paths = []
+    for stack_id, template in dev_templates.items():
+        path = tmp_path / f"{stack_id}.template.json"
+        path.write_text(json.dumps(template))
+        paths.append(str(path))
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", "--", *paths],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    errors = [
+        line for line in result.stdout.splitlines() if ":E" in line or line.split(":")[-2:-1] == ["error"]
+    ]
+    # cfn-lint exit codes are a bit mask: 2 means at least one error; warnings (4) and info (8) are allowed.
+    assert not result.returncode & 2 and not errors, result.stdout + result.stderr
+    assert result.returncode & 1 == 0, result.stderr  # 1: cfn-lint itself failed
