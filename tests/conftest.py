@@ -28,6 +28,10 @@ def write_config(tmp_path: Path, data: dict[str, Any], name: str = "env.yaml") -
     return path
 
 
+# A Region that only peers: no CNQ, no HyperPod (what a spoke in another account can be today).
+NETWORK_ONLY: dict[str, Any] = {"storage": {"enabled": False}, "compute": {"enabled": False}}
+
+
 def minimal(**overrides: Any) -> dict[str, Any]:
     """The minimal valid config of DESIGN.md §4, with top-level overrides."""
     data: dict[str, Any] = {

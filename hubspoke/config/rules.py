@@ -181,6 +181,21 @@ def compute_mounts_local_storage(raw: Mapping[str, Any]) -> Iterator[Problem]:
             )
 
 
+def portal_stays_in_one_account(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """A spoke's portal Lambda reads the hub's admin secret, which is not shared with other accounts (yet)."""
+    default = raw.get("account")
+    hub_account = _section(raw, "hub").get("account", default)
+    for path, region in _regions(raw):
+        account = region.get("account", default)
+        if path != "hub" and account != hub_account and _enabled(_section(region, "storage")):
+            yield Problem(
+                f"{path}.storage",
+                f"a CNQ spoke in account {account} cannot reach the hub's admin secret in account {hub_account} "
+                "(cross-account portals are not supported yet): put this spoke in the hub's account, or set "
+                "storage.enabled: false and compute.enabled: false to peer the network only",
+            )
+
+
 def checkpoints_outside_dataset(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """Checkpoints under the dataset path would land in the portal: read-only, or written across Regions."""
     for path, region in _regions(raw):
@@ -242,6 +257,7 @@ RULES: tuple[Rule, ...] = (
     cnq_instance_family,
     compute_only_where_hyperpod_runs,
     compute_mounts_local_storage,
+    portal_stays_in_one_account,
     checkpoints_outside_dataset,
     public_endpoint_not_open_to_world,
     peering_quota,

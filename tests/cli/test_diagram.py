@@ -11,7 +11,7 @@ from hubspoke.cli.diagram import dot_source
 from hubspoke.cli.main import main
 from hubspoke.config import load
 from hubspoke.ports import CROSS_REGION_PORTS
-from tests.conftest import minimal, write_config
+from tests.conftest import NETWORK_ONLY, minimal, write_config
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 SPOKES = [
@@ -81,7 +81,7 @@ def test_committed_dev_diagram_matches_the_dev_config() -> None:
 
 
 def test_cross_account_peering_is_labelled(tmp_path: Path) -> None:
-    spokes = [{"region": "us-west-2", "cidr": "10.20.0.0/16", "account": "222222222222"}]
+    spokes = [{"region": "us-west-2", "cidr": "10.20.0.0/16", "account": "222222222222", **NETWORK_ONLY}]
     source = dot_source(load(write_config(tmp_path, minimal(spokes=spokes))).config)
     assert "cross-account" in source and "222222222222" in source
     assert "cross-account" not in dot_source(load(write_config(tmp_path, minimal(), "same.yaml")).config)

@@ -13,7 +13,7 @@ from hubspoke.cli.main import main
 from hubspoke.cli.plan import build_plan
 from hubspoke.config import load
 from hubspoke.topology import plan_stacks, stage_id
-from tests.conftest import minimal, write_config
+from tests.conftest import NETWORK_ONLY, minimal, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,7 +69,7 @@ def test_bootstrap_once_per_account_and_region_with_trust_across_accounts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     spokes = [
-        {"region": "us-west-2", "cidr": "10.20.0.0/16", "account": "222222222222"},
+        {"region": "us-west-2", "cidr": "10.20.0.0/16", "account": "222222222222", **NETWORK_ONLY},
         {"region": "eu-west-1", "cidr": "10.30.0.0/16"},
     ]
     data = _plan(tmp_path, capsys, spokes=spokes)

@@ -76,6 +76,11 @@ def test_adding_a_spoke_is_one_entry(tmp_path: Path) -> None:
             "HyperPod is not offered in af-south-1",
         ),
         (
+            with_spoke(account="222222222222"),
+            "spokes[0].storage",
+            "cross-account portals are not supported",
+        ),
+        (
             with_spoke(compute={"public_access_cidrs": ["0.0.0.0/0"]}),
             "spokes[0].compute.public_access_cidrs[0]",
             "whole internet",

@@ -9,7 +9,7 @@ from typing import Any
 from hubspoke.config import HubSpokeConfig
 from hubspoke.config.layout import route_table_az_ids
 from hubspoke.ports import CROSS_REGION_PORTS
-from tests.conftest import Templates, synth
+from tests.conftest import NETWORK_ONLY, Templates, synth
 
 
 def resources(template: dict[str, Any], kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -142,7 +142,9 @@ def test_cross_account_spoke_uses_hub_created_peer_role(config_from: Any) -> Non
         "environment": "xacct",
         "account": "111111111111",
         "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
-        "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16", "account": "222222222222"}],
+        "spokes": [
+            {"region": "us-west-2", "cidr": "10.20.0.0/16", "account": "222222222222", **NETWORK_ONLY}
+        ],
     }
     templates = synth(config_from(data))
     [(_, role)] = resources(templates["peer-access-us-west-2"], "AWS::IAM::Role")
