@@ -32,6 +32,13 @@ AGENT_SERVICE = "cloudwatch-agent"
 AGENT_NAMESPACE = "amazon-cloudwatch"
 AGENT_PORT = 25888
 AGENT_ENDPOINT = f"tcp://{AGENT_SERVICE}.{AGENT_NAMESPACE}:{AGENT_PORT}"
+# The agent files each record in the log group its `_aws.LogGroupName` names; without one it creates a
+# default group with no retention. Each Region's Compute stack creates this one, with a retention.
+
+
+def log_group_name(environment: str) -> str:
+    """The log group the agent writes this environment's training metric records to."""
+    return f"/hubspoke/{environment}/training-metrics"
 
 
 def emf_record(
@@ -51,6 +58,7 @@ def emf_record(
     return {
         "_aws": {
             "Timestamp": int(time.time() * 1000) if timestamp_ms is None else timestamp_ms,
+            "LogGroupName": log_group_name(environment),
             "CloudWatchMetrics": [
                 {
                     "Namespace": NAMESPACE,

@@ -5,10 +5,12 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Fn, Stack
+from aws_cdk import CfnOutput, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from hubspoke import training_metrics
 from hubspoke.compute_metrics import eks_cluster_name, hyperpod_cluster_name
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.hyperpod.addons import OperatorAddons
@@ -108,6 +110,15 @@ class ComputeStack(PlannedStack):
             manifest.node.add_dependency(dependencies)
         self.eks = plane
         self.hyperpod = hyperpod
+        # Where the CloudWatch agent files the training job's metric records (their `_aws.LogGroupName`):
+        # ours, with a retention, instead of a default group the agent would create without one.
+        logs.LogGroup(
+            self,
+            "TrainingMetrics",
+            log_group_name=training_metrics.log_group_name(config.environment),
+            retention=logs.RetentionDays.THREE_MONTHS,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
         CfnOutput(self, EKS_CLUSTER_NAME_OUTPUT, value=plane.cluster.cluster_name)
         CfnOutput(self, HYPERPOD_CLUSTER_ARN_OUTPUT, value=hyperpod.cluster.attr_cluster_arn)
 

@@ -255,3 +255,15 @@ def test_compute_templates_are_cfn_lint_clean(assembly: Path) -> None:
     findings = [line for line in result.stdout.splitlines() if line.strip()]
     # W3005 is CDK's own explicit DependsOn between a Lambda and its role; everything else must be fixed.
     assert [f for f in findings if ":W3005:" not in f] == [], result.stdout + result.stderr
+
+
+def test_training_metric_records_land_in_a_group_with_retention(assembly: Path, dev: HubSpokeConfig) -> None:
+    from hubspoke import training_metrics
+
+    for code in compute_regions(dev):
+        groups = [
+            r["Properties"]
+            for _, r in resources(compute_template(assembly, dev, code), "AWS::Logs::LogGroup")
+            if r["Properties"].get("LogGroupName") == training_metrics.log_group_name(dev.environment)
+        ]
+        assert len(groups) == 1 and groups[0]["RetentionInDays"] > 0, code

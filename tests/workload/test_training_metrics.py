@@ -27,6 +27,8 @@ def test_record_follows_the_embedded_metric_format() -> None:
     assert [m["Name"] for m in directive["Metrics"]] == [tm.SAMPLES_PER_SECOND]
     assert record[tm.SAMPLES_PER_SECOND] == 116.5
     assert record["Step"] == 10
+    # The agent files it in the group the Compute stack creates with a retention, not a default one.
+    assert record["_aws"]["LogGroupName"] == tm.log_group_name("dev")
 
 
 def test_unknown_metric_is_refused() -> None:
