@@ -279,7 +279,9 @@ def test_cli_exit_codes_and_json_against_moto(
 def test_cli_bootstrap_version_matches_the_pinned_cdk_cli() -> None:
     template = ROOT / "node_modules" / "aws-cdk" / "lib" / "api" / "bootstrap" / "bootstrap-template.yaml"
     # `make test` installs the pinned CLI first; a missing file means the CLI moved it: fail, never skip.
-    assert template.exists(), f"{template} not found: run `make setup`, or update this path for the pinned CLI"
+    assert template.exists(), (
+        f"{template} not found: run `make setup`, or update this path for the pinned CLI"
+    )
     text = template.read_text()
     block = text[text.index("  CdkBootstrapVersion:\n    Type: AWS::SSM::Parameter") :]
     value = block.split("Value: '", 1)[1].split("'", 1)[0]
