@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,19 @@ def synth(config: HubSpokeConfig) -> Templates:
     }
     _SYNTH_CACHE[key] = templates
     return templates
+
+
+def resources(template: dict[str, Any], kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(logical ID, resource) for every resource of `kind` in a synthesized template."""
+    for logical_id, res in template["Resources"].items():
+        if res["Type"] == kind:
+            yield logical_id, res
+
+
+def properties(template: dict[str, Any], kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(logical ID, Properties) for every resource of `kind` in a synthesized template."""
+    for logical_id, res in resources(template, kind):
+        yield logical_id, res.get("Properties", {})
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,7 +17,7 @@ from hubspoke.config import HubSpokeConfig, load
 from hubspoke.k8s.job import JOB_KINDS, training_job
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
 from hubspoke.mtu import peer_mtu_parameter_path
-from tests.conftest import ROOT, minimal
+from tests.conftest import ROOT, minimal, resources
 
 Template = dict[str, Any]
 
@@ -56,12 +55,6 @@ def templates(assembly: Path) -> dict[str, Template]:
 
 def compute_template(assembly: Path, config: HubSpokeConfig, region: str) -> Template:
     return templates(assembly)[f"hubspoke-{config.environment}-compute-{region}"]
-
-
-def resources(template: Template, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    for logical_id, res in template["Resources"].items():
-        if res["Type"] == kind:
-            yield logical_id, res
 
 
 def compute_regions(config: HubSpokeConfig) -> list[str]:

@@ -16,8 +16,8 @@ from hubspoke.constructs.hyperpod.addons import CLOUDWATCH_OBSERVABILITY
 from hubspoke.k8s.job import training_job
 from hubspoke.policy.rules import METADATA_KEY
 from hubspoke.stacks.ops import GPU_LOW_MINUTES
-from tests.conftest import Templates, minimal, synth
-from tests.stacks.test_ops import alarm_metrics, resources
+from tests.conftest import Templates, minimal, properties, synth
+from tests.stacks.test_ops import alarm_metrics
 
 # A series: namespace, metric name, dimensions, and the Region it lives in.
 Series = tuple[str, str, frozenset[tuple[str, str]], str]
@@ -41,7 +41,7 @@ def region_of(template: dict[str, Any]) -> str:
 
 def dashboard_of(templates: Templates) -> tuple[str, dict[str, Any]]:
     [(sid, template)] = [(s, t) for s, t in templates.items() if s.startswith("dashboard-")]
-    [(_, props)] = resources(template, "AWS::CloudWatch::Dashboard")
+    [(_, props)] = properties(template, "AWS::CloudWatch::Dashboard")
     body = props["DashboardBody"]
     assert isinstance(body, str), (
         "the body must not reference other stacks (no tokens, no cross-Region values)"
@@ -119,7 +119,7 @@ def published(config: HubSpokeConfig, templates: Templates) -> set[Series]:
     for template in templates.values():
         region = region_of(template)
         # The canary's EMF line, for the environment and spoke its function is configured with.
-        for _, fn in resources(template, "AWS::Lambda::Function"):
+        for _, fn in properties(template, "AWS::Lambda::Function"):
             env = fn.get("Environment", {}).get("Variables", {})
             if "SPOKE_REGION" in env:
                 line = canary_metrics.emf_line(
@@ -130,14 +130,14 @@ def published(config: HubSpokeConfig, templates: Templates) -> set[Series]:
                 )
                 series |= emf_series(json.loads(line), region)
         # Flow-log metric filters: no dimensions.
-        for _, flt in resources(template, "AWS::Logs::MetricFilter"):
+        for _, flt in properties(template, "AWS::Logs::MetricFilter"):
             for t in flt["MetricTransformations"]:
                 series.add((t["MetricNamespace"], t["MetricName"], frozenset(), region))
         # The CloudWatch observability add-on on an EKS cluster: GPU metrics per cluster, and the training
         # job's EMF records where the agent listens for EMF on the endpoint the rendered job sends to (stdout
         # shipped as container logs is not enough: Fluent Bit wraps each line, so nothing is extracted).
-        clusters = dict(resources(template, "AWS::EKS::Cluster"))
-        for _, addon in resources(template, "AWS::EKS::Addon"):
+        clusters = dict(properties(template, "AWS::EKS::Cluster"))
+        for _, addon in properties(template, "AWS::EKS::Addon"):
             if addon["AddonName"] != CLOUDWATCH_OBSERVABILITY:
                 continue
             settings = json.loads(addon["ConfigurationValues"])
@@ -222,7 +222,7 @@ def test_every_metric_a_widget_shows_is_published(
         namespaces.add(series[0])
     # Every source appears: canary, flow-log filters, and where a cluster runs, Container Insights and the job.
     assert len(namespaces) == (4 if any(sid.startswith("compute-") for sid in templates) else 2)
-    for _, alarm in resources(templates[sid], "AWS::CloudWatch::Alarm"):
+    for _, alarm in properties(templates[sid], "AWS::CloudWatch::Alarm"):
         for metric in alarm_metrics(alarm):
             dims = frozenset((d["Name"], d["Value"]) for d in metric["Dimensions"])
             assert (metric["Namespace"], metric["MetricName"], dims, region_of(templates[sid])) in available
@@ -244,21 +244,21 @@ def dashboard_alone(config: HubSpokeConfig, stack_ids: set[str]) -> dict[str, An
 def test_hub_gpu_alarm_lives_with_the_dashboard(dev_config: HubSpokeConfig) -> None:
     hub = dev_config.hub.region
     template = dashboard_alone(dev_config, {f"compute-{hub}", "ops-us-west-2"})
-    [(_, alarm)] = resources(template, "AWS::CloudWatch::Alarm")
+    [(_, alarm)] = properties(template, "AWS::CloudWatch::Alarm")
     assert alarm["Threshold"] == dev_config.ops.gpu_utilization_floor_percent
     assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == GPU_LOW_MINUTES
     gpu = [m for m in alarm_metrics(alarm) if m["Namespace"] == compute_metrics.NAMESPACE]
     assert [d["Value"] for m in gpu for d in m["Dimensions"]] == [
         compute_metrics.eks_cluster_name(dev_config, dev_config.hub)
     ]
-    topics = dict(resources(template, "AWS::SNS::Topic"))
+    topics = dict(properties(template, "AWS::SNS::Topic"))
     assert {a["Ref"] for a in alarm["AlarmActions"]} <= set(topics)
     assert all("KmsMasterKeyId" in t for t in topics.values())
 
     # Without a Compute stack in the hub Region there is nothing to watch, and no topic to pay for.
     template = dashboard_alone(dev_config, {"compute-us-west-2", "ops-us-west-2"})
-    assert not list(resources(template, "AWS::CloudWatch::Alarm"))
-    assert not list(resources(template, "AWS::SNS::Topic"))
+    assert not list(properties(template, "AWS::CloudWatch::Alarm"))
+    assert not list(properties(template, "AWS::SNS::Topic"))
 
 
 def test_dashboard_deploys_after_what_it_shows_and_references_no_stack(

@@ -9,19 +9,15 @@ from typing import Any
 from hubspoke.config import HubSpokeConfig
 from hubspoke.config.layout import route_table_az_ids
 from hubspoke.ports import CROSS_REGION_PORTS
-from tests.conftest import NETWORK_ONLY, Templates, synth
-
-
-def resources(template: dict[str, Any], kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    for logical_id, res in template["Resources"].items():
-        if res["Type"] == kind:
-            yield logical_id, res.get("Properties", {})
+from tests.conftest import NETWORK_ONLY, Templates, properties, synth
 
 
 def test_one_peering_per_spoke_and_none_elsewhere(
     dev_config: HubSpokeConfig, dev_templates: Templates
 ) -> None:
-    peerings = {sid: list(resources(t, "AWS::EC2::VPCPeeringConnection")) for sid, t in dev_templates.items()}
+    peerings = {
+        sid: list(properties(t, "AWS::EC2::VPCPeeringConnection")) for sid, t in dev_templates.items()
+    }
     for spoke in dev_config.spokes:
         [(_, props)] = peerings.pop(f"network-{spoke.region}")
         assert props["PeerRegion"] == dev_config.hub.region
@@ -40,7 +36,7 @@ def test_spoke_routes_every_hub_cidr_in_every_private_table(
         assert len(private) == len(route_table_az_ids(spoke))
         routed = {
             (p["RouteTableId"]["Ref"], p["DestinationCidrBlock"])
-            for _, p in resources(t, "AWS::EC2::Route")
+            for _, p in properties(t, "AWS::EC2::Route")
             if "VpcPeeringConnectionId" in p
         }
         assert routed == {(rt, c) for rt in private for c in dev_config.hub.all_cidrs}
@@ -48,11 +44,11 @@ def test_spoke_routes_every_hub_cidr_in_every_private_table(
 
 def test_hub_routes_live_in_link_stack(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
     hub = dev_templates[f"network-{dev_config.hub.region}"]
-    assert not list(resources(hub, "AWS::EC2::VPCPeeringConnection"))
-    assert not any("VpcPeeringConnectionId" in p for _, p in resources(hub, "AWS::EC2::Route"))
+    assert not list(properties(hub, "AWS::EC2::VPCPeeringConnection"))
+    assert not any("VpcPeeringConnectionId" in p for _, p in properties(hub, "AWS::EC2::Route"))
     for spoke in dev_config.spokes:
         link = dev_templates[f"link-{spoke.region}"]
-        routes = [p for _, p in resources(link, "AWS::EC2::Route")]
+        routes = [p for _, p in properties(link, "AWS::EC2::Route")]
         tables = {r["RouteTableId"]["Fn::GetStackOutput"]["OutputName"] for r in routes}
         hub_tables = {k for k in hub["Outputs"] if k.startswith("PrivateRouteTable")}
         assert tables == hub_tables
@@ -68,9 +64,9 @@ def test_hub_routes_live_in_link_stack(dev_config: HubSpokeConfig, dev_templates
 
 def _ingress(templates: Templates) -> Iterator[tuple[str, dict[str, Any]]]:
     for sid, t in templates.items():
-        for _, p in resources(t, "AWS::EC2::SecurityGroupIngress"):
+        for _, p in properties(t, "AWS::EC2::SecurityGroupIngress"):
             yield sid, p
-        for _, p in resources(t, "AWS::EC2::SecurityGroup"):
+        for _, p in properties(t, "AWS::EC2::SecurityGroup"):
             for rule in p.get("SecurityGroupIngress", []):
                 yield sid, rule
 
@@ -97,7 +93,7 @@ def test_cross_region_ingress_only_from_peer_cidrs_on_needed_ports(
 
 
 def test_vpcs_do_not_overlap_and_match_config(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
-    vpcs = [p["CidrBlock"] for t in dev_templates.values() for _, p in resources(t, "AWS::EC2::VPC")]
+    vpcs = [p["CidrBlock"] for t in dev_templates.values() for _, p in properties(t, "AWS::EC2::VPC")]
     assert sorted(vpcs) == sorted(r.cidr for r in dev_config.regions())
     nets = [ipaddress.IPv4Network(c) for c in vpcs]
     assert not any(a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1 :])
@@ -106,18 +102,18 @@ def test_vpcs_do_not_overlap_and_match_config(dev_config: HubSpokeConfig, dev_te
 def test_each_region_network_basics(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
     for region in dev_config.regions():
         t = dev_templates[f"network-{region.region}"]
-        subnets = [p for _, p in resources(t, "AWS::EC2::Subnet")]
+        subnets = [p for _, p in properties(t, "AWS::EC2::Subnet")]
         assert all("AvailabilityZone" not in s and s["AvailabilityZoneId"] for s in subnets)
         accel = [s for s in subnets if {"Key": "hubspoke:subnet", "Value": "accelerator"} in s["Tags"]]
         assert [s["AvailabilityZoneId"] for s in accel] == [region.resolved_accelerator_az_id]
-        [(_, endpoint)] = resources(t, "AWS::EC2::VPCEndpoint")
+        [(_, endpoint)] = properties(t, "AWS::EC2::VPCEndpoint")
         assert endpoint["ServiceName"] == f"com.amazonaws.{region.region}.s3"
         assert endpoint["VpcEndpointType"] == "Gateway"
-        [(_, flow)] = resources(t, "AWS::EC2::FlowLog")
+        [(_, flow)] = properties(t, "AWS::EC2::FlowLog")
         assert flow["TrafficType"] == "ALL"
-        [(group_id, _)] = resources(t, "AWS::Logs::LogGroup")
+        [(group_id, _)] = properties(t, "AWS::Logs::LogGroup")
         assert t["Resources"][group_id]["DeletionPolicy"] == "Retain"
-        assert len(list(resources(t, "AWS::EC2::NatGateway"))) == 1  # nat: single by default
+        assert len(list(properties(t, "AWS::EC2::NatGateway"))) == 1  # nat: single by default
 
 
 def test_nat_modes(config_from: Any) -> None:
@@ -128,12 +124,12 @@ def test_nat_modes(config_from: Any) -> None:
         "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16", "nat": "none"}],
     }
     templates = synth(config_from(data))
-    assert len(list(resources(templates["network-us-east-2"], "AWS::EC2::NatGateway"))) == 2
+    assert len(list(properties(templates["network-us-east-2"], "AWS::EC2::NatGateway"))) == 2
     spoke = templates["network-us-west-2"]
-    assert not list(resources(spoke, "AWS::EC2::NatGateway"))
-    assert not list(resources(spoke, "AWS::EC2::InternetGateway"))
+    assert not list(properties(spoke, "AWS::EC2::NatGateway"))
+    assert not list(properties(spoke, "AWS::EC2::InternetGateway"))
     assert not any(
-        p.get("DestinationCidrBlock") == "0.0.0.0/0" for _, p in resources(spoke, "AWS::EC2::Route")
+        p.get("DestinationCidrBlock") == "0.0.0.0/0" for _, p in properties(spoke, "AWS::EC2::Route")
     )
 
 
@@ -147,13 +143,13 @@ def test_cross_account_spoke_uses_hub_created_peer_role(config_from: Any) -> Non
         ],
     }
     templates = synth(config_from(data))
-    [(_, role)] = resources(templates["peer-access-us-west-2"], "AWS::IAM::Role")
+    [(_, role)] = properties(templates["peer-access-us-west-2"], "AWS::IAM::Role")
     assert role["RoleName"] == "hubspoke-xacct-peer-us-west-2"
     principal = role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["AWS"]
     assert "222222222222" in str(principal)
-    [(_, peering)] = resources(templates["network-us-west-2"], "AWS::EC2::VPCPeeringConnection")
+    [(_, peering)] = properties(templates["network-us-west-2"], "AWS::EC2::VPCPeeringConnection")
     assert peering["PeerOwnerId"] == "111111111111"
     assert "role/hubspoke-xacct-peer-us-west-2" in str(peering["PeerRoleArn"])
     assert "role/hubspoke-xacct-peer-us-west-2" in str(peering["PeerVpcId"]["Fn::GetStackOutput"]["RoleArn"])
-    link_route = next(p for _, p in resources(templates["link-us-west-2"], "AWS::EC2::Route"))
+    link_route = next(p for _, p in properties(templates["link-us-west-2"], "AWS::EC2::Route"))
     assert "role/hubspoke-xacct-link-reader-us-west-2" in str(link_route["VpcPeeringConnectionId"])

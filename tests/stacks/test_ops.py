@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +12,9 @@ from hubspoke.config import HubSpokeConfig
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.canary.traffic import namespace as traffic_namespace
 from hubspoke.stacks.ops import CANARY_PORTS, HUB_UNREACHABLE_MINUTES
-from tests.conftest import Templates, minimal, synth
+from tests.conftest import Templates, minimal, properties, synth
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def resources(template: dict[str, Any], kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    for logical_id, res in template["Resources"].items():
-        if res["Type"] == kind:
-            yield logical_id, res.get("Properties", {})
 
 
 def alarm_metrics(props: dict[str, Any]) -> list[dict[str, Any]]:
@@ -35,7 +28,7 @@ def alarm_metrics(props: dict[str, Any]) -> list[dict[str, Any]]:
 def published_by_filters(template: dict[str, Any]) -> set[tuple[str, str]]:
     return {
         (t["MetricNamespace"], t["MetricName"])
-        for _, p in resources(template, "AWS::Logs::MetricFilter")
+        for _, p in properties(template, "AWS::Logs::MetricFilter")
         for t in p["MetricTransformations"]
     }
 
@@ -45,16 +38,16 @@ def test_every_spoke_has_a_scheduled_canary_in_its_vpc(
 ) -> None:
     for spoke in dev_config.spokes:
         ops = dev_templates[f"ops-{spoke.region}"]
-        [(fn_id, fn)] = resources(ops, "AWS::Lambda::Function")
+        [(fn_id, fn)] = properties(ops, "AWS::Lambda::Function")
         assert fn["VpcConfig"]["SubnetIds"], "the canary must probe from inside the spoke VPC"
         env = fn["Environment"]["Variables"]
         assert env["SPOKE_REGION"] == spoke.region
         assert env["HUB_PORTS"] == ",".join(map(str, CANARY_PORTS)) and set(CANARY_PORTS) == {2049, 3713}
-        [(_, rule)] = resources(ops, "AWS::Events::Rule")
+        [(_, rule)] = properties(ops, "AWS::Events::Rule")
         assert rule["ScheduleExpression"] == "rate(1 minute)"
         assert rule["Targets"][0]["Arn"] == {"Fn::GetAtt": [fn_id, "Arn"]}
         # The canary may only reach the hub on the probed ports, the local REST API and HTTPS.
-        [(_, sg)] = resources(ops, "AWS::EC2::SecurityGroup")
+        [(_, sg)] = properties(ops, "AWS::EC2::SecurityGroup")
         hub_rules = [r for r in sg["SecurityGroupEgress"] if r["CidrIp"] in dev_config.hub.all_cidrs]
         assert {r["FromPort"] for r in hub_rules} == set(CANARY_PORTS)
 
@@ -64,7 +57,7 @@ def test_hub_outage_is_detected_within_three_minutes(
 ) -> None:
     for spoke in dev_config.spokes:
         ops = dev_templates[f"ops-{spoke.region}"]
-        alarms = {p["AlarmName"]: p for _, p in resources(ops, "AWS::CloudWatch::Alarm")}
+        alarms = {p["AlarmName"]: p for _, p in properties(ops, "AWS::CloudWatch::Alarm")}
         hub = alarms[f"hubspoke-dev-ops-{spoke.region}-hub-unreachable"]
         assert hub["MetricName"] == canary_metrics.HUB_REACHABLE
         assert hub["Period"] * hub["EvaluationPeriods"] <= HUB_UNREACHABLE_MINUTES * 60
@@ -81,11 +74,11 @@ def test_every_alarm_notifies_an_encrypted_topic(
 ) -> None:
     for spoke in dev_config.spokes:
         ops = dev_templates[f"ops-{spoke.region}"]
-        topics = dict(resources(ops, "AWS::SNS::Topic"))
+        topics = dict(properties(ops, "AWS::SNS::Topic"))
         assert all("KmsMasterKeyId" in t for t in topics.values())
-        for _, alarm in resources(ops, "AWS::CloudWatch::Alarm"):
+        for _, alarm in properties(ops, "AWS::CloudWatch::Alarm"):
             assert {a["Ref"] for a in alarm["AlarmActions"]} <= set(topics)
-        for _, key in resources(ops, "AWS::KMS::Key"):
+        for _, key in properties(ops, "AWS::KMS::Key"):
             assert key["EnableKeyRotation"] is True
 
 
@@ -97,7 +90,7 @@ def test_every_alarm_reads_a_metric_that_something_publishes(
         ops = dev_templates[f"ops-{spoke.region}"]
         filters = published_by_filters(ops)
         seen = set()
-        for _, alarm in resources(ops, "AWS::CloudWatch::Alarm"):
+        for _, alarm in properties(ops, "AWS::CloudWatch::Alarm"):
             for metric in alarm_metrics(alarm):
                 ns, name = metric["Namespace"], metric["MetricName"]
                 seen.add(ns)
@@ -133,18 +126,18 @@ def test_alarm_emails_subscribe_and_floors_come_from_config(config_from: Any) ->
     templates = synth(config)
     for spoke in ("us-west-2", "eu-west-1"):
         ops = templates[f"ops-{spoke}"]
-        subs = [p for _, p in resources(ops, "AWS::SNS::Subscription")]
+        subs = [p for _, p in properties(ops, "AWS::SNS::Subscription")]
         assert [(s["Protocol"], s["Endpoint"]) for s in subs] == [("email", "oncall@example.com")]
         alarms = {
             p["AlarmName"].split(f"ops-{spoke}-", 1)[1]: p
-            for _, p in resources(ops, "AWS::CloudWatch::Alarm")
+            for _, p in properties(ops, "AWS::CloudWatch::Alarm")
         }
         assert alarms["cache-hit-ratio-low"]["Threshold"] == 0.8
         if spoke == "us-west-2":
             assert alarms["gpu-utilization-low"]["Threshold"] == 70
         else:
             assert "gpu-utilization-low" not in alarms, "no GPUs to watch where compute is off"
-        assert len(list(resources(ops, "AWS::Lambda::Function"))) == 1
+        assert len(list(properties(ops, "AWS::Lambda::Function"))) == 1
 
 
 def test_canary_asset_carries_the_sdk_and_its_handler() -> None:
@@ -159,7 +152,7 @@ def test_canary_asset_carries_the_sdk_and_its_handler() -> None:
                           code=runtime_code())  # fmt: skip
     assembly = app.synth()
     template = assembly.get_stack_artifact(stack.artifact_id).template
-    asset = next(iter(resources(template, "AWS::Lambda::Function")))[1]["Code"]["S3Key"]
+    asset = next(iter(properties(template, "AWS::Lambda::Function")))[1]["Code"]["S3Key"]
     folder = Path(assembly.directory) / f"asset.{asset.split('.')[0]}"
     assert (folder / "runtime" / "handler.py").is_file()
     assert (folder / "qumulo" / "rest_client.py").is_file()

@@ -4,7 +4,6 @@ in any template, Qumulo's ingress rules, exactly one portal per spoke pointing a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from hubspoke.stacks.storage import (
     PORTAL_RESOURCE,
 )
 from hubspoke.topology import stack_name
-from tests.conftest import Templates, minimal, synth, write_config
+from tests.conftest import Templates, minimal, resources, synth, write_config
 
 QUMULO_VPC_PORTS = {
     ("tcp", 2049),
@@ -29,12 +28,6 @@ QUMULO_VPC_PORTS = {
     ("tcp", 3713),
     ("tcp", 8000),
 }
-
-
-def resources(template: dict[str, Any], kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    for logical_id, res in template["Resources"].items():
-        if res["Type"] == kind:
-            yield logical_id, res
 
 
 def storage_templates(config: HubSpokeConfig, templates: Templates) -> dict[str, dict[str, Any]]:
@@ -65,12 +58,18 @@ def varied_templates(varied_config: HubSpokeConfig) -> Templates:
     return synth(varied_config)
 
 
-@pytest.mark.parametrize("which", ["dev", "varied"])
+@pytest.fixture(params=["dev", "varied"])
+def case(request: pytest.FixtureRequest) -> tuple[HubSpokeConfig, Templates]:
+    """Each storage invariant holds for config/dev.yaml and for a config that varies every storage knob."""
+    return request.getfixturevalue(f"{request.param}_config"), request.getfixturevalue(
+        f"{request.param}_templates"
+    )
+
+
 def test_nodes_as_configured_imdsv2_encrypted_retained_volumes(
-    which: str, request: pytest.FixtureRequest
+    case: tuple[HubSpokeConfig, Templates],
 ) -> None:
-    config: HubSpokeConfig = request.getfixturevalue(f"{which}_config")
-    templates: Templates = request.getfixturevalue(f"{which}_templates")
+    config, templates = case
     for region_code, template in storage_templates(config, templates).items():
         storage = config.region_config(region_code).storage
         nodes = [res["Properties"] for _, res in resources(template, "AWS::EC2::Instance")]
@@ -94,12 +93,10 @@ def test_nodes_as_configured_imdsv2_encrypted_retained_volumes(
             assert all(n["ImageId"] == {"Ref": param_id} for n in nodes), "no AMI lookup at synth"
 
 
-@pytest.mark.parametrize("which", ["dev", "varied"])
 def test_every_bucket_key_and_secret_is_retained_and_encrypted(
-    which: str, request: pytest.FixtureRequest
+    case: tuple[HubSpokeConfig, Templates],
 ) -> None:
-    config: HubSpokeConfig = request.getfixturevalue(f"{which}_config")
-    templates: Templates = request.getfixturevalue(f"{which}_templates")
+    config, templates = case
     for region_code, template in storage_templates(config, templates).items():
         storage = config.region_config(region_code).storage
         kinds = ("AWS::S3::Bucket", "AWS::KMS::Key", "AWS::SecretsManager::Secret")
@@ -161,12 +158,10 @@ def _ingress(template: dict[str, Any], sg_id: str) -> list[dict[str, Any]]:
     return rules
 
 
-@pytest.mark.parametrize("which", ["dev", "varied"])
 def test_qumulo_ports_from_the_vpc_and_admin_only_when_configured(
-    which: str, request: pytest.FixtureRequest
+    case: tuple[HubSpokeConfig, Templates],
 ) -> None:
-    config: HubSpokeConfig = request.getfixturevalue(f"{which}_config")
-    templates: Templates = request.getfixturevalue(f"{which}_templates")
+    config, templates = case
     for region_code, template in storage_templates(config, templates).items():
         region = config.region_config(region_code)
         [eni] = [res["Properties"] for _, res in resources(template, "AWS::EC2::NetworkInterface")][:1]
@@ -195,10 +190,8 @@ def _one_portal(template: dict[str, Any]) -> dict[str, Any]:
     return portals[0]
 
 
-@pytest.mark.parametrize("which", ["dev", "varied"])
-def test_exactly_one_portal_per_spoke_pointing_at_its_hub(which: str, request: pytest.FixtureRequest) -> None:
-    config: HubSpokeConfig = request.getfixturevalue(f"{which}_config")
-    templates: Templates = request.getfixturevalue(f"{which}_templates")
+def test_exactly_one_portal_per_spoke_pointing_at_its_hub(case: tuple[HubSpokeConfig, Templates]) -> None:
+    config, templates = case
     hub = config.hub
     assert not list(resources(templates[f"storage-{hub.region}"], PORTAL_RESOURCE)), (
         "the hub never names a spoke"
@@ -223,12 +216,10 @@ def test_exactly_one_portal_per_spoke_pointing_at_its_hub(which: str, request: p
         assert float(portal["EvictionFreeThreshold"]) == spoke.portal.eviction_free_threshold
 
 
-@pytest.mark.parametrize("which", ["dev", "varied"])
 def test_cluster_resource_carries_the_peer_mtu_and_local_exports(
-    which: str, request: pytest.FixtureRequest
+    case: tuple[HubSpokeConfig, Templates],
 ) -> None:
-    config: HubSpokeConfig = request.getfixturevalue(f"{which}_config")
-    templates: Templates = request.getfixturevalue(f"{which}_templates")
+    config, templates = case
     for region_code, template in storage_templates(config, templates).items():
         region = config.region_config(region_code)
         [(_, cluster)] = list(resources(template, CLUSTER_RESOURCE))
