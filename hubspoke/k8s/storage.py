@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.config.schema import RegionConfig
 from hubspoke.k8s.names import (
     CHECKPOINT_CLAIM,
     DATASET_CLAIM,
@@ -108,9 +108,8 @@ def _claim(*, name: str, volume_name: str, size: str, volume: str) -> Manifest:
     }
 
 
-def dataset_volume(config: HubSpokeConfig, region: RegionConfig, *, floating_ips: Sequence[str]) -> Manifest:
+def dataset_volume(region: RegionConfig, *, floating_ips: Sequence[str]) -> Manifest:
     """The PersistentVolume of the dataset as the Region's CNQ serves it (hub: the data; spoke: the cache)."""
-    del config  # kept for a uniform signature; everything needed is Region-scoped
     return _volume(
         name=dataset_volume_name(region),
         claim=DATASET_CLAIM,
@@ -131,16 +130,13 @@ def dataset_claim(region: RegionConfig) -> Manifest:
     )
 
 
-def checkpoint_volume(
-    config: HubSpokeConfig, region: RegionConfig, *, floating_ips: Sequence[str]
-) -> Manifest:
+def checkpoint_volume(region: RegionConfig, *, floating_ips: Sequence[str]) -> Manifest:
     """Region-local checkpoints: an export on the local CNQ outside the portal, so writes stay in the Region.
 
     Why not EBS or FSx: every FSDP rank on every node writes its shard into one directory, so the volume
     must be ReadWriteMany (EBS is single-node); the local CNQ is already in the accelerator AZ and paid
     for, while FSx for Lustre would add a filesystem, a CSI driver and a second bill.
     """
-    del config
     return _volume(
         name=checkpoint_volume_name(region),
         claim=CHECKPOINT_CLAIM,
@@ -161,14 +157,12 @@ def checkpoint_claim(region: RegionConfig) -> Manifest:
     )
 
 
-def storage_manifests(
-    config: HubSpokeConfig, region: RegionConfig, *, floating_ips: Sequence[str]
-) -> list[Manifest]:
+def storage_manifests(region: RegionConfig, *, floating_ips: Sequence[str]) -> list[Manifest]:
     """Everything the Compute stack applies before any job: namespace, both volumes and their claims."""
     return [
         namespace(),
-        dataset_volume(config, region, floating_ips=floating_ips),
+        dataset_volume(region, floating_ips=floating_ips),
         dataset_claim(region),
-        checkpoint_volume(config, region, floating_ips=floating_ips),
+        checkpoint_volume(region, floating_ips=floating_ips),
         checkpoint_claim(region),
     ]

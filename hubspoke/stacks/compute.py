@@ -105,7 +105,7 @@ class ComputeStack(PlannedStack):
         operators.node.add_dependency(hyperpod.cluster)
         if region.storage.enabled:
             manifest = plane.cluster.add_manifest(
-                "Storage", *storage_manifests(config, region, floating_ips=local_floating_ips(config, region))
+                "Storage", *storage_manifests(region, floating_ips=local_floating_ips(config, region))
             )
             manifest.node.add_dependency(dependencies)
         self.eks = plane

@@ -30,13 +30,13 @@ def test_every_manifest_is_valid_kubernetes(
     dev_config: HubSpokeConfig, code: str, ips: tuple[str, ...]
 ) -> None:
     region = dev_config.region_config(code)
-    for manifest in storage_manifests(dev_config, region, floating_ips=ips):
+    for manifest in storage_manifests(region, floating_ips=ips):
         k8s_validate(manifest, region.compute.kubernetes_version)
 
 
 def test_dataset_volume_is_50ti_rwx_retain_and_bound_to_its_claim(dev_config: HubSpokeConfig) -> None:
     region = dev_config.region_config("us-west-2")
-    manifests = storage_manifests(dev_config, region, floating_ips=SPOKE_IPS)
+    manifests = storage_manifests(region, floating_ips=SPOKE_IPS)
     volumes = {pv["spec"]["claimRef"]["name"]: pv for pv in _by_kind(manifests, "PersistentVolume")}
     claims = {pvc["metadata"]["name"]: pvc for pvc in _by_kind(manifests, "PersistentVolumeClaim")}
     assert set(volumes) == set(claims) == {DATASET_CLAIM, CHECKPOINT_CLAIM}
@@ -62,7 +62,7 @@ def test_volumes_mount_the_regions_own_cnq(
     dev_config: HubSpokeConfig, code: str, ips: tuple[str, ...]
 ) -> None:
     region = dev_config.region_config(code)
-    volumes = _by_kind(storage_manifests(dev_config, region, floating_ips=ips), "PersistentVolume")
+    volumes = _by_kind(storage_manifests(region, floating_ips=ips), "PersistentVolume")
     paths = {pv["spec"]["claimRef"]["name"]: pv["spec"]["nfs"]["path"] for pv in volumes}
     assert paths == {
         DATASET_CLAIM: region.storage.dataset_path,
@@ -75,16 +75,14 @@ def test_volumes_mount_the_regions_own_cnq(
 
 def test_single_floating_ip_serves_both_volumes(dev_config: HubSpokeConfig) -> None:
     region = dev_config.hub
-    volumes = _by_kind(
-        storage_manifests(dev_config, region, floating_ips=["10.10.64.10"]), "PersistentVolume"
-    )
+    volumes = _by_kind(storage_manifests(region, floating_ips=["10.10.64.10"]), "PersistentVolume")
     assert {pv["spec"]["nfs"]["server"] for pv in volumes} == {"10.10.64.10"}
     with pytest.raises(ValueError, match="no floating IPs"):
-        storage_manifests(dev_config, region, floating_ips=[])
+        storage_manifests(region, floating_ips=[])
 
 
 def test_mount_options_are_tuned_for_throughput(dev_config: HubSpokeConfig) -> None:
-    pv = _by_kind(storage_manifests(dev_config, dev_config.hub, floating_ips=HUB_IPS), "PersistentVolume")[0]
+    pv = _by_kind(storage_manifests(dev_config.hub, floating_ips=HUB_IPS), "PersistentVolume")[0]
     options = dict(o.split("=", 1) if "=" in o else (o, "") for o in pv["spec"]["mountOptions"])
     assert options["nfsvers"] in {"3", "4.1"}
     assert 1 < int(options["nconnect"]) <= 16  # Linux caps nconnect at 16
@@ -104,7 +102,7 @@ def test_checkpoint_volume_follows_config(dev_config: HubSpokeConfig) -> None:
             )
         }
     )
-    volumes = _by_kind(storage_manifests(custom, custom.hub, floating_ips=HUB_IPS), "PersistentVolume")
+    volumes = _by_kind(storage_manifests(custom.hub, floating_ips=HUB_IPS), "PersistentVolume")
     checkpoint = next(pv for pv in volumes if pv["spec"]["claimRef"]["name"] == claim_names().checkpoints)
     assert _qty(checkpoint["spec"]["capacity"]["storage"]) == 8 * TI
     assert checkpoint["spec"]["nfs"]["path"] == "/ckpt"
