@@ -17,7 +17,15 @@ from hubspoke.stacks.link import build_link, build_peer_access
 from hubspoke.stacks.network import build_network
 from hubspoke.stacks.ops import build_ops
 from hubspoke.stacks.storage import build_storage
-from hubspoke.topology import StackKind, StackPlan, plan_stacks, stage_id
+from hubspoke.topology import (
+    ENVIRONMENT_TAG,
+    REGION_TAG,
+    STACK_TAG,
+    StackKind,
+    StackPlan,
+    plan_stacks,
+    stage_id,
+)
 
 Builder = Callable[..., Stack]
 
@@ -83,9 +91,9 @@ class HubSpokeStage(Stage):
             }
         }
         tags = {
-            "hubspoke:environment": self.config.environment,
-            "hubspoke:region": plan.region,
-            "hubspoke:stack": plan.kind,
+            ENVIRONMENT_TAG: self.config.environment,
+            REGION_TAG: plan.region,
+            STACK_TAG: plan.kind,
             **self.config.tags,
         }
         for key, value in tags.items():

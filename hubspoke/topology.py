@@ -13,6 +13,11 @@ from typing import Literal
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 
+# Tags every stack carries (stage.py); `hubspoke preflight` recognizes the environment's own VPCs by them.
+ENVIRONMENT_TAG = "hubspoke:environment"
+REGION_TAG = "hubspoke:region"
+STACK_TAG = "hubspoke:stack"
+
 StackKind = Literal["network", "peer-access", "link", "storage", "compute", "ops", "dashboard"]
 
 _HOLDS: dict[StackKind, str] = {

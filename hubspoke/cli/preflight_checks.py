@@ -14,6 +14,8 @@ from typing import Any, Literal
 from botocore.exceptions import ClientError
 
 from hubspoke.config import HubSpokeConfig, RegionConfig
+from hubspoke.config.rules import PEERINGS_DEFAULT_QUOTA, PEERINGS_MAX_QUOTA
+from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
 
 Status = Literal["pass", "warn", "fail"]
 
@@ -26,11 +28,7 @@ MIN_BOOTSTRAP_VERSION = 6
 CLI_BOOTSTRAP_VERSION = 33
 # Service Quotas, Amazon VPC: "Active VPC peering connections per VPC", default 50, adjustable to 125.
 PEERING_QUOTA_CODE = "L-7E9ECCDB"
-PEERING_QUOTA_DEFAULT = 50
-PEERING_QUOTA_MAX = 125
-# The network stack tags its VPC with these; a VPC carrying both is ours, not a clash.
-ENVIRONMENT_TAG = "hubspoke:environment"
-REGION_TAG = "hubspoke:region"
+# A VPC carrying both stage tags (ENVIRONMENT_TAG, REGION_TAG from hubspoke.topology) is ours, not a clash.
 _DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException"}
 _IAM_PREFIX = {"service-quotas": "servicequotas"}
 
@@ -220,7 +218,7 @@ def _peering_quota(quotas: Any) -> tuple[float, str]:
         value = quotas.get_aws_default_service_quota(ServiceCode="vpc", QuotaCode=PEERING_QUOTA_CODE)
         return float(value["Quota"]["Value"]), "default"
     except ClientError:
-        return float(PEERING_QUOTA_DEFAULT), "assumed default"
+        return float(PEERINGS_DEFAULT_QUOTA), "assumed default"
 
 
 def check_peering_quota(
@@ -244,11 +242,11 @@ def check_peering_quota(
     needed = foreign + len(config.spokes)
     detail = f"{needed} active peering(s) needed on the hub VPC ({foreign} existing, {len(config.spokes)} spoke(s)); quota {quota:g} ({origin})"
     if needed > quota:
-        target = min(needed, PEERING_QUOTA_MAX)
+        target = min(needed, PEERINGS_MAX_QUOTA)
         fix = (
             f"request 'Active VPC peering connections per VPC' ({PEERING_QUOTA_CODE}) = {target} in {region}"
-            if needed <= PEERING_QUOTA_MAX
-            else f"more than {PEERING_QUOTA_MAX} peerings per VPC is not possible: split the spokes across hubs"
+            if needed <= PEERINGS_MAX_QUOTA
+            else f"more than {PEERINGS_MAX_QUOTA} peerings per VPC is not possible: split the spokes across hubs"
         )
         return CheckResult(region, "peering quota", "fail", detail, fix)
     if needed > 0.8 * quota:

@@ -19,7 +19,8 @@ from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
 from hubspoke.cli.preflight import Clients, session_clients
-from hubspoke.cli.preflight_checks import BOOTSTRAP_PARAMETER, ENVIRONMENT_TAG, REGION_TAG
+from hubspoke.cli.preflight_checks import BOOTSTRAP_PARAMETER
+from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
 
 P5 = "ml.p5.48xlarge"
 
