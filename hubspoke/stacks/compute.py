@@ -23,18 +23,16 @@ from hubspoke.mtu import peer_mtu_parameter_path
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.network import NetworkStack
+from hubspoke.stacks.storage import FLOATING_IPS_OUTPUT
 from hubspoke.topology import StackPlan, stack_name
 
-# The Storage stack's output (hubspoke/stacks/storage.py, FLOATING_IPS_OUTPUT): the CNQ floating IPs,
-# comma-separated. Read by weak reference so the two stacks deploy and change independently.
-STORAGE_FLOATING_IPS_OUTPUT = "FloatingIps"
 EKS_CLUSTER_NAME_OUTPUT = "EksClusterName"
 HYPERPOD_CLUSTER_ARN_OUTPUT = "HyperPodClusterArn"
 
 
 def local_floating_ips(config: HubSpokeConfig, region: RegionConfig) -> list[str]:
     """Two of the Region's own CNQ floating IPs (the same one twice when the cluster has only one)."""
-    joined = Fn.get_stack_output(stack_name(config, "storage", region.region), STORAGE_FLOATING_IPS_OUTPUT)
+    joined = Fn.get_stack_output(stack_name(config, "storage", region.region), FLOATING_IPS_OUTPUT)
     # The list's length is known only at deploy; doubling it makes index 1 exist even for a single IP
     # ("a" -> "a,a"), while "a,b,..." still yields a and b: the two volumes land on different nodes.
     doubled = Fn.split(",", Fn.join(",", [joined, joined]))

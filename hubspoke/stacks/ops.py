@@ -28,6 +28,7 @@ from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import CROSS_REGION_PORTS
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.network import NetworkStack, peer_role_name
+from hubspoke.stacks.storage import ADMIN_SECRET_OUTPUT, FLOATING_IPS_OUTPUT, REST_ADDRESS_OUTPUT
 from hubspoke.topology import StackPlan, cross_account, stack_name
 
 # What the canary probes on the hub: NFS (what the spoke's misses and clients need) and the portal.
@@ -46,11 +47,6 @@ GPU_LOW_MINUTES = 10
 # so the first minutes of a cold run (the reference warm-up lasts about 150 batches) do not page anyone.
 HIT_RATIO_PERIOD_MINUTES = 5
 HIT_RATIO_PERIODS = 3
-
-# Output names of the Storage stacks (issue 3) the canary reads; weak references by stack and output name.
-HUB_FLOATING_IPS_OUTPUT = "FloatingIps"
-REST_ADDRESS_OUTPUT = "RestAddress"
-ADMIN_SECRET_OUTPUT = "AdminSecretArn"
 
 
 def gpu_utilization(config: HubSpokeConfig, region: RegionConfig, *, period: Duration) -> cloudwatch.Metric:
@@ -139,7 +135,7 @@ def storage_targets(config: HubSpokeConfig, spoke: SpokeConfig) -> CanaryTargets
         else None
     )
     return CanaryTargets(
-        hub_addresses=Fn.get_stack_output(hub_storage, HUB_FLOATING_IPS_OUTPUT, hub.region, role_arn),
+        hub_addresses=Fn.get_stack_output(hub_storage, FLOATING_IPS_OUTPUT, hub.region, role_arn),
         spoke_rest_address=Fn.get_stack_output(spoke_storage, REST_ADDRESS_OUTPUT),
         admin_secret_arn=Fn.get_stack_output(spoke_storage, ADMIN_SECRET_OUTPUT),
     )
