@@ -27,10 +27,9 @@ from hubspoke.topology import (
     stage_id,
 )
 
+# One builder per stack kind: `builder(stage, plan, config=config) -> Stack`. Stacks exchange values only
+# through named outputs (hubspoke.outputs), never through each other's objects.
 Builder = Callable[..., Stack]
-
-# One builder per stack kind: `builder(stage, plan, config=config, built=built) -> Stack`, where `built`
-# maps StackPlan.id to the stacks built before it. A kind missing here is planned but not yet synthesized.
 BUILDERS: dict[StackKind, Builder] = {
     "network": build_network,
     "peer-access": build_peer_access,
@@ -72,11 +71,14 @@ class HubSpokeStage(Stage):
         for plan in plan_stacks(config):
             builder = BUILDERS.get(plan.kind)
             if builder is None:
-                continue
-            stack = builder(self, plan, config=config, built=self.stacks)
+                raise ValueError(
+                    f"hubspoke.topology plans a {plan.kind} stack, but stage.BUILDERS cannot build one"
+                )
+            stack = builder(self, plan, config=config)
             for dep in plan.depends_on:
-                if dep in self.stacks:
-                    stack.add_stack_dependency(self.stacks[dep])
+                if dep not in self.stacks:
+                    raise ValueError(f"stack {plan.id} depends on {dep}, which is not planned before it")
+                stack.add_stack_dependency(self.stacks[dep])
             self._describe(stack, plan)
             self.stacks[plan.id] = stack
         Validations.of(self).add_plugins(AwsSolutionsChecks(self), HubSpokePolicy(config))

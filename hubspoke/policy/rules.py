@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hubspoke.config.layout import route_table_az_ids
 from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.outputs import PEERING_CONNECTION, PRIVATE_ROUTE_TABLE
+from hubspoke.topology import stack_name
 
 # Every template we emit carries this metadata (stage.py) so rules know which stack they read.
 METADATA_KEY = "hubspoke"
-# Network stacks output each private route table under this prefix (hubspoke.stacks.network).
-PRIVATE_RT = "PrivateRouteTable"
 
 
 @dataclass(frozen=True)
@@ -103,20 +104,26 @@ def ingress_only_from_known_cidrs(templates: list[Template], config: HubSpokeCon
 def peerings_routed_on_both_sides(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
     """HubSpoke-PeeringRouted: every peering has routes to the peer's CIDRs in every private route table, both sides."""
     by_kind = {(t.meta.get("kind"), t.meta.get("region"), t.meta.get("spoke")): t for t in templates}
-    hub = by_kind.get(("network", config.hub.region, None))
-    hub_tables = {k for k in (hub.body.get("Outputs", {}) if hub else {}) if k.startswith(PRIVATE_RT)}
+    hub = config.hub
+    hub_network = stack_name(config, "network", hub.region)
+    hub_tables = {PRIVATE_ROUTE_TABLE.key(az) for az in route_table_az_ids(hub)}
     for spoke in config.spokes:
         net = by_kind.get(("network", spoke.region, None))
-        link = by_kind.get(("link", config.hub.region, spoke.region))
+        link = by_kind.get(("link", hub.region, spoke.region))
+        spoke_network = stack_name(config, "network", spoke.region)
         if net is None:
+            yield Violation(
+                "HubSpoke-PeeringRouted",
+                spoke_network,
+                spoke_network,
+                f"no Network template for spoke {spoke.region}: its peering cannot be checked",
+                "synthesize every stack of the environment before checking policy",
+            )
             continue
+        outputs = net.body.get("Outputs", {})
+        tables = {_ref(outputs[k].get("Value")) for k in outputs if k.startswith(PRIVATE_ROUTE_TABLE.name)}
         for logical_id, _ in net.resources("AWS::EC2::VPCPeeringConnection"):
-            tables = {
-                _ref(v.get("Value"))
-                for k, v in net.body.get("Outputs", {}).items()
-                if k.startswith(PRIVATE_RT)
-            }
-            want = {(table, cidr) for table in tables for cidr in config.hub.all_cidrs}
+            want = {(table, cidr) for table in tables for cidr in hub.all_cidrs}
             have = {
                 (_ref(r.get("RouteTableId")), r.get("DestinationCidrBlock"))
                 for _, r in net.resources("AWS::EC2::Route")
@@ -130,20 +137,32 @@ def peerings_routed_on_both_sides(templates: list[Template], config: HubSpokeCon
                     f"spoke side lacks {len(missing)} route(s) to the hub over this peering",
                     "route every hub CIDR in every private route table of the spoke via the peering",
                 )
-            link_want = {(table, cidr) for table in hub_tables for cidr in spoke.all_cidrs}
-            link_have = {
-                (_output_name(r.get("RouteTableId")), r.get("DestinationCidrBlock"))
-                for _, r in (link.resources("AWS::EC2::Route") if link else iter(()))
-                if _output_name(r.get("VpcPeeringConnectionId")) == "PeeringConnectionId"
-            }
-            if not link_want or link_want - link_have:
-                yield Violation(
-                    "HubSpoke-PeeringRouted",
-                    net.path,
-                    logical_id,
-                    f"hub side lacks routes to spoke {spoke.region} over this peering",
-                    f"deploy the Link stack for {spoke.region} with a route per hub private route table",
-                )
+        if link is None:
+            yield Violation(
+                "HubSpoke-PeeringRouted",
+                net.path,
+                spoke_network,
+                f"no Link template for spoke {spoke.region}: the hub has no routes back over its peering",
+                f"deploy the Link stack for {spoke.region} with a route per hub private route table",
+            )
+            continue
+        # The Link stack reads the hub's route tables and the spoke's peering by weak reference: both the
+        # output and the stack it comes from must be the right ones.
+        want = {(table, cidr) for table in hub_tables for cidr in spoke.all_cidrs}
+        have = {
+            (_output_of(r.get("RouteTableId"), hub_network), r.get("DestinationCidrBlock"))
+            for _, r in link.resources("AWS::EC2::Route")
+            if _output_of(r.get("VpcPeeringConnectionId"), spoke_network) == PEERING_CONNECTION.key()
+        }
+        if missing := want - have:
+            yield Violation(
+                "HubSpoke-PeeringRouted",
+                link.path,
+                spoke_network,
+                f"hub side lacks {len(missing)} route(s) to spoke {spoke.region} over its peering",
+                f"route every CIDR of {spoke.region} in every hub private route table "
+                f"({', '.join(sorted(hub_tables))} of {hub_network}) via {PEERING_CONNECTION.key()} of {spoke_network}",
+            )
 
 
 def no_route_between_spokes(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
@@ -167,9 +186,12 @@ def _ref(value: Any) -> Any:
     return value.get("Ref") if isinstance(value, Mapping) else value
 
 
-def _output_name(value: Any) -> Any:
+def _output_of(value: Any, stack: str) -> Any:
+    """The output name a Fn::GetStackOutput reads, if it reads stack `stack` (else None)."""
     if isinstance(value, Mapping) and "Fn::GetStackOutput" in value:
-        return value["Fn::GetStackOutput"].get("OutputName")
+        ref = value["Fn::GetStackOutput"]
+        if ref.get("StackName") == stack:
+            return ref.get("OutputName")
     return None
 
 

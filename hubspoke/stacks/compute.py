@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Fn, RemovalPolicy, Stack
+from aws_cdk import Fn, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -20,19 +20,16 @@ from hubspoke.constructs.hyperpod.eks import HyperPodEks
 from hubspoke.constructs.hyperpod.lifecycle import write_lifecycle_scripts
 from hubspoke.k8s.storage import storage_manifests
 from hubspoke.mtu import peer_mtu_parameter_path
+from hubspoke.outputs import EKS_CLUSTER_NAME, FLOATING_IPS, HYPERPOD_CLUSTER_ARN
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
-from hubspoke.stacks.network import NetworkStack
-from hubspoke.stacks.storage import FLOATING_IPS_OUTPUT
-from hubspoke.topology import StackPlan, stack_name
-
-EKS_CLUSTER_NAME_OUTPUT = "EksClusterName"
-HYPERPOD_CLUSTER_ARN_OUTPUT = "HyperPodClusterArn"
+from hubspoke.stacks.wiring import Inputs, NetworkView
+from hubspoke.topology import StackPlan, stack_id
 
 
-def local_floating_ips(config: HubSpokeConfig, region: RegionConfig) -> list[str]:
+def local_floating_ips(inputs: Inputs, region: RegionConfig) -> list[str]:
     """Two of the Region's own CNQ floating IPs (the same one twice when the cluster has only one)."""
-    joined = Fn.get_stack_output(stack_name(config, "storage", region.region), FLOATING_IPS_OUTPUT)
+    joined = inputs.read(stack_id("storage", region.region), FLOATING_IPS)
     # The list's length is known only at deploy; doubling it makes index 1 exist even for a single IP
     # ("a" -> "a,a"), while "a,b,..." still yields a and b: the two volumes land on different nodes.
     doubled = Fn.split(",", Fn.join(",", [joined, joined]))
@@ -44,24 +41,19 @@ class ComputeStack(PlannedStack):
 
     Example::
 
-        ComputeStack(stage, "compute-us-west-2", config=config, region=config.spoke("us-west-2"),
-                     plan=plan, network=built["network-us-west-2"])
+        ComputeStack(stage, "compute-us-west-2", config=config, plan=plan)
     """
 
     def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: HubSpokeConfig,
-        region: RegionConfig,
-        plan: StackPlan,
-        network: NetworkStack,
+        self, scope: Construct, construct_id: str, *, config: HubSpokeConfig, plan: StackPlan
     ) -> None:
+        region = config.region_config(plan.region)
         super().__init__(
             scope, construct_id, plan=plan, purpose=f"EKS and SageMaker HyperPod in {region.region}"
         )
         compute = region.compute
+        inputs = Inputs(self, config=config)
+        network = NetworkView(self, "Network", inputs=inputs, config=config, region=region.region)
         nodes_sg = efa_security_group(self, "NodeSecurityGroup", vpc=network.vpc)
         plane = HyperPodEks(
             self,
@@ -103,7 +95,7 @@ class ComputeStack(PlannedStack):
         operators.node.add_dependency(hyperpod.cluster)
         if region.storage.enabled:
             manifest = plane.cluster.add_manifest(
-                "Storage", *storage_manifests(region, floating_ips=local_floating_ips(config, region))
+                "Storage", *storage_manifests(region, floating_ips=local_floating_ips(inputs, region))
             )
             manifest.node.add_dependency(dependencies)
         self.eks = plane
@@ -117,8 +109,8 @@ class ComputeStack(PlannedStack):
             retention=logs.RetentionDays.THREE_MONTHS,
             removal_policy=RemovalPolicy.DESTROY,
         )
-        CfnOutput(self, EKS_CLUSTER_NAME_OUTPUT, value=plane.cluster.cluster_name)
-        CfnOutput(self, HYPERPOD_CLUSTER_ARN_OUTPUT, value=hyperpod.cluster.attr_cluster_arn)
+        self.publish(EKS_CLUSTER_NAME, plane.cluster.cluster_name)
+        self.publish(HYPERPOD_CLUSTER_ARN, hyperpod.cluster.attr_cluster_arn)
 
     def _read_published_peers(self, config: HubSpokeConfig, hyperpod: HyperPodCluster) -> None:
         """Hub nodes read the spokes' CIDRs that Link stacks publish (hubspoke.mtu), to pin their route MTU."""
@@ -137,11 +129,5 @@ class ComputeStack(PlannedStack):
         )
 
 
-def build_compute(
-    scope: Construct, plan: StackPlan, *, config: HubSpokeConfig, built: dict[str, Stack]
-) -> Stack:
-    network = built[f"network-{plan.region}"]
-    assert isinstance(network, NetworkStack)
-    return ComputeStack(
-        scope, plan.id, config=config, region=config.region_config(plan.region), plan=plan, network=network
-    )
+def build_compute(scope: Construct, plan: StackPlan, *, config: HubSpokeConfig) -> Stack:
+    return ComputeStack(scope, plan.id, config=config, plan=plan)

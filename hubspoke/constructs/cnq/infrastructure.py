@@ -19,10 +19,8 @@ from constructs import Construct
 from hubspoke.config.schema import StorageConfig
 from hubspoke.constructs.keys import retained_key
 from hubspoke.policy.acks import acknowledge
+from hubspoke.ports import NFS, QUMULO_PORTAL, QUMULO_REPLICATION, QUMULO_REST, RPCBIND, SSH
 
-QUMULO_PORTAL_PORT = 3713
-QUMULO_REPLICATION_PORT = 3712
-QUMULO_REST_PORT = 8000
 # Room for Qumulo Core, its logs and upgrade packages; the cluster's data lives in S3 and the cache.
 ROOT_VOLUME_GIB = 256
 # Qumulo accepts admin passwords with upper, lower, digit and special characters; these would need
@@ -48,7 +46,7 @@ class CnqCluster(Construct):
 
         cluster = CnqCluster(stack, "Cnq", storage=region.storage, name="dev-use2", vpc=net.vpc,
                              subnet=net.accelerator_subnet, client_cidrs=region.all_cidrs,
-                             peer_path_sg=net.peer_path_sg)
+                             peer_path_sg=net.peer_path_security_group)
         cluster.floating_ips, cluster.admin_secret, cluster.object_storage_uris
 
     Buckets, key, secret and node volumes are retained when the stack is deleted or they are replaced.
@@ -195,16 +193,16 @@ class CnqCluster(Construct):
         sg.add_ingress_rule(sg, ec2.Port.all_traffic(), "Qumulo inter-node traffic")
         for cidr in client_cidrs:
             peer = ec2.Peer.ipv4(cidr)
-            for port, label in ((ec2.Port.tcp(2049), "NFS"), (ec2.Port.udp(2049), "NFS over UDP"),
-                                (ec2.Port.tcp(111), "rpcbind"), (ec2.Port.udp(111), "rpcbind over UDP"),
-                                (ec2.Port.tcp(QUMULO_REPLICATION_PORT), "Qumulo replication"),
-                                (ec2.Port.tcp(QUMULO_PORTAL_PORT), "Qumulo portal"),
-                                (ec2.Port.tcp(QUMULO_REST_PORT), "Qumulo REST API")):  # fmt: skip
+            for port, label in ((ec2.Port.tcp(NFS), "NFS"), (ec2.Port.udp(NFS), "NFS over UDP"),
+                                (ec2.Port.tcp(RPCBIND), "rpcbind"), (ec2.Port.udp(RPCBIND), "rpcbind over UDP"),
+                                (ec2.Port.tcp(QUMULO_REPLICATION), "Qumulo replication"),
+                                (ec2.Port.tcp(QUMULO_PORTAL), "Qumulo portal"),
+                                (ec2.Port.tcp(QUMULO_REST), "Qumulo REST API")):  # fmt: skip
                 sg.add_ingress_rule(peer, port, f"{label} from the VPC")
         if admin_cidr:
-            sg.add_ingress_rule(ec2.Peer.ipv4(admin_cidr), ec2.Port.tcp(22), "SSH from the admin CIDR")
+            sg.add_ingress_rule(ec2.Peer.ipv4(admin_cidr), ec2.Port.tcp(SSH), "SSH from the admin CIDR")
             sg.add_ingress_rule(
-                ec2.Peer.ipv4(admin_cidr), ec2.Port.tcp(QUMULO_REST_PORT), "REST from the admin CIDR"
+                ec2.Peer.ipv4(admin_cidr), ec2.Port.tcp(QUMULO_REST), "REST from the admin CIDR"
             )
         return sg
 

@@ -12,8 +12,8 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from hubspoke.constructs.cnq.bundling import HANDLER, RUNTIME, provisioner_code
-from hubspoke.constructs.cnq.infrastructure import QUMULO_REST_PORT
 from hubspoke.policy.acks import acknowledge
+from hubspoke.ports import QUMULO_REST
 
 # The Provider framework gives up on a handler after 15 minutes; ours stops its own waits 20 s before this.
 HANDLER_TIMEOUT = Duration.minutes(14)
@@ -52,7 +52,7 @@ class CnqProvisioner(Construct):
         )
         for cidr in rest_cidrs:
             self.security_group.add_egress_rule(
-                ec2.Peer.ipv4(cidr), ec2.Port.tcp(QUMULO_REST_PORT), "Qumulo REST API"
+                ec2.Peer.ipv4(cidr), ec2.Port.tcp(QUMULO_REST), "Qumulo REST API"
             )
         self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "Secrets Manager API")
         log_group = logs.LogGroup(
