@@ -7,10 +7,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import Table, print_json, print_tables
 from hubspoke.config import HubSpokeConfig, RegionConfig, load
 from hubspoke.config.layout import subnet_layout
 from hubspoke.mtu import peer_mtu
+from hubspoke.outputs import consumers, produced
 from hubspoke.topology import StackPlan, cross_account, plan_stacks, stage_id
 
 # What a cross-account target trusts the deploying account with (CDK guide, "Bootstrapping", --trust).
@@ -20,7 +22,7 @@ _TRUSTED_EXECUTION_POLICY = "arn:aws:iam::aws:policy/AdministratorAccess"
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "plan",
-        help="show the stacks, peerings and deploy commands a config produces",
+        help=COMMANDS["plan"].summary,
         description="Print, in deploy order, every stack the config produces (Region, account, contents), "
         "the peerings with both CIDRs and the MTU, and the CDK bootstrap and deploy commands. No AWS calls.",
         epilog="Example:\n  hubspoke plan --config config/dev.yaml\n  hubspoke plan --config config/dev.yaml --json",
@@ -45,6 +47,7 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
     """The plan as plain data: the JSON output, and the source of the tables."""
     stage = stage_id(config)
     stacks = plan_stacks(config)
+    readers = consumers(config)
     return {
         "environment": config.environment,
         "config": config_path,
@@ -62,6 +65,13 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
                 "account": plan.account,
                 "holds": _contents(config, plan),
                 "depends_on": list(plan.depends_on),
+                "outputs": list(produced(config, plan)),
+                # Fn::GetStackOutput is resolved when the consumer deploys: after this stack's outputs
+                # change, redeploy these (CloudFormation User Guide, "Fn::GetStackOutput").
+                "read_by": [
+                    {"stack": consumer, "outputs": list(names)}
+                    for consumer, names in readers.get(plan.id, {}).items()
+                ],
             }
             for n, plan in enumerate(stacks, start=1)
         ],
@@ -154,7 +164,14 @@ def _tables(data: dict[str, Any]) -> list[Table]:
             "\n".join(p["accepter_cidrs"]),
             p["mtu"],
         )
-    return [stacks, peerings] if data["peerings"] else [stacks]
+    readers = Table(
+        "Weak references: when a stack's outputs change, redeploy the stacks that read them, in this order",
+        ("stack", "its outputs read", "by"),
+    )
+    for s in data["stacks"]:
+        for n, reader in enumerate(s["read_by"]):
+            readers.add(s["name"] if n == 0 else "", "\n".join(reader["outputs"]), reader["stack"])
+    return [stacks, readers, peerings] if data["peerings"] else [stacks, readers]
 
 
 def _notes(data: dict[str, Any]) -> list[str]:

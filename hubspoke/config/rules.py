@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hubspoke.config.schema import ComputeConfig, StorageConfig, effective_account
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
 
 # Qumulo's supported EC2 families for Cloud Native Qumulo on AWS (Qumulo docs, 2026-11).
@@ -62,6 +63,16 @@ def _enabled(section: Mapping[str, Any]) -> bool:
     return section.get("enabled", True) is not False
 
 
+def _default(model: type[ComputeConfig | StorageConfig], field: str) -> Any:
+    """The schema's default for `field`: rules read raw YAML, where an omitted key means that default."""
+    return model.model_fields[field].default
+
+
+SERVICE_CIDR = _default(ComputeConfig, "service_cidr")
+DATASET_PATH = _default(StorageConfig, "dataset_path")
+CHECKPOINT_PATH = _default(StorageConfig, "checkpoint_path")
+
+
 def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """Peered VPCs must not overlap (VPC peering guide); we check every pair, peered or not."""
     seen: list[tuple[str, ipaddress.IPv4Network]] = []
@@ -84,7 +95,7 @@ def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
             seen.append((field, net))
     for path, region in _regions(raw):
         compute = _section(region, "compute")
-        service = _net(compute.get("service_cidr", "172.20.0.0/16"))
+        service = _net(compute.get("service_cidr", SERVICE_CIDR))
         if service is None or not _enabled(compute):
             continue
         for other_field, other in seen:
@@ -92,7 +103,7 @@ def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
                 yield Problem(
                     f"{path}.compute.service_cidr",
                     f"Kubernetes service CIDR {service} overlaps {other_field} ({other}); pods could not "
-                    f"reach those addresses: pick a service CIDR outside every VPC, e.g. 172.20.0.0/16",
+                    f"reach those addresses: pick a service CIDR outside every VPC, e.g. {SERVICE_CIDR}",
                 )
 
 
@@ -184,9 +195,9 @@ def compute_mounts_local_storage(raw: Mapping[str, Any]) -> Iterator[Problem]:
 def portal_stays_in_one_account(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """A spoke's portal Lambda reads the hub's admin secret, which is not shared with other accounts (yet)."""
     default = raw.get("account")
-    hub_account = _section(raw, "hub").get("account", default)
+    hub_account = effective_account(_section(raw, "hub").get("account"), default)
     for path, region in _regions(raw):
-        account = region.get("account", default)
+        account = effective_account(region.get("account"), default)
         if path != "hub" and account != hub_account and _enabled(_section(region, "storage")):
             yield Problem(
                 f"{path}.storage",
@@ -200,8 +211,8 @@ def checkpoints_outside_dataset(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """Checkpoints under the dataset path would land in the portal: read-only, or written across Regions."""
     for path, region in _regions(raw):
         storage = _section(region, "storage")
-        dataset = storage.get("dataset_path", "/dataset")
-        checkpoints = storage.get("checkpoint_path", "/checkpoints")
+        dataset = storage.get("dataset_path", DATASET_PATH)
+        checkpoints = storage.get("checkpoint_path", CHECKPOINT_PATH)
         if not (isinstance(dataset, str) and isinstance(checkpoints, str)):
             continue
         d, c = dataset.rstrip("/") + "/", checkpoints.rstrip("/") + "/"
@@ -209,7 +220,7 @@ def checkpoints_outside_dataset(raw: Mapping[str, Any]) -> Iterator[Problem]:
             yield Problem(
                 f"{path}.storage.checkpoint_path",
                 f"'{checkpoints}' overlaps dataset_path '{dataset}'; checkpoints there would go through the "
-                "portal (read-only, or written across Regions): use a path outside it, e.g. /checkpoints",
+                f"portal (read-only, or written across Regions): use a path outside it, e.g. {CHECKPOINT_PATH}",
             )
 
 

@@ -71,7 +71,7 @@ class NetworkView(Construct):
 
     Example::
 
-        net = NetworkView(stack, "Net", inputs=Inputs(stack, config=config), region=config.hub)
+        net = NetworkView(stack, "Network", inputs=Inputs(stack, config=config), config=config, region="us-east-2")
         net.vpc, net.private_subnets, net.accelerator_subnet
 
     Each attribute reads its outputs on first use, so a stack reads only what it uses.

@@ -11,11 +11,11 @@ import pytest
 
 from hubspoke import compute_metrics, training_metrics
 from hubspoke.config import HubSpokeConfig
+from hubspoke.constructs.alarms import GPU_LOW_MINUTES
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.hyperpod.addons import CLOUDWATCH_OBSERVABILITY
 from hubspoke.k8s.job import training_job
 from hubspoke.policy.rules import METADATA_KEY
-from hubspoke.constructs.alarms import GPU_LOW_MINUTES
 from tests.conftest import Templates, minimal, properties, synth
 from tests.stacks.test_ops import alarm_metrics
 
