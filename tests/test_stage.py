@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from hubspoke.config import HubSpokeConfig
 from tests.conftest import synth
 
 
@@ -40,3 +43,16 @@ def test_stacks_deploy_in_topology_order(dev_config: Any) -> None:
     deps = {d.node.id for d in link.dependencies}
     assert {"network-us-east-2", "network-us-west-2"} <= deps
     assert not stage.stacks["network-us-east-2"].dependencies
+
+
+def test_a_planned_kind_without_a_builder_is_an_error(
+    dev_config: HubSpokeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Silently skipping it (and the dependencies on it) would synthesize a partial environment."""
+    from aws_cdk import App
+
+    from hubspoke import stage
+
+    monkeypatch.delitem(stage.BUILDERS, "link")
+    with pytest.raises(ValueError, match=r"plans a link stack, but stage\.BUILDERS cannot build one"):
+        stage.HubSpokeStage(App(), config=dev_config)
