@@ -59,13 +59,14 @@ def _section(region: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _enabled(section: Mapping[str, Any]) -> bool:
-    return section.get("enabled", True) is not False
-
-
 def _default(model: type[ComputeConfig | StorageConfig], field: str) -> Any:
     """The schema's default for `field`: rules read raw YAML, where an omitted key means that default."""
     return model.model_fields[field].default
+
+
+def _enabled(section: Mapping[str, Any]) -> bool:
+    # Storage and compute share the default (on); a test keeps the two in step.
+    return section.get("enabled", _default(StorageConfig, "enabled")) is not False
 
 
 SERVICE_CIDR = _default(ComputeConfig, "service_cidr")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from aws_cdk import Fn
+from aws_cdk import Annotations, Fn
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -84,6 +84,12 @@ class NetworkView(Construct):
         self._inputs = inputs
         self._region = config.region_config(region)
         self._network = stack_id("network", region)
+        # Route tables belong to the Network and Link stacks; nothing built on this view routes, so the
+        # subnets are imported without them (CDK warns when something reads one: none of our templates do).
+        Annotations.of(self).acknowledge_warning(
+            "@aws-cdk/aws-ec2:noSubnetRouteTableId",
+            "Route tables are the Network and Link stacks' business; consumers of this view only place ENIs.",
+        )
 
     def _read(self, output: Output, az_id: str | None = None) -> str:
         return self._inputs.read(self._network, output, az_id)

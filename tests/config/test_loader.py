@@ -174,3 +174,10 @@ def test_cross_field_rules_use_the_schemas_defaults(tmp_path: Path) -> None:
         ConfigError, match=r"hub\.compute\.service_cidr: Kubernetes service CIDR 172\.20\.0\.0/16"
     ):
         load(write_config(tmp_path, clash, "clash.yaml"))
+
+
+def test_rules_treat_an_omitted_enabled_as_the_schema_does() -> None:
+    """rules._enabled reads one default for both sections: the schema must keep them equal."""
+    from hubspoke.config.schema import ComputeConfig, StorageConfig
+
+    assert StorageConfig().enabled is ComputeConfig().enabled is True

@@ -20,6 +20,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from hubspoke.ports import NFS
+
 FLOW_FIELDS = (
     "version",
     "account_id",
@@ -39,7 +41,6 @@ FLOW_FIELDS = (
 INTER_REGION_IN = "InterRegionBytesIn"
 INTER_REGION_OUT = "InterRegionBytesOut"
 NFS_READ_BYTES_LOGGED = "NfsReadBytesLogged"
-NFS_PORT = 2049
 # CloudWatch Logs allows 100 metric filters per log group; stay well inside it.
 MAX_FILTERS = 60
 
@@ -101,7 +102,7 @@ class TrafficMetrics(Construct):
             filters.append((INTER_REGION_IN, flow_pattern(srcaddr=prefix)))
             filters.append((INTER_REGION_OUT, flow_pattern(dstaddr=prefix)))
         for prefix in address_prefixes(own_cidrs):
-            filters.append((NFS_READ_BYTES_LOGGED, flow_pattern(srcport=str(NFS_PORT), dstaddr=prefix)))
+            filters.append((NFS_READ_BYTES_LOGGED, flow_pattern(srcport=str(NFS), dstaddr=prefix)))
         if len(filters) > MAX_FILTERS:
             raise ValueError(
                 f"{region}: {len(filters)} flow-log metric filters needed; use fewer or larger CIDR blocks"
