@@ -389,5 +389,19 @@ def awscli_layer_zip() -> Path:
     return jsii_asset("aws-cdk.asset-awscli-v1", "aws_cdk/asset_awscli_v1", "lib/layer.zip")
 
 
-if __name__ == "__main__":  # a quick look: `python -m tests.lambda_runtime`
-    print(sandbox_mode(), file=sys.stderr)
+def require_sandbox() -> str:
+    """The sandbox mode, or a pytest skip that names why this machine cannot provide one."""
+    import pytest
+
+    try:
+        return sandbox_mode()
+    except SandboxUnavailable as reason:
+        pytest.skip(f"no Lambda sandbox on this machine: {reason}")
+
+
+def bundle(bundling: Any, directory: Path) -> Path:
+    """Run an asset's local bundling (ILocalBundling.try_bundle) into `directory`, as synth does."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if not bundling.try_bundle(str(directory)):
+        raise SandboxUnavailable("the asset's local bundling declined to run")
+    return directory

@@ -31,9 +31,9 @@ from tests.fakes.kubernetes import FakeKubernetes
 from tests.lambda_runtime import (
     LAMBDA_PATH,
     LambdaFunction,
-    SandboxUnavailable,
     awscli_layer_zip,
     kubectl_layer_zip,
+    require_sandbox,
     sandbox_mode,
 )
 
@@ -44,10 +44,7 @@ SUB_CHART = "hubspoke-sub"
 
 @pytest.fixture(scope="module", autouse=True)
 def sandbox() -> None:
-    try:
-        sandbox_mode()
-    except SandboxUnavailable as reason:
-        pytest.skip(f"no Lambda sandbox on this machine: {reason}")
+    require_sandbox()
 
 
 def _tgz(files: dict[str, str]) -> bytes:
