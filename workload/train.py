@@ -20,7 +20,6 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-import torch.nn.functional as F
 from emf_sink import EmfSink
 from llama import PRESETS, Llama, shape
 from shards import RankSampler, TokenShards
@@ -54,6 +53,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--checkpoint-every", type=int, default=500)
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--seed", type=int, default=0, help="model initialisation: every rank must start equal")
     p.add_argument("--backend", choices=("nccl", "gloo"), default="nccl")
     p.add_argument("--environment", default=os.environ.get("HUBSPOKE_ENVIRONMENT", "unknown"))
     p.add_argument("--region", default=os.environ.get("AWS_REGION", "unknown"))
@@ -71,13 +71,17 @@ def init_distributed(backend: str) -> tuple[int, int, torch.device]:
     os.environ.setdefault("WORLD_SIZE", "1")
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")
-    dist.init_process_group(backend, timeout=timedelta(minutes=30))
     if backend == "nccl":
+        # The GPU first, then NCCL: torch's distributed_c10d.py warns that NCCL without
+        # torch.cuda.set_device "will lead to unexpected hang issues", and device_id binds the communicator
+        # to this GPU at once instead of every rank guessing device 0 (8 ranks crowding one H100).
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
+        dist.init_process_group(backend, timeout=timedelta(minutes=30), device_id=device)
     else:
         device = torch.device("cpu")
+        dist.init_process_group(backend, timeout=timedelta(minutes=30))
     return dist.get_rank(), dist.get_world_size(), device
 
 
@@ -110,7 +114,11 @@ def load_checkpoint(model: torch.nn.Module, optimizer: torch.optim.Optimizer, pa
 
 
 def build_model(args: argparse.Namespace, device: torch.device) -> torch.nn.Module:
-    model = Llama(shape(args.model, args.vocab_size)).to(device)
+    """The model, checkpointed per block and sharded per block (FSDP2); memory: benchmarks/train_memory.py."""
+    torch.manual_seed(args.seed)
+    model = Llama(shape(args.model, args.vocab_size))
+    model.checkpoint_blocks()
+    model = model.to(device)
     # bf16 compute with fp32 gradient reduction on GPUs; CPU runs (tests) stay in fp32.
     policy = (
         MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
@@ -157,8 +165,7 @@ def train(args: argparse.Namespace) -> int:
         if step >= args.max_steps:
             break
         inputs, labels = inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten())
+        loss = model(inputs, labels)  # chunked cross-entropy: the full logits never exist
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

@@ -204,3 +204,58 @@ def test_a_torn_checkpoint_is_never_resumed_from(tmp_path: Path) -> None:
     (tmp_path / "step_00000005" / ".metadata").write_bytes(b"x")
     assert train.latest_checkpoint(tmp_path) == (5, tmp_path / "step_00000005")
     assert train.latest_checkpoint(tmp_path / "absent") is None
+
+
+def test_chunked_loss_and_block_checkpointing_change_memory_not_results() -> None:
+    """The loss of model(tokens, labels) is F.cross_entropy over the full fp32 logits, gradients included."""
+    torch.manual_seed(0)
+    reference = llama.Llama(llama.shape("tiny", vocab_size=256))
+    lean = llama.Llama(llama.shape("tiny", vocab_size=256))
+    lean.load_state_dict(reference.state_dict())
+    lean.checkpoint_blocks()
+    tokens, labels = torch.randint(0, 256, (3, 16)), torch.randint(0, 256, (3, 16))
+    full = torch.nn.functional.cross_entropy(reference(tokens).flatten(0, 1).float(), labels.flatten())
+    full.backward()
+    # 7-token chunks do not divide the 48 tokens: the last chunk is short.
+    chunked = llama.chunked_cross_entropy(lean.norm(_blocks(lean, tokens)), lean.embed.weight, labels, chunk=7)
+    chunked.backward()
+    assert torch.allclose(chunked, full, atol=1e-5)
+    for (name, a), b in zip(reference.named_parameters(), lean.parameters(), strict=True):
+        assert a.grad is not None and b.grad is not None
+        assert torch.allclose(a.grad, b.grad, atol=1e-5), name
+
+
+def _blocks(model: llama.Llama, tokens: torch.Tensor) -> torch.Tensor:
+    cos, sin = llama.rotary(tokens.shape[1], model.s.head_dim, model.s.rope_theta, tokens.device)
+    x = model.embed(tokens)
+    for layer in model.layers:
+        x = layer(x, cos, sin)
+    return x
+
+
+def _weights(checkpoint: Path, tmp_path: Path) -> dict[str, torch.Tensor]:
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    flat = tmp_path / f"{checkpoint.parent.parent.name}-{checkpoint.name}.pt"
+    dcp_to_torch_save(checkpoint, flat)
+    return dict(torch.load(flat, weights_only=False)["model"])
+
+
+def test_resume_restores_the_weights_not_only_the_step(tmp_path: Path) -> None:
+    """Four steps in one go and three steps, stop, resume, one more step end on the same weights: the resumed
+    run continued from the saved weights and optimizer state, not from a fresh model at step 3."""
+    data = tmp_path / "data"
+    _write_shards(data, [400, 400])
+    straight, resumed = tmp_path / "straight" / "ckpt", tmp_path / "resumed" / "ckpt"
+    assert _run(data, straight, "--max-steps=4", "--num-workers=0", "--checkpoint-every=100").returncode == 0
+    first = _run(data, resumed, "--max-steps=3", "--num-workers=0", "--checkpoint-every=100")
+    assert first.returncode == 0, first.stderr
+    second = _run(data, resumed, "--max-steps=4", "--num-workers=0", "--checkpoint-every=100")
+    assert second.returncode == 0 and "resumed from" in second.stderr, second.stderr
+    at_three = _weights(resumed / "step_00000003", tmp_path)
+    straight_four = _weights(straight / "step_00000004", tmp_path)
+    resumed_four = _weights(resumed / "step_00000004", tmp_path)
+    assert set(straight_four) == set(resumed_four) and straight_four
+    assert any(not torch.equal(at_three[k], straight_four[k]) for k in at_three), "a step changes the weights"
+    for name, value in straight_four.items():
+        assert torch.allclose(value, resumed_four[name], atol=1e-6), name
