@@ -24,6 +24,7 @@ from emf_sink import EmfSink
 from llama import PRESETS, Llama, shape
 from shards import RankSampler, TokenShards
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.utils.data import DataLoader
 
@@ -113,21 +114,26 @@ def load_checkpoint(model: torch.nn.Module, optimizer: torch.optim.Optimizer, pa
     return int(state["step"])
 
 
-def build_model(args: argparse.Namespace, device: torch.device) -> torch.nn.Module:
-    """The model, checkpointed per block and sharded per block (FSDP2); memory: benchmarks/train_memory.py."""
+def build_model(
+    args: argparse.Namespace, device: torch.device, mesh: DeviceMesh | None = None, bf16: bool | None = None
+) -> torch.nn.Module:
+    """The model, checkpointed per block and sharded per block (FSDP2) over `mesh` (default: every rank).
+
+    bf16 compute with fp32 gradient reduction by default on GPUs; CPU runs (tests) stay in fp32. Its memory at
+    the reference settings is measured by benchmarks/train_memory.py.
+    """
     torch.manual_seed(args.seed)
-    model = Llama(shape(args.model, args.vocab_size))
+    with device:  # created where it runs: no host copy of the whole model first
+        model = Llama(shape(args.model, args.vocab_size))
     model.checkpoint_blocks()
-    model = model.to(device)
-    # bf16 compute with fp32 gradient reduction on GPUs; CPU runs (tests) stay in fp32.
     policy = (
         MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-        if device.type == "cuda"
+        if (device.type == "cuda" if bf16 is None else bf16)
         else MixedPrecisionPolicy()
     )
     for layer in model.layers:
-        fully_shard(layer, mp_policy=policy)
-    fully_shard(model, mp_policy=policy)
+        fully_shard(layer, mesh=mesh, mp_policy=policy)
+    fully_shard(model, mesh=mesh, mp_policy=policy)
     return model
 
 
