@@ -217,7 +217,9 @@ def test_chunked_loss_and_block_checkpointing_change_memory_not_results() -> Non
     full = torch.nn.functional.cross_entropy(reference(tokens).flatten(0, 1).float(), labels.flatten())
     full.backward()
     # 7-token chunks do not divide the 48 tokens: the last chunk is short.
-    chunked = llama.chunked_cross_entropy(lean.norm(_blocks(lean, tokens)), lean.embed.weight, labels, chunk=7)
+    chunked = llama.chunked_cross_entropy(
+        lean.norm(_blocks(lean, tokens)), lean.embed.weight, labels, chunk=7
+    )
     chunked.backward()
     assert torch.allclose(chunked, full, atol=1e-5)
     for (name, a), b in zip(reference.named_parameters(), lean.parameters(), strict=True):
