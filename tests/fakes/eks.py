@@ -12,10 +12,11 @@ from __future__ import annotations
 import base64
 import http.server
 import json
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from tests.fakes.loopback import serve_in_background, shut
 
 
 @dataclass
@@ -86,11 +87,7 @@ class FakeEks:
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        self.endpoint = serve_in_background(self._server, "http")
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        shut(self._server)

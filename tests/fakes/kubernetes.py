@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
+from tests.fakes.loopback import serve_in_background, shut
 from tests.fakes.tls import self_signed
 
 TOKEN_PREFIX = "k8s-aws-v1."
@@ -164,14 +165,10 @@ class FakeKubernetes:
                 pass
 
         self._server = Server(("127.0.0.1", 0), Handler)
-        self.endpoint = f"https://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        self.endpoint = serve_in_background(self._server, "https")
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        shut(self._server)
 
     def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         return self.objects.get((resource, namespace, name))

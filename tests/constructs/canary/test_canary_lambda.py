@@ -20,16 +20,14 @@ from hubspoke.constructs.cnq.bundling import InstalledEnvironmentBundling
 from tests.conftest import Templates, properties
 from tests.fakes.aws_endpoint import moto_endpoint
 from tests.fakes.qumulo import FakeQumulo
-from tests.lambda_runtime import LambdaFunction, bundle, require_sandbox
+from tests.lambda_runtime import LambdaFunction, bundle
 
 SPOKE = "us-west-2"
 HUB_NODES = ("127.0.0.21", "127.0.0.22")
-pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def sandbox() -> None:
-    require_sandbox()
+pytestmark = [
+    pytest.mark.usefixtures("lambda_sandbox"),
+    pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -18,17 +18,15 @@ from hubspoke.constructs.cnq import bundling
 from tests.conftest import Templates, resources
 from tests.fakes.aws_endpoint import moto_endpoint
 from tests.fakes.qumulo import FakeQumulo
-from tests.lambda_runtime import LambdaFunction, bundle, require_sandbox
+from tests.lambda_runtime import LambdaFunction, bundle
 
 HUB = "us-east-2"
 PASSWORD = "Hub-Passw0rd!x"
 # qumulo-api's dataclasses-json schemas use marshmallow 3 idioms that marshmallow deprecates; not ours to fix.
-pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def sandbox() -> None:
-    require_sandbox()
+pytestmark = [
+    pytest.mark.usefixtures("lambda_sandbox"),
+    pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning"),
+]
 
 
 @pytest.fixture(scope="module")

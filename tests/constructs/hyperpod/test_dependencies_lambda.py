@@ -33,18 +33,13 @@ from tests.lambda_runtime import (
     LambdaFunction,
     awscli_layer_zip,
     kubectl_layer_zip,
-    require_sandbox,
     sandbox_mode,
 )
 
 CLUSTER = "hubspoke-dev-us-west-2"
 REGION = "us-west-2"
 SUB_CHART = "hubspoke-sub"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def sandbox() -> None:
-    require_sandbox()
+pytestmark = pytest.mark.usefixtures("lambda_sandbox")
 
 
 def _tgz(files: dict[str, str]) -> bytes:

@@ -17,14 +17,11 @@ from hubspoke.config import HubSpokeConfig
 from hubspoke.constructs.hyperpod import nodes_ready
 from tests.conftest import Templates, properties
 from tests.fakes.aws_endpoint import moto_endpoint
-from tests.lambda_runtime import LambdaFunction, require_sandbox
+from tests.lambda_runtime import LambdaFunction
 
 REGION = "us-west-2"
 
-
-@pytest.fixture(scope="module", autouse=True)
-def sandbox() -> None:
-    require_sandbox()
+pytestmark = pytest.mark.usefixtures("lambda_sandbox")
 
 
 @pytest.fixture
