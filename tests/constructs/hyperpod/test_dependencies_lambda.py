@@ -28,13 +28,8 @@ from hubspoke.constructs.hyperpod import dependencies
 from tests.conftest import Templates, properties
 from tests.fakes.eks import FakeCluster, FakeEks
 from tests.fakes.kubernetes import FakeKubernetes
-from tests.lambda_runtime import (
-    LAMBDA_PATH,
-    LambdaFunction,
-    awscli_layer_zip,
-    kubectl_layer_zip,
-    sandbox_mode,
-)
+from tests.lambda_layers import awscli_layer_zip, kubectl_layer_zip
+from tests.lambda_runtime import LAMBDA_PATH, LambdaFunction, sandbox_mode
 
 CLUSTER = "hubspoke-dev-us-west-2"
 REGION = "us-west-2"
