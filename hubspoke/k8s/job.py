@@ -36,7 +36,7 @@ TRAIN_SCRIPT = "/opt/hubspoke/train.py"
 # train.py's progress line on stderr: `step <n> loss <decimal> ...`. HyperPod's log monitoring restarts a job
 # whose line stops coming or whose loss stops being a decimal (a NaN loss prints "nan"); the SageMaker
 # developer guide's example matches the loss the same way ("Using the training operator to run jobs").
-# tests/k8s/test_k8s_job.py runs train.py and checks this pattern against what it really prints.
+# tests/workload/test_train.py runs train.py and checks this pattern against what it really prints.
 PROGRESS_LOG_PATTERN = r".*step \d+ loss \d+\.\d+.*"
 IMAGE_REPOSITORY = "hubspoke-training"
 

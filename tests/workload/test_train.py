@@ -261,3 +261,16 @@ def test_resume_restores_the_weights_not_only_the_step(tmp_path: Path) -> None:
     assert any(not torch.equal(at_three[k], straight_four[k]) for k in at_three), "a step changes the weights"
     for name, value in straight_four.items():
         assert torch.allclose(value, resumed_four[name], atol=1e-6), name
+
+
+def test_hyperpod_log_monitoring_pattern_matches_the_progress_train_py_prints(tmp_path: Path) -> None:
+    """The HyperPodPyTorchJob's hang detection watches for PROGRESS_LOG_PATTERN: train.py must print it."""
+    import re
+
+    from hubspoke.k8s.job import PROGRESS_LOG_PATTERN
+
+    _write_shards(tmp_path / "data", [400])
+    run = _run(tmp_path / "data", tmp_path / "ckpt", "--max-steps=4", "--num-workers=0")
+    assert run.returncode == 0, run.stderr
+    progress = [line for line in run.stderr.splitlines() if re.fullmatch(PROGRESS_LOG_PATTERN, line)]
+    assert len(progress) == 2, f"one progress line per --log-every=2 steps, got: {run.stderr}"
