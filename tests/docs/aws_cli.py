@@ -42,6 +42,7 @@ from tests.docs.aws_customizations import (
     VALUES,
     ArgTable,
 )
+from tests.docs.aws_query import query_problems
 from tests.docs.shell import Word
 
 
@@ -110,7 +111,11 @@ def arg_table(cli_service: str, cli_operation: str) -> ArgTable:
         if "limit_key" in paginator:
             options["page-size"] = VALUE
     return ArgTable(
-        options, frozenset(required), source=f"botocore {botocore_service} {op.name}", takes_cli_input=True
+        options,
+        frozenset(required),
+        source=f"botocore {botocore_service} {op.name}",
+        takes_cli_input=True,
+        output_shape=op.output_shape,
     )
 
 
@@ -209,6 +214,8 @@ def aws_problems(words: list[Word]) -> list[str]:
             problems.append(f"{name} --{option} is a flag and takes no value")
         if option == "output" and values and not values[0].dynamic and values[0].text not in OUTPUT_CHOICES:
             problems.append(f"--output {values[0].text} is not one of {', '.join(OUTPUT_CHOICES)}")
+        if option == "query" and values and not values[0].dynamic and table.output_shape is not None:
+            problems += [f"{name} {p}" for p in query_problems(table.output_shape, values[0].text)]
     low, high = table.positionals
     if not low <= max(positionals, 0) <= high:
         want = f"{low}" if low == high else f"{low} to {high}"
@@ -220,7 +227,7 @@ def aws_problems(words: list[Word]) -> list[str]:
                 f"{name} requires {', '.join('--' + m for m in missing)} "
                 f"(write a <placeholder> and say where its value comes from)"
             )
-    if "region" not in seen and is_regional(service):
+    if "region" not in seen and table.regional and is_regional(service):
         problems.append(
             f"{name} acts on a resource in one Region: add --region <region> (or the Region itself)"
         )

@@ -8,6 +8,7 @@ docs need one that is missing (the checker's message says so).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 AWS_CLI_SOURCE = "aws/aws-cli@73fb33bb (v2.36.7)"
 FLAG, VALUE, OPTIONAL_VALUE, VALUES = "flag", "value", "optional value", "values"
@@ -68,6 +69,8 @@ class ArgTable:
     positionals: tuple[int, int] = (0, 0)
     source: str = ""
     takes_cli_input: bool = False
+    regional: bool = True  # acts on something in one Region (so a documented command must name it)
+    output_shape: Any = None  # botocore's output shape, for checking --query (modelled operations only)
 
 
 def _s3_transfer(*extra: str) -> dict[str, str]:
@@ -190,5 +193,9 @@ CUSTOM_COMMANDS: dict[tuple[str, str], ArgTable] = {
         },
         positionals=(1, 1),
         source="awscli/customizations/logs/tail.py TailCommand (v2 only)",
+    ),
+    # Reads the local configuration files only.
+    ("configure", "list-profiles"): ArgTable(
+        {}, source="awscli/customizations/configure/listprofiles.py", regional=False
     ),
 }

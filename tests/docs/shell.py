@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 # `<` followed by a letter and closed on the same line is a placeholder in the docs, whatever its style;
 # conventions.py judges the style.
 _PLACEHOLDER_START = re.compile(r"<[A-Za-z][^<>\n]*>")
+_LEADING_RESERVED_WORDS = frozenset({"do", "then", "else", "elif", "if", "while", "until", "!", "{", "time"})
 _OPERATORS = ("&&", "||", "|", ";", "&", "\n")
 _REDIRECT = re.compile(r"(?:\d*>&\d+|&>>?|\d*>>?|<<?|\d+<)")
 
@@ -104,6 +105,9 @@ class _Lexer:
         self._finish(words, start)
 
     def _finish(self, words: list[Word], line: int) -> None:
+        # `do aws ...` runs `aws ...`: reserved words that may precede a command are not its name.
+        while words and words[0].text in _LEADING_RESERVED_WORDS and not words[0].dynamic:
+            words.pop(0)
         assignments: list[Word] = []
         while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0].text):
             assignments.append(words.pop(0))
