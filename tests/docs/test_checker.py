@@ -6,10 +6,15 @@ Expected reasons are written from the tools' definitions named in each case, not
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 from pathlib import Path
 
 import pytest
 
+from hubspoke.cli.main import main
+from tests.conftest import NETWORK_ONLY, minimal, write_config
 from tests.docs.checker import check, command_problems
 from tests.docs.markdown import Snippet, snippets
 from tests.docs.shell import parse
@@ -161,3 +166,17 @@ def test_substitutions_and_pipelines_are_split_into_their_commands() -> None:
     assert [c.argv[0] for c in commands if c.words] == ["aws", "hubspoke", "kubectl"]
     aws = next(c for c in commands if c.words and c.argv[0] == "aws")
     assert aws.words[4].dynamic and aws.argv[-1] == "SecretString"
+
+
+def test_the_commands_hubspoke_itself_prints_pass_too(tmp_path: Path) -> None:
+    """`hubspoke plan` prints bootstrap and deploy commands (a cross-account spoke's with --trust): they go
+    through the same checker as the docs."""
+    spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "account": "210987654321", **NETWORK_ONLY}
+    path = write_config(tmp_path, minimal(spokes=[spoke]))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["plan", "--config", str(path), "--json"]) == 0
+    commands = json.loads(out.getvalue())["commands"]
+    printed = [*commands["bootstrap"], commands["deploy_all"], *commands["deploy_in_order"]]
+    assert any("--trust" in c for c in printed)
+    assert {c: _problems(c) for c in printed} == {c: [] for c in printed}
