@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hubspoke.config.schema import ComputeConfig, StorageConfig, effective_account
+from hubspoke.flow_logs import MAX_FILTERS_PER_LOG_GROUP, filter_count
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
 
 # Qumulo's supported EC2 families for Cloud Native Qumulo on AWS (Qumulo docs, 2026-11).
@@ -261,6 +262,31 @@ def peering_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
         )
 
 
+def _vpc_cidrs(region: Mapping[str, Any]) -> list[str]:
+    secondary = region.get("secondary_cidrs")
+    blocks = [region.get("cidr"), *(secondary if isinstance(secondary, list) else [])]
+    return [str(net) for net in map(_net, blocks) if net is not None]
+
+
+def flow_log_filters_fit(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """A spoke's traffic metrics (hubspoke/flow_logs.py) must fit the metric filters of one log group."""
+    hub = raw.get("hub")
+    hub_cidrs = _vpc_cidrs(hub) if isinstance(hub, Mapping) else []
+    for where, region in _regions(raw):
+        own = _vpc_cidrs(region)
+        if where == "hub" or not own or not hub_cidrs:
+            continue
+        count = filter_count(own_cidrs=own, hub_cidrs=hub_cidrs)
+        if count > MAX_FILTERS_PER_LOG_GROUP:
+            yield Problem(
+                f"{where}.secondary_cidrs",
+                f"this spoke's traffic metrics need {count} metric filters on its flow-log group, more than "
+                f"{MAX_FILTERS_PER_LOG_GROUP} (CloudWatch Logs allows 100 per log group): a CIDR that does not "
+                "end on /8, /16 or /24 is matched block by block; use fewer secondary CIDRs here or in the hub, "
+                "or octet-aligned ones (one /16 instead of several /17s)",
+            )
+
+
 RULES: tuple[Rule, ...] = (
     vpc_cidrs_do_not_overlap,
     one_spoke_per_region,
@@ -273,6 +299,7 @@ RULES: tuple[Rule, ...] = (
     checkpoints_outside_dataset,
     public_endpoint_not_open_to_world,
     peering_quota,
+    flow_log_filters_fit,
 )
 
 
