@@ -124,6 +124,8 @@ def _run(
         "--region=us-west-2",
         "--log-every=2",
         "--checkpoint-every=3",
+        # One throughput record, at the end: the clock-driven windows are tested in test_throughput.py.
+        "--metrics-seconds=3600",
         *extra,
     ]
     return subprocess.run(args, capture_output=True, text=True, timeout=240, env=env, check=False)
@@ -138,7 +140,7 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) ->
     assert all((ckpt / name / ".metadata").exists() for name in ("step_00000003", "step_00000004"))
 
     records = [json.loads(line) for line in first.stdout.splitlines() if line.strip()]
-    assert [r["Step"] for r in records] == [2, 4], "stdout carries only EMF records, one per log interval"
+    assert [r["Step"] for r in records] == [4], "stdout carries only EMF records: the final window's"
     for record in records:
         (directive,) = record["_aws"]["CloudWatchMetrics"]
         assert directive["Namespace"] == training_metrics.NAMESPACE
@@ -157,6 +159,21 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) ->
     assert (ckpt / "step_00000006" / ".metadata").exists()
 
 
+def test_throughput_records_follow_the_clock_not_the_steps(tmp_path: Path) -> None:
+    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
+    _write_shards(data, [400])
+    # The last --metrics-seconds wins over _run's: a record every 50 ms, whatever the step pace.
+    run = _run(data, ckpt, "--max-steps=4", "--num-workers=0", "--metrics-seconds=0.05")
+    assert run.returncode == 0, run.stderr
+    records = [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
+    steps = [r["Step"] for r in records]
+    assert len(records) >= 2 and steps == sorted(steps) and steps[-1] == 4, steps
+    for r in records:
+        assert r[training_metrics.SAMPLES_PER_SECOND] >= 0
+        # A window in which no step finished has no step time to report.
+        assert (training_metrics.STEP_SECONDS in r) == (r[training_metrics.SAMPLES_PER_SECOND] > 0)
+
+
 def test_with_an_agent_endpoint_records_go_to_the_agent_not_stdout(tmp_path: Path) -> None:
     _write_shards(tmp_path / "data", [400])
     with FakeEmfAgent() as agent:
@@ -167,11 +184,11 @@ def test_with_an_agent_endpoint_records_go_to_the_agent_not_stdout(tmp_path: Pat
             "--num-workers=0",
             agent_endpoint=agent.endpoint,
         )
-        lines = agent.wait_for(2)
+        lines = agent.wait_for(1)
     assert run.returncode == 0, run.stderr
     assert run.stdout == ""
     records = [json.loads(line) for line in lines]
-    assert [r["Step"] for r in records] == [2, 4]
+    assert [r["Step"] for r in records] == [4]
     assert all(r["_aws"]["CloudWatchMetrics"][0]["Namespace"] == training_metrics.NAMESPACE for r in records)
     assert "CloudWatch agent" not in run.stderr
 
@@ -188,9 +205,7 @@ def test_training_survives_an_agent_that_is_down(tmp_path: Path) -> None:
         agent_endpoint=agent.endpoint,
     )
     assert run.returncode == 0, run.stderr
-    assert [json.loads(line)["Step"] for line in run.stdout.splitlines()] == [2, 4], (
-        "stdout keeps the records"
-    )
+    assert [json.loads(line)["Step"] for line in run.stdout.splitlines()] == [4], "stdout keeps the records"
     assert (tmp_path / "ckpt" / "step_00000004" / ".metadata").exists()
     assert run.stderr.count("cannot reach the CloudWatch agent") == 1
 
