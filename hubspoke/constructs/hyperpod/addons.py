@@ -32,7 +32,7 @@ VPC_CNI_VERSION = "v1.20.1-eksbuild.3"
 # The CloudWatch observability add-on is built from the aws-observability/helm-charts chart of the same
 # version (its RELEASE_NOTES: "Upgrade CloudWatch Agent Addon to v3.7.0-eksbuild.1" in chart 3.7.0); 6.4.0 is
 # the chart of 2026-07-21 (helm-charts@71a298ff). ASSUMED: build 1 of it is offered for Kubernetes 1.33; check
-# with `aws eks describe-addon-versions --addon-name amazon-cloudwatch-observability --kubernetes-version 1.33`.
+# as docs/runbooks/compute.md, "Pinned EKS add-on versions", shows.
 VERSIONED: dict[str, dict[str, str]] = {
     "1.33": {
         KUBE_PROXY: "v1.33.0-eksbuild.2",
