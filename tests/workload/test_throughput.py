@@ -12,13 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workload"))
 from throughput import ThroughputReporter
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fakes.clock import ManualClock as Clock
 
 
 def _reporter(clock: Clock, reports: list[tuple[int, dict[str, float]]]) -> ThroughputReporter:
