@@ -4,7 +4,8 @@
   `add_subcommands` over every command class in qumulo/commands/). Its `--host` is required unless the
   machine is a Qumulo node (`os.path.exists('/opt/qumulo/lib')`); an operator's host is not, so the parser is
   built as on such a host.
-- hubspoke: `hubspoke.cli.main.build_parser`, the console script's own parser.
+- hubspoke: `hubspoke.cli.main.build_parser`, the console script's own parser (built, as it is at run time,
+  with the full definition of the command the arguments name).
 
 Values the docs cannot know (placeholders, shell variables, command substitutions) are accepted by every
 typed or choice-restricted option; everything else goes through the real conversion and checks.
@@ -91,10 +92,15 @@ def qq_parser() -> argparse.ArgumentParser:
 
 
 @cache
-def hubspoke_parser() -> argparse.ArgumentParser:
+def _hubspoke_parser(command: str | None) -> argparse.ArgumentParser:
     from hubspoke.cli.main import build_parser
 
-    return _tolerant(build_parser())
+    return _tolerant(build_parser([command] if command else []))
+
+
+def hubspoke_parser(words: list[Word]) -> argparse.ArgumentParser:
+    """The console script's parser as it is built for these arguments: only the named command in full."""
+    return _hubspoke_parser(next((w.text for w in words if not w.text.startswith("-")), None))
 
 
 def _values(words: list[Word]) -> list[str]:

@@ -66,7 +66,7 @@ def command_problems(command: Command) -> list[str]:
     elif tool == "qq":
         problems += [f"qq: {p}" for p in [argparse_problem(qq_parser(), args)] if p]
     elif tool == "hubspoke":
-        problems += [f"hubspoke: {p}" for p in [argparse_problem(hubspoke_parser(), args)] if p]
+        problems += [f"hubspoke: {p}" for p in [argparse_problem(hubspoke_parser(args), args)] if p]
     elif tool == "cdk":
         problems += [p for p in [cdk_problem(args)] if p]
     elif tool == "kubectl":

@@ -177,6 +177,11 @@ def test_the_commands_hubspoke_itself_prints_pass_too(tmp_path: Path) -> None:
     with contextlib.redirect_stdout(out):
         assert main(["plan", "--config", str(path), "--json"]) == 0
     commands = json.loads(out.getvalue())["commands"]
-    printed = [*commands["bootstrap"], commands["deploy_all"], *commands["deploy_in_order"]]
+    printed = [
+        *commands["bootstrap"],
+        commands["deploy_all"],
+        commands["refresh"],
+        *commands["deploy_in_order"],
+    ]
     assert any("--trust" in c for c in printed)
     assert {c: _problems(c) for c in printed} == {c: [] for c in printed}
