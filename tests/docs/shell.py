@@ -101,7 +101,10 @@ class _Lexer:
                         self.advance()
                     self._word()  # the redirection's target is not an argument
             else:
+                before = self.pos
                 words.append(self._word())
+                if self.pos == before:  # never loop on a character nothing above consumes
+                    raise self.error(f"unexpected {ch!r}")
         self._finish(words, start)
 
     def _finish(self, words: list[Word], line: int) -> None:

@@ -53,8 +53,9 @@ CLOUDWATCH_SERVICE_ACCOUNT = "cloudwatch-agent"
 # Signals (helm-charts@71a298ff, templates/linux/cloudwatch-agent-custom-resource.yaml and _helpers.tpl
 # "cloudwatch-agent.build-default-config"): this configuration switches Application Signals off, on purpose
 # (nothing here is instrumented for it); add `application_signals: {}` under logs.metrics_collected and
-# traces.traces_collected to keep it. The add-on's operator publishes EMF on the `cloudwatch-agent` Service at 25888 whatever the
-# address says, so the listener stays on the port the jobs are given (hubspoke/training_metrics.py).
+# traces.traces_collected to keep it. The add-on's operator publishes EMF on the `cloudwatch-agent` Service
+# at 25888 whatever the address says, so the listener stays on the port the jobs are given
+# (hubspoke/training_metrics.py).
 CLOUDWATCH_CONFIGURATION = {
     "agent": {
         "config": {
