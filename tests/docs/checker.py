@@ -82,7 +82,7 @@ def _is_command(snippet: Snippet) -> bool:
     if snippet.text in NOT_COMMANDS:
         return False
     words = snippet.text.split()
-    if len(words) == 1 or words == ["npx", "cdk"]:
+    if len(words) <= 1 or words == ["npx", "cdk"]:
         return False  # the tool's name alone (`aws`, `npx cdk`) names the tool, it is not a command
     return words[0] in CHECKED_TOOLS or words[:2] == ["npx", "cdk"]
 
