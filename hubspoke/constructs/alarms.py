@@ -142,18 +142,20 @@ def portal_not_active(
 def cache_hit_ratio_low(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, config: HubSpokeConfig
 ) -> cloudwatch.Alarm:
-    """The derived cache hit ratio stayed under the configured floor while clients read."""
-    floor = config.ops.cache_hit_ratio_floor
+    """The derived cache hit ratio stayed under the configured floor while clients read enough to judge it."""
+    floor, min_read = config.ops.cache_hit_ratio_floor, config.ops.cache_hit_ratio_min_read_gb
     return _alarm(
         scope,
         planned,
         topic=topic,
-        metric=hit_ratio(environment=config.environment, region=planned.region),
+        metric=hit_ratio(environment=config.environment, region=planned.region, min_read_gb=min_read),
         threshold=floor,
         periods=HIT_RATIO_PERIODS,
+        # Periods with fewer reads than the minimum have no ratio: nobody reading is not a cold cache.
         missing=cloudwatch.TreatMissingData.NOT_BREACHING,
         description=f"Derived cache hit ratio of {planned.region} below {floor} "
-        f"for {HIT_RATIO_PERIODS * HIT_RATIO_PERIOD_MINUTES} minutes while clients read.",
+        f"for {HIT_RATIO_PERIODS * HIT_RATIO_PERIOD_MINUTES} minutes while clients read at least "
+        f"{min_read:g} GB per {HIT_RATIO_PERIOD_MINUTES} minutes.",
     )
 
 

@@ -206,7 +206,13 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
         return self._graph(
             column,
             f"Derived cache hit ratio, {column.region.region} ({HIT_RATIO_PERIOD_MINUTES} min)",
-            left=[hit_ratio(environment=self.config.environment, region=column.region.region)],
+            left=[
+                hit_ratio(
+                    environment=self.config.environment,
+                    region=column.region.region,
+                    min_read_gb=self.config.ops.cache_hit_ratio_min_read_gb,
+                )
+            ],
             left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
             left_annotations=[cloudwatch.HorizontalAnnotation(value=floor, label=f"floor {floor}")],
         )

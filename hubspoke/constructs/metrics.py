@@ -73,11 +73,16 @@ def gpu_while_training(config: HubSpokeConfig, region: RegionConfig) -> cloudwat
     )
 
 
-def hit_ratio(*, environment: str, region: str) -> cloudwatch.MathExpression:
-    """1 - bytes from the hub / NFS bytes served (flow logs count each NFS byte twice: see traffic.py)."""
+def hit_ratio(*, environment: str, region: str, min_read_gb: float) -> cloudwatch.MathExpression:
+    """1 - bytes from the hub / NFS bytes served, in periods where the spoke served at least `min_read_gb`."""
     period = HIT_RATIO_PERIOD_MINUTES
+    # Flow logs count each NFS byte twice (server and client ENI: see traffic.py), so `nfs / 2` is what was
+    # served. The condition compares `nfs` itself: metric math's precedence between arithmetic and comparison
+    # is not documented. Below the minimum the point is dropped (IF without a false value, CloudWatch User
+    # Guide, "Using IF expressions"), so a trickle of reads cannot turn background traffic into a ratio < 0.
+    logged_minimum = round(2 * min_read_gb * 1e9)
     return cloudwatch.MathExpression(
-        expression="IF(nfs > 0, 1 - hub / (nfs / 2))",
+        expression=f"IF(nfs >= {logged_minimum}, 1 - hub / (nfs / 2))",
         using_metrics={
             "hub": traffic_metric(
                 INTER_REGION_IN, environment=environment, region=region, period_minutes=period
