@@ -208,3 +208,18 @@ def test_hit_ratio_minimum_read_volume_comes_from_config(
         # 10 MB/s is 3 GB per period: under the configured 5 GB, so no ratio and no page, even at 0 % hits.
         assert "ALARM" not in judged(props, lambda t: reading(10, miss=1.0), 10)
         assert first_alarm(judged(props, lambda t: reading(20, miss=1.0), 10)) == 2
+
+
+def test_a_running_job_reports_in_every_minute_the_gpu_alarm_counts(
+    dev_config: HubSpokeConfig, gpu_alarms: list[tuple[str, dict[str, Any]]]
+) -> None:
+    """The alarm counts periods with a samples/s record: the rendered job must report at least twice per
+    period, so every period keeps a record even when one report is late."""
+    from hubspoke.k8s.job import training_job
+    from tests.stacks.test_dashboard import job_argument
+
+    [period] = {q["MetricStat"]["Period"] for _, p in gpu_alarms for q in p["Metrics"] if "MetricStat" in q}
+    for region in dev_config.regions():
+        if region.compute.enabled:
+            seconds = float(job_argument(training_job(dev_config, region), "metrics-seconds"))
+            assert 0 < seconds <= period / 2, region.region

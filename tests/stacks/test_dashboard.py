@@ -279,3 +279,26 @@ def test_dashboard_deploys_after_what_it_shows_and_references_no_stack(
     # Metrics are read by name and Region: the dashboard never blocks another stack's change or removal.
     text = json.dumps(dev_templates[sid])
     assert "Fn::GetStackOutput" not in text and "Fn::ImportValue" not in text
+
+
+def test_gpu_and_samples_labels_say_what_the_series_average(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    """The GPU series averages GPUs, not nodes: the CloudWatch agent publishes node_gpu_utilization per GPU
+    device (dimension sets up to [ClusterName, NodeName, InstanceId, InstanceType, GpuDevice]:
+    aws/amazon-cloudwatch-agent, translator/translate/otel/exporter/awsemf/kubernetes.go). Samples/s is the
+    average of the job's records, whose interval is the one the rendered job passes."""
+    _, body = dashboard_of(dev_templates)
+    gpu_labels, samples_labels = [], []
+    for widget in body["widgets"]:
+        for entry in widget["properties"].get("metrics", []):
+            options = entry[-1]
+            if entry[:2] == [compute_metrics.NAMESPACE, compute_metrics.NODE_GPU_UTILIZATION]:
+                gpu_labels.append(options["label"])
+            elif entry[:2] == [training_metrics.NAMESPACE, training_metrics.SAMPLES_PER_SECOND]:
+                samples_labels.append((options["label"], options["region"]))
+    assert gpu_labels and all("average over the cluster's GPUs" in label for label in gpu_labels)
+    assert samples_labels
+    for label, region in samples_labels:
+        seconds = job_argument(training_job(dev_config, dev_config.region_config(region)), "metrics-seconds")
+        assert seconds and f"average of {seconds} s records" in label, (label, seconds)
