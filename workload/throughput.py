@@ -9,7 +9,7 @@ Example::
         reporter.step_done(step)
     reporter.close()  # reports the last partial window
 
-Every `interval` seconds (train.py: --metrics-seconds) a background thread reports the samples and tokens per second of
+Every `interval` seconds (--metrics-seconds) a background thread reports the samples and tokens per second of
 the steps that finished in that window, and the mean step time when any did. A window in which no step
 finished reports 0 samples/s: a job whose data loader starves keeps reporting, and says so, instead of
 going silent (with reports every N steps, steps slower than a minute leave whole minutes without a

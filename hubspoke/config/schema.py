@@ -192,8 +192,9 @@ class OpsConfig(Model):
     gpu_utilization_floor_percent: Annotated[int, Field(ge=1, le=100)] = 80
     cache_hit_ratio_floor: Annotated[float, Field(gt=0, le=1)] = 0.9
     # NFS reads (decimal GB per 5-minute period) below which a spoke's hit ratio is not computed: the portal's
-    # background traffic divided by a trickle of reads is meaningless. 1 GB is about 3.3 MB/s; it assumes that
-    # background stays well under (1 - floor) GB per period, which no Qumulo source states (docs/operations.md).
+    # background traffic divided by a trickle of reads is meaningless. 1 GB is about 3.3 MB/s; it assumes
+    # that background stays well under (1 - floor) GB per period, which no Qumulo source states
+    # (docs/operations.md, "Derived cache hit ratio").
     cache_hit_ratio_min_read_gb: Annotated[float, Field(gt=0)] = 1.0
 
 

@@ -85,9 +85,9 @@ def _alarm(
     description: str,
     breaching: int | None = None,
 ) -> cloudwatch.Alarm:
-    # `breaching` < `periods` makes an "M out of N" alarm: M breaching datapoints, not necessarily consecutive,
-    # among the latest N (CloudWatch User Guide, "Evaluating an alarm", awsdocs/amazon-cloudwatch-user-guide@
-    # b355497, doc_source/AlarmThatSendsEmail.md).
+    # `breaching` < `periods` makes an "M out of N" alarm: M breaching datapoints, not necessarily
+    # consecutive, among the latest N (CloudWatch User Guide, "Evaluating an alarm",
+    # awsdocs/amazon-cloudwatch-user-guide@b355497, doc_source/AlarmThatSendsEmail.md).
     alarm = cloudwatch.Alarm(
         scope,
         "".join(p.capitalize() for p in planned.key.split("-")),
@@ -167,7 +167,7 @@ def gpu_utilization_low(
     config: HubSpokeConfig,
     region: RegionConfig,
 ) -> cloudwatch.Alarm:
-    """GPUs under the configured floor for most of 10 minutes while a training job runs: the loader is starving."""
+    """GPUs under the configured floor in 8 of 10 minutes while a job trains: the loader is starving."""
     floor = config.ops.gpu_utilization_floor_percent
     if region.region == config.hub.region:
         where = f"the hub Region {region.region}"

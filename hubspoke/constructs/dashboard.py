@@ -34,8 +34,8 @@ MIN_COLUMN_WIDTH = 6  # narrower graphs are unreadable; more Regions than 4 wrap
 GRAPH_HEIGHT = 6
 HEADER_HEIGHT = 3
 MINUTE = Duration.minutes(1)
-# Flow-log records cover up to 1 minute and are timestamped at their start, so a minute's sum holds some of the
-# neighbouring minutes' bytes: 5-minute sums (like the hit ratio's periods) even that out.
+# Flow-log records cover up to 1 minute and are timestamped at their start, so a minute's sum holds some of
+# the neighbouring minutes' bytes: 5-minute sums (like the hit ratio's periods) even that out.
 TRAFFIC_PERIOD_MINUTES = 5
 
 

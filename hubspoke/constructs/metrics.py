@@ -9,12 +9,12 @@ from hubspoke import compute_metrics, training_metrics
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.canary.traffic import INTER_REGION_IN, NFS_READ_BYTES_LOGGED, traffic_metric
 
-# Flow-log records cover at most 1 minute and are timestamped at their start (hubspoke/constructs/vpc.py), so the
-# hub bytes and the NFS bytes of one read can land a minute apart: the hit ratio is judged over 5-minute periods.
+# Flow-log records cover at most 1 minute and are timestamped at their start (hubspoke/constructs/vpc.py),
+# so the hub bytes and NFS bytes of one read can land a minute apart: the ratio is judged over 5 minutes.
 HIT_RATIO_PERIOD_MINUTES = 5
-# The CloudWatch agent publishes node_gpu_utilization per GPU device (dimension sets [ClusterName], [ClusterName,
-# NodeName, InstanceId] and [..., GpuDevice]: aws/amazon-cloudwatch-agent, translator/translate/otel/exporter/
-# awsemf/kubernetes.go), so the ClusterName series averages the cluster's GPUs, not its nodes.
+# The CloudWatch agent publishes node_gpu_utilization per GPU device (dimension sets [ClusterName],
+# [ClusterName, NodeName, InstanceId] and [..., GpuDevice]: aws/amazon-cloudwatch-agent,
+# translator/translate/otel/exporter/awsemf/kubernetes.go): the ClusterName series averages GPUs, not nodes.
 GPU_UTILIZATION_LABEL = "GPU utilization, average over the cluster's GPUs (%)"
 
 
@@ -54,8 +54,8 @@ def samples_per_second(
 
 def gpu_while_training(config: HubSpokeConfig, region: RegionConfig) -> cloudwatch.MathExpression:
     """GPU utilization in the minutes where the training job reported samples/s, 0 included."""
-    # A running job reports every training_metrics.REPORT_SECONDS, 0 samples/s when no step finished (workload/throughput.py),
-    # so each of its minutes counts, a stalled job's too, while an idle cluster's minutes have no point.
+    # A running job reports every training_metrics.REPORT_SECONDS, 0 samples/s when no step finished
+    # (workload/throughput.py), so each of its minutes counts, a stalled job's too; idle clusters' do not.
     # Both series are required: metric math treats a value one side of a comparison or AND lacks as 0, and
     # IF(condition, value) drops points where the condition is false but gives 0 where it is true and `value`
     # has no point (CloudWatch User Guide, "Using metric math", awsdocs/amazon-cloudwatch-user-guide@b355497,

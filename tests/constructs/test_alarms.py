@@ -1,8 +1,9 @@
 """The GPU and cache alarms, judged as CloudWatch judges them, over the synthesized templates.
 
-Each alarm's expression and settings are read from the template and run through tests/fakes/cloudwatch_alarm.py
-(metric math and alarm evaluation as the CloudWatch User Guide documents them) on scenarios: it must fire on
-the failure it watches, as fast as docs/operations.md says, and stay quiet where it used to page falsely.
+Each alarm's expression and settings are read from the template and run through
+tests/fakes/cloudwatch_alarm.py (metric math and alarm evaluation as the CloudWatch User Guide documents
+them) on scenarios: it must fire on the failure it watches, as fast as docs/operations.md says, and stay
+quiet where it used to page falsely.
 How far back CloudWatch reaches past missing data (the evaluation range) is not documented for these periods,
 so every scenario is judged with several ranges and must come out the same.
 """
@@ -66,7 +67,7 @@ def first_alarm(history: list[str]) -> int | None:
     return history.index("ALARM") if "ALARM" in history else None
 
 
-# --- GPU utilization low -------------------------------------------------------------------------------------
+# --- GPU utilization low ---
 
 GPU = compute_metrics.NODE_GPU_UTILIZATION
 SPS = training_metrics.SAMPLES_PER_SECOND
@@ -156,7 +157,7 @@ def test_gpu_alarm_returns_to_ok_once_a_stalled_job_is_stopped(
             assert history[-1] == "OK", f"{stack}: still alarming long after the job was deleted"
 
 
-# --- cache hit ratio low -------------------------------------------------------------------------------------
+# --- cache hit ratio low ---
 
 NFS = "NfsReadBytesLogged"  # hubspoke/constructs/canary/traffic.py: NFS read bytes, logged at both ENIs
 HUB = "InterRegionBytesIn"
@@ -194,7 +195,7 @@ def hit_ratio_alarms(templates: Templates) -> list[dict[str, Any]]:
 def test_hit_ratio_alarm(
     dev_templates: Templates, case: str, period: Mapping[str, float], fires: bool
 ) -> None:
-    """Three 5-minute periods below the floor page (docs/operations.md); periods with too few reads do not count."""
+    """Three 5-minute periods below the floor page (docs/operations.md); periods of few reads do not count."""
     for props in hit_ratio_alarms(dev_templates):
         history = judged(props, lambda t: period, 10)
         assert first_alarm(history) == (2 if fires else None), case

@@ -1,13 +1,13 @@
-"""CloudWatch's evaluation of a metric-math expression and of a metric alarm, as far as the User Guide states it.
+"""CloudWatch's evaluation of metric-math expressions and metric alarms, as far as the User Guide states it.
 
 Only documented behaviour is implemented; anything else raises NotImplementedError rather than guessing.
 Source: Amazon CloudWatch User Guide, awsdocs/amazon-cloudwatch-user-guide@b355497 (2023-05-18, the last
-revision before the repository was emptied; live pages: docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
-using-metric-math.html and AlarmThatSendsEmail.html).
+revision before the repository was emptied; live pages under
+docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/: using-metric-math.html, AlarmThatSendsEmail.html).
 
 Metric math (doc_source/using-metric-math.md):
-- arithmetic (+ - * /): "Missing values in a time series are treated as 0. If the value of a data point causes a
-  function to attempt to divide by zero, the data point is dropped."
+- arithmetic (+ - * /): "Missing values in a time series are treated as 0. If the value of a data point causes
+  a function to attempt to divide by zero, the data point is dropped."
 - comparison (== != <= >= < >) "returns a time series where each data point is either 0 (false) or 1 (true)";
   "between two time series, and only one of the time series has a value for a particular time stamp, the
   function treats the missing value in the other time series as 0". AND/OR: the documented example
@@ -24,7 +24,7 @@ missing"): an alarm looks at an evaluation range longer than Evaluation Periods 
 judges the latest N; with some missing but at least N real points, the latest N real points; with fewer than N
 real points, all real points plus missing ones filled per TreatMissingData up to N. ALARM when at least
 Datapoints to Alarm (M) are breaching. The range's length is not documented: the caller passes it. Only
-`breaching` and `notBreaching` are implemented (the documented tables are reproduced in test_cloudwatch_alarm.py).
+`breaching` and `notBreaching` are implemented (test_cloudwatch_alarm.py reproduces the documented tables).
 """
 
 from __future__ import annotations
