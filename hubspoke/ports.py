@@ -1,7 +1,8 @@
 """The ports that cross Regions, in one place: the security groups, the policy pack and the diagram read it.
 
-Sources: Qumulo "Required networking ports" (NFS 2049, rpcbind 111, replication 3712, portal 3713 in both
-directions on every node, REST 8000); EC2 User Guide "Path MTU Discovery" (ICMP type 3 code 4).
+Sources: Qumulo "Required networking ports" (NFS 2049, rpcbind 111, portal 3713 in both directions on every
+node, REST 8000); EC2 User Guide "Path MTU Discovery" (ICMP type 3 code 4). Qumulo's replication port 3712
+is not here: portals do not use it and nothing in hubspoke replicates, so it stays closed.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ class PeerPort:
 CROSS_REGION_PORTS: tuple[PeerPort, ...] = (
     PeerPort("tcp", 2049, "NFS"),
     PeerPort("tcp", 111, "rpcbind (NFSv3)"),
-    PeerPort("tcp", 3712, "Qumulo replication"),
     PeerPort("tcp", 3713, "Qumulo portal (both directions, every node)"),
     # The spoke's provisioning Lambda accepts the portal on the hub through the hub's REST API.
     PeerPort("tcp", 8000, "Qumulo REST API"),

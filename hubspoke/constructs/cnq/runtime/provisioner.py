@@ -26,6 +26,7 @@ from typing import Any
 import boto3
 
 from . import capacity, cluster, exports, network, nodes, portal
+from .resources import CLUSTER_RESOURCE, NODE_SHAPE_RESOURCE, PORTAL_RESOURCE
 from .session import Deadline, Pending, ProvisioningError, ProvisioningTimeout, describe, login
 
 log = logging.getLogger(__name__)
@@ -35,9 +36,6 @@ log.setLevel(logging.INFO)
 for _chatty in ("qumulo", "botocore", "boto3", "urllib3"):
     logging.getLogger(_chatty).setLevel(logging.WARNING)
 
-NODE_SHAPE_RESOURCE = "Custom::CnqNodeShape"
-CLUSTER_RESOURCE = "Custom::CnqCluster"
-PORTAL_RESOURCE = "Custom::CnqPortal"
 # Left for the framework to report after our own per-invocation deadline.
 REPORT_RESERVE_SECONDS = 20.0
 # Our own overall deadline ends this much before the framework's, so the failure names what was awaited.
