@@ -17,6 +17,7 @@ COMMANDS = {
     "bench": "hubspoke.cli.bench",
     "plan": "hubspoke.cli.plan",
     "preflight": "hubspoke.cli.preflight",
+    "ami": "hubspoke.cli.ami",
     "cost": "hubspoke.cli.cost",
     "diagram": "hubspoke.cli.diagram",
 }

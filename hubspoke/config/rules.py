@@ -275,8 +275,7 @@ def storage_is_pinned(raw: Mapping[str, Any]) -> Iterator[Problem]:
             yield Problem(
                 f"{path}.storage.ami_id",
                 f"required with storage: pin a stock Ubuntu 24.04 LTS image for {code}; "
-                f"`hubspoke preflight --config <file> --region {code}` prints the current one as the "
-                "line to paste (ami_id: ami-...)",
+                f"`hubspoke ami --region {code}` prints the current one as the line to paste (ami_id: ami-...)",
             )
         if storage.get("qumulo_core") is None:
             yield Problem(

@@ -297,8 +297,9 @@ def replication_port_closed(templates: list[Template], config: HubSpokeConfig) -
     for t in templates:
         for logical_id, rule in _ingress(t):
             low, high = rule.get("FromPort"), rule.get("ToPort")
-            tcp = rule.get("IpProtocol") == "tcp" and isinstance(low, int) and isinstance(high, int)
-            if tcp and low <= QUMULO_REPLICATION_PORT <= high:
+            if not (rule.get("IpProtocol") == "tcp" and isinstance(low, int) and isinstance(high, int)):
+                continue
+            if low <= QUMULO_REPLICATION_PORT <= high:
                 yield Violation(
                     "HubSpoke-NoUnusedQumuloPort",
                     t.path,

@@ -29,7 +29,7 @@ def test_storage_without_pins_names_each_field_and_the_fix(tmp_path: Path) -> No
     del data["spokes"][0]["storage"]["qumulo_core"]
     found = problems(tmp_path, data)
     ami = next(f for f in found if f.startswith("hub.storage.ami_id: "))
-    assert "hubspoke preflight" in ami and "--region us-east-2" in ami, "the fix: the command that prints it"
+    assert "`hubspoke ami --region us-east-2`" in ami, "the fix: the command that prints it"
     core = next(f for f in found if f.startswith("spokes[0].storage.qumulo_core: "))
     assert "install_uri" in core and "qumulo-core-install/" in core
     assert len(found) == 2

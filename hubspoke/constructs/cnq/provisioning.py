@@ -162,9 +162,10 @@ class CnqProvisioner(Construct):
         function_ids = [stack.get_logical_id(f.node.default_child) for f in functions.values()]  # type: ignore[arg-type]
         # The framework's own isComplete and onTimeout functions, which its waiter state machine invokes.
         function_ids += [
-            stack.get_logical_id(c)  # type: ignore[arg-type]
+            stack.get_logical_id(c)
             for c in provider.node.find_all()
-            if isinstance(c, lambda_.CfnFunction) and c.node.path.rsplit("/", 2)[-2] in ("framework-isComplete", "framework-onTimeout")
+            if isinstance(c, lambda_.CfnFunction)
+            and c.node.path.rsplit("/", 2)[-2] in ("framework-isComplete", "framework-onTimeout")
         ]
         acknowledge(
             self,

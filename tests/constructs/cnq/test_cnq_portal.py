@@ -8,6 +8,7 @@ but one relationship per remote cluster, and both sides must run the same releas
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ from tests.fakes.qumulo import FakeQumulo
 pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
 
 
-def _ours(spoke: FakeQumulo) -> dict[str, object]:
+def _ours(spoke: FakeQumulo) -> dict[str, Any]:
     (portal,) = [s for s in spoke.spokes.values() if not s.get("gone")]
     return portal
 

@@ -6,7 +6,6 @@ script writes under a scratch root (HUBSPOKE_ROOT) and its console into a file (
 
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,10 +63,17 @@ esac
 def node(tmp_path: Path) -> Node:
     n = Node(tmp_path)
     n.stub("aws", AWS)
-    n.stub("apt-get", 'if [ "$2" = "-y" ] && [[ "$3" == *.deb ]]; then echo "apt-get env $QUMULO_NETWORK_MANAGED_BY_HOST" >> ' f"{tmp_path}/calls.log; fi")
+    n.stub(
+        "apt-get",
+        'if [ "$2" = "-y" ] && [[ "$3" == *.deb ]]; then echo "apt-get env $QUMULO_NETWORK_MANAGED_BY_HOST" >> '
+        f"{tmp_path}/calls.log; fi",
+    )
     for tool in ("systemctl", "udevadm", "snap"):
         n.stub(tool)
-    n.stub("curl", 'case "$*" in *api/token*) echo token ;; *meta-data/mac*) echo 0a:1b:2c:3d:4e:5f ;; *) echo i-0123 ;; esac')
+    n.stub(
+        "curl",
+        'case "$*" in *api/token*) echo token ;; *meta-data/mac*) echo 0a:1b:2c:3d:4e:5f ;; *) echo i-0123 ;; esac',
+    )
     n.stub("ip", 'if [ "$1 $2 $3" = "-4 route show" ]; then echo "default via 10.20.0.1 dev ens5"; fi')
     return n
 
@@ -87,7 +93,9 @@ def test_installs_the_staged_release_host_managed_after_pinning_the_mtu(node: No
     assert f"apt-get install -y {deb}" in calls and "apt-get env true" in calls
     pin = calls.index("ip route replace 10.10.0.0/16 via 10.20.0.1 dev ens5 mtu 8500")
     assert pin < calls.index(f"apt-get install -y {deb}"), "the route MTU is pinned before Qumulo Core runs"
-    assert "systemctl enable --now hubspoke-peer-mtu.timer" in calls, "kept pinned across reboots and new spokes"
+    assert "systemctl enable --now hubspoke-peer-mtu.timer" in calls, (
+        "kept pinned across reboots and new spokes"
+    )
     link = (node.tmp / "root/etc/systemd/network/05-qumulo-frontend-link-altname.link").read_text()
     assert "MACAddress=0a:1b:2c:3d:4e:5f" in link and "AlternativeName=qumulo-frontend1" in link
     assert "HUBSPOKE-CNQ-INSTALLED: Qumulo Core 7.10.2.1" in node.console
@@ -111,7 +119,9 @@ def test_a_missing_package_fails_after_bounded_retries_on_console_and_in_cloudwa
     line = f"HUBSPOKE-CNQ-INSTALL-FAILED: cannot download {PACKAGE}"
     assert line in node.console
     (put,) = [c for c in node.calls if c.startswith("aws logs put-log-events")]
-    assert "--log-group-name /hubspoke/dev/cnq/dev-usw2/install --log-stream-name i-0123" in put and line in put
+    assert (
+        "--log-group-name /hubspoke/dev/cnq/dev-usw2/install --log-stream-name i-0123" in put and line in put
+    )
     assert not any(".deb" in c and c.startswith("apt-get install") for c in node.calls)
 
 

@@ -57,7 +57,8 @@ class FakeQumulo(FilesMixin, PortalMixin):
             host_managed,
         )
         self.nodes = {f"127.0.0.{i}": FakeNode(f"127.0.0.{i}", version) for i in range(1, node_count + 1)}
-        self.cluster_id, self._password, self.tokens = "", None, set()
+        self._password: str | None = None
+        self.cluster_id, self.tokens = "", set[str]()
         self._forming_left = 0
         self.create_requests: list[dict[str, Any]] = []
         self.membership_requests: list[list[str]] = []
@@ -304,7 +305,7 @@ class FakeQumulo(FilesMixin, PortalMixin):
 
     # ----- host-managed network
     def _network_config(self) -> dict[str, Any]:
-        managed = None if self.host_managed else {
+        managed: dict[str, Any] | None = None if self.host_managed else {
             "frontend_bond_config": {"interface_name": "bond0", "bonding_mode": "ACTIVE_BACKUP", "mtu": 9001,
                                      "networks": [1]}, "frontend_vlans": [], "backend_bond_config": None}  # fmt: skip
         return {"managed_interfaces": managed, "frontend_networks": [dict(n) for n in self.frontend_networks]}

@@ -6,6 +6,7 @@ source states is marked ASSUMED.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -19,6 +20,7 @@ class FilesMixin:
     exports: dict[str, dict[str, Any]]
     fetched_bytes: dict[str, int]
     entries_page_size: int
+    _lock: threading.RLock
 
     def _new_id(self) -> str:
         raise NotImplementedError

@@ -135,7 +135,7 @@ class Listener:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     node: ClassVar[str]
-    owner: ClassVar[Dispatch]
+    owner: ClassVar[Any]  # a staticmethod wrapping the cluster's Dispatch
     protocol_version = "HTTP/1.1"
     # One small response is written in two parts (headers, body): without TCP_NODELAY every reply waits
     # for the client's delayed ACK.
