@@ -218,7 +218,7 @@ def node_image_is_pinned(templates: list[Template], config: HubSpokeConfig) -> I
                     t.path,
                     logical_id,
                     f"ImageId is {json.dumps(image)[:80]}, resolved at deploy time",
-                    "pin storage.ami_id in the config (hubspoke preflight prints the current Ubuntu image)",
+                    "pin storage.ami_id in the config (hubspoke ami prints the current Ubuntu image)",
                 )
 
 
