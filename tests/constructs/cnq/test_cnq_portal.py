@@ -214,3 +214,24 @@ def test_delete_when_the_spoke_is_already_gone_succeeds(
 ) -> None:
     spoke.down()
     drive(formed.portal_event(hub, spoke, "Delete"), context=TIGHT)
+
+
+def test_the_canary_reads_the_portal_towards_its_hub_among_others(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    """Up to 32 spoke portals per cluster: the hub-outage canary must not report another hub's portal."""
+    from hubspoke.constructs.canary.runtime.portal import read_portal_status
+
+    drive(formed.portal_event(hub, spoke))
+    with FakeQumulo(name="other", portal_hosts=("10.30.64.11",)) as other:
+        other.password = "Other-Passw0rd!"
+        client = __import__("qumulo.rest_client", fromlist=["RestClient"]).RestClient("127.0.0.1", spoke.port)
+        client.login("admin", SPOKE_PASSWORD)
+        from qumulo.rest.portal import PortalHost
+
+        client.portal.v2_create_portal("PORTAL_READ_ONLY", [PortalHost("10.30.64.11", 3713)])  # PENDING
+        args = {"address": "127.0.0.1", "port": spoke.port, "username": "admin", "password": SPOKE_PASSWORD,
+                "timeout_s": 5.0}  # fmt: skip
+        ours = read_portal_status(**args, hub_hosts=list(HUB_FLOATING))
+        assert "status ACTIVE" in ours.detail
+        assert "status INACTIVE" in read_portal_status(**args).detail, "without the filter the worst one wins"
