@@ -198,10 +198,19 @@ def test_a_lower_capacity_limit_is_refused(world: World, hub: FakeQumulo) -> Non
         on_event(update, ROOMY)
 
 
+def test_a_server_error_is_retried_at_the_next_poll(world: World, hub: FakeQumulo) -> None:
+    """5xx answers may pass (a quorum re-forming); only Qumulo's 4xx answers are final."""
+    hub.fail("POST", r"^/v3/nfs/exports/", times=2, status=503, error_class="quorum_not_ready_error")
+    drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), exports=HUB_EXPORTS[:1]))
+    assert [e["export_path"] for e in hub.exports.values()] == [HUB_EXPORTS[0]]
+    assert hub.called("POST", r"^/v3/nfs/exports/") == 3
+
+
 def test_failure_half_way_reports_qumulo_text_then_a_retry_completes(world: World, hub: FakeQumulo) -> None:
     hub.fail(
-        "POST", r"^/v3/nfs/exports/", error_class="nfs_export_quota_error", description="fake: no room left"
-    )
+        "POST", r"^/v3/nfs/exports/", status=400, error_class="nfs_export_quota_error",
+        description="fake: no room left",
+    )  # fmt: skip
     event = world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), exports=HUB_EXPORTS[:1])
     with pytest.raises(ProvisioningError, match=r"nfs_export_quota_error: fake: no room left"):
         drive(event)

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import boto3
+from qumulo.lib.request import RequestError
 
 from . import capacity, cluster, exports, network, nodes, portal
 from .resources import CLUSTER_RESOURCE, NODE_SHAPE_RESOURCE, PORTAL_RESOURCE
@@ -253,12 +254,17 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if kind == PORTAL_RESOURCE:
             _remove_portal(event, deadline, waited)
         return {"IsComplete": True}
-    except Pending as pending:
+    except (Pending, RequestError, OSError) as error:
+        # Qumulo's own 4xx answers are final; a 5xx answer or a connection that failed may pass (a quorum
+        # re-forming, a node restarting), so it is retried at the next poll until the deadline.
+        if isinstance(error, RequestError) and error.status_code < 500:
+            raise ProvisioningError(f"{kind} {request}: {describe(error)}") from error
+        last = str(error) if isinstance(error, Pending) else describe(error)
         if waited > budget:
             raise ProvisioningTimeout(
-                f"{kind} {request}: gave up after {waited:.0f} s; last: {pending}"
+                f"{kind} {request}: gave up after {waited:.0f} s; last: {last}"
             ) from None
-        log.info("%s %s: not yet (%.0f s): %s", kind, request, waited, pending)
+        log.info("%s %s: not yet (%.0f s): %s", kind, request, waited, last)
         return {"IsComplete": False}
     except ProvisioningError as error:
         raise type(error)(f"{kind} {request}: {error}") from error
