@@ -81,9 +81,7 @@ class CnqProvisioner(Construct):
         self.security_group.add_egress_rule(
             ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "AWS APIs (Secrets Manager, EC2)"
         )
-        log_group = logs.LogGroup(
-            self, "Logs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.DESTROY
-        )
+        log_group = self._log_group("Logs")
         role = iam.Role(
             self,
             "Role",
@@ -124,21 +122,11 @@ class CnqProvisioner(Construct):
             is_complete_handler=functions["IsComplete"],
             query_interval=QUERY_INTERVAL,
             total_timeout=wait,
-            log_group=logs.LogGroup(
-                self,
-                "ProviderLogs",
-                retention=logs.RetentionDays.ONE_YEAR,
-                removal_policy=RemovalPolicy.DESTROY,
-            ),
+            log_group=self._log_group("ProviderLogs"),
             # Every state of every wait, without the execution data (resource properties).
             disable_waiter_state_machine_logging=False,
             waiter_state_machine_log_options=cr.LogOptions(
-                destination=logs.LogGroup(
-                    self,
-                    "WaiterLogs",
-                    retention=logs.RetentionDays.ONE_YEAR,
-                    removal_policy=RemovalPolicy.DESTROY,
-                ),
+                destination=self._log_group("WaiterLogs"),
                 include_execution_data=False,
                 level=sfn.LogLevel.ALL,
             ),
@@ -191,6 +179,12 @@ class CnqProvisioner(Construct):
             resource_type=resource_type,
             service_timeout=CUSTOM_RESOURCE_LIMIT,
             properties={**properties, "WaitSeconds": str(int(self.wait.to_seconds()))},
+        )
+
+    def _log_group(self, construct_id: str) -> logs.LogGroup:
+        """Provisioning logs (steps and states, no data): a year, deleted with the stack."""
+        return logs.LogGroup(
+            self, construct_id, retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.DESTROY
         )
 
     def _grant_node_protection(self, role: iam.Role, clusters: Sequence[str]) -> None:
