@@ -106,7 +106,9 @@ class CnqCluster(Construct):
         self.security_group = self._security_group(vpc, client_cidrs, storage.admin_cidr)
         self.role = self._role()
         prefix = f"/hubspoke/{environment}/cnq/{name}"
-        boot = self._install_access(storage.qumulo_core, prefix, peer_mtu_path, published_peer_routes)
+        boot, boot_inputs = self._install_access(
+            storage.qumulo_core, prefix, peer_mtu_path, published_peer_routes
+        )
         user_data = Fn.base64(
             render_boot_script(region=Stack.of(self).region, peer_mtu_path=peer_mtu_path, **boot)
         )
@@ -158,7 +160,7 @@ class CnqCluster(Construct):
                 tags=[CfnTag(key="Name", value=f"{name}-node{index}"), CfnTag(key=CLUSTER_TAG, value=name)],
             )
             # The first boot reads the install parameter and the S3 prefix through the role's policy.
-            node.node.add_dependency(self.role, *self._boot_inputs)
+            node.node.add_dependency(self.role, *boot_inputs)
             acknowledge(
                 node,
                 "AwsSolutions-EC29",
@@ -193,8 +195,9 @@ class CnqCluster(Construct):
 
     def _install_access(
         self, core: QumuloCoreConfig, prefix: str, peer_mtu_path: str, published: Sequence[tuple[str, str]]
-    ) -> dict[str, str]:
-        """What the first boot reads (the release to install, the peer routes) and the role's read-only access."""
+    ) -> tuple[dict[str, str], list[Construct]]:
+        """What the first boot reads (the release to install, the peer routes), the role's read-only access to
+        it, and the names the boot script is rendered with."""
         stack = Stack.of(self)
         install = ssm.StringParameter(
             self,
@@ -215,7 +218,6 @@ class CnqCluster(Construct):
                                 description=f"Route MTU from CNQ {self.name} towards a peer VPC")
             for i, (n, v) in enumerate(published)
         ]  # fmt: skip
-        self._boot_inputs: list[Construct] = [install, log_group, *routes]
         package_folder = core.package_key.rsplit("/", 1)[0]
         self.role.add_to_principal_policy(
             iam.PolicyStatement(
@@ -246,7 +248,8 @@ class CnqCluster(Construct):
             ],
         )
         # Literal names, not Refs: the user data must not depend on anything but config (node/__init__.py).
-        return {"install_parameter": f"{prefix}/qumulo-core", "log_group": f"{prefix}/install"}
+        names = {"install_parameter": f"{prefix}/qumulo-core", "log_group": f"{prefix}/install"}
+        return names, [install, log_group, *routes]
 
     def _buckets(self, count: int) -> list[s3.Bucket]:
         logs = s3.Bucket(
