@@ -9,6 +9,7 @@ enhanced observability metrics", read 2026-11). No CDK here: the dashboard and t
 from __future__ import annotations
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.topology import environment_prefix
 
 NAMESPACE = "ContainerInsights"
 NODE_GPU_UTILIZATION = "node_gpu_utilization"
@@ -28,12 +29,12 @@ NODE_DIMENSIONS: tuple[str, ...] = ("ClusterName", "InstanceId", "NodeName")
 
 def eks_cluster_name(config: HubSpokeConfig, region: RegionConfig) -> str:
     """The EKS cluster's name, which is also the value of the `ClusterName` dimension."""
-    return f"hubspoke-{config.environment}-{region.region}"
+    return f"{environment_prefix(config.environment)}-{region.region}"
 
 
 def hyperpod_cluster_name(config: HubSpokeConfig, region: RegionConfig) -> str:
     """The SageMaker HyperPod cluster's name (its node logs go to /aws/sagemaker/Clusters/<name>/<id>)."""
-    return f"hubspoke-{config.environment}-{region.region}"
+    return eks_cluster_name(config, region)
 
 
 def application_log_group(config: HubSpokeConfig, region: RegionConfig) -> str:

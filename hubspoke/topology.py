@@ -46,24 +46,39 @@ class StackPlan:
     @property
     def id(self) -> str:
         """Construct id inside the environment's Stage; also the CLI's stack selector suffix."""
-        return f"{self.kind}-{self.spoke or self.region}"
+        return stack_id(self.kind, self.spoke or self.region)
 
     @property
     def name(self) -> str:
         """CloudFormation stack name: unique per account and Region, stable across synths."""
-        return f"hubspoke-{self.environment}-{self.id}"
+        return _stack_name(self.environment, self.id)
 
     @property
     def holds(self) -> str:
         return _HOLDS[self.kind]
 
 
+def environment_prefix(environment: str) -> str:
+    """`hubspoke-<environment>`: the Stage id, and the prefix of every stack and named resource it deploys."""
+    return f"hubspoke-{environment}"
+
+
 def stage_id(config: HubSpokeConfig) -> str:
-    return f"hubspoke-{config.environment}"
+    return environment_prefix(config.environment)
+
+
+def stack_id(kind: StackKind, region_or_spoke: str) -> str:
+    """A stack's id in its Stage: its kind and the Region it serves (a hub-side per-spoke stack: the spoke's)."""
+    return f"{kind}-{region_or_spoke}"
 
 
 def stack_name(config: HubSpokeConfig, kind: StackKind, region_or_spoke: str) -> str:
-    return f"hubspoke-{config.environment}-{kind}-{region_or_spoke}"
+    """The CloudFormation name of the stack `stack_id(kind, region_or_spoke)` of this environment."""
+    return _stack_name(config.environment, stack_id(kind, region_or_spoke))
+
+
+def _stack_name(environment: str, id_: str) -> str:
+    return f"{environment_prefix(environment)}-{id_}"
 
 
 def cross_account(config: HubSpokeConfig, spoke: RegionConfig) -> bool:
@@ -97,14 +112,18 @@ def plan_stacks(config: HubSpokeConfig) -> list[StackPlan]:
     spoke_storage: dict[str, str] = {}
     for spoke in config.spokes:
         if spoke.storage.enabled:
-            storage_deps = (f"network-{spoke.region}", f"link-{spoke.region}")
+            storage_deps = (stack_id("network", spoke.region), stack_id("link", spoke.region))
             spoke_storage[spoke.region] = add(
                 "storage", spoke, deps=storage_deps + ((hub_storage,) if hub_storage else ())
             )
     for region in config.regions():
         if region.compute.enabled:
             storage = hub_storage if region is hub else spoke_storage.get(region.region)
-            add("compute", region, deps=(f"network-{region.region}",) + ((storage,) if storage else ()))
+            add(
+                "compute",
+                region,
+                deps=(stack_id("network", region.region),) + ((storage,) if storage else ()),
+            )
     for spoke in config.spokes:
         if spoke.storage.enabled and hub_storage:
             add("ops", spoke, deps=(spoke_storage[spoke.region],))

@@ -20,6 +20,7 @@ os.environ["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{os.environ['
 
 Templates = dict[str, dict[str, Any]]
 _SYNTH_CACHE: dict[str, Templates] = {}
+_WARNINGS: dict[str, list[str]] = {}
 
 
 def write_config(tmp_path: Path, data: dict[str, Any], name: str = "env.yaml") -> Path:
@@ -88,8 +89,20 @@ def synth(config: HubSpokeConfig) -> Templates:
         )
         for stack in stage.stacks.values()
     }
+    _WARNINGS[key] = [
+        f"{artifact.id}: {message.entry.data}"
+        for artifact in assembly.stacks_recursively
+        for message in artifact.messages
+        if str(message.level).rsplit(".", 1)[-1] in ("WARNING", "ERROR")
+    ]
     _SYNTH_CACHE[key] = templates
     return templates
+
+
+def synth_warnings(config: HubSpokeConfig) -> list[str]:
+    """The warnings and errors CDK attached to the synth of `config` that nobody acknowledged."""
+    synth(config)
+    return _WARNINGS[config.model_dump_json()]
 
 
 def resources(template: dict[str, Any], kind: str) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from hubspoke.bench.analysis import PhaseSummary, ResultsError, load, summarize
+from hubspoke.cli.commands import COMMANDS
 
 EXIT_BAD_INPUT = 2
 
@@ -16,7 +17,7 @@ EXIT_BAD_INPUT = 2
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "bench",
-        help="analyse cold/warm read benchmarks",
+        help=COMMANDS["bench"].summary,
         description="Analyse the results of the cold/warm benchmark Job (workload/bench_reader.py).",
     )
     actions = parser.add_subparsers(dest="bench_command", required=True, metavar="ACTION")

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import Table, fail, print_json, print_tables
 from hubspoke.config import load
 
@@ -113,7 +114,7 @@ def spoke_cost(inputs: CostInputs, *, spoke: str, hub: str) -> SpokeCost:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "cost",
-        help="compare the cached hub-and-spoke path with full replication, per spoke",
+        help=COMMANDS["cost"].summary,
         description="Inter-Region cost per spoke: warm-up transfer (one traversal of the dataset), "
         "steady-state miss transfer over the epochs, and the replication alternative (one full copy's "
         "transfer plus a second copy's storage per month), with the break-even. Formulas: docs/cost.md.",

@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import fail
 from hubspoke.config import HubSpokeConfig, RegionConfig, load
 from hubspoke.config.layout import subnet_layout
 from hubspoke.mtu import peer_mtu
 from hubspoke.ports import CROSS_REGION_PORTS
-from hubspoke.topology import cross_account
+from hubspoke.topology import cross_account, environment_prefix
 
 FORMATS = ("svg", "png")
 _FONT = "Helvetica"  # Graphviz has built-in metrics for it, so boxes fit the text in any viewer
@@ -27,7 +28,7 @@ _SPOKE_COLOUR = "#2e7d32"
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "diagram",
-        help="draw the topology as SVG or PNG",
+        help=COMMANDS["diagram"].summary,
         description="Draw Regions, VPC CIDRs, peerings (MTU), the CNQ hub and spokes with their portals, "
         "the HyperPod clusters and the ports open on the cross-Region path. The format follows the "
         "file's extension.",
@@ -86,7 +87,7 @@ def dot_source(config: HubSpokeConfig) -> str:
 
     spokes = ", ".join(s.region for s in config.spokes) or "none"
     graph = graphviz.Digraph(
-        name=f"hubspoke-{config.environment}",
+        name=environment_prefix(config.environment),
         graph_attr={
             "rankdir": "LR",
             "fontname": _FONT,

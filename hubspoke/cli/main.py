@@ -1,4 +1,4 @@
-"""Entry point of the `hubspoke` console script: one subcommand per module in COMMANDS."""
+"""Entry point of the `hubspoke` console script: one subcommand per module in hubspoke.cli.commands."""
 
 from __future__ import annotations
 
@@ -7,25 +7,17 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import ConfigError
-
-# Each module exposes add_parser(subparsers) and run(args) -> exit code; imported lazily so that
-# `hubspoke validate` does not pay for boto3 or graphviz.
-COMMANDS = {
-    "validate": "hubspoke.cli.validate",
-    "render": "hubspoke.cli.render",
-    "bench": "hubspoke.cli.bench",
-    "plan": "hubspoke.cli.plan",
-    "preflight": "hubspoke.cli.preflight",
-    "ami": "hubspoke.cli.ami",
-    "cost": "hubspoke.cli.cost",
-    "diagram": "hubspoke.cli.diagram",
-}
 
 EXIT_BAD_INPUT = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser, with the full definition of only the command `argv` names (none for `hubspoke --help`).
+
+    The other commands are listed by their summary alone, so running one never imports the others' SDKs.
+    """
     parser = argparse.ArgumentParser(
         prog="hubspoke",
         description="Plan, check and operate a hub-and-spoke training environment.",
@@ -33,14 +25,21 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module_name in COMMANDS.values():
-        importlib.import_module(module_name).add_parser(sub)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, command in COMMANDS.items():
+        if name == chosen:
+            importlib.import_module(command.module).add_parser(sub)
+        else:
+            sub.add_parser(name, help=command.summary, add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
+    if not hasattr(args, "run"):  # a listed command whose module was not loaded: cannot happen via argv
+        parser.error(f"unknown command {args.command}")
     try:
         code: int = args.run(args)
     except ConfigError as exc:

@@ -7,10 +7,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import Table, print_json, print_tables
 from hubspoke.config import HubSpokeConfig, RegionConfig, load
 from hubspoke.config.layout import subnet_layout
 from hubspoke.mtu import peer_mtu
+from hubspoke.outputs import consumers, produced
 from hubspoke.topology import StackPlan, cross_account, plan_stacks, stage_id
 
 # What a cross-account target trusts the deploying account with (CDK guide, "Bootstrapping", --trust).
@@ -20,7 +22,7 @@ _TRUSTED_EXECUTION_POLICY = "arn:aws:iam::aws:policy/AdministratorAccess"
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "plan",
-        help="show the stacks, peerings and deploy commands a config produces",
+        help=COMMANDS["plan"].summary,
         description="Print, in deploy order, every stack the config produces (Region, account, contents), "
         "the peerings with both CIDRs and the MTU, and the CDK bootstrap and deploy commands. No AWS calls.",
         epilog="Example:\n  hubspoke plan --config config/dev.yaml\n  hubspoke plan --config config/dev.yaml --json",
@@ -45,6 +47,7 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
     """The plan as plain data: the JSON output, and the source of the tables."""
     stage = stage_id(config)
     stacks = plan_stacks(config)
+    readers = consumers(config)
     return {
         "environment": config.environment,
         "config": config_path,
@@ -62,6 +65,17 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
                 "account": plan.account,
                 "holds": _contents(config, plan),
                 "depends_on": list(plan.depends_on),
+                "outputs": list(produced(config, plan)),
+                # Fn::GetStackOutput is resolved when the consumer deploys: after this stack's outputs
+                # change, redeploy these (CloudFormation User Guide, "Fn::GetStackOutput").
+                "read_by": [
+                    {
+                        "stack": consumer,
+                        "outputs": list(names),
+                        "refresh": _refresh(config_path, stage, consumer),
+                    }
+                    for consumer, names in readers.get(plan.id, {}).items()
+                ],
             }
             for n, plan in enumerate(stacks, start=1)
         ],
@@ -79,6 +93,7 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
         "commands": {
             "bootstrap": _bootstrap_commands(config, stacks),
             "deploy_all": _cdk("deploy", config_path, f"{stage}/*"),
+            "refresh": _refresh(config_path, stage, "<reader-stack-id>"),
             "deploy_in_order": [
                 _cdk("deploy", config_path, "--exclusively", f"{stage}/{p.id}") for p in stacks
             ],
@@ -125,6 +140,17 @@ def _bootstrap_commands(config: HubSpokeConfig, stacks: list[StackPlan]) -> list
     return commands
 
 
+def _refresh(config_path: str, stage: str, stack_id: str) -> str:
+    """Redeploy one reader so its Fn::GetStackOutput values are read again (stage.py, REFRESH_CONTEXT).
+
+    A new token makes the deploy an update even with an unchanged template; `$(date +%s)` is left for the
+    shell to expand.
+    """
+    return _cdk("deploy", config_path, "--exclusively", f"{stage}/{stack_id}").replace(
+        " --exclusively", " -c refresh=$(date +%s) --exclusively", 1
+    )
+
+
 def _cdk(verb: str, config_path: str, *rest: str) -> str:
     return shlex.join(("npx", "cdk", verb, "-c", f"config={config_path}", *rest))
 
@@ -154,7 +180,14 @@ def _tables(data: dict[str, Any]) -> list[Table]:
             "\n".join(p["accepter_cidrs"]),
             p["mtu"],
         )
-    return [stacks, peerings] if data["peerings"] else [stacks]
+    readers = Table(
+        "Weak references: when a stack's outputs change, refresh the stacks that read them, in this order",
+        ("stack", "its outputs read", "by"),
+    )
+    for s in data["stacks"]:
+        for n, reader in enumerate(s["read_by"]):
+            readers.add(s["name"] if n == 0 else "", "\n".join(reader["outputs"]), reader["stack"])
+    return [stacks, readers, peerings] if data["peerings"] else [stacks, readers]
 
 
 def _notes(data: dict[str, Any]) -> list[str]:
@@ -168,4 +201,7 @@ def _notes(data: dict[str, Any]) -> list[str]:
         "",
         "Or one stack at a time, in this order:",
         *(f"  {c}" for c in commands["deploy_in_order"]),
+        "",
+        "Refresh a reader after its producer's outputs changed (a new token forces an update; see the table):",
+        f"  {commands['refresh']}",
     ]

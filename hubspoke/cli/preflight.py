@@ -27,6 +27,7 @@ from botocore.exceptions import (
     TokenRetrievalError,
 )
 
+from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import Table, fail, print_json, print_tables
 from hubspoke.cli.preflight_checks import (
     CheckResult,
@@ -208,7 +209,7 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, clients: Client
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "preflight",
-        help="check the AWS accounts and Regions before deploying (read-only)",
+        help=COMMANDS["preflight"].summary,
         description="Read-only AWS checks per Region: account, CDK bootstrap, CIDR overlaps, peering quota, "
         "AZ IDs and accelerator offerings, the staged Qumulo Core package and the pinned Ubuntu image, "
         "SageMaker cluster quota, EKS Kubernetes version. "

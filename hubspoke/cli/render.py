@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import HubSpokeConfig, RegionConfig, format_problem, load
 from hubspoke.config.rules import Problem
 
@@ -71,7 +72,7 @@ def _load_renderer(kind: str) -> Renderer:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "render",
-        help="print Kubernetes manifests for one Region (pipe to kubectl apply -f -)",
+        help=COMMANDS["render"].summary,
         description="Print Kubernetes manifests for one Region of an environment, as YAML for kubectl apply.",
         epilog="Example: hubspoke render job --config config/dev.yaml --region us-west-2 | kubectl apply -f -",
     )

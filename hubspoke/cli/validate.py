@@ -6,13 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import ConfigError, format_problem, load
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "validate",
-        help="check config files without synthesizing",
+        help=COMMANDS["validate"].summary,
         description="Check config files: exit 0 when all are valid, 2 otherwise, every problem on its own line.",
         epilog="Example: hubspoke validate config/*.yaml",
     )

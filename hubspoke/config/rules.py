@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hubspoke.config.schema import ComputeConfig, StorageConfig, effective_account
+from hubspoke.flow_logs import MAX_FILTERS_PER_LOG_GROUP, filter_count
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
 
 # Qumulo's supported EC2 families for Cloud Native Qumulo on AWS (Qumulo docs, 2026-11).
@@ -58,8 +60,19 @@ def _section(region: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _default(model: type[ComputeConfig | StorageConfig], field: str) -> Any:
+    """The schema's default for `field`: rules read raw YAML, where an omitted key means that default."""
+    return model.model_fields[field].default
+
+
 def _enabled(section: Mapping[str, Any]) -> bool:
-    return section.get("enabled", True) is not False
+    # Storage and compute share the default (on); a test keeps the two in step.
+    return section.get("enabled", _default(StorageConfig, "enabled")) is not False
+
+
+SERVICE_CIDR = _default(ComputeConfig, "service_cidr")
+DATASET_PATH = _default(StorageConfig, "dataset_path")
+CHECKPOINT_PATH = _default(StorageConfig, "checkpoint_path")
 
 
 def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
@@ -84,7 +97,7 @@ def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
             seen.append((field, net))
     for path, region in _regions(raw):
         compute = _section(region, "compute")
-        service = _net(compute.get("service_cidr", "172.20.0.0/16"))
+        service = _net(compute.get("service_cidr", SERVICE_CIDR))
         if service is None or not _enabled(compute):
             continue
         for other_field, other in seen:
@@ -92,7 +105,7 @@ def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
                 yield Problem(
                     f"{path}.compute.service_cidr",
                     f"Kubernetes service CIDR {service} overlaps {other_field} ({other}); pods could not "
-                    f"reach those addresses: pick a service CIDR outside every VPC, e.g. 172.20.0.0/16",
+                    f"reach those addresses: pick a service CIDR outside every VPC, e.g. {SERVICE_CIDR}",
                 )
 
 
@@ -184,9 +197,9 @@ def compute_mounts_local_storage(raw: Mapping[str, Any]) -> Iterator[Problem]:
 def portal_stays_in_one_account(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """A spoke's portal Lambda reads the hub's admin secret, which is not shared with other accounts (yet)."""
     default = raw.get("account")
-    hub_account = _section(raw, "hub").get("account", default)
+    hub_account = effective_account(_section(raw, "hub").get("account"), default)
     for path, region in _regions(raw):
-        account = region.get("account", default)
+        account = effective_account(region.get("account"), default)
         if path != "hub" and account != hub_account and _enabled(_section(region, "storage")):
             yield Problem(
                 f"{path}.storage",
@@ -200,8 +213,8 @@ def checkpoints_outside_dataset(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """Checkpoints under the dataset path would land in the portal: read-only, or written across Regions."""
     for path, region in _regions(raw):
         storage = _section(region, "storage")
-        dataset = storage.get("dataset_path", "/dataset")
-        checkpoints = storage.get("checkpoint_path", "/checkpoints")
+        dataset = storage.get("dataset_path", DATASET_PATH)
+        checkpoints = storage.get("checkpoint_path", CHECKPOINT_PATH)
         if not (isinstance(dataset, str) and isinstance(checkpoints, str)):
             continue
         d, c = dataset.rstrip("/") + "/", checkpoints.rstrip("/") + "/"
@@ -209,7 +222,7 @@ def checkpoints_outside_dataset(raw: Mapping[str, Any]) -> Iterator[Problem]:
             yield Problem(
                 f"{path}.storage.checkpoint_path",
                 f"'{checkpoints}' overlaps dataset_path '{dataset}'; checkpoints there would go through the "
-                "portal (read-only, or written across Regions): use a path outside it, e.g. /checkpoints",
+                f"portal (read-only, or written across Regions): use a path outside it, e.g. {CHECKPOINT_PATH}",
             )
 
 
@@ -324,6 +337,31 @@ def storage_needs_egress(raw: Mapping[str, Any]) -> Iterator[Problem]:
             )
 
 
+def _vpc_cidrs(region: Mapping[str, Any]) -> list[str]:
+    secondary = region.get("secondary_cidrs")
+    blocks = [region.get("cidr"), *(secondary if isinstance(secondary, list) else [])]
+    return [str(net) for net in map(_net, blocks) if net is not None]
+
+
+def flow_log_filters_fit(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """A spoke's traffic metrics (hubspoke/flow_logs.py) must fit the metric filters of one log group."""
+    hub = raw.get("hub")
+    hub_cidrs = _vpc_cidrs(hub) if isinstance(hub, Mapping) else []
+    for where, region in _regions(raw):
+        own = _vpc_cidrs(region)
+        if where == "hub" or not own or not hub_cidrs:
+            continue
+        count = filter_count(own_cidrs=own, hub_cidrs=hub_cidrs)
+        if count > MAX_FILTERS_PER_LOG_GROUP:
+            yield Problem(
+                f"{where}.secondary_cidrs",
+                f"this spoke's traffic metrics need {count} metric filters on its flow-log group, more than "
+                f"{MAX_FILTERS_PER_LOG_GROUP} (CloudWatch Logs allows 100 per log group): a CIDR that does not "
+                "end on /8, /16 or /24 is matched block by block; use fewer secondary CIDRs here or in the hub, "
+                "or octet-aligned ones (one /16 instead of several /17s)",
+            )
+
+
 RULES: tuple[Rule, ...] = (
     vpc_cidrs_do_not_overlap,
     one_spoke_per_region,
@@ -339,6 +377,7 @@ RULES: tuple[Rule, ...] = (
     storage_is_pinned,
     qumulo_core_supported,
     storage_needs_egress,
+    flow_log_filters_fit,
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterator
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -75,6 +75,11 @@ AzId = Annotated[str, Field(pattern=r"^[a-z]+\d-az\d+$")]
 Quantity = Annotated[str, Field(pattern=r"^[1-9]\d*(Gi|Ti)$")]
 # registry/repository:tag or @sha256:digest, as docker push printed it.
 ImageRef = Annotated[str, Field(pattern=r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})$")]
+
+
+def effective_account(region_account: Any, environment_account: Any) -> Any:
+    """A Region's account: its own when set, else the environment's (raw YAML values or parsed ones)."""
+    return region_account or environment_account
 
 
 class Model(BaseModel):
@@ -259,7 +264,8 @@ class HubSpokeConfig(Model):
         yield from self.spokes
 
     def account_of(self, region: RegionConfig) -> str:
-        return region.account or self.account
+        account: str = effective_account(region.account, self.account)
+        return account
 
     def spoke(self, code: str) -> SpokeConfig:
         return next(s for s in self.spokes if s.region == code)

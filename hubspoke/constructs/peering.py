@@ -8,7 +8,10 @@ from collections.abc import Sequence
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
+from hubspoke.config.schema import HubSpokeConfig, SpokeConfig
+from hubspoke.constructs.cross_account import peer_role_name, role_arn
 from hubspoke.ports import CROSS_REGION_PORTS
+from hubspoke.topology import cross_account
 
 
 def _logical(text: str) -> str:
@@ -62,3 +65,60 @@ class PeerSide(Construct):
                     to_port=port.icmp_code if is_icmp else port.port,
                     description=f"{port.purpose} from {peer_name} {cidr}",
                 )
+
+
+class PeerPathSecurityGroup(ec2.SecurityGroup):
+    """A Region's cross-Region security group: its ingress comes only from peer CIDRs, added by PeerSide.
+
+    Example::
+
+        sg = PeerPathSecurityGroup(stack, "PeerPath", vpc=net.vpc)  # attached to the hosts peers reach
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, vpc: ec2.IVpc) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            vpc=vpc,
+            description="Cross-Region path: ingress only from peer VPC CIDRs on the ports the path needs",
+            allow_all_outbound=True,
+        )
+
+
+class PeeringToHub(ec2.CfnVPCPeeringConnection):
+    """A spoke VPC's inter-Region peering request to the hub VPC, accepted by the hub.
+
+    Example::
+
+        peering = PeeringToHub(stack, "PeeringToHub", config=config, spoke=spoke, vpc_id=vpc.ref,
+                               hub_vpc_id=hub_vpc_id)
+
+    Same-account inter-Region peerings are accepted automatically; across accounts the hub's peer role
+    accepts (AWS::EC2::VPCPeeringConnection, PeerOwnerId and PeerRoleArn).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: HubSpokeConfig,
+        spoke: SpokeConfig,
+        vpc_id: str,
+        hub_vpc_id: str,
+    ) -> None:
+        hub_account = config.account_of(config.hub)
+        peer_role = (
+            role_arn(scope, account=hub_account, name=peer_role_name(config.environment, spoke.region))
+            if cross_account(config, spoke)
+            else None
+        )
+        super().__init__(
+            scope,
+            construct_id,
+            vpc_id=vpc_id,
+            peer_vpc_id=hub_vpc_id,
+            peer_region=config.hub.region,
+            peer_owner_id=hub_account if peer_role else None,
+            peer_role_arn=peer_role,
+        )

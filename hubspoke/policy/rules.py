@@ -13,13 +13,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hubspoke.config.layout import route_table_az_ids
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
+from hubspoke.outputs import PEERING_CONNECTION, PRIVATE_ROUTE_TABLE
+from hubspoke.topology import stack_name
 
 # Every template we emit carries this metadata (stage.py) so rules know which stack they read.
 METADATA_KEY = "hubspoke"
-# Network stacks output each private route table under this prefix (hubspoke.stacks.network).
-PRIVATE_RT = "PrivateRouteTable"
 
 
 @dataclass(frozen=True)
@@ -106,20 +107,26 @@ def ingress_only_from_known_cidrs(templates: list[Template], config: HubSpokeCon
 def peerings_routed_on_both_sides(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
     """HubSpoke-PeeringRouted: every peering has routes to the peer's CIDRs in every private route table, both sides."""
     by_kind = {(t.meta.get("kind"), t.meta.get("region"), t.meta.get("spoke")): t for t in templates}
-    hub = by_kind.get(("network", config.hub.region, None))
-    hub_tables = {k for k in (hub.body.get("Outputs", {}) if hub else {}) if k.startswith(PRIVATE_RT)}
+    hub = config.hub
+    hub_network = stack_name(config, "network", hub.region)
+    hub_tables = {PRIVATE_ROUTE_TABLE.key(az) for az in route_table_az_ids(hub)}
     for spoke in config.spokes:
         net = by_kind.get(("network", spoke.region, None))
-        link = by_kind.get(("link", config.hub.region, spoke.region))
+        link = by_kind.get(("link", hub.region, spoke.region))
+        spoke_network = stack_name(config, "network", spoke.region)
         if net is None:
+            yield Violation(
+                "HubSpoke-PeeringRouted",
+                spoke_network,
+                spoke_network,
+                f"no Network template for spoke {spoke.region}: its peering cannot be checked",
+                "synthesize every stack of the environment before checking policy",
+            )
             continue
+        outputs = net.body.get("Outputs", {})
+        tables = {_ref(outputs[k].get("Value")) for k in outputs if k.startswith(PRIVATE_ROUTE_TABLE.name)}
         for logical_id, _ in net.resources("AWS::EC2::VPCPeeringConnection"):
-            tables = {
-                _ref(v.get("Value"))
-                for k, v in net.body.get("Outputs", {}).items()
-                if k.startswith(PRIVATE_RT)
-            }
-            want = {(table, cidr) for table in tables for cidr in config.hub.all_cidrs}
+            want = {(table, cidr) for table in tables for cidr in hub.all_cidrs}
             have = {
                 (_ref(r.get("RouteTableId")), r.get("DestinationCidrBlock"))
                 for _, r in net.resources("AWS::EC2::Route")
@@ -133,20 +140,32 @@ def peerings_routed_on_both_sides(templates: list[Template], config: HubSpokeCon
                     f"spoke side lacks {len(missing)} route(s) to the hub over this peering",
                     "route every hub CIDR in every private route table of the spoke via the peering",
                 )
-            link_want = {(table, cidr) for table in hub_tables for cidr in spoke.all_cidrs}
-            link_have = {
-                (_output_name(r.get("RouteTableId")), r.get("DestinationCidrBlock"))
-                for _, r in (link.resources("AWS::EC2::Route") if link else iter(()))
-                if _output_name(r.get("VpcPeeringConnectionId")) == "PeeringConnectionId"
-            }
-            if not link_want or link_want - link_have:
-                yield Violation(
-                    "HubSpoke-PeeringRouted",
-                    net.path,
-                    logical_id,
-                    f"hub side lacks routes to spoke {spoke.region} over this peering",
-                    f"deploy the Link stack for {spoke.region} with a route per hub private route table",
-                )
+        if link is None:
+            yield Violation(
+                "HubSpoke-PeeringRouted",
+                net.path,
+                spoke_network,
+                f"no Link template for spoke {spoke.region}: the hub has no routes back over its peering",
+                f"deploy the Link stack for {spoke.region} with a route per hub private route table",
+            )
+            continue
+        # The Link stack reads the hub's route tables and the spoke's peering by weak reference: both the
+        # output and the stack it comes from must be the right ones.
+        want = {(table, cidr) for table in hub_tables for cidr in spoke.all_cidrs}
+        have = {
+            (_output_of(r.get("RouteTableId"), hub_network), r.get("DestinationCidrBlock"))
+            for _, r in link.resources("AWS::EC2::Route")
+            if _output_of(r.get("VpcPeeringConnectionId"), spoke_network) == PEERING_CONNECTION.key()
+        }
+        if missing := want - have:
+            yield Violation(
+                "HubSpoke-PeeringRouted",
+                link.path,
+                spoke_network,
+                f"hub side lacks {len(missing)} route(s) to spoke {spoke.region} over its peering",
+                f"route every CIDR of {spoke.region} in every hub private route table "
+                f"({', '.join(sorted(hub_tables))} of {hub_network}) via {PEERING_CONNECTION.key()} of {spoke_network}",
+            )
 
 
 def no_route_between_spokes(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
@@ -166,13 +185,168 @@ def no_route_between_spokes(templates: list[Template], config: HubSpokeConfig) -
                 )
 
 
+# ----- SageMaker HyperPod: deploy-time constraints its documentation states and a template shows -----
+HYPERPOD_CLUSTER = "AWS::SageMaker::Cluster"
+HEALTH_AGENT = "health-monitoring-agent"
+# SageMaker developer guide, "Getting started with Amazon EKS support in SageMaker HyperPod": VPC CNI 1.18.3+.
+MIN_VPC_CNI = (1, 18, 3)
+
+
+def _groups(props: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    groups = props.get("InstanceGroups", [])
+    return groups if isinstance(groups, list) else []
+
+
+def _logical(value: Any) -> Any:
+    """The logical ID a Ref or Fn::GetAtt points to, else None."""
+    if isinstance(value, Mapping) and "Ref" in value:
+        return value["Ref"]
+    if isinstance(value, Mapping) and "Fn::GetAtt" in value:
+        return value["Fn::GetAtt"][0]
+    return None
+
+
+def _volume_keys(props: Mapping[str, Any]) -> list[Any]:
+    return [
+        config.get("EbsVolumeConfig", {}).get("VolumeKmsKeyId")
+        for group in _groups(props)
+        for config in group.get("InstanceStorageConfigs", [])
+        if config.get("EbsVolumeConfig", {}).get("VolumeKmsKeyId")
+    ]
+
+
+def hyperpod_key_needs_continuous(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-HyperPodKeyNeedsContinuous: a customer managed volume key only with continuous node provisioning."""
+    for t in templates:
+        for logical_id, props in t.resources(HYPERPOD_CLUSTER):
+            if _volume_keys(props) and props.get("NodeProvisioningMode") != "Continuous":
+                yield Violation(
+                    "HubSpoke-HyperPodKeyNeedsContinuous", t.path, logical_id,
+                    "an instance group sets VolumeKmsKeyId but the cluster's NodeProvisioningMode is not Continuous",
+                    "set NodeProvisioningMode: Continuous, or drop VolumeKmsKeyId for the AWS owned key (SageMaker "
+                    "developer guide, 'Customer managed AWS KMS key encryption for SageMaker HyperPod': supported "
+                    "only for clusters using the continuous node provisioning mode)",
+                )  # fmt: skip
+
+
+def hyperpod_key_policy_without_context(
+    templates: list[Template], config: HubSpokeConfig
+) -> Iterator[Violation]:
+    """HubSpoke-HyperPodKeyPolicy: a HyperPod volume key's policy is not scoped by encryption context."""
+    for t in templates:
+        keys = dict(t.resources("AWS::KMS::Key"))
+        for logical_id, props in t.resources(HYPERPOD_CLUSTER):
+            for key_id in {_logical(k) for k in _volume_keys(props)} & set(keys):
+                if "kms:EncryptionContext" in str(keys[key_id].get("KeyPolicy", {})):
+                    yield Violation(
+                        "HubSpoke-HyperPodKeyPolicy", t.path, key_id,
+                        f"the key encrypting {logical_id}'s volumes has kms:EncryptionContext conditions",
+                        "remove the encryption-context conditions: HyperPod passes no encryption context, so the "
+                        "cluster could not use the key (SageMaker developer guide, 'Customer managed AWS KMS key "
+                        "encryption for SageMaker HyperPod')",
+                    )  # fmt: skip
+
+
+def _bucket_name(t: Template, value: Any) -> str | None:
+    """The literal name of the S3 bucket an s3:// URI names, when the template shows it."""
+    if isinstance(value, str):
+        return value.removeprefix("s3://").split("/")[0] if value.startswith("s3://") else None
+    if isinstance(value, Mapping) and "Fn::Join" in value:
+        parts = value["Fn::Join"][1]
+        if parts and parts[0] == "s3://" and len(parts) > 1:
+            bucket = t.body.get("Resources", {}).get(_logical(parts[1]) or "", {})
+            name = bucket.get("Properties", {}).get("BucketName")
+            return name if isinstance(name, str) else ""  # "" = generated: never "sagemaker-..."
+    return None
+
+
+def hyperpod_lifecycle_bucket(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-HyperPodLifecycleBucket: lifecycle scripts come from a bucket whose name starts with sagemaker-."""
+    for t in templates:
+        for logical_id, props in t.resources(HYPERPOD_CLUSTER):
+            for group in _groups(props):
+                name = _bucket_name(t, group.get("LifeCycleConfig", {}).get("SourceS3Uri"))
+                if name is not None and not name.startswith("sagemaker-"):
+                    yield Violation(
+                        "HubSpoke-HyperPodLifecycleBucket", t.path, logical_id,
+                        f"instance group {group.get('InstanceGroupName')} reads its lifecycle scripts from bucket "
+                        f"{name or '(a generated name)'}",
+                        "name the bucket sagemaker-...: SourceS3Uri must start with s3://sagemaker- (SageMaker "
+                        "API reference, ClusterLifeCycleConfig)",
+                    )  # fmt: skip
+
+
+def hyperpod_access_entry(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-HyperPodAccessEntry: no access entry of our own for an instance group's execution role."""
+    for t in templates:
+        roles = {
+            _logical(g.get("ExecutionRole"))
+            for _, props in t.resources(HYPERPOD_CLUSTER)
+            for g in _groups(props)
+        } - {None}
+        for logical_id, props in t.resources("AWS::EKS::AccessEntry"):
+            if _logical(props.get("PrincipalArn")) in roles:
+                yield Violation(
+                    "HubSpoke-HyperPodAccessEntry", t.path, logical_id,
+                    "an access entry for a HyperPod execution role, which HyperPod creates itself",
+                    "remove it: HyperPod creates the execution role's access entry (SageMaker API reference, "
+                    "ClusterMetadata.EksRoleAccessEntries) and EKS allows one access entry per principal (EKS API "
+                    "reference, CreateAccessEntry principalArn)",
+                )  # fmt: skip
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    match = re.match(r"v?(\d+)\.(\d+)\.(\d+)", text)
+    return tuple(int(p) for p in match.groups()) if match else None
+
+
+def hyperpod_vpc_cni(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-HyperPodVpcCni: the VPC CNI add-on of a HyperPod orchestrator is 1.18.3 or newer."""
+    for t in templates:
+        if not any(True for _ in t.resources(HYPERPOD_CLUSTER)):
+            continue
+        for logical_id, props in t.resources("AWS::EKS::Addon"):
+            if props.get("AddonName") != "vpc-cni":
+                continue
+            version = _version(str(props.get("AddonVersion", "")))
+            if version is None or version < MIN_VPC_CNI:
+                yield Violation(
+                    "HubSpoke-HyperPodVpcCni", t.path, logical_id,
+                    f"vpc-cni {props.get('AddonVersion', '(EKS default)')} on a HyperPod orchestrator",
+                    "pin vpc-cni 1.18.3 or newer (SageMaker developer guide, 'Getting started with Amazon EKS "
+                    "support in SageMaker HyperPod')",
+                )  # fmt: skip
+
+
+def hyperpod_health_agent_region(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-HyperPodAgentRegion: the dependencies chart gets the health agent's Region as a value."""
+    for t in templates:
+        region = t.meta.get("region")
+        for logical_id, props in t.resources("Custom::HyperPodDependencies"):
+            try:
+                agent = json.loads(props.get("Values", "")).get(HEALTH_AGENT, {})
+            except (TypeError, ValueError, AttributeError):
+                agent = {}
+            if agent.get("region") != region:
+                yield Violation(
+                    "HubSpoke-HyperPodAgentRegion", t.path, logical_id,
+                    f"the chart's {HEALTH_AGENT}.region is {agent.get('region')!r}, not the stack's {region}",
+                    f"pass Values as one JSON string with {HEALTH_AGENT}.region set: before any node exists the "
+                    "chart falls back to us-east-1 (aws/sagemaker-hyperpod-cli at the pinned commit, "
+                    "charts/health-monitoring-agent/templates/_helpers.tpl)",
+                )  # fmt: skip
+
+
 def _ref(value: Any) -> Any:
     return value.get("Ref") if isinstance(value, Mapping) else value
 
 
-def _output_name(value: Any) -> Any:
+def _output_of(value: Any, stack: str) -> Any:
+    """The output name a Fn::GetStackOutput reads, if it reads stack `stack` (else None)."""
     if isinstance(value, Mapping) and "Fn::GetStackOutput" in value:
-        return value["Fn::GetStackOutput"].get("OutputName")
+        ref = value["Fn::GetStackOutput"]
+        if ref.get("StackName") == stack:
+            return ref.get("OutputName")
     return None
 
 
@@ -287,7 +461,8 @@ def waits_fit_the_custom_resource_limit(
                         logical_id,
                         f"the waiter may poll {int(interval) * int(attempts)} s; CloudFormation gives up at "
                         f"{CUSTOM_RESOURCE_LIMIT_SECONDS} s",
-                        "keep storage.formation_timeout_minutes at 55 or less",
+                        "keep the provider's total_timeout under 3600 s (for CNQ: "
+                        "storage.formation_timeout_minutes at 55 or less)",
                     )
 
 
@@ -320,6 +495,12 @@ RULES: tuple[PolicyRule, ...] = (
     cnq_regions_have_egress_and_s3_gateway,
     waits_fit_the_custom_resource_limit,
     replication_port_closed,
+    hyperpod_key_needs_continuous,
+    hyperpod_key_policy_without_context,
+    hyperpod_lifecycle_bucket,
+    hyperpod_access_entry,
+    hyperpod_vpc_cni,
+    hyperpod_health_agent_region,
 )
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from aws_cdk import Environment, Stack
+from aws_cdk import CfnOutput, Environment, Stack
 from constructs import Construct
 
+from hubspoke.outputs import Output
 from hubspoke.topology import StackPlan
 
 
@@ -27,3 +28,7 @@ class PlannedStack(Stack):
             description=f"hubspoke {plan.environment}: {purpose}",
         )
         self.plan = plan
+
+    def publish(self, output: Output, value: str, az_id: str | None = None) -> CfnOutput:
+        """Emit `output` (hubspoke.outputs) under its contract name: the only way a value leaves a stack."""
+        return CfnOutput(self, output.key(az_id), value=value, description=output.carries)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Fn, RemovalPolicy, Stack
-from aws_cdk import aws_iam as iam
+from aws_cdk import Fn, RemovalPolicy, Stack
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -19,20 +18,15 @@ from hubspoke.constructs.hyperpod.dependencies import HyperPodDependencies
 from hubspoke.constructs.hyperpod.eks import HyperPodEks
 from hubspoke.constructs.hyperpod.lifecycle import write_lifecycle_scripts
 from hubspoke.k8s.storage import storage_manifests
-from hubspoke.mtu import peer_mtu_parameter_path
-from hubspoke.policy.acks import acknowledge
+from hubspoke.outputs import EKS_CLUSTER_NAME, FLOATING_IPS, HYPERPOD_CLUSTER_ARN
 from hubspoke.stacks.base import PlannedStack
-from hubspoke.stacks.network import NetworkStack
-from hubspoke.stacks.storage import FLOATING_IPS_OUTPUT
-from hubspoke.topology import StackPlan, stack_name
-
-EKS_CLUSTER_NAME_OUTPUT = "EksClusterName"
-HYPERPOD_CLUSTER_ARN_OUTPUT = "HyperPodClusterArn"
+from hubspoke.stacks.wiring import Inputs, NetworkView
+from hubspoke.topology import StackPlan, stack_id
 
 
-def local_floating_ips(config: HubSpokeConfig, region: RegionConfig) -> list[str]:
+def local_floating_ips(inputs: Inputs, region: RegionConfig) -> list[str]:
     """Two of the Region's own CNQ floating IPs (the same one twice when the cluster has only one)."""
-    joined = Fn.get_stack_output(stack_name(config, "storage", region.region), FLOATING_IPS_OUTPUT)
+    joined = inputs.read(stack_id("storage", region.region), FLOATING_IPS)
     # The list's length is known only at deploy; doubling it makes index 1 exist even for a single IP
     # ("a" -> "a,a"), while "a,b,..." still yields a and b: the two volumes land on different nodes.
     doubled = Fn.split(",", Fn.join(",", [joined, joined]))
@@ -44,24 +38,19 @@ class ComputeStack(PlannedStack):
 
     Example::
 
-        ComputeStack(stage, "compute-us-west-2", config=config, region=config.spoke("us-west-2"),
-                     plan=plan, network=built["network-us-west-2"])
+        ComputeStack(stage, "compute-us-west-2", config=config, plan=plan)
     """
 
     def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: HubSpokeConfig,
-        region: RegionConfig,
-        plan: StackPlan,
-        network: NetworkStack,
+        self, scope: Construct, construct_id: str, *, config: HubSpokeConfig, plan: StackPlan
     ) -> None:
+        region = config.region_config(plan.region)
         super().__init__(
             scope, construct_id, plan=plan, purpose=f"EKS and SageMaker HyperPod in {region.region}"
         )
         compute = region.compute
+        inputs = Inputs(self, config=config)
+        network = NetworkView(self, "Network", inputs=inputs, config=config, region=region.region)
         nodes_sg = efa_security_group(self, "NodeSecurityGroup", vpc=network.vpc)
         plane = HyperPodEks(
             self,
@@ -79,9 +68,7 @@ class ComputeStack(PlannedStack):
         )
         for addon in plane.core_addons:
             dependencies.node.add_dependency(addon)
-        lifecycle_dir = write_lifecycle_scripts(
-            Path(tempfile.mkdtemp(prefix=f"hubspoke-lifecycle-{region.region}-")), config, region
-        )
+        lifecycle_dir = write_lifecycle_scripts(Path(tempfile.mkdtemp(prefix="hubspoke-lifecycle-")))
         hyperpod = HyperPodCluster(
             self,
             "HyperPod",
@@ -92,18 +79,16 @@ class ComputeStack(PlannedStack):
             security_groups=[nodes_sg],
             lifecycle_dir=lifecycle_dir,
         )
-        if region.region == config.hub.region:
-            self._read_published_peers(config, hyperpod)
         # HyperPod refuses an EKS cluster without its dependencies chart (HyperPod EKS guide, Helm step).
         hyperpod.cluster.node.add_dependency(dependencies)
         operators = OperatorAddons(
             self, "Operators", cluster=plane.cluster, kubernetes_version=compute.kubernetes_version
         )
         # Their controllers schedule onto HyperPod nodes; without nodes the add-ons never turn ACTIVE.
-        operators.node.add_dependency(hyperpod.cluster)
+        operators.node.add_dependency(hyperpod.nodes_ready)
         if region.storage.enabled:
             manifest = plane.cluster.add_manifest(
-                "Storage", *storage_manifests(region, floating_ips=local_floating_ips(config, region))
+                "Storage", *storage_manifests(region, floating_ips=local_floating_ips(inputs, region))
             )
             manifest.node.add_dependency(dependencies)
         self.eks = plane
@@ -117,31 +102,9 @@ class ComputeStack(PlannedStack):
             retention=logs.RetentionDays.THREE_MONTHS,
             removal_policy=RemovalPolicy.DESTROY,
         )
-        CfnOutput(self, EKS_CLUSTER_NAME_OUTPUT, value=plane.cluster.cluster_name)
-        CfnOutput(self, HYPERPOD_CLUSTER_ARN_OUTPUT, value=hyperpod.cluster.attr_cluster_arn)
-
-    def _read_published_peers(self, config: HubSpokeConfig, hyperpod: HyperPodCluster) -> None:
-        """Hub nodes read the spokes' CIDRs that Link stacks publish (hubspoke.mtu), to pin their route MTU."""
-        path = peer_mtu_parameter_path(config).rstrip("/")
-        arns = [
-            self.format_arn(service="ssm", resource="parameter", resource_name=path.lstrip("/") + suffix)
-            for suffix in ("", "/*")
-        ]
-        hyperpod.role.add_to_policy(iam.PolicyStatement(actions=["ssm:GetParametersByPath"], resources=arns))
-        acknowledge(
-            hyperpod.role,
-            "AwsSolutions-IAM5",
-            reason="Each spoke's Link stack publishes its CIDRs under one SSM path per environment; spokes "
-            "come and go, so the hub's nodes read the path, and nothing outside it.",
-            findings=[f"Resource::arn:<AWS::Partition>:ssm:{self.region}:{self.account}:parameter{path}/*"],
-        )
+        self.publish(EKS_CLUSTER_NAME, plane.cluster.cluster_name)
+        self.publish(HYPERPOD_CLUSTER_ARN, hyperpod.cluster.attr_cluster_arn)
 
 
-def build_compute(
-    scope: Construct, plan: StackPlan, *, config: HubSpokeConfig, built: dict[str, Stack]
-) -> Stack:
-    network = built[f"network-{plan.region}"]
-    assert isinstance(network, NetworkStack)
-    return ComputeStack(
-        scope, plan.id, config=config, region=config.region_config(plan.region), plan=plan, network=network
-    )
+def build_compute(scope: Construct, plan: StackPlan, *, config: HubSpokeConfig) -> Stack:
+    return ComputeStack(scope, plan.id, config=config, plan=plan)

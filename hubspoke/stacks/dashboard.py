@@ -1,313 +1,48 @@
-"""The environment's one CloudWatch dashboard, in the hub Region: every Region side by side, and the hub's own alarm.
-
-Plain aws_cloudwatch rather than cdk-monitoring-constructs: every series here is a custom metric read from
-another Region (canary, flow-log filters, training job, Container Insights), which the library's per-resource
-monitors do not cover, while a graph widget takes a `region` per metric directly.
-"""
+"""The environment's one dashboard stack, in the hub Region: every Region side by side, and the hub's own alarm."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
-
-from aws_cdk import Duration, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from hubspoke.config.schema import HubSpokeConfig, RegionConfig
-from hubspoke.constructs.canary.infrastructure import canary_metric
-from hubspoke.constructs.canary.runtime import metrics as canary_metrics
-from hubspoke.constructs.canary.traffic import INTER_REGION_IN, INTER_REGION_OUT, traffic_metric
+from hubspoke import alarms
+from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.constructs.alarms import AlarmTopic, gpu_utilization_low
+from hubspoke.constructs.dashboard import EnvironmentDashboard
 from hubspoke.stacks.base import PlannedStack
-from hubspoke.stacks.ops import (
-    CACHE_HIT_RATIO_LOW,
-    GPU_LOW_MINUTES,
-    GPU_UTILIZATION_LOW,
-    HIT_RATIO_PERIOD_MINUTES,
-    HUB_UNREACHABLE,
-    PORTAL_NOT_ACTIVE,
-    AlarmTopic,
-    gpu_utilization,
-    gpu_while_training,
-    hit_ratio,
-    samples_per_second,
-)
-from hubspoke.topology import StackPlan, stack_name
-
-GRID_WIDTH = 24  # CloudWatch dashboards are 24 units wide
-MIN_COLUMN_WIDTH = 6  # narrower graphs are unreadable; more Regions than 4 wrap to a second line per row
-GRAPH_HEIGHT = 6
-HEADER_HEIGHT = 3
-MINUTE = Duration.minutes(1)
-TRAFFIC_PERIOD_MINUTES = 5  # flow logs aggregate over up to 10 minutes: 1-minute sums would be noise
-
-
-@dataclass(frozen=True)
-class RegionColumn:
-    """One Region's column: what it is and which of its stacks publish metrics."""
-
-    region: RegionConfig
-    is_hub: bool
-    watched: bool  # has an Ops stack: canary and flow-log byte counts
-    computes: bool  # has a Compute stack: GPU metrics and training jobs
-
-
-def columns(config: HubSpokeConfig, stack_ids: Collection[str]) -> list[RegionColumn]:
-    """The hub first, then the spokes in config order; what each shows follows from the stacks that exist.
-
-    Stacks that publish, not stacks planned: a graph of a metric nothing publishes would read as an outage.
-    """
-    ops = {s.removeprefix("ops-") for s in stack_ids if s.startswith("ops-")}
-    compute = {s.removeprefix("compute-") for s in stack_ids if s.startswith("compute-")}
-    return [
-        RegionColumn(r, r.region == config.hub.region, r.region in ops, r.region in compute)
-        for r in config.regions()
-    ]
+from hubspoke.topology import StackPlan, plan_stacks
 
 
 class DashboardStack(PlannedStack):
-    """One dashboard per environment (hub reachability, portals, cache, inter-Region bytes, GPUs, samples/s).
+    """One dashboard per environment and, when the hub trains, the hub's GPU alarm and the topic it notifies.
 
     Example::
 
-        stack = DashboardStack(stage, "dashboard-us-east-2", config=config, plan=plan, stack_ids=built)
+        stack = DashboardStack(stage, "dashboard-us-east-2", config=config, plan=plan)
         stack.dashboard.dashboard_name  # "hubspoke-dev"
     """
 
     def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: HubSpokeConfig,
-        plan: StackPlan,
-        stack_ids: Collection[str],
+        self, scope: Construct, construct_id: str, *, config: HubSpokeConfig, plan: StackPlan
     ) -> None:
         super().__init__(
             scope, construct_id, plan=plan, purpose="the environment's dashboard and the hub's GPU alarm"
         )
-        self.config = config
-        self.columns = columns(config, stack_ids)
-        self.column_width = max(MIN_COLUMN_WIDTH, GRID_WIDTH // len(self.columns))
-        self.watched = [c for c in self.columns if c.watched]
-        self.dashboard = cloudwatch.Dashboard(
-            self,
-            "Dashboard",
-            dashboard_name=f"hubspoke-{config.environment}",
-            default_interval=Duration.hours(3),
-        )
-        rows: Sequence[Callable[[RegionColumn], cloudwatch.IWidget]] = (
-            self._header,
-            self._reachability,
-            self._portal,
-            self._hit_ratio,
-            self._inter_region_bytes,
-            self._gpu,
-            self._samples,
-        )
-        for row in rows:
-            self.dashboard.add_widgets(*(row(column) for column in self.columns))
-
+        self.dashboard = EnvironmentDashboard(self, "Dashboard", config=config, plans=plan_stacks(config))
         # The hub has no Ops stack (a canary in the hub would only watch itself), so its GPU alarm lives here,
         # the environment's one stack in the hub Region that is about operations.
         self.alarms: dict[str, cloudwatch.Alarm] = {}
-        hub = self.columns[0]
-        if hub.computes:
-            topic = AlarmTopic(self, "Alarms", config=config, purpose=f"hub {hub.region.region} operations")
-            floor = config.ops.gpu_utilization_floor_percent
-            alarm = cloudwatch.Alarm(
-                self,
-                "GpuUtilizationLow",
-                metric=gpu_while_training(config, hub.region),
-                threshold=floor,
-                comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-                evaluation_periods=GPU_LOW_MINUTES,
-                datapoints_to_alarm=GPU_LOW_MINUTES,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_name=f"{self.stack_name}-{GPU_UTILIZATION_LOW}",
-                alarm_description=f"GPU utilization in the hub Region {hub.region.region} below {floor} % for "
-                f"{GPU_LOW_MINUTES} minutes while the training job reports samples/s. The hub reads locally, "
-                "so suspect the job or the CNQ cluster, not a cache. Runbook: docs/runbooks/compute.md",
-            )
-            self.alarms[GPU_UTILIZATION_LOW] = topic.notify(alarm)
-
-    # One widget per (row, Region). A cell that does not apply says why, so the columns stay aligned.
-
-    def _text(self, markdown: str, *, height: int = GRAPH_HEIGHT) -> cloudwatch.TextWidget:
-        return cloudwatch.TextWidget(markdown=markdown, width=self.column_width, height=height)
-
-    def _not_here(self, column: RegionColumn, title: str, why: str) -> cloudwatch.TextWidget:
-        return self._text(f"### {title}, {column.region.region}\n{why}")
-
-    def _graph(self, column: RegionColumn, title: str, **props: object) -> cloudwatch.GraphWidget:
-        # The widget's Region is the column's: metric math is evaluated where its inputs live.
-        return cloudwatch.GraphWidget(
-            title=title,
-            region=column.region.region,
-            width=self.column_width,
-            height=GRAPH_HEIGHT,
-            **props,  # type: ignore[arg-type]
-        )
-
-    def _header(self, column: RegionColumn) -> cloudwatch.IWidget:
-        code = column.region.region
-        if column.is_hub:
-            alarms = [f"{self.stack_name}-{GPU_UTILIZATION_LOW}"] if column.computes else []
-            lines = [f"## {code}: hub", "Holds the dataset; every spoke's cache misses are read here."]
-        else:
-            ops = stack_name(self.config, "ops", code)
-            names = (HUB_UNREACHABLE, PORTAL_NOT_ACTIVE, CACHE_HIT_RATIO_LOW, GPU_UTILIZATION_LOW)
-            alarms = [
-                f"{ops}-{n}"
-                for n in names
-                if column.watched and (n != GPU_UTILIZATION_LOW or column.computes)
-            ]
-            lines = [f"## {code}: spoke", "Caches the hub's dataset; runbook docs/runbooks/hub-outage.md."]
-        lines.append("Alarms: " + (", ".join(f"`{a}`" for a in alarms) if alarms else "none in this Region."))
-        return self._text("\n\n".join(lines), height=HEADER_HEIGHT)
-
-    def _reachability(self, column: RegionColumn) -> cloudwatch.IWidget:
-        env = self.config.environment
-        if column.is_hub:
-            if not self.watched:
-                return self._not_here(
-                    column, "Hub reachability", "No spoke has an Ops stack: no canary probes the hub."
+        mine = [a for a in alarms.planned_alarms(config) if a.stack_id == plan.id]
+        if mine:
+            topic = AlarmTopic(self, "Alarms", config=config, purpose=f"hub {config.hub.region} operations")
+            for planned in mine:
+                if planned.key != alarms.GPU_UTILIZATION_LOW:
+                    raise ValueError(f"the Dashboard stack has no definition of alarm {planned.key}")
+                self.alarms[planned.key] = gpu_utilization_low(
+                    self, planned, topic=topic, config=config, region=config.hub
                 )
-            return self._graph(
-                column,
-                "Hub nodes answering, as each spoke's canary sees them",
-                left=[
-                    canary_metric(
-                        canary_metrics.NODES_REACHABLE_FRACTION,
-                        environment=env,
-                        spoke=c.region.region,
-                        statistic="Minimum",
-                    ).with_(label=f"from {c.region.region}")
-                    for c in self.watched
-                ],
-                left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
-            )
-        if not column.watched:
-            return self._not_here(
-                column, "Hub reachability", "No Ops stack here (no CNQ spoke), so no canary."
-            )
-        spoke = column.region.region
-        return self._graph(
-            column,
-            f"Hub reachable from {spoke} (canary, every minute)",
-            left=[
-                canary_metric(canary_metrics.HUB_REACHABLE, environment=env, spoke=spoke).with_(
-                    label="hub reachable (1 = yes)"
-                ),
-                canary_metric(canary_metrics.NODES_REACHABLE_FRACTION, environment=env, spoke=spoke).with_(
-                    label="fraction of hub nodes answering"
-                ),
-            ],
-            right=[
-                canary_metric(
-                    canary_metrics.CONNECT_LATENCY, environment=env, spoke=spoke, statistic="p99"
-                ).with_(label="TCP connect p99 (ms)")
-            ],
-            left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
-            right_y_axis=cloudwatch.YAxisProps(min=0, label="ms", show_units=False),
-        )
-
-    def _portal(self, column: RegionColumn) -> cloudwatch.IWidget:
-        env = self.config.environment
-        shown = self.watched if column.is_hub else [column] if column.watched else []
-        if not shown:
-            return self._not_here(column, "Portal state", "No spoke portal reports here (no Ops stack).")
-        return self._graph(
-            column,
-            "Portal state of every spoke" if column.is_hub else f"Portal state of {column.region.region}",
-            left=[
-                canary_metric(
-                    canary_metrics.PORTAL_STATUS, environment=env, spoke=c.region.region, statistic="Minimum"
-                ).with_(label=f"{c.region.region} portal")
-                for c in shown
-            ],
-            left_y_axis=cloudwatch.YAxisProps(
-                min=canary_metrics.PORTAL_STATUS_UNKNOWN,
-                max=canary_metrics.PORTAL_STATUS_ACTIVE,
-                show_units=False,
-            ),
-            left_annotations=[
-                cloudwatch.HorizontalAnnotation(value=value, label=state)
-                for state, value in canary_metrics.PORTAL_STATUS_VALUES.items()
-            ],
-        )
-
-    def _hit_ratio(self, column: RegionColumn) -> cloudwatch.IWidget:
-        if column.is_hub:
-            why = "The hub reads its own data: nothing to hit or miss. Spokes derive theirs (docs/operations.md)."
-            return self._not_here(column, "Cache hit ratio", why)
-        if not column.watched:
-            return self._not_here(
-                column, "Cache hit ratio", "No CNQ spoke with an Ops stack here: no cache to measure."
-            )
-        floor = self.config.ops.cache_hit_ratio_floor
-        return self._graph(
-            column,
-            f"Derived cache hit ratio, {column.region.region} ({HIT_RATIO_PERIOD_MINUTES} min)",
-            left=[hit_ratio(environment=self.config.environment, region=column.region.region)],
-            left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
-            left_annotations=[cloudwatch.HorizontalAnnotation(value=floor, label=f"floor {floor}")],
-        )
-
-    def _inter_region_bytes(self, column: RegionColumn) -> cloudwatch.IWidget:
-        env = self.config.environment
-        # Only the spokes' flow logs are filtered: the hub's traffic is the sum of what its spokes see.
-        shown = self.watched if column.is_hub else [column] if column.watched else []
-        if not shown:
-            return self._not_here(
-                column, "Inter-Region bytes", "No flow-log byte counts here (no Ops stack)."
-            )
-        series: list[cloudwatch.IMetric] = []
-        for c in shown:
-            code = c.region.region
-            for name, direction in ((INTER_REGION_IN, "hub to"), (INTER_REGION_OUT, "to hub from")):
-                series.append(
-                    traffic_metric(
-                        name, environment=env, region=code, period_minutes=TRAFFIC_PERIOD_MINUTES
-                    ).with_(label=f"{direction} {code}")
-                )
-        return self._graph(
-            column,
-            "Inter-Region bytes, per spoke (billed both ways)"
-            if column.is_hub
-            else f"Inter-Region bytes, {column.region.region}",
-            left=series,
-            left_y_axis=cloudwatch.YAxisProps(min=0, label="bytes / 5 min", show_units=False),
-        )
-
-    def _gpu(self, column: RegionColumn) -> cloudwatch.IWidget:
-        if not column.computes:
-            return self._not_here(column, "GPU utilization", "No Compute stack (EKS, HyperPod) here.")
-        floor = self.config.ops.gpu_utilization_floor_percent
-        return self._graph(
-            column,
-            f"GPU utilization, HyperPod nodes in {column.region.region}",
-            left=[
-                gpu_utilization(self.config, column.region, period=MINUTE).with_(
-                    label="average over nodes (%)"
-                )
-            ],
-            left_y_axis=cloudwatch.YAxisProps(min=0, max=100, show_units=False),
-            left_annotations=[cloudwatch.HorizontalAnnotation(value=floor, label=f"floor {floor} %")],
-        )
-
-    def _samples(self, column: RegionColumn) -> cloudwatch.IWidget:
-        if not column.computes:
-            return self._not_here(column, "Training samples/s", "No Compute stack here: no training job.")
-        return self._graph(
-            column,
-            f"Training samples/s, {column.region.region}",
-            left=[samples_per_second(self.config, column.region, period=MINUTE).with_(label="samples/s")],
-            left_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
-        )
 
 
-def build_dashboard(
-    scope: Construct, plan: StackPlan, *, config: HubSpokeConfig, built: dict[str, Stack]
-) -> Stack:
-    return DashboardStack(scope, plan.id, config=config, plan=plan, stack_ids=set(built))
+def build_dashboard(scope: Construct, plan: StackPlan, *, config: HubSpokeConfig) -> Stack:
+    return DashboardStack(scope, plan.id, config=config, plan=plan)

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from aws_cdk import Fn, Stack
-from aws_cdk import aws_iam as iam
+from aws_cdk import Stack
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from hubspoke.config.layout import route_table_az_ids
 from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.constructs.cross_account import PeerAccessRole
 from hubspoke.constructs.peering import PeerSide
 from hubspoke.mtu import peer_mtu_parameters
-from hubspoke.policy.acks import acknowledge
-from hubspoke.stacks.base import PlannedStack
-from hubspoke.stacks.network import (
-    PEER_PATH_SG_OUTPUT,
-    PEERING_ID_OUTPUT,
-    hub_route_table_ids,
-    link_reader_role_name,
-    peer_role_name,
+from hubspoke.outputs import (
+    PEER_PATH_SECURITY_GROUP,
+    PEERING_CONNECTION,
+    PRIVATE_ROUTE_TABLE,
+    VPC_ID,
+    references,
 )
-from hubspoke.topology import StackPlan, cross_account, stack_name
+from hubspoke.stacks.base import PlannedStack
+from hubspoke.stacks.wiring import Inputs
+from hubspoke.topology import StackPlan, plan_stacks, stack_id
 
 
 class LinkStack(PlannedStack):
@@ -41,20 +42,17 @@ class LinkStack(PlannedStack):
         super().__init__(
             scope, construct_id, plan=plan, purpose=f"hub-side routes and ingress for spoke {spoke.region}"
         )
-        reader = None
-        if cross_account(config, spoke):
-            reader = f"arn:{self.partition}:iam::{config.account_of(spoke)}:role/{link_reader_role_name(config, spoke)}"
-        peering_id = Fn.get_stack_output(
-            stack_name(config, "network", spoke.region), PEERING_ID_OUTPUT, spoke.region, reader
-        )
+        inputs = Inputs(self, config=config)
+        hub_network = stack_id("network", config.hub.region)
         PeerSide(
             self,
             "ToSpoke",
-            peering_id=peering_id,
-            route_table_ids=hub_route_table_ids(config),
-            security_group_id=Fn.get_stack_output(
-                stack_name(config, "network", config.hub.region), PEER_PATH_SG_OUTPUT
-            ),
+            peering_id=inputs.read(stack_id("network", spoke.region), PEERING_CONNECTION),
+            route_table_ids=[
+                (az, inputs.read(hub_network, PRIVATE_ROUTE_TABLE, az))
+                for az in route_table_az_ids(config.hub)
+            ],
+            security_group_id=inputs.read(hub_network, PEER_PATH_SECURITY_GROUP),
             peer_cidrs=spoke.all_cidrs,
             peer_name=f"spoke {spoke.region}",
         )
@@ -86,69 +84,30 @@ class PeerAccessStack(PlannedStack):
         super().__init__(
             scope, construct_id, plan=plan, purpose=f"peer role for spoke {spoke.region} (another account)"
         )
-        hub_net = stack_name(config, "network", config.hub.region)
-        vpc_id = Fn.get_stack_output(hub_net, "VpcId")
-        role = iam.Role(
+        hub = config.hub.region
+        plans = {p.id: p for p in plan_stacks(config)}
+        # Exactly the hub stacks that this spoke's stacks read with Fn::GetStackOutput and this role.
+        readable = sorted(
+            {
+                plans[ref.producer].name
+                for ref in references(config)
+                if plans[ref.consumer].region == spoke.region and plans[ref.producer].account == plan.account
+            }
+        )
+        PeerAccessRole(
             self,
             "PeerRole",
-            role_name=peer_role_name(config, spoke),
-            description=f"Accepts the peering from spoke {spoke.region} and reads the hub network outputs",
-            assumed_by=iam.AccountPrincipal(config.account_of(spoke)),
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["ec2:AcceptVpcPeeringConnection"],
-                resources=[self.format_arn(service="ec2", resource="vpc", resource_name=vpc_id)],
-            )
-        )
-        peering_arn = self.format_arn(service="ec2", resource="vpc-peering-connection", resource_name="*")
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["ec2:AcceptVpcPeeringConnection"],
-                resources=[peering_arn],
-                conditions={
-                    "StringEquals": {
-                        "ec2:AccepterVpc": self.format_arn(
-                            service="ec2", resource="vpc", resource_name=vpc_id
-                        )
-                    }
-                },
-            )
-        )
-        # The spoke's stacks read the hub's network and storage outputs (Fn::GetStackOutput with this role).
-        readable = [stack_name(config, kind, config.hub.region) for kind in ("network", "storage")]
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["cloudformation:DescribeStacks"],
-                resources=[
-                    self.format_arn(service="cloudformation", resource="stack", resource_name=f"{name}/*")
-                    for name in readable
-                ],
-            )
-        )
-        acknowledge(
-            role,
-            "AwsSolutions-IAM5",
-            reason="The peering connection ID does not exist before the spoke requests it; the wildcard is "
-            "narrowed by the ec2:AccepterVpc condition to the hub VPC. The stack ARN ends in CloudFormation's "
-            "stack-ID suffix, which changes if the hub network stack is ever re-created.",
-            findings=[
-                f"Resource::arn:<AWS::Partition>:ec2:{plan.region}:{plan.account}:vpc-peering-connection/*",
-                *(
-                    f"Resource::arn:<AWS::Partition>:cloudformation:{plan.region}:{plan.account}:stack/{name}/*"
-                    for name in readable
-                ),
-            ],
+            environment=config.environment,
+            spoke=spoke.region,
+            spoke_account=config.account_of(spoke),
+            hub_vpc_id=Inputs(self, config=config).read(stack_id("network", hub), VPC_ID),
+            readable_stacks=readable,
         )
 
 
-def build_link(
-    scope: Construct, plan: StackPlan, *, config: HubSpokeConfig, built: dict[str, Stack]
-) -> Stack:
+def build_link(scope: Construct, plan: StackPlan, *, config: HubSpokeConfig) -> Stack:
     return LinkStack(scope, plan.id, config=config, plan=plan)
 
 
-def build_peer_access(
-    scope: Construct, plan: StackPlan, *, config: HubSpokeConfig, built: dict[str, Stack]
-) -> Stack:
+def build_peer_access(scope: Construct, plan: StackPlan, *, config: HubSpokeConfig) -> Stack:
     return PeerAccessStack(scope, plan.id, config=config, plan=plan)

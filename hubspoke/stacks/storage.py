@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, CustomResource, Duration, Fn, Stack
+from aws_cdk import CustomResource, Duration, Fn, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from hubspoke.config.schema import HubSpokeConfig, RegionConfig, SpokeConfig
+from hubspoke.config.schema import HubSpokeConfig, SpokeConfig
 from hubspoke.constructs.cnq.infrastructure import CnqCluster, cluster_name
 from hubspoke.constructs.cnq.provisioning import CnqProvisioner
 from hubspoke.constructs.cnq.runtime.resources import CLUSTER_RESOURCE, PORTAL_RESOURCE
 from hubspoke.mtu import peer_mtu_parameter_path, peer_mtu_parameters
+from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS
 from hubspoke.stacks.base import PlannedStack
-from hubspoke.stacks.network import NetworkStack, peer_role_name
-from hubspoke.topology import StackPlan, cross_account, stack_name
+from hubspoke.stacks.wiring import Inputs, NetworkView
+from hubspoke.topology import StackPlan, stack_id
 
-# Output names other stacks read by weak reference (the spoke's portal, the Ops canary).
-FLOATING_IPS_OUTPUT = "FloatingIps"
-REST_ADDRESS_OUTPUT = "RestAddress"
-ADMIN_SECRET_OUTPUT = "AdminSecretArn"
 # Qumulo's "soft capacity limit" is in decimal terabytes; the create call takes bytes.
 BYTES_PER_TB = 10**12
 
@@ -28,26 +25,21 @@ class StorageStack(PlannedStack):
 
     Example::
 
-        StorageStack(stage, "storage-us-west-2", config=config, region=config.spokes[0], plan=plan,
-                     network=built["network-us-west-2"])
+        StorageStack(stage, "storage-us-west-2", config=config, plan=plan)
     """
 
     def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: HubSpokeConfig,
-        region: RegionConfig,
-        plan: StackPlan,
-        network: NetworkStack,
+        self, scope: Construct, construct_id: str, *, config: HubSpokeConfig, plan: StackPlan
     ) -> None:
+        region = config.region_config(plan.region)
         is_hub = region.region == config.hub.region
         super().__init__(
             scope, construct_id, plan=plan, purpose=f"CNQ {'hub' if is_hub else 'spoke'} in {region.region}"
         )
         storage = region.storage
         assert storage.qumulo_core is not None  # required with storage (hubspoke.config.rules)
+        self.inputs = Inputs(self, config=config)
+        network = NetworkView(self, "Network", inputs=self.inputs, config=config, region=region.region)
         self.cluster = CnqCluster(
             self,
             "Cnq",
@@ -57,7 +49,7 @@ class StorageStack(PlannedStack):
             vpc=network.vpc,
             subnet=network.accelerator_subnet,
             client_cidrs=region.all_cidrs,
-            peer_path_sg=network.peer_path_sg,
+            peer_path_sg=network.peer_path_security_group,
             # The nodes pin the MTU to what is published in their Region: a spoke publishes its hub here,
             # the hub's spokes are published by their Link stacks (hubspoke.mtu).
             peer_mtu_path=peer_mtu_parameter_path(config),
@@ -96,21 +88,16 @@ class StorageStack(PlannedStack):
             },
         )
         self.portal_resource = None if is_hub else self._portal(config, config.spoke(region.region))
-        CfnOutput(self, FLOATING_IPS_OUTPUT, value=self.cluster.floating_ips_joined)
-        CfnOutput(self, REST_ADDRESS_OUTPUT, value=Fn.select(0, self.cluster.floating_ips))
-        CfnOutput(self, ADMIN_SECRET_OUTPUT, value=self.cluster.admin_secret.secret_arn)
+        self.publish(FLOATING_IPS, self.cluster.floating_ips_joined)
+        self.publish(REST_ADDRESS, Fn.select(0, self.cluster.floating_ips))
+        self.publish(ADMIN_SECRET, self.cluster.admin_secret.secret_arn)
 
     def _portal(self, config: HubSpokeConfig, spoke: SpokeConfig) -> CustomResource:
         hub = config.hub
-        hub_storage = stack_name(config, "storage", hub.region)
-        reader = (
-            f"arn:{self.partition}:iam::{config.account_of(hub)}:role/{peer_role_name(config, spoke)}"
-            if cross_account(config, spoke)
-            else None
-        )
+        hub_storage = stack_id("storage", hub.region)
         # Passed joined: the handler splits it (cfn-lint rejects Fn::Split over Fn::GetStackOutput).
-        hub_floating = Fn.get_stack_output(hub_storage, FLOATING_IPS_OUTPUT, hub.region, reader)
-        hub_secret_arn = Fn.get_stack_output(hub_storage, ADMIN_SECRET_OUTPUT, hub.region, reader)
+        hub_floating = self.inputs.read(hub_storage, FLOATING_IPS)
+        hub_secret_arn = self.inputs.read(hub_storage, ADMIN_SECRET)
         self.provisioner.function.add_to_role_policy(
             iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[hub_secret_arn])
         )
@@ -136,11 +123,5 @@ class StorageStack(PlannedStack):
         return portal
 
 
-def build_storage(
-    scope: Construct, plan: StackPlan, *, config: HubSpokeConfig, built: dict[str, Stack]
-) -> Stack:
-    network = built[f"network-{plan.region}"]
-    assert isinstance(network, NetworkStack)
-    return StorageStack(
-        scope, plan.id, config=config, region=config.region_config(plan.region), plan=plan, network=network
-    )
+def build_storage(scope: Construct, plan: StackPlan, *, config: HubSpokeConfig) -> Stack:
+    return StorageStack(scope, plan.id, config=config, plan=plan)

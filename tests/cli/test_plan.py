@@ -103,3 +103,21 @@ def test_bad_config_exits_2_with_the_validate_message(
     assert main(["plan", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{path}: inter_region_mtu:") and "Traceback" not in err
+
+
+def test_every_weak_reference_reader_deploys_after_its_producer_and_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fn::GetStackOutput resolves when the consumer deploys (CloudFormation User Guide), so plan names the
+    readers to redeploy after a producer's outputs change, and each reader comes after its producer."""
+    data = _plan(tmp_path, capsys)
+    order = [s["id"] for s in data["stacks"]]
+    by_id = {s["id"]: s for s in data["stacks"]}
+    readers = {(s["id"], r["stack"]) for s in data["stacks"] for r in s["read_by"]}
+    assert ("network-us-west-2", "link-us-west-2") in readers
+    assert ("storage-us-east-2", "ops-us-west-2") in readers
+    for producer, reader in readers:
+        assert order.index(producer) < order.index(reader), (producer, reader)
+    [link] = [r for r in by_id["network-us-west-2"]["read_by"] if r["stack"] == "link-us-west-2"]
+    assert link["outputs"] == ["PeeringConnectionId"]
+    assert not by_id["dashboard-us-east-2"]["read_by"] and not by_id["dashboard-us-east-2"]["outputs"]

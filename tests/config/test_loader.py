@@ -155,3 +155,29 @@ def test_warnings_do_not_fail(tmp_path: Path) -> None:
     data["hub"]["storage"]["instance_type"] = "r5.8xlarge"
     loaded = load(write_config(tmp_path, data))
     assert [w.field for w in loaded.warnings] == ["hub.storage.instance_type"]
+
+
+def test_cross_field_rules_use_the_schemas_defaults(tmp_path: Path) -> None:
+    """Rules read raw YAML, where an omitted or null key means the schema's default; they must agree with it.
+
+    A spoke with `account: null` is in the environment's account (as the schema parses it), so its CNQ
+    portal is allowed; rules used to read the null as another account.
+    """
+    data = minimal()
+    data["spokes"][0]["account"] = None
+    loaded = load(write_config(tmp_path, data))
+    assert loaded.config.account_of(loaded.config.spokes[0]) == "123456789012"
+    # An omitted service CIDR is the schema's default, 172.20.0.0/16: a VPC there overlaps it.
+    clash = minimal()
+    clash["spokes"][0]["cidr"] = "172.20.0.0/16"
+    with pytest.raises(
+        ConfigError, match=r"hub\.compute\.service_cidr: Kubernetes service CIDR 172\.20\.0\.0/16"
+    ):
+        load(write_config(tmp_path, clash, "clash.yaml"))
+
+
+def test_rules_treat_an_omitted_enabled_as_the_schema_does() -> None:
+    """rules._enabled reads one default for both sections: the schema must keep them equal."""
+    from hubspoke.config.schema import ComputeConfig, StorageConfig
+
+    assert StorageConfig().enabled is ComputeConfig().enabled is True

@@ -121,3 +121,53 @@ def test_spoke_to_spoke_route_is_caught(config_from: Any) -> None:
     route["Properties"]["DestinationCidrBlock"] = "10.30.0.0/16"
     net["Transitive"] = route
     assert "HubSpoke-NoTransitiveRoute" in rules_hit(templates, config)
+
+
+def _peering_violations(templates: Templates, config: HubSpokeConfig) -> list[tuple[str, str]]:
+    return [
+        (v.template, v.message)
+        for v in check(as_templates(templates), config)
+        if v.rule == "HubSpoke-PeeringRouted"
+    ]
+
+
+@pytest.mark.parametrize("table", ["PrivateRouteTableUse2Az1", "PrivateRouteTableUse2Az2"])
+def test_a_missing_hub_side_route_is_reported_on_the_link_template(
+    dev_config: HubSpokeConfig, dev_templates: Templates, table: str
+) -> None:
+    """Every hub route table needs the route (dev's hub has two, one per AZ ID); the fix belongs in the Link
+    stack, which holds the hub's routes to the spoke, so that is the template named."""
+    broken = copy.deepcopy(dev_templates)
+    res = broken["link-us-west-2"]["Resources"]
+    [victim] = [
+        k
+        for k, v in res.items()
+        if v["Type"] == "AWS::EC2::Route"
+        and v["Properties"]["RouteTableId"]["Fn::GetStackOutput"]["OutputName"] == table
+    ]
+    del res[victim]
+    [(where, message)] = _peering_violations(broken, dev_config)
+    assert where == "link-us-west-2" and "hub side lacks 1 route" in message
+
+
+def test_a_link_route_over_another_stacks_output_is_caught(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    """Right output name, wrong stack: a route over the hub network's (non-existent) peering output."""
+    broken = copy.deepcopy(dev_templates)
+    routes = [
+        r["Properties"]
+        for r in broken["link-us-west-2"]["Resources"].values()
+        if r["Type"] == "AWS::EC2::Route"
+    ]
+    routes[0]["VpcPeeringConnectionId"]["Fn::GetStackOutput"]["StackName"] = "hubspoke-dev-network-us-east-2"
+    [(where, _)] = _peering_violations(broken, dev_config)
+    assert where == "link-us-west-2"
+
+
+def test_a_missing_spoke_network_template_is_reported_not_skipped(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    without = {k: v for k, v in dev_templates.items() if k != "network-us-west-2"}
+    [(_, message)] = _peering_violations(without, dev_config)
+    assert "no Network template for spoke us-west-2" in message

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -11,11 +11,11 @@ import pytest
 
 from hubspoke import compute_metrics, training_metrics
 from hubspoke.config import HubSpokeConfig
+from hubspoke.constructs.alarms import GPU_LOW_MINUTES
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.hyperpod.addons import CLOUDWATCH_OBSERVABILITY
 from hubspoke.k8s.job import training_job
 from hubspoke.policy.rules import METADATA_KEY
-from hubspoke.stacks.ops import GPU_LOW_MINUTES
 from tests.conftest import Templates, minimal, properties, synth
 from tests.stacks.test_ops import alarm_metrics
 
@@ -228,8 +228,8 @@ def test_every_metric_a_widget_shows_is_published(
             assert (metric["Namespace"], metric["MetricName"], dims, region_of(templates[sid])) in available
 
 
-def dashboard_alone(config: HubSpokeConfig, stack_ids: set[str]) -> dict[str, Any]:
-    """The dashboard stack built by itself, as if `stack_ids` had been built before it."""
+def dashboard_alone(config: HubSpokeConfig) -> dict[str, Any]:
+    """The dashboard stack of `config`, built by itself."""
     from aws_cdk import App, Stage
     from aws_cdk.assertions import Template
 
@@ -237,13 +237,14 @@ def dashboard_alone(config: HubSpokeConfig, stack_ids: set[str]) -> dict[str, An
     from hubspoke.topology import plan_stacks
 
     [plan] = [p for p in plan_stacks(config) if p.kind == "dashboard"]
-    stack = DashboardStack(Stage(App(), "env"), plan.id, config=config, plan=plan, stack_ids=stack_ids)
+    stack = DashboardStack(Stage(App(), "env"), plan.id, config=config, plan=plan)
     return dict(Template.from_stack(stack).to_json())
 
 
-def test_hub_gpu_alarm_lives_with_the_dashboard(dev_config: HubSpokeConfig) -> None:
-    hub = dev_config.hub.region
-    template = dashboard_alone(dev_config, {f"compute-{hub}", "ops-us-west-2"})
+def test_hub_gpu_alarm_lives_with_the_dashboard(
+    dev_config: HubSpokeConfig, config_from: Callable[[dict[str, Any]], HubSpokeConfig]
+) -> None:
+    template = dashboard_alone(dev_config)
     [(_, alarm)] = properties(template, "AWS::CloudWatch::Alarm")
     assert alarm["Threshold"] == dev_config.ops.gpu_utilization_floor_percent
     assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == GPU_LOW_MINUTES
@@ -256,7 +257,9 @@ def test_hub_gpu_alarm_lives_with_the_dashboard(dev_config: HubSpokeConfig) -> N
     assert all("KmsMasterKeyId" in t for t in topics.values())
 
     # Without a Compute stack in the hub Region there is nothing to watch, and no topic to pay for.
-    template = dashboard_alone(dev_config, {"compute-us-west-2", "ops-us-west-2"})
+    no_hub_compute = minimal()
+    no_hub_compute["hub"]["compute"] = {"enabled": False}
+    template = dashboard_alone(config_from(no_hub_compute))
     assert not list(properties(template, "AWS::CloudWatch::Alarm"))
     assert not list(properties(template, "AWS::SNS::Topic"))
 

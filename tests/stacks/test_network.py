@@ -111,6 +111,8 @@ def test_each_region_network_basics(dev_config: HubSpokeConfig, dev_templates: T
         assert endpoint["VpcEndpointType"] == "Gateway"
         [(_, flow)] = properties(t, "AWS::EC2::FlowLog")
         assert flow["TrafficType"] == "ALL"
+        # 1-minute records (60 s; the default is 600): AWS::EC2::FlowLog MaxAggregationInterval, VPC User Guide.
+        assert flow["MaxAggregationInterval"] == 60
         [(group_id, _)] = properties(t, "AWS::Logs::LogGroup")
         assert t["Resources"][group_id]["DeletionPolicy"] == "Retain"
         assert len(list(properties(t, "AWS::EC2::NatGateway"))) == 1  # nat: single by default

@@ -9,9 +9,10 @@ import pytest
 
 from hubspoke import compute_metrics, training_metrics
 from hubspoke.config import HubSpokeConfig
+from hubspoke.constructs.alarms import HUB_UNREACHABLE_MINUTES
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.canary.traffic import namespace as traffic_namespace
-from hubspoke.stacks.ops import CANARY_PORTS, HUB_UNREACHABLE_MINUTES
+from hubspoke.stacks.ops import CANARY_PORTS
 from tests.conftest import Templates, minimal, properties, synth
 
 ROOT = Path(__file__).resolve().parents[2]

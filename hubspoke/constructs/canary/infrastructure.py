@@ -18,6 +18,7 @@ from constructs import Construct
 from hubspoke.constructs.canary.runtime import metrics
 from hubspoke.constructs.canary.runtime.handler import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_REST_TIMEOUT_S
 from hubspoke.constructs.cnq.bundling import InstalledEnvironmentBundling
+from hubspoke.ports import QUMULO_REST
 
 RUNTIME_DIR = Path(__file__).parent
 # The bundle is resolved for this Python (dependency markers), so the function and the bundle share it.
@@ -32,7 +33,8 @@ class HubCanary(Construct):
     Example::
 
         canary = HubCanary(stack, "Canary", vpc=net.vpc, subnets=net.private_subnets, environment="dev",
-                           spoke="us-west-2", hub_addresses=ips, hub_cidrs=["10.10.0.0/16"], ports=[2049, 3713])
+                           spoke="us-west-2", hub_addresses=ips, hub_cidrs=["10.10.0.0/16"],
+                           ports=[NFS, QUMULO_PORTAL], code=runtime_code())
         canary.metric(metrics.HUB_REACHABLE)
     """
 
@@ -50,13 +52,14 @@ class HubCanary(Construct):
         ports: Sequence[int],
         code: lambda_.Code,
         spoke_rest_address: str | None = None,
-        spoke_rest_port: int = 8000,
+        spoke_rest_port: int = QUMULO_REST,
         admin_secret_arn: str | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
     ) -> None:
         super().__init__(scope, construct_id)
         self.environment = environment
         self.spoke = spoke
+        self.ports = tuple(ports)
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",

@@ -25,11 +25,10 @@ from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.resources import NODE_SHAPE_RESOURCE
 from hubspoke.constructs.keys import retained_key
 from hubspoke.policy.acks import acknowledge
+from hubspoke.ports import NFS, QUMULO_PORTAL, QUMULO_REST, RPCBIND, SSH
 
-# Portals use 3713 in both directions on every node; 3712 is replication, which nothing here uses
-# (Qumulo "Required networking ports"), so it stays closed.
-QUMULO_PORTAL_PORT = 3713
-QUMULO_REST_PORT = 8000
+# Portals use 3713 in both directions on every node; 3712 (ports.QUMULO_REPLICATION) is replication, which
+# nothing here uses (Qumulo "Required networking ports"), so it stays closed.
 # Room for Qumulo Core, its logs and upgrade packages; the cluster's data lives in S3 and the cache.
 ROOT_VOLUME_GIB = 256
 # Qumulo accepts admin passwords with upper, lower, digit and special characters; these would need
@@ -55,7 +54,7 @@ class CnqCluster(Construct):
 
         cluster = CnqCluster(stack, "Cnq", storage=region.storage, name="dev-use2", environment="dev",
                              vpc=net.vpc, subnet=net.accelerator_subnet, client_cidrs=region.all_cidrs,
-                             peer_path_sg=net.peer_path_sg, peer_mtu_path="/hubspoke/dev/peer-mtu/")
+                             peer_path_sg=net.peer_path_security_group, peer_mtu_path="/hubspoke/dev/peer-mtu/")
         cluster.floating_ips, cluster.admin_secret, cluster.object_storage_uris
         cluster.refuse_reshaping(provisioner.service_token)
 
@@ -296,15 +295,15 @@ class CnqCluster(Construct):
         sg.add_ingress_rule(sg, ec2.Port.all_traffic(), "Qumulo inter-node traffic")
         for cidr in client_cidrs:
             peer = ec2.Peer.ipv4(cidr)
-            for port, label in ((ec2.Port.tcp(2049), "NFS"), (ec2.Port.udp(2049), "NFS over UDP"),
-                                (ec2.Port.tcp(111), "rpcbind"), (ec2.Port.udp(111), "rpcbind over UDP"),
-                                (ec2.Port.tcp(QUMULO_PORTAL_PORT), "Qumulo portal"),
-                                (ec2.Port.tcp(QUMULO_REST_PORT), "Qumulo REST API")):  # fmt: skip
+            for port, label in ((ec2.Port.tcp(NFS), "NFS"), (ec2.Port.udp(NFS), "NFS over UDP"),
+                                (ec2.Port.tcp(RPCBIND), "rpcbind"), (ec2.Port.udp(RPCBIND), "rpcbind over UDP"),
+                                (ec2.Port.tcp(QUMULO_PORTAL), "Qumulo portal"),
+                                (ec2.Port.tcp(QUMULO_REST), "Qumulo REST API")):  # fmt: skip
                 sg.add_ingress_rule(peer, port, f"{label} from the VPC")
         if admin_cidr:
-            sg.add_ingress_rule(ec2.Peer.ipv4(admin_cidr), ec2.Port.tcp(22), "SSH from the admin CIDR")
+            sg.add_ingress_rule(ec2.Peer.ipv4(admin_cidr), ec2.Port.tcp(SSH), "SSH from the admin CIDR")
             sg.add_ingress_rule(
-                ec2.Peer.ipv4(admin_cidr), ec2.Port.tcp(QUMULO_REST_PORT), "REST from the admin CIDR"
+                ec2.Peer.ipv4(admin_cidr), ec2.Port.tcp(QUMULO_REST), "REST from the admin CIDR"
             )
         return sg
 

@@ -22,9 +22,9 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from hubspoke.constructs.cnq.bundling import IS_COMPLETE_HANDLER, ON_EVENT_HANDLER, RUNTIME, provisioner_code
-from hubspoke.constructs.cnq.infrastructure import QUMULO_REST_PORT
 from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
 from hubspoke.policy.acks import acknowledge
+from hubspoke.ports import QUMULO_REST
 
 # on_event validates and does once-per-request work (a login, a capacity change, a portal lookup).
 ON_EVENT_TIMEOUT = Duration.minutes(3)
@@ -76,7 +76,7 @@ class CnqProvisioner(Construct):
         )
         for cidr in rest_cidrs:
             self.security_group.add_egress_rule(
-                ec2.Peer.ipv4(cidr), ec2.Port.tcp(QUMULO_REST_PORT), "Qumulo REST API"
+                ec2.Peer.ipv4(cidr), ec2.Port.tcp(QUMULO_REST), "Qumulo REST API"
             )
         self.security_group.add_egress_rule(
             ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "AWS APIs (Secrets Manager, EC2)"

@@ -175,10 +175,18 @@ def test_unreadable_secret_publishes_unknown_not_a_crash(ports: tuple[int, int])
     def broken(arn: str) -> tuple[str, str]:
         raise PermissionError("AccessDenied")
 
-    env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", ADMIN_SECRET_ARN="arn:x")
+    env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", SPOKE_REST_PORT="8000", ADMIN_SECRET_ARN="arn:x")
     _, line = _run(env, credentials=broken)
     assert line[metrics.PORTAL_STATUS] == metrics.PORTAL_STATUS_UNKNOWN
     assert "AccessDenied" in line["portal_detail"]  # type: ignore[operator]
+
+
+def test_missing_rest_port_publishes_unknown_with_the_reason(ports: tuple[int, int]) -> None:
+    """The construct always sets SPOKE_REST_PORT from hubspoke/ports.py; the runtime keeps no default of its own."""
+    env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", ADMIN_SECRET_ARN="arn:x")
+    _, line = _run(env, credentials=lambda arn: ("admin", "pw"))
+    assert line[metrics.PORTAL_STATUS] == metrics.PORTAL_STATUS_UNKNOWN
+    assert "SPOKE_REST_PORT" in line["portal_detail"]  # type: ignore[operator]
 
 
 def test_no_targets_is_a_configuration_error() -> None:

@@ -113,13 +113,17 @@ def _read_portal(
     reader: Callable[..., PortalReading],
     hub_hosts: Sequence[str],
 ) -> PortalReading:
+    # The construct always sets the port (hubspoke/ports.py); the runtime keeps no copy of it.
+    port = env.get("SPOKE_REST_PORT", "")
+    if not port.isdigit():
+        return PortalReading(metrics.PORTAL_STATUS_UNKNOWN, f"SPOKE_REST_PORT is {port!r}, not a port")
     try:
         username, password = credentials(env.get("ADMIN_SECRET_ARN", ""))
     except Exception as exc:  # a missing grant or endpoint shows as UNKNOWN with the reason, not a crash
         return PortalReading(metrics.PORTAL_STATUS_UNKNOWN, f"admin secret: {exc}")
     return reader(
         address=address,
-        port=int(env.get("SPOKE_REST_PORT", "8000")),
+        port=int(port),
         username=username,
         password=password,
         timeout_s=timeout_s,

@@ -1,0 +1,179 @@
+"""The environment's alarms, each defined once, and the encrypted topic that tells people about them.
+
+Which alarms exist, their names and runbooks come from hubspoke.alarms; this module gives each its metric,
+threshold and wording. The GPU alarm is the same for the hub (in the Dashboard stack) and every spoke (Ops).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from hubspoke.alarms import PlannedAlarm
+from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.constructs.canary.infrastructure import HubCanary
+from hubspoke.constructs.canary.runtime import metrics as canary_metrics
+from hubspoke.constructs.keys import retained_key
+from hubspoke.constructs.metrics import HIT_RATIO_PERIOD_MINUTES, gpu_while_training, hit_ratio
+
+HUB_UNREACHABLE_MINUTES = 3
+PORTAL_NOT_ACTIVE_MINUTES = 3
+GPU_LOW_MINUTES = 10
+# Three 5-minute periods in a row, so the first minutes of a cold run (the reference warm-up lasts about
+# 150 batches) do not page anyone.
+HIT_RATIO_PERIODS = 3
+MINUTE = Duration.minutes(1)
+
+
+class AlarmTopic(Construct):
+    """An SNS topic encrypted with its own customer key, subscribed by config.ops.alarm_emails.
+
+    Example::
+
+        topic = AlarmTopic(stack, "Alarms", config=config, purpose="us-west-2 operations")
+        topic.notify(alarm)
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: HubSpokeConfig, purpose: str) -> None:
+        super().__init__(scope, construct_id)
+        self.key = retained_key(
+            self, "Key", description=f"hubspoke {config.environment}: encrypts the {purpose} alarm topic"
+        )
+        # CloudWatch publishes alarm notifications into the encrypted topic.
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
+            )
+        )
+        self.topic = sns.Topic(
+            self,
+            "Topic",
+            display_name=f"hubspoke {config.environment} {purpose}",
+            master_key=self.key,
+            enforce_ssl=True,
+        )
+        for email in config.ops.alarm_emails:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email))
+        self.action = actions.SnsAction(self.topic)
+
+    def notify(self, alarm: cloudwatch.Alarm) -> cloudwatch.Alarm:
+        alarm.add_alarm_action(self.action)
+        alarm.add_ok_action(self.action)
+        return alarm
+
+
+def _alarm(
+    scope: Construct,
+    planned: PlannedAlarm,
+    *,
+    topic: AlarmTopic,
+    metric: cloudwatch.IMetric,
+    threshold: float,
+    periods: int,
+    missing: cloudwatch.TreatMissingData,
+    description: str,
+) -> cloudwatch.Alarm:
+    alarm = cloudwatch.Alarm(
+        scope,
+        "".join(p.capitalize() for p in planned.key.split("-")),
+        metric=metric,
+        threshold=threshold,
+        comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluation_periods=periods,
+        datapoints_to_alarm=periods,
+        treat_missing_data=missing,
+        alarm_name=planned.name,
+        alarm_description=f"{description} Runbook: {planned.runbook}",
+    )
+    return topic.notify(alarm)
+
+
+def hub_unreachable(
+    scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary, hub_region: str
+) -> cloudwatch.Alarm:
+    """Every probe of the hub failed for a few minutes, or the canary went silent."""
+    return _alarm(
+        scope,
+        planned,
+        topic=topic,
+        metric=canary.metric(canary_metrics.HUB_REACHABLE, statistic="Maximum", period=MINUTE),
+        threshold=1,
+        periods=HUB_UNREACHABLE_MINUTES,
+        # Silence from the canary is as bad as a failed probe: the hub's state is unknown.
+        missing=cloudwatch.TreatMissingData.BREACHING,
+        description=f"The hub CNQ ({hub_region}) has not answered on TCP "
+        f"{'/'.join(map(str, canary.ports))} from {planned.region} for {HUB_UNREACHABLE_MINUTES} minutes "
+        "(or the canary stopped reporting). Cache hits keep serving; misses stall.",
+    )
+
+
+def portal_not_active(
+    scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary
+) -> cloudwatch.Alarm:
+    """The spoke's portal left ACTIVE (or could not be read) for a few minutes."""
+    return _alarm(
+        scope,
+        planned,
+        topic=topic,
+        metric=canary.metric(canary_metrics.PORTAL_STATUS, statistic="Minimum", period=MINUTE),
+        threshold=canary_metrics.PORTAL_STATUS_ACTIVE,
+        periods=PORTAL_NOT_ACTIVE_MINUTES,
+        missing=cloudwatch.TreatMissingData.BREACHING,
+        description=f"The spoke portal of {planned.region} is not ACTIVE (2 = ACTIVE, 1 = DEGRADED, "
+        "0 = INACTIVE, -1 = unreadable).",
+    )
+
+
+def cache_hit_ratio_low(
+    scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, config: HubSpokeConfig
+) -> cloudwatch.Alarm:
+    """The derived cache hit ratio stayed under the configured floor while clients read."""
+    floor = config.ops.cache_hit_ratio_floor
+    return _alarm(
+        scope,
+        planned,
+        topic=topic,
+        metric=hit_ratio(environment=config.environment, region=planned.region),
+        threshold=floor,
+        periods=HIT_RATIO_PERIODS,
+        missing=cloudwatch.TreatMissingData.NOT_BREACHING,
+        description=f"Derived cache hit ratio of {planned.region} below {floor} "
+        f"for {HIT_RATIO_PERIODS * HIT_RATIO_PERIOD_MINUTES} minutes while clients read.",
+    )
+
+
+def gpu_utilization_low(
+    scope: Construct,
+    planned: PlannedAlarm,
+    *,
+    topic: AlarmTopic,
+    config: HubSpokeConfig,
+    region: RegionConfig,
+) -> cloudwatch.Alarm:
+    """GPUs under the configured floor while the training job reports samples/s: the loader is starving."""
+    floor = config.ops.gpu_utilization_floor_percent
+    if region.region == config.hub.region:
+        where = f"the hub Region {region.region}"
+        why = ". The hub reads locally, so suspect the job or the CNQ cluster, not a cache."
+    else:
+        where = region.region
+        why = ": the loader is starving, usually a cold or evicted cache."
+    return _alarm(
+        scope,
+        planned,
+        topic=topic,
+        metric=gpu_while_training(config, region),
+        threshold=floor,
+        periods=GPU_LOW_MINUTES,
+        missing=cloudwatch.TreatMissingData.NOT_BREACHING,
+        description=f"GPU utilization in {where} below {floor} % for {GPU_LOW_MINUTES} minutes while the "
+        f"training job reports samples/s{why}",
+    )

@@ -1,0 +1,46 @@
+"""The command line loads only what the command being run needs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from hubspoke.cli.commands import COMMANDS
+from hubspoke.cli.main import build_parser, main
+from tests.conftest import ROOT
+
+HEAVY = ("botocore", "boto3", "graphviz", "wasmtime", "matplotlib", "aws_cdk", "jsii")
+
+
+def test_validate_imports_no_aws_sdk_or_renderer() -> None:
+    """`hubspoke validate` runs in CI and pre-commit hooks: no boto3, botocore, graphviz, matplotlib or CDK."""
+    code = (
+        "import sys\n"
+        "from hubspoke.cli.main import main\n"
+        f"assert main(['validate', {str(ROOT / 'config' / 'dev.yaml')!r}]) == 0\n"
+        f"print('imported:', [m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "imported: []"
+
+
+def test_top_level_help_lists_every_command_without_importing_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for name, command in COMMANDS.items():
+        assert name in out and command.summary in " ".join(out.split()), name
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_module_registers_the_summary_listed_for_it(name: str) -> None:
+    parser = build_parser([name])
+    [sub] = [a for a in parser._actions if a.dest == "command"]
+    help_of = {c.dest: c.help for c in sub._choices_actions}  # type: ignore[attr-defined]
+    assert help_of[name] == COMMANDS[name].summary
+    assert sub.choices[name]._actions, "the module's own parser is loaded, not the bare listing"
+    for other in set(COMMANDS) - {name}:
+        assert not sub.choices[other]._actions, f"{other} is listed, not loaded"

@@ -1,0 +1,45 @@
+"""Topology shapes beyond config/dev.yaml, for invariants that must hold for every environment, not one.
+
+Each shape is a valid config (tests/test_shapes.py keeps it that way) that exercises what the reference
+topology does not: several spokes, secondary CIDRs, a spoke in another account, each NAT mode, a Region
+with storage but no compute.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.conftest import with_pins
+
+NETWORK_ONLY: dict[str, Any] = {"storage": {"enabled": False}, "compute": {"enabled": False}}
+
+# Storage pins (image, Qumulo Core release) filled in wherever storage is on, as every valid config needs.
+SHAPES: dict[str, dict[str, Any]] = {
+    # Three spokes, secondary CIDRs on the hub and one spoke, NAT per AZ on one, the hub without compute.
+    "multi-spoke": {
+        "environment": "multi",
+        "account": "123456789012",
+        "hub": {
+            "region": "us-east-2",
+            "cidr": "10.10.0.0/16",
+            "secondary_cidrs": ["10.11.0.0/16"],
+            "compute": {"enabled": False},
+        },
+        "spokes": [
+            {"region": "us-west-2", "cidr": "10.20.0.0/16", "secondary_cidrs": ["10.21.0.0/20"]},
+            {"region": "eu-west-1", "cidr": "10.30.0.0/16", "nat": "per_az", "compute": {"enabled": False}},
+            {"region": "ap-northeast-1", "cidr": "10.40.0.0/20", **NETWORK_ONLY},
+        ],
+    },
+    # A spoke in another account (network only: portals stay in one account) and one without NAT.
+    "cross-account": {
+        "environment": "xacct",
+        "account": "123456789012",
+        "hub": {"region": "us-east-1", "cidr": "10.50.0.0/16"},
+        "spokes": [
+            {"region": "us-west-2", "cidr": "10.60.0.0/16", "account": "210987654321", **NETWORK_ONLY},
+            {"region": "eu-central-1", "cidr": "10.70.0.0/16", "nat": "none", **NETWORK_ONLY},
+        ],
+    },
+}
+SHAPES = {name: with_pins(data) for name, data in SHAPES.items()}
