@@ -19,9 +19,10 @@ from hubspoke.constructs.hyperpod.nag import LAMBDA_BASIC, acknowledge_provider_
 from hubspoke.policy.acks import acknowledge
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
-# A CDK Provider's waiter may run for at most 2 hours (custom_resources.Provider, totalTimeout); p5 nodes
-# with their deep health checks usually need well under one. Past it the stack rolls back, saying why.
-WAIT = Duration.hours(2)
+# CloudFormation gives up on a custom resource after its ServiceTimeout, at most 3600 s (CloudFormation
+# User Guide, AWS::CloudFormation::CustomResource; aws-cdk-lib Provider.totalTimeout: "the maximum timeout is
+# 1 hour"): the waiter stops first, so the failure the stack shows is ours, with the nodes' states.
+WAIT = Duration.minutes(55)
 POLL = Duration.minutes(1)
 
 
