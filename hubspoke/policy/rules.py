@@ -9,48 +9,17 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hubspoke.config.layout import route_table_az_ids
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.outputs import PEERING_CONNECTION, PRIVATE_ROUTE_TABLE
+from hubspoke.policy.model import METADATA_KEY, PolicyRule, Template, Violation
+from hubspoke.policy.waiters import custom_resource_waits_within_service_timeout
 from hubspoke.topology import stack_name
 
-# Every template we emit carries this metadata (stage.py) so rules know which stack they read.
-METADATA_KEY = "hubspoke"
-
-
-@dataclass(frozen=True)
-class Template:
-    """One synthesized stack template and what stage.py recorded about it."""
-
-    path: str
-    body: Mapping[str, Any]
-
-    @property
-    def meta(self) -> Mapping[str, Any]:
-        return self.body.get("Metadata", {}).get(METADATA_KEY, {})
-
-    def resources(self, kind: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-        for logical_id, res in self.body.get("Resources", {}).items():
-            if res.get("Type") == kind:
-                yield logical_id, res.get("Properties", {})
-
-
-@dataclass(frozen=True)
-class Violation:
-    """A rule broken by one resource, with the fix."""
-
-    rule: str
-    template: str
-    logical_id: str
-    message: str
-    fix: str
-
-
-PolicyRule = Callable[[list[Template], HubSpokeConfig], Iterator[Violation]]
+__all__ = ["METADATA_KEY", "RULES", "PolicyRule", "Template", "Violation", "check"]
 
 
 def _ingress(template: Template) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -360,6 +329,7 @@ RULES: tuple[PolicyRule, ...] = (
     hyperpod_access_entry,
     hyperpod_vpc_cni,
     hyperpod_health_agent_region,
+    custom_resource_waits_within_service_timeout,
 )
 
 
