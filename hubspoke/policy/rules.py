@@ -215,16 +215,26 @@ def hyperpod_key_policy_without_context(
                     )  # fmt: skip
 
 
+def _literal_start(value: Any) -> str:
+    """The literal beginning of a template string: the string itself, or a Fn::Join's leading literal part."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        if separator == "" and parts and isinstance(parts[0], str):
+            return parts[0]
+    return ""  # a generated name or a reference: nothing is known of its start
+
+
 def _bucket_name(t: Template, value: Any) -> str | None:
-    """The literal name of the S3 bucket an s3:// URI names, when the template shows it."""
+    """The known beginning of the name of the S3 bucket an s3:// URI names, when the template shows it."""
     if isinstance(value, str):
         return value.removeprefix("s3://").split("/")[0] if value.startswith("s3://") else None
     if isinstance(value, Mapping) and "Fn::Join" in value:
         parts = value["Fn::Join"][1]
         if parts and parts[0] == "s3://" and len(parts) > 1:
             bucket = t.body.get("Resources", {}).get(_logical(parts[1]) or "", {})
-            name = bucket.get("Properties", {}).get("BucketName")
-            return name if isinstance(name, str) else ""  # "" = generated: never "sagemaker-..."
+            return _literal_start(bucket.get("Properties", {}).get("BucketName"))
     return None
 
 
@@ -239,8 +249,10 @@ def hyperpod_lifecycle_bucket(templates: list[Template], config: HubSpokeConfig)
                         "HubSpoke-HyperPodLifecycleBucket", t.path, logical_id,
                         f"instance group {group.get('InstanceGroupName')} reads its lifecycle scripts from bucket "
                         f"{name or '(a generated name)'}",
-                        "name the bucket sagemaker-...: SourceS3Uri must start with s3://sagemaker- (SageMaker "
-                        "API reference, ClusterLifeCycleConfig)",
+                        "name the bucket sagemaker-...: the SageMaker API reference (ClusterLifeCycleConfig."
+                        "SourceS3Uri) marks it Important, because the managed AmazonSageMakerClusterInstanceRolePolicy "
+                        "on the nodes' role reads only buckets with that prefix (the API's own pattern, "
+                        "(https|s3)://([^/]+)/?(.*), accepts any bucket)",
                     )  # fmt: skip
 
 
