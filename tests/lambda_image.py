@@ -86,12 +86,7 @@ def lambda_usr_bin() -> Path:
     partial = Path(tempfile.mkdtemp(prefix=f"usr-bin-{digest}-", dir=cache))
     for name, program in found.items():
         shutil.copy2(program, partial / name)
-    world_readable(partial)
-    try:
-        partial.rename(target)
-    except OSError:  # another process won the race with identical content
-        shutil.rmtree(partial, ignore_errors=True)
-    return target
+    return _publish(partial, target)
 
 
 def world_readable(path: Path) -> None:
@@ -119,6 +114,11 @@ def extracted_layer(zip_path: Path) -> Path:
             mode = info.external_attr >> 16
             if mode:  # zipfile drops permissions; the layer's executables must stay executable
                 (partial / info.filename).chmod(stat.S_IMODE(mode))
+    return _publish(partial, target)
+
+
+def _publish(partial: Path, target: Path) -> Path:
+    """Make a finished cache entry readable by the sandbox user and move it into place, once."""
     world_readable(partial)
     try:
         partial.rename(target)

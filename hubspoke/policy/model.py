@@ -41,3 +41,12 @@ class Violation:
 
 
 PolicyRule = Callable[[list[Template], HubSpokeConfig], Iterator[Violation]]
+
+
+def referenced(value: Any) -> Any:
+    """The logical ID a Ref or Fn::GetAtt points to, else None."""
+    if isinstance(value, Mapping) and "Ref" in value:
+        return value["Ref"]
+    if isinstance(value, Mapping) and "Fn::GetAtt" in value:
+        return value["Fn::GetAtt"][0]
+    return None

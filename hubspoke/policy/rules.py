@@ -15,7 +15,7 @@ from typing import Any
 from hubspoke.config.layout import route_table_az_ids
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.outputs import PEERING_CONNECTION, PRIVATE_ROUTE_TABLE
-from hubspoke.policy.model import METADATA_KEY, PolicyRule, Template, Violation
+from hubspoke.policy.model import METADATA_KEY, PolicyRule, Template, Violation, referenced
 from hubspoke.policy.waiters import custom_resource_waits_within_service_timeout
 from hubspoke.topology import stack_name
 
@@ -165,15 +165,6 @@ def _groups(props: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return groups if isinstance(groups, list) else []
 
 
-def _logical(value: Any) -> Any:
-    """The logical ID a Ref or Fn::GetAtt points to, else None."""
-    if isinstance(value, Mapping) and "Ref" in value:
-        return value["Ref"]
-    if isinstance(value, Mapping) and "Fn::GetAtt" in value:
-        return value["Fn::GetAtt"][0]
-    return None
-
-
 def _volume_keys(props: Mapping[str, Any]) -> list[Any]:
     return [
         config.get("EbsVolumeConfig", {}).get("VolumeKmsKeyId")
@@ -204,7 +195,7 @@ def hyperpod_key_policy_without_context(
     for t in templates:
         keys = dict(t.resources("AWS::KMS::Key"))
         for logical_id, props in t.resources(HYPERPOD_CLUSTER):
-            for key_id in {_logical(k) for k in _volume_keys(props)} & set(keys):
+            for key_id in {referenced(k) for k in _volume_keys(props)} & set(keys):
                 if "kms:EncryptionContext" in str(keys[key_id].get("KeyPolicy", {})):
                     yield Violation(
                         "HubSpoke-HyperPodKeyPolicy", t.path, key_id,
@@ -233,7 +224,7 @@ def _bucket_name(t: Template, value: Any) -> str | None:
     if isinstance(value, Mapping) and "Fn::Join" in value:
         parts = value["Fn::Join"][1]
         if parts and parts[0] == "s3://" and len(parts) > 1:
-            bucket = t.body.get("Resources", {}).get(_logical(parts[1]) or "", {})
+            bucket = t.body.get("Resources", {}).get(referenced(parts[1]) or "", {})
             return _literal_start(bucket.get("Properties", {}).get("BucketName"))
     return None
 
@@ -260,12 +251,12 @@ def hyperpod_access_entry(templates: list[Template], config: HubSpokeConfig) -> 
     """HubSpoke-HyperPodAccessEntry: no access entry of our own for an instance group's execution role."""
     for t in templates:
         roles = {
-            _logical(g.get("ExecutionRole"))
+            referenced(g.get("ExecutionRole"))
             for _, props in t.resources(HYPERPOD_CLUSTER)
             for g in _groups(props)
         } - {None}
         for logical_id, props in t.resources("AWS::EKS::AccessEntry"):
-            if _logical(props.get("PrincipalArn")) in roles:
+            if referenced(props.get("PrincipalArn")) in roles:
                 yield Violation(
                     "HubSpoke-HyperPodAccessEntry", t.path, logical_id,
                     "an access entry for a HyperPod execution role, which HyperPod creates itself",

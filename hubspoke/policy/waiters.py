@@ -21,19 +21,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.policy.model import Template, Violation
+from hubspoke.policy.model import Template, Violation, referenced
 
 SERVICE_TIMEOUT_MAX = 3600  # AWS::CloudFormation::CustomResource ServiceTimeout: 1 to 3600 seconds (default)
 WAITER_ENV = "WAITER_STATE_MACHINE_ARN"  # aws-cdk-lib provider-framework consts.js
-
-
-def _target(value: Any) -> Any:
-    """The logical ID a Ref or Fn::GetAtt points to, else None."""
-    if isinstance(value, Mapping) and "Ref" in value:
-        return value["Ref"]
-    if isinstance(value, Mapping) and "Fn::GetAtt" in value:
-        return value["Fn::GetAtt"][0]
-    return None
 
 
 def _seconds(value: Any) -> int:
@@ -77,9 +68,9 @@ def custom_resource_waits_within_service_timeout(
             if not (kind.startswith("Custom::") or kind == "AWS::CloudFormation::CustomResource"):
                 continue
             props = res.get("Properties", {})
-            handler = resources.get(_target(props.get("ServiceToken")) or "", {})
+            handler = resources.get(referenced(props.get("ServiceToken")) or "", {})
             env = handler.get("Properties", {}).get("Environment", {}).get("Variables", {})
-            machine_id = _target(env.get(WAITER_ENV))
+            machine_id = referenced(env.get(WAITER_ENV))
             definition = _definition(resources.get(machine_id or "", {}))
             if definition is None:
                 continue  # no waiter: the handler answers within its own Lambda timeout

@@ -31,7 +31,9 @@ pytestmark = pytest.mark.usefixtures("lambda_sandbox")
 def sagemaker() -> Iterator[tuple[str, Any]]:
     with moto_endpoint() as endpoint:
         # moto's server mode keeps its state in this process: start from none (moto's /moto-api/reset).
-        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10)
+        urllib.request.urlopen(
+            urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10
+        )
         yield (
             endpoint,
             boto3.client(
