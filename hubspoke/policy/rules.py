@@ -14,6 +14,7 @@ from typing import Any
 
 from hubspoke.config.layout import route_table_az_ids
 from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
 from hubspoke.outputs import PEERING_CONNECTION, PRIVATE_ROUTE_TABLE
 from hubspoke.policy.model import METADATA_KEY, PolicyRule, Template, Violation, referenced
 from hubspoke.policy.waiters import custom_resource_waits_within_service_timeout
@@ -321,11 +322,151 @@ def _output_of(value: Any, stack: str) -> Any:
     return None
 
 
+# --- CNQ deploy-time constraints (issue 13) ------------------------------------------------------------------
+# AWS::CloudFormation::CustomResource ServiceTimeout: "an integer from 1 to 3600" seconds (the default).
+CUSTOM_RESOURCE_LIMIT_SECONDS = 3600
+# Qumulo "Required networking ports": 3712 is replication; portals use 3713. Nothing here replicates.
+QUMULO_REPLICATION_PORT = 3712
+
+
+def _cnq_nodes(t: Template) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    for logical_id, props in t.resources("AWS::EC2::Instance"):
+        if any(tag.get("Key") == CLUSTER_TAG for tag in props.get("Tags", []) if isinstance(tag, Mapping)):
+            yield logical_id, props
+
+
+def no_termination_protection_in_templates(
+    templates: list[Template], config: HubSpokeConfig
+) -> Iterator[Violation]:
+    """HubSpoke-NoTemplateTerminationProtection: no instance is created protected (EC2 User Guide, termination
+    protection: a protected instance cannot be terminated, so a failed create could not roll back)."""
+    for t in templates:
+        for logical_id, props in t.resources("AWS::EC2::Instance"):
+            if props.get("DisableApiTermination") not in (None, False, "false"):
+                yield Violation(
+                    "HubSpoke-NoTemplateTerminationProtection",
+                    t.path,
+                    logical_id,
+                    "DisableApiTermination is set in the template: a failed create would end in ROLLBACK_FAILED",
+                    "drop it from the template; protect the nodes after formation (the CNQ provisioner does)",
+                )
+
+
+def node_image_is_pinned(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-PinnedNodeImage: every CNQ node boots a literal AMI ID. CloudFormation resolves parameters and
+    dynamic references again on every update, and a new ImageId replaces the instance: all nodes at once."""
+    for t in templates:
+        for logical_id, props in _cnq_nodes(t):
+            image = props.get("ImageId")
+            if not (isinstance(image, str) and image.startswith("ami-")):
+                yield Violation(
+                    "HubSpoke-PinnedNodeImage",
+                    t.path,
+                    logical_id,
+                    f"ImageId is {json.dumps(image)[:80]}, resolved at deploy time",
+                    "pin storage.ami_id in the config (hubspoke ami prints the current Ubuntu image)",
+                )
+
+
+def node_user_data_is_literal(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-StableNodeUserData: a CNQ node's UserData is a literal. A changed UserData stops and starts the
+    instance (AWS::EC2::Instance, 'Update requires: Some interruptions'), so it may follow nothing that moves."""
+    for t in templates:
+        for logical_id, props in _cnq_nodes(t):
+            user_data = props.get("UserData")
+            inner = user_data.get("Fn::Base64") if isinstance(user_data, Mapping) else None
+            if not isinstance(inner, str):
+                yield Violation(
+                    "HubSpoke-StableNodeUserData",
+                    t.path,
+                    logical_id,
+                    "UserData is missing or built from references that can change between deploys",
+                    "render the boot script from config-derived names only (hubspoke.constructs.cnq.node)",
+                )
+
+
+def cnq_regions_have_egress_and_s3_gateway(
+    templates: list[Template], config: HubSpokeConfig
+) -> Iterator[Violation]:
+    """HubSpoke-CnqNetworkNeeds: a Region with CNQ nodes has a NAT gateway and an S3 gateway endpoint. Qumulo's
+    CNQ guide: nodes must reach api.missionq.qumulo.com and api.nexus.qumulo.com for deployment and quorum, and
+    'it isn't possible to deploy your cluster without' the S3 gateway endpoint."""
+    networks = {t.meta.get("region"): t for t in templates if t.meta.get("kind") == "network"}
+    for t in templates:
+        nodes = list(_cnq_nodes(t))
+        if not nodes:
+            continue
+        net = networks.get(t.meta.get("region"))
+        nat = net is not None and any(True for _ in net.resources("AWS::EC2::NatGateway"))
+        s3 = net is not None and any(
+            str(p.get("ServiceName", "")).endswith(".s3") and p.get("VpcEndpointType", "Gateway") == "Gateway"
+            for _, p in net.resources("AWS::EC2::VPCEndpoint")
+        )
+        for missing, what in ((not nat, "a NAT gateway"), (not s3, "an S3 gateway endpoint")):
+            if missing:
+                yield Violation(
+                    "HubSpoke-CnqNetworkNeeds",
+                    t.path,
+                    nodes[0][0],
+                    f"CNQ nodes in {t.meta.get('region')} but its network stack has no {what}",
+                    "keep nat: single or per_az where storage is enabled; keep the VPC's S3 gateway endpoint",
+                )
+
+
+def waits_fit_the_custom_resource_limit(
+    templates: list[Template], config: HubSpokeConfig
+) -> Iterator[Violation]:
+    """HubSpoke-WaitWithinCustomResourceLimit: a provider's waiter (interval x attempts, aws-cdk-lib Provider) ends
+    before CloudFormation's 3600-s custom-resource limit, so the failure CloudFormation shows is ours."""
+    for t in templates:
+        for logical_id, props in t.resources("AWS::StepFunctions::StateMachine"):
+            definition = props.get("DefinitionString")
+            parts = (
+                definition.get("Fn::Join", ["", []])[1] if isinstance(definition, Mapping) else [definition]
+            )
+            text = "".join(p for p in parts if isinstance(p, str))
+            for interval, attempts in re.findall(r'"IntervalSeconds":(\d+),"MaxAttempts":(\d+)', text):
+                if int(interval) * int(attempts) >= CUSTOM_RESOURCE_LIMIT_SECONDS:
+                    yield Violation(
+                        "HubSpoke-WaitWithinCustomResourceLimit",
+                        t.path,
+                        logical_id,
+                        f"the waiter may poll {int(interval) * int(attempts)} s; CloudFormation gives up at "
+                        f"{CUSTOM_RESOURCE_LIMIT_SECONDS} s",
+                        "keep the provider's total_timeout under 3600 s (for CNQ: "
+                        "storage.formation_timeout_minutes at 55 or less)",
+                    )
+
+
+def replication_port_closed(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-NoUnusedQumuloPort: TCP 3712 (Qumulo replication) stays closed: portals use 3713 (Qumulo
+    'Required networking ports') and nothing in this project replicates."""
+    for t in templates:
+        for logical_id, rule in _ingress(t):
+            low, high = rule.get("FromPort"), rule.get("ToPort")
+            if not (rule.get("IpProtocol") == "tcp" and isinstance(low, int) and isinstance(high, int)):
+                continue
+            if low <= QUMULO_REPLICATION_PORT <= high:
+                yield Violation(
+                    "HubSpoke-NoUnusedQumuloPort",
+                    t.path,
+                    logical_id,
+                    f"ingress on TCP {low}-{high} opens Qumulo replication (3712), which nothing here uses",
+                    "open only the ports in hubspoke/ports.py; portals need 3713",
+                )
+
+
 RULES: tuple[PolicyRule, ...] = (
     no_ingress_from_world,
     ingress_only_from_known_cidrs,
     peerings_routed_on_both_sides,
     no_route_between_spokes,
+    no_termination_protection_in_templates,
+    node_image_is_pinned,
+    node_user_data_is_literal,
+    cnq_regions_have_egress_and_s3_gateway,
+    waits_fit_the_custom_resource_limit,
+    replication_port_closed,
     hyperpod_key_needs_continuous,
     hyperpod_key_policy_without_context,
     hyperpod_lifecycle_bucket,

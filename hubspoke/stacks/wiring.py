@@ -9,6 +9,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from hubspoke.config.layout import subnet_layout
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.cross_account import link_reader_role_name, peer_role_name, role_arn
 from hubspoke.outputs import (
@@ -117,11 +118,13 @@ class NetworkView(Construct):
 
     @cached_property
     def accelerator_subnet(self) -> ec2.ISubnet:
+        # Its CIDR is config's (the subnet layout), so reading it needs no output.
         return ec2.Subnet.from_subnet_attributes(
             self,
             "Accelerator",
             subnet_id=self._read(ACCELERATOR_SUBNET),
             availability_zone=self._region.resolved_accelerator_az_id,
+            ipv4_cidr_block=next(p.cidr for p in subnet_layout(self._region) if p.kind == "accelerator"),
         )
 
     @cached_property

@@ -15,6 +15,7 @@ import boto3
 import pytest
 
 from hubspoke.constructs.cnq import bundling
+from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
 from tests.conftest import Templates, resources
 from tests.fakes.aws_endpoint import moto_endpoint
 from tests.fakes.qumulo import FakeQumulo
@@ -42,55 +43,87 @@ def code(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def secrets() -> Iterator[tuple[str, str]]:
+def aws() -> Iterator[tuple[str, str, list[str]]]:
+    """moto's server for Secrets Manager and EC2: the hub secret, and four instances tagged as its nodes."""
     with moto_endpoint() as endpoint:
-        client = boto3.client(
-            "secretsmanager", region_name=HUB, endpoint_url=endpoint,
-            aws_access_key_id="x", aws_secret_access_key="x",
-        )  # fmt: skip
-        yield endpoint, client.create_secret(Name="cnq-hub", SecretString=PASSWORD)["ARN"]
+        keys = {
+            "region_name": HUB,
+            "endpoint_url": endpoint,
+            "aws_access_key_id": "x",
+            "aws_secret_access_key": "x",
+        }
+        secret = boto3.client("secretsmanager", **keys).create_secret(Name="cnq-hub", SecretString=PASSWORD)
+        tags = [{"ResourceType": "instance", "Tags": [{"Key": CLUSTER_TAG, "Value": "dev-use2"}]}]
+        made = boto3.client("ec2", **keys).run_instances(
+            ImageId="ami-12c6146b", MinCount=4, MaxCount=4, InstanceType="i4i.8xlarge", TagSpecifications=tags
+        )
+        yield endpoint, secret["ARN"], [i["InstanceId"] for i in made["Instances"]]
 
 
-def _resource(templates: Templates, kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _functions(templates: Templates) -> dict[str, dict[str, Any]]:
+    """The provider's two functions as synthesized, by handler (on_event and is_complete)."""
     template = templates[f"storage-{HUB}"]
-    _, resource = next(resources(template, kind))
-    function = next(
-        r["Properties"] for _, r in resources(template, "AWS::Lambda::Function")
-        if r["Properties"].get("Handler") == bundling.HANDLER
-    )  # fmt: skip
-    return function, resource["Properties"]
+    return {
+        r["Properties"]["Handler"]: r["Properties"]
+        for _, r in resources(template, "AWS::Lambda::Function")
+        if r["Properties"].get("Handler") in (bundling.ON_EVENT_HANDLER, bundling.IS_COMPLETE_HANDLER)
+    }
 
 
 def test_cluster_create_runs_from_the_bundle_in_lambdas_environment(
-    dev_templates: Templates, code: Path, secrets: tuple[str, str]
+    dev_templates: Templates, code: Path, aws: tuple[str, str, list[str]]
 ) -> None:
-    endpoint, secret_arn = secrets
-    function, synthesized = _resource(dev_templates, "Custom::CnqCluster")
+    """Both entry points, each invocation in its own sandbox, as the Provider framework calls them:
+    on_event once, then is_complete with the event merged with on_event's answer until IsComplete."""
+    endpoint, secret_arn, instance_ids = aws
+    functions = _functions(dev_templates)
+    assert set(functions) == {bundling.ON_EVENT_HANDLER, bundling.IS_COMPLETE_HANDLER}
+    _, resource = next(resources(dev_templates[f"storage-{HUB}"], "Custom::CnqCluster"))
+    synthesized = resource["Properties"]
     with FakeQumulo(name="hub", formation_polls=2) as hub:
         # Deploy-time values the template leaves to CloudFormation (Refs, GetAtts), and where the fake listens.
         deploy_time = {
             "AdminSecretArn": secret_arn,
-            "NodeIps": ["127.0.0.1"],
-            "NodeInstanceIds": ["i-0123456789abcdef0"],
+            "NodeIps": hub.node_ips,
+            "NodeInstanceIds": instance_ids,
             "FloatingIps": ["10.10.64.11", "10.10.64.12"],
-            "ObjectStorageUris": ["https://b1.s3.us-east-2.amazonaws.com/"],
+            "ObjectStorageUris": [f"https://b{i}.s3.us-east-2.amazonaws.com/" for i in range(1, 5)],
             "RestPort": str(hub.port),
         }
-        props = {k: v for k, v in synthesized.items() if k != "ServiceToken"} | deploy_time
+        props = {
+            k: v for k, v in synthesized.items() if k not in ("ServiceToken", "ServiceTimeout")
+        } | deploy_time
         unresolved = [k for k, v in props.items() if isinstance(v, dict)]
         assert not unresolved, f"give these deploy-time properties a test value: {unresolved}"
-        event = {"RequestType": "Create", "ResourceType": "Custom::CnqCluster", "LogicalResourceId": "Cluster",
-                 "ResourceProperties": props}  # fmt: skip
-        function_under_test = LambdaFunction(
-            code=code,
-            handler=function["Handler"],
-            # Test wiring only: the fake Secrets Manager endpoint, and short polls against the fake cluster.
-            environment={"AWS_ENDPOINT_URL_SECRETS_MANAGER": endpoint, "HUBSPOKE_POLL_SECONDS": "0.05"},
-            timeout_s=function["Timeout"],
-            memory_mb=function["MemorySize"],
-            region=HUB,
-        )
-        result = function_under_test.invoke(event).result
-    assert result["PhysicalResourceId"] == f"cnq-cluster-{hub.cluster_id}"
+        event: dict[str, Any] = {
+            "RequestType": "Create", "ResourceType": "Custom::CnqCluster", "LogicalResourceId": "Cluster",
+            "ResourceProperties": props,
+        }  # fmt: skip
+
+        def invoke(handler: str, payload: dict[str, Any]) -> dict[str, Any]:
+            function = functions[handler]
+            return (
+                LambdaFunction(
+                    code=code,
+                    handler=handler,
+                    # Test wiring only: moto's endpoint, and short polls against the fake cluster.
+                    environment={"AWS_ENDPOINT_URL": endpoint, "HUBSPOKE_POLL_SECONDS": "0.05"},
+                    timeout_s=function["Timeout"],
+                    memory_mb=function["MemorySize"],
+                    region=HUB,
+                )
+                .invoke(payload)
+                .result
+            )
+
+        started = invoke(bundling.ON_EVENT_HANDLER, event)
+        merged = {**event, **started}
+        for _ in range(20):
+            answer = invoke(bundling.IS_COMPLETE_HANDLER, merged)
+            if answer["IsComplete"]:
+                break
+        else:
+            raise AssertionError("the cluster did not form in 20 polls")
+    assert started["PhysicalResourceId"].startswith("cnq-cluster-")
     assert hub.state == "ACTIVE" and hub.password == PASSWORD
     assert {e["export_path"] for e in hub.exports.values()} == set(synthesized["ExportPaths"])
