@@ -175,22 +175,23 @@ def test_hyperpod_creates_the_nodes_access_entry_not_us(assembly: Path, dev: Hub
         assert "HYPERPOD_LINUX" not in types
 
 
-def test_lifecycle_bucket_name_starts_with_sagemaker(assembly: Path, dev: HubSpokeConfig) -> None:
-    """SageMaker API reference, ClusterLifeCycleConfig.SourceS3Uri: the path starts with s3://sagemaker-."""
-    for code in compute_regions(dev):
-        template = compute_template(assembly, dev, code)
-        [(_, cluster)] = resources(template, "AWS::SageMaker::Cluster")
-        uri = cluster["Properties"]["InstanceGroups"][0]["LifeCycleConfig"]["SourceS3Uri"]
-        bucket_id = next(p["Ref"] for p in uri["Fn::Join"][1] if isinstance(p, dict))
-        name = template["Resources"][bucket_id]["Properties"]["BucketName"]
-        assert name.startswith("sagemaker-") and len(name) <= 63
-
-
 def test_node_bound_addons_wait_for_running_nodes(assembly: Path, dev: HubSpokeConfig) -> None:
-    """With continuous provisioning the cluster is InService before its nodes: add-ons wait for NodesReady."""
+    """With continuous provisioning the cluster is InService before its nodes: add-ons wait for NodesReady.
+
+    The wait is two resources in turn (nodes launched, then Running), each with CloudFormation's hour
+    (AWS::CloudFormation::CustomResource ServiceTimeout: at most 3600 s).
+    """
     for code in compute_regions(dev):
         template = compute_template(assembly, dev, code)
-        [(ready_id, _)] = resources(template, "Custom::HyperPodNodesReady")
+        waits = {
+            r["Properties"]["Until"]: (i, r) for i, r in resources(template, "Custom::HyperPodNodesReady")
+        }
+        assert sorted(waits) == ["Launched", "Running"]
+        assert all(int(r["Properties"]["ServiceTimeout"]) <= 3600 for _, r in waits.values())
+        (launched_id, _), (ready_id, ready) = waits["Launched"], waits["Running"]
+        assert launched_id in ready.get("DependsOn", []), (
+            f"{code}: the two waits must run one after the other"
+        )
         for name in (
             "cert-manager",
             "amazon-sagemaker-hyperpod-training-operator",
