@@ -243,9 +243,18 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     """Provider framework isComplete: one bounded step; IsComplete false while Qumulo is still working."""
     request, kind = str(event["RequestType"]), str(event.get("ResourceType", ""))
     props = event.get("ResourceProperties") or {}
-    deadline = Deadline.after(context.get_remaining_time_in_millis() / 1000.0 - REPORT_RESERVE_SECONDS)
-    waited = time.time() - float(event.get("StartedAt") or time.time())
+    started = float(event.get("StartedAt") or time.time())
+    waited = time.time() - started
+    # The whole request (every poll) fits the budget, so the failure CloudFormation shows is ours, naming
+    # what was awaited, and not its own timeout: no poll starts past it, and no poll runs beyond it.
     budget = float(props.get("WaitSeconds") or DEFAULT_WAIT_SECONDS) - OVERALL_RESERVE_SECONDS
+    if waited >= budget:
+        raise ProvisioningTimeout(
+            f"{kind} {request}: gave up after {waited:.0f} s (budget {budget:.0f} s); the previous poll's log "
+            "line says what it was waiting for"
+        )
+    lambda_left = context.get_remaining_time_in_millis() / 1000.0 - REPORT_RESERVE_SECONDS
+    deadline = Deadline.after(min(lambda_left, budget - waited))
     try:
         if kind == CLUSTER_RESOURCE and request != "Delete":
             return {"IsComplete": True, "Data": _converge_cluster(event, deadline)}
@@ -260,7 +269,8 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if isinstance(error, RequestError) and error.status_code < 500:
             raise ProvisioningError(f"{kind} {request}: {describe(error)}") from error
         last = str(error) if isinstance(error, Pending) else describe(error)
-        if waited > budget:
+        waited = time.time() - started
+        if waited >= budget:
             raise ProvisioningTimeout(
                 f"{kind} {request}: gave up after {waited:.0f} s; last: {last}"
             ) from None
