@@ -249,3 +249,18 @@ def test_node_shape_lets_a_first_create_and_a_rollback_through(world: World) -> 
     world.instances(4, "dev-hub")
     # A rollback sends the properties the nodes were built with: they match what runs.
     drive(_shape(world, IMAGE, INSTANCE_TYPE))
+
+
+def test_new_buckets_go_in_before_the_capacity_limit_rises(world: World, hub: FakeQumulo) -> None:
+    """Qumulo's provisioner adds buckets, then raises the clamp (qumulo-terraform-gcp @ a30b449c,
+    provision.py add_object_buckets -> update_capacity_limit)."""
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    update = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=250)
+    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
+    drive(update)
+    order = [
+        p for m, p in mutations(hub) if p.startswith(("/v2/object-storage/add-uris", "/v1/capacity/clamp"))
+    ]
+    assert order == ["/v2/object-storage/add-uris", "/v1/capacity/clamp"]
+    assert len(hub.object_storage_uris) == 6

@@ -131,7 +131,7 @@ def _cluster_event(
         spec = _cluster_spec(props)
         client, _ = login(spec.node_ips, spec.rest_port, read_secret(str(props["AdminSecretArn"])), deadline,
                           what=f"cluster {spec.cluster_name}")  # fmt: skip
-        capacity.raise_limit(client, dict(old), dict(props))
+        capacity.raise_limit(client, dict(old), dict(props), spec.object_storage_uris)
 
 
 def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
