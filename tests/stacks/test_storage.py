@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from hubspoke.config import HubSpokeConfig, load
-from hubspoke.constructs.cnq.runtime.resources import NODE_SHAPE_RESOURCE
+from hubspoke.constructs.cnq.runtime.resources import NODE_PROTECTION_RESOURCE, NODE_SHAPE_RESOURCE
 from hubspoke.stacks.storage import (
     CLUSTER_RESOURCE,
     PORTAL_RESOURCE,
@@ -174,6 +174,29 @@ def test_every_node_waits_for_the_node_shape_guard(case: tuple[HubSpokeConfig, T
         [(guard_id, guard)] = list(properties(template, NODE_SHAPE_RESOURCE))
         assert (guard["ImageId"], guard["InstanceType"]) == (storage.ami_id, storage.instance_type)
         assert all(guard_id in node["DependsOn"] for _, node in resources(template, "AWS::EC2::Instance"))
+
+
+def test_node_protection_is_the_last_step_and_reads_only_its_own_stack(
+    case: tuple[HubSpokeConfig, Templates],
+) -> None:
+    """A failure anywhere in a Storage stack, the portal included, must roll back unprotected nodes: the
+    protection resource depends on every other resource of its template and lists every node."""
+    config, templates = case
+    for region_code, template in storage_templates(config, templates).items():
+        [(protection_id, protection)] = resources(template, NODE_PROTECTION_RESOURCE)
+        others = set(template["Resources"]) - {protection_id}
+        assert set(protection["DependsOn"]) == others, region_code
+        nodes = [{"Ref": k} for k, _ in resources(template, "AWS::EC2::Instance")]
+        assert protection["Properties"]["NodeInstanceIds"] == nodes
+        reads = [
+            st
+            for _, policy in properties(template, "AWS::IAM::Policy")
+            for st in policy["PolicyDocument"]["Statement"]
+            if "cloudformation:DescribeStacks" in json.dumps(st["Action"])
+        ]
+        assert [(r["Action"], r["Resource"]) for r in reads] == [
+            ("cloudformation:DescribeStacks", {"Ref": "AWS::StackId"})
+        ]
 
 
 def test_every_bucket_key_and_secret_is_retained_and_encrypted(

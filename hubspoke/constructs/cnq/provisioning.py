@@ -46,8 +46,9 @@ class CnqProvisioner(Construct):
         provisioner.resource(stack, "Cluster", resource_type="Custom::CnqCluster", properties={...})
 
     Egress: Qumulo's REST port towards `rest_cidrs` (its own VPC and, in a spoke, the hub over the
-    peering) and HTTPS for the AWS APIs (Secrets Manager, EC2); nothing else. EC2 writes are limited to
-    the termination protection of instances tagged with one of `clusters`.
+    peering) and HTTPS for the AWS APIs (Secrets Manager, EC2, CloudFormation); nothing else. EC2 writes
+    are limited to the termination protection of instances tagged with one of `clusters`; CloudFormation
+    to reading this stack's own status.
     """
 
     def __init__(
@@ -198,3 +199,7 @@ class CnqProvisioner(Construct):
             )
         )
         role.add_to_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
+        # Whether CloudFormation still waits for a request (runtime/nodes.py, require_awaited).
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["cloudformation:DescribeStacks"], resources=[stack.stack_id])
+        )

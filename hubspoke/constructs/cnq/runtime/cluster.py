@@ -226,9 +226,3 @@ def ensure_membership(client: Any, spec: ClusterSpec) -> None:
         }
     )
     raise Pending(f"cluster {spec.cluster_name}: membership change to {len(spec.node_ips)} nodes requested")
-
-
-def removed_instances(old: Sequence[tuple[str, str]], spec: ClusterSpec) -> list[str]:
-    """Instance IDs of (ip, instance) pairs of the previous properties that the new ones no longer hold."""
-    keep = set(spec.node_ips)
-    return [instance for ip, instance in old if ip not in keep]
