@@ -198,7 +198,10 @@ class CnqProvisioner(Construct):
                 conditions={"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": list(clusters)}},
             )
         )
-        role.add_to_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
+        # The node-shape guard reads what the nodes run (runtime/shape.py); Describe* has no resource scope.
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["ec2:DescribeInstances", "ec2:DescribeVolumes"], resources=["*"])
+        )
         # Whether CloudFormation still waits for a request (runtime/nodes.py, require_awaited).
         role.add_to_policy(
             iam.PolicyStatement(actions=["cloudformation:DescribeStacks"], resources=[stack.stack_id])

@@ -16,8 +16,6 @@ from tests.constructs.cnq.conftest import (
     CONFIG,
     HUB_FLOATING,
     HUB_PASSWORD,
-    IMAGE,
-    INSTANCE_TYPE,
     ROOMY,
     World,
     drive,
@@ -222,30 +220,6 @@ def test_secrets_are_never_logged(world: World, hub: FakeQumulo, caplog: pytest.
 
 def test_formation_takes_several_polls_not_one_call(world: World, hub: FakeQumulo) -> None:
     assert polls_until_complete(world.cluster_event(hub, "hub", world.instances(4, "dev-hub"))) > 1
-
-
-# ---------------------------------------------------------------- node shape guard
-def _shape(world: World, image: str, itype: str, request: str = "Update") -> dict[str, object]:
-    props = {"ClusterName": "dev-hub", "ImageId": image, "InstanceType": itype}
-    return {"RequestType": request, "ResourceType": "Custom::CnqNodeShape", "LogicalResourceId": "NodeShape",
-            "PhysicalResourceId": "cnq-nodes-dev-hub", "ResourceProperties": props}  # fmt: skip
-
-
-def test_node_shape_refuses_a_new_image_or_type_while_nodes_run_the_old(world: World) -> None:
-    """ImageId replaces an instance, InstanceType stops it (CloudFormation 'Update requires'): all at once."""
-    world.instances(4, "dev-hub")
-    assert drive(_shape(world, IMAGE, INSTANCE_TYPE))["IsComplete"] is True
-    with pytest.raises(ProvisioningError, match="would replace or stop every node at once"):
-        on_event(_shape(world, "ami-0abcdef1234567890", INSTANCE_TYPE), ROOMY)
-    with pytest.raises(ProvisioningError, match=r"type i4i\.8xlarge"):
-        on_event(_shape(world, IMAGE, "i7i.8xlarge"), ROOMY)
-
-
-def test_node_shape_lets_a_first_create_and_a_rollback_through(world: World) -> None:
-    drive(_shape(world, "ami-0abcdef1234567890", "i7i.8xlarge", request="Create"))  # no nodes yet
-    world.instances(4, "dev-hub")
-    # A rollback sends the properties the nodes were built with: they match what runs.
-    drive(_shape(world, IMAGE, INSTANCE_TYPE))
 
 
 def test_new_buckets_go_in_before_the_capacity_limit_rises(world: World, hub: FakeQumulo) -> None:

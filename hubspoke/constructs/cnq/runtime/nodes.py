@@ -1,4 +1,4 @@
-"""The CNQ nodes as EC2 sees them: termination protection once the whole stack is done, and the shape guard.
+"""The CNQ nodes' EC2 termination protection, switched on once the whole stack is done.
 
 The template never sets DisableApiTermination (a protected instance cannot be terminated, so a failed
 first create would end in ROLLBACK_FAILED; EC2 User Guide, "Enable termination protection"). Qumulo's
@@ -20,7 +20,6 @@ log = logging.getLogger(__name__)
 
 # Every node carries this tag with its cluster's name; the provisioner's EC2 permissions are scoped to it.
 CLUSTER_TAG = "hubspoke:cnq-cluster"
-_LIVE = ["pending", "running", "stopping", "stopped"]
 # The stack statuses in which CloudFormation still waits for a Create or Update of ours (CloudFormation
 # User Guide, "Stack status codes"). UPDATE_ROLLBACK_IN_PROGRESS carries the rollback's own Update
 # requests, which restore the previous node set. In any other status (ROLLBACK_IN_PROGRESS after a
@@ -81,29 +80,3 @@ def lift_protection(ec2: Any, instance_ids: Iterable[str]) -> None:
             if error.response.get("Error", {}).get("Code") != "InvalidInstanceID.NotFound":
                 raise
             log.info("%s no longer exists", instance_id)
-
-
-def check_node_shape(ec2: Any, *, cluster: str, image_id: str, instance_type: str) -> None:
-    """Refuse a change of image or instance type while the cluster's nodes run another one.
-
-    A new ImageId replaces an AWS::EC2::Instance and a new InstanceType stops it (CloudFormation resource
-    reference, "Update requires"); CloudFormation would do either to every node at once. Qumulo's CNQ guide
-    changes instance types with its cluster-replacement procedure instead ("Scaling Your Existing CNQ on
-    AWS Cluster"). Comparing with what runs, not with the previous properties, lets a rollback through.
-    """
-    pages = ec2.get_paginator("describe_instances").paginate(
-        Filters=[
-            {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
-            {"Name": "instance-state-name", "Values": _LIVE},
-        ]
-    )
-    running = [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
-    images = sorted({i["ImageId"] for i in running} - {image_id})
-    types = sorted({i["InstanceType"] for i in running} - {instance_type})
-    if images or types:
-        was = ", ".join([*(f"image {x}" for x in images), *(f"type {x}" for x in types)])
-        raise ProvisioningError(
-            f"cluster {cluster}: its nodes run {was}; the new image {image_id} / type {instance_type} would "
-            "replace or stop every node at once. Keep storage.ami_id and storage.instance_type, or move to new "
-            "nodes with Qumulo's cluster-replacement procedure (docs/runbooks/qumulo-core.md)"
-        )

@@ -6,7 +6,7 @@ or the total timeout passes (aws-cdk-lib custom_resources, "Asynchronous Provide
 reads the cluster and does one bounded step, so formation (boot, install, create, first quorum) is not
 squeezed into one 15-minute Lambda. A raised error's text is the failure reason CloudFormation shows.
 
-Custom::CnqNodeShape  refuses a new image or instance type while the nodes run another one (nodes.py).
+Custom::CnqNodeShape  refuses a change CloudFormation would apply to every node at once (shape.py).
 Custom::CnqCluster    forms the cluster, converges membership, floating IPs, buckets, capacity, exports.
                       Delete: nothing (the data is never deleted).
 Custom::CnqPortal     a spoke's portal to its hub, its NFS export and eviction threshold. Delete: remove
@@ -30,7 +30,7 @@ from typing import Any
 import boto3
 from qumulo.lib.request import RequestError
 
-from . import capacity, cluster, exports, network, nodes, portal
+from . import capacity, cluster, exports, network, nodes, portal, shape
 from .resources import CLUSTER_RESOURCE, NODE_PROTECTION_RESOURCE, NODE_SHAPE_RESOURCE, PORTAL_RESOURCE
 from .session import Deadline, Pending, ProvisioningError, ProvisioningTimeout, describe, login
 
@@ -151,8 +151,9 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if kind == NODE_SHAPE_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-nodes-{name}"
             if request != "Delete":
-                nodes.check_node_shape(aws("ec2"), cluster=name, image_id=str(props["ImageId"]),
-                                       instance_type=str(props["InstanceType"]))  # fmt: skip
+                shape.check_node_shape(
+                    aws("ec2"), cluster=name, wanted=shape.NodeShape.from_properties(props)
+                )
         elif kind == CLUSTER_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-cluster-{name}"
             if request != "Delete":
