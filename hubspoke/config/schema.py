@@ -93,6 +93,8 @@ class Model(BaseModel):
 # (Qumulo/docs, _includes/content-reuse/cnq-guide-aws/deployment-agnostic-cluster-persistent-storage.md).
 QUMULO_CORE_INSTALL_FOLDER = "qumulo-core-install"
 QUMULO_CORE_PACKAGE = "qumulo-core.deb"
+# Staged beside the package by the same guide step; the nodes do not read it (docs/runbooks/qumulo-core.md).
+QUMULO_HOST_CONFIGURATION = "host_configuration.tar.gz"
 
 
 def _install_uri(value: str) -> str:
@@ -131,6 +133,10 @@ class QumuloCoreConfig(Model):
     @property
     def package_uri(self) -> str:
         return f"s3://{self.bucket}/{self.package_key}"
+
+    @property
+    def host_configuration_key(self) -> str:
+        return f"{self.package_key.rsplit('/', 1)[0]}/{QUMULO_HOST_CONFIGURATION}"
 
 
 class VolumeSetConfig(Model):
