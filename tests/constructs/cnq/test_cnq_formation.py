@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from qumulo.rest_client import RestClient
 
 from hubspoke.constructs.cnq.runtime import session
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
@@ -60,13 +61,8 @@ def test_a_removed_node_answers_removed_with_its_cluster_id(world: World, hub: F
     instances = world.instances(5, "dev-hub")
     drive(world.cluster_event(hub, "hub", instances))
     drive(world.cluster_event(hub, "hub", instances[:4], request="Update"))
-    state, _ = hub._node_state(hub.nodes[hub.node_ips[4]])
-    assert state == 200
-    assert hub._node_state(hub.nodes[hub.node_ips[4]])[1] == {
-        "node_id": 5,
-        "state": "REMOVED",
-        "cluster_id": hub.cluster_id,
-    }
+    answer = RestClient(hub.node_ips[4], hub.port).node_state.get_node_state()
+    assert dict(answer) == {"node_id": 5, "state": "REMOVED", "cluster_id": hub.cluster_id}
 
 
 def test_rolling_back_a_node_removal_fails_at_once_saying_the_node_must_be_rebuilt(
