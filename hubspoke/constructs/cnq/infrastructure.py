@@ -150,7 +150,7 @@ class CnqCluster(Construct):
                     launch_template_id=volumes.ref, version=volumes.attr_latest_version_number
                 ),
                 # No DisableApiTermination here: a protected node could not be rolled back after a failed
-                # first create. The provisioner protects the nodes once the cluster is formed.
+                # first create. The Storage stack protects them as its last step (Custom::CnqNodeProtection).
                 monitoring=True,
                 tags=[CfnTag(key="Name", value=f"{name}-node{index}"), CfnTag(key=CLUSTER_TAG, value=name)],
             )
@@ -159,7 +159,7 @@ class CnqCluster(Construct):
             acknowledge(
                 node,
                 "AwsSolutions-EC29",
-                reason="termination protection is switched on by the provisioner once the cluster has formed: a "
+                reason="termination protection is switched on as the Storage stack's last step (NodeProtection): a "
                 "node protected at create could not be terminated when a failed first create rolls back",
             )
             self.node_ips.append(eni.attr_primary_private_ip_address)
@@ -176,7 +176,7 @@ class CnqCluster(Construct):
 
         It carries every node property whose change CloudFormation applies by replacing or stopping the
         instance (ImageId, BlockDeviceMappings and the ENI's subnet: replacement; InstanceType and
-        UserData: stop and start), and compares them with what the running nodes have (runtime/nodes.py).
+        UserData: stop and start), and compares them with what the running nodes have (runtime/shape.py).
         """
         guard = CustomResource(
             self,

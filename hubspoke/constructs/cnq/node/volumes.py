@@ -1,7 +1,7 @@
 """The block devices of a CNQ node, from config: its boot volume and Qumulo's cache and DKV volumes.
 
 One list feeds both the instances' BlockDeviceMappings and the node-shape guard, which compares it with
-what the running nodes have (runtime/nodes.py): a changed mapping replaces an AWS::EC2::Instance
+what the running nodes have (runtime/shape.py): a changed mapping replaces an AWS::EC2::Instance
 (CloudFormation resource reference, BlockDeviceMappings "Update requires: Replacement").
 """
 
@@ -37,7 +37,7 @@ class NodeVolume:
     throughput_mibps: int | None = None
 
     def shape(self) -> dict[str, Any]:
-        """The fields the node-shape guard compares with DescribeVolumes (runtime/nodes.py)."""
+        """The fields the node-shape guard compares with DescribeVolumes (runtime/shape.py)."""
         return asdict(self)
 
 

@@ -2,8 +2,8 @@
 
 Qumulo's provisioner adds buckets with `add_object_storage_uris` and raises the limit with
 `capacity_clamp_set`, in that order: add_object_buckets ends by calling update_capacity_limit
-(Qumulo/qumulo-terraform-gcp @ a30b449c, provision.py); the CNQ guide names only increases ("Increasing the Soft Capacity Limit",
-"Adding S3 buckets"). Neither has an inverse in the SDK: qumulo.rest.object_storage has get_uris and
+(Qumulo/qumulo-terraform-gcp @ a30b449c, provision.py); the CNQ guide names only increases
+("Increasing the Soft Capacity Limit", "Adding S3 buckets"). Neither has an inverse in the SDK: qumulo.rest.object_storage has get_uris and
 add_uris only, and capacity_clamp_set says "A value below the current provisioned capacity has no
 effect". So a decrease is refused with a message, never reported as done.
 """
