@@ -64,6 +64,10 @@ class QumuloFault(Exception):
                 "stack": [], "user_visible": True}  # fmt: skip
 
 
+class DropReply(Exception):
+    """The request took effect; the connection closes without an answer."""
+
+
 @dataclass
 class Fault:
     """An injected failure or delay for requests matching `method` and the `path` regex, `times` times."""
@@ -75,6 +79,7 @@ class Fault:
     error_class: str = "fake_injected_error"
     description: str = "injected failure"
     delay: float = 0.0
+    drop: bool = False
 
 
 def etag(data: Any) -> str:
@@ -153,6 +158,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             )
         except QumuloFault as fault:
             status, data = fault.status, fault.body()
+        except DropReply:
+            self.close_connection = True
+            return
         payload = b"" if data is None else json.dumps(data).encode()
         try:
             self.send_response(status)
