@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 Reply = tuple[int, Any]
 _CERT: tuple[str, str] | None = None
+_CERT_DIR: tempfile.TemporaryDirectory[str] | None = None
 
 
 def self_signed() -> tuple[str, str]:
@@ -41,7 +42,9 @@ def self_signed() -> tuple[str, str]:
             .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
             .not_valid_after(now + timedelta(days=7)).sign(key, hashes.SHA256())
         )  # fmt: skip
-        folder = Path(tempfile.mkdtemp(prefix="fake-qumulo-"))
+        global _CERT_DIR
+        _CERT_DIR = tempfile.TemporaryDirectory(prefix="fake-qumulo-")  # removed when the process ends
+        folder = Path(_CERT_DIR.name)
         (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         (folder / "key.pem").write_bytes(
             key.private_bytes(
