@@ -7,6 +7,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ os.environ["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{os.environ['
 Templates = dict[str, dict[str, Any]]
 _SYNTH_CACHE: dict[str, Templates] = {}
 _WARNINGS: dict[str, list[str]] = {}
+_DEPENDENCIES: dict[str, dict[str, set[str]]] = {}
 
 
 def write_config(tmp_path: Path, data: dict[str, Any], name: str = "env.yaml") -> Path:
@@ -96,6 +98,12 @@ def synth(config: HubSpokeConfig) -> Templates:
         for message in artifact.messages
         if str(message.level).rsplit(".", 1)[-1] in ("WARNING", "ERROR")
     ]
+    # The deploy order `cdk deploy` follows: each stack artifact's dependencies in the cloud assembly.
+    ids = {stack.artifact_id: sid for sid, stack in stage.stacks.items()}
+    _DEPENDENCIES[key] = {
+        sid: {ids[d.id] for d in assembly.get_stack_artifact(stack.artifact_id).dependencies if d.id in ids}
+        for sid, stack in stage.stacks.items()
+    }
     _SYNTH_CACHE[key] = templates
     shutil.rmtree(outdir, ignore_errors=True)  # the templates are in memory; the assembly is 65 MB of assets
     return templates
@@ -105,6 +113,12 @@ def synth_warnings(config: HubSpokeConfig) -> list[str]:
     """The warnings and errors CDK attached to the synth of `config` that nobody acknowledged."""
     synth(config)
     return _WARNINGS[config.model_dump_json()]
+
+
+def synth_dependencies(config: HubSpokeConfig) -> dict[str, set[str]]:
+    """Stack id -> the stack ids it directly depends on, as the synthesized cloud assembly records them."""
+    synth(config)
+    return _DEPENDENCIES[config.model_dump_json()]
 
 
 def resources(template: dict[str, Any], kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -128,6 +142,34 @@ def dev_config() -> HubSpokeConfig:
 @pytest.fixture(scope="session")
 def dev_templates(dev_config: HubSpokeConfig) -> Templates:
     return synth(dev_config)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One topology (config/dev.yaml or one of tests/shapes.py) and its synthesized templates."""
+
+    name: str
+    config: HubSpokeConfig
+    templates: Templates
+
+
+def shape_names() -> list[str]:
+    from tests.shapes import SHAPES  # imported late: tests/shapes.py builds on this module
+
+    return ["dev", *SHAPES]
+
+
+@pytest.fixture(scope="session", params=shape_names())
+def shape(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Shape:
+    """Every topology the template invariants must hold for; one synth per shape per session (the cache)."""
+    from tests.shapes import SHAPES
+
+    name: str = request.param
+    if name == "dev":
+        config = load(ROOT / "config" / "dev.yaml").config
+    else:
+        config = load(write_config(tmp_path_factory.mktemp(f"shape-{name}"), SHAPES[name])).config
+    return Shape(name, config, synth(config))
 
 
 @pytest.fixture

@@ -1,17 +1,18 @@
 """Topology shapes beyond config/dev.yaml, for invariants that must hold for every environment, not one.
 
-Each shape is a valid config (tests/test_shapes.py keeps it that way) that exercises what the reference
-topology does not: several spokes, secondary CIDRs, a spoke in another account, each NAT mode, a Region
-with storage but no compute.
+Each shape is a valid config (tests/test_shapes.py keeps it that way, and checks that together with
+config/dev.yaml they cover what issue 11 lists): several spokes; a spoke in another account; secondary
+CIDRs on the hub and on spokes (same and other account); each NAT mode (single in dev, per_az, none); a
+Region with storage but no compute, and Regions with neither. The reverse of storage-without-compute,
+compute without storage, is refused by validation (compute mounts the Region's own CNQ), so no shape has it.
+The `shape` fixture (tests/conftest.py) synthesizes each once per session.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import with_pins
-
-NETWORK_ONLY: dict[str, Any] = {"storage": {"enabled": False}, "compute": {"enabled": False}}
+from tests.conftest import NETWORK_ONLY, with_pins
 
 # Storage pins (image, Qumulo Core release) filled in wherever storage is on, as every valid config needs.
 SHAPES: dict[str, dict[str, Any]] = {
@@ -31,15 +32,17 @@ SHAPES: dict[str, dict[str, Any]] = {
             {"region": "ap-northeast-1", "cidr": "10.40.0.0/20", **NETWORK_ONLY},
         ],
     },
-    # A spoke in another account (network only: portals stay in one account) and one without NAT.
+    # A spoke in another account with a secondary CIDR (network only: portals stay in one account), and one
+    # without NAT.
     "cross-account": {
         "environment": "xacct",
         "account": "123456789012",
         "hub": {"region": "us-east-1", "cidr": "10.50.0.0/16"},
         "spokes": [
-            {"region": "us-west-2", "cidr": "10.60.0.0/16", "account": "210987654321", **NETWORK_ONLY},
+            {"region": "us-west-2", "cidr": "10.60.0.0/16", "secondary_cidrs": ["10.61.0.0/24"],
+             "account": "210987654321", **NETWORK_ONLY},
             {"region": "eu-central-1", "cidr": "10.70.0.0/16", "nat": "none", **NETWORK_ONLY},
         ],
     },
-}
+}  # fmt: skip
 SHAPES = {name: with_pins(data) for name, data in SHAPES.items()}

@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 
-from hubspoke.config import HubSpokeConfig, load
+from hubspoke.config import HubSpokeConfig
 from hubspoke.outputs import Reference, consumers, produced, references
 from hubspoke.topology import plan_stacks
-from tests.conftest import ROOT, Templates, synth, synth_warnings, write_config
-from tests.shapes import SHAPES
+from tests.conftest import Shape, synth_warnings
 
 NETWORK = {"VpcId", "PeerPathSecurityGroupId", "AcceleratorSubnetId", "FlowLogGroupName"}
 STORAGE = {"FloatingIps", "RestAddress", "AdminSecretArn"}
@@ -42,20 +41,6 @@ def expected_outputs(config: HubSpokeConfig, kind: str, region: str) -> set[str]
     return {"storage": STORAGE, "compute": COMPUTE}.get(kind, set())
 
 
-def _shape(name: str, tmp_path_factory: pytest.TempPathFactory) -> HubSpokeConfig:
-    if name == "dev":
-        return load(ROOT / "config" / "dev.yaml").config
-    return load(write_config(tmp_path_factory.mktemp(name), SHAPES[name])).config
-
-
-@pytest.fixture(scope="module", params=["dev", *SHAPES])
-def shape(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[HubSpokeConfig, Templates]:
-    config = _shape(request.param, tmp_path_factory)
-    return config, synth(config)
-
-
 def get_stack_outputs(value: Any) -> Iterator[dict[str, str]]:
     if isinstance(value, dict):
         if "Fn::GetStackOutput" in value:
@@ -67,17 +52,17 @@ def get_stack_outputs(value: Any) -> Iterator[dict[str, str]]:
             yield from get_stack_outputs(v)
 
 
-def test_every_stack_outputs_exactly_the_contract(shape: tuple[HubSpokeConfig, Templates]) -> None:
-    config, templates = shape
+def test_every_stack_outputs_exactly_the_contract(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
     for plan in plan_stacks(config):
         have = set(templates[plan.id].get("Outputs", {}))
         assert have == expected_outputs(config, plan.kind, plan.region), plan.id
         assert set(produced(config, plan)) == have, plan.id
 
 
-def test_templates_read_exactly_the_declared_references(shape: tuple[HubSpokeConfig, Templates]) -> None:
+def test_templates_read_exactly_the_declared_references(shape: Shape) -> None:
     """Every Fn::GetStackOutput in every template is declared in hubspoke.outputs, and every declaration is read."""
-    config, templates = shape
+    config, templates = shape.config, shape.templates
     by_name = {p.name: p for p in plan_stacks(config)}
     read: set[Reference] = set()
     for plan in plan_stacks(config):
@@ -90,10 +75,10 @@ def test_templates_read_exactly_the_declared_references(shape: tuple[HubSpokeCon
     assert read == set(references(config))
 
 
-def test_every_reader_deploys_after_what_it_reads(shape: tuple[HubSpokeConfig, Templates]) -> None:
+def test_every_reader_deploys_after_what_it_reads(shape: Shape) -> None:
     """A reader deployed beside its producer reads the old value (resolved at the reader's create or update):
     each producer must be among the reader's dependencies, directly or through others, in the plan synth uses."""
-    config, _ = shape
+    config = shape.config
     deps = {p.id: set(p.depends_on) for p in plan_stacks(config)}
 
     def upstream(stack: str) -> set[str]:
@@ -111,9 +96,9 @@ def test_every_reader_deploys_after_what_it_reads(shape: tuple[HubSpokeConfig, T
 
 
 def test_cross_account_reads_assume_a_role_the_producer_account_trusts_them_with(
-    shape: tuple[HubSpokeConfig, Templates],
+    shape: Shape,
 ) -> None:
-    config, templates = shape
+    config, templates = shape.config, shape.templates
     by_name = {p.name: p for p in plan_stacks(config)}
     roles = {  # role name -> (account it lives in, its properties, the stack that holds it)
         r["Properties"]["RoleName"]: (p.account, r["Properties"], p.id)
@@ -190,7 +175,7 @@ def test_an_undeclared_read_is_refused(dev_config: HubSpokeConfig) -> None:
         inputs.read("network-us-west-2", FLOW_LOG_GROUP)
 
 
-def test_synth_leaves_no_unacknowledged_warning(shape: tuple[HubSpokeConfig, Templates]) -> None:
+def test_synth_leaves_no_unacknowledged_warning(shape: Shape) -> None:
     """A warning nobody reads buries the one that matters: each is fixed or acknowledged with its reason."""
-    config, _ = shape
+    config = shape.config
     assert synth_warnings(config) == []

@@ -69,7 +69,10 @@ class PeerAccessRole(iam.Role):
             iam.PolicyStatement(
                 actions=["ec2:AcceptVpcPeeringConnection"],
                 resources=[peering_arn],
-                conditions={"StringEquals": {"ec2:AccepterVpc": hub_vpc}},
+                # ec2:AccepterVpc is an ARN-type key (Service Authorization Reference, Amazon EC2): compare it
+                # with an ARN operator, as the VPC Peering Guide's IAM examples do (a string operator on it is
+                # a type mismatch IAM Access Analyzer policy validation reports).
+                conditions={"ArnEquals": {"ec2:AccepterVpc": hub_vpc}},
             )
         )
         # The spoke's stacks read the hub's outputs with Fn::GetStackOutput and this role.

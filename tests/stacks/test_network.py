@@ -1,4 +1,6 @@
-"""Invariants over the synthesized Network, Link and PeerAccess templates (meaning, not snapshots)."""
+"""Invariants over the synthesized Network, Link and PeerAccess templates (meaning, not snapshots), for every
+topology shape (config/dev.yaml and tests/shapes.py: several spokes, secondary CIDRs, every NAT mode, a spoke
+in another account). The cross-account roles themselves are judged in tests/stacks/test_cross_account.py."""
 
 from __future__ import annotations
 
@@ -6,57 +8,72 @@ import ipaddress
 from collections.abc import Iterator
 from typing import Any
 
-from hubspoke.config import HubSpokeConfig
 from hubspoke.config.layout import route_table_az_ids
-from hubspoke.ports import CROSS_REGION_PORTS
-from tests.conftest import NETWORK_ONLY, Templates, properties, synth
+from hubspoke.topology import stack_name
+from tests.conftest import Shape, Templates, properties
+
+# What crosses the peering, written out from the sources rather than read from hubspoke.ports: Qumulo
+# "Required networking ports" (NFS TCP 2049, rpcbind TCP 111 for NFSv3, portal TCP 3713 in both directions on
+# every node, REST TCP 8000) and EC2 User Guide "Path MTU Discovery" (ICMP type 3 code 4, fragmentation needed).
+# As (IpProtocol, FromPort, ToPort): for ICMP, CloudFormation's FromPort is the type and ToPort the code.
+PEER_RULES = {
+    ("tcp", 2049, 2049),
+    ("tcp", 111, 111),
+    ("tcp", 3713, 3713),
+    ("tcp", 8000, 8000),
+    ("icmp", 3, 4),
+}
 
 
-def test_one_peering_per_spoke_and_none_elsewhere(
-    dev_config: HubSpokeConfig, dev_templates: Templates
-) -> None:
-    peerings = {
-        sid: list(properties(t, "AWS::EC2::VPCPeeringConnection")) for sid, t in dev_templates.items()
-    }
-    for spoke in dev_config.spokes:
+def test_one_peering_per_spoke_and_none_elsewhere(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
+    peerings = {sid: list(properties(t, "AWS::EC2::VPCPeeringConnection")) for sid, t in templates.items()}
+    for spoke in config.spokes:
         [(_, props)] = peerings.pop(f"network-{spoke.region}")
-        assert props["PeerRegion"] == dev_config.hub.region
-        assert props["PeerVpcId"]["Fn::GetStackOutput"]["StackName"] == "hubspoke-dev-network-us-east-2"
-        assert props["PeerVpcId"]["Fn::GetStackOutput"]["Region"] == dev_config.hub.region
-        assert "PeerRoleArn" not in props  # same account: accepted automatically
+        assert props["PeerRegion"] == config.hub.region
+        peer_vpc = props["PeerVpcId"]["Fn::GetStackOutput"]
+        assert peer_vpc["StackName"] == stack_name(config, "network", config.hub.region)
+        assert (peer_vpc["Region"], peer_vpc["OutputName"]) == (config.hub.region, "VpcId")
+        # AWS::EC2::VPCPeeringConnection: PeerOwnerId and PeerRoleArn only for a VPC in another account;
+        # a same-account inter-Region peering is accepted automatically.
+        other_account = config.account_of(spoke) != config.account_of(config.hub)
+        assert ("PeerRoleArn" in props) is other_account, spoke.region
+        assert props.get("PeerOwnerId", config.account_of(config.hub)) == config.account_of(config.hub)
     assert all(not found for found in peerings.values())
 
 
-def test_spoke_routes_every_hub_cidr_in_every_private_table(
-    dev_config: HubSpokeConfig, dev_templates: Templates
-) -> None:
-    for spoke in dev_config.spokes:
-        t = dev_templates[f"network-{spoke.region}"]
+def test_spoke_routes_every_hub_cidr_in_every_private_table(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
+    for spoke in config.spokes:
+        t = templates[f"network-{spoke.region}"]
         private = {v["Value"]["Ref"] for k, v in t["Outputs"].items() if k.startswith("PrivateRouteTable")}
         assert len(private) == len(route_table_az_ids(spoke))
-        routed = {
+        routed = [
             (p["RouteTableId"]["Ref"], p["DestinationCidrBlock"])
             for _, p in properties(t, "AWS::EC2::Route")
             if "VpcPeeringConnectionId" in p
-        }
-        assert routed == {(rt, c) for rt in private for c in dev_config.hub.all_cidrs}
+        ]
+        # Every hub CIDR, secondary ones included, and nothing else (no spoke-to-spoke: peering is not transitive).
+        assert sorted(routed) == sorted((rt, c) for rt in private for c in config.hub.all_cidrs)
 
 
-def test_hub_routes_live_in_link_stack(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
-    hub = dev_templates[f"network-{dev_config.hub.region}"]
+def test_hub_routes_live_in_link_stack(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
+    hub = templates[f"network-{config.hub.region}"]
     assert not list(properties(hub, "AWS::EC2::VPCPeeringConnection"))
     assert not any("VpcPeeringConnectionId" in p for _, p in properties(hub, "AWS::EC2::Route"))
-    for spoke in dev_config.spokes:
-        link = dev_templates[f"link-{spoke.region}"]
+    hub_tables = {k for k in hub["Outputs"] if k.startswith("PrivateRouteTable")}
+    for spoke in config.spokes:
+        link = templates[f"link-{spoke.region}"]
         routes = [p for _, p in properties(link, "AWS::EC2::Route")]
-        tables = {r["RouteTableId"]["Fn::GetStackOutput"]["OutputName"] for r in routes}
-        hub_tables = {k for k in hub["Outputs"] if k.startswith("PrivateRouteTable")}
-        assert tables == hub_tables
-        assert {r["DestinationCidrBlock"] for r in routes} == set(spoke.all_cidrs)
+        pairs = [
+            (r["RouteTableId"]["Fn::GetStackOutput"]["OutputName"], r["DestinationCidrBlock"]) for r in routes
+        ]
+        assert sorted(pairs) == sorted((t, c) for t in hub_tables for c in spoke.all_cidrs)
         for r in routes:
             ref = r["VpcPeeringConnectionId"]["Fn::GetStackOutput"]
-            assert ref == {
-                "StackName": f"hubspoke-dev-network-{spoke.region}",
+            assert {k: ref[k] for k in ("StackName", "Region", "OutputName")} == {
+                "StackName": stack_name(config, "network", spoke.region),
                 "Region": spoke.region,
                 "OutputName": "PeeringConnectionId",
             }
@@ -71,37 +88,45 @@ def _ingress(templates: Templates) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield sid, rule
 
 
-def test_cross_region_ingress_only_from_peer_cidrs_on_needed_ports(
-    dev_config: HubSpokeConfig, dev_templates: Templates
-) -> None:
-    wanted = {
-        (p.protocol, p.port, p.icmp_code if p.protocol == "icmp" else p.port) for p in CROSS_REGION_PORTS
-    }
-    for spoke in dev_config.spokes:
+def test_cross_region_ingress_only_from_peer_cidrs_on_needed_ports(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
+    for spoke in config.spokes:
         for sid, peer_cidrs in (
-            (f"network-{spoke.region}", dev_config.hub.all_cidrs),
+            (f"network-{spoke.region}", config.hub.all_cidrs),
             (f"link-{spoke.region}", spoke.all_cidrs),
         ):
-            rules = [r for s, r in _ingress(dev_templates) if s == sid]
+            rules = [r for s, r in _ingress(templates) if s == sid]
             assert {r["CidrIp"] for r in rules} == set(peer_cidrs)
             for cidr in peer_cidrs:
                 got = {(r["IpProtocol"], r["FromPort"], r["ToPort"]) for r in rules if r["CidrIp"] == cidr}
-                assert got == wanted
-    assert ("icmp", 3, 4) in wanted  # path-MTU discovery: fragmentation needed
-    for _, rule in _ingress(dev_templates):
+                assert got == PEER_RULES, (sid, cidr)
+    for _, rule in _ingress(templates):
         assert rule.get("CidrIp") != "0.0.0.0/0" and rule.get("CidrIpv6") != "::/0"
 
 
-def test_vpcs_do_not_overlap_and_match_config(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
-    vpcs = [p["CidrBlock"] for t in dev_templates.values() for _, p in properties(t, "AWS::EC2::VPC")]
-    assert sorted(vpcs) == sorted(r.cidr for r in dev_config.regions())
-    nets = [ipaddress.IPv4Network(c) for c in vpcs]
+def test_vpcs_and_their_secondary_blocks_match_config_and_do_not_overlap(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
+    for region in config.regions():
+        t = templates[f"network-{region.region}"]
+        [(vpc_id, vpc)] = properties(t, "AWS::EC2::VPC")
+        assert vpc["CidrBlock"] == region.cidr
+        blocks = [p for _, p in properties(t, "AWS::EC2::VPCCidrBlock")]
+        assert sorted(b["CidrBlock"] for b in blocks) == sorted(region.secondary_cidrs)
+        assert all(b["VpcId"] == {"Ref": vpc_id} for b in blocks)
+    nets = [
+        ipaddress.IPv4Network(p["CidrBlock"])
+        for t in templates.values()
+        for kind in ("AWS::EC2::VPC", "AWS::EC2::VPCCidrBlock")
+        for _, p in properties(t, kind)
+    ]
+    assert len(nets) == sum(len(r.all_cidrs) for r in config.regions())
     assert not any(a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1 :])
 
 
-def test_each_region_network_basics(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
-    for region in dev_config.regions():
-        t = dev_templates[f"network-{region.region}"]
+def test_each_region_network_basics(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
+    for region in config.regions():
+        t = templates[f"network-{region.region}"]
         subnets = [p for _, p in properties(t, "AWS::EC2::Subnet")]
         assert all("AvailabilityZone" not in s and s["AvailabilityZoneId"] for s in subnets)
         accel = [s for s in subnets if {"Key": "hubspoke:subnet", "Value": "accelerator"} in s["Tags"]]
@@ -115,44 +140,26 @@ def test_each_region_network_basics(dev_config: HubSpokeConfig, dev_templates: T
         assert flow["MaxAggregationInterval"] == 60
         [(group_id, _)] = properties(t, "AWS::Logs::LogGroup")
         assert t["Resources"][group_id]["DeletionPolicy"] == "Retain"
-        assert len(list(properties(t, "AWS::EC2::NatGateway"))) == 1  # nat: single by default
 
 
-def test_nat_modes(config_from: Any) -> None:
-    data = {
-        "environment": "natmodes",
-        "account": "123456789012",
-        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16", "nat": "per_az"},
-        # No egress leaves no room for CNQ (it must reach Qumulo's endpoints): a network-only spoke.
-        "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16", "nat": "none", **NETWORK_ONLY}],
-    }
-    templates = synth(config_from(data))
-    assert len(list(properties(templates["network-us-east-2"], "AWS::EC2::NatGateway"))) == 2
-    spoke = templates["network-us-west-2"]
-    assert not list(properties(spoke, "AWS::EC2::NatGateway"))
-    assert not list(properties(spoke, "AWS::EC2::InternetGateway"))
-    assert not any(
-        p.get("DestinationCidrBlock") == "0.0.0.0/0" for _, p in properties(spoke, "AWS::EC2::Route")
-    )
-
-
-def test_cross_account_spoke_uses_hub_created_peer_role(config_from: Any) -> None:
-    data = {
-        "environment": "xacct",
-        "account": "111111111111",
-        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
-        "spokes": [
-            {"region": "us-west-2", "cidr": "10.20.0.0/16", "account": "222222222222", **NETWORK_ONLY}
-        ],
-    }
-    templates = synth(config_from(data))
-    [(_, role)] = properties(templates["peer-access-us-west-2"], "AWS::IAM::Role")
-    assert role["RoleName"] == "hubspoke-xacct-peer-us-west-2"
-    principal = role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["AWS"]
-    assert "222222222222" in str(principal)
-    [(_, peering)] = properties(templates["network-us-west-2"], "AWS::EC2::VPCPeeringConnection")
-    assert peering["PeerOwnerId"] == "111111111111"
-    assert "role/hubspoke-xacct-peer-us-west-2" in str(peering["PeerRoleArn"])
-    assert "role/hubspoke-xacct-peer-us-west-2" in str(peering["PeerVpcId"]["Fn::GetStackOutput"]["RoleArn"])
-    link_route = next(p for _, p in properties(templates["link-us-west-2"], "AWS::EC2::Route"))
-    assert "role/hubspoke-xacct-link-reader-us-west-2" in str(link_route["VpcPeeringConnectionId"])
+def test_nat_follows_the_regions_mode(shape: Shape) -> None:
+    """README `.nat`: `single` is one NAT gateway, `per_az` one in each of the Region's AZ IDs (a NAT gateway
+    serves one AZ: VPC User Guide, "NAT gateways"), `none` no egress to the internet at all."""
+    config, templates = shape.config, shape.templates
+    for region in config.regions():
+        t = templates[f"network-{region.region}"]
+        nats = [p for _, p in properties(t, "AWS::EC2::NatGateway")]
+        expected = {"single": 1, "per_az": len(region.resolved_az_ids), "none": 0}[region.nat]
+        assert len(nats) == expected, (region.region, region.nat)
+        defaults = [
+            p for _, p in properties(t, "AWS::EC2::Route") if p.get("DestinationCidrBlock") == "0.0.0.0/0"
+        ]
+        tables = route_table_az_ids(region)
+        if region.nat == "none":
+            assert not list(properties(t, "AWS::EC2::InternetGateway")) and not defaults, region.region
+            continue
+        private = {p["RouteTableId"]["Ref"] for p in defaults if "NatGatewayId" in p}
+        assert len(private) == len(tables), "every private route table has its default route through a NAT"
+        if region.nat == "per_az":  # each AZ's table through that AZ's own NAT gateway
+            used = {str(p["NatGatewayId"]) for p in defaults if "NatGatewayId" in p}
+            assert len(used) == expected

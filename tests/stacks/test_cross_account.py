@@ -1,0 +1,223 @@
+"""The cross-account roles, judged against what AWS documents they need, for every topology shape.
+
+A spoke in another account than the hub (README, `.account`) needs two roles and nothing more:
+
+- PeerAccess, in the hub account: CloudFormation in the spoke account accepts the peering into the hub VPC
+  through it (AWS::EC2::VPCPeeringConnection `PeerRoleArn`: "required when you are peering a VPC in a
+  different AWS account"; CloudFormation User Guide, "Walkthrough: Peer with a VPC in another AWS account":
+  the accepter account's role trusts the requester account and allows ec2:AcceptVpcPeeringConnection), and
+  the spoke's stacks read the hub's outputs through it.
+- LinkReader, in the spoke account: the hub's Link stack reads the spoke's peering ID through it.
+
+Fn::GetStackOutput (CloudFormation Template Reference): `RoleArn` is "an IAM role with
+cloudformation:DescribeStacks permission on the referenced stack", which "must be assumable by the execution
+role of the stack being created or updated": trust goes to the reading account (IAM User Guide, "AWS JSON
+policy elements: Principal": `arn:aws:iam::<account>:root` delegates to that account's own IAM policies).
+Service Authorization Reference, Amazon EC2: AcceptVpcPeeringConnection requires both the `vpc` and the
+`vpc-peering-connection` resource types; `ec2:AccepterVpc`, of type ARN, conditions the latter; the VPC
+Peering Guide ("Identity and access management for VPC peering") writes it with ArnEquals. Resource ARNs:
+`arn:${Partition}:ec2:${Region}:${Account}:vpc/${VpcId}`, `...:vpc-peering-connection/${Id}` and
+`arn:${Partition}:cloudformation:${Region}:${Account}:stack/${StackName}/${Id}` (same reference).
+
+The expected values below are built from config and those documents; names of roles come from the templates
+that use them (the peering's PeerRoleArn, the readers' RoleArn), never from hubspoke's own helpers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from hubspoke.config import HubSpokeConfig, SpokeConfig
+from hubspoke.topology import stack_name
+from tests.conftest import Shape, synth_dependencies
+
+PARTITION = "aws"  # every shape deploys to the commercial partition (AWS::Partition resolves to "aws")
+
+
+def text(value: Any) -> str:
+    """A template value as the string CloudFormation makes of it: partition resolved, weak references named."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        sep, parts = value["Fn::Join"]
+        return sep.join(text(p) for p in parts)
+    if value == {"Ref": "AWS::Partition"}:
+        return PARTITION
+    if "Fn::GetStackOutput" in value:
+        ref = value["Fn::GetStackOutput"]
+        return f"<{ref['StackName']}.{ref['OutputName']}>"
+    raise AssertionError(f"unexpected intrinsic in an IAM value: {value}")
+
+
+def stack_outputs_read(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        if "Fn::GetStackOutput" in value:
+            yield value["Fn::GetStackOutput"]
+        for v in value.values():
+            yield from stack_outputs_read(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from stack_outputs_read(v)
+
+
+def role_named(template: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
+    found = [
+        (k, r["Properties"])
+        for k, r in template["Resources"].items()
+        if r["Type"] == "AWS::IAM::Role" and r["Properties"].get("RoleName") == name
+    ]
+    assert len(found) == 1, f"role {name}: {len(found)} in the template"
+    return found[0]
+
+
+def trusted_accounts(role: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(Effect, Action, principal ARN) of each trust statement; conditions would be reported as a mismatch."""
+    statements = role["AssumeRolePolicyDocument"]["Statement"]
+    assert all(set(s) == {"Action", "Effect", "Principal"} for s in statements), statements
+    return [(s["Effect"], s["Action"], text(s["Principal"]["AWS"])) for s in statements]
+
+
+def granted(template: dict[str, Any], logical_id: str, role: dict[str, Any]) -> set[tuple[Any, ...]]:
+    """Every statement the role is given, inline or attached, as (Effect, actions, resource, condition)."""
+    assert "ManagedPolicyArns" not in role and "PermissionsBoundary" not in role
+    documents = [p["PolicyDocument"] for p in role.get("Policies", [])]
+    documents += [
+        r["Properties"]["PolicyDocument"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy" and {"Ref": logical_id} in r["Properties"]["Roles"]
+    ]
+    found = set()
+    for doc in documents:
+        for s in doc["Statement"]:
+            actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+            resources = s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]
+            condition = {
+                op: {key: text(v) for key, v in keys.items()} for op, keys in s.get("Condition", {}).items()
+            }
+            for resource in resources:
+                found.add((s["Effect"], tuple(sorted(actions)), text(resource), repr(condition)))
+    return found
+
+
+def cross_account_spokes(config: HubSpokeConfig) -> list[SpokeConfig]:
+    return [s for s in config.spokes if config.account_of(s) != config.account_of(config.hub)]
+
+
+def test_only_spokes_in_another_account_get_the_two_roles(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
+    crossing = {s.region for s in cross_account_spokes(config)}
+    assert {
+        sid.removeprefix("peer-access-") for sid in templates if sid.startswith("peer-access-")
+    } == crossing
+    for spoke in config.spokes:
+        named = [
+            r["Properties"]["RoleName"]
+            for r in templates[f"network-{spoke.region}"]["Resources"].values()
+            if r["Type"] == "AWS::IAM::Role" and "RoleName" in r["Properties"]
+        ]
+        assert len(named) == (spoke.region in crossing), (spoke.region, named)
+
+
+def test_link_reader_lets_the_hub_account_describe_the_spoke_network_and_nothing_else(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
+    hub_account = config.account_of(config.hub)
+    for spoke in cross_account_spokes(config):
+        account, network = config.account_of(spoke), stack_name(config, "network", spoke.region)
+        # Who uses it: the hub's Link stack, reading the spoke's peering ID with this role.
+        arns = {
+            text(ref["RoleArn"])
+            for ref in stack_outputs_read(templates[f"link-{spoke.region}"])
+            if ref["StackName"] == network
+        }
+        [arn] = arns
+        prefix = f"arn:{PARTITION}:iam::{account}:role/"
+        assert arn.startswith(prefix), (
+            f"the Link stack must assume a role in the spoke account {account}: {arn}"
+        )
+        logical_id, role = role_named(templates[f"network-{spoke.region}"], arn.removeprefix(prefix))
+        assert trusted_accounts(role) == [
+            ("Allow", "sts:AssumeRole", f"arn:{PARTITION}:iam::{hub_account}:root")
+        ]
+        readable = f"arn:{PARTITION}:cloudformation:{spoke.region}:{account}:stack/{network}/*"
+        assert granted(templates[f"network-{spoke.region}"], logical_id, role) == {
+            ("Allow", ("cloudformation:DescribeStacks",), readable, "{}")
+        }
+
+
+def test_peer_access_accepts_only_into_the_hub_vpc_and_reads_only_what_the_spoke_reads(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
+    hub, hub_account = config.hub.region, config.account_of(config.hub)
+    hub_network = stack_name(config, "network", hub)
+    for spoke in cross_account_spokes(config):
+        account = config.account_of(spoke)
+        [(_, peering)] = [
+            (k, r["Properties"])
+            for k, r in templates[f"network-{spoke.region}"]["Resources"].items()
+            if r["Type"] == "AWS::EC2::VPCPeeringConnection"
+        ]
+        assert (peering["PeerOwnerId"], peering["PeerRegion"]) == (hub_account, hub)
+        role_arn = text(peering["PeerRoleArn"])
+        prefix = f"arn:{PARTITION}:iam::{hub_account}:role/"
+        assert role_arn.startswith(prefix), f"the peer role lives in the hub (accepter) account: {role_arn}"
+        sid = f"peer-access-{spoke.region}"
+        logical_id, role = role_named(templates[sid], role_arn.removeprefix(prefix))
+        assert trusted_accounts(role) == [("Allow", "sts:AssumeRole", f"arn:{PARTITION}:iam::{account}:root")]
+
+        # The hub's outputs the spoke account's stacks read with this role, and only those.
+        spoke_stacks = [
+            s for s in templates if s.endswith(f"-{spoke.region}") and not s.startswith(("link-", sid))
+        ]
+        reads = {
+            ref["StackName"]
+            for s in spoke_stacks
+            for ref in stack_outputs_read(templates[s])
+            if "RoleArn" in ref and text(ref["RoleArn"]) == role_arn
+        }
+        assert hub_network in reads, "the spoke network reads the hub VPC ID through this role"
+        hub_vpc = f"arn:{PARTITION}:ec2:{hub}:{hub_account}:vpc/<{hub_network}.VpcId>"
+        accept = ("ec2:AcceptVpcPeeringConnection",)
+        assert granted(templates[sid], logical_id, role) == {
+            ("Allow", accept, hub_vpc, "{}"),
+            (
+                "Allow",
+                accept,
+                f"arn:{PARTITION}:ec2:{hub}:{hub_account}:vpc-peering-connection/*",
+                repr({"ArnEquals": {"ec2:AccepterVpc": hub_vpc}}),
+            ),
+            *(
+                (
+                    "Allow",
+                    ("cloudformation:DescribeStacks",),
+                    f"arn:{PARTITION}:cloudformation:{hub}:{hub_account}:stack/{name}/*",
+                    "{}",
+                )
+                for name in reads
+            ),
+        }
+
+
+def test_a_cross_account_spoke_network_deploys_after_its_peer_access_stack(shape: Shape) -> None:
+    """The peering's PeerRoleArn and the spoke's Fn::GetStackOutput both assume the peer role when the spoke
+    network is created, and the Link stack assumes the LinkReader, created with the spoke network: `cdk deploy`
+    follows the cloud assembly's stack dependencies, so each must lead (directly or through others)."""
+    config = shape.config
+    deps = synth_dependencies(config)
+
+    def upstream(sid: str) -> set[str]:
+        seen, todo = set(), list(deps[sid])
+        while todo:
+            dep = todo.pop()
+            if dep not in seen:
+                seen.add(dep)
+                todo.extend(deps[dep])
+        return seen
+
+    hub_network = f"network-{config.hub.region}"
+    for spoke in cross_account_spokes(config):
+        access = f"peer-access-{spoke.region}"
+        assert hub_network in upstream(access), (
+            "the role's policy names the hub VPC, read from the hub network"
+        )
+        assert access in upstream(f"network-{spoke.region}")
+        assert f"network-{spoke.region}" in upstream(f"link-{spoke.region}")
