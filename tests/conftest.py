@@ -159,17 +159,21 @@ def shape_names() -> list[str]:
     return ["dev", *SHAPES]
 
 
-@pytest.fixture(scope="session", params=shape_names())
-def shape(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Shape:
-    """Every topology the template invariants must hold for; one synth per shape per session (the cache)."""
+def load_shape(name: str, tmp_path_factory: pytest.TempPathFactory) -> Shape:
+    """Shape `name` ("dev" or a key of tests/shapes.py SHAPES), synthesized through the session's cache."""
     from tests.shapes import SHAPES
 
-    name: str = request.param
     if name == "dev":
         config = load(ROOT / "config" / "dev.yaml").config
     else:
         config = load(write_config(tmp_path_factory.mktemp(f"shape-{name}"), SHAPES[name])).config
     return Shape(name, config, synth(config))
+
+
+@pytest.fixture(scope="session", params=shape_names())
+def shape(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Shape:
+    """Every topology the template invariants must hold for; one synth per shape per session (the cache)."""
+    return load_shape(request.param, tmp_path_factory)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Snapshots of every template config/dev.yaml produces, asset hashes masked: a diff here means infrastructure changed.
+"""Snapshots of every template config/dev.yaml and each topology shape (tests/shapes.py) produce, asset hashes
+masked: a diff here means infrastructure changed.
 
 Review a snapshot diff like a plan; accept it with `pytest tests/test_snapshots.py --snapshot-update`.
 """
@@ -12,7 +13,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from tests.conftest import Templates
+from tests.conftest import Templates, load_shape
+from tests.shapes import SHAPES
 
 _HASH = re.compile(r"[0-9a-f]{64}")
 
@@ -41,3 +43,13 @@ def test_mask_hides_only_hashes() -> None:
 def test_dev_templates(dev_templates: Templates, snapshot_json: SnapshotAssertion) -> None:
     for stack_id in sorted(dev_templates):
         assert mask(dev_templates[stack_id]) == snapshot_json(name=stack_id)
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_shape_templates(
+    name: str, tmp_path_factory: pytest.TempPathFactory, snapshot_json: SnapshotAssertion
+) -> None:
+    """Peer-access stacks, cross-account roles, secondary CIDRs and NAT modes show up only in these."""
+    templates = load_shape(name, tmp_path_factory).templates
+    for stack_id in sorted(templates):
+        assert mask(templates[stack_id]) == snapshot_json(name=stack_id)

@@ -9,7 +9,7 @@ import pytest
 
 from hubspoke.config import HubSpokeConfig
 from hubspoke.policy.rules import RULES, Template, check
-from tests.conftest import Templates
+from tests.conftest import Shape, Templates
 
 
 def as_templates(templates: Templates) -> list[Template]:
@@ -20,8 +20,8 @@ def rules_hit(templates: Templates, config: HubSpokeConfig) -> set[str]:
     return {v.rule for v in check(as_templates(templates), config)}
 
 
-def test_dev_templates_pass(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
-    assert check(as_templates(dev_templates), dev_config) == []
+def test_every_shapes_templates_pass(shape: Shape) -> None:
+    assert check(as_templates(shape.templates), shape.config) == []
 
 
 def test_every_rule_is_documented() -> None:

@@ -17,7 +17,7 @@ import pytest
 from hubspoke.config import HubSpokeConfig
 from hubspoke.policy.rules import Template, check
 from hubspoke.policy.waiters import waiter_seconds
-from tests.conftest import Templates
+from tests.conftest import Shape, Templates
 
 RULE = "HubSpoke-WaiterWithinServiceTimeout"
 STACK = "compute-us-west-2"
@@ -60,8 +60,8 @@ def over_the_maximum(t: dict[str, Any]) -> None:
             res["Properties"]["ServiceTimeout"] = "7200"
 
 
-def test_the_dev_templates_wait_within_the_hour(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
-    assert _hits(dev_templates, dev_config) == []
+def test_every_shapes_templates_wait_within_the_hour(shape: Shape) -> None:
+    assert _hits(shape.templates, shape.config) == []
 
 
 @pytest.mark.parametrize(

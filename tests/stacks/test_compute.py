@@ -17,7 +17,8 @@ import pytest
 from hubspoke.config import HubSpokeConfig, load
 from hubspoke.k8s.job import JOB_KINDS, training_job
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
-from tests.conftest import ROOT, minimal, resources
+from hubspoke.topology import plan_stacks, stack_name
+from tests.conftest import ROOT, Shape, resources
 
 Template = dict[str, Any]
 
@@ -81,11 +82,11 @@ def compute_regions(config: HubSpokeConfig) -> list[str]:
     return [r.region for r in config.regions() if r.compute.enabled]
 
 
-def test_every_compute_region_has_two_p5_in_the_configured_group(assembly: Path, dev: HubSpokeConfig) -> None:
-    assert compute_regions(dev), "dev.yaml must enable compute somewhere"
-    for code in compute_regions(dev):
-        region = dev.region_config(code)
-        [(_, cluster)] = resources(compute_template(assembly, dev, code), "AWS::SageMaker::Cluster")
+def test_every_compute_region_has_two_p5_in_the_configured_group(shape: Shape) -> None:
+    config = shape.config
+    for code in compute_regions(config):
+        region = config.region_config(code)
+        [(_, cluster)] = resources(shape.templates[f"compute-{code}"], "AWS::SageMaker::Cluster")
         groups = cluster["Properties"]["InstanceGroups"]
         assert [(g["InstanceType"], g["InstanceCount"]) for g in groups] == [
             (g.instance_type, g.count) for g in region.compute.instance_groups
@@ -99,10 +100,13 @@ def test_every_compute_region_has_two_p5_in_the_configured_group(assembly: Path,
             assert storage["EbsVolumeConfig"]["VolumeKmsKeyId"], "the node volume must use our KMS key"
 
 
-def test_instance_groups_sit_in_the_accelerator_az_id_subnet(assembly: Path, dev: HubSpokeConfig) -> None:
-    stacks = templates(assembly)
-    for code in compute_regions(dev):
-        [(_, cluster)] = resources(compute_template(assembly, dev, code), "AWS::SageMaker::Cluster")
+def test_instance_groups_sit_in_the_accelerator_az_id_subnet(shape: Shape) -> None:
+    config = shape.config
+    stacks = {
+        stack_name(config, p.kind, p.spoke or p.region): shape.templates[p.id] for p in plan_stacks(config)
+    }
+    for code in compute_regions(config):
+        [(_, cluster)] = resources(shape.templates[f"compute-{code}"], "AWS::SageMaker::Cluster")
         [subnet_ref] = cluster["Properties"]["VpcConfig"]["Subnets"]
         ref = subnet_ref["Fn::GetStackOutput"]
         network = stacks[ref["StackName"]]
@@ -110,15 +114,15 @@ def test_instance_groups_sit_in_the_accelerator_az_id_subnet(assembly: Path, dev
         subnet = network["Resources"][subnet_id]
         assert subnet["Type"] == "AWS::EC2::Subnet"
         assert (
-            subnet["Properties"]["AvailabilityZoneId"] == dev.region_config(code).resolved_accelerator_az_id
+            subnet["Properties"]["AvailabilityZoneId"]
+            == config.region_config(code).resolved_accelerator_az_id
         )
 
 
-def test_every_security_group_given_to_the_cluster_has_efa_self_rules(
-    assembly: Path, dev: HubSpokeConfig
-) -> None:
-    for code in compute_regions(dev):
-        template = compute_template(assembly, dev, code)
+def test_every_security_group_given_to_the_cluster_has_efa_self_rules(shape: Shape) -> None:
+    config = shape.config
+    for code in compute_regions(config):
+        template = shape.templates[f"compute-{code}"]
         [(_, cluster)] = resources(template, "AWS::SageMaker::Cluster")
         groups = cluster["Properties"]["VpcConfig"]["SecurityGroupIds"]
         assert groups
@@ -157,13 +161,12 @@ def test_lifecycle_asset_is_the_script_alone_and_pins_no_mtu(assembly: Path, dev
         assert not [s for s in statements if "ssm:GetParametersByPath" in json.dumps(s["Action"])]
 
 
-def test_customer_managed_volume_key_comes_with_continuous_provisioning(
-    assembly: Path, dev: HubSpokeConfig
-) -> None:
+def test_customer_managed_volume_key_comes_with_continuous_provisioning(shape: Shape) -> None:
     """SageMaker developer guide, "Customer managed AWS KMS key encryption for SageMaker HyperPod": customer
     managed keys only with continuous node provisioning; no encryption-context condition in the key policy."""
-    for code in compute_regions(dev):
-        template = compute_template(assembly, dev, code)
+    config = shape.config
+    for code in compute_regions(config):
+        template = shape.templates[f"compute-{code}"]
         [(_, cluster)] = resources(template, "AWS::SageMaker::Cluster")
         assert cluster["Properties"]["NodeProvisioningMode"] == "Continuous"
         for group in cluster["Properties"]["InstanceGroups"]:
@@ -172,10 +175,11 @@ def test_customer_managed_volume_key_comes_with_continuous_provisioning(
             assert "kms:EncryptionContext" not in json.dumps(key["Properties"]["KeyPolicy"])
 
 
-def test_nodes_can_pull_from_aws_owned_registries(assembly: Path, dev: HubSpokeConfig) -> None:
+def test_nodes_can_pull_from_aws_owned_registries(shape: Shape) -> None:
     """The add-ons' and the health agent's images live in AWS accounts' ECR repositories, not ours."""
-    for code in compute_regions(dev):
-        template = compute_template(assembly, dev, code)
+    config = shape.config
+    for code in compute_regions(config):
+        template = shape.templates[f"compute-{code}"]
         [(_, cluster)] = resources(template, "AWS::SageMaker::Cluster")
         role_id = cluster["Properties"]["InstanceGroups"][0]["ExecutionRole"]["Fn::GetAtt"][0]
         statements = [
@@ -188,21 +192,23 @@ def test_nodes_can_pull_from_aws_owned_registries(assembly: Path, dev: HubSpokeC
         assert any(pull <= set(s["Action"]) and s["Resource"] == "*" for s in statements)
 
 
-def test_hyperpod_creates_the_nodes_access_entry_not_us(assembly: Path, dev: HubSpokeConfig) -> None:
-    for code in compute_regions(dev):
-        template = compute_template(assembly, dev, code)
+def test_hyperpod_creates_the_nodes_access_entry_not_us(shape: Shape) -> None:
+    config = shape.config
+    for code in compute_regions(config):
+        template = shape.templates[f"compute-{code}"]
         types = [r["Properties"].get("Type") for _, r in resources(template, "AWS::EKS::AccessEntry")]
         assert "HYPERPOD_LINUX" not in types
 
 
-def test_node_bound_addons_wait_for_running_nodes(assembly: Path, dev: HubSpokeConfig) -> None:
+def test_node_bound_addons_wait_for_running_nodes(shape: Shape) -> None:
     """With continuous provisioning the cluster is InService before its nodes: add-ons wait for NodesReady.
 
     The wait is two resources in turn (nodes launched, then Running), each with CloudFormation's hour
     (AWS::CloudFormation::CustomResource ServiceTimeout: at most 3600 s).
     """
-    for code in compute_regions(dev):
-        template = compute_template(assembly, dev, code)
+    config = shape.config
+    for code in compute_regions(config):
+        template = shape.templates[f"compute-{code}"]
         waits = {
             r["Properties"]["Until"]: (i, r) for i, r in resources(template, "Custom::HyperPodNodesReady")
         }
@@ -233,9 +239,10 @@ def _manifests(template: Template) -> list[dict[str, Any]]:
     return json.loads(body)
 
 
-def test_applied_volumes_are_50ti_rwx_retain_and_bound(assembly: Path, dev: HubSpokeConfig) -> None:
-    for code in compute_regions(dev):
-        docs = _manifests(compute_template(assembly, dev, code))
+def test_applied_volumes_are_50ti_rwx_retain_and_bound(shape: Shape) -> None:
+    config = shape.config
+    for code in compute_regions(config):
+        docs = _manifests(shape.templates[f"compute-{code}"])
         volumes = {d["metadata"]["name"]: d for d in docs if d["kind"] == "PersistentVolume"}
         claims = {d["metadata"]["name"]: d for d in docs if d["kind"] == "PersistentVolumeClaim"}
         assert set(claims) == {DATASET_CLAIM, CHECKPOINT_CLAIM}
@@ -251,24 +258,27 @@ def test_applied_volumes_are_50ti_rwx_retain_and_bound(assembly: Path, dev: HubS
             assert bound["spec"]["claimRef"]["name"] == claim["metadata"]["name"]
 
 
-def test_volumes_mount_the_regions_own_cnq(assembly: Path, dev: HubSpokeConfig) -> None:
-    for code in compute_regions(dev):
-        text = json.dumps(compute_template(assembly, dev, code)["Resources"])
+def test_volumes_mount_the_regions_own_cnq(shape: Shape) -> None:
+    config = shape.config
+    for code in compute_regions(config):
+        text = json.dumps(shape.templates[f"compute-{code}"]["Resources"])
         storages = set(re.findall(r'"StackName": "(hubspoke-[^"]*-storage-[^"]*)"', text))
-        assert storages == {f"hubspoke-{dev.environment}-storage-{code}"}
+        assert storages == {f"hubspoke-{config.environment}-storage-{code}"}
 
 
-def test_no_compute_where_config_switches_it_off(config_from: Any, tmp_path: Path) -> None:
-    data = minimal()
-    data["spokes"][0]["compute"] = {"enabled": False}
-    config = config_from(data)
-    built = templates(synth_to(config, tmp_path))
-    assert "hubspoke-dev-compute-us-west-2" not in built
-    assert "hubspoke-dev-compute-us-east-2" in built
-    for name, template in built.items():
-        if name.endswith("us-west-2"):
+def test_no_compute_where_config_switches_it_off(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
+    assert {sid for sid in templates if sid.startswith("compute-")} == {
+        f"compute-{c}" for c in compute_regions(config)
+    }
+    for sid, template in templates.items():
+        if template["Metadata"]["hubspoke"]["region"] not in compute_regions(config):
             kinds = {r["Type"] for r in template["Resources"].values()}
-            assert not kinds & {"AWS::SageMaker::Cluster", "AWS::EKS::Cluster", "Custom::AWSCDK-EKS-Cluster"}
+            assert not kinds & {
+                "AWS::SageMaker::Cluster",
+                "AWS::EKS::Cluster",
+                "Custom::AWSCDK-EKS-Cluster",
+            }, sid
 
 
 def job_agent_endpoints(config: HubSpokeConfig, code: str) -> set[str]:
@@ -284,13 +294,12 @@ def job_agent_endpoints(config: HubSpokeConfig, code: str) -> set[str]:
     return found
 
 
-def test_observability_addon_listens_for_emf_where_the_jobs_send_it(
-    assembly: Path, dev: HubSpokeConfig
-) -> None:
-    for code in compute_regions(dev):
+def test_observability_addon_listens_for_emf_where_the_jobs_send_it(shape: Shape) -> None:
+    config = shape.config
+    for code in compute_regions(config):
         [addon] = [
             a["Properties"]
-            for _, a in resources(compute_template(assembly, dev, code), "AWS::EKS::Addon")
+            for _, a in resources(shape.templates[f"compute-{code}"], "AWS::EKS::Addon")
             if a["Properties"]["AddonName"] == "amazon-cloudwatch-observability"
         ]
         settings = json.loads(addon["ConfigurationValues"])
@@ -303,7 +312,7 @@ def test_observability_addon_listens_for_emf_where_the_jobs_send_it(
         assert settings["containerLogs"]["enabled"] is True
 
         listen = urlsplit(collected["emf"]["service_address"])
-        [endpoint] = job_agent_endpoints(dev, code)
+        [endpoint] = job_agent_endpoints(config, code)
         target = urlsplit(endpoint)
         assert (target.scheme, target.port) == (listen.scheme, listen.port) == ("tcp", 25888), (
             "jobs must send on the protocol and port the agent listens on; the add-on's operator publishes "
@@ -335,13 +344,14 @@ def test_compute_templates_are_cfn_lint_clean(assembly: Path) -> None:
     assert [f for f in findings if ":W3005:" not in f] == [], result.stdout + result.stderr
 
 
-def test_training_metric_records_land_in_a_group_with_retention(assembly: Path, dev: HubSpokeConfig) -> None:
+def test_training_metric_records_land_in_a_group_with_retention(shape: Shape) -> None:
+    config = shape.config
     from hubspoke import training_metrics
 
-    for code in compute_regions(dev):
+    for code in compute_regions(config):
         groups = [
             r["Properties"]
-            for _, r in resources(compute_template(assembly, dev, code), "AWS::Logs::LogGroup")
-            if r["Properties"].get("LogGroupName") == training_metrics.log_group_name(dev.environment)
+            for _, r in resources(shape.templates[f"compute-{code}"], "AWS::Logs::LogGroup")
+            if r["Properties"].get("LogGroupName") == training_metrics.log_group_name(config.environment)
         ]
         assert len(groups) == 1 and groups[0]["RetentionInDays"] > 0, code

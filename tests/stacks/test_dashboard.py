@@ -7,31 +7,18 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-import pytest
-
 from hubspoke import compute_metrics, training_metrics
 from hubspoke.config import HubSpokeConfig
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
+from hubspoke.constructs.canary.traffic import namespace as traffic_namespace
 from hubspoke.constructs.hyperpod.addons import CLOUDWATCH_OBSERVABILITY
 from hubspoke.k8s.job import training_job
 from hubspoke.policy.rules import METADATA_KEY
-from tests.conftest import Templates, minimal, properties, synth
+from tests.conftest import Shape, Templates, minimal, properties
 from tests.stacks.test_ops import alarm_metrics
 
 # A series: namespace, metric name, dimensions, and the Region it lives in.
 Series = tuple[str, str, frozenset[tuple[str, str]], str]
-
-
-def three_regions(**hub: Any) -> dict[str, Any]:
-    """Hub, a spoke with everything, and a spoke without compute: every kind of column."""
-    data = minimal(
-        spokes=[
-            {"region": "us-west-2", "cidr": "10.20.0.0/16"},
-            {"region": "eu-west-1", "cidr": "10.30.0.0/16", "compute": {"enabled": False}},
-        ]
-    )
-    data["hub"].update(hub)
-    return data
 
 
 def region_of(template: dict[str, Any]) -> str:
@@ -159,25 +146,9 @@ def published(config: HubSpokeConfig, templates: Templates) -> set[Series]:
     return series
 
 
-@pytest.fixture(scope="module")
-def three(config_from_module: Any) -> tuple[HubSpokeConfig, Templates]:
-    config = config_from_module(three_regions())
-    return config, synth(config)
-
-
-@pytest.fixture(scope="module")
-def config_from_module(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from hubspoke.config import load
-    from tests.conftest import write_config
-
-    def build(data: dict[str, Any]) -> HubSpokeConfig:
-        return load(write_config(tmp_path_factory.mktemp("config"), data)).config
-
-    return build
-
-
-def test_every_region_has_a_column_in_every_row(three: tuple[HubSpokeConfig, Templates]) -> None:
-    config, templates = three
+def test_every_region_has_a_column_in_every_row(shape: Shape) -> None:
+    """Over every shape: hubs with and without compute, spokes with everything, storage only or network only."""
+    config, templates = shape.config, shape.templates
     regions = [r.region for r in config.regions()]
     _, body = dashboard_of(templates)
     rows: dict[int, list[dict[str, Any]]] = {}
@@ -200,17 +171,14 @@ def test_every_region_has_a_column_in_every_row(three: tuple[HubSpokeConfig, Tem
     for r in regions:
         publishes = f"ops-{r}" in templates or f"compute-{r}" in templates
         assert publishes == any(s[3] == r for s in shown), f"{r}: its own metrics are missing or invented"
-    # GPUs are graphed exactly where a Compute stack exists (never for eu-west-1, whose compute is off).
-    computes = {r for r in regions if f"compute-{r}" in templates}
-    assert "eu-west-1" not in computes
+    # GPUs are graphed exactly where compute is on (a Compute stack exists).
+    computes = {r.region for r in config.regions() if r.compute.enabled}
+    assert computes == {r for r in regions if f"compute-{r}" in templates}
     assert computes == {s[3] for s in shown if s[0] == compute_metrics.NAMESPACE}
 
 
-@pytest.mark.parametrize("case", ["dev", "three"])
-def test_every_metric_a_widget_shows_is_published(
-    case: str, dev_config: HubSpokeConfig, dev_templates: Templates, three: tuple[HubSpokeConfig, Templates]
-) -> None:
-    config, templates = (dev_config, dev_templates) if case == "dev" else three
+def test_every_metric_a_widget_shows_is_published(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
     sid, body = dashboard_of(templates)
     available = published(config, templates)
     namespaces = set()
@@ -219,8 +187,14 @@ def test_every_metric_a_widget_shows_is_published(
             f"widget {widget['properties']['title']!r} graphs {series}: nothing publishes it"
         )
         namespaces.add(series[0])
-    # Every source appears: canary, flow-log filters, and where a cluster runs, Container Insights and the job.
-    assert len(namespaces) == (4 if any(sid.startswith("compute-") for sid in templates) else 2)
+    # Every source appears: where a spoke caches the hub (an Ops stack), its canary and flow-log filters; where
+    # a cluster runs, Container Insights and the job.
+    expected = set()
+    if any(s.startswith("ops-") for s in templates):
+        expected |= {canary_metrics.NAMESPACE, traffic_namespace(config.environment)}
+    if any(s.startswith("compute-") for s in templates):
+        expected |= {compute_metrics.NAMESPACE, training_metrics.NAMESPACE}
+    assert namespaces == expected
     for _, alarm in properties(templates[sid], "AWS::CloudWatch::Alarm"):
         for metric in alarm_metrics(alarm):
             dims = frozenset((d["Name"], d["Value"]) for d in metric["Dimensions"])

@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 
 from hubspoke import compute_metrics, training_metrics
-from hubspoke.config import HubSpokeConfig
+from hubspoke.config import HubSpokeConfig, SpokeConfig
 from hubspoke.constructs.alarms import HUB_UNREACHABLE_MINUTES
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.canary.traffic import namespace as traffic_namespace
 from hubspoke.stacks.ops import CANARY_PORTS
-from tests.conftest import Templates, minimal, properties, synth
+from hubspoke.topology import stack_name
+from tests.conftest import Shape, minimal, properties, synth
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,11 +35,21 @@ def published_by_filters(template: dict[str, Any]) -> set[tuple[str, str]]:
     }
 
 
-def test_every_spoke_has_a_scheduled_canary_in_its_vpc(
-    dev_config: HubSpokeConfig, dev_templates: Templates
-) -> None:
-    for spoke in dev_config.spokes:
-        ops = dev_templates[f"ops-{spoke.region}"]
+def watched_spokes(config: HubSpokeConfig) -> list[SpokeConfig]:
+    """Spokes with a CNQ caching a CNQ hub: what the canary watches (README `ops`); network-only spokes have
+    no portal to lose and no Ops stack."""
+    return [s for s in config.spokes if s.storage.enabled and config.hub.storage.enabled]
+
+
+def test_exactly_the_caching_spokes_have_an_ops_stack(shape: Shape) -> None:
+    ops = {sid.removeprefix("ops-") for sid in shape.templates if sid.startswith("ops-")}
+    assert ops == {s.region for s in watched_spokes(shape.config)}
+
+
+def test_every_spoke_has_a_scheduled_canary_in_its_vpc(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
+    for spoke in watched_spokes(config):
+        ops = templates[f"ops-{spoke.region}"]
         [(fn_id, fn)] = properties(ops, "AWS::Lambda::Function")
         assert fn["VpcConfig"]["SubnetIds"], "the canary must probe from inside the spoke VPC"
         env = fn["Environment"]["Variables"]
@@ -49,32 +60,30 @@ def test_every_spoke_has_a_scheduled_canary_in_its_vpc(
         assert rule["Targets"][0]["Arn"] == {"Fn::GetAtt": [fn_id, "Arn"]}
         # The canary may only reach the hub on the probed ports, the local REST API and HTTPS.
         [(_, sg)] = properties(ops, "AWS::EC2::SecurityGroup")
-        hub_rules = [r for r in sg["SecurityGroupEgress"] if r["CidrIp"] in dev_config.hub.all_cidrs]
+        hub_rules = [r for r in sg["SecurityGroupEgress"] if r["CidrIp"] in config.hub.all_cidrs]
         assert {r["FromPort"] for r in hub_rules} == set(CANARY_PORTS)
 
 
-def test_hub_outage_is_detected_within_three_minutes(
-    dev_config: HubSpokeConfig, dev_templates: Templates
-) -> None:
-    for spoke in dev_config.spokes:
-        ops = dev_templates[f"ops-{spoke.region}"]
+def test_hub_outage_is_detected_within_three_minutes(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
+    for spoke in watched_spokes(config):
+        ops = templates[f"ops-{spoke.region}"]
         alarms = {p["AlarmName"]: p for _, p in properties(ops, "AWS::CloudWatch::Alarm")}
-        hub = alarms[f"hubspoke-dev-ops-{spoke.region}-hub-unreachable"]
+        prefix = stack_name(config, "ops", spoke.region)
+        hub = alarms[f"{prefix}-hub-unreachable"]
         assert hub["MetricName"] == canary_metrics.HUB_REACHABLE
         assert hub["Period"] * hub["EvaluationPeriods"] <= HUB_UNREACHABLE_MINUTES * 60
         assert hub["DatapointsToAlarm"] == hub["EvaluationPeriods"]
         assert hub["TreatMissingData"] == "breaching", "a silent canary must not look like a healthy hub"
-        portal = alarms[f"hubspoke-dev-ops-{spoke.region}-portal-not-active"]
+        portal = alarms[f"{prefix}-portal-not-active"]
         assert portal["MetricName"] == canary_metrics.PORTAL_STATUS
         assert portal["Threshold"] == canary_metrics.PORTAL_STATUS_ACTIVE
         assert portal["ComparisonOperator"] == "LessThanThreshold"
 
 
-def test_every_alarm_notifies_an_encrypted_topic(
-    dev_config: HubSpokeConfig, dev_templates: Templates
-) -> None:
-    for spoke in dev_config.spokes:
-        ops = dev_templates[f"ops-{spoke.region}"]
+def test_every_alarm_notifies_an_encrypted_topic(shape: Shape) -> None:
+    for spoke in watched_spokes(shape.config):
+        ops = shape.templates[f"ops-{spoke.region}"]
         topics = dict(properties(ops, "AWS::SNS::Topic"))
         assert all("KmsMasterKeyId" in t for t in topics.values())
         for _, alarm in properties(ops, "AWS::CloudWatch::Alarm"):
@@ -83,12 +92,11 @@ def test_every_alarm_notifies_an_encrypted_topic(
             assert key["EnableKeyRotation"] is True
 
 
-def test_every_alarm_reads_a_metric_that_something_publishes(
-    dev_config: HubSpokeConfig, dev_templates: Templates
-) -> None:
+def test_every_alarm_reads_a_metric_that_something_publishes(shape: Shape) -> None:
+    config, templates = shape.config, shape.templates
     train = (ROOT / "workload" / "train.py").read_text()
-    for spoke in dev_config.spokes:
-        ops = dev_templates[f"ops-{spoke.region}"]
+    for spoke in watched_spokes(config):
+        ops = templates[f"ops-{spoke.region}"]
         filters = published_by_filters(ops)
         seen = set()
         for _, alarm in properties(ops, "AWS::CloudWatch::Alarm"):
@@ -97,7 +105,7 @@ def test_every_alarm_reads_a_metric_that_something_publishes(
                 seen.add(ns)
                 if ns == canary_metrics.NAMESPACE:
                     assert name in canary_metrics.UNITS  # the handler's EMF line declares exactly these
-                elif ns == traffic_namespace(dev_config.environment):
+                elif ns == traffic_namespace(config.environment):
                     assert (ns, name) in filters
                 elif ns == training_metrics.NAMESPACE:
                     assert name in training_metrics.UNITS and "training_metrics" in train
@@ -107,7 +115,9 @@ def test_every_alarm_reads_a_metric_that_something_publishes(
                     )  # the CloudWatch observability add-on (Compute stack)
                 else:
                     pytest.fail(f"alarm reads {ns}/{name}, which nothing in hubspoke publishes")
-        assert {canary_metrics.NAMESPACE, traffic_namespace("dev"), compute_metrics.NAMESPACE} <= seen
+        # GPU alarms exist where the spoke trains (its Compute stack).
+        expected = {canary_metrics.NAMESPACE, traffic_namespace(config.environment)}
+        assert expected | ({compute_metrics.NAMESPACE} if spoke.compute.enabled else set()) <= seen
 
 
 def test_alarm_emails_subscribe_and_floors_come_from_config(config_from: Any) -> None:

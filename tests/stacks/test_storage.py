@@ -21,7 +21,18 @@ from hubspoke.stacks.storage import (
     PORTAL_RESOURCE,
 )
 from hubspoke.topology import stack_name
-from tests.conftest import ROOT, Templates, minimal, properties, resources, synth, with_pins, write_config
+from tests.conftest import (
+    ROOT,
+    Templates,
+    load_shape,
+    minimal,
+    properties,
+    resources,
+    shape_names,
+    synth,
+    with_pins,
+    write_config,
+)
 
 QUMULO_VPC_PORTS = {
     ("tcp", 2049),
@@ -71,12 +82,16 @@ def varied_templates(varied_config: HubSpokeConfig) -> Templates:
     return synth(varied_config)
 
 
-@pytest.fixture(params=["dev", "varied"])
-def case(request: pytest.FixtureRequest) -> tuple[HubSpokeConfig, Templates]:
-    """Each storage invariant holds for config/dev.yaml and for a config that varies every storage knob."""
-    return request.getfixturevalue(f"{request.param}_config"), request.getfixturevalue(
-        f"{request.param}_templates"
-    )
+@pytest.fixture(params=[*shape_names(), "varied"])
+def case(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[HubSpokeConfig, Templates]:
+    """Each storage invariant holds for every topology shape (config/dev.yaml and tests/shapes.py) and for a
+    config that varies every storage knob."""
+    if request.param == "varied":
+        return request.getfixturevalue("varied_config"), request.getfixturevalue("varied_templates")
+    shape = load_shape(request.param, tmp_path_factory)
+    return shape.config, shape.templates
 
 
 def test_nodes_as_configured_imdsv2_encrypted_retained_volumes(
@@ -287,20 +302,19 @@ def test_every_bucket_key_and_secret_is_retained_and_encrypted(
         assert all(k["Properties"]["EnableKeyRotation"] for _, k in resources(template, "AWS::KMS::Key"))
 
 
-def test_no_secret_in_any_template(varied_templates: Templates, dev_templates: Templates) -> None:
-    for templates in (varied_templates, dev_templates):
-        for stack_id, template in templates.items():
-            text = json.dumps(template)
-            assert "resolve:secretsmanager" not in text, f"{stack_id} resolves a secret into the template"
-            for _, secret in resources(template, "AWS::SecretsManager::Secret"):
-                assert (
-                    "SecretString" not in secret["Properties"]
-                    and "GenerateSecretString" in secret["Properties"]
-                )
-            for output in template.get("Outputs", {}).values():
-                assert "Password" not in json.dumps(output["Value"]) or "Ref" in output["Value"]
-            for _, custom in resources(template, CLUSTER_RESOURCE):
-                assert not any("password" in k.lower() for k in custom["Properties"]), "only the secret's ARN"
+def test_no_secret_in_any_template(case: tuple[HubSpokeConfig, Templates]) -> None:
+    _, templates = case
+    for stack_id, template in templates.items():
+        text = json.dumps(template)
+        assert "resolve:secretsmanager" not in text, f"{stack_id} resolves a secret into the template"
+        for _, secret in resources(template, "AWS::SecretsManager::Secret"):
+            assert (
+                "SecretString" not in secret["Properties"] and "GenerateSecretString" in secret["Properties"]
+            )
+        for output in template.get("Outputs", {}).values():
+            assert "Password" not in json.dumps(output["Value"]) or "Ref" in output["Value"]
+        for _, custom in resources(template, CLUSTER_RESOURCE):
+            assert not any("password" in k.lower() for k in custom["Properties"]), "only the secret's ARN"
 
 
 def _ingress(template: dict[str, Any], sg_id: str) -> list[dict[str, Any]]:
@@ -354,7 +368,7 @@ def test_exactly_one_portal_per_spoke_pointing_at_its_hub(case: tuple[HubSpokeCo
     hub_outputs = templates[f"storage-{hub.region}"]["Outputs"]
     # The output contract (hubspoke/outputs.py), written out: a rename breaks deployed spokes.
     assert {"FloatingIps", "AdminSecretArn"} <= set(hub_outputs)
-    for spoke in config.spokes:
+    for spoke in (s for s in config.spokes if s.storage.enabled):
         portal = _one_portal(templates[f"storage-{spoke.region}"])
         for key, output in (("HubRestAddresses", "FloatingIps"), ("HubPortalHosts", "FloatingIps"),
                             ("HubSecretArn", "AdminSecretArn")):  # fmt: skip
@@ -393,14 +407,17 @@ def test_cluster_resource_carries_the_release_and_local_exports(
         assert set(props["ExportPaths"]) == local, "a spoke's dataset path belongs to its portal"
 
 
-def test_provisioner_runs_in_the_vpc_and_reaches_only_rest_and_https(dev_templates: Templates) -> None:
-    template = dev_templates["storage-us-west-2"]
-    functions = [res["Properties"] for _, res in resources(template, "AWS::Lambda::Function")]
-    handler = next(f for f in functions if f.get("Handler", "").endswith("on_event"))
-    assert handler["VpcConfig"]["SubnetIds"]
-    [sg_id] = [s["Fn::GetAtt"][0] for s in handler["VpcConfig"]["SecurityGroupIds"]]
-    egress = template["Resources"][sg_id]["Properties"]["SecurityGroupEgress"]
-    assert {(e["IpProtocol"], e["FromPort"]) for e in egress} == {("tcp", 8000), ("tcp", 443)}
+def test_provisioner_runs_in_the_vpc_and_reaches_only_rest_and_https(
+    case: tuple[HubSpokeConfig, Templates],
+) -> None:
+    config, templates = case
+    for template in storage_templates(config, templates).values():
+        functions = [res["Properties"] for _, res in resources(template, "AWS::Lambda::Function")]
+        handler = next(f for f in functions if f.get("Handler", "").endswith("on_event"))
+        assert handler["VpcConfig"]["SubnetIds"]
+        [sg_id] = [s["Fn::GetAtt"][0] for s in handler["VpcConfig"]["SecurityGroupIds"]]
+        egress = template["Resources"][sg_id]["Properties"]["SecurityGroupEgress"]
+        assert {(e["IpProtocol"], e["FromPort"]) for e in egress} == {("tcp", 8000), ("tcp", 443)}
 
 
 def test_a_deploy_that_changes_nothing_about_the_nodes_leaves_them_untouched(

@@ -32,9 +32,8 @@ from typing import Any
 
 import pytest
 
-from hubspoke.config import HubSpokeConfig
 from hubspoke.constructs.hyperpod import dependencies
-from tests.conftest import Templates, properties
+from tests.conftest import Shape, Templates, properties
 from tests.fakes.eks import FakeCluster, FakeEks
 from tests.fakes.kubernetes import FakeKubernetes
 from tests.lambda_layers import awscli_layer_zip, kubectl_layer_zip
@@ -315,12 +314,14 @@ def test_the_sandbox_is_lambdas_environment(tmp_path: Path) -> None:
         assert facts["uid"] == 65534, "handlers run unprivileged"
 
 
-def test_values_travel_as_one_json_string(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
+def test_values_travel_as_one_json_string(shape: Shape) -> None:
     """Typed values survive CloudFormation only inside one string; the agent's Region is the stack's."""
-    for region in (r for r in dev_config.regions() if r.compute.enabled):
+    for region in (r for r in shape.config.regions() if r.compute.enabled):
         props = next(
             p
-            for _, p in properties(dev_templates[f"compute-{region.region}"], "Custom::HyperPodDependencies")
+            for _, p in properties(
+                shape.templates[f"compute-{region.region}"], "Custom::HyperPodDependencies"
+            )
         )
         assert isinstance(props["Values"], str)
         assert json.loads(props["Values"])["health-monitoring-agent"]["region"] == region.region
