@@ -123,3 +123,19 @@ def test_cli_reports_missing_pins_with_exit_2_and_no_traceback(tmp_path: Path) -
     assert result.returncode == 2
     assert f"{path}: hub.storage.ami_id: required with storage" in result.stderr + result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_a_spoke_cache_without_a_hub_cluster_is_refused_with_the_fix(tmp_path: Path) -> None:
+    """A spoke's CNQ is a cache of the hub's, through a portal (DESIGN.md §1): with storage off in the hub,
+    synth used to fail with a KeyError traceback looking for the hub's Storage stack."""
+    data = minimal()
+    data["hub"]["storage"] = {"enabled": False}
+    data["hub"]["compute"] = {"enabled": False}
+    (line,) = problems(tmp_path, data)
+    assert line.startswith("spokes[0].storage: a CNQ spoke caches the hub's CNQ through a portal")
+    assert (
+        "hub.storage.enabled is false" in line and "storage.enabled: false and compute.enabled: false" in line
+    )
+    data["spokes"][0]["storage"] = {"enabled": False}
+    data["spokes"][0]["compute"] = {"enabled": False}
+    load(write_config(tmp_path, data))
