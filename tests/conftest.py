@@ -13,12 +13,20 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import settings
 
 from hubspoke.config import HubSpokeConfig, load
 
 ROOT = Path(__file__).resolve().parent.parent
 # jsii runs `node` from PATH: use the pinned Node 22 that `make` installs, as synth does.
 os.environ["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{os.environ['PATH']}"
+
+# Hypothesis profiles: `ci` (the default, what `make test` runs) keeps Hypothesis' own example counts and lets a
+# test that synthesizes draw only a few; `thorough` (`make test-thorough`) draws hundreds of topologies.
+settings.register_profile("ci", deadline=None)
+settings.register_profile("thorough", deadline=None, max_examples=1000)
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+settings.load_profile(HYPOTHESIS_PROFILE)
 
 Templates = dict[str, dict[str, Any]]
 _SYNTH_CACHE: dict[str, Templates] = {}
@@ -113,6 +121,13 @@ def synth_warnings(config: HubSpokeConfig) -> list[str]:
     """The warnings and errors CDK attached to the synth of `config` that nobody acknowledged."""
     synth(config)
     return _WARNINGS[config.model_dump_json()]
+
+
+def forget(config: HubSpokeConfig) -> None:
+    """Drop `config`'s synth from the cache: for configs drawn once (the property test), not kept all session."""
+    key = config.model_dump_json()
+    for cache in (_SYNTH_CACHE, _WARNINGS, _DEPENDENCIES):
+        cache.pop(key, None)  # type: ignore[attr-defined]
 
 
 def synth_dependencies(config: HubSpokeConfig) -> dict[str, set[str]]:

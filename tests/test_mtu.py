@@ -15,13 +15,18 @@ from hypothesis import strategies as st
 
 from hubspoke.config import load
 from hubspoke.mtu import (
-    INTER_REGION_PEERING_MTU,
     peer_mtu_parameter_value,
     peer_routes,
     render_route_mtu_from_ssm_script,
     render_route_mtu_script,
 )
 from tests.conftest import minimal, write_config
+
+# Written here, not imported from hubspoke.mtu: EC2 User Guide, "Network maximum transmission unit (MTU) for your
+# EC2 instance": traffic over inter-Region VPC peering carries at most 8500 bytes (1500 in copies before 2025).
+PEERING_MTU = 8500
+# hubspoke's floor (README `inter_region_mtu`, config schema): IPv6's minimum link MTU, RFC 8200 section 5.
+MIN_MTU = 1280
 
 cidrs = st.builds(
     lambda addr, prefix: str(ipaddress.IPv4Network((addr, prefix), strict=False)),
@@ -30,17 +35,17 @@ cidrs = st.builds(
 )
 
 
-@given(st.lists(cidrs, min_size=1, max_size=12), st.integers(min_value=1280, max_value=20000))
+@given(st.lists(cidrs, min_size=1, max_size=12), st.integers(min_value=MIN_MTU, max_value=20000))
 def test_never_renders_above_peering_limit(peers: list[str], mtu: int) -> None:
     routes = [(c, mtu) for c in peers]
-    if mtu > INTER_REGION_PEERING_MTU:
+    if mtu > PEERING_MTU:
         with pytest.raises(ValueError):
             render_route_mtu_script(routes)
         return
     script = render_route_mtu_script(routes)
     rendered = [int(m) for m in re.findall(r" mtu (\d+)", script)]
     assert rendered == [mtu] * len(peers)
-    assert max(rendered) <= INTER_REGION_PEERING_MTU
+    assert max(rendered) <= PEERING_MTU
 
 
 def test_config_mtu_is_the_peering_limit_or_below(tmp_path: Path) -> None:
@@ -132,7 +137,7 @@ def test_hub_refuses_a_published_mtu_above_the_peering_limit(tmp_path: Path) -> 
 
 @given(cidrs, st.integers(min_value=0, max_value=20000))
 def test_published_values_never_exceed_the_limit(cidr: str, mtu: int) -> None:
-    if 1280 <= mtu <= INTER_REGION_PEERING_MTU:
+    if MIN_MTU <= mtu <= PEERING_MTU:
         assert peer_mtu_parameter_value(cidr, mtu) == f"{cidr} {mtu}"
     else:
         with pytest.raises(ValueError):
