@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 CONFIGS := $(wildcard config/*.yaml)
 
-.PHONY: setup synth lint-templates test lint typecheck benchmark clean
+.PHONY: setup synth lint-templates test test-thorough lint typecheck benchmark clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -47,6 +47,12 @@ typecheck:
 
 test: setup lint typecheck
 	pytest -q -p no:cacheprovider
+
+# The property tests with Hypothesis' `thorough` profile (tests/conftest.py): hundreds of drawn topologies, each
+# synthesized and checked against every shape-wide invariant; tens of minutes, so not part of `make test`.
+test-thorough: setup
+	HYPOTHESIS_PROFILE=thorough pytest -q -p no:cacheprovider --hypothesis-show-statistics \
+		$$(grep -rl '@given' tests --include='test_*.py' | sort)
 
 benchmark: setup
 	$(PY) benchmarks/synth_scaling.py

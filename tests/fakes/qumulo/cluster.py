@@ -58,7 +58,7 @@ class FakeQumulo(FilesMixin, PortalMixin):
 
     def __init__(self, *, name: str, node_count: int = 4, version: str = DEFAULT_VERSION,
                  portal_hosts: tuple[str, ...] = (), formation_polls: int = 1, host_managed: bool = True,
-                 api_switch_reads: int = 1) -> None:  # fmt: skip
+                 api_switch_reads: int = 1, first_node: int = 1) -> None:  # fmt: skip
         self.name, self.version, self.formation_polls, self.host_managed = (
             name,
             version,
@@ -66,7 +66,9 @@ class FakeQumulo(FilesMixin, PortalMixin):
             host_managed,
         )
         self.api_switch_reads = api_switch_reads
-        self.nodes = {f"127.0.0.{i}": FakeNode(f"127.0.0.{i}", version) for i in range(1, node_count + 1)}
+        # Nodes on 127.0.0.<first_node>...: two clusters with disjoint numbers may share one port.
+        numbers = range(first_node, first_node + node_count)
+        self.nodes = {f"127.0.0.{i}": FakeNode(f"127.0.0.{i}", version) for i in numbers}
         self._password: str | None = None
         self.cluster_id, self.tokens = "", set[str]()
         self._forming_left = 0
@@ -152,7 +154,7 @@ class FakeQumulo(FilesMixin, PortalMixin):
 
     def add_nodes(self, count: int, *, version: str | None = None) -> list[str]:
         """Boot `count` more nodes with Qumulo Core installed (as a larger node_count makes the stack do)."""
-        first = len(self.nodes) + 1
+        first = int(list(self.nodes)[-1].rsplit(".", 1)[1]) + 1
         added = [FakeNode(f"127.0.0.{i}", version or self.version) for i in range(first, first + count)]
         for node in added:
             self.nodes[node.ip] = node
@@ -306,6 +308,9 @@ class FakeQumulo(FilesMixin, PortalMixin):
         return 202, None
 
     def _login(self, body: dict[str, Any], **_: Any) -> Reply:
+        # REST guide, session_login, lists only its 200; a failed authentication answers 401 Unauthorized (RFC
+        # 9110 15.5.2; the guide documents it for session_retrieve-saml-login), the status qumulo.lib.request
+        # singles out (RequestError, NEED_LOGIN_MESSAGE). The error class and text are ASSUMED.
         if (
             self._password is None
             or body.get("username") != "admin"

@@ -50,6 +50,8 @@ DEFAULT_PORTAL_PORT = 3713
 DEFAULT_WAIT_SECONDS = 1800.0
 # How long a portal delete waits for the hub before forcing (when forcing is safe).
 DEFAULT_DELETE_PATIENCE_SECONDS = 300.0
+# CloudFormation User Guide, "Custom resource request objects": RequestType is Create, Update or Delete.
+REQUEST_TYPES = ("Create", "Update", "Delete")
 
 
 @functools.cache
@@ -148,6 +150,11 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     name = str(props.get("ClusterName") or event.get("LogicalResourceId"))
     result: dict[str, Any] = {"StartedAt": str(time.time())}
     try:
+        if request not in REQUEST_TYPES:
+            # Anything else is not CloudFormation's: acting on it as a Create would form or change a cluster.
+            raise ProvisioningError(
+                f"unknown request type {request!r}, expected one of {', '.join(REQUEST_TYPES)}"
+            )
         if kind == NODE_SHAPE_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-nodes-{name}"
             if request != "Delete":
