@@ -1,0 +1,109 @@
+"""The canary with its real secret loader and portal reader (the handler tests inject stand-ins for both),
+against the CNQ world: the spoke's admin secret in moto's Secrets Manager, in the shape the Storage stack
+makes it (GenerateSecretString without a template: the secret string is the bare password, AWS::SecretsManager
+::Secret), and a portal formed by the provisioning handler between two Qumulo contract fakes.
+
+The oracle is the alarm that consumes the metric: config/dev.yaml's synthesized `portal-not-active` alarm
+(its threshold and comparison read from the template), not the canary's own constants.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from typing import Any
+
+import boto3
+import pytest
+
+from hubspoke.constructs.canary.runtime import handler
+from hubspoke.constructs.canary.runtime import metrics as canary_metrics
+from tests.conftest import Templates, properties
+from tests.constructs.cnq.conftest import HUB_FLOATING, SPOKE, SPOKE_PASSWORD, World, drive
+from tests.constructs.cnq.conftest import formed as formed  # the CNQ world's fixtures, shared
+from tests.constructs.cnq.conftest import hub as hub
+from tests.constructs.cnq.conftest import spoke as spoke
+from tests.constructs.cnq.conftest import world as world
+from tests.fakes.qumulo import FakeQumulo
+
+pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
+COMPARE = {"LessThanThreshold": operator.lt, "LessThanOrEqualToThreshold": operator.le}
+
+
+def portal_alarm_fires(templates: Templates, value: float) -> bool:
+    """Whether dev's portal alarm counts `value` as breaching (CloudWatch: value <op> threshold)."""
+    [alarm] = [
+        a
+        for _, a in properties(templates[f"ops-{SPOKE.region}"], "AWS::CloudWatch::Alarm")
+        if a["AlarmName"].endswith("-portal-not-active")
+    ]
+    assert alarm["MetricName"] == canary_metrics.PORTAL_STATUS
+    return bool(COMPARE[alarm["ComparisonOperator"]](value, alarm["Threshold"]))
+
+
+@pytest.fixture
+def canary(world: World, spoke: FakeQumulo, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """One canary round as Lambda runs it in the spoke Region: the real loader and reader, nothing injected."""
+    # Lambda sets AWS_REGION and AWS_DEFAULT_REGION to the function's Region (Lambda developer guide,
+    # "Defined runtime environment variables"): the spoke's, where its admin secret lives.
+    monkeypatch.setenv("AWS_DEFAULT_REGION", SPOKE.region)
+    monkeypatch.setattr(handler, "_credentials_cache", {})
+    env = {
+        "HUBSPOKE_ENVIRONMENT": "dev", "SPOKE_REGION": SPOKE.region,
+        "HUB_ADDRESSES": ",".join(HUB_FLOATING), "HUB_PORTS": "2049,3713", "CONNECT_TIMEOUT_SECONDS": "0.2",
+        "SPOKE_REST_ADDRESS": spoke.node_ips[0], "SPOKE_REST_PORT": str(spoke.port),
+        "ADMIN_SECRET_ARN": world.arns["spoke"], "REST_TIMEOUT_SECONDS": "5",
+    }  # fmt: skip
+
+    def round_() -> dict[str, Any]:
+        lines: list[str] = []
+        handler.run({}, env, emit=lines.append)
+        [line] = lines
+        assert SPOKE_PASSWORD not in line, "the password never reaches the log"
+        return dict(json.loads(line))
+
+    return round_
+
+
+def test_an_active_portal_is_read_with_the_clusters_bare_password_secret(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, canary: Any, dev_templates: Templates
+) -> None:
+    drive(formed.portal_event(hub, spoke))
+    line = canary()
+    assert "status ACTIVE" in line["portal_detail"], line["portal_detail"]
+    assert not portal_alarm_fires(dev_templates, line[canary_metrics.PORTAL_STATUS])
+
+
+def test_a_portal_cut_from_its_hub_makes_the_alarm_fire(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, canary: Any, dev_templates: Templates
+) -> None:
+    drive(formed.portal_event(hub, spoke))
+    hub.down()
+    line = canary()
+    assert "status ACTIVE" not in line["portal_detail"], line["portal_detail"]
+    assert portal_alarm_fires(dev_templates, line[canary_metrics.PORTAL_STATUS])
+
+
+def test_a_password_the_cluster_refuses_is_published_as_unknown_with_qumulos_answer(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, canary: Any
+) -> None:
+    drive(formed.portal_event(hub, spoke))
+    boto3.client("secretsmanager", region_name=SPOKE.region).put_secret_value(
+        SecretId=formed.arns["spoke"], SecretString="Rotated-Elsewhere-1"
+    )
+    line = canary()
+    assert line[canary_metrics.PORTAL_STATUS] == canary_metrics.PORTAL_STATUS_UNKNOWN
+    assert "Error 401" in line["portal_detail"], line["portal_detail"]
+
+
+def test_a_secret_in_another_region_is_not_found_and_says_so(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, canary: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loader reads the secret from the function's own Region: a canary deployed elsewhere reports why."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    line = canary()
+    assert line[canary_metrics.PORTAL_STATUS] == canary_metrics.PORTAL_STATUS_UNKNOWN
+    assert (
+        line["portal_detail"].startswith("admin secret: ")
+        and "ResourceNotFoundException" in line["portal_detail"]
+    )
