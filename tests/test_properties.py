@@ -178,6 +178,7 @@ INVARIANT_MODULES = (
     "tests.policy.test_rules",
     "tests.policy.test_waiters",
     "tests.constructs.hyperpod.test_dependencies_lambda",
+    "tests.constructs.canary.test_traffic_shapes",
 )
 
 # A well-formed topology with everything on somewhere: two accounts, secondary blocks, all three NAT modes.
