@@ -40,7 +40,12 @@ from hubspoke.cli.preflight_checks import (
     check_sagemaker_quota,
     denied_or_error,
 )
-from hubspoke.cli.preflight_cnq import check_release, check_staged_package, check_ubuntu_image
+from hubspoke.cli.preflight_cnq import (
+    check_host_configuration,
+    check_release,
+    check_staged_package,
+    check_ubuntu_image,
+)
 from hubspoke.config import HubSpokeConfig, RegionConfig, load
 
 _CREDENTIAL_ERRORS = (
@@ -182,6 +187,7 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, clients: Client
             "s3",
             lambda: [
                 check_staged_package(clients("s3", name), config=config, region=region),
+                check_host_configuration(clients("s3", name), region=region),
                 check_release(config, region),
             ],
         )
