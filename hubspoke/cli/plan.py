@@ -88,9 +88,9 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
         ],
         "commands": {
             "bootstrap": _bootstrap_commands(config, stacks),
-            "deploy_all": _cdk("deploy", config_path, f"{stage}/*"),
+            "deploy_all": cdk_command("deploy", config_path, f"{stage}/*"),
             "deploy_in_order": [
-                _cdk("deploy", config_path, "--exclusively", f"{stage}/{p.id}") for p in stacks
+                cdk_command("deploy", config_path, "--exclusively", f"{stage}/{p.id}") for p in stacks
             ],
         },
     }
@@ -135,7 +135,8 @@ def _bootstrap_commands(config: HubSpokeConfig, stacks: list[StackPlan]) -> list
     return commands
 
 
-def _cdk(verb: str, config_path: str, *rest: str) -> str:
+def cdk_command(verb: str, config_path: str, *rest: str) -> str:
+    """`npx cdk VERB -c config=PATH ...`, shell-quoted: the form plan and verify print."""
     return shlex.join(("npx", "cdk", verb, "-c", f"config={config_path}", *rest))
 
 
