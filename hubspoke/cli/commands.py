@@ -27,6 +27,10 @@ COMMANDS: dict[str, Command] = {
     "preflight": Command(
         "hubspoke.cli.preflight", "check the AWS accounts and Regions before deploying (read-only)"
     ),
+    "verify": Command(
+        "hubspoke.cli.verify",
+        "check a deployed environment against its config, with a fix per problem (read-only)",
+    ),
     "cost": Command(
         "hubspoke.cli.cost", "compare the cached hub-and-spoke path with full replication, per spoke"
     ),

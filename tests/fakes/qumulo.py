@@ -14,48 +14,23 @@ import http.server
 import json
 import re
 import ssl
-import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
+from tests.fakes.tls import loopback_certificate
+
 Reply = tuple[int, Any]
-_CERT: tuple[str, str] | None = None
 
 
 def _self_signed() -> tuple[str, str]:
     """A throwaway certificate: the SDK speaks HTTPS and, like qq, does not verify the cluster's cert."""
-    global _CERT
-    if _CERT is None:
-        from datetime import UTC, datetime, timedelta
-
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import NameOID
-
-        key = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-qumulo")])
-        now = datetime.now(UTC)
-        cert = (
-            x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
-            .not_valid_after(now + timedelta(days=7)).sign(key, hashes.SHA256())
-        )  # fmt: skip
-        folder = Path(tempfile.mkdtemp(prefix="fake-qumulo-"))
-        (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        (folder / "key.pem").write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        )
-        _CERT = (str(folder / "cert.pem"), str(folder / "key.pem"))
-    return _CERT
+    cert = loopback_certificate("fake-qumulo")
+    return cert.cert_file, cert.key_file
 
 
 class QumuloFault(Exception):

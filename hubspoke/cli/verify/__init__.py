@@ -1,0 +1,142 @@
+"""`hubspoke verify --config PATH`: after a deploy, read-only checks of the live environment against its config.
+
+Per configured Region (hub first), in plan order: the account, every planned stack (state, outputs, stale
+readers), the network (VPC CIDRs, peering, routes, cross-Region ingress), the spoke's canary (hub reachable,
+portal ACTIVE, recent reports), compute (HyperPod, EKS, add-ons, Kubernetes nodes and claims) and the
+alarms. Same rows, exit codes and credential handling as `hubspoke preflight` (hubspoke/cli/checks.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+
+from botocore.exceptions import ProfileNotFound
+
+from hubspoke.cli.checks import (
+    CheckResult,
+    Clients,
+    CredentialsProblem,
+    add_aws_options,
+    credentials_row,
+    guarded,
+    profile_error,
+    report,
+    session_clients,
+    unknown_regions,
+)
+from hubspoke.cli.commands import COMMANDS
+from hubspoke.cli.output import fail
+from hubspoke.cli.preflight_checks import check_account
+from hubspoke.cli.verify.alarms import alarm_rows
+from hubspoke.cli.verify.canary import canary_rows
+from hubspoke.cli.verify.compute import compute_rows
+from hubspoke.cli.verify.kube import default_kubeconfig
+from hubspoke.cli.verify.live import Context
+from hubspoke.cli.verify.network import network_rows
+from hubspoke.cli.verify.stacks import stack_rows
+from hubspoke.config import HubSpokeConfig, RegionConfig, load
+from hubspoke.topology import plan_stacks
+
+__all__ = ["run_verify"]
+
+
+def run_verify(
+    config: HubSpokeConfig,
+    clients: Clients,
+    *,
+    config_path: str,
+    only: set[str] | None = None,
+    now: datetime | None = None,
+    kubeconfig: tuple[Path, ...] | None = None,
+) -> list[CheckResult]:
+    """Every check for every configured Region (or those in `only`); credential trouble is one failing row."""
+    ctx = Context(
+        config=config,
+        config_path=config_path,
+        clients=clients,
+        now=now or datetime.now(UTC),
+        kubeconfig=default_kubeconfig() if kubeconfig is None else kubeconfig,
+    )
+    results: list[CheckResult] = []
+    try:
+        for region in config.regions():
+            if not only or region.region in only:
+                results += _region_rows(ctx, region)
+    except CredentialsProblem as exc:
+        results.append(credentials_row(exc))
+    return results
+
+
+def _region_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
+    code = region.region
+    expected = ctx.config.account_of(region)
+    accounts: list[str] = []
+
+    def account() -> list[CheckResult]:
+        row, actual = check_account(ctx.clients("sts", code), region=code, expected=expected)
+        accounts.append(actual)
+        return [row]
+
+    rows = guarded(code, "account", "sts", account)
+    if not accounts or accounts[0] != expected:
+        return [*rows, CheckResult(code, "checks", "not checked", "the account check did not pass")]
+    ctx.stacks.caller_account = accounts[0]
+    plans = plan_stacks(ctx.config)
+    for plan in plans:
+        if plan.region == code:
+            rows += stack_rows(ctx, plan)
+    rows += network_rows(ctx, region)
+    if code != ctx.config.hub.region:
+        rows += canary_rows(ctx, region)
+    if any(p.kind == "compute" and p.region == code for p in plans):
+        rows += compute_rows(ctx, region)
+    rows += alarm_rows(ctx, region)
+    return rows
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "verify",
+        help=COMMANDS["verify"].summary,
+        description="Read-only checks of a deployed environment against its config, per Region in plan order: "
+        "stacks (complete, outputs present, no stale reader), network (VPC CIDRs, peering, routes, "
+        "cross-Region ingress), the spoke canary (hub reachable, portal ACTIVE), compute (HyperPod, EKS, "
+        "add-ons, Kubernetes nodes and volumes when a kubeconfig reaches the cluster) and alarms. "
+        "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input.",
+        epilog="Example:\n  AWS_PROFILE=ml-dev hubspoke verify --config config/dev.yaml\n"
+        "  hubspoke verify --config config/dev.yaml --region us-west-2 --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_aws_options(parser)
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        action="append",
+        metavar="PATH",
+        help="kubeconfig file for the Kubernetes checks (repeatable; default: KUBECONFIG, else ~/.kube/config)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, *, clients: Clients | None = None) -> int:
+    config = load(args.config).config
+    error = unknown_regions(args, config)
+    if error:
+        return fail(error)
+    if clients is None:
+        try:
+            clients = session_clients(args.profile)
+        except ProfileNotFound as exc:
+            return fail(profile_error(exc))
+    results = run_verify(
+        config,
+        clients,
+        config_path=str(args.config),
+        only=set(args.region or ()),
+        kubeconfig=tuple(args.kubeconfig) if args.kubeconfig else None,
+    )
+    return report(
+        results, title=f"Verify of {args.config} (environment {config.environment})", as_json=args.json
+    )

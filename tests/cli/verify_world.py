@@ -1,0 +1,597 @@
+"""The deployed dev environment in moto, built from what the synthesized stacks would create.
+
+moto 5.2.5 cannot deploy our templates (custom resources, EKS, HyperPod, Lambda bundles), so `DeployedWorld`
+plays CloudFormation for the resources verify reads: it walks the synthesized Network and Link templates and
+creates their VPCs, CIDR blocks, subnets, route tables, gateways, peering, routes and security-group ingress
+through EC2 calls, resolving Ref, Fn::GetAtt and Fn::GetStackOutput as CloudFormation would; creates the EKS
+and HyperPod clusters and the alarms of the Compute, Ops and Dashboard templates with their own calls; then
+creates every planned stack in CloudFormation with a one-resource template carrying the real stack's Outputs
+(resolved to the IDs just created). The expected values in these tests therefore come from the templates,
+not from the code under test.
+
+What moto does not implement is filled in two ways, each said where it is done:
+- EKS ListAddons / DescribeAddon do not exist in moto: `MotoGaps` answers exactly those two operations with a
+  botocore before-call hook, in the EKS API's shapes, refusing an unknown cluster or add-on as EKS does;
+- states moto's API cannot produce (a stack that rolled back with failed-resource events, LastUpdatedTime,
+  a HyperPod node or cluster not InService, an EKS cluster not ACTIVE) are written into moto's own backend
+  objects, which its API then serves and serializes like any other state.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from botocore.awsrequest import AWSResponse
+from moto.backends import get_backend
+
+from hubspoke.cli.checks import Clients, session_clients
+from hubspoke.config import HubSpokeConfig, load
+from hubspoke.constructs.canary.runtime.handler import run as canary_run
+from hubspoke.constructs.canary.runtime.portal import PortalReading
+from hubspoke.topology import StackPlan, plan_stacks
+from tests.conftest import resources, synth, write_config
+from tests.fakes.kube_api import FakeKubeApi, claim, node
+from tests.fakes.tls import loopback_certificate
+
+ACCOUNT = "123456789012"  # config/dev.yaml's account, and moto's default
+# The Qumulo REST API's portal `status` strings and the canary's numeric encoding of them.
+PORTAL_VALUES = {"ACTIVE": 2, "DEGRADED": 1, "INACTIVE": 0, "unreadable": -1}
+
+# Creation order inside one template: what each kind refers to exists before it.
+_EC2_ORDER = (
+    "AWS::EC2::VPC",
+    "AWS::EC2::VPCCidrBlock",
+    "AWS::EC2::Subnet",
+    "AWS::EC2::RouteTable",
+    "AWS::EC2::InternetGateway",
+    "AWS::EC2::VPCGatewayAttachment",
+    "AWS::EC2::EIP",
+    "AWS::EC2::NatGateway",
+    "AWS::EC2::SecurityGroup",
+    "AWS::EC2::VPCPeeringConnection",
+    "AWS::EC2::Route",
+    "AWS::EC2::SecurityGroupIngress",
+)
+_ROUTE_TARGETS = ("VpcPeeringConnectionId", "GatewayId", "NatGatewayId")
+
+
+@dataclass
+class MotoGaps:
+    """Client factory: moto for everything, except EKS ListAddons/DescribeAddon, which moto lacks."""
+
+    base: Clients
+    # (region, cluster name) -> add-on name -> the DescribeAddon `addon` structure.
+    addons: dict[tuple[str, str], dict[str, dict[str, Any]]] = field(default_factory=dict)
+    asked: list[tuple[str, str]] = field(default_factory=list)
+    _made: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def __call__(self, service: str, region: str) -> Any:
+        if (service, region) in self._made:
+            return self._made[service, region]
+        client = self._made[service, region] = self.base(service, region)
+        if service == "eks":
+            client.meta.events.register("before-call.eks.ListAddons", self._answer(region))
+            client.meta.events.register("before-call.eks.DescribeAddon", self._answer(region))
+        return client
+
+    def _answer(self, region: str) -> Callable[..., tuple[AWSResponse, dict[str, Any]]]:
+        def answer(model: Any, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+            # The serialized request, as botocore would send it: EKS carries cluster and add-on in the URI.
+            self.asked.append((model.name, params["url_path"]))
+            cluster, addon = _addon_target(params["url_path"])
+            installed = self.addons.get((region, cluster))
+            if installed is None:
+                return _error(404, "ResourceNotFoundException", f"No cluster found for name: {cluster}.")
+            if model.name == "ListAddons":
+                return AWSResponse("https://stub", 200, {}, None), {"addons": sorted(installed)}
+            if addon not in installed:
+                return _error(
+                    404, "ResourceNotFoundException", f"No addon: {addon} found in cluster: {cluster}"
+                )
+            return AWSResponse("https://stub", 200, {}, None), {"addon": installed[addon]}
+
+        return answer
+
+
+def _addon_target(url_path: str) -> tuple[str, str]:
+    """(cluster, add-on) from EKS's URIs: /clusters/{name}/addons and /clusters/{clusterName}/addons/{addonName}."""
+    parts = url_path.split("?")[0].strip("/").split("/")
+    assert parts[0] == "clusters" and parts[2] == "addons", url_path
+    return parts[1], parts[3] if len(parts) > 3 else ""
+
+
+def _error(status: int, code: str, message: str) -> tuple[AWSResponse, dict[str, Any]]:
+    return AWSResponse("https://stub", status, {}, None), {
+        "Error": {"Code": code, "Message": message},
+        "ResponseMetadata": {"HTTPStatusCode": status},
+    }
+
+
+@dataclass
+class DeployedWorld:
+    """config/dev.yaml as deployed: EC2, CloudFormation, EKS, HyperPod and alarms in moto."""
+
+    clients: MotoGaps
+    config: HubSpokeConfig
+    templates: dict[str, dict[str, Any]]
+    physical: dict[str, dict[str, str]] = field(default_factory=dict)
+    outputs: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def plans(self) -> dict[str, StackPlan]:
+        return {p.id: p for p in plan_stacks(self.config)}
+
+    # ----- deploying -----
+    def deploy(self) -> DeployedWorld:
+        for plan in plan_stacks(self.config):
+            self.physical[plan.id] = {}
+            if plan.kind in ("network", "link"):
+                self._ec2(plan)
+            elif plan.kind == "compute":
+                self._compute(plan)
+            if plan.kind in ("ops", "dashboard"):
+                self._alarms(plan)
+            self._stack(plan)
+        return self
+
+    def _resolve(self, plan: StackPlan, value: Any) -> Any:
+        if isinstance(value, dict) and "Ref" in value:
+            return self.physical[plan.id].get(value["Ref"])
+        if isinstance(value, dict) and "Fn::GetAtt" in value:
+            return self.physical[plan.id].get(value["Fn::GetAtt"][0])
+        if isinstance(value, dict) and "Fn::GetStackOutput" in value:
+            ref = value["Fn::GetStackOutput"]
+            return self.outputs.get(ref["StackName"], {}).get(ref["OutputName"])
+        return value if isinstance(value, str | int | float | bool | list) else None
+
+    def _ec2(self, plan: StackPlan) -> None:
+        template = self.templates[plan.id]
+        ec2 = self.clients("ec2", plan.region)
+        for kind in _EC2_ORDER:
+            for logical, resource in resources(template, kind):
+                props = {k: self._resolve(plan, v) for k, v in resource.get("Properties", {}).items()}
+                made = self._create(ec2, plan, kind, props)
+                if made:
+                    self.physical[plan.id][logical] = made
+
+    def _create(self, ec2: Any, plan: StackPlan, kind: str, props: dict[str, Any]) -> str | None:
+        if kind == "AWS::EC2::VPC":
+            return str(ec2.create_vpc(CidrBlock=props["CidrBlock"])["Vpc"]["VpcId"])
+        if kind == "AWS::EC2::VPCCidrBlock":
+            ec2.associate_vpc_cidr_block(VpcId=props["VpcId"], CidrBlock=props["CidrBlock"])
+        elif kind == "AWS::EC2::Subnet":
+            subnet = ec2.create_subnet(
+                VpcId=props["VpcId"],
+                CidrBlock=props["CidrBlock"],
+                AvailabilityZoneId=props["AvailabilityZoneId"],
+            )
+            return str(subnet["Subnet"]["SubnetId"])
+        elif kind == "AWS::EC2::RouteTable":
+            return str(ec2.create_route_table(VpcId=props["VpcId"])["RouteTable"]["RouteTableId"])
+        elif kind == "AWS::EC2::InternetGateway":
+            return str(ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"])
+        elif kind == "AWS::EC2::VPCGatewayAttachment":
+            ec2.attach_internet_gateway(InternetGatewayId=props["InternetGatewayId"], VpcId=props["VpcId"])
+        elif kind == "AWS::EC2::EIP":
+            return str(ec2.allocate_address(Domain="vpc")["AllocationId"])
+        elif kind == "AWS::EC2::NatGateway":
+            nat = ec2.create_nat_gateway(SubnetId=props["SubnetId"], AllocationId=props["AllocationId"])
+            return str(nat["NatGateway"]["NatGatewayId"])
+        elif kind == "AWS::EC2::SecurityGroup":
+            group = ec2.create_security_group(
+                GroupName=f"{plan.name}-{len(self.physical[plan.id])}",
+                Description=props["GroupDescription"],
+                VpcId=props["VpcId"],
+            )
+            return str(group["GroupId"])
+        elif kind == "AWS::EC2::VPCPeeringConnection":
+            pcx = ec2.create_vpc_peering_connection(
+                VpcId=props["VpcId"], PeerVpcId=props["PeerVpcId"], PeerRegion=props["PeerRegion"]
+            )["VpcPeeringConnection"]["VpcPeeringConnectionId"]
+            # Same account: the peering is accepted automatically (AWS::EC2::VPCPeeringConnection).
+            self.clients("ec2", props["PeerRegion"]).accept_vpc_peering_connection(VpcPeeringConnectionId=pcx)
+            return str(pcx)
+        elif kind == "AWS::EC2::Route":
+            target = {k: props[k] for k in _ROUTE_TARGETS if props.get(k)}
+            ec2.create_route(
+                RouteTableId=props["RouteTableId"],
+                DestinationCidrBlock=props["DestinationCidrBlock"],
+                **target,
+            )
+        elif kind == "AWS::EC2::SecurityGroupIngress" and props.get("CidrIp"):
+            ec2.authorize_security_group_ingress(
+                GroupId=props["GroupId"],
+                IpPermissions=[
+                    {
+                        "IpProtocol": props["IpProtocol"],
+                        "FromPort": props["FromPort"],
+                        "ToPort": props["ToPort"],
+                        "IpRanges": [
+                            {"CidrIp": props["CidrIp"], "Description": props.get("Description", "")}
+                        ],
+                    }
+                ],
+            )
+        return None
+
+    def _compute(self, plan: StackPlan) -> None:
+        template = self.templates[plan.id]
+        for logical, resource in resources(template, "AWS::EKS::Cluster"):
+            props = resource["Properties"]
+            vpc = props["ResourcesVpcConfig"]
+            self.clients("eks", plan.region).create_cluster(
+                name=props["Name"],
+                version=props["Version"],
+                roleArn=f"arn:aws:iam::{ACCOUNT}:role/{plan.name}-eks",
+                resourcesVpcConfig={
+                    "subnetIds": [str(self._resolve(plan, s)) for s in vpc["SubnetIds"]],
+                    "endpointPublicAccess": vpc["EndpointPublicAccess"],
+                    "endpointPrivateAccess": vpc["EndpointPrivateAccess"],
+                },
+            )
+            self.physical[plan.id][logical] = props["Name"]
+            self.clients.addons[plan.region, props["Name"]] = {
+                a["Properties"]["AddonName"]: _addon(plan, props["Name"], a["Properties"])
+                for _, a in resources(template, "AWS::EKS::Addon")
+            }
+        for logical, resource in resources(template, "AWS::SageMaker::Cluster"):
+            props = resource["Properties"]
+            groups = [
+                {
+                    "InstanceGroupName": g["InstanceGroupName"],
+                    "InstanceType": g["InstanceType"],
+                    "InstanceCount": g["InstanceCount"],
+                    "ExecutionRole": f"arn:aws:iam::{ACCOUNT}:role/{plan.name}-hyperpod",
+                    # moto refuses a SourceS3Uri outside s3://sagemaker-*; ours is a generated bucket.
+                    "LifeCycleConfig": {
+                        "SourceS3Uri": "s3://sagemaker-lifecycle/lifecycle/",
+                        "OnCreate": "on_create.sh",
+                    },
+                    "ThreadsPerCore": g["ThreadsPerCore"],
+                }
+                for g in props["InstanceGroups"]
+            ]
+            arn = self.clients("sagemaker", plan.region).create_cluster(
+                ClusterName=props["ClusterName"],
+                InstanceGroups=groups,
+                VpcConfig={"SecurityGroupIds": ["sg-12345678"], "Subnets": ["subnet-12345678"]},
+            )["ClusterArn"]
+            self.physical[plan.id][logical] = arn
+
+    def _alarms(self, plan: StackPlan) -> None:
+        cloudwatch = self.clients("cloudwatch", plan.region)
+        for _, resource in resources(self.templates[plan.id], "AWS::CloudWatch::Alarm"):
+            props = {
+                k: v
+                for k, v in resource["Properties"].items()
+                if k not in ("AlarmActions", "OKActions", "Tags")
+            }
+            cloudwatch.put_metric_alarm(**props)
+            # A freshly created alarm is INSUFFICIENT_DATA until evaluated; a healthy world has evaluated.
+            cloudwatch.set_alarm_state(
+                AlarmName=props["AlarmName"], StateValue="OK", StateReason="evaluated in the test world"
+            )
+
+    def _stack(self, plan: StackPlan, *, drop: tuple[str, ...] = ()) -> None:
+        template = self.templates[plan.id]
+        values = {
+            # Values built at deploy time (Fn::Join of custom-resource attributes) stay placeholders.
+            name: str(self._resolve(plan, out["Value"]) or f"unresolved:{plan.id}/{name}")
+            for name, out in template.get("Outputs", {}).items()
+            if name not in drop
+        }
+        self.outputs[plan.name] = values
+        body = {
+            "Resources": {"Placeholder": {"Type": "AWS::SNS::Topic"}},
+            "Outputs": {name: {"Value": value} for name, value in values.items()},
+        }
+        self.clients("cloudformation", plan.region).create_stack(
+            StackName=plan.name, TemplateBody=json.dumps(body)
+        )
+
+    # ----- changes a test makes -----
+    def redeploy_without(self, stack_id: str, *outputs: str) -> None:
+        """Replace a stack by one lacking some outputs (as an older version of it would)."""
+        plan = self.plans[stack_id]
+        self.clients("cloudformation", plan.region).delete_stack(StackName=plan.name)
+        self._stack(plan, drop=outputs)
+
+    def update(self, stack_id: str, at: datetime | None = None) -> None:
+        """An update of the stack through UpdateStack; moto 5.2.5 keeps no LastUpdatedTime, so it is set here."""
+        plan = self.plans[stack_id]
+        client = self.clients("cloudformation", plan.region)
+        body = {
+            "Resources": {"Placeholder": {"Type": "AWS::SNS::Topic"}},
+            "Outputs": {n: {"Value": v} for n, v in self.outputs[plan.name].items()},
+            "Description": f"updated {at or datetime.now(UTC)}",
+        }
+        client.update_stack(StackName=plan.name, TemplateBody=json.dumps(body))
+        self._moto_stack(plan).last_updated_time = at or datetime.now(UTC)
+
+    def rolled_back(self, stack_id: str, *, status: str, failures: list[tuple[str, str, str]]) -> None:
+        """Make the stack's latest operation one that failed: (logical id, type, reason) per failed resource.
+
+        moto 5.2.5 never fails a resource and records only stack-level events, so the events CloudFormation
+        writes for a failed create or update are added to moto's own event list, oldest first, as
+        DescribeStackEvents then serves them (newest first).
+        """
+        from moto.cloudformation.models import Event
+
+        plan = self.plans[stack_id]
+        stack = self._moto_stack(plan)
+        updating = status.startswith("UPDATE")
+        verb = "UPDATE" if updating else "CREATE"
+
+        def event(logical: str, kind: str, state: str, reason: str | None) -> None:
+            made = Event(stack.stack_id, plan.name, logical, f"{logical}-physical", kind, state, reason, None)
+            # One second apart, as a real operation's events are, so their order never depends on a tie.
+            made.timestamp = stack.events[-1].timestamp + timedelta(seconds=1) if stack.events else made.timestamp
+            stack.events.append(made)
+
+        event(plan.name, "AWS::CloudFormation::Stack", f"{verb}_IN_PROGRESS", "User Initiated")
+        for logical, kind, reason in failures:
+            event(logical, kind, f"{verb}_IN_PROGRESS", None)
+            event(logical, kind, f"{verb}_FAILED", reason)
+        rollback = "UPDATE_ROLLBACK_IN_PROGRESS" if updating else "ROLLBACK_IN_PROGRESS"
+        event(
+            plan.name,
+            "AWS::CloudFormation::Stack",
+            rollback,
+            f"The following resource(s) failed: [{failures[0][0]}]",
+        )
+        event(plan.name, "AWS::CloudFormation::Stack", status, None)
+        stack.status = status
+
+    def _moto_stack(self, plan: StackPlan) -> Any:
+        backend = get_backend("cloudformation")[ACCOUNT][plan.region]
+        return next(s for s in backend.stacks.values() if s.name == plan.name)
+
+    def route_table(self, region: str, az: str) -> str:
+        network = self.outputs[self.plans[f"network-{region}"].name]
+        return network["PrivateRouteTable" + "".join(p.capitalize() for p in az.split("-"))]
+
+    def security_group(self, region: str) -> str:
+        return self.outputs[self.plans[f"network-{region}"].name]["PeerPathSecurityGroupId"]
+
+    def peering(self, spoke: str) -> str:
+        return self.outputs[self.plans[f"network-{spoke}"].name]["PeeringConnectionId"]
+
+    def hyperpod(self, region: str) -> Any:
+        """moto's HyperPod cluster object: its status and nodes' statuses cannot be set through the API."""
+        return get_backend("sagemaker")[ACCOUNT][region].clusters[f"hubspoke-dev-{region}"]
+
+    def eks_cluster(self, region: str) -> Any:
+        return get_backend("eks")[ACCOUNT][region].clusters[f"hubspoke-dev-{region}"]
+
+    def alarm(self, region: str, name: str, state: str, reason: str = "Threshold Crossed") -> None:
+        self.clients("cloudwatch", region).set_alarm_state(
+            AlarmName=name, StateValue=state, StateReason=reason
+        )
+
+    # ----- the canary -----
+    def canary(
+        self,
+        spoke: str,
+        *,
+        minutes_ago: Iterator[int] | range = range(1, 4),
+        hub_up: bool = True,
+        portal: str = "ACTIVE",
+        now: datetime | None = None,
+    ) -> None:
+        """Run the real canary handler once per minute given and publish its EMF lines as CloudWatch would.
+
+        The hub's addresses are loopback ports: one listening (reachable) or none (refused), so the handler
+        measures what it would in the spoke VPC. The portal reader answers `portal`.
+        """
+        moment = now or datetime.now(UTC)
+        with _listener() as open_port:
+            ports = f"{open_port}" if hub_up else f"{_closed_port()}"
+            env = {
+                "HUBSPOKE_ENVIRONMENT": self.config.environment,
+                "SPOKE_REGION": spoke,
+                "HUB_ADDRESSES": "127.0.0.1",
+                "HUB_PORTS": ports,
+                "CONNECT_TIMEOUT_SECONDS": "1",
+                "SPOKE_REST_ADDRESS": "127.0.0.1",
+                "SPOKE_REST_PORT": "8000",
+                "ADMIN_SECRET_ARN": "arn:aws:secretsmanager:us-west-2:123456789012:secret:admin",
+            }
+            for minutes in minutes_ago:
+                lines: list[str] = []
+                canary_run(
+                    {},
+                    env,
+                    credentials=lambda _arn: ("admin", "password"),
+                    portal_reader=lambda **_: PortalReading(PORTAL_VALUES[portal], portal),
+                    emit=lines.append,
+                    clock=lambda m=minutes: (moment - timedelta(minutes=m)).timestamp(),
+                )
+                for line in lines:
+                    put_emf(self.clients("cloudwatch", spoke), json.loads(line))
+
+
+def _addon(plan: StackPlan, cluster: str, props: dict[str, Any]) -> dict[str, Any]:
+    """The DescribeAddon `addon` EKS reports for an add-on the template installs, healthy."""
+    name = props["AddonName"]
+    return {
+        "addonName": name,
+        "clusterName": cluster,
+        "status": "ACTIVE",
+        "addonVersion": props.get("AddonVersion", "v1.0.0-eksbuild.1"),
+        "health": {"issues": []},
+        "addonArn": f"arn:aws:eks:{plan.region}:{ACCOUNT}:addon/{cluster}/{name}/0",
+    }
+
+
+def put_emf(cloudwatch: Any, document: dict[str, Any]) -> None:
+    """What CloudWatch Logs does with an EMF document: PutMetricData per metric directive (EMF specification)."""
+    meta = document["_aws"]
+    stamp = datetime.fromtimestamp(meta["Timestamp"] / 1000, UTC)
+    for directive in meta["CloudWatchMetrics"]:
+        for dimension_set in directive["Dimensions"]:
+            dimensions = [{"Name": d, "Value": str(document[d])} for d in dimension_set]
+            data = []
+            for metric in directive["Metrics"]:
+                value = document.get(metric["Name"])
+                if value is None or value == []:
+                    continue
+                datum: dict[str, Any] = {
+                    "MetricName": metric["Name"],
+                    "Dimensions": dimensions,
+                    "Timestamp": stamp,
+                    "Unit": metric.get("Unit", "None"),
+                }
+                datum |= (
+                    {"Values": [float(v) for v in value]}
+                    if isinstance(value, list)
+                    else {"Value": float(value)}
+                )
+                data.append(datum)
+            cloudwatch.put_metric_data(Namespace=directive["Namespace"], MetricData=data)
+
+
+class _listener:
+    """A loopback TCP port that accepts connections while the block runs: a reachable hub address."""
+
+    def __enter__(self) -> int:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        return int(self.sock.getsockname()[1])
+
+    def __exit__(self, *_: object) -> None:
+        self.sock.close()
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# ----- fixtures -----
+
+# config/dev.yaml plus a second spoke that only peers: two spokes make "no route between spokes" testable,
+# and a spoke without CNQ shows what verify says where there is no canary.
+TWO_SPOKES: dict[str, Any] = {
+    "environment": "dev",
+    "account": ACCOUNT,
+    "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
+    "spokes": [
+        {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+        {
+            "region": "eu-west-1",
+            "cidr": "10.30.0.0/16",
+            "storage": {"enabled": False},
+            "compute": {"enabled": False},
+        },
+    ],
+}
+
+
+@pytest.fixture(scope="session")
+def deployed_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_config(tmp_path_factory.mktemp("verify"), TWO_SPOKES, "dev.yaml")
+
+
+@pytest.fixture(scope="session")
+def deployed_templates(deployed_config: Path) -> dict[str, dict[str, Any]]:
+    return synth(load(deployed_config).config)
+
+
+@pytest.fixture
+def deployed(
+    backend: str, deployed_config: Path, deployed_templates: dict[str, dict[str, Any]]
+) -> DeployedWorld:
+    """The two-spoke environment as deployed, its canary reporting a healthy hub and an ACTIVE portal."""
+    world = DeployedWorld(
+        MotoGaps(session_clients()), load(deployed_config).config, deployed_templates
+    ).deploy()
+    world.canary("us-west-2")
+    return world
+
+
+@dataclass
+class Kube:
+    """One Kubernetes API stand-in per EKS cluster, and a kubeconfig whose contexts point at them."""
+
+    servers: dict[str, FakeKubeApi]
+    kubeconfig: Path
+
+
+@pytest.fixture
+def kube(deployed: DeployedWorld, tmp_path: Path) -> Iterator[Kube]:
+    """Every compute Region's cluster: 2 Ready nodes (the HyperPod group's count) and both claims Bound.
+
+    The kubeconfig is what `aws eks update-kubeconfig` writes (cluster and context named by the cluster's
+    ARN), with the stand-in's URL as server, its certificate as certificate-authority-data, and an exec
+    credential plugin printing an ExecCredential, as `aws eks get-token` does.
+    """
+    from hubspoke.k8s.storage import checkpoint_claim, dataset_claim
+
+    servers: dict[str, FakeKubeApi] = {}
+    clusters, users, contexts = [], [], []
+    with ExitStack() as stack:
+        for region in deployed.config.regions():
+            if not region.compute.enabled:
+                continue
+            fake = FakeKubeApi(
+                nodes=[node(f"hyperpod-i-0{n}{region.region}") for n in range(2)],
+                claims=[claim(dataset_claim(region)), claim(checkpoint_claim(region))],
+            )
+            servers[region.region] = stack.enter_context(fake)
+            arn = deployed.clients("eks", region.region).describe_cluster(
+                name=f"hubspoke-dev-{region.region}"
+            )["cluster"]["arn"]
+            clusters.append(
+                {
+                    "name": arn,
+                    "cluster": {
+                        "server": fake.url,
+                        "certificate-authority-data": base64.b64encode(
+                            loopback_certificate("fake-kube-apiserver").cert_pem
+                        ).decode(),
+                    },
+                }
+            )
+            users.append({"name": arn, "user": {"exec": exec_plugin(fake.token)}})
+            contexts.append({"name": arn, "context": {"cluster": arn, "user": arn}})
+        path = tmp_path / "kubeconfig"
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": clusters,
+                    "users": users,
+                    "contexts": contexts,
+                }
+            )
+        )
+        yield Kube(servers, path)
+
+
+def exec_plugin(token: str) -> dict[str, Any]:
+    """A client.authentication.k8s.io/v1beta1 exec entry whose command prints an ExecCredential with `token`."""
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "kind": "ExecCredential",
+        "status": {"token": token, "expirationTimestamp": "2099-01-01T00:00:00Z"},
+    }
+    return {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": sys.executable,
+        "args": ["-c", f"print({json.dumps(json.dumps(credential))})"],
+        "interactiveMode": "Never",
+    }
