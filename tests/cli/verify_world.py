@@ -336,7 +336,9 @@ class DeployedWorld:
         def event(logical: str, kind: str, state: str, reason: str | None) -> None:
             made = Event(stack.stack_id, plan.name, logical, f"{logical}-physical", kind, state, reason, None)
             # One second apart, as a real operation's events are, so their order never depends on a tie.
-            made.timestamp = stack.events[-1].timestamp + timedelta(seconds=1) if stack.events else made.timestamp
+            made.timestamp = (
+                stack.events[-1].timestamp + timedelta(seconds=1) if stack.events else made.timestamp
+            )
             stack.events.append(made)
 
         event(plan.name, "AWS::CloudFormation::Stack", f"{verb}_IN_PROGRESS", "User Initiated")
@@ -384,7 +386,7 @@ class DeployedWorld:
         self,
         spoke: str,
         *,
-        minutes_ago: Iterator[int] | range = range(1, 4),
+        minutes_ago: Iterator[int] | range | list[int] = range(2, 5),
         hub_up: bool = True,
         portal: str = "ACTIVE",
         now: datetime | None = None,

@@ -66,6 +66,8 @@ class FakeKubeApi:
     tls: bool = True
     nodes: list[dict[str, Any]] = field(default_factory=list)
     claims: list[dict[str, Any]] = field(default_factory=list)
+    # The API server may return fewer items than `limit` asks for, with a continue token; 0: never fewer.
+    page_size: int = 0
     requests: list[str] = field(default_factory=list)
     _server: http.server.ThreadingHTTPServer | None = None
 
@@ -121,18 +123,19 @@ class FakeKubeApi:
         parts = urlsplit(raw_path)
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         if parts.path == "/api/v1/nodes":
-            return 200, _page("NodeList", self.nodes, query)
+            return 200, _page("NodeList", self.nodes, query, self.page_size)
         found = _CLAIMS.match(parts.path)
         if found:
             namespace = found.group(1)
             items = [c for c in self.claims if c["metadata"]["namespace"] == namespace]
-            return 200, _page("PersistentVolumeClaimList", items, query)
+            return 200, _page("PersistentVolumeClaimList", items, query, self.page_size)
         return 404, _status(404, "NotFound", "the server could not find the requested resource")
 
 
-def _page(kind: str, items: list[dict[str, Any]], query: dict[str, str]) -> dict[str, Any]:
+def _page(kind: str, items: list[dict[str, Any]], query: dict[str, str], page_size: int) -> dict[str, Any]:
     start = int(query.get("continue") or 0)
     limit = int(query.get("limit") or 0) or len(items) or 1
+    limit = min(limit, page_size) if page_size else limit
     chunk = items[start : start + limit]
     metadata: dict[str, Any] = {"resourceVersion": "4242"}
     if start + limit < len(items):

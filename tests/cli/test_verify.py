@@ -1,0 +1,335 @@
+"""`hubspoke verify`: stack and network checks, pass and fail, against moto in-process and as a loopback server.
+
+The deployed world (verify_world.py) is built from the synthesized templates of a hub and two spokes, so the
+expected IDs, readers and rules below come from those templates, not from the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hubspoke.cli.checks import CheckResult
+from hubspoke.cli.verify import run_verify
+from hubspoke.config import HubSpokeConfig, load
+from tests.cli.verify_world import TWO_SPOKES, DeployedWorld, Kube
+from tests.conftest import write_config
+
+Templates = dict[str, dict[str, Any]]
+
+
+def verify(
+    world: DeployedWorld, config_path: Path, kube: Kube | None = None, config: HubSpokeConfig | None = None
+) -> list[CheckResult]:
+    return run_verify(
+        config or world.config,
+        world.clients,
+        config_path=str(config_path),
+        kubeconfig=(kube.kubeconfig,) if kube else (),
+    )
+
+
+def rows(results: list[CheckResult], check: str, region: str | None = None) -> list[CheckResult]:
+    return [r for r in results if r.check == check and (region is None or r.region == region)]
+
+
+def readers_of(templates: Templates, producer_name: str, output: str | None = None) -> set[str]:
+    """Stack ids whose template reads `producer_name` (one output, or any) with Fn::GetStackOutput."""
+
+    def reads(node: Any) -> bool:
+        if isinstance(node, dict):
+            ref = node.get("Fn::GetStackOutput")
+            if ref and ref["StackName"] == producer_name and output in (None, ref["OutputName"]):
+                return True
+            return any(reads(v) for v in node.values())
+        return isinstance(node, list) and any(reads(v) for v in node)
+
+    return {stack for stack, template in templates.items() if reads(template.get("Resources", {}))}
+
+
+def test_healthy_environment_passes_every_check(
+    deployed: DeployedWorld, deployed_config: Path, kube: Kube
+) -> None:
+    results = verify(deployed, deployed_config, kube)
+    assert [r for r in results if r.status in ("fail", "warn")] == []
+    # The only row out of reach: the network-only spoke has no CNQ, hence no canary.
+    assert [(r.region, r.check) for r in results if r.status == "not checked"] == [("eu-west-1", "canary")]
+    present = {(r.region, r.check) for r in results}
+    for region in ("us-east-2", "us-west-2", "eu-west-1"):
+        for check in ("account", "stack", "outputs", "vpc", "routes", "security group"):
+            assert (region, check) in present, (region, check)
+    for region in ("us-west-2", "eu-west-1"):
+        assert (region, "peering") in present
+    for check in ("canary", "hub reachable", "portal", "alarm hub-unreachable", "alarm portal-not-active"):
+        assert ("us-west-2", check) in present
+    for region in ("us-east-2", "us-west-2"):
+        for check in ("hyperpod", "hyperpod group", "hyperpod nodes", "eks", "eks add-ons"):
+            assert (region, check) in present
+        assert (region, "kubernetes nodes") in present and (region, "kubernetes volumes") in present
+        assert (region, "alarm gpu-utilization-low") in present
+    # One stack row per stack of the plan: 3 network, 2 link, 2 storage, 2 compute, 1 ops, 1 dashboard.
+    assert len(rows(results, "stack")) == 11
+    # Regions come hub first, then the spokes in config order, as plan lists them.
+    assert list(dict.fromkeys(r.region for r in results)) == ["us-east-2", "us-west-2", "eu-west-1"]
+    # The add-on hook was asked about the clusters the Compute templates create, and nothing else.
+    assert {path for _, path in deployed.clients.asked} >= {
+        "/clusters/hubspoke-dev-us-east-2/addons",
+        "/clusters/hubspoke-dev-us-west-2/addons",
+    }
+
+
+def test_missing_stack_fails_with_its_deploy_command(deployed: DeployedWorld, deployed_config: Path) -> None:
+    deployed.clients("cloudformation", "us-west-2").delete_stack(StackName="hubspoke-dev-ops-us-west-2")
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    assert "hubspoke-dev-ops-us-west-2 does not exist" in row.detail
+    # The command `hubspoke plan` prints for that stack (docs/cli.md, "hubspoke plan").
+    assert row.fix.endswith(
+        f"npx cdk deploy -c config={deployed_config} --exclusively hubspoke-dev/ops-us-west-2"
+    )
+
+
+def test_rolled_back_create_names_the_first_failed_resource_and_the_delete(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    cause = (
+        "Received response status [FAILED] from custom resource. Message returned: "
+        "portal proposal to 10.10.64.10 refused: hub not reachable on TCP 3713"
+    )
+    deployed.rolled_back(
+        "storage-us-west-2",
+        status="ROLLBACK_COMPLETE",
+        failures=[
+            ("PortalToHub", "AWS::CloudFormation::CustomResource", cause),
+            ("CnqNode3", "AWS::EC2::Instance", "Resource creation cancelled"),
+        ],
+    )
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    assert row.detail == (
+        "hubspoke-dev-storage-us-west-2 ROLLBACK_COMPLETE: PortalToHub (AWS::CloudFormation::CustomResource) "
+        f"CREATE_FAILED: {cause}"
+    )
+    # A stack whose creation rolled back can only be deleted (CloudFormation, "Stack status codes").
+    assert (
+        "aws cloudformation delete-stack --stack-name hubspoke-dev-storage-us-west-2 --region us-west-2"
+        in row.fix
+    )
+    assert row.fix.endswith("--exclusively hubspoke-dev/storage-us-west-2")
+
+
+def test_rolled_back_update_blames_the_latest_operation_only(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    deployed.rolled_back(
+        "compute-us-west-2",
+        status="UPDATE_ROLLBACK_COMPLETE",
+        failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", "an old failure, fixed since")],
+    )
+    latest = 'Resource handler returned message: "Insufficient capacity for ml.p5.48xlarge in usw2-az1"'
+    deployed.rolled_back(
+        "compute-us-west-2",
+        status="UPDATE_ROLLBACK_COMPLETE",
+        failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", latest)],
+    )
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    assert latest in row.detail and "old failure" not in row.detail
+    assert "UPDATE_FAILED" in row.detail and "previous template" in row.fix
+
+
+def test_reader_deployed_before_its_producers_update_is_stale(
+    deployed: DeployedWorld, deployed_config: Path, deployed_templates: Templates
+) -> None:
+    deployed.update("network-us-east-2")
+    results = verify(deployed, deployed_config)
+    stale = {
+        r.detail.split(" ", 1)[0].removeprefix("hubspoke-dev-")
+        for r in rows(results, "stale reader")
+        if r.status == "warn"
+    }
+    assert stale == readers_of(deployed_templates, "hubspoke-dev-network-us-east-2")
+    (link,) = [r for r in rows(results, "stale reader") if r.detail.startswith("hubspoke-dev-link-us-west-2")]
+    assert "network-us-east-2" in link.detail and "PeerPathSecurityGroupId" in link.detail
+    # The CDK CLI skips an unchanged template without --force (aws-cdk canSkipDeploy).
+    assert (
+        link.fix
+        == f"npx cdk deploy -c config={deployed_config} --exclusively hubspoke-dev/link-us-west-2 --force"
+    )
+    assert not [r for r in results if r.status == "fail"], "stale is a warning: only the times are visible"
+
+
+def test_producer_replaced_after_its_readers_makes_them_stale(
+    deployed: DeployedWorld, deployed_config: Path, deployed_templates: Templates
+) -> None:
+    """A re-created producer has a newer CreationTime, which moto records itself: no backend edit needed."""
+    deployed.redeploy_without("storage-us-east-2")
+    stale = {
+        r.detail.split(" ", 1)[0].removeprefix("hubspoke-dev-")
+        for r in rows(verify(deployed, deployed_config), "stale reader")
+        if r.status == "warn"
+    }
+    assert stale == readers_of(deployed_templates, "hubspoke-dev-storage-us-east-2")
+
+
+def test_output_a_reader_needs_missing_fails_and_names_the_readers(
+    deployed: DeployedWorld, deployed_config: Path, deployed_templates: Templates
+) -> None:
+    deployed.redeploy_without("network-us-east-2", "PeerPathSecurityGroupId")
+    deployed.redeploy_without("compute-us-west-2", "EksClusterName")
+    results = verify(deployed, deployed_config)
+    (missing,) = [r for r in rows(results, "outputs", "us-east-2") if r.status == "fail"]
+    for reader in readers_of(deployed_templates, "hubspoke-dev-network-us-east-2", "PeerPathSecurityGroupId"):
+        assert reader in missing.detail
+    assert missing.fix.startswith(
+        f"npx cdk deploy -c config={deployed_config} --exclusively hubspoke-dev/network-us-east-2"
+    )
+    # Nobody can check the group's rules without its ID: said, not guessed.
+    (group,) = rows(results, "security group", "us-east-2")
+    assert group.status == "not checked" and "PeerPathSecurityGroupId" in group.detail
+    # An output no stack reads (operators and verify do) is a warning.
+    (unread,) = rows(results, "outputs", "us-west-2")[-1:]
+    assert unread.status == "warn" and "EksClusterName" in unread.detail
+
+
+def test_vpc_cidrs_against_the_config(deployed: DeployedWorld, deployed_config: Path, tmp_path: Path) -> None:
+    hub_vpc = deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    deployed.clients("ec2", "us-east-2").associate_vpc_cidr_block(VpcId=hub_vpc, CidrBlock="10.11.0.0/16")
+    (extra,) = rows(verify(deployed, deployed_config), "vpc", "us-east-2")
+    assert extra.status == "warn" and "10.11.0.0/16" in extra.detail
+    data = json.loads(json.dumps(TWO_SPOKES))
+    data["hub"]["secondary_cidrs"] = ["10.12.0.0/16"]
+    wider = write_config(tmp_path, data)
+    (missing,) = [
+        r
+        for r in rows(verify(deployed, wider, config=load(wider).config), "vpc", "us-east-2")
+        if r.status == "fail"
+    ]
+    assert "lacks configured CIDR(s) 10.12.0.0/16" in missing.detail
+
+
+def test_peering_not_active_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
+    pcx = deployed.peering("us-west-2")
+    deployed.clients("ec2", "us-west-2").delete_vpc_peering_connection(VpcPeeringConnectionId=pcx)
+    (row,) = rows(verify(deployed, deployed_config), "peering", "us-west-2")
+    assert row.status == "fail" and f"{pcx} is deleted" in row.detail
+    assert "hubspoke-dev/network-us-west-2" in row.fix and "hubspoke-dev/link-us-west-2" in row.fix
+    assert rows(verify(deployed, deployed_config), "peering", "eu-west-1")[0].status == "pass"
+
+
+def test_missing_route_fails_with_the_command_that_restores_it(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    table, pcx = deployed.route_table("us-east-2", "use2-az1"), deployed.peering("us-west-2")
+    deployed.clients("ec2", "us-east-2").delete_route(RouteTableId=table, DestinationCidrBlock="10.20.0.0/16")
+    failed = [r for r in rows(verify(deployed, deployed_config), "routes", "us-east-2") if r.status == "fail"]
+    assert [r.detail for r in failed] == [
+        f"{table} (use2-az1) has no route to spoke us-west-2 10.20.0.0/16: that traffic is dropped"
+    ]
+    assert failed[0].fix == (
+        f"aws ec2 create-route --destination-cidr-block 10.20.0.0/16 --vpc-peering-connection-id {pcx} "
+        f"--route-table-id {table} --region us-east-2"
+    )
+
+
+def test_route_between_spokes_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
+    table = deployed.route_table("us-west-2", "usw2-az2")
+    deployed.clients("ec2", "us-west-2").create_route(
+        RouteTableId=table,
+        DestinationCidrBlock="10.30.0.0/16",
+        VpcPeeringConnectionId=deployed.peering("us-west-2"),
+    )
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "routes", "us-west-2") if r.status == "fail"]
+    assert "10.30.0.0/16 (spoke eu-west-1)" in row.detail
+    assert (
+        row.fix
+        == f"aws ec2 delete-route --destination-cidr-block 10.30.0.0/16 --route-table-id {table} --region us-west-2"
+    )
+
+
+def test_peer_cidr_routed_elsewhere_or_split_off_fails(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    ec2 = deployed.clients("ec2", "us-west-2")
+    gateway = ec2.describe_internet_gateways()["InternetGateways"][0]["InternetGatewayId"]
+    first, second = (
+        deployed.route_table("us-west-2", "usw2-az1"),
+        deployed.route_table("us-west-2", "usw2-az2"),
+    )
+    ec2.replace_route(RouteTableId=first, DestinationCidrBlock="10.10.0.0/16", GatewayId=gateway)
+    ec2.create_route(RouteTableId=second, DestinationCidrBlock="10.10.64.0/18", GatewayId=gateway)
+    failed = {
+        r.detail for r in rows(verify(deployed, deployed_config), "routes", "us-west-2") if r.status == "fail"
+    }
+    assert any(
+        d.startswith(f"{first} (usw2-az1) sends hub us-east-2 10.10.0.0/16 to {gateway}") for d in failed
+    )
+    assert any(d.startswith(f"{second} (usw2-az2) sends 10.10.64.0/18, part of a peer CIDR") for d in failed)
+
+
+def _permissions(fix: str) -> list[dict[str, Any]]:
+    return json.loads(fix.split("--ip-permissions '", 1)[1].rstrip("'"))
+
+
+def test_unknown_security_group_sources_fail_with_the_revoke(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    group = deployed.security_group("us-east-2")
+    ec2 = deployed.clients("ec2", "us-east-2")
+    other = ec2.create_security_group(
+        GroupName="bastion",
+        Description="x",
+        VpcId=deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"],
+    )["GroupId"]
+    ec2.authorize_security_group_ingress(
+        GroupId=group,
+        IpPermissions=[
+            {
+                "IpProtocol": "tcp",
+                "FromPort": 2049,
+                "ToPort": 2049,
+                "IpRanges": [{"CidrIp": "192.168.0.0/16"}],
+            },
+            {"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "IpRanges": [{"CidrIp": "10.20.0.0/16"}]},
+            {"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": other}]},
+        ],
+    )
+    failed = {
+        r.detail.split(" (", 1)[0]: r
+        for r in rows(verify(deployed, deployed_config), "security group", "us-east-2")
+        if r.status == "fail"
+    }
+    assert set(failed) == {
+        f"{group} admits 192.168.0.0/16",
+        f"{group} admits 10.20.0.0/16",
+        f"{group} admits security group {other}",
+    }
+    assert "not a configured peer CIDR" in failed[f"{group} admits 192.168.0.0/16"].detail
+    # A peer CIDR on a port the path does not need is still too much.
+    assert "TCP 22" in failed[f"{group} admits 10.20.0.0/16"].detail
+    revoke = failed[f"{group} admits 192.168.0.0/16"].fix
+    assert revoke.startswith(f"aws ec2 revoke-security-group-ingress --group-id {group} --region us-east-2")
+    # EC2 IpPermissions shape: IpProtocol, FromPort, ToPort, IpRanges[].CidrIp (RevokeSecurityGroupIngress).
+    assert _permissions(revoke) == [
+        {"IpProtocol": "tcp", "FromPort": 2049, "ToPort": 2049, "IpRanges": [{"CidrIp": "192.168.0.0/16"}]}
+    ]
+    assert _permissions(failed[f"{group} admits security group {other}"].fix) == [
+        {"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": other}]}
+    ]
+
+
+def test_missing_ingress_fails_with_the_authorize(deployed: DeployedWorld, deployed_config: Path) -> None:
+    group = deployed.security_group("us-west-2")
+    portal = {"IpProtocol": "tcp", "FromPort": 3713, "ToPort": 3713, "IpRanges": [{"CidrIp": "10.10.0.0/16"}]}
+    pmtu = {"IpProtocol": "icmp", "FromPort": 3, "ToPort": 4, "IpRanges": [{"CidrIp": "10.10.0.0/16"}]}
+    deployed.clients("ec2", "us-west-2").revoke_security_group_ingress(
+        GroupId=group, IpPermissions=[portal, pmtu]
+    )
+    (row,) = [
+        r
+        for r in rows(verify(deployed, deployed_config), "security group", "us-west-2")
+        if r.status == "fail"
+    ]
+    assert row.detail == f"{group} does not admit peer 10.10.0.0/16 on ICMP 3/4, TCP 3713"
+    assert row.fix.startswith(
+        f"aws ec2 authorize-security-group-ingress --group-id {group} --region us-west-2"
+    )
+    assert sorted(_permissions(row.fix), key=str) == sorted([portal, pmtu], key=str)
