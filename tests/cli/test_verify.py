@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hubspoke.cli.checks import CheckResult
 from hubspoke.cli.verify import run_verify
 from hubspoke.config import HubSpokeConfig, load
@@ -333,3 +335,37 @@ def test_missing_ingress_fails_with_the_authorize(deployed: DeployedWorld, deplo
         f"aws ec2 authorize-security-group-ingress --group-id {group} --region us-west-2"
     )
     assert sorted(_permissions(row.fix), key=str) == sorted([portal, pmtu], key=str)
+
+
+def test_leftover_routes_warn_and_a_dead_peer_route_fails(
+    deployed: DeployedWorld, deployed_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ec2 = deployed.clients("ec2", "us-east-2")
+    table, other_table = (
+        deployed.route_table("us-east-2", "use2-az1"),
+        deployed.route_table("us-east-2", "use2-az2"),
+    )
+    hub_vpc = deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    shared = ec2.create_vpc(CidrBlock="172.31.0.0/16")["Vpc"]["VpcId"]
+    foreign = ec2.create_vpc_peering_connection(VpcId=hub_vpc, PeerVpcId=shared)["VpcPeeringConnection"][
+        "VpcPeeringConnectionId"
+    ]
+    ec2.accept_vpc_peering_connection(VpcPeeringConnectionId=foreign)
+    ec2.create_route(RouteTableId=table, DestinationCidrBlock="172.31.0.0/16", VpcPeeringConnectionId=foreign)
+    ec2.create_route(RouteTableId=table, DestinationCidrBlock="10.40.0.0/16", VpcPeeringConnectionId=foreign)
+    deployed.blackhole(monkeypatch, table, "10.40.0.0/16")
+    results = [
+        r for r in verify(deployed, deployed_config) if r.check == "routes" and r.region == "us-east-2"
+    ]
+    warned = sorted(r.detail for r in results if r.status == "warn")
+    assert warned == [
+        f"{table} (use2-az1) routes 10.40.0.0/16 to {foreign}, which is gone (blackhole)",
+        f"{table} (use2-az1) routes 172.31.0.0/16 over {foreign}, a peering this environment does not plan",
+    ]
+    assert {r.status for r in results} == {"warn", "pass"}  # the peer routes themselves are fine
+    deployed.blackhole(monkeypatch, other_table, "10.20.0.0/16")
+    (dead,) = [r for r in verify(deployed, deployed_config) if r.check == "routes" and r.status == "fail"]
+    assert (
+        dead.detail
+        == f"{other_table} (use2-az2) route to 10.20.0.0/16 via {deployed.peering('us-west-2')} is blackhole"
+    )

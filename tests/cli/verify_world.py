@@ -363,6 +363,19 @@ class DeployedWorld:
         network = self.outputs[self.plans[f"network-{region}"].name]
         return network["PrivateRouteTable" + "".join(p.capitalize() for p in az.split("-"))]
 
+    def blackhole(self, monkeypatch: pytest.MonkeyPatch, route_table: str, cidr: str) -> None:
+        """Mark a route `blackhole` (its target deleted): moto 5.2.5 reports every route `active`."""
+        from moto.ec2.models.route_tables import Route
+
+        dead = (route_table, cidr)
+        monkeypatch.setattr(
+            Route,
+            "state",
+            property(
+                lambda r: "blackhole" if (r.route_table.id, r.destination_cidr_block) == dead else "active"
+            ),
+        )
+
     def security_group(self, region: str) -> str:
         return self.outputs[self.plans[f"network-{region}"].name]["PeerPathSecurityGroupId"]
 

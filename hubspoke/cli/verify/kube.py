@@ -108,6 +108,8 @@ class KubeApi:
     server: str
     headers: dict[str, str]
     tls: ssl.SSLContext | None
+    # For the fix when the server refuses: the EKS cluster's name.
+    cluster: str = "<cluster>"
 
     def get(self, path: str, **query: str | int) -> dict[str, Any]:
         url = self.server.rstrip("/") + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
@@ -119,10 +121,13 @@ class KubeApi:
         except urllib.error.HTTPError as exc:
             message = _status_message(exc)
             if exc.code in (401, 403):
+                # AmazonEKSAdminViewPolicy lists every resource, cluster-scoped ones (nodes) included (EKS User
+                # Guide, "Review access policy permissions"); the identity needs an access entry first.
                 raise KubeUnavailable(
                     f"the API server refused these credentials ({exc.code}: {message})",
-                    "give your IAM identity an EKS access entry with a view policy "
-                    "(aws eks associate-access-policy), or use a kubeconfig user that may list nodes and claims",
+                    f"aws eks create-access-entry --cluster-name {self.cluster} --principal-arn <your-role-arn>, then "
+                    f"aws eks associate-access-policy --cluster-name {self.cluster} --principal-arn <your-role-arn> "
+                    "--policy-arn arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy --access-scope type=cluster",
                 ) from None
             raise KubeUnavailable(f"GET {path} answered {exc.code}: {message}") from None
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
@@ -176,7 +181,7 @@ def connect(paths: Sequence[Path], *, arn: str, endpoint: str, name: str, region
         raise KubeUnavailable(
             f"context {context_name}: cannot load its credentials or certificates ({exc})"
         ) from None
-    return KubeApi(server=server, headers=headers, tls=tls)
+    return KubeApi(server=server, headers=headers, tls=tls, cluster=name)
 
 
 def _path(value: str, relative_to: Path) -> Path:

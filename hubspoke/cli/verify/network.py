@@ -255,19 +255,31 @@ def _table_rows(
         ):
             detail = f"{table_id} ({az}) sends {destination} over {route['VpcPeeringConnectionId']}, not a peer CIDR"
             rows.append(CheckResult(region, "routes", "fail", detail, remove))
-        elif destination not in {w.cidr for w in expected} and any(
-            _within(destination, w.cidr) for w in expected
-        ):
+        elif destination in {w.cidr for w in expected}:
+            continue  # judged above
+        elif any(_within(destination, w.cidr) for w in expected):
             detail = (
                 f"{table_id} ({az}) sends {destination}, part of a peer CIDR, to {_target(route)}: "
                 "the longer prefix wins, so that part bypasses the peering"
             )
             rows.append(CheckResult(region, "routes", "fail", detail, remove))
-    if rows:
+        elif route.get("State") == "blackhole":
+            detail = f"{table_id} ({az}) routes {destination} to {_target(route)}, which is gone (blackhole)"
+            rows.append(
+                CheckResult(region, "routes", "warn", detail, f"a leftover (a removed spoke?): {remove}")
+            )
+        elif route.get("VpcPeeringConnectionId"):
+            detail = (
+                f"{table_id} ({az}) routes {destination} over {route['VpcPeeringConnectionId']}, "
+                "a peering this environment does not plan"
+            )
+            rows.append(CheckResult(region, "routes", "warn", detail, f"if it is a leftover: {remove}"))
+    if any(r.status == "fail" for r in rows):
         return rows
     peers = ", ".join(f"{w.cidr} via {w.pcx_id}" for w in expected) or "no peer CIDR"
     return [
-        CheckResult(region, "routes", "pass", f"{table_id} ({az}) routes {peers}; nothing between spokes")
+        *rows,
+        CheckResult(region, "routes", "pass", f"{table_id} ({az}) routes {peers}; nothing between spokes"),
     ]
 
 

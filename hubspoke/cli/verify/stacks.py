@@ -110,9 +110,9 @@ def first_failure(cloudformation: Any, stack_name: str) -> str:
     ]
     causes = [e for e in failures if not str(e.get("ResourceStatusReason", "")).startswith(_CONSEQUENCES)]
     # Newest first, so the earliest failure is the last one listed (timestamps can tie at milliseconds).
-    chosen = (causes or failures or [None])[-1]
-    if chosen is None:
+    if not failures:
         return ""
+    chosen = (causes or failures)[-1]
     return (
         f"{chosen['LogicalResourceId']} ({chosen.get('ResourceType', '?')}) {chosen['ResourceStatus']}: "
         f"{chosen.get('ResourceStatusReason', 'no reason recorded')}"
