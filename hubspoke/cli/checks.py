@@ -28,8 +28,8 @@ from botocore.exceptions import (
     TokenRetrievalError,
 )
 
-from hubspoke.cli.output import Table, print_json, print_tables
-from hubspoke.config import HubSpokeConfig
+from hubspoke.cli.output import Table, fail, print_json, print_tables
+from hubspoke.config import HubSpokeConfig, load
 
 # "not checked" is a row whose subject is out of reach by design (a private Kubernetes endpoint, no
 # kubeconfig); a check that could not run because AWS refused or was unreachable fails instead.
@@ -195,8 +195,31 @@ def unknown_regions(args: argparse.Namespace, config: HubSpokeConfig) -> str | N
     return f"--region: {', '.join(unknown)} not in {args.config}; choose from {', '.join(sorted(configured))}"
 
 
-def profile_error(exc: Exception) -> str:
-    return f"--profile: {exc}; list profiles with `aws configure list-profiles`"
+def run_command(
+    args: argparse.Namespace,
+    *,
+    name: str,
+    clients: Clients | None,
+    make: Callable[[str | None], Clients],
+    checks: Callable[[HubSpokeConfig, Clients], list[CheckResult]],
+) -> int:
+    """Load the config, check --region and --profile (exit 2), run the checks with clients from `make`, report."""
+    config = load(args.config).config
+    error = unknown_regions(args, config)
+    if error:
+        return fail(error)
+    if clients is None:
+        from botocore.exceptions import ProfileNotFound
+
+        try:
+            clients = make(args.profile)
+        except ProfileNotFound as exc:
+            return fail(f"--profile: {exc}; list profiles with `aws configure list-profiles`")
+    return report(
+        checks(config, clients),
+        title=f"{name} of {args.config} (environment {config.environment})",
+        as_json=args.json,
+    )
 
 
 def report(results: list[CheckResult], *, title: str, as_json: bool) -> int:

@@ -10,24 +10,17 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from botocore.exceptions import ProfileNotFound
-
 from hubspoke.cli.checks import (
     CheckResult,
     Clients,
     CredentialsProblem,
     add_aws_options,
     credentials_row,
-    profile_error,
-    report,
+    run_command,
     session_clients,
-    unknown_regions,
 )
-from hubspoke.cli.checks import (
-    guarded as guarded_check,
-)
+from hubspoke.cli.checks import guarded as guarded_check
 from hubspoke.cli.commands import COMMANDS
-from hubspoke.cli.output import fail
 from hubspoke.cli.preflight_checks import (
     check_account,
     check_availability_zones,
@@ -37,7 +30,7 @@ from hubspoke.cli.preflight_checks import (
     check_peering_quota,
     check_sagemaker_quota,
 )
-from hubspoke.config import HubSpokeConfig, RegionConfig, load
+from hubspoke.config import HubSpokeConfig, RegionConfig
 
 # Re-exported: tests and other modules import these names from here.
 __all__ = ["Clients", "run_preflight", "session_clients"]
@@ -134,16 +127,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace, *, clients: Clients | None = None) -> int:
-    config = load(args.config).config
-    error = unknown_regions(args, config)
-    if error:
-        return fail(error)
-    if clients is None:
-        try:
-            clients = session_clients(args.profile)
-        except ProfileNotFound as exc:
-            return fail(profile_error(exc))
-    results = run_preflight(config, clients, only=set(args.region or ()))
-    return report(
-        results, title=f"Preflight of {args.config} (environment {config.environment})", as_json=args.json
+    return run_command(
+        args,
+        name="Preflight",
+        clients=clients,
+        make=session_clients,
+        checks=lambda config, made: run_preflight(config, made, only=set(args.region or ())),
     )

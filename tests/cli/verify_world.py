@@ -35,11 +35,12 @@ import yaml
 from botocore.awsrequest import AWSResponse
 from moto.backends import get_backend
 
-from hubspoke.cli.checks import Clients, session_clients
+from hubspoke.cli.checks import session_clients
 from hubspoke.config import HubSpokeConfig, load
 from hubspoke.constructs.canary.runtime.handler import run as canary_run
 from hubspoke.constructs.canary.runtime.portal import PortalReading
 from hubspoke.topology import StackPlan, plan_stacks
+from tests.cli.preflight_world import Hooked
 from tests.conftest import resources, synth, write_config
 from tests.fakes.kube_api import FakeKubeApi, claim, node
 from tests.fakes.tls import loopback_certificate
@@ -67,23 +68,17 @@ _ROUTE_TARGETS = ("VpcPeeringConnectionId", "GatewayId", "NatGatewayId")
 
 
 @dataclass
-class MotoGaps:
+class MotoGaps(Hooked):
     """Client factory: moto for everything, except EKS ListAddons/DescribeAddon, which moto lacks."""
 
-    base: Clients
     # (region, cluster name) -> add-on name -> the DescribeAddon `addon` structure.
     addons: dict[tuple[str, str], dict[str, dict[str, Any]]] = field(default_factory=dict)
     asked: list[tuple[str, str]] = field(default_factory=list)
-    _made: dict[tuple[str, str], Any] = field(default_factory=dict)
 
-    def __call__(self, service: str, region: str) -> Any:
-        if (service, region) in self._made:
-            return self._made[service, region]
-        client = self._made[service, region] = self.base(service, region)
+    def hook(self, client: Any, service: str, region: str) -> None:
         if service == "eks":
             client.meta.events.register("before-call.eks.ListAddons", self._answer(region))
             client.meta.events.register("before-call.eks.DescribeAddon", self._answer(region))
-        return client
 
     def _answer(self, region: str) -> Callable[..., tuple[AWSResponse, dict[str, Any]]]:
         def answer(model: Any, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:

@@ -12,8 +12,6 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
-from botocore.exceptions import ProfileNotFound
-
 from hubspoke.cli.checks import (
     CheckResult,
     Clients,
@@ -21,13 +19,10 @@ from hubspoke.cli.checks import (
     add_aws_options,
     credentials_row,
     guarded,
-    profile_error,
-    report,
+    run_command,
     session_clients,
-    unknown_regions,
 )
 from hubspoke.cli.commands import COMMANDS
-from hubspoke.cli.output import fail
 from hubspoke.cli.preflight_checks import check_account
 from hubspoke.cli.verify.alarms import alarm_rows
 from hubspoke.cli.verify.canary import canary_rows
@@ -36,7 +31,7 @@ from hubspoke.cli.verify.kube import default_kubeconfig
 from hubspoke.cli.verify.live import Context
 from hubspoke.cli.verify.network import network_rows
 from hubspoke.cli.verify.stacks import stack_rows
-from hubspoke.config import HubSpokeConfig, RegionConfig, load
+from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.topology import plan_stacks
 
 __all__ = ["run_verify"]
@@ -121,22 +116,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace, *, clients: Clients | None = None) -> int:
-    config = load(args.config).config
-    error = unknown_regions(args, config)
-    if error:
-        return fail(error)
-    if clients is None:
-        try:
-            clients = session_clients(args.profile)
-        except ProfileNotFound as exc:
-            return fail(profile_error(exc))
-    results = run_verify(
-        config,
-        clients,
-        config_path=str(args.config),
-        only=set(args.region or ()),
-        kubeconfig=tuple(args.kubeconfig) if args.kubeconfig else None,
-    )
-    return report(
-        results, title=f"Verify of {args.config} (environment {config.environment})", as_json=args.json
+    return run_command(
+        args,
+        name="Verify",
+        clients=clients,
+        make=session_clients,
+        checks=lambda config, made: run_verify(
+            config,
+            made,
+            config_path=str(args.config),
+            only=set(args.region or ()),
+            kubeconfig=tuple(args.kubeconfig) if args.kubeconfig else None,
+        ),
     )

@@ -1,13 +1,13 @@
 """Verify's network checks: the VPC's CIDRs, each spoke's peering, the peering routes (ingress: ingress.py).
 
 IDs come from the Network stacks' outputs (hubspoke/outputs.py); what each resource must look like comes
-from config: the peer CIDRs (HubSpokeConfig.peer_cidrs), the route tables (layout.route_table_az_ids) and
-the ports (hubspoke/ports.py), exactly what the Network and Link stacks create (constructs/peering.py).
-Peering is not transitive (VPC peering guide): a spoke reaches only the hub, never another spoke.
+from config: the peer CIDRs (HubSpokeConfig.peer_cidrs) and the route tables (layout.route_table_az_ids),
+exactly what the Network and Link stacks create (constructs/peering.py, PeerSide). Peering is not
+transitive (VPC peering guide): a spoke reaches only the hub, never another spoke.
 
-A route or rule deleted outside CloudFormation is not restored by redeploying an unchanged template
+A route deleted outside CloudFormation is not restored by redeploying an unchanged template
 (CloudFormation does not compare live resources to the template unless asked for drift), so the fixes for
-those name the EC2 call that restores or removes exactly what differs.
+routes name the EC2 call that restores or removes exactly the one that differs.
 """
 
 from __future__ import annotations

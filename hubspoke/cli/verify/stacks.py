@@ -88,7 +88,10 @@ def _state(ctx: Context, plan: StackPlan) -> tuple[CheckResult, LiveStack | None
             )
         else:
             fix = f"the stack runs its previous template; fix the cause, then {deploy}"
-        return CheckResult(region, "stack", "fail", detail, fix), live
+        # A stack whose creation rolled back holds no resources and no outputs: nothing more to check in it.
+        return CheckResult(
+            region, "stack", "fail", detail, fix
+        ), None if status in CREATE_ROLLED_BACK else live
     if status == "REVIEW_IN_PROGRESS":
         detail = f"{name} has a change set that was never executed"
         return CheckResult(region, "stack", "fail", detail, f"deploy it: {deploy}"), None
