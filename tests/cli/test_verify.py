@@ -81,6 +81,37 @@ def test_healthy_environment_passes_every_check(
     }
 
 
+def test_wrong_account_fails_and_leaves_the_region_unchecked(
+    deployed: DeployedWorld, deployed_config: Path, tmp_path: Path
+) -> None:
+    data = json.loads(json.dumps(TWO_SPOKES))
+    data["spokes"][1]["account"] = "111111111111"
+    other = write_config(tmp_path, data)
+    results = verify(deployed, other, config=load(other).config)
+    account = [r for r in results if r.region == "eu-west-1"]
+    assert [(r.check, r.status) for r in account] == [("account", "fail"), ("checks", "not checked")]
+    assert "111111111111" in account[0].detail
+    # The hub's Link stack for that spoke reads its peering: in another account, that is said, not guessed.
+    hub_routes = [r for r in rows(results, "routes", "us-east-2") if r.status == "not checked"]
+    assert hub_routes and "lives in account 111111111111" in hub_routes[0].detail
+
+
+@pytest.mark.parametrize(
+    ("status", "wording", "fix"),
+    [
+        ("UPDATE_IN_PROGRESS", "an operation is still running", "wait until it ends"),
+        ("UPDATE_ROLLBACK_FAILED", "UPDATE_ROLLBACK_FAILED", "aws cloudformation continue-update-rollback"),
+        ("REVIEW_IN_PROGRESS", "never executed", "deploy it"),
+    ],
+)
+def test_stack_states_other_than_complete_fail(
+    deployed: DeployedWorld, deployed_config: Path, status: str, wording: str, fix: str
+) -> None:
+    deployed._moto_stack(deployed.plans["link-us-west-2"]).status = status  # states moto's API never reaches
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-east-2") if r.status == "fail"]
+    assert row.detail.startswith("hubspoke-dev-link-us-west-2") and wording in row.detail and fix in row.fix
+
+
 def test_missing_stack_fails_with_its_deploy_command(deployed: DeployedWorld, deployed_config: Path) -> None:
     deployed.clients("cloudformation", "us-west-2").delete_stack(StackName="hubspoke-dev-ops-us-west-2")
     (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
@@ -215,6 +246,38 @@ def test_peering_not_active_fails(deployed: DeployedWorld, deployed_config: Path
     assert row.status == "fail" and f"{pcx} is deleted" in row.detail
     assert "hubspoke-dev/network-us-west-2" in row.fix and "hubspoke-dev/link-us-west-2" in row.fix
     assert rows(verify(deployed, deployed_config), "peering", "eu-west-1")[0].status == "pass"
+
+
+def test_peering_waiting_for_acceptance_or_to_another_vpc_fails(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    west = deployed.clients("ec2", "us-west-2")
+    spoke_vpc = deployed.outputs["hubspoke-dev-network-us-west-2"]["VpcId"]
+    hub_vpc = deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    pending = west.create_vpc_peering_connection(VpcId=spoke_vpc, PeerVpcId=hub_vpc, PeerRegion="us-east-2")
+    pending_id = pending["VpcPeeringConnection"]["VpcPeeringConnectionId"]
+    deployed.redeploy_with("network-us-west-2", PeeringConnectionId=pending_id)
+    east = deployed.clients("ec2", "eu-west-1")
+    stray = east.create_vpc(CidrBlock="10.99.0.0/16")["Vpc"]["VpcId"]
+    eu_vpc = deployed.outputs["hubspoke-dev-network-eu-west-1"]["VpcId"]
+    wrong = east.create_vpc_peering_connection(VpcId=eu_vpc, PeerVpcId=stray)["VpcPeeringConnection"][
+        "VpcPeeringConnectionId"
+    ]
+    east.accept_vpc_peering_connection(VpcPeeringConnectionId=wrong)
+    deployed.redeploy_with("network-eu-west-1", PeeringConnectionId=wrong)
+    results = verify(deployed, deployed_config)
+    (waiting,) = rows(results, "peering", "us-west-2")
+    assert waiting.detail.startswith(f"{pending_id} is pending-acceptance")
+    assert (
+        waiting.fix
+        == f"accept it in the hub Region: aws ec2 accept-vpc-peering-connection --vpc-peering-connection-id {pending_id} --region us-east-2"
+    )
+    (elsewhere,) = rows(results, "peering", "eu-west-1")
+    assert elsewhere.status == "fail"
+    assert elsewhere.detail == (
+        f"{wrong} accepter is VPC {stray} in eu-west-1 (account 123456789012); "
+        f"expected {hub_vpc} in us-east-2 (account 123456789012)"
+    )
 
 
 def test_missing_route_fails_with_the_command_that_restores_it(

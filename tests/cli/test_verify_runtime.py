@@ -103,6 +103,34 @@ def test_hyperpod_group_smaller_than_configured_fails(
     assert "target 2 nodes, config 4" in row.detail and "2 of 4 nodes running" in row.detail
 
 
+def test_eks_version_and_addons_settling_or_off_the_pin(
+    deployed: DeployedWorld, deployed_config: Path, tmp_path: Path
+) -> None:
+    from hubspoke.config import load
+    from tests.cli.verify_world import TWO_SPOKES
+    from tests.conftest import write_config
+
+    addons = deployed.clients.addons["us-west-2", "hubspoke-dev-us-west-2"]
+    addons["cert-manager"] |= {"status": "CREATING"}
+    addons["vpc-cni"] |= {"addonVersion": "v1.19.0-eksbuild.1"}
+    data = {
+        **TWO_SPOKES,
+        "spokes": [
+            dict(TWO_SPOKES["spokes"][0], compute={"kubernetes_version": "1.32"}),
+            TWO_SPOKES["spokes"][1],
+        ],
+    }
+    older = write_config(tmp_path, data)
+    results = verify(deployed, older, config=load(older).config)
+    assert "Kubernetes 1.33, config 1.32" in _only(results, "eks").detail
+    warned = {r.detail for r in rows(results, "eks add-ons", "us-west-2") if r.status == "warn"}
+    # The pin of vpc-cni is one version for every Kubernetes version (eks_addons.py, from the EKS table).
+    assert warned == {
+        "cert-manager v1.0.0-eksbuild.1 is CREATING",
+        "vpc-cni runs v1.19.0-eksbuild.1, the pin is v1.20.1-eksbuild.3",
+    }
+
+
 def test_eks_cluster_not_active_and_addons_unhealthy(deployed: DeployedWorld, deployed_config: Path) -> None:
     deployed.eks_cluster("us-west-2").status = "UPDATING"  # moto creates clusters ACTIVE
     addons = deployed.clients.addons["us-west-2", "hubspoke-dev-us-west-2"]

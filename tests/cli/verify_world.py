@@ -278,14 +278,16 @@ class DeployedWorld:
                 AlarmName=props["AlarmName"], StateValue="OK", StateReason="evaluated in the test world"
             )
 
-    def _stack(self, plan: StackPlan, *, drop: tuple[str, ...] = ()) -> None:
+    def _stack(
+        self, plan: StackPlan, *, drop: tuple[str, ...] = (), replace: dict[str, str] | None = None
+    ) -> None:
         template = self.templates[plan.id]
         values = {
             # Values built at deploy time (Fn::Join of custom-resource attributes) stay placeholders.
             name: str(self._resolve(plan, out["Value"]) or f"unresolved:{plan.id}/{name}")
             for name, out in template.get("Outputs", {}).items()
             if name not in drop
-        }
+        } | (replace or {})
         self.outputs[plan.name] = values
         body = {
             "Resources": {"Placeholder": {"Type": "AWS::SNS::Topic"}},
@@ -301,6 +303,12 @@ class DeployedWorld:
         plan = self.plans[stack_id]
         self.clients("cloudformation", plan.region).delete_stack(StackName=plan.name)
         self._stack(plan, drop=outputs)
+
+    def redeploy_with(self, stack_id: str, **outputs: str) -> None:
+        """Replace a stack by one whose outputs carry other values (its resources were replaced)."""
+        plan = self.plans[stack_id]
+        self.clients("cloudformation", plan.region).delete_stack(StackName=plan.name)
+        self._stack(plan, replace=outputs)
 
     def update(self, stack_id: str, at: datetime | None = None) -> None:
         """An update of the stack through UpdateStack; moto 5.2.5 keeps no LastUpdatedTime, so it is set here."""
@@ -396,13 +404,15 @@ class DeployedWorld:
         *,
         minutes_ago: Iterator[int] | range | list[int] = range(2, 5),
         hub_up: bool = True,
-        portal: str = "ACTIVE",
+        portal: str | None = "ACTIVE",
         now: datetime | None = None,
+        hub_addresses: str = "127.0.0.1",
     ) -> None:
         """Run the real canary handler once per minute given and publish its EMF lines as CloudWatch would.
 
-        The hub's addresses are loopback ports: one listening (reachable) or none (refused), so the handler
-        measures what it would in the spoke VPC. The portal reader answers `portal`.
+        The hub's addresses are loopback ports: one listening on 127.0.0.1 (reachable) or none (refused),
+        so the handler measures what it would in the spoke VPC; any other loopback address refuses. The
+        portal reader answers `portal`; None runs the canary without a spoke REST address (no portal metric).
         """
         moment = now or datetime.now(UTC)
         with _listener() as open_port:
@@ -410,20 +420,21 @@ class DeployedWorld:
             env = {
                 "HUBSPOKE_ENVIRONMENT": self.config.environment,
                 "SPOKE_REGION": spoke,
-                "HUB_ADDRESSES": "127.0.0.1",
+                "HUB_ADDRESSES": hub_addresses,
                 "HUB_PORTS": ports,
                 "CONNECT_TIMEOUT_SECONDS": "1",
-                "SPOKE_REST_ADDRESS": "127.0.0.1",
                 "SPOKE_REST_PORT": "8000",
                 "ADMIN_SECRET_ARN": "arn:aws:secretsmanager:us-west-2:123456789012:secret:admin",
-            }
+            } | ({"SPOKE_REST_ADDRESS": "127.0.0.1"} if portal else {})
             for minutes in minutes_ago:
                 lines: list[str] = []
                 canary_run(
                     {},
                     env,
                     credentials=lambda _arn: ("admin", "password"),
-                    portal_reader=lambda **_: PortalReading(PORTAL_VALUES[portal], portal),
+                    portal_reader=lambda **_: PortalReading(
+                        PORTAL_VALUES[portal or "unreadable"], str(portal)
+                    ),
                     emit=lines.append,
                     clock=lambda m=minutes: (moment - timedelta(minutes=m)).timestamp(),
                 )

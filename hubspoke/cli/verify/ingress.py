@@ -84,9 +84,10 @@ def security_group_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]
     group_id = ctx.stacks.output(stack_id("network", code), PEER_PATH_SECURITY_GROUP.key())
     # EC2 DescribeSecurityGroups, filter group-id: SecurityGroups[].IpPermissions[].IpProtocol, FromPort, ToPort,
     # IpRanges, Ipv6Ranges, UserIdGroupPairs, PrefixListIds.
-    groups = ctx.clients("ec2", code).describe_security_groups(
+    found = ctx.clients("ec2", code).describe_security_groups(
         Filters=[{"Name": "group-id", "Values": [group_id]}]
     )["SecurityGroups"]
+    groups = [g for g in found if g.get("GroupId") == group_id]  # the filter narrows; the ID decides
     if not groups:
         return [
             CheckResult(

@@ -44,7 +44,8 @@ def _vpc(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     vpc_id = ctx.stacks.output(network_stack(code), VPC_ID.key())
     # EC2 DescribeVpcs, filter vpc-id (an ID filter answers an empty list where VpcIds would raise NotFound):
     # Vpcs[].CidrBlockAssociationSet[].CidrBlock and CidrBlockState.State.
-    vpcs = ctx.clients("ec2", code).describe_vpcs(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Vpcs"]
+    found = ctx.clients("ec2", code).describe_vpcs(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Vpcs"]
+    vpcs = [v for v in found if v.get("VpcId") == vpc_id]  # the filter narrows; the ID decides
     if not vpcs:
         return [
             CheckResult(
@@ -94,11 +95,17 @@ def _peering(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
     pcx_id = ctx.stacks.output(network_stack(code), PEERING_CONNECTION.key())
     spoke_vpc = ctx.stacks.output(network_stack(code), VPC_ID.key())
     hub_vpc = ctx.stacks.output(network_stack(hub), VPC_ID.key())
-    # EC2 DescribeVpcPeeringConnections, filter vpc-peering-connection-id: Status.Code is one of initiating-request, pending-acceptance,
-    # active, deleted, rejected, failed, expired, provisioning, deleting (botocore ec2 service-2.json).
-    found = ctx.clients("ec2", code).describe_vpc_peering_connections(
-        Filters=[{"Name": "vpc-peering-connection-id", "Values": [pcx_id]}]
-    )["VpcPeeringConnections"]
+    # EC2 DescribeVpcPeeringConnections, filter vpc-peering-connection-id: Status.Code is one of
+    # initiating-request, pending-acceptance, active, deleted, rejected, failed, expired, provisioning,
+    # deleting (botocore ec2 service-2.json).
+    # The filter narrows; the ID decides (moto 5.2.5 ignores this filter and lists every peering).
+    found = [
+        p
+        for p in ctx.clients("ec2", code).describe_vpc_peering_connections(
+            Filters=[{"Name": "vpc-peering-connection-id", "Values": [pcx_id]}]
+        )["VpcPeeringConnections"]
+        if p.get("VpcPeeringConnectionId") == pcx_id
+    ]
     redeploy = f"{ctx.deploy_command(network_stack(code))}, then {ctx.deploy_command(stack_id('link', code))}"
     if not found:
         return [CheckResult(code, "peering", "fail", f"{pcx_id} does not exist", redeploy)]
@@ -127,12 +134,15 @@ def _peering(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
             )
     state = pcx.get("Status", {})
     if state.get("Code") != "active":
-        fix = (
-            f"accept it in the hub Region: aws ec2 accept-vpc-peering-connection "
-            f"--vpc-peering-connection-id {pcx_id} --region {hub}"
-            if state.get("Code") == "pending-acceptance"
-            else redeploy
-        )
+        if state.get("Code") == "pending-acceptance":
+            fix = (
+                "accept it in the hub Region: aws ec2 accept-vpc-peering-connection "
+                f"--vpc-peering-connection-id {pcx_id} --region {hub}"
+            )
+        elif state.get("Code") in ("initiating-request", "provisioning"):
+            fix = "the peering is still being set up: run hubspoke verify again in a minute"
+        else:
+            fix = redeploy
         message = f" ({state['Message']})" if state.get("Message") else ""
         rows.append(
             CheckResult(code, "peering", "fail", f"{pcx_id} is {state.get('Code')}{message}, not active", fix)
@@ -192,7 +202,7 @@ def _routes(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     found = ctx.clients("ec2", code).describe_route_tables(
         Filters=[{"Name": "route-table-id", "Values": sorted(tables)}]
     )["RouteTables"]
-    live = {t["RouteTableId"]: t.get("Routes", []) for t in found}
+    live = {t["RouteTableId"]: t.get("Routes", []) for t in found if t["RouteTableId"] in tables}
     for table_id, az in tables.items():
         if table_id not in live:
             rows.append(
