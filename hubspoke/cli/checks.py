@@ -23,6 +23,7 @@ from botocore.exceptions import (
     EndpointConnectionError,
     NoCredentialsError,
     PartialCredentialsError,
+    ProfileNotFound,
     ReadTimeoutError,
     SSOError,
     TokenRetrievalError,
@@ -209,8 +210,6 @@ def run_command(
     if error:
         return fail(error)
     if clients is None:
-        from botocore.exceptions import ProfileNotFound
-
         try:
             clients = make(args.profile)
         except ProfileNotFound as exc:
