@@ -15,7 +15,8 @@ import hubspoke.cli.verify as verify_command
 from hubspoke.cli.checks import session_clients
 from hubspoke.cli.main import main
 from tests.cli.preflight_world import isolate_from_real_aws
-from tests.cli.verify_world import DeployedWorld, Kube
+from tests.cli.verify_fixtures import Kube
+from tests.cli.verify_world import DeployedWorld
 
 
 def _use(monkeypatch: pytest.MonkeyPatch, world: DeployedWorld) -> None:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from hubspoke.cli.verify.kube import KubeUnavailable, connect, default_kubeconfig
-from tests.cli.verify_world import exec_plugin
+from tests.cli.verify_fixtures import exec_plugin
 from tests.fakes.kube_api import FakeKubeApi, node
 from tests.fakes.tls import loopback_certificate
 

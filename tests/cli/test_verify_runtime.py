@@ -15,7 +15,8 @@ import pytest
 from hubspoke.cli.checks import CheckResult
 from hubspoke.cli.verify import run_verify
 from tests.cli.test_verify import rows, verify
-from tests.cli.verify_world import DeployedWorld, Kube
+from tests.cli.verify_fixtures import Kube
+from tests.cli.verify_world import DeployedWorld
 from tests.fakes.kube_api import claim, node
 
 
@@ -87,7 +88,7 @@ def test_hyperpod_group_smaller_than_configured_fails(
     deployed: DeployedWorld, deployed_config: Path, tmp_path: Path
 ) -> None:
     from hubspoke.config import load
-    from tests.cli.verify_world import TWO_SPOKES
+    from tests.cli.verify_fixtures import TWO_SPOKES
     from tests.conftest import write_config
 
     data = {
@@ -107,7 +108,7 @@ def test_eks_version_and_addons_settling_or_off_the_pin(
     deployed: DeployedWorld, deployed_config: Path, tmp_path: Path
 ) -> None:
     from hubspoke.config import load
-    from tests.cli.verify_world import TWO_SPOKES
+    from tests.cli.verify_fixtures import TWO_SPOKES
     from tests.conftest import write_config
 
     addons = deployed.clients.addons["us-west-2", "hubspoke-dev-us-west-2"]

@@ -13,41 +13,29 @@ What moto does not implement is filled in two ways, each said where it is done:
 - EKS ListAddons / DescribeAddon do not exist in moto: `MotoGaps` answers exactly those two operations with a
   botocore before-call hook, in the EKS API's shapes, refusing an unknown cluster or add-on as EKS does;
 - states moto's API cannot produce (a stack that rolled back with failed-resource events, LastUpdatedTime,
-  a HyperPod node or cluster not InService, an EKS cluster not ACTIVE) are written into moto's own backend
-  objects, which its API then serves and serializes like any other state.
+  a HyperPod node or cluster not InService, an EKS cluster not ACTIVE, a route in state blackhole) are
+  written into moto's own backend objects, which its API then serves and serializes like any other state.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-import socket
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from botocore.awsrequest import AWSResponse
 from moto.backends import get_backend
 
-from hubspoke.cli.checks import session_clients
-from hubspoke.config import HubSpokeConfig, load
-from hubspoke.constructs.canary.runtime.handler import run as canary_run
-from hubspoke.constructs.canary.runtime.portal import PortalReading
+from hubspoke.config import HubSpokeConfig
 from hubspoke.topology import StackPlan, plan_stacks
+from tests.cli.canary_feed import publish_canary
 from tests.cli.preflight_world import Hooked
-from tests.conftest import resources, synth, write_config
-from tests.fakes.kube_api import FakeKubeApi, claim, node
-from tests.fakes.tls import loopback_certificate
+from tests.conftest import resources
 
 ACCOUNT = "123456789012"  # config/dev.yaml's account, and moto's default
-# The Qumulo REST API's portal `status` strings and the canary's numeric encoding of them.
-PORTAL_VALUES = {"ACTIVE": 2, "DEGRADED": 1, "INACTIVE": 0, "unreadable": -1}
 
 # Creation order inside one template: what each kind refers to exists before it.
 _EC2_ORDER = (
@@ -398,48 +386,15 @@ class DeployedWorld:
         )
 
     # ----- the canary -----
-    def canary(
-        self,
-        spoke: str,
-        *,
-        minutes_ago: Iterator[int] | range | list[int] = range(2, 5),
-        hub_up: bool = True,
-        portal: str | None = "ACTIVE",
-        now: datetime | None = None,
-        hub_addresses: str = "127.0.0.1",
-    ) -> None:
-        """Run the real canary handler once per minute given and publish its EMF lines as CloudWatch would.
-
-        The hub's addresses are loopback ports: one listening on 127.0.0.1 (reachable) or none (refused),
-        so the handler measures what it would in the spoke VPC; any other loopback address refuses. The
-        portal reader answers `portal`; None runs the canary without a spoke REST address (no portal metric).
-        """
-        moment = now or datetime.now(UTC)
-        with _listener() as open_port:
-            ports = f"{open_port}" if hub_up else f"{_closed_port()}"
-            env = {
-                "HUBSPOKE_ENVIRONMENT": self.config.environment,
-                "SPOKE_REGION": spoke,
-                "HUB_ADDRESSES": hub_addresses,
-                "HUB_PORTS": ports,
-                "CONNECT_TIMEOUT_SECONDS": "1",
-                "SPOKE_REST_PORT": "8000",
-                "ADMIN_SECRET_ARN": "arn:aws:secretsmanager:us-west-2:123456789012:secret:admin",
-            } | ({"SPOKE_REST_ADDRESS": "127.0.0.1"} if portal else {})
-            for minutes in minutes_ago:
-                lines: list[str] = []
-                canary_run(
-                    {},
-                    env,
-                    credentials=lambda _arn: ("admin", "password"),
-                    portal_reader=lambda **_: PortalReading(
-                        PORTAL_VALUES[portal or "unreadable"], str(portal)
-                    ),
-                    emit=lines.append,
-                    clock=lambda m=minutes: (moment - timedelta(minutes=m)).timestamp(),
-                )
-                for line in lines:
-                    put_emf(self.clients("cloudwatch", spoke), json.loads(line))
+    def canary(self, spoke: str, *, minutes_ago: Iterable[int] = range(2, 5), **report: Any) -> None:
+        """The spoke's canary reporting at these minutes before now (canary_feed.publish_canary)."""
+        publish_canary(
+            self.clients("cloudwatch", spoke),
+            environment=self.config.environment,
+            spoke=spoke,
+            minutes_ago=minutes_ago,
+            **report,
+        )
 
 
 def _addon(plan: StackPlan, cluster: str, props: dict[str, Any]) -> dict[str, Any]:
@@ -452,167 +407,4 @@ def _addon(plan: StackPlan, cluster: str, props: dict[str, Any]) -> dict[str, An
         "addonVersion": props.get("AddonVersion", "v1.0.0-eksbuild.1"),
         "health": {"issues": []},
         "addonArn": f"arn:aws:eks:{plan.region}:{ACCOUNT}:addon/{cluster}/{name}/0",
-    }
-
-
-def put_emf(cloudwatch: Any, document: dict[str, Any]) -> None:
-    """What CloudWatch Logs does with an EMF document: PutMetricData per metric directive (EMF specification)."""
-    meta = document["_aws"]
-    stamp = datetime.fromtimestamp(meta["Timestamp"] / 1000, UTC)
-    for directive in meta["CloudWatchMetrics"]:
-        for dimension_set in directive["Dimensions"]:
-            dimensions = [{"Name": d, "Value": str(document[d])} for d in dimension_set]
-            data = []
-            for metric in directive["Metrics"]:
-                value = document.get(metric["Name"])
-                if value is None or value == []:
-                    continue
-                datum: dict[str, Any] = {
-                    "MetricName": metric["Name"],
-                    "Dimensions": dimensions,
-                    "Timestamp": stamp,
-                    "Unit": metric.get("Unit", "None"),
-                }
-                datum |= (
-                    {"Values": [float(v) for v in value]}
-                    if isinstance(value, list)
-                    else {"Value": float(value)}
-                )
-                data.append(datum)
-            cloudwatch.put_metric_data(Namespace=directive["Namespace"], MetricData=data)
-
-
-class _listener:
-    """A loopback TCP port that accepts connections while the block runs: a reachable hub address."""
-
-    def __enter__(self) -> int:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        return int(self.sock.getsockname()[1])
-
-    def __exit__(self, *_: object) -> None:
-        self.sock.close()
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-# ----- fixtures -----
-
-# config/dev.yaml plus a second spoke that only peers: two spokes make "no route between spokes" testable,
-# and a spoke without CNQ shows what verify says where there is no canary.
-TWO_SPOKES: dict[str, Any] = {
-    "environment": "dev",
-    "account": ACCOUNT,
-    "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
-    "spokes": [
-        {"region": "us-west-2", "cidr": "10.20.0.0/16"},
-        {
-            "region": "eu-west-1",
-            "cidr": "10.30.0.0/16",
-            "storage": {"enabled": False},
-            "compute": {"enabled": False},
-        },
-    ],
-}
-
-
-@pytest.fixture(scope="session")
-def deployed_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_config(tmp_path_factory.mktemp("verify"), TWO_SPOKES, "dev.yaml")
-
-
-@pytest.fixture(scope="session")
-def deployed_templates(deployed_config: Path) -> dict[str, dict[str, Any]]:
-    return synth(load(deployed_config).config)
-
-
-@pytest.fixture
-def deployed(
-    backend: str, deployed_config: Path, deployed_templates: dict[str, dict[str, Any]]
-) -> DeployedWorld:
-    """The two-spoke environment as deployed, its canary reporting a healthy hub and an ACTIVE portal."""
-    world = DeployedWorld(
-        MotoGaps(session_clients()), load(deployed_config).config, deployed_templates
-    ).deploy()
-    world.canary("us-west-2")
-    return world
-
-
-@dataclass
-class Kube:
-    """One Kubernetes API stand-in per EKS cluster, and a kubeconfig whose contexts point at them."""
-
-    servers: dict[str, FakeKubeApi]
-    kubeconfig: Path
-
-
-@pytest.fixture
-def kube(deployed: DeployedWorld, tmp_path: Path) -> Iterator[Kube]:
-    """Every compute Region's cluster: 2 Ready nodes (the HyperPod group's count) and both claims Bound.
-
-    The kubeconfig is what `aws eks update-kubeconfig` writes (cluster and context named by the cluster's
-    ARN), with the stand-in's URL as server, its certificate as certificate-authority-data, and an exec
-    credential plugin printing an ExecCredential, as `aws eks get-token` does.
-    """
-    from hubspoke.k8s.storage import checkpoint_claim, dataset_claim
-
-    servers: dict[str, FakeKubeApi] = {}
-    clusters, users, contexts = [], [], []
-    with ExitStack() as stack:
-        for region in deployed.config.regions():
-            if not region.compute.enabled:
-                continue
-            fake = FakeKubeApi(
-                nodes=[node(f"hyperpod-i-0{n}{region.region}") for n in range(2)],
-                claims=[claim(dataset_claim(region)), claim(checkpoint_claim(region))],
-            )
-            servers[region.region] = stack.enter_context(fake)
-            arn = deployed.clients("eks", region.region).describe_cluster(
-                name=f"hubspoke-dev-{region.region}"
-            )["cluster"]["arn"]
-            clusters.append(
-                {
-                    "name": arn,
-                    "cluster": {
-                        "server": fake.url,
-                        "certificate-authority-data": base64.b64encode(
-                            loopback_certificate("fake-kube-apiserver").cert_pem
-                        ).decode(),
-                    },
-                }
-            )
-            users.append({"name": arn, "user": {"exec": exec_plugin(fake.token)}})
-            contexts.append({"name": arn, "context": {"cluster": arn, "user": arn}})
-        path = tmp_path / "kubeconfig"
-        path.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": clusters,
-                    "users": users,
-                    "contexts": contexts,
-                }
-            )
-        )
-        yield Kube(servers, path)
-
-
-def exec_plugin(token: str) -> dict[str, Any]:
-    """A client.authentication.k8s.io/v1beta1 exec entry whose command prints an ExecCredential with `token`."""
-    credential = {
-        "apiVersion": "client.authentication.k8s.io/v1beta1",
-        "kind": "ExecCredential",
-        "status": {"token": token, "expirationTimestamp": "2099-01-01T00:00:00Z"},
-    }
-    return {
-        "apiVersion": "client.authentication.k8s.io/v1beta1",
-        "command": sys.executable,
-        "args": ["-c", f"print({json.dumps(json.dumps(credential))})"],
-        "interactiveMode": "Never",
     }

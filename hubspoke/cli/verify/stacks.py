@@ -86,6 +86,8 @@ def _state(ctx: Context, plan: StackPlan) -> tuple[CheckResult, LiveStack | None
             fix = (
                 "a delete left resources behind (see the stack's events); delete them, or redeploy: " + deploy
             )
+        elif status == "UPDATE_FAILED":
+            fix = f"the update stopped without rolling back; fix the cause, then {deploy}"
         else:
             fix = f"the stack runs its previous template; fix the cause, then {deploy}"
         # A stack whose creation rolled back holds no resources and no outputs: nothing more to check in it.
