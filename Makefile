@@ -50,6 +50,7 @@ test: setup lint typecheck
 
 benchmark: setup
 	$(PY) benchmarks/synth_scaling.py
+	$(PY) benchmarks/train_memory.py
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -59,7 +59,11 @@ def topology(spokes: int) -> dict[str, Any]:
     chosen = ["us-west-2", *others][:spokes]
 
     def region(code: str, i: int) -> dict[str, Any]:
-        entry: dict[str, Any] = {"region": code, "cidr": f"10.{i}.0.0/16"}
+        # Storage needs a pinned image and a staged release; synth never looks either up, so any
+        # well-formed ID per Region will do for timing.
+        storage = {"ami_id": f"ami-0{i:016x}", "qumulo_core": {"version": "7.10.2.1",
+                   "install_uri": "s3://hubspoke-bench-staging/cnq/qumulo-core-install/"}}  # fmt: skip
+        entry: dict[str, Any] = {"region": code, "cidr": f"10.{i}.0.0/16", "storage": storage}
         if code not in HYPERPOD_REGIONS:
             entry["compute"] = {"enabled": False}
         return entry
@@ -67,7 +71,7 @@ def topology(spokes: int) -> dict[str, Any]:
     return {
         "environment": f"bench{spokes}",
         "account": "123456789012",
-        "hub": {"region": "us-east-2", "cidr": "10.250.0.0/16"},
+        "hub": region("us-east-2", 250),
         "spokes": [region(code, i + 1) for i, code in enumerate(chosen)],
     }
 

@@ -26,8 +26,16 @@ ADDONS: tuple[str, ...] = CORE_ADDONS + OPERATOR_ADDONS
 # EKS support in SageMaker HyperPod"); this build is the EKS table's latest for Kubernetes 1.27 to 1.33.
 VPC_CNI_VERSION = "v1.20.1-eksbuild.3"
 # kube-proxy and CoreDNS follow the Kubernetes minor version, so they are pinned per version.
+# The CloudWatch observability add-on is built from the aws-observability/helm-charts chart of the same
+# version (its RELEASE_NOTES: "Upgrade CloudWatch Agent Addon to v3.7.0-eksbuild.1" in chart 3.7.0); 6.4.0 is
+# the chart of 2026-07-21 (helm-charts@71a298ff). ASSUMED: build 1 of it is offered for Kubernetes 1.33; check
+# as docs/runbooks/compute.md, "Pinned EKS add-on versions", shows.
 VERSIONED: dict[str, dict[str, str]] = {
-    "1.33": {KUBE_PROXY: "v1.33.0-eksbuild.2", COREDNS: "v1.12.1-eksbuild.2"},
+    "1.33": {
+        KUBE_PROXY: "v1.33.0-eksbuild.2",
+        COREDNS: "v1.12.1-eksbuild.2",
+        CLOUDWATCH_OBSERVABILITY: "v6.4.0-eksbuild.1",
+    },
 }
 
 

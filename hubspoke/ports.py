@@ -1,7 +1,8 @@
 """Every port this project opens or probes, in one place: security groups, the canary, the policy pack and the diagram.
 
-Sources: Qumulo "Required networking ports" (NFS 2049, rpcbind 111, replication 3712, portal 3713 in both
-directions on every node, REST 8000); EC2 User Guide "Path MTU Discovery" (ICMP type 3 code 4).
+Sources: Qumulo "Required networking ports" (NFS 2049, rpcbind 111, portal 3713 in both directions on every
+node, REST 8000); EC2 User Guide "Path MTU Discovery" (ICMP type 3 code 4). Qumulo's replication port 3712
+is not here: portals do not use it and nothing in hubspoke replicates, so it stays closed.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ class PeerPort:
 CROSS_REGION_PORTS: tuple[PeerPort, ...] = (
     PeerPort("tcp", NFS, "NFS"),
     PeerPort("tcp", RPCBIND, "rpcbind (NFSv3)"),
-    PeerPort("tcp", QUMULO_REPLICATION, "Qumulo replication"),
     PeerPort("tcp", QUMULO_PORTAL, "Qumulo portal (both directions, every node)"),
     # The spoke's provisioning Lambda accepts the portal on the hub through the hub's REST API.
     PeerPort("tcp", QUMULO_REST, "Qumulo REST API"),

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 
-from aws_cdk import App, CrossStackReferences, ReferenceStrength, Stack, Stage, Tags, Validations
+from aws_cdk import (
+    App,
+    CfnWaitConditionHandle,
+    CrossStackReferences,
+    ReferenceStrength,
+    Stack,
+    Stage,
+    Tags,
+    Validations,
+)
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
@@ -30,6 +40,8 @@ from hubspoke.topology import (
 # One builder per stack kind: `builder(stage, plan, config=config) -> Stack`. Stacks exchange values only
 # through named outputs (hubspoke.outputs), never through each other's objects.
 Builder = Callable[..., Stack]
+# `cdk deploy -c refresh=<token>`: re-resolve the weak references of the stacks deployed (see _refresh).
+REFRESH_CONTEXT = "refresh"
 BUILDERS: dict[StackKind, Builder] = {
     "network": build_network,
     "peer-access": build_peer_access,
@@ -80,8 +92,24 @@ class HubSpokeStage(Stage):
                     raise ValueError(f"stack {plan.id} depends on {dep}, which is not planned before it")
                 stack.add_stack_dependency(self.stacks[dep])
             self._describe(stack, plan)
+            self._refresh(stack)
             self.stacks[plan.id] = stack
         Validations.of(self).add_plugins(AwsSolutionsChecks(self), HubSpokePolicy(config))
+
+    def _refresh(self, stack: Stack) -> None:
+        """With `-c refresh=<token>`, give every stack a resource named after the token, so deploying it is an
+        update even when nothing else changed.
+
+        Fn::GetStackOutput is "resolved at stack create or update time" and a consumer "is not automatically
+        updated" when the output changes (CloudFormation Template Reference, Fn::GetStackOutput); the CDK CLI
+        and CloudFormation both skip a deploy whose template is unchanged. ASSUMED: an update re-resolves every
+        Fn::GetStackOutput of the template, not only those of changed resources; `hubspoke verify` reports a
+        reader older than its producer either way. A WaitConditionHandle has no properties and costs nothing.
+        """
+        token = self.node.try_get_context(REFRESH_CONTEXT)
+        if token:
+            digest = hashlib.sha256(str(token).encode()).hexdigest()[:12]
+            CfnWaitConditionHandle(stack, f"WeakReferenceRefresh{digest}")
 
     def _describe(self, stack: Stack, plan: StackPlan) -> None:
         stack.template_options.metadata = {

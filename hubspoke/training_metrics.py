@@ -32,8 +32,12 @@ AGENT_SERVICE = "cloudwatch-agent"
 AGENT_NAMESPACE = "amazon-cloudwatch"
 AGENT_PORT = 25888
 AGENT_ENDPOINT = f"tcp://{AGENT_SERVICE}.{AGENT_NAMESPACE}:{AGENT_PORT}"
-# The agent files each record in the log group its `_aws.LogGroupName` names; without one it creates a
-# default group with no retention. Each Region's Compute stack creates this one, with a retention.
+# The agent files each record in the log group its `_aws.LogGroupName` names. Its EMF pipeline is "EMF only"
+# (aws/amazon-cloudwatch-agent@ab55b8da, translator/translate/otel/exporter/awscloudwatchlogs/translator.go,
+# setEmfFields: EmfOnly, RawLog), and that exporter refuses a record without a log group name as "invalid emf
+# log" (amazon-contributing/opentelemetry-collector-contrib aws-cwa-dev@8e059f14,
+# exporter/awscloudwatchlogsexporter/exporter.go, logToCWLog): such a record is dropped, not filed in a
+# default group. Each Region's Compute stack creates this group, with a retention.
 
 
 def log_group_name(environment: str) -> str:

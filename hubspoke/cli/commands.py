@@ -31,6 +31,10 @@ COMMANDS: dict[str, Command] = {
         "hubspoke.cli.verify",
         "check a deployed environment against its config, with a fix per problem (read-only)",
     ),
+    "ami": Command(
+        "hubspoke.cli.ami",
+        "print the current Ubuntu 24.04 image of each Region as the storage.ami_id line to paste",
+    ),
     "cost": Command(
         "hubspoke.cli.cost", "compare the cached hub-and-spoke path with full replication, per spoke"
     ),

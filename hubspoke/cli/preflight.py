@@ -30,6 +30,7 @@ from hubspoke.cli.preflight_checks import (
     check_peering_quota,
     check_sagemaker_quota,
 )
+from hubspoke.cli.preflight_cnq import check_release, check_staged_package, check_ubuntu_image
 from hubspoke.config import HubSpokeConfig, RegionConfig
 
 # Re-exported: tests and other modules import these names from here.
@@ -97,6 +98,22 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, clients: Client
     rows += guarded(
         "az ids", "ec2", lambda: check_availability_zones(clients("ec2", name), config=config, region=region)
     )
+    if region.storage.enabled:
+        rows += guarded(
+            "qumulo core package",
+            "s3",
+            lambda: [
+                check_staged_package(clients("s3", name), config=config, region=region),
+                check_release(config, region),
+            ],
+        )
+        rows += guarded(
+            "ubuntu image",
+            "ec2",
+            lambda: check_ubuntu_image(
+                clients("ssm", name), clients("ec2", name), config=config, region=region
+            ),
+        )
     if region.compute.enabled:
         rows += guarded(
             "sagemaker quota",
@@ -116,7 +133,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "preflight",
         help=COMMANDS["preflight"].summary,
         description="Read-only AWS checks per Region: account, CDK bootstrap, CIDR overlaps, peering quota, "
-        "AZ IDs and accelerator offerings, SageMaker cluster quota, EKS Kubernetes version. "
+        "AZ IDs and accelerator offerings, the staged Qumulo Core package and the pinned Ubuntu image, "
+        "SageMaker cluster quota, EKS Kubernetes version. "
         "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input.",
         epilog="Example:\n  AWS_PROFILE=ml-dev hubspoke preflight --config config/dev.yaml\n"
         "  hubspoke preflight --config config/dev.yaml --region us-west-2 --json",

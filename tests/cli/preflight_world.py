@@ -1,16 +1,21 @@
 """A fake AWS for preflight tests: moto in-process or a moto server on 127.0.0.1, seeded the same way.
 
-moto 5.2.5 lacks two APIs preflight calls: its Service Quotas backend serves only ServiceCode=vpc (no
-SageMaker quotas, no ListServiceQuotas), and EKS has no DescribeClusterVersions. `Unsupported` answers
-exactly those operations on the clients it hands out, with a botocore before-call hook (the mechanism
-botocore's Stubber uses, limited to the named operations); every other call goes to moto.
+moto 5.2.5 lacks three things preflight reads: its Service Quotas backend serves only ServiceCode=vpc (no
+SageMaker quotas, no ListServiceQuotas), EKS has no DescribeClusterVersions, and SSM has none of AWS's
+public Canonical parameters (and, like AWS, refuses to create a parameter under /aws/). `Unsupported`
+answers exactly those operations on the clients it hands out, with a botocore before-call hook (the
+mechanism botocore's Stubber uses, limited to the named operations); every other call goes to moto.
+Images with a chosen ID, owner and date are put into moto's EC2 backend directly (moto's RegisterImage
+picks its own ID and date); the in-process mock and the server share that backend.
 """
 
 from __future__ import annotations
 
+import json
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -20,7 +25,10 @@ from moto.server import ThreadedMotoServer
 
 from hubspoke.cli.preflight import Clients, session_clients
 from hubspoke.cli.preflight_checks import BOOTSTRAP_PARAMETER
+from hubspoke.cli.preflight_cnq import CANONICAL_OWNER, UBUNTU_PARAMETER
+from hubspoke.config import load
 from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
+from tests.conftest import ROOT
 
 P5 = "ml.p5.48xlarge"
 
@@ -36,6 +44,11 @@ def sagemaker_quota(instance_type: str, value: float, code: str = "L-TESTP5") ->
 
 def eks_version(version: str, status: str = "STANDARD_SUPPORT") -> dict[str, Any]:
     return {"clusterVersion": version, "clusterType": "eks", "versionStatus": status}
+
+
+def dev_images() -> dict[str, str]:
+    config = load(ROOT / "config" / "dev.yaml").config
+    return {r.region: r.storage.ami_id for r in config.regions() if r.storage.ami_id}
 
 
 @dataclass
@@ -69,6 +82,10 @@ class Unsupported(Hooked):
         ]
     )
 
+    # Region -> the image ID Canonical's public "current Ubuntu 24.04" parameter names there; by default
+    # the images config/dev.yaml pins.
+    ubuntu_images: dict[str, str] = field(default_factory=lambda: dev_images())
+
     def hook(self, client: Any, service: str, region: str) -> None:
         if service == "eks":
             eks_versions = self.eks_versions
@@ -91,6 +108,22 @@ class Unsupported(Hooked):
                 return AWSResponse("https://stub", 200, {}, None), {"Quotas": canned[model.name]}
 
             client.meta.events.register("before-call.service-quotas.*", answer)
+        if service == "ssm":
+            current = self.ubuntu_images.get(region)
+
+            def ubuntu(model: Any, params: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+                body = params.get("body") or b"{}"  # the serialized request (SSM speaks JSON)
+                name = json.loads(body.decode() if isinstance(body, bytes) else body).get("Name")
+                if model.name != "GetParameter" or name != UBUNTU_PARAMETER:
+                    return None
+                if current is None:
+                    error = {"Error": {"Code": "ParameterNotFound", "Message": "not published here"}}
+                    return AWSResponse("https://stub", 400, {}, None), error
+                return AWSResponse("https://stub", 200, {}, None), {
+                    "Parameter": {"Name": UBUNTU_PARAMETER, "Type": "String", "Value": current, "Version": 1}
+                }
+
+            client.meta.events.register("before-call.ssm.GetParameter", ubuntu)
 
 
 @dataclass
@@ -119,8 +152,31 @@ class World:
         self.clients("ec2", peer_region or region).accept_vpc_peering_connection(VpcPeeringConnectionId=pcx)
         return str(pcx)
 
+    def image(self, region: str, ami_id: str, *, owner: str = CANONICAL_OWNER, age_days: int = 10) -> None:
+        """An image with this ID, owner and age in `region` (moto's backend, shared with the server)."""
+        from moto.ec2.models import ec2_backends
+        from moto.ec2.models.amis import Ami
+
+        backend = ec2_backends["123456789012"][region]
+        created = datetime.now(UTC) - timedelta(days=age_days)
+        backend.amis[ami_id] = Ami(backend, ami_id, name=f"ubuntu/images/{ami_id}", owner_id=owner,
+                                   architecture="x86_64", creation_date=created, region_name=region)  # fmt: skip
+
+    def stage(self, uri: str, region: str) -> None:
+        """Put a (tiny) qumulo-core.deb where `uri` says, in a bucket of `region`."""
+        bucket, key = uri.removeprefix("s3://").split("/", 1)
+        s3 = self.clients("s3", region)
+        if bucket not in {b["Name"] for b in s3.list_buckets()["Buckets"]}:
+            s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": region})
+        s3.put_object(Bucket=bucket, Key=key, Body=b"!<arch>\n")
+
     def deployed_dev(self) -> None:
         """dev.yaml's environment as a healthy account would hold it after a first deploy."""
+        config = load(ROOT / "config" / "dev.yaml").config
+        for pinned in config.regions():
+            assert pinned.storage.ami_id is not None and pinned.storage.qumulo_core is not None
+            self.image(pinned.region, pinned.storage.ami_id)
+            self.stage(pinned.storage.qumulo_core.package_uri, pinned.region)
         for region in ("us-east-2", "us-west-2"):
             self.bootstrap(region)
         hub = self.vpc("us-east-2", "10.10.0.0/16", own_env="dev")

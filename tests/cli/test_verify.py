@@ -183,10 +183,9 @@ def test_reader_deployed_before_its_producers_update_is_stale(
     assert stale == readers_of(deployed_templates, "hubspoke-dev-network-us-east-2")
     (link,) = [r for r in rows(results, "stale reader") if r.detail.startswith("hubspoke-dev-link-us-west-2")]
     assert "network-us-east-2" in link.detail and "PeerPathSecurityGroupId" in link.detail
-    # The CDK CLI skips an unchanged template without --force (aws-cdk canSkipDeploy).
-    assert (
-        link.fix
-        == f"npx cdk deploy -c config={deployed_config} --exclusively hubspoke-dev/link-us-west-2 --force"
+    # An unchanged template is not deployed (aws-cdk canSkipDeploy): the refresh token makes it an update.
+    assert link.fix == (
+        f"npx cdk deploy -c config={deployed_config} -c refresh=$(date +%s) --exclusively hubspoke-dev/link-us-west-2"
     )
     assert not [r for r in results if r.status == "fail"], "stale is a warning: only the times are visible"
 

@@ -1,7 +1,7 @@
-"""A throwaway TLS certificate for loopback fakes: self-signed, valid for 127.0.0.1, usable as its own CA.
+"""A throwaway self-signed certificate for loopback fakes whose clients verify it (client-go, botocore).
 
-Clients that verify (the Kubernetes API stand-in's kubeconfig carries it as certificate-authority-data)
-check the IP subject alternative name; clients that do not verify (Qumulo's SDK) ignore it.
+The certificate names 127.0.0.1 as an IP subject alternative name: Go's TLS client checks the server's
+address against the SANs only (crypto/x509 Certificate.VerifyHostname), so a CN-only certificate is refused.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from pathlib import Path
 
 
 @dataclass(frozen=True)
-class LoopbackCertificate:
-    """PEM files for a server's load_cert_chain, and the certificate's PEM for a client's trust store."""
+class SelfSigned:
+    """A certificate (its own CA) and key as PEM files, and the certificate's PEM bytes."""
 
-    cert_file: str
-    key_file: str
+    cert_file: Path
+    key_file: Path
     cert_pem: bytes
 
 
-@cache
-def loopback_certificate(common_name: str = "hubspoke-test") -> LoopbackCertificate:
+def self_signed(common_name: str, address: str = "127.0.0.1") -> SelfSigned:
+    """A CA certificate for `address`, valid for a week, written to a fresh temporary directory."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -35,9 +35,9 @@ def loopback_certificate(common_name: str = "hubspoke-test") -> LoopbackCertific
     now = datetime.now(UTC)
     cert = (
         x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
-        .not_valid_after(now + timedelta(days=7))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.IPv4Address("127.0.0.1"))]), critical=False)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=1)).not_valid_after(now + timedelta(days=7))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(address))]), critical=False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )  # fmt: skip
@@ -49,4 +49,10 @@ def loopback_certificate(common_name: str = "hubspoke-test") -> LoopbackCertific
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
     )
-    return LoopbackCertificate(str(folder / "cert.pem"), str(folder / "key.pem"), pem)
+    return SelfSigned(folder / "cert.pem", folder / "key.pem", pem)
+
+
+@cache
+def loopback_certificate(common_name: str) -> SelfSigned:
+    """One certificate per name for the whole test session: a server and the clients that trust it share it."""
+    return self_signed(common_name)

@@ -10,7 +10,7 @@ from pathlib import Path
 from botocore.exceptions import ClientError
 
 from hubspoke.cli.checks import CheckResult, Clients, error_code, guarded
-from hubspoke.cli.plan import cdk_command
+from hubspoke.cli.plan import cdk_command, refresh_command
 from hubspoke.config import HubSpokeConfig
 from hubspoke.topology import StackPlan, plan_stacks, stage_id
 
@@ -117,6 +117,10 @@ class Context:
         return cdk_command(
             "deploy", self.config_path, "--exclusively", f"{stage_id(self.config)}/{stack_id}", *extra
         )
+
+    def refresh_command(self, stack_id: str) -> str:
+        """The deploy that makes one reader read its producers' outputs again, as `hubspoke plan` prints it."""
+        return refresh_command(self.config_path, stage_id(self.config), stack_id)
 
 
 def checked(

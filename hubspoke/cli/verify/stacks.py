@@ -222,10 +222,11 @@ def _staleness(ctx: Context, live: LiveStack) -> list[CheckResult]:
                 f"{plan.name} was deployed {_when(live.last_change)}, before "
                 + "; ".join(stale)
                 + ": it may still hold their old values",
-                # The CDK CLI skips a stack whose template is unchanged unless --force (aws-cdk 2.1148.1,
-                # canSkipDeploy in lib/index.js). ASSUMED: CloudFormation resolves Fn::GetStackOutput again
-                # on that update ("resolved at stack create or update time"); not observed against AWS here.
-                ctx.deploy_command(plan.id, "--force"),
+                # An unchanged template is not deployed at all (the CDK CLI's canSkipDeploy; CloudFormation
+                # reports no changes), so the refresh token adds a resource and makes it an update
+                # (hubspoke/stage.py, _refresh). ASSUMED: CloudFormation resolves every Fn::GetStackOutput
+                # again on that update ("resolved at stack create or update time"); not observed here.
+                ctx.refresh_command(plan.id),
             )
         )
     if unseen:
