@@ -17,26 +17,28 @@ import yaml
 from hubspoke.cli.checks import session_clients
 from hubspoke.config import load
 from tests.cli.verify_world import ACCOUNT, DeployedWorld, MotoGaps
-from tests.conftest import synth, write_config
+from tests.conftest import synth, with_pins, write_config
 from tests.fakes.kube_api import FakeKubeApi, claim, node
 from tests.fakes.tls import loopback_certificate
 
 # config/dev.yaml plus a second spoke that only peers: two spokes make "no route between spokes" testable,
 # and a spoke without CNQ shows what verify says where there is no canary.
-TWO_SPOKES: dict[str, Any] = {
-    "environment": "dev",
-    "account": ACCOUNT,
-    "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
-    "spokes": [
-        {"region": "us-west-2", "cidr": "10.20.0.0/16"},
-        {
-            "region": "eu-west-1",
-            "cidr": "10.30.0.0/16",
-            "storage": {"enabled": False},
-            "compute": {"enabled": False},
-        },
-    ],
-}
+TWO_SPOKES: dict[str, Any] = with_pins(
+    {
+        "environment": "dev",
+        "account": ACCOUNT,
+        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
+        "spokes": [
+            {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+            {
+                "region": "eu-west-1",
+                "cidr": "10.30.0.0/16",
+                "storage": {"enabled": False},
+                "compute": {"enabled": False},
+            },
+        ],
+    }
+)
 
 
 @pytest.fixture(scope="session")
