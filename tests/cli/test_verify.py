@@ -7,6 +7,7 @@ expected IDs, readers and rules below come from those templates, not from the co
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,19 @@ from hubspoke.config import HubSpokeConfig, load
 from tests.cli.verify_fixtures import TWO_SPOKES, Kube
 from tests.cli.verify_world import DeployedWorld
 from tests.conftest import write_config
+from tests.docs.checker import command_problems
+from tests.docs.shell import parse
 
 Templates = dict[str, dict[str, Any]]
+
+
+def quoted_command_problems(fix: str) -> dict[str, list[str]]:
+    """Each `command` quoted in a fix, with what the docs checker (botocore's models, the CLI's own
+    customizations, the CDK CLI's help) finds wrong with it: the fixes verify prints pass the same bar as
+    the docs. Empty lists when every command is one its tool accepts."""
+    spans = re.findall(r"`([^`]+)`", fix)
+    assert spans, f"no quoted command in {fix!r}"
+    return {span: [p for c in parse(span) for p in command_problems(c)] for span in spans}
 
 
 def verify(
@@ -130,13 +142,17 @@ def test_rolled_back_create_names_the_first_failed_resource_and_the_delete(
         "Received response status [FAILED] from custom resource. Message returned: "
         "portal proposal to 10.10.64.10 refused: hub not reachable on TCP 3713"
     )
-    deployed.rolled_back(
+    # The node's cancellation is written in the same second as the cause, before it: DescribeStackEvents's
+    # order among tied events says nothing about which came first, so only its reason ("Resource creation
+    # cancelled": CloudFormation stopped it because another resource failed) shows it is no cause.
+    deployed.operation_failed(
         "storage-us-west-2",
         status="ROLLBACK_COMPLETE",
         failures=[
-            ("PortalToHub", "AWS::CloudFormation::CustomResource", cause),
             ("CnqNode3", "AWS::EC2::Instance", "Resource creation cancelled"),
+            ("PortalToHub", "AWS::CloudFormation::CustomResource", cause),
         ],
+        tied=True,
     )
     (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
     assert row.detail == (
@@ -149,18 +165,103 @@ def test_rolled_back_create_names_the_first_failed_resource_and_the_delete(
         in row.fix
     )
     assert row.fix.endswith("--exclusively hubspoke-dev/storage-us-west-2")
+    assert quoted_command_problems(row.fix) == {
+        "aws cloudformation delete-stack --stack-name hubspoke-dev-storage-us-west-2 --region us-west-2": []
+    }
+
+
+@pytest.mark.parametrize("status", ["UPDATE_COMPLETE_CLEANUP_IN_PROGRESS", "IMPORT_COMPLETE"])
+def test_complete_states_pass(deployed: DeployedWorld, deployed_config: Path, status: str) -> None:
+    """An update that succeeded and is removing replaced resources, or an import that completed: both run
+    the current template ("Stack status codes", CloudFormation User Guide)."""
+    deployed._moto_stack(deployed.plans["link-us-west-2"]).status = status  # states moto's API never reaches
+    (row,) = [
+        r
+        for r in rows(verify(deployed, deployed_config), "stack", "us-east-2")
+        if "link-us-west-2" in r.detail
+    ]
+    assert row.status == "pass" and status in row.detail
+
+
+def test_update_whose_rollback_failed_names_the_resource_blocking_it(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The update failed on the cluster, then its rollback failed on the role: the rollback waits for the
+    role, so the role is what to fix or skip. ContinueUpdateRollback's ResourcesToSkip takes "only resources
+    that are in the UPDATE_FAILED state because a rollback failed" (botocore, ContinueUpdateRollbackInput)."""
+    blocker = "Role hubspoke-dev-us-west-2-node was deleted outside CloudFormation; cannot update it"
+    deployed.operation_failed(
+        "compute-us-west-2",
+        status="UPDATE_ROLLBACK_FAILED",
+        failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", "Insufficient capacity for ml.p5.48xlarge")],
+        rollback_failures=[("NodeRole", "AWS::IAM::Role", blocker)],
+    )
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    assert row.detail == (
+        f"hubspoke-dev-compute-us-west-2 UPDATE_ROLLBACK_FAILED: NodeRole (AWS::IAM::Role) UPDATE_FAILED: {blocker}"
+    )
+    skip = (
+        "aws cloudformation continue-update-rollback --stack-name hubspoke-dev-compute-us-west-2 "
+        "--resources-to-skip NodeRole --region us-west-2"
+    )
+    # Fix first (the role can be restored), skipping second; the deploy only after the stack is usable again.
+    assert row.fix == (
+        f"fix the cause, or `{skip}`; then npx cdk deploy -c config={deployed_config} "
+        "--exclusively hubspoke-dev/compute-us-west-2"
+    )
+    assert quoted_command_problems(row.fix) == {skip: []}
+
+
+@pytest.mark.parametrize(
+    ("status", "failures", "rollback_failures", "blamed", "command"),
+    [
+        # A delete that stopped: DeleteStack's RetainResources is for stacks in DELETE_FAILED (DeleteStackInput).
+        (
+            "DELETE_FAILED",
+            [("DatasetBucket", "AWS::S3::Bucket", "The bucket you tried to delete is not empty")],
+            [],
+            "DatasetBucket (AWS::S3::Bucket) DELETE_FAILED: The bucket you tried to delete is not empty",
+            "aws cloudformation delete-stack --stack-name hubspoke-dev-storage-us-west-2 "
+            "--retain-resources DatasetBucket --region us-west-2",
+        ),
+        # A create that failed, whose rollback could not delete what it made: only a delete is allowed.
+        (
+            "ROLLBACK_FAILED",
+            [("PortalToHub", "AWS::CloudFormation::CustomResource", "hub not reachable on TCP 3713")],
+            [("NodeSecurityGroup", "AWS::EC2::SecurityGroup", "resource sg-0abc has a dependent object")],
+            "NodeSecurityGroup (AWS::EC2::SecurityGroup) DELETE_FAILED: resource sg-0abc has a dependent object",
+            "aws cloudformation delete-stack --stack-name hubspoke-dev-storage-us-west-2 --region us-west-2",
+        ),
+    ],
+)
+def test_stuck_delete_or_rollback_names_the_newest_failure(
+    deployed: DeployedWorld,
+    deployed_config: Path,
+    status: str,
+    failures: list[tuple[str, str, str]],
+    rollback_failures: list[tuple[str, str, str]],
+    blamed: str,
+    command: str,
+) -> None:
+    deployed.operation_failed(
+        "storage-us-west-2", status=status, failures=failures, rollback_failures=rollback_failures
+    )
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    assert row.detail == f"hubspoke-dev-storage-us-west-2 {status}: {blamed}"
+    assert f"`{command}`" in row.fix
+    assert all(problems == [] for problems in quoted_command_problems(row.fix).values()), row.fix
 
 
 def test_rolled_back_update_blames_the_latest_operation_only(
     deployed: DeployedWorld, deployed_config: Path
 ) -> None:
-    deployed.rolled_back(
+    deployed.operation_failed(
         "compute-us-west-2",
         status="UPDATE_ROLLBACK_COMPLETE",
         failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", "an old failure, fixed since")],
     )
     latest = 'Resource handler returned message: "Insufficient capacity for ml.p5.48xlarge in usw2-az1"'
-    deployed.rolled_back(
+    deployed.operation_failed(
         "compute-us-west-2",
         status="UPDATE_ROLLBACK_COMPLETE",
         failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", latest)],

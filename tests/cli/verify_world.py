@@ -9,22 +9,28 @@ creates every planned stack in CloudFormation with a one-resource template carry
 (resolved to the IDs just created). The expected values in these tests therefore come from the templates,
 not from the code under test.
 
+A Region in another account is deployed with credentials for that account: moto keys every resource by the
+account of the caller's access key, and its STS AssumeRole hands out keys of the role's account (moto's
+"Multi-Account support"), so `clients_for(account)` assumes a role there, as an operator's profile would.
+
 What moto does not implement is filled in two ways, each said where it is done:
 - EKS ListAddons / DescribeAddon do not exist in moto: `MotoGaps` answers exactly those two operations with a
   botocore before-call hook, in the EKS API's shapes, refusing an unknown cluster or add-on as EKS does;
 - states moto's API cannot produce (a stack that rolled back with failed-resource events, LastUpdatedTime,
-  a HyperPod node or cluster not InService, an EKS cluster not ACTIVE, a route in state blackhole) are
-  written into moto's own backend objects, which its API then serves and serializes like any other state.
+  a HyperPod node or cluster not InService, an instance group's Status, an EKS cluster not ACTIVE, a route in
+  state blackhole) are written into moto's own backend objects, which its API then serves and serializes
+  like any other state.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 from moto.backends import get_backend
@@ -50,6 +56,7 @@ _EC2_ORDER = (
     "AWS::EC2::SecurityGroup",
     "AWS::EC2::VPCPeeringConnection",
     "AWS::EC2::Route",
+    "AWS::EC2::VPCEndpoint",
     "AWS::EC2::SecurityGroupIngress",
 )
 _ROUTE_TARGETS = ("VpcPeeringConnectionId", "GatewayId", "NatGatewayId")
@@ -101,15 +108,37 @@ def _error(status: int, code: str, message: str) -> tuple[AWSResponse, dict[str,
     }
 
 
+def assumed_clients(account: str) -> MotoGaps:
+    """Clients with credentials for `account`: a role there assumed through STS, as a cross-account profile does."""
+    credentials = boto3.client("sts", region_name="us-east-1").assume_role(
+        RoleArn=f"arn:aws:iam::{account}:role/hubspoke-verify-tests", RoleSessionName="hubspoke-verify"
+    )["Credentials"]
+    session = boto3.Session(
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+    )
+    return MotoGaps(lambda service, region: session.client(service, region_name=region))
+
+
 @dataclass
 class DeployedWorld:
     """config/dev.yaml as deployed: EC2, CloudFormation, EKS, HyperPod and alarms in moto."""
 
-    clients: MotoGaps
+    clients: MotoGaps  # the hub account's
     config: HubSpokeConfig
     templates: dict[str, dict[str, Any]]
     physical: dict[str, dict[str, str]] = field(default_factory=dict)
     outputs: dict[str, dict[str, str]] = field(default_factory=dict)
+    others: dict[str, MotoGaps] = field(default_factory=dict)
+
+    def clients_for(self, account: str) -> MotoGaps:
+        """The clients of one account: the world's own for the hub's, an assumed role's for any other."""
+        if account == self.config.account_of(self.config.hub):
+            return self.clients
+        if account not in self.others:
+            self.others[account] = assumed_clients(account)
+        return self.others[account]
 
     @property
     def plans(self) -> dict[str, StackPlan]:
@@ -129,6 +158,8 @@ class DeployedWorld:
         return self
 
     def _resolve(self, plan: StackPlan, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self._resolve(plan, v) for v in value]
         if isinstance(value, dict) and "Ref" in value:
             return self.physical[plan.id].get(value["Ref"])
         if isinstance(value, dict) and "Fn::GetAtt" in value:
@@ -136,11 +167,11 @@ class DeployedWorld:
         if isinstance(value, dict) and "Fn::GetStackOutput" in value:
             ref = value["Fn::GetStackOutput"]
             return self.outputs.get(ref["StackName"], {}).get(ref["OutputName"])
-        return value if isinstance(value, str | int | float | bool | list) else None
+        return value if isinstance(value, str | int | float | bool) else None
 
     def _ec2(self, plan: StackPlan) -> None:
         template = self.templates[plan.id]
-        ec2 = self.clients("ec2", plan.region)
+        ec2 = self.clients_for(plan.account)("ec2", plan.region)
         for kind in _EC2_ORDER:
             for logical, resource in resources(template, kind):
                 props = {k: self._resolve(plan, v) for k, v in resource.get("Properties", {}).items()}
@@ -179,11 +210,19 @@ class DeployedWorld:
             )
             return str(group["GroupId"])
         elif kind == "AWS::EC2::VPCPeeringConnection":
+            owner = props.get("PeerOwnerId") or plan.account
             pcx = ec2.create_vpc_peering_connection(
-                VpcId=props["VpcId"], PeerVpcId=props["PeerVpcId"], PeerRegion=props["PeerRegion"]
+                VpcId=props["VpcId"],
+                PeerVpcId=props["PeerVpcId"],
+                PeerRegion=props["PeerRegion"],
+                PeerOwnerId=owner,
             )["VpcPeeringConnection"]["VpcPeeringConnectionId"]
-            # Same account: the peering is accepted automatically (AWS::EC2::VPCPeeringConnection).
-            self.clients("ec2", props["PeerRegion"]).accept_vpc_peering_connection(VpcPeeringConnectionId=pcx)
+            # Same account: accepted automatically; another account: CloudFormation accepts it with the
+            # PeerRoleArn in the accepter's account (AWS::EC2::VPCPeeringConnection). Either way the accepter
+            # account accepts it in the accepter's Region.
+            self.clients_for(owner)("ec2", props["PeerRegion"]).accept_vpc_peering_connection(
+                VpcPeeringConnectionId=pcx
+            )
             return str(pcx)
         elif kind == "AWS::EC2::Route":
             target = {k: props[k] for k in _ROUTE_TARGETS if props.get(k)}
@@ -191,6 +230,14 @@ class DeployedWorld:
                 RouteTableId=props["RouteTableId"],
                 DestinationCidrBlock=props["DestinationCidrBlock"],
                 **target,
+            )
+        elif kind == "AWS::EC2::VPCEndpoint":
+            # RegionVpc's S3 gateway endpoint: EC2 adds a route to the S3 prefix list in each table given.
+            ec2.create_vpc_endpoint(
+                VpcId=props["VpcId"],
+                ServiceName=props["ServiceName"],
+                VpcEndpointType=props["VpcEndpointType"],
+                RouteTableIds=props["RouteTableIds"],
             )
         elif kind == "AWS::EC2::SecurityGroupIngress" and props.get("CidrIp"):
             ec2.authorize_security_group_ingress(
@@ -213,10 +260,10 @@ class DeployedWorld:
         for logical, resource in resources(template, "AWS::EKS::Cluster"):
             props = resource["Properties"]
             vpc = props["ResourcesVpcConfig"]
-            self.clients("eks", plan.region).create_cluster(
+            self.clients_for(plan.account)("eks", plan.region).create_cluster(
                 name=props["Name"],
                 version=props["Version"],
-                roleArn=f"arn:aws:iam::{ACCOUNT}:role/{plan.name}-eks",
+                roleArn=f"arn:aws:iam::{plan.account}:role/{plan.name}-eks",
                 resourcesVpcConfig={
                     "subnetIds": [str(self._resolve(plan, s)) for s in vpc["SubnetIds"]],
                     "endpointPublicAccess": vpc["EndpointPublicAccess"],
@@ -235,7 +282,7 @@ class DeployedWorld:
                     "InstanceGroupName": g["InstanceGroupName"],
                     "InstanceType": g["InstanceType"],
                     "InstanceCount": g["InstanceCount"],
-                    "ExecutionRole": f"arn:aws:iam::{ACCOUNT}:role/{plan.name}-hyperpod",
+                    "ExecutionRole": f"arn:aws:iam::{plan.account}:role/{plan.name}-hyperpod",
                     # moto refuses a SourceS3Uri outside s3://sagemaker-*; ours is a generated bucket.
                     "LifeCycleConfig": {
                         "SourceS3Uri": "s3://sagemaker-lifecycle/lifecycle/",
@@ -245,15 +292,18 @@ class DeployedWorld:
                 }
                 for g in props["InstanceGroups"]
             ]
-            arn = self.clients("sagemaker", plan.region).create_cluster(
+            arn = self.clients_for(plan.account)("sagemaker", plan.region).create_cluster(
                 ClusterName=props["ClusterName"],
                 InstanceGroups=groups,
                 VpcConfig={"SecurityGroupIds": ["sg-12345678"], "Subnets": ["subnet-12345678"]},
             )["ClusterArn"]
+            # DescribeCluster's InstanceGroups[].Status (InService when healthy); moto 5.2.5 sets none.
+            for group in self.hyperpod(plan.region).instance_groups:
+                group["Status"] = "InService"
             self.physical[plan.id][logical] = arn
 
     def _alarms(self, plan: StackPlan) -> None:
-        cloudwatch = self.clients("cloudwatch", plan.region)
+        cloudwatch = self.clients_for(plan.account)("cloudwatch", plan.region)
         for _, resource in resources(self.templates[plan.id], "AWS::CloudWatch::Alarm"):
             props = {
                 k: v
@@ -281,7 +331,7 @@ class DeployedWorld:
             "Resources": {"Placeholder": {"Type": "AWS::SNS::Topic"}},
             "Outputs": {name: {"Value": value} for name, value in values.items()},
         }
-        self.clients("cloudformation", plan.region).create_stack(
+        self.clients_for(plan.account)("cloudformation", plan.region).create_stack(
             StackName=plan.name, TemplateBody=json.dumps(body)
         )
 
@@ -289,19 +339,19 @@ class DeployedWorld:
     def redeploy_without(self, stack_id: str, *outputs: str) -> None:
         """Replace a stack by one lacking some outputs (as an older version of it would)."""
         plan = self.plans[stack_id]
-        self.clients("cloudformation", plan.region).delete_stack(StackName=plan.name)
+        self.clients_for(plan.account)("cloudformation", plan.region).delete_stack(StackName=plan.name)
         self._stack(plan, drop=outputs)
 
     def redeploy_with(self, stack_id: str, **outputs: str) -> None:
         """Replace a stack by one whose outputs carry other values (its resources were replaced)."""
         plan = self.plans[stack_id]
-        self.clients("cloudformation", plan.region).delete_stack(StackName=plan.name)
+        self.clients_for(plan.account)("cloudformation", plan.region).delete_stack(StackName=plan.name)
         self._stack(plan, replace=outputs)
 
     def update(self, stack_id: str, at: datetime | None = None) -> None:
         """An update of the stack through UpdateStack; moto 5.2.5 keeps no LastUpdatedTime, so it is set here."""
         plan = self.plans[stack_id]
-        client = self.clients("cloudformation", plan.region)
+        client = self.clients_for(plan.account)("cloudformation", plan.region)
         body = {
             "Resources": {"Placeholder": {"Type": "AWS::SNS::Topic"}},
             "Outputs": {n: {"Value": v} for n, v in self.outputs[plan.name].items()},
@@ -310,44 +360,62 @@ class DeployedWorld:
         client.update_stack(StackName=plan.name, TemplateBody=json.dumps(body))
         self._moto_stack(plan).last_updated_time = at or datetime.now(UTC)
 
-    def rolled_back(self, stack_id: str, *, status: str, failures: list[tuple[str, str, str]]) -> None:
+    def operation_failed(
+        self,
+        stack_id: str,
+        *,
+        status: str,
+        failures: Sequence[tuple[str, str, str]],
+        rollback_failures: Sequence[tuple[str, str, str]] = (),
+        tied: bool = False,
+    ) -> None:
         """Make the stack's latest operation one that failed: (logical id, type, reason) per failed resource.
 
-        moto 5.2.5 never fails a resource and records only stack-level events, so the events CloudFormation
-        writes for a failed create or update are added to moto's own event list, oldest first, as
-        DescribeStackEvents then serves them (newest first).
+        `status` picks the operation, as CloudFormation's stack status codes name them: UPDATE_* an update,
+        DELETE_FAILED a delete, any other a create. `rollback_failures` are resources that then failed to
+        roll back (an update's rollback updates them back: UPDATE_FAILED; a create's deletes them:
+        DELETE_FAILED), written after the stack's ROLLBACK_IN_PROGRESS event. `tied` writes the failures
+        within one second, where DescribeStackEvents's order among them says nothing of which came first.
+
+        moto 5.2.5 never fails a resource and records only stack-level events, so these events are added to
+        moto's own event list, oldest first, as DescribeStackEvents then serves them (newest first).
         """
         from moto.cloudformation.models import Event
 
         plan = self.plans[stack_id]
         stack = self._moto_stack(plan)
-        updating = status.startswith("UPDATE")
-        verb = "UPDATE" if updating else "CREATE"
+        verb = (
+            "UPDATE" if status.startswith("UPDATE") else "DELETE" if status == "DELETE_FAILED" else "CREATE"
+        )
 
-        def event(logical: str, kind: str, state: str, reason: str | None) -> None:
+        def event(logical: str, kind: str, state: str, reason: str | None, *, tie: bool = False) -> None:
             made = Event(stack.stack_id, plan.name, logical, f"{logical}-physical", kind, state, reason, None)
-            # One second apart, as a real operation's events are, so their order never depends on a tie.
-            made.timestamp = (
-                stack.events[-1].timestamp + timedelta(seconds=1) if stack.events else made.timestamp
-            )
+            # One second apart, as a real operation's events are, unless the test wants them tied.
+            step = timedelta(seconds=0 if tie else 1)
+            made.timestamp = stack.events[-1].timestamp + step if stack.events else made.timestamp
             stack.events.append(made)
 
         event(plan.name, "AWS::CloudFormation::Stack", f"{verb}_IN_PROGRESS", "User Initiated")
-        for logical, kind, reason in failures:
-            event(logical, kind, f"{verb}_IN_PROGRESS", None)
-            event(logical, kind, f"{verb}_FAILED", reason)
-        rollback = "UPDATE_ROLLBACK_IN_PROGRESS" if updating else "ROLLBACK_IN_PROGRESS"
-        event(
-            plan.name,
-            "AWS::CloudFormation::Stack",
-            rollback,
-            f"The following resource(s) failed: [{failures[0][0]}]",
-        )
+        for n, (logical, kind, reason) in enumerate(failures):
+            event(logical, kind, f"{verb}_IN_PROGRESS", None, tie=tied and n > 0)
+            event(logical, kind, f"{verb}_FAILED", reason, tie=tied)
+        if verb != "DELETE":
+            rollback = "UPDATE_ROLLBACK_IN_PROGRESS" if verb == "UPDATE" else "ROLLBACK_IN_PROGRESS"
+            event(
+                plan.name,
+                "AWS::CloudFormation::Stack",
+                rollback,
+                f"The following resource(s) failed to {verb.lower()}: [{failures[0][0]}].",
+            )
+            undo = "UPDATE" if verb == "UPDATE" else "DELETE"
+            for logical, kind, reason in rollback_failures:
+                event(logical, kind, f"{undo}_IN_PROGRESS", None)
+                event(logical, kind, f"{undo}_FAILED", reason)
         event(plan.name, "AWS::CloudFormation::Stack", status, None)
         stack.status = status
 
     def _moto_stack(self, plan: StackPlan) -> Any:
-        backend = get_backend("cloudformation")[ACCOUNT][plan.region]
+        backend = get_backend("cloudformation")[plan.account][plan.region]
         return next(s for s in backend.stacks.values() if s.name == plan.name)
 
     def route_table(self, region: str, az: str) -> str:

@@ -2,13 +2,17 @@
 
 Stack states are CloudFormation's StackStatus enum (botocore cloudformation service-2.json); what each
 means and allows is the CloudFormation User Guide's "Stack status codes" page: a stack whose creation rolled
-back (ROLLBACK_COMPLETE) can only be deleted; UPDATE_ROLLBACK_FAILED needs ContinueUpdateRollback.
+back (ROLLBACK_COMPLETE) can only be deleted; UPDATE_ROLLBACK_FAILED needs ContinueUpdateRollback, whose
+ResourcesToSkip takes "only resources that are in the UPDATE_FAILED state because a rollback failed"
+(botocore, ContinueUpdateRollbackInput); DeleteStack's RetainResources is "for stacks in the DELETE_FAILED
+state" (DeleteStackInput).
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,9 +31,10 @@ UPDATE_ROLLED_BACK = {
     "IMPORT_ROLLBACK_COMPLETE",
     "UPDATE_FAILED",
 }
-ROLLBACK_STUCK = {"UPDATE_ROLLBACK_FAILED", "IMPORT_ROLLBACK_FAILED"}
 # The stack's own event that opens an operation: where the events of the latest attempt begin.
 _OPERATION_STARTS = {"CREATE_IN_PROGRESS", "UPDATE_IN_PROGRESS", "IMPORT_IN_PROGRESS", "DELETE_IN_PROGRESS"}
+# The stack's own event that opens the rollback of a failed create, update or import.
+_ROLLBACK_STARTS = {"ROLLBACK_IN_PROGRESS", "UPDATE_ROLLBACK_IN_PROGRESS", "IMPORT_ROLLBACK_IN_PROGRESS"}
 # Resources CloudFormation stops because another one failed carry these reasons: consequences, not causes.
 _CONSEQUENCES = ("Resource creation cancelled", "Resource update cancelled")
 
@@ -72,27 +77,13 @@ def _state(ctx: Context, plan: StackPlan) -> tuple[CheckResult, LiveStack | None
     status, name = live.status, plan.name
     if status in HEALTHY:
         return CheckResult(region, "stack", "pass", f"{name} {status} ({_when(live.last_change)})"), live
-    where = f"--stack-name {shlex.quote(name)} --region {region}"
-    if status in CREATE_ROLLED_BACK | UPDATE_ROLLED_BACK | ROLLBACK_STUCK or status.endswith("FAILED"):
-        cause = (
-            first_failure(ctx.clients("cloudformation", region), name) or live.reason or "no reason recorded"
-        )
-        detail = f"{name} {status}: {cause}"
-        if status in CREATE_ROLLED_BACK:
-            fix = f"fix the cause, then `aws cloudformation delete-stack {where}` (nothing else is allowed) and {deploy}"
-        elif status in ROLLBACK_STUCK:
-            fix = f"`aws cloudformation continue-update-rollback {where}`, fix the cause, then {deploy}"
-        elif status == "DELETE_FAILED":
-            fix = (
-                "a delete left resources behind (see the stack's events); delete them, or redeploy: " + deploy
-            )
-        elif status == "UPDATE_FAILED":
-            fix = f"the update stopped without rolling back; fix the cause, then {deploy}"
-        else:
-            fix = f"the stack runs its previous template; fix the cause, then {deploy}"
+    if status in CREATE_ROLLED_BACK | UPDATE_ROLLED_BACK or status.endswith("FAILED"):
+        failed = blamed_failure(ctx.clients("cloudformation", region), name, status)
+        cause = failed.text if failed else live.reason or "no reason recorded"
+        fix = _failed_fix(status, name, region, failed.logical_id if failed else "<logical-id>", deploy)
         # A stack whose creation rolled back holds no resources and no outputs: nothing more to check in it.
         return CheckResult(
-            region, "stack", "fail", detail, fix
+            region, "stack", "fail", f"{name} {status}: {cause}", fix
         ), None if status in CREATE_ROLLED_BACK else live
     if status == "REVIEW_IN_PROGRESS":
         detail = f"{name} has a change set that was never executed"
@@ -106,21 +97,75 @@ def _state(ctx: Context, plan: StackPlan) -> tuple[CheckResult, LiveStack | None
     ), live
 
 
-def first_failure(cloudformation: Any, stack_name: str) -> str:
-    """The earliest failed resource of the stack's latest operation, as `LogicalId (Type) STATUS: reason`."""
-    failures = [
-        e
-        for e in _latest_operation(cloudformation, stack_name)
-        if e.get("ResourceStatus", "").endswith("FAILED") and not _is_stack(e, stack_name)
-    ]
+def _failed_fix(status: str, name: str, region: str, logical_id: str, deploy: str) -> str:
+    """What CloudFormation allows from a failed state (User Guide, "Stack status codes"), then the deploy."""
+    where = f"--stack-name {shlex.quote(name)} --region {region}"
+    delete = f"`aws cloudformation delete-stack {where}`"
+    retain = f"`aws cloudformation delete-stack --stack-name {shlex.quote(name)} --retain-resources {logical_id} --region {region}`"
+    if status == "ROLLBACK_FAILED":
+        return (
+            f"the rollback could not delete {logical_id}: fix the cause, then {delete} (nothing else is allowed; "
+            f"if that delete fails too, {retain} leaves it behind), then {deploy}"
+        )
+    if status in CREATE_ROLLED_BACK:
+        return f"fix the cause, then {delete} (nothing else is allowed) and {deploy}"
+    if status == "UPDATE_ROLLBACK_FAILED":
+        skip = (
+            f"`aws cloudformation continue-update-rollback --stack-name {shlex.quote(name)} "
+            f"--resources-to-skip {logical_id} --region {region}`"
+        )
+        return f"fix the cause, or {skip}; then {deploy}"
+    if status == "DELETE_FAILED":
+        return (
+            f"a delete stopped at {logical_id}: fix the cause and delete it again, or {retain}; then {deploy}"
+        )
+    if status == "UPDATE_FAILED":
+        return f"the update stopped without rolling back; fix the cause, then {deploy}"
+    if status in UPDATE_ROLLED_BACK:
+        return f"the stack runs its previous template; fix the cause, then {deploy}"
+    return f"fix the cause (see the stack's events), then {deploy}"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed resource event of DescribeStackEvents."""
+
+    logical_id: str
+    text: str  # `LogicalId (Type) STATUS: reason`
+
+
+def blamed_failure(cloudformation: Any, stack_name: str, status: str) -> Failure | None:
+    """The failed resource to name for a stack in `status`, from its latest operation's events.
+
+    A stuck rollback (`*ROLLBACK_FAILED`) or delete (`DELETE_FAILED`) is blocked by the resource that
+    failed most recently, after the rollback or delete began: that is the one to fix or skip. Any other
+    failure is explained by the earliest failed resource that was not merely cancelled.
+    """
+    events = list(_latest_operation(cloudformation, stack_name))
+    if status.endswith("ROLLBACK_FAILED") or status == "DELETE_FAILED":
+        since = []
+        for event in events:  # newest first, up to the stack's event that began the rollback or delete
+            if _is_stack(event, stack_name) and event.get("ResourceStatus") in _ROLLBACK_STARTS:
+                break
+            since.append(event)
+        blockers = [e for e in since if _failed_resource(e, stack_name)]
+        if blockers:
+            return _failure(blockers[0])
+    failures = [e for e in events if _failed_resource(e, stack_name)]
     causes = [e for e in failures if not str(e.get("ResourceStatusReason", "")).startswith(_CONSEQUENCES)]
     # Newest first, so the earliest failure is the last one listed (timestamps can tie at milliseconds).
-    if not failures:
-        return ""
-    chosen = (causes or failures)[-1]
-    return (
-        f"{chosen['LogicalResourceId']} ({chosen.get('ResourceType', '?')}) {chosen['ResourceStatus']}: "
-        f"{chosen.get('ResourceStatusReason', 'no reason recorded')}"
+    return _failure((causes or failures)[-1]) if failures else None
+
+
+def _failed_resource(event: dict[str, Any], stack_name: str) -> bool:
+    return str(event.get("ResourceStatus", "")).endswith("FAILED") and not _is_stack(event, stack_name)
+
+
+def _failure(event: dict[str, Any]) -> Failure:
+    return Failure(
+        event["LogicalResourceId"],
+        f"{event['LogicalResourceId']} ({event.get('ResourceType', '?')}) {event['ResourceStatus']}: "
+        f"{event.get('ResourceStatusReason', 'no reason recorded')}",
     )
 
 
