@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hubspoke.config import load
-from tests.cli.test_verify import rows, verify
+from tests.cli.test_verify import quoted_command_problems, rows, verify
 from tests.cli.verify_fixtures import TWO_SPOKES
 from tests.cli.verify_world import DeployedWorld
 from tests.conftest import write_config
@@ -34,15 +34,59 @@ def test_vpc_cidrs_against_the_config(deployed: DeployedWorld, deployed_config: 
         if r.status == "fail"
     ]
     assert "lacks configured CIDR(s) 10.12.0.0/16" in missing.detail
+    # A CIDR new in the config comes with the Network stack's next deploy; one disassociated by hand does
+    # not (an unchanged template is not deployed), so EC2 AssociateVpcCidrBlock (VpcId, CidrBlock) restores it.
+    assert missing.fix == (
+        f"a CIDR newly added to the config: npx cdk deploy -c config={wider} --exclusively "
+        "hubspoke-dev/network-us-east-2; one disassociated by hand (CloudFormation does not re-create it): "
+        f"aws ec2 associate-vpc-cidr-block --vpc-id {hub_vpc} --cidr-block 10.12.0.0/16 --region us-east-2"
+    )
+
+
+def _gone(fix: str, stack: str, region: str) -> None:
+    """A fix for a resource deleted outside CloudFormation: drift detection, then the runbook, no redeploy.
+
+    CloudFormation does not re-create a resource from an unchanged template (ContinueUpdateRollback's own
+    example in botocore: "CloudFormation doesn't know the instance was deleted"); DetectStackDrift reports it
+    DELETED.
+    """
+    assert quoted_command_problems(fix) == {
+        f"aws cloudformation detect-stack-drift --stack-name {stack} --region {region}": []
+    }
+    assert fix.endswith(
+        'follow docs/runbooks/deploy-environment.md ("A resource deleted outside CloudFormation")'
+    )
+    assert "cdk deploy" not in fix
 
 
 def test_peering_not_active_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
     pcx = deployed.peering("us-west-2")
     deployed.clients("ec2", "us-west-2").delete_vpc_peering_connection(VpcPeeringConnectionId=pcx)
-    (row,) = rows(verify(deployed, deployed_config), "peering", "us-west-2")
+    results = verify(deployed, deployed_config)
+    (row,) = rows(results, "peering", "us-west-2")
     assert row.status == "fail" and f"{pcx} is deleted" in row.detail
-    assert "hubspoke-dev/network-us-west-2" in row.fix and "hubspoke-dev/link-us-west-2" in row.fix
-    assert rows(verify(deployed, deployed_config), "peering", "eu-west-1")[0].status == "pass"
+    # A redeploy of the Network and Link stacks would change nothing: their templates did not change.
+    _gone(row.fix, "hubspoke-dev-network-us-west-2", "us-west-2")
+    assert rows(results, "peering", "eu-west-1")[0].status == "pass"
+
+
+def test_route_table_or_security_group_deleted_outside_cloudformation_fails(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    table = deployed.route_table("us-west-2", "usw2-az2")
+    group = deployed.security_group("us-west-2")
+    ec2 = deployed.clients("ec2", "us-west-2")
+    # EC2 deletes a route table only once no subnet is associated with it (DeleteRouteTable); the world
+    # creates no subnet associations, so the table goes as it would after those were removed by hand.
+    ec2.delete_route_table(RouteTableId=table)
+    ec2.delete_security_group(GroupId=group)
+    results = verify(deployed, deployed_config)
+    (missing_table,) = [r for r in rows(results, "routes", "us-west-2") if r.status == "fail"]
+    assert missing_table.detail == f"route table {table} (usw2-az2) does not exist"
+    _gone(missing_table.fix, "hubspoke-dev-network-us-west-2", "us-west-2")
+    (missing_group,) = rows(results, "security group", "us-west-2")
+    assert missing_group.status == "fail" and missing_group.detail == f"{group} does not exist"
+    _gone(missing_group.fix, "hubspoke-dev-network-us-west-2", "us-west-2")
 
 
 def test_peering_waiting_for_acceptance_or_to_another_vpc_fails(
@@ -93,17 +137,18 @@ def test_missing_route_fails_with_the_command_that_restores_it(
 
 
 def test_route_between_spokes_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
+    """A route to part of another spoke's CIDR (10.30.8.0/24 inside eu-west-1's 10.30.0.0/16) is one too."""
     table = deployed.route_table("us-west-2", "usw2-az2")
     deployed.clients("ec2", "us-west-2").create_route(
         RouteTableId=table,
-        DestinationCidrBlock="10.30.0.0/16",
+        DestinationCidrBlock="10.30.8.0/24",
         VpcPeeringConnectionId=deployed.peering("us-west-2"),
     )
     (row,) = [r for r in rows(verify(deployed, deployed_config), "routes", "us-west-2") if r.status == "fail"]
-    assert "10.30.0.0/16 (spoke eu-west-1)" in row.detail
+    assert "10.30.8.0/24 (spoke eu-west-1)" in row.detail
     assert (
         row.fix
-        == f"aws ec2 delete-route --destination-cidr-block 10.30.0.0/16 --route-table-id {table} --region us-west-2"
+        == f"aws ec2 delete-route --destination-cidr-block 10.30.8.0/24 --route-table-id {table} --region us-west-2"
     )
 
 

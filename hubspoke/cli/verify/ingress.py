@@ -95,7 +95,7 @@ def security_group_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]
                 "security group",
                 "fail",
                 f"{group_id} does not exist",
-                ctx.deploy_command(stack_id("network", code)),
+                ctx.gone_fix(stack_id("network", code), group_id),
             )
         ]
     wanted, live = expected_ingress(ctx, region), live_ingress(groups[0])

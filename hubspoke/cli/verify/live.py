@@ -14,6 +14,9 @@ from hubspoke.cli.plan import cdk_command, refresh_command
 from hubspoke.config import HubSpokeConfig
 from hubspoke.topology import StackPlan, plan_stacks, stage_id
 
+# Where an operator learns to bring back a resource deleted outside CloudFormation.
+GONE_RUNBOOK = 'docs/runbooks/deploy-environment.md ("A resource deleted outside CloudFormation")'
+
 
 @dataclass(frozen=True)
 class LiveStack:
@@ -116,6 +119,22 @@ class Context:
         """The `cdk deploy` of one stack, exactly as `hubspoke plan` prints it."""
         return cdk_command(
             "deploy", self.config_path, "--exclusively", f"{stage_id(self.config)}/{stack_id}", *extra
+        )
+
+    def gone_fix(self, stack_id: str, resource: str) -> str:
+        """The fix for a resource of `stack_id` deleted (or left unusable) outside CloudFormation.
+
+        CloudFormation does not compare live resources with the template on a deploy: an unchanged template
+        is not deployed at all (the CDK CLI reports no changes), and even an update assumes its resources
+        still exist (ContinueUpdateRollback's own example: "CloudFormation doesn't know the instance was
+        deleted", botocore cloudformation service-2.json). Drift detection reports such a resource DELETED
+        (StackResourceDriftStatus); the runbook section says how to bring it back.
+        """
+        plan = self.stacks.plan(stack_id)
+        return (
+            f"{resource} is gone and a redeploy of an unchanged template does not re-create it: confirm with "
+            f"`aws cloudformation detect-stack-drift --stack-name {plan.name} --region {plan.region}`, then "
+            f"follow {GONE_RUNBOOK}"
         )
 
     def refresh_command(self, stack_id: str) -> str:

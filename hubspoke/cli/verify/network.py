@@ -1,4 +1,4 @@
-"""Verify's network checks: the VPC's CIDRs, each spoke's peering, the peering routes (ingress: ingress.py).
+"""Verify's network checks: the VPC's CIDRs and the peering routes (peering: peering.py, ingress: ingress.py).
 
 IDs come from the Network stacks' outputs (hubspoke/outputs.py); what each resource must look like comes
 from config: the peer CIDRs (HubSpokeConfig.peer_cidrs) and the route tables (layout.route_table_az_ids),
@@ -8,35 +8,35 @@ transitive (VPC peering guide): a spoke reaches only the hub, never another spok
 A route deleted outside CloudFormation is not restored by redeploying an unchanged template
 (CloudFormation does not compare live resources to the template unless asked for drift), so the fixes for
 routes name the EC2 call that restores or removes exactly the one that differs.
+
+Routes inside the CIDR of a spoke whose peering cannot be identified (its Network stack is in another
+account and the hub side finds no single active peering from it) are not judged at all: calling them
+leftovers would print a `delete-route` that cuts that spoke off.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hubspoke.cli.checks import CheckResult
 from hubspoke.cli.verify.ingress import security_group_rows
 from hubspoke.cli.verify.live import Context, Unavailable, checked
+from hubspoke.cli.verify.peering import network_stack, peering_from_hub, peering_rows
 from hubspoke.config import RegionConfig
 from hubspoke.config.layout import route_table_az_ids
 from hubspoke.outputs import PEERING_CONNECTION, PRIVATE_ROUTE_TABLE, VPC_ID
-from hubspoke.topology import stack_id
 
 
 def network_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     code = region.region
     rows = checked(code, "vpc", "ec2", lambda: _vpc(ctx, region))
     if region.region != ctx.config.hub.region:
-        rows += checked(code, "peering", "ec2", lambda: _peering(ctx, region))
+        rows += checked(code, "peering", "ec2", lambda: peering_rows(ctx, region))
     rows += checked(code, "routes", "ec2", lambda: _routes(ctx, region))
     rows += checked(code, "security group", "ec2", lambda: security_group_rows(ctx, region))
     return rows
-
-
-def network_stack(region: str) -> str:
-    return stack_id("network", region)
 
 
 def _vpc(ctx: Context, region: RegionConfig) -> list[CheckResult]:
@@ -53,8 +53,8 @@ def _vpc(ctx: Context, region: RegionConfig) -> list[CheckResult]:
                 "vpc",
                 "fail",
                 f"VPC {vpc_id} (output {VPC_ID.key()} of {network_stack(code)}) does not exist",
-                "the Network stack's VPC was deleted outside CloudFormation: restore it from the stack "
-                "(delete and redeploy the Region's stacks) after saving any data",
+                "the Network stack's VPC was deleted outside CloudFormation, which does not re-create it: "
+                "delete and redeploy the Region's stacks (docs/runbooks/teardown.md keeps the data)",
             )
         ]
     live = {
@@ -72,7 +72,14 @@ def _vpc(ctx: Context, region: RegionConfig) -> list[CheckResult]:
                 "fail",
                 f"{vpc_id} lacks configured CIDR(s) {', '.join(sorted(wanted - live))} "
                 f"(associated: {', '.join(sorted(live)) or 'none'})",
-                ctx.deploy_command(network_stack(code)),
+                # A CIDR added to the config is created by the Network stack's next deploy; one disassociated
+                # by hand is not re-created from an unchanged template (EC2 AssociateVpcCidrBlock restores it).
+                f"a CIDR newly added to the config: {ctx.deploy_command(network_stack(code))}; one "
+                "disassociated by hand (CloudFormation does not re-create it): "
+                + "; ".join(
+                    f"aws ec2 associate-vpc-cidr-block --vpc-id {vpc_id} --cidr-block {cidr} --region {code}"
+                    for cidr in sorted(wanted - live)
+                ),
             )
         )
     if live - wanted:
@@ -89,71 +96,6 @@ def _vpc(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     return rows or [CheckResult(code, "vpc", "pass", f"{vpc_id} carries {', '.join(region.all_cidrs)}")]
 
 
-def _peering(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
-    config = ctx.config
-    code, hub = spoke.region, config.hub.region
-    pcx_id = ctx.stacks.output(network_stack(code), PEERING_CONNECTION.key())
-    spoke_vpc = ctx.stacks.output(network_stack(code), VPC_ID.key())
-    hub_vpc = ctx.stacks.output(network_stack(hub), VPC_ID.key())
-    # EC2 DescribeVpcPeeringConnections, filter vpc-peering-connection-id: Status.Code is one of
-    # initiating-request, pending-acceptance, active, deleted, rejected, failed, expired, provisioning,
-    # deleting (botocore ec2 service-2.json).
-    # The filter narrows; the ID decides (moto 5.2.5 ignores this filter and lists every peering).
-    found = [
-        p
-        for p in ctx.clients("ec2", code).describe_vpc_peering_connections(
-            Filters=[{"Name": "vpc-peering-connection-id", "Values": [pcx_id]}]
-        )["VpcPeeringConnections"]
-        if p.get("VpcPeeringConnectionId") == pcx_id
-    ]
-    redeploy = f"{ctx.deploy_command(network_stack(code))}, then {ctx.deploy_command(stack_id('link', code))}"
-    if not found:
-        return [CheckResult(code, "peering", "fail", f"{pcx_id} does not exist", redeploy)]
-    pcx = found[0]
-    requester, accepter = pcx.get("RequesterVpcInfo", {}), pcx.get("AccepterVpcInfo", {})
-    wanted = {
-        "requester": (spoke_vpc, code, config.account_of(spoke)),
-        "accepter": (hub_vpc, hub, config.account_of(config.hub)),
-    }
-    live = {
-        "requester": (requester.get("VpcId"), requester.get("Region"), requester.get("OwnerId")),
-        "accepter": (accepter.get("VpcId"), accepter.get("Region"), accepter.get("OwnerId")),
-    }
-    rows = []
-    for side in ("requester", "accepter"):
-        if live[side] != wanted[side]:
-            rows.append(
-                CheckResult(
-                    code,
-                    "peering",
-                    "fail",
-                    f"{pcx_id} {side} is VPC {live[side][0]} in {live[side][1]} (account {live[side][2]}); "
-                    f"expected {wanted[side][0]} in {wanted[side][1]} (account {wanted[side][2]})",
-                    redeploy,
-                )
-            )
-    state = pcx.get("Status", {})
-    if state.get("Code") != "active":
-        if state.get("Code") == "pending-acceptance":
-            fix = (
-                "accept it in the hub Region: aws ec2 accept-vpc-peering-connection "
-                f"--vpc-peering-connection-id {pcx_id} --region {hub}"
-            )
-        elif state.get("Code") in ("initiating-request", "provisioning"):
-            fix = "the peering is still being set up: run hubspoke verify again in a minute"
-        else:
-            fix = redeploy
-        message = f" ({state['Message']})" if state.get("Message") else ""
-        rows.append(
-            CheckResult(code, "peering", "fail", f"{pcx_id} is {state.get('Code')}{message}, not active", fix)
-        )
-    return rows or [
-        CheckResult(
-            code, "peering", "pass", f"{pcx_id} active between {spoke_vpc} ({code}) and {hub_vpc} ({hub})"
-        )
-    ]
-
-
 @dataclass(frozen=True)
 class _PeerRoute:
     """A CIDR the table must send over one peering, and who the peer is (for messages)."""
@@ -161,25 +103,48 @@ class _PeerRoute:
     cidr: str
     pcx_id: str
     peer: str
+    found: str = ""  # how the peering was identified, when not from its Network stack
 
 
-def _expected_routes(ctx: Context, region: RegionConfig) -> tuple[list[_PeerRoute], list[CheckResult]]:
+@dataclass
+class _Expected:
+    """What the Region's tables must route over the peerings, and the CIDRs left unjudged (with why)."""
+
+    routes: list[_PeerRoute] = field(default_factory=list)
+    rows: list[CheckResult] = field(default_factory=list)
+    unjudged: list[str] = field(default_factory=list)
+
+
+def _expected_routes(ctx: Context, region: RegionConfig) -> _Expected:
     """The hub routes every spoke CIDR over that spoke's peering; a spoke routes the hub's over its own."""
     config = ctx.config
     if region.region != config.hub.region:
         pcx_id = ctx.stacks.output(network_stack(region.region), PEERING_CONNECTION.key())
-        return [_PeerRoute(c, pcx_id, f"hub {config.hub.region}") for c in config.hub.all_cidrs], []
-    routes, unseen = [], []
+        return _Expected([_PeerRoute(c, pcx_id, f"hub {config.hub.region}") for c in config.hub.all_cidrs])
+    expected = _Expected()
     for spoke in config.spokes:
         try:
-            pcx_id = ctx.stacks.output(network_stack(spoke.region), PEERING_CONNECTION.key())
+            pcx_id, found = ctx.stacks.output(network_stack(spoke.region), PEERING_CONNECTION.key()), ""
         except Unavailable as exc:
-            unseen.append(
-                CheckResult(region.region, "routes", "not checked", f"routes to spoke {spoke.region}: {exc}")
-            )
-            continue
-        routes += [_PeerRoute(c, pcx_id, f"spoke {spoke.region}") for c in spoke.all_cidrs]
-    return routes, unseen
+            from_hub, found = peering_from_hub(ctx, spoke)
+            if from_hub is None:
+                expected.unjudged += spoke.all_cidrs
+                expected.rows.append(
+                    CheckResult(
+                        region.region,
+                        "routes",
+                        "not checked",
+                        f"routes to spoke {spoke.region} ({', '.join(spoke.all_cidrs)}), none judged: {exc}, "
+                        + found,
+                        f"with credentials for account {config.account_of(spoke)}, the spoke's own run shows its "
+                        f"peering: AWS_PROFILE=<profile> hubspoke verify --config {ctx.config_path} "
+                        f"--region {spoke.region}",
+                    )
+                )
+                continue
+            pcx_id = from_hub
+        expected.routes += [_PeerRoute(c, pcx_id, f"spoke {spoke.region}", found) for c in spoke.all_cidrs]
+    return expected
 
 
 def _routes(ctx: Context, region: RegionConfig) -> list[CheckResult]:
@@ -189,7 +154,8 @@ def _routes(ctx: Context, region: RegionConfig) -> list[CheckResult]:
         ctx.stacks.output(network_stack(code), PRIVATE_ROUTE_TABLE.key(az)): az
         for az in route_table_az_ids(region)
     }
-    expected, rows = _expected_routes(ctx, region)
+    plan = _expected_routes(ctx, region)
+    expected, rows = plan.routes, plan.rows
     ours = {r.pcx_id for r in expected}
     # A spoke must reach no other spoke: every other spoke's CIDR is forbidden in its tables.
     forbidden = (
@@ -211,11 +177,11 @@ def _routes(ctx: Context, region: RegionConfig) -> list[CheckResult]:
                     "routes",
                     "fail",
                     f"route table {table_id} ({az}) does not exist",
-                    ctx.deploy_command(network_stack(code)),
+                    ctx.gone_fix(network_stack(code), table_id),
                 )
             )
             continue
-        rows += _table_rows(code, table_id, az, live[table_id], expected, ours, forbidden)
+        rows += _table_rows(code, table_id, az, live[table_id], expected, ours, forbidden, plan.unjudged)
     return rows
 
 
@@ -227,6 +193,7 @@ def _table_rows(
     expected: list[_PeerRoute],
     ours: set[str],
     forbidden: list[tuple[str, str]],
+    unjudged: list[str],
 ) -> list[CheckResult]:
     where = f"--route-table-id {table_id} --region {region}"
     by_destination = {r["DestinationCidrBlock"]: r for r in routes if "DestinationCidrBlock" in r}
@@ -250,6 +217,8 @@ def _table_rows(
             )
     wanted = {(w.cidr, w.pcx_id) for w in expected}
     for destination, route in by_destination.items():
+        if any(_within(destination, c) for c in unjudged):
+            continue  # towards a spoke whose peering is unknown here: said in its own row
         remove = f"aws ec2 delete-route --destination-cidr-block {destination} {where}"
         # Towards part or all of another spoke's CIDR; a wider route (0.0.0.0/0 to a NAT) is not one.
         spoke = next((s for s, c in forbidden if _within(destination, c)), None)
@@ -286,7 +255,10 @@ def _table_rows(
             rows.append(CheckResult(region, "routes", "warn", detail, f"if it is a leftover: {remove}"))
     if any(r.status == "fail" for r in rows):
         return rows
-    peers = ", ".join(f"{w.cidr} via {w.pcx_id}" for w in expected) or "no peer CIDR"
+    peers = (
+        ", ".join(f"{w.cidr} via {w.pcx_id}" + (f" ({w.found})" if w.found else "") for w in expected)
+        or "no peer CIDR"
+    )
     return [
         *rows,
         CheckResult(region, "routes", "pass", f"{table_id} ({az}) routes {peers}; nothing between spokes"),
