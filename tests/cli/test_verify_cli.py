@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from botocore.awsrequest import AWSResponse
 
 import hubspoke.cli.verify as verify_command
 from hubspoke.cli.checks import session_clients
 from hubspoke.cli.main import main
 from tests.cli.preflight_world import isolate_from_real_aws
-from tests.cli.verify_fixtures import Kube
+from tests.cli.test_verify import quoted_command_problems
+from tests.cli.verify_fixtures import Kube, exec_plugin
 from tests.cli.verify_world import DeployedWorld
 
 
@@ -114,3 +116,77 @@ def test_bad_input_exits_2(
     assert main(["verify", "--config", str(deployed_config), "--profile", "no-such-profile"]) == 2
     assert "no-such-profile" in capsys.readouterr().err
     assert session_clients  # the real factory is what `run` uses when nothing is patched
+
+
+def _reject_tokens(world: DeployedWorld, *regions: str) -> None:
+    """STS in these Regions refuses the credentials as it does in a Region the account has not enabled:
+    403 InvalidClientTokenId "The security token included in the request is invalid" (STS error, IAM User
+    Guide "Activating and deactivating AWS STS in an AWS Region"). eu-west-1 stands in for an opt-in Region."""
+
+    def refuse(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        error = {
+            "Code": "InvalidClientTokenId",
+            "Message": "The security token included in the request is invalid.",
+        }
+        return AWSResponse("https://stub", 403, {}, None), {
+            "Error": error,
+            "ResponseMetadata": {"HTTPStatusCode": 403},
+        }
+
+    for region in regions:
+        world.clients("sts", region).meta.events.register("before-call.sts.GetCallerIdentity", refuse)
+
+
+def test_a_region_not_enabled_is_its_own_row_and_the_others_are_checked(
+    deployed: DeployedWorld,
+    deployed_config: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _use(monkeypatch, deployed)
+    _reject_tokens(deployed, "eu-west-1")
+    assert main(["verify", "--config", str(deployed_config), "--json", "--kubeconfig", "/nonexistent"]) == 1
+    results = json.loads(capsys.readouterr().out)["results"]
+    spoke = [r for r in results if r["region"] == "eu-west-1"]
+    assert [(r["check"], r["status"]) for r in spoke] == [("account", "fail"), ("checks", "not checked")]
+    assert "is eu-west-1 enabled for account 123456789012?" in spoke[0]["detail"]
+    # AWS Account Management EnableRegion and GetRegionOptStatus take RegionName (botocore account model).
+    # (The credentials advice after them is checks.py's CREDENTIALS_FIX, shared with preflight.)
+    commands = quoted_command_problems(spoke[0]["fix"])
+    assert {c: p for c, p in commands.items() if c.startswith("aws account")} == {
+        "aws account enable-region --region-name eu-west-1": [],
+        "aws account get-region-opt-status --region-name eu-west-1": [],
+    }
+    assert "credentials" not in {r["check"] for r in results}
+    # The enabled Regions were checked through to the end.
+    assert {r["region"] for r in results if r["check"] == "stack" and r["status"] == "pass"} == {
+        "us-east-2",
+        "us-west-2",
+    }
+    _reject_tokens(deployed, "us-east-2", "us-west-2")
+    assert main(["verify", "--config", str(deployed_config), "--json"]) == 1
+    (row,) = json.loads(capsys.readouterr().out)["results"]
+    assert row["check"] == "credentials" and "us-east-2, us-west-2, eu-west-1" in row["detail"]
+
+
+def test_profile_reaches_the_kubeconfigs_credential_plugin(
+    deployed: DeployedWorld,
+    deployed_config: Path,
+    kube: Kube,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The plugin's token is the mapped identity's only under AWS_PROFILE=ml-dev (exec_plugin)."""
+    _use(monkeypatch, deployed)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    config = yaml.safe_load(kube.kubeconfig.read_text())
+    for user in config["users"]:
+        user["user"]["exec"] = exec_plugin("test-token", profile="ml-dev")
+    kube.kubeconfig.write_text(yaml.safe_dump(config))
+    args = ["verify", "--config", str(deployed_config), "--json", "--kubeconfig", str(kube.kubeconfig)]
+    assert main([*args, "--profile", "ml-dev"]) == 0
+    nodes = [r for r in json.loads(capsys.readouterr().out)["results"] if r["check"] == "kubernetes nodes"]
+    assert [r["status"] for r in nodes] == ["pass", "pass"]
+    main(args)
+    nodes = [r for r in json.loads(capsys.readouterr().out)["results"] if r["check"] == "kubernetes nodes"]
+    assert [r["status"] for r in nodes] == ["not checked", "not checked"]

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from hubspoke.cli.verify.kube import KubeUnavailable, connect, default_kubeconfig
+from tests.cli.test_verify import quoted_command_problems
 from tests.cli.verify_fixtures import exec_plugin
 from tests.fakes.kube_api import FakeKubeApi, node
 from tests.fakes.tls import loopback_certificate
@@ -169,3 +170,50 @@ def test_plugin_gets_exec_info_and_no_terminal(tmp_path: Path) -> None:
     with FakeKubeApi(token="ok", tls=False, nodes=[node("n0")]) as fake:
         path = _kubeconfig(tmp_path / "config", server=fake.url, user={"exec": plugin})
         assert len(_connect(path).items("/api/v1/nodes")) == 1
+
+
+@pytest.mark.parametrize(
+    ("intercepted", "reason"),
+    [("html", "answered with something other than JSON"), ("cut", "the answer .* broke off")],
+)
+def test_an_answer_that_is_not_the_api_servers_is_a_reason_not_a_traceback(
+    tmp_path: Path, intercepted: str, reason: str
+) -> None:
+    """A proxy's HTML page (200, text/html) is not JSON (json raises ValueError); an answer cut short of its
+    Content-Length makes http.client raise IncompleteRead. Both are reasons, as a refusal is."""
+    with FakeKubeApi(tls=False, intercepted=intercepted) as fake:
+        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"token": fake.token})
+        with pytest.raises(KubeUnavailable, match=reason):
+            _connect(path).items("/api/v1/nodes")
+
+
+def test_the_runs_profile_reaches_the_credential_plugin_unless_the_entry_sets_one(tmp_path: Path) -> None:
+    """`aws eks get-token` signs as AWS_PROFILE's identity; --profile must reach it, or the API server sees
+    another identity and a 401 blames the access entry. An entry's own env wins (client-go sets it last)."""
+
+    def connect_with(profile: str | None, entry_env: list[dict[str, str]] | None = None) -> Any:
+        plugin = exec_plugin("mapped", profile="ml-dev") | ({"env": entry_env} if entry_env else {})
+        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"exec": plugin})
+        return connect(
+            (path,),
+            arn=ARN,
+            endpoint=ENDPOINT,
+            name="hubspoke-dev-us-west-2",
+            region="us-west-2",
+            profile=profile,
+        )
+
+    with FakeKubeApi(token="mapped", tls=False, nodes=[node("n0")]) as fake:
+        assert len(connect_with("ml-dev").items("/api/v1/nodes")) == 1
+        with pytest.raises(KubeUnavailable, match="refused these credentials") as refused:
+            connect_with(None).items("/api/v1/nodes")
+        with pytest.raises(KubeUnavailable, match="refused these credentials"):
+            connect_with("ml-dev", [{"name": "AWS_PROFILE", "value": "other"}]).items("/api/v1/nodes")
+    where = "--region us-west-2 --cluster-name hubspoke-dev-us-west-2 --principal-arn <role-arn>"
+    # EKS CreateAccessEntry and AssociateAccessPolicy (botocore eks service-2.json): clusterName, principalArn,
+    # policyArn, accessScope; each is regional, so each command names the Region.
+    assert quoted_command_problems(refused.value.fix) == {
+        f"aws eks create-access-entry {where}": [],
+        f"aws eks associate-access-policy {where} --policy-arn "
+        "arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy --access-scope type=cluster": [],
+    }

@@ -123,16 +123,26 @@ def kube(deployed: DeployedWorld, tmp_path: Path) -> Iterator[Kube]:
         yield Kube(servers, path)
 
 
-def exec_plugin(token: str) -> dict[str, Any]:
-    """A client.authentication.k8s.io/v1beta1 exec entry whose command prints an ExecCredential with `token`."""
+def exec_plugin(token: str, *, profile: str | None = None) -> dict[str, Any]:
+    """A client.authentication.k8s.io/v1beta1 exec entry whose command prints an ExecCredential with `token`.
+
+    With `profile`, the token is `token` only when the plugin runs with AWS_PROFILE=`profile`, as
+    `aws eks get-token` signs for the profile's identity and the API server maps only that one.
+    """
     credential = {
         "apiVersion": "client.authentication.k8s.io/v1beta1",
         "kind": "ExecCredential",
         "status": {"token": token, "expirationTimestamp": "2099-01-01T00:00:00Z"},
     }
+    script = f"print({json.dumps(json.dumps(credential))})"
+    if profile:
+        script = (
+            f"import os; ok = os.environ.get('AWS_PROFILE') == {profile!r}; "
+            f"print({json.dumps(json.dumps(credential))}.replace({token!r}, {token!r} if ok else 'another-identity'))"
+        )
     return {
         "apiVersion": "client.authentication.k8s.io/v1beta1",
         "command": sys.executable,
-        "args": ["-c", f"print({json.dumps(json.dumps(credential))})"],
+        "args": ["-c", script],
         "interactiveMode": "Never",
     }

@@ -5,6 +5,10 @@ apiVersion, kind, metadata.resourceVersion and items; an error is a metav1.Statu
 message. Refusals follow the API server: no or a wrong bearer token answers 401 Unauthorized; an unknown
 path 404 NotFound; anything but GET 405 MethodNotAllowed. Lists honour `limit` and hand out a `continue`
 token (API concepts, "Retrieving large results sets in chunks"), so the client's paging is exercised.
+
+What sits between a client and an API server can answer too: `intercepted` makes the stand-in answer like
+a proxy's or captive portal's HTML page (200, text/html), or break the answer off half-way (a Content-Length
+longer than what is sent before the connection closes, which http.client reads as IncompleteRead).
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ class FakeKubeApi:
     claims: list[dict[str, Any]] = field(default_factory=list)
     # The API server may return fewer items than `limit` asks for, with a continue token; 0: never fewer.
     page_size: int = 0
+    intercepted: str = ""  # "", "html" or "cut"
     requests: list[str] = field(default_factory=list)
     _server: http.server.ThreadingHTTPServer | None = None
 
@@ -85,7 +90,12 @@ class FakeKubeApi:
                 pass
 
             def do_GET(self) -> None:
-                self._reply(*fake.answer(self.path, self.headers.get("Authorization", "")))
+                if fake.intercepted == "html":
+                    self._raw(200, "text/html", b"<html><body>Please sign in to the proxy</body></html>")
+                elif fake.intercepted == "cut":
+                    self._raw(200, "application/json", b'{"kind": "NodeList", "items": [', length=4096)
+                else:
+                    self._reply(*fake.answer(self.path, self.headers.get("Authorization", "")))
 
             def do_POST(self) -> None:
                 self._reply(405, _status(405, "MethodNotAllowed", "the server does not allow this method"))
@@ -93,12 +103,15 @@ class FakeKubeApi:
             do_PUT = do_PATCH = do_DELETE = do_POST
 
             def _reply(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
+                self._raw(code, "application/json", json.dumps(body).encode())
+
+            def _raw(self, code: int, kind: str, data: bytes, length: int | None = None) -> None:
                 self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(length or len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+                self.close_connection = True
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         if self.tls:

@@ -239,6 +239,7 @@ def _kubernetes(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> 
             endpoint=str(cluster.get("endpoint", "")),
             name=str(cluster.get("name", "")),
             region=code,
+            profile=ctx.profile,
         )
         rows = [_ready_nodes(code, api, sum(g.count for g in region.compute.instance_groups))]
         if region.storage.enabled:

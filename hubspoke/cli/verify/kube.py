@@ -14,6 +14,7 @@ Kubernetes rows as not checked rather than guessing.
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import os
 import ssl
@@ -108,31 +109,42 @@ class KubeApi:
     server: str
     headers: dict[str, str]
     tls: ssl.SSLContext | None
-    # For the fix when the server refuses: the EKS cluster's name.
-    cluster: str = "<cluster>"
+    # For the fix when the server refuses: the EKS cluster's name and Region.
+    cluster: str = "<cluster-name>"
+    region: str = "<region>"
 
     def get(self, path: str, **query: str | int) -> dict[str, Any]:
         url = self.server.rstrip("/") + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
         request = urllib.request.Request(url, headers={"Accept": "application/json", **self.headers})
         try:
             with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S, context=self.tls) as response:
-                body: dict[str, Any] = json.load(response)
-                return body
+                body = json.load(response)
         except urllib.error.HTTPError as exc:
             message = _status_message(exc)
             if exc.code in (401, 403):
                 # AmazonEKSAdminViewPolicy lists every resource, cluster-scoped ones (nodes) included (EKS User
                 # Guide, "Review access policy permissions"); the identity needs an access entry first.
+                where = f"--region {self.region} --cluster-name {self.cluster} --principal-arn <role-arn>"
                 raise KubeUnavailable(
                     f"the API server refused these credentials ({exc.code}: {message})",
-                    f"aws eks create-access-entry --cluster-name {self.cluster} --principal-arn <your-role-arn>, then "
-                    f"aws eks associate-access-policy --cluster-name {self.cluster} --principal-arn <your-role-arn> "
-                    "--policy-arn arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy --access-scope type=cluster",
+                    f"`aws eks create-access-entry {where}`, then `aws eks associate-access-policy {where} "
+                    "--policy-arn arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy "
+                    "--access-scope type=cluster`",
                 ) from None
             raise KubeUnavailable(f"GET {path} answered {exc.code}: {message}") from None
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise KubeUnavailable(f"cannot reach {self.server} ({reason})") from None
+        except http.client.HTTPException as exc:  # e.g. IncompleteRead: the answer stopped half-way
+            raise KubeUnavailable(f"GET {path}: the answer from {self.server} broke off ({exc!r})") from None
+        except ValueError as exc:  # a 200 that is not JSON: a proxy's or captive portal's HTML page
+            raise KubeUnavailable(
+                f"GET {path}: {self.server} answered with something other than JSON ({exc}); "
+                "is a proxy in the way, or is that not the API server?"
+            ) from None
+        if not isinstance(body, dict):
+            raise KubeUnavailable(f"GET {path}: {self.server} answered JSON that is not an object")
+        return body
 
     def items(self, path: str) -> list[dict[str, Any]]:
         """Every item of a list, page by page (Kubernetes API concepts: `limit` and `continue`)."""
@@ -155,8 +167,14 @@ def _status_message(exc: urllib.error.HTTPError) -> str:
         return str(exc.reason)
 
 
-def connect(paths: Sequence[Path], *, arn: str, endpoint: str, name: str, region: str) -> KubeApi:
-    """The API of the EKS cluster `arn` through the first kubeconfig context that points at it."""
+def connect(
+    paths: Sequence[Path], *, arn: str, endpoint: str, name: str, region: str, profile: str | None = None
+) -> KubeApi:
+    """The API of the EKS cluster `arn` through the first kubeconfig context that points at it.
+
+    `profile` (verify's --profile) is handed to an exec credential plugin as AWS_PROFILE when the context
+    sets none, so `aws eks get-token` signs as the identity the rest of the run uses.
+    """
     update = f"aws eks update-kubeconfig --region {region} --name {name}"
     shown = os.pathsep.join(str(p) for p in paths) or "(none)"
     if not any(p.is_file() for p in paths):
@@ -175,13 +193,13 @@ def connect(paths: Sequence[Path], *, arn: str, endpoint: str, name: str, region
         if cluster.get(unsupported):
             raise KubeUnavailable(f"context {context_name} uses {unsupported}, which verify does not support")
     try:
-        headers, cert = _credentials(user, user_file, context_name)
+        headers, cert = _credentials(user, user_file, context_name, profile)
         tls = _tls(cluster, cluster_file, cert) if server.startswith("https://") else None
     except (OSError, ValueError) as exc:  # unreadable files, bad base64 or PEM (ssl.SSLError is an OSError)
         raise KubeUnavailable(
             f"context {context_name}: cannot load its credentials or certificates ({exc})"
         ) from None
-    return KubeApi(server=server, headers=headers, tls=tls, cluster=name)
+    return KubeApi(server=server, headers=headers, tls=tls, cluster=name, region=region)
 
 
 def _path(value: str, relative_to: Path) -> Path:
@@ -190,13 +208,13 @@ def _path(value: str, relative_to: Path) -> Path:
 
 
 def _credentials(
-    user: dict[str, Any], file: Path, context: str
+    user: dict[str, Any], file: Path, context: str, profile: str | None
 ) -> tuple[dict[str, str], tuple[bytes, bytes] | None]:
     """Bearer header and/or client certificate (PEM cert, PEM key) for the context's user."""
     if user.get("auth-provider"):
         raise KubeUnavailable(f"context {context} uses an auth-provider, which verify does not support")
     if user.get("exec"):
-        return _exec(user["exec"], context)
+        return _exec(user["exec"], context, profile)
     if user.get("token"):
         return {"Authorization": f"Bearer {user['token']}"}, None
     if user.get("tokenFile"):
@@ -219,15 +237,23 @@ def _pem(entry: dict[str, Any], key: str, file: Path) -> bytes | None:
     return None
 
 
-def _exec(spec: dict[str, Any], context: str) -> tuple[dict[str, str], tuple[bytes, bytes] | None]:
-    """Run the context's credential plugin and read its ExecCredential (client-go credential plugins)."""
+def _exec(
+    spec: dict[str, Any], context: str, profile: str | None
+) -> tuple[dict[str, str], tuple[bytes, bytes] | None]:
+    """Run the context's credential plugin and read its ExecCredential (client-go credential plugins).
+
+    The plugin inherits the environment, then the entry's `env` wins (client-go). verify's --profile sits
+    between the two: it beats an inherited AWS_PROFILE, as `--profile` beats it for the AWS CLI, and loses
+    to one the entry sets (`aws eks update-kubeconfig --profile` writes it there).
+    """
     api_version = spec.get("apiVersion", "")
     if api_version not in _EXEC_API_VERSIONS:
         raise KubeUnavailable(f"context {context}: exec apiVersion {api_version!r} is not one verify speaks")
     if spec.get("interactiveMode") == "Always":
         raise KubeUnavailable(f"context {context}: its credential plugin needs a terminal")
     command = [str(spec.get("command", "")), *(str(a) for a in spec.get("args") or [])]
-    env = dict(os.environ) | {str(e["name"]): str(e["value"]) for e in spec.get("env") or []}
+    env = dict(os.environ) | ({"AWS_PROFILE": profile} if profile else {})
+    env |= {str(e["name"]): str(e["value"]) for e in spec.get("env") or []}
     env["KUBERNETES_EXEC_INFO"] = json.dumps(
         {"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
     )

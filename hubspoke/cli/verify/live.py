@@ -110,6 +110,8 @@ class Context:
     clients: Clients
     now: datetime
     kubeconfig: tuple[Path, ...] = ()
+    # --profile: the AWS profile of the run, handed to a kubeconfig's credential plugin too (kube.py).
+    profile: str | None = None
     stacks: LiveStacks = field(init=False)
 
     def __post_init__(self) -> None:
