@@ -14,14 +14,13 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from hubspoke.alarms import PlannedAlarm
+from hubspoke.alarms import HUB_UNREACHABLE_MINUTES, PlannedAlarm
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.canary.infrastructure import HubCanary
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.keys import retained_key
 from hubspoke.constructs.metrics import HIT_RATIO_PERIOD_MINUTES, gpu_while_training, hit_ratio
 
-HUB_UNREACHABLE_MINUTES = 3
 PORTAL_NOT_ACTIVE_MINUTES = 3
 GPU_LOW_MINUTES = 10
 # Three 5-minute periods in a row, so the first minutes of a cold run (the reference warm-up lasts about
