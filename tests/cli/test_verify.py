@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,21 @@ def test_healthy_environment_passes_every_check(
             assert (region, check) in present
         assert (region, "kubernetes nodes") in present and (region, "kubernetes volumes") in present
         assert (region, "alarm gpu-utilization-low") in present
+    # Every add-on installed and ACTIVE at its pin. The pins are the Amazon EKS User Guide's add-on version
+    # tables for Kubernetes 1.33 (read 2026-11-30): vpc-cni's latest build for 1.27 to 1.33, kube-proxy and
+    # CoreDNS for 1.33, and the CloudWatch observability add-on of chart 6.4.0 (aws-observability/helm-charts).
+    # The unpinned ones run what EKS picked at create time: the world reports v1.0.0-eksbuild.1 for them.
+    for region in ("us-east-2", "us-west-2"):
+        (addons,) = rows(results, "eks add-ons", region)
+        assert dict(a.split(" ") for a in addons.detail.removeprefix("ACTIVE: ").split(", ")) == {
+            "vpc-cni": "v1.20.1-eksbuild.3",
+            "kube-proxy": "v1.33.0-eksbuild.2",
+            "coredns": "v1.12.1-eksbuild.2",
+            "amazon-cloudwatch-observability": "v6.4.0-eksbuild.1",
+            "eks-pod-identity-agent": "v1.0.0-eksbuild.1",
+            "cert-manager": "v1.0.0-eksbuild.1",
+            "amazon-sagemaker-hyperpod-training-operator": "v1.0.0-eksbuild.1",
+        }
     # One stack row per stack of the plan: 3 network, 2 link, 2 storage, 2 compute, 1 ops, 1 dashboard.
     assert len(rows(results, "stack")) == 11
     # Regions come hub first, then the spokes in config order, as plan lists them.
@@ -292,6 +308,24 @@ def test_reader_deployed_before_its_producers_update_is_stale(
         f"npx cdk deploy -c config={deployed_config} -c refresh=$(date +%s) --exclusively hubspoke-dev/link-us-west-2"
     )
     assert not [r for r in results if r.status == "fail"], "stale is a warning: only the times are visible"
+
+
+def test_reader_updated_after_its_producer_is_current_again(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The refresh the stale row prints is an update of the reader: its LastUpdatedTime, not its creation,
+    is when it last resolved its Fn::GetStackOutput references (CloudFormation Template Reference)."""
+    start = datetime.now(UTC)
+    deployed.update("network-us-east-2", at=start + timedelta(minutes=1))
+    deployed.update("link-us-west-2", at=start + timedelta(minutes=2))
+    results = verify(deployed, deployed_config)
+    (link,) = [r for r in rows(results, "stale reader") if r.detail.startswith("hubspoke-dev-link-us-west-2")]
+    assert link.status == "pass"
+    # Its sibling, not updated since, is still stale.
+    (other,) = [
+        r for r in rows(results, "stale reader") if r.detail.startswith("hubspoke-dev-link-eu-west-1")
+    ]
+    assert other.status == "warn"
 
 
 def test_producer_replaced_after_its_readers_makes_them_stale(
