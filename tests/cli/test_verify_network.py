@@ -17,7 +17,7 @@ from hubspoke.config import load
 from tests.cli.test_verify import quoted_command_problems, rows, verify
 from tests.cli.verify_fixtures import TWO_SPOKES
 from tests.cli.verify_world import DeployedWorld
-from tests.conftest import write_config
+from tests.conftest import ROOT, write_config
 
 
 def test_vpc_cidrs_against_the_config(deployed: DeployedWorld, deployed_config: Path, tmp_path: Path) -> None:
@@ -68,6 +68,13 @@ def test_peering_not_active_fails(deployed: DeployedWorld, deployed_config: Path
     # A redeploy of the Network and Link stacks would change nothing: their templates did not change.
     _gone(row.fix, "hubspoke-dev-network-us-west-2", "us-west-2")
     assert rows(results, "peering", "eu-west-1")[0].status == "pass"
+
+
+def test_the_runbook_section_the_gone_fixes_name_exists() -> None:
+    from hubspoke.cli.verify.live import GONE_RUNBOOK
+
+    path, _, section = GONE_RUNBOOK.partition(" (")
+    assert f"\n## {section.strip(')').strip(chr(34))}\n" in (ROOT / path).read_text()
 
 
 def test_route_table_or_security_group_deleted_outside_cloudformation_fails(
