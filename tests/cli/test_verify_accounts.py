@@ -88,6 +88,20 @@ def test_routes_to_a_spoke_whose_peering_cannot_be_found_are_not_judged(
     assert unseen.detail.startswith("routes to spoke eu-west-1 (10.30.0.0/16), none judged:")
     assert "the hub's VPC has no active peering from 10.30.0.0/16 in account 111111111111" in unseen.detail
     assert unseen.fix.endswith(f"hubspoke verify --config {xacct_config} --region eu-west-1")
+    # Two active peerings from that account and CIDR: which one the Link stack routes over is not knowable
+    # from the hub side, so still nothing inside the CIDR is judged.
+    spoke_ec2 = xacct.clients_for(SPOKE_ACCOUNT)("ec2", "eu-west-1")
+    hub_vpc = xacct.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    for _ in range(2):
+        vpc = spoke_ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
+        new = spoke_ec2.create_vpc_peering_connection(
+            VpcId=vpc, PeerVpcId=hub_vpc, PeerRegion="us-east-2", PeerOwnerId=HUB_ACCOUNT
+        )["VpcPeeringConnection"]["VpcPeeringConnectionId"]
+        xacct.clients("ec2", "us-east-2").accept_vpc_peering_connection(VpcPeeringConnectionId=new)
+    hub_routes = rows(_run(xacct, xacct_config, HUB_ACCOUNT, only={"us-east-2"}), "routes", "us-east-2")
+    assert [r for r in hub_routes if r.status in ("warn", "fail")] == []
+    (unseen,) = [r for r in hub_routes if r.status == "not checked"]
+    assert "the hub's VPC has 2 active peerings from 10.30.0.0/16" in unseen.detail
 
 
 def test_spoke_credentials_compare_the_accepters_account_and_region(
