@@ -17,8 +17,9 @@ from hubspoke.config import RegionConfig, SpokeConfig
 from hubspoke.outputs import PEERING_CONNECTION, VPC_ID
 from hubspoke.topology import cross_account, stack_id
 
-# EC2 VpcPeeringConnectionStateReasonCode (botocore ec2 service-2.json): states a peering never leaves.
-_GONE = {"deleted", "deleting", "rejected", "failed", "expired"}
+# EC2 VpcPeeringConnectionStateReasonCode (botocore ec2 service-2.json): initiating-request, provisioning,
+# pending-acceptance, active, and the states a peering never leaves: deleted, deleting, rejected, failed,
+# expired.
 _SETTING_UP = {"initiating-request", "provisioning"}
 
 
@@ -96,7 +97,7 @@ def peering_rows(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
             )
         elif code_now in _SETTING_UP:
             fix = "the peering is still being set up: run hubspoke verify again in a minute"
-        else:
+        else:  # it will never be active again
             fix = ctx.gone_fix(network, pcx_id)
         message = f" ({state['Message']})" if state.get("Message") else ""
         rows.append(CheckResult(code, "peering", "fail", f"{pcx_id} is {code_now}{message}, not active", fix))

@@ -104,7 +104,7 @@ def _failed_fix(status: str, name: str, region: str, logical_id: str, deploy: st
     retain = f"`aws cloudformation delete-stack --stack-name {shlex.quote(name)} --retain-resources {logical_id} --region {region}`"
     if status == "ROLLBACK_FAILED":
         return (
-            f"the rollback could not delete {logical_id}: fix the cause, then {delete} (nothing else is allowed; "
+            f"the rollback stopped at {logical_id}: fix the cause, then {delete} (nothing else is allowed; "
             f"if that delete fails too, {retain} leaves it behind), then {deploy}"
         )
     if status in CREATE_ROLLED_BACK:
