@@ -15,6 +15,10 @@ NAMESPACE = "HubSpoke/Training"
 SAMPLES_PER_SECOND = "SamplesPerSecond"
 TOKENS_PER_SECOND = "TokensPerSecond"
 STEP_SECONDS = "StepSeconds"
+# Rank 0 reports throughput every this many seconds (the rendered job's --metrics-seconds, train.py's
+# default). At most half a minute, so every 1-minute period of a running job holds a record the GPU alarm
+# can count.
+REPORT_SECONDS = 30.0
 # One dimension set, so a dashboard can name every series without knowing job names.
 DIMENSIONS: tuple[str, ...] = ("Environment", "Region")
 UNITS = {SAMPLES_PER_SECOND: "Count/Second", TOKENS_PER_SECOND: "Count/Second", STEP_SECONDS: "Seconds"}

@@ -11,7 +11,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from tests.lambda_runtime import SandboxUnavailable
+from tests.lambda_image import SandboxUnavailable
 
 
 def jsii_asset(distribution: str, package_dir: str, member: str) -> Path:

@@ -16,36 +16,55 @@ How this machine imitates it: `unshare --mount` makes a private mount namespace 
 bundled code), /var/runtime (this module's bootstrap and the SDK the runtime provides), /var/lang/bin/python
 and /opt (the layers) are read-only and /tmp is a fresh 512 MiB tmpfs; `setpriv` then drops to uid/gid
 65534 (nobody) with no capabilities and no new privileges, and `env -i` passes only Lambda's variables.
-Nothing outside the namespace changes. Without root, a user namespace (`unshare --user --map-root-user`)
-does the same mounts but the handler runs as that namespace's root: a LambdaFidelityWarning says so.
-Where neither works, SandboxUnavailable names the reason (tests skip with it; never silently).
+Nothing outside the namespace changes.
+
+The tools on Lambda's PATH are Lambda's, not this machine's (a handler that shells out to a tool found only
+here must fail here too):
+- /usr/bin (and /bin) holds only the programs the Lambda Python image is known to have (tests/lambda_image.py
+  says which, and why); the harness's own Python is not on PATH: it is mounted at /var/lang as Lambda's is;
+  the one host program the harness needs after the mounts, `setpriv`, runs from /var/runtime/harness
+  (Lambda's /var/runtime likewise holds the runtime's own code, off PATH);
+- /usr/local/bin becomes an empty read-only tmpfs; /opt/bin exists only if a layer provides it;
+- /dev/shm becomes an empty read-only tmpfs: Lambda has no /dev/shm, so multiprocessing's locks and queues
+  fail there; here they fail too (read-only instead of missing).
+
+Without root, a user namespace (`unshare --user --map-root-user`) does the same mounts but the handler runs as
+that namespace's root: a LambdaFidelityWarning says so. Where neither works, SandboxUnavailable names the
+reason (tests skip with it, never silently; under CI they fail instead: see require_sandbox).
 
 Known differences, all visible here: the interpreter is this environment's base Python (sys.base_prefix,
 mounted read-only at /var/lang where Lambda keeps its own) run with `-S`, so only the bundle, the layers and
 the runtime's SDK can be imported; its version is this machine's (3.11 here), not the function's runtime
 (python3.14). The runtime-provided SDK (boto3 and what it needs) is linked from this environment, at the
-versions pinned in pyproject.toml, not Lambda's.
+versions pinned in pyproject.toml, not Lambda's. Only PATH is Lambda's: the rest of this machine's filesystem
+(/usr/sbin, /usr/lib, home directories) stays readable by absolute path.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
 import shlex
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
 import warnings
-import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.lambda_image import (
+    SandboxUnavailable,
+    extracted_layer,
+    host_program,
+    lambda_usr_bin,
+    merge_layers,
+    world_readable,
+)
 
 # "Defined runtime environment variables" (values for every runtime; PYTHONPATH is the Python runtime's).
 LAMBDA_PATH = "/usr/local/bin:/usr/bin/:/bin:/opt/bin"
@@ -56,6 +75,7 @@ TASK_ROOT = "/var/task"
 RUNTIME_DIR = "/var/runtime"
 TMP_SIZE = "512m"  # the default ephemeral storage
 SANDBOX_UID = 65534  # nobody: owns nothing on this machine
+REQUIRE_ROOT_SANDBOX = "HUBSPOKE_REQUIRE_ROOT_SANDBOX"
 # Lambda keeps its Python under /var/lang (its LD_LIBRARY_PATH starts there, and the AWS CLI layer's `aws`
 # starts with #!/var/lang/bin/python): this environment's base installation is mounted there.
 LANG_DIR = "/var/lang"
@@ -95,10 +115,6 @@ except Exception as error:
 with os.fdopen(result_fd, "w") as out:
     out.write(text)
 """
-
-
-class SandboxUnavailable(RuntimeError):
-    """This machine cannot build the Lambda-like sandbox; the message says why."""
 
 
 class LambdaFidelityWarning(UserWarning):
@@ -158,11 +174,16 @@ class LambdaFunction:
         for module in RUNTIME_PROVIDED_MODULES:
             origin = _module_path(module)
             (runtime / origin.name).symlink_to(origin)
+        if mode == "root":
+            (runtime / "harness").mkdir()
+            shutil.copy2(host_program("setpriv"), runtime / "harness" / "setpriv")
         for path in (stage, task, runtime):
-            _world_readable(path)
-        opt = _merge_layers([extracted_layer(layer) for layer in self.layers])
+            world_readable(path)
+        opt = merge_layers([extracted_layer(layer) for layer in self.layers])
         read, write = os.pipe()
-        script = _namespace_script(task=task, runtime=runtime, opt=opt, drop_to_nobody=mode == "root")
+        script = _namespace_script(
+            task=task, runtime=runtime, opt=opt, usr_bin=lambda_usr_bin(), drop_to_nobody=mode == "root"
+        )
         interpreter = [PYTHON, "-S", f"{RUNTIME_DIR}/bootstrap.py", str(self.timeout_s), str(write)]
         command = [*_unshare(mode), "bash", "-c", script, "bash", *self._environ(), *interpreter]
         process = subprocess.Popen(
@@ -260,7 +281,9 @@ def _unshare(mode: str) -> list[str]:
     return ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
 
 
-def _namespace_script(*, task: Path, runtime: Path, opt: dict[str, Path], drop_to_nobody: bool) -> str:
+def _namespace_script(
+    *, task: Path, runtime: Path, opt: dict[str, Path], usr_bin: Path, drop_to_nobody: bool
+) -> str:
     """Bash run inside the new mount namespace: build Lambda's filesystem, then exec the runtime."""
     q = shlex.quote
     lines = [
@@ -283,14 +306,21 @@ def _namespace_script(*, task: Path, runtime: Path, opt: dict[str, Path], drop_t
     for name, source in opt.items():
         lines += [f"mount --bind {q(str(source))} /opt/{q(name)}", f"mount -o remount,bind,ro /opt/{q(name)}"]
     lines += [
+        # Only what exists is covered: creating a mount point would change this machine's filesystem.
+        "if [ -d /usr/local/bin ]; then mount -t tmpfs -o ro,mode=0755 tmpfs /usr/local/bin; fi",
+        "if [ -d /dev/shm ]; then mount -t tmpfs -o ro,mode=0755 tmpfs /dev/shm; fi",
         f"mount -t tmpfs -o mode=1777,size={TMP_SIZE} tmpfs /tmp",
+        # Last: after it, this machine's mount and setpriv are off PATH (one `mount` call binds and sets ro).
+        f"if [ ! -L /bin ]; then mount --bind -o ro {q(str(usr_bin))} /bin; fi",
+        f"mount --bind -o ro {q(str(usr_bin))} /usr/bin",
         f"cd {TASK_ROOT}",
     ]
     # "$@" = the environment's NAME=value words, then the interpreter and its arguments.
     drop = (
-        f"setpriv --reuid={SANDBOX_UID} --regid={SANDBOX_UID} --clear-groups --inh-caps=-all --no-new-privs "
+        f"{RUNTIME_DIR}/harness/setpriv --reuid={SANDBOX_UID} --regid={SANDBOX_UID} --clear-groups "
+        "--inh-caps=-all --no-new-privs "
     )
-    lines.append(f'exec {drop if drop_to_nobody else ""}env -i "$@"')
+    lines.append(f'exec {drop if drop_to_nobody else ""}/usr/bin/env -i "$@"')
     return "\n".join(lines)
 
 
@@ -302,60 +332,25 @@ def _module_path(module: str) -> Path:
     return origin.parent if origin.name == "__init__.py" else origin
 
 
-def _world_readable(path: Path) -> None:
-    """Others may read (and enter) everything: the sandbox user owns nothing, as on Lambda."""
-    for item in [path, *path.rglob("*")]:
-        if item.is_symlink():
-            continue
-        mode = item.stat().st_mode
-        extra = stat.S_IROTH | (stat.S_IXOTH if item.is_dir() or mode & stat.S_IXUSR else 0)
-        item.chmod(mode | extra | (stat.S_IRGRP | stat.S_IXGRP if item.is_dir() else stat.S_IRGRP))
-
-
-def extracted_layer(zip_path: Path) -> Path:
-    """The layer's zip extracted once per content (cached under the temp dir), modes kept as zipped."""
-    digest = hashlib.sha256(zip_path.read_bytes()).hexdigest()[:16]
-    target = Path(tempfile.gettempdir()) / "hubspoke-lambda-layers" / digest
-    if target.is_dir():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(target.parent, 0o755)
-    partial = Path(tempfile.mkdtemp(prefix=f"{digest}-", dir=target.parent))
-    with zipfile.ZipFile(zip_path) as archive:
-        for info in archive.infolist():
-            archive.extract(info, partial)
-            mode = info.external_attr >> 16
-            if mode:  # zipfile drops permissions; the layer's executables must stay executable
-                (partial / info.filename).chmod(stat.S_IMODE(mode))
-    _world_readable(partial)
-    try:
-        partial.rename(target)
-    except OSError:  # another process won the race with identical content
-        shutil.rmtree(partial, ignore_errors=True)
-    return target
-
-
-def _merge_layers(extracted: Sequence[Path]) -> dict[str, Path]:
-    """Top-level /opt entries of every layer; two layers writing the same one is refused, not overlaid."""
-    merged: dict[str, Path] = {}
-    for layer in extracted:
-        for entry in sorted(layer.iterdir()):
-            if entry.name in merged:
-                raise SandboxUnavailable(
-                    f"two layers both provide /opt/{entry.name}; the sandbox does not merge"
-                )
-            merged[entry.name] = entry
-    return merged
-
-
 def require_sandbox() -> str:
-    """The sandbox mode, or a pytest skip that names why this machine cannot provide one."""
+    """The sandbox mode, or a pytest skip that names why this machine cannot provide one: a failure under CI.
+
+    CI services set CI (GitHub Actions: "Always set to true", Variables reference), and there a skipped
+    Lambda test would turn green without having run: .github/workflows/ci.yml provides the sandbox instead.
+    HUBSPOKE_REQUIRE_ROOT_SANDBOX=1 also refuses the weaker user-namespace mode (the workflow's root step sets it).
+    """
     import pytest
 
     try:
-        return sandbox_mode()
+        mode = sandbox_mode()
+        if os.environ.get(REQUIRE_ROOT_SANDBOX) == "1" and mode != "root":
+            raise SandboxUnavailable(f"{REQUIRE_ROOT_SANDBOX}=1, but the tests do not run as root")
+        return mode
     except SandboxUnavailable as reason:
-        pytest.skip(f"no Lambda sandbox on this machine: {reason}")
+        message = f"no Lambda sandbox on this machine: {reason}"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}. CI is set, so the Lambda tests may not skip", pytrace=False)
+        pytest.skip(message)
 
 
 def bundle(bundling: Any, directory: Path) -> Path:

@@ -2,14 +2,14 @@
 
 Example::
 
-    reporter = ThroughputReporter(samples_per_step=24 * 16, tokens_per_sample=4096, report=send)
+    reporter = ThroughputReporter(samples_per_step=24 * 16, tokens_per_sample=4096, report=send, interval=30)
     reporter.start()
     for batch in loader:
         ...
         reporter.step_done(step)
     reporter.close()  # reports the last partial window
 
-Every `interval` seconds (30 by default) a background thread reports the samples and tokens per second of
+Every `interval` seconds (--metrics-seconds) a background thread reports the samples and tokens per second of
 the steps that finished in that window, and the mean step time when any did. A window in which no step
 finished reports 0 samples/s: a job whose data loader starves keeps reporting, and says so, instead of
 going silent (with reports every N steps, steps slower than a minute leave whole minutes without a
@@ -25,8 +25,6 @@ import threading
 import time
 from collections.abc import Callable
 
-INTERVAL_SECONDS = 30.0
-
 Report = Callable[[int, dict[str, float]], None]  # (last step, {"samples_per_second": ..., ...})
 
 
@@ -39,7 +37,7 @@ class ThroughputReporter:
         samples_per_step: int,
         tokens_per_sample: int,
         report: Report,
-        interval: float = INTERVAL_SECONDS,
+        interval: float,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if interval <= 0:

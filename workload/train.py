@@ -23,7 +23,7 @@ import torch.distributed.checkpoint as dcp
 from emf_sink import EmfSink
 from llama import PRESETS, Llama, shape
 from shards import RankSampler, TokenShards
-from throughput import INTERVAL_SECONDS, ThroughputReporter
+from throughput import ThroughputReporter
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -31,6 +31,7 @@ from torch.utils.data import DataLoader
 
 from hubspoke.training_metrics import (
     AGENT_ENDPOINT_ENV,
+    REPORT_SECONDS,
     SAMPLES_PER_SECOND,
     STEP_SECONDS,
     TOKENS_PER_SECOND,
@@ -55,7 +56,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--checkpoint-every", type=int, default=500)
     p.add_argument("--log-every", type=int, default=10, help="steps between loss lines on stderr")
     p.add_argument(
-        "--metrics-seconds", type=float, default=INTERVAL_SECONDS, help="seconds between throughput records"
+        "--metrics-seconds", type=float, default=REPORT_SECONDS, help="seconds between throughput records"
     )
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--seed", type=int, default=0, help="model initialisation: every rank must start equal")

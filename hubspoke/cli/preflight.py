@@ -30,7 +30,12 @@ from hubspoke.cli.preflight_checks import (
     check_peering_quota,
     check_sagemaker_quota,
 )
-from hubspoke.cli.preflight_cnq import check_release, check_staged_package, check_ubuntu_image
+from hubspoke.cli.preflight_cnq import (
+    check_host_configuration,
+    check_release,
+    check_staged_package,
+    check_ubuntu_image,
+)
 from hubspoke.config import HubSpokeConfig, RegionConfig
 
 # Re-exported: tests and other modules import these names from here.
@@ -104,6 +109,7 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, clients: Client
             "s3",
             lambda: [
                 check_staged_package(clients("s3", name), config=config, region=region),
+                check_host_configuration(clients("s3", name), region=region),
                 check_release(config, region),
             ],
         )

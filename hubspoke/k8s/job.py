@@ -81,6 +81,8 @@ def _script_args(config: HubSpokeConfig, region: RegionConfig, s: TrainingSettin
         f"--max-steps={s.max_steps}",
         f"--checkpoint-every={s.checkpoint_every}",
         f"--log-every={s.log_every}",
+        # Explicit, so the interval the alarms and the dashboard rely on is the one the manifest shows.
+        f"--metrics-seconds={training_metrics.REPORT_SECONDS:g}",
         "--backend=nccl",
         f"--environment={config.environment}",
         f"--region={region.region}",

@@ -9,49 +9,18 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hubspoke.config.layout import route_table_az_ids
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
 from hubspoke.outputs import PEERING_CONNECTION, PRIVATE_ROUTE_TABLE
+from hubspoke.policy.model import METADATA_KEY, PolicyRule, Template, Violation, referenced
+from hubspoke.policy.waiters import custom_resource_waits_within_service_timeout
 from hubspoke.topology import stack_name
 
-# Every template we emit carries this metadata (stage.py) so rules know which stack they read.
-METADATA_KEY = "hubspoke"
-
-
-@dataclass(frozen=True)
-class Template:
-    """One synthesized stack template and what stage.py recorded about it."""
-
-    path: str
-    body: Mapping[str, Any]
-
-    @property
-    def meta(self) -> Mapping[str, Any]:
-        return self.body.get("Metadata", {}).get(METADATA_KEY, {})
-
-    def resources(self, kind: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-        for logical_id, res in self.body.get("Resources", {}).items():
-            if res.get("Type") == kind:
-                yield logical_id, res.get("Properties", {})
-
-
-@dataclass(frozen=True)
-class Violation:
-    """A rule broken by one resource, with the fix."""
-
-    rule: str
-    template: str
-    logical_id: str
-    message: str
-    fix: str
-
-
-PolicyRule = Callable[[list[Template], HubSpokeConfig], Iterator[Violation]]
+__all__ = ["METADATA_KEY", "RULES", "PolicyRule", "Template", "Violation", "check"]
 
 
 def _ingress(template: Template) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -197,15 +166,6 @@ def _groups(props: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return groups if isinstance(groups, list) else []
 
 
-def _logical(value: Any) -> Any:
-    """The logical ID a Ref or Fn::GetAtt points to, else None."""
-    if isinstance(value, Mapping) and "Ref" in value:
-        return value["Ref"]
-    if isinstance(value, Mapping) and "Fn::GetAtt" in value:
-        return value["Fn::GetAtt"][0]
-    return None
-
-
 def _volume_keys(props: Mapping[str, Any]) -> list[Any]:
     return [
         config.get("EbsVolumeConfig", {}).get("VolumeKmsKeyId")
@@ -236,7 +196,7 @@ def hyperpod_key_policy_without_context(
     for t in templates:
         keys = dict(t.resources("AWS::KMS::Key"))
         for logical_id, props in t.resources(HYPERPOD_CLUSTER):
-            for key_id in {_logical(k) for k in _volume_keys(props)} & set(keys):
+            for key_id in {referenced(k) for k in _volume_keys(props)} & set(keys):
                 if "kms:EncryptionContext" in str(keys[key_id].get("KeyPolicy", {})):
                     yield Violation(
                         "HubSpoke-HyperPodKeyPolicy", t.path, key_id,
@@ -247,16 +207,26 @@ def hyperpod_key_policy_without_context(
                     )  # fmt: skip
 
 
+def _literal_start(value: Any) -> str:
+    """The literal beginning of a template string: the string itself, or a Fn::Join's leading literal part."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        if separator == "" and parts and isinstance(parts[0], str):
+            return parts[0]
+    return ""  # a generated name or a reference: nothing is known of its start
+
+
 def _bucket_name(t: Template, value: Any) -> str | None:
-    """The literal name of the S3 bucket an s3:// URI names, when the template shows it."""
+    """The known beginning of the name of the S3 bucket an s3:// URI names, when the template shows it."""
     if isinstance(value, str):
         return value.removeprefix("s3://").split("/")[0] if value.startswith("s3://") else None
     if isinstance(value, Mapping) and "Fn::Join" in value:
         parts = value["Fn::Join"][1]
         if parts and parts[0] == "s3://" and len(parts) > 1:
-            bucket = t.body.get("Resources", {}).get(_logical(parts[1]) or "", {})
-            name = bucket.get("Properties", {}).get("BucketName")
-            return name if isinstance(name, str) else ""  # "" = generated: never "sagemaker-..."
+            bucket = t.body.get("Resources", {}).get(referenced(parts[1]) or "", {})
+            return _literal_start(bucket.get("Properties", {}).get("BucketName"))
     return None
 
 
@@ -271,8 +241,10 @@ def hyperpod_lifecycle_bucket(templates: list[Template], config: HubSpokeConfig)
                         "HubSpoke-HyperPodLifecycleBucket", t.path, logical_id,
                         f"instance group {group.get('InstanceGroupName')} reads its lifecycle scripts from bucket "
                         f"{name or '(a generated name)'}",
-                        "name the bucket sagemaker-...: SourceS3Uri must start with s3://sagemaker- (SageMaker "
-                        "API reference, ClusterLifeCycleConfig)",
+                        "name the bucket sagemaker-...: the SageMaker API reference (ClusterLifeCycleConfig."
+                        "SourceS3Uri) marks it Important, because the managed AmazonSageMakerClusterInstanceRolePolicy "
+                        "on the nodes' role reads only buckets with that prefix (the API's own pattern, "
+                        "(https|s3)://([^/]+)/?(.*), accepts any bucket)",
                     )  # fmt: skip
 
 
@@ -280,12 +252,12 @@ def hyperpod_access_entry(templates: list[Template], config: HubSpokeConfig) -> 
     """HubSpoke-HyperPodAccessEntry: no access entry of our own for an instance group's execution role."""
     for t in templates:
         roles = {
-            _logical(g.get("ExecutionRole"))
+            referenced(g.get("ExecutionRole"))
             for _, props in t.resources(HYPERPOD_CLUSTER)
             for g in _groups(props)
         } - {None}
         for logical_id, props in t.resources("AWS::EKS::AccessEntry"):
-            if _logical(props.get("PrincipalArn")) in roles:
+            if referenced(props.get("PrincipalArn")) in roles:
                 yield Violation(
                     "HubSpoke-HyperPodAccessEntry", t.path, logical_id,
                     "an access entry for a HyperPod execution role, which HyperPod creates itself",
@@ -367,16 +339,22 @@ def no_termination_protection_in_templates(
     templates: list[Template], config: HubSpokeConfig
 ) -> Iterator[Violation]:
     """HubSpoke-NoTemplateTerminationProtection: no instance is created protected (EC2 User Guide, termination
-    protection: a protected instance cannot be terminated, so a failed create could not roll back)."""
+    protection: a protected instance cannot be terminated, so a failed create could not roll back), neither
+    by its own properties nor by the launch template it is launched from."""
     for t in templates:
-        for logical_id, props in t.resources("AWS::EC2::Instance"):
+        launched = [(i, p) for i, p in t.resources("AWS::EC2::Instance")]
+        launched += [
+            (i, p.get("LaunchTemplateData") or {}) for i, p in t.resources("AWS::EC2::LaunchTemplate")
+        ]
+        for logical_id, props in launched:
             if props.get("DisableApiTermination") not in (None, False, "false"):
                 yield Violation(
                     "HubSpoke-NoTemplateTerminationProtection",
                     t.path,
                     logical_id,
                     "DisableApiTermination is set in the template: a failed create would end in ROLLBACK_FAILED",
-                    "drop it from the template; protect the nodes after formation (the CNQ provisioner does)",
+                    "drop it from the template; the Storage stack protects the nodes as its last step "
+                    "(Custom::CnqNodeProtection)",
                 )
 
 
@@ -466,20 +444,39 @@ def waits_fit_the_custom_resource_limit(
                     )
 
 
+def _self_reference(logical_id: str, rule: Mapping[str, Any]) -> bool:
+    """Ingress from the group itself (node to node), inline or standalone."""
+    source = rule.get("SourceSecurityGroupId")
+    target = rule.get("GroupId", {"Fn::GetAtt": [logical_id, "GroupId"]})
+    return source is not None and source == target
+
+
+def _opens(rule: Mapping[str, Any], port: int) -> bool:
+    """Whether a rule admits TCP `port`: IpProtocol -1 (every protocol and port) or tcp/6 over a range holding
+    it (AWS::EC2::SecurityGroupIngress: "Use -1 to specify all protocols"; protocol names or numbers)."""
+    protocol = str(rule.get("IpProtocol", "")).lower()
+    if protocol == "-1":
+        return True
+    low, high = rule.get("FromPort"), rule.get("ToPort")
+    if protocol not in ("tcp", "6") or not isinstance(low, int) or not isinstance(high, int):
+        return False
+    return low <= port <= high or low == -1
+
+
 def replication_port_closed(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
     """HubSpoke-NoUnusedQumuloPort: TCP 3712 (Qumulo replication) stays closed: portals use 3713 (Qumulo
-    'Required networking ports') and nothing in this project replicates."""
+    'Required networking ports') and nothing in this project replicates. Traffic between the members of one
+    security group (Qumulo's node-to-node rule, every port) is not an opening."""
     for t in templates:
         for logical_id, rule in _ingress(t):
-            low, high = rule.get("FromPort"), rule.get("ToPort")
-            if not (rule.get("IpProtocol") == "tcp" and isinstance(low, int) and isinstance(high, int)):
-                continue
-            if low <= QUMULO_REPLICATION_PORT <= high:
+            if _opens(rule, QUMULO_REPLICATION_PORT) and not _self_reference(logical_id, rule):
+                what = "every protocol" if str(rule.get("IpProtocol")) == "-1" else "TCP"
                 yield Violation(
                     "HubSpoke-NoUnusedQumuloPort",
                     t.path,
                     logical_id,
-                    f"ingress on TCP {low}-{high} opens Qumulo replication (3712), which nothing here uses",
+                    f"ingress on {what} {rule.get('FromPort', '')}-{rule.get('ToPort', '')} opens Qumulo "
+                    "replication (3712), which nothing here uses",
                     "open only the ports in hubspoke/ports.py; portals need 3713",
                 )
 
@@ -501,6 +498,7 @@ RULES: tuple[PolicyRule, ...] = (
     hyperpod_access_entry,
     hyperpod_vpc_cni,
     hyperpod_health_agent_region,
+    custom_resource_waits_within_service_timeout,
 )
 
 

@@ -47,6 +47,13 @@ def lifecycle_bucket_generated_name(t: dict[str, Any]) -> None:
     del t["Resources"][bucket_id]["Properties"]["BucketName"]
 
 
+def lifecycle_bucket_joined_without_prefix(t: dict[str, Any]) -> None:
+    uri = _cluster(t)["InstanceGroups"][0]["LifeCycleConfig"]["SourceS3Uri"]
+    bucket_id = next(p["Ref"] for p in uri["Fn::Join"][1] if isinstance(p, dict))
+    name = t["Resources"][bucket_id]["Properties"]["BucketName"]
+    name["Fn::Join"][1][0] = name["Fn::Join"][1][0].removeprefix("sagemaker-")
+
+
 def lifecycle_bucket_literal(t: dict[str, Any]) -> None:
     group = _resources(t, "AWS::SageMaker::Cluster")[0][1]["Properties"]["InstanceGroups"][0]
     group["LifeCycleConfig"]["SourceS3Uri"] = "s3://my-scripts/lifecycle/"
@@ -85,6 +92,7 @@ def values_as_an_object(t: dict[str, Any]) -> None:
         (without_continuous, "HubSpoke-HyperPodKeyNeedsContinuous"),
         (key_policy_with_context, "HubSpoke-HyperPodKeyPolicy"),
         (lifecycle_bucket_generated_name, "HubSpoke-HyperPodLifecycleBucket"),
+        (lifecycle_bucket_joined_without_prefix, "HubSpoke-HyperPodLifecycleBucket"),
         (lifecycle_bucket_literal, "HubSpoke-HyperPodLifecycleBucket"),
         (access_entry_for_the_execution_role, "HubSpoke-HyperPodAccessEntry"),
         (old_vpc_cni, "HubSpoke-HyperPodVpcCni"),

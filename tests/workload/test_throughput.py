@@ -20,6 +20,7 @@ def _reporter(clock: Clock, reports: list[tuple[int, dict[str, float]]]) -> Thro
         samples_per_step=384,  # 24 per GPU x 16 GPUs, the reference run
         tokens_per_sample=4096,
         report=lambda step, values: reports.append((step, values)),
+        interval=30,
         clock=clock,
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from aws_cdk import CfnTag, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnTag, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -29,6 +29,23 @@ LIFECYCLE_BUCKET_PREFIX = "sagemaker-"
 # key policy (hubspoke/constructs/keys.py). Continuous provisioning also retries failed launches instead of
 # rolling the cluster back ("Continuous provisioning for enhanced cluster operations on Amazon EKS").
 NODE_PROVISIONING_MODE = "Continuous"
+
+
+def lifecycle_bucket_name(cluster_name: str) -> str:
+    """`sagemaker-<cluster>-<first 8 hex of the stack ID's UUID>`: new with every creation of the stack.
+
+    The prefix: SageMaker API reference, ClusterLifeCycleConfig.SourceS3Uri, marked Important: "Make sure that
+    the S3 bucket path starts with s3://sagemaker-", because the managed AmazonSageMakerClusterInstanceRolePolicy
+    on the nodes' role reads only buckets with that prefix (the API's own pattern, (https|s3)://([^/]+)/?(.*),
+    accepts any bucket; moto's CreateCluster refuses others). The suffix: the bucket is retained, and
+    CloudFormation keeps a retained resource even when it rolls back the create that made it, so a fixed name
+    would make every retry after a failed first create fail with "bucket already exists". The stack ID,
+    arn:...:stack/<name>/<uuid>, is new for every creation and fixed for the stack's life (CloudFormation
+    pseudo parameter AWS::StackId). Length: 10 + the cluster name (at most 9 + 16 + 1 + 14 = 40: `hubspoke-`,
+    the environment, `-`, the longest Region code in hubspoke/regions.py) + 1 + 8 = 59, under S3's 63.
+    """
+    uuid = Fn.select(2, Fn.split("/", Aws.STACK_ID))
+    return Fn.join("", [f"{LIFECYCLE_BUCKET_PREFIX}{cluster_name}-", Fn.select(0, Fn.split("-", uuid))])
 
 
 def allow_efa(group: ec2.SecurityGroup) -> None:
@@ -96,10 +113,7 @@ class HyperPodCluster(Construct):
         self.lifecycle_bucket = s3.Bucket(
             self,
             "LifecycleBucket",
-            # SageMaker API reference, ClusterLifeCycleConfig.SourceS3Uri: "Make sure that the S3 bucket path
-            # starts with s3://sagemaker-" (what AmazonSageMakerClusterInstanceRolePolicy can read); moto's
-            # CreateCluster refuses any other. At most 63 characters: 10 + the cluster name (<= 40) + 1 + 12.
-            bucket_name=f"{LIFECYCLE_BUCKET_PREFIX}{cluster_name}-{Stack.of(self).account}",
+            bucket_name=lifecycle_bucket_name(cluster_name),
             encryption=s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,

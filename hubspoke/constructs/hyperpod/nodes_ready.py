@@ -1,4 +1,4 @@
-"""A resource that completes when a HyperPod cluster's nodes are Running: what node-bound add-ons wait for."""
+"""Resources that complete when a HyperPod cluster's nodes are launched, then Running: what node-bound add-ons wait for."""
 
 from __future__ import annotations
 
@@ -19,15 +19,26 @@ from hubspoke.constructs.hyperpod.nag import LAMBDA_BASIC, acknowledge_provider_
 from hubspoke.policy.acks import acknowledge
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
-# CloudFormation gives up on a custom resource after its ServiceTimeout, at most 3600 s (CloudFormation
-# User Guide, AWS::CloudFormation::CustomResource; aws-cdk-lib Provider.totalTimeout: "the maximum timeout is
-# 1 hour"): the waiter stops first, so the failure the stack shows is ours, with the nodes' states.
+# CloudFormation waits at most 3600 s for a custom resource's answer (AWS::CloudFormation::CustomResource,
+# ServiceTimeout: 1 to 3600 seconds, default 3600), and aws-cdk-lib 2.275's Provider says of totalTimeout "The
+# maximum timeout is 1 hour" (custom-resources/lib/provider-framework/provider.d.ts). Set explicitly here.
+SERVICE_TIMEOUT = Duration.hours(1)
+# The waiter polls for 55 minutes at most (55 attempts, one a minute), ending before the service timeout so
+# that the failure CloudFormation shows is the provider's "Operation timed out", not a lost answer; the 5
+# minutes left cover the onEvent call and each isComplete invocation's own run time (about a second).
 WAIT = Duration.minutes(55)
 POLL = Duration.minutes(1)
+# One wait of 55 minutes may be too short for a p5 node: its launch (retried by continuous provisioning when
+# capacity is short), the lifecycle script, then on-start deep health checks InstanceStress (DCGM
+# diagnostics at level 4: the dcgmi diag reference gives level 3 about 15 minutes and level 4 as "extended,
+# longer-running") and InstanceConnectivity (NCCL tests across nodes; SageMaker developer guide, "Deep health
+# checks"). So two resources wait in turn, each with its own hour: every node launched (past Pending), then
+# every node Running. The stack waits at most 2 x 55 minutes (plus the polls' run time) after the cluster.
+PHASES = ("Launched", "Running")
 
 
 class HyperPodNodesReady(Construct):
-    """Completes once every instance group of `cluster` has `counts[group]` nodes Running (ListClusterNodes).
+    """Completes once every instance group of `cluster` has `counts[group]` nodes launched, then Running.
 
     Example::
 
@@ -69,18 +80,26 @@ class HyperPodNodesReady(Construct):
                 level=sfn.LogLevel.ALL,
             ),
         )
-        self.resource = CustomResource(
-            self,
-            "Resource",
-            service_token=provider.service_token,
-            resource_type="Custom::HyperPodNodesReady",
-            properties={
-                # ListClusterNodes takes the cluster's name or ARN; the ARN also orders this after the cluster.
-                "Cluster": cluster.attr_cluster_arn,
-                # One JSON string: CloudFormation passes property values to the handler as strings.
-                "InstanceGroups": json.dumps(dict(counts), sort_keys=True),
-            },
-        )
+        waits = [
+            CustomResource(
+                self,
+                # "Resource" keeps the Running wait's logical ID what it was before the Launched wait existed.
+                "Resource" if phase == "Running" else phase,
+                service_token=provider.service_token,
+                service_timeout=SERVICE_TIMEOUT,
+                resource_type="Custom::HyperPodNodesReady",
+                properties={
+                    # ListClusterNodes takes the cluster's name or ARN; the ARN also orders this after the cluster.
+                    "Cluster": cluster.attr_cluster_arn,
+                    # One JSON string: CloudFormation passes property values to the handler as strings.
+                    "InstanceGroups": json.dumps(dict(counts), sort_keys=True),
+                    "Until": phase,
+                },
+            )
+            for phase in PHASES
+        ]
+        waits[1].node.add_dependency(waits[0])  # each wait gets its own hour: they run one after the other
+        self.launched, self.resource = waits
         acknowledge(
             self,
             "AwsSolutions-IAM4",

@@ -6,6 +6,15 @@ unmodified in the sandbox. Only AWS and Kubernetes are fakes: DescribeCluster (t
 API server that authenticates EKS tokens (tests/fakes/kubernetes.py). The chart is a small stand-in served
 from loopback in the shape of a GitHub commit archive, with one remote dependency so that
 `helm dependency update` has to write its repository cache, as the pinned chart's remote sub-charts make it.
+
+Not exercised here: the pinned chart's OCI dependency. At CHART_COMMIT its Chart.yaml takes cert-manager
+v1.18.2 from `oci://quay.io/jetstack/charts` (aws/sagemaker-hyperpod-cli, helm_chart/HyperPodHelmChart/
+Chart.yaml; `helm dependency update` fetches it even though the chart's values disable it), which helm pulls
+through its OCI registry client over HTTPS, not through a chart repository's index.yaml. Offline there is no
+registry to pull from and the stand-in serves plain HTTP only, so that path (helm's registry client and the
+files it writes under HELM_CONFIG_HOME and HELM_CACHE_HOME in /tmp) is untested until a deploy; a failure
+there surfaces as the installer's helm error (docs/runbooks/compute.md, "The HyperPod dependencies chart did
+not install").
 """
 
 from __future__ import annotations

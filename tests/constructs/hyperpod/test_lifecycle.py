@@ -11,6 +11,7 @@ ExecStart), move /var/lib/kubelet and leave a symlink, remove stale copies first
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -24,7 +25,7 @@ case "$(basename "$0") $*" in
   "mountpoint -q"*)
     polls=$(( $(cat "$HUBSPOKE_CALLS.polls" 2>/dev/null || echo 0) + 1 )); echo "$polls" > "$HUBSPOKE_CALLS.polls"
     [ "$polls" -gt "${STUB_UNMOUNTED_POLLS:-0}" ] || exit 1;;
-  "systemctl is-active --quiet"*) exit 0;;
+  "systemctl is-active --quiet"*) exit "${STUB_INACTIVE:-0}";;
 esac
 exit 0
 """
@@ -176,3 +177,65 @@ def test_missing_os_facts_fail_clearly(tmp_path: Path, missing: str) -> None:
     (root / missing).unlink()
     done, _ = _run(tmp_path)
     assert done.returncode != 0 and "ERROR" in done.stderr
+
+
+def test_services_that_were_not_running_are_not_started(tmp_path: Path) -> None:
+    _node(tmp_path, "2")
+    done, calls = _run(tmp_path, STUB_INACTIVE="3")  # systemctl is-active: 3 = inactive
+    assert done.returncode == 0, done.stderr
+    assert not [c for c in calls if c.startswith(("systemctl stop", "systemctl start"))]
+
+
+# bash CHANGES, bash-4.4-rc2 (changes since bash-4.4-beta2), item a: "Using ${a[@]} or ${a[*]} with an array
+# without any assigned elements when the nounset option is enabled no longer throws an unbound variable
+# error." Amazon Linux 2, which HyperPod EKS nodes may run, ships bash 4.2.46 (package bash-4.2.46-*.amzn2).
+# No bash older than 4.4 is installable here (Debian bookworm has only 5.2, and no package registry ships
+# one), so this is a static check of the rendered script, not a run on bash 4.2: under `set -u`, every
+# expansion of a whole array must be one bash 4.2 accepts for an empty array: its length ${#a[@]}, or a
+# form that only expands it when it has elements: ${a[@]+...} / ${a[@]:+...} (or a default, ${a[@]-...}).
+_SAFE_ARRAY_OPERATORS = ("+", ":+", "-", ":-")
+
+
+def unguarded_array_expansions(script: str) -> list[str]:
+    """Each `${name[@]...}` / `${name[*]...}` outside comments that fails on an empty array under bash 4.2's -u."""
+    found = []
+    for line in script.splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        i = 0
+        while (start := line.find("${", i)) != -1:
+            depth, end = 0, start
+            for end in range(start + 1, len(line)):  # the matching brace, nested expansions included
+                depth += {"{": 1, "}": -1}.get(line[end], 0)
+                if depth == 0:
+                    break
+            body = line[start + 2 : end]
+            match = re.match(r"(#?)([A-Za-z_]\w*)\[[@*]\](.*)", body, re.S)
+            if match and not match.group(1) and not match.group(3).startswith(_SAFE_ARRAY_OPERATORS):
+                found.append(line[start : end + 1])
+            # A guarded form's inner expansion runs only when the array has elements: skip over it whole.
+            i = end + 1 if match else start + 2
+    return found
+
+
+@pytest.mark.parametrize(
+    ("line", "flagged"),
+    [
+        ('restart=("$service" "${restart[@]}")', True),
+        ('for s in "${restart[*]}"; do', True),
+        ('echo "${restart[@]/x/y}"', True),
+        ('restart=("$service" ${restart[@]+"${restart[@]}"})', False),
+        ("n=${#restart[@]}", False),
+        ('v="${BASH_SOURCE[0]}"', False),
+        ('  # a comment: "${restart[@]}"', False),
+    ],
+)
+def test_the_array_checker_knows_bash_42s_unsafe_forms(line: str, flagged: bool) -> None:
+    assert bool(unguarded_array_expansions(line)) is flagged
+
+
+def test_no_array_expansion_fails_on_amazon_linux_2s_bash(tmp_path: Path) -> None:
+    """Static: the rendered script expands no possibly-empty array in a form bash 4.2 refuses under `set -u`."""
+    script = (write_lifecycle_scripts(tmp_path) / ON_CREATE).read_text()
+    assert re.search(r"^set -\w*u", script, re.M), "the check matters because the script runs with set -u"
+    assert unguarded_array_expansions(script) == []

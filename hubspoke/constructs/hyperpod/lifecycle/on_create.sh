@@ -144,16 +144,19 @@ move_kubelet() {
 
 move_container_data() {
   local restart=() service
+  # `restart` may stay empty. Amazon Linux 2 has bash 4.2, where "${restart[@]}" of an empty array under
+  # `set -u` is an "unbound variable" error (fixed in bash 4.4: bash CHANGES, bash-4.4-rc2, item a), so
+  # every expansion of it is guarded: ${restart[@]+"${restart[@]}"} is nothing when the array is empty.
   for service in kubelet containerd; do
     if systemctl is-active --quiet "$service"; then
       systemctl stop "$service" || fail "cannot stop $service"
-      restart=("$service" "${restart[@]}")
+      restart=("$service" ${restart[@]+"${restart[@]}"})
     fi
   done
   move_containerd
   move_kubelet
   systemctl daemon-reload || fail "systemctl daemon-reload failed"
-  for service in "${restart[@]}"; do
+  for service in ${restart[@]+"${restart[@]}"}; do
     systemctl start "$service" || fail "cannot restart $service after moving its data"
   done
 }
