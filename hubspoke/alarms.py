@@ -12,6 +12,9 @@ from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.topology import plan_stacks
 
 HUB_UNREACHABLE = "hub-unreachable"
+# The hub-unreachable alarm fires when this many one-minute canary datapoints in a row are breaching
+# (hubspoke/constructs/alarms.py); verify judges the same window.
+HUB_UNREACHABLE_MINUTES = 3
 PORTAL_NOT_ACTIVE = "portal-not-active"
 CACHE_HIT_RATIO_LOW = "cache-hit-ratio-low"
 GPU_UTILIZATION_LOW = "gpu-utilization-low"

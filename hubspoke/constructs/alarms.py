@@ -14,14 +14,13 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from hubspoke.alarms import PlannedAlarm
+from hubspoke.alarms import HUB_UNREACHABLE_MINUTES, PlannedAlarm
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.canary.infrastructure import HubCanary
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.keys import retained_key
 from hubspoke.constructs.metrics import HIT_RATIO_PERIOD_MINUTES, gpu_while_training, hit_ratio
 
-HUB_UNREACHABLE_MINUTES = 3
 PORTAL_NOT_ACTIVE_MINUTES = 3
 # 8 breaching minutes of the last 10, not 10 in a row: a starving loader's utilization bounces (batches that
 # arrive are trained at full speed), and a minute or two above the floor must not restart the count.
