@@ -12,6 +12,9 @@ from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.topology import plan_stacks
 
 HUB_UNREACHABLE = "hub-unreachable"
+# The hub-unreachable alarm fires when this many one-minute canary datapoints in a row are breaching
+# (hubspoke/constructs/alarms.py); verify judges the same window.
+HUB_UNREACHABLE_MINUTES = 3
 PORTAL_NOT_ACTIVE = "portal-not-active"
 # The training job's own throughput is the primary signal (docs/operations.md, "Alarms"): ranks waiting in
 # synchronous collectives keep GPU utilization high while the loader starves.

@@ -16,7 +16,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from hubspoke import alarms
-from hubspoke.alarms import PlannedAlarm
+from hubspoke.alarms import HUB_UNREACHABLE_MINUTES, PlannedAlarm
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.canary.infrastructure import HubCanary
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
@@ -30,7 +30,6 @@ from hubspoke.constructs.metrics import (
 )
 from hubspoke.training_metrics import BASELINE_SECONDS
 
-HUB_UNREACHABLE_MINUTES = 3
 PORTAL_NOT_ACTIVE_MINUTES = 3
 # No step finished in any report of 10 minutes in a row. Healthy steps take about 1.1 s (the reference: 999
 # batches in 18.5 minutes, DESIGN.md §1); 10 minutes leaves room for a checkpoint save or a slow first step.
