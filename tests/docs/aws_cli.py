@@ -17,8 +17,9 @@ Sources, aws/aws-cli branch v2 at 73fb33bb171ace3e9eaa03308f76e5de50c21393 (2.36
   after the operation.
 - customizations/streamingoutputarg.py: an operation with a streaming output takes the output file as one
   required positional argument (`aws s3api get-object ... <outfile>`).
-- An operation whose argument table another customization changes is refused until it is transcribed
-  (tests/docs/aws_handlers.py lists them all, from awscli/handlers_registry.py).
+- customizations/ec2/secgroupsimplify.py (TABLE_CUSTOMIZATIONS); an operation whose argument table another
+  customization changes is refused until it is transcribed (tests/docs/aws_handlers.py lists them all, from
+  awscli/handlers_registry.py).
 - Hand-written commands (not in any service model): CUSTOM_COMMANDS in tests/docs/aws_customizations.py.
 - `--region` must be a Region of botocore's data/endpoints.json (any partition).
 A command the docs need that is not there fails with a message saying where to add it, with its source.
@@ -46,6 +47,7 @@ from tests.docs.aws_customizations import (
     PAGING_OPTIONS,
     RENAMES_TRANSCRIBED,
     SERVICE_RENAMES,
+    TABLE_CUSTOMIZATIONS,
     TRANSCRIBED_HANDLERS,
     VALUE,
     VALUES,
@@ -122,7 +124,7 @@ def arg_table(cli_service: str, cli_operation: str) -> ArgTable:
         options |= PAGING_OPTIONS
         if "limit_key" in paginator:
             options["page-size"] = VALUE
-    return ArgTable(
+    table = ArgTable(
         options,
         frozenset(required),
         positionals=(1, 1) if op.has_streaming_output else (0, 0),
@@ -130,6 +132,9 @@ def arg_table(cli_service: str, cli_operation: str) -> ArgTable:
         takes_cli_input=True,
         output_shape=op.output_shape,
     )
+    for module in sorted(handlers(cli_service, cli_operation) & set(TABLE_CUSTOMIZATIONS)):
+        table = TABLE_CUSTOMIZATIONS[module](table)
+    return table
 
 
 def untranscribed(cli_service: str, cli_operation: str) -> list[str]:
@@ -340,6 +345,10 @@ def aws_problems(words: list[Word]) -> list[str]:
             checks = {"OutputKey": stack_output_problem} if service == "cloudformation" else {}
             found_in_query = query_problems(table.output_shape, values[0].text, literal_checks=checks)
             problems += [f"{name} {p}" for p in found_in_query]
+    for option, excluded in table.exclusive.items():
+        both = sorted(excluded & seen)
+        if option in seen and both:
+            problems.append(f"{name} --{option} cannot be combined with {', '.join('--' + b for b in both)}")
     low, high = table.positionals
     if not low <= positionals <= high:
         want = f"{low}" if low == high else f"{low} to {high}"

@@ -10,7 +10,7 @@ customization is not in TRANSCRIBED_HANDLERS.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 AWS_CLI_SOURCE = "aws/aws-cli@73fb33bb (v2.36.7)"
@@ -88,12 +88,28 @@ class ArgTable:
     takes_cli_input: bool = False
     regional: bool = True  # acts on something in one Region (so a documented command must name it)
     output_shape: Any = None  # botocore's output shape, for checking --query (modelled operations only)
+    # Options that may not be combined with others: option -> the ones it excludes.
+    exclusive: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
-# Customizations applied in aws_cli.arg_table (argrename and toplevelbool for every operation of their
-# services; streamingoutputarg's output-file positional); any other module named by aws_handlers.py makes
-# the checker refuse the operation until it is transcribed here.
-TRANSCRIBED_HANDLERS = frozenset({"argrename", "toplevelbool", "streamingoutputarg"})
+def ec2_security_group_rule(table: ArgTable) -> ArgTable:
+    """customizations/ec2/secgroupsimplify.py `_add_params`: --protocol, --port, --cidr, --source-group and
+    --group-owner (one value each) beside the modelled options, which stay (undocumented); `_check_args`:
+    none of the five combines with --ip-permissions."""
+    simple = ("protocol", "port", "cidr", "source-group", "group-owner")
+    return replace(
+        table,
+        options=table.options | dict.fromkeys(simple, VALUE),
+        exclusive={"ip-permissions": frozenset(simple)},
+    )
+
+
+# Customizations of single operations, by module (aws_handlers.py names), applied in aws_cli.arg_table.
+TABLE_CUSTOMIZATIONS = {"ec2/secgroupsimplify": ec2_security_group_rule}
+# Applied in aws_cli.arg_table besides those: argrename and toplevelbool for every operation of their
+# services, streamingoutputarg's output-file positional. Any other module named by aws_handlers.py makes the
+# checker refuse the operation until it is transcribed here.
+TRANSCRIBED_HANDLERS = frozenset({*TABLE_CUSTOMIZATIONS, "argrename", "toplevelbool", "streamingoutputarg"})
 
 
 # customizations/s3/subcommands.py: the argument dictionaries (name, nargs, action, choices) of each command.
