@@ -275,3 +275,22 @@ def test_alarm_in_alarm_fails_with_its_runbook(deployed: DeployedWorld, deployed
     assert _only(results, "alarm gpu-utilization-low", "us-east-2").status == "warn"
     missing = _only(results, "alarm cache-hit-ratio-low")
     assert missing.status == "fail" and missing.fix.endswith("--exclusively hubspoke-dev/ops-us-west-2")
+
+
+def test_a_composite_alarm_is_read_and_its_silent_input_only_warns(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """CloudWatch returns composite alarms only when DescribeAlarms asks for them (AlarmTypes, botocore
+    cloudwatch service-2.json), and `…-cache-hit-ratio-low` is one. Its input `…-cache-hit-ratio-below-floor`
+    notifies nobody and is in ALARM on every cold first pass (docs/operations.md, "Alarms"): a warning, not a
+    failure. The composite itself in ALARM fails with its runbook (docs/runbooks/README.md: cache-warm-up.md)."""
+    deployed.alarm(
+        "us-west-2", "hubspoke-dev-ops-us-west-2-cache-hit-ratio-below-floor", "ALARM", "3 out of 3 < 0.9"
+    )
+    results = verify(deployed, deployed_config)
+    below = _only(results, "alarm cache-hit-ratio-below-floor")
+    assert below.status == "warn" and "notifies nobody" in below.detail
+    assert _only(results, "alarm cache-hit-ratio-low").status == "pass"
+    deployed.alarm("us-west-2", "hubspoke-dev-ops-us-west-2-cache-hit-ratio-low", "ALARM", "both inputs")
+    low = _only(verify(deployed, deployed_config), "alarm cache-hit-ratio-low")
+    assert low.status == "fail" and low.fix == "follow docs/runbooks/cache-warm-up.md"

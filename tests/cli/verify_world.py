@@ -16,6 +16,7 @@ account of the caller's access key, and its STS AssumeRole hands out keys of the
 What moto does not implement is filled in two ways, each said where it is done:
 - EKS ListAddons / DescribeAddon do not exist in moto: `MotoGaps` answers exactly those two operations with a
   botocore before-call hook, in the EKS API's shapes, refusing an unknown cluster or add-on as EKS does;
+  composite alarms do not exist in moto either: tests/cli/composite_alarms.py keeps them as CloudWatch does;
 - states moto's API cannot produce (a stack that rolled back with failed-resource events, LastUpdatedTime,
   a HyperPod node or cluster not InService, an instance group's Status, an EKS cluster not ACTIVE, a route in
   state blackhole) are written into moto's own backend objects, which its API then serves and serializes
@@ -38,6 +39,7 @@ from moto.backends import get_backend
 from hubspoke.config import HubSpokeConfig
 from hubspoke.topology import StackPlan, plan_stacks
 from tests.cli.canary_feed import publish_canary
+from tests.cli.composite_alarms import CompositeAlarms
 from tests.cli.preflight_world import Hooked
 from tests.conftest import resources
 
@@ -69,8 +71,12 @@ class MotoGaps(Hooked):
     # (region, cluster name) -> add-on name -> the DescribeAddon `addon` structure.
     addons: dict[tuple[str, str], dict[str, dict[str, Any]]] = field(default_factory=dict)
     asked: list[tuple[str, str]] = field(default_factory=list)
+    # Region -> its composite alarms, which moto lacks (tests/cli/composite_alarms.py).
+    composites: dict[str, CompositeAlarms] = field(default_factory=dict)
 
     def hook(self, client: Any, service: str, region: str) -> None:
+        if service == "cloudwatch":
+            self.composites.setdefault(region, CompositeAlarms()).hook(client)
         if service == "eks":
             client.meta.events.register("before-call.eks.ListAddons", self._answer(region))
             client.meta.events.register("before-call.eks.DescribeAddon", self._answer(region))
@@ -314,6 +320,13 @@ class DeployedWorld:
             # A freshly created alarm is INSUFFICIENT_DATA until evaluated; a healthy world has evaluated.
             cloudwatch.set_alarm_state(
                 AlarmName=props["AlarmName"], StateValue="OK", StateReason="evaluated in the test world"
+            )
+        for _, resource in resources(self.templates[plan.id], "AWS::CloudWatch::CompositeAlarm"):
+            self.clients_for(plan.account).composites[plan.region].put(resource["Properties"])
+            cloudwatch.set_alarm_state(
+                AlarmName=resource["Properties"]["AlarmName"],
+                StateValue="OK",
+                StateReason="evaluated in the test world",
             )
 
     def _stack(
