@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from hubspoke.config import portal_rules, rules
+from hubspoke.config import portal_rules, rules, traffic_rules
 from hubspoke.config.rules import Problem
 from hubspoke.config.schema import HubSpokeConfig
 
@@ -181,7 +181,7 @@ def load(path: Path | str) -> LoadedConfig:
         config = HubSpokeConfig.model_validate(raw)
     except ValidationError as exc:
         problems += [_describe(e) for e in exc.errors()]
-    findings = rules.check(raw) + portal_rules.check(raw)
+    findings = rules.check(raw) + traffic_rules.check(raw) + portal_rules.check(raw)
     problems += [p for p in findings if p.severity == "error"]
     if problems or config is None:
         raise ConfigError(path, problems)

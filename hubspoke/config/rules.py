@@ -13,7 +13,6 @@ from typing import Any
 
 from hubspoke.config.cnq_volumes import QUMULO_EC2_MAP
 from hubspoke.config.schema import ComputeConfig, StorageConfig, effective_account
-from hubspoke.flow_logs import MAX_FILTERS_PER_LOG_GROUP, filter_count
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
 
 # Qumulo's supported EC2 families for Cloud Native Qumulo on AWS (Qumulo docs, 2026-11).
@@ -76,18 +75,21 @@ DATASET_PATH = _default(StorageConfig, "dataset_path")
 CHECKPOINT_PATH = _default(StorageConfig, "checkpoint_path")
 
 
+def _cidr_fields(path: str, region: Mapping[str, Any]) -> list[tuple[str, ipaddress.IPv4Network]]:
+    secondary = region.get("secondary_cidrs")
+    fields = [(f"{path}.cidr", region.get("cidr"))]
+    fields += [
+        (f"{path}.secondary_cidrs[{i}]", c)
+        for i, c in enumerate(secondary if isinstance(secondary, list) else [])
+    ]
+    return [(field, net) for field, value in fields if (net := _net(value)) is not None]
+
+
 def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """Peered VPCs must not overlap (VPC peering guide); we check every pair, peered or not."""
     seen: list[tuple[str, ipaddress.IPv4Network]] = []
     for path, region in _regions(raw):
-        blocks = [(f"{path}.cidr", region.get("cidr"))]
-        secondary = region.get("secondary_cidrs")
-        if isinstance(secondary, list):
-            blocks += [(f"{path}.secondary_cidrs[{i}]", c) for i, c in enumerate(secondary)]
-        for field, value in blocks:
-            net = _net(value)
-            if net is None:
-                continue
+        for field, net in _cidr_fields(path, region):
             for other_field, other in seen:
                 if net.overlaps(other):
                     yield Problem(
@@ -351,31 +353,6 @@ def storage_needs_egress(raw: Mapping[str, Any]) -> Iterator[Problem]:
             )
 
 
-def _vpc_cidrs(region: Mapping[str, Any]) -> list[str]:
-    secondary = region.get("secondary_cidrs")
-    blocks = [region.get("cidr"), *(secondary if isinstance(secondary, list) else [])]
-    return [str(net) for net in map(_net, blocks) if net is not None]
-
-
-def flow_log_filters_fit(raw: Mapping[str, Any]) -> Iterator[Problem]:
-    """A spoke's traffic metrics (hubspoke/flow_logs.py) must fit the metric filters of one log group."""
-    hub = raw.get("hub")
-    hub_cidrs = _vpc_cidrs(hub) if isinstance(hub, Mapping) else []
-    for where, region in _regions(raw):
-        own = _vpc_cidrs(region)
-        if where == "hub" or not own or not hub_cidrs:
-            continue
-        count = filter_count(own_cidrs=own, hub_cidrs=hub_cidrs)
-        if count > MAX_FILTERS_PER_LOG_GROUP:
-            yield Problem(
-                f"{where}.secondary_cidrs",
-                f"this spoke's traffic metrics need {count} metric filters on its flow-log group, more than "
-                f"{MAX_FILTERS_PER_LOG_GROUP} (CloudWatch Logs allows 100 per log group): a CIDR that does not "
-                "end on /8, /16 or /24 is matched block by block; use fewer secondary CIDRs here or in the hub, "
-                "or octet-aligned ones (one /16 instead of several /17s)",
-            )
-
-
 RULES: tuple[Rule, ...] = (
     vpc_cidrs_do_not_overlap,
     one_spoke_per_region,
@@ -392,7 +369,6 @@ RULES: tuple[Rule, ...] = (
     qumulo_core_supported,
     storage_needs_egress,
     node_volumes_known,
-    flow_log_filters_fit,
 )
 
 

@@ -52,10 +52,26 @@ def dev_images() -> dict[str, str]:
 
 
 @dataclass
-class Unsupported:
-    """Wraps a client factory; answers what moto cannot, passes the rest through."""
+class Hooked:
+    """Wraps a client factory: one client per service and Region, each given `hook` once when it is made."""
 
     base: Clients
+    _made: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def __call__(self, service: str, region: str) -> Any:
+        if (service, region) not in self._made:
+            self._made[service, region] = client = self.base(service, region)
+            self.hook(client, service, region)
+        return self._made[service, region]
+
+    def hook(self, client: Any, service: str, region: str) -> None:
+        """Register before-call answers for what moto cannot do (nothing by default)."""
+
+
+@dataclass
+class Unsupported(Hooked):
+    """Answers what moto cannot for preflight, passes the rest through."""
+
     applied_quotas: list[dict[str, Any]] = field(default_factory=lambda: [sagemaker_quota(P5, 2)])
     default_quotas: list[dict[str, Any]] = field(default_factory=list)
     eks_versions: list[dict[str, Any]] = field(
@@ -70,12 +86,7 @@ class Unsupported:
     # the images config/dev.yaml pins.
     ubuntu_images: dict[str, str] = field(default_factory=lambda: dev_images())
 
-    _made: dict[tuple[str, str], Any] = field(default_factory=dict)
-
-    def __call__(self, service: str, region: str) -> Any:
-        if (service, region) in self._made:
-            return self._made[service, region]
-        client = self._made[service, region] = self.base(service, region)
+    def hook(self, client: Any, service: str, region: str) -> None:
         if service == "eks":
             eks_versions = self.eks_versions
 
@@ -113,7 +124,6 @@ class Unsupported:
                 }
 
             client.meta.events.register("before-call.ssm.GetParameter", ubuntu)
-        return client
 
 
 @dataclass
