@@ -45,11 +45,14 @@ lint:
 typecheck:
 	mypy
 
+# Two pytest workers (pytest-xdist); each synthesizes the topology shapes its tests need once. PYTEST_WORKERS=0
+# runs in one process.
+PYTEST_WORKERS ?= 2
 test: setup lint typecheck
-	pytest -q -p no:cacheprovider
+	pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
 
 # The property tests with Hypothesis' `thorough` profile (tests/conftest.py): hundreds of drawn topologies, each
-# synthesized and checked against every shape-wide invariant; tens of minutes, so not part of `make test`.
+# synthesized and checked against every shape-wide invariant; minutes, so not part of `make test`.
 test-thorough: setup
 	HYPOTHESIS_PROFILE=thorough pytest -q -p no:cacheprovider --hypothesis-show-statistics \
 		$$(grep -rl '@given' tests --include='test_*.py' | sort)

@@ -136,6 +136,31 @@ def synth_dependencies(config: HubSpokeConfig) -> dict[str, set[str]]:
     return _DEPENDENCIES[config.model_dump_json()]
 
 
+def get_stack_outputs(value: Any) -> Iterator[dict[str, Any]]:
+    """Every Fn::GetStackOutput (its StackName, OutputName, Region, RoleArn) anywhere in a template value."""
+    if isinstance(value, dict):
+        if "Fn::GetStackOutput" in value:
+            yield value["Fn::GetStackOutput"]
+        for v in value.values():
+            yield from get_stack_outputs(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from get_stack_outputs(v)
+
+
+def upstream(deps: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Stack id -> every stack it waits for, directly or through others; a dependency cycle fails."""
+    memo: dict[str, set[str]] = {}
+
+    def up(sid: str, path: tuple[str, ...]) -> set[str]:
+        assert sid not in path, f"dependency cycle: {' -> '.join((*path, sid))}"
+        if sid not in memo:
+            memo[sid] = set().union(*({d} | up(d, (*path, sid)) for d in deps[sid]))
+        return memo[sid]
+
+    return {sid: up(sid, ()) for sid in deps}
+
+
 def resources(template: dict[str, Any], kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(logical ID, resource) for every resource of `kind` in a synthesized template."""
     for logical_id, res in template["Resources"].items():

@@ -9,7 +9,6 @@ written out, not imported, so changing one is a reviewed edit of this file.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from hubspoke.config import HubSpokeConfig
 from hubspoke.outputs import Reference, consumers, produced, references
 from hubspoke.topology import plan_stacks
-from tests.conftest import Shape, synth_warnings
+from tests.conftest import Shape, get_stack_outputs, synth_warnings, upstream
 
 NETWORK = {"VpcId", "PeerPathSecurityGroupId", "AcceleratorSubnetId", "FlowLogGroupName"}
 STORAGE = {"FloatingIps", "RestAddress", "AdminSecretArn"}
@@ -39,17 +38,6 @@ def expected_outputs(config: HubSpokeConfig, kind: str, region: str) -> set[str]
             names.add("PeeringConnectionId")
         return names
     return {"storage": STORAGE, "compute": COMPUTE}.get(kind, set())
-
-
-def get_stack_outputs(value: Any) -> Iterator[dict[str, str]]:
-    if isinstance(value, dict):
-        if "Fn::GetStackOutput" in value:
-            yield value["Fn::GetStackOutput"]
-        for v in value.values():
-            yield from get_stack_outputs(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from get_stack_outputs(v)
 
 
 def test_every_stack_outputs_exactly_the_contract(shape: Shape) -> None:
@@ -79,20 +67,9 @@ def test_every_reader_deploys_after_what_it_reads(shape: Shape) -> None:
     """A reader deployed beside its producer reads the old value (resolved at the reader's create or update):
     each producer must be among the reader's dependencies, directly or through others, in the plan synth uses."""
     config = shape.config
-    deps = {p.id: set(p.depends_on) for p in plan_stacks(config)}
-
-    def upstream(stack: str) -> set[str]:
-        seen: set[str] = set()
-        todo = list(deps[stack])
-        while todo:
-            dep = todo.pop()
-            if dep not in seen:
-                seen.add(dep)
-                todo.extend(deps[dep])
-        return seen
-
+    after = upstream({p.id: set(p.depends_on) for p in plan_stacks(config)})
     for ref in references(config):
-        assert ref.producer in upstream(ref.consumer), (ref.consumer, ref.producer)
+        assert ref.producer in after[ref.consumer], (ref.consumer, ref.producer)
 
 
 def test_cross_account_reads_assume_a_role_the_producer_account_trusts_them_with(

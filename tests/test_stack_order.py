@@ -9,40 +9,13 @@ dependency, or a stage that stops passing it to CDK, fails here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 from hubspoke.topology import plan_stacks
-from tests.conftest import Shape, synth_dependencies
-
-
-def closure(deps: dict[str, set[str]]) -> dict[str, set[str]]:
-    """Stack id -> every stack it waits for, directly or through others (and a cycle would never end)."""
-    memo: dict[str, set[str]] = {}
-
-    def up(sid: str, path: tuple[str, ...]) -> set[str]:
-        assert sid not in path, f"dependency cycle: {' -> '.join((*path, sid))}"
-        if sid not in memo:
-            memo[sid] = set().union(*({d} | up(d, (*path, sid)) for d in deps[sid])) if deps[sid] else set()
-        return memo[sid]
-
-    return {sid: up(sid, ()) for sid in deps}
-
-
-def get_stack_outputs(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, dict):
-        if "Fn::GetStackOutput" in value:
-            yield value["Fn::GetStackOutput"]
-        for v in value.values():
-            yield from get_stack_outputs(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from get_stack_outputs(v)
+from tests.conftest import Shape, get_stack_outputs, synth_dependencies, upstream
 
 
 def test_stacks_deploy_in_the_designed_order(shape: Shape) -> None:
     config, templates = shape.config, shape.templates
-    after = closure(synth_dependencies(config))
+    after = upstream(synth_dependencies(config))
     assert set(after) == set(templates)
     hub = config.hub.region
     expected: dict[str, set[str]] = {f"network-{hub}": set()}
@@ -59,9 +32,9 @@ def test_stacks_deploy_in_the_designed_order(shape: Shape) -> None:
         if region.compute.enabled:  # the volumes mount the Region's own CNQ
             expected[f"compute-{region.region}"] = {f"network-{region.region}", f"storage-{region.region}"}
     expected[f"dashboard-{hub}"] = {s for s in templates if s.startswith(("ops-", "compute-"))}
-    for sid, upstream in expected.items():
+    for sid, needed in expected.items():
         assert sid in after, f"{shape.name}: no stack {sid}"
-        assert upstream <= after[sid], f"{sid} may deploy before {sorted(upstream - after[sid])}"
+        assert needed <= after[sid], f"{sid} may deploy before {sorted(needed - after[sid])}"
     assert after[f"network-{hub}"] == set(), "the hub network is first"
 
 
@@ -69,7 +42,7 @@ def test_hub_stacks_never_wait_for_a_spoke(shape: Shape) -> None:
     """Adding a spoke adds stacks and changes none (DESIGN.md §3): only the per-spoke stacks of the hub Region
     (PeerAccess, Link) and the environment-wide dashboard may follow a spoke's stacks."""
     config, templates = shape.config, shape.templates
-    after = closure(synth_dependencies(config))
+    after = upstream(synth_dependencies(config))
     meta = {sid: t["Metadata"]["hubspoke"] for sid, t in templates.items()}
     for sid, m in meta.items():
         if m["region"] == config.hub.region and "spoke" not in m and m["kind"] != "dashboard":
@@ -80,7 +53,7 @@ def test_hub_stacks_never_wait_for_a_spoke(shape: Shape) -> None:
 
 def test_every_reader_deploys_after_the_stack_it_reads(shape: Shape) -> None:
     config, templates = shape.config, shape.templates
-    after = closure(synth_dependencies(config))
+    after = upstream(synth_dependencies(config))
     by_name = {p.name: p.id for p in plan_stacks(config)}
     reads = 0
     for sid, template in templates.items():

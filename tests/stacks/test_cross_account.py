@@ -25,12 +25,11 @@ that use them (the peering's PeerRoleArn, the readers' RoleArn), never from hubs
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from hubspoke.config import HubSpokeConfig, SpokeConfig
 from hubspoke.topology import stack_name
-from tests.conftest import Shape, synth_dependencies
+from tests.conftest import Shape, get_stack_outputs, synth_dependencies, upstream
 
 PARTITION = "aws"  # every shape deploys to the commercial partition (AWS::Partition resolves to "aws")
 
@@ -48,17 +47,6 @@ def text(value: Any) -> str:
         ref = value["Fn::GetStackOutput"]
         return f"<{ref['StackName']}.{ref['OutputName']}>"
     raise AssertionError(f"unexpected intrinsic in an IAM value: {value}")
-
-
-def stack_outputs_read(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, dict):
-        if "Fn::GetStackOutput" in value:
-            yield value["Fn::GetStackOutput"]
-        for v in value.values():
-            yield from stack_outputs_read(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from stack_outputs_read(v)
 
 
 def role_named(template: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
@@ -127,7 +115,7 @@ def test_link_reader_lets_the_hub_account_describe_the_spoke_network_and_nothing
         # Who uses it: the hub's Link stack, reading the spoke's peering ID with this role.
         arns = {
             text(ref["RoleArn"])
-            for ref in stack_outputs_read(templates[f"link-{spoke.region}"])
+            for ref in get_stack_outputs(templates[f"link-{spoke.region}"])
             if ref["StackName"] == network
         }
         [arn] = arns
@@ -171,7 +159,7 @@ def test_peer_access_accepts_only_into_the_hub_vpc_and_reads_only_what_the_spoke
         reads = {
             ref["StackName"]
             for s in spoke_stacks
-            for ref in stack_outputs_read(templates[s])
+            for ref in get_stack_outputs(templates[s])
             if "RoleArn" in ref and text(ref["RoleArn"]) == role_arn
         }
         assert hub_network in reads, "the spoke network reads the hub VPC ID through this role"
@@ -202,22 +190,10 @@ def test_a_cross_account_spoke_network_deploys_after_its_peer_access_stack(shape
     network is created, and the Link stack assumes the LinkReader, created with the spoke network: `cdk deploy`
     follows the cloud assembly's stack dependencies, so each must lead (directly or through others)."""
     config = shape.config
-    deps = synth_dependencies(config)
-
-    def upstream(sid: str) -> set[str]:
-        seen, todo = set(), list(deps[sid])
-        while todo:
-            dep = todo.pop()
-            if dep not in seen:
-                seen.add(dep)
-                todo.extend(deps[dep])
-        return seen
-
+    after = upstream(synth_dependencies(config))
     hub_network = f"network-{config.hub.region}"
     for spoke in cross_account_spokes(config):
         access = f"peer-access-{spoke.region}"
-        assert hub_network in upstream(access), (
-            "the role's policy names the hub VPC, read from the hub network"
-        )
-        assert access in upstream(f"network-{spoke.region}")
-        assert f"network-{spoke.region}" in upstream(f"link-{spoke.region}")
+        assert hub_network in after[access], "the role's policy names the hub VPC, read from the hub network"
+        assert access in after[f"network-{spoke.region}"]
+        assert f"network-{spoke.region}" in after[f"link-{spoke.region}"]
