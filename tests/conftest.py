@@ -127,7 +127,7 @@ def forget(config: HubSpokeConfig) -> None:
     """Drop `config`'s synth from the cache: for configs drawn once (the property test), not kept all session."""
     key = config.model_dump_json()
     for cache in (_SYNTH_CACHE, _WARNINGS, _DEPENDENCIES):
-        cache.pop(key, None)  # type: ignore[attr-defined]
+        cache.pop(key, None)
 
 
 def synth_dependencies(config: HubSpokeConfig) -> dict[str, set[str]]:
