@@ -48,7 +48,10 @@ class OpsStack(PlannedStack):
         inputs = Inputs(self, config=config)
         network = NetworkView(self, "Network", inputs=inputs, config=config, region=spoke.region)
         hub_storage, own_storage = stack_id("storage", config.hub.region), stack_id("storage", spoke.region)
-        self.topic = AlarmTopic(self, "Alarms", config=config, purpose=f"{spoke.region} operations")
+        mine = [a for a in alarms.planned_alarms(config) if a.stack_id == plan.id]
+        self.topic = AlarmTopic(
+            self, "Alarms", config=config, purpose=f"{spoke.region} operations", alarms=mine
+        )
         self.canary = HubCanary(
             self,
             "HubCanary",
@@ -73,9 +76,7 @@ class OpsStack(PlannedStack):
             hub_cidrs=config.hub.all_cidrs,
         )
         self.alarms: dict[str, cloudwatch.Alarm] = {}
-        for planned in alarms.planned_alarms(config):
-            if planned.stack_id != plan.id:
-                continue
+        for planned in mine:
             if planned.key == alarms.HUB_UNREACHABLE:
                 alarm = hub_unreachable(
                     self, planned, topic=self.topic, canary=self.canary, hub_region=config.hub.region
