@@ -37,10 +37,15 @@ from hubspoke.cli.preflight_checks import (
     check_cidrs,
     check_kubernetes_version,
     check_peering_quota,
-    check_sagemaker_quota,
     denied_or_error,
 )
+from hubspoke.cli.preflight_quotas import (
+    check_hyperpod_quotas,
+    check_lambda_concurrency,
+    check_security_group_rules,
+)
 from hubspoke.config import HubSpokeConfig, RegionConfig, load
+from hubspoke.topology import plan_stacks
 
 _CREDENTIAL_ERRORS = (
     NoCredentialsError,
@@ -72,6 +77,31 @@ class Clients(Protocol):
 
 class CredentialsProblem(Exception):
     """No usable credentials: nothing can be checked."""
+
+
+class LastCall:
+    """The IAM action of the last AWS call made through the clients it watches.
+
+    A check may call two services (the peering check reads EC2, then Service Quotas); when a call fails, the
+    row must name that call's permission, not the check's main service. The action is the client's signing
+    name and the operation (e.g. ec2:DescribeVpcPeeringConnections, servicequotas:GetServiceQuota), which is
+    the IAM action for every service preflight calls (IAM Service Authorization Reference prefixes).
+    """
+
+    def __init__(self) -> None:
+        self.action: str | None = None
+
+    def watch(self, client: Any) -> Any:
+        prefix = client.meta.service_model.signing_name
+
+        def record(model: Any, **_: Any) -> None:
+            self.action = f"{prefix}:{model.name}"
+
+        # before-parameter-build reaches every handler (before-call stops at the first that answers).
+        client.meta.events.register(
+            "before-parameter-build", record, unique_id=f"hubspoke-last-call-{id(self)}"
+        )
+        return client
 
 
 def session_clients(profile: str | None = None) -> Clients:
@@ -107,17 +137,22 @@ def run_preflight(
     return results
 
 
-def _region_checks(config: HubSpokeConfig, region: RegionConfig, clients: Clients) -> list[CheckResult]:
+def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Clients) -> list[CheckResult]:
     name = region.region
     expected = config.account_of(region)
+    last = LastCall()
+
+    def clients(service: str, region_name: str) -> Any:
+        return last.watch(raw_clients(service, region_name))
 
     def guarded(check: str, service: str, body: Callable[[], list[CheckResult]]) -> list[CheckResult]:
+        last.action = None
         try:
             return body()
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in _BAD_CREDENTIAL_CODES:
                 raise CredentialsProblem(f"AWS rejected the credentials: {exc}") from None
-            return [denied_or_error(name, check, service, exc)]
+            return [denied_or_error(name, check, service, exc, action=last.action)]
         except _UNREACHABLE as exc:
             return [
                 CheckResult(
@@ -173,13 +208,26 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, clients: Client
             ],
         )
     rows += guarded(
+        "security group rules",
+        "service-quotas",
+        lambda: [check_security_group_rules(clients("service-quotas", name), config=config, region=region)],
+    )
+    rows += guarded(
         "az ids", "ec2", lambda: check_availability_zones(clients("ec2", name), config=config, region=region)
     )
+    if any(p.kind == "ops" and p.region == name for p in plan_stacks(config)):
+        rows += guarded(
+            "lambda concurrency",
+            "lambda",
+            lambda: [check_lambda_concurrency(clients("lambda", name), config=config, region=region)],
+        )
     if region.compute.enabled:
         rows += guarded(
             "sagemaker quota",
             "service-quotas",
-            lambda: check_sagemaker_quota(clients("service-quotas", name), region=region),
+            lambda: check_hyperpod_quotas(
+                clients("service-quotas", name), clients("sagemaker", name), config=config, region=region
+            ),
         )
         rows += guarded(
             "kubernetes version",
@@ -194,7 +242,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "preflight",
         help=COMMANDS["preflight"].summary,
         description="Read-only AWS checks per Region: account, CDK bootstrap, CIDR overlaps, peering quota, "
-        "AZ IDs and accelerator offerings, SageMaker cluster quota, EKS Kubernetes version. "
+        "security-group rules quota, AZ IDs and accelerator offerings, Lambda concurrency (canary Regions), "
+        "HyperPod quotas against instances already in use, EKS Kubernetes version. "
         "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input.",
         epilog="Example:\n  AWS_PROFILE=ml-dev hubspoke preflight --config config/dev.yaml\n"
         "  hubspoke preflight --config config/dev.yaml --region us-west-2 --json",

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hubspoke.config.schema import ComputeConfig, StorageConfig, effective_account
+from hubspoke.config.schema import ComputeConfig, QuotasConfig, StorageConfig, effective_account
+from hubspoke.ports import FROM_HUB, FROM_SPOKE
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
 
 # Qumulo's supported EC2 families for Cloud Native Qumulo on AWS (Qumulo docs, 2026-11).
@@ -63,7 +64,7 @@ def _enabled(section: Mapping[str, Any]) -> bool:
     return section.get("enabled", True) is not False
 
 
-def _default(model: type[ComputeConfig | StorageConfig], field: str) -> Any:
+def _default(model: type[ComputeConfig | StorageConfig | QuotasConfig], field: str) -> Any:
     """The schema's default for `field`: rules read raw YAML, where an omitted key means that default."""
     return model.model_fields[field].default
 
@@ -71,6 +72,12 @@ def _default(model: type[ComputeConfig | StorageConfig], field: str) -> Any:
 SERVICE_CIDR = _default(ComputeConfig, "service_cidr")
 DATASET_PATH = _default(StorageConfig, "dataset_path")
 CHECKPOINT_PATH = _default(StorageConfig, "checkpoint_path")
+# Amazon VPC "Inbound or outbound rules per security group" (L-0EA8095F), the AWS default (schema.QuotasConfig).
+SECURITY_GROUP_RULES_QUOTA_CODE = "L-0EA8095F"
+DEFAULT_SECURITY_GROUP_RULES = _default(QuotasConfig, "security_group_rules")
+MAX_SECURITY_GROUP_RULES = next(
+    m.le for m in QuotasConfig.model_fields["security_group_rules"].metadata if hasattr(m, "le")
+)
 
 
 def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
@@ -260,6 +267,59 @@ def peering_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
         )
 
 
+def _cidr_count(region: Mapping[str, Any]) -> int:
+    secondary = region.get("secondary_cidrs")
+    return 1 + (len(secondary) if isinstance(secondary, list) else 0)
+
+
+def peer_path_rules(raw: Mapping[str, Any]) -> dict[str, int]:
+    """Inbound rules each Region's cross-Region security group needs: one per peer CIDR and port (ports.py)."""
+    regions = dict(_regions(raw))
+    if "hub" not in regions:
+        return {}
+    spoke_cidrs = sum(_cidr_count(r) for path, r in regions.items() if path != "hub")
+    counts = {path: _cidr_count(regions["hub"]) * len(FROM_HUB) for path in regions if path != "hub"}
+    if "hub" in regions:
+        counts["hub"] = spoke_cidrs * len(FROM_SPOKE)
+    return counts
+
+
+def peer_path_rules_within_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Every peer CIDR adds one rule per port to the other side's group; CloudFormation fails past the quota.
+
+    The quota is per security group (Amazon VPC User Guide, "Amazon VPC quotas": 60 inbound rules by default,
+    L-0EA8095F); a Link stack that would add the 61st rule fails at deploy time, after the spoke's network.
+    """
+    regions = dict(_regions(raw))
+    for path, needed in peer_path_rules(raw).items():
+        region = regions[path]
+        code = region.get("region", path)
+        quotas = _section(region, "quotas")
+        quota = quotas.get("security_group_rules", DEFAULT_SECURITY_GROUP_RULES)
+        if not isinstance(quota, int) or isinstance(quota, bool) or needed <= quota:
+            continue
+        peers = "every spoke CIDR" if path == "hub" else "every hub CIDR"
+        ports = len(FROM_SPOKE) if path == "hub" else len(FROM_HUB)
+        stated = "the AWS default" if "security_group_rules" not in quotas else "the quota this file states"
+        if needed > MAX_SECURITY_GROUP_RULES:
+            yield Problem(
+                f"{path}.quotas.security_group_rules",
+                f"the cross-Region security group in {code} would need {needed} inbound rules ({ports} per CIDR "
+                f"for {peers}); no account can hold more than {MAX_SECURITY_GROUP_RULES} per group while CNQ "
+                "nodes carry two groups (rules per group times groups per interface is capped at 1,000): "
+                "split the spokes over more environments or peer fewer CIDRs",
+            )
+            continue
+        yield Problem(
+            f"{path}.quotas.security_group_rules",
+            f"the cross-Region security group in {code} needs {needed} inbound rules ({ports} per CIDR for "
+            f"{peers}), over {stated} of {quota} rules per security group: request 'Inbound or outbound rules "
+            f"per security group' ({SECURITY_GROUP_RULES_QUOTA_CODE}) of at least {needed} in {code} "
+            f"(Service Quotas, Amazon VPC), then set {path}.quotas.security_group_rules: {needed}; "
+            "or peer fewer CIDRs",
+        )
+
+
 RULES: tuple[Rule, ...] = (
     vpc_cidrs_do_not_overlap,
     one_spoke_per_region,
@@ -272,6 +332,7 @@ RULES: tuple[Rule, ...] = (
     checkpoints_outside_dataset,
     public_endpoint_not_open_to_world,
     peering_quota,
+    peer_path_rules_within_quota,
 )
 
 

@@ -123,7 +123,11 @@ class InstanceGroupConfig(Model):
     """One HyperPod instance group."""
 
     name: Annotated[str, Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")] = "accelerated-worker-group-1"
-    instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$")] = "ml.p5.48xlarge"
+    # SageMaker's ClusterInstanceType values (botocore sagemaker service model) include hyphenated families
+    # such as ml.p6-b200.48xlarge and ml.p6e-gb200.36xlarge.
+    instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+$")] = (
+        "ml.p5.48xlarge"
+    )
     count: Annotated[int, Field(ge=1, le=1000)] = 2
     ebs_volume_gb: Annotated[int, Field(ge=1, le=16384)] = 500
 
@@ -146,6 +150,17 @@ class ComputeConfig(Model):
     training_image: ImageRef | None = None
 
 
+class QuotasConfig(Model):
+    """AWS quotas of the Region's account that the topology relies on, when they were raised above the default."""
+
+    # Amazon VPC "Inbound or outbound rules per security group" (L-0EA8095F): 60 by default, adjustable; this quota
+    # times "Security groups per network interface" may not exceed 1,000 (Amazon VPC User Guide, "Amazon VPC
+    # quotas", Security groups). CNQ node interfaces carry two groups (their own and the cross-Region one), so
+    # at most 500. Validation counts the cross-Region rules the topology needs against it; preflight reads the
+    # applied value.
+    security_group_rules: Annotated[int, Field(ge=60, le=500)] = 60
+
+
 class RegionConfig(Model):
     """One Region of the environment: its VPC and what runs in it."""
 
@@ -161,6 +176,7 @@ class RegionConfig(Model):
     flow_logs_retention_days: Literal[7, 14, 30, 60, 90, 180, 365, 731, 1827, 3653] = 365
     storage: StorageConfig = StorageConfig()
     compute: ComputeConfig = ComputeConfig()
+    quotas: QuotasConfig = QuotasConfig()
 
     @property
     def resolved_az_ids(self) -> tuple[str, ...]:
@@ -191,6 +207,11 @@ class OpsConfig(Model):
     alarm_emails: list[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = []
     gpu_utilization_floor_percent: Annotated[int, Field(ge=1, le=100)] = 80
     cache_hit_ratio_floor: Annotated[float, Field(gt=0, le=1)] = 0.9
+    # Reserve one concurrent execution for each spoke's canary so a busy account cannot throttle it. Off by
+    # default: Lambda keeps at least 100 executions unreserved (Lambda Developer Guide, "Configuring reserved
+    # concurrency"), so an account with a low concurrency limit (new accounts often have 10) refuses any
+    # reservation and the Ops stack rolls back; `hubspoke preflight` checks the account when this is on.
+    reserve_canary_concurrency: bool = False
 
 
 class HubSpokeConfig(Model):

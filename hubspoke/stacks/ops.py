@@ -65,6 +65,7 @@ class OpsStack(PlannedStack):
             code=runtime_code(),
             spoke_rest_address=inputs.read(own_storage, REST_ADDRESS),
             admin_secret_arn=inputs.read(own_storage, ADMIN_SECRET),
+            reserved_concurrency=1 if config.ops.reserve_canary_concurrency else None,
         )
         self.traffic = TrafficMetrics(
             self,

@@ -1,15 +1,18 @@
 """A fake AWS for preflight tests: moto in-process or a moto server on 127.0.0.1, seeded the same way.
 
-moto 5.2.5 lacks two APIs preflight calls: its Service Quotas backend serves only ServiceCode=vpc (no
-SageMaker quotas, no ListServiceQuotas), and EKS has no DescribeClusterVersions. `Unsupported` answers
-exactly those operations on the clients it hands out, with a botocore before-call hook (the mechanism
-botocore's Stubber uses, limited to the named operations); every other call goes to moto.
+moto 5.2.5 lacks some of what preflight calls: its Service Quotas backend serves only ServiceCode=vpc defaults
+(no SageMaker quotas, no ListServiceQuotas, no applied values), EKS has no DescribeClusterVersions and Lambda
+no GetAccountSettings. `Unsupported` answers exactly those operations on the clients it hands out, with
+botocore hooks (the events botocore's Stubber uses): `before-parameter-build` sees the caller's parameters and
+the hook refuses what the service would (a wrong ServiceCode, an unknown NextToken), `before-call` answers in
+the shape of the botocore service model, a page at a time, so the caller must paginate. Every other call goes
+to moto.
 """
 
 from __future__ import annotations
 
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,28 +26,64 @@ from hubspoke.cli.preflight_checks import BOOTSTRAP_PARAMETER
 from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
 
 P5 = "ml.p5.48xlarge"
+# Quota names as the SageMaker Developer Guide ("Prerequisites for using SageMaker HyperPod") lists them.
+PER_CLUSTER = "Maximum number instances allowed per SageMaker HyperPod cluster"
+TOTAL = "Total number of instances allowed across SageMaker HyperPod clusters"
+# Small pages, so a caller that does not follow NextToken misses quotas.
+PAGE = 2
 
 
-def sagemaker_quota(instance_type: str, value: float, code: str = "L-TESTP5") -> dict[str, Any]:
-    return {
-        "ServiceCode": "sagemaker",
-        "QuotaCode": code,
-        "QuotaName": f"{instance_type} for cluster usage",
-        "Value": value,
-    }
+def sagemaker_quota(name: str, value: float, code: str = "L-TESTP5") -> dict[str, Any]:
+    """A SageMaker ServiceQuota; `name` is an instance type (its 'for cluster usage' quota) or a quota name."""
+    quota_name = f"{name} for cluster usage" if name.startswith("ml.") else name
+    return {"ServiceCode": "sagemaker", "QuotaCode": code, "QuotaName": quota_name, "Value": value}
 
 
-def eks_version(version: str, status: str = "STANDARD_SUPPORT") -> dict[str, Any]:
+def hyperpod_limits(per_cluster: float = 20, total: float = 30) -> list[dict[str, Any]]:
+    return [
+        sagemaker_quota(PER_CLUSTER, per_cluster, "L-2CE978FC"),
+        sagemaker_quota(TOTAL, total, "L-3308CCC7"),
+    ]
+
+
+def eks_version(
+    version: str, status: str = "STANDARD_SUPPORT", *, deprecated_field: bool = False
+) -> dict[str, Any]:
+    """A ClusterVersionInformation; `deprecated_field` fills only `status`, spelled per ClusterVersionStatus."""
+    if deprecated_field:
+        return {"clusterVersion": version, "clusterType": "eks", "status": status.lower().replace("_", "-")}
     return {"clusterVersion": version, "clusterType": "eks", "versionStatus": status}
+
+
+class Refused(Exception):
+    """A request the real service would refuse; raised out of the hook so the test fails loudly."""
+
+
+def _paged(items: list[dict[str, Any]], token: str | None, key: str, token_key: str) -> dict[str, Any]:
+    start = 0
+    if token is not None:
+        if not token.startswith("page-"):
+            raise Refused(
+                f"unknown {token_key} {token!r}: the service answers InvalidPaginationTokenException"
+            )
+        start = int(token.removeprefix("page-"))
+    page: dict[str, Any] = {key: items[start : start + PAGE]}
+    if start + PAGE < len(items):
+        page[token_key] = f"page-{start + PAGE}"
+    return page
 
 
 @dataclass
 class Unsupported:
-    """Wraps a client factory; answers what moto cannot, passes the rest through."""
+    """Wraps a client factory; answers what moto cannot, checks how it is asked, passes the rest through."""
 
     base: Clients
-    applied_quotas: list[dict[str, Any]] = field(default_factory=lambda: [sagemaker_quota(P5, 2)])
+    applied_quotas: list[dict[str, Any]] = field(
+        default_factory=lambda: [sagemaker_quota(P5, 2), *hyperpod_limits()]
+    )
     default_quotas: list[dict[str, Any]] = field(default_factory=list)
+    # Applied values of vpc quotas (moto answers only AWS defaults), by quota code.
+    applied_vpc_quotas: dict[str, float] = field(default_factory=dict)
     eks_versions: list[dict[str, Any]] = field(
         default_factory=lambda: [
             eks_version("1.33"),
@@ -52,34 +91,76 @@ class Unsupported:
             eks_version("1.29", "EXTENDED_SUPPORT"),
         ]
     )
+    # Lambda AccountLimit: the AWS default account limit is 1,000 (Lambda quotas page).
+    lambda_limit: dict[str, int] = field(
+        default_factory=lambda: {"ConcurrentExecutions": 1000, "UnreservedConcurrentExecutions": 1000}
+    )
+    asked: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     _made: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def _answers(self, service: str) -> dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]]:
+        def quota_list(items: list[dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+            def answer(params: dict[str, Any]) -> dict[str, Any]:
+                if params.get("ServiceCode") != "sagemaker":
+                    raise Refused(
+                        f"ServiceCode {params.get('ServiceCode')!r}: this fake serves only sagemaker"
+                    )
+                return _paged(items, params.get("NextToken"), "Quotas", "NextToken")
+
+            return answer
+
+        def vpc_quota(params: dict[str, Any]) -> dict[str, Any] | None:
+            code = params.get("QuotaCode")
+            if params.get("ServiceCode") != "vpc" or code not in self.applied_vpc_quotas:
+                return None  # moto answers (the AWS default)
+            return {
+                "Quota": {"ServiceCode": "vpc", "QuotaCode": code, "Value": self.applied_vpc_quotas[code]}
+            }
+
+        def versions(params: dict[str, Any]) -> dict[str, Any]:
+            return _paged(self.eks_versions, params.get("nextToken"), "clusterVersions", "nextToken")
+
+        def account_settings(params: dict[str, Any]) -> dict[str, Any]:
+            if params:
+                raise Refused(f"GetAccountSettings takes no parameters, got {params}")
+            return {"AccountLimit": dict(self.lambda_limit), "AccountUsage": {"FunctionCount": 0}}
+
+        return {
+            "service-quotas": {
+                "ListServiceQuotas": quota_list(self.applied_quotas),
+                "ListAWSDefaultServiceQuotas": quota_list(self.default_quotas),
+                "GetServiceQuota": vpc_quota,
+            },
+            "eks": {"DescribeClusterVersions": versions},
+            "lambda": {"GetAccountSettings": account_settings},
+        }.get(service, {})
 
     def __call__(self, service: str, region: str) -> Any:
         if (service, region) in self._made:
             return self._made[service, region]
         client = self._made[service, region] = self.base(service, region)
-        if service == "eks":
-            eks_versions = self.eks_versions
+        answers = self._answers(service)
+        if not answers:
+            return client
 
-            def versions(model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
-                if model.name != "DescribeClusterVersions":
-                    return None
-                return AWSResponse("https://stub", 200, {}, None), {"clusterVersions": eks_versions}
+        def capture(params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+            if model.name in answers:
+                context["hubspoke-params"] = dict(params)
+                self.asked.append((model.name, dict(params)))
 
-            client.meta.events.register("before-call.eks.DescribeClusterVersions", versions)
-        if service == "service-quotas":
-            canned = {
-                "ListServiceQuotas": self.applied_quotas,
-                "ListAWSDefaultServiceQuotas": self.default_quotas,
-            }
+        def answer(
+            model: Any, context: dict[str, Any], **_: Any
+        ) -> tuple[AWSResponse, dict[str, Any]] | None:
+            if model.name not in answers:
+                return None
+            body = answers[model.name](context.get("hubspoke-params", {}))
+            return None if body is None else (AWSResponse("https://stub", 200, {}, None), body)
 
-            def answer(model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
-                if model.name not in canned:
-                    return None
-                return AWSResponse("https://stub", 200, {}, None), {"Quotas": canned[model.name]}
-
-            client.meta.events.register("before-call.service-quotas.*", answer)
+        # The newest fake wrapping a (cached) client answers: a test may re-wrap the same world's clients.
+        for event, handler in (("before-parameter-build", capture), ("before-call", answer)):
+            client.meta.events.unregister(event, unique_id=f"hubspoke-fake-{event}")
+            client.meta.events.register(event, handler, unique_id=f"hubspoke-fake-{event}")
         return client
 
 

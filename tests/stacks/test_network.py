@@ -8,7 +8,6 @@ from typing import Any
 
 from hubspoke.config import HubSpokeConfig
 from hubspoke.config.layout import route_table_az_ids
-from hubspoke.ports import CROSS_REGION_PORTS
 from tests.conftest import NETWORK_ONLY, Templates, properties, synth
 
 
@@ -71,25 +70,52 @@ def _ingress(templates: Templates) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield sid, rule
 
 
+# What crosses the peering (Qumulo "Required networking ports": portal TCP 3713 in both directions on every node;
+# EC2 User Guide "Path MTU Discovery": ICMP type 3 code 4), plus what this project's spoke-side code calls on
+# the hub: the canary's NFS probe (TCP 2049) and the provisioner's REST call (TCP 8000).
+PORTAL, PMTUD = ("tcp", 3713, 3713), ("icmp", 3, 4)
+FROM_SPOKE_RULES = {("tcp", 2049, 2049), PORTAL, ("tcp", 8000, 8000), PMTUD}
+FROM_HUB_RULES = {PORTAL, PMTUD}
+
+
 def test_cross_region_ingress_only_from_peer_cidrs_on_needed_ports(
     dev_config: HubSpokeConfig, dev_templates: Templates
 ) -> None:
-    wanted = {
-        (p.protocol, p.port, p.icmp_code if p.protocol == "icmp" else p.port) for p in CROSS_REGION_PORTS
-    }
     for spoke in dev_config.spokes:
-        for sid, peer_cidrs in (
-            (f"network-{spoke.region}", dev_config.hub.all_cidrs),
-            (f"link-{spoke.region}", spoke.all_cidrs),
+        for sid, peer_cidrs, wanted in (
+            (f"network-{spoke.region}", dev_config.hub.all_cidrs, FROM_HUB_RULES),
+            (f"link-{spoke.region}", spoke.all_cidrs, FROM_SPOKE_RULES),
         ):
             rules = [r for s, r in _ingress(dev_templates) if s == sid]
             assert {r["CidrIp"] for r in rules} == set(peer_cidrs)
             for cidr in peer_cidrs:
                 got = {(r["IpProtocol"], r["FromPort"], r["ToPort"]) for r in rules if r["CidrIp"] == cidr}
                 assert got == wanted
-    assert ("icmp", 3, 4) in wanted  # path-MTU discovery: fragmentation needed
     for _, rule in _ingress(dev_templates):
         assert rule.get("CidrIp") != "0.0.0.0/0" and rule.get("CidrIpv6") != "::/0"
+
+
+def test_every_port_open_on_the_hub_from_a_spoke_is_one_the_spoke_uses(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    """No rule without a user: each TCP port the hub admits from a spoke is one a spoke-side security group sends
+    to the hub on (canary, provisioner), or the portal; each rule costs quota (60 rules per group by default)."""
+    hub_cidrs = set(dev_config.hub.all_cidrs)
+    for spoke in dev_config.spokes:
+        egress_to_hub = {
+            ("tcp", r["FromPort"], r["ToPort"])
+            for sid in (f"ops-{spoke.region}", f"storage-{spoke.region}")
+            for _, sg in properties(dev_templates[sid], "AWS::EC2::SecurityGroup")
+            for r in sg.get("SecurityGroupEgress", [])
+            if r.get("CidrIp") in hub_cidrs and r.get("IpProtocol") == "tcp"
+        }
+        used = egress_to_hub | {PORTAL, PMTUD}
+        admitted = {
+            (r["IpProtocol"], r["FromPort"], r["ToPort"])
+            for s, r in _ingress(dev_templates)
+            if s == f"link-{spoke.region}"
+        }
+        assert admitted <= used, f"rules nobody uses: {sorted(admitted - used)}"
 
 
 def test_vpcs_do_not_overlap_and_match_config(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
