@@ -197,7 +197,10 @@ def _hyperpod(world: World, region: str, name: str, count: int, itype: str = P5)
                 "InstanceCount": count,
                 "InstanceGroupName": "workers",
                 "InstanceType": itype,
-                "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lifecycle/scripts", "OnCreate": "on_create.sh"},
+                "LifeCycleConfig": {
+                    "SourceS3Uri": "s3://sagemaker-lifecycle/scripts",
+                    "OnCreate": "on_create.sh",
+                },
                 "ExecutionRole": "arn:aws:iam::123456789012:role/hyperpod",
                 "ThreadsPerCore": 1,
             }
