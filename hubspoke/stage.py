@@ -9,6 +9,8 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.policy.acks import acknowledge, acknowledge_lambdas_in_vpc
+from hubspoke.policy.control_tower import ControlTowerControls
 from hubspoke.policy.plugin import HubSpokePolicy
 from hubspoke.policy.rules import METADATA_KEY
 from hubspoke.stacks.compute import build_compute
@@ -41,6 +43,12 @@ BUILDERS: dict[StackKind, Builder] = {
 }
 
 
+# CDK feature flags every synth (app.py and the tests alike) needs, beyond cdk.json's weak references:
+# server access logs delivered under a bucket policy instead of the legacy LogDeliveryWrite ACL, which
+# cfn-lint flags (W3045) and Control Tower's CT.S3.PR.5 refuses (aws-cdk-lib FEATURE_FLAGS.md).
+CONTEXT = {"@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True}
+
+
 def new_app(*, outdir: str | None = None) -> App:
     """The CDK App every hubspoke synth runs in: app.py, the tests and the benchmark alike.
 
@@ -48,7 +56,7 @@ def new_app(*, outdir: str | None = None) -> App:
     what cfn-lint, pinned and stricter, checks over every template in `make synth` and in the tests.
     cdk-nag and our pack still run inside every synth.
     """
-    return App(outdir=outdir, builtin_cloud_formation_validation=False)
+    return App(outdir=outdir, builtin_cloud_formation_validation=False, context=CONTEXT)
 
 
 class HubSpokeStage(Stage):
@@ -81,7 +89,50 @@ class HubSpokeStage(Stage):
                 stack.add_stack_dependency(self.stacks[dep])
             self._describe(stack, plan)
             self.stacks[plan.id] = stack
-        Validations.of(self).add_plugins(AwsSolutionsChecks(self), HubSpokePolicy(config))
+        self._accept_environment_wide_findings()
+        # cdk-nag, Control Tower's proactive controls (the cfn-guard rules its hooks run; the plugin ships the
+        # cfn-guard binary) and our pack; any finding not acknowledged through hubspoke.policy.acks stops synth.
+        Validations.of(self).add_plugins(
+            AwsSolutionsChecks(self),
+            ControlTowerControls(),
+            HubSpokePolicy(config),
+        )
+
+    def _accept_environment_wide_findings(self) -> None:
+        """Findings this project accepts for every resource of a kind, each with the reason (README, Policy)."""
+        acknowledge_lambdas_in_vpc(self)
+        no_customer_key = (
+            "CloudWatch Logs encrypts every log group at rest with keys it manages (CloudWatch Logs User Guide, "
+            "'Encrypt log data in CloudWatch Logs using AWS KMS'); these groups hold flow records, probe results, "
+            "installer and provisioning traces and training metrics: no dataset content and no secrets."
+        )
+        acknowledge(self, "CT.CLOUDWATCH.PR.3", reason=no_customer_key)
+        acknowledge(self, "CKV_AWS_158", reason=no_customer_key, resource_types=["AWS::Logs::LogGroup"])
+        functions = ["AWS::Lambda::Function"]
+        acknowledge(
+            self,
+            "CKV_AWS_115",
+            reason="No function reserves concurrency unless ops.reserve_canary_concurrency opts in: Lambda keeps "
+            "100 executions unreserved, so accounts with a low limit refuse any reservation (HubSpoke-"
+            "ReservedConcurrency; Lambda Developer Guide, 'Configuring reserved concurrency').",
+            resource_types=functions,
+        )
+        acknowledge(
+            self,
+            "CKV_AWS_116",
+            reason="No function is invoked asynchronously with events to keep: custom-resource handlers are called "
+            "synchronously by their provider and report failure to CloudFormation; the canary runs every minute "
+            "and a failed run shows as a missing datapoint, which its alarms treat as breaching.",
+            resource_types=functions,
+        )
+        acknowledge(
+            self,
+            "CKV_AWS_173",
+            reason="Environment variables hold names, ARNs, addresses and ports, never secrets (the canary and the "
+            "provisioner read passwords from Secrets Manager at run time); Lambda encrypts them at rest with an "
+            "AWS managed key.",
+            resource_types=functions,
+        )
 
     def _describe(self, stack: Stack, plan: StackPlan) -> None:
         stack.template_options.metadata = {

@@ -67,7 +67,11 @@ class ComputeStack(PlannedStack):
             security_group=nodes_sg,
         )
         dependencies = HyperPodDependencies(
-            self, "Dependencies", cluster=plane.cluster, subnets=network.private_subnets
+            self,
+            "Dependencies",
+            cluster=plane.cluster,
+            subnets=network.private_subnets,
+            security_group=nodes_sg,
         )
         for addon in plane.core_addons:
             dependencies.node.add_dependency(addon)
@@ -106,9 +110,12 @@ class ComputeStack(PlannedStack):
             self,
             "TrainingMetrics",
             log_group_name=training_metrics.log_group_name(config.environment),
-            retention=logs.RetentionDays.THREE_MONTHS,
+            # A year: Control Tower CT.CLOUDWATCH.PR.2 refuses log groups kept for less.
+            retention=logs.RetentionDays.ONE_YEAR,
             removal_policy=RemovalPolicy.DESTROY,
         )
+        _accept_lifecycle_bucket_findings(hyperpod)
+        _accept_execution_role_findings(hyperpod)
         self.publish(EKS_CLUSTER_NAME, plane.cluster.cluster_name)
         self.publish(HYPERPOD_CLUSTER_ARN, hyperpod.cluster.attr_cluster_arn)
 
@@ -127,6 +134,50 @@ class ComputeStack(PlannedStack):
             "come and go, so the hub's nodes read the path, and nothing outside it.",
             findings=[f"Resource::arn:<AWS::Partition>:ssm:{self.region}:{self.account}:parameter{path}/*"],
         )
+
+
+def _accept_execution_role_findings(hyperpod: HyperPodCluster) -> None:
+    """checkov's IAM checks on the HyperPod execution role: what the HyperPod EKS guide asks of it."""
+    for rule in ("CKV_AWS_109", "CKV_AWS_111"):
+        acknowledge(
+            hyperpod.role,
+            rule,
+            reason="The VPC CNI on HyperPod nodes creates, attaches and shares network interfaces at run time, "
+            "whose IDs no template knows; the EC2 actions without a resource are the ones the SageMaker "
+            "Developer Guide lists for the HyperPod (EKS) execution role.",
+            resource_types=["AWS::IAM::Policy"],
+        )
+
+
+def _accept_lifecycle_bucket_findings(hyperpod: HyperPodCluster) -> None:
+    """Control Tower and checkov bucket controls that the lifecycle-scripts bucket does not need, with reasons."""
+    bucket = hyperpod.lifecycle_bucket
+    for rule in ("CT.S3.PR.2", "CKV_AWS_18"):
+        acknowledge(
+            bucket,
+            rule,
+            reason="The bucket only holds lifecycle scripts rendered from this repository at synth; every change "
+            "to them is a CloudFormation deployment, recorded by CloudTrail.",
+        )
+    acknowledge(
+        bucket,
+        "CT.S3.PR.4",
+        reason="Nothing consumes events of this bucket: HyperPod reads the scripts when a node starts, and each "
+        "deploy replaces them through CloudFormation.",
+    )
+    acknowledge(
+        bucket,
+        "CT.S3.PR.9",
+        reason="BucketDeployment prunes superseded scripts on each deploy; object lock would forbid that, and "
+        "the bucket's versioning already keeps a year of superseded scripts.",
+    )
+    acknowledge(
+        bucket,
+        "CT.S3.PR.10",
+        reason="The scripts are rendered from this repository and hold no secrets (the lifecycle tests check "
+        "what they contain); SSE-S3 encrypts them at rest and only the HyperPod role and the deployment read "
+        "or write them.",
+    )
 
 
 def build_compute(scope: Construct, plan: StackPlan, *, config: HubSpokeConfig) -> Stack:

@@ -11,6 +11,7 @@ from hubspoke.constructs.cnq.infrastructure import CnqCluster, cluster_name
 from hubspoke.constructs.cnq.provisioning import CnqProvisioner
 from hubspoke.mtu import peer_mtu
 from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS
+from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.wiring import Inputs, NetworkView
 from hubspoke.topology import StackPlan, stack_id
@@ -80,6 +81,7 @@ class StorageStack(PlannedStack):
             },
         )
         self.portal_resource = None if is_hub else self._portal(config, config.spoke(region.region))
+        _accept_bucket_findings(self.cluster)
         self.publish(FLOATING_IPS, self.cluster.floating_ips_joined)
         self.publish(REST_ADDRESS, Fn.select(0, self.cluster.floating_ips))
         self.publish(ADMIN_SECRET, self.cluster.admin_secret.secret_arn)
@@ -114,6 +116,56 @@ class StorageStack(PlannedStack):
         )
         portal.node.add_dependency(self.cluster_resource)
         return portal
+
+
+def _accept_bucket_findings(cluster: CnqCluster) -> None:
+    """Control Tower and checkov bucket controls that do not fit storage Qumulo manages, each with its reason."""
+    no_versions = (
+        "CNQ rewrites and deletes its own objects as files change: versions would keep every superseded block, "
+        "billed, without making the filesystem restorable; protection is the filesystem's (the hub is the copy "
+        "of record, a spoke's cache is not a backup), and the buckets are retained on delete."
+    )
+    for rule in ("CT.S3.PR.11", "CKV_AWS_21"):
+        acknowledge(cluster, rule, reason=no_versions)
+    acknowledge(
+        cluster,
+        "CT.S3.PR.9",
+        reason="Object lock would forbid CNQ deleting the blocks of removed or rewritten files, and the "
+        "access-log bucket's retention is the account owner's decision, not this stack's.",
+    )
+    acknowledge(
+        cluster,
+        "CT.S3.PR.6",
+        reason="An expiration or transition rule would delete or move CNQ's filesystem blocks behind Qumulo; "
+        "access logs are audit evidence whose retention the account owner sets.",
+    )
+    acknowledge(
+        cluster,
+        "CT.S3.PR.4",
+        reason="Nothing consumes S3 events of these buckets: CNQ is the only reader and writer of its objects, "
+        "and access logs are read only during an audit.",
+    )
+    acknowledge(
+        cluster.admin_secret,
+        "CKV_AWS_149",
+        reason="The admin secret is encrypted with the AWS managed key of Secrets Manager; who may read it is "
+        "decided by IAM on its ARN (this Region's provisioner and canary, a spoke's provisioner for the hub's), "
+        "which a customer key would have to be shared with across stacks and Regions to add nothing.",
+    )
+    access_logs = cluster.node.find_child("AccessLogs")
+    for rule in ("CT.S3.PR.2", "CKV_AWS_18"):
+        acknowledge(
+            access_logs,
+            rule,
+            reason="This bucket receives the persistent-storage buckets' access logs; logging it into itself "
+            "would loop, and logging it elsewhere only moves the question.",
+        )
+    acknowledge(
+        access_logs,
+        "CT.S3.PR.10",
+        reason="S3 server access logging delivers only into buckets encrypted with SSE-S3, not SSE-KMS (Amazon "
+        "S3 User Guide, 'Enabling Amazon S3 server access logging'); the logs hold request metadata only.",
+    )
 
 
 def build_storage(scope: Construct, plan: StackPlan, *, config: HubSpokeConfig) -> Stack:

@@ -54,7 +54,8 @@ class HubCanary(Construct):
         spoke_rest_address: str | None = None,
         spoke_rest_port: int = QUMULO_REST,
         admin_secret_arn: str | None = None,
-        log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
+        # A year: Control Tower CT.CLOUDWATCH.PR.2 refuses log groups kept for less.
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
         reserved_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)

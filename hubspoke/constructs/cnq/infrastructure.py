@@ -117,7 +117,11 @@ class CnqCluster(Construct):
                 instance_type=storage.instance_type,
                 iam_instance_profile=profile.ref,
                 network_interfaces=[
-                    ec2.CfnInstance.NetworkInterfaceProperty(device_index="0", network_interface_id=eni.ref)
+                    # Fn::GetAtt Id rather than Ref: the same ENI, and what Control Tower's CT.EC2.PR.8 reads
+                    # as "an existing interface" (a public IP can only go on a new one).
+                    ec2.CfnInstance.NetworkInterfaceProperty(
+                        device_index="0", network_interface_id=eni.attr_id
+                    )
                 ],
                 metadata_options=ec2.CfnInstance.MetadataOptionsProperty(
                     http_tokens="required", http_endpoint="enabled"

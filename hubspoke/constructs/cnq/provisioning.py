@@ -76,6 +76,11 @@ class CnqProvisioner(Construct):
             self,
             "Provider",
             on_event_handler=self.function,
+            # The framework's own function runs in the VPC too (Control Tower CT.LAMBDA.PR.3); it calls the
+            # Lambda and S3 APIs over the group's HTTPS egress.
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
+            security_groups=[self.security_group],
             log_group=logs.LogGroup(
                 self,
                 "ProviderLogs",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from aws_cdk import CfnTag, RemovalPolicy, Stack
+from aws_cdk import CfnTag, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -92,6 +92,9 @@ class HyperPodCluster(Construct):
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
             versioned=True,
+            # Superseded script versions go after a year (Control Tower CT.S3.PR.3 and CT.S3.PR.6 ask for a
+            # lifecycle rule on versioned buckets); the current version never expires.
+            lifecycle_rules=[s3.LifecycleRule(noncurrent_version_expiration=Duration.days(365))],
             removal_policy=RemovalPolicy.RETAIN,
         )
         acknowledge(
@@ -107,6 +110,10 @@ class HyperPodCluster(Construct):
             destination_bucket=self.lifecycle_bucket,
             destination_key_prefix=LIFECYCLE_PREFIX,
             retain_on_delete=True,
+            # In the VPC (Control Tower CT.LAMBDA.PR.3): it only copies between S3 buckets, via the gateway
+            # endpoint or NAT of the accelerator subnet.
+            vpc=eks_cluster.vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=[subnet]),
         )
         acknowledge_bucket_deployment(Stack.of(self), bucket=self.lifecycle_bucket)
         self.role = self._execution_role(eks_cluster)

@@ -89,6 +89,10 @@ class HyperPodEks(Construct):
             kubectl_provider_options=eks.KubectlProviderOptions(
                 kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
                 private_subnets=list(subnets),
+                # Our group (the endpoint's ENIs carry it; its self-rule admits the handler), not the
+                # EKS-made cluster group: Control Tower's CT.LAMBDA.PR.3 rule accepts a security group of
+                # the same template, and reports the EKS attribute as a reference it cannot check.
+                security_groups=[security_group],
             ),
             output_config_command=False,
         )
