@@ -23,6 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from hubspoke.config.rules import DEFAULT_SECURITY_GROUP_RULES, peer_path_rules  # noqa: E402
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS  # noqa: E402
 
 # CloudFormation quotas: 500 resources per stack, 1 MB template body (via S3). Goal: half of each.
@@ -64,10 +65,15 @@ def topology(spokes: int) -> dict[str, Any]:
             entry["compute"] = {"enabled": False}
         return entry
 
+    hub: dict[str, Any] = {"region": "us-east-2", "cidr": "10.250.0.0/16"}
+    rules = peer_path_rules({"hub": hub, "spokes": [{"cidr": "-"}] * spokes})["hub"]
+    if rules > DEFAULT_SECURITY_GROUP_RULES:
+        # What a deploy of this many spokes needs (README, Scaling): the config states the raised quota.
+        hub["quotas"] = {"security_group_rules": rules}
     return {
         "environment": f"bench{spokes}",
         "account": "123456789012",
-        "hub": {"region": "us-east-2", "cidr": "10.250.0.0/16"},
+        "hub": hub,
         "spokes": [region(code, i + 1) for i, code in enumerate(chosen)],
     }
 
