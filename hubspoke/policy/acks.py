@@ -4,7 +4,7 @@
   Validations API on the construct, which the policy-validation report honours for it and everything below it.
 - checkov (`CKV_AWS_117`) reads `Metadata: checkov: skip: [{id, comment}]` on a template resource (checkov
   CloudFormation context parser); the acknowledgment writes that, with the reason as comment, on every resource
-  at or below the construct (optionally only those of `resource_types`).
+  of `resource_types` at or below the construct.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def acknowledge(
     resource_types: Iterable[str] = (),
 ) -> None:
     """Accept `rule` on `scope` and below: a cdk-nag rule (optionally only `findings`), a Control Tower control
-    (e.g. "CT.LAMBDA.PR.3") or a checkov check (e.g. "CKV_AWS_116", optionally only on `resource_types`)."""
+    (e.g. "CT.LAMBDA.PR.3") or a checkov check (e.g. "CKV_AWS_116", on the resources of `resource_types`)."""
     if len(reason.strip()) < MIN_REASON:
         raise ValueError(f"acknowledgment of {rule} needs a reason a reviewer can check, got {reason!r}")
     findings, resource_types = list(findings), list(resource_types)
@@ -56,14 +56,14 @@ def acknowledge(
         ids = [f"{NAG_PACK}::{rule}[{f}]" for f in findings] or [f"{NAG_PACK}::{rule}"]
     elif rule in CONTROL_TOWER_RULES and not findings and not resource_types:
         ids = [f"{CONTROL_TOWER_PLUGIN}::{CONTROL_TOWER_RULES[rule]}"]
-    elif _CHECKOV_ID.match(rule) and not findings:
+    elif _CHECKOV_ID.match(rule) and not findings and resource_types:
         Aspects.of(scope).add(_CheckovSkip(rule, reason, frozenset(resource_types)))
         return
     else:
         raise ValueError(
             f"cannot acknowledge {rule!r} with findings={findings} resource_types={resource_types}: use an "
             f"{NAG_PACK}- rule (with findings), a Control Tower control in CONTROL_TOWER_RULES, or a checkov ID "
-            "(with resource_types)"
+            "with the resource_types it applies to"
         )
     Validations.of(scope).acknowledge(*(Acknowledgment(id=i, reason=reason) for i in ids))
 

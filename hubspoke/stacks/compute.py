@@ -152,13 +152,12 @@ def _accept_execution_role_findings(hyperpod: HyperPodCluster) -> None:
 def _accept_lifecycle_bucket_findings(hyperpod: HyperPodCluster) -> None:
     """Control Tower and checkov bucket controls that the lifecycle-scripts bucket does not need, with reasons."""
     bucket = hyperpod.lifecycle_bucket
-    for rule in ("CT.S3.PR.2", "CKV_AWS_18"):
-        acknowledge(
-            bucket,
-            rule,
-            reason="The bucket only holds lifecycle scripts rendered from this repository at synth; every change "
-            "to them is a CloudFormation deployment, recorded by CloudTrail.",
-        )
+    not_logged = (
+        "The bucket only holds lifecycle scripts rendered from this repository at synth; every change to them is "
+        "a CloudFormation deployment, recorded by CloudTrail."
+    )
+    acknowledge(bucket, "CT.S3.PR.2", reason=not_logged)
+    acknowledge(bucket, "CKV_AWS_18", reason=not_logged, resource_types=["AWS::S3::Bucket"])
     acknowledge(
         bucket,
         "CT.S3.PR.4",

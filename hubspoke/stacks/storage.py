@@ -125,8 +125,8 @@ def _accept_bucket_findings(cluster: CnqCluster) -> None:
         "billed, without making the filesystem restorable; protection is the filesystem's (the hub is the copy "
         "of record, a spoke's cache is not a backup), and the buckets are retained on delete."
     )
-    for rule in ("CT.S3.PR.11", "CKV_AWS_21"):
-        acknowledge(cluster, rule, reason=no_versions)
+    acknowledge(cluster, "CT.S3.PR.11", reason=no_versions)
+    acknowledge(cluster, "CKV_AWS_21", reason=no_versions, resource_types=["AWS::S3::Bucket"])
     acknowledge(
         cluster,
         "CT.S3.PR.9",
@@ -151,15 +151,15 @@ def _accept_bucket_findings(cluster: CnqCluster) -> None:
         reason="The admin secret is encrypted with the AWS managed key of Secrets Manager; who may read it is "
         "decided by IAM on its ARN (this Region's provisioner and canary, a spoke's provisioner for the hub's), "
         "which a customer key would have to be shared with across stacks and Regions to add nothing.",
+        resource_types=["AWS::SecretsManager::Secret"],
     )
     access_logs = cluster.node.find_child("AccessLogs")
-    for rule in ("CT.S3.PR.2", "CKV_AWS_18"):
-        acknowledge(
-            access_logs,
-            rule,
-            reason="This bucket receives the persistent-storage buckets' access logs; logging it into itself "
-            "would loop, and logging it elsewhere only moves the question.",
-        )
+    not_logged = (
+        "This bucket receives the persistent-storage buckets' access logs; logging it into itself would loop, "
+        "and logging it elsewhere only moves the question."
+    )
+    acknowledge(access_logs, "CT.S3.PR.2", reason=not_logged)
+    acknowledge(access_logs, "CKV_AWS_18", reason=not_logged, resource_types=["AWS::S3::Bucket"])
     acknowledge(
         access_logs,
         "CT.S3.PR.10",

@@ -59,6 +59,7 @@ def test_every_control_tower_id_maps_to_the_rule_the_plugin_reports() -> None:
         ("CT.NOPE.PR.1", {"reason": LONG_REASON}),
         ("CT.LAMBDA.PR.3", {"reason": LONG_REASON, "findings": ["x"]}),
         ("CKV_AWS_116", {"reason": LONG_REASON, "findings": ["x"]}),
+        ("CKV_AWS_116", {"reason": LONG_REASON}),
         ("Whatever-1", {"reason": LONG_REASON}),
     ],
 )
