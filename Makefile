@@ -34,7 +34,7 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 # Validation first (same messages as `hubspoke validate`), then one synth of every environment;
-# cdk-nag runs inside synth and fails it on any unacknowledged finding; cfn-lint checks every template.
+# cdk-nag, Control Tower controls and our pack run inside synth and fail it on any unacknowledged finding.
 synth: setup
 	hubspoke validate $(CONFIGS)
 	rm -rf cdk.out
@@ -60,6 +60,7 @@ test: setup lint typecheck
 
 benchmark: setup
 	$(PY) benchmarks/synth_scaling.py
+	$(PY) benchmarks/train_memory.py
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

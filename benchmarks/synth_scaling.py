@@ -60,22 +60,22 @@ def topology(spokes: int) -> dict[str, Any]:
     chosen = ["us-west-2", *others][:spokes]
 
     def region(code: str, i: int) -> dict[str, Any]:
-        entry: dict[str, Any] = {"region": code, "cidr": f"10.{i}.0.0/16"}
+        # Storage needs a pinned image and a staged release; synth never looks either up, so any
+        # well-formed ID per Region will do for timing.
+        storage = {"ami_id": f"ami-0{i:016x}", "qumulo_core": {"version": "7.10.2.1",
+                   "install_uri": "s3://hubspoke-bench-staging/cnq/qumulo-core-install/"}}  # fmt: skip
+        entry: dict[str, Any] = {"region": code, "cidr": f"10.{i}.0.0/16", "storage": storage}
         if code not in HYPERPOD_REGIONS:
             entry["compute"] = {"enabled": False}
         return entry
 
-    hub: dict[str, Any] = {"region": "us-east-2", "cidr": "10.250.0.0/16"}
-    rules = peer_path_rules({"hub": hub, "spokes": [{"cidr": "-"}] * spokes})["hub"]
+    hub = region("us-east-2", 250)
+    spoke_entries = [region(code, i + 1) for i, code in enumerate(chosen)]
+    rules = peer_path_rules({"hub": hub, "spokes": spoke_entries})["hub"]
     if rules > DEFAULT_SECURITY_GROUP_RULES:
         # What a deploy of this many spokes needs (README, Scaling): the config states the raised quota.
         hub["quotas"] = {"security_group_rules": rules}
-    return {
-        "environment": f"bench{spokes}",
-        "account": "123456789012",
-        "hub": hub,
-        "spokes": [region(code, i + 1) for i, code in enumerate(chosen)],
-    }
+    return {"environment": f"bench{spokes}", "account": "123456789012", "hub": hub, "spokes": spoke_entries}
 
 
 def run_synth(program: str, workdir: Path) -> tuple[float, Path]:

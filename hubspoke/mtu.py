@@ -1,8 +1,12 @@
-"""The one place that decides and renders the MTU towards peer VPCs (user data, lifecycle scripts, Qumulo).
+"""The one place that decides and renders the MTU towards peer VPCs (CNQ node user data, lifecycle scripts).
 
 Inside a VPC the MTU is 9001; over inter-Region VPC peering it is at most 8500 (EC2 User Guide,
 "Network MTU"). Hosts keep 9001 on their interface and pin 8500 on the routes to each peer CIDR, so
 local traffic keeps jumbo frames and cross-Region traffic is never black-holed by a too-large packet.
+The hosts whose packets cross the peering are the CNQ nodes (portal traffic, TCP 3713, hub <-> spoke).
+Each Region publishes the routes its hosts pin as SSM parameters under one path (in the hub Region the
+spokes' Link stacks, in a spoke Region its Storage stack), so the node script is the same everywhere and
+a new spoke changes no hub template.
 """
 
 from __future__ import annotations
@@ -31,6 +35,15 @@ def peer_routes(config: HubSpokeConfig, region: RegionConfig) -> tuple[tuple[str
 def peer_mtu_parameter_path(config: HubSpokeConfig) -> str:
     """SSM path under which each spoke's Link stack publishes its CIDRs and MTU for the hub's hosts."""
     return f"/hubspoke/{config.environment}/peer-mtu/"
+
+
+def peer_mtu_parameters(config: HubSpokeConfig, toward: RegionConfig) -> tuple[tuple[str, str], ...]:
+    """(SSM parameter name, value) that publish `toward`'s CIDRs to the hosts on the other side of the peering."""
+    path, mtu = peer_mtu_parameter_path(config), peer_mtu(config)
+    return tuple(
+        (f"{path}{toward.region}/{i}", peer_mtu_parameter_value(cidr, mtu))
+        for i, cidr in enumerate(toward.all_cidrs)
+    )
 
 
 def peer_mtu_parameter_value(cidr: str, mtu: int) -> str:
@@ -111,3 +124,16 @@ def render_route_mtu_script(routes: Iterable[tuple[str, int]]) -> str:
     lines.append(f'  echo "hubspoke: pinned MTU on {count} peer route(s) via $gw dev $dev"')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def render_peer_mtu_pin(path: str, region: str) -> str:
+    """A whole executable script that pins what is published under `path` (run at boot and by a timer).
+
+    The AWS CLI of a stock Ubuntu node is a snap (/snap/bin), which systemd's default PATH leaves out.
+    """
+    return (
+        "#!/bin/bash\n# hubspoke: pin the route MTU towards the peer VPCs (docs/runbooks/mtu.md).\n"
+        "set -euo pipefail\nexport PATH=$PATH:/snap/bin\n"
+        + render_route_mtu_from_ssm_script(path, region)
+        + "hubspoke_pin_peer_mtu\n"
+    )

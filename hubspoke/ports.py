@@ -1,7 +1,8 @@
 """Every port this project opens or probes, in one place: security groups, the canary, the policy pack and the diagram.
 
-Sources: Qumulo "Required networking ports" (NFS 2049, rpcbind 111, replication 3712, portal 3713 in both
-directions on every node, REST 8000); EC2 User Guide "Path MTU Discovery" (ICMP type 3 code 4).
+Sources: Qumulo "Required networking ports" (NFS 2049, rpcbind 111, portal 3713 in both directions on every
+node, REST 8000); EC2 User Guide "Path MTU Discovery" (ICMP type 3 code 4). Qumulo's replication port 3712
+is not here: portals do not use it and nothing in hubspoke replicates, so it stays closed.
 """
 
 from __future__ import annotations

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 
-from aws_cdk import App, CrossStackReferences, ReferenceStrength, Stack, Stage, Tags, Validations
+from aws_cdk import (
+    App,
+    CfnWaitConditionHandle,
+    CrossStackReferences,
+    ReferenceStrength,
+    Stack,
+    Stage,
+    Tags,
+    Validations,
+)
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
@@ -32,6 +42,8 @@ from hubspoke.topology import (
 # One builder per stack kind: `builder(stage, plan, config=config) -> Stack`. Stacks exchange values only
 # through named outputs (hubspoke.outputs), never through each other's objects.
 Builder = Callable[..., Stack]
+# `cdk deploy -c refresh=<token>`: re-resolve the weak references of the stacks deployed (see _refresh).
+REFRESH_CONTEXT = "refresh"
 BUILDERS: dict[StackKind, Builder] = {
     "network": build_network,
     "peer-access": build_peer_access,
@@ -47,6 +59,13 @@ BUILDERS: dict[StackKind, Builder] = {
 # server access logs delivered under a bucket policy instead of the legacy LogDeliveryWrite ACL, which
 # cfn-lint flags (W3045) and Control Tower's CT.S3.PR.5 refuses (aws-cdk-lib FEATURE_FLAGS.md).
 CONTEXT = {"@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True}
+# The app itself fails on an unacknowledged finding, whoever runs it. The pinned CDK CLI (2.1148.1,
+# lib/index.js contextFromSettings) passes "@aws-cdk/core:failSynthOnValidationErrors": false and reads
+# cdk.out/validation-report.json itself, but only for the stacks it selected: `cdk synth` of an app whose
+# stacks all live in a Stage selects none, so findings were printed nowhere and synth exited 0. Set after
+# the CLI's context (App postCliContext), this makes aws-cdk-lib throw "Validation failed" instead
+# (core/lib/private/synthesis-validation.js).
+FAIL_ON_FINDINGS = {"@aws-cdk/core:failSynthOnValidationErrors": True}
 
 
 def new_app(*, outdir: str | None = None) -> App:
@@ -56,7 +75,12 @@ def new_app(*, outdir: str | None = None) -> App:
     what cfn-lint, pinned and stricter, checks over every template in `make synth` and in the tests.
     cdk-nag and our pack still run inside every synth.
     """
-    return App(outdir=outdir, builtin_cloud_formation_validation=False, context=CONTEXT)
+    return App(
+        outdir=outdir,
+        builtin_cloud_formation_validation=False,
+        context=CONTEXT,
+        post_cli_context=FAIL_ON_FINDINGS,
+    )
 
 
 class HubSpokeStage(Stage):
@@ -88,6 +112,7 @@ class HubSpokeStage(Stage):
                     raise ValueError(f"stack {plan.id} depends on {dep}, which is not planned before it")
                 stack.add_stack_dependency(self.stacks[dep])
             self._describe(stack, plan)
+            self._refresh(stack)
             self.stacks[plan.id] = stack
         self._accept_environment_wide_findings()
         # cdk-nag, Control Tower's proactive controls (the cfn-guard rules its hooks run; the plugin ships the
@@ -133,6 +158,21 @@ class HubSpokeStage(Stage):
             "AWS managed key.",
             resource_types=functions,
         )
+
+    def _refresh(self, stack: Stack) -> None:
+        """With `-c refresh=<token>`, give every stack a resource named after the token, so deploying it is an
+        update even when nothing else changed.
+
+        Fn::GetStackOutput is "resolved at stack create or update time" and a consumer "is not automatically
+        updated" when the output changes (CloudFormation Template Reference, Fn::GetStackOutput); the CDK CLI
+        and CloudFormation both skip a deploy whose template is unchanged. ASSUMED: an update re-resolves every
+        Fn::GetStackOutput of the template, not only those of changed resources; `hubspoke verify` reports a
+        reader older than its producer either way. A WaitConditionHandle has no properties and costs nothing.
+        """
+        token = self.node.try_get_context(REFRESH_CONTEXT)
+        if token:
+            digest = hashlib.sha256(str(token).encode()).hexdigest()[:12]
+            CfnWaitConditionHandle(stack, f"WeakReferenceRefresh{digest}")
 
     def _describe(self, stack: Stack, plan: StackPlan) -> None:
         stack.template_options.metadata = {

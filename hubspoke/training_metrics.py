@@ -15,6 +15,10 @@ NAMESPACE = "HubSpoke/Training"
 SAMPLES_PER_SECOND = "SamplesPerSecond"
 TOKENS_PER_SECOND = "TokensPerSecond"
 STEP_SECONDS = "StepSeconds"
+# Rank 0 reports throughput every this many seconds (the rendered job's --metrics-seconds, train.py's
+# default). At most half a minute, so every 1-minute period of a running job holds a record the GPU alarm
+# can count.
+REPORT_SECONDS = 30.0
 # One dimension set, so a dashboard can name every series without knowing job names.
 DIMENSIONS: tuple[str, ...] = ("Environment", "Region")
 UNITS = {SAMPLES_PER_SECOND: "Count/Second", TOKENS_PER_SECOND: "Count/Second", STEP_SECONDS: "Seconds"}
@@ -32,8 +36,12 @@ AGENT_SERVICE = "cloudwatch-agent"
 AGENT_NAMESPACE = "amazon-cloudwatch"
 AGENT_PORT = 25888
 AGENT_ENDPOINT = f"tcp://{AGENT_SERVICE}.{AGENT_NAMESPACE}:{AGENT_PORT}"
-# The agent files each record in the log group its `_aws.LogGroupName` names; without one it creates a
-# default group with no retention. Each Region's Compute stack creates this one, with a retention.
+# The agent files each record in the log group its `_aws.LogGroupName` names. Its EMF pipeline is "EMF only"
+# (aws/amazon-cloudwatch-agent@ab55b8da, translator/translate/otel/exporter/awscloudwatchlogs/translator.go,
+# setEmfFields: EmfOnly, RawLog), and that exporter refuses a record without a log group name as "invalid emf
+# log" (amazon-contributing/opentelemetry-collector-contrib aws-cwa-dev@8e059f14,
+# exporter/awscloudwatchlogsexporter/exporter.go, logToCWLog): such a record is dropped, not filed in a
+# default group. Each Region's Compute stack creates this group, with a retention.
 
 
 def log_group_name(environment: str) -> str:

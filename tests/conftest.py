@@ -20,6 +20,7 @@ os.environ["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{os.environ['
 
 Templates = dict[str, dict[str, Any]]
 _SYNTH_CACHE: dict[str, Templates] = {}
+_WARNINGS: dict[str, list[str]] = {}
 
 
 def write_config(tmp_path: Path, data: dict[str, Any], name: str = "env.yaml") -> Path:
@@ -32,8 +33,35 @@ def write_config(tmp_path: Path, data: dict[str, Any], name: str = "env.yaml") -
 NETWORK_ONLY: dict[str, Any] = {"storage": {"enabled": False}, "compute": {"enabled": False}}
 
 
+# A Qumulo Core release staged as Qumulo's guide lays it out (docs/runbooks/qumulo-core.md).
+QUMULO_CORE: dict[str, str] = {
+    "version": "7.10.2.1",
+    "install_uri": "s3://hubspoke-test-staging/cnq/qumulo-core-install/",
+}
+
+
+def pinned_ami(region: str) -> str:
+    """A distinct, stable, well-formed AMI ID per Region (tests never look images up)."""
+    return f"ami-0{sum(map(ord, region)) % 16**8:08x}deadbeef"
+
+
+def with_pins(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with the storage pins issue 13 made required filled in wherever storage is left enabled.
+
+    Keys a test wrote itself win, so a test of a missing or wrong pin writes it (or builds raw YAML).
+    """
+    regions = [data["hub"]] if isinstance(data.get("hub"), dict) else []
+    regions += [s for s in data.get("spokes") or [] if isinstance(s, dict)]
+    for region in regions:
+        storage = region.setdefault("storage", {})
+        if storage.get("enabled", True) is not False and isinstance(region.get("region"), str):
+            storage.setdefault("ami_id", pinned_ami(region["region"]))
+            storage.setdefault("qumulo_core", dict(QUMULO_CORE))
+    return data
+
+
 def minimal(**overrides: Any) -> dict[str, Any]:
-    """The minimal valid config of DESIGN.md §4, with top-level overrides."""
+    """The smallest valid config of DESIGN.md §4 (plus the storage pins issue 13 made required)."""
     data: dict[str, Any] = {
         "environment": "dev",
         "account": "123456789012",
@@ -41,7 +69,7 @@ def minimal(**overrides: Any) -> dict[str, Any]:
         "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16"}],
     }
     data.update(overrides)
-    return data
+    return with_pins(data)
 
 
 def synth(config: HubSpokeConfig) -> Templates:
@@ -61,8 +89,20 @@ def synth(config: HubSpokeConfig) -> Templates:
         )
         for stack in stage.stacks.values()
     }
+    _WARNINGS[key] = [
+        f"{artifact.id}: {message.entry.data}"
+        for artifact in assembly.stacks_recursively
+        for message in artifact.messages
+        if str(message.level).rsplit(".", 1)[-1] in ("WARNING", "ERROR")
+    ]
     _SYNTH_CACHE[key] = templates
     return templates
+
+
+def synth_warnings(config: HubSpokeConfig) -> list[str]:
+    """The warnings and errors CDK attached to the synth of `config` that nobody acknowledged."""
+    synth(config)
+    return _WARNINGS[config.model_dump_json()]
 
 
 def resources(template: dict[str, Any], kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -91,6 +131,6 @@ def dev_templates(dev_config: HubSpokeConfig) -> Templates:
 @pytest.fixture
 def config_from(tmp_path: Path) -> Callable[[dict[str, Any]], HubSpokeConfig]:
     def build(data: dict[str, Any]) -> HubSpokeConfig:
-        return load(write_config(tmp_path, data)).config
+        return load(write_config(tmp_path, with_pins(data))).config
 
     return build

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.conftest import with_pins
+
 NETWORK_ONLY: dict[str, Any] = {"storage": {"enabled": False}, "compute": {"enabled": False}}
 
+# Storage pins (image, Qumulo Core release) filled in wherever storage is on, as every valid config needs.
 SHAPES: dict[str, dict[str, Any]] = {
     # Three spokes, secondary CIDRs on the hub and one spoke, NAT per AZ on one, the hub without compute.
     "multi-spoke": {
@@ -39,3 +42,4 @@ SHAPES: dict[str, dict[str, Any]] = {
         ],
     },
 }
+SHAPES = {name: with_pins(data) for name, data in SHAPES.items()}

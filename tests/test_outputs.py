@@ -17,7 +17,7 @@ import pytest
 from hubspoke.config import HubSpokeConfig, load
 from hubspoke.outputs import Reference, consumers, produced, references
 from hubspoke.topology import plan_stacks
-from tests.conftest import ROOT, Templates, synth, write_config
+from tests.conftest import ROOT, Templates, synth, synth_warnings, write_config
 from tests.shapes import SHAPES
 
 NETWORK = {"VpcId", "PeerPathSecurityGroupId", "AcceleratorSubnetId", "FlowLogGroupName"}
@@ -28,17 +28,13 @@ COMPUTE = {"EksClusterName", "HyperPodClusterArn"}
 def expected_outputs(config: HubSpokeConfig, kind: str, region: str) -> set[str]:
     """The contract, spelled out per stack kind (per-AZ outputs end in the AZ ID in CamelCase)."""
     if kind == "network":
-        cfg = config.region_config(region)
-        azs = list(cfg.resolved_az_ids)
-        route_azs = [
-            *azs,
-            *([] if cfg.resolved_accelerator_az_id in azs else [cfg.resolved_accelerator_az_id]),
-        ]
+        # No shape pins the accelerator outside az_ids, so route tables and private subnets share the AZs.
+        azs = list(config.region_config(region).resolved_az_ids)
         camel = {"use2-az1": "Use2Az1", "use2-az2": "Use2Az2", "usw2-az1": "Usw2Az1", "usw2-az2": "Usw2Az2",
                  "use1-az1": "Use1Az1", "use1-az2": "Use1Az2", "euw1-az1": "Euw1Az1", "euw1-az2": "Euw1Az2",
                  "apne1-az1": "Apne1Az1", "apne1-az2": "Apne1Az2", "euc1-az1": "Euc1Az1", "euc1-az2": "Euc1Az2"}  # fmt: skip
         names = set(NETWORK)
-        names |= {f"PrivateRouteTable{camel[az]}" for az in route_azs}
+        names |= {f"PrivateRouteTable{camel[az]}" for az in azs}
         names |= {f"PrivateSubnet{camel[az]}" for az in azs}
         if region != config.hub.region:
             names.add("PeeringConnectionId")
@@ -94,13 +90,33 @@ def test_templates_read_exactly_the_declared_references(shape: tuple[HubSpokeCon
     assert read == set(references(config))
 
 
+def test_every_reader_deploys_after_what_it_reads(shape: tuple[HubSpokeConfig, Templates]) -> None:
+    """A reader deployed beside its producer reads the old value (resolved at the reader's create or update):
+    each producer must be among the reader's dependencies, directly or through others, in the plan synth uses."""
+    config, _ = shape
+    deps = {p.id: set(p.depends_on) for p in plan_stacks(config)}
+
+    def upstream(stack: str) -> set[str]:
+        seen: set[str] = set()
+        todo = list(deps[stack])
+        while todo:
+            dep = todo.pop()
+            if dep not in seen:
+                seen.add(dep)
+                todo.extend(deps[dep])
+        return seen
+
+    for ref in references(config):
+        assert ref.producer in upstream(ref.consumer), (ref.consumer, ref.producer)
+
+
 def test_cross_account_reads_assume_a_role_the_producer_account_trusts_them_with(
     shape: tuple[HubSpokeConfig, Templates],
 ) -> None:
     config, templates = shape
     by_name = {p.name: p for p in plan_stacks(config)}
-    roles = {  # role name -> (account it lives in, its properties)
-        r["Properties"]["RoleName"]: (p.account, r["Properties"])
+    roles = {  # role name -> (account it lives in, its properties, the stack that holds it)
+        r["Properties"]["RoleName"]: (p.account, r["Properties"], p.id)
         for p in plan_stacks(config)
         for r in templates[p.id]["Resources"].values()
         if r["Type"] == "AWS::IAM::Role" and isinstance(r["Properties"].get("RoleName"), str)
@@ -115,11 +131,32 @@ def test_cross_account_reads_assume_a_role_the_producer_account_trusts_them_with
             crossed += 1
             arn = json.dumps(ref["RoleArn"])
             [name] = [n for n in roles if f":iam::{producer.account}:role/{n}" in arn]
-            account, props = roles[name]
+            account, props, holder = roles[name]
             assert account == producer.account, f"{name} must live in the producer's account"
             assert f":iam::{plan.account}:root" in json.dumps(props["AssumeRolePolicyDocument"]), name
+            # ...and may describe the producer's stack (Fn::GetStackOutput's RoleArn needs
+            # cloudformation:DescribeStacks on the referenced stack: CloudFormation Template Reference).
+            granted = [
+                json.dumps(statement["Resource"])
+                for policy in [*props.get("Policies", []), *attached_policies(templates[holder], name)]
+                for statement in policy["PolicyDocument"]["Statement"]
+                if "cloudformation:DescribeStacks" in json.dumps(statement["Action"])
+            ]
+            assert any(f":stack/{producer.name}/*" in g for g in granted), (name, producer.name)
     accounts = {config.account_of(r) for r in config.regions()}
     assert (crossed > 0) == (len(accounts) > 1)
+
+
+def attached_policies(template: dict[str, Any], role_name: str) -> list[dict[str, Any]]:
+    """AWS::IAM::Policy resources of `template` attached to the role named `role_name`."""
+    logical = {k for k, r in template["Resources"].items() if r["Type"] == "AWS::IAM::Role"
+               and r["Properties"].get("RoleName") == role_name}  # fmt: skip
+    return [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy"
+        and any(ref.get("Ref") in logical for ref in r["Properties"]["Roles"])
+    ]
 
 
 def test_consumers_name_what_to_redeploy_after_a_producer_changes(dev_config: HubSpokeConfig) -> None:
@@ -151,3 +188,9 @@ def test_an_undeclared_read_is_refused(dev_config: HubSpokeConfig) -> None:
     # The Compute stack has no business with the flow logs: reading them would be an unreviewed new edge.
     with pytest.raises(ValueError, match="does not declare"):
         inputs.read("network-us-west-2", FLOW_LOG_GROUP)
+
+
+def test_synth_leaves_no_unacknowledged_warning(shape: tuple[HubSpokeConfig, Templates]) -> None:
+    """A warning nobody reads buries the one that matters: each is fixed or acknowledged with its reason."""
+    config, _ = shape
+    assert synth_warnings(config) == []

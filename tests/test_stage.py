@@ -56,3 +56,40 @@ def test_a_planned_kind_without_a_builder_is_an_error(
     monkeypatch.delitem(stage.BUILDERS, "link")
     with pytest.raises(ValueError, match=r"plans a link stack, but stage\.BUILDERS cannot build one"):
         stage.HubSpokeStage(App(), config=dev_config)
+
+
+def _refreshed(config: HubSpokeConfig, token: str | None) -> dict[str, set[str]]:
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from aws_cdk import App
+
+    from hubspoke.stage import HubSpokeStage
+
+    app = App(
+        outdir=tempfile.mkdtemp(prefix="hubspoke-refresh-"),
+        builtin_cloud_formation_validation=False,
+        context={"refresh": token} if token else {},
+    )
+    stage = HubSpokeStage(app, config=config)
+    assembly = app.synth().get_nested_assembly(f"assembly-{stage.stage_name}")
+    handles: dict[str, set[str]] = {}
+    for sid, stack in stage.stacks.items():
+        body = json.loads(Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path).read_text())
+        handles[sid] = {
+            k for k, r in body["Resources"].items() if r["Type"] == "AWS::CloudFormation::WaitConditionHandle"
+        }
+    return handles
+
+
+def test_a_refresh_token_makes_every_stack_an_update_and_no_token_leaves_templates_alone(
+    dev_config: HubSpokeConfig,
+) -> None:
+    """Fn::GetStackOutput is resolved when the reading stack is created or updated (CloudFormation Template
+    Reference); an unchanged template is not deployed at all, so `-c refresh=<token>` adds a resource whose
+    logical ID follows the token, and a new token is always a change."""
+    plain, first, second = (_refreshed(dev_config, t) for t in (None, "1764500000", "1764500060"))
+    assert all(not ids for ids in plain.values())
+    assert all(len(ids) == 1 for ids in first.values()) and first.keys() == plain.keys()
+    assert all(first[sid] != second[sid] for sid in first)

@@ -7,6 +7,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+# Tokens per cross-entropy chunk: a chunk's logits, their fp32 copy and their gradient live at once
+# (8192 x 32000 x (2 + 4 + 4) bytes = 2.6 GB), never the whole batch's (24 x 4096 tokens: 31 GB).
+LOSS_CHUNK_TOKENS = 8192
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,8 @@ class Block(nn.Module):
     def __init__(self, s: LlamaShape):
         super().__init__()
         self.s = s
+        # Keep only the block's input for backward and recompute the rest (activation checkpointing).
+        self.checkpointed = False
         kv = s.n_kv_heads * s.head_dim
         self.attn_norm = RMSNorm(s.dim, s.norm_eps)
         self.wq = nn.Linear(s.dim, s.dim, bias=False)
@@ -87,6 +94,14 @@ class Block(nn.Module):
         self.w2 = nn.Linear(s.ffn_dim, s.dim, bias=False)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        if self.checkpointed and torch.is_grad_enabled():
+            # Inside the (FSDP-wrapped) block's forward, so FSDP's hooks stay outside the recomputed region,
+            # as torch's checkpoint_wrapper applied before fully_shard does. Non-reentrant: what FSDP2 supports.
+            out: torch.Tensor = checkpoint(self._forward, x, cos, sin, use_reentrant=False)
+            return out
+        return self._forward(x, cos, sin)
+
+    def _forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
         h = self.attn_norm(x)
         q = self.wq(h).view(b, t, self.s.n_heads, self.s.head_dim).transpose(1, 2)
@@ -99,8 +114,28 @@ class Block(nn.Module):
         return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
 
 
+def _chunk_loss(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(F.linear(hidden, weight).float(), labels, reduction="sum")
+
+
+def chunked_cross_entropy(
+    hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, chunk: int = LOSS_CHUNK_TOKENS
+) -> torch.Tensor:
+    """Mean cross-entropy of `hidden @ weight.T` against `labels`, `chunk` tokens at a time.
+
+    Each chunk's logits are recomputed in backward instead of kept, so the full (tokens x vocab) logits, in
+    bf16 or fp32, never exist; the loss is still computed in fp32.
+    """
+    flat, targets = hidden.flatten(0, -2), labels.flatten()
+    total = torch.zeros((), dtype=torch.float32, device=hidden.device)
+    for start in range(0, targets.numel(), chunk):
+        part = slice(start, start + chunk)
+        total = total + checkpoint(_chunk_loss, flat[part], weight, targets[part], use_reentrant=False)
+    return total / targets.numel()
+
+
 class Llama(nn.Module):
-    """Causal language model; forward returns logits of shape (batch, seq, vocab)."""
+    """Causal language model: logits (batch, seq, vocab), or with `labels` the mean cross-entropy loss."""
 
     def __init__(self, s: LlamaShape):
         super().__init__()
@@ -113,10 +148,18 @@ class Llama(nn.Module):
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    def checkpoint_blocks(self) -> None:
+        """Activation checkpointing per block: backward keeps one (batch, seq, dim) tensor per block."""
+        for layer in self.layers:
+            layer.checkpointed = True  # type: ignore[assignment]
+
+    def forward(self, tokens: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
         cos, sin = rotary(tokens.shape[1], self.s.head_dim, self.s.rope_theta, tokens.device)
         x = self.embed(tokens)
         for layer in self.layers:
             x = layer(x, cos, sin)
         # Tied output projection: the embedding matrix doubles as the LM head.
-        return F.linear(self.norm(x), self.embed.weight)
+        if labels is None:
+            return F.linear(self.norm(x), self.embed.weight)
+        # In the root module's forward, so FSDP has the (tied) embedding unsharded for the chunks' recompute.
+        return chunked_cross_entropy(self.norm(x), self.embed.weight, labels)

@@ -1,9 +1,10 @@
 """The reference training run: LLaMA 3 ~1B with FSDP on tokenized shards from the dataset mount.
 
 Started by torchrun (Kubeflow PyTorchJob) or hyperpodrun (HyperPodPyTorchJob), one process per GPU.
-Checkpoints go to the checkpoint mount with torch.distributed.checkpoint; rank 0 reports throughput as
-CloudWatch embedded metric format (EMF) records to the CloudWatch agent named by AWS_EMF_AGENT_ENDPOINT
-(stdout when it is unset or unreachable), human-readable progress on stderr.
+Checkpoints go to the checkpoint mount with torch.distributed.checkpoint; rank 0 reports throughput every
+--metrics-seconds (workload/throughput.py) as CloudWatch embedded metric format (EMF) records to the
+CloudWatch agent named by AWS_EMF_AGENT_ENDPOINT (stdout when it is unset or unreachable), human-readable
+progress on stderr.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import argparse
 import os
 import re
 import sys
-import time
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -20,16 +20,18 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-import torch.nn.functional as F
 from emf_sink import EmfSink
 from llama import PRESETS, Llama, shape
 from shards import RankSampler, TokenShards
+from throughput import ThroughputReporter
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.utils.data import DataLoader
 
 from hubspoke.training_metrics import (
     AGENT_ENDPOINT_ENV,
+    REPORT_SECONDS,
     SAMPLES_PER_SECOND,
     STEP_SECONDS,
     TOKENS_PER_SECOND,
@@ -52,8 +54,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prefetch-factor", type=int, default=4)
     p.add_argument("--max-steps", type=int, default=999)
     p.add_argument("--checkpoint-every", type=int, default=500)
-    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--log-every", type=int, default=10, help="steps between loss lines on stderr")
+    p.add_argument(
+        "--metrics-seconds", type=float, default=REPORT_SECONDS, help="seconds between throughput records"
+    )
     p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--seed", type=int, default=0, help="model initialisation: every rank must start equal")
     p.add_argument("--backend", choices=("nccl", "gloo"), default="nccl")
     p.add_argument("--environment", default=os.environ.get("HUBSPOKE_ENVIRONMENT", "unknown"))
     p.add_argument("--region", default=os.environ.get("AWS_REGION", "unknown"))
@@ -71,13 +77,17 @@ def init_distributed(backend: str) -> tuple[int, int, torch.device]:
     os.environ.setdefault("WORLD_SIZE", "1")
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")
-    dist.init_process_group(backend, timeout=timedelta(minutes=30))
     if backend == "nccl":
+        # The GPU first, then NCCL: torch's distributed_c10d.py warns that NCCL without
+        # torch.cuda.set_device "will lead to unexpected hang issues", and device_id binds the communicator
+        # to this GPU at once instead of every rank guessing device 0 (8 ranks crowding one H100).
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
+        dist.init_process_group(backend, timeout=timedelta(minutes=30), device_id=device)
     else:
         device = torch.device("cpu")
+        dist.init_process_group(backend, timeout=timedelta(minutes=30))
     return dist.get_rank(), dist.get_world_size(), device
 
 
@@ -109,18 +119,53 @@ def load_checkpoint(model: torch.nn.Module, optimizer: torch.optim.Optimizer, pa
     return int(state["step"])
 
 
-def build_model(args: argparse.Namespace, device: torch.device) -> torch.nn.Module:
-    model = Llama(shape(args.model, args.vocab_size)).to(device)
-    # bf16 compute with fp32 gradient reduction on GPUs; CPU runs (tests) stay in fp32.
+def build_model(
+    args: argparse.Namespace, device: torch.device, mesh: DeviceMesh | None = None, bf16: bool | None = None
+) -> torch.nn.Module:
+    """The model, checkpointed per block and sharded per block (FSDP2) over `mesh` (default: every rank).
+
+    bf16 compute with fp32 gradient reduction by default on GPUs; CPU runs (tests) stay in fp32. Its memory at
+    the reference settings is measured by benchmarks/train_memory.py.
+    """
+    torch.manual_seed(args.seed)
+    with device:  # created where it runs: no host copy of the whole model first
+        model = Llama(shape(args.model, args.vocab_size))
+    model.checkpoint_blocks()
     policy = (
         MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-        if device.type == "cuda"
+        if (device.type == "cuda" if bf16 is None else bf16)
         else MixedPrecisionPolicy()
     )
     for layer in model.layers:
-        fully_shard(layer, mp_policy=policy)
-    fully_shard(model, mp_policy=policy)
+        fully_shard(layer, mesh=mesh, mp_policy=policy)
+    fully_shard(model, mesh=mesh, mp_policy=policy)
     return model
+
+
+def _throughput_reporter(args: argparse.Namespace, world: int, sink: EmfSink) -> ThroughputReporter:
+    """Rank 0's throughput, on a clock, as EMF records to the agent (workload/throughput.py says why)."""
+
+    def report(step: int, rates: dict[str, float]) -> None:
+        values = {
+            SAMPLES_PER_SECOND: rates["samples_per_second"],
+            TOKENS_PER_SECOND: rates["tokens_per_second"],
+        }
+        if "step_seconds" in rates:
+            values[STEP_SECONDS] = rates["step_seconds"]
+        line = emf_line(
+            values, environment=args.environment, region=args.region, Job=args.job_name, Step=step
+        )
+        sink.send(line)
+        log(f"step {step}: {rates['samples_per_second']:.1f} samples/s")
+
+    reporter = ThroughputReporter(
+        samples_per_step=args.batch_size * world,
+        tokens_per_sample=args.seq_len,
+        report=report,
+        interval=args.metrics_seconds,
+    )
+    reporter.start()
+    return reporter
 
 
 def train(args: argparse.Namespace) -> int:
@@ -149,39 +194,24 @@ def train(args: argparse.Namespace) -> int:
         pin_memory=device.type == "cuda",
     )
     log(f"{len(dataset)} samples, {len(loader)} steps available to this rank, world size {world}")
-    metrics = EmfSink(os.environ.get(AGENT_ENDPOINT_ENV), warn=log) if rank == 0 else None
+    sink = EmfSink(os.environ.get(AGENT_ENDPOINT_ENV), warn=log) if rank == 0 else None
+    reporter = _throughput_reporter(args, world, sink) if sink is not None else None
 
-    step, saved, window_start, window_steps = start_step, start_step, time.perf_counter(), 0
+    step, saved = start_step, start_step
     model.train()
     for inputs, labels in loader:
         if step >= args.max_steps:
             break
         inputs, labels = inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten())
+        loss = model(inputs, labels)  # chunked cross-entropy: the full logits never exist
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        window_steps += 1
-        if step % args.log_every == 0 or step == args.max_steps:
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            elapsed = time.perf_counter() - window_start
-            samples = window_steps * args.batch_size * world
-            if metrics is not None:
-                values = {
-                    SAMPLES_PER_SECOND: samples / elapsed,
-                    TOKENS_PER_SECOND: samples * args.seq_len / elapsed,
-                    STEP_SECONDS: elapsed / window_steps,
-                }
-                metrics.send(
-                    emf_line(
-                        values, environment=args.environment, region=args.region, Job=args.job_name, Step=step
-                    )
-                )
-                log(f"step {step} loss {loss.item():.4f} {samples / elapsed:.1f} samples/s")
-            window_start, window_steps = time.perf_counter(), 0
+        if reporter is not None:
+            reporter.step_done(step)
+            if step % args.log_every == 0 or step == args.max_steps:
+                log(f"step {step} loss {loss.item():.4f}")
         if step % args.checkpoint_every == 0 or step == args.max_steps:
             log(f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step)}")
             saved = step
@@ -189,8 +219,9 @@ def train(args: argparse.Namespace) -> int:
         log(f"dataset exhausted at step {step} before --max-steps {args.max_steps}")
         if step != saved:
             log(f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step)}")
-    if metrics is not None:
-        metrics.close()
+    if reporter is not None and sink is not None:
+        reporter.close()
+        sink.close()
     dist.barrier()
     dist.destroy_process_group()
     return 0

@@ -118,7 +118,7 @@ def dot_source(config: HubSpokeConfig) -> str:
             graph.edge(
                 _id("cnq", config.hub),
                 _id("cnq", spoke),
-                label=f"portal ({spoke.portal.mode.replace('_', '-')})\nhub -> spoke, TCP 3712/3713",
+                label=f"portal ({spoke.portal.mode.replace('_', '-')})\nhub <-> spoke, TCP 3713",
                 style="dashed",
                 color=_SPOKE_COLOUR,
             )

@@ -69,7 +69,11 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
                 # Fn::GetStackOutput is resolved when the consumer deploys: after this stack's outputs
                 # change, redeploy these (CloudFormation User Guide, "Fn::GetStackOutput").
                 "read_by": [
-                    {"stack": consumer, "outputs": list(names)}
+                    {
+                        "stack": consumer,
+                        "outputs": list(names),
+                        "refresh": _refresh(config_path, stage, consumer),
+                    }
                     for consumer, names in readers.get(plan.id, {}).items()
                 ],
             }
@@ -89,6 +93,7 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
         "commands": {
             "bootstrap": _bootstrap_commands(config, stacks),
             "deploy_all": _cdk("deploy", config_path, f"{stage}/*"),
+            "refresh": _refresh(config_path, stage, "<reader-stack-id>"),
             "deploy_in_order": [
                 _cdk("deploy", config_path, "--exclusively", f"{stage}/{p.id}") for p in stacks
             ],
@@ -135,6 +140,17 @@ def _bootstrap_commands(config: HubSpokeConfig, stacks: list[StackPlan]) -> list
     return commands
 
 
+def _refresh(config_path: str, stage: str, stack_id: str) -> str:
+    """Redeploy one reader so its Fn::GetStackOutput values are read again (stage.py, REFRESH_CONTEXT).
+
+    A new token makes the deploy an update even with an unchanged template; `$(date +%s)` is left for the
+    shell to expand.
+    """
+    return _cdk("deploy", config_path, "--exclusively", f"{stage}/{stack_id}").replace(
+        " --exclusively", " -c refresh=$(date +%s) --exclusively", 1
+    )
+
+
 def _cdk(verb: str, config_path: str, *rest: str) -> str:
     return shlex.join(("npx", "cdk", verb, "-c", f"config={config_path}", *rest))
 
@@ -165,7 +181,7 @@ def _tables(data: dict[str, Any]) -> list[Table]:
             p["mtu"],
         )
     readers = Table(
-        "Weak references: when a stack's outputs change, redeploy the stacks that read them, in this order",
+        "Weak references: when a stack's outputs change, refresh the stacks that read them, in this order",
         ("stack", "its outputs read", "by"),
     )
     for s in data["stacks"]:
@@ -185,4 +201,7 @@ def _notes(data: dict[str, Any]) -> list[str]:
         "",
         "Or one stack at a time, in this order:",
         *(f"  {c}" for c in commands["deploy_in_order"]),
+        "",
+        "Refresh a reader after its producer's outputs changed (a new token forces an update; see the table):",
+        f"  {commands['refresh']}",
     ]

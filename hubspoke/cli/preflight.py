@@ -39,6 +39,7 @@ from hubspoke.cli.preflight_checks import (
     check_peering_quota,
     denied_or_error,
 )
+from hubspoke.cli.preflight_cnq import check_release, check_staged_package, check_ubuntu_image
 from hubspoke.cli.preflight_quotas import (
     check_hyperpod_quotas,
     check_lambda_concurrency,
@@ -221,6 +222,22 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
             "lambda",
             lambda: [check_lambda_concurrency(clients("lambda", name), config=config, region=region)],
         )
+    if region.storage.enabled:
+        rows += guarded(
+            "qumulo core package",
+            "s3",
+            lambda: [
+                check_staged_package(clients("s3", name), config=config, region=region),
+                check_release(config, region),
+            ],
+        )
+        rows += guarded(
+            "ubuntu image",
+            "ec2",
+            lambda: check_ubuntu_image(
+                clients("ssm", name), clients("ec2", name), config=config, region=region
+            ),
+        )
     if region.compute.enabled:
         rows += guarded(
             "sagemaker quota",
@@ -243,7 +260,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=COMMANDS["preflight"].summary,
         description="Read-only AWS checks per Region: account, CDK bootstrap, CIDR overlaps, peering quota, "
         "security-group rules quota, AZ IDs and accelerator offerings, Lambda concurrency (canary Regions), "
-        "HyperPod quotas against instances already in use, EKS Kubernetes version. "
+        "the staged Qumulo Core package and the pinned Ubuntu image, HyperPod quotas against instances already "
+        "in use, EKS Kubernetes version. "
         "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input.",
         epilog="Example:\n  AWS_PROFILE=ml-dev hubspoke preflight --config config/dev.yaml\n"
         "  hubspoke preflight --config config/dev.yaml --region us-west-2 --json",

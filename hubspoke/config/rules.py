@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hubspoke.config.schema import ComputeConfig, QuotasConfig, StorageConfig, effective_account
+from hubspoke.flow_logs import MAX_FILTERS_PER_LOG_GROUP, filter_count
 from hubspoke.ports import FROM_HUB, FROM_SPOKE
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
 
@@ -60,13 +61,14 @@ def _section(region: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _enabled(section: Mapping[str, Any]) -> bool:
-    return section.get("enabled", True) is not False
-
-
 def _default(model: type[ComputeConfig | StorageConfig | QuotasConfig], field: str) -> Any:
     """The schema's default for `field`: rules read raw YAML, where an omitted key means that default."""
     return model.model_fields[field].default
+
+
+def _enabled(section: Mapping[str, Any]) -> bool:
+    # Storage and compute share the default (on); a test keeps the two in step.
+    return section.get("enabled", _default(StorageConfig, "enabled")) is not False
 
 
 SERVICE_CIDR = _default(ComputeConfig, "service_cidr")
@@ -267,9 +269,104 @@ def peering_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
         )
 
 
-def _cidr_count(region: Mapping[str, Any]) -> int:
+# --- CNQ install rules (issue 13) -----------------------------------------------------------------------
+# The prewarm Job's fetch-data API needs Qumulo Core 7.8.4 or newer (Qumulo/qfetch README).
+QUMULO_CORE_MIN_VERSION = (7, 8, 4)
+
+
+def _version(value: Any) -> tuple[int, ...] | None:
+    if not isinstance(value, str) or not all(p.isdigit() for p in value.split(".")):
+        return None
+    return tuple(int(p) for p in value.split("."))
+
+
+def _storage_regions(raw: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
+    for path, region in _regions(raw):
+        storage = _section(region, "storage")
+        if _enabled(storage):
+            yield path, region, storage
+
+
+def storage_is_pinned(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """CNQ nodes boot a pinned image and install a named release: neither may be left to deploy time."""
+    for path, region, storage in _storage_regions(raw):
+        code = region.get("region", "this Region")
+        if storage.get("ami_id") is None:
+            yield Problem(
+                f"{path}.storage.ami_id",
+                f"required with storage: pin a stock Ubuntu 24.04 LTS image for {code}; "
+                f"`hubspoke ami --region {code}` prints the current one as the line to paste (ami_id: ami-...)",
+            )
+        if storage.get("qumulo_core") is None:
+            yield Problem(
+                f"{path}.storage.qumulo_core",
+                "required with storage: the Qumulo Core release the nodes install and where it is staged, "
+                "e.g. {version: 7.10.2.1, install_uri: s3://my-bucket/my-prefix/qumulo-core-install/} "
+                "(docs/runbooks/qumulo-core.md)",
+            )
+
+
+def qumulo_core_supported(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Releases older than 7.8.4 lack the fetch-data API; a portal needs the same release on both sides."""
+    minimum = ".".join(map(str, QUMULO_CORE_MIN_VERSION))
+    first: tuple[str, str] | None = None
+    for path, _, storage in _storage_regions(raw):
+        version = _section(storage, "qumulo_core").get("version")
+        parsed = _version(version)
+        if parsed is None:
+            continue
+        field = f"{path}.storage.qumulo_core.version"
+        if parsed < QUMULO_CORE_MIN_VERSION:
+            yield Problem(
+                field,
+                f"{version} is older than {minimum}, the first release with the fetch-data API the "
+                f"prewarm Job uses: stage {minimum} or newer (docs/runbooks/qumulo-core.md)",
+            )
+        if first is None:
+            first = (field, str(version))
+        elif first[1] != version:
+            yield Problem(
+                field,
+                f"{version} differs from {first[0]} ({first[1]}); a spoke portal is inaccessible when the "
+                "two clusters run different Qumulo Core versions: use one release everywhere",
+            )
+
+
+def storage_needs_egress(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """CNQ nodes must reach api.missionq.qumulo.com and api.nexus.qumulo.com to deploy and form quorum."""
+    for path, region, _ in _storage_regions(raw):
+        if region.get("nat") == "none":
+            yield Problem(
+                f"{path}.nat",
+                "none leaves the CNQ nodes without the outbound access Qumulo requires for deployment and "
+                "quorum (api.missionq.qumulo.com, api.nexus.qumulo.com): set nat: single (or per_az), or "
+                "storage.enabled: false for this Region",
+            )
+
+
+def _vpc_cidrs(region: Mapping[str, Any]) -> list[str]:
     secondary = region.get("secondary_cidrs")
-    return 1 + (len(secondary) if isinstance(secondary, list) else 0)
+    blocks = [region.get("cidr"), *(secondary if isinstance(secondary, list) else [])]
+    return [str(net) for net in map(_net, blocks) if net is not None]
+
+
+def flow_log_filters_fit(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """A spoke's traffic metrics (hubspoke/flow_logs.py) must fit the metric filters of one log group."""
+    hub = raw.get("hub")
+    hub_cidrs = _vpc_cidrs(hub) if isinstance(hub, Mapping) else []
+    for where, region in _regions(raw):
+        own = _vpc_cidrs(region)
+        if where == "hub" or not own or not hub_cidrs:
+            continue
+        count = filter_count(own_cidrs=own, hub_cidrs=hub_cidrs)
+        if count > MAX_FILTERS_PER_LOG_GROUP:
+            yield Problem(
+                f"{where}.secondary_cidrs",
+                f"this spoke's traffic metrics need {count} metric filters on its flow-log group, more than "
+                f"{MAX_FILTERS_PER_LOG_GROUP} (CloudWatch Logs allows 100 per log group): a CIDR that does not "
+                "end on /8, /16 or /24 is matched block by block; use fewer secondary CIDRs here or in the hub, "
+                "or octet-aligned ones (one /16 instead of several /17s)",
+            )
 
 
 def peer_path_rules(raw: Mapping[str, Any]) -> dict[str, int]:
@@ -277,8 +374,8 @@ def peer_path_rules(raw: Mapping[str, Any]) -> dict[str, int]:
     regions = dict(_regions(raw))
     if "hub" not in regions:
         return {}
-    spoke_cidrs = sum(_cidr_count(r) for path, r in regions.items() if path != "hub")
-    counts = {path: _cidr_count(regions["hub"]) * len(FROM_HUB) for path in regions if path != "hub"}
+    spoke_cidrs = sum(len(_vpc_cidrs(r)) for path, r in regions.items() if path != "hub")
+    counts = {path: len(_vpc_cidrs(regions["hub"])) * len(FROM_HUB) for path in regions if path != "hub"}
     if "hub" in regions:
         counts["hub"] = spoke_cidrs * len(FROM_SPOKE)
     return counts
@@ -332,6 +429,10 @@ RULES: tuple[Rule, ...] = (
     checkpoints_outside_dataset,
     public_endpoint_not_open_to_world,
     peering_quota,
+    storage_is_pinned,
+    qumulo_core_supported,
+    storage_needs_egress,
+    flow_log_filters_fit,
     peer_path_rules_within_quota,
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -87,6 +88,51 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+# --- CNQ install (issue 13): which Qumulo Core the nodes install, from where, on which pinned image ---
+# Qumulo's CNQ-on-AWS guide stages `qumulo-core.deb` under `<bucket>/<prefix>/qumulo-core-install/<version>/`
+# (Qumulo/docs, _includes/content-reuse/cnq-guide-aws/deployment-agnostic-cluster-persistent-storage.md).
+QUMULO_CORE_INSTALL_FOLDER = "qumulo-core-install"
+QUMULO_CORE_PACKAGE = "qumulo-core.deb"
+
+
+def _install_uri(value: str) -> str:
+    match = re.fullmatch(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/((?:[^/\s]+/)*)", value)
+    if match is None or ".." in match.group(1):
+        raise ValueError(
+            f"'{value}' is not an S3 folder URI; write it like s3://my-bucket/my-prefix/"
+            f"{QUMULO_CORE_INSTALL_FOLDER}/ (lowercase bucket name, ending with '/')"
+        )
+    if not match.group(2).endswith(f"{QUMULO_CORE_INSTALL_FOLDER}/"):
+        raise ValueError(
+            f"'{value}' does not end with '{QUMULO_CORE_INSTALL_FOLDER}/'; Qumulo's layout is "
+            f"s3://<bucket>/<prefix>/{QUMULO_CORE_INSTALL_FOLDER}/<version>/{QUMULO_CORE_PACKAGE}: "
+            f"give the URI of the {QUMULO_CORE_INSTALL_FOLDER}/ folder"
+        )
+    return value
+
+
+class QumuloCoreConfig(Model):
+    """The Qumulo Core release every node of the Region installs, staged in S3 the way Qumulo's guide says."""
+
+    # A release as Nexus names it and as GET /v1/version reports it ("Qumulo Core 7.10.2.1").
+    version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+(\.\d+)?$")]
+    # The `qumulo-core-install/` folder; the package is <install_uri><version>/qumulo-core.deb.
+    install_uri: Annotated[str, AfterValidator(_install_uri)]
+
+    @property
+    def bucket(self) -> str:
+        return self.install_uri.removeprefix("s3://").split("/", 1)[0]
+
+    @property
+    def package_key(self) -> str:
+        prefix = self.install_uri.removeprefix("s3://").split("/", 1)[1]
+        return f"{prefix}{self.version}/{QUMULO_CORE_PACKAGE}"
+
+    @property
+    def package_uri(self) -> str:
+        return f"s3://{self.bucket}/{self.package_key}"
+
+
 class StorageConfig(Model):
     """The Region's Cloud Native Qumulo cluster (hub or spoke)."""
 
@@ -95,8 +141,15 @@ class StorageConfig(Model):
     node_count: int = 4
     # i4i is in Qumulo's supported families and matches the reference hub's r5.8xlarge in vCPU and memory.
     instance_type: str = "i4i.8xlarge"
-    # No AMI lookup at synth: without an ID here, the Storage stack takes it as a deploy-time parameter.
+    # A stock Ubuntu LTS image pinned per Region (required with storage, rules.py): a deploy-time lookup would
+    # re-resolve on every update and replace every node at once. `hubspoke preflight` prints the current one.
     ami_id: Annotated[str, Field(pattern=r"^ami-[0-9a-f]{8,17}$")] | None = None
+    # Required with storage (rules.py): there is no default release or staging bucket.
+    qumulo_core: QumuloCoreConfig | None = None
+    # How long the stack waits for boot, install and first quorum. Qumulo's own provider waits 30 minutes
+    # (qumulo-terraform-aws, provider_timeout_minutes); CloudFormation gives a custom resource at most
+    # 60 (ServiceTimeout 1..3600 s) and the provider needs a few to report. ASSUMED margin, hence a setting.
+    formation_timeout_minutes: Annotated[int, Field(ge=30, le=55)] = 50
     soft_capacity_limit_tb: Annotated[int, Field(gt=0)] = 100
     dataset_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = "/dataset"
     # Region-local export for training checkpoints; outside dataset_path (rules.py) so it is never part
@@ -207,6 +260,11 @@ class OpsConfig(Model):
     alarm_emails: list[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = []
     gpu_utilization_floor_percent: Annotated[int, Field(ge=1, le=100)] = 80
     cache_hit_ratio_floor: Annotated[float, Field(gt=0, le=1)] = 0.9
+    # NFS reads (decimal GB per 5-minute period) below which a spoke's hit ratio is not computed: the portal's
+    # background traffic divided by a trickle of reads is meaningless. 1 GB is about 3.3 MB/s; it assumes
+    # that background stays well under (1 - floor) GB per period, which no Qumulo source states
+    # (docs/operations.md, "Derived cache hit ratio").
+    cache_hit_ratio_min_read_gb: Annotated[float, Field(gt=0)] = 1.0
     # Reserve one concurrent execution for each spoke's canary so a busy account cannot throttle it. Off by
     # default: Lambda keeps at least 100 executions unreserved (Lambda Developer Guide, "Configuring reserved
     # concurrency"), so an account with a low concurrency limit (new accounts often have 10) refuses any

@@ -25,7 +25,10 @@ from hubspoke.constructs.metrics import HIT_RATIO_PERIOD_MINUTES, gpu_while_trai
 
 HUB_UNREACHABLE_MINUTES = 3
 PORTAL_NOT_ACTIVE_MINUTES = 3
-GPU_LOW_MINUTES = 10
+# 8 breaching minutes of the last 10, not 10 in a row: a starving loader's utilization bounces (batches that
+# arrive are trained at full speed), and a minute or two above the floor must not restart the count.
+GPU_LOW_WINDOW_MINUTES = 10
+GPU_LOW_BREACHING_MINUTES = 8
 # Three 5-minute periods in a row, so the first minutes of a cold run (the reference warm-up lasts about
 # 150 batches) do not page anyone.
 HIT_RATIO_PERIODS = 3
@@ -130,7 +133,11 @@ def _alarm(
     periods: int,
     missing: cloudwatch.TreatMissingData,
     description: str,
+    breaching: int | None = None,
 ) -> cloudwatch.Alarm:
+    # `breaching` < `periods` makes an "M out of N" alarm: M breaching datapoints, not necessarily
+    # consecutive, among the latest N (CloudWatch User Guide, "Evaluating an alarm",
+    # awsdocs/amazon-cloudwatch-user-guide@b355497, doc_source/AlarmThatSendsEmail.md).
     alarm = cloudwatch.Alarm(
         scope,
         "".join(p.capitalize() for p in planned.key.split("-")),
@@ -138,7 +145,7 @@ def _alarm(
         threshold=threshold,
         comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
         evaluation_periods=periods,
-        datapoints_to_alarm=periods,
+        datapoints_to_alarm=breaching or periods,
         treat_missing_data=missing,
         alarm_name=planned.name,
         alarm_description=f"{description} Runbook: {planned.runbook}",
@@ -185,18 +192,20 @@ def portal_not_active(
 def cache_hit_ratio_low(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, config: HubSpokeConfig
 ) -> cloudwatch.Alarm:
-    """The derived cache hit ratio stayed under the configured floor while clients read."""
-    floor = config.ops.cache_hit_ratio_floor
+    """The derived cache hit ratio stayed under the configured floor while clients read enough to judge it."""
+    floor, min_read = config.ops.cache_hit_ratio_floor, config.ops.cache_hit_ratio_min_read_gb
     return _alarm(
         scope,
         planned,
         topic=topic,
-        metric=hit_ratio(environment=config.environment, region=planned.region),
+        metric=hit_ratio(environment=config.environment, region=planned.region, min_read_gb=min_read),
         threshold=floor,
         periods=HIT_RATIO_PERIODS,
+        # Periods with fewer reads than the minimum have no ratio: nobody reading is not a cold cache.
         missing=cloudwatch.TreatMissingData.NOT_BREACHING,
         description=f"Derived cache hit ratio of {planned.region} below {floor} "
-        f"for {HIT_RATIO_PERIODS * HIT_RATIO_PERIOD_MINUTES} minutes while clients read.",
+        f"for {HIT_RATIO_PERIODS * HIT_RATIO_PERIOD_MINUTES} minutes while clients read at least "
+        f"{min_read:g} GB per {HIT_RATIO_PERIOD_MINUTES} minutes.",
     )
 
 
@@ -208,22 +217,25 @@ def gpu_utilization_low(
     config: HubSpokeConfig,
     region: RegionConfig,
 ) -> cloudwatch.Alarm:
-    """GPUs under the configured floor while the training job reports samples/s: the loader is starving."""
+    """GPUs under the configured floor in 8 of 10 minutes while a job trains: the loader is starving."""
     floor = config.ops.gpu_utilization_floor_percent
     if region.region == config.hub.region:
         where = f"the hub Region {region.region}"
         why = ". The hub reads locally, so suspect the job or the CNQ cluster, not a cache."
     else:
         where = region.region
-        why = ": the loader is starving, usually a cold or evicted cache."
+        why = ": the loader is starving or stalled, usually a cold or evicted cache, or the hub unreachable."
     return _alarm(
         scope,
         planned,
         topic=topic,
         metric=gpu_while_training(config, region),
         threshold=floor,
-        periods=GPU_LOW_MINUTES,
+        periods=GPU_LOW_WINDOW_MINUTES,
+        breaching=GPU_LOW_BREACHING_MINUTES,
+        # No training job, no datapoint: an idle or finished cluster is not an alarm.
         missing=cloudwatch.TreatMissingData.NOT_BREACHING,
-        description=f"GPU utilization in {where} below {floor} % for {GPU_LOW_MINUTES} minutes while the "
-        f"training job reports samples/s{why}",
+        description=f"GPU utilization in {where}, average over the cluster's GPUs, below {floor} % in "
+        f"{GPU_LOW_BREACHING_MINUTES} of {GPU_LOW_WINDOW_MINUTES} minutes while a training job reports "
+        f"samples/s (0 counts: a stalled job too){why}",
     )

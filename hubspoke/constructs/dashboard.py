@@ -14,12 +14,14 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
+from hubspoke import training_metrics
 from hubspoke.alarms import planned_alarms
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.canary.infrastructure import canary_metric
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.canary.traffic import INTER_REGION_IN, INTER_REGION_OUT, traffic_metric
 from hubspoke.constructs.metrics import (
+    GPU_UTILIZATION_LABEL,
     HIT_RATIO_PERIOD_MINUTES,
     gpu_utilization,
     hit_ratio,
@@ -32,7 +34,9 @@ MIN_COLUMN_WIDTH = 6  # narrower graphs are unreadable; more Regions than 4 wrap
 GRAPH_HEIGHT = 6
 HEADER_HEIGHT = 3
 MINUTE = Duration.minutes(1)
-TRAFFIC_PERIOD_MINUTES = 5  # flow logs aggregate over up to 10 minutes: 1-minute sums would be noise
+# Flow-log records cover up to 1 minute and are timestamped at their start, so a minute's sum holds some of
+# the neighbouring minutes' bytes: 5-minute sums (like the hit ratio's periods) even that out.
+TRAFFIC_PERIOD_MINUTES = 5
 
 
 @dataclass(frozen=True)
@@ -206,7 +210,13 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
         return self._graph(
             column,
             f"Derived cache hit ratio, {column.region.region} ({HIT_RATIO_PERIOD_MINUTES} min)",
-            left=[hit_ratio(environment=self.config.environment, region=column.region.region)],
+            left=[
+                hit_ratio(
+                    environment=self.config.environment,
+                    region=column.region.region,
+                    min_read_gb=self.config.ops.cache_hit_ratio_min_read_gb,
+                )
+            ],
             left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
             left_annotations=[cloudwatch.HorizontalAnnotation(value=floor, label=f"floor {floor}")],
         )
@@ -245,9 +255,7 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
             column,
             f"GPU utilization, HyperPod nodes in {column.region.region}",
             left=[
-                gpu_utilization(self.config, column.region, period=MINUTE).with_(
-                    label="average over nodes (%)"
-                )
+                gpu_utilization(self.config, column.region, period=MINUTE).with_(label=GPU_UTILIZATION_LABEL)
             ],
             left_y_axis=cloudwatch.YAxisProps(min=0, max=100, show_units=False),
             left_annotations=[cloudwatch.HorizontalAnnotation(value=floor, label=f"floor {floor} %")],
@@ -259,6 +267,10 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
         return self._graph(
             column,
             f"Training samples/s, {column.region.region}",
-            left=[samples_per_second(self.config, column.region, period=MINUTE).with_(label="samples/s")],
+            left=[
+                samples_per_second(self.config, column.region, period=MINUTE).with_(
+                    label=f"samples/s, average of {training_metrics.REPORT_SECONDS:g} s records"
+                )
+            ],
             left_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
         )

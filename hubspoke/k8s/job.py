@@ -7,7 +7,6 @@ keep 256 batches in flight.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -34,6 +33,11 @@ KUBEFLOW_CONTAINER = "pytorch"
 HYPERPOD_API = "sagemaker.amazonaws.com/v1"
 HYPERPOD_AGENT_PORT = 8080  # the HyperPod elastic agent listens here
 TRAIN_SCRIPT = "/opt/hubspoke/train.py"
+# train.py's progress line on stderr: `step <n> loss <decimal> ...`. HyperPod's log monitoring restarts a job
+# whose line stops coming or whose loss stops being a decimal (a NaN loss prints "nan"); the SageMaker
+# developer guide's example matches the loss the same way ("Using the training operator to run jobs").
+# tests/workload/test_train.py runs train.py and checks this pattern against what it really prints.
+PROGRESS_LOG_PATTERN = r".*step \d+ loss \d+\.\d+.*"
 IMAGE_REPOSITORY = "hubspoke-training"
 
 
@@ -50,6 +54,14 @@ class TrainingSettings:
     checkpoint_every: int = 500
     log_every: int = 10
     job_name: str = "hubspoke-reference"
+    # torchrun restarts of the whole worker group after a failure, before the pod itself fails.
+    max_restarts: int = 3
+    # HyperPodPyTorchJob log monitoring. First progress line: model build, FSDP init, a resume read of the
+    # checkpoint and the first steps on a cold cache (60 ms per read for the first ~100 batches, DESIGN.md §1).
+    # Between lines: 10 steps (~35 s at the reference 115 samples/s) or a checkpoint write; AWS's samples
+    # allow 600 s (awsome-distributed-training, llama3_1_8b-fsdp-hpto.yaml). ASSUMED margins: tune per run.
+    progress_start_cutoff_s: int = 1800
+    progress_hang_after_s: int = 600
 
 
 def default_image(config: HubSpokeConfig, region: RegionConfig) -> str:
@@ -69,6 +81,8 @@ def _script_args(config: HubSpokeConfig, region: RegionConfig, s: TrainingSettin
         f"--max-steps={s.max_steps}",
         f"--checkpoint-every={s.checkpoint_every}",
         f"--log-every={s.log_every}",
+        # Explicit, so the interval the alarms and the dashboard rely on is the one the manifest shows.
+        f"--metrics-seconds={training_metrics.REPORT_SECONDS:g}",
         "--backend=nccl",
         f"--environment={config.environment}",
         f"--region={region.region}",
@@ -86,12 +100,10 @@ def _pod_template(
 ) -> dict[str, Any]:
     group = region.compute.instance_groups[0]
     devices = accelerator(group.instance_type)
-    resources = {
-        "nvidia.com/gpu": devices.gpus,
-        "vpc.amazonaws.com/efa": devices.efa_interfaces,
-        # The EFA libfabric provider registers memory in 2 MiB huge pages.
-        "hugepages-2Mi": "5120Mi",
-    }
+    # GPUs and EFA only, as AWS's EKS samples request (awsome-distributed-training, FSDP kubernetes/*.yaml): a
+    # hugepages-2Mi request only schedules on nodes that pre-allocate huge pages, which hubspoke's lifecycle
+    # script does not, so the pods would stay Pending. libfabric's EFA provider works without them.
+    resources = {"nvidia.com/gpu": devices.gpus, "vpc.amazonaws.com/efa": devices.efa_interfaces}
     container: dict[str, Any] = {
         "name": container_name,
         "image": image,
@@ -100,6 +112,8 @@ def _pod_template(
         "env": [
             {"name": "FI_PROVIDER", "value": "efa"},
             {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"},
+            # DataLoader workers fork after libfabric registered memory; AWS's samples set this for EFA.
+            {"name": "FI_EFA_FORK_SAFE", "value": "1"},
             {"name": "NCCL_DEBUG", "value": "WARN"},
             {"name": "PYTHONUNBUFFERED", "value": "1"},
             # samples/s as metrics via the add-on's CloudWatch agent, not stdout (hubspoke/training_metrics.py).
@@ -166,10 +180,17 @@ def pytorch_job(
     image: str | None = None,
     settings: TrainingSettings = TrainingSettings(),
 ) -> Manifest:
-    """A Kubeflow PyTorchJob: one Master and (nodes - 1) Workers, torchrun inside each pod."""
+    """A Kubeflow PyTorchJob with an elastic c10d rendezvous: Workers only, torchrun inside each pod.
+
+    With a static rendezvous a restarted pod waits for peers that are still in the old world, and the others
+    block in NCCL until the 30-minute process-group timeout. Elastic c10d lets every agent see the restart and
+    re-form the world (torchrun restarts its workers). Kubeflow training-operator v1.9.0: elasticPolicy needs
+    a Worker spec (pytorchjob_webhook.go validateSpec); the operator sets PET_RDZV_BACKEND, PET_RDZV_ENDPOINT
+    (<job>-worker-0 on the Worker's port), PET_NNODES "min:max" and PET_MAX_RESTARTS (controller.v1/pytorch
+    elastic.go), which torchrun reads. min = max: the world size is the reference run's, never partial.
+    """
     group = region.compute.instance_groups[0]
     gpus = accelerator(group.instance_type).gpus
-    # torchrun takes nnodes, rank and rendezvous from the PET_* variables the operator sets.
     template = _pod_template(
         region=region,
         container_name=KUBEFLOW_CONTAINER,
@@ -177,21 +198,22 @@ def pytorch_job(
         command=["torchrun", TRAIN_SCRIPT, *_script_args(config, region, settings)],
         ports=[],
     )
-    replicas: dict[str, Any] = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}}
-    if group.count > 1:
-        replicas["Worker"] = {
-            "replicas": group.count - 1,
-            "restartPolicy": "OnFailure",
-            "template": copy.deepcopy(template),
-        }
     return {
         "apiVersion": KUBEFLOW_API,
         "kind": "PyTorchJob",
         "metadata": _metadata(config, region, settings),
         "spec": {
             "nprocPerNode": str(gpus),
+            "elasticPolicy": {
+                "rdzvBackend": "c10d",
+                "minReplicas": group.count,
+                "maxReplicas": group.count,
+                "maxRestarts": settings.max_restarts,
+            },
             "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3},
-            "pytorchReplicaSpecs": replicas,
+            "pytorchReplicaSpecs": {
+                "Worker": {"replicas": group.count, "restartPolicy": "OnFailure", "template": template}
+            },
         },
     }
 
@@ -214,6 +236,11 @@ def hyperpod_job(
             "hyperpodrun",
             f"--nnodes={group.count}",
             f"--nproc-per-node={gpus}",
+            # Workers' stdout and stderr to the container log too, where log monitoring reads the progress
+            # line (as AWS's HyperPodPyTorchJob sample runs it: awsome-distributed-training,
+            # llama3_1_8b-fsdp-hpto.yaml).
+            "--tee=3",
+            "--log_dir=/tmp/hyperpod",
             TRAIN_SCRIPT,
             *_script_args(config, region, settings),
         ],
@@ -234,6 +261,20 @@ def hyperpod_job(
                     "maxFullJobRestarts": 1,
                 },
                 "cleanPodPolicy": "All",
+                # Hang detection (SageMaker developer guide, "Using the training operator to run jobs").
+                "logMonitoringConfiguration": [
+                    {
+                        "name": "JobStart",
+                        "logPattern": PROGRESS_LOG_PATTERN,
+                        "expectedStartCutOffInSeconds": settings.progress_start_cutoff_s,
+                    },
+                    {
+                        "name": "JobHangingDetection",
+                        "logPattern": PROGRESS_LOG_PATTERN,
+                        "expectedStartCutOffInSeconds": settings.progress_start_cutoff_s,
+                        "expectedRecurringFrequencyInSeconds": settings.progress_hang_after_s,
+                    },
+                ],
             },
         },
     }

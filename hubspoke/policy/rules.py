@@ -7,48 +7,21 @@ config that produced them. No CDK import: tests run the same rules as invariants
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+import json
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hubspoke.config.layout import route_table_az_ids
 from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
 from hubspoke.outputs import PEERING_CONNECTION, PRIVATE_ROUTE_TABLE
+from hubspoke.policy.deploy_facts import DEPLOY_FACT_RULES
+from hubspoke.policy.model import METADATA_KEY, PolicyRule, Template, Violation, referenced
+from hubspoke.policy.waiters import custom_resource_waits_within_service_timeout
 from hubspoke.topology import stack_name
 
-# Every template we emit carries this metadata (stage.py) so rules know which stack they read.
-METADATA_KEY = "hubspoke"
-
-
-@dataclass(frozen=True)
-class Template:
-    """One synthesized stack template and what stage.py recorded about it."""
-
-    path: str
-    body: Mapping[str, Any]
-
-    @property
-    def meta(self) -> Mapping[str, Any]:
-        return self.body.get("Metadata", {}).get(METADATA_KEY, {})
-
-    def resources(self, kind: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-        for logical_id, res in self.body.get("Resources", {}).items():
-            if res.get("Type") == kind:
-                yield logical_id, res.get("Properties", {})
-
-
-@dataclass(frozen=True)
-class Violation:
-    """A rule broken by one resource, with the fix."""
-
-    rule: str
-    template: str
-    logical_id: str
-    message: str
-    fix: str
-
-
-PolicyRule = Callable[[list[Template], HubSpokeConfig], Iterator[Violation]]
+__all__ = ["METADATA_KEY", "RULES", "PolicyRule", "Template", "Violation", "check"]
 
 
 def _ingress(template: Template) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -182,6 +155,161 @@ def no_route_between_spokes(templates: list[Template], config: HubSpokeConfig) -
                 )
 
 
+# ----- SageMaker HyperPod: deploy-time constraints its documentation states and a template shows -----
+HYPERPOD_CLUSTER = "AWS::SageMaker::Cluster"
+HEALTH_AGENT = "health-monitoring-agent"
+# SageMaker developer guide, "Getting started with Amazon EKS support in SageMaker HyperPod": VPC CNI 1.18.3+.
+MIN_VPC_CNI = (1, 18, 3)
+
+
+def _groups(props: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    groups = props.get("InstanceGroups", [])
+    return groups if isinstance(groups, list) else []
+
+
+def _volume_keys(props: Mapping[str, Any]) -> list[Any]:
+    return [
+        config.get("EbsVolumeConfig", {}).get("VolumeKmsKeyId")
+        for group in _groups(props)
+        for config in group.get("InstanceStorageConfigs", [])
+        if config.get("EbsVolumeConfig", {}).get("VolumeKmsKeyId")
+    ]
+
+
+def hyperpod_key_needs_continuous(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-HyperPodKeyNeedsContinuous: a customer managed volume key only with continuous node provisioning."""
+    for t in templates:
+        for logical_id, props in t.resources(HYPERPOD_CLUSTER):
+            if _volume_keys(props) and props.get("NodeProvisioningMode") != "Continuous":
+                yield Violation(
+                    "HubSpoke-HyperPodKeyNeedsContinuous", t.path, logical_id,
+                    "an instance group sets VolumeKmsKeyId but the cluster's NodeProvisioningMode is not Continuous",
+                    "set NodeProvisioningMode: Continuous, or drop VolumeKmsKeyId for the AWS owned key (SageMaker "
+                    "developer guide, 'Customer managed AWS KMS key encryption for SageMaker HyperPod': supported "
+                    "only for clusters using the continuous node provisioning mode)",
+                )  # fmt: skip
+
+
+def hyperpod_key_policy_without_context(
+    templates: list[Template], config: HubSpokeConfig
+) -> Iterator[Violation]:
+    """HubSpoke-HyperPodKeyPolicy: a HyperPod volume key's policy is not scoped by encryption context."""
+    for t in templates:
+        keys = dict(t.resources("AWS::KMS::Key"))
+        for logical_id, props in t.resources(HYPERPOD_CLUSTER):
+            for key_id in {referenced(k) for k in _volume_keys(props)} & set(keys):
+                if "kms:EncryptionContext" in str(keys[key_id].get("KeyPolicy", {})):
+                    yield Violation(
+                        "HubSpoke-HyperPodKeyPolicy", t.path, key_id,
+                        f"the key encrypting {logical_id}'s volumes has kms:EncryptionContext conditions",
+                        "remove the encryption-context conditions: HyperPod passes no encryption context, so the "
+                        "cluster could not use the key (SageMaker developer guide, 'Customer managed AWS KMS key "
+                        "encryption for SageMaker HyperPod')",
+                    )  # fmt: skip
+
+
+def _literal_start(value: Any) -> str:
+    """The literal beginning of a template string: the string itself, or a Fn::Join's leading literal part."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        if separator == "" and parts and isinstance(parts[0], str):
+            return parts[0]
+    return ""  # a generated name or a reference: nothing is known of its start
+
+
+def _bucket_name(t: Template, value: Any) -> str | None:
+    """The known beginning of the name of the S3 bucket an s3:// URI names, when the template shows it."""
+    if isinstance(value, str):
+        return value.removeprefix("s3://").split("/")[0] if value.startswith("s3://") else None
+    if isinstance(value, Mapping) and "Fn::Join" in value:
+        parts = value["Fn::Join"][1]
+        if parts and parts[0] == "s3://" and len(parts) > 1:
+            bucket = t.body.get("Resources", {}).get(referenced(parts[1]) or "", {})
+            return _literal_start(bucket.get("Properties", {}).get("BucketName"))
+    return None
+
+
+def hyperpod_lifecycle_bucket(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-HyperPodLifecycleBucket: lifecycle scripts come from a bucket whose name starts with sagemaker-."""
+    for t in templates:
+        for logical_id, props in t.resources(HYPERPOD_CLUSTER):
+            for group in _groups(props):
+                name = _bucket_name(t, group.get("LifeCycleConfig", {}).get("SourceS3Uri"))
+                if name is not None and not name.startswith("sagemaker-"):
+                    yield Violation(
+                        "HubSpoke-HyperPodLifecycleBucket", t.path, logical_id,
+                        f"instance group {group.get('InstanceGroupName')} reads its lifecycle scripts from bucket "
+                        f"{name or '(a generated name)'}",
+                        "name the bucket sagemaker-...: the SageMaker API reference (ClusterLifeCycleConfig."
+                        "SourceS3Uri) marks it Important, because the managed AmazonSageMakerClusterInstanceRolePolicy "
+                        "on the nodes' role reads only buckets with that prefix (the API's own pattern, "
+                        "(https|s3)://([^/]+)/?(.*), accepts any bucket)",
+                    )  # fmt: skip
+
+
+def hyperpod_access_entry(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-HyperPodAccessEntry: no access entry of our own for an instance group's execution role."""
+    for t in templates:
+        roles = {
+            referenced(g.get("ExecutionRole"))
+            for _, props in t.resources(HYPERPOD_CLUSTER)
+            for g in _groups(props)
+        } - {None}
+        for logical_id, props in t.resources("AWS::EKS::AccessEntry"):
+            if referenced(props.get("PrincipalArn")) in roles:
+                yield Violation(
+                    "HubSpoke-HyperPodAccessEntry", t.path, logical_id,
+                    "an access entry for a HyperPod execution role, which HyperPod creates itself",
+                    "remove it: HyperPod creates the execution role's access entry (SageMaker API reference, "
+                    "ClusterMetadata.EksRoleAccessEntries) and EKS allows one access entry per principal (EKS API "
+                    "reference, CreateAccessEntry principalArn)",
+                )  # fmt: skip
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    match = re.match(r"v?(\d+)\.(\d+)\.(\d+)", text)
+    return tuple(int(p) for p in match.groups()) if match else None
+
+
+def hyperpod_vpc_cni(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-HyperPodVpcCni: the VPC CNI add-on of a HyperPod orchestrator is 1.18.3 or newer."""
+    for t in templates:
+        if not any(True for _ in t.resources(HYPERPOD_CLUSTER)):
+            continue
+        for logical_id, props in t.resources("AWS::EKS::Addon"):
+            if props.get("AddonName") != "vpc-cni":
+                continue
+            version = _version(str(props.get("AddonVersion", "")))
+            if version is None or version < MIN_VPC_CNI:
+                yield Violation(
+                    "HubSpoke-HyperPodVpcCni", t.path, logical_id,
+                    f"vpc-cni {props.get('AddonVersion', '(EKS default)')} on a HyperPod orchestrator",
+                    "pin vpc-cni 1.18.3 or newer (SageMaker developer guide, 'Getting started with Amazon EKS "
+                    "support in SageMaker HyperPod')",
+                )  # fmt: skip
+
+
+def hyperpod_health_agent_region(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-HyperPodAgentRegion: the dependencies chart gets the health agent's Region as a value."""
+    for t in templates:
+        region = t.meta.get("region")
+        for logical_id, props in t.resources("Custom::HyperPodDependencies"):
+            try:
+                agent = json.loads(props.get("Values", "")).get(HEALTH_AGENT, {})
+            except (TypeError, ValueError, AttributeError):
+                agent = {}
+            if agent.get("region") != region:
+                yield Violation(
+                    "HubSpoke-HyperPodAgentRegion", t.path, logical_id,
+                    f"the chart's {HEALTH_AGENT}.region is {agent.get('region')!r}, not the stack's {region}",
+                    f"pass Values as one JSON string with {HEALTH_AGENT}.region set: before any node exists the "
+                    "chart falls back to us-east-1 (aws/sagemaker-hyperpod-cli at the pinned commit, "
+                    "charts/health-monitoring-agent/templates/_helpers.tpl)",
+                )  # fmt: skip
+
+
 def _ref(value: Any) -> Any:
     return value.get("Ref") if isinstance(value, Mapping) else value
 
@@ -195,122 +323,137 @@ def _output_of(value: Any, stack: str) -> Any:
     return None
 
 
-CLOUDWATCH_SERVICE = "cloudwatch.amazonaws.com"
+# --- CNQ deploy-time constraints (issue 13) ------------------------------------------------------------------
+# AWS::CloudFormation::CustomResource ServiceTimeout: "an integer from 1 to 3600" seconds (the default).
+CUSTOM_RESOURCE_LIMIT_SECONDS = 3600
+# Qumulo "Required networking ports": 3712 is replication; portals use 3713. Nothing here replicates.
+QUMULO_REPLICATION_PORT = 3712
 
 
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
+def _cnq_nodes(t: Template) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    for logical_id, props in t.resources("AWS::EC2::Instance"):
+        if any(tag.get("Key") == CLUSTER_TAG for tag in props.get("Tags", []) if isinstance(tag, Mapping)):
+            yield logical_id, props
 
 
-def _publishes(statement: Mapping[str, Any]) -> bool:
-    principal = statement.get("Principal")
-    services = _as_list(principal.get("Service", [])) if isinstance(principal, Mapping) else []
-    actions = [a.lower() for a in _as_list(statement.get("Action", [])) if isinstance(a, str)]
-    return (
-        statement.get("Effect") == "Allow"
-        and CLOUDWATCH_SERVICE in services
-        and any(a in ("sns:publish", "sns:*", "*") for a in actions)
-    )
-
-
-def alarm_topics_let_cloudwatch_publish(
+def no_termination_protection_in_templates(
     templates: list[Template], config: HubSpokeConfig
 ) -> Iterator[Violation]:
-    """HubSpoke-AlarmTopicPublish: an alarm's topic policy lets CloudWatch publish (a topic policy replaces SNS's default)."""
+    """HubSpoke-NoTemplateTerminationProtection: no instance is created protected (EC2 User Guide, termination
+    protection: a protected instance cannot be terminated, so a failed create could not roll back)."""
     for t in templates:
-        grants: set[str] = set()
-        for _, policy in t.resources("AWS::SNS::TopicPolicy"):
-            statements = policy.get("PolicyDocument", {}).get("Statement", [])
-            if any(_publishes(s) for s in statements):
-                grants |= {_ref(topic) for topic in policy.get("Topics", [])}
-        for logical_id, alarm in t.resources("AWS::CloudWatch::Alarm"):
-            actions = [*alarm.get("AlarmActions", []), *alarm.get("OKActions", [])]
-            for topic in {_ref(a) for a in actions if isinstance(_ref(a), str)} - grants:
-                if t.body.get("Resources", {}).get(topic, {}).get("Type") != "AWS::SNS::Topic":
-                    continue
+        for logical_id, props in t.resources("AWS::EC2::Instance"):
+            if props.get("DisableApiTermination") not in (None, False, "false"):
                 yield Violation(
-                    "HubSpoke-AlarmTopicPublish",
+                    "HubSpoke-NoTemplateTerminationProtection",
                     t.path,
                     logical_id,
-                    f"alarm notifies topic {topic}, whose policy does not allow {CLOUDWATCH_SERVICE} sns:Publish: "
-                    "a topic policy replaces SNS's default one, so every alarm action fails (AWS Knowledge Center, "
-                    "cloudwatch-receive-sns-for-alarm-trigger)",
-                    "allow cloudwatch.amazonaws.com sns:Publish on the topic, conditioned on the alarms' ARNs "
-                    "(hubspoke.constructs.alarms.AlarmTopic does)",
+                    "DisableApiTermination is set in the template: a failed create would end in ROLLBACK_FAILED",
+                    "drop it from the template; protect the nodes after formation (the CNQ provisioner does)",
                 )
 
 
-def _group_key(group_id: Any, t: Template, stacks: Mapping[str, Template]) -> tuple[str, str] | None:
-    """(stack, logical ID) of the security group a rule's GroupId points at, across weak references."""
-    if isinstance(group_id, Mapping) and "Fn::GetStackOutput" in group_id:
-        ref = group_id["Fn::GetStackOutput"]
-        producer = stacks.get(ref.get("StackName", ""))
-        if producer is None:
-            return None
-        value = producer.body.get("Outputs", {}).get(ref.get("OutputName"), {}).get("Value")
-        return _group_key(value, producer, stacks)
-    if isinstance(group_id, Mapping) and "Fn::GetAtt" in group_id:
-        return _stack_of(t), group_id["Fn::GetAtt"][0]
-    if isinstance(group_id, Mapping) and "Ref" in group_id:
-        return _stack_of(t), group_id["Ref"]
-    return None
-
-
-def _stack_of(t: Template) -> str:
-    meta = t.meta
-    return f"{meta.get('environment')}/{meta.get('kind')}/{meta.get('spoke') or meta.get('region')}"
-
-
-def inbound_rules_within_quota(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
-    """HubSpoke-SecurityGroupRuleQuota: no security group holds more inbound rules than its Region's quota."""
-    by_name = {stack_name(config, t.meta["kind"], t.meta.get("spoke") or t.meta["region"]): t
-               for t in templates if t.meta.get("kind")}  # fmt: skip
-    counts: dict[tuple[str, str], int] = {}
-    homes: dict[tuple[str, str], Template] = {}
+def node_image_is_pinned(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-PinnedNodeImage: every CNQ node boots a literal AMI ID. CloudFormation resolves parameters and
+    dynamic references again on every update, and a new ImageId replaces the instance: all nodes at once."""
     for t in templates:
-        for logical_id, props in t.resources("AWS::EC2::SecurityGroup"):
-            key = (_stack_of(t), logical_id)
-            counts[key] = counts.get(key, 0) + len(props.get("SecurityGroupIngress", []))
-            homes[key] = t
-        for _, props in t.resources("AWS::EC2::SecurityGroupIngress"):
-            group = _group_key(props.get("GroupId"), t, by_name)
-            if group is not None:
-                counts[group] = counts.get(group, 0) + 1
-    for key, count in counts.items():
-        home = homes.get(key)
-        region = home.meta.get("region") if home else None
-        if home is None or region is None:
-            continue
-        quota = config.region_config(region).quotas.security_group_rules
-        if count > quota:
-            yield Violation(
-                "HubSpoke-SecurityGroupRuleQuota",
-                home.path,
-                key[1],
-                f"{count} inbound rules on one security group, over the {quota} the config relies on in {region} "
-                "(Amazon VPC quotas: 'Inbound or outbound rules per security group', 60 by default, L-0EA8095F); "
-                "CloudFormation fails on the first rule past the quota",
-                f"request a higher quota and set quotas.security_group_rules for {region}, or peer fewer CIDRs",
-            )
-
-
-def reserved_concurrency_only_when_opted_in(
-    templates: list[Template], config: HubSpokeConfig
-) -> Iterator[Violation]:
-    """HubSpoke-ReservedConcurrency: no Lambda reserves concurrency unless the config opts the canary in."""
-    for t in templates:
-        allowed = config.ops.reserve_canary_concurrency and t.meta.get("kind") == "ops"
-        for logical_id, props in t.resources("AWS::Lambda::Function"):
-            if props.get("ReservedConcurrentExecutions") is not None and not allowed:
+        for logical_id, props in _cnq_nodes(t):
+            image = props.get("ImageId")
+            if not (isinstance(image, str) and image.startswith("ami-")):
                 yield Violation(
-                    "HubSpoke-ReservedConcurrency",
+                    "HubSpoke-PinnedNodeImage",
                     t.path,
                     logical_id,
-                    "function reserves concurrency: Lambda keeps at least 100 executions unreserved (Lambda "
-                    "Developer Guide, 'Configuring reserved concurrency'), so accounts with a low concurrency "
-                    "limit (new accounts often have 10) refuse the stack",
-                    "remove ReservedConcurrentExecutions, or set ops.reserve_canary_concurrency: true for the "
-                    "canary and let `hubspoke preflight` check the account",
+                    f"ImageId is {json.dumps(image)[:80]}, resolved at deploy time",
+                    "pin storage.ami_id in the config (hubspoke ami prints the current Ubuntu image)",
+                )
+
+
+def node_user_data_is_literal(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-StableNodeUserData: a CNQ node's UserData is a literal. A changed UserData stops and starts the
+    instance (AWS::EC2::Instance, 'Update requires: Some interruptions'), so it may follow nothing that moves."""
+    for t in templates:
+        for logical_id, props in _cnq_nodes(t):
+            user_data = props.get("UserData")
+            inner = user_data.get("Fn::Base64") if isinstance(user_data, Mapping) else None
+            if not isinstance(inner, str):
+                yield Violation(
+                    "HubSpoke-StableNodeUserData",
+                    t.path,
+                    logical_id,
+                    "UserData is missing or built from references that can change between deploys",
+                    "render the boot script from config-derived names only (hubspoke.constructs.cnq.node)",
+                )
+
+
+def cnq_regions_have_egress_and_s3_gateway(
+    templates: list[Template], config: HubSpokeConfig
+) -> Iterator[Violation]:
+    """HubSpoke-CnqNetworkNeeds: a Region with CNQ nodes has a NAT gateway and an S3 gateway endpoint. Qumulo's
+    CNQ guide: nodes must reach api.missionq.qumulo.com and api.nexus.qumulo.com for deployment and quorum, and
+    'it isn't possible to deploy your cluster without' the S3 gateway endpoint."""
+    networks = {t.meta.get("region"): t for t in templates if t.meta.get("kind") == "network"}
+    for t in templates:
+        nodes = list(_cnq_nodes(t))
+        if not nodes:
+            continue
+        net = networks.get(t.meta.get("region"))
+        nat = net is not None and any(True for _ in net.resources("AWS::EC2::NatGateway"))
+        s3 = net is not None and any(
+            str(p.get("ServiceName", "")).endswith(".s3") and p.get("VpcEndpointType", "Gateway") == "Gateway"
+            for _, p in net.resources("AWS::EC2::VPCEndpoint")
+        )
+        for missing, what in ((not nat, "a NAT gateway"), (not s3, "an S3 gateway endpoint")):
+            if missing:
+                yield Violation(
+                    "HubSpoke-CnqNetworkNeeds",
+                    t.path,
+                    nodes[0][0],
+                    f"CNQ nodes in {t.meta.get('region')} but its network stack has no {what}",
+                    "keep nat: single or per_az where storage is enabled; keep the VPC's S3 gateway endpoint",
+                )
+
+
+def waits_fit_the_custom_resource_limit(
+    templates: list[Template], config: HubSpokeConfig
+) -> Iterator[Violation]:
+    """HubSpoke-WaitWithinCustomResourceLimit: a provider's waiter (interval x attempts, aws-cdk-lib Provider) ends
+    before CloudFormation's 3600-s custom-resource limit, so the failure CloudFormation shows is ours."""
+    for t in templates:
+        for logical_id, props in t.resources("AWS::StepFunctions::StateMachine"):
+            definition = props.get("DefinitionString")
+            parts = (
+                definition.get("Fn::Join", ["", []])[1] if isinstance(definition, Mapping) else [definition]
+            )
+            text = "".join(p for p in parts if isinstance(p, str))
+            for interval, attempts in re.findall(r'"IntervalSeconds":(\d+),"MaxAttempts":(\d+)', text):
+                if int(interval) * int(attempts) >= CUSTOM_RESOURCE_LIMIT_SECONDS:
+                    yield Violation(
+                        "HubSpoke-WaitWithinCustomResourceLimit",
+                        t.path,
+                        logical_id,
+                        f"the waiter may poll {int(interval) * int(attempts)} s; CloudFormation gives up at "
+                        f"{CUSTOM_RESOURCE_LIMIT_SECONDS} s",
+                        "keep the provider's total_timeout under 3600 s (for CNQ: "
+                        "storage.formation_timeout_minutes at 55 or less)",
+                    )
+
+
+def replication_port_closed(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-NoUnusedQumuloPort: TCP 3712 (Qumulo replication) stays closed: portals use 3713 (Qumulo
+    'Required networking ports') and nothing in this project replicates."""
+    for t in templates:
+        for logical_id, rule in _ingress(t):
+            low, high = rule.get("FromPort"), rule.get("ToPort")
+            if not (rule.get("IpProtocol") == "tcp" and isinstance(low, int) and isinstance(high, int)):
+                continue
+            if low <= QUMULO_REPLICATION_PORT <= high:
+                yield Violation(
+                    "HubSpoke-NoUnusedQumuloPort",
+                    t.path,
+                    logical_id,
+                    f"ingress on TCP {low}-{high} opens Qumulo replication (3712), which nothing here uses",
+                    "open only the ports in hubspoke/ports.py; portals need 3713",
                 )
 
 
@@ -319,9 +462,20 @@ RULES: tuple[PolicyRule, ...] = (
     ingress_only_from_known_cidrs,
     peerings_routed_on_both_sides,
     no_route_between_spokes,
-    alarm_topics_let_cloudwatch_publish,
-    inbound_rules_within_quota,
-    reserved_concurrency_only_when_opted_in,
+    no_termination_protection_in_templates,
+    node_image_is_pinned,
+    node_user_data_is_literal,
+    cnq_regions_have_egress_and_s3_gateway,
+    waits_fit_the_custom_resource_limit,
+    replication_port_closed,
+    hyperpod_key_needs_continuous,
+    hyperpod_key_policy_without_context,
+    hyperpod_lifecycle_bucket,
+    hyperpod_access_entry,
+    hyperpod_vpc_cni,
+    hyperpod_health_agent_region,
+    custom_resource_waits_within_service_timeout,
+    *DEPLOY_FACT_RULES,
 )
 
 

@@ -6,7 +6,6 @@ import tempfile
 from pathlib import Path
 
 from aws_cdk import Fn, RemovalPolicy, Stack
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -19,7 +18,6 @@ from hubspoke.constructs.hyperpod.dependencies import HyperPodDependencies
 from hubspoke.constructs.hyperpod.eks import HyperPodEks
 from hubspoke.constructs.hyperpod.lifecycle import write_lifecycle_scripts
 from hubspoke.k8s.storage import storage_manifests
-from hubspoke.mtu import peer_mtu_parameter_path
 from hubspoke.outputs import EKS_CLUSTER_NAME, FLOATING_IPS, HYPERPOD_CLUSTER_ARN
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
@@ -75,9 +73,7 @@ class ComputeStack(PlannedStack):
         )
         for addon in plane.core_addons:
             dependencies.node.add_dependency(addon)
-        lifecycle_dir = write_lifecycle_scripts(
-            Path(tempfile.mkdtemp(prefix=f"hubspoke-lifecycle-{region.region}-")), config, region
-        )
+        lifecycle_dir = write_lifecycle_scripts(Path(tempfile.mkdtemp(prefix="hubspoke-lifecycle-")))
         hyperpod = HyperPodCluster(
             self,
             "HyperPod",
@@ -88,15 +84,13 @@ class ComputeStack(PlannedStack):
             security_groups=[nodes_sg],
             lifecycle_dir=lifecycle_dir,
         )
-        if region.region == config.hub.region:
-            self._read_published_peers(config, hyperpod)
         # HyperPod refuses an EKS cluster without its dependencies chart (HyperPod EKS guide, Helm step).
         hyperpod.cluster.node.add_dependency(dependencies)
         operators = OperatorAddons(
             self, "Operators", cluster=plane.cluster, kubernetes_version=compute.kubernetes_version
         )
         # Their controllers schedule onto HyperPod nodes; without nodes the add-ons never turn ACTIVE.
-        operators.node.add_dependency(hyperpod.cluster)
+        operators.node.add_dependency(hyperpod.nodes_ready)
         if region.storage.enabled:
             manifest = plane.cluster.add_manifest(
                 "Storage", *storage_manifests(region, floating_ips=local_floating_ips(inputs, region))
@@ -118,22 +112,6 @@ class ComputeStack(PlannedStack):
         _accept_execution_role_findings(hyperpod)
         self.publish(EKS_CLUSTER_NAME, plane.cluster.cluster_name)
         self.publish(HYPERPOD_CLUSTER_ARN, hyperpod.cluster.attr_cluster_arn)
-
-    def _read_published_peers(self, config: HubSpokeConfig, hyperpod: HyperPodCluster) -> None:
-        """Hub nodes read the spokes' CIDRs that Link stacks publish (hubspoke.mtu), to pin their route MTU."""
-        path = peer_mtu_parameter_path(config).rstrip("/")
-        arns = [
-            self.format_arn(service="ssm", resource="parameter", resource_name=path.lstrip("/") + suffix)
-            for suffix in ("", "/*")
-        ]
-        hyperpod.role.add_to_policy(iam.PolicyStatement(actions=["ssm:GetParametersByPath"], resources=arns))
-        acknowledge(
-            hyperpod.role,
-            "AwsSolutions-IAM5",
-            reason="Each spoke's Link stack publishes its CIDRs under one SSM path per environment; spokes "
-            "come and go, so the hub's nodes read the path, and nothing outside it.",
-            findings=[f"Resource::arn:<AWS::Partition>:ssm:{self.region}:{self.account}:parameter{path}/*"],
-        )
 
 
 def _accept_execution_role_findings(hyperpod: HyperPodCluster) -> None:

@@ -10,7 +10,7 @@ from hubspoke.config.layout import route_table_az_ids
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.cross_account import PeerAccessRole
 from hubspoke.constructs.peering import PeerSide
-from hubspoke.mtu import peer_mtu, peer_mtu_parameter_path, peer_mtu_parameter_value
+from hubspoke.mtu import peer_mtu_parameters
 from hubspoke.outputs import (
     PEER_PATH_SECURITY_GROUP,
     PEERING_CONNECTION,
@@ -60,12 +60,12 @@ class LinkStack(PlannedStack):
         )
         # The hub's hosts pin the route MTU towards this spoke from here (hubspoke.mtu), so the hub's own
         # templates stay untouched when spokes come and go.
-        for i, cidr in enumerate(spoke.all_cidrs):
+        for i, (name, value) in enumerate(peer_mtu_parameters(config, spoke)):
             ssm.StringParameter(
                 self,
                 f"PeerMtu{i}",
-                parameter_name=f"{peer_mtu_parameter_path(config)}{spoke.region}/{i}",
-                string_value=peer_mtu_parameter_value(cidr, peer_mtu(config)),
+                parameter_name=name,
+                string_value=value,
                 description=f"Route MTU from the hub towards spoke {spoke.region}",
             )
 

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from aws_cdk import CustomResource, Fn, Stack
+from aws_cdk import CustomResource, Duration, Fn, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig, SpokeConfig
 from hubspoke.constructs.cnq.infrastructure import CnqCluster, cluster_name
 from hubspoke.constructs.cnq.provisioning import CnqProvisioner
-from hubspoke.mtu import peer_mtu
+from hubspoke.constructs.cnq.runtime.resources import CLUSTER_RESOURCE, PORTAL_RESOURCE
+from hubspoke.mtu import peer_mtu_parameter_path, peer_mtu_parameters
 from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.wiring import Inputs, NetworkView
 from hubspoke.topology import StackPlan, stack_id
 
-CLUSTER_RESOURCE = "Custom::CnqCluster"
-PORTAL_RESOURCE = "Custom::CnqPortal"
 # CNQ families that are Nitro instances (Amazon EC2 Instance Types guide, "Instances built on the AWS Nitro
 # System") but newer than the instance lists of the pinned Control Tower rules CT.EC2.PR.16 and CT.EC2.PR.19
 # (cdklabs-cdk-validator-cfnguard 0.0.62). ASSUMED: they also encrypt traffic between instances in transit like
@@ -44,6 +43,7 @@ class StorageStack(PlannedStack):
             scope, construct_id, plan=plan, purpose=f"CNQ {'hub' if is_hub else 'spoke'} in {region.region}"
         )
         storage = region.storage
+        assert storage.qumulo_core is not None  # required with storage (hubspoke.config.rules)
         self.inputs = Inputs(self, config=config)
         network = NetworkView(self, "Network", inputs=self.inputs, config=config, region=region.region)
         self.cluster = CnqCluster(
@@ -51,10 +51,15 @@ class StorageStack(PlannedStack):
             "Cnq",
             storage=storage,
             name=cluster_name(config.environment, region.region),
+            environment=config.environment,
             vpc=network.vpc,
             subnet=network.accelerator_subnet,
             client_cidrs=region.all_cidrs,
             peer_path_sg=network.peer_path_security_group,
+            # The nodes pin the MTU to what is published in their Region: a spoke publishes its hub here,
+            # the hub's spokes are published by their Link stacks (hubspoke.mtu).
+            peer_mtu_path=peer_mtu_parameter_path(config),
+            published_peer_routes=() if is_hub else peer_mtu_parameters(config, config.hub),
         )
         self.provisioner = CnqProvisioner(
             self,
@@ -63,23 +68,26 @@ class StorageStack(PlannedStack):
             subnets=network.private_subnets,
             # A spoke's provisioner also reaches the hub's REST API; the hub's never names a spoke.
             rest_cidrs=[*region.all_cidrs, *([] if is_hub else config.peer_cidrs(region))],
+            clusters=[self.cluster.name],
+            wait=Duration.minutes(storage.formation_timeout_minutes),
         )
         self.cluster.admin_secret.grant_read(self.provisioner.function)
+        self.cluster.refuse_reshaping(self.provisioner.service_token)
         # Region-local paths are created here; a spoke's dataset path is the portal's to create.
         exports = [storage.dataset_path, storage.checkpoint_path] if is_hub else [storage.checkpoint_path]
-        self.cluster_resource = CustomResource(
+        self.cluster_resource = self.provisioner.resource(
             self,
             "Cluster",
-            service_token=self.provisioner.service_token,
             resource_type=CLUSTER_RESOURCE,
             properties={
                 "ClusterName": self.cluster.name,
                 "NodeIps": self.cluster.node_ips,
                 "NodeInstanceIds": self.cluster.node_instance_ids,
                 "FloatingIps": self.cluster.floating_ips,
+                "FloatingNetmask": network.accelerator_subnet.ipv4_cidr_block,
                 "ObjectStorageUris": self.cluster.object_storage_uris,
                 "UsableCapacityBytes": str(storage.soft_capacity_limit_tb * BYTES_PER_TB),
-                "PeerMtu": str(peer_mtu(config)),
+                "QumuloCoreVersion": storage.qumulo_core.version,
                 "AdminSecretArn": self.cluster.admin_secret.secret_arn,
                 "ExportPaths": exports,
                 "ClientCidrs": list(region.all_cidrs),
@@ -109,10 +117,9 @@ class StorageStack(PlannedStack):
         self.provisioner.function.add_to_role_policy(
             iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[hub_secret_arn])
         )
-        portal = CustomResource(
+        portal = self.provisioner.resource(
             self,
             "Portal",
-            service_token=self.provisioner.service_token,
             resource_type=PORTAL_RESOURCE,
             properties={
                 "SpokeRestAddresses": self.cluster.node_ips,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from aws_cdk import Fn
+from aws_cdk import Annotations, Fn
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from hubspoke.config.layout import subnet_layout
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.cross_account import link_reader_role_name, peer_role_name, role_arn
 from hubspoke.outputs import (
@@ -84,6 +85,12 @@ class NetworkView(Construct):
         self._inputs = inputs
         self._region = config.region_config(region)
         self._network = stack_id("network", region)
+        # Route tables belong to the Network and Link stacks; nothing built on this view routes, so the
+        # subnets are imported without them (CDK warns when something reads one: none of our templates do).
+        Annotations.of(self).acknowledge_warning(
+            "@aws-cdk/aws-ec2:noSubnetRouteTableId",
+            "Route tables are the Network and Link stacks' business; consumers of this view only place ENIs.",
+        )
 
     def _read(self, output: Output, az_id: str | None = None) -> str:
         return self._inputs.read(self._network, output, az_id)
@@ -111,11 +118,13 @@ class NetworkView(Construct):
 
     @cached_property
     def accelerator_subnet(self) -> ec2.ISubnet:
+        # Its CIDR is config's (the subnet layout), so reading it needs no output.
         return ec2.Subnet.from_subnet_attributes(
             self,
             "Accelerator",
             subnet_id=self._read(ACCELERATOR_SUBNET),
             availability_zone=self._region.resolved_accelerator_az_id,
+            ipv4_cidr_block=next(p.cidr for p in subnet_layout(self._region) if p.kind == "accelerator"),
         )
 
     @cached_property

@@ -1,12 +1,14 @@
 """A fake AWS for preflight tests: moto in-process or a moto server on 127.0.0.1, seeded the same way.
 
 moto 5.2.5 lacks some of what preflight calls: its Service Quotas backend serves only ServiceCode=vpc defaults
-(no SageMaker quotas, no ListServiceQuotas, no applied values), EKS has no DescribeClusterVersions and Lambda
-no GetAccountSettings. `Unsupported` answers exactly those operations on the clients it hands out, with
+(no SageMaker quotas, no ListServiceQuotas, no applied values), EKS has no DescribeClusterVersions, Lambda
+no GetAccountSettings, and SSM has none of AWS's public Canonical parameters (and, like AWS, refuses to create
+a parameter under /aws/). `Unsupported` answers exactly those operations on the clients it hands out, with
 botocore hooks (the events botocore's Stubber uses): `before-parameter-build` sees the caller's parameters and
 the hook refuses what the service would (a wrong ServiceCode, an unknown NextToken), `before-call` answers in
 the shape of the botocore service model, a page at a time, so the caller must paginate. Every other call goes
-to moto.
+to moto. Images with a chosen ID, owner and date are put into moto's EC2 backend directly (moto's RegisterImage
+picks its own ID and date); the in-process mock and the server share that backend.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -23,7 +26,10 @@ from moto.server import ThreadedMotoServer
 
 from hubspoke.cli.preflight import Clients, session_clients
 from hubspoke.cli.preflight_checks import BOOTSTRAP_PARAMETER
+from hubspoke.cli.preflight_cnq import CANONICAL_OWNER, UBUNTU_PARAMETER
+from hubspoke.config import load
 from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
+from tests.conftest import ROOT
 
 P5 = "ml.p5.48xlarge"
 # Quota names as the SageMaker Developer Guide ("Prerequisites for using SageMaker HyperPod") lists them.
@@ -73,6 +79,11 @@ def _paged(items: list[dict[str, Any]], token: str | None, key: str, token_key: 
     return page
 
 
+def dev_images() -> dict[str, str]:
+    config = load(ROOT / "config" / "dev.yaml").config
+    return {r.region: r.storage.ami_id for r in config.regions() if r.storage.ami_id}
+
+
 @dataclass
 class Unsupported:
     """Wraps a client factory; answers what moto cannot, checks how it is asked, passes the rest through."""
@@ -97,9 +108,15 @@ class Unsupported:
     )
     asked: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
+    # Region -> the image ID Canonical's public "current Ubuntu 24.04" parameter names there; by default
+    # the images config/dev.yaml pins.
+    ubuntu_images: dict[str, str] = field(default_factory=lambda: dev_images())
+
     _made: dict[tuple[str, str], Any] = field(default_factory=dict)
 
-    def _answers(self, service: str) -> dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]]:
+    def _answers(
+        self, service: str, region: str
+    ) -> dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]]:
         def quota_list(items: list[dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
             def answer(params: dict[str, Any]) -> dict[str, Any]:
                 if params.get("ServiceCode") != "sagemaker":
@@ -126,6 +143,14 @@ class Unsupported:
                 raise Refused(f"GetAccountSettings takes no parameters, got {params}")
             return {"AccountLimit": dict(self.lambda_limit), "AccountUsage": {"FunctionCount": 0}}
 
+        def ubuntu_parameter(params: dict[str, Any]) -> dict[str, Any] | None:
+            if params.get("Name") != UBUNTU_PARAMETER:
+                return None  # moto answers (the CDK bootstrap parameter, for one)
+            current = self.ubuntu_images.get(region)
+            if current is None:
+                return {"Error": {"Code": "ParameterNotFound", "Message": "not published here"}}
+            return {"Parameter": {"Name": UBUNTU_PARAMETER, "Type": "String", "Value": current, "Version": 1}}
+
         return {
             "service-quotas": {
                 "ListServiceQuotas": quota_list(self.applied_quotas),
@@ -134,13 +159,14 @@ class Unsupported:
             },
             "eks": {"DescribeClusterVersions": versions},
             "lambda": {"GetAccountSettings": account_settings},
+            "ssm": {"GetParameter": ubuntu_parameter},
         }.get(service, {})
 
     def __call__(self, service: str, region: str) -> Any:
         if (service, region) in self._made:
             return self._made[service, region]
         client = self._made[service, region] = self.base(service, region)
-        answers = self._answers(service)
+        answers = self._answers(service, region)
         if not answers:
             return client
 
@@ -155,7 +181,10 @@ class Unsupported:
             if model.name not in answers:
                 return None
             body = answers[model.name](context.get("hubspoke-params", {}))
-            return None if body is None else (AWSResponse("https://stub", 200, {}, None), body)
+            if body is None:
+                return None
+            # botocore raises a ClientError from the parsed body when the status is an error.
+            return AWSResponse("https://stub", 400 if "Error" in body else 200, {}, None), body
 
         # The newest fake wrapping a (cached) client answers: a test may re-wrap the same world's clients.
         for event, handler in (("before-parameter-build", capture), ("before-call", answer)):
@@ -190,8 +219,31 @@ class World:
         self.clients("ec2", peer_region or region).accept_vpc_peering_connection(VpcPeeringConnectionId=pcx)
         return str(pcx)
 
+    def image(self, region: str, ami_id: str, *, owner: str = CANONICAL_OWNER, age_days: int = 10) -> None:
+        """An image with this ID, owner and age in `region` (moto's backend, shared with the server)."""
+        from moto.ec2.models import ec2_backends
+        from moto.ec2.models.amis import Ami
+
+        backend = ec2_backends["123456789012"][region]
+        created = datetime.now(UTC) - timedelta(days=age_days)
+        backend.amis[ami_id] = Ami(backend, ami_id, name=f"ubuntu/images/{ami_id}", owner_id=owner,
+                                   architecture="x86_64", creation_date=created, region_name=region)  # fmt: skip
+
+    def stage(self, uri: str, region: str) -> None:
+        """Put a (tiny) qumulo-core.deb where `uri` says, in a bucket of `region`."""
+        bucket, key = uri.removeprefix("s3://").split("/", 1)
+        s3 = self.clients("s3", region)
+        if bucket not in {b["Name"] for b in s3.list_buckets()["Buckets"]}:
+            s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": region})
+        s3.put_object(Bucket=bucket, Key=key, Body=b"!<arch>\n")
+
     def deployed_dev(self) -> None:
         """dev.yaml's environment as a healthy account would hold it after a first deploy."""
+        config = load(ROOT / "config" / "dev.yaml").config
+        for pinned in config.regions():
+            assert pinned.storage.ami_id is not None and pinned.storage.qumulo_core is not None
+            self.image(pinned.region, pinned.storage.ami_id)
+            self.stage(pinned.storage.qumulo_core.package_uri, pinned.region)
         for region in ("us-east-2", "us-west-2"):
             self.bootstrap(region)
         hub = self.vpc("us-east-2", "10.10.0.0/16", own_env="dev")

@@ -10,6 +10,7 @@ import yaml
 from hubspoke.cli import render
 from hubspoke.cli.main import main
 from hubspoke.k8s import DATASET_CLAIM
+from tests.conftest import with_pins
 
 DEV = """\
 environment: dev
@@ -26,7 +27,7 @@ spokes:
 @pytest.fixture
 def dev_yaml(tmp_path: Path) -> Path:
     path = tmp_path / "dev.yaml"
-    path.write_text(DEV)
+    path.write_text(yaml.safe_dump(with_pins(yaml.safe_load(DEV))))
     return path
 
 
@@ -66,7 +67,9 @@ def test_region_without_compute_exits_2_with_the_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "off.yaml"
-    path.write_text(DEV + "    compute:\n      enabled: false\n")
+    data = with_pins(yaml.safe_load(DEV))
+    data["spokes"][0]["compute"] = {"enabled": False}
+    path.write_text(yaml.safe_dump(data))
     assert main(["render", "job", "--config", str(path), "--region", "us-west-2"]) == 2
     err = capsys.readouterr().err
     assert f"{path}: spokes[0].compute.enabled: " in err

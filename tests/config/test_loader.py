@@ -10,7 +10,7 @@ import pytest
 
 from hubspoke.config import ConfigError, load
 from hubspoke.config.schema import VPC_MIN_PREFIX
-from tests.conftest import minimal, write_config
+from tests.conftest import minimal, with_pins, write_config
 
 
 def problems(tmp_path: Path, data: Any) -> list[str]:
@@ -46,7 +46,7 @@ def test_minimal_file_loads_with_reference_defaults(tmp_path: Path) -> None:
 def test_adding_a_spoke_is_one_entry(tmp_path: Path) -> None:
     data = minimal()
     data["spokes"].append({"region": "eu-west-1", "cidr": "10.30.0.0/16"})
-    cfg = load(write_config(tmp_path, data)).config
+    cfg = load(write_config(tmp_path, with_pins(data))).config
     assert [s.region for s in cfg.spokes] == ["us-west-2", "eu-west-1"]
     assert cfg.peer_cidrs(cfg.hub) == ("10.20.0.0/16", "10.30.0.0/16")
     assert cfg.peer_cidrs(cfg.spokes[1]) == ("10.10.0.0/16",)
@@ -152,7 +152,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 def test_warnings_do_not_fail(tmp_path: Path) -> None:
     data = minimal()
-    data["hub"]["storage"] = {"instance_type": "r5.8xlarge"}
+    data["hub"]["storage"]["instance_type"] = "r5.8xlarge"
     loaded = load(write_config(tmp_path, data))
     assert [w.field for w in loaded.warnings] == ["hub.storage.instance_type"]
 
@@ -174,3 +174,10 @@ def test_cross_field_rules_use_the_schemas_defaults(tmp_path: Path) -> None:
         ConfigError, match=r"hub\.compute\.service_cidr: Kubernetes service CIDR 172\.20\.0\.0/16"
     ):
         load(write_config(tmp_path, clash, "clash.yaml"))
+
+
+def test_rules_treat_an_omitted_enabled_as_the_schema_does() -> None:
+    """rules._enabled reads one default for both sections: the schema must keep them equal."""
+    from hubspoke.config.schema import ComputeConfig, StorageConfig
+
+    assert StorageConfig().enabled is ComputeConfig().enabled is True

@@ -3,10 +3,13 @@
 - PyTorchJob: kubeflow/training-operator v1.9.0, manifests/base/crds/kubeflow.org_pytorchjobs.yaml
   (spec.required = [pytorchReplicaSpecs]; ReplicaSpec = replicas int32, restartPolicy, template) plus the
   rules its admission webhook enforces (pkg/webhooks/pytorch/pytorchjob_webhook.go): replica types Master
-  and Worker only, Master exactly 1 replica, every container has an image, one container named "pytorch".
+  and Worker only, Master exactly 1 replica, every container has an image, one container named "pytorch",
+  and a Worker spec whenever elasticPolicy is set. ElasticPolicy's fields: pkg/apis/kubeflow.org/v1
+  pytorch_types.go (rdzvBackend c10d | etcd | etcd-v2, min/maxReplicas, maxRestarts, ...).
 - HyperPodPyTorchJob: SageMaker developer guide, "Using the training operator to run jobs" (example job:
   apiVersion sagemaker.amazonaws.com/v1, spec.nprocPerNode string, spec.replicaSpecs list of name/replicas/
-  template, spec.runPolicy with jobMaxRetryCount, restartPolicy, cleanPodPolicy).
+  template, spec.runPolicy with jobMaxRetryCount, restartPolicy, cleanPodPolicy, logMonitoringConfiguration
+  entries of name, logPattern, expectedStartCutOffInSeconds, expectedRecurringFrequencyInSeconds).
 The pod templates inside are checked separately against the Kubernetes PodTemplate schema.
 """
 
@@ -45,6 +48,9 @@ _REPLICA: dict[str, Any] = {
 
 PYTORCHJOB_SCHEMA: dict[str, Any] = {
     "type": "object",
+    # The webhook: "must be configured if elastic policy is used" (a Worker spec).
+    "if": {"properties": {"spec": {"required": ["elasticPolicy"]}}},
+    "then": {"properties": {"spec": {"properties": {"pytorchReplicaSpecs": {"required": ["Worker"]}}}}},
     "required": ["apiVersion", "kind", "metadata", "spec"],
     "properties": {
         "apiVersion": {"const": "kubeflow.org/v1"},
@@ -56,7 +62,23 @@ PYTORCHJOB_SCHEMA: dict[str, Any] = {
             "required": ["pytorchReplicaSpecs"],
             "properties": {
                 "nprocPerNode": {"type": "string"},
-                "elasticPolicy": {"type": "object"},
+                "elasticPolicy": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "minReplicas": {"type": "integer", "minimum": 1},
+                        "maxReplicas": {"type": "integer", "minimum": 1},
+                        "rdzvBackend": {"enum": ["c10d", "etcd", "etcd-v2"]},
+                        "rdzvPort": {"type": "integer"},
+                        "rdzvHost": {"type": "string"},
+                        "rdzvId": {"type": "string"},
+                        "rdzvConf": {"type": "array"},
+                        "standalone": {"type": "boolean"},
+                        "nProcPerNode": {"type": "integer"},
+                        "maxRestarts": {"type": "integer", "minimum": 0},
+                        "metrics": {"type": "array"},
+                    },
+                },
                 "runPolicy": {
                     "type": "object",
                     "additionalProperties": False,
@@ -124,6 +146,20 @@ HYPERPOD_JOB_SCHEMA: dict[str, Any] = {
                                 "numRestartBeforeFullJobRestart": {"type": "integer"},
                                 "evalPeriodSeconds": {"type": "integer"},
                                 "maxFullJobRestarts": {"type": "integer"},
+                            },
+                        },
+                        "logMonitoringConfiguration": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "required": ["name", "logPattern"],
+                                "properties": {
+                                    "name": {"type": "string"},
+                                    "logPattern": {"type": "string", "format": "regex"},
+                                    "expectedStartCutOffInSeconds": {"type": "integer", "minimum": 0},
+                                    "expectedRecurringFrequencyInSeconds": {"type": "integer", "minimum": 1},
+                                },
                             },
                         },
                     },

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import jsonschema
@@ -11,7 +12,7 @@ from hubspoke import training_metrics
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, DATASET_MOUNT_PATH, NAMESPACE
 from hubspoke.k8s.accelerators import UnknownAccelerator
-from hubspoke.k8s.job import JOB_KINDS, TrainingSettings, training_job
+from hubspoke.k8s.job import JOB_KINDS, PROGRESS_LOG_PATTERN, TrainingSettings, training_job
 from tests.k8s.crd_schemas import HYPERPOD_JOB_SCHEMA, PYTORCHJOB_SCHEMA, k8s_validate, pod_templates
 
 SCHEMAS = {"pytorchjob": PYTORCHJOB_SCHEMA, "hyperpod": HYPERPOD_JOB_SCHEMA}
@@ -51,13 +52,57 @@ def test_job_matches_its_crd_and_pods_are_valid_kubernetes(
 def test_schema_rejects_a_broken_pytorchjob(dev_config: HubSpokeConfig) -> None:
     """The derived schema has teeth: the webhook's rules fail a job that breaks them."""
     job = training_job(dev_config, dev_config.hub, kind="pytorchjob")
-    job["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2
-    with pytest.raises(jsonschema.ValidationError):
+    worker = job["spec"]["pytorchReplicaSpecs"].pop("Worker")
+    with pytest.raises(jsonschema.ValidationError):  # elastic without a Worker spec
+        jsonschema.validate(job, PYTORCHJOB_SCHEMA)
+    job["spec"]["pytorchReplicaSpecs"] = {"Worker": worker, "Master": {**worker, "replicas": 2}}
+    with pytest.raises(jsonschema.ValidationError):  # Master must be exactly one
         jsonschema.validate(job, PYTORCHJOB_SCHEMA)
     job = training_job(dev_config, dev_config.hub, kind="pytorchjob")
-    job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["name"] = "trainer"
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = "trainer"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(job, PYTORCHJOB_SCHEMA)
+
+
+def test_pytorchjob_rendezvous_is_elastic_c10d_over_every_node(dev_config: HubSpokeConfig) -> None:
+    """A restarted pod re-forms the world (torchrun's elastic agent) instead of hanging its peers in NCCL."""
+    region = dev_config.region_config("us-west-2")
+    job = training_job(dev_config, region, kind="pytorchjob")
+    nodes = region.compute.instance_groups[0].count
+    assert job["spec"]["elasticPolicy"]["rdzvBackend"] == "c10d"
+    assert job["spec"]["elasticPolicy"]["minReplicas"] == job["spec"]["elasticPolicy"]["maxReplicas"] == nodes
+    assert job["spec"]["elasticPolicy"]["maxRestarts"] >= 1
+    assert set(job["spec"]["pytorchReplicaSpecs"]) == {"Worker"}
+    assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == nodes
+
+
+def test_hyperpod_job_detects_hangs_from_the_progress_line(dev_config: HubSpokeConfig) -> None:
+    job = training_job(dev_config, dev_config.hub, kind="hyperpod")
+    rules = {r["name"]: r for r in job["spec"]["runPolicy"]["logMonitoringConfiguration"]}
+    assert set(rules) == {"JobStart", "JobHangingDetection"}
+    hang = rules["JobHangingDetection"]
+    assert hang["logPattern"] == PROGRESS_LOG_PATTERN and hang["expectedRecurringFrequencyInSeconds"] > 0
+    (container,) = pod_templates(job)[0]["spec"]["containers"]
+    assert "--tee=3" in container["command"], "the workers' output must reach the log HyperPod watches"
+    # A NaN loss is a hang too: the pattern wants a decimal. (The pattern against train.py's real output:
+    # tests/workload/test_train.py.)
+    assert re.fullmatch(PROGRESS_LOG_PATTERN, "[rank 0] step 10 loss 3.2189 115.2 samples/s")
+    assert not re.fullmatch(PROGRESS_LOG_PATTERN, "[rank 0] step 10 loss nan 115.2 samples/s")
+
+
+@pytest.mark.parametrize("kind", JOB_KINDS)
+def test_pods_ask_for_gpus_and_efa_only_and_set_efa_fork_safety(
+    dev_config: HubSpokeConfig, kind: str
+) -> None:
+    """AWS's EKS samples request GPUs and EFA, nothing else, and set FI_EFA_FORK_SAFE=1 (awsome-distributed-training,
+    3.test_cases/pytorch/FSDP/kubernetes/llama3_1_8b-fsdp-hpto.yaml)."""
+    job = training_job(dev_config, dev_config.hub, kind=kind)  # type: ignore[arg-type]
+    for template in pod_templates(job):
+        (container,) = template["spec"]["containers"]
+        assert set(container["resources"]["limits"]) == {"nvidia.com/gpu", "vpc.amazonaws.com/efa"}
+        assert not [r for r in container["resources"]["requests"] if r.startswith("hugepages-")]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env["FI_EFA_FORK_SAFE"] == "1"
 
 
 @pytest.mark.parametrize("kind", JOB_KINDS)

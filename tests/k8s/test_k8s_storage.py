@@ -91,6 +91,14 @@ def test_mount_options_are_tuned_for_throughput(dev_config: HubSpokeConfig) -> N
     assert "noatime" in options
 
 
+def test_only_the_read_only_dataset_mount_skips_nfs_locking(dev_config: HubSpokeConfig) -> None:
+    """nolock keeps locks client-local (nfs(5)); the lock manager's ports are not open (hubspoke/ports.py)."""
+    volumes = _by_kind(storage_manifests(dev_config.hub, floating_ips=HUB_IPS), "PersistentVolume")
+    options = {pv["metadata"]["labels"]["hubspoke/volume"]: pv["spec"]["mountOptions"] for pv in volumes}
+    assert "nolock" in options["dataset"]
+    assert set(options["dataset"]) - set(options["checkpoints"]) == {"nolock"}, "otherwise the same tuning"
+
+
 def test_checkpoint_volume_follows_config(dev_config: HubSpokeConfig) -> None:
     custom = dev_config.model_copy(
         update={

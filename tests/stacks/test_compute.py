@@ -1,4 +1,5 @@
-"""Compute stack invariants: HyperPod shape and placement, EFA rules, lifecycle MTU, applied volumes, cfn-lint."""
+"""Compute stack invariants: HyperPod shape and placement, EFA rules, lifecycle asset, volume key and provisioning
+mode, image pulls, access entries, add-on ordering, applied volumes, cfn-lint."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import pytest
 from hubspoke.config import HubSpokeConfig, load
 from hubspoke.k8s.job import JOB_KINDS, training_job
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
-from hubspoke.mtu import peer_mtu_parameter_path
 from tests.conftest import ROOT, minimal, resources
 
 Template = dict[str, Any]
@@ -120,31 +120,89 @@ def test_every_security_group_given_to_the_cluster_has_efa_self_rules(
             assert [r["IpProtocol"] for r in egress] == ["-1"], f"{logical}: self egress, all traffic"
 
 
-def test_lifecycle_script_pins_the_peer_mtu_on_every_peer_cidr_only(
+def test_lifecycle_asset_is_the_script_alone_and_pins_no_mtu(assembly: Path, dev: HubSpokeConfig) -> None:
+    """HyperPod nodes talk NFS to the Region's own CNQ inside the VPC; the peering's MTU is the CNQ nodes' job."""
+    scripts = list(assembly.parent.glob("asset.*/on_create.sh"))
+    assert scripts
+    for script in scripts:
+        assert [p.name for p in script.parent.iterdir()] == ["on_create.sh"]
+        assert "ip route" not in script.read_text() and "8500" not in script.read_text()
+    for code in compute_regions(dev):
+        template = compute_template(assembly, dev, code)
+        statements = [
+            s
+            for _, p in resources(template, "AWS::IAM::Policy")
+            for s in p["Properties"]["PolicyDocument"]["Statement"]
+        ]
+        assert not [s for s in statements if "ssm:GetParametersByPath" in json.dumps(s["Action"])]
+
+
+def test_customer_managed_volume_key_comes_with_continuous_provisioning(
     assembly: Path, dev: HubSpokeConfig
 ) -> None:
-    scripts = [p.read_text() for p in assembly.parent.glob("asset.*/on_create.sh")]
-    pinned = [
-        {cidr: int(mtu) for cidr, mtu in re.findall(r"ip route replace '?([\d./]+)'? via .* mtu (\d+)", s)}
-        for s in scripts
-    ]
+    """SageMaker developer guide, "Customer managed AWS KMS key encryption for SageMaker HyperPod": customer
+    managed keys only with continuous node provisioning; no encryption-context condition in the key policy."""
     for code in compute_regions(dev):
-        region = dev.region_config(code)
-        expected = {cidr: 8500 for cidr in dev.peer_cidrs(region)}
-        if code == dev.hub.region:
-            # The hub's nodes pin what each spoke's Link stack publishes, so spokes never change the hub.
-            assert any(f"--path {peer_mtu_parameter_path(dev)} " in s for s in scripts)
-            published = {}
-            for spoke in dev.spokes:
-                link = templates(assembly)[f"hubspoke-{dev.environment}-link-{spoke.region}"]
-                for _, param in resources(link, "AWS::SSM::Parameter"):
-                    assert param["Properties"]["Name"].startswith(peer_mtu_parameter_path(dev))
-                    cidr, mtu = param["Properties"]["Value"].split()
-                    published[cidr] = int(mtu)
-            assert published == expected
-        else:
-            assert expected in pinned, f"{code}: no lifecycle asset pins exactly {expected}"
-    assert all(mtu <= 8500 for script in pinned for mtu in script.values())
+        template = compute_template(assembly, dev, code)
+        [(_, cluster)] = resources(template, "AWS::SageMaker::Cluster")
+        assert cluster["Properties"]["NodeProvisioningMode"] == "Continuous"
+        for group in cluster["Properties"]["InstanceGroups"]:
+            key_ref = group["InstanceStorageConfigs"][0]["EbsVolumeConfig"]["VolumeKmsKeyId"]
+            key = template["Resources"][key_ref["Fn::GetAtt"][0]]
+            assert "kms:EncryptionContext" not in json.dumps(key["Properties"]["KeyPolicy"])
+
+
+def test_nodes_can_pull_from_aws_owned_registries(assembly: Path, dev: HubSpokeConfig) -> None:
+    """The add-ons' and the health agent's images live in AWS accounts' ECR repositories, not ours."""
+    for code in compute_regions(dev):
+        template = compute_template(assembly, dev, code)
+        [(_, cluster)] = resources(template, "AWS::SageMaker::Cluster")
+        role_id = cluster["Properties"]["InstanceGroups"][0]["ExecutionRole"]["Fn::GetAtt"][0]
+        statements = [
+            s
+            for _, p in resources(template, "AWS::IAM::Policy")
+            if {"Ref": role_id} in p["Properties"]["Roles"]
+            for s in p["Properties"]["PolicyDocument"]["Statement"]
+        ]
+        pull = {"ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:GetAuthorizationToken"}
+        assert any(pull <= set(s["Action"]) and s["Resource"] == "*" for s in statements)
+
+
+def test_hyperpod_creates_the_nodes_access_entry_not_us(assembly: Path, dev: HubSpokeConfig) -> None:
+    for code in compute_regions(dev):
+        template = compute_template(assembly, dev, code)
+        types = [r["Properties"].get("Type") for _, r in resources(template, "AWS::EKS::AccessEntry")]
+        assert "HYPERPOD_LINUX" not in types
+
+
+def test_node_bound_addons_wait_for_running_nodes(assembly: Path, dev: HubSpokeConfig) -> None:
+    """With continuous provisioning the cluster is InService before its nodes: add-ons wait for NodesReady.
+
+    The wait is two resources in turn (nodes launched, then Running), each with CloudFormation's hour
+    (AWS::CloudFormation::CustomResource ServiceTimeout: at most 3600 s).
+    """
+    for code in compute_regions(dev):
+        template = compute_template(assembly, dev, code)
+        waits = {
+            r["Properties"]["Until"]: (i, r) for i, r in resources(template, "Custom::HyperPodNodesReady")
+        }
+        assert sorted(waits) == ["Launched", "Running"]
+        assert all(int(r["Properties"]["ServiceTimeout"]) <= 3600 for _, r in waits.values())
+        (launched_id, _), (ready_id, ready) = waits["Launched"], waits["Running"]
+        assert launched_id in ready.get("DependsOn", []), (
+            f"{code}: the two waits must run one after the other"
+        )
+        for name in (
+            "cert-manager",
+            "amazon-sagemaker-hyperpod-training-operator",
+            "amazon-cloudwatch-observability",
+        ):
+            [(_, addon)] = [
+                (i, r)
+                for i, r in resources(template, "AWS::EKS::Addon")
+                if r["Properties"]["AddonName"] == name
+            ]
+            assert ready_id in addon.get("DependsOn", []), f"{code}: {name} must wait for the nodes"
 
 
 def _manifests(template: Template) -> list[dict[str, Any]]:
@@ -233,6 +291,13 @@ def test_observability_addon_listens_for_emf_where_the_jobs_send_it(
         )
         assert listen.hostname in (None, "0.0.0.0"), "the agent must accept other pods, not only itself"
         assert target.hostname == "cloudwatch-agent.amazon-cloudwatch", "the add-on's agent Service"
+        # Pinned like vpc-cni, kube-proxy and coredns: a new add-on build must not change the agent under us.
+        # Add-on versions follow the helm chart's (aws-observability/helm-charts RELEASE_NOTES, e.g. chart 3.7.0
+        # -> v3.7.0-eksbuild.1); 6.4.0 is the chart of 2026-07-21.
+        assert addon["AddonVersion"] == "v6.4.0-eksbuild.1"
+        # A given agent.config replaces the chart's default, which would enable Application Signals
+        # (helm-charts templates/_helpers.tpl, build-default-config): off, as docs/operations.md says.
+        assert "application_signals" not in collected and "traces" not in settings["agent"]["config"]
 
 
 def test_compute_templates_are_cfn_lint_clean(assembly: Path) -> None:

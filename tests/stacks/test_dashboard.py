@@ -11,7 +11,6 @@ import pytest
 
 from hubspoke import compute_metrics, training_metrics
 from hubspoke.config import HubSpokeConfig
-from hubspoke.constructs.alarms import GPU_LOW_MINUTES
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.hyperpod.addons import CLOUDWATCH_OBSERVABILITY
 from hubspoke.k8s.job import training_job
@@ -247,7 +246,8 @@ def test_hub_gpu_alarm_lives_with_the_dashboard(
     template = dashboard_alone(dev_config)
     [(_, alarm)] = properties(template, "AWS::CloudWatch::Alarm")
     assert alarm["Threshold"] == dev_config.ops.gpu_utilization_floor_percent
-    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == GPU_LOW_MINUTES
+    # 8 breaching minutes of 10 (docs/operations.md; tests/constructs/test_alarms.py judges the behaviour).
+    assert (alarm["DatapointsToAlarm"], alarm["EvaluationPeriods"]) == (8, 10)
     gpu = [m for m in alarm_metrics(alarm) if m["Namespace"] == compute_metrics.NAMESPACE]
     assert [d["Value"] for m in gpu for d in m["Dimensions"]] == [
         compute_metrics.eks_cluster_name(dev_config, dev_config.hub)
@@ -279,3 +279,26 @@ def test_dashboard_deploys_after_what_it_shows_and_references_no_stack(
     # Metrics are read by name and Region: the dashboard never blocks another stack's change or removal.
     text = json.dumps(dev_templates[sid])
     assert "Fn::GetStackOutput" not in text and "Fn::ImportValue" not in text
+
+
+def test_gpu_and_samples_labels_say_what_the_series_average(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    """The GPU series averages GPUs, not nodes: the CloudWatch agent publishes node_gpu_utilization per GPU
+    device (dimension sets up to [ClusterName, NodeName, InstanceId, InstanceType, GpuDevice]:
+    aws/amazon-cloudwatch-agent, translator/translate/otel/exporter/awsemf/kubernetes.go). Samples/s is the
+    average of the job's records, whose interval is the one the rendered job passes."""
+    _, body = dashboard_of(dev_templates)
+    gpu_labels, samples_labels = [], []
+    for widget in body["widgets"]:
+        for entry in widget["properties"].get("metrics", []):
+            options = entry[-1]
+            if entry[:2] == [compute_metrics.NAMESPACE, compute_metrics.NODE_GPU_UTILIZATION]:
+                gpu_labels.append(options["label"])
+            elif entry[:2] == [training_metrics.NAMESPACE, training_metrics.SAMPLES_PER_SECOND]:
+                samples_labels.append((options["label"], options["region"]))
+    assert gpu_labels and all("average over the cluster's GPUs" in label for label in gpu_labels)
+    assert samples_labels
+    for label, region in samples_labels:
+        seconds = job_argument(training_job(dev_config, dev_config.region_config(region)), "metrics-seconds")
+        assert seconds and f"average of {seconds} s records" in label, (label, seconds)

@@ -137,6 +137,8 @@ def test_each_region_network_basics(dev_config: HubSpokeConfig, dev_templates: T
         assert endpoint["VpcEndpointType"] == "Gateway"
         [(_, flow)] = properties(t, "AWS::EC2::FlowLog")
         assert flow["TrafficType"] == "ALL"
+        # 1-minute records (60 s; the default is 600): AWS::EC2::FlowLog MaxAggregationInterval, VPC User Guide.
+        assert flow["MaxAggregationInterval"] == 60
         [(group_id, _)] = properties(t, "AWS::Logs::LogGroup")
         assert t["Resources"][group_id]["DeletionPolicy"] == "Retain"
         assert len(list(properties(t, "AWS::EC2::NatGateway"))) == 1  # nat: single by default
@@ -147,7 +149,8 @@ def test_nat_modes(config_from: Any) -> None:
         "environment": "natmodes",
         "account": "123456789012",
         "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16", "nat": "per_az"},
-        "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16", "nat": "none"}],
+        # No egress leaves no room for CNQ (it must reach Qumulo's endpoints): a network-only spoke.
+        "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16", "nat": "none", **NETWORK_ONLY}],
     }
     templates = synth(config_from(data))
     assert len(list(properties(templates["network-us-east-2"], "AWS::EC2::NatGateway"))) == 2

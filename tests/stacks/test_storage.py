@@ -1,28 +1,32 @@
 """Invariants over the synthesized Storage stacks: nodes as configured, data retained and encrypted, no secret
-in any template, Qumulo's ingress rules, exactly one portal per spoke pointing at its hub, policy clean."""
+in any template, Qumulo's ingress rules, exactly one portal per spoke pointing at its hub, policy clean;
+nodes that install the staged release on the pinned image, pin the peer MTU, and never change with a deploy
+that changes nothing about them."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import re
 from typing import Any
 
 import pytest
+import yaml
 
 from hubspoke.config import HubSpokeConfig, load
-from hubspoke.mtu import peer_mtu
+from hubspoke.constructs.cnq.runtime.resources import NODE_SHAPE_RESOURCE
 from hubspoke.stacks.storage import (
     CLUSTER_RESOURCE,
     PORTAL_RESOURCE,
 )
 from hubspoke.topology import stack_name
-from tests.conftest import Templates, minimal, resources, synth, write_config
+from tests.conftest import ROOT, Templates, minimal, properties, resources, synth, with_pins, write_config
 
 QUMULO_VPC_PORTS = {
     ("tcp", 2049),
     ("udp", 2049),
     ("tcp", 111),
     ("udp", 111),
-    ("tcp", 3712),
     ("tcp", 3713),
     ("tcp", 8000),
 }
@@ -34,12 +38,12 @@ def storage_templates(config: HubSpokeConfig, templates: Templates) -> dict[str,
 
 @pytest.fixture(scope="module")
 def varied_config(tmp_path_factory: pytest.TempPathFactory) -> HubSpokeConfig:
-    """Two spokes with their own sizes, an admin CIDR, a fixed hub AMI, a read-write spoke, a lower peer MTU."""
+    """Two spokes with their own sizes, an admin CIDR, a read-write spoke, a lower peer MTU, a shorter wait."""
     data = minimal(
         inter_region_mtu=8000,
-        hub={"region": "us-east-2", "cidr": "10.10.0.0/16",
+        hub={"region": "us-east-2", "cidr": "10.10.0.0/16", "secondary_cidrs": ["100.64.0.0/20"],
              "storage": {"node_count": 5, "instance_type": "i7i.4xlarge", "ami_id": "ami-0123456789abcdef0",
-                         "admin_cidr": "192.168.10.0/24"}},
+                         "admin_cidr": "192.168.10.0/24", "formation_timeout_minutes": 40}},
         spokes=[
             {"region": "us-west-2", "cidr": "10.20.0.0/16", "storage": {"node_count": 3, "instance_type": "m6idn.8xlarge"}},
             {"region": "eu-west-1", "cidr": "10.30.0.0/16", "portal": {"mode": "read_write", "eviction_free_threshold": 0.2},
@@ -73,22 +77,103 @@ def test_nodes_as_configured_imdsv2_encrypted_retained_volumes(
         nodes = [res["Properties"] for _, res in resources(template, "AWS::EC2::Instance")]
         assert len(nodes) == storage.node_count, region_code
         assert {n["InstanceType"] for n in nodes} == {storage.instance_type}
+        assert {n["ImageId"] for n in nodes} == {storage.ami_id}, "the pinned image, as a literal"
+        assert not template.get("Parameters", {}).keys() - {"BootstrapVersion"}, (
+            "nothing asked at deploy time"
+        )
         for node in nodes:
             assert node["MetadataOptions"]["HttpTokens"] == "required", "IMDSv2 only"
+            assert "DisableApiTermination" not in node, "a protected node could not roll back a failed create"
             for mapping in node["BlockDeviceMappings"]:
                 assert mapping["Ebs"]["Encrypted"] is True and mapping["Ebs"]["DeleteOnTermination"] is False
         enis = [res["Properties"] for _, res in resources(template, "AWS::EC2::NetworkInterface")]
         assert {e["SecondaryPrivateIpAddressCount"] for e in enis} == {storage.floating_ips_per_node}
-        image_params = [
-            k for k, p in template.get("Parameters", {}).items() if p["Type"] == "AWS::EC2::Image::Id"
+
+
+def _boot_script(node: dict[str, Any]) -> str:
+    script = node["UserData"]["Fn::Base64"]
+    assert isinstance(script, str), "the first-boot script is a literal: no Ref, no token, no other stack"
+    return script
+
+
+def test_nodes_install_the_staged_release_read_only(case: tuple[HubSpokeConfig, Templates]) -> None:
+    """Qumulo's CNQ guide: <bucket>/<prefix>/qumulo-core-install/<version>/qumulo-core.deb on stock Ubuntu."""
+    config, templates = case
+    for region_code, template in storage_templates(config, templates).items():
+        core = config.region_config(region_code).storage.qumulo_core
+        assert core is not None
+        [(param_id, parameter)] = [
+            (k, p)
+            for k, p in properties(template, "AWS::SSM::Parameter")
+            if p["Name"].endswith("/qumulo-core")
         ]
-        if storage.ami_id:
-            assert {n["ImageId"] for n in nodes} == {storage.ami_id} and not image_params
-        else:
-            [(param_id, _)] = [
-                (k, p) for k, p in template["Parameters"].items() if p["Type"] == "AWS::EC2::Image::Id"
-            ]
-            assert all(n["ImageId"] == {"Ref": param_id} for n in nodes), "no AMI lookup at synth"
+        staged = core.install_uri + core.version + "/qumulo-core.deb"
+        assert parameter["Value"] == f"{staged} {core.version}"
+        for _, node in resources(template, "AWS::EC2::Instance"):
+            assert f"INSTALL_PARAMETER={parameter['Name']}" in _boot_script(node["Properties"])
+            assert param_id in node["DependsOn"], "the parameter exists before the first boot reads it"
+        statements = [
+            s
+            for _, policy in properties(template, "AWS::IAM::Policy")
+            for s in policy["PolicyDocument"]["Statement"]
+            if "staging" in json.dumps(s.get("Resource"))
+        ]
+        bucket, folder = (
+            staged.removeprefix("s3://").split("/", 1)[0],
+            staged.removeprefix("s3://").rsplit("/", 1)[0],
+        )
+        assert [(s["Action"], s["Resource"]) for s in statements] == [
+            ("s3:GetObject", {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":s3:::{folder}/*"]]})
+        ], f"read-only, one release's folder in {bucket}"
+
+
+def test_nodes_pin_the_peer_mtu_to_exactly_their_peer_cidrs(case: tuple[HubSpokeConfig, Templates]) -> None:
+    """Inter-Region peering carries at most 8500 bytes (EC2 User Guide, 'Network MTU'); a Region's nodes read
+    the routes published in their Region: a spoke's Storage stack publishes its hub, Link stacks the spokes."""
+    config, templates = case
+    for region_code, template in storage_templates(config, templates).items():
+        region = config.region_config(region_code)
+        published = [
+            p["Value"]
+            for t in templates.values()
+            if t["Metadata"]["hubspoke"]["region"] == region_code
+            for _, p in properties(t, "AWS::SSM::Parameter")
+            if "/peer-mtu/" in p.get("Name", "")
+        ]
+        want_mtu = min(config.inter_region_mtu, 8500)
+        assert sorted(published) == sorted(f"{c} {want_mtu}" for c in config.peer_cidrs(region))
+        hub_template = region is config.hub
+        own = [p for _, p in properties(template, "AWS::SSM::Parameter") if "/peer-mtu/" in p.get("Name", "")]
+        assert bool(own) is not hub_template, "the hub's own template never names a spoke"
+        for _, node in resources(template, "AWS::EC2::Instance"):
+            script = _boot_script(node["Properties"])
+            assert f"--path /hubspoke/{config.environment}/peer-mtu/" in script
+            assert "hubspoke-peer-mtu.timer" in script
+
+
+def test_the_wait_fits_cloudformations_custom_resource_limit(case: tuple[HubSpokeConfig, Templates]) -> None:
+    """CDK Provider: the waiter retries every queryInterval up to totalTimeout; CloudFormation allows a custom
+    resource at most 3600 s (ServiceTimeout 1..3600)."""
+    config, templates = case
+    for region_code, template in storage_templates(config, templates).items():
+        minutes = config.region_config(region_code).storage.formation_timeout_minutes
+        [(_, machine)] = list(properties(template, "AWS::StepFunctions::StateMachine"))
+        text = "".join(p for p in machine["DefinitionString"]["Fn::Join"][1] if isinstance(p, str))
+        interval = int(re.search(r'"IntervalSeconds":(\d+)', text).group(1))  # type: ignore[union-attr]
+        attempts = int(re.search(r'"MaxAttempts":(\d+)', text).group(1))  # type: ignore[union-attr]
+        assert interval * attempts == minutes * 60 < 3600
+        for kind in (CLUSTER_RESOURCE, PORTAL_RESOURCE):
+            for _, custom in properties(template, kind):
+                assert int(custom["ServiceTimeout"]) == 3600 and custom["WaitSeconds"] == str(minutes * 60)
+
+
+def test_every_node_waits_for_the_node_shape_guard(case: tuple[HubSpokeConfig, Templates]) -> None:
+    config, templates = case
+    for region_code, template in storage_templates(config, templates).items():
+        storage = config.region_config(region_code).storage
+        [(guard_id, guard)] = list(properties(template, NODE_SHAPE_RESOURCE))
+        assert (guard["ImageId"], guard["InstanceType"]) == (storage.ami_id, storage.instance_type)
+        assert all(guard_id in node["DependsOn"] for _, node in resources(template, "AWS::EC2::Instance"))
 
 
 def test_every_bucket_key_and_secret_is_retained_and_encrypted(
@@ -215,7 +300,7 @@ def test_exactly_one_portal_per_spoke_pointing_at_its_hub(case: tuple[HubSpokeCo
         assert float(portal["EvictionFreeThreshold"]) == spoke.portal.eviction_free_threshold
 
 
-def test_cluster_resource_carries_the_peer_mtu_and_local_exports(
+def test_cluster_resource_carries_the_release_and_local_exports(
     case: tuple[HubSpokeConfig, Templates],
 ) -> None:
     config, templates = case
@@ -223,7 +308,12 @@ def test_cluster_resource_carries_the_peer_mtu_and_local_exports(
         region = config.region_config(region_code)
         [(_, cluster)] = list(resources(template, CLUSTER_RESOURCE))
         props = cluster["Properties"]
-        assert props["PeerMtu"] == str(peer_mtu(config))
+        assert region.storage.qumulo_core is not None
+        assert props["QumuloCoreVersion"] == region.storage.qumulo_core.version
+        assert "PeerMtu" not in props, "host-managed networking: the MTU is the nodes' route table's business"
+        # The floating IPs live in the nodes' subnet: the accelerator subnet, the VPC's first quarter (layout.py).
+        first_quarter = next(ipaddress.IPv4Network(region.cidr).subnets(prefixlen_diff=2))
+        assert props["FloatingNetmask"] == str(first_quarter)
         assert props["ClientCidrs"] == list(region.all_cidrs)
         local = {region.storage.checkpoint_path}
         if region is config.hub:
@@ -239,3 +329,28 @@ def test_provisioner_runs_in_the_vpc_and_reaches_only_rest_and_https(dev_templat
     [sg_id] = [s["Fn::GetAtt"][0] for s in handler["VpcConfig"]["SecurityGroupIds"]]
     egress = template["Resources"][sg_id]["Properties"]["SecurityGroupEgress"]
     assert {(e["IpProtocol"], e["FromPort"]) for e in egress} == {("tcp", 8000), ("tcp", 443)}
+
+
+def test_a_deploy_that_changes_nothing_about_the_nodes_leaves_them_untouched(
+    dev_config: HubSpokeConfig, dev_templates: Templates, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A node is replaced when its ImageId changes and stopped when its UserData or InstanceType does
+    (CloudFormation, AWS::EC2::Instance 'Update requires'): a new release, more buckets, a higher limit,
+    another portal mode or one more spoke must change none of them, in any Region."""
+    data = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
+    for region in (data["hub"], *data["spokes"]):
+        region["storage"]["qumulo_core"]["version"] = "7.11.0"
+        region["storage"].update(soft_capacity_limit_tb=300, bucket_count=6)
+    data["spokes"][0]["portal"] = {"mode": "read_write"}
+    core = data["hub"]["storage"]["qumulo_core"]
+    data["spokes"].append({"region": "eu-west-1", "cidr": "10.30.0.0/16", "compute": {"enabled": False},
+                           "storage": {"qumulo_core": dict(core)}})  # fmt: skip
+    changed = synth(load(write_config(tmp_path_factory.mktemp("changed"), with_pins(data))).config)
+    for region in dev_config.regions():
+        stack = f"storage-{region.region}"
+        for kind in ("AWS::EC2::Instance", "AWS::EC2::NetworkInterface"):
+            before, after = dict(resources(dev_templates[stack], kind)), dict(resources(changed[stack], kind))
+            assert len(before) == region.storage.node_count and before == after, f"{stack}: {kind} changed"
+    assert "eu-west-1" not in json.dumps(changed[f"storage-{dev_config.hub.region}"]), (
+        "the hub never names a spoke"
+    )

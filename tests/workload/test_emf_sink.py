@@ -18,20 +18,11 @@ from typing import Any
 import pytest
 
 from hubspoke import training_metrics as tm
+from tests.fakes.clock import ManualClock as Clock
 from tests.fakes.emf_agent import FakeEmfAgent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workload"))
 import emf_sink
-
-
-class Clock:
-    """A monotonic clock the test moves by hand, so the back-off is tested without waiting."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def record(step: int) -> str:

@@ -124,6 +124,8 @@ def _run(
         "--region=us-west-2",
         "--log-every=2",
         "--checkpoint-every=3",
+        # One throughput record, at the end: the clock-driven windows are tested in test_throughput.py.
+        "--metrics-seconds=3600",
         *extra,
     ]
     return subprocess.run(args, capture_output=True, text=True, timeout=240, env=env, check=False)
@@ -138,7 +140,7 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) ->
     assert all((ckpt / name / ".metadata").exists() for name in ("step_00000003", "step_00000004"))
 
     records = [json.loads(line) for line in first.stdout.splitlines() if line.strip()]
-    assert [r["Step"] for r in records] == [2, 4], "stdout carries only EMF records, one per log interval"
+    assert [r["Step"] for r in records] == [4], "stdout carries only EMF records: the final window's"
     for record in records:
         (directive,) = record["_aws"]["CloudWatchMetrics"]
         assert directive["Namespace"] == training_metrics.NAMESPACE
@@ -157,6 +159,21 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) ->
     assert (ckpt / "step_00000006" / ".metadata").exists()
 
 
+def test_throughput_records_follow_the_clock_not_the_steps(tmp_path: Path) -> None:
+    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
+    _write_shards(data, [400])
+    # The last --metrics-seconds wins over _run's: a record every 50 ms, whatever the step pace.
+    run = _run(data, ckpt, "--max-steps=4", "--num-workers=0", "--metrics-seconds=0.05")
+    assert run.returncode == 0, run.stderr
+    records = [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
+    steps = [r["Step"] for r in records]
+    assert len(records) >= 2 and steps == sorted(steps) and steps[-1] == 4, steps
+    for r in records:
+        assert r[training_metrics.SAMPLES_PER_SECOND] >= 0
+        # A window in which no step finished has no step time to report.
+        assert (training_metrics.STEP_SECONDS in r) == (r[training_metrics.SAMPLES_PER_SECOND] > 0)
+
+
 def test_with_an_agent_endpoint_records_go_to_the_agent_not_stdout(tmp_path: Path) -> None:
     _write_shards(tmp_path / "data", [400])
     with FakeEmfAgent() as agent:
@@ -167,11 +184,11 @@ def test_with_an_agent_endpoint_records_go_to_the_agent_not_stdout(tmp_path: Pat
             "--num-workers=0",
             agent_endpoint=agent.endpoint,
         )
-        lines = agent.wait_for(2)
+        lines = agent.wait_for(1)
     assert run.returncode == 0, run.stderr
     assert run.stdout == ""
     records = [json.loads(line) for line in lines]
-    assert [r["Step"] for r in records] == [2, 4]
+    assert [r["Step"] for r in records] == [4]
     assert all(r["_aws"]["CloudWatchMetrics"][0]["Namespace"] == training_metrics.NAMESPACE for r in records)
     assert "CloudWatch agent" not in run.stderr
 
@@ -188,9 +205,7 @@ def test_training_survives_an_agent_that_is_down(tmp_path: Path) -> None:
         agent_endpoint=agent.endpoint,
     )
     assert run.returncode == 0, run.stderr
-    assert [json.loads(line)["Step"] for line in run.stdout.splitlines()] == [2, 4], (
-        "stdout keeps the records"
-    )
+    assert [json.loads(line)["Step"] for line in run.stdout.splitlines()] == [4], "stdout keeps the records"
     assert (tmp_path / "ckpt" / "step_00000004" / ".metadata").exists()
     assert run.stderr.count("cannot reach the CloudWatch agent") == 1
 
@@ -204,3 +219,73 @@ def test_a_torn_checkpoint_is_never_resumed_from(tmp_path: Path) -> None:
     (tmp_path / "step_00000005" / ".metadata").write_bytes(b"x")
     assert train.latest_checkpoint(tmp_path) == (5, tmp_path / "step_00000005")
     assert train.latest_checkpoint(tmp_path / "absent") is None
+
+
+def test_chunked_loss_and_block_checkpointing_change_memory_not_results() -> None:
+    """The loss of model(tokens, labels) is F.cross_entropy over the full fp32 logits, gradients included."""
+    torch.manual_seed(0)
+    reference = llama.Llama(llama.shape("tiny", vocab_size=256))
+    lean = llama.Llama(llama.shape("tiny", vocab_size=256))
+    lean.load_state_dict(reference.state_dict())
+    lean.checkpoint_blocks()
+    tokens, labels = torch.randint(0, 256, (3, 16)), torch.randint(0, 256, (3, 16))
+    full = torch.nn.functional.cross_entropy(reference(tokens).flatten(0, 1).float(), labels.flatten())
+    full.backward()
+    # 7-token chunks do not divide the 48 tokens: the last chunk is short.
+    chunked = llama.chunked_cross_entropy(
+        lean.norm(_blocks(lean, tokens)), lean.embed.weight, labels, chunk=7
+    )
+    chunked.backward()
+    assert torch.allclose(chunked, full, atol=1e-5)
+    for (name, a), b in zip(reference.named_parameters(), lean.parameters(), strict=True):
+        assert a.grad is not None and b.grad is not None
+        assert torch.allclose(a.grad, b.grad, atol=1e-5), name
+
+
+def _blocks(model: llama.Llama, tokens: torch.Tensor) -> torch.Tensor:
+    cos, sin = llama.rotary(tokens.shape[1], model.s.head_dim, model.s.rope_theta, tokens.device)
+    x = model.embed(tokens)
+    for layer in model.layers:
+        x = layer(x, cos, sin)
+    return x
+
+
+def _weights(checkpoint: Path, tmp_path: Path) -> dict[str, torch.Tensor]:
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    flat = tmp_path / f"{checkpoint.parent.parent.name}-{checkpoint.name}.pt"
+    dcp_to_torch_save(checkpoint, flat)
+    return dict(torch.load(flat, weights_only=False)["model"])
+
+
+def test_resume_restores_the_weights_not_only_the_step(tmp_path: Path) -> None:
+    """Four steps in one go and three steps, stop, resume, one more step end on the same weights: the resumed
+    run continued from the saved weights and optimizer state, not from a fresh model at step 3."""
+    data = tmp_path / "data"
+    _write_shards(data, [400, 400])
+    straight, resumed = tmp_path / "straight" / "ckpt", tmp_path / "resumed" / "ckpt"
+    assert _run(data, straight, "--max-steps=4", "--num-workers=0", "--checkpoint-every=100").returncode == 0
+    first = _run(data, resumed, "--max-steps=3", "--num-workers=0", "--checkpoint-every=100")
+    assert first.returncode == 0, first.stderr
+    second = _run(data, resumed, "--max-steps=4", "--num-workers=0", "--checkpoint-every=100")
+    assert second.returncode == 0 and "resumed from" in second.stderr, second.stderr
+    at_three = _weights(resumed / "step_00000003", tmp_path)
+    straight_four = _weights(straight / "step_00000004", tmp_path)
+    resumed_four = _weights(resumed / "step_00000004", tmp_path)
+    assert set(straight_four) == set(resumed_four) and straight_four
+    assert any(not torch.equal(at_three[k], straight_four[k]) for k in at_three), "a step changes the weights"
+    for name, value in straight_four.items():
+        assert torch.allclose(value, resumed_four[name], atol=1e-6), name
+
+
+def test_hyperpod_log_monitoring_pattern_matches_the_progress_train_py_prints(tmp_path: Path) -> None:
+    """The HyperPodPyTorchJob's hang detection watches for PROGRESS_LOG_PATTERN: train.py must print it."""
+    import re
+
+    from hubspoke.k8s.job import PROGRESS_LOG_PATTERN
+
+    _write_shards(tmp_path / "data", [400])
+    run = _run(tmp_path / "data", tmp_path / "ckpt", "--max-steps=4", "--num-workers=0")
+    assert run.returncode == 0, run.stderr
+    progress = [line for line in run.stderr.splitlines() if re.fullmatch(PROGRESS_LOG_PATTERN, line)]
+    assert len(progress) == 2, f"one progress line per --log-every=2 steps, got: {run.stderr}"

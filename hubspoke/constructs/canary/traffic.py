@@ -1,82 +1,31 @@
-"""Inter-Region and NFS-read bytes of one VPC, counted by metric filters on its VPC flow logs.
+"""Inter-Region and NFS-read bytes of one spoke VPC, counted by metric filters on its VPC flow logs.
 
 Qumulo documents no cache hit-rate metric, so the Ops stack derives one (docs/operations.md):
   hit ratio = 1 - bytes received from the hub / bytes the spoke CNQ served to NFS readers.
-Both come from the spoke VPC's flow logs (default format, version 2):
-  version account-id interface-id srcaddr dstaddr srcport dstport protocol packets bytes start end action log-status
-- bytes received from the hub: accepted flows whose source is in a hub CIDR. The peering is the only path
-  from those addresses, and only the spoke's ENIs log into this group, so each byte is counted once;
-- NFS read bytes: accepted flows from source port 2049 to an address of this VPC. Both ends of such a flow
-  are ENIs of this VPC, so every byte is logged twice (once per ENI): the Ops stack halves the sum.
+Which flow-log records count as which bytes, and the patterns that select them, are in hubspoke/flow_logs.py
+(no CDK: config validation counts the filters a topology needs from the same code).
 """
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-FLOW_FIELDS = (
-    "version",
-    "account_id",
-    "interface_id",
-    "srcaddr",
-    "dstaddr",
-    "srcport",
-    "dstport",
-    "protocol",
-    "packets",
-    "bytes",
-    "start",
-    "end",
-    "action",
-    "log_status",
-)
+from hubspoke.flow_logs import MAX_FILTERS_PER_LOG_GROUP, traffic_patterns
+
 INTER_REGION_IN = "InterRegionBytesIn"
 INTER_REGION_OUT = "InterRegionBytesOut"
 NFS_READ_BYTES_LOGGED = "NfsReadBytesLogged"
-NFS_PORT = 2049
-# CloudWatch Logs allows 100 metric filters per log group; stay well inside it.
-MAX_FILTERS = 60
+_METRIC_OF = {"from_hub": INTER_REGION_IN, "to_hub": INTER_REGION_OUT, "nfs_replies": NFS_READ_BYTES_LOGGED}
 
 
 def namespace(environment: str) -> str:
     # Metric filters cannot add a constant dimension, so the environment goes in the namespace.
     return f"HubSpoke/{environment}/Traffic"
-
-
-def address_prefixes(cidrs: Iterable[str]) -> list[str]:
-    """Filter-pattern wildcards ('10.10.*') covering the CIDRs at octet boundaries.
-
-    A block smaller than /24 is widened to its /24: flow-log patterns match text, not address ranges.
-    """
-    prefixes: list[str] = []
-    for cidr in cidrs:
-        net = ipaddress.IPv4Network(cidr)
-        octets = min(3, max(1, net.prefixlen // 8 + (1 if net.prefixlen % 8 else 0)))
-        for sub in (
-            net.subnets(new_prefix=octets * 8)
-            if net.prefixlen <= octets * 8
-            else [net.supernet(new_prefix=24)]
-        ):
-            text = ".".join(str(sub.network_address).split(".")[:octets]) + ".*"
-            if text not in prefixes:
-                prefixes.append(text)
-    return prefixes
-
-
-def flow_pattern(**conditions: str) -> str:
-    """A space-delimited pattern over the default flow-log fields, accepted flows only."""
-    conditions = {"action": "ACCEPT", **conditions}
-    unknown = set(conditions) - set(FLOW_FIELDS)
-    if unknown:
-        raise ValueError(f"not flow-log fields: {sorted(unknown)}")
-    parts = [f"{f}={conditions[f]}" if f in conditions else f for f in FLOW_FIELDS]
-    return "[" + ", ".join(parts) + "]"
 
 
 class TrafficMetrics(Construct):
@@ -96,16 +45,14 @@ class TrafficMetrics(Construct):
         super().__init__(scope, construct_id)
         self.environment = environment
         self.region = region
-        filters: list[tuple[str, str]] = []
-        for prefix in address_prefixes(hub_cidrs):
-            filters.append((INTER_REGION_IN, flow_pattern(srcaddr=prefix)))
-            filters.append((INTER_REGION_OUT, flow_pattern(dstaddr=prefix)))
-        for prefix in address_prefixes(own_cidrs):
-            filters.append((NFS_READ_BYTES_LOGGED, flow_pattern(srcport=str(NFS_PORT), dstaddr=prefix)))
-        if len(filters) > MAX_FILTERS:
-            raise ValueError(
-                f"{region}: {len(filters)} flow-log metric filters needed; use fewer or larger CIDR blocks"
-            )
+        filters = [
+            (_METRIC_OF[kind], pattern)
+            for kind, patterns in traffic_patterns(own_cidrs=own_cidrs, hub_cidrs=hub_cidrs).items()
+            for pattern in patterns
+        ]
+        if len(filters) > MAX_FILTERS_PER_LOG_GROUP:
+            # Config validation refuses such a topology first (config/rules.py, flow_log_filters_fit).
+            raise ValueError(f"{region}: {len(filters)} flow-log metric filters needed")
         for index, (metric_name, pattern) in enumerate(filters):
             # Several filters may feed one metric: CloudWatch adds their values.
             logs.MetricFilter(

@@ -20,7 +20,9 @@ from packaging.utils import canonicalize_name
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 PACKAGE = "cnq_provisioner"
-HANDLER = f"{PACKAGE}.provisioner.on_event"
+# Plain Lambda handler entry points in the asset (module cnq_provisioner.provisioner).
+ON_EVENT_HANDLER = f"{PACKAGE}.provisioner.on_event"
+IS_COMPLETE_HANDLER = f"{PACKAGE}.provisioner.is_complete"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 # The AWS SDK for Python and its dependencies, which every Lambda Python runtime provides.
 RUNTIME_PROVIDED = frozenset(

@@ -1,7 +1,8 @@
 """Cloud Native Qumulo on AWS: nodes, persistent-storage buckets, key, role, floating IPs and admin secret.
 
-Layout follows Qumulo's CNQ deployments: one ENI per node carrying the primary IP plus floating IPs
-(secondary private IPs that Qumulo moves between nodes through the EC2 API), data in S3 buckets behind
+Layout follows Qumulo's CNQ deployments: stock Ubuntu nodes that install Qumulo Core from the Debian
+package staged in S3 (Qumulo's CNQ-on-AWS guide), one ENI per node carrying the primary IP plus floating
+IPs (secondary private IPs that Qumulo moves between nodes through the EC2 API), data in S3 buckets behind
 a customer KMS key, nodes in the same AZ as the Region's accelerators so reads never cross AZs.
 """
 
@@ -9,18 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import CfnParameter, CfnTag, Fn, RemovalPolicy, Stack
+from aws_cdk import CfnTag, CustomResource, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from hubspoke.config.schema import StorageConfig
+from hubspoke.config.schema import QumuloCoreConfig, StorageConfig
+from hubspoke.constructs.cnq.node import render_boot_script
+from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
+from hubspoke.constructs.cnq.runtime.resources import NODE_SHAPE_RESOURCE
 from hubspoke.constructs.keys import retained_key
 from hubspoke.policy.acks import acknowledge
-from hubspoke.ports import NFS, QUMULO_PORTAL, QUMULO_REPLICATION, QUMULO_REST, RPCBIND, SSH
+from hubspoke.ports import NFS, QUMULO_PORTAL, QUMULO_REST, RPCBIND, SSH
 
+# Portals use 3713 in both directions on every node; 3712 (ports.QUMULO_REPLICATION) is replication, which
+# nothing here uses (Qumulo "Required networking ports"), so it stays closed.
 # Room for Qumulo Core, its logs and upgrade packages; the cluster's data lives in S3 and the cache.
 ROOT_VOLUME_GIB = 256
 # Qumulo accepts admin passwords with upper, lower, digit and special characters; these would need
@@ -44,12 +52,15 @@ class CnqCluster(Construct):
 
     Example::
 
-        cluster = CnqCluster(stack, "Cnq", storage=region.storage, name="dev-use2", vpc=net.vpc,
-                             subnet=net.accelerator_subnet, client_cidrs=region.all_cidrs,
-                             peer_path_sg=net.peer_path_security_group)
+        cluster = CnqCluster(stack, "Cnq", storage=region.storage, name="dev-use2", environment="dev",
+                             vpc=net.vpc, subnet=net.accelerator_subnet, client_cidrs=region.all_cidrs,
+                             peer_path_sg=net.peer_path_security_group, peer_mtu_path="/hubspoke/dev/peer-mtu/")
         cluster.floating_ips, cluster.admin_secret, cluster.object_storage_uris
+        cluster.refuse_reshaping(provisioner.service_token)
 
     Buckets, key, secret and node volumes are retained when the stack is deleted or they are replaced.
+    The nodes boot the image pinned in config and install the configured Qumulo Core release (node/boot.sh);
+    their first-boot script names only config-derived things, so no deploy changes it under a running node.
     """
 
     def __init__(
@@ -63,9 +74,15 @@ class CnqCluster(Construct):
         subnet: ec2.ISubnet,
         client_cidrs: Sequence[str],
         peer_path_sg: ec2.ISecurityGroup,
+        environment: str,
+        peer_mtu_path: str,
+        published_peer_routes: Sequence[tuple[str, str]] = (),
     ) -> None:
         super().__init__(scope, construct_id)
+        if storage.ami_id is None or storage.qumulo_core is None:
+            raise ValueError("storage.ami_id and storage.qumulo_core are required (hubspoke.config.rules)")
         self.name = name
+        self.storage = storage
         self.key = retained_key(self, "Key", description=f"CNQ {name}: persistent storage and node volumes")
         self.buckets = self._buckets(storage.bucket_count)
         self.object_storage_uris = [f"https://{b.bucket_regional_domain_name}/" for b in self.buckets]
@@ -87,18 +104,17 @@ class CnqCluster(Construct):
         )
         self.security_group = self._security_group(vpc, client_cidrs, storage.admin_cidr)
         self.role = self._role()
-        image_id = (
-            storage.ami_id
-            or CfnParameter(
-                self,
-                "QumuloAmi",
-                type="AWS::EC2::Image::Id",
-                description=f"Qumulo AMI for {name} (set storage.ami_id in the config to fix it at synth)",
-            ).value_as_string
+        prefix = f"/hubspoke/{environment}/cnq/{name}"
+        boot, boot_inputs = self._install_access(
+            storage.qumulo_core, prefix, peer_mtu_path, published_peer_routes
+        )
+        user_data = Fn.base64(
+            render_boot_script(region=Stack.of(self).region, peer_mtu_path=peer_mtu_path, **boot)
         )
         profile = iam.CfnInstanceProfile(self, "Profile", roles=[self.role.role_name])
         self.node_ips: list[str] = []
         self.node_instance_ids: list[str] = []
+        self.nodes: list[ec2.CfnInstance] = []
         floating: list[str] = []
         enis: list[ec2.CfnNetworkInterface] = []
         for index in range(1, storage.node_count + 1):
@@ -113,9 +129,11 @@ class CnqCluster(Construct):
             node = ec2.CfnInstance(
                 self,
                 f"Node{index}",
-                image_id=image_id,
+                # A literal ID from config: a deploy-time lookup would re-resolve on every update.
+                image_id=storage.ami_id,
                 instance_type=storage.instance_type,
                 iam_instance_profile=profile.ref,
+                user_data=user_data,
                 network_interfaces=[
                     # Fn::GetAtt Id rather than Ref: the same ENI, and what Control Tower's CT.EC2.PR.8 reads
                     # as "an existing interface" (a public IP can only go on a new one).
@@ -139,18 +157,102 @@ class CnqCluster(Construct):
                         ),
                     )
                 ],
-                # Qumulo's own deployments protect nodes the same way; the runbook says how to lift it.
-                disable_api_termination=True,
+                # No DisableApiTermination here: a protected node could not be rolled back after a failed
+                # first create. The provisioner protects the nodes once the cluster is formed.
                 monitoring=True,
-                tags=[CfnTag(key="Name", value=f"{name}-node{index}")],
+                tags=[CfnTag(key="Name", value=f"{name}-node{index}"), CfnTag(key=CLUSTER_TAG, value=name)],
+            )
+            # The first boot reads the install parameter and the S3 prefix through the role's policy.
+            node.node.add_dependency(self.role, *boot_inputs)
+            acknowledge(
+                node,
+                "AwsSolutions-EC29",
+                reason="termination protection is switched on by the provisioner once the cluster has formed: a "
+                "node protected at create could not be terminated when a failed first create rolls back",
             )
             self.node_ips.append(eni.attr_primary_private_ip_address)
             self.node_instance_ids.append(node.ref)
+            self.nodes.append(node)
             floating.append(Fn.join(FLOATING_IP_SEPARATOR, eni.attr_secondary_private_ip_addresses))
             enis.append(eni)
         self.floating_ips_joined = Fn.join(FLOATING_IP_SEPARATOR, floating)
         self.floating_ips = Fn.split(FLOATING_IP_SEPARATOR, self.floating_ips_joined)
         self._grant_floating_ip_moves(enis)
+
+    def refuse_reshaping(self, service_token: str) -> CustomResource:
+        """A guard every node depends on: it fails an update that would replace or stop all nodes at once."""
+        guard = CustomResource(
+            self,
+            "NodeShape",
+            service_token=service_token,
+            resource_type=NODE_SHAPE_RESOURCE,
+            properties={
+                "ClusterName": self.name,
+                "ImageId": self.storage.ami_id,
+                "InstanceType": self.storage.instance_type,
+            },
+        )
+        for node in self.nodes:
+            node.node.add_dependency(guard)
+        return guard
+
+    def _install_access(
+        self, core: QumuloCoreConfig, prefix: str, peer_mtu_path: str, published: Sequence[tuple[str, str]]
+    ) -> tuple[dict[str, str], list[Construct]]:
+        """What the first boot reads (the release to install, the peer routes), the role's read-only access to
+        it, and the names the boot script is rendered with."""
+        stack = Stack.of(self)
+        install = ssm.StringParameter(
+            self,
+            "QumuloCoreInstall",
+            parameter_name=f"{prefix}/qumulo-core",
+            string_value=f"{core.package_uri} {core.version}",
+            description=f"CNQ {self.name}: the staged Qumulo Core package and its release",
+        )
+        log_group = logs.LogGroup(
+            self,
+            "InstallLogs",
+            log_group_name=f"{prefix}/install",
+            retention=logs.RetentionDays.ONE_YEAR,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        routes = [
+            ssm.StringParameter(self, f"PeerMtu{i}", parameter_name=n, string_value=v,
+                                description=f"Route MTU from CNQ {self.name} towards a peer VPC")
+            for i, (n, v) in enumerate(published)
+        ]  # fmt: skip
+        package_folder = core.package_key.rsplit("/", 1)[0]
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[f"arn:{stack.partition}:s3:::{core.bucket}/{package_folder}/*"],
+            )
+        )
+        install.grant_read(self.role)
+        path = peer_mtu_path.strip("/")
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["ssm:GetParametersByPath"],
+                resources=[
+                    stack.format_arn(service="ssm", resource="parameter", resource_name=path + suffix)
+                    for suffix in ("", "/*")
+                ],
+            )
+        )
+        log_group.grant_write(self.role)
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5",
+            reason="the first boot reads the one staged release's folder (read-only, one version) and the peer "
+            "routes published under one SSM path per environment, which spokes add to and remove from",
+            findings=[
+                f"Resource::arn:<AWS::Partition>:s3:::{core.bucket}/{package_folder}/*",
+                f"Resource::arn:<AWS::Partition>:ssm:{stack.region}:{stack.account}:parameter/{path}/*",
+            ],
+        )
+        # Literal names, not Refs: the user data must not depend on anything but config (node/__init__.py).
+        names = {"install_parameter": f"{prefix}/qumulo-core", "log_group": f"{prefix}/install"}
+        return names, [install, log_group, *routes]
 
     def _buckets(self, count: int) -> list[s3.Bucket]:
         logs = s3.Bucket(
@@ -199,7 +301,6 @@ class CnqCluster(Construct):
             peer = ec2.Peer.ipv4(cidr)
             for port, label in ((ec2.Port.tcp(NFS), "NFS"), (ec2.Port.udp(NFS), "NFS over UDP"),
                                 (ec2.Port.tcp(RPCBIND), "rpcbind"), (ec2.Port.udp(RPCBIND), "rpcbind over UDP"),
-                                (ec2.Port.tcp(QUMULO_REPLICATION), "Qumulo replication"),
                                 (ec2.Port.tcp(QUMULO_PORTAL), "Qumulo portal"),
                                 (ec2.Port.tcp(QUMULO_REST), "Qumulo REST API")):  # fmt: skip
                 sg.add_ingress_rule(peer, port, f"{label} from the VPC")

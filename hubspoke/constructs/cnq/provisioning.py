@@ -1,22 +1,39 @@
-"""The provisioning custom resource's Lambda (runtime/ beside this file) behind a CDK Provider, inside the VPC."""
+"""The provisioning custom resources' Lambdas (runtime/ beside this file) behind an asynchronous CDK Provider.
+
+on_event answers at once; is_complete is polled every QUERY_INTERVAL until the cluster (or portal) is
+done, for at most storage.formation_timeout_minutes (aws-cdk-lib custom_resources, Provider:
+isCompleteHandler, queryInterval, totalTimeout "The maximum timeout is 1 hour"). CloudFormation gives a
+custom resource at most 3600 s (AWS::CloudFormation::CustomResource ServiceTimeout, 1 to 3600), so the
+configured wait stays below it and the framework still has time to report.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from hubspoke.constructs.cnq.bundling import HANDLER, RUNTIME, provisioner_code
+from hubspoke.constructs.cnq.bundling import IS_COMPLETE_HANDLER, ON_EVENT_HANDLER, RUNTIME, provisioner_code
+from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
+from hubspoke.constructs.waiter import trace_waiter
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import QUMULO_REST
 
-# The Provider framework gives up on a handler after 15 minutes; ours stops its own waits 20 s before this.
-HANDLER_TIMEOUT = Duration.minutes(14)
+# on_event validates and does once-per-request work (a login, a capacity change, a portal lookup).
+ON_EVENT_TIMEOUT = Duration.minutes(3)
+# One is_complete poll: a few REST calls per node, each bounded to 10 s; the handler keeps 20 s in reserve.
+IS_COMPLETE_TIMEOUT = Duration.minutes(5)
+QUERY_INTERVAL = Duration.seconds(30)
+# CloudFormation's own limit on one custom-resource operation (ServiceTimeout maximum).
+CUSTOM_RESOURCE_LIMIT = Duration.hours(1)
 
 
 class CnqProvisioner(Construct):
@@ -25,12 +42,14 @@ class CnqProvisioner(Construct):
     Example::
 
         provisioner = CnqProvisioner(stack, "Provisioner", vpc=net.vpc, subnets=net.private_subnets,
-                                     rest_cidrs=[*region.all_cidrs, *config.peer_cidrs(region)])
-        CustomResource(stack, "Cluster", service_token=provisioner.service_token,
-                       resource_type="Custom::CnqCluster", properties={...})
+                                     rest_cidrs=[*region.all_cidrs, *config.peer_cidrs(region)],
+                                     clusters=["dev-use2"], wait=Duration.minutes(50))
+        provisioner.resource(stack, "Cluster", resource_type="Custom::CnqCluster", properties={...})
 
     Egress: Qumulo's REST port towards `rest_cidrs` (its own VPC and, in a spoke, the hub over the
-    peering) and HTTPS for Secrets Manager; nothing else.
+    peering) and HTTPS for the AWS APIs (Secrets Manager, EC2; the framework's Lambda and Step Functions);
+    nothing else. EC2 writes are limited to
+    the termination protection of instances tagged with one of `clusters`.
     """
 
     def __init__(
@@ -41,8 +60,15 @@ class CnqProvisioner(Construct):
         vpc: ec2.IVpc,
         subnets: Sequence[ec2.ISubnet],
         rest_cidrs: Sequence[str],
+        clusters: Sequence[str],
+        wait: Duration,
     ) -> None:
         super().__init__(scope, construct_id)
+        if wait.to_seconds() >= CUSTOM_RESOURCE_LIMIT.to_seconds():
+            raise ValueError(
+                f"a wait of {wait.to_minutes()} min does not fit CloudFormation's 60-minute limit"
+            )
+        self.wait = wait
         self.security_group = ec2.SecurityGroup(
             self,
             "Egress",
@@ -54,40 +80,65 @@ class CnqProvisioner(Construct):
             self.security_group.add_egress_rule(
                 ec2.Peer.ipv4(cidr), ec2.Port.tcp(QUMULO_REST), "Qumulo REST API"
             )
-        self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "Secrets Manager API")
-        log_group = logs.LogGroup(
-            self, "Logs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.DESTROY
+        self.security_group.add_egress_rule(
+            ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "AWS APIs (Secrets Manager, EC2, Lambda, Step Functions)"
         )
-        self.function = lambda_.Function(
+        log_group = self._log_group("Logs")
+        role = iam.Role(
             self,
-            "Function",
-            description="Forms CNQ clusters and portals through Qumulo's REST API (custom resource)",
-            runtime=RUNTIME,
-            handler=HANDLER,
-            code=provisioner_code(),
-            timeout=HANDLER_TIMEOUT,
-            memory_size=256,
-            vpc=vpc,
-            vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
-            security_groups=[self.security_group],
-            log_group=log_group,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name(f"service-role/{name}")
+                for name in ("AWSLambdaBasicExecutionRole", "AWSLambdaVPCAccessExecutionRole")
+            ],
         )
+        code = provisioner_code()
+        functions = {
+            name: lambda_.Function(
+                self,
+                name,
+                description=f"CNQ clusters and portals through Qumulo's REST API ({handler.rsplit('.', 1)[1]})",
+                runtime=RUNTIME,
+                handler=handler,
+                code=code,
+                timeout=timeout,
+                memory_size=256,
+                role=role,
+                vpc=vpc,
+                vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
+                security_groups=[self.security_group],
+                log_group=log_group,
+            )
+            for name, handler, timeout in (
+                ("Function", ON_EVENT_HANDLER, ON_EVENT_TIMEOUT),
+                ("IsComplete", IS_COMPLETE_HANDLER, IS_COMPLETE_TIMEOUT),
+            )
+        }
+        self.function = functions["Function"]
+        self._grant_node_protection(role, clusters)
         provider = cr.Provider(
             self,
             "Provider",
             on_event_handler=self.function,
-            # The framework's own function runs in the VPC too (Control Tower CT.LAMBDA.PR.3); it calls the
-            # Lambda and S3 APIs over the group's HTTPS egress.
+            is_complete_handler=functions["IsComplete"],
+            query_interval=QUERY_INTERVAL,
+            total_timeout=wait,
+            # The framework's own functions run in the VPC too (Control Tower CT.LAMBDA.PR.3); they call the
+            # Lambda and Step Functions APIs over the group's HTTPS egress.
             vpc=vpc,
             vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
             security_groups=[self.security_group],
-            log_group=logs.LogGroup(
-                self,
-                "ProviderLogs",
-                retention=logs.RetentionDays.ONE_YEAR,
-                removal_policy=RemovalPolicy.DESTROY,
+            log_group=self._log_group("ProviderLogs"),
+            # Every state of every wait, without the execution data (resource properties).
+            disable_waiter_state_machine_logging=False,
+            waiter_state_machine_log_options=cr.LogOptions(
+                destination=self._log_group("WaiterLogs"),
+                include_execution_data=False,
+                level=sfn.LogLevel.ALL,
             ),
         )
+        trace_waiter(provider)
         self.service_token = provider.service_token
         managed = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
         acknowledge(
@@ -97,11 +148,55 @@ class CnqProvisioner(Construct):
             "for a Lambda that logs and runs in a VPC; the CDK Provider framework attaches the first to its own",
             findings=[f"{managed}AWSLambdaBasicExecutionRole", f"{managed}AWSLambdaVPCAccessExecutionRole"],
         )
-        function_id = Stack.of(self).get_logical_id(self.function.node.default_child)  # type: ignore[arg-type]
+        stack = Stack.of(self)
+        function_ids = [stack.get_logical_id(f.node.default_child) for f in functions.values()]  # type: ignore[arg-type]
+        # The framework's own isComplete and onTimeout functions, which its waiter state machine invokes.
+        function_ids += [
+            stack.get_logical_id(c)
+            for c in provider.node.find_all()
+            if isinstance(c, lambda_.CfnFunction)
+            and c.node.path.rsplit("/", 2)[-2] in ("framework-isComplete", "framework-onTimeout")
+        ]
         acknowledge(
             self,
             "AwsSolutions-IAM5",
-            reason="the CDK Provider framework may invoke any version of the provisioning handler, which is the "
-            "function's own ARN suffixed with :*",
-            findings=[f"Resource::<{function_id}.Arn>:*"],
+            reason="the CDK Provider framework may invoke any version of the provisioning handlers, which is the "
+            "functions' own ARNs suffixed with :*; EC2 Describe* has no resource-level scope, and the protection "
+            "switch is limited by the hubspoke:cnq-cluster tag to this stack's nodes, whose IDs do not exist "
+            "before the nodes (which wait for this function's node-shape guard)",
+            findings=[
+                *(f"Resource::<{fid}.Arn>:*" for fid in function_ids),
+                "Resource::*",
+                f"Resource::arn:<AWS::Partition>:ec2:{stack.region}:{stack.account}:instance/*",
+            ],
         )
+
+    def resource(self, scope: Construct, construct_id: str, *, resource_type: str,
+                 properties: Mapping[str, Any]) -> CustomResource:  # fmt: skip
+        """A custom resource served by this provider; the handler reads the wait from WaitSeconds."""
+        return CustomResource(
+            scope,
+            construct_id,
+            service_token=self.service_token,
+            resource_type=resource_type,
+            service_timeout=CUSTOM_RESOURCE_LIMIT,
+            properties={**properties, "WaitSeconds": str(int(self.wait.to_seconds()))},
+        )
+
+    def _log_group(self, construct_id: str) -> logs.LogGroup:
+        """Provisioning logs (steps and states, no data): a year, deleted with the stack."""
+        return logs.LogGroup(
+            self, construct_id, retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.DESTROY
+        )
+
+    def _grant_node_protection(self, role: iam.Role, clusters: Sequence[str]) -> None:
+        """Termination protection on the stack's own nodes only, found by their cluster tag (runtime/nodes.py)."""
+        stack = Stack.of(self)
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["ec2:DescribeInstanceAttribute", "ec2:ModifyInstanceAttribute"],
+                resources=[stack.format_arn(service="ec2", resource="instance", resource_name="*")],
+                conditions={"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": list(clusters)}},
+            )
+        )
+        role.add_to_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))

@@ -29,8 +29,16 @@ CLOUDWATCH_OBSERVABILITY = "amazon-cloudwatch-observability"
 # EKS support in SageMaker HyperPod"); this build is the EKS table's latest for Kubernetes 1.27 to 1.33.
 VPC_CNI_VERSION = "v1.20.1-eksbuild.3"
 # kube-proxy and CoreDNS follow the Kubernetes minor version, so they are pinned per version.
+# The CloudWatch observability add-on is built from the aws-observability/helm-charts chart of the same
+# version (its RELEASE_NOTES: "Upgrade CloudWatch Agent Addon to v3.7.0-eksbuild.1" in chart 3.7.0); 6.4.0 is
+# the chart of 2026-07-21 (helm-charts@71a298ff). ASSUMED: build 1 of it is offered for Kubernetes 1.33; check
+# as docs/runbooks/compute.md, "Pinned EKS add-on versions", shows.
 VERSIONED: dict[str, dict[str, str]] = {
-    "1.33": {KUBE_PROXY: "v1.33.0-eksbuild.2", COREDNS: "v1.12.1-eksbuild.2"},
+    "1.33": {
+        KUBE_PROXY: "v1.33.0-eksbuild.2",
+        COREDNS: "v1.12.1-eksbuild.2",
+        CLOUDWATCH_OBSERVABILITY: "v6.4.0-eksbuild.1",
+    },
 }
 
 # Where the operator add-ons' controllers run and which service account they use (pod identity).
@@ -41,8 +49,13 @@ CLOUDWATCH_SERVICE_ACCOUNT = "cloudwatch-agent"
 # Container Insights with enhanced observability (GPU metrics from every node), container logs, and the
 # agent's EMF listener for the training job's samples/s. The add-on's `agent.config` is the CloudWatch agent
 # configuration file; `emf` makes the agent accept EMF documents on a socket (TCP only here: the job sends
-# over TCP). The add-on's operator publishes EMF on the `cloudwatch-agent` Service at 25888 whatever the
-# address says, so the listener stays on the port the jobs are given (hubspoke/training_metrics.py).
+# over TCP). A given `agent.config` replaces the one the chart would build, which also turns on Application
+# Signals (helm-charts@71a298ff, templates/linux/cloudwatch-agent-custom-resource.yaml and _helpers.tpl
+# "cloudwatch-agent.build-default-config"): this configuration switches Application Signals off, on purpose
+# (nothing here is instrumented for it); add `application_signals: {}` under logs.metrics_collected and
+# traces.traces_collected to keep it. The add-on's operator publishes EMF on the `cloudwatch-agent` Service
+# at 25888 whatever the address says, so the listener stays on the port the jobs are given
+# (hubspoke/training_metrics.py).
 CLOUDWATCH_CONFIGURATION = {
     "agent": {
         "config": {

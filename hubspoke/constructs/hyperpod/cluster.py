@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from aws_cdk import CfnTag, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnTag, Duration, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -17,10 +17,35 @@ from constructs import Construct
 from hubspoke.config.schema import ComputeConfig
 from hubspoke.constructs.hyperpod.lifecycle import ON_CREATE
 from hubspoke.constructs.hyperpod.nag import acknowledge_bucket_deployment, logical_id
+from hubspoke.constructs.hyperpod.nodes_ready import HyperPodNodesReady
 from hubspoke.constructs.keys import retained_key
 from hubspoke.policy.acks import acknowledge
 
 LIFECYCLE_PREFIX = "lifecycle/"
+LIFECYCLE_BUCKET_PREFIX = "sagemaker-"
+# SageMaker developer guide, "Customer managed AWS KMS key encryption for SageMaker HyperPod": customer
+# managed keys are "only supported for clusters using the continuous node provisioning mode", and the key
+# policy must not be scoped by encryption context (HyperPod passes none). Our volume key uses the default
+# key policy (hubspoke/constructs/keys.py). Continuous provisioning also retries failed launches instead of
+# rolling the cluster back ("Continuous provisioning for enhanced cluster operations on Amazon EKS").
+NODE_PROVISIONING_MODE = "Continuous"
+
+
+def lifecycle_bucket_name(cluster_name: str) -> str:
+    """`sagemaker-<cluster>-<first 8 hex of the stack ID's UUID>`: new with every creation of the stack.
+
+    The prefix: SageMaker API reference, ClusterLifeCycleConfig.SourceS3Uri, marked Important: "Make sure that
+    the S3 bucket path starts with s3://sagemaker-", because the managed AmazonSageMakerClusterInstanceRolePolicy
+    on the nodes' role reads only buckets with that prefix (the API's own pattern, (https|s3)://([^/]+)/?(.*),
+    accepts any bucket; moto's CreateCluster refuses others). The suffix: the bucket is retained, and
+    CloudFormation keeps a retained resource even when it rolls back the create that made it, so a fixed name
+    would make every retry after a failed first create fail with "bucket already exists". The stack ID,
+    arn:...:stack/<name>/<uuid>, is new for every creation and fixed for the stack's life (CloudFormation
+    pseudo parameter AWS::StackId). Length: 10 + the cluster name (at most 9 + 16 + 1 + 14 = 40: `hubspoke-`,
+    the environment, `-`, the longest Region code in hubspoke/regions.py) + 1 + 8 = 59, under S3's 63.
+    """
+    uuid = Fn.select(2, Fn.split("/", Aws.STACK_ID))
+    return Fn.join("", [f"{LIFECYCLE_BUCKET_PREFIX}{cluster_name}-", Fn.select(0, Fn.split("-", uuid))])
 
 
 def allow_efa(group: ec2.SecurityGroup) -> None:
@@ -88,6 +113,7 @@ class HyperPodCluster(Construct):
         self.lifecycle_bucket = s3.Bucket(
             self,
             "LifecycleBucket",
+            bucket_name=lifecycle_bucket_name(cluster_name),
             encryption=s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
@@ -117,14 +143,10 @@ class HyperPodCluster(Construct):
         )
         acknowledge_bucket_deployment(Stack.of(self), bucket=self.lifecycle_bucket)
         self.role = self._execution_role(eks_cluster)
-        self.access_entry = eks.AccessEntry(
-            self,
-            "NodeAccess",
-            cluster=eks_cluster,  # type: ignore[arg-type]  # jsii stub omits a Cluster member
-            principal=self.role.role_arn,
-            access_entry_type=eks.AccessEntryType.HYPERPOD_LINUX,
-            access_policies=[],
-        )
+        # No access entry for the execution role here: HyperPod creates it ("EksRoleAccessEntries ... created by
+        # HyperPod on your behalf", SageMaker API reference, ClusterMetadata), and EKS allows one access entry
+        # per principal (CreateAccessEntry, principalArn), so a second one of ours would collide with it. AWS's
+        # own templates create none either (aws/sagemaker-hyperpod-cluster-setup, hyperpod-cluster-template.yaml).
         source = f"s3://{self.lifecycle_bucket.bucket_name}/{LIFECYCLE_PREFIX}"
         groups = [
             sagemaker.CfnCluster.ClusterInstanceGroupProperty(
@@ -158,6 +180,7 @@ class HyperPodCluster(Construct):
                 )
             ),
             instance_groups=groups,
+            node_provisioning_mode=NODE_PROVISIONING_MODE,
             node_recovery="Automatic",
             vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
                 subnets=[subnet.subnet_id],
@@ -166,8 +189,18 @@ class HyperPodCluster(Construct):
             # The EKS console's training-operator install looks for this tag on the HyperPod cluster.
             tags=[CfnTag(key="SageMaker", value="true")],
         )
-        # Explicit: the scripts must be in S3 and the nodes allowed into EKS before any node boots.
-        self.cluster.node.add_dependency(self.upload, self.access_entry)
+        # Explicit: the scripts must be in S3 before any node boots.
+        self.cluster.node.add_dependency(self.upload)
+        # With continuous provisioning the cluster is InService before its nodes run: node-bound work waits here.
+        self.nodes_ready = HyperPodNodesReady(
+            self,
+            "NodesReady",
+            cluster=self.cluster,
+            counts={g.name: g.count for g in compute.instance_groups},
+            # Beside the lifecycle upload: HTTPS out through the accelerator subnet's NAT.
+            vpc=eks_cluster.vpc,
+            subnets=[subnet],
+        )
 
     def _execution_role(self, eks_cluster: eks.Cluster) -> iam.Role:
         role = iam.Role(
@@ -209,17 +242,19 @@ class HyperPodCluster(Construct):
                 resources=[f"arn:{eks_cluster.stack.partition}:ec2:*:*:network-interface/*"],
             )
         )
-        role.add_to_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
+        # Image pulls from any registry: the node's own add-ons (VPC CNI, kube-proxy, CoreDNS, pod identity
+        # agent), the EFA device plugin and the health-monitoring agent live in AWS-owned accounts'
+        # repositories, not ours. As AWS's HyperPod execution role does (aws/sagemaker-hyperpod-cluster-setup
+        # at b920fcf, eks/cloudformation/sagemaker-iam-role-template.yaml: these actions on "*").
         role.add_to_policy(
             iam.PolicyStatement(
                 actions=[
                     "ecr:BatchCheckLayerAvailability",
                     "ecr:BatchGetImage",
+                    "ecr:GetAuthorizationToken",
                     "ecr:GetDownloadUrlForLayer",
                 ],
-                resources=[
-                    eks_cluster.stack.format_arn(service="ecr", resource="repository", resource_name="*")
-                ],
+                resources=["*"],
             )
         )
         role.add_to_policy(
@@ -262,17 +297,16 @@ class HyperPodCluster(Construct):
                 "Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"
             ],
         )
-        stack = Stack.of(self)
         acknowledge(
             role,
             "AwsSolutions-IAM5",
             reason="The VPC CNI manages network interfaces it creates at run time (IDs unknown at deploy; "
-            "EC2 Describe* and ecr:GetAuthorizationToken take no resource); image pulls are limited to "
-            "this account's ECR in this Region; reads to the lifecycle prefix of our own bucket.",
+            "EC2 Describe* and ecr:GetAuthorizationToken take no resource); images come from AWS-owned "
+            "registries whose accounts vary by Region and add-on (read-only pull actions only); reads to the "
+            "lifecycle prefix of our own bucket.",
             findings=[
                 "Resource::*",
                 "Resource::arn:<AWS::Partition>:ec2:*:*:network-interface/*",
-                f"Resource::arn:<AWS::Partition>:ecr:{stack.region}:{stack.account}:repository/*",
                 f"Resource::<{logical_id(self.lifecycle_bucket)}.Arn>/{LIFECYCLE_PREFIX}*",
             ],
         )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CustomResource, Duration
+from aws_cdk import CustomResource, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -28,6 +30,19 @@ CHART_REPOSITORY = "aws/sagemaker-hyperpod-cli"
 CHART_COMMIT = "a00b22d17ea928a6e39a43bd2efdafe01b1005ea"
 CHART_PATH = "helm_chart/HyperPodHelmChart"
 RELEASE = "hyperpod-dependencies"
+# At the pinned commit the health-monitoring agent's chart picks its image's Region from
+# `health-monitoring-agent.region`, else from the labels of existing nodes, else us-east-1
+# (charts/health-monitoring-agent/templates/_helpers.tpl, "health-monitoring-agent.imageUri"). The chart is
+# installed before HyperPod brings any node, so without the value every Region would pull from us-east-1.
+# AWS's own installer passes it (aws/sagemaker-hyperpod-cluster-setup, helm-chart-injector lambda_function.py).
+HEALTH_AGENT = "health-monitoring-agent"
+
+
+def chart_values(region: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The values the chart is installed with: `extra`, and the health-monitoring agent's Region."""
+    values = copy.deepcopy(dict(extra or {}))
+    values.setdefault(HEALTH_AGENT, {})["region"] = region
+    return values
 
 
 def archive_url(repository: str = CHART_REPOSITORY, commit: str = CHART_COMMIT) -> str:
@@ -110,7 +125,8 @@ class HyperPodDependencies(Construct):
                 "Commit": commit,
                 "ArchiveUrl": archive_url(commit=commit),
                 "ChartPath": CHART_PATH,
-                "Values": dict(values or {}),
+                # One JSON string: CloudFormation passes property values to the handler as strings.
+                "Values": json.dumps(chart_values(Stack.of(self).region, values), sort_keys=True),
             },
         )
         self.resource.node.add_dependency(self.access)

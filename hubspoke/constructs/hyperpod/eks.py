@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from aws_cdk import Annotations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
@@ -97,4 +98,10 @@ class HyperPodEks(Construct):
             output_config_command=False,
         )
         acknowledge_eks_internals(self.cluster)
+        # The tag only matters for Services of type LoadBalancer (AWS Load Balancer Controller subnet discovery,
+        # EKS User Guide "Route internet traffic with AWS Load Balancer Controller"); hubspoke deploys none.
+        Annotations.of(self.cluster).acknowledge_warning(
+            "@aws-cdk/aws-eks:clusterMustManuallyTagSubnet",
+            "No Service of type LoadBalancer runs here: training pods use EFA/NCCL and NFS, so no ELB subnet tag.",
+        )
         self.core_addons = core_addons(self, cluster=self.cluster, kubernetes_version=kubernetes_version)

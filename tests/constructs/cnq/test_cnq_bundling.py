@@ -10,7 +10,15 @@ from pathlib import Path
 from aws_cdk import App, Stack
 from aws_cdk import aws_lambda as lambda_
 
-from hubspoke.constructs.cnq.bundling import HANDLER, RUNTIME, provisioner_code, required_distributions
+from hubspoke.constructs.cnq.bundling import (
+    IS_COMPLETE_HANDLER,
+    ON_EVENT_HANDLER,
+    RUNTIME,
+    provisioner_code,
+    required_distributions,
+)
+
+HANDLER = ON_EVENT_HANDLER
 
 
 def _asset_dir(outdir: Path, stack: Stack) -> Path:
@@ -31,6 +39,8 @@ def test_synth_bundles_handler_and_qumulo_sdk_without_docker(tmp_path: Path) -> 
     package, module, function = HANDLER.rsplit(".", 2)[0], HANDLER.split(".")[1], HANDLER.rsplit(".", 1)[1]
     handler_source = (asset / package / f"{module}.py").read_text()
     assert f"def {function}(" in handler_source
+    assert IS_COMPLETE_HANDLER.rsplit(".", 1)[0] == HANDLER.rsplit(".", 1)[0], "both entry points, one module"
+    assert f"def {IS_COMPLETE_HANDLER.rsplit('.', 1)[1]}(" in handler_source
     assert (asset / "qumulo" / "rest_client.py").is_file() and (
         asset / "qumulo" / "rest" / "portal.py"
     ).is_file()

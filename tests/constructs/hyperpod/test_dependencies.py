@@ -1,4 +1,7 @@
-"""The HyperPod dependencies installer: pinned fetch from a loopback server, extraction, helm steps, failures."""
+"""The HyperPod dependencies installer's pieces: pinned fetch from a loopback server, extraction, values.
+
+The helm and AWS CLI steps run with the real tools in Lambda's environment: test_dependencies_lambda.py.
+"""
 
 from __future__ import annotations
 
@@ -80,51 +83,16 @@ def test_extract_refuses_a_commit_without_the_chart(tmp_path: Path) -> None:
         deps.extract_chart(archive({"other/Chart.yaml": "x"}), chart_path=CHART, destination=tmp_path)
 
 
-def _stub(path: Path, log: Path, exit_code: int = 0) -> str:
-    path.write_text(f'#!/bin/sh\necho "$(basename "$0") $*" >> "{log}"\nexit {exit_code}\n')
-    path.chmod(0o755)
-    return str(path)
+@pytest.mark.parametrize(
+    ("values", "problem"),
+    [({"region": "us-west-2"}, "one JSON string"), ("{not json", "not valid JSON"), ("[1]", "a JSON object")],
+)
+def test_values_must_be_one_json_object_string(values: object, problem: str) -> None:
+    with pytest.raises(deps.DependenciesError, match=problem):
+        deps.chart_values({"Values": values})
 
 
-def test_create_runs_kubeconfig_dependency_update_and_upgrade(
-    server: tuple[str, dict[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    base, routes = server
-    routes["/c.tar.gz"] = archive({f"{CHART}/Chart.yaml": "name: x\n"})
-    log = tmp_path / "calls.log"
-    monkeypatch.setattr(deps, "HELM", _stub(tmp_path / "helm", log))
-    monkeypatch.setattr(deps, "AWS_CLI", _stub(tmp_path / "aws", log))
-    props = {"ClusterName": "c1", "Release": "hyperpod-dependencies", "ArchiveUrl": f"{base}/c.tar.gz",
-             "ChartPath": CHART, "Commit": "abc123", "Values": {}}  # fmt: skip
-    result = deps.on_event({"RequestType": "Create", "ResourceProperties": props})
-    calls = log.read_text().splitlines()
-    assert [c.split()[:2] for c in calls] == [["aws", "eks"], ["helm", "dependency"], ["helm", "upgrade"]]
-    assert "--install hyperpod-dependencies" in calls[2] and "--namespace kube-system" in calls[2]
-    # The physical ID never changes with the commit: an upgrade must not look like a replacement.
-    assert result["PhysicalResourceId"] == "hyperpod-dependencies"
-
-
-def test_a_failing_helm_step_fails_the_resource_with_its_output(
-    server: tuple[str, dict[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    base, routes = server
-    routes["/c.tar.gz"] = archive({f"{CHART}/Chart.yaml": "name: x\n"})
-    log = tmp_path / "calls.log"
-    monkeypatch.setattr(deps, "HELM", _stub(tmp_path / "helm", log, exit_code=3))
-    monkeypatch.setattr(deps, "AWS_CLI", _stub(tmp_path / "aws", log))
-    props = {"ClusterName": "c1", "Release": "r", "ArchiveUrl": f"{base}/c.tar.gz", "ChartPath": CHART}
-    with pytest.raises(deps.DependenciesError, match=r"helm dependency update failed \(exit 3\)"):
-        deps.on_event({"RequestType": "Update", "ResourceProperties": props})
-
-
-def test_delete_tolerates_a_cluster_that_is_already_gone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    log = tmp_path / "calls.log"
-    monkeypatch.setattr(deps, "HELM", _stub(tmp_path / "helm", log))
-    monkeypatch.setattr(deps, "AWS_CLI", _stub(tmp_path / "aws", log, exit_code=1))
-    result = deps.on_event(
-        {"RequestType": "Delete", "ResourceProperties": {"ClusterName": "c", "Release": "r"}}
-    )
-    assert result["PhysicalResourceId"] == "r"
-    assert [c.split()[0] for c in log.read_text().splitlines()] == ["aws"]
+def test_values_keep_their_types() -> None:
+    assert deps.chart_values({"Values": '{"a": {"enabled": false, "n": 3}}'}) == {
+        "a": {"enabled": False, "n": 3}
+    }

@@ -1,4 +1,12 @@
-"""on_create.sh, rendered per Region and run against stub system commands in a scratch root."""
+"""on_create.sh run against stub system commands (systemctl, mountpoint, sleep, ...) in a scratch root.
+
+File tools (cp, mv, sed, ln, find) are the machine's own: Amazon Linux ships the same coreutils and sed.
+What the script must do is AWS's HyperPod EKS lifecycle script's behaviour (awslabs/awsome-distributed-training
+at 0edaf15, LifecycleScripts/base-config/on_create_main.sh): wait up to 12 x 5 s for /opt/sagemaker, point
+containerd's root at /opt/sagemaker/containerd/data-root (Amazon Linux 2: the `root` line of
+/etc/eks/containerd/containerd-config.toml; 2023: a config on the volume and a systemd override of
+ExecStart), move /var/lib/kubelet and leave a symlink, remove stale copies first.
+"""
 
 from __future__ import annotations
 
@@ -9,162 +17,225 @@ from pathlib import Path
 
 import pytest
 
-from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.constructs.hyperpod.lifecycle import render_on_create, write_lifecycle_scripts
-from hubspoke.mtu import INTER_REGION_PEERING_MTU, peer_mtu, peer_mtu_parameter_value
+from hubspoke.constructs.hyperpod.lifecycle import ON_CREATE, write_lifecycle_scripts
 
 STUB = """#!/usr/bin/env bash
 echo "$(basename "$0") $*" >> "$HUBSPOKE_CALLS"
 case "$(basename "$0") $*" in
-  "ip -4 route show default") [ -n "${STUB_NO_DEFAULT_ROUTE:-}" ] || echo "default via 10.9.0.1 dev ens5 proto dhcp";;
-  "mountpoint -q"*) exit "${STUB_MOUNTPOINT_RC:-0}";;
-  "systemctl is-active --quiet"*) exit 0;;
-  "aws ssm get-parameters-by-path"*) printf '%s\n' "${STUB_PUBLISHED:-}";;
+  "mountpoint -q"*)
+    polls=$(( $(cat "$HUBSPOKE_CALLS.polls" 2>/dev/null || echo 0) + 1 )); echo "$polls" > "$HUBSPOKE_CALLS.polls"
+    [ "$polls" -gt "${STUB_UNMOUNTED_POLLS:-0}" ] || exit 1;;
+  "systemctl is-active --quiet"*) exit "${STUB_INACTIVE:-0}";;
 esac
 exit 0
 """
+DATA_ROOT = "opt/sagemaker/containerd/data-root"
+AL2_CONFIG = "etc/eks/containerd/containerd-config.toml"
+DROP_IN = "etc/systemd/system/containerd.service.d/10-hubspoke-data-root.conf"
 
 
-def _config(**overrides: object) -> HubSpokeConfig:
-    data: dict[str, object] = {
-        "environment": "dev",
-        "account": "123456789012",
-        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16", "secondary_cidrs": ["100.64.0.0/20"]},
-        "spokes": [
-            {"region": "us-west-2", "cidr": "10.20.0.0/16"},
-            {"region": "eu-west-1", "cidr": "10.30.0.0/16"},
-        ],
-    }
-    data.update(overrides)
-    return HubSpokeConfig.model_validate(data)
+def _node(tmp_path: Path, version: str) -> Path:
+    """A scratch root shaped like a fresh HyperPod node of Amazon Linux `version`."""
+    root = tmp_path / "root"
+    (root / "opt/sagemaker").mkdir(parents=True)
+    (root / "etc").mkdir(exist_ok=True)
+    (root / "etc/os-release").write_text(f'NAME="Amazon Linux"\nVERSION_ID="{version}"\n')
+    (root / AL2_CONFIG).parent.mkdir(parents=True)
+    (root / AL2_CONFIG).write_text('version = 2\nroot = "/var/lib/containerd"\nstate = "/run/containerd"\n')
+    (root / "var/lib/containerd/io.containerd.content.v1.content").mkdir(parents=True)
+    (root / "var/lib/containerd/io.containerd.content.v1.content/blob").write_text("image layer")
+    (root / "var/lib/kubelet/pods").mkdir(parents=True)
+    (root / "var/lib/kubelet/pods/p1").write_text("pod")
+    (root / "var/lib/kubelet/.kubelet-state").write_text("hidden")
+    return root
 
 
-def _run(tmp_path: Path, script: str, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+def _run(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     stubs = tmp_path / "bin"
     stubs.mkdir(exist_ok=True)
-    for name in ("ip", "systemctl", "mountpoint", "mount", "modprobe", "sysctl", "udevadm", "aws"):
+    for name in ("systemctl", "mountpoint", "sleep", "modprobe", "sysctl", "udevadm", "ip", "mount"):
         (stubs / name).write_text(STUB)
         (stubs / name).chmod(0o755)
-    root = tmp_path / "root"
-    (root / "opt" / "sagemaker").mkdir(parents=True, exist_ok=True)
-    (root / "etc").mkdir(exist_ok=True)
-    (root / "var" / "lib" / "containerd").mkdir(parents=True, exist_ok=True)
-    (root / "var" / "lib" / "containerd" / "layer").write_text("image data")
+    script = write_lifecycle_scripts(tmp_path / "asset") / ON_CREATE
     calls = tmp_path / "calls"
-    path = tmp_path / "on_create.sh"
-    path.write_text(script)
+    calls.unlink(missing_ok=True)
+    Path(f"{calls}.polls").unlink(missing_ok=True)
     full_env = {
         **os.environ,
         "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}",
-        "HUBSPOKE_ROOT": str(root),
+        "HUBSPOKE_ROOT": str(tmp_path / "root"),
         "HUBSPOKE_CALLS": str(calls),
         **env,
     }
     done = subprocess.run(
-        ["bash", str(path)], capture_output=True, text=True, env=full_env, timeout=60, check=False
+        ["bash", str(script)], capture_output=True, text=True, env=full_env, timeout=60, check=False
     )
     return done, calls.read_text().splitlines() if calls.exists() else []
 
 
-def _published(config: HubSpokeConfig) -> str:
-    """What the spokes' Link stacks publish for the hub, as `aws ssm ... --output text` prints it."""
-    return "\t".join(peer_mtu_parameter_value(c, peer_mtu(config)) for c in config.peer_cidrs(config.hub))
+def test_the_asset_holds_one_executable_valid_bash_script(tmp_path: Path) -> None:
+    asset = write_lifecycle_scripts(tmp_path)
+    assert [p.name for p in asset.iterdir()] == [ON_CREATE]
+    assert os.access(asset / ON_CREATE, os.X_OK)
+    subprocess.run(["bash", "-n", str(asset / ON_CREATE)], check=True, timeout=30)
 
 
-def _pinned(calls: list[str]) -> dict[str, int]:
-    found = [re.fullmatch(r"ip route replace (\S+) via 10\.9\.0\.1 dev ens5 mtu (\d+)", c) for c in calls]
-    return {m.group(1): int(m.group(2)) for m in found if m}
-
-
-@pytest.mark.parametrize("code", ["us-east-2", "us-west-2", "eu-west-1"])
-def test_rendered_script_is_valid_bash(tmp_path: Path, code: str) -> None:
-    config = _config()
-    script = write_lifecycle_scripts(tmp_path, config, config.region_config(code)) / "on_create.sh"
-    assert os.access(script, os.X_OK)
-    subprocess.run(["bash", "-n", str(script)], check=True, timeout=30)
-
-
-@pytest.mark.parametrize("code", ["us-east-2", "us-west-2", "eu-west-1"])
-def test_pins_the_peering_mtu_on_every_peer_cidr_and_nothing_above(tmp_path: Path, code: str) -> None:
-    config = _config()
-    region = config.region_config(code)
-    done, calls = _run(tmp_path, render_on_create(config, region), STUB_PUBLISHED=_published(config))
+def test_amazon_linux_2_points_containerd_at_the_volume_and_links_kubelet(tmp_path: Path) -> None:
+    root = _node(tmp_path, "2")
+    done, calls = _run(tmp_path)
     assert done.returncode == 0, done.stderr
-    pinned = _pinned(calls)
-    assert set(pinned) == set(config.peer_cidrs(region))
-    assert all(mtu == INTER_REGION_PEERING_MTU for mtu in pinned.values())
-    assert not [
-        c for c in calls if re.search(r"\bmtu (\d+)", c) and int(re.search(r"\bmtu (\d+)", c)[1]) > 8500
-    ]  # type: ignore[index]
-
-
-def test_lower_configured_mtu_is_what_gets_pinned(tmp_path: Path) -> None:
-    config = _config(inter_region_mtu=1500)
-    done, calls = _run(tmp_path, render_on_create(config, config.hub), STUB_PUBLISHED=_published(config))
-    assert done.returncode == 0, done.stderr
-    assert set(_pinned(calls).values()) == {1500}
-
-
-def test_moves_container_data_to_the_secondary_volume_and_restarts_services(tmp_path: Path) -> None:
-    config = _config()
-    script = render_on_create(config, config.spoke("us-west-2"))
-    done, calls = _run(tmp_path, script)
-    assert done.returncode == 0, done.stderr
-    root = tmp_path / "root"
-    assert (root / "opt/sagemaker/containerd/layer").read_text() == "image data"
-    fstab = (root / "etc/fstab").read_text().splitlines()
-    assert fstab == [
-        "/opt/sagemaker/containerd /var/lib/containerd none bind 0 0",
-        "/opt/sagemaker/kubelet /var/lib/kubelet none bind 0 0",
-    ]
+    assert f'root = "/{DATA_ROOT}"' in (root / AL2_CONFIG).read_text().splitlines()
+    assert (root / DATA_ROOT / "io.containerd.content.v1.content/blob").read_text() == "image layer"
+    assert os.readlink(root / "var/lib/kubelet") == "/opt/sagemaker/kubelet"
+    assert (root / "opt/sagemaker/kubelet/pods/p1").read_text() == "pod"
+    assert (root / "opt/sagemaker/kubelet/.kubelet-state").exists(), "dot files move too"
+    assert not (root / "etc/fstab").exists(), "no bind mounts in /etc/fstab: a failed one stops a reboot"
     stops = [c for c in calls if c.startswith("systemctl stop")]
     starts = [c for c in calls if c.startswith("systemctl start")]
-    assert stops and calls.index(stops[-1]) < calls.index(
-        next(c for c in calls if c.startswith("mount --bind"))
-    )
-    assert {c.split()[-1] for c in starts} == {c.split()[-1] for c in stops} == {"kubelet", "containerd"}
-    # Second run: nothing moved twice.
-    again, _ = _run(tmp_path, script)
-    assert again.returncode == 0, again.stderr
-    assert (root / "etc/fstab").read_text().splitlines() == fstab
+    assert {c.split()[-1] for c in stops} == {c.split()[-1] for c in starts} == {"kubelet", "containerd"}
+    assert calls.index(stops[-1]) < calls.index("systemctl daemon-reload") < calls.index(starts[0])
 
 
-def test_boot_unit_repins_the_same_routes(tmp_path: Path) -> None:
-    config = _config()
-    region = config.spoke("eu-west-1")
-    done, _ = _run(tmp_path, render_on_create(config, region))
+def test_amazon_linux_2023_gets_a_config_on_the_volume_and_an_execstart_override(tmp_path: Path) -> None:
+    root = _node(tmp_path, "2023")
+    done, _ = _run(tmp_path)
     assert done.returncode == 0, done.stderr
-    root = tmp_path / "root"
-    unit = (root / "etc/systemd/system/hubspoke-peer-mtu.service").read_text()
-    assert "ExecStart=/usr/local/sbin/hubspoke-peer-mtu" in unit
-    # Re-run periodically too: on the hub, spokes added after the node was created get pinned.
-    timer = (root / "etc/systemd/system/hubspoke-peer-mtu.timer").read_text()
-    assert "OnUnitActiveSec=5min" in timer
-    rerun, calls = _run(tmp_path, (root / "usr/local/sbin/hubspoke-peer-mtu").read_text())
-    assert rerun.returncode == 0, rerun.stderr
-    assert set(_pinned(calls)) >= set(config.peer_cidrs(region))
+    config = (root / "opt/sagemaker/containerd/config.toml").read_text()
+    assert f'root = "/{DATA_ROOT}"' in config.splitlines()
+    assert 'default_runtime_name = "nvidia"' in config, "GPU pods need the NVIDIA runtime as the default"
+    drop_in = (root / DROP_IN).read_text().splitlines()
+    assert drop_in[1:] == [
+        "ExecStart=",
+        "ExecStart=/usr/bin/containerd --config /opt/sagemaker/containerd/config.toml",
+    ]
+    assert (root / DATA_ROOT / "io.containerd.content.v1.content/blob").exists()
+
+
+def test_stale_copies_on_the_volume_are_removed_first(tmp_path: Path) -> None:
+    root = _node(tmp_path, "2")
+    (root / DATA_ROOT / "stale").mkdir(parents=True)
+    (root / "opt/sagemaker/kubelet/stale").mkdir(parents=True)
+    done, _ = _run(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not (root / DATA_ROOT / "stale").exists()
+    assert not (root / "opt/sagemaker/kubelet/stale").exists()
+
+
+def test_a_second_run_moves_nothing(tmp_path: Path) -> None:
+    root = _node(tmp_path, "2")
+    assert _run(tmp_path)[0].returncode == 0
+    (root / DATA_ROOT / "pulled-after-boot").write_text("new image")
+    again, _ = _run(tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (root / DATA_ROOT / "pulled-after-boot").exists(), "the live data root was not replaced"
+    assert "already" in again.stdout
+
+
+def test_waits_for_the_volume_a_bounded_time(tmp_path: Path) -> None:
+    _node(tmp_path, "2")
+    done, calls = _run(tmp_path, STUB_UNMOUNTED_POLLS="2")
+    assert done.returncode == 0, done.stderr
+    assert calls.count("sleep 5") == 2
+
+
+def test_a_volume_that_never_comes_fails_after_a_minute_touching_nothing(tmp_path: Path) -> None:
+    root = _node(tmp_path, "2")
+    done, calls = _run(tmp_path, STUB_UNMOUNTED_POLLS="100")
+    assert done.returncode != 0
+    assert "not mounted after 60 s" in done.stderr and "InstanceStorageConfigs" in done.stderr
+    assert calls.count("sleep 5") == 12
+    assert not [c for c in calls if c.startswith("systemctl stop")]
+    assert (root / "var/lib/kubelet").is_dir() and not (root / "var/lib/kubelet").is_symlink()
+
+
+def test_an_unknown_os_fails_with_a_clear_log(tmp_path: Path) -> None:
+    _node(tmp_path, "22.04")
+    done, _ = _run(tmp_path)
+    assert done.returncode != 0
+    assert "unsupported OS version '22.04'" in done.stderr
+
+
+def test_no_route_mtu_is_touched_on_hyperpod_nodes(tmp_path: Path) -> None:
+    _node(tmp_path, "2")
+    done, calls = _run(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not [c for c in calls if c.startswith(("ip ", "mount "))]
 
 
 def test_nfs_client_is_tuned(tmp_path: Path) -> None:
-    config = _config()
-    done, calls = _run(tmp_path, render_on_create(config, config.hub), STUB_PUBLISHED=_published(config))
+    _node(tmp_path, "2")
+    done, calls = _run(tmp_path)
     assert done.returncode == 0, done.stderr
     sysctl = (tmp_path / "root/etc/sysctl.d/90-hubspoke-nfs.conf").read_text()
     assert "sunrpc.tcp_max_slot_table_entries = 128" in sysctl
     assert "sysctl --system" in calls
 
 
-def test_no_default_route_fails_with_a_clear_log(tmp_path: Path) -> None:
-    config = _config()
-    done, _ = _run(tmp_path, render_on_create(config, config.hub), STUB_NO_DEFAULT_ROUTE="1")
-    assert done.returncode != 0
-    assert "no default IPv4 route" in done.stderr
-    assert "ERROR: pinning the peer route MTU failed" in done.stderr
+@pytest.mark.parametrize("missing", ["etc/os-release", AL2_CONFIG])
+def test_missing_os_facts_fail_clearly(tmp_path: Path, missing: str) -> None:
+    root = _node(tmp_path, "2")
+    (root / missing).unlink()
+    done, _ = _run(tmp_path)
+    assert done.returncode != 0 and "ERROR" in done.stderr
 
 
-def test_missing_secondary_volume_fails_before_touching_anything(tmp_path: Path) -> None:
-    config = _config()
-    done, calls = _run(tmp_path, render_on_create(config, config.hub), STUB_MOUNTPOINT_RC="1")
-    assert done.returncode != 0
-    assert "EBS volume" in done.stderr
-    assert not [c for c in calls if c.startswith(("systemctl stop", "mount --bind", "ip route replace"))]
+def test_services_that_were_not_running_are_not_started(tmp_path: Path) -> None:
+    _node(tmp_path, "2")
+    done, calls = _run(tmp_path, STUB_INACTIVE="3")  # systemctl is-active: 3 = inactive
+    assert done.returncode == 0, done.stderr
+    assert not [c for c in calls if c.startswith(("systemctl stop", "systemctl start"))]
+
+
+# bash CHANGES, bash-4.4-rc2 (changes since bash-4.4-beta2), item a: "Using ${a[@]} or ${a[*]} with an array
+# without any assigned elements when the nounset option is enabled no longer throws an unbound variable
+# error." Amazon Linux 2, which HyperPod EKS nodes may run, ships bash 4.2.46 (package bash-4.2.46-*.amzn2).
+# No bash older than 4.4 is installable here (Debian bookworm has only 5.2, and no package registry ships
+# one), so this is a static check of the rendered script, not a run on bash 4.2: under `set -u`, every
+# expansion of a whole array must be one bash 4.2 accepts for an empty array: its length ${#a[@]}, or a
+# form that only expands it when it has elements: ${a[@]+...} / ${a[@]:+...} (or a default, ${a[@]-...}).
+_SAFE_ARRAY_OPERATORS = ("+", ":+", "-", ":-")
+
+
+def unguarded_array_expansions(script: str) -> list[str]:
+    """Each `${name[@]...}` / `${name[*]...}` outside comments that fails on an empty array under bash 4.2's -u."""
+    found = []
+    for line in script.splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        i = 0
+        while (start := line.find("${", i)) != -1:
+            depth, end = 0, start
+            for end in range(start + 1, len(line)):  # the matching brace, nested expansions included
+                depth += {"{": 1, "}": -1}.get(line[end], 0)
+                if depth == 0:
+                    break
+            body = line[start + 2 : end]
+            match = re.match(r"(#?)([A-Za-z_]\w*)\[[@*]\](.*)", body, re.S)
+            if match and not match.group(1) and not match.group(3).startswith(_SAFE_ARRAY_OPERATORS):
+                found.append(line[start : end + 1])
+            # A guarded form's inner expansion runs only when the array has elements: skip over it whole.
+            i = end + 1 if match else start + 2
+    return found
+
+
+@pytest.mark.parametrize(
+    ("line", "flagged"),
+    [
+        ('restart=("$service" "${restart[@]}")', True),
+        ('for s in "${restart[*]}"; do', True),
+        ('echo "${restart[@]/x/y}"', True),
+        ('restart=("$service" ${restart[@]+"${restart[@]}"})', False),
+        ("n=${#restart[@]}", False),
+        ('v="${BASH_SOURCE[0]}"', False),
+        ('  # a comment: "${restart[@]}"', False),
+    ],
+)
+def test_the_array_checker_knows_bash_42s_unsafe_forms(line: str, flagged: bool) -> None:
+    assert bool(unguarded_array_expansions(line)) is flagged
+
+
+def test_no_array_expansion_fails_on_amazon_linux_2s_bash(tmp_path: Path) -> None:
+    """Static: the rendered script expands no possibly-empty array in a form bash 4.2 refuses under `set -u`."""
+    script = (write_lifecycle_scripts(tmp_path) / ON_CREATE).read_text()
+    assert re.search(r"^set -\w*u", script, re.M), "the check matters because the script runs with set -u"
+    assert unguarded_array_expansions(script) == []

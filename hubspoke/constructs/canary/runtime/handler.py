@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -71,6 +71,7 @@ def run(
                 rest_timeout,
                 credentials or _secret_credentials,
                 portal_reader,
+                addresses,
             )
             if rest_address
             else None
@@ -110,6 +111,7 @@ def _read_portal(
     timeout_s: float,
     credentials: Callable[[str], Credentials],
     reader: Callable[..., PortalReading],
+    hub_hosts: Sequence[str],
 ) -> PortalReading:
     # The construct always sets the port (hubspoke/ports.py); the runtime keeps no copy of it.
     port = env.get("SPOKE_REST_PORT", "")
@@ -125,6 +127,7 @@ def _read_portal(
         username=username,
         password=password,
         timeout_s=timeout_s,
+        hub_hosts=hub_hosts,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,17 +35,24 @@ def read_portal_status(
     username: str,
     password: str,
     timeout_s: float,
+    hub_hosts: Sequence[str] = (),
     client_factory: ClientFactory = sdk_client,
 ) -> PortalReading:
-    """Log in and list the spoke portals (GET /v2/portal/spokes/); never raises, UNKNOWN on any failure."""
+    """Log in and list the spoke portals (GET /v2/portal/spokes/); never raises, UNKNOWN on any failure.
+
+    A cluster may host up to 32 spoke portals (Qumulo Core 7.5.0.3 and higher): with `hub_hosts`, only the
+    portals towards those hosts (the hub's floating IPs) count.
+    """
     try:
         client = client_factory(address, port, timeout_s)
         client.login(username, password)
         portals = client.portal.v2_list_spoke_portals()
     except Exception as exc:  # the canary must publish even when the spoke's API is down
         return PortalReading(PORTAL_STATUS_UNKNOWN, f"spoke REST API {address}:{port}: {_describe(exc)}")
+    if hub_hosts:
+        portals = [p for p in portals if {h.address for h in p.hub_hosts} & set(hub_hosts)]
     if not portals:
-        return PortalReading(PORTAL_STATUS_UNKNOWN, "the spoke cluster has no spoke portal")
+        return PortalReading(PORTAL_STATUS_UNKNOWN, "the spoke cluster has no spoke portal towards the hub")
     worst: tuple[int, str] | None = None
     for portal in portals:
         value = PORTAL_STATUS_VALUES.get(str(portal.status), PORTAL_STATUS_UNKNOWN)

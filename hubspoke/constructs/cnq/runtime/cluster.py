@@ -1,7 +1,11 @@
-"""Form a Cloud Native Qumulo cluster once its nodes answer, then converge its network and NFS settings.
+"""Form a Cloud Native Qumulo cluster and converge its membership, one bounded step per is_complete poll.
 
-Every step reads first and changes only what differs, so a second run with the same properties changes
-nothing. REST calls go through the qumulo-api SDK; the endpoint each step uses is named beside it.
+Every step reads the cluster first, does only what is missing, and raises Pending while Qumulo works.
+The steps follow Qumulo's own provisioner (Qumulo/qumulo-terraform-gcp @ a30b449c,
+compute/module/sub-modules/qprovisioner/scripts/provision.py: wait for every node's REST API, check the
+installed version, create the object-backed cluster, wait for ACTIVE; add or remove nodes with
+modify_object_backed_cluster_membership and wait for the new quorum). REST calls go through the
+qumulo-api 7.10.2.1 SDK; the module and route each call uses is named beside it.
 """
 
 from __future__ import annotations
@@ -11,15 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qumulo.rest.nfs import NFSExportRestriction
-
-from .session import Deadline, ProvisioningError, anonymous_client, describe, wait_until
+from .session import Deadline, Pending, ProvisioningError, anonymous_client, describe
 
 log = logging.getLogger(__name__)
-
-# Qumulo's default cloud network: interface 1 (the frontend bond), network 1 (the untagged network).
-INTERFACE_ID = "1"
-NETWORK_ID = "1"
 
 
 @dataclass(frozen=True)
@@ -30,46 +28,96 @@ class ClusterSpec:
     node_ips: tuple[str, ...]
     node_instance_ids: tuple[str, ...]
     floating_ips: tuple[str, ...]
+    floating_netmask: str
     object_storage_uris: tuple[str, ...]
     usable_capacity_bytes: int
     product_type: str
-    peer_mtu: int
+    version: str
     rest_port: int
 
 
 @dataclass(frozen=True)
-class ExportSpec:
-    """One NFS export: a filesystem path, published under the same name, for the given client CIDRs."""
+class NodeView:
+    """One node as its unauthenticated endpoints show it: GET /v1/node/state and GET /v1/version."""
 
-    path: str
-    client_cidrs: tuple[str, ...]
-    read_only: bool
-    # The hub creates its dataset directory; a spoke's portal root must not exist before the portal does.
-    create_path: bool
+    ip: str
+    instance_id: str
+    state: str
+    cluster_id: str
+    version: str
+
+    @property
+    def configured(self) -> bool:
+        return self.state != "UNCONFIGURED" and bool(self.cluster_id)
 
 
-def node_states(spec: ClusterSpec, deadline: Deadline) -> list[dict[str, Any]]:
-    """GET /v1/node/state on every node (no login needed); None until all of them answer."""
-    states = []
-    for ip in spec.node_ips:
+def numeric_version(revision_id: str) -> str:
+    """'Qumulo Core 7.10.2.1' -> '7.10.2.1' (the format qumulo.rest.version.numeric_version parses)."""
+    return revision_id.rsplit(" ", 1)[-1]
+
+
+def survey(spec: ClusterSpec, deadline: Deadline) -> list[NodeView]:
+    """Every node's state and installed release; Pending until all of them answer.
+
+    Qumulo's provisioner polls https://<node>:8000/v1/node/state until each node answers, then reads the
+    version (`qq version`, unauthenticated) before anything else.
+    """
+    views = []
+    for ip, instance_id in zip(spec.node_ips, spec.node_instance_ids, strict=True):
         client = anonymous_client(ip, spec.rest_port, deadline)
-        states.append(dict(client.node_state.get_node_state()))
-    return states
+        try:
+            state = dict(client.node_state.get_node_state())
+            version = numeric_version(str(client.version.version()["revision_id"]))
+        except Exception as error:  # the SDK raises socket, TLS and HTTP errors alike while a node boots
+            raise Pending(
+                f"node {ip} ({instance_id}) does not answer on {spec.rest_port} yet ({describe(error)}): it is "
+                f"booting or installing Qumulo Core {spec.version}; its console and the stack's install log "
+                "group show HUBSPOKE-CNQ lines"
+            ) from error
+        views.append(
+            NodeView(ip, instance_id, str(state.get("state")), str(state.get("cluster_id") or ""), version)
+        )
+    return views
+
+
+def _check_versions(spec: ClusterSpec, views: Sequence[NodeView]) -> None:
+    members = [v for v in views if v.configured]
+    running = {v.version for v in members}
+    if len(running) > 1:
+        raise ProvisioningError(
+            f"cluster {spec.cluster_name}: members run different releases {sorted(running)}; finish the "
+            "upgrade with Qumulo's procedure before deploying"
+        )
+    expected = running.pop() if running else spec.version
+    if members and expected != spec.version:
+        raise ProvisioningError(
+            f"cluster {spec.cluster_name} runs Qumulo Core {expected}, the config says {spec.version}: after an "
+            f"in-place upgrade set storage.qumulo_core.version to {expected} and stage that release "
+            "(docs/runbooks/qumulo-core.md), so that nodes added later install the release the cluster runs"
+        )
+    for view in views:
+        if not view.configured and view.version != expected:
+            # Qumulo's provisioner refuses the same way: "Can't add nodes running ver=...".
+            raise ProvisioningError(
+                f"node {view.ip} ({view.instance_id}) installed Qumulo Core {view.version}, the cluster needs "
+                f"{expected}: the package staged for {spec.version} is another release; re-stage it "
+                "(docs/runbooks/qumulo-core.md) and replace the node"
+            )
 
 
 def ensure_formed(spec: ClusterSpec, password: str, deadline: Deadline) -> str:
-    """Create the object-backed cluster if every node is still unconfigured; return the cluster UUID.
+    """Create the object-backed cluster if every node is still unconfigured; return its UUID once ACTIVE.
 
-    POST /v5/cluster/object-backed/create (REST API guide, Cluster Creation), sent to the first node with
-    that node's EC2 instance ID; then wait for the first quorum (GET /v1/node/state: ACTIVE).
+    POST /v5/cluster/object-backed/create (qumulo.rest.cluster.create_object_backed_cluster), sent to the
+    first node with that node's EC2 instance ID, as Qumulo's provisioner does; Pending until its quorum
+    is ACTIVE (GET /v1/node/state on every member).
     """
-    states = wait_until(
-        deadline, f"cluster {spec.cluster_name}: nodes answering", lambda: node_states(spec, deadline)
-    )
-    cluster_ids = {s.get("cluster_id") for s in states if s.get("state") != "UNCONFIGURED"}
+    views = survey(spec, deadline)
+    _check_versions(spec, views)
+    cluster_ids = {v.cluster_id for v in views if v.configured}
     if len(cluster_ids) > 1:
         raise ProvisioningError(
-            f"cluster {spec.cluster_name}: nodes belong to different clusters {sorted(map(str, cluster_ids))}; "
+            f"cluster {spec.cluster_name}: nodes belong to different clusters {sorted(cluster_ids)}; "
             "replace the stray nodes or remove them from the configuration"
         )
     if not cluster_ids:
@@ -88,78 +136,49 @@ def ensure_formed(spec: ClusterSpec, password: str, deadline: Deadline) -> str:
             )
         except Exception as error:
             raise ProvisioningError(f"cluster {spec.cluster_name}: create: {describe(error)}") from error
-
-    def quorum() -> str | None:
-        state = anonymous_client(spec.node_ips[0], spec.rest_port, deadline).node_state.get_node_state()
-        return (
-            str(state["cluster_id"]) if state.get("state") == "ACTIVE" and state.get("cluster_id") else None
+        raise Pending(f"cluster {spec.cluster_name}: creation requested, first quorum forming")
+    not_active = [v.ip for v in views if v.configured and v.state != "ACTIVE"]
+    if not_active:
+        raise Pending(
+            f"cluster {spec.cluster_name}: quorum forming (not ACTIVE yet: {', '.join(not_active)})"
         )
-
-    return wait_until(deadline, f"cluster {spec.cluster_name}: first quorum", quorum)
-
-
-def ensure_floating_ips(client: Any, floating_ips: Sequence[str]) -> bool:
-    """Tell Qumulo which secondary private IPs it may move between nodes (v2 network, network 1)."""
-    current = client.network.get_network(INTERFACE_ID, NETWORK_ID)
-    if sorted(current.get("floating_ip_ranges") or []) == sorted(floating_ips):
-        return False
-    client.network.modify_network(INTERFACE_ID, NETWORK_ID, floating_ip_ranges=list(floating_ips))
-    return True
+    return cluster_ids.pop()
 
 
-def ensure_mtu(client: Any, mtu: int) -> bool:
-    """Pin the frontend interface MTU to the peer path's MTU (PATCH /v2/network/interfaces/1).
+def _membership(client: Any) -> list[str]:
+    """GET /v2/cluster/object-backed/nodes (qumulo.rest.cluster.get_object_backed_nodes): member IPs."""
+    membership = client.cluster.get_object_backed_nodes()["membership"]
+    return [str(n["node_ip"]) for n in membership.get("node_ips_and_fault_domains") or []]
 
-    Qumulo has no per-route MTU, and portal traffic (3713) and the hub's NFS replies cross the peering,
-    which carries at most the peer MTU; inside the VPC 9001 would fit, but a packet larger than the
-    peering allows is dropped when path-MTU discovery is filtered. The cost of the smaller frames on
-    local traffic is under 6 %.
+
+def ensure_membership(client: Any, spec: ClusterSpec) -> None:
+    """Add or remove nodes so that the members are exactly spec.node_ips.
+
+    POST /v2/cluster/object-backed/nodes (qumulo.rest.cluster.modify_object_backed_nodes) with the target
+    membership, as Qumulo's provisioner runs `qq modify_object_backed_cluster_membership` for both adding
+    and removing nodes; then Pending until the new quorum holds every target node.
     """
-    current = client.network.get_interface(INTERFACE_ID)
-    if int(current.get("mtu") or 0) == mtu:
-        return False
-    client.network.modify_interface(INTERFACE_ID, mtu=mtu)
-    return True
-
-
-def _restriction(spec: ExportSpec) -> dict[str, Any]:
-    return {
-        "host_restrictions": sorted(spec.client_cidrs),
-        "read_only": spec.read_only,
-        "require_privileged_port": False,
-        # Training jobs run as arbitrary UIDs and expect to see their own files: no squashing.
-        "user_mapping": "NFS_MAP_NONE",
-    }
-
-
-def _matches(export: dict[str, Any], spec: ExportSpec) -> bool:
-    restrictions = export.get("restrictions") or []
-    if export.get("fs_path") != spec.path or len(restrictions) != 1:
-        return False
-    have, want = restrictions[0], _restriction(spec)
-    return all(
-        sorted(have.get(k) or []) == want[k] if k == "host_restrictions" else have.get(k) == want[k]
-        for k in want
-    )
-
-
-def ensure_export(client: Any, spec: ExportSpec) -> bool:
-    """One NFS export of `spec.path` for the VPC CIDRs (GET/POST/PATCH /v3/nfs/exports/); True if changed."""
-    exports = client.nfs.nfs_list_exports()["entries"]
-    existing = next((e for e in exports if e.get("export_path") == spec.path), None)
-    restrictions = [NFSExportRestriction(_restriction(spec))]
-    if existing is None:
-        client.nfs.nfs_add_export(
-            export_path=spec.path,
-            fs_path=spec.path,
-            description="hubspoke: managed by the Storage stack",
-            restrictions=restrictions,
-            allow_fs_path_create=spec.create_path,
+    current = _membership(client)
+    if set(current) == set(spec.node_ips):
+        return
+    if len(current) == 1 or len(spec.node_ips) == 1:
+        # ASSUMED: Qumulo documents no path between a single-node cluster and a multi-node one.
+        raise ProvisioningError(
+            f"cluster {spec.cluster_name}: {len(current)} -> {len(spec.node_ips)} nodes is not a membership change "
+            "Qumulo documents; keep storage.node_count at "
+            f"{len(current)}, or build a new cluster and move the data (docs/runbooks/qumulo-core.md)"
         )
-        return True
-    if _matches(existing, spec):
-        return False
-    client.nfs.nfs_modify_export(
-        existing["id"], fs_path=spec.path, restrictions=restrictions, allow_fs_path_create=spec.create_path
+    log.info("cluster %s: membership %s -> %s", spec.cluster_name, current, list(spec.node_ips))
+    client.cluster.modify_object_backed_nodes(
+        target_membership={
+            "node_ips_and_fault_domains": [{"node_ip": ip, "fault_domain_id": None} for ip in spec.node_ips],
+            "node_uuids_and_fault_domains": None,
+        }
     )
-    return True
+    raise Pending(f"cluster {spec.cluster_name}: membership change to {len(spec.node_ips)} nodes requested")
+
+
+def removed_instances(old: Sequence[tuple[str, str]], spec: ClusterSpec) -> list[str]:
+    """Instance IDs of (ip, instance) pairs of the previous properties that the new ones no longer hold."""
+    keep = set(spec.node_ips)
+    return [instance for ip, instance in old if ip not in keep]

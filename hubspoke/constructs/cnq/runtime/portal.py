@@ -1,8 +1,12 @@
 """Create, converge and remove a spoke's Cloud Data Fabric portal to its hub (Cloud Data Fabric v2 REST API).
 
 The spoke proposes (POST /v2/portal/spokes/, then /v2/portal/spokes/{id}/roots/), the hub accepts
-(POST /v2/portal/hubs/{id}/accept) through the hub's REST API over the peering. A Qumulo cluster hosts at
-most one spoke portal, so "the spoke portal" of a spoke cluster is unambiguous.
+(POST /v2/portal/hubs/{id}/accept) through the hub's REST API over the peering. Facts from Qumulo's docs
+(Qumulo/docs, _includes/content-reuse/admin-guides/cloud-data-fabric/): a cluster hosts up to 32 spoke
+portals (7.5.0.3 and higher) but only one relationship with a given remote cluster, so "our" portal is
+the one whose hub is our hub cluster; an Unlinked portal was created without a relationship and must be
+deleted before trying again; a spoke portal is inaccessible when the two clusters run different releases.
+The hub's record is the spoke portal's `hub_id` (qumulo.rest.portal.MultiRootSpokePortal), never a scan.
 """
 
 from __future__ import annotations
@@ -15,11 +19,15 @@ from typing import Any
 from qumulo.lib.request import RequestError
 from qumulo.rest.portal import EvictionSettings, PortalHost
 
-from .session import Deadline, ProvisioningError, describe, wait_until
+from .cluster import numeric_version
+from .session import Pending, ProvisioningError, describe
 
 log = logging.getLogger(__name__)
 
 PORTAL_TYPES = {"read_only": "PORTAL_READ_ONLY", "read_write": "PORTAL_READ_WRITE"}
+# Portal states (docs: Unlinked, Pending, Authorized, Deleting; the SDK's qq shows ACCEPTED as the healthy
+# state and title-cases the rest, so the API spells them in capitals).
+UNLINKED, PENDING, ACCEPTED, DELETING = "UNLINKED", "PENDING", "ACCEPTED", "DELETING"
 
 
 @dataclass(frozen=True)
@@ -55,11 +63,34 @@ def cluster_uuid(client: Any) -> str:
     return str(client.node_state.get_node_state()["cluster_id"])
 
 
-def the_spoke_portal(spoke: Any) -> Any | None:
+def release(client: Any) -> str:
+    return numeric_version(str(client.version.version()["revision_id"]))
+
+
+def ours(spoke: Any, hub_uuid: str | None, spec: PortalSpec) -> tuple[Any | None, list[Any]]:
+    """Our spoke portal (its hub is our hub cluster, or it points at our hub's hosts) and Unlinked leftovers."""
     portals = spoke.portal.v2_list_spoke_portals()
-    if len(portals) > 1:
-        raise ProvisioningError(f"the spoke cluster has {len(portals)} spoke portals; Qumulo allows one")
-    return portals[0] if portals else None
+    unlinked = [
+        p
+        for p in portals
+        if p.state == UNLINKED and _same_hosts(p.hub_hosts, spec.hub_portal_hosts, spec.portal_port)
+    ]
+    linked = [
+        p
+        for p in portals
+        if p.state != UNLINKED
+        and (
+            p.hub_cluster_uuid == hub_uuid
+            if hub_uuid
+            else _same_hosts(p.hub_hosts, spec.hub_portal_hosts, spec.portal_port)
+        )
+    ]
+    if len(linked) > 1:
+        raise ProvisioningError(
+            f"the spoke cluster has {len(linked)} portals to this hub; Qumulo allows one relationship per "
+            "remote cluster: delete the extra ones (docs/runbooks/portal.md)"
+        )
+    return (linked[0] if linked else None), unlinked
 
 
 def _root_paths(spoke: Any, portal: Any) -> dict[str, Any]:
@@ -67,125 +98,141 @@ def _root_paths(spoke: Any, portal: Any) -> dict[str, Any]:
     return {_norm(spoke.fs.get_file_attr(id_=pair.local_root)["path"]): pair for pair in portal.roots}
 
 
-def _hub_portal_for(hub: Any, spoke_uuid: str) -> Any | None:
-    return next((p for p in hub.portal.v2_list_hub_portals() if p.spoke_cluster_uuid == spoke_uuid), None)
+def _check_roots(spoke: Any, hub: Any, portal: Any, spec: PortalSpec) -> Any | None:
+    """Our root pair, or None if not proposed yet; refuses roots that moved (compared with what exists)."""
+    pairs = _root_paths(spoke, portal)
+    pair = pairs.get(_norm(spec.spoke_root))
+    hub_root_id = str(hub.fs.get_file_attr(path=spec.hub_root)["id"])
+    if (pair is None and pairs) or (pair is not None and str(pair.remote_root) != hub_root_id):
+        raise ProvisioningError(
+            f"the portal's roots are {sorted(pairs)} on the spoke; the config asks {spec.spoke_root} -> hub "
+            f"{spec.hub_root}. An existing portal's root cannot be moved in place. Re-create the portal "
+            "(docs/runbooks/portal.md, 'Re-creating a portal')"
+        )
+    return pair
 
 
-def ensure_portal(spoke: Any, hub: Any, spec: PortalSpec, deadline: Deadline) -> int:
-    """Converge the spoke portal, its root and the hub's acceptance; return the spoke portal ID."""
-    portal = the_spoke_portal(spoke)
+def ensure_portal(spoke: Any, hub: Any, spec: PortalSpec) -> int:
+    """One step towards an authorized, ACTIVE portal with our settings; Pending until it is; returns its ID."""
+    spoke_release, hub_release = release(spoke), release(hub)
+    if spoke_release != hub_release:
+        raise ProvisioningError(
+            f"the spoke runs Qumulo Core {spoke_release} and the hub {hub_release}; a spoke portal is "
+            "inaccessible when the two clusters run different releases: upgrade one to match"
+        )
+    portal, unlinked = ours(spoke, cluster_uuid(hub), spec)
+    for stale in unlinked:
+        log.warning("deleting Unlinked spoke portal %s before proposing again", stale.id)
+        spoke.portal.v2_delete_spoke_portal(stale.id)
+    if unlinked:
+        raise Pending(f"deleted {len(unlinked)} Unlinked spoke portal(s); proposing again")
     if portal is None:
         log.info("creating the spoke portal towards %s", ", ".join(spec.hub_portal_hosts))
         portal = spoke.portal.v2_create_portal(
             spec.portal_type, _hosts(spec.hub_portal_hosts, spec.portal_port)
         )
-    elif not _same_hosts(portal.hub_hosts, spec.hub_portal_hosts, spec.portal_port):
+    if portal.state == DELETING:
+        raise Pending(f"spoke portal {portal.id} towards this hub is still deleting")
+    if not _same_hosts(portal.hub_hosts, spec.hub_portal_hosts, spec.portal_port):
         portal = spoke.portal.v2_modify_spoke_portal_host(
             portal.id, _hosts(spec.hub_portal_hosts, spec.portal_port)
         )
-    if _norm(spec.spoke_root) not in _root_paths(spoke, portal):
+    if _check_roots(spoke, hub, portal, spec) is None:
         portal = spoke.portal.v2_propose_spoke_portal_root(portal.id, spec.spoke_root, spec.hub_root)
 
-    spoke_uuid = cluster_uuid(spoke)
-    hub_portal = wait_until(
-        deadline, "hub: the proposed hub portal to appear", lambda: _hub_portal_for(hub, spoke_uuid)
-    )
-    if hub_portal.state == "PENDING":
-        # Accepting bounces quorum on both clusters for under 30 s (Qumulo docs); the waits below absorb it.
-        hub_portal = hub.portal.v2_accept_hub_portal(
+    try:
+        hub_portal = hub.portal.v2_get_hub_portal(portal.hub_id)
+    except RequestError as error:
+        if error.status_code != 404:
+            raise
+        raise ProvisioningError(
+            f"the hub has no portal {portal.hub_id}, which spoke portal {portal.id} points at: it was deleted on "
+            "the hub. Re-create the portal (docs/runbooks/portal.md, 'Re-creating a portal')"
+        ) from error
+    if hub_portal.state == PENDING:
+        # Accepting bounces quorum on both clusters for under 30 s (Qumulo docs); the next polls absorb it.
+        hub.portal.v2_accept_hub_portal(
             hub_portal.id,
             _hosts(spec.spoke_portal_hosts, spec.portal_port),
             authorized_roots=list(hub_portal.pending_roots),
         )
-    else:
-        for root in hub_portal.pending_roots:
-            hub_portal = hub.portal.v2_authorize_hub_portal_root(hub_portal.id, root)
-        spoke_hosts_differ = not _same_hosts(
-            hub_portal.spoke_hosts, spec.spoke_portal_hosts, spec.portal_port
+        raise Pending(f"hub portal {hub_portal.id}: accepted")
+    for root in hub_portal.pending_roots:
+        hub_portal = hub.portal.v2_authorize_hub_portal_root(hub_portal.id, root)
+    spoke_hosts_differ = not _same_hosts(hub_portal.spoke_hosts, spec.spoke_portal_hosts, spec.portal_port)
+    if spoke_hosts_differ or hub_portal.type != spec.portal_type:
+        hub.portal.v2_modify_hub_portal(
+            hub_portal.id,
+            spoke_hosts=_hosts(spec.spoke_portal_hosts, spec.portal_port) if spoke_hosts_differ else None,
+            portal_type=spec.portal_type if hub_portal.type != spec.portal_type else None,
         )
-        if spoke_hosts_differ or hub_portal.type != spec.portal_type:
-            hub.portal.v2_modify_hub_portal(
-                hub_portal.id,
-                spoke_hosts=_hosts(spec.spoke_portal_hosts, spec.portal_port) if spoke_hosts_differ else None,
-                portal_type=spec.portal_type if hub_portal.type != spec.portal_type else None,
-            )
 
-    portal_id = int(portal.id)
-
-    def active() -> bool | None:
-        current = spoke.portal.v2_get_spoke_portal(portal_id)
-        pair = _root_paths(spoke, current).get(_norm(spec.spoke_root))
-        ready = (
-            current.state == "ACCEPTED"
-            and current.status == "ACTIVE"
-            and pair is not None
-            and pair.authorized
+    current = spoke.portal.v2_get_spoke_portal(portal.id)
+    pair = _root_paths(spoke, current).get(_norm(spec.spoke_root))
+    if not (
+        current.state == ACCEPTED and current.status == "ACTIVE" and pair is not None and pair.authorized
+    ):
+        raise Pending(
+            f"spoke portal {portal.id}: {current.state}/{current.status}, waiting for ACCEPTED/ACTIVE"
         )
-        return True if ready else None
-
-    wait_until(deadline, f"spoke portal {portal_id}: ACCEPTED, ACTIVE and root authorized", active)
-
     settings = spoke.portal.get_eviction_settings()
     if abs(settings.data.free_threshold - spec.eviction_free_threshold) > 1e-9:
         spoke.portal.set_eviction_settings(EvictionSettings(spec.eviction_free_threshold), settings.etag)
-    return portal_id
+    return int(portal.id)
 
 
-def remove_spoke_portal(spoke: Any, spec: PortalSpec, deadline: Deadline, *, patience: float) -> str | None:
-    """Delete the spoke portal; force it after `patience` seconds only when that loses no data.
+def hub_id_of(spoke: Any, spec: PortalSpec) -> int | None:
+    """The hub-side ID of our portal, read before deleting it (the spoke forgets it afterwards)."""
+    portal, _ = ours(spoke, None, spec)
+    return int(portal.hub_id) if portal is not None else None
 
-    Returns the spoke cluster's UUID (for the hub-side clean-up), or None if there was no portal.
-    A non-forced DELETE needs the hub (it syncs outstanding changes first). Forcing discards the spoke's
-    cache and any writes not yet on the hub: harmless for a read-only spoke, data loss for a read-write
-    one, which therefore fails here with a way out instead.
+
+def remove_spoke_portal(spoke: Any, spec: PortalSpec, *, waited: float, patience: float) -> None:
+    """One step of deleting our spoke portal; forced after `patience` seconds only when that loses no data.
+
+    A non-forced DELETE needs the hub: the portal enters Deleting and syncs outstanding changes first
+    (docs, "Portal Relationship Deletion"). Forcing discards the spoke's cache and any writes not yet on the
+    hub: harmless for a read-only spoke, data loss for a read-write one, which therefore fails with a way out.
     """
-    portal = the_spoke_portal(spoke)
+    portal, unlinked = ours(spoke, None, spec)
+    for stale in unlinked:
+        spoke.portal.v2_delete_spoke_portal(stale.id)
     if portal is None:
-        return None
-    spoke_uuid = cluster_uuid(spoke)
-    portal_id = int(portal.id)
-    last_error = ""
-
-    def gone() -> bool | None:
-        nonlocal last_error
-        if the_spoke_portal(spoke) is None:
-            return True
-        try:
-            spoke.portal.v2_delete_spoke_portal(portal_id)
-        except RequestError as error:
-            # Qumulo refuses a non-forced delete while the hub is unreachable: keep trying until patience ends.
-            last_error = describe(error)
-        return None
-
+        return
+    if portal.state == DELETING and waited < patience:
+        raise Pending(f"spoke portal {portal.id}: deleting (syncing outstanding changes to the hub)")
     try:
-        wait_until(deadline.sooner(patience), f"spoke portal {portal_id}: delete", gone)
-        return spoke_uuid
-    except ProvisioningError as error:
-        reason = last_error or str(error)
+        spoke.portal.v2_delete_spoke_portal(portal.id)
+        raise Pending(f"spoke portal {portal.id}: delete requested")
+    except RequestError as error:
+        # Qumulo refuses a non-forced delete while the hub is unreachable: keep trying until patience ends.
+        reason = describe(error)
+    if waited < patience:
+        raise Pending(f"spoke portal {portal.id}: the hub is needed for a clean delete ({reason})")
     if spec.mode != "read_only":
         raise ProvisioningError(
-            f"spoke portal {portal_id} is read-write and could not sync with the hub ({reason}); forcing the "
+            f"spoke portal {portal.id} is read-write and could not sync with the hub ({reason}); forcing the "
             "delete would discard writes not yet on the hub. Restore the hub path, or accept the loss and run "
-            f"`qq portal_delete_spoke --id {portal_id} --force` (docs/runbooks/portal.md), then retry"
+            f"`qq portal_delete_spoke --id {portal.id} --force` (docs/runbooks/portal.md), then retry"
         )
     log.warning(
-        "spoke portal %s: hub unreachable (%s); forcing the delete of a read-only cache", portal_id, reason
+        "spoke portal %s: hub unreachable (%s); forcing the delete of a read-only cache", portal.id, reason
     )
-    spoke.portal.v2_delete_spoke_portal(portal_id, force=True)
-    wait_until(
-        deadline, f"spoke portal {portal_id}: forced delete", lambda: the_spoke_portal(spoke) is None or None
-    )
-    return spoke_uuid
+    spoke.portal.v2_delete_spoke_portal(portal.id, force=True)
+    raise Pending(f"spoke portal {portal.id}: forced delete requested")
 
 
-def remove_hub_portal(hub: Any, spoke_uuid: str) -> bool:
-    """Delete the hub's record of this spoke (DELETE /v2/portal/hubs/{id}); the hub's data is untouched."""
-    hub_portal = _hub_portal_for(hub, spoke_uuid)
-    if hub_portal is None:
-        return False
+def remove_hub_portal(hub: Any, hub_id: int) -> bool:
+    """Delete the hub's record of this portal by its ID (DELETE /v2/portal/hubs/{id}); the hub's data stays."""
     try:
-        hub.portal.v2_delete_hub_portal(hub_portal.id)
+        hub.portal.v2_get_hub_portal(hub_id)
+    except RequestError as error:
+        if error.status_code == 404:
+            return False  # the relationship ended cleanly: Qumulo removed both records itself
+        raise
+    try:
+        hub.portal.v2_delete_hub_portal(hub_id)
     except RequestError:
-        # The spoke is already gone, so there is nothing left to sync: the forced delete loses nothing.
-        hub.portal.v2_delete_hub_portal(hub_portal.id, force=True)
+        # The spoke side is already gone, so there is nothing left to sync: the forced delete loses nothing.
+        hub.portal.v2_delete_hub_portal(hub_id, force=True)
     return True

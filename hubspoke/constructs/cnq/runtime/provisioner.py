@@ -1,26 +1,34 @@
-"""Custom-resource handler that provisions CNQ clusters and spoke portals (CDK Provider framework contract).
+"""Custom-resource handlers that form CNQ clusters and spoke portals (CDK Provider framework, async contract).
 
-`on_event` returns {"PhysicalResourceId", "Data"} or raises; the framework reports the exception text to
-CloudFormation as the failure reason, so every failure carries Qumulo's own error text. Two resource types:
+`on_event` validates the request, does what must happen once per request, and returns at once;
+`is_complete` is then polled by the framework every query interval until it answers IsComplete true, raises,
+or the total timeout passes (aws-cdk-lib custom_resources, "Asynchronous Providers: isComplete"). Each poll
+reads the cluster and does one bounded step, so formation (boot, install, create, first quorum) is not
+squeezed into one 15-minute Lambda. A raised error's text is the failure reason CloudFormation shows.
 
-Custom::CnqCluster  form the cluster, set the admin password from Secrets Manager, floating IPs, peer MTU,
-                    and the NFS exports of the Region-local paths. Delete: nothing (data is never deleted).
-Custom::CnqPortal   a spoke's portal to its hub, its NFS export, its eviction threshold.
-                    Delete: remove the portal, forced after a bounded wait when the hub is unreachable.
+Custom::CnqNodeShape  refuses a new image or instance type while the nodes run another one (nodes.py).
+Custom::CnqCluster    forms the cluster, converges membership, floating IPs, buckets, capacity, exports,
+                      then switches on termination protection. Delete: nothing (the data is never deleted).
+Custom::CnqPortal     a spoke's portal to its hub, its NFS export and eviction threshold. Delete: remove
+                      the portal, forced after a bounded wait only when no data is at stake.
 
 Properties arrive as strings (CloudFormation's custom-resource contract); lists as lists of strings.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import boto3
+from qumulo.lib.request import RequestError
 
-from . import cluster, portal
-from .session import Deadline, ProvisioningError, describe, login
+from . import capacity, cluster, exports, network, nodes, portal
+from .resources import CLUSTER_RESOURCE, NODE_SHAPE_RESOURCE, PORTAL_RESOURCE
+from .session import Deadline, Pending, ProvisioningError, ProvisioningTimeout, describe, login
 
 log = logging.getLogger(__name__)
 log.setLevel(logging.INFO)
@@ -29,18 +37,26 @@ log.setLevel(logging.INFO)
 for _chatty in ("qumulo", "botocore", "boto3", "urllib3"):
     logging.getLogger(_chatty).setLevel(logging.WARNING)
 
-# Left for the framework to report the result after our own deadline has passed.
+# Left for the framework to report after our own per-invocation deadline.
 REPORT_RESERVE_SECONDS = 20.0
+# Our own overall deadline ends this much before the framework's, so the failure names what was awaited.
+OVERALL_RESERVE_SECONDS = 60.0
 DEFAULT_REST_PORT = 8000
 DEFAULT_PORTAL_PORT = 3713
+DEFAULT_WAIT_SECONDS = 1800.0
 # How long a portal delete waits for the hub before forcing (when forcing is safe).
 DEFAULT_DELETE_PATIENCE_SECONDS = 300.0
 
 
+@functools.cache
+def aws(service: str, region: str | None = None) -> Any:
+    """One boto3 client per service and Region for the life of the Lambda container (each costs a model load)."""
+    return boto3.client(service, region_name=region)
+
+
 def read_secret(arn: str) -> str:
     """The SecretString of `arn`, from the secret's own Region (a spoke reads its hub's secret)."""
-    region = arn.split(":")[3]
-    value = boto3.client("secretsmanager", region_name=region).get_secret_value(SecretId=arn)["SecretString"]
+    value = aws("secretsmanager", arn.split(":")[3]).get_secret_value(SecretId=arn)["SecretString"]
     return str(value)
 
 
@@ -57,41 +73,21 @@ def _require(props: Mapping[str, Any], *keys: str) -> None:
         raise ProvisioningError(f"missing resource properties: {', '.join(missing)}")
 
 
-def _exports(
-    props: Mapping[str, Any], key: str, *, read_only: bool, create: bool
-) -> list[cluster.ExportSpec]:
-    cidrs = _list(props, "ClientCidrs")
-    return [cluster.ExportSpec(path, cidrs, read_only, create) for path in _list(props, key)]
-
-
-def provision_cluster(props: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
-    _require(
-        props, "ClusterName", "NodeIps", "NodeInstanceIds", "ObjectStorageUris", "AdminSecretArn", "PeerMtu"
-    )
-    spec = cluster.ClusterSpec(
+def _cluster_spec(props: Mapping[str, Any]) -> cluster.ClusterSpec:
+    _require(props, "ClusterName", "NodeIps", "NodeInstanceIds", "ObjectStorageUris", "AdminSecretArn",
+             "QumuloCoreVersion", "FloatingNetmask")  # fmt: skip
+    return cluster.ClusterSpec(
         cluster_name=str(props["ClusterName"]),
         node_ips=_list(props, "NodeIps"),
         node_instance_ids=_list(props, "NodeInstanceIds"),
         floating_ips=_list(props, "FloatingIps"),
+        floating_netmask=str(props["FloatingNetmask"]),
         object_storage_uris=_list(props, "ObjectStorageUris"),
         usable_capacity_bytes=int(props["UsableCapacityBytes"]),
         product_type=str(props.get("ProductType") or "ACTIVE_WITH_STANDARD_STORAGE"),
-        peer_mtu=int(props["PeerMtu"]),
+        version=str(props["QumuloCoreVersion"]),
         rest_port=int(props.get("RestPort") or DEFAULT_REST_PORT),
     )
-    password = read_secret(str(props["AdminSecretArn"]))
-    cluster_id = cluster.ensure_formed(spec, password, deadline)
-    client, _ = login(spec.node_ips, spec.rest_port, password, deadline, what=f"cluster {spec.cluster_name}")
-    changed = []
-    if spec.floating_ips and cluster.ensure_floating_ips(client, spec.floating_ips):
-        changed.append("floating IPs")
-    if cluster.ensure_mtu(client, spec.peer_mtu):
-        changed.append(f"MTU {spec.peer_mtu}")
-    for export in _exports(props, "ExportPaths", read_only=False, create=True):
-        if cluster.ensure_export(client, export):
-            changed.append(f"export {export.path}")
-    log.info("cluster %s (%s): %s", spec.cluster_name, cluster_id, ", ".join(changed) or "no change")
-    return {"PhysicalResourceId": f"cnq-cluster-{cluster_id}", "Data": {"ClusterId": cluster_id}}
 
 
 def _port(props: Mapping[str, Any], side: str) -> int:
@@ -99,6 +95,8 @@ def _port(props: Mapping[str, Any], side: str) -> int:
 
 
 def _portal_spec(props: Mapping[str, Any]) -> portal.PortalSpec:
+    _require(props, "SpokeRestAddresses", "SpokeSecretArn", "SpokePortalHosts", "HubRestAddresses",
+             "HubSecretArn", "HubPortalHosts", "HubRoot", "SpokeRoot", "EvictionFreeThreshold")  # fmt: skip
     mode = str(props.get("Mode") or "read_only")
     if mode not in portal.PORTAL_TYPES:
         raise ProvisioningError(f"Mode must be one of {sorted(portal.PORTAL_TYPES)}, not {mode!r}")
@@ -113,89 +111,162 @@ def _portal_spec(props: Mapping[str, Any]) -> portal.PortalSpec:
     )
 
 
-def provision_portal(props: Mapping[str, Any], old: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
-    _require(
-        props, "SpokeRestAddresses", "SpokeSecretArn", "SpokePortalHosts", "HubRestAddresses", "HubSecretArn",
-        "HubPortalHosts", "HubRoot", "SpokeRoot", "EvictionFreeThreshold",
+def _login(props: Mapping[str, Any], side: str, deadline: Deadline) -> Any:
+    client, _ = login(
+        _list(props, f"{side}RestAddresses"), _port(props, side), read_secret(str(props[f"{side}SecretArn"])),
+        deadline, what=side.lower(),
     )  # fmt: skip
-    spec = _portal_spec(props)
-    for key in ("HubRoot", "SpokeRoot"):
-        if old and old.get(key) not in (None, props.get(key)):
-            raise ProvisioningError(
-                f"{key} changed from {old.get(key)} to {props.get(key)}; an existing portal's root cannot be "
-                "moved in place. Re-create the portal (docs/runbooks/portal.md, 'Re-creating a portal')"
-            )
-    spoke_password = read_secret(str(props["SpokeSecretArn"]))
-    hub_password = read_secret(str(props["HubSecretArn"]))
-    spoke, _ = login(
-        _list(props, "SpokeRestAddresses"), _port(props, "Spoke"), spoke_password, deadline, what="spoke"
-    )
-    # Reach the hub before touching the spoke, so an unreachable hub leaves nothing half-made.
-    hub, hub_address = login(
-        _list(props, "HubRestAddresses"), _port(props, "Hub"), hub_password, deadline, what="hub"
-    )
-    portal_id = portal.ensure_portal(spoke, hub, spec, deadline)
-    export = cluster.ExportSpec(spec.spoke_root, _list(props, "ClientCidrs"), spec.mode == "read_only", False)
-    if _list(props, "ClientCidrs"):
-        cluster.ensure_export(spoke, export)
-    spoke_uuid = portal.cluster_uuid(spoke)
-    log.info("spoke portal %s active towards hub %s", portal_id, hub_address)
-    return {
-        "PhysicalResourceId": f"cnq-portal-{spoke_uuid}-{portal_id}",
-        "Data": {"SpokePortalId": str(portal_id)},
-    }
+    return client
 
 
-def remove_portal(props: Mapping[str, Any], deadline: Deadline) -> None:
-    spec = _portal_spec(props)
-    patience = float(props.get("DeletePatienceSeconds") or DEFAULT_DELETE_PATIENCE_SECONDS)
-    try:
-        spoke, _ = login(
-            _list(props, "SpokeRestAddresses"), _port(props, "Spoke"), read_secret(str(props["SpokeSecretArn"])),
-            deadline.sooner(patience), what="spoke",
-        )  # fmt: skip
-    except ProvisioningError as error:
-        # No spoke cluster left to hold a portal: nothing to remove, and no data anywhere is at stake.
-        log.warning("spoke REST API unreachable, nothing to remove: %s", error)
+# ---------------------------------------------------------------- once per request
+def _cluster_event(
+    request: str, props: Mapping[str, Any], old: Mapping[str, Any], deadline: Deadline
+) -> None:
+    _cluster_spec(props)  # a malformed request fails here, before anything waits
+    if request != "Update":
         return
-    spoke_uuid = portal.remove_spoke_portal(spoke, spec, deadline, patience=patience)
-    if spoke_uuid is None:
-        return
-    try:
-        hub, _ = login(
-            _list(props, "HubRestAddresses"), _port(props, "Hub"), read_secret(str(props["HubSecretArn"])),
-            deadline.sooner(min(patience, 60.0)), what="hub",
-        )  # fmt: skip
-        portal.remove_hub_portal(hub, spoke_uuid)
-    except ProvisioningError as error:
-        log.warning(
-            "hub unreachable; its portal record for spoke %s stays until `qq portal_delete_hub` "
-            "(docs/runbooks/portal.md): %s", spoke_uuid, error,
-        )  # fmt: skip
+    capacity.refuse_shrinking(dict(old), dict(props))
+    if int(props.get("UsableCapacityBytes") or 0) > int(old.get("UsableCapacityBytes") or 0):
+        spec = _cluster_spec(props)
+        client, _ = login(spec.node_ips, spec.rest_port, read_secret(str(props["AdminSecretArn"])), deadline,
+                          what=f"cluster {spec.cluster_name}")  # fmt: skip
+        capacity.raise_limit(client, dict(old), dict(props))
 
 
 def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    """CDK Provider framework entry point."""
-    request = str(event["RequestType"])
-    kind = str(event.get("ResourceType", ""))
+    """Provider framework onEvent: validate, do the once-per-request work, hand over to is_complete."""
+    request, kind = str(event["RequestType"]), str(event.get("ResourceType", ""))
     props = event.get("ResourceProperties") or {}
     old = event.get("OldResourceProperties") or {}
     deadline = Deadline.after(context.get_remaining_time_in_millis() / 1000.0 - REPORT_RESERVE_SECONDS)
     log.info("%s %s (%s)", request, kind, event.get("LogicalResourceId"))
+    name = str(props.get("ClusterName") or event.get("LogicalResourceId"))
+    result: dict[str, Any] = {"StartedAt": str(time.time())}
     try:
-        if kind == "Custom::CnqCluster":
+        if kind == NODE_SHAPE_RESOURCE:
+            result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-nodes-{name}"
+            if request != "Delete":
+                nodes.check_node_shape(aws("ec2"), cluster=name, image_id=str(props["ImageId"]),
+                                       instance_type=str(props["InstanceType"]))  # fmt: skip
+        elif kind == CLUSTER_RESOURCE:
+            result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-cluster-{name}"
+            if request != "Delete":
+                _cluster_event(request, props, old, deadline)
+        elif kind == PORTAL_RESOURCE:
+            result["PhysicalResourceId"] = (
+                event.get("PhysicalResourceId") or f"cnq-portal-{event.get('LogicalResourceId')}"
+            )
+            spec = _portal_spec(props)
             if request == "Delete":
-                # The cluster's data lives in retained S3 buckets; removing the resource never touches it.
-                return {"PhysicalResourceId": event["PhysicalResourceId"]}
-            return provision_cluster(props, deadline)
-        if kind == "Custom::CnqPortal":
-            if request == "Delete":
-                remove_portal(props, deadline)
-                return {"PhysicalResourceId": event["PhysicalResourceId"]}
-            return provision_portal(props, old if request == "Update" else {}, deadline)
-        raise ProvisioningError(f"unknown resource type {kind!r}")
-    except ProvisioningError:
-        raise
+                result["HubPortalId"] = _hub_portal_id(props, spec, deadline)
+        else:
+            raise ProvisioningError(f"unknown resource type {kind!r}")
+    except ProvisioningError as error:
+        raise type(error)(f"{kind} {request}: {error}") from error
     except Exception as error:
         # Anything the SDK raised past our own checks: report Qumulo's text, not a Python traceback.
+        raise ProvisioningError(f"{kind} {request}: {describe(error)}") from error
+    return result
+
+
+def _hub_portal_id(props: Mapping[str, Any], spec: portal.PortalSpec, deadline: Deadline) -> str:
+    try:
+        hub_id = portal.hub_id_of(_login(props, "Spoke", deadline.sooner(60.0)), spec)
+    except ProvisioningError as error:
+        log.warning("spoke REST API unreachable, no portal to remove: %s", error)
+        return ""
+    return "" if hub_id is None else str(hub_id)
+
+
+# ---------------------------------------------------------------- polled
+def _converge_cluster(event: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
+    props, old = event["ResourceProperties"], event.get("OldResourceProperties") or {}
+    spec = _cluster_spec(props)
+    password = read_secret(str(props["AdminSecretArn"]))
+    cluster_id = cluster.ensure_formed(spec, password, deadline)
+    client, _ = login(spec.node_ips, spec.rest_port, password, deadline, what=f"cluster {spec.cluster_name}")
+    cluster.ensure_membership(client, spec)
+    ec2 = aws("ec2")
+    previous = list(zip(_list(old, "NodeIps"), _list(old, "NodeInstanceIds"), strict=False))
+    nodes.set_protection(ec2, cluster.removed_instances(previous, spec), False)
+    if spec.floating_ips:
+        network.ensure_floating_ips(client, spec.floating_ips, spec.floating_netmask)
+    capacity.ensure_uris(client, spec.object_storage_uris)
+    cidrs = _list(props, "ClientCidrs")
+    for path in _list(props, "ExportPaths"):
+        exports.ensure_export(client, exports.ExportSpec(path, cidrs, read_only=False, create_path=True))
+    nodes.protect_all_or_none(ec2, list(spec.node_instance_ids))
+    log.info("cluster %s (%s) converged", spec.cluster_name, cluster_id)
+    return {"ClusterId": cluster_id}
+
+
+def _converge_portal(event: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
+    props = event["ResourceProperties"]
+    spec = _portal_spec(props)
+    spoke = _login(props, "Spoke", deadline)
+    # Reach the hub before touching the spoke, so an unreachable hub leaves nothing half-made.
+    hub = _login(props, "Hub", deadline)
+    portal_id = portal.ensure_portal(spoke, hub, spec)
+    cidrs = _list(props, "ClientCidrs")
+    if cidrs:
+        exports.ensure_export(
+            spoke, exports.ExportSpec(spec.spoke_root, cidrs, spec.mode == "read_only", False)
+        )
+    return {"SpokePortalId": str(portal_id)}
+
+
+def _remove_portal(event: Mapping[str, Any], deadline: Deadline, waited: float) -> None:
+    props = event["ResourceProperties"]
+    spec = _portal_spec(props)
+    patience = float(props.get("DeletePatienceSeconds") or DEFAULT_DELETE_PATIENCE_SECONDS)
+    try:
+        spoke = _login(props, "Spoke", deadline.sooner(60.0))
+    except ProvisioningError as error:
+        # No spoke cluster left to hold a portal: nothing to remove, and no data anywhere is at stake.
+        log.warning("spoke REST API unreachable, nothing to remove: %s", error)
+        return
+    portal.remove_spoke_portal(spoke, spec, waited=waited, patience=patience)
+    hub_id = str(event.get("HubPortalId") or "")
+    if not hub_id:
+        return
+    try:
+        portal.remove_hub_portal(_login(props, "Hub", deadline.sooner(60.0)), int(hub_id))
+    except ProvisioningError as error:
+        log.warning(
+            "hub unreachable; its portal record %s stays until `qq portal_delete_hub --id %s` "
+            "(docs/runbooks/portal.md): %s", hub_id, hub_id, error,
+        )  # fmt: skip
+
+
+def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    """Provider framework isComplete: one bounded step; IsComplete false while Qumulo is still working."""
+    request, kind = str(event["RequestType"]), str(event.get("ResourceType", ""))
+    props = event.get("ResourceProperties") or {}
+    deadline = Deadline.after(context.get_remaining_time_in_millis() / 1000.0 - REPORT_RESERVE_SECONDS)
+    waited = time.time() - float(event.get("StartedAt") or time.time())
+    budget = float(props.get("WaitSeconds") or DEFAULT_WAIT_SECONDS) - OVERALL_RESERVE_SECONDS
+    try:
+        if kind == CLUSTER_RESOURCE and request != "Delete":
+            return {"IsComplete": True, "Data": _converge_cluster(event, deadline)}
+        if kind == PORTAL_RESOURCE and request != "Delete":
+            return {"IsComplete": True, "Data": _converge_portal(event, deadline)}
+        if kind == PORTAL_RESOURCE:
+            _remove_portal(event, deadline, waited)
+        return {"IsComplete": True}
+    except (Pending, RequestError, OSError) as error:
+        # Qumulo's own 4xx answers are final; a 5xx answer or a connection that failed may pass (a quorum
+        # re-forming, a node restarting), so it is retried at the next poll until the deadline.
+        if isinstance(error, RequestError) and error.status_code < 500:
+            raise ProvisioningError(f"{kind} {request}: {describe(error)}") from error
+        last = str(error) if isinstance(error, Pending) else describe(error)
+        if waited > budget:
+            raise ProvisioningTimeout(
+                f"{kind} {request}: gave up after {waited:.0f} s; last: {last}"
+            ) from None
+        log.info("%s %s: not yet (%.0f s): %s", kind, request, waited, last)
+        return {"IsComplete": False}
+    except ProvisioningError as error:
+        raise type(error)(f"{kind} {request}: {error}") from error
+    except Exception as error:
         raise ProvisioningError(f"{kind} {request}: {describe(error)}") from error

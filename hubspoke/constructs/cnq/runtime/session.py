@@ -1,7 +1,8 @@
-"""Time budgets, logged-in Qumulo REST clients and Qumulo's own error text, shared by cluster.py and portal.py.
+"""Time budgets, logged-in Qumulo REST clients and Qumulo's own error text, shared by the runtime modules.
 
 Runs inside the provisioning Lambda: imports nothing from hubspoke (the asset holds only this folder and the
-qumulo-api SDK). Every wait is bounded by a Deadline derived from the Lambda's remaining time.
+qumulo-api SDK). Every wait inside one invocation is bounded by a Deadline derived from the Lambda's
+remaining time; waits longer than that are the provider framework's is_complete polls (raise Pending).
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ class ProvisioningError(Exception):
 
 class ProvisioningTimeout(ProvisioningError):
     """A bounded wait ran out; the message says what was awaited and the last answer seen."""
+
+
+class Pending(Exception):
+    """Not done yet: the is_complete handler answers IsComplete false and the framework polls again."""
 
 
 def poll_seconds() -> float:

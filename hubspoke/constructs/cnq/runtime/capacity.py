@@ -1,0 +1,72 @@
+"""Persistent storage (object-storage URIs) and the soft capacity limit of a running cluster.
+
+Qumulo's provisioner adds buckets with `add_object_storage_uris` and raises the limit with
+`capacity_clamp_set` (Qumulo/qumulo-terraform-gcp @ a30b449c, provision.py add_object_buckets,
+update_capacity_limit); the CNQ guide names only increases ("Increasing the Soft Capacity Limit",
+"Adding S3 buckets"). Neither has an inverse in the SDK: qumulo.rest.object_storage has get_uris and
+add_uris only, and capacity_clamp_set says "A value below the current provisioned capacity has no
+effect". So a decrease is refused with a message, never reported as done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .session import Pending, ProvisioningError
+
+
+def current_uris(client: Any) -> list[str]:
+    """GET /v1/object-storage/uris (qumulo.rest.object_storage.get_uris)."""
+    data = client.object_storage.get_uris()
+    # ASSUMED: {"uris": [...]} like the body add_uris sends; a bare list is read the same way.
+    uris = data.get("uris") if isinstance(data, dict) else data
+    if not isinstance(uris, list):
+        raise ProvisioningError(f"GET /v1/object-storage/uris answered an unexpected shape: {data!r}"[:300])
+    return [str(u) for u in uris]
+
+
+def ensure_uris(client: Any, wanted: Sequence[str]) -> None:
+    """Add the buckets the stack created since formation (POST /v2/object-storage/add-uris); never remove."""
+    have = current_uris(client)
+    dropped = sorted(set(have) - set(wanted))
+    if dropped:
+        raise ProvisioningError(
+            f"the cluster stores data in {len(dropped)} bucket(s) the stack no longer lists ({', '.join(dropped)}); "
+            "Qumulo cannot remove persistent storage: set storage.bucket_count back to "
+            f"{len(have)} (the buckets are retained, nothing was deleted)"
+        )
+    new = [u for u in wanted if u not in have]
+    if new:
+        client.object_storage.add_uris(new)
+        raise Pending(f"persistent storage: {len(new)} bucket(s) added")
+
+
+def refuse_shrinking(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Fail an update that lowers the capacity limit or drops buckets, before anything is touched."""
+    old_bytes, new_bytes = int(old.get("UsableCapacityBytes") or 0), int(new.get("UsableCapacityBytes") or 0)
+    if old_bytes and new_bytes < old_bytes:
+        raise ProvisioningError(
+            f"soft capacity limit {old_bytes / 1e12:g} TB -> {new_bytes / 1e12:g} TB: Qumulo never shrinks "
+            "provisioned capacity ('a value below the current provisioned capacity has no effect'); set "
+            f"storage.soft_capacity_limit_tb back to {old_bytes // 10**12}"
+        )
+    dropped = [u for u in old.get("ObjectStorageUris") or [] if u not in (new.get("ObjectStorageUris") or [])]
+    if dropped:
+        raise ProvisioningError(
+            f"storage.bucket_count was lowered: {len(dropped)} bucket(s) would leave the cluster; Qumulo "
+            "cannot remove persistent storage: set it back (the buckets are retained)"
+        )
+
+
+def raise_limit(client: Any, old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """PUT /v1/capacity/clamp once per update that raises the limit (qumulo.rest.capacity); True if sent.
+
+    Sent from on_event, which runs once per CloudFormation request: Qumulo stores the clamp rounded down
+    to whole pstores, so a poll that compared the stored value with the requested one would resend it.
+    """
+    old_bytes, new_bytes = int(old.get("UsableCapacityBytes") or 0), int(new.get("UsableCapacityBytes") or 0)
+    if not old_bytes or new_bytes <= old_bytes:
+        return False
+    client.capacity.put_capacity_clamp(new_bytes)
+    return True

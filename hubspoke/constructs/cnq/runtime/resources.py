@@ -1,0 +1,5 @@
+"""The custom-resource types the provisioner serves; the stacks declare them, the handlers dispatch on them."""
+
+NODE_SHAPE_RESOURCE = "Custom::CnqNodeShape"
+CLUSTER_RESOURCE = "Custom::CnqCluster"
+PORTAL_RESOURCE = "Custom::CnqPortal"

@@ -1,0 +1,158 @@
+"""Resources that complete when a HyperPod cluster's nodes are launched, then Running: what node-bound add-ons wait for."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from aws_cdk import CustomResource, Duration
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from hubspoke.constructs.hyperpod.nag import (
+    LAMBDA_BASIC,
+    LAMBDA_VPC,
+    acknowledge_provider_framework,
+    logical_id,
+)
+from hubspoke.constructs.waiter import trace_waiter
+from hubspoke.policy.acks import acknowledge
+
+RUNTIME_DIR = Path(__file__).parent / "runtime"
+# CloudFormation waits at most 3600 s for a custom resource's answer (AWS::CloudFormation::CustomResource,
+# ServiceTimeout: 1 to 3600 seconds, default 3600), and aws-cdk-lib 2.275's Provider says of totalTimeout "The
+# maximum timeout is 1 hour" (custom-resources/lib/provider-framework/provider.d.ts). Set explicitly here.
+SERVICE_TIMEOUT = Duration.hours(1)
+# The waiter polls for 55 minutes at most (55 attempts, one a minute), ending before the service timeout so
+# that the failure CloudFormation shows is the provider's "Operation timed out", not a lost answer; the 5
+# minutes left cover the onEvent call and each isComplete invocation's own run time (about a second).
+WAIT = Duration.minutes(55)
+POLL = Duration.minutes(1)
+# One wait of 55 minutes may be too short for a p5 node: its launch (retried by continuous provisioning when
+# capacity is short), the lifecycle script, then on-start deep health checks InstanceStress (DCGM
+# diagnostics at level 4: the dcgmi diag reference gives level 3 about 15 minutes and level 4 as "extended,
+# longer-running") and InstanceConnectivity (NCCL tests across nodes; SageMaker developer guide, "Deep health
+# checks"). So two resources wait in turn, each with its own hour: every node launched (past Pending), then
+# every node Running. The stack waits at most 2 x 55 minutes (plus the polls' run time) after the cluster.
+PHASES = ("Launched", "Running")
+# A year: Control Tower's CT.CLOUDWATCH.PR.2 refuses log groups kept for less.
+LOG_RETENTION = logs.RetentionDays.ONE_YEAR
+
+
+class HyperPodNodesReady(Construct):
+    """Completes once every instance group of `cluster` has `counts[group]` nodes launched, then Running.
+
+    Example::
+
+        ready = HyperPodNodesReady(self, "NodesReady", cluster=hp.cluster, counts={"workers": 2},
+                                   vpc=net.vpc, subnets=[net.accelerator_subnet])
+        operator_addon.node.add_dependency(ready)
+
+    Its functions (and the provider framework's) run in `subnets` (Control Tower CT.LAMBDA.PR.3), with HTTPS
+    out only: SageMaker's ListClusterNodes, and the Lambda and Step Functions calls of the framework.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: sagemaker.CfnCluster,
+        counts: Mapping[str, int],
+        vpc: ec2.IVpc,
+        subnets: Sequence[ec2.ISubnet],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        egress = ec2.SecurityGroup(
+            self,
+            "Egress",
+            vpc=vpc,
+            description="HyperPod nodes-ready waiter: HTTPS out to AWS APIs",
+            allow_all_outbound=False,
+        )
+        egress.add_egress_rule(
+            ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "AWS APIs (SageMaker, Lambda, Step Functions)"
+        )
+        placement = ec2.SubnetSelection(subnets=list(subnets))
+        functions = {
+            name: lambda_.Function(
+                self,
+                name,
+                description=f"HyperPod nodes ready: {name}",
+                runtime=lambda_.Runtime.PYTHON_3_14,
+                handler=f"nodes_ready.{handler}",
+                code=lambda_.Code.from_asset(str(RUNTIME_DIR), exclude=["__pycache__", "*.pyc"]),
+                timeout=Duration.minutes(1),
+                log_group=logs.LogGroup(self, f"{name}Logs", retention=LOG_RETENTION),
+                vpc=vpc,
+                vpc_subnets=placement,
+                security_groups=[egress],
+            )
+            for name, handler in (("OnEvent", "on_event"), ("IsComplete", "is_complete"))
+        }
+        functions["IsComplete"].add_to_role_policy(
+            iam.PolicyStatement(actions=["sagemaker:ListClusterNodes"], resources=[cluster.attr_cluster_arn])
+        )
+        provider = cr.Provider(
+            self,
+            "Provider",
+            on_event_handler=functions["OnEvent"],
+            is_complete_handler=functions["IsComplete"],
+            query_interval=POLL,
+            total_timeout=WAIT,
+            vpc=vpc,
+            vpc_subnets=placement,
+            security_groups=[egress],
+            # aws-cdk-lib leaves the waiter's logging off unless told otherwise, whatever the log options say.
+            disable_waiter_state_machine_logging=False,
+            waiter_state_machine_log_options=cr.LogOptions(
+                destination=logs.LogGroup(self, "WaiterLogs", retention=LOG_RETENTION),
+                level=sfn.LogLevel.ALL,
+            ),
+        )
+        waits = [
+            CustomResource(
+                self,
+                # "Resource" keeps the Running wait's logical ID what it was before the Launched wait existed.
+                "Resource" if phase == "Running" else phase,
+                service_token=provider.service_token,
+                service_timeout=SERVICE_TIMEOUT,
+                resource_type="Custom::HyperPodNodesReady",
+                properties={
+                    # ListClusterNodes takes the cluster's name or ARN; the ARN also orders this after the cluster.
+                    "Cluster": cluster.attr_cluster_arn,
+                    # One JSON string: CloudFormation passes property values to the handler as strings.
+                    "InstanceGroups": json.dumps(dict(counts), sort_keys=True),
+                    "Until": phase,
+                },
+            )
+            for phase in PHASES
+        ]
+        waits[1].node.add_dependency(waits[0])  # each wait gets its own hour: they run one after the other
+        self.launched, self.resource = waits
+        acknowledge(
+            self,
+            "AwsSolutions-IAM4",
+            reason="AWSLambdaBasicExecutionRole and AWSLambdaVPCAccessExecutionRole only let the functions write "
+            "their own logs and manage their network interfaces in the VPC.",
+            findings=[LAMBDA_BASIC, LAMBDA_VPC],
+        )
+        for function in functions.values():
+            acknowledge_provider_framework(provider, handler=function)
+        waiter = provider.node.find_child("waiter-state-machine")
+        framework = [provider.node.find_child(f"framework-{step}") for step in ("isComplete", "onTimeout")]
+        acknowledge(
+            waiter,
+            "AwsSolutions-IAM5",
+            reason="The provider framework's waiter may invoke exactly its own isComplete and onTimeout "
+            "functions; ':*' covers those functions' versions and aliases only.",
+            findings=[f"Resource::<{logical_id(f)}.Arn>:*" for f in framework],
+        )
+        trace_waiter(provider)

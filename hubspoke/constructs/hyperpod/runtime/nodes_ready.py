@@ -1,0 +1,91 @@
+"""Custom::HyperPodNodesReady: complete once every instance group of a HyperPod cluster has its nodes launched,
+or Running (the resource's `Until` property says which).
+
+With continuous node provisioning the cluster reports InService while its instances are still being launched
+(SageMaker API reference, CreateCluster NodeProvisioningMode: "Your clusters and instance groups remain
+InService while scaling"), so the cluster resource no longer says that nodes exist. Whatever needs nodes (the
+EKS add-ons whose controllers schedule onto them) waits for these resources instead. There are two, chained,
+because CloudFormation gives one custom resource at most an hour and a p5 node's launch, lifecycle script and
+deep health checks together can take longer (hubspoke/constructs/hyperpod/nodes_ready.py).
+
+CDK Provider framework: `on_event` records the wanted counts, `is_complete` is polled until it returns
+IsComplete true or the provider's total timeout fails the resource. Stdlib and boto3 (the runtime's) only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import boto3
+
+LOG = logging.getLogger()
+LOG.setLevel(logging.INFO)
+RUNBOOK = "docs/runbooks/compute.md, section 'HyperPod nodes did not come up'"
+# SageMaker API reference, ClusterInstanceStatus: Pending, Running, Failure, ShuttingDown, SystemUpdating,
+# DeepHealthCheckInProgress, NotFound, AttachInProgress, DetachInProgress. Running is the one state in which
+# a node serves workloads. ASSUMED (the reference lists the states, not their order): a new node is Pending
+# while it launches, then DeepHealthCheckInProgress while its on-start deep health checks run, then Running;
+# SystemUpdating is a launched node's software update. "Launched" is every state past that launch.
+UNTIL: Mapping[str, frozenset[str]] = {
+    "Launched": frozenset({"DeepHealthCheckInProgress", "Running", "SystemUpdating"}),
+    "Running": frozenset({"Running"}),
+}
+# The physical ID of the Running resource stays what it was before the Launched one existed.
+PHYSICAL_SUFFIX = {"Launched": "nodes-launched", "Running": "nodes-ready"}
+
+
+def wanted_counts(props: Mapping[str, Any]) -> dict[str, int]:
+    """{instance group: node count} from the `InstanceGroups` property, one JSON string (property values are strings)."""
+    groups = json.loads(str(props["InstanceGroups"]))
+    if not isinstance(groups, dict) or not all(isinstance(v, int) and v >= 0 for v in groups.values()):
+        raise ValueError("InstanceGroups must be a JSON object of group name to node count")
+    return groups
+
+
+def until(props: Mapping[str, Any]) -> str:
+    """The phase this resource waits for: `Launched` or `Running`."""
+    phase = str(props.get("Until", ""))
+    if phase not in UNTIL:
+        raise ValueError(f"Until must be one of {sorted(UNTIL)}, got {phase!r}")
+    return phase
+
+
+def node_states(cluster: str, client: Any) -> dict[str, Counter[str]]:
+    """{instance group: Counter of InstanceStatus.Status} over every node of `cluster` (name or ARN), all pages."""
+    states: dict[str, Counter[str]] = {}
+    for page in client.get_paginator("list_cluster_nodes").paginate(ClusterName=cluster):
+        for node in page.get("ClusterNodeSummaries", []):
+            group = states.setdefault(node["InstanceGroupName"], Counter())
+            group[node["InstanceStatus"]["Status"]] += 1
+    return states
+
+
+def on_event(event: Mapping[str, Any], context: object = None) -> dict[str, Any]:
+    """Nothing to create or delete: the wait happens in is_complete."""
+    props = event["ResourceProperties"]
+    if event["RequestType"] == "Delete":
+        return {"PhysicalResourceId": event["PhysicalResourceId"]}
+    wanted_counts(props)  # refuse a malformed property at once, not after polling
+    return {"PhysicalResourceId": f"{props['Cluster']}/{PHYSICAL_SUFFIX[until(props)]}"}
+
+
+def is_complete(event: Mapping[str, Any], context: object = None) -> dict[str, Any]:
+    """True once every group has at least its count of nodes in the phase's states; the log says what is missing."""
+    if event["RequestType"] == "Delete":
+        return {"IsComplete": True}
+    props = event["ResourceProperties"]
+    cluster, phase, wanted = str(props["Cluster"]), until(props), wanted_counts(props)
+    states = node_states(cluster, boto3.client("sagemaker"))
+    reached = {g: sum(n for s, n in states.get(g, Counter()).items() if s in UNTIL[phase]) for g in wanted}
+    missing = {g: n - reached[g] for g, n in wanted.items() if n > reached[g]}
+    if missing:
+        seen = {g: dict(c) for g, c in states.items()}
+        LOG.info("cluster %s: still waiting for %s node(s) %s; nodes by state: %s. If this lasts, see %s",
+                 cluster, json.dumps(missing), phase, json.dumps(seen), RUNBOOK)  # fmt: skip
+        return {"IsComplete": False}
+    LOG.info("cluster %s: every instance group has its nodes %s (%s)", cluster, phase, json.dumps(wanted))
+    return {"IsComplete": True, "Data": {"Nodes": str(sum(wanted.values()))}}

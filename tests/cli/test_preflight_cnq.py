@@ -1,0 +1,147 @@
+"""Preflight's CNQ rows against moto (in-process and as a server): the staged package, the release and
+the pinned Ubuntu image; and `hubspoke ami`, which needs no config.
+
+Sources: the package path is Qumulo's (<bucket>/<prefix>/qumulo-core-install/<version>/qumulo-core.deb,
+CNQ-on-AWS guide); Canonical publishes its current Ubuntu image per Region as the public SSM parameter
+/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id and owns its images
+from account 099720109477.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubspoke.cli.main import main
+from hubspoke.cli.preflight import run_preflight
+from hubspoke.cli.preflight_checks import CheckResult
+from hubspoke.config import load
+from tests.cli.preflight_world import Unsupported, World
+from tests.conftest import QUMULO_CORE, ROOT, minimal, pinned_ami, write_config
+
+CANONICAL = "099720109477"
+PACKAGE = QUMULO_CORE["install_uri"] + QUMULO_CORE["version"] + "/qumulo-core.deb"
+
+
+def _rows(results: list[CheckResult], check: str, region: str) -> list[CheckResult]:
+    return [r for r in results if r.check == check and r.region == region]
+
+
+def _ready(world: World) -> None:
+    """The account of `minimal()`: bootstrapped, its pinned images Canonical's and current, packages staged."""
+    for region in ("us-east-2", "us-west-2"):
+        world.bootstrap(region)
+        world.image(region, pinned_ami(region))
+        world.stage(PACKAGE, region)
+
+
+def _run(
+    tmp_path: Path, world: World, *, images: dict[str, str] | None = None, **overrides: Any
+) -> list[CheckResult]:
+    config = load(write_config(tmp_path, minimal(**overrides))).config
+    current = images if images is not None else {r: pinned_ami(r) for r in ("us-east-2", "us-west-2")}
+    return run_preflight(config, Unsupported(world.clients, ubuntu_images=current))
+
+
+def test_staged_package_and_current_image_pass(world: World, tmp_path: Path) -> None:
+    _ready(world)
+    results = _run(tmp_path, world)
+    for region in ("us-east-2", "us-west-2"):
+        (package,) = _rows(results, "qumulo core package", region)
+        assert package.status == "pass" and PACKAGE in package.detail
+        (release,) = _rows(results, "qumulo core release", region)
+        assert release.status == "pass" and "7.10.2.1" in release.detail
+        (image,) = _rows(results, "ubuntu image", region)
+        assert image.status == "pass" and "current" in image.detail
+
+
+def test_a_missing_package_fails_with_the_upload_command(world: World, tmp_path: Path) -> None:
+    _ready(world)
+    bucket, key = PACKAGE.removeprefix("s3://").split("/", 1)
+    world.clients("s3", "us-east-2").delete_object(Bucket=bucket, Key=key)
+    rows = [r for r in _run(tmp_path, world) if r.check == "qumulo core package"]
+    assert {(r.region, r.status) for r in rows} == {("us-east-2", "fail"), ("us-west-2", "fail")}, (
+        "one staging bucket"
+    )
+    for row in rows:
+        assert f"{PACKAGE} does not exist" in row.detail
+        assert f"aws s3 cp qumulo-core.deb {PACKAGE} --region {row.region}" in row.fix and "Nexus" in row.fix
+
+
+def test_an_old_pinned_image_warns_with_the_line_to_paste(world: World, tmp_path: Path) -> None:
+    _ready(world)
+    world.image("us-west-2", pinned_ami("us-west-2"), age_days=200)
+    world.image("us-west-2", "ami-0fedcba9876543210")
+    results = _run(
+        tmp_path, world, images={"us-east-2": pinned_ami("us-east-2"), "us-west-2": "ami-0fedcba9876543210"}
+    )
+    (row,) = _rows(results, "ubuntu image", "us-west-2")
+    assert row.status == "warn" and "200 days old" in row.detail
+    assert "set spokes[0].storage.ami_id: ami-0fedcba9876543210" in row.fix
+    assert "cluster-replacement" in row.fix, "a running cluster refuses a new image"
+
+
+def test_a_missing_or_foreign_image_is_reported(world: World, tmp_path: Path) -> None:
+    _ready(world)
+    world.image("us-east-2", pinned_ami("us-east-2"), owner="123456789012")
+    world.clients("ec2", "us-west-2")  # the spoke's pinned image is not registered below
+    from moto.ec2.models import ec2_backends
+
+    del ec2_backends["123456789012"]["us-west-2"].amis[pinned_ami("us-west-2")]
+    results = _run(tmp_path, world)
+    hub = _rows(results, "ubuntu image", "us-east-2")
+    assert [r.status for r in hub] == ["warn", "pass"] and "not Canonical" in hub[0].detail
+    (spoke,) = _rows(results, "ubuntu image", "us-west-2")
+    assert spoke.status == "fail" and "does not exist in us-west-2" in spoke.detail
+    assert spoke.fix == f"set spokes[0].storage.ami_id: {pinned_ami('us-west-2')}"
+
+
+def test_regions_without_storage_get_no_cnq_rows(world: World, tmp_path: Path) -> None:
+    _ready(world)
+    spoke = {
+        "region": "us-west-2",
+        "cidr": "10.20.0.0/16",
+        "storage": {"enabled": False},
+        "compute": {"enabled": False},
+    }
+    results = _run(tmp_path, world, spokes=[spoke])
+    assert not [
+        r for r in results if r.region == "us-west-2" and r.check in ("qumulo core package", "ubuntu image")
+    ]
+
+
+def test_preflight_refuses_mismatched_releases_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A portal needs the same release on both sides: the config does not get as far as AWS."""
+    data = minimal()
+    data["spokes"][0]["storage"]["qumulo_core"] = {**QUMULO_CORE, "version": "7.11.0"}
+    assert main(["preflight", "--config", str(write_config(tmp_path, data))]) == 2
+    assert "spokes[0].storage.qumulo_core.version: 7.11.0 differs from hub" in capsys.readouterr().err
+
+
+def test_ami_prints_the_line_to_paste_without_a_config(
+    world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hubspoke.cli.ami as ami
+
+    images = {"us-east-2": "ami-0123456789abcdef0", "us-west-2": "ami-0fedcba9876543210"}
+    monkeypatch.setattr(
+        ami, "session_clients", lambda profile=None: Unsupported(world.clients, ubuntu_images=images)
+    )
+    assert main(["ami", "--region", "us-east-2", "--region", "us-west-2"]) == 0
+    out = capsys.readouterr().out
+    assert "ami_id: ami-0123456789abcdef0" in out and "ami_id: ami-0fedcba9876543210" in out
+    assert main(["ami", "--region", "eu-north-1", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["images"]["eu-north-1"].startswith("error")
+    assert main(["ami", "--region", "mars-1"]) == 2
+
+
+def test_dev_config_passes_in_a_deployed_account(world: World) -> None:
+    world.deployed_dev()
+    results = run_preflight(load(ROOT / "config" / "dev.yaml").config, Unsupported(world.clients))
+    cnq = [r for r in results if r.check in ("qumulo core package", "qumulo core release", "ubuntu image")]
+    assert len(cnq) == 6 and all(r.status == "pass" for r in cnq), cnq

@@ -1,0 +1,173 @@
+"""A CNQ provisioning world: moto for Secrets Manager and EC2, contract fakes of a hub and a spoke cluster.
+
+`drive` plays the CDK Provider framework's part: on_event once, then is_complete with the event merged
+with on_event's answer until it says IsComplete (aws-cdk-lib custom_resources, "Asynchronous Providers").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from hubspoke.config import HubSpokeConfig
+from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
+from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
+from tests.conftest import QUMULO_CORE, minimal
+from tests.fakes.qumulo import FakeQumulo
+
+CONFIG = HubSpokeConfig.model_validate(minimal())
+SPOKE = CONFIG.spokes[0]
+HUB_FLOATING = ("10.10.64.11", "10.10.64.12", "10.10.64.13", "10.10.64.14")
+SPOKE_FLOATING = ("10.20.64.11", "10.20.64.12", "10.20.64.13", "10.20.64.14")
+HUB_PASSWORD = "Hub-Passw0rd!x"
+SPOKE_PASSWORD = "Spoke-Passw0rd!y"
+VERSION = QUMULO_CORE["version"]
+MUTATING = ("POST", "PUT", "PATCH", "DELETE")
+IMAGE, INSTANCE_TYPE = "ami-12c6146b", "i4i.8xlarge"  # an image moto serves; Qumulo's preferred family
+# qumulo-api's dataclasses-json schemas use marshmallow 3 idioms that marshmallow deprecates; not ours to fix.
+pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
+
+
+class Context:
+    """The slice of the Lambda context the handlers read."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int(self.seconds * 1000)
+
+
+# The handlers keep 20 s for the framework to report: 60 s of Lambda time is a 40 s budget per call.
+ROOMY = Context(60)
+TIGHT = Context(22.5)
+
+
+def drive(event: dict[str, Any], *, polls: int = 60, context: Context = ROOMY) -> dict[str, Any]:
+    """on_event, then is_complete until complete; the merged answers, as CloudFormation would see them."""
+    started = on_event(event, context)
+    merged = {**event, **started}
+    for _ in range(polls):
+        answer = is_complete(merged, context)
+        if answer["IsComplete"]:
+            return {**started, **answer}
+    raise AssertionError(f"not complete after {polls} polls")
+
+
+def polls_until_complete(event: dict[str, Any], *, limit: int = 60) -> int:
+    merged = {**event, **on_event(event, ROOMY)}
+    for poll in range(1, limit + 1):
+        if is_complete(merged, ROOMY)["IsComplete"]:
+            return poll
+    raise AssertionError(f"not complete after {limit} polls")
+
+
+def mutations(fake: FakeQumulo) -> list[tuple[str, str]]:
+    return [(m, p) for m, p in fake.calls if m in MUTATING and not p.startswith("/v1/session/login")]
+
+
+@dataclass
+class World:
+    """Secrets in moto, EC2 instances standing in for the nodes, and helpers to build events."""
+
+    arns: dict[str, str]
+
+    def instances(
+        self, count: int, cluster: str, image: str = IMAGE, itype: str = INSTANCE_TYPE
+    ) -> list[str]:
+        ec2 = boto3.client("ec2")
+        tags = [{"ResourceType": "instance", "Tags": [{"Key": CLUSTER_TAG, "Value": cluster}]}]
+        made = ec2.run_instances(ImageId=image, MinCount=count, MaxCount=count, InstanceType=itype,
+                                 TagSpecifications=tags)  # fmt: skip
+        return [i["InstanceId"] for i in made["Instances"]]
+
+    def protected(self, instance_id: str) -> bool:
+        answer = boto3.client("ec2").describe_instance_attribute(
+            InstanceId=instance_id, Attribute="disableApiTermination"
+        )
+        return bool(answer["DisableApiTermination"]["Value"])
+
+    def cluster_event(self, fake: FakeQumulo, side: str, instance_ids: list[str], *, request: str = "Create",
+                      floating: tuple[str, ...] = (), exports: tuple[str, ...] = (), buckets: int = 4,
+                      capacity_tb: int = 100, version: str = VERSION, **overrides: Any) -> dict[str, Any]:  # fmt: skip
+        props = {
+            "ClusterName": f"dev-{fake.name}",
+            "NodeIps": fake.node_ips[: len(instance_ids)],
+            "NodeInstanceIds": list(instance_ids),
+            "FloatingIps": list(floating),
+            "FloatingNetmask": "10.10.0.0/18" if side == "hub" else "10.20.0.0/18",
+            "ObjectStorageUris": [
+                f"https://{fake.name}-b{i}.s3.us-east-2.amazonaws.com/" for i in range(1, buckets + 1)
+            ],
+            "UsableCapacityBytes": str(capacity_tb * 10**12),
+            "QumuloCoreVersion": version,
+            "AdminSecretArn": self.arns[side],
+            "ExportPaths": list(exports),
+            "ClientCidrs": [CONFIG.hub.cidr if side == "hub" else SPOKE.cidr],
+            "RestPort": str(fake.port),
+            "WaitSeconds": "3000",
+            **overrides,
+        }
+        return {"RequestType": request, "ResourceType": "Custom::CnqCluster", "LogicalResourceId": "Cluster",
+                "PhysicalResourceId": f"cnq-cluster-dev-{fake.name}", "ResourceProperties": props,
+                "StartedAt": str(time.time())}  # fmt: skip
+
+    def portal_event(self, hub: FakeQumulo, spoke: FakeQumulo, request: str = "Create",
+                     **overrides: str) -> dict[str, Any]:  # fmt: skip
+        props = {
+            "SpokeRestAddresses": spoke.node_ips, "SpokeSecretArn": self.arns["spoke"],
+            "SpokePortalHosts": list(SPOKE_FLOATING), "HubRestAddresses": hub.node_ips,
+            "HubSecretArn": self.arns["hub"], "HubPortalHosts": list(HUB_FLOATING),
+            "HubRoot": CONFIG.hub.storage.dataset_path, "SpokeRoot": SPOKE.storage.dataset_path,
+            "Mode": SPOKE.portal.mode, "EvictionFreeThreshold": str(SPOKE.portal.eviction_free_threshold),
+            "ClientCidrs": [SPOKE.cidr], "HubRestPort": str(hub.port), "SpokeRestPort": str(spoke.port),
+            "DeletePatienceSeconds": "0.5", "WaitSeconds": "3000", **overrides,
+        }  # fmt: skip
+        return {"RequestType": request, "ResourceType": "Custom::CnqPortal", "LogicalResourceId": "Portal",
+                "PhysicalResourceId": "cnq-portal-Portal", "ResourceProperties": props,
+                "OldResourceProperties": dict(props)}  # fmt: skip
+
+
+@pytest.fixture
+def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    monkeypatch.setenv("HUBSPOKE_POLL_SECONDS", "0.02")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", CONFIG.hub.region)
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        arns = {}
+        for name, region, value in (
+            ("hub", CONFIG.hub.region, HUB_PASSWORD),
+            ("spoke", SPOKE.region, SPOKE_PASSWORD),
+        ):
+            client = boto3.client("secretsmanager", region_name=region)
+            arns[name] = client.create_secret(Name=f"cnq-{name}", SecretString=value)["ARN"]
+        yield World(arns)
+
+
+@pytest.fixture
+def hub() -> Iterator[FakeQumulo]:
+    with FakeQumulo(name="hub", portal_hosts=HUB_FLOATING, formation_polls=6) as fake:
+        yield fake
+
+
+@pytest.fixture
+def spoke() -> Iterator[FakeQumulo]:
+    with FakeQumulo(name="spoke", portal_hosts=SPOKE_FLOATING, formation_polls=2) as fake:
+        yield fake
+
+
+@pytest.fixture
+def formed(world: World, hub: FakeQumulo, spoke: FakeQumulo) -> World:
+    """Both clusters formed by the handler itself, with their Region-local exports."""
+    drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), floating=HUB_FLOATING,
+                              exports=(CONFIG.hub.storage.dataset_path, CONFIG.hub.storage.checkpoint_path)))  # fmt: skip
+    drive(world.cluster_event(spoke, "spoke", world.instances(4, "dev-spoke"), floating=SPOKE_FLOATING,
+                              exports=(SPOKE.storage.checkpoint_path,)))  # fmt: skip
+    return world

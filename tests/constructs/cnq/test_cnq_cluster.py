@@ -1,0 +1,262 @@
+"""Custom::CnqCluster and Custom::CnqNodeShape against the Qumulo contract fake and moto's EC2.
+
+The fake clusters have Qumulo's default 4 nodes and are reached through the real qumulo-api SDK; the
+provider framework is played by `drive` (on_event once, is_complete until done).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
+from hubspoke.constructs.cnq.runtime.session import ProvisioningError, ProvisioningTimeout
+from tests.constructs.cnq.conftest import (
+    CONFIG,
+    HUB_FLOATING,
+    HUB_PASSWORD,
+    IMAGE,
+    INSTANCE_TYPE,
+    ROOMY,
+    World,
+    drive,
+    mutations,
+    polls_until_complete,
+)  # fmt: skip
+from tests.fakes.qumulo import PSTORE_BYTES, FakeQumulo
+
+pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
+HUB_EXPORTS = (CONFIG.hub.storage.dataset_path, CONFIG.hub.storage.checkpoint_path)
+
+
+def test_forms_four_nodes_host_managed_then_protects_them(world: World, hub: FakeQumulo) -> None:
+    """Qumulo's provisioner order: every node answers, create, ACTIVE, floating IPs on a HOST network."""
+    instances = world.instances(4, "dev-hub")
+    result = drive(world.cluster_event(hub, "hub", instances, floating=HUB_FLOATING, exports=HUB_EXPORTS))
+    assert hub.state == "ACTIVE" and result["Data"] == {"ClusterId": hub.cluster_id}
+    assert hub.members == hub.node_ips and len(hub.members) == 4, "Qumulo's default cluster: 4 nodes"
+    (request,) = hub.create_requests
+    assert request["host_instance_id"] == instances[0]
+    assert [n["node_ip"] for n in request["node_ips_and_fault_domains"]] == hub.node_ips
+    assert hub.password == HUB_PASSWORD, "the admin password is the one in Secrets Manager"
+    (network,) = hub.frontend_networks
+    assert network["addresses"]["type"] == "HOST"
+    assert sorted(network["addresses"]["host_addresses"]["floating_ip_ranges"]) == sorted(HUB_FLOATING)
+    assert not hub.called("PATCH", r"^/v2/network/interfaces"), "no interface MTU change in host mode"
+    exports = {e["export_path"]: e for e in hub.exports.values()}
+    assert set(exports) == set(HUB_EXPORTS)
+    assert all(world.protected(i) for i in instances), "protection once the cluster is formed"
+
+
+def test_formation_spans_polls_while_nodes_install(world: World, hub: FakeQumulo) -> None:
+    """A node still installing is waited for across polls, not inside one 15-minute Lambda."""
+    hub.down_node(hub.node_ips[3])
+    event = world.cluster_event(hub, "hub", world.instances(4, "dev-hub"))
+    merged = {**event, **on_event(event, ROOMY)}
+    for _ in range(3):
+        assert is_complete(merged, ROOMY) == {"IsComplete": False}
+    assert not hub.create_requests, "no create until every node answers"
+    hub.up()
+    for _ in range(20):
+        if is_complete(merged, ROOMY)["IsComplete"]:
+            break
+    assert hub.state == "ACTIVE" and len(hub.members) == 4
+
+
+def test_gives_up_at_the_overall_deadline_naming_what_it_waited_for(world: World, hub: FakeQumulo) -> None:
+    hub.down()
+    event = world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), WaitSeconds="60")
+    merged = {**event, **on_event(event, ROOMY), "StartedAt": str(time.time() - 5)}
+    with pytest.raises(
+        ProvisioningTimeout, match=r"gave up after \d+ s; last: node 127\.0\.0\.1 .* installing"
+    ):
+        is_complete(merged, ROOMY)
+
+
+def test_repeated_create_changes_nothing(world: World, hub: FakeQumulo) -> None:
+    event = world.cluster_event(
+        hub, "hub", world.instances(4, "dev-hub"), floating=HUB_FLOATING, exports=HUB_EXPORTS
+    )
+    first = drive(event)
+    before = len(mutations(hub))
+    assert drive(event)["Data"] == first["Data"]
+    assert mutations(hub)[before:] == [], "a second run with the same properties must not change anything"
+
+
+def test_a_node_with_another_release_is_refused_before_create(world: World, hub: FakeQumulo) -> None:
+    hub.nodes[hub.node_ips[2]].version = "7.9.0"
+    with pytest.raises(ProvisioningError, match=r"127\.0\.0\.3 .* installed Qumulo Core 7\.9\.0.*re-stage"):
+        drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub")))
+    assert not hub.create_requests
+
+
+def test_config_release_other_than_the_running_one_is_refused(world: World, hub: FakeQumulo) -> None:
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    with pytest.raises(ProvisioningError, match=r"runs Qumulo Core 7\.10\.2\.1, the config says 7\.11\.0"):
+        drive(world.cluster_event(hub, "hub", instances, request="Update", version="7.11.0"))
+
+
+def test_qumulo_managed_networking_is_refused_with_the_reason(world: World) -> None:
+    with (
+        FakeQumulo(name="old", host_managed=False) as fake,
+        pytest.raises(ProvisioningError, match="host-managed"),
+    ):
+        drive(world.cluster_event(fake, "hub", world.instances(4, "dev-old"), floating=HUB_FLOATING))
+
+
+def test_more_nodes_join_with_the_membership_call(world: World, hub: FakeQumulo) -> None:
+    """qq modify_object_backed_cluster_membership (POST /v2/cluster/object-backed/nodes) with every node."""
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances, floating=HUB_FLOATING))
+    hub.add_nodes(2)
+    grown = instances + world.instances(2, "dev-hub")
+    floating = (*HUB_FLOATING, "10.10.64.15", "10.10.64.16")
+    drive(world.cluster_event(hub, "hub", grown, request="Update", floating=floating))
+    assert hub.membership_requests == [hub.node_ips] and len(hub.members) == 6
+    assert sorted(hub.frontend_networks[0]["addresses"]["host_addresses"]["floating_ip_ranges"]) == sorted(
+        floating
+    )
+    assert all(world.protected(i) for i in grown)
+
+
+def test_fewer_nodes_leave_the_cluster_and_lose_protection(world: World, hub: FakeQumulo) -> None:
+    hub.add_nodes(1)
+    instances = world.instances(5, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    update = world.cluster_event(hub, "hub", instances[:4], request="Update")
+    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
+    drive(update)
+    assert hub.members == hub.node_ips[:4]
+    assert not world.protected(instances[4]), "CloudFormation terminates the removed node after the update"
+    assert all(world.protected(i) for i in instances[:4])
+
+
+def test_a_new_node_with_another_release_is_refused(world: World, hub: FakeQumulo) -> None:
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    hub.add_nodes(1, version="7.11.0")
+    with pytest.raises(
+        ProvisioningError, match=r"installed Qumulo Core 7\.11\.0, the cluster needs 7\.10\.2\.1"
+    ):
+        drive(world.cluster_event(hub, "hub", instances + world.instances(1, "dev-hub"), request="Update"))
+    assert not hub.membership_requests
+
+
+def test_single_node_and_multi_node_do_not_convert(world: World) -> None:
+    with FakeQumulo(name="one", node_count=1) as fake:
+        instances = world.instances(1, "dev-one")
+        drive(world.cluster_event(fake, "hub", instances))
+        fake.add_nodes(2)
+        with pytest.raises(
+            ProvisioningError, match="1 -> 3 nodes is not a membership change Qumulo documents"
+        ):
+            drive(
+                world.cluster_event(fake, "hub", instances + world.instances(2, "dev-one"), request="Update")
+            )
+
+
+def test_more_buckets_are_added_to_persistent_storage(world: World, hub: FakeQumulo) -> None:
+    """POST /v2/object-storage/add-uris, as Qumulo's provisioner runs add_object_storage_uris."""
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    drive(world.cluster_event(hub, "hub", instances, request="Update", buckets=6))
+    assert len(hub.object_storage_uris) == 6 and hub.called("POST", r"^/v2/object-storage/add-uris") == 1
+
+
+def test_fewer_buckets_are_refused_before_anything_is_touched(world: World, hub: FakeQumulo) -> None:
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    before = len(mutations(hub))
+    update = world.cluster_event(hub, "hub", instances, request="Update", buckets=3)
+    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
+    with pytest.raises(ProvisioningError, match=r"bucket_count was lowered.*set it back"):
+        on_event(update, ROOMY)
+    assert mutations(hub)[before:] == []
+
+
+def test_a_higher_capacity_limit_is_sent_once(world: World, hub: FakeQumulo) -> None:
+    """capacity_clamp_set: stored rounded down to whole pstores, quorum abandoned and formed again."""
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    update = world.cluster_event(hub, "hub", instances, request="Update", capacity_tb=250)
+    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
+    drive(update)
+    assert hub.called("PUT", r"^/v1/capacity/clamp") == 1, "sent once, not once per poll"
+    assert hub.capacity_clamp == 250 * 10**12 // PSTORE_BYTES * PSTORE_BYTES
+
+
+def test_a_lower_capacity_limit_is_refused(world: World, hub: FakeQumulo) -> None:
+    """'A value below the current provisioned capacity has no effect' (qq capacity_clamp_set)."""
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    update = world.cluster_event(hub, "hub", instances, request="Update", capacity_tb=50)
+    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
+    with pytest.raises(ProvisioningError, match=r"never shrinks.*soft_capacity_limit_tb back to 100"):
+        on_event(update, ROOMY)
+
+
+def test_a_server_error_is_retried_at_the_next_poll(world: World, hub: FakeQumulo) -> None:
+    """5xx answers may pass (a quorum re-forming); only Qumulo's 4xx answers are final."""
+    hub.fail("POST", r"^/v3/nfs/exports/", times=2, status=503, error_class="quorum_not_ready_error")
+    drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), exports=HUB_EXPORTS[:1]))
+    assert [e["export_path"] for e in hub.exports.values()] == [HUB_EXPORTS[0]]
+    assert hub.called("POST", r"^/v3/nfs/exports/") == 3
+
+
+def test_failure_half_way_reports_qumulo_text_then_a_retry_completes(world: World, hub: FakeQumulo) -> None:
+    hub.fail(
+        "POST", r"^/v3/nfs/exports/", status=400, error_class="nfs_export_quota_error",
+        description="fake: no room left",
+    )  # fmt: skip
+    event = world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), exports=HUB_EXPORTS[:1])
+    with pytest.raises(ProvisioningError, match=r"nfs_export_quota_error: fake: no room left"):
+        drive(event)
+    assert hub.state == "ACTIVE" and not hub.exports
+    drive(event)
+    assert len(hub.create_requests) == 1, "the retry must not re-create a formed cluster"
+
+
+def test_delete_touches_nothing(world: World, hub: FakeQumulo) -> None:
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    before = len(hub.calls)
+    drive(world.cluster_event(hub, "hub", instances, request="Delete"))
+    assert len(hub.calls) == before and all(world.protected(i) for i in instances)
+
+
+def test_secrets_are_never_logged(world: World, hub: FakeQumulo, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    result = drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub")))
+    assert HUB_PASSWORD not in caplog.text and HUB_PASSWORD not in repr(result)
+    assert caplog.records, "the handler logs its progress (so the assertion above is not vacuous)"
+
+
+def test_formation_takes_several_polls_not_one_call(world: World, hub: FakeQumulo) -> None:
+    assert polls_until_complete(world.cluster_event(hub, "hub", world.instances(4, "dev-hub"))) > 1
+
+
+# ---------------------------------------------------------------- node shape guard
+def _shape(world: World, image: str, itype: str, request: str = "Update") -> dict[str, object]:
+    props = {"ClusterName": "dev-hub", "ImageId": image, "InstanceType": itype}
+    return {"RequestType": request, "ResourceType": "Custom::CnqNodeShape", "LogicalResourceId": "NodeShape",
+            "PhysicalResourceId": "cnq-nodes-dev-hub", "ResourceProperties": props}  # fmt: skip
+
+
+def test_node_shape_refuses_a_new_image_or_type_while_nodes_run_the_old(world: World) -> None:
+    """ImageId replaces an instance, InstanceType stops it (CloudFormation 'Update requires'): all at once."""
+    world.instances(4, "dev-hub")
+    assert drive(_shape(world, IMAGE, INSTANCE_TYPE))["IsComplete"] is True
+    with pytest.raises(ProvisioningError, match="would replace or stop every node at once"):
+        on_event(_shape(world, "ami-0abcdef1234567890", INSTANCE_TYPE), ROOMY)
+    with pytest.raises(ProvisioningError, match=r"type i4i\.8xlarge"):
+        on_event(_shape(world, IMAGE, "i7i.8xlarge"), ROOMY)
+
+
+def test_node_shape_lets_a_first_create_and_a_rollback_through(world: World) -> None:
+    drive(_shape(world, "ami-0abcdef1234567890", "i7i.8xlarge", request="Create"))  # no nodes yet
+    world.instances(4, "dev-hub")
+    # A rollback sends the properties the nodes were built with: they match what runs.
+    drive(_shape(world, IMAGE, INSTANCE_TYPE))

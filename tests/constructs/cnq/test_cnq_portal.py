@@ -1,0 +1,237 @@
+"""Custom::CnqPortal against contract fakes of a hub and a spoke cluster, through the real qumulo-api SDK.
+
+Portal facts are Qumulo's (Qumulo/docs, cloud-data-fabric pages): Unlinked portals are deleted before
+proposing again, the hub record is the spoke portal's hub_id, a cluster may host up to 32 spoke portals
+but one relationship per remote cluster, and both sides must run the same release.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
+from hubspoke.constructs.cnq.runtime.session import ProvisioningError, ProvisioningTimeout
+from tests.constructs.cnq.conftest import (
+    CONFIG,
+    HUB_FLOATING,
+    SPOKE,
+    SPOKE_FLOATING,
+    SPOKE_PASSWORD,
+    TIGHT,
+    World,
+    drive,
+    mutations,
+)  # fmt: skip
+from tests.fakes.qumulo import FakeQumulo
+
+pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
+
+
+def _ours(spoke: FakeQumulo) -> dict[str, Any]:
+    (portal,) = [s for s in spoke.spokes.values() if not s.get("gone")]
+    return portal
+
+
+def test_portal_happy_path(formed: World, hub: FakeQumulo, spoke: FakeQumulo) -> None:
+    result = drive(formed.portal_event(hub, spoke))
+    portal = _ours(spoke)
+    view = spoke._spoke_view(portal)
+    assert (view["state"], view["status"]) == ("ACCEPTED", "ACTIVE")
+    assert view["type"] == "PORTAL_READ_ONLY", "read-only unless config says read-write"
+    assert {h["port"] for h in portal["hub_hosts"]} == {3713}, "portals use 3713 (Qumulo required ports)"
+    (pair,) = portal["roots"]
+    assert pair["authorized"] and pair["remote_root"] == hub.files[CONFIG.hub.storage.dataset_path]["id"]
+    hub_portal = hub.hubs[portal["hub_id"]]
+    assert sorted(h["address"] for h in hub_portal["spoke_hosts"]) == sorted(SPOKE_FLOATING)
+    assert spoke.free_threshold == SPOKE.portal.eviction_free_threshold
+    dataset_export = next(e for e in spoke.exports.values() if e["export_path"] == SPOKE.storage.dataset_path)
+    assert dataset_export["restrictions"][0]["read_only"] is True
+    assert result["Data"] == {"SpokePortalId": str(portal["id"])}
+
+
+def test_portal_read_write_when_configured(formed: World, hub: FakeQumulo, spoke: FakeQumulo) -> None:
+    drive(formed.portal_event(hub, spoke, Mode="read_write"))
+    assert _ours(spoke)["type"] == "PORTAL_READ_WRITE"
+
+
+def test_repeated_create_changes_nothing(formed: World, hub: FakeQumulo, spoke: FakeQumulo) -> None:
+    first = drive(formed.portal_event(hub, spoke))
+    before = (len(mutations(hub)), len(mutations(spoke)))
+    assert drive(formed.portal_event(hub, spoke))["Data"] == first["Data"]
+    assert (mutations(hub)[before[0] :], mutations(spoke)[before[1] :]) == ([], [])
+
+
+def test_different_releases_are_refused(formed: World, hub: FakeQumulo, spoke: FakeQumulo) -> None:
+    """'A spoke portal is inaccessible if the hub ... and the spoke ... run different versions' (Qumulo)."""
+    for node in spoke.nodes.values():
+        node.version = "7.10.3"
+    with pytest.raises(ProvisioningError, match=r"spoke runs Qumulo Core 7\.10\.3 and the hub 7\.10\.2\.1"):
+        drive(formed.portal_event(hub, spoke))
+    assert not spoke.spokes
+
+
+def test_an_unlinked_portal_is_deleted_and_proposed_again(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    """Unlinked: 'created the spoke portal, but couldn't establish a relationship'; delete, then retry."""
+    spoke.leave_unlinked = True
+    hub.down()
+    event = formed.portal_event(hub, spoke)
+    with pytest.raises(Exception):  # noqa: B017 - the SDK's own error for the refused create
+        spoke_client = __import__("qumulo.rest_client", fromlist=["RestClient"]).RestClient(
+            "127.0.0.1", spoke.port
+        )
+        spoke_client.login("admin", SPOKE_PASSWORD)
+        from qumulo.rest.portal import PortalHost
+
+        spoke_client.portal.v2_create_portal("PORTAL_READ_ONLY", [PortalHost(a, 3713) for a in HUB_FLOATING])
+    (stale,) = spoke.spokes.values()
+    assert stale["state"] == "UNLINKED"
+    hub.up()
+    drive(event)
+    portal = _ours(spoke)
+    assert portal["id"] != stale["id"] and spoke._spoke_view(portal)["status"] == "ACTIVE"
+    assert spoke.called("DELETE", rf"^/v2/portal/spokes/{stale['id']}$") == 1
+
+
+def test_the_hub_record_is_found_by_hub_id_not_by_spoke_uuid(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    """A stale DELETING record of an earlier portal from the same spoke cluster must not be taken for ours."""
+    stale_id = hub.stale_hub_record(spoke)
+    drive(formed.portal_event(hub, spoke))
+    ours = hub.hubs[_ours(spoke)["hub_id"]]
+    assert ours["state"] == "ACCEPTED" and hub.hubs[stale_id]["state"] == "DELETING"
+    assert not hub.called("POST", rf"^/v2/portal/hubs/{stale_id}/"), "nothing was sent to the stale record"
+
+
+def test_another_spoke_portal_on_the_cluster_is_left_alone(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    """Qumulo Core 7.5.0.3+ hosts up to 32 spoke portals; ours is the one whose hub is our hub cluster."""
+    with FakeQumulo(name="other", portal_hosts=("10.30.64.11",)) as other:
+        other.password = "Other-Passw0rd!"
+        other.add_file("/archive/a.bin", 1)
+        client = __import__("qumulo.rest_client", fromlist=["RestClient"]).RestClient("127.0.0.1", spoke.port)
+        client.login("admin", SPOKE_PASSWORD)
+        from qumulo.rest.portal import PortalHost
+
+        foreign = client.portal.v2_create_portal("PORTAL_READ_ONLY", [PortalHost("10.30.64.11", 3713)])
+        drive(formed.portal_event(hub, spoke))
+        assert len([s for s in spoke.spokes.values() if not s.get("gone")]) == 2
+        assert spoke.spokes[foreign.id]["state"] == "PENDING", "the other portal was not touched"
+
+
+def test_hub_unreachable_fails_at_the_deadline_and_leaves_nothing(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    hub.down()
+    event = formed.portal_event(hub, spoke, WaitSeconds="60")
+    merged = {**event, **on_event(event, TIGHT), "StartedAt": str(time.time() - 5)}
+    with pytest.raises(ProvisioningError, match=r"hub: REST API .* gave up after"):
+        is_complete(merged, TIGHT)
+    assert not spoke.spokes, "an unreachable hub must not leave a half-made spoke portal"
+
+
+def test_slow_hub_times_out(formed: World, hub: FakeQumulo, spoke: FakeQumulo) -> None:
+    hub.slow(4.0, "POST", r"^/v1/session/login")
+    event = formed.portal_event(hub, spoke)
+    with pytest.raises(ProvisioningTimeout, match=r"hub: .*timed out"):
+        is_complete({**event, **on_event(event, TIGHT)}, TIGHT)
+
+
+def test_failure_half_way_then_retry(formed: World, hub: FakeQumulo, spoke: FakeQumulo) -> None:
+    hub.fail(
+        "POST", r"/accept$", status=400, error_class="portal_invalid_state_error", description="fake: busy"
+    )
+    with pytest.raises(ProvisioningError, match="portal_invalid_state_error: fake: busy"):
+        drive(formed.portal_event(hub, spoke))
+    assert _ours(spoke)["state"] == "PENDING", "the failure happened half-way: proposed, not accepted"
+    drive(formed.portal_event(hub, spoke))
+    assert spoke._spoke_view(_ours(spoke))["status"] == "ACTIVE" and len(hub.hubs) == 1
+
+
+def test_moving_a_root_is_refused_and_a_rollback_passes(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    drive(formed.portal_event(hub, spoke))
+    moved = formed.portal_event(hub, spoke, "Update", SpokeRoot="/elsewhere")
+    with pytest.raises(ProvisioningError, match="Re-create the portal"):
+        drive(moved)
+    # CloudFormation's rollback sends the original properties: they match what exists, so it succeeds.
+    rollback = formed.portal_event(hub, spoke, "Update")
+    rollback["OldResourceProperties"] = moved["ResourceProperties"]
+    drive(rollback)
+
+
+def test_update_converges_mode_and_eviction(formed: World, hub: FakeQumulo, spoke: FakeQumulo) -> None:
+    drive(formed.portal_event(hub, spoke))
+    drive(formed.portal_event(hub, spoke, "Update", Mode="read_write", EvictionFreeThreshold="0.25"))
+    assert _ours(spoke)["type"] == "PORTAL_READ_WRITE" and spoke.free_threshold == 0.25
+
+
+def test_delete_with_hub_up_ends_the_relationship_on_both_sides(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    """Deleting syncs first (Deleting), then Qumulo removes both records; the hub's data is untouched."""
+    drive(formed.portal_event(hub, spoke))
+    hub_files = dict(hub.files)
+    drive(formed.portal_event(hub, spoke, "Delete"))
+    assert not [s for s in spoke.spokes.values() if not s.get("gone")] and not hub.hubs
+    assert hub.files == hub_files and hub.exports, "the hub's data and exports are never touched"
+    assert not any("force=true" in p for _, p in spoke.calls), "no force needed while the hub answers"
+
+
+def test_delete_with_hub_down_forces_a_read_only_spoke(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    drive(formed.portal_event(hub, spoke))
+    hub_files = dict(hub.files)
+    hub.down()
+    drive(formed.portal_event(hub, spoke, "Delete"), context=TIGHT)
+    assert not [s for s in spoke.spokes.values() if not s.get("gone")]
+    assert any(m == "DELETE" and "force=true" in p for m, p in spoke.calls)
+    assert hub.files == hub_files and len(hub.hubs) == 1, (
+        "the hub keeps its data; its record waits for the runbook"
+    )
+
+
+def test_delete_with_hub_down_never_forces_a_read_write_spoke(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    drive(formed.portal_event(hub, spoke, Mode="read_write"))
+    hub.down()
+    with pytest.raises(ProvisioningError, match=r"read-write.*portal_delete_spoke"):
+        drive(formed.portal_event(hub, spoke, "Delete", Mode="read_write"), context=TIGHT)
+    assert _ours(spoke), "writes not yet on the hub would be lost by a forced delete"
+
+
+def test_delete_when_the_spoke_is_already_gone_succeeds(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    spoke.down()
+    drive(formed.portal_event(hub, spoke, "Delete"), context=TIGHT)
+
+
+def test_the_canary_reads_the_portal_towards_its_hub_among_others(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    """Up to 32 spoke portals per cluster: the hub-outage canary must not report another hub's portal."""
+    from hubspoke.constructs.canary.runtime.portal import read_portal_status
+
+    drive(formed.portal_event(hub, spoke))
+    with FakeQumulo(name="other", portal_hosts=("10.30.64.11",)) as other:
+        other.password = "Other-Passw0rd!"
+        client = __import__("qumulo.rest_client", fromlist=["RestClient"]).RestClient("127.0.0.1", spoke.port)
+        client.login("admin", SPOKE_PASSWORD)
+        from qumulo.rest.portal import PortalHost
+
+        client.portal.v2_create_portal("PORTAL_READ_ONLY", [PortalHost("10.30.64.11", 3713)])  # PENDING
+        args = {"address": "127.0.0.1", "port": spoke.port, "username": "admin", "password": SPOKE_PASSWORD,
+                "timeout_s": 5.0}  # fmt: skip
+        ours = read_portal_status(**args, hub_hosts=list(HUB_FLOATING))
+        assert "status ACTIVE" in ours.detail
+        assert "status INACTIVE" in read_portal_status(**args).detail, "without the filter the worst one wins"

@@ -1,0 +1,147 @@
+"""The CNQ node's first-boot script, run by bash against stubs of the tools a stock Ubuntu node has.
+
+Stubs record what the script asks of aws, snap, apt-get, systemctl, udevadm, curl (IMDSv2) and ip; the
+script writes under a scratch root (HUBSPOKE_ROOT) and its console into a file (HUBSPOKE_CONSOLE).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hubspoke.constructs.cnq.node import render_boot_script
+
+PACKAGE = "s3://staging/cnq/qumulo-core-install/7.10.2.1/qumulo-core.deb"
+PUBLISHED = "10.10.0.0/16 8500"
+
+
+@dataclass
+class Node:
+    """A scratch node: stub tools on PATH, a root directory, a console file and a log of every call."""
+
+    tmp: Path
+
+    @property
+    def calls(self) -> list[str]:
+        log = self.tmp / "calls.log"
+        return log.read_text().splitlines() if log.exists() else []
+
+    @property
+    def console(self) -> str:
+        path = self.tmp / "console"
+        return path.read_text() if path.exists() else ""
+
+    def stub(self, name: str, body: str = "") -> None:
+        path = self.tmp / "bin" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(f'#!/bin/bash\necho "{name} $*" >> {self.tmp}/calls.log\n{body}\n')
+        path.chmod(0o755)
+
+    def run(self, script: str) -> subprocess.CompletedProcess[str]:
+        env = {
+            "PATH": f"{self.tmp / 'bin'}:/usr/bin:/bin",
+            "HUBSPOKE_ROOT": str(self.tmp / "root"),
+            "HUBSPOKE_CONSOLE": str(self.tmp / "console"),
+            "HUBSPOKE_RETRY_DELAY": "0",
+        }
+        return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+
+
+AWS = f"""
+case "$1 $2" in
+  "ssm get-parameter") echo "{PACKAGE} 7.10.2.1" ;;
+  "ssm get-parameters-by-path") echo "{PUBLISHED}" ;;
+  "s3 cp") touch "${{@: -1}}" ;;
+esac
+"""
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Node:
+    n = Node(tmp_path)
+    n.stub("aws", AWS)
+    n.stub(
+        "apt-get",
+        'if [ "$2" = "-y" ] && [[ "$3" == *.deb ]]; then echo "apt-get env $QUMULO_NETWORK_MANAGED_BY_HOST" >> '
+        f"{tmp_path}/calls.log; fi",
+    )
+    for tool in ("systemctl", "udevadm", "snap"):
+        n.stub(tool)
+    n.stub(
+        "curl",
+        'case "$*" in *api/token*) echo token ;; *meta-data/mac*) echo 0a:1b:2c:3d:4e:5f ;; *) echo i-0123 ;; esac',
+    )
+    n.stub("ip", 'if [ "$1 $2 $3" = "-4 route show" ]; then echo "default via 10.20.0.1 dev ens5"; fi')
+    return n
+
+
+def script() -> str:
+    return render_boot_script(region="us-west-2", install_parameter="/hubspoke/dev/cnq/dev-usw2/qumulo-core",
+                              log_group="/hubspoke/dev/cnq/dev-usw2/install", peer_mtu_path="/hubspoke/dev/peer-mtu/")  # fmt: skip
+
+
+def test_installs_the_staged_release_host_managed_after_pinning_the_mtu(node: Node) -> None:
+    """Qumulo's node script: host packages, then `apt install ./qumulo-core.deb` with QUMULO_NETWORK_MANAGED_BY_HOST."""
+    result = node.run(script())
+    assert result.returncode == 0, result.stderr
+    calls = node.calls
+    deb = str(node.tmp / "root/var/lib/hubspoke/qumulo-core.deb")
+    assert f"aws s3 cp --region us-west-2 --only-show-errors {PACKAGE} {deb}" in calls
+    assert f"apt-get install -y {deb}" in calls and "apt-get env true" in calls
+    pin = calls.index("ip route replace 10.10.0.0/16 via 10.20.0.1 dev ens5 mtu 8500")
+    assert pin < calls.index(f"apt-get install -y {deb}"), "the route MTU is pinned before Qumulo Core runs"
+    assert "systemctl enable --now hubspoke-peer-mtu.timer" in calls, (
+        "kept pinned across reboots and new spokes"
+    )
+    link = (node.tmp / "root/etc/systemd/network/05-qumulo-frontend-link-altname.link").read_text()
+    assert "MACAddress=0a:1b:2c:3d:4e:5f" in link and "AlternativeName=qumulo-frontend1" in link
+    assert "HUBSPOKE-CNQ-INSTALLED: Qumulo Core 7.10.2.1" in node.console
+    assert not any(c.startswith("snap ") for c in calls), "the AWS CLI was already there"
+
+
+def test_a_second_run_does_nothing(node: Node) -> None:
+    assert node.run(script()).returncode == 0
+    before = len(node.calls)
+    result = node.run(script())
+    assert result.returncode == 0 and "already installed" in result.stdout
+    assert len(node.calls) == before
+
+
+def test_a_missing_package_fails_after_bounded_retries_on_console_and_in_cloudwatch(node: Node) -> None:
+    node.stub("aws", AWS.replace('touch "${@: -1}"', "exit 1"))
+    result = node.run(script())
+    assert result.returncode == 1
+    downloads = [c for c in node.calls if c.startswith("aws s3 cp")]
+    assert len(downloads) == 5, "5 attempts, as Qumulo's node script retries"
+    line = f"HUBSPOKE-CNQ-INSTALL-FAILED: cannot download {PACKAGE}"
+    assert line in node.console
+    (put,) = [c for c in node.calls if c.startswith("aws logs put-log-events")]
+    assert (
+        "--log-group-name /hubspoke/dev/cnq/dev-usw2/install --log-stream-name i-0123" in put and line in put
+    )
+    assert not any(".deb" in c and c.startswith("apt-get install") for c in node.calls)
+
+
+def test_the_cli_comes_from_the_snap_when_the_image_has_none(node: Node) -> None:
+    (node.tmp / "bin" / "aws").rename(node.tmp / "aws.later")
+    node.stub("snap", f"mv {node.tmp}/aws.later {node.tmp}/bin/aws")
+    assert node.run(script()).returncode == 0
+    assert "snap install aws-cli --classic" in node.calls
+
+
+def test_an_image_without_snap_or_cli_fails_with_the_fix(node: Node) -> None:
+    for tool in ("aws", "snap"):
+        (node.tmp / "bin" / tool).unlink()
+    result = node.run(script())
+    assert result.returncode == 1
+    assert "stock Canonical Ubuntu 24.04 image" in node.console
+
+
+def test_the_script_names_only_config_derived_things() -> None:
+    """CloudFormation stops and starts an instance whose UserData changes: the script must not follow a release."""
+    text = script()
+    assert "7.10.2.1" not in text and "qumulo-core.deb" in text
+    assert text == script(), "rendering is deterministic"

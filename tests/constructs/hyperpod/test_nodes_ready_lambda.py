@@ -1,0 +1,167 @@
+"""The HyperPod nodes-ready waiters run as Lambda runs them, against moto's SageMaker (ListClusterNodes).
+
+The function and properties come from the synthesized dev template: two resources, `Until: Launched` then
+`Until: Running`. The cluster exists in moto; its nodes start Running (moto's ClusterNode), and a test moves
+them to the other states of ClusterInstanceStatus (SageMaker API reference) in moto's own backend, as a
+cluster in the middle of its bring-up would show them.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from hubspoke.config import HubSpokeConfig
+from hubspoke.constructs.hyperpod import nodes_ready
+from tests.conftest import Templates, properties
+from tests.fakes.aws_endpoint import moto_endpoint
+from tests.lambda_runtime import LambdaFunction
+
+REGION = "us-west-2"
+
+pytestmark = pytest.mark.usefixtures("lambda_sandbox")
+
+
+@pytest.fixture
+def sagemaker() -> Iterator[tuple[str, Any]]:
+    with moto_endpoint() as endpoint:
+        # moto's server mode keeps its state in this process: start from none (moto's /moto-api/reset).
+        urllib.request.urlopen(
+            urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10
+        )
+        yield (
+            endpoint,
+            boto3.client(
+                "sagemaker",
+                region_name=REGION,
+                endpoint_url=endpoint,
+                aws_access_key_id="x",
+                aws_secret_access_key="x",
+            ),
+        )
+
+
+def _functions(templates: Templates) -> dict[str, dict[str, Any]]:
+    template = templates[f"compute-{REGION}"]
+    return {
+        p["Handler"]: p
+        for _, p in properties(template, "AWS::Lambda::Function")
+        if p.get("Handler", "").startswith("nodes_ready.")
+    }
+
+
+def _invoke(templates: Templates, endpoint: str, step: str, event: dict[str, Any]) -> Any:
+    function = _functions(templates)[f"nodes_ready.{step}"]
+    return (
+        LambdaFunction(
+            code=nodes_ready.RUNTIME_DIR,
+            handler=function["Handler"],
+            environment={"AWS_ENDPOINT_URL_SAGEMAKER": endpoint},  # test wiring: moto's endpoint
+            timeout_s=function["Timeout"],
+            region=REGION,
+        )
+        .invoke(event)
+        .result
+    )
+
+
+def _create(client: Any, running: int) -> str:
+    return str(
+        client.create_cluster(
+            ClusterName="hubspoke-dev-us-west-2",
+            InstanceGroups=[
+                {
+                    "InstanceGroupName": "accelerated-worker-group-1",
+                    "InstanceType": "ml.p5.48xlarge",
+                    "InstanceCount": running,
+                    "LifeCycleConfig": {
+                        "SourceS3Uri": "s3://sagemaker-b/lifecycle/",
+                        "OnCreate": "on_create.sh",
+                    },
+                    "ExecutionRole": "arn:aws:iam::123456789012:role/x",
+                    "ThreadsPerCore": 1,
+                }
+            ],
+        )["ClusterArn"]
+    )
+
+
+def _event(
+    templates: Templates, cluster_arn: str, request: str = "Create", until: str = "Running"
+) -> dict[str, Any]:
+    [props] = [
+        p
+        for _, p in properties(templates[f"compute-{REGION}"], "Custom::HyperPodNodesReady")
+        if p["Until"] == until
+    ]
+    synthesized = {k: v for k, v in props.items() if k not in ("ServiceToken", "ServiceTimeout")}
+    return {"RequestType": request, "ResourceProperties": {**synthesized, "Cluster": cluster_arn}}
+
+
+def _set_states(arn: str, *states: str) -> None:
+    """Give the cluster's nodes these ClusterInstanceStatus values, in moto's backend (server mode runs in-process)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sagemaker.models import sagemaker_backends
+
+    [cluster] = [c for c in sagemaker_backends[DEFAULT_ACCOUNT_ID][REGION].clusters.values() if c.arn == arn]
+    nodes = list(cluster.nodes.values())
+    assert len(nodes) == len(states)
+    for node, state in zip(nodes, states, strict=True):
+        node.status = state
+
+
+def test_complete_only_when_every_group_has_its_nodes_running(
+    dev_config: HubSpokeConfig, dev_templates: Templates, sagemaker: tuple[str, Any]
+) -> None:
+    endpoint, client = sagemaker
+    wanted = dev_config.spoke(REGION).compute.instance_groups[0].count
+    arn = _create(client, running=wanted - 1)
+    event = _event(dev_templates, arn)
+    assert _invoke(dev_templates, endpoint, "on_event", event)["PhysicalResourceId"] == f"{arn}/nodes-ready"
+    assert _invoke(dev_templates, endpoint, "is_complete", event) == {"IsComplete": False}
+    client.delete_cluster(ClusterName=arn)
+    arn = _create(client, running=wanted)
+    done = _invoke(dev_templates, endpoint, "is_complete", _event(dev_templates, arn))
+    assert done == {"IsComplete": True, "Data": {"Nodes": str(wanted)}}
+    assert _invoke(dev_templates, endpoint, "is_complete", _event(dev_templates, arn, "Delete")) == {
+        "IsComplete": True
+    }
+
+
+def test_counts_come_from_config_as_one_json_string(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    props = next(p for _, p in properties(dev_templates[f"compute-{REGION}"], "Custom::HyperPodNodesReady"))
+    groups = dev_config.spoke(REGION).compute.instance_groups
+    assert json.loads(props["InstanceGroups"]) == {g.name: g.count for g in groups}
+
+
+def test_launched_counts_nodes_past_pending_running_only_running(
+    dev_config: HubSpokeConfig, dev_templates: Templates, sagemaker: tuple[str, Any]
+) -> None:
+    endpoint, client = sagemaker
+    assert dev_config.spoke(REGION).compute.instance_groups[0].count == 2, "the states below are for 2 nodes"
+    arn = _create(client, running=2)
+    launched, running = (_event(dev_templates, arn, until=phase) for phase in ("Launched", "Running"))
+    assert (
+        _invoke(dev_templates, endpoint, "on_event", launched)["PhysicalResourceId"]
+        == f"{arn}/nodes-launched"
+    )
+    for states, want in [
+        (("Pending", "Pending"), (False, False)),
+        (("Pending", "DeepHealthCheckInProgress"), (False, False)),
+        (("DeepHealthCheckInProgress", "DeepHealthCheckInProgress"), (True, False)),
+        (("Running", "DeepHealthCheckInProgress"), (True, False)),
+        (("Running", "Failure"), (False, False)),
+        (("Running", "Running"), (True, True)),
+    ]:
+        _set_states(arn, *states)
+        got = tuple(
+            _invoke(dev_templates, endpoint, "is_complete", e)["IsComplete"] for e in (launched, running)
+        )
+        assert got == want, f"nodes {states}: (Launched, Running) complete = {got}"

@@ -1,0 +1,130 @@
+"""`npx cdk` commands checked against the pinned CDK CLI's own help (node_modules/.bin/cdk, package.json).
+
+The help is read once per test session: `cdk --help` for the commands, `cdk <command> --help` for each
+command's options, their types and its positional arguments. The CLI itself (yargs, without strict mode:
+node_modules/aws-cdk/lib/cli/parse-command-line-arguments.js) silently ignores an option it does not know,
+which is how a typo in a runbook survives; this check refuses any option the command's help does not list.
+Every `[array]` option there takes one value per occurrence (`nargs: 1` in that file; test_cdk_cli.py
+keeps the fact checked when the CLI is bumped).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from tests.docs.shell import Word
+
+ROOT = Path(__file__).resolve().parents[2]
+CDK = ROOT / "node_modules" / ".bin" / "cdk"
+VALUE_TYPES = frozenset({"string", "array", "number"})
+_OPTION_LINE = re.compile(r"^  (?P<names>-{1,2}[\w-]+(?:, -{1,2}[\w-]+)*)(?:\s{2,}|$)")
+_TYPE = re.compile(r"\[(boolean|string|array|number|count)\]")
+
+
+@dataclass(frozen=True)
+class CdkCommand:
+    """One command's options (every spelling -> its type) and how many positional arguments it takes."""
+
+    name: str
+    options: dict[str, str]
+    required: frozenset[str]
+    max_positionals: int | None  # None: any number
+    min_positionals: int
+
+
+def _help(*args: str) -> str:
+    env = {**os.environ, "PATH": f"{CDK.parent}{os.pathsep}{os.environ.get('PATH', '')}", "CI": "true"}
+    done = subprocess.run(
+        [str(CDK), *args, "--help"], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"`cdk {' '.join(args)} --help` failed: {done.stderr.strip()[:500]}")
+    return done.stdout
+
+
+@cache
+def cdk_commands() -> dict[str, str]:
+    """Every command name and alias of the pinned CLI -> its canonical name."""
+    names: dict[str, str] = {}
+    current = ""
+    for line in _help().split("Options:")[0].splitlines():
+        found = re.match(r"^  cdk (?P<name>[\w-]+)", line)
+        if found:
+            current = names[found["name"]] = found["name"]
+        # An alias note may wrap onto the description's next line.
+        for alias in re.findall(r"\[aliases: ([^\]]+)\]", line):
+            for each in alias.split(","):
+                names[each.strip()] = current
+    return names
+
+
+@cache
+def cdk_command(name: str) -> CdkCommand:
+    text = _help(name)
+    usage = text.splitlines()[0]
+    positionals = re.findall(r"(\[[A-Z_]+(?:\.\.)?\]|<[A-Z_]+(?:\.\.)?>)", usage)
+    options: dict[str, str] = {}
+    required: set[str] = set()
+    current: list[str] = []
+    for line in text.split("Options:", 1)[1].splitlines():
+        opening = _OPTION_LINE.match(line)
+        if opening:
+            current = [n.strip() for n in opening["names"].split(",")]
+        for kind in _TYPE.findall(line):
+            for each in current:
+                options.setdefault(each, kind)
+        if "[required]" in line:
+            required.update(current)
+    return CdkCommand(
+        name=name,
+        options=options,
+        required=frozenset(required),
+        max_positionals=None if any(".." in p for p in positionals) else len(positionals),
+        min_positionals=sum(1 for p in positionals if p.startswith("<")),
+    )
+
+
+def cdk_problem(words: list[Word]) -> str | None:
+    """None if `cdk <command> ...` uses only what the command's help lists, else what is wrong."""
+    if not words:
+        return "no command after `cdk`"
+    commands = cdk_commands()
+    name = words[0].text
+    if name not in commands:
+        return f"`cdk {name}` is not a command of the pinned CDK CLI ({', '.join(sorted(set(commands.values())))})"
+    command = cdk_command(commands[name])
+    positionals = 0
+    seen: set[str] = set()
+    rest = iter(words[1:])
+    for word in rest:
+        text = word.text
+        if text == "--":
+            positionals += sum(1 for _ in rest)
+            break
+        if not text.startswith("-") or text == "-" or word.dynamic:
+            positionals += 1
+            continue
+        option, _, inline_value = text.partition("=")
+        kind = command.options.get(option)
+        if kind is None and option.startswith("--no-"):
+            positive = "--" + option.removeprefix("--no-")
+            if command.options.get(positive) == "boolean":
+                kind = "negated"
+        if kind is None:
+            return f"`cdk {command.name}` has no option {option} (see `npx cdk {command.name} --help`)"
+        seen.add(option)
+        if kind in VALUE_TYPES and not inline_value and next(rest, None) is None:
+            return f"`cdk {command.name} {option}` needs a value"
+    if command.max_positionals is not None and positionals > command.max_positionals:
+        return f"`cdk {command.name}` takes at most {command.max_positionals} positional argument(s)"
+    if positionals < command.min_positionals:
+        return f"`cdk {command.name}` needs {command.min_positionals} positional argument(s)"
+    missing = {o for o in command.required if o.startswith("--")} - seen
+    if missing:
+        return f"`cdk {command.name}` requires {', '.join(sorted(missing))}"
+    return None

@@ -1,0 +1,26 @@
+"""Facts tests/docs/cdk_cli.py relies on, re-read from the pinned CDK CLI so a bump cannot silently break them."""
+
+from __future__ import annotations
+
+import re
+
+from tests.docs.cdk_cli import CDK, cdk_command, cdk_commands
+
+
+def test_every_array_option_takes_one_value_per_occurrence() -> None:
+    source = (CDK.parent.parent / "aws-cdk" / "lib" / "cli" / "parse-command-line-arguments.js").read_text()
+    blocks = re.findall(r"\.option\('([\w-]+)', \{(.*?)\}\)", source, flags=re.S)
+    arrays = [(name, body) for name, body in blocks if "type: 'array'" in body]
+    assert arrays, "the CLI's option table moved; re-read how its array options take values"
+    assert [name for name, body in arrays if "nargs: 1" not in body] == []
+
+
+def test_help_is_read_into_commands_options_and_positionals() -> None:
+    # What `npx cdk --help` and `npx cdk deploy --help` of aws-cdk 2.1148.1 print (package.json pins it).
+    assert {"deploy", "diff", "drift", "destroy", "bootstrap", "synth"} <= set(cdk_commands())
+    assert cdk_commands()["synthesize"] == "synth"
+    deploy = cdk_command("deploy")
+    assert deploy.options["--context"] == deploy.options["-c"] == "array"
+    assert deploy.options["--revert-drift"] == "boolean"
+    assert deploy.max_positionals is None
+    assert "--revert-drift" not in cdk_command("diff").options

@@ -1,0 +1,257 @@
+"""CloudWatch's evaluation of metric-math expressions and metric alarms, as far as the User Guide states it.
+
+Only documented behaviour is implemented; anything else raises NotImplementedError rather than guessing.
+Source: Amazon CloudWatch User Guide, awsdocs/amazon-cloudwatch-user-guide@b355497 (2023-05-18, the last
+revision before the repository was emptied; live pages under
+docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/: using-metric-math.html, AlarmThatSendsEmail.html).
+
+Metric math (doc_source/using-metric-math.md):
+- arithmetic (+ - * /): "Missing values in a time series are treated as 0. If the value of a data point causes
+  a function to attempt to divide by zero, the data point is dropped."
+- comparison (== != <= >= < >) "returns a time series where each data point is either 0 (false) or 1 (true)";
+  "between two time series, and only one of the time series has a value for a particular time stamp, the
+  function treats the missing value in the other time series as 0". AND/OR: the documented example
+  `(metric1 > 15 AND metric2 > 15)` gives 0 where metric2 has no value, i.e. the same rule.
+- IF(condition, trueValue, falseValue), "Using IF expressions": a condition data point is FALSE when 0, TRUE
+  otherwise; for each condition data point the output has trueValue's value, or 0 "if the corresponding data
+  point of metric1 is TRUE and the corresponding data point does not exist in metric2"; falseValue's value,
+  or nothing ("is dropped") when it has none or is omitted. A timestamp the condition lacks is dropped.
+ASSUMED (precedence is not documented): arithmetic binds tighter than a comparison and a comparison tighter
+than AND/OR, as in the documented examples; an unparenthesized arithmetic operand of a comparison is refused.
+
+Alarms (doc_source/AlarmThatSendsEmail.md, "Evaluating an alarm", "How alarm state is evaluated when data is
+missing"): an alarm looks at an evaluation range longer than Evaluation Periods (N); with no missing point it
+judges the latest N; with some missing but at least N real points, the latest N real points; with fewer than N
+real points, all real points plus missing ones filled per TreatMissingData up to N. ALARM when at least
+Datapoints to Alarm (M) are breaching. The range's length is not documented: the caller passes it. Only
+`breaching` and `notBreaching` are implemented (test_cloudwatch_alarm.py reproduces the documented tables).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+Series = dict[int, float]  # timestamp (any integer unit) -> value
+Value = Series | float
+
+_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d+)?)|([A-Za-z_]\w*)|(==|!=|<=|>=|&&|\|\||[-+*/<>(),]))")
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<=": lambda a, b: a <= b,
+    ">=": lambda a, b: a >= b,
+    "<": lambda a, b: a < b,
+    ">": lambda a, b: a > b,
+}
+_ARITHMETIC: dict[str, Callable[[float, float], float | None]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: None if b == 0 else a / b,  # "the data point is dropped"
+}
+_LOGICAL: dict[str, Callable[[float, float], bool]] = {
+    "AND": lambda a, b: bool(a) and bool(b),
+    "OR": lambda a, b: bool(a) or bool(b),
+}
+
+
+def _tokens(expression: str) -> list[str]:
+    tokens, position = [], 0
+    while position < len(expression.rstrip()):
+        found = _TOKEN.match(expression, position)
+        if not found:
+            raise NotImplementedError(f"cannot read {expression[position:]!r}")
+        tokens.append(found.group(found.lastindex or 0))
+        position = found.end()
+    return [{"&&": "AND", "||": "OR"}.get(t, t) for t in tokens]
+
+
+class _Parser:
+    """Recursive descent over the documented subset; each node is a tuple (kind, ...)."""
+
+    def __init__(self, expression: str) -> None:
+        self.tokens = _tokens(expression)
+        self.at = 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def take(self, expected: str | None = None) -> str:
+        token = self.peek()
+        if token is None or (expected is not None and token != expected):
+            raise ValueError(f"expected {expected or 'more'} at token {self.at} of {self.tokens}")
+        self.at += 1
+        return token
+
+    def parse(self) -> tuple[Any, ...]:
+        node = self.logical()
+        if self.peek() is not None:
+            raise ValueError(f"unexpected {self.peek()!r}")
+        return node
+
+    def logical(self) -> tuple[Any, ...]:
+        node = self.comparison()
+        while self.peek() in _LOGICAL:
+            node = ("logical", self.take(), node, self.comparison())
+        return node
+
+    def comparison(self) -> tuple[Any, ...]:
+        node = self.additive()
+        if self.peek() in _COMPARE:
+            operator = self.take()
+            right = self.additive()
+            if "arithmetic" in (node[0], right[0]):
+                raise NotImplementedError("arithmetic inside a comparison without parentheses")
+            node = ("compare", operator, node, right)
+        return node
+
+    def additive(self) -> tuple[Any, ...]:
+        node = self.multiplicative()
+        while self.peek() in ("+", "-"):
+            node = ("arithmetic", self.take(), node, self.multiplicative())
+        return node
+
+    def multiplicative(self) -> tuple[Any, ...]:
+        node = self.primary()
+        while self.peek() in ("*", "/"):
+            node = ("arithmetic", self.take(), node, self.primary())
+        return node
+
+    def primary(self) -> tuple[Any, ...]:
+        token = self.take()
+        if token == "(":
+            inner = self.logical()
+            self.take(")")
+            return ("group", inner)
+        if token == "-":
+            return ("arithmetic", "-", ("number", 0.0), self.primary())
+        if re.fullmatch(r"\d+(?:\.\d+)?", token):
+            return ("number", float(token))
+        if self.peek() == "(":
+            if token != "IF":
+                raise NotImplementedError(f"function {token}")
+            self.take("(")
+            args = [self.logical()]
+            while self.peek() == ",":
+                self.take(",")
+                args.append(self.logical())
+            self.take(")")
+            if len(args) not in (2, 3):
+                raise ValueError("IF takes a condition, a true value and an optional false value")
+            return ("if", *args)
+        if not token[0].islower():
+            raise ValueError(f"an id starts with a lowercase letter: {token!r}")
+        return ("id", token)
+
+
+def _pointwise(op: Callable[[float, float], float | None], left: Value, right: Value) -> Value:
+    if isinstance(left, float) and isinstance(right, float):
+        result = op(left, right)
+        if result is None:
+            raise ValueError("scalar division by zero")
+        return result
+    if isinstance(left, dict) and isinstance(right, dict):
+        stamps = sorted(left.keys() | right.keys())  # missing values count as 0
+        pairs = [(t, left.get(t, 0.0), right.get(t, 0.0)) for t in stamps]
+    elif isinstance(left, dict):
+        pairs = [(t, v, float(right)) for t, v in sorted(left.items())]  # type: ignore[arg-type]
+    else:
+        pairs = [(t, float(left), v) for t, v in sorted(right.items())]  # type: ignore[union-attr]
+    out: Series = {}
+    for stamp, a, b in pairs:
+        value = op(a, b)
+        if value is not None:
+            out[stamp] = value
+    return out
+
+
+def _if(condition: Value, true: Value, false: Value | None) -> Value:
+    if not isinstance(condition, dict):
+        raise NotImplementedError("IF with a scalar condition")
+    out: Series = {}
+    for stamp, holds in sorted(condition.items()):
+        if holds != 0:
+            out[stamp] = true if isinstance(true, float) else true.get(stamp, 0.0)
+        elif isinstance(false, float):
+            out[stamp] = false
+        elif isinstance(false, dict) and stamp in false:
+            out[stamp] = false[stamp]
+    return out
+
+
+def evaluate(expression: str, metrics: Mapping[str, Series]) -> Series:
+    """The time series an expression yields from its input series (ids as in the expression)."""
+
+    def walk(node: tuple[Any, ...]) -> Value:
+        kind = node[0]
+        if kind == "number":
+            return float(node[1])
+        if kind == "id":
+            if node[1] not in metrics:
+                raise KeyError(f"no series for id {node[1]!r}")
+            return dict(metrics[node[1]])
+        if kind == "group":
+            return walk(node[1])
+        if kind == "arithmetic":
+            return _pointwise(_ARITHMETIC[node[1]], walk(node[2]), walk(node[3]))
+        if kind == "compare":
+            test = _COMPARE[node[1]]
+            return _pointwise(lambda a, b: float(test(a, b)), walk(node[2]), walk(node[3]))
+        if kind == "logical":
+            test = _LOGICAL[node[1]]
+            return _pointwise(lambda a, b: float(test(a, b)), walk(node[2]), walk(node[3]))
+        if kind == "if":
+            return _if(walk(node[1]), walk(node[2]), walk(node[3]) if len(node) > 3 else None)
+        raise AssertionError(kind)
+
+    result = walk(_Parser(expression).parse())
+    if not isinstance(result, dict):
+        raise ValueError("an alarm's expression must yield a time series")
+    return result
+
+
+_BREACHES: dict[str, Callable[[float, float], bool]] = {
+    "LessThanThreshold": lambda v, t: v < t,
+    "LessThanOrEqualToThreshold": lambda v, t: v <= t,
+    "GreaterThanThreshold": lambda v, t: v > t,
+    "GreaterThanOrEqualToThreshold": lambda v, t: v >= t,
+}
+
+
+def alarm_state(
+    points: Sequence[float | None],
+    *,
+    threshold: float,
+    comparison: str,
+    evaluation_periods: int,
+    datapoints_to_alarm: int,
+    treat_missing_data: str,
+) -> str:
+    """The state ("ALARM" or "OK") after the evaluation range `points`, oldest first, None where no value."""
+    if treat_missing_data not in ("breaching", "notBreaching"):
+        raise NotImplementedError(f"TreatMissingData {treat_missing_data}")
+    if len(points) < evaluation_periods:
+        raise ValueError("the evaluation range is at least Evaluation Periods long")
+    breaches = _BREACHES[comparison]
+    real = [breaches(p, threshold) for p in points if p is not None]
+    if None not in points[-evaluation_periods:]:
+        judged = real[-evaluation_periods:]
+    elif len(real) >= evaluation_periods:
+        judged = real[-evaluation_periods:]  # "the most recent real data points", reaching back
+    else:
+        judged = real + [treat_missing_data == "breaching"] * (evaluation_periods - len(real))
+    return "ALARM" if sum(judged) >= datapoints_to_alarm else "OK"
+
+
+def alarm_from_template(props: Mapping[str, Any]) -> tuple[str, dict[str, tuple[str, str]]]:
+    """An AWS::CloudWatch::Alarm's returned expression and, per id, the (namespace, metric name) it reads."""
+    queries = props["Metrics"]
+    [result] = [q for q in queries if q.get("ReturnData", True) and "Expression" in q]
+    inputs = {
+        q["Id"]: (q["MetricStat"]["Metric"]["Namespace"], q["MetricStat"]["Metric"]["MetricName"])
+        for q in queries
+        if "MetricStat" in q
+    }
+    return str(result["Expression"]), inputs

@@ -1,0 +1,365 @@
+"""A contract fake of one Qumulo cluster: its nodes (one REST listener each), formation, membership, network.
+
+Shapes follow the qumulo-api 7.10.2.1 SDK module named beside each route and Qumulo's REST API guide; the
+behaviour follows Qumulo's own provisioner and node script (Qumulo/qumulo-terraform-gcp @ a30b449c). What
+no source states is marked ASSUMED. Clusters have Qumulo's default of 4 nodes unless a test says otherwise.
+
+Installs are host-managed (QUMULO_NETWORK_MANAGED_BY_HOST=true, as Qumulo's node script installs them):
+GET /v3/network shows no managed interfaces, floating IPs live in a HOST network, and interface changes are
+refused. Faults: down()/up() (connection refused), down_node(ip), fail(...) (Qumulo error N times), slow(...).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, ClassVar
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.fakes.qumulo.files import FilesMixin
+from tests.fakes.qumulo.portal import PortalMixin
+from tests.fakes.qumulo.server import Fault, Listener, QumuloFault, Reply, etag, free_port
+
+DEFAULT_VERSION = "7.10.2.1"
+# ASSUMED: the persistent-store granularity the capacity clamp is rounded down to ("the actual stored value
+# will be a pstore count that produces a byte count closest to the requested bytes without going over").
+PSTORE_BYTES = 3 * 10**11
+_CREATE_KEYS = ("eula_accepted", "cluster_name", "admin_password", "host_instance_id", "object_storage_uris",
+                "usable_capacity_clamp", "product_type", "node_ips_and_fault_domains")  # fmt: skip
+
+
+@dataclass
+class FakeNode:
+    """One node: its address, the release its package installed, and whether it is a cluster member."""
+
+    ip: str
+    version: str
+    node_id: int = -1  # ASSUMED value for a node no cluster has enlisted yet
+    member: bool = False
+    reachable: bool = True
+    listener: Listener | None = None
+
+
+class FakeQumulo(FilesMixin, PortalMixin):
+    """One Qumulo cluster (hub or spoke): its nodes on 127.0.0.1..N, all on one port."""
+
+    peers: ClassVar[dict[str, FakeQumulo]] = {}
+
+    def __init__(self, *, name: str, node_count: int = 4, version: str = DEFAULT_VERSION,
+                 portal_hosts: tuple[str, ...] = (), formation_polls: int = 1, host_managed: bool = True) -> None:  # fmt: skip
+        self.name, self.version, self.formation_polls, self.host_managed = (
+            name,
+            version,
+            formation_polls,
+            host_managed,
+        )
+        self.nodes = {f"127.0.0.{i}": FakeNode(f"127.0.0.{i}", version) for i in range(1, node_count + 1)}
+        self._password: str | None = None
+        self.cluster_id, self.tokens = "", set[str]()
+        self._forming_left = 0
+        self.create_requests: list[dict[str, Any]] = []
+        self.membership_requests: list[list[str]] = []
+        self.object_storage_uris: list[str] = []
+        self.capacity_clamp = 0
+        self.frontend_networks: list[dict[str, Any]] = []
+        self.network_apply_polls, self._network_left = 1, 0
+        self.calls: list[tuple[str, str]] = []
+        self.reachable = True
+        self.port = 0
+        self._faults: list[Fault] = []
+        self._ids = iter(range(1000, 10**6))
+        self._lock = threading.RLock()
+        self._init_files()
+        self._init_portals()
+        for host in portal_hosts:
+            FakeQumulo.peers[host] = self
+
+    # ----- lifecycle, shortcuts and faults
+    @property
+    def node_ips(self) -> list[str]:
+        return list(self.nodes)
+
+    @property
+    def members(self) -> list[str]:
+        return [ip for ip, node in self.nodes.items() if node.member]
+
+    @property
+    def state(self) -> str:
+        """The cluster's quorum as a whole: UNCONFIGURED, FORMING or ACTIVE."""
+        return "UNCONFIGURED" if not self.cluster_id else "FORMING" if self._forming_left > 0 else "ACTIVE"
+
+    @property
+    def password(self) -> str | None:
+        return self._password
+
+    @password.setter
+    def password(self, value: str) -> None:
+        """Test shortcut: a cluster already formed from every node with this admin password."""
+        with self._lock:
+            self._password, self.cluster_id, self._forming_left = (
+                value,
+                self.cluster_id or str(uuid.uuid4()),
+                0,
+            )
+            for number, node in enumerate(self.nodes.values(), start=1):
+                node.member, node.node_id = True, number
+
+    def __enter__(self) -> FakeQumulo:
+        self.up()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+        for host in [h for h, fake in FakeQumulo.peers.items() if fake is self]:
+            del FakeQumulo.peers[host]
+
+    def up(self) -> None:
+        self.port = self.port or free_port(self.node_ips)
+        for node in self.nodes.values():
+            self._start(node)
+        self.reachable = True
+
+    def _start(self, node: FakeNode) -> None:
+        if node.listener is None:
+            node.listener = Listener(node.ip, self.port, self.handle)
+        node.reachable = True
+
+    def down(self) -> None:
+        """Refuse connections on every node (and portal traffic) until up() is called, on the same port."""
+        self.reachable = False
+        for node in self.nodes.values():
+            self.down_node(node.ip)
+
+    def down_node(self, ip: str) -> None:
+        node = self.nodes[ip]
+        node.reachable = False
+        if node.listener is not None:
+            node.listener.close()
+            node.listener = None
+
+    def add_nodes(self, count: int, *, version: str | None = None) -> list[str]:
+        """Boot `count` more nodes with Qumulo Core installed (as a larger node_count makes the stack do)."""
+        first = len(self.nodes) + 1
+        added = [FakeNode(f"127.0.0.{i}", version or self.version) for i in range(first, first + count)]
+        for node in added:
+            self.nodes[node.ip] = node
+            if self.port:
+                self._start(node)
+        return [n.ip for n in added]
+
+    def fail(self, method: str | None, path: str, *, times: int = 1, status: int = 500,
+             error_class: str = "fake_injected_error", description: str = "injected failure") -> None:  # fmt: skip
+        """Answer the next `times` matching requests (path regex, searched) with a Qumulo error."""
+        self._faults.append(Fault(method, re.compile(path), times, status, error_class, description))
+
+    def slow(self, seconds: float, method: str | None = None, path: str = "", *, times: int = 10**6) -> None:
+        """Hold matching requests `seconds` before answering (the client's timeout fires first if shorter)."""
+        self._faults.append(Fault(method, re.compile(path), times, status=0, delay=seconds))
+
+    def called(self, method: str, path: str) -> int:
+        return sum(1 for m, p in self.calls if m == method and re.search(path, p))
+
+    def _new_id(self) -> str:
+        return str(next(self._ids))
+
+    # ----- dispatch
+    def handle(self, node_ip: str, method: str, raw_path: str, headers: Any, body: Any) -> Reply:
+        url = urlsplit(raw_path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        delay = 0.0
+        with self._lock:
+            self.calls.append((method, raw_path))
+            for fault in self._faults:
+                if fault.times > 0 and fault.method in (None, method) and fault.path.search(raw_path):
+                    fault.times -= 1
+                    if not fault.delay:
+                        raise QumuloFault(fault.status, fault.error_class, fault.description)
+                    delay = fault.delay
+                    break
+        time.sleep(delay)
+        with self._lock:
+            for route_method, pattern, action, public in self._routes():
+                match = re.fullmatch(pattern, url.path)
+                if match and route_method == method:
+                    if not public and headers.get("Authorization", "")[len("Bearer ") :] not in self.tokens:
+                        raise QumuloFault(401, "http_unauthorized_error", "Need to log in first")
+                    args = [unquote(g) for g in match.groups()]
+                    return action(*args, body=body, query=query, node=self.nodes[node_ip], headers=headers)
+        raise QumuloFault(404, "http_not_found_error", f"no route {method} {url.path}")
+
+    def _routes(self) -> list[tuple[str, str, Any, bool]]:
+        public = [
+            # Unconfigured/Configured Node Management, node_state (SDK: qumulo.rest.node_state)
+            ("GET", r"/v1/node/state", self._node_state),
+            # Version, GET /v1/version (SDK: qumulo.rest.version; ApiVersionInfo); qq version runs before login
+            ("GET", r"/v1/version", self._version),
+            # Cluster Creation, v5_cluster_object-backed_create (SDK: qumulo.rest.cluster)
+            ("POST", r"/v5/cluster/object-backed/create", self._create),
+            # Session Management, session_login (SDK: qumulo.rest.auth)
+            ("POST", r"/v1/session/login", self._login),
+        ]
+        private = [
+            # Object-backed membership (SDK: qumulo.rest.cluster.get/modify_object_backed_nodes)
+            ("GET", r"/v2/cluster/object-backed/nodes", self._get_membership),
+            ("POST", r"/v2/cluster/object-backed/nodes", self._modify_membership),
+            # Network v3 (SDK: qumulo.rest.network_v3.NetworkV3)
+            ("GET", r"/v3/network", lambda **_: (200, self._network_config())),
+            ("PUT", r"/v3/network", self._put_network),
+            ("GET", r"/v3/network/status", self._network_status),
+            # The v2 interface API in host mode (qumulo.rest.network_v3.CannotModifyInterfaceInHostNetworks)
+            ("PATCH", r"/v2/network/interfaces/(\d+)", self._patch_interface),
+            # Object storage and capacity (SDK: qumulo.rest.object_storage, qumulo.rest.capacity)
+            ("GET", r"/v1/object-storage/uris", lambda **_: (200, {"uris": list(self.object_storage_uris)})),
+            ("POST", r"/v2/object-storage/add-uris", self._add_uris),
+            ("GET", r"/v1/capacity/clamp", lambda **_: (200, {"capacity_clamp": str(self.capacity_clamp)})),
+            ("PUT", r"/v1/capacity/clamp", self._put_clamp),
+            *self._file_routes(),
+            *self._portal_routes(),
+        ]
+        return [(*r, True) for r in public] + [(*r, False) for r in private]
+
+    # ----- nodes and formation
+    def _node_state(self, node: FakeNode, **_: Any) -> Reply:
+        if not node.member:
+            return 200, {"node_id": node.node_id, "state": "UNCONFIGURED", "cluster_id": ""}
+        if self._forming_left > 0:
+            self._forming_left -= 1
+            # ASSUMED: while a quorum forms, a member reports STOPPED with its cluster_id.
+            return 200, {"node_id": node.node_id, "state": "STOPPED", "cluster_id": self.cluster_id}
+        return 200, {"node_id": node.node_id, "state": "ACTIVE", "cluster_id": self.cluster_id}
+
+    def _version(self, node: FakeNode, **_: Any) -> Reply:
+        # revision_id as qumulo.rest.version.numeric_version parses it: "Qumulo Core 1.2.3".
+        return 200, {"revision_id": f"Qumulo Core {node.version}", "build_id": "fake", "flavor": "release",
+                     "build_date": "2026-10-01T00:00:00Z"}  # fmt: skip
+
+    def _enlistable(self, ips: list[str], version: str) -> list[FakeNode]:
+        nodes = []
+        for ip in ips:
+            node = self.nodes.get(ip)
+            if node is None or not node.reachable:  # ASSUMED refusal shape for an unknown or silent node
+                raise QumuloFault(400, "node_unreachable_error", f"node {ip} is not reachable")
+            if (
+                node.version != version
+            ):  # Qumulo's provisioner: "Can't add nodes running ver=..." (ASSUMED class)
+                raise QumuloFault(
+                    400, "version_mismatch_error", f"node {ip} runs {node.version}, not {version}"
+                )
+            nodes.append(node)
+        return nodes
+
+    def _create(self, node: FakeNode, body: dict[str, Any], **_: Any) -> Reply:
+        if node.member or self.cluster_id:
+            raise QumuloFault(
+                400, "cluster_already_configured_error", "This node is already part of a cluster"
+            )
+        missing = [k for k in _CREATE_KEYS if k not in body]
+        if missing or body["eula_accepted"] is not True or not body["object_storage_uris"]:
+            raise QumuloFault(400, "api_validation_error", f"invalid create request (missing {missing})")
+        ips = [n["node_ip"] for n in body["node_ips_and_fault_domains"]]
+        enlisted = self._enlistable(ips, node.version)
+        self.create_requests.append({k: v for k, v in body.items() if k != "admin_password"})
+        self._password, self.cluster_id = body["admin_password"], str(uuid.uuid4())
+        for number, member in enumerate(enlisted, start=1):
+            member.member, member.node_id = True, number
+        self.object_storage_uris = list(body["object_storage_uris"])
+        self.capacity_clamp = int(body["usable_capacity_clamp"]) // PSTORE_BYTES * PSTORE_BYTES
+        self._forming_left = self.formation_polls
+        return 202, None
+
+    def _login(self, body: dict[str, Any], **_: Any) -> Reply:
+        if (
+            self._password is None
+            or body.get("username") != "admin"
+            or body.get("password") != self._password
+        ):
+            raise QumuloFault(401, "authentication_failed_error", "Invalid username or password")
+        token = uuid.uuid4().hex
+        self.tokens.add(token)
+        return 200, {"bearer_token": token}
+
+    def _get_membership(self, **_: Any) -> Reply:
+        ips = [{"node_ip": ip, "fault_domain_id": None} for ip in self.members]
+        return 200, {"membership": {"node_ips_and_fault_domains": ips, "node_uuids_and_fault_domains": None}}
+
+    def _modify_membership(self, body: dict[str, Any], **_: Any) -> Reply:
+        target = [n["node_ip"] for n in body["target_membership"]["node_ips_and_fault_domains"] or []]
+        if not target:
+            raise QumuloFault(400, "api_validation_error", "the target membership is empty")  # ASSUMED
+        new = [ip for ip in target if ip not in self.members]
+        joining = self._enlistable(new, self.version)
+        if any(n.member for n in joining):
+            raise QumuloFault(400, "cluster_already_configured_error", "node already in a cluster")
+        self.membership_requests.append(target)
+        next_id = max((n.node_id for n in self.nodes.values()), default=0) + 1
+        for offset, node in enumerate(joining):  # node ids go to new nodes in request order (qq's warning)
+            node.member, node.node_id = True, next_id + offset
+        for ip in self.members:
+            if ip not in target:  # ASSUMED: a removed node is left unconfigured
+                self.nodes[ip].member, self.nodes[ip].node_id = False, -1
+        self._forming_left = self.formation_polls
+        return 202, None
+
+    # ----- host-managed network
+    def _network_config(self) -> dict[str, Any]:
+        managed: dict[str, Any] | None = None if self.host_managed else {
+            "frontend_bond_config": {"interface_name": "bond0", "bonding_mode": "ACTIVE_BACKUP", "mtu": 9001,
+                                     "networks": [1]}, "frontend_vlans": [], "backend_bond_config": None}  # fmt: skip
+        return {"managed_interfaces": managed, "frontend_networks": [dict(n) for n in self.frontend_networks]}
+
+    def _put_network(self, body: dict[str, Any], headers: Any, **_: Any) -> Reply:
+        if headers.get("If-Match") not in (None, etag(self._network_config())):
+            raise QumuloFault(412, "http_precondition_failed_error", "The configuration changed")  # ASSUMED
+        if self.host_managed and body.get("managed_interfaces") is not None:
+            raise QumuloFault(
+                400,
+                "api_validation_error",
+                "No managed interfaces to modify, cannot modify interfaces for host managed networks",
+            )  # SDK text; ASSUMED server-side
+        wrong = [
+            n["addresses"]["type"] for n in body["frontend_networks"] if n["addresses"]["type"] != "HOST"
+        ]
+        if self.host_managed and wrong:  # SDK: ConflictingNetworkTypesError; ASSUMED server-side too
+            raise QumuloFault(
+                400, "api_validation_error", f"{wrong[0]} network cannot be mixed with HOST network"
+            )
+        self.frontend_networks = [dict(n) for n in body["frontend_networks"]]
+        self._network_left = self.network_apply_polls
+        return 200, None
+
+    def _network_status(self, **_: Any) -> Reply:
+        floating = [ip for n in self.frontend_networks
+                    for ip in ((n["addresses"].get("host_addresses") or {}).get("floating_ip_ranges") or [])]  # fmt: skip
+        members = [self.nodes[ip] for ip in self.members]
+        if self._network_left > 0:
+            self._network_left -= 1
+            return 200, [{"node_id": n.node_id} for n in members]  # ASSUMED: no floating addresses yet
+        # ASSUMED shape: each node lists the floating addresses it holds, spread round robin.
+        return 200, [{"node_id": n.node_id, "floating_addresses": floating[i :: len(members)]}
+                     for i, n in enumerate(members)]  # fmt: skip
+
+    def _patch_interface(self, interface_id: str, body: dict[str, Any], **_: Any) -> Reply:
+        if self.host_managed:  # ASSUMED server-side twin of the SDK's CannotModifyInterfaceInHostNetworks
+            raise QumuloFault(400, "network_host_managed_error", "No managed interfaces to modify, cannot "
+                              "modify interfaces for host managed networks")  # fmt: skip
+        return 202, None
+
+    # ----- persistent storage and capacity
+    def _add_uris(self, body: dict[str, Any], **_: Any) -> Reply:
+        repeated = [u for u in body["uris"] if u in self.object_storage_uris]
+        if repeated:  # ASSUMED refusal: add-uris "adds" URIs; an existing one is not new
+            raise QumuloFault(400, "api_validation_error", f"already configured: {repeated}")
+        self.object_storage_uris += list(body["uris"])
+        return 200, None
+
+    def _put_clamp(self, body: dict[str, Any], **_: Any) -> Reply:
+        wanted = body["capacity_clamp"]
+        stored = None if wanted is None else int(wanted) // PSTORE_BYTES * PSTORE_BYTES
+        # "A value below the current provisioned capacity has no effect" (qq capacity_clamp_set).
+        if stored is not None and stored > self.capacity_clamp:
+            self.capacity_clamp = stored
+            self._forming_left = self.formation_polls  # "quorum will be abandoned"
+        return 200, None

@@ -1,0 +1,122 @@
+"""Files and NFS exports of the Qumulo contract fake (REST API guide: File System, NFS Methods).
+
+Shapes follow the routes' SDK modules (qumulo.rest.fs, qumulo.rest.nfs, qumulo-api 7.10.2.1); what no
+source states is marked ASSUMED.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from tests.fakes.qumulo.server import QumuloFault, Reply
+
+
+class FilesMixin:
+    """The cluster's file tree (paths to attributes), NFS exports, and fetch-data accounting."""
+
+    files: dict[str, dict[str, Any]]
+    exports: dict[str, dict[str, Any]]
+    fetched_bytes: dict[str, int]
+    entries_page_size: int
+    _lock: threading.RLock
+
+    def _new_id(self) -> str:
+        raise NotImplementedError
+
+    def _init_files(self) -> None:
+        self.files = {"/": {"id": "2", "type": "FS_FILE_TYPE_DIRECTORY", "size": 0}}
+        self.exports = {}
+        self.fetched_bytes = {}
+        self.entries_page_size = 1000  # ASSUMED server default when the client sends no `limit`
+
+    def _file_routes(self) -> list[tuple[str, str, Any]]:
+        return [
+            # NFS Methods, v3_nfs_exports and v3_nfs_exports_export_id (SDK: qumulo.rest.nfs)
+            ("GET", r"/v3/nfs/exports/", lambda **_: (200, {"entries": list(self.exports.values())})),
+            ("POST", r"/v3/nfs/exports/", self._add_export),
+            ("PATCH", r"/v3/nfs/exports/([^/]+)", self._modify_export),
+            # File System, files_ref_info_attributes and files_ref_fetch-data (SDK: qumulo.rest.fs)
+            ("GET", r"/v1/files/([^/]+)/info/attributes", self._attributes),
+            # files_ref_entries (SDK: qumulo.rest.fs.read_directory / read_entire_directory, which follow paging.next)
+            ("GET", r"/v1/files/([^/]+)/entries/", self._entries),
+            ("POST", r"/v1/files/([^/]+)/fetch-data", self._fetch_data),
+        ]
+
+    def add_file(self, path: str, size: int) -> str:
+        with self._lock:
+            self._mkdirs(path.rsplit("/", 1)[0] or "/")
+            file_id = self._new_id()
+            self.files[path] = {"id": file_id, "type": "FS_FILE_TYPE_FILE", "size": size}
+            return file_id
+
+    def _mkdirs(self, path: str) -> str:
+        parts = [p for p in path.split("/") if p]
+        for i in range(1, len(parts) + 1):
+            sub = "/" + "/".join(parts[:i])
+            self.files.setdefault(sub, {"id": self._new_id(), "type": "FS_FILE_TYPE_DIRECTORY", "size": 0})
+        return self.files[path.rstrip("/") or "/"]["id"]
+
+    def _file(self, ref: str) -> tuple[str, dict[str, Any]]:
+        for path, info in self.files.items():
+            if ref in (path, info["id"]):
+                return path, info
+        raise QumuloFault(404, "fs_no_such_entry_error", f"{ref} does not exist")
+
+    def _attributes(self, ref: str, **_: Any) -> Reply:
+        path, info = self._file(ref)
+        shown = path if info["type"] == "FS_FILE_TYPE_FILE" or path == "/" else path + "/"
+        return 200, {"id": info["id"], "path": shown, "type": info["type"], "size": str(info["size"])}
+
+    def _entries(self, ref: str, query: dict[str, str], **_: Any) -> Reply:
+        """One page of a directory's children: {"files": [attributes...], "paging": {"next", "prev"}}.
+
+        `next` is the URI of the following page, "" after the last (the SDK loops until it is empty).
+        ASSUMED: children come in name order and `after` is the last name of the previous page; the real
+        cursor is opaque to clients, which only follow `next`. Page size: `limit`, else `entries_page_size`.
+        """
+        path, info = self._file(ref if ref == "/" else ref.rstrip("/"))
+        if info["type"] != "FS_FILE_TYPE_DIRECTORY":
+            raise QumuloFault(400, "fs_not_a_directory_error", f"{ref} is not a directory")
+        children = sorted(
+            (child.rsplit("/", 1)[1], child)
+            for child in self.files
+            if child != "/" and (child.rsplit("/", 1)[0] or "/") == path
+        )
+        after, limit = query.get("after"), int(query.get("limit") or self.entries_page_size)
+        remaining = [c for c in children if after is None or c[0] > after]
+        page = remaining[:limit]
+        files = [{**self._attributes(child)[1], "name": name} for name, child in page]
+        more = len(remaining) > limit
+        nxt = f"/v1/files/{quote(ref, safe='')}/entries/?{urlencode({'after': page[-1][0], 'limit': limit})}"
+        return 200, {"files": files, "paging": {"next": nxt if more else "", "prev": ""}}
+
+    def _fetch_data(self, ref: str, body: dict[str, Any], **_: Any) -> Reply:
+        path, info = self._file(ref)
+        offset, size = int(body["offset"]), info["size"]
+        length = int(body.get("length") or size)
+        # ASSUMED: the server fetches at most 64 MiB per call and reports where to continue.
+        chunk = max(0, min(64 << 20, length, size - offset))
+        self.fetched_bytes[path] = self.fetched_bytes.get(path, 0) + chunk
+        nxt = offset + chunk if offset + chunk < size and chunk < length else None
+        return 200, {"bytes_fetched": str(chunk), "next_offset": None if nxt is None else str(nxt)}
+
+    def _add_export(self, body: dict[str, Any], query: dict[str, str], **_: Any) -> Reply:
+        if any(e["export_path"] == body["export_path"] for e in self.exports.values()):
+            raise QumuloFault(
+                409, "nfs_export_path_exists_error", f"export {body['export_path']} already exists"
+            )
+        if body["fs_path"].rstrip("/") not in self.files and body["fs_path"] != "/":
+            if query.get("allow-fs-path-create") != "true":
+                raise QumuloFault(404, "fs_no_such_entry_error", f"{body['fs_path']} does not exist")
+            self._mkdirs(body["fs_path"])
+        export_id = self._new_id()
+        self.exports[export_id] = {"id": export_id, "tenant_id": 1, "fields_to_present_as_32_bit": [], **body}
+        return 200, self.exports[export_id]
+
+    def _modify_export(self, export_id: str, body: dict[str, Any], **_: Any) -> Reply:
+        if export_id not in self.exports:
+            raise QumuloFault(404, "nfs_export_doesnt_exist_error", f"export {export_id} does not exist")
+        self.exports[export_id].update(body)
+        return 200, self.exports[export_id]

@@ -1,0 +1,266 @@
+"""Cloud Data Fabric portals of the Qumulo contract fake (REST API guide: Cloud Data Fabric V2).
+
+Shapes: qumulo.rest.portal (MultiRootSpokePortal, MultiRootHubPortal, qumulo-api 7.10.2.1). Behaviour from
+Qumulo's docs (_includes/content-reuse/admin-guides/cloud-data-fabric/, Qumulo/docs):
+- states Unlinked (created, no relationship; "couldn't establish a relationship ... or clean up"),
+  Pending, Authorized (ACCEPTED in the API, as qq's summarize_state_and_status reads it), Deleting;
+- up to 32 spoke portals per cluster (7.5.0.3 and higher), one relationship per remote cluster;
+- deleting a spoke portal needs the hub (outstanding changes sync first, state Deleting), then Qumulo
+  removes both records itself and deletes the spoke root with its cache; a forced delete does not wait;
+- a spoke portal is inaccessible when the two clusters run different releases.
+Portal traffic (TCP 3713) is never sent: a fake finds its peer in FakeQumulo.peers by portal-host address.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from tests.fakes.qumulo.server import QumuloFault, Reply
+
+if TYPE_CHECKING:
+    from tests.fakes.qumulo.cluster import FakeQumulo
+
+MAX_SPOKE_PORTALS = 32
+UNREACHABLE = ("portal_peer_unreachable_error", "Unable to connect to the hub cluster")
+
+
+class PortalMixin:
+    """Spoke-side and hub-side portal records of one fake cluster."""
+
+    name: str
+    cluster_id: str
+    version: str
+    reachable: bool
+    files: dict[str, dict[str, Any]]
+    free_threshold: float
+    spokes: dict[int, dict[str, Any]]
+    hubs: dict[int, dict[str, Any]]
+    # A create towards an unreachable hub leaves an UNLINKED portal instead of cleaning up (ASSUMED trigger).
+    leave_unlinked: bool
+    # GET polls a deleting spoke portal stays in DELETING while it syncs (ASSUMED count).
+    deleting_polls: int
+    _lock: threading.RLock
+
+    def _new_id(self) -> str:
+        raise NotImplementedError
+
+    def _file(self, ref: str) -> tuple[str, dict[str, Any]]:
+        raise NotImplementedError
+
+    def _mkdirs(self, path: str) -> str:
+        raise NotImplementedError
+
+    def _init_portals(self) -> None:
+        self.spokes, self.hubs = {}, {}
+        self.leave_unlinked = False
+        self.deleting_polls = 1
+        self.free_threshold = (
+            0.05  # "maintains a minimum of 5% free capacity" by default (cache management page)
+        )
+
+    def _portal_routes(self) -> list[tuple[str, str, Any]]:
+        return [
+            (
+                "GET",
+                r"/v2/portal/spokes/",
+                lambda **_: (200, {"entries": [self._spoke_view(s) for s in self._live_spokes()]}),
+            ),
+            ("POST", r"/v2/portal/spokes/", self._create_spoke),
+            ("GET", r"/v2/portal/spokes/(\d+)", lambda i, **_: (200, self._spoke_view(self._spoke(i)))),
+            ("PATCH", r"/v2/portal/spokes/(\d+)", self._patch_spoke),
+            ("DELETE", r"/v2/portal/spokes/(\d+)", self._delete_spoke),
+            ("POST", r"/v2/portal/spokes/(\d+)/roots/", self._propose_root),
+            (
+                "GET",
+                r"/v2/portal/hubs/",
+                lambda **_: (200, {"entries": [self._hub_view(h) for h in self.hubs.values()]}),
+            ),
+            ("GET", r"/v2/portal/hubs/(\d+)", lambda i, **_: (200, self._hub_view(self._hub(i)))),
+            ("PATCH", r"/v2/portal/hubs/(\d+)", self._patch_hub),
+            ("DELETE", r"/v2/portal/hubs/(\d+)", self._delete_hub),
+            ("POST", r"/v2/portal/hubs/(\d+)/accept", self._accept),
+            ("POST", r"/v2/portal/hubs/(\d+)/roots/([^/]+)", self._authorize_root),
+            # Global Namespace, portal_spokes_eviction-settings (SDK: qumulo.rest.portal)
+            (
+                "GET",
+                r"/v1/portal/spokes/eviction-settings",
+                lambda **_: (200, {"free_threshold": self.free_threshold}),
+            ),
+            ("PUT", r"/v1/portal/spokes/eviction-settings", self._set_eviction),
+        ]
+
+    def stale_hub_record(self, spoke: FakeQumulo) -> int:
+        """A hub record of an earlier portal from `spoke` that is still DELETING (it matches by cluster UUID)."""
+        with self._lock:
+            hub_id = int(self._new_id())
+            self.hubs[hub_id] = {"id": hub_id, "type": "PORTAL_READ_ONLY", "state": "DELETING", "spoke_hosts": [],
+                                 "spoke_cluster_uuid": spoke.cluster_id, "spoke_cluster_name": spoke.name,
+                                 "pending_roots": [], "authorized_roots": [], "filesystem_uuid": self.cluster_id,
+                                 "spoke_id": -1, "spoke": spoke}  # fmt: skip
+            return hub_id
+
+    # ----- spoke side
+    def _peer(self, hosts: list[dict[str, Any]]) -> FakeQumulo | None:
+        from tests.fakes.qumulo.cluster import FakeQumulo
+
+        peer = next((FakeQumulo.peers[h["address"]] for h in hosts if h["address"] in FakeQumulo.peers), None)
+        return peer if peer is not None and peer.reachable else None
+
+    def _spoke(self, spoke_id: str) -> dict[str, Any]:
+        spoke = self.spokes.get(int(spoke_id))
+        if spoke is None or spoke.get("gone"):
+            raise QumuloFault(404, "portal_not_found_error", f"spoke portal {spoke_id} not found")
+        return spoke
+
+    def _live_spokes(self) -> list[dict[str, Any]]:
+        """Deleting portals finish their sync as they are read (ASSUMED pace: `deleting_polls` reads)."""
+        for spoke in list(self.spokes.values()):
+            if spoke["state"] == "DELETING":
+                spoke["deleting_left"] -= 1
+                if spoke["deleting_left"] < 0:
+                    self._finish_delete(spoke)
+        return [s for s in self.spokes.values() if not s.get("gone")]
+
+    def _spoke_view(self, spoke: dict[str, Any]) -> dict[str, Any]:
+        hub = self._peer(spoke["hub_hosts"])
+        linked = spoke["state"] in ("ACCEPTED", "DELETING")
+        same_release = hub is not None and hub.version == self.version
+        status = ("ACTIVE" if hub and same_release else "DEGRADED") if linked else "INACTIVE"
+        view = {k: v for k, v in spoke.items() if k not in ("deleting_left", "gone")}
+        return {**view, "status": status, "roots": [dict(r) for r in spoke["roots"]]}
+
+    def _create_spoke(self, body: dict[str, Any], **_: Any) -> Reply:
+        live = self._live_spokes()
+        if len(live) >= MAX_SPOKE_PORTALS:
+            raise QumuloFault(
+                400, "portal_limit_exceeded_error", f"at most {MAX_SPOKE_PORTALS} spoke portals"
+            )  # ASSUMED class
+        hub = self._peer(body["hub_hosts"])
+        spoke_id = int(self._new_id())
+        record = {"id": spoke_id, "type": body["type"], "state": "UNLINKED", "hub_hosts": body["hub_hosts"],
+                  "hub_id": 0, "hub_cluster_uuid": "", "hub_cluster_name": None, "filesystem_uuid": "",
+                  "roots": [], "deleting_left": 0}  # fmt: skip
+        if hub is None:
+            if self.leave_unlinked:
+                self.spokes[spoke_id] = record
+            raise QumuloFault(503, *UNREACHABLE)
+        if any(s["hub_cluster_uuid"] == hub.cluster_id for s in live if s["state"] != "UNLINKED"):
+            # "Qumulo Core doesn't support a single cluster establishing two portal relationships with the
+            # same remote cluster" (known limits); the class name is ASSUMED.
+            raise QumuloFault(
+                400, "portal_relationship_exists_error", "a portal relationship with this cluster exists"
+            )
+        with hub._lock:
+            hub_id = int(hub._new_id())
+            hub.hubs[hub_id] = {"id": hub_id, "type": body["type"], "state": "PENDING", "spoke_hosts": [],
+                                "spoke_cluster_uuid": self.cluster_id, "spoke_cluster_name": self.name,
+                                "pending_roots": [], "authorized_roots": [], "filesystem_uuid": hub.cluster_id,
+                                "spoke_id": spoke_id, "spoke": self}  # fmt: skip
+        record.update(state="PENDING", hub_id=hub_id, hub_cluster_uuid=hub.cluster_id, hub_cluster_name=hub.name,
+                      filesystem_uuid=hub.cluster_id)  # fmt: skip
+        self.spokes[spoke_id] = record
+        return 200, self._spoke_view(record)
+
+    def _patch_spoke(self, spoke_id: str, body: dict[str, Any], **_: Any) -> Reply:
+        self._spoke(spoke_id)["hub_hosts"] = body["hub_hosts"]
+        return 200, self._spoke_view(self._spoke(spoke_id))
+
+    def _propose_root(self, spoke_id: str, body: dict[str, Any], **_: Any) -> Reply:
+        spoke = self._spoke(spoke_id)
+        hub = self._peer(spoke["hub_hosts"])
+        if hub is None or spoke["state"] == "UNLINKED":
+            raise QumuloFault(503, *UNREACHABLE)
+        if body["spoke_root_path"].rstrip("/") in self.files:
+            # "If this directory exists already, the system outputs an error" (qq portal help, SPOKE_ROOT_HELP)
+            raise QumuloFault(400, "fs_entry_exists_error", f"{body['spoke_root_path']} already exists")
+        with hub._lock:
+            hub_root = hub._file(body["hub_root_path"].rstrip("/") or "/")[1]["id"]
+            hub.hubs[spoke["hub_id"]]["pending_roots"].append(hub_root)
+        local = self._mkdirs(body["spoke_root_path"])
+        spoke["roots"].append({"local_root": local, "remote_root": hub_root, "authorized": False})
+        return 200, self._spoke_view(spoke)
+
+    def _delete_spoke(self, spoke_id: str, query: dict[str, str], **_: Any) -> Reply:
+        spoke = self._spoke(spoke_id)
+        force = query.get("force") == "true"
+        if spoke["state"] == "UNLINKED" or force:  # ASSUMED: nothing to sync, so no hub needed
+            self._finish_delete(spoke)
+            return 202, None
+        if self._peer(spoke["hub_hosts"]) is None:
+            # "Requires connectivity with the hub portal host cluster" (v2_portal_spokes_id, DELETE)
+            raise QumuloFault(503, *UNREACHABLE)
+        spoke.update(state="DELETING", deleting_left=self.deleting_polls)
+        return 202, None
+
+    def _finish_delete(self, spoke: dict[str, Any]) -> None:
+        spoke["gone"] = True
+        for root in spoke["roots"]:  # the spoke's root directory and its cache go with the portal
+            path = self._file(root["local_root"])[0]
+            for p in [p for p in self.files if p == path or p.startswith(path + "/")]:
+                del self.files[p]
+        hub = self._peer(spoke["hub_hosts"])
+        if hub is not None and spoke["hub_id"] in hub.hubs and hub.hubs[spoke["hub_id"]]["spoke"] is self:
+            del hub.hubs[spoke["hub_id"]]  # a clean end removes both records (docs, deletion step 3)
+
+    # ----- hub side
+    def _hub(self, hub_id: str) -> dict[str, Any]:
+        if int(hub_id) not in self.hubs:
+            raise QumuloFault(404, "portal_not_found_error", f"hub portal {hub_id} not found")
+        return self.hubs[int(hub_id)]
+
+    def _hub_view(self, hub: dict[str, Any]) -> dict[str, Any]:
+        spoke = hub["spoke"]
+        record = spoke.spokes.get(hub["spoke_id"])
+        spoke_up = spoke.reachable and record is not None and not record.get("gone")
+        status = ("ACTIVE" if spoke_up else "DEGRADED") if hub["state"] == "ACCEPTED" else "INACTIVE"
+        view = {k: v for k, v in hub.items() if k not in ("spoke", "spoke_id")}
+        return {**view, "status": status}
+
+    def _accept(self, hub_id: str, body: dict[str, Any], **_: Any) -> Reply:
+        hub = self._hub(hub_id)
+        if hub["state"] != "PENDING":
+            raise QumuloFault(400, "portal_invalid_state_error", f"hub portal {hub_id} is not pending")
+        hub.update(state="ACCEPTED", spoke_hosts=body["spoke_hosts"])
+        for root in body.get("authorized_roots", []):
+            self._move_root(hub, root)
+        hub["spoke"].spokes[hub["spoke_id"]]["state"] = "ACCEPTED"
+        return 200, self._hub_view(hub)
+
+    def _move_root(self, hub: dict[str, Any], root: str) -> None:
+        if root not in hub["pending_roots"]:
+            raise QumuloFault(400, "portal_root_not_pending_error", f"root {root} is not pending")
+        hub["pending_roots"].remove(root)
+        hub["authorized_roots"].append(root)
+        for pair in hub["spoke"].spokes[hub["spoke_id"]]["roots"]:
+            pair["authorized"] = pair["authorized"] or pair["remote_root"] == root
+
+    def _authorize_root(self, hub_id: str, root: str, **_: Any) -> Reply:
+        self._move_root(self._hub(hub_id), root)
+        return 200, self._hub_view(self._hub(hub_id))
+
+    def _patch_hub(self, hub_id: str, body: dict[str, Any], **_: Any) -> Reply:
+        hub = self._hub(hub_id)
+        hub.update({k: body[k] for k in ("spoke_hosts", "type") if k in body})
+        if "type" in body and hub["spoke_id"] in hub["spoke"].spokes:
+            hub["spoke"].spokes[hub["spoke_id"]]["type"] = body["type"]
+        return 200, self._hub_view(hub)
+
+    def _delete_hub(self, hub_id: str, query: dict[str, str], **_: Any) -> Reply:
+        hub = self._hub(hub_id)
+        record = hub["spoke"].spokes.get(hub["spoke_id"])
+        if (
+            record is not None
+            and not record.get("gone")
+            and query.get("force") != "true"
+            and not hub["spoke"].reachable
+        ):
+            raise QumuloFault(503, "portal_peer_unreachable_error", "Unable to connect to the spoke cluster")
+        del self.hubs[int(hub["id"])]
+        return 202, None
+
+    def _set_eviction(self, body: dict[str, Any], **_: Any) -> Reply:
+        if not 0.0 <= float(body["free_threshold"]) <= 1.0:
+            raise QumuloFault(400, "api_validation_error", "free_threshold must be in [0.0, 1.0]")
+        self.free_threshold = float(body["free_threshold"])
+        return 200, {"free_threshold": self.free_threshold}

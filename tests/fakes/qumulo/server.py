@@ -1,0 +1,167 @@
+"""The wire side of the Qumulo contract fake: one TLS REST listener per node, Qumulo's error shape, faults.
+
+Every node of a fake cluster listens on its own loopback address (127.0.0.1, .2, ...) on the cluster's one
+port, as every node of a real cluster serves the REST API on port 8000 of its own address.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import socket
+import ssl
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+Reply = tuple[int, Any]
+_CERT: tuple[str, str] | None = None
+
+
+def self_signed() -> tuple[str, str]:
+    """A throwaway certificate: the SDK speaks HTTPS and, like qq, does not verify the cluster's cert."""
+    global _CERT
+    if _CERT is None:
+        from datetime import UTC, datetime, timedelta
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-qumulo")])
+        now = datetime.now(UTC)
+        cert = (
+            x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
+            .not_valid_after(now + timedelta(days=7)).sign(key, hashes.SHA256())
+        )  # fmt: skip
+        folder = Path(tempfile.mkdtemp(prefix="fake-qumulo-"))
+        (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        (folder / "key.pem").write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+        _CERT = (str(folder / "cert.pem"), str(folder / "key.pem"))
+    return _CERT
+
+
+class QumuloFault(Exception):
+    """An error reply in Qumulo's shape (qumulo.lib.request.RequestError reads these keys)."""
+
+    def __init__(self, status: int, error_class: str, description: str) -> None:
+        super().__init__(description)
+        self.status, self.error_class, self.description = status, error_class, description
+
+    def body(self) -> dict[str, Any]:
+        return {"module": "fake", "error_class": self.error_class, "description": self.description,
+                "stack": [], "user_visible": True}  # fmt: skip
+
+
+@dataclass
+class Fault:
+    """An injected failure or delay for requests matching `method` and the `path` regex, `times` times."""
+
+    method: str | None
+    path: re.Pattern[str]
+    times: int
+    status: int = 500
+    error_class: str = "fake_injected_error"
+    description: str = "injected failure"
+    delay: float = 0.0
+
+
+def etag(data: Any) -> str:
+    """The ETag the fake sends for a JSON body; If-Match is checked against it."""
+    payload = b"" if data is None else json.dumps(data, sort_keys=True).encode()
+    return f'"{abs(hash(payload))}"'
+
+
+def free_port(addresses: list[str]) -> int:
+    """A TCP port free on every one of `addresses` (each node of a cluster serves the same port)."""
+    for _ in range(50):
+        probe = socket.socket()
+        probe.bind((addresses[0], 0))
+        port = int(probe.getsockname()[1])
+        probe.close()
+        try:
+            for address in addresses:
+                with socket.socket() as s:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    s.bind((address, port))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no port free on every fake node address")
+
+
+Dispatch = Callable[[str, str, str, Any, Any], Reply]
+
+
+class Listener:
+    """One node's HTTPS listener; hands every request to the cluster with the node's address."""
+
+    def __init__(self, address: str, port: int, dispatch: Dispatch) -> None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*self_signed())
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+            def finish_request(self, request: Any, client_address: Any) -> None:
+                request.settimeout(10)
+                super().finish_request(context.wrap_socket(request, server_side=True), client_address)
+
+        class Handler(_Handler):
+            node = address
+            owner = staticmethod(dispatch)
+
+        self.server = Server((address, port), Handler)
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    node: ClassVar[str]
+    owner: ClassVar[Any]  # a staticmethod wrapping the cluster's Dispatch
+    protocol_version = "HTTP/1.1"
+    # One small response is written in two parts (headers, body): without TCP_NODELAY every reply waits
+    # for the client's delayed ACK.
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args: Any) -> None:  # quiet: pytest shows failures, not access logs
+        pass
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            status, data = type(self).owner(
+                self.node, self.command, self.path, self.headers, json.loads(raw) if raw else {}
+            )
+        except QumuloFault as fault:
+            status, data = fault.status, fault.body()
+        payload = b"" if data is None else json.dumps(data).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("ETag", etag(data))
+            self.end_headers()
+            self.wfile.write(payload)
+        except OSError:  # the client gave up (its timeout fired during a slow() fault)
+            pass
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve

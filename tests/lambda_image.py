@@ -1,0 +1,140 @@
+"""What the Lambda sandbox (tests/lambda_runtime.py) mounts where Lambda's image has its files: /usr/bin, /opt.
+
+/usr/bin. A handler that shells out to a tool found only on this machine must fail here as on Lambda, so the
+sandbox's /usr/bin (and /bin) holds only the programs of the packages the Lambda Python image is known to
+ship, copied from this machine: bash (also as sh: Amazon Linux's sh is bash), coreutils, grep, gawk and
+curl. Source: `rpm -qa` in public.ecr.aws/lambda/python:3.12 (amazonlinux/amazon-linux-2023 issue #585)
+lists bash, coreutils-single, curl-minimal, gawk and grep. That image's other packages are left out where
+the tools they install were not confirmed: the sandbox may lack a tool Lambda has (a failure here that
+Lambda would not show) but never offers one Lambda lacks (kubectl, helm, aws, docker, git, mount, setpriv).
+A program this machine does not have (gawk here: its awk is mawk) is simply absent.
+
+/opt. Each layer's zip is extracted into /opt (Lambda developer guide, "Adding layers"); two layers that
+write the same top-level entry are refused rather than overlaid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+# GNU coreutils' programs (the image's coreutils-single packs them all in one binary).
+_COREUTILS = tuple(
+    name
+    for line in (
+        "[ arch b2sum base32 base64 basename basenc cat chcon chgrp chmod chown cksum comm cp csplit cut date",
+        "dd df dir dircolors dirname du echo env expand expr factor false fmt fold groups head hostid id",
+        "install join link ln logname ls md5sum mkdir mkfifo mknod mktemp mv nice nl nohup nproc numfmt od",
+        "paste pathchk pinky pr printenv printf ptx pwd readlink realpath rm rmdir runcon seq sha1sum sha224sum",
+        "sha256sum sha384sum sha512sum shred shuf sleep sort split stat stdbuf stty sum sync tac tail tee test",
+        "timeout touch tr true truncate tsort tty uname unexpand uniq unlink users vdir wc who whoami yes",
+    )
+    for name in line.split()
+)
+# The sandbox's /usr/bin: name -> the program on this machine that stands in for it.
+LAMBDA_USR_BIN: dict[str, str] = {
+    **{name: name for name in _COREUTILS},
+    "bash": "bash",
+    "sh": "bash",  # this machine's sh may be dash
+    "grep": "grep",
+    "egrep": "egrep",
+    "fgrep": "fgrep",
+    "gawk": "gawk",
+    "awk": "gawk",  # only GNU awk: another awk would not be Lambda's
+    "curl": "curl",
+}
+
+
+class SandboxUnavailable(RuntimeError):
+    """This machine cannot build the Lambda-like sandbox; the message says why."""
+
+
+def host_program(name: str) -> Path:
+    """The program `name` on this machine's PATH, links resolved."""
+    found = shutil.which(name)
+    if found is None:
+        raise SandboxUnavailable(f"the Lambda sandbox needs {name} on this machine")
+    return Path(found).resolve()
+
+
+def lambda_usr_bin() -> Path:
+    """A directory with this machine's programs for LAMBDA_USR_BIN, made once per content.
+
+    It lives in the user's cache, not under /tmp: the sandbox covers /tmp before it mounts this on /usr/bin.
+    """
+    found = {name: Path(p).resolve() for name, host in LAMBDA_USR_BIN.items() if (p := shutil.which(host))}
+    if "env" not in found or "bash" not in found:
+        raise SandboxUnavailable("the Lambda sandbox's /usr/bin needs this machine's env and bash")
+    fingerprint = json.dumps({n: [str(p), p.stat().st_size, p.stat().st_mtime_ns] for n, p in found.items()})
+    digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").resolve() / "hubspoke-lambda"
+    if Path(tempfile.gettempdir()).resolve() in cache.parents or Path("/tmp") in cache.parents:
+        raise SandboxUnavailable(
+            f"the sandbox's /usr/bin cache {cache} must not be under /tmp, which it covers"
+        )
+    target = cache / f"usr-bin-{digest}"
+    if target.is_dir():
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f"usr-bin-{digest}-", dir=cache))
+    for name, program in found.items():
+        shutil.copy2(program, partial / name)
+    return _publish(partial, target)
+
+
+def world_readable(path: Path) -> None:
+    """Others may read (and enter) everything: the sandbox user owns nothing, as on Lambda."""
+    for item in [path, *path.rglob("*")]:
+        if item.is_symlink():
+            continue
+        mode = item.stat().st_mode
+        extra = stat.S_IROTH | (stat.S_IXOTH if item.is_dir() or mode & stat.S_IXUSR else 0)
+        item.chmod(mode | extra | (stat.S_IRGRP | stat.S_IXGRP if item.is_dir() else stat.S_IRGRP))
+
+
+def extracted_layer(zip_path: Path) -> Path:
+    """The layer's zip extracted once per content (cached under the temp dir), modes kept as zipped."""
+    digest = hashlib.sha256(zip_path.read_bytes()).hexdigest()[:16]
+    target = Path(tempfile.gettempdir()) / "hubspoke-lambda-layers" / digest
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(target.parent, 0o755)
+    partial = Path(tempfile.mkdtemp(prefix=f"{digest}-", dir=target.parent))
+    with zipfile.ZipFile(zip_path) as archive:
+        for info in archive.infolist():
+            archive.extract(info, partial)
+            mode = info.external_attr >> 16
+            if mode:  # zipfile drops permissions; the layer's executables must stay executable
+                (partial / info.filename).chmod(stat.S_IMODE(mode))
+    return _publish(partial, target)
+
+
+def _publish(partial: Path, target: Path) -> Path:
+    """Make a finished cache entry readable by the sandbox user and move it into place, once."""
+    world_readable(partial)
+    try:
+        partial.rename(target)
+    except OSError:  # another process won the race with identical content
+        shutil.rmtree(partial, ignore_errors=True)
+    return target
+
+
+def merge_layers(extracted: Sequence[Path]) -> dict[str, Path]:
+    """Top-level /opt entries of every layer; two layers writing the same one is refused, not overlaid."""
+    merged: dict[str, Path] = {}
+    for layer in extracted:
+        for entry in sorted(layer.iterdir()):
+            if entry.name in merged:
+                raise SandboxUnavailable(
+                    f"two layers both provide /opt/{entry.name}; the sandbox does not merge"
+                )
+            merged[entry.name] = entry
+    return merged

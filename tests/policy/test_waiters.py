@@ -1,0 +1,105 @@
+"""HubSpoke-WaiterWithinServiceTimeout passes the dev templates and catches each way a waiter can outlast its resource.
+
+The numbers are the sources', written here (not imported): CloudFormation's ServiceTimeout is at most 3600 s
+and 3600 s when absent (AWS::CloudFormation::CustomResource); Step Functions' retrier defaults are
+IntervalSeconds 1, MaxAttempts 3, BackoffRate 2.0 (Step Functions developer guide, "Handling errors").
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from hubspoke.config import HubSpokeConfig
+from hubspoke.policy.rules import Template, check
+from hubspoke.policy.waiters import waiter_seconds
+from tests.conftest import Templates
+
+RULE = "HubSpoke-WaiterWithinServiceTimeout"
+STACK = "compute-us-west-2"
+WAITS = "Custom::HyperPodNodesReady"
+
+
+def _hits(templates: Templates, config: HubSpokeConfig) -> list[tuple[str, str]]:
+    found = check([Template(sid, t) for sid, t in templates.items()], config)
+    return [(v.template, v.logical_id) for v in found if v.rule == RULE]
+
+
+def _retry(template: dict[str, Any], **change: float) -> None:
+    """Rewrite the nodes-ready waiter's Retry in place (its definition is a Fn::Join of JSON and ARNs)."""
+    [(_, machine)] = [
+        (i, r) for i, r in template["Resources"].items() if r["Type"] == "AWS::StepFunctions::StateMachine"
+    ]
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    for key, value in change.items():
+        parts[0] = parts[0].replace(f'"{key}":', f'"{key}":{json.dumps(value)},"_was_{key}":', 1)
+
+
+def two_hours_of_polls(t: dict[str, Any]) -> None:
+    _retry(t, MaxAttempts=120)  # the 2-hour waiter this project had: 120 x 60 s
+
+
+def doubling_backoff(t: dict[str, Any]) -> None:
+    _retry(t, BackoffRate=2)
+
+
+def shorter_service_timeout(t: dict[str, Any]) -> None:
+    for res in t["Resources"].values():
+        if res["Type"] == WAITS:
+            res["Properties"]["ServiceTimeout"] = "1800"
+
+
+def over_the_maximum(t: dict[str, Any]) -> None:
+    _retry(t, MaxAttempts=110)  # 6600 s: a ServiceTimeout above 3600 does not make room for it
+    for res in t["Resources"].values():
+        if res["Type"] == WAITS:
+            res["Properties"]["ServiceTimeout"] = "7200"
+
+
+def test_the_dev_templates_wait_within_the_hour(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
+    assert _hits(dev_templates, dev_config) == []
+
+
+@pytest.mark.parametrize(
+    "mutate", [two_hours_of_polls, doubling_backoff, shorter_service_timeout, over_the_maximum]
+)
+def test_a_waiter_that_outlasts_its_resource_is_caught(
+    dev_config: HubSpokeConfig, dev_templates: Templates, mutate: Callable[[dict[str, Any]], None]
+) -> None:
+    broken = copy.deepcopy(dev_templates)
+    mutate(broken[STACK])
+    waits = {i for i, r in broken[STACK]["Resources"].items() if r["Type"] == WAITS}
+    assert len(waits) == 2
+    assert set(_hits(broken, dev_config)) == {(STACK, i) for i in waits}, mutate.__name__
+
+
+def test_without_a_service_timeout_cloudformation_waits_3600_s(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    broken = copy.deepcopy(dev_templates)
+    for res in broken[STACK]["Resources"].values():
+        if res["Type"] == WAITS:
+            del res["Properties"]["ServiceTimeout"]
+    assert _hits(broken, dev_config) == []  # 55 x 60 s still fits the default hour
+    _retry(broken[STACK], MaxAttempts=60)  # 3600 s: no time left for the last poll and the answer
+    assert len(_hits(broken, dev_config)) == 2
+
+
+@pytest.mark.parametrize(
+    ("retry", "seconds"),
+    [
+        ({"IntervalSeconds": 60, "MaxAttempts": 55, "BackoffRate": 1}, 3300),
+        ({}, 1 + 2 + 4),  # the defaults: 1 s, 3 attempts, doubling
+        (
+            {"IntervalSeconds": 10, "MaxAttempts": 4, "BackoffRate": 3, "MaxDelaySeconds": 50},
+            10 + 30 + 50 + 50,
+        ),
+    ],
+)
+def test_waiter_seconds_follow_step_functions_retry_rules(retry: dict[str, float], seconds: float) -> None:
+    definition = {"States": {"poll": {"Type": "Task", "Retry": [retry]}, "done": {"Type": "Succeed"}}}
+    assert waiter_seconds(definition) == seconds

@@ -1,0 +1,96 @@
+"""Throughput is reported on a clock: windows without a finished step still report (0 samples/s), so a job
+whose loader starves keeps datapoints flowing for the GPU alarm instead of going silent."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workload"))
+from throughput import ThroughputReporter
+
+from tests.fakes.clock import ManualClock as Clock
+
+
+def _reporter(clock: Clock, reports: list[tuple[int, dict[str, float]]]) -> ThroughputReporter:
+    return ThroughputReporter(
+        samples_per_step=384,  # 24 per GPU x 16 GPUs, the reference run
+        tokens_per_sample=4096,
+        report=lambda step, values: reports.append((step, values)),
+        interval=30,
+        clock=clock,
+    )
+
+
+def test_a_window_reports_the_rate_of_the_steps_that_finished_in_it() -> None:
+    clock, reports = Clock(), []
+    reporter = _reporter(clock, reports)
+    for step in (1, 2, 3):
+        clock.now += 10
+        reporter.step_done(step)
+    reporter.tick()
+    assert reports == [
+        (
+            3,
+            {
+                "samples_per_second": 3 * 384 / 30,
+                "tokens_per_second": 3 * 384 * 4096 / 30,
+                "step_seconds": 10.0,
+            },
+        )
+    ]
+
+
+def test_a_window_without_a_finished_step_reports_zero_not_nothing() -> None:
+    clock, reports = Clock(), []
+    reporter = _reporter(clock, reports)
+    reporter.step_done(7)
+    clock.now += 30
+    reporter.tick()
+    clock.now += 30  # the loader starves: no step for a whole window
+    reporter.tick()
+    assert reports[1] == (7, {"samples_per_second": 0.0, "tokens_per_second": 0.0})
+
+
+def test_windows_add_up_to_the_samples_trained() -> None:
+    clock, reports = Clock(), []
+    reporter = _reporter(clock, reports)
+    begin = clock.now
+    finished = [3.3, 6.6, 13.6, 58.6, 119.6, 122.9]  # seconds since start; the slow steps span windows
+    ticks = [30.0, 60.0, 90.0, 120.0, 125.0]  # the thread's clock, then close() at 125 s
+    steps, lengths, last = 0, [], 0.0
+    for at, kind in sorted([(t, "step") for t in finished] + [(t, "tick") for t in ticks]):
+        clock.now = begin + at
+        if kind == "step":
+            steps += 1
+            reporter.step_done(steps)
+        else:
+            reporter.tick()
+            lengths.append(at - last)
+            last = at
+    trained = sum(values["samples_per_second"] * n for (_, values), n in zip(reports, lengths, strict=True))
+    assert trained == pytest.approx(len(finished) * 384)
+    assert [values["samples_per_second"] == 0 for _, values in reports] == [False, False, True, False, False]
+
+
+def test_the_thread_keeps_reporting_while_a_step_hangs_and_close_flushes() -> None:
+    reports: list[tuple[int, dict[str, float]]] = []
+    reporter = ThroughputReporter(
+        samples_per_step=2, tokens_per_sample=16, report=lambda s, v: reports.append((s, v)), interval=0.05
+    )
+    reporter.start()
+    reporter.step_done(1)
+    time.sleep(0.5)  # a step that does not finish: a hard-mounted NFS read blocked on the hub
+    stalled = [v for s, v in reports if s == 1 and v["samples_per_second"] == 0]
+    reporter.step_done(2)
+    reporter.close()
+    assert len(stalled) >= 3, reports
+    assert reports[-1][0] == 2 and reports[-1][1]["samples_per_second"] > 0
+
+
+def test_interval_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        ThroughputReporter(samples_per_step=1, tokens_per_sample=1, report=lambda s, v: None, interval=0)
