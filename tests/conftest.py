@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -96,6 +97,7 @@ def synth(config: HubSpokeConfig) -> Templates:
         if str(message.level).rsplit(".", 1)[-1] in ("WARNING", "ERROR")
     ]
     _SYNTH_CACHE[key] = templates
+    shutil.rmtree(outdir, ignore_errors=True)  # the templates are in memory; the assembly is 65 MB of assets
     return templates
 
 

@@ -27,7 +27,7 @@ def keys(model: type[BaseModel], prefix: str) -> Iterator[str]:
     for name, field in model.model_fields.items():
         path = f"{prefix}{name}"
         nested = list(_models(field.annotation))
-        if nested and not name.endswith("instance_groups"):
+        if nested and not name.endswith(("instance_groups", "write_cache", "dkv", "read_cache")):
             for sub in nested:
                 yield from keys(sub, f"{path}.")
         else:

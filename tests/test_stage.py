@@ -67,19 +67,24 @@ def _refreshed(config: HubSpokeConfig, token: str | None) -> dict[str, set[str]]
 
     from hubspoke.stage import HubSpokeStage
 
-    app = App(
-        outdir=tempfile.mkdtemp(prefix="hubspoke-refresh-"),
-        builtin_cloud_formation_validation=False,
-        context={"refresh": token} if token else {},
-    )
-    stage = HubSpokeStage(app, config=config)
-    assembly = app.synth().get_nested_assembly(f"assembly-{stage.stage_name}")
-    handles: dict[str, set[str]] = {}
-    for sid, stack in stage.stacks.items():
-        body = json.loads(Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path).read_text())
-        handles[sid] = {
-            k for k, r in body["Resources"].items() if r["Type"] == "AWS::CloudFormation::WaitConditionHandle"
-        }
+    with tempfile.TemporaryDirectory(prefix="hubspoke-refresh-") as outdir:
+        app = App(
+            outdir=outdir,
+            builtin_cloud_formation_validation=False,
+            context={"refresh": token} if token else {},
+        )
+        stage = HubSpokeStage(app, config=config)
+        assembly = app.synth().get_nested_assembly(f"assembly-{stage.stage_name}")
+        handles: dict[str, set[str]] = {}
+        for sid, stack in stage.stacks.items():
+            body = json.loads(
+                Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path).read_text()
+            )
+            handles[sid] = {
+                k
+                for k, r in body["Resources"].items()
+                if r["Type"] == "AWS::CloudFormation::WaitConditionHandle"
+            }
     return handles
 
 

@@ -39,7 +39,12 @@ from hubspoke.cli.preflight_checks import (
     check_peering_quota,
     denied_or_error,
 )
-from hubspoke.cli.preflight_cnq import check_release, check_staged_package, check_ubuntu_image
+from hubspoke.cli.preflight_cnq import (
+    check_host_configuration,
+    check_release,
+    check_staged_package,
+    check_ubuntu_image,
+)
 from hubspoke.cli.preflight_quotas import (
     check_hyperpod_quotas,
     check_lambda_concurrency,
@@ -228,6 +233,7 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
             "s3",
             lambda: [
                 check_staged_package(clients("s3", name), config=config, region=region),
+                check_host_configuration(clients("s3", name), region=region),
                 check_release(config, region),
             ],
         )

@@ -1,7 +1,7 @@
 """Preflight rows for CNQ: the staged Qumulo Core package, the release, and the pinned Ubuntu image.
 
-Read-only, like every preflight check. Sources: Qumulo's CNQ-on-AWS guide (the package staged at
-<bucket>/<prefix>/qumulo-core-install/<version>/qumulo-core.deb), Canonical's public SSM parameters for
+Read-only, like every preflight check. Sources: Qumulo's CNQ-on-AWS guide (qumulo-core.deb and
+host_configuration.tar.gz staged at <bucket>/<prefix>/qumulo-core-install/<version>/), Canonical's public SSM parameters for
 Ubuntu images on AWS (/aws/service/canonical/ubuntu/server/<release>/stable/current/<arch>/hvm/ebs-gp3/ami-id)
 and Canonical's AWS account 099720109477, which owns its Ubuntu images.
 """
@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from hubspoke.cli.preflight_checks import CheckResult, region_path
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.config.rules import QUMULO_CORE_MIN_VERSION
+from hubspoke.config.schema import QUMULO_HOST_CONFIGURATION
 
 # Qumulo's own AWS deployments default to Ubuntu 24.04 (qumulo-terraform-aws, variable ami_id); every
 # instance family Qumulo supports (hubspoke.config.rules.CNQ_INSTANCE_FAMILIES) is x86_64.
@@ -56,9 +57,43 @@ def check_staged_package(s3: Any, *, config: HubSpokeConfig, region: RegionConfi
             )
         raise
     size = int(head.get("ContentLength", 0))
+    # HeadObject names the object's server-side encryption (S3 API, HeadObject ServerSideEncryption,
+    # SSEKMSKeyId): the node role holds no KMS permission on a key of the user's, so it could not decrypt.
+    encryption = str(head.get("ServerSideEncryption") or "")
+    if encryption.startswith("aws:kms"):
+        return CheckResult(
+            name,
+            "qumulo core package",
+            "fail",
+            f"{core.package_uri} is encrypted with {encryption} (key {head.get('SSEKMSKeyId', '?')}); the "
+            "nodes' role has no KMS permission on it and could not download it",
+            f"upload it again with SSE-S3: `{upload} --sse AES256` (docs/runbooks/qumulo-core.md)",
+        )
     return CheckResult(
         name, "qumulo core package", "pass", f"{core.package_uri} is staged ({size / 2**20:.0f} MiB)"
     )
+
+
+def check_host_configuration(s3: Any, *, region: RegionConfig) -> CheckResult:
+    """host_configuration.tar.gz beside the package, as the guide stages it (a warning: the nodes do not read it)."""
+    core = region.storage.qumulo_core
+    assert core is not None
+    uri = f"s3://{core.bucket}/{core.host_configuration_key}"
+    try:
+        s3.head_object(Bucket=core.bucket, Key=core.host_configuration_key)
+    except ClientError as exc:
+        if str(exc.response.get("Error", {}).get("Code", "")) not in _MISSING:
+            raise
+        return CheckResult(
+            region.region,
+            "qumulo host configuration",
+            "warn",
+            f"{uri} does not exist; Qumulo's guide stages it beside the package (hubspoke's nodes do not read "
+            "it: ASSUMED, see the runbook)",
+            f"download {QUMULO_HOST_CONFIGURATION} for Qumulo Core {core.version} from Qumulo Nexus and run "
+            f"`aws s3 cp {QUMULO_HOST_CONFIGURATION} {uri} --region {region.region}`",
+        )
+    return CheckResult(region.region, "qumulo host configuration", "pass", f"{uri} is staged")
 
 
 def check_release(config: HubSpokeConfig, region: RegionConfig) -> CheckResult:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hubspoke.config.cnq_volumes import QUMULO_EC2_MAP
 from hubspoke.config.schema import ComputeConfig, QuotasConfig, StorageConfig, effective_account
 from hubspoke.flow_logs import MAX_FILTERS_PER_LOG_GROUP, filter_count
 from hubspoke.ports import FROM_HUB, FROM_SPOKE
@@ -332,6 +333,19 @@ def qumulo_core_supported(raw: Mapping[str, Any]) -> Iterator[Problem]:
             )
 
 
+def node_volumes_known(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Without Qumulo's layout for the instance type, the node volumes must be spelled out (cnq_volumes.py)."""
+    for path, _, storage in _storage_regions(raw):
+        itype = storage.get("instance_type", StorageConfig.model_fields["instance_type"].default)
+        if isinstance(itype, str) and itype not in QUMULO_EC2_MAP and storage.get("cache_volumes") is None:
+            yield Problem(
+                f"{path}.storage.cache_volumes",
+                f"required for {itype}: Qumulo's AWS layout (write cache, DKV and read cache EBS volumes per "
+                "node) covers other types only; set write_cache {count, size_gib, type, iops, throughput_mibps} "
+                "(docs/runbooks/qumulo-core.md, 'Node volumes') or pick a type Qumulo lists",
+            )
+
+
 def storage_needs_egress(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """CNQ nodes must reach api.missionq.qumulo.com and api.nexus.qumulo.com to deploy and form quorum."""
     for path, region, _ in _storage_regions(raw):
@@ -432,6 +446,7 @@ RULES: tuple[Rule, ...] = (
     storage_is_pinned,
     qumulo_core_supported,
     storage_needs_egress,
+    node_volumes_known,
     flow_log_filters_fit,
     peer_path_rules_within_quota,
 )

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from hubspoke.regions import REGIONS
 
@@ -93,6 +93,8 @@ class Model(BaseModel):
 # (Qumulo/docs, _includes/content-reuse/cnq-guide-aws/deployment-agnostic-cluster-persistent-storage.md).
 QUMULO_CORE_INSTALL_FOLDER = "qumulo-core-install"
 QUMULO_CORE_PACKAGE = "qumulo-core.deb"
+# Staged beside the package by the same guide step; the nodes do not read it (docs/runbooks/qumulo-core.md).
+QUMULO_HOST_CONFIGURATION = "host_configuration.tar.gz"
 
 
 def _install_uri(value: str) -> str:
@@ -132,6 +134,48 @@ class QumuloCoreConfig(Model):
     def package_uri(self) -> str:
         return f"s3://{self.bucket}/{self.package_key}"
 
+    @property
+    def host_configuration_key(self) -> str:
+        return f"{self.package_key.rsplit('/', 1)[0]}/{QUMULO_HOST_CONFIGURATION}"
+
+
+class VolumeSetConfig(Model):
+    """`count` identical EBS volumes on every CNQ node, besides its boot volume."""
+
+    count: Annotated[int, Field(ge=0, le=96)]
+    size_gib: Annotated[int, Field(ge=1, le=16384)]
+    # Qumulo's AWS deployments offer gp2, gp3 or io2 for the cache and gp2 or gp3 for DKV (aws-terraform-cnq 6.3,
+    # q_write_cache_type, q_boot_dkv_type).
+    type: Literal["gp3", "gp2", "io2"] = "gp3"
+    # EBS: gp3 takes 3000 to 16000 IOPS and 125 to 1000 MiB/s; io2 needs its IOPS; gp2 takes neither
+    # (the same ranges in Qumulo's q_write_cache_iops and q_write_cache_tput).
+    iops: Annotated[int, Field(ge=100, le=256000)] | None = None
+    throughput_mibps: Annotated[int, Field(ge=125, le=1000)] | None = None
+
+    @model_validator(mode="after")
+    def _performance_fits_type(self) -> VolumeSetConfig:
+        if self.type == "gp2" and (self.iops is not None or self.throughput_mibps is not None):
+            raise ValueError("gp2 takes neither iops nor throughput_mibps: remove them or use gp3")
+        if self.type == "io2" and (self.iops is None or self.throughput_mibps is not None):
+            raise ValueError("io2 needs iops and takes no throughput_mibps")
+        if self.type == "gp3" and self.iops is not None and not 3000 <= self.iops <= 16000:
+            raise ValueError(f"gp3 takes 3000 to 16000 iops, not {self.iops}")
+        return self
+
+
+# Qumulo's DKV volumes (aws-terraform-cnq 6.3, modules/qcluster: dkvSlots 4 x dkvSize 4 GiB, 3000 IOPS, 125 MB/s).
+QUMULO_DKV = VolumeSetConfig(count=4, size_gib=4, iops=3000, throughput_mibps=125)
+NO_VOLUMES = VolumeSetConfig(count=0, size_gib=1)
+
+
+class CacheVolumesConfig(Model):
+    """The EBS volumes of every CNQ node besides its boot volume: write cache, DKV and (without instance
+    store) read cache, as Qumulo's AWS deployments attach them (hubspoke/config/cnq_volumes.py)."""
+
+    write_cache: VolumeSetConfig
+    dkv: VolumeSetConfig = QUMULO_DKV
+    read_cache: VolumeSetConfig = NO_VOLUMES
+
 
 class StorageConfig(Model):
     """The Region's Cloud Native Qumulo cluster (hub or spoke)."""
@@ -162,6 +206,9 @@ class StorageConfig(Model):
     floating_ips_per_node: Annotated[int, Field(ge=1, le=10)] = 3
     # S3 buckets the cluster stripes its persistent storage over (Qumulo's CNQ examples use 4).
     bucket_count: Annotated[int, Field(ge=1, le=16)] = 4
+    # Default: Qumulo's own layout for instance_type (hubspoke.config.cnq_volumes); required for a type
+    # Qumulo publishes none for (rules.py).
+    cache_volumes: CacheVolumesConfig | None = None
 
 
 class PortalConfig(Model):

@@ -340,16 +340,22 @@ def no_termination_protection_in_templates(
     templates: list[Template], config: HubSpokeConfig
 ) -> Iterator[Violation]:
     """HubSpoke-NoTemplateTerminationProtection: no instance is created protected (EC2 User Guide, termination
-    protection: a protected instance cannot be terminated, so a failed create could not roll back)."""
+    protection: a protected instance cannot be terminated, so a failed create could not roll back), neither
+    by its own properties nor by the launch template it is launched from."""
     for t in templates:
-        for logical_id, props in t.resources("AWS::EC2::Instance"):
+        launched = [(i, p) for i, p in t.resources("AWS::EC2::Instance")]
+        launched += [
+            (i, p.get("LaunchTemplateData") or {}) for i, p in t.resources("AWS::EC2::LaunchTemplate")
+        ]
+        for logical_id, props in launched:
             if props.get("DisableApiTermination") not in (None, False, "false"):
                 yield Violation(
                     "HubSpoke-NoTemplateTerminationProtection",
                     t.path,
                     logical_id,
                     "DisableApiTermination is set in the template: a failed create would end in ROLLBACK_FAILED",
-                    "drop it from the template; protect the nodes after formation (the CNQ provisioner does)",
+                    "drop it from the template; the Storage stack protects the nodes as its last step "
+                    "(Custom::CnqNodeProtection)",
                 )
 
 
@@ -439,20 +445,39 @@ def waits_fit_the_custom_resource_limit(
                     )
 
 
+def _self_reference(logical_id: str, rule: Mapping[str, Any]) -> bool:
+    """Ingress from the group itself (node to node), inline or standalone."""
+    source = rule.get("SourceSecurityGroupId")
+    target = rule.get("GroupId", {"Fn::GetAtt": [logical_id, "GroupId"]})
+    return source is not None and source == target
+
+
+def _opens(rule: Mapping[str, Any], port: int) -> bool:
+    """Whether a rule admits TCP `port`: IpProtocol -1 (every protocol and port) or tcp/6 over a range holding
+    it (AWS::EC2::SecurityGroupIngress: "Use -1 to specify all protocols"; protocol names or numbers)."""
+    protocol = str(rule.get("IpProtocol", "")).lower()
+    if protocol == "-1":
+        return True
+    low, high = rule.get("FromPort"), rule.get("ToPort")
+    if protocol not in ("tcp", "6") or not isinstance(low, int) or not isinstance(high, int):
+        return False
+    return low <= port <= high or low == -1
+
+
 def replication_port_closed(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
     """HubSpoke-NoUnusedQumuloPort: TCP 3712 (Qumulo replication) stays closed: portals use 3713 (Qumulo
-    'Required networking ports') and nothing in this project replicates."""
+    'Required networking ports') and nothing in this project replicates. Traffic between the members of one
+    security group (Qumulo's node-to-node rule, every port) is not an opening."""
     for t in templates:
         for logical_id, rule in _ingress(t):
-            low, high = rule.get("FromPort"), rule.get("ToPort")
-            if not (rule.get("IpProtocol") == "tcp" and isinstance(low, int) and isinstance(high, int)):
-                continue
-            if low <= QUMULO_REPLICATION_PORT <= high:
+            if _opens(rule, QUMULO_REPLICATION_PORT) and not _self_reference(logical_id, rule):
+                what = "every protocol" if str(rule.get("IpProtocol")) == "-1" else "TCP"
                 yield Violation(
                     "HubSpoke-NoUnusedQumuloPort",
                     t.path,
                     logical_id,
-                    f"ingress on TCP {low}-{high} opens Qumulo replication (3712), which nothing here uses",
+                    f"ingress on {what} {rule.get('FromPort', '')}-{rule.get('ToPort', '')} opens Qumulo "
+                    "replication (3712), which nothing here uses",
                     "open only the ports in hubspoke/ports.py; portals need 3713",
                 )
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
-from aws_cdk import Fn, RemovalPolicy, Stack
+from aws_cdk import Fn, RemovalPolicy, Stack, Stage
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -73,7 +72,12 @@ class ComputeStack(PlannedStack):
         )
         for addon in plane.core_addons:
             dependencies.node.add_dependency(addon)
-        lifecycle_dir = write_lifecycle_scripts(Path(tempfile.mkdtemp(prefix="hubspoke-lifecycle-")))
+        # Rendered inside this synth's own output directory, so it goes when cdk.out goes; a temp
+        # directory per synth would outlive it and fill /tmp on a CI runner that synthesizes often.
+        stage = Stage.of(self)
+        if stage is None:  # a Stack always has an App above it; this keeps the type checker honest
+            raise ValueError(f"{self.node.path} must be created inside a CDK App")
+        lifecycle_dir = write_lifecycle_scripts(Path(stage.outdir) / f"lifecycle-src-{self.node.id}")
         hyperpod = HyperPodCluster(
             self,
             "HyperPod",

@@ -9,7 +9,11 @@ from constructs import Construct
 from hubspoke.config.schema import HubSpokeConfig, SpokeConfig
 from hubspoke.constructs.cnq.infrastructure import CnqCluster, cluster_name
 from hubspoke.constructs.cnq.provisioning import CnqProvisioner
-from hubspoke.constructs.cnq.runtime.resources import CLUSTER_RESOURCE, PORTAL_RESOURCE
+from hubspoke.constructs.cnq.runtime.resources import (
+    CLUSTER_RESOURCE,
+    NODE_PROTECTION_RESOURCE,
+    PORTAL_RESOURCE,
+)
 from hubspoke.mtu import peer_mtu_parameter_path, peer_mtu_parameters
 from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS
 from hubspoke.policy.acks import acknowledge
@@ -107,6 +111,21 @@ class StorageStack(PlannedStack):
         self.publish(FLOATING_IPS, self.cluster.floating_ips_joined)
         self.publish(REST_ADDRESS, Fn.select(0, self.cluster.floating_ips))
         self.publish(ADMIN_SECRET, self.cluster.admin_secret.secret_arn)
+        self.node_protection = self._protect_nodes_last()
+
+    def _protect_nodes_last(self) -> CustomResource:
+        """Termination protection as the stack's very last step (runtime/nodes.py): a failure anywhere
+        else, the portal included, rolls back nodes that were never protected."""
+        protection = self.provisioner.resource(
+            self,
+            "NodeProtection",
+            resource_type=NODE_PROTECTION_RESOURCE,
+            properties={"ClusterName": self.cluster.name, "NodeInstanceIds": self.cluster.node_instance_ids},
+        )
+        for child in self.node.children:
+            if child is not protection:
+                protection.node.add_dependency(child)
+        return protection
 
     def _portal(self, config: HubSpokeConfig, spoke: SpokeConfig) -> CustomResource:
         hub = config.hub

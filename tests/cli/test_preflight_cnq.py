@@ -145,3 +145,28 @@ def test_dev_config_passes_in_a_deployed_account(world: World) -> None:
     results = run_preflight(load(ROOT / "config" / "dev.yaml").config, Unsupported(world.clients))
     cnq = [r for r in results if r.check in ("qumulo core package", "qumulo core release", "ubuntu image")]
     assert len(cnq) == 6 and all(r.status == "pass" for r in cnq), cnq
+
+
+def test_a_package_encrypted_with_sse_kms_fails(world: World, tmp_path: Path) -> None:
+    """HeadObject names the object's encryption (S3 API: ServerSideEncryption, SSEKMSKeyId); the nodes' role
+    has no permission on a customer key, so the package could not be downloaded."""
+    _ready(world)
+    key = world.clients("kms", "us-east-2").create_key()["KeyMetadata"]["Arn"]
+    world.stage(PACKAGE, "us-east-2", ServerSideEncryption="aws:kms", SSEKMSKeyId=key)
+    rows = {r.region: r for r in _run(tmp_path, world) if r.check == "qumulo core package"}
+    assert rows["us-east-2"].status == "fail" and "aws:kms" in rows["us-east-2"].detail
+    assert key in rows["us-east-2"].detail and "--sse AES256" in rows["us-east-2"].fix
+
+
+def test_the_host_configuration_file_is_staged_beside_the_package_or_warned(
+    world: World, tmp_path: Path
+) -> None:
+    """Qumulo's guide: copy qumulo-core.deb and host_configuration.tar.gz into the release's folder."""
+    _ready(world)
+    bucket, key = PACKAGE.removeprefix("s3://").split("/", 1)
+    host = key.rsplit("/", 1)[0] + "/host_configuration.tar.gz"
+    assert {r.status for r in _run(tmp_path, world) if r.check == "qumulo host configuration"} == {"pass"}
+    world.clients("s3", "us-east-2").delete_object(Bucket=bucket, Key=host)
+    rows = [r for r in _run(tmp_path, world) if r.check == "qumulo host configuration"]
+    assert {r.status for r in rows} == {"warn"}
+    assert all(f"aws s3 cp host_configuration.tar.gz s3://{bucket}/{host}" in r.fix for r in rows)

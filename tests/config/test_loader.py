@@ -153,6 +153,8 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_warnings_do_not_fail(tmp_path: Path) -> None:
     data = minimal()
     data["hub"]["storage"]["instance_type"] = "r5.8xlarge"
+    # Outside Qumulo's families its volume layout is the config's to give (storage.cache_volumes).
+    data["hub"]["storage"]["cache_volumes"] = {"write_cache": {"count": 14, "size_gib": 16}}
     loaded = load(write_config(tmp_path, data))
     assert [w.field for w in loaded.warnings] == ["hub.storage.instance_type"]
 

@@ -22,6 +22,10 @@ class SelfSigned:
     cert_pem: bytes
 
 
+# One directory per test process, removed when the process ends (weakref finalizer of TemporaryDirectory).
+_FOLDER = tempfile.TemporaryDirectory(prefix="hubspoke-fake-tls-")
+
+
 def self_signed(common_name: str, address: str = "127.0.0.1") -> SelfSigned:
     """A CA certificate for `address`, valid for a week, written to a fresh temporary directory."""
     from cryptography import x509
@@ -40,7 +44,7 @@ def self_signed(common_name: str, address: str = "127.0.0.1") -> SelfSigned:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )  # fmt: skip
-    folder = Path(tempfile.mkdtemp(prefix=f"{common_name}-tls-"))
+    folder = Path(tempfile.mkdtemp(prefix=f"{common_name}-tls-", dir=_FOLDER.name))
     pem = cert.public_bytes(serialization.Encoding.PEM)
     (folder / "cert.pem").write_bytes(pem)
     (folder / "key.pem").write_bytes(

@@ -25,6 +25,11 @@ def _protect(templates: Templates) -> None:
     _first_node(templates)["DisableApiTermination"] = True
 
 
+def _protect_by_launch_template(templates: Templates) -> None:
+    template = next(res for _, res in resources(templates["storage-us-west-2"], "AWS::EC2::LaunchTemplate"))
+    template["Properties"]["LaunchTemplateData"]["DisableApiTermination"] = True
+
+
 def _resolve_image(templates: Templates) -> None:
     _first_node(templates)["ImageId"] = (
         "{{resolve:ssm:/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id}}"
@@ -60,30 +65,34 @@ def _long_wait(templates: Templates) -> None:
     parts[0] = parts[0].replace('"MaxAttempts":100', '"MaxAttempts":120')  # 120 x 30 s = 3600 s
 
 
-def _replication_ingress(templates: Templates) -> None:
-    templates["storage-us-east-2"]["Resources"]["Injected"] = {
-        "Type": "AWS::EC2::SecurityGroupIngress",
-        "Properties": {
-            "CidrIp": "10.10.0.0/16",
-            "IpProtocol": "tcp",
-            "FromPort": 3712,
-            "ToPort": 3712,
-            "GroupId": "sg-1",
-        },
-    }
+def _replication_ingress(protocol: str, low: int, high: int) -> Mutation:
+    """Ingress from the VPC that admits TCP 3712: tcp or its number 6 over a range, or -1 (every protocol;
+    AWS::EC2::SecurityGroupIngress IpProtocol: 'Use -1 to specify all protocols')."""
+
+    def mutate(templates: Templates) -> None:
+        templates["storage-us-east-2"]["Resources"]["Injected"] = {
+            "Type": "AWS::EC2::SecurityGroupIngress",
+            "Properties": {"CidrIp": "10.10.0.0/16", "IpProtocol": protocol, "FromPort": low, "ToPort": high,
+                           "GroupId": "sg-1"},
+        }  # fmt: skip
+
+    return mutate
 
 
 @pytest.mark.parametrize(
     ("rule", "mutate"),
     [
         ("HubSpoke-NoTemplateTerminationProtection", _protect),
+        ("HubSpoke-NoTemplateTerminationProtection", _protect_by_launch_template),
         ("HubSpoke-PinnedNodeImage", _resolve_image),
         ("HubSpoke-PinnedNodeImage", _image_parameter),
         ("HubSpoke-StableNodeUserData", _moving_user_data),
         ("HubSpoke-CnqNetworkNeeds", _drop("AWS::EC2::NatGateway")),
         ("HubSpoke-CnqNetworkNeeds", _drop("AWS::EC2::VPCEndpoint")),
         ("HubSpoke-WaitWithinCustomResourceLimit", _long_wait),
-        ("HubSpoke-NoUnusedQumuloPort", _replication_ingress),
+        ("HubSpoke-NoUnusedQumuloPort", _replication_ingress("tcp", 3712, 3712)),
+        ("HubSpoke-NoUnusedQumuloPort", _replication_ingress("6", 3000, 4000)),
+        ("HubSpoke-NoUnusedQumuloPort", _replication_ingress("-1", -1, -1)),
     ],
 )
 def test_each_cnq_rule_catches_its_mutation(

@@ -27,11 +27,10 @@ def dev() -> HubSpokeConfig:
     return load(ROOT / "config" / "dev.yaml").config
 
 
-def synth_to(config: HubSpokeConfig) -> Path:
-    """Synthesize an environment into its own temp dir (never the shared synth cache), policy included."""
+def synth_to(config: HubSpokeConfig, outdir: Path) -> Path:
+    """Synthesize an environment into `outdir` (never the shared synth cache), policy included."""
     from hubspoke.stage import HubSpokeStage, new_app
 
-    outdir = Path(tempfile.mkdtemp(prefix="hubspoke-compute-"))
     app = new_app(outdir=str(outdir))
     stage = HubSpokeStage(app, config=config)
     app.synth()
@@ -39,8 +38,29 @@ def synth_to(config: HubSpokeConfig) -> Path:
 
 
 @pytest.fixture(scope="module")
-def assembly(dev: HubSpokeConfig) -> Path:
-    return synth_to(dev)
+def synth_scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Python's temp directory while the dev environment synthesizes (see the leak test below)."""
+    return tmp_path_factory.mktemp("synth-scratch")
+
+
+@pytest.fixture(scope="module")
+def assembly(dev: HubSpokeConfig, tmp_path_factory: pytest.TempPathFactory, synth_scratch: Path) -> Path:
+    outdir = tmp_path_factory.mktemp("compute-assembly")
+    # Importing CDK starts the jsii kernel, whose own scratch directory lives as long as the test process.
+    import hubspoke.stage  # noqa: F401
+
+    saved, tempfile.tempdir = tempfile.tempdir, str(synth_scratch)
+    try:
+        return synth_to(dev, outdir)
+    finally:
+        tempfile.tempdir = saved
+
+
+def test_synth_leaves_nothing_in_the_temp_directory(assembly: Path, synth_scratch: Path) -> None:
+    """Everything a synth renders (the lifecycle scripts included) lives in its cdk.out: a synth that left a
+    directory in /tmp each time filled a CI runner's disk (837 leftover directories of 65 MB were seen here)."""
+    assert sorted(p.name for p in synth_scratch.iterdir()) == []
+    assert [p.name for p in assembly.glob("lifecycle-src-*")], "the lifecycle scripts render into cdk.out"
 
 
 def templates(assembly: Path) -> dict[str, Template]:
@@ -238,11 +258,11 @@ def test_volumes_mount_the_regions_own_cnq(assembly: Path, dev: HubSpokeConfig) 
         assert storages == {f"hubspoke-{dev.environment}-storage-{code}"}
 
 
-def test_no_compute_where_config_switches_it_off(config_from: Any) -> None:
+def test_no_compute_where_config_switches_it_off(config_from: Any, tmp_path: Path) -> None:
     data = minimal()
     data["spokes"][0]["compute"] = {"enabled": False}
     config = config_from(data)
-    built = templates(synth_to(config))
+    built = templates(synth_to(config, tmp_path))
     assert "hubspoke-dev-compute-us-west-2" not in built
     assert "hubspoke-dev-compute-us-east-2" in built
     for name, template in built.items():

@@ -5,6 +5,7 @@ that changes nothing about them."""
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import re
@@ -14,7 +15,7 @@ import pytest
 import yaml
 
 from hubspoke.config import HubSpokeConfig, load
-from hubspoke.constructs.cnq.runtime.resources import NODE_SHAPE_RESOURCE
+from hubspoke.constructs.cnq.runtime.resources import NODE_PROTECTION_RESOURCE, NODE_SHAPE_RESOURCE
 from hubspoke.stacks.storage import (
     CLUSTER_RESOURCE,
     PORTAL_RESOURCE,
@@ -29,6 +30,16 @@ QUMULO_VPC_PORTS = {
     ("udp", 111),
     ("tcp", 3713),
     ("tcp", 8000),
+}
+
+
+# Qumulo's write-cache volumes per node (aws-terraform-cnq 6.3, modules/qcluster variables.tf ec2_map:
+# wcacheSlots, wcacheSize GiB, wcacheIOPSgp3, wcacheTput); DKV 4 x 4 GiB at 3000 IOPS / 125 MB/s; no read-cache
+# volumes on these types (rcacheSlots 0: the instance store is the read cache); boot drive 256 GiB gp3.
+QUMULO_WRITE_CACHE = {
+    "i4i.8xlarge": (16, 16, 3000, 125),
+    "i7i.4xlarge": (8, 16, 3000, 125),
+    "m6idn.8xlarge": (18, 16, 6944, 289),
 }
 
 
@@ -81,11 +92,27 @@ def test_nodes_as_configured_imdsv2_encrypted_retained_volumes(
         assert not template.get("Parameters", {}).keys() - {"BootstrapVersion"}, (
             "nothing asked at deploy time"
         )
+        [(template_id, launch)] = properties(template, "AWS::EC2::LaunchTemplate")
+        [(key_id, _)] = resources(template, "AWS::KMS::Key")
         for node in nodes:
             assert node["MetadataOptions"]["HttpTokens"] == "required", "IMDSv2 only"
             assert "DisableApiTermination" not in node, "a protected node could not roll back a failed create"
-            for mapping in node["BlockDeviceMappings"]:
-                assert mapping["Ebs"]["Encrypted"] is True and mapping["Ebs"]["DeleteOnTermination"] is False
+            assert node["LaunchTemplate"] == {
+                "LaunchTemplateId": {"Ref": template_id},
+                "Version": {"Fn::GetAtt": [template_id, "LatestVersionNumber"]},
+            }
+        mappings = launch["LaunchTemplateData"]["BlockDeviceMappings"]
+        for mapping in mappings:
+            assert mapping["Ebs"]["Encrypted"] is True and mapping["Ebs"]["DeleteOnTermination"] is False
+            assert mapping["Ebs"]["KmsKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+        slots, size, iops, throughput = QUMULO_WRITE_CACHE[storage.instance_type]
+        layout = [
+            (m["Ebs"]["VolumeSize"], m["Ebs"].get("Iops"), m["Ebs"].get("Throughput")) for m in mappings
+        ]
+        assert layout == [(256, None, None)] + [(size, iops, throughput)] * slots + [(4, 3000, 125)] * 4
+        assert {m["Ebs"]["VolumeType"] for m in mappings} == {"gp3"}
+        for _, node in resources(template, "AWS::EC2::Instance"):
+            assert f"EBS_VOLUMES={len(mappings)}\n" in _boot_script(node["Properties"])
         enis = [res["Properties"] for _, res in resources(template, "AWS::EC2::NetworkInterface")]
         assert {e["SecondaryPrivateIpAddressCount"] for e in enis} == {storage.floating_ips_per_node}
 
@@ -168,12 +195,57 @@ def test_the_wait_fits_cloudformations_custom_resource_limit(case: tuple[HubSpok
 
 
 def test_every_node_waits_for_the_node_shape_guard(case: tuple[HubSpokeConfig, Templates]) -> None:
+    """The guard carries every node property CloudFormation applies by replacing or stopping the instance:
+    ImageId, InstanceType, UserData (its sha256), the block devices and the ENI's subnet."""
     config, templates = case
     for region_code, template in storage_templates(config, templates).items():
         storage = config.region_config(region_code).storage
         [(guard_id, guard)] = list(properties(template, NODE_SHAPE_RESOURCE))
         assert (guard["ImageId"], guard["InstanceType"]) == (storage.ami_id, storage.instance_type)
-        assert all(guard_id in node["DependsOn"] for _, node in resources(template, "AWS::EC2::Instance"))
+        nodes = [node for _, node in resources(template, "AWS::EC2::Instance")]
+        assert all(guard_id in node["DependsOn"] for node in nodes)
+        scripts = {_boot_script(node["Properties"]) for node in nodes}
+        assert [hashlib.sha256(s.encode()).hexdigest() for s in scripts] == [guard["UserDataSha256"]]
+        assert {json.dumps(e["SubnetId"]) for _, e in properties(template, "AWS::EC2::NetworkInterface")} == {
+            json.dumps(guard["SubnetId"])
+        }
+        [(_, launch)] = properties(template, "AWS::EC2::LaunchTemplate")
+        mapped = [
+            {"device": m["DeviceName"], "type": m["Ebs"]["VolumeType"], "size_gib": m["Ebs"]["VolumeSize"],
+             "iops": m["Ebs"].get("Iops"), "throughput_mibps": m["Ebs"].get("Throughput")}
+            for m in launch["LaunchTemplateData"]["BlockDeviceMappings"]
+        ]  # fmt: skip
+        assert json.loads(guard["BlockDevices"]) == mapped
+        reads = {
+            a
+            for _, policy in properties(template, "AWS::IAM::Policy")
+            for st in policy["PolicyDocument"]["Statement"]
+            for a in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"])
+        }
+        assert {"ec2:DescribeInstances", "ec2:DescribeVolumes", "ec2:DescribeInstanceAttribute"} <= reads
+
+
+def test_node_protection_is_the_last_step_and_reads_only_its_own_stack(
+    case: tuple[HubSpokeConfig, Templates],
+) -> None:
+    """A failure anywhere in a Storage stack, the portal included, must roll back unprotected nodes: the
+    protection resource depends on every other resource of its template and lists every node."""
+    config, templates = case
+    for region_code, template in storage_templates(config, templates).items():
+        [(protection_id, protection)] = resources(template, NODE_PROTECTION_RESOURCE)
+        others = set(template["Resources"]) - {protection_id}
+        assert set(protection["DependsOn"]) == others, region_code
+        nodes = [{"Ref": k} for k, _ in resources(template, "AWS::EC2::Instance")]
+        assert protection["Properties"]["NodeInstanceIds"] == nodes
+        reads = [
+            st
+            for _, policy in properties(template, "AWS::IAM::Policy")
+            for st in policy["PolicyDocument"]["Statement"]
+            if "cloudformation:DescribeStacks" in json.dumps(st["Action"])
+        ]
+        assert [(r["Action"], r["Resource"]) for r in reads] == [
+            ("cloudformation:DescribeStacks", {"Ref": "AWS::StackId"})
+        ]
 
 
 def test_every_bucket_key_and_secret_is_retained_and_encrypted(

@@ -8,6 +8,8 @@ a customer KMS key, nodes in the same AZ as the Region's accelerators so reads n
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 
 from aws_cdk import CfnTag, CustomResource, Fn, RemovalPolicy, Stack
@@ -21,6 +23,7 @@ from constructs import Construct
 
 from hubspoke.config.schema import QumuloCoreConfig, StorageConfig
 from hubspoke.constructs.cnq.node import render_boot_script
+from hubspoke.constructs.cnq.node.volumes import node_volumes
 from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.resources import NODE_SHAPE_RESOURCE
 from hubspoke.constructs.keys import retained_key
@@ -29,8 +32,6 @@ from hubspoke.ports import NFS, QUMULO_PORTAL, QUMULO_REST, RPCBIND, SSH
 
 # Portals use 3713 in both directions on every node; 3712 (ports.QUMULO_REPLICATION) is replication, which
 # nothing here uses (Qumulo "Required networking ports"), so it stays closed.
-# Room for Qumulo Core, its logs and upgrade packages; the cluster's data lives in S3 and the cache.
-ROOT_VOLUME_GIB = 256
 # Qumulo accepts admin passwords with upper, lower, digit and special characters; these would need
 # quoting in shells, JSON or URLs, so the generator leaves them out.
 PASSWORD_EXCLUDED = " \"'`\\/@$%&*()[]{}<>|;:,?#"
@@ -108,10 +109,15 @@ class CnqCluster(Construct):
         boot, boot_inputs = self._install_access(
             storage.qumulo_core, prefix, peer_mtu_path, published_peer_routes
         )
-        user_data = Fn.base64(
-            render_boot_script(region=Stack.of(self).region, peer_mtu_path=peer_mtu_path, **boot)
+        self.volumes = node_volumes(storage)
+        script = render_boot_script(
+            region=Stack.of(self).region, peer_mtu_path=peer_mtu_path, ebs_volumes=len(self.volumes), **boot
         )
+        self.user_data_sha256 = hashlib.sha256(script.encode()).hexdigest()
+        self.subnet_id = subnet.subnet_id
+        user_data = Fn.base64(script)
         profile = iam.CfnInstanceProfile(self, "Profile", roles=[self.role.role_name])
+        volumes = self._node_volumes()
         self.node_ips: list[str] = []
         self.node_instance_ids: list[str] = []
         self.nodes: list[ec2.CfnInstance] = []
@@ -144,21 +150,11 @@ class CnqCluster(Construct):
                 metadata_options=ec2.CfnInstance.MetadataOptionsProperty(
                     http_tokens="required", http_endpoint="enabled"
                 ),
-                block_device_mappings=[
-                    ec2.CfnInstance.BlockDeviceMappingProperty(
-                        device_name="/dev/sda1",
-                        ebs=ec2.CfnInstance.EbsProperty(
-                            volume_size=ROOT_VOLUME_GIB,
-                            volume_type="gp3",
-                            encrypted=True,
-                            kms_key_id=self.key.key_arn,
-                            # The volume outlives its instance: replacing or deleting a node keeps it.
-                            delete_on_termination=False,
-                        ),
-                    )
-                ],
+                launch_template=ec2.CfnInstance.LaunchTemplateSpecificationProperty(
+                    launch_template_id=volumes.ref, version=volumes.attr_latest_version_number
+                ),
                 # No DisableApiTermination here: a protected node could not be rolled back after a failed
-                # first create. The provisioner protects the nodes once the cluster is formed.
+                # first create. The Storage stack protects them as its last step (Custom::CnqNodeProtection).
                 monitoring=True,
                 tags=[CfnTag(key="Name", value=f"{name}-node{index}"), CfnTag(key=CLUSTER_TAG, value=name)],
             )
@@ -167,7 +163,7 @@ class CnqCluster(Construct):
             acknowledge(
                 node,
                 "AwsSolutions-EC29",
-                reason="termination protection is switched on by the provisioner once the cluster has formed: a "
+                reason="termination protection is switched on as the Storage stack's last step (NodeProtection): a "
                 "node protected at create could not be terminated when a failed first create rolls back",
             )
             self.node_ips.append(eni.attr_primary_private_ip_address)
@@ -180,7 +176,12 @@ class CnqCluster(Construct):
         self._grant_floating_ip_moves(enis)
 
     def refuse_reshaping(self, service_token: str) -> CustomResource:
-        """A guard every node depends on: it fails an update that would replace or stop all nodes at once."""
+        """A guard every node depends on: it fails an update that would replace or stop all nodes at once.
+
+        It carries every node property whose change CloudFormation applies by replacing or stopping the
+        instance (ImageId, BlockDeviceMappings and the ENI's subnet: replacement; InstanceType and
+        UserData: stop and start), and compares them with what the running nodes have (runtime/shape.py).
+        """
         guard = CustomResource(
             self,
             "NodeShape",
@@ -190,11 +191,49 @@ class CnqCluster(Construct):
                 "ClusterName": self.name,
                 "ImageId": self.storage.ami_id,
                 "InstanceType": self.storage.instance_type,
+                "UserDataSha256": self.user_data_sha256,
+                "BlockDevices": json.dumps([v.shape() for v in self.volumes], sort_keys=True),
+                "SubnetId": self.subnet_id,
             },
         )
         for node in self.nodes:
             node.node.add_dependency(guard)
         return guard
+
+    def _node_volumes(self) -> ec2.CfnLaunchTemplate:
+        """The nodes' EBS volumes (node/volumes.py) as a launch template: AWS::EC2::Instance's own block-device
+        mapping has no Throughput, which Qumulo sets for gp3 caches (CloudFormation resource reference,
+        AWS::EC2::Instance Ebs vs AWS::EC2::LaunchTemplate Ebs)."""
+        tags = [
+            CfnTag(key="Name", value=f"{self.name}-node-volume"),
+            CfnTag(key=CLUSTER_TAG, value=self.name),
+        ]
+        return ec2.CfnLaunchTemplate(
+            self,
+            "NodeVolumes",
+            launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
+                block_device_mappings=[
+                    ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+                        device_name=volume.device,
+                        ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                            volume_size=volume.size_gib,
+                            volume_type=volume.type,
+                            iops=volume.iops,
+                            throughput=volume.throughput_mibps,
+                            encrypted=True,
+                            kms_key_id=self.key.key_arn,
+                            # The volume outlives its instance: replacing or deleting a node keeps it.
+                            delete_on_termination=False,
+                        ),
+                    )
+                    for volume in self.volumes
+                ],
+                # Retained volumes stay findable by cluster after the stack is gone (teardown.md).
+                tag_specifications=[
+                    ec2.CfnLaunchTemplate.TagSpecificationProperty(resource_type="volume", tags=tags)
+                ],
+            ),
+        )
 
     def _install_access(
         self, core: QumuloCoreConfig, prefix: str, peer_mtu_path: str, published: Sequence[tuple[str, str]]

@@ -47,9 +47,9 @@ class CnqProvisioner(Construct):
         provisioner.resource(stack, "Cluster", resource_type="Custom::CnqCluster", properties={...})
 
     Egress: Qumulo's REST port towards `rest_cidrs` (its own VPC and, in a spoke, the hub over the
-    peering) and HTTPS for the AWS APIs (Secrets Manager, EC2; the framework's Lambda and Step Functions);
-    nothing else. EC2 writes are limited to
-    the termination protection of instances tagged with one of `clusters`.
+    peering) and HTTPS for the AWS APIs (Secrets Manager, EC2, CloudFormation; the framework's Lambda and
+    Step Functions); nothing else. EC2 writes are limited to the termination protection of instances tagged
+    with one of `clusters`; CloudFormation to reading this stack's own status.
     """
 
     def __init__(
@@ -81,7 +81,9 @@ class CnqProvisioner(Construct):
                 ec2.Peer.ipv4(cidr), ec2.Port.tcp(QUMULO_REST), "Qumulo REST API"
             )
         self.security_group.add_egress_rule(
-            ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "AWS APIs (Secrets Manager, EC2, Lambda, Step Functions)"
+            ec2.Peer.any_ipv4(),
+            ec2.Port.tcp(443),
+            "AWS APIs (Secrets Manager, EC2, CloudFormation, Lambda, Step Functions)",
         )
         log_group = self._log_group("Logs")
         role = iam.Role(
@@ -199,4 +201,11 @@ class CnqProvisioner(Construct):
                 conditions={"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": list(clusters)}},
             )
         )
-        role.add_to_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
+        # The node-shape guard reads what the nodes run (runtime/shape.py); Describe* has no resource scope.
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["ec2:DescribeInstances", "ec2:DescribeVolumes"], resources=["*"])
+        )
+        # Whether CloudFormation still waits for a request (runtime/nodes.py, require_awaited).
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["cloudformation:DescribeStacks"], resources=[stack.stack_id])
+        )

@@ -1,4 +1,7 @@
-"""A CNQ provisioning world: moto for Secrets Manager and EC2, contract fakes of a hub and a spoke cluster.
+"""A CNQ provisioning world: moto for Secrets Manager, EC2 and CloudFormation, contract fakes of two clusters.
+
+The events carry the StackId of a moto stack, as CloudFormation's requests do; its status starts at
+CREATE_IN_PROGRESS (the handlers act only while CloudFormation still waits for a Create or Update).
 
 `drive` plays the CDK Provider framework's part: on_event once, then is_complete with the event merged
 with on_event's answer until it says IsComplete (aws-cdk-lib custom_resources, "Asynchronous Providers").
@@ -14,6 +17,8 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from moto.cloudformation.models import cloudformation_backends
+from moto.core import DEFAULT_ACCOUNT_ID
 
 from hubspoke.config import HubSpokeConfig
 from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
@@ -77,6 +82,11 @@ class World:
     """Secrets in moto, EC2 instances standing in for the nodes, and helpers to build events."""
 
     arns: dict[str, str]
+    stack_id: str
+
+    def stack_status(self, status: str) -> None:
+        """Move the stack to `status`, as CloudFormation would (moto has no in-progress states of its own)."""
+        cloudformation_backends[DEFAULT_ACCOUNT_ID][CONFIG.hub.region].stacks[self.stack_id].status = status
 
     def instances(
         self, count: int, cluster: str, image: str = IMAGE, itype: str = INSTANCE_TYPE
@@ -116,7 +126,7 @@ class World:
         }
         return {"RequestType": request, "ResourceType": "Custom::CnqCluster", "LogicalResourceId": "Cluster",
                 "PhysicalResourceId": f"cnq-cluster-dev-{fake.name}", "ResourceProperties": props,
-                "StartedAt": str(time.time())}  # fmt: skip
+                "StackId": self.stack_id, "StartedAt": str(time.time())}  # fmt: skip
 
     def portal_event(self, hub: FakeQumulo, spoke: FakeQumulo, request: str = "Create",
                      **overrides: str) -> dict[str, Any]:  # fmt: skip
@@ -131,7 +141,7 @@ class World:
         }  # fmt: skip
         return {"RequestType": request, "ResourceType": "Custom::CnqPortal", "LogicalResourceId": "Portal",
                 "PhysicalResourceId": "cnq-portal-Portal", "ResourceProperties": props,
-                "OldResourceProperties": dict(props)}  # fmt: skip
+                "OldResourceProperties": dict(props), "StackId": self.stack_id}  # fmt: skip
 
 
 @pytest.fixture
@@ -148,7 +158,17 @@ def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         ):
             client = boto3.client("secretsmanager", region_name=region)
             arns[name] = client.create_secret(Name=f"cnq-{name}", SecretString=value)["ARN"]
-        yield World(arns)
+        world = World(arns, stack_id(CONFIG.hub.region))
+        world.stack_status("CREATE_IN_PROGRESS")
+        yield world
+
+
+def stack_id(region: str, endpoint_url: str | None = None) -> str:
+    """A moto stack standing in for the Storage stack (its template is not what is under test)."""
+    keys = {"aws_access_key_id": "x", "aws_secret_access_key": "x"} if endpoint_url else {}
+    cfn = boto3.client("cloudformation", region_name=region, endpoint_url=endpoint_url, **keys)
+    template = '{"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}}'
+    return str(cfn.create_stack(StackName="hubspoke-dev-storage", TemplateBody=template)["StackId"])
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The CNQ provisioner run as Lambda runs it (tests/lambda_runtime.py): its synth-time bundle, its handler,
-its properties as synthesized, Lambda's environment; Secrets Manager is moto's server, Qumulo the contract fake.
+its properties as synthesized, Lambda's environment; AWS is moto's server, Qumulo the contract fake.
 
 What this adds to test_cnq_provisioner.py (the same handler in-process): the bundle imports and runs with
 nothing but itself and the runtime's SDK, from a read-only /var/task, as an unprivileged user without HOME.
@@ -13,10 +13,13 @@ from typing import Any
 
 import boto3
 import pytest
+from moto.cloudformation.models import cloudformation_backends
+from moto.core import DEFAULT_ACCOUNT_ID
 
 from hubspoke.constructs.cnq import bundling
 from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
 from tests.conftest import Templates, resources
+from tests.constructs.cnq.conftest import stack_id
 from tests.fakes.aws_endpoint import moto_endpoint
 from tests.fakes.qumulo import FakeQumulo
 from tests.lambda_runtime import LambdaFunction, bundle
@@ -43,8 +46,9 @@ def code(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def aws() -> Iterator[tuple[str, str, list[str]]]:
-    """moto's server for Secrets Manager and EC2: the hub secret, and four instances tagged as its nodes."""
+def aws() -> Iterator[tuple[str, str, list[str], str]]:
+    """moto's server for Secrets Manager, EC2 and CloudFormation: the hub secret, four instances tagged as its
+    nodes, and a stack that CloudFormation is creating."""
     with moto_endpoint() as endpoint:
         keys = {
             "region_name": HUB,
@@ -57,7 +61,9 @@ def aws() -> Iterator[tuple[str, str, list[str]]]:
         made = boto3.client("ec2", **keys).run_instances(
             ImageId="ami-12c6146b", MinCount=4, MaxCount=4, InstanceType="i4i.8xlarge", TagSpecifications=tags
         )
-        yield endpoint, secret["ARN"], [i["InstanceId"] for i in made["Instances"]]
+        stack = stack_id(HUB, endpoint)
+        cloudformation_backends[DEFAULT_ACCOUNT_ID][HUB].stacks[stack].status = "CREATE_IN_PROGRESS"
+        yield endpoint, secret["ARN"], [i["InstanceId"] for i in made["Instances"]], stack
 
 
 def _functions(templates: Templates) -> dict[str, dict[str, Any]]:
@@ -71,11 +77,11 @@ def _functions(templates: Templates) -> dict[str, dict[str, Any]]:
 
 
 def test_cluster_create_runs_from_the_bundle_in_lambdas_environment(
-    dev_templates: Templates, code: Path, aws: tuple[str, str, list[str]]
+    dev_templates: Templates, code: Path, aws: tuple[str, str, list[str], str]
 ) -> None:
     """Both entry points, each invocation in its own sandbox, as the Provider framework calls them:
     on_event once, then is_complete with the event merged with on_event's answer until IsComplete."""
-    endpoint, secret_arn, instance_ids = aws
+    endpoint, secret_arn, instance_ids, stack = aws
     functions = _functions(dev_templates)
     assert set(functions) == {bundling.ON_EVENT_HANDLER, bundling.IS_COMPLETE_HANDLER}
     _, resource = next(resources(dev_templates[f"storage-{HUB}"], "Custom::CnqCluster"))
@@ -97,7 +103,7 @@ def test_cluster_create_runs_from_the_bundle_in_lambdas_environment(
         assert not unresolved, f"give these deploy-time properties a test value: {unresolved}"
         event: dict[str, Any] = {
             "RequestType": "Create", "ResourceType": "Custom::CnqCluster", "LogicalResourceId": "Cluster",
-            "ResourceProperties": props,
+            "ResourceProperties": props, "StackId": stack,
         }  # fmt: skip
 
         def invoke(handler: str, payload: dict[str, Any]) -> dict[str, Any]:

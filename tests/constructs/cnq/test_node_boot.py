@@ -1,7 +1,10 @@
 """The CNQ node's first-boot script, run by bash against stubs of the tools a stock Ubuntu node has.
 
-Stubs record what the script asks of aws, snap, apt-get, systemctl, udevadm, curl (IMDSv2) and ip; the
-script writes under a scratch root (HUBSPOKE_ROOT) and its console into a file (HUBSPOKE_CONSOLE).
+Stubs record what the script asks of aws, snap, apt-get, apt-cache, systemctl, udevadm, apparmor_parser,
+lsblk, curl (IMDSv2) and ip; the script writes under a scratch root (HUBSPOKE_ROOT) and its console into
+a file (HUBSPOKE_CONSOLE). The node here has 21 EBS volumes (boot, 16 write cache, 4 DKV: Qumulo's layout
+for i4i.8xlarge) and 2 instance-store disks; lsblk shows their NVMe models (EC2 User Guide, "Amazon EBS and
+NVMe": "Amazon Elastic Block Store", "Amazon EC2 NVMe Instance Storage").
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class Node:
             "HUBSPOKE_ROOT": str(self.tmp / "root"),
             "HUBSPOKE_CONSOLE": str(self.tmp / "console"),
             "HUBSPOKE_RETRY_DELAY": "0",
+            "HUBSPOKE_DEVICE_WAIT": "0",
         }
         return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
 
@@ -59,16 +63,32 @@ esac
 """
 
 
+EBS, INSTANCE_STORE = "Amazon Elastic Block Store", "Amazon EC2 NVMe Instance Storage"
+KERNEL = "6.8.0-1021-aws"
+
+
+def lsblk(ebs: int, instance_store: int = 2) -> str:
+    models = [EBS] * ebs + [INSTANCE_STORE] * instance_store
+    return (
+        'if [ "$*" = "--nodeps --noheadings --output MODEL" ]; then printf "%s\\n" '
+        + " ".join(f'"{m}"' for m in models)
+        + "; fi"
+    )
+
+
 @pytest.fixture
 def node(tmp_path: Path) -> Node:
     n = Node(tmp_path)
     n.stub("aws", AWS)
     n.stub(
         "apt-get",
-        'if [ "$2" = "-y" ] && [[ "$3" == *.deb ]]; then echo "apt-get env $QUMULO_NETWORK_MANAGED_BY_HOST" >> '
+        'if [ "$4" = "-y" ] && [[ "$5" == *.deb ]]; then echo "apt-get env $QUMULO_NETWORK_MANAGED_BY_HOST" >> '
         f"{tmp_path}/calls.log; fi",
     )
-    for tool in ("systemctl", "udevadm", "snap"):
+    n.stub("uname", f'echo "{KERNEL}"')
+    n.stub("apt-cache")  # the archive still has every package asked about
+    n.stub("lsblk", lsblk(21))
+    for tool in ("systemctl", "udevadm", "snap", "apparmor_parser"):
         n.stub(tool)
     n.stub(
         "curl",
@@ -80,7 +100,11 @@ def node(tmp_path: Path) -> Node:
 
 def script() -> str:
     return render_boot_script(region="us-west-2", install_parameter="/hubspoke/dev/cnq/dev-usw2/qumulo-core",
-                              log_group="/hubspoke/dev/cnq/dev-usw2/install", peer_mtu_path="/hubspoke/dev/peer-mtu/")  # fmt: skip
+                              log_group="/hubspoke/dev/cnq/dev-usw2/install", peer_mtu_path="/hubspoke/dev/peer-mtu/",
+                              ebs_volumes=21)  # fmt: skip
+
+
+APT = "apt-get -o DPkg::Lock::Timeout=600"
 
 
 def test_installs_the_staged_release_host_managed_after_pinning_the_mtu(node: Node) -> None:
@@ -90,9 +114,9 @@ def test_installs_the_staged_release_host_managed_after_pinning_the_mtu(node: No
     calls = node.calls
     deb = str(node.tmp / "root/var/lib/hubspoke/qumulo-core.deb")
     assert f"aws s3 cp --region us-west-2 --only-show-errors {PACKAGE} {deb}" in calls
-    assert f"apt-get install -y {deb}" in calls and "apt-get env true" in calls
+    assert f"{APT} install -y {deb}" in calls and "apt-get env true" in calls
     pin = calls.index("ip route replace 10.10.0.0/16 via 10.20.0.1 dev ens5 mtu 8500")
-    assert pin < calls.index(f"apt-get install -y {deb}"), "the route MTU is pinned before Qumulo Core runs"
+    assert pin < calls.index(f"{APT} install -y {deb}"), "the route MTU is pinned before Qumulo Core runs"
     assert "systemctl enable --now hubspoke-peer-mtu.timer" in calls, (
         "kept pinned across reboots and new spokes"
     )
@@ -145,3 +169,45 @@ def test_the_script_names_only_config_derived_things() -> None:
     text = script()
     assert "7.10.2.1" not in text and "qumulo-core.deb" in text
     assert text == script(), "rendering is deterministic"
+
+
+def test_every_apt_call_waits_for_the_dpkg_lock(node: Node) -> None:
+    """unattended-upgrades may hold dpkg's lock on a first boot: apt waits for it (DPkg::Lock::Timeout)."""
+    assert node.run(script()).returncode == 0
+    apt = [c for c in node.calls if c.startswith("apt-get ") and c != "apt-get env true"]
+    assert len(apt) == 5 and all(c.startswith(APT + " ") for c in apt)
+
+
+def test_qumulos_host_packages_with_the_running_kernels_tools(node: Node) -> None:
+    """Qumulo's DebianNodeInitializer: jq, unzip, linux-tools-common, linux-tools-$(uname -r), systemd-container;
+    chrony and ubuntu-advantage-tools removed; the host chronyd AppArmor profile disabled."""
+    assert node.run(script()).returncode == 0
+    calls = node.calls
+    assert f"{APT} install -y jq unzip linux-tools-common systemd-container" in calls
+    assert f"{APT} install -y linux-tools-{KERNEL}" in calls
+    assert f"{APT} remove -y chrony ubuntu-advantage-tools" in calls
+    profile = node.tmp / "root/etc/apparmor.d/usr.sbin.chronyd"
+    assert (node.tmp / "root/etc/apparmor.d/disable/usr.sbin.chronyd").readlink() == profile
+    assert f"apparmor_parser -R {profile}" in calls
+
+
+def test_an_image_whose_kernel_tools_left_the_archive_still_installs(node: Node) -> None:
+    """Ubuntu keeps only the current kernel ABI's packages in -updates/-security: a node added later on an
+    older pinned image finds no linux-tools for its kernel and takes the AWS kernel's current ones."""
+    node.stub("apt-cache", f'[ "$2" != "linux-tools-{KERNEL}" ]')
+    result = node.run(script())
+    assert result.returncode == 0, result.stderr
+    assert f"{APT} install -y linux-tools-aws" in node.calls
+    assert not any(c.endswith(f"install -y linux-tools-{KERNEL}") for c in node.calls)
+    assert f"linux-tools-{KERNEL} is no longer in the Ubuntu archive" in result.stdout
+
+
+def test_the_install_waits_for_every_ebs_volume_not_instance_store(node: Node) -> None:
+    """Qumulo's node script waits for its disks before installing (user-data.py wait_for_block_devices):
+    20 EBS volumes and 2 instance-store disks make 22 disks, but not the 21 EBS volumes of the mapping."""
+    node.stub("lsblk", lsblk(20))
+    result = node.run(script())
+    assert result.returncode == 1
+    assert "HUBSPOKE-CNQ-INSTALL-FAILED: only 20 of the 21 EBS volumes of this node appeared" in node.console
+    assert not any(c.endswith(".deb") and " install " in c for c in node.calls)
+    assert any(c.startswith("aws s3 cp") for c in node.calls), "downloaded first, as Qumulo's script does"

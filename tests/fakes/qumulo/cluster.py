@@ -6,7 +6,12 @@ no source states is marked ASSUMED. Clusters have Qumulo's default of 4 nodes un
 
 Installs are host-managed (QUMULO_NETWORK_MANAGED_BY_HOST=true, as Qumulo's node script installs them):
 GET /v3/network shows no managed interfaces, floating IPs live in a HOST network, and interface changes are
-refused. Faults: down()/up() (connection refused), down_node(ip), fail(...) (Qumulo error N times), slow(...).
+refused. Faults: down()/up() (connection refused), down_node(ip), fail(...) (Qumulo error N times), slow(...),
+drop_reply(...) (the request takes effect, then the connection closes without an answer).
+
+Right after a create's 202 each member still answers GET /v1/node/state as UNCONFIGURED `api_switch_reads`
+times: the SDK warns of "disconnects and errors as the API switches from unconfigured to configured mode"
+(qumulo/commands/cluster.py, wait_for_first_quorum_following_cluster_create); ASSUMED how it shows.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from tests.fakes.qumulo.files import FilesMixin
 from tests.fakes.qumulo.portal import PortalMixin
-from tests.fakes.qumulo.server import Fault, Listener, QumuloFault, Reply, etag, free_port
+from tests.fakes.qumulo.server import DropReply, Fault, Listener, QumuloFault, Reply, etag, free_port
 
 DEFAULT_VERSION = "7.10.2.1"
 # ASSUMED: the persistent-store granularity the capacity clamp is rounded down to ("the actual stored value
@@ -39,6 +44,9 @@ class FakeNode:
     version: str
     node_id: int = -1  # ASSUMED value for a node no cluster has enlisted yet
     member: bool = False
+    # REST guide, /v1/node/state: REMOVED is a "configured node that has been removed from its cluster".
+    removed: bool = False
+    unconfigured_reads: int = 0
     reachable: bool = True
     listener: Listener | None = None
 
@@ -49,13 +57,15 @@ class FakeQumulo(FilesMixin, PortalMixin):
     peers: ClassVar[dict[str, FakeQumulo]] = {}
 
     def __init__(self, *, name: str, node_count: int = 4, version: str = DEFAULT_VERSION,
-                 portal_hosts: tuple[str, ...] = (), formation_polls: int = 1, host_managed: bool = True) -> None:  # fmt: skip
+                 portal_hosts: tuple[str, ...] = (), formation_polls: int = 1, host_managed: bool = True,
+                 api_switch_reads: int = 1) -> None:  # fmt: skip
         self.name, self.version, self.formation_polls, self.host_managed = (
             name,
             version,
             formation_polls,
             host_managed,
         )
+        self.api_switch_reads = api_switch_reads
         self.nodes = {f"127.0.0.{i}": FakeNode(f"127.0.0.{i}", version) for i in range(1, node_count + 1)}
         self._password: str | None = None
         self.cluster_id, self.tokens = "", set[str]()
@@ -159,6 +169,10 @@ class FakeQumulo(FilesMixin, PortalMixin):
         """Hold matching requests `seconds` before answering (the client's timeout fires first if shorter)."""
         self._faults.append(Fault(method, re.compile(path), times, status=0, delay=seconds))
 
+    def drop_reply(self, method: str | None, path: str, *, times: int = 1) -> None:
+        """Carry out matching requests, then close the connection without answering (a reset mid-switch)."""
+        self._faults.append(Fault(method, re.compile(path), times, status=0, drop=True))
+
     def called(self, method: str, path: str) -> int:
         return sum(1 for m, p in self.calls if m == method and re.search(path, p))
 
@@ -169,26 +183,35 @@ class FakeQumulo(FilesMixin, PortalMixin):
     def handle(self, node_ip: str, method: str, raw_path: str, headers: Any, body: Any) -> Reply:
         url = urlsplit(raw_path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        delay = 0.0
+        delay, drop = 0.0, False
         with self._lock:
             self.calls.append((method, raw_path))
             for fault in self._faults:
                 if fault.times > 0 and fault.method in (None, method) and fault.path.search(raw_path):
                     fault.times -= 1
-                    if not fault.delay:
+                    if fault.drop:
+                        drop = True
+                    elif not fault.delay:
                         raise QumuloFault(fault.status, fault.error_class, fault.description)
                     delay = fault.delay
                     break
         time.sleep(delay)
+        reply = self._dispatch(node_ip, method, url.path, query, headers, body)
+        if drop:
+            raise DropReply()
+        return reply
+
+    def _dispatch(self, node_ip: str, method: str, path: str, query: dict[str, str], headers: Any,
+                  body: Any) -> Reply:  # fmt: skip
         with self._lock:
             for route_method, pattern, action, public in self._routes():
-                match = re.fullmatch(pattern, url.path)
+                match = re.fullmatch(pattern, path)
                 if match and route_method == method:
                     if not public and headers.get("Authorization", "")[len("Bearer ") :] not in self.tokens:
                         raise QumuloFault(401, "http_unauthorized_error", "Need to log in first")
                     args = [unquote(g) for g in match.groups()]
                     return action(*args, body=body, query=query, node=self.nodes[node_ip], headers=headers)
-        raise QumuloFault(404, "http_not_found_error", f"no route {method} {url.path}")
+        raise QumuloFault(404, "http_not_found_error", f"no route {method} {path}")
 
     def _routes(self) -> list[tuple[str, str, Any, bool]]:
         public = [
@@ -211,9 +234,11 @@ class FakeQumulo(FilesMixin, PortalMixin):
             ("GET", r"/v3/network/status", self._network_status),
             # The v2 interface API in host mode (qumulo.rest.network_v3.CannotModifyInterfaceInHostNetworks)
             ("PATCH", r"/v2/network/interfaces/(\d+)", self._patch_interface),
-            # Object storage and capacity (SDK: qumulo.rest.object_storage, qumulo.rest.capacity)
-            ("GET", r"/v1/object-storage/uris", lambda **_: (200, {"uris": list(self.object_storage_uris)})),
+            # Object storage (REST guide, object-storage_uris: the response is an array of strings; the
+            # SDK's add_uris posts {"uris": [...], "maybe_credentials": ...} to the v2 route)
+            ("GET", r"/v1/object-storage/uris", lambda **_: (200, list(self.object_storage_uris))),
             ("POST", r"/v2/object-storage/add-uris", self._add_uris),
+            # Capacity (SDK: qumulo.rest.capacity)
             ("GET", r"/v1/capacity/clamp", lambda **_: (200, {"capacity_clamp": str(self.capacity_clamp)})),
             ("PUT", r"/v1/capacity/clamp", self._put_clamp),
             *self._file_routes(),
@@ -223,6 +248,11 @@ class FakeQumulo(FilesMixin, PortalMixin):
 
     # ----- nodes and formation
     def _node_state(self, node: FakeNode, **_: Any) -> Reply:
+        if node.removed:  # REST guide: REMOVED keeps its cluster_id ("'' if the node is unconfigured")
+            return 200, {"node_id": node.node_id, "state": "REMOVED", "cluster_id": self.cluster_id}
+        if node.member and node.unconfigured_reads > 0:
+            node.unconfigured_reads -= 1
+            return 200, {"node_id": -1, "state": "UNCONFIGURED", "cluster_id": ""}
         if not node.member:
             return 200, {"node_id": node.node_id, "state": "UNCONFIGURED", "cluster_id": ""}
         if self._forming_left > 0:
@@ -242,6 +272,10 @@ class FakeQumulo(FilesMixin, PortalMixin):
             node = self.nodes.get(ip)
             if node is None or not node.reachable:  # ASSUMED refusal shape for an unknown or silent node
                 raise QumuloFault(400, "node_unreachable_error", f"node {ip} is not reachable")
+            if node.removed:  # configured for its old cluster: ASSUMED the same refusal as a member's
+                raise QumuloFault(
+                    400, "cluster_already_configured_error", f"node {ip} was removed from a cluster"
+                )
             if (
                 node.version != version
             ):  # Qumulo's provisioner: "Can't add nodes running ver=..." (ASSUMED class)
@@ -252,7 +286,8 @@ class FakeQumulo(FilesMixin, PortalMixin):
         return nodes
 
     def _create(self, node: FakeNode, body: dict[str, Any], **_: Any) -> Reply:
-        if node.member or self.cluster_id:
+        # ASSUMED error class: the create of an already configured node is refused, not repeated.
+        if node.member or node.removed or self.cluster_id:
             raise QumuloFault(
                 400, "cluster_already_configured_error", "This node is already part of a cluster"
             )
@@ -264,7 +299,7 @@ class FakeQumulo(FilesMixin, PortalMixin):
         self.create_requests.append({k: v for k, v in body.items() if k != "admin_password"})
         self._password, self.cluster_id = body["admin_password"], str(uuid.uuid4())
         for number, member in enumerate(enlisted, start=1):
-            member.member, member.node_id = True, number
+            member.member, member.node_id, member.unconfigured_reads = True, number, self.api_switch_reads
         self.object_storage_uris = list(body["object_storage_uris"])
         self.capacity_clamp = int(body["usable_capacity_clamp"]) // PSTORE_BYTES * PSTORE_BYTES
         self._forming_left = self.formation_polls
@@ -298,8 +333,8 @@ class FakeQumulo(FilesMixin, PortalMixin):
         for offset, node in enumerate(joining):  # node ids go to new nodes in request order (qq's warning)
             node.member, node.node_id = True, next_id + offset
         for ip in self.members:
-            if ip not in target:  # ASSUMED: a removed node is left unconfigured
-                self.nodes[ip].member, self.nodes[ip].node_id = False, -1
+            if ip not in target:  # REST guide: REMOVED, still configured for this cluster
+                self.nodes[ip].member, self.nodes[ip].removed = False, True
         self._forming_left = self.formation_polls
         return 202, None
 
@@ -349,10 +384,8 @@ class FakeQumulo(FilesMixin, PortalMixin):
 
     # ----- persistent storage and capacity
     def _add_uris(self, body: dict[str, Any], **_: Any) -> Reply:
-        repeated = [u for u in body["uris"] if u in self.object_storage_uris]
-        if repeated:  # ASSUMED refusal: add-uris "adds" URIs; an existing one is not new
-            raise QumuloFault(400, "api_validation_error", f"already configured: {repeated}")
-        self.object_storage_uris += list(body["uris"])
+        # REST guide, object-storage_add-uris: "adds new URIs to the list ... and ignores the existing URIs".
+        self.object_storage_uris += [u for u in body["uris"] if u not in self.object_storage_uris]
         return 200, None
 
     def _put_clamp(self, body: dict[str, Any], **_: Any) -> Reply:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 Reply = tuple[int, Any]
 _CERT: tuple[str, str] | None = None
+_CERT_DIR: tempfile.TemporaryDirectory[str] | None = None
 
 
 def self_signed() -> tuple[str, str]:
@@ -41,7 +42,9 @@ def self_signed() -> tuple[str, str]:
             .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
             .not_valid_after(now + timedelta(days=7)).sign(key, hashes.SHA256())
         )  # fmt: skip
-        folder = Path(tempfile.mkdtemp(prefix="fake-qumulo-"))
+        global _CERT_DIR
+        _CERT_DIR = tempfile.TemporaryDirectory(prefix="fake-qumulo-")  # removed when the process ends
+        folder = Path(_CERT_DIR.name)
         (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         (folder / "key.pem").write_bytes(
             key.private_bytes(
@@ -64,6 +67,10 @@ class QumuloFault(Exception):
                 "stack": [], "user_visible": True}  # fmt: skip
 
 
+class DropReply(Exception):
+    """The request took effect; the connection closes without an answer."""
+
+
 @dataclass
 class Fault:
     """An injected failure or delay for requests matching `method` and the `path` regex, `times` times."""
@@ -75,6 +82,7 @@ class Fault:
     error_class: str = "fake_injected_error"
     description: str = "injected failure"
     delay: float = 0.0
+    drop: bool = False
 
 
 def etag(data: Any) -> str:
@@ -153,6 +161,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             )
         except QumuloFault as fault:
             status, data = fault.status, fault.body()
+        except DropReply:
+            self.close_connection = True
+            return
         payload = b"" if data is None else json.dumps(data).encode()
         try:
             self.send_response(status)

@@ -18,10 +18,14 @@ INSTALLED_MARKER = "HUBSPOKE-CNQ-INSTALLED"
 FAILED_MARKER = "HUBSPOKE-CNQ-INSTALL-FAILED"
 
 
-def render_boot_script(*, region: str, install_parameter: str, log_group: str, peer_mtu_path: str) -> str:
-    """boot.sh with the Region, the install parameter, the log group and the MTU pin filled in."""
+def render_boot_script(
+    *, region: str, install_parameter: str, log_group: str, peer_mtu_path: str, ebs_volumes: int
+) -> str:
+    """boot.sh with the Region, the install parameter, the log group, the EBS volumes to wait for (boot
+    volume included) and the MTU pin filled in."""
     values = {
         "@REGION@": shlex.quote(region),
+        "@EBS_VOLUMES@": str(int(ebs_volumes)),
         "@INSTALL_PARAMETER@": shlex.quote(install_parameter),
         "@LOG_GROUP@": shlex.quote(log_group),
         "@PIN_SCRIPT@": render_peer_mtu_pin(peer_mtu_path, region).rstrip("\n"),

@@ -8,10 +8,18 @@ set -euo pipefail
 REGION=@REGION@
 INSTALL_PARAMETER=@INSTALL_PARAMETER@
 LOG_GROUP=@LOG_GROUP@
+# EBS volumes the instance's block-device mapping attaches, the boot volume included (storage.cache_volumes).
+EBS_VOLUMES=@EBS_VOLUMES@
 # Qumulo's node script retries package steps 5 times, 10 s apart (qumulo-terraform-gcp @ a30b449c,
 # user-data.py MAX_RETRIES, RETRY_DELAY).
 ATTEMPTS=5
 DELAY=${HUBSPOKE_RETRY_DELAY:-10}
+# ASSUMED bound: Qumulo's node script waits for its disks without one (wait_for_block_devices); the
+# mapping attaches them at launch, so ten minutes without them means they are not coming.
+DEVICE_WAIT=${HUBSPOKE_DEVICE_WAIT:-600}
+# On a first boot, unattended-upgrades may hold dpkg's lock: wait for it up to 10 minutes rather than fail
+# (apt >= 1.9.11, DPkg::Lock::Timeout in apt's configure-index; Ubuntu 24.04 ships apt 2.7).
+APT=(apt-get -o DPkg::Lock::Timeout=600)
 # Empty on a node; tests point these at a scratch directory and a file.
 ROOT=${HUBSPOKE_ROOT:-}
 CONSOLE=${HUBSPOKE_CONSOLE:-/dev/console}
@@ -110,26 +118,54 @@ read -r PACKAGE_URI VERSION <<< "$install"
 log "installing Qumulo Core $VERSION from $PACKAGE_URI"
 
 # 4. The host, as Qumulo's node script prepares Ubuntu (qumulo-terraform-gcp @ a30b449c, user-data.py,
-#    DebianNodeInitializer): its packages, no host time sync (Qumulo runs chrony in its container), no
-#    Ubuntu Advantage tools, and the frontend interface named qumulo-frontend1 so that Qumulo Core, with
-#    host-managed networking, knows where the floating IPs go.
-retry apt-get update || fail "apt-get update failed: the node needs outbound access to the Ubuntu archive"
-retry apt-get install -y jq unzip linux-tools-common "linux-tools-$(uname -r)" systemd-container ||
+#    DebianNodeInitializer): its packages, no host time sync (Qumulo runs chrony in its container, so the
+#    host's chronyd AppArmor profile is disabled too), no Ubuntu Advantage tools, and the frontend
+#    interface named qumulo-frontend1 so that Qumulo Core, with host-managed networking, knows where the
+#    floating IPs go.
+retry "${APT[@]}" update || fail "apt-get update failed: the node needs outbound access to the Ubuntu archive"
+retry "${APT[@]}" install -y jq unzip linux-tools-common systemd-container ||
   fail "apt-get could not install Qumulo Core's host packages"
-apt-get remove -y chrony ubuntu-advantage-tools || log "chrony or ubuntu-advantage-tools not installed"
+# Qumulo installs the tools of the running kernel. Ubuntu keeps only the current kernel ABI's packages in
+# -updates and -security, so a node added later on an older pinned image may find none for its kernel:
+# then the AWS kernel's meta package brings the current ones (linux-tools-aws).
+kernel=$(uname -r)
+if apt-cache show "linux-tools-$kernel" > /dev/null 2>&1; then
+  retry "${APT[@]}" install -y "linux-tools-$kernel" || fail "apt-get could not install linux-tools-$kernel"
+else
+  log "linux-tools-$kernel is no longer in the Ubuntu archive (the pinned image is older than its kernel updates); installing linux-tools-aws instead"
+  retry "${APT[@]}" install -y linux-tools-aws ||
+    fail "apt-get could not install linux-tools-aws (nor linux-tools-$kernel, gone from the archive): pin a newer image"
+fi
+"${APT[@]}" remove -y chrony ubuntu-advantage-tools || log "chrony or ubuntu-advantage-tools not installed"
 systemctl mask --now systemd-timesyncd ubuntu-advantage || log "timesyncd or ubuntu-advantage not present"
+mkdir -p "$ROOT/etc/apparmor.d/disable"
+ln -sf "$ROOT/etc/apparmor.d/usr.sbin.chronyd" "$ROOT/etc/apparmor.d/disable/"
+apparmor_parser -R "$ROOT/etc/apparmor.d/usr.sbin.chronyd" || log "no chronyd AppArmor profile loaded"
 mac=$(retry imds mac) || fail "cannot read the primary interface's MAC from instance metadata"
 mkdir -p "$ROOT/etc/systemd/network"
 printf '[Match]\nMACAddress=%s\n\n[Link]\nAlternativeName=qumulo-frontend1\n' "$mac" \
   > "$ROOT/etc/systemd/network/05-qumulo-frontend-link-altname.link"
 udevadm trigger --action=add
 
-# 5. The package, downloaded from the staged location (the node role may read only that prefix) and
-#    installed with host-managed networking, as Qumulo's node script installs it.
+# 5. The package, downloaded from the staged location (the node role may read only that prefix), then,
+#    once every EBS volume of the node is there, installed with host-managed networking, as Qumulo's node
+#    script does it (install_qumulo_core: download, wait_for_block_devices, install). EBS volumes show the
+#    NVMe model "Amazon Elastic Block Store"; instance-store disks another one (EC2 User Guide, "Amazon EBS
+#    and NVMe"), so only the volumes the mapping attaches are counted.
 retry aws s3 cp --region "$REGION" --only-show-errors "$PACKAGE_URI" "$STATE/qumulo-core.deb" ||
   fail "cannot download $PACKAGE_URI: is Qumulo Core $VERSION staged there? (hubspoke preflight checks it)"
+waited=0
+while :; do
+  found=$(lsblk --nodeps --noheadings --output MODEL | grep -c "Amazon Elastic Block Store" || true)
+  [ "$found" -ge "$EBS_VOLUMES" ] && break
+  [ "$waited" -ge "$DEVICE_WAIT" ] &&
+    fail "only $found of the $EBS_VOLUMES EBS volumes of this node appeared in ${DEVICE_WAIT} s (lsblk): check the instance's block devices"
+  log "waiting for EBS volumes: $found of $EBS_VOLUMES"
+  sleep 5
+  waited=$((waited + 5))
+done
 export QUMULO_NETWORK_MANAGED_BY_HOST=true
-retry apt-get install -y "$STATE/qumulo-core.deb" || fail "apt-get could not install Qumulo Core $VERSION from $PACKAGE_URI"
+retry "${APT[@]}" install -y "$STATE/qumulo-core.deb" || fail "apt-get could not install Qumulo Core $VERSION from $PACKAGE_URI"
 
 echo "$VERSION" > "$STATE/installed"
 log "installed Qumulo Core $VERSION"

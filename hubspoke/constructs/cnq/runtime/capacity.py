@@ -1,9 +1,9 @@
 """Persistent storage (object-storage URIs) and the soft capacity limit of a running cluster.
 
 Qumulo's provisioner adds buckets with `add_object_storage_uris` and raises the limit with
-`capacity_clamp_set` (Qumulo/qumulo-terraform-gcp @ a30b449c, provision.py add_object_buckets,
-update_capacity_limit); the CNQ guide names only increases ("Increasing the Soft Capacity Limit",
-"Adding S3 buckets"). Neither has an inverse in the SDK: qumulo.rest.object_storage has get_uris and
+`capacity_clamp_set`, in that order: add_object_buckets ends by calling update_capacity_limit
+(Qumulo/qumulo-terraform-gcp @ a30b449c, provision.py); the CNQ guide names only increases
+("Increasing the Soft Capacity Limit", "Adding S3 buckets"). Neither has an inverse in the SDK: qumulo.rest.object_storage has get_uris and
 add_uris only, and capacity_clamp_set says "A value below the current provisioned capacity has no
 effect". So a decrease is refused with a message, never reported as done.
 """
@@ -17,13 +17,20 @@ from .session import Pending, ProvisioningError
 
 
 def current_uris(client: Any) -> list[str]:
-    """GET /v1/object-storage/uris (qumulo.rest.object_storage.get_uris)."""
+    """GET /v1/object-storage/uris (qumulo.rest.object_storage.get_uris): an array of strings (REST guide)."""
     data = client.object_storage.get_uris()
-    # ASSUMED: {"uris": [...]} like the body add_uris sends; a bare list is read the same way.
-    uris = data.get("uris") if isinstance(data, dict) else data
-    if not isinstance(uris, list):
+    if not isinstance(data, list):
         raise ProvisioningError(f"GET /v1/object-storage/uris answered an unexpected shape: {data!r}"[:300])
-    return [str(u) for u in uris]
+    return [str(u) for u in data]
+
+
+def add_missing_uris(client: Any, wanted: Sequence[str]) -> list[str]:
+    """POST /v2/object-storage/add-uris with the wanted URIs the cluster does not have; return those."""
+    have = current_uris(client)
+    new = [u for u in wanted if u not in have]
+    if new:
+        client.object_storage.add_uris(new)
+    return new
 
 
 def ensure_uris(client: Any, wanted: Sequence[str]) -> None:
@@ -36,9 +43,8 @@ def ensure_uris(client: Any, wanted: Sequence[str]) -> None:
             "Qumulo cannot remove persistent storage: set storage.bucket_count back to "
             f"{len(have)} (the buckets are retained, nothing was deleted)"
         )
-    new = [u for u in wanted if u not in have]
+    new = add_missing_uris(client, wanted)
     if new:
-        client.object_storage.add_uris(new)
         raise Pending(f"persistent storage: {len(new)} bucket(s) added")
 
 
@@ -59,14 +65,16 @@ def refuse_shrinking(old: dict[str, Any], new: dict[str, Any]) -> None:
         )
 
 
-def raise_limit(client: Any, old: dict[str, Any], new: dict[str, Any]) -> bool:
+def raise_limit(client: Any, old: dict[str, Any], new: dict[str, Any], uris: Sequence[str]) -> bool:
     """PUT /v1/capacity/clamp once per update that raises the limit (qumulo.rest.capacity); True if sent.
 
     Sent from on_event, which runs once per CloudFormation request: Qumulo stores the clamp rounded down
     to whole pstores, so a poll that compared the stored value with the requested one would resend it.
+    Buckets the same update adds go in first, as Qumulo's provisioner orders it.
     """
     old_bytes, new_bytes = int(old.get("UsableCapacityBytes") or 0), int(new.get("UsableCapacityBytes") or 0)
     if not old_bytes or new_bytes <= old_bytes:
         return False
+    add_missing_uris(client, uris)
     client.capacity.put_capacity_clamp(new_bytes)
     return True

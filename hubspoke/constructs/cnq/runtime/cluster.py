@@ -15,9 +15,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from qumulo.lib.request import RequestError
+
 from .session import Deadline, Pending, ProvisioningError, anonymous_client, describe
 
 log = logging.getLogger(__name__)
+
+# Qumulo's provisioner gives `qq create_object_backed_cluster` 300 s (qumulo-terraform-gcp @ a30b449c,
+# provision.py qq_command timeout=300): creating the cluster answers slowly, unlike the calls around it.
+CREATE_REQUEST_SECONDS = 300.0
+# ASSUMED error class (the contract fake's): the answer to a create sent to a node that is already
+# configured. After our own create it means "accepted, still switching modes", never a failure.
+ALREADY_CONFIGURED = "cluster_already_configured_error"
+# REST guide, /v1/node/state: "REMOVED - Configured node that has been removed from its cluster".
+REMOVED = "REMOVED"
 
 
 @dataclass(frozen=True)
@@ -47,8 +58,13 @@ class NodeView:
     version: str
 
     @property
+    def removed(self) -> bool:
+        return self.state == REMOVED
+
+    @property
     def configured(self) -> bool:
-        return self.state != "UNCONFIGURED" and bool(self.cluster_id)
+        """A member of a cluster: configured (it has a cluster_id) and not removed from it."""
+        return self.state not in ("UNCONFIGURED", REMOVED) and bool(self.cluster_id)
 
 
 def numeric_version(revision_id: str) -> str:
@@ -105,6 +121,53 @@ def _check_versions(spec: ClusterSpec, views: Sequence[NodeView]) -> None:
             )
 
 
+def _refuse_removed(spec: ClusterSpec, views: Sequence[NodeView]) -> None:
+    """A REMOVED node keeps its cluster_id and cannot join again: waiting for it would only run out the clock."""
+    removed = [v for v in views if v.removed]
+    if removed:
+        names = ", ".join(f"{v.ip} ({v.instance_id})" for v in removed)
+        raise ProvisioningError(
+            f"cluster {spec.cluster_name}: node(s) {names} were removed from the cluster and stay REMOVED "
+            "(Qumulo REST guide, node_state: 'configured node that has been removed from its cluster'); a removed "
+            "node cannot join again and must be rebuilt: lower storage.node_count to drop it, deploy, then raise "
+            "it again so that a new instance installs and joins (docs/runbooks/qumulo-core.md, 'A removed node')"
+        )
+
+
+def _create(spec: ClusterSpec, password: str, deadline: Deadline) -> None:
+    """POST /v5/cluster/object-backed/create to node 1; a lost answer is not a failure (raises Pending).
+
+    The SDK waits through "disconnects and errors as the API switches from unconfigured to configured
+    mode" after a create (qumulo/commands/cluster.py, wait_for_first_quorum_following_cluster_create), so a
+    reset, a timeout, a 5xx, or an already-configured answer to a create sent again all mean: look at the
+    nodes again at the next poll. Only another 4xx answer (a refused request) is final.
+    """
+    first = anonymous_client(spec.node_ips[0], spec.rest_port, deadline, cap=CREATE_REQUEST_SECONDS)
+    try:
+        first.cluster.create_object_backed_cluster(
+            cluster_name=spec.cluster_name,
+            admin_password=password,
+            host_instance_id=spec.node_instance_ids[0],
+            object_storage_uris=list(spec.object_storage_uris),
+            usable_capacity_clamp=spec.usable_capacity_bytes,
+            product_type=spec.product_type,
+            node_ips_and_fault_domains=[{"node_ip": ip, "fault_domain_id": None} for ip in spec.node_ips],
+            eula_accepted=True,
+        )
+    except RequestError as error:
+        if error.status_code < 500 and error.error_class != ALREADY_CONFIGURED:
+            raise ProvisioningError(f"cluster {spec.cluster_name}: create: {describe(error)}") from error
+        raise Pending(
+            f"cluster {spec.cluster_name}: create answered {describe(error)}; the nodes are switching to "
+            "configured mode"
+        ) from error
+    except OSError as error:  # reset, refused after the switch, or our timeout: the create may have landed
+        raise Pending(
+            f"cluster {spec.cluster_name}: no answer to create ({describe(error)}); checking the nodes again"
+        ) from error
+    raise Pending(f"cluster {spec.cluster_name}: creation requested, first quorum forming")
+
+
 def ensure_formed(spec: ClusterSpec, password: str, deadline: Deadline) -> str:
     """Create the object-backed cluster if every node is still unconfigured; return its UUID once ACTIVE.
 
@@ -113,6 +176,7 @@ def ensure_formed(spec: ClusterSpec, password: str, deadline: Deadline) -> str:
     is ACTIVE (GET /v1/node/state on every member).
     """
     views = survey(spec, deadline)
+    _refuse_removed(spec, views)
     _check_versions(spec, views)
     cluster_ids = {v.cluster_id for v in views if v.configured}
     if len(cluster_ids) > 1:
@@ -122,21 +186,7 @@ def ensure_formed(spec: ClusterSpec, password: str, deadline: Deadline) -> str:
         )
     if not cluster_ids:
         log.info("forming cluster %s from %d nodes", spec.cluster_name, len(spec.node_ips))
-        first = anonymous_client(spec.node_ips[0], spec.rest_port, deadline)
-        try:
-            first.cluster.create_object_backed_cluster(
-                cluster_name=spec.cluster_name,
-                admin_password=password,
-                host_instance_id=spec.node_instance_ids[0],
-                object_storage_uris=list(spec.object_storage_uris),
-                usable_capacity_clamp=spec.usable_capacity_bytes,
-                product_type=spec.product_type,
-                node_ips_and_fault_domains=[{"node_ip": ip, "fault_domain_id": None} for ip in spec.node_ips],
-                eula_accepted=True,
-            )
-        except Exception as error:
-            raise ProvisioningError(f"cluster {spec.cluster_name}: create: {describe(error)}") from error
-        raise Pending(f"cluster {spec.cluster_name}: creation requested, first quorum forming")
+        _create(spec, password, deadline)
     not_active = [v.ip for v in views if v.configured and v.state != "ACTIVE"]
     if not_active:
         raise Pending(
@@ -176,9 +226,3 @@ def ensure_membership(client: Any, spec: ClusterSpec) -> None:
         }
     )
     raise Pending(f"cluster {spec.cluster_name}: membership change to {len(spec.node_ips)} nodes requested")
-
-
-def removed_instances(old: Sequence[tuple[str, str]], spec: ClusterSpec) -> list[str]:
-    """Instance IDs of (ip, instance) pairs of the previous properties that the new ones no longer hold."""
-    keep = set(spec.node_ips)
-    return [instance for ip, instance in old if ip not in keep]

@@ -1,10 +1,11 @@
-"""The CNQ nodes as EC2 sees them: termination protection after formation, and the guard on node shape.
+"""The CNQ nodes' EC2 termination protection, switched on once the whole stack is done.
 
 The template never sets DisableApiTermination (a protected instance cannot be terminated, so a failed
 first create would end in ROLLBACK_FAILED; EC2 User Guide, "Enable termination protection"). Qumulo's
 own deployments protect their nodes (qumulo-terraform-aws, deletion_protection: "Enables EC2 Termination
-protection"), so the provisioner switches protection on once the cluster is formed and converged, and
-off for nodes an update removes from the cluster, so that CloudFormation can then terminate them.
+protection"), so Custom::CnqNodeProtection, the last resource of the Storage stack (it depends on every
+other one, the portal included), switches protection on, and off again when it is deleted: by a rollback
+or a stack delete, which can then terminate the nodes (the data lives in the retained S3 buckets).
 """
 
 from __future__ import annotations
@@ -19,7 +20,21 @@ log = logging.getLogger(__name__)
 
 # Every node carries this tag with its cluster's name; the provisioner's EC2 permissions are scoped to it.
 CLUSTER_TAG = "hubspoke:cnq-cluster"
-_LIVE = ["pending", "running", "stopping", "stopped"]
+# The stack statuses in which CloudFormation still waits for a Create or Update of ours (CloudFormation
+# User Guide, "Stack status codes"). UPDATE_ROLLBACK_IN_PROGRESS carries the rollback's own Update
+# requests, which restore the previous node set. In any other status (ROLLBACK_IN_PROGRESS after a
+# cancelled create, DELETE_IN_PROGRESS, ...) the answer is ignored: the Provider framework starts its
+# waiter and returns, so the waiter would otherwise go on working on nodes being terminated.
+AWAITED_STATUSES = frozenset({"CREATE_IN_PROGRESS", "UPDATE_IN_PROGRESS", "UPDATE_ROLLBACK_IN_PROGRESS"})
+
+
+def require_awaited(cfn: Any, stack_id: str) -> None:
+    """Raise unless CloudFormation still waits for the stack's Create or Update (DescribeStacks)."""
+    status = str(cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"])
+    if status not in AWAITED_STATUSES:
+        raise ProvisioningError(
+            f"the stack is {status}: CloudFormation no longer waits for this request, so nothing more is done"
+        )
 
 
 def set_protection(ec2: Any, instance_ids: Iterable[str], on: bool) -> list[str]:
@@ -46,27 +61,22 @@ def protect_all_or_none(ec2: Any, instance_ids: list[str]) -> None:
         raise
 
 
-def check_node_shape(ec2: Any, *, cluster: str, image_id: str, instance_type: str) -> None:
-    """Refuse a change of image or instance type while the cluster's nodes run another one.
+def apply_protection(
+    ec2: Any, cfn: Any, *, stack_id: str, instance_ids: list[str], previous: list[str]
+) -> None:
+    """Protect the stack's nodes, while the stack is still being created or updated; lift it from nodes an
+    update dropped, which CloudFormation terminates in its clean-up phase."""
+    require_awaited(cfn, stack_id)
+    set_protection(ec2, [i for i in previous if i not in instance_ids], False)
+    protect_all_or_none(ec2, instance_ids)
 
-    A new ImageId replaces an AWS::EC2::Instance and a new InstanceType stops it (CloudFormation resource
-    reference, "Update requires"); CloudFormation would do either to every node at once. Qumulo's CNQ guide
-    changes instance types with its cluster-replacement procedure instead ("Scaling Your Existing CNQ on
-    AWS Cluster"). Comparing with what runs, not with the previous properties, lets a rollback through.
-    """
-    pages = ec2.get_paginator("describe_instances").paginate(
-        Filters=[
-            {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
-            {"Name": "instance-state-name", "Values": _LIVE},
-        ]
-    )
-    running = [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
-    images = sorted({i["ImageId"] for i in running} - {image_id})
-    types = sorted({i["InstanceType"] for i in running} - {instance_type})
-    if images or types:
-        was = ", ".join([*(f"image {x}" for x in images), *(f"type {x}" for x in types)])
-        raise ProvisioningError(
-            f"cluster {cluster}: its nodes run {was}; the new image {image_id} / type {instance_type} would "
-            "replace or stop every node at once. Keep storage.ami_id and storage.instance_type, or move to new "
-            "nodes with Qumulo's cluster-replacement procedure (docs/runbooks/qumulo-core.md)"
-        )
+
+def lift_protection(ec2: Any, instance_ids: Iterable[str]) -> None:
+    """Termination protection off on every node that still exists, so CloudFormation can terminate them."""
+    for instance_id in instance_ids:
+        try:
+            set_protection(ec2, [instance_id], False)
+        except ec2.exceptions.ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "InvalidInstanceID.NotFound":
+                raise
+            log.info("%s no longer exists", instance_id)

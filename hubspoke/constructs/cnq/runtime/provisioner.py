@@ -6,11 +6,15 @@ or the total timeout passes (aws-cdk-lib custom_resources, "Asynchronous Provide
 reads the cluster and does one bounded step, so formation (boot, install, create, first quorum) is not
 squeezed into one 15-minute Lambda. A raised error's text is the failure reason CloudFormation shows.
 
-Custom::CnqNodeShape  refuses a new image or instance type while the nodes run another one (nodes.py).
-Custom::CnqCluster    forms the cluster, converges membership, floating IPs, buckets, capacity, exports,
-                      then switches on termination protection. Delete: nothing (the data is never deleted).
+Custom::CnqNodeShape  refuses a change CloudFormation would apply to every node at once (shape.py).
+Custom::CnqCluster    forms the cluster, converges membership, floating IPs, buckets, capacity, exports.
+                      Delete: nothing (the data is never deleted).
 Custom::CnqPortal     a spoke's portal to its hub, its NFS export and eviction threshold. Delete: remove
                       the portal, forced after a bounded wait only when no data is at stake.
+Custom::CnqNodeProtection  the stack's last resource: EC2 termination protection on the nodes while the
+                      stack is being created or updated; off again on Delete (rollback or stack delete).
+
+A Create or Update poll stops as soon as the stack is no longer awaiting it (nodes.require_awaited).
 
 Properties arrive as strings (CloudFormation's custom-resource contract); lists as lists of strings.
 """
@@ -26,8 +30,8 @@ from typing import Any
 import boto3
 from qumulo.lib.request import RequestError
 
-from . import capacity, cluster, exports, network, nodes, portal
-from .resources import CLUSTER_RESOURCE, NODE_SHAPE_RESOURCE, PORTAL_RESOURCE
+from . import capacity, cluster, exports, network, nodes, portal, shape
+from .resources import CLUSTER_RESOURCE, NODE_PROTECTION_RESOURCE, NODE_SHAPE_RESOURCE, PORTAL_RESOURCE
 from .session import Deadline, Pending, ProvisioningError, ProvisioningTimeout, describe, login
 
 log = logging.getLogger(__name__)
@@ -131,7 +135,7 @@ def _cluster_event(
         spec = _cluster_spec(props)
         client, _ = login(spec.node_ips, spec.rest_port, read_secret(str(props["AdminSecretArn"])), deadline,
                           what=f"cluster {spec.cluster_name}")  # fmt: skip
-        capacity.raise_limit(client, dict(old), dict(props))
+        capacity.raise_limit(client, dict(old), dict(props), spec.object_storage_uris)
 
 
 def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -147,12 +151,21 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if kind == NODE_SHAPE_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-nodes-{name}"
             if request != "Delete":
-                nodes.check_node_shape(aws("ec2"), cluster=name, image_id=str(props["ImageId"]),
-                                       instance_type=str(props["InstanceType"]))  # fmt: skip
+                shape.check_node_shape(
+                    aws("ec2"), cluster=name, wanted=shape.NodeShape.from_properties(props)
+                )
         elif kind == CLUSTER_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-cluster-{name}"
             if request != "Delete":
                 _cluster_event(request, props, old, deadline)
+        elif kind == NODE_PROTECTION_RESOURCE:
+            result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-protection-{name}"
+            ids = list(_list(props, "NodeInstanceIds"))
+            if request == "Delete":
+                nodes.lift_protection(aws("ec2"), ids)
+            else:
+                nodes.apply_protection(aws("ec2"), aws("cloudformation"), stack_id=str(event["StackId"]),
+                                       instance_ids=ids, previous=list(_list(old, "NodeInstanceIds")))  # fmt: skip
         elif kind == PORTAL_RESOURCE:
             result["PhysicalResourceId"] = (
                 event.get("PhysicalResourceId") or f"cnq-portal-{event.get('LogicalResourceId')}"
@@ -181,22 +194,18 @@ def _hub_portal_id(props: Mapping[str, Any], spec: portal.PortalSpec, deadline: 
 
 # ---------------------------------------------------------------- polled
 def _converge_cluster(event: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
-    props, old = event["ResourceProperties"], event.get("OldResourceProperties") or {}
+    props = event["ResourceProperties"]
     spec = _cluster_spec(props)
     password = read_secret(str(props["AdminSecretArn"]))
     cluster_id = cluster.ensure_formed(spec, password, deadline)
     client, _ = login(spec.node_ips, spec.rest_port, password, deadline, what=f"cluster {spec.cluster_name}")
     cluster.ensure_membership(client, spec)
-    ec2 = aws("ec2")
-    previous = list(zip(_list(old, "NodeIps"), _list(old, "NodeInstanceIds"), strict=False))
-    nodes.set_protection(ec2, cluster.removed_instances(previous, spec), False)
     if spec.floating_ips:
         network.ensure_floating_ips(client, spec.floating_ips, spec.floating_netmask)
     capacity.ensure_uris(client, spec.object_storage_uris)
     cidrs = _list(props, "ClientCidrs")
     for path in _list(props, "ExportPaths"):
         exports.ensure_export(client, exports.ExportSpec(path, cidrs, read_only=False, create_path=True))
-    nodes.protect_all_or_none(ec2, list(spec.node_instance_ids))
     log.info("cluster %s (%s) converged", spec.cluster_name, cluster_id)
     return {"ClusterId": cluster_id}
 
@@ -243,10 +252,21 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     """Provider framework isComplete: one bounded step; IsComplete false while Qumulo is still working."""
     request, kind = str(event["RequestType"]), str(event.get("ResourceType", ""))
     props = event.get("ResourceProperties") or {}
-    deadline = Deadline.after(context.get_remaining_time_in_millis() / 1000.0 - REPORT_RESERVE_SECONDS)
-    waited = time.time() - float(event.get("StartedAt") or time.time())
+    started = float(event.get("StartedAt") or time.time())
+    waited = time.time() - started
+    # The whole request (every poll) fits the budget, so the failure CloudFormation shows is ours, naming
+    # what was awaited, and not its own timeout: no poll starts past it, and no poll runs beyond it.
     budget = float(props.get("WaitSeconds") or DEFAULT_WAIT_SECONDS) - OVERALL_RESERVE_SECONDS
+    if waited >= budget:
+        raise ProvisioningTimeout(
+            f"{kind} {request}: gave up after {waited:.0f} s (budget {budget:.0f} s); the previous poll's log "
+            "line says what it was waiting for"
+        )
+    lambda_left = context.get_remaining_time_in_millis() / 1000.0 - REPORT_RESERVE_SECONDS
+    deadline = Deadline.after(min(lambda_left, budget - waited))
     try:
+        if kind in (CLUSTER_RESOURCE, PORTAL_RESOURCE) and request != "Delete":
+            nodes.require_awaited(aws("cloudformation"), str(event["StackId"]))
         if kind == CLUSTER_RESOURCE and request != "Delete":
             return {"IsComplete": True, "Data": _converge_cluster(event, deadline)}
         if kind == PORTAL_RESOURCE and request != "Delete":
@@ -260,7 +280,8 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if isinstance(error, RequestError) and error.status_code < 500:
             raise ProvisioningError(f"{kind} {request}: {describe(error)}") from error
         last = str(error) if isinstance(error, Pending) else describe(error)
-        if waited > budget:
+        waited = time.time() - started
+        if waited >= budget:
             raise ProvisioningTimeout(
                 f"{kind} {request}: gave up after {waited:.0f} s; last: {last}"
             ) from None

@@ -3,3 +3,4 @@
 NODE_SHAPE_RESOURCE = "Custom::CnqNodeShape"
 CLUSTER_RESOURCE = "Custom::CnqCluster"
 PORTAL_RESOURCE = "Custom::CnqPortal"
+NODE_PROTECTION_RESOURCE = "Custom::CnqNodeProtection"

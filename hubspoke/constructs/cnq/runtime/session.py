@@ -57,9 +57,9 @@ class Deadline:
         """This deadline or one `seconds` from now, whichever comes first."""
         return Deadline(min(self.at, time.monotonic() + max(0.0, seconds)))
 
-    def request_timeout(self) -> int:
+    def request_timeout(self, cap: float | None = None) -> int:
         # The SDK takes whole seconds and treats 0 as non-blocking; never below 1.
-        return max(1, int(min(MAX_REQUEST_SECONDS, self.remaining())))
+        return max(1, int(min(MAX_REQUEST_SECONDS if cap is None else cap, self.remaining())))
 
 
 def describe(error: BaseException) -> str:
@@ -102,8 +102,10 @@ def wait_until(deadline: Deadline, what: str, probe: Callable[[], T | None]) -> 
         time.sleep(min(poll_seconds(), deadline.remaining()))
 
 
-def anonymous_client(address: str, port: int, deadline: Deadline) -> Any:
-    return RestClient(address, port, timeout=deadline.request_timeout())
+def anonymous_client(address: str, port: int, deadline: Deadline, *, cap: float | None = None) -> Any:
+    """A client without credentials whose every request ends by the deadline, and by `cap` seconds
+    (MAX_REQUEST_SECONDS unless a call is known to take longer)."""
+    return RestClient(address, port, timeout=deadline.request_timeout(cap))
 
 
 def login(

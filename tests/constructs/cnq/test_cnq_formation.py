@@ -1,0 +1,110 @@
+"""Cluster creation while Qumulo switches modes, a removed node on rollback, and the overall wait budget.
+
+Against the contract fake, through the qumulo-api SDK. The SDK's own create command waits through
+"disconnects and errors as the API switches from unconfigured to configured mode"
+(qumulo/commands/cluster.py, wait_for_first_quorum_following_cluster_create); Qumulo's provisioner gives
+the create 300 s (qumulo-terraform-gcp @ a30b449c, provision.py qq_command timeout=300).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from qumulo.rest_client import RestClient
+
+from hubspoke.constructs.cnq.runtime import session
+from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
+from hubspoke.constructs.cnq.runtime.session import ProvisioningError, ProvisioningTimeout
+from tests.constructs.cnq.conftest import ROOMY, World, drive
+from tests.fakes.qumulo import FakeQumulo
+
+pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
+CREATE = r"^/v5/cluster/object-backed/create"
+
+
+def test_nodes_still_unconfigured_after_the_202_do_not_fail_the_create(world: World, hub: FakeQumulo) -> None:
+    """The poll after the 202 still sees UNCONFIGURED nodes and sends create again; the already-configured
+    answer means 'accepted', and the cluster forms from the first create."""
+    assert hub.api_switch_reads >= 1, "the fake lags the switch by default"
+    drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub")))
+    assert hub.state == "ACTIVE" and len(hub.create_requests) == 1
+    assert hub.called("POST", CREATE) >= 2, "the create was sent again while the nodes said UNCONFIGURED"
+
+
+def test_a_create_whose_answer_is_lost_is_waited_for(world: World, hub: FakeQumulo) -> None:
+    hub.drop_reply("POST", CREATE)
+    drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub")))
+    assert hub.state == "ACTIVE" and len(hub.create_requests) == 1
+
+
+def test_a_create_slower_than_an_ordinary_call_is_waited_for(
+    world: World, hub: FakeQumulo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ordinary calls are cut short (here at 1 s); the create is not, up to Qumulo's own 300 s."""
+    monkeypatch.setattr(session, "MAX_REQUEST_SECONDS", 1.0)
+    hub.slow(2.5, "POST", CREATE, times=1)
+    drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub")))
+    assert hub.state == "ACTIVE" and len(hub.create_requests) == 1
+
+
+def test_a_refused_create_is_final_with_qumulos_text(world: World, hub: FakeQumulo) -> None:
+    hub.fail("POST", CREATE, status=400, error_class="api_validation_error", description="fake: bad name")
+    with pytest.raises(ProvisioningError, match="create: Qumulo 400 api_validation_error: fake: bad name"):
+        drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub")))
+
+
+def test_a_removed_node_answers_removed_with_its_cluster_id(world: World, hub: FakeQumulo) -> None:
+    """REST guide, /v1/node/state: REMOVED = 'Configured node that has been removed from its cluster';
+    cluster_id is '' only 'if the node is unconfigured'."""
+    hub.add_nodes(1)
+    instances = world.instances(5, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    drive(world.cluster_event(hub, "hub", instances[:4], request="Update"))
+    answer = RestClient(hub.node_ips[4], hub.port).node_state.get_node_state()
+    assert dict(answer) == {"node_id": 5, "state": "REMOVED", "cluster_id": hub.cluster_id}
+
+
+def test_rolling_back_a_node_removal_fails_at_once_saying_the_node_must_be_rebuilt(
+    world: World, hub: FakeQumulo
+) -> None:
+    hub.add_nodes(1)
+    instances = world.instances(5, "dev-hub")
+    five = world.cluster_event(hub, "hub", instances)
+    drive(five)
+    # The update removes node 5, then a later step is refused: CloudFormation rolls back to 5 nodes.
+    hub.fail("POST", r"^/v3/nfs/exports/", status=400, error_class="nfs_export_quota_error")
+    update = world.cluster_event(hub, "hub", instances[:4], request="Update", exports=("/dataset",))
+    update["OldResourceProperties"] = five["ResourceProperties"]
+    with pytest.raises(ProvisioningError, match="nfs_export_quota_error"):
+        drive(update)
+    assert hub.members == hub.node_ips[:4]
+    rollback = world.cluster_event(hub, "hub", instances, request="Update")
+    rollback["OldResourceProperties"] = update["ResourceProperties"]
+    with pytest.raises(ProvisioningError) as raised:
+        drive(rollback, polls=3)
+    assert not isinstance(raised.value, ProvisioningTimeout), "refused at once, not waited on"
+    assert f"{hub.node_ips[4]} ({instances[4]})" in str(raised.value)
+    assert "removed from the cluster" in str(raised.value) and "rebuilt" in str(raised.value)
+
+
+def test_no_poll_starts_once_the_budget_is_spent(world: World, hub: FakeQumulo) -> None:
+    """WaitSeconds less the 60-s reserve is the budget for every poll together."""
+    event = world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), WaitSeconds="62")
+    merged = {**event, **on_event(event, ROOMY), "StartedAt": str(time.time() - 3)}
+    before = len(hub.calls)
+    with pytest.raises(ProvisioningTimeout, match=r"gave up after 3 s \(budget 2 s\)"):
+        is_complete(merged, ROOMY)
+    assert len(hub.calls) == before
+
+
+def test_a_poll_ends_when_the_budget_does(world: World, hub: FakeQumulo) -> None:
+    """With half a second of budget left, a node that takes 3 s to answer is not waited for: the poll gives
+    up at the budget (and says on what), not at the Lambda's own deadline."""
+    hub.slow(3.0, "GET", r"^/v1/node/state")
+    event = world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), WaitSeconds="62")
+    merged = {**event, **on_event(event, ROOMY), "StartedAt": str(time.time() - 1.5)}
+    with pytest.raises(
+        ProvisioningTimeout, match=r"gave up after \d+ s; last: node 127\.0\.0\.1 .* installing"
+    ):
+        is_complete(merged, ROOMY)

@@ -1,0 +1,100 @@
+"""Custom::CnqNodeProtection with moto's EC2 and CloudFormation, and what a failed first create leaves behind.
+
+A protected instance cannot be terminated (EC2 User Guide, "Enable termination protection"), so a node
+protected before the whole stack succeeded would turn a rollback into ROLLBACK_FAILED. CloudFormation
+still waits for a Create or Update only in CREATE_IN_PROGRESS, UPDATE_IN_PROGRESS and
+UPDATE_ROLLBACK_IN_PROGRESS (CloudFormation User Guide, "Stack status codes").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+
+from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
+from hubspoke.constructs.cnq.runtime.session import ProvisioningError
+from tests.constructs.cnq.conftest import CONFIG, ROOMY, World, drive
+from tests.fakes.qumulo import FakeQumulo
+
+pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
+
+
+def _protection(
+    world: World, instances: list[str], request: str = "Create", **old: list[str]
+) -> dict[str, Any]:
+    props = {"ClusterName": "dev-hub", "NodeInstanceIds": instances, "WaitSeconds": "3000"}
+    event = {"RequestType": request, "ResourceType": "Custom::CnqNodeProtection", "StackId": world.stack_id,
+             "LogicalResourceId": "NodeProtection", "ResourceProperties": props}  # fmt: skip
+    if request != "Create":
+        event["PhysicalResourceId"] = "cnq-protection-dev-hub"
+    if old:
+        event["OldResourceProperties"] = {**props, "NodeInstanceIds": old["was"]}
+    return event
+
+
+def test_create_protects_every_node_while_the_stack_is_created(world: World) -> None:
+    instances = world.instances(4, "dev-hub")
+    answer = drive(_protection(world, instances))
+    assert answer["PhysicalResourceId"] == "cnq-protection-dev-hub"
+    assert all(map(world.protected, instances))
+
+
+@pytest.mark.parametrize("status", ["ROLLBACK_IN_PROGRESS", "DELETE_IN_PROGRESS", "CREATE_COMPLETE"])
+def test_nothing_is_protected_once_cloudformation_no_longer_waits(world: World, status: str) -> None:
+    instances = world.instances(4, "dev-hub")
+    world.stack_status(status)
+    with pytest.raises(ProvisioningError, match=f"the stack is {status}: CloudFormation no longer waits"):
+        on_event(_protection(world, instances), ROOMY)
+    assert not any(map(world.protected, instances))
+
+
+def test_an_update_lifts_protection_from_the_nodes_it_drops(world: World) -> None:
+    instances = world.instances(5, "dev-hub")
+    drive(_protection(world, instances))
+    world.stack_status("UPDATE_IN_PROGRESS")
+    drive(_protection(world, instances[:4], request="Update", was=instances))
+    assert not world.protected(instances[4]), "CloudFormation terminates it in the clean-up phase"
+    assert all(map(world.protected, instances[:4]))
+
+
+def test_delete_lifts_protection_even_when_a_node_is_already_gone(world: World) -> None:
+    instances = world.instances(4, "dev-hub")
+    drive(_protection(world, instances))
+    world.stack_status("DELETE_IN_PROGRESS")
+    ec2 = boto3.client("ec2")
+    ec2.modify_instance_attribute(InstanceId=instances[3], DisableApiTermination={"Value": False})
+    ec2.terminate_instances(InstanceIds=[instances[3]])
+    gone = "i-0123456789abcdef0"
+    drive(_protection(world, [*instances, gone], request="Delete"))
+    assert not any(map(world.protected, instances[:3]))
+
+
+def test_a_failed_portal_create_leaves_no_node_protected(
+    world: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    """A spoke's first create: the cluster forms, the portal fails, CloudFormation rolls back the nodes.
+    The protection resource depends on the portal, so it never ran."""
+    hub_nodes, spoke_nodes = world.instances(4, "dev-hub"), world.instances(4, "dev-spoke")
+    drive(world.cluster_event(hub, "hub", hub_nodes, exports=(CONFIG.hub.storage.dataset_path,)))
+    drive(world.cluster_event(spoke, "spoke", spoke_nodes))
+    hub.fail("POST", r"^/v2/portal/hubs/\d+/accept", status=400, error_class="portal_error")
+    with pytest.raises(ProvisioningError, match="portal_error"):
+        drive(world.portal_event(hub, spoke))
+    assert not any(map(world.protected, spoke_nodes)), "the rollback can terminate every spoke node"
+
+
+def test_polling_stops_once_cloudformation_gave_up_on_the_create(world: World, hub: FakeQumulo) -> None:
+    """The Provider framework starts its waiter and returns; after a cancelled create the stack rolls back
+    and the waiter's next poll must not go on forming a cluster on nodes being terminated."""
+    hub.down_node(hub.node_ips[3])
+    event = world.cluster_event(hub, "hub", world.instances(4, "dev-hub"))
+    merged = {**event, **on_event(event, ROOMY)}
+    assert is_complete(merged, ROOMY) == {"IsComplete": False}
+    world.stack_status("ROLLBACK_IN_PROGRESS")
+    hub.up()
+    before = len(hub.calls)
+    with pytest.raises(ProvisioningError, match="ROLLBACK_IN_PROGRESS: CloudFormation no longer waits"):
+        is_complete(merged, ROOMY)
+    assert len(hub.calls) == before and not hub.create_requests
