@@ -23,7 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hubspoke.config.rules import DEFAULT_SECURITY_GROUP_RULES, peer_path_rules  # noqa: E402
+from hubspoke.config.quotas import DEFAULT_SECURITY_GROUP_RULES, peer_path_rules  # noqa: E402
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS  # noqa: E402
 
 # CloudFormation quotas: 500 resources per stack, 1 MB template body (via S3). Goal: half of each.

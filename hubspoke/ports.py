@@ -39,7 +39,7 @@ class PeerPort:
 
 
 # Only what crosses the peering, per direction, one security-group rule per peer CIDR each: every rule counts
-# against the "Inbound or outbound rules per security group" quota (60 by default; config/rules.py counts them).
+# against the "Inbound or outbound rules per security group" quota (60 by default; config/quotas.py counts them).
 _NFS_PROBE = PeerPort("tcp", NFS, "NFS (the spoke's hub canary probes it)")
 _PORTAL = PeerPort("tcp", QUMULO_PORTAL, "Qumulo portal (both directions, every node)")
 _REST = PeerPort(

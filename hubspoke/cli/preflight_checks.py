@@ -14,7 +14,7 @@ from typing import Any, Literal
 from botocore.exceptions import ClientError
 
 from hubspoke.config import HubSpokeConfig, RegionConfig
-from hubspoke.config.rules import PEERINGS_DEFAULT_QUOTA, PEERINGS_MAX_QUOTA
+from hubspoke.config.quotas import PEERINGS_DEFAULT_QUOTA, PEERINGS_MAX_QUOTA
 from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
 
 Status = Literal["pass", "warn", "fail"]

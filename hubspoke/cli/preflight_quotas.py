@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from hubspoke.cli.preflight_checks import CheckResult, Status, _pages, region_path
 from hubspoke.compute_metrics import hyperpod_cluster_name
 from hubspoke.config import HubSpokeConfig, RegionConfig
-from hubspoke.config.rules import SECURITY_GROUP_RULES_QUOTA_CODE, peer_path_rules
+from hubspoke.config.quotas import SECURITY_GROUP_RULES_QUOTA_CODE, peer_path_rules
 
 # Lambda Developer Guide, "Configuring reserved concurrency": "You can reserve up to the Unreserved account
 # concurrency value minus 100"; the quota behind the account limit is Lambda "Concurrent executions".

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from hubspoke.config import rules
-from hubspoke.config.rules import Problem
+from hubspoke.config.raw import Problem
 from hubspoke.config.schema import HubSpokeConfig
 
 # Field-specific advice where pydantic's own words would not tell the user what to write.

@@ -47,7 +47,7 @@ class StorageStack(PlannedStack):
             scope, construct_id, plan=plan, purpose=f"CNQ {'hub' if is_hub else 'spoke'} in {region.region}"
         )
         storage = region.storage
-        assert storage.qumulo_core is not None  # required with storage (hubspoke.config.rules)
+        assert storage.qumulo_core is not None  # required with storage (hubspoke.config.storage_rules)
         self.inputs = Inputs(self, config=config)
         network = NetworkView(self, "Network", inputs=self.inputs, config=config, region=region.region)
         self.cluster = CnqCluster(

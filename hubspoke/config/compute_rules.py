@@ -1,0 +1,31 @@
+"""Config rules on compute: HyperPod only where SageMaker offers it, and only beside the Region's own CNQ."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from hubspoke.config.raw import Problem, enabled, regions, section
+from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
+
+
+def compute_only_where_hyperpod_runs(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    for path, region in regions(raw):
+        code = region.get("region")
+        if code in REGIONS and code not in HYPERPOD_REGIONS and enabled(section(region, "compute")):
+            yield Problem(
+                f"{path}.compute",
+                f"SageMaker HyperPod is not offered in {code} (hubspoke/regions.py, 2026-11-30); "
+                "set compute.enabled: false for this Region or train in another one",
+            )
+
+
+def compute_mounts_local_storage(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """The dataset and checkpoint volumes point at the Region's own CNQ, so compute needs it there."""
+    for path, region in regions(raw):
+        if enabled(section(region, "compute")) and not enabled(section(region, "storage")):
+            yield Problem(
+                f"{path}.compute",
+                "compute mounts the dataset from this Region's own CNQ, but storage.enabled is false: "
+                "enable storage here or set compute.enabled: false",
+            )
