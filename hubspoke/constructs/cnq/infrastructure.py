@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import CfnTag, CustomResource, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -37,6 +38,8 @@ from hubspoke.ports import NFS, QUMULO_PORTAL, QUMULO_REST, RPCBIND, SSH
 PASSWORD_EXCLUDED = " \"'`\\/@$%&*()[]{}<>|;:,?#"
 # ENI attributes are only known at deploy time: Qumulo gets them joined, the stack outputs them joined.
 FLOATING_IP_SEPARATOR = ","
+# Instance metadata by session token only (IMDSv2): the boot script asks for a token first (node/boot.sh, imds).
+IMDS_V2_ONLY: dict[str, Any] = {"http_tokens": "required", "http_endpoint": "enabled"}
 _REGION_WORDS = {"north": "n", "south": "s", "east": "e", "west": "w", "central": "c", "northeast": "ne",
                  "southeast": "se", "northwest": "nw", "southwest": "sw"}  # fmt: skip
 
@@ -149,9 +152,7 @@ class CnqCluster(Construct):
                         device_index="0", network_interface_id=eni.attr_id
                     )
                 ],
-                metadata_options=ec2.CfnInstance.MetadataOptionsProperty(
-                    http_tokens="required", http_endpoint="enabled"
-                ),
+                metadata_options=ec2.CfnInstance.MetadataOptionsProperty(**IMDS_V2_ONLY),
                 launch_template=ec2.CfnInstance.LaunchTemplateSpecificationProperty(
                     launch_template_id=volumes.ref, version=volumes.attr_latest_version_number
                 ),
@@ -230,6 +231,9 @@ class CnqCluster(Construct):
                     )
                     for volume in self.volumes
                 ],
+                # As the nodes set them: Control Tower (CT.EC2.PR.1, PR.10) judges a launch template alone.
+                metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(**IMDS_V2_ONLY),
+                monitoring=ec2.CfnLaunchTemplate.MonitoringProperty(enabled=True),
                 # Retained volumes stay findable by cluster after the stack is gone (teardown.md).
                 tag_specifications=[
                     ec2.CfnLaunchTemplate.TagSpecificationProperty(resource_type="volume", tags=tags)
