@@ -145,9 +145,11 @@ class HubSpokeStage(Stage):
         acknowledge(
             self,
             "CKV_AWS_116",
-            reason="No function is invoked asynchronously with events to keep: custom-resource handlers are called "
-            "synchronously by their provider and report failure to CloudFormation; the canary runs every minute "
-            "and a failed run shows as a missing datapoint, which its alarms treat as breaching.",
+            reason="No function has events worth keeping: CloudFormation invokes custom-resource functions "
+            "asynchronously with a callback URL (Lambda Developer Guide, 'Using AWS Lambda with CloudFormation'), "
+            "so a request parked in a queue would answer nobody and the resource fails at its ServiceTimeout "
+            "anyway; provider handlers are invoked synchronously by their framework; the canary runs every "
+            "minute and a failed run shows as a missing datapoint, which its alarms treat as breaching.",
             resource_types=functions,
         )
         acknowledge(
