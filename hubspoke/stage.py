@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable
 
 from aws_cdk import (
@@ -81,6 +82,22 @@ def new_app(*, outdir: str | None = None) -> App:
         context=CONTEXT,
         post_cli_context=FAIL_ON_FINDINGS,
     )
+
+
+def synth_or_exit(app: App) -> None:
+    """Synthesize `app`; on an unacknowledged finding, exit 1 after CDK's report instead of with a traceback.
+
+    aws-cdk-lib prints the policy report, then throws "ValidationFailed" (FAIL_ON_FINDINGS above;
+    core/lib/private/synthesis-validation.js): the report is the message, a jsii traceback only buries it.
+    """
+    try:
+        app.synth()
+    except RuntimeError as exc:
+        if "ValidationFailed" not in str(exc):
+            raise
+        print(f"synth stopped: {exc}. Fix each finding above, or accept it with a reason through "
+              "hubspoke/policy/acks.py.", file=sys.stderr)  # fmt: skip
+        sys.exit(1)
 
 
 class HubSpokeStage(Stage):

@@ -35,7 +35,7 @@ import sys
 from aws_cdk import App, Stack, Stage, Validations
 from aws_cdk import aws_lambda as lambda_
 from hubspoke.policy.control_tower import ControlTowerControls
-from hubspoke.stage import new_app
+from hubspoke.stage import new_app, synth_or_exit
 
 app = new_app() if sys.argv[1] == "hubspoke" else App()
 stage = Stage(app, "Env")
@@ -43,7 +43,7 @@ stack = Stack(stage, "S")
 lambda_.Function(stack, "Outside", runtime=lambda_.Runtime.PYTHON_3_12, handler="index.handler",
                  code=lambda_.Code.from_inline("def handler(event, context): pass"))
 Validations.of(stage).add_plugins(ControlTowerControls())
-app.synth()
+synth_or_exit(app) if sys.argv[1] == "hubspoke" else app.synth()
 """
 
 
@@ -66,5 +66,9 @@ def test_cdk_synth_fails_on_an_unacknowledged_finding(tmp_path: Path) -> None:
         codes[app] = result.returncode
         if app == "hubspoke":
             assert "CT.LAMBDA.PR.3" in result.stdout + result.stderr, result.stderr[-2000:]
+            # The report is the message: no Python traceback after it.
+            assert "synth stopped" in result.stderr and "Traceback" not in result.stderr, result.stderr[
+                -2000:
+            ]
     assert codes["plain"] == 0, "the CLI now fails plain apps too: FAIL_ON_FINDINGS may no longer be needed"
     assert codes["hubspoke"] != 0
