@@ -84,9 +84,7 @@ class CnqCluster(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         if storage.ami_id is None or storage.qumulo_core is None:
-            raise ValueError(
-                "storage.ami_id and storage.qumulo_core are required (hubspoke.config.storage_rules)"
-            )
+            raise ValueError("storage.ami_id and storage.qumulo_core are required (config/storage_rules.py)")
         self.name = name
         self.storage = storage
         self.key = retained_key(self, "Key", description=f"CNQ {name}: persistent storage and node volumes")
