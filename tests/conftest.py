@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -80,24 +79,24 @@ def synth(config: HubSpokeConfig) -> Templates:
         return _SYNTH_CACHE[key]
     from hubspoke.stage import HubSpokeStage, new_app
 
-    outdir = tempfile.mkdtemp(prefix="hubspoke-synth-")
-    app = new_app(outdir=outdir)
-    stage = HubSpokeStage(app, config=config)
-    assembly = app.synth().get_nested_assembly(f"assembly-{stage.stage_name}")
-    templates = {
-        stack.node.id: json.loads(
-            Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path).read_text()
-        )
-        for stack in stage.stacks.values()
-    }
-    _WARNINGS[key] = [
-        f"{artifact.id}: {message.entry.data}"
-        for artifact in assembly.stacks_recursively
-        for message in artifact.messages
-        if str(message.level).rsplit(".", 1)[-1] in ("WARNING", "ERROR")
-    ]
+    # The templates are kept in memory; the assembly (65 MB of assets) goes, also when a finding stops synth.
+    with tempfile.TemporaryDirectory(prefix="hubspoke-synth-", ignore_cleanup_errors=True) as outdir:
+        app = new_app(outdir=outdir)
+        stage = HubSpokeStage(app, config=config)
+        assembly = app.synth().get_nested_assembly(f"assembly-{stage.stage_name}")
+        templates = {
+            stack.node.id: json.loads(
+                Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path).read_text()
+            )
+            for stack in stage.stacks.values()
+        }
+        _WARNINGS[key] = [
+            f"{artifact.id}: {message.entry.data}"
+            for artifact in assembly.stacks_recursively
+            for message in artifact.messages
+            if str(message.level).rsplit(".", 1)[-1] in ("WARNING", "ERROR")
+        ]
     _SYNTH_CACHE[key] = templates
-    shutil.rmtree(outdir, ignore_errors=True)  # the templates are in memory; the assembly is 65 MB of assets
     return templates
 
 
