@@ -12,9 +12,31 @@ from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.topology import plan_stacks
 
 HUB_UNREACHABLE = "hub-unreachable"
+# The hub-unreachable alarm fires when this many one-minute canary datapoints in a row are breaching
+# (hubspoke/constructs/alarms.py); verify judges the same window.
+HUB_UNREACHABLE_MINUTES = 3
 PORTAL_NOT_ACTIVE = "portal-not-active"
-CACHE_HIT_RATIO_LOW = "cache-hit-ratio-low"
+# The training job's own throughput is the primary signal (docs/operations.md, "Alarms"): ranks waiting in
+# synchronous collectives keep GPU utilization high while the loader starves.
+TRAINING_STALLED = "training-stalled"
+TRAINING_THROUGHPUT_LOW = "training-throughput-low"
 GPU_UTILIZATION_LOW = "gpu-utilization-low"
+# The hit ratio alone is ~0 on any cold first pass: its metric alarm notifies nobody, and the composite
+# CACHE_HIT_RATIO_LOW pages only while the throughput alarm is in ALARM too.
+CACHE_HIT_RATIO_BELOW_FLOOR = "cache-hit-ratio-below-floor"
+CACHE_HIT_RATIO_LOW = "cache-hit-ratio-low"
+# What each key means for the runbook an operator follows, where the cause is most often found.
+_TRAINING_RUNBOOKS = {
+    "spoke": {
+        TRAINING_STALLED: "docs/runbooks/hub-outage.md",
+        TRAINING_THROUGHPUT_LOW: "docs/runbooks/cache-warm-up.md",
+        GPU_UTILIZATION_LOW: "docs/runbooks/cache-warm-up.md",
+    },
+    "hub": {
+        key: "docs/runbooks/compute.md"
+        for key in (TRAINING_STALLED, TRAINING_THROUGHPUT_LOW, GPU_UTILIZATION_LOW)
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -26,6 +48,7 @@ class PlannedAlarm:
     stack_id: str
     stack_name: str
     runbook: str
+    notifies: bool = True  # False: an input of a composite alarm, which is the one that notifies
 
     @property
     def name(self) -> str:
@@ -49,12 +72,21 @@ def planned_alarms(config: HubSpokeConfig) -> tuple[PlannedAlarm, ...]:
                 (HUB_UNREACHABLE, "docs/runbooks/hub-outage.md"),
                 (PORTAL_NOT_ACTIVE, "docs/runbooks/hub-outage.md"),
             ]
-            if spoke.storage.enabled:
-                keys.append((CACHE_HIT_RATIO_LOW, "docs/runbooks/cache-warm-up.md"))
             if plan.region in computes:
-                keys.append((GPU_UTILIZATION_LOW, "docs/runbooks/cache-warm-up.md"))
+                keys += list(_TRAINING_RUNBOOKS["spoke"].items())
+                if spoke.storage.enabled:
+                    # Inputs before the composite that reads them.
+                    keys += [
+                        (CACHE_HIT_RATIO_BELOW_FLOOR, "docs/runbooks/cache-warm-up.md"),
+                        (CACHE_HIT_RATIO_LOW, "docs/runbooks/cache-warm-up.md"),
+                    ]
         elif plan.kind == "dashboard" and plan.region in computes:
-            # The hub has no Ops stack (a canary there would watch itself): its GPU alarm lives here.
-            keys = [(GPU_UTILIZATION_LOW, "docs/runbooks/compute.md")]
-        alarms += [PlannedAlarm(key, plan.region, plan.id, plan.name, runbook) for key, runbook in keys]
+            # The hub has no Ops stack (a canary there would watch itself): its training alarms live here.
+            keys = list(_TRAINING_RUNBOOKS["hub"].items())
+        alarms += [
+            PlannedAlarm(
+                key, plan.region, plan.id, plan.name, runbook, notifies=key != CACHE_HIT_RATIO_BELOW_FLOOR
+            )
+            for key, runbook in keys
+        ]
     return tuple(alarms)

@@ -1,7 +1,7 @@
 """Metric-filter patterns over VPC flow logs in the default format: which records count as which bytes.
 
-No CDK: the Ops stack's metric filters (constructs/canary/traffic.py) and config validation (the number of
-filters a topology needs) share it.
+No CDK: the Ops stack's metric filters (constructs/canary/traffic.py) and config validation
+(config/traffic_rules.py: the number of filters a topology needs) share it.
 
 Facts, with sources:
 - Default format: every version-2 field, in this order (Amazon VPC User Guide, "Flow log records",
@@ -43,7 +43,11 @@ DEFAULT_FORMAT_FIELDS: tuple[str, ...] = (
     "log_status",
 )
 FILTER_PATTERN_MAX_CHARS = 1024
-# CloudWatch Logs allows 100 metric filters per log group; ours stay well inside it.
+# "Metrics filters: 100 per log group. This quota can't be changed." (CloudWatch Logs User Guide, quotas,
+# awsdocs/amazon-cloudwatch-logs-user-guide@26c12c3 doc_source/cloudwatch_limits_cwl.md).
+LOG_GROUP_FILTER_QUOTA = 100
+# A choice, not a limit: hubspoke uses at most 60 of them, leaving 40 for an operator's own filters on the
+# same flow-log group (config validation refuses a topology that needs more).
 MAX_FILTERS_PER_LOG_GROUP = 60
 
 
@@ -51,7 +55,8 @@ def address_wildcards(cidrs: Iterable[str]) -> list[str]:
     """Wildcards ('10.10.*', '10.20.3.*') covering the CIDRs at octet boundaries, without duplicates.
 
     Patterns match text, not address ranges: a block that does not end on an octet is split into the blocks
-    of its next octet boundary (a /17 into 128 /24s), and a block smaller than /24 is widened to its /24.
+    of its next octet boundary (a /17 into 128 /24s), and a block smaller than /24 is widened to its /24
+    (config validation refuses a hub and a spoke block in one /24: config/traffic_rules.py).
     """
     wildcards: list[str] = []
     for cidr in cidrs:
@@ -116,8 +121,3 @@ def traffic_patterns(*, own_cidrs: Sequence[str], hub_cidrs: Sequence[str]) -> d
             field="srcaddr", wildcards=address_wildcards(own_cidrs), exact={"srcport": str(NFS)}
         ),
     }
-
-
-def filter_count(*, own_cidrs: Sequence[str], hub_cidrs: Sequence[str]) -> int:
-    """How many metric filters a spoke's flow-log group needs."""
-    return sum(len(p) for p in traffic_patterns(own_cidrs=own_cidrs, hub_cidrs=hub_cidrs).values())

@@ -15,13 +15,21 @@ NAMESPACE = "HubSpoke/Training"
 SAMPLES_PER_SECOND = "SamplesPerSecond"
 TOKENS_PER_SECOND = "TokensPerSecond"
 STEP_SECONDS = "StepSeconds"
+# The run's own baseline: the best mean samples/s it kept over any BASELINE_SECONDS (workload/throughput.py).
+SAMPLES_PER_SECOND_BASELINE = "SamplesPerSecondBaseline"
+BASELINE_SECONDS = 300.0
 # Rank 0 reports throughput every this many seconds (the rendered job's --metrics-seconds, train.py's
-# default). At most half a minute, so every 1-minute period of a running job holds a record the GPU alarm
-# can count.
+# default). At most half a minute, so every 1-minute period of a running job holds a record the training
+# alarms can count.
 REPORT_SECONDS = 30.0
 # One dimension set, so a dashboard can name every series without knowing job names.
 DIMENSIONS: tuple[str, ...] = ("Environment", "Region")
-UNITS = {SAMPLES_PER_SECOND: "Count/Second", TOKENS_PER_SECOND: "Count/Second", STEP_SECONDS: "Seconds"}
+UNITS = {
+    SAMPLES_PER_SECOND: "Count/Second",
+    TOKENS_PER_SECOND: "Count/Second",
+    STEP_SECONDS: "Seconds",
+    SAMPLES_PER_SECOND_BASELINE: "Count/Second",
+}
 
 # Where the records go. CloudWatch extracts metrics only from log events that are EMF documents themselves;
 # the observability add-on's Fluent Bit wraps each stdout line in its own JSON record, so stdout EMF never

@@ -51,12 +51,63 @@ def test_a_17_needs_a_few_filters_not_one_per_24() -> None:
     assert sum(p.count("srcaddr=10.10.") for p in kinds["from_hub"]) == 128
 
 
-def test_validation_names_the_topology_whose_filters_do_not_fit(tmp_path: Path) -> None:
-    many = [f"10.{i}.0.0/17" for i in range(30, 60)]
-    data = minimal(hub={"region": "us-east-2", "cidr": "10.10.0.0/17", "secondary_cidrs": many})
+def _problems(tmp_path: Path, data: dict[str, object], name: str = "env.yaml") -> list[str]:
     with pytest.raises(ConfigError) as caught:
-        load(write_config(tmp_path, data))
-    assert "spokes[0].secondary_cidrs: this spoke's traffic metrics need" in str(caught.value)
-    assert "octet-aligned" in str(caught.value)
+        load(write_config(tmp_path, data, name=name))
+    return [f"{p.field}: {p.message}" for p in caught.value.problems]
+
+
+def test_validation_names_the_cidrs_whose_filters_do_not_fit(tmp_path: Path) -> None:
+    """30 hub /17s need 30 x 128 /24 wildcards from and to the hub: the hub's CIDRs are what to change. CloudWatch
+    Logs allows 100 metric filters per log group (User Guide quotas, "can't be changed"); hubspoke keeps to 60."""
+    many = [f"10.{i}.0.0/17" for i in range(30, 60)]
+    found = _problems(
+        tmp_path, minimal(hub={"region": "us-east-2", "cidr": "10.10.0.0/17", "secondary_cidrs": many})
+    )
+    [problem] = [p for p in found if "metric filters" in p]
+    assert problem.startswith("hub.secondary_cidrs: the traffic metrics of spoke spokes[0] need "), problem
+    assert "of CloudWatch Logs' 100 per log group (a choice" in problem and "octet-aligned" in problem
+    # The spoke's own CIDRs overflowing names the spoke's field.
+    own = [f"10.{i}.0.0/17" for i in range(30, 60)]
+    spoke = {"region": "us-west-2", "cidr": "10.20.0.0/17", "secondary_cidrs": own}
+    found = _problems(tmp_path, minimal(spokes=[spoke]), name="spoke.yaml")
+    [problem] = [p for p in found if "metric filters" in p]
+    assert problem.startswith("spokes[0].secondary_cidrs: "), problem
     fine = minimal(hub={"region": "us-east-2", "cidr": "10.10.0.0/17"})
     assert load(write_config(tmp_path, fine, name="fine.yaml")).config.hub.cidr == "10.10.0.0/17"
+
+
+def _sharing(hub_secondary: str, spoke_secondary: str) -> dict[str, object]:
+    return minimal(
+        hub={"region": "us-east-2", "cidr": "10.10.0.0/16", "secondary_cidrs": [hub_secondary]},
+        spokes=[{"region": "us-west-2", "cidr": "10.20.0.0/16", "secondary_cidrs": [spoke_secondary]}],
+    )
+
+
+def test_a_hub_and_a_spoke_block_in_one_24_are_refused(tmp_path: Path) -> None:
+    """Patterns match text, so 10.30.0.0/25 and 10.30.0.128/25 are both 10.30.0.*: the spoke's own replies
+    would count as bytes from the hub. They do not overlap, so only this rule catches it."""
+    found = _problems(tmp_path, _sharing("10.30.0.0/25", "10.30.0.128/25"))
+    assert found == [
+        "spokes[0].secondary_cidrs[0]: 10.30.0.128/25 shares the /24 10.30.0.0/24 with hub.secondary_cidrs[0] "
+        "(10.30.0.0/25); the spoke's traffic metrics match addresses by /24 and would mix hub and spoke bytes: "
+        "move one of the two blocks to a /24 the other does not use"
+    ]
+    apart = _sharing("10.30.0.0/25", "10.30.1.0/25")
+    assert load(write_config(tmp_path, apart, name="apart.yaml")).config.spokes[0].secondary_cidrs == [
+        "10.30.1.0/25"
+    ]
+
+
+def test_a_refused_config_exits_2_naming_file_field_and_fix(tmp_path: Path) -> None:
+    import contextlib
+    import io
+
+    from hubspoke.cli.main import main
+
+    path = write_config(tmp_path, _sharing("10.30.0.0/25", "10.30.0.128/25"))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["validate", str(path)]) == 2
+    assert f"{path}: spokes[0].secondary_cidrs[0]: 10.30.0.128/25 shares the /24" in err.getvalue()
+    assert "Traceback" not in err.getvalue()

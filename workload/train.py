@@ -31,8 +31,10 @@ from torch.utils.data import DataLoader
 
 from hubspoke.training_metrics import (
     AGENT_ENDPOINT_ENV,
+    BASELINE_SECONDS,
     REPORT_SECONDS,
     SAMPLES_PER_SECOND,
+    SAMPLES_PER_SECOND_BASELINE,
     STEP_SECONDS,
     TOKENS_PER_SECOND,
     emf_line,
@@ -152,6 +154,8 @@ def _throughput_reporter(args: argparse.Namespace, world: int, sink: EmfSink) ->
         }
         if "step_seconds" in rates:
             values[STEP_SECONDS] = rates["step_seconds"]
+        if "baseline_samples_per_second" in rates:
+            values[SAMPLES_PER_SECOND_BASELINE] = rates["baseline_samples_per_second"]
         line = emf_line(
             values, environment=args.environment, region=args.region, Job=args.job_name, Step=step
         )
@@ -163,6 +167,7 @@ def _throughput_reporter(args: argparse.Namespace, world: int, sink: EmfSink) ->
         tokens_per_sample=args.seq_len,
         report=report,
         interval=args.metrics_seconds,
+        baseline_seconds=max(BASELINE_SECONDS, args.metrics_seconds),
     )
     reporter.start()
     return reporter

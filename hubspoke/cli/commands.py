@@ -27,6 +27,10 @@ COMMANDS: dict[str, Command] = {
     "preflight": Command(
         "hubspoke.cli.preflight", "check the AWS accounts and Regions before deploying (read-only)"
     ),
+    "verify": Command(
+        "hubspoke.cli.verify",
+        "check a deployed environment against its config, with a fix per problem (read-only)",
+    ),
     "ami": Command(
         "hubspoke.cli.ami",
         "print the current Ubuntu 24.04 image of each Region as the storage.ami_id line to paste",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 # Colours for status words in check tables; plain output prints the word alone.
-_STYLES = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+_STYLES = {"pass": "green", "warn": "yellow", "fail": "bold red", "not checked": "dim"}
 
 
 @dataclass

@@ -72,7 +72,7 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
                     {
                         "stack": consumer,
                         "outputs": list(names),
-                        "refresh": _refresh(config_path, stage, consumer),
+                        "refresh": refresh_command(config_path, stage, consumer),
                     }
                     for consumer, names in readers.get(plan.id, {}).items()
                 ],
@@ -92,10 +92,10 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
         ],
         "commands": {
             "bootstrap": _bootstrap_commands(config, stacks),
-            "deploy_all": _cdk("deploy", config_path, f"{stage}/*"),
-            "refresh": _refresh(config_path, stage, "<reader-stack-id>"),
+            "deploy_all": cdk_command("deploy", config_path, f"{stage}/*"),
+            "refresh": refresh_command(config_path, stage, "<reader-stack-id>"),
             "deploy_in_order": [
-                _cdk("deploy", config_path, "--exclusively", f"{stage}/{p.id}") for p in stacks
+                cdk_command("deploy", config_path, "--exclusively", f"{stage}/{p.id}") for p in stacks
             ],
         },
     }
@@ -140,18 +140,19 @@ def _bootstrap_commands(config: HubSpokeConfig, stacks: list[StackPlan]) -> list
     return commands
 
 
-def _refresh(config_path: str, stage: str, stack_id: str) -> str:
+def refresh_command(config_path: str, stage: str, stack_id: str) -> str:
     """Redeploy one reader so its Fn::GetStackOutput values are read again (stage.py, REFRESH_CONTEXT).
 
     A new token makes the deploy an update even with an unchanged template; `$(date +%s)` is left for the
     shell to expand.
     """
-    return _cdk("deploy", config_path, "--exclusively", f"{stage}/{stack_id}").replace(
+    return cdk_command("deploy", config_path, "--exclusively", f"{stage}/{stack_id}").replace(
         " --exclusively", " -c refresh=$(date +%s) --exclusively", 1
     )
 
 
-def _cdk(verb: str, config_path: str, *rest: str) -> str:
+def cdk_command(verb: str, config_path: str, *rest: str) -> str:
+    """`npx cdk VERB -c config=PATH ...`, shell-quoted: the form plan and verify print."""
     return shlex.join(("npx", "cdk", verb, "-c", f"config={config_path}", *rest))
 
 

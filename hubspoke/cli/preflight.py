@@ -9,35 +9,28 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import asdict
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    ConnectTimeoutError,
-    CredentialRetrievalError,
-    EndpointConnectionError,
-    NoCredentialsError,
-    PartialCredentialsError,
-    ProfileNotFound,
-    ReadTimeoutError,
-    SSOError,
-    TokenRetrievalError,
-)
+from botocore.exceptions import ClientError
 
-from hubspoke.cli.commands import COMMANDS
-from hubspoke.cli.output import Table, fail, print_json, print_tables
-from hubspoke.cli.preflight_checks import (
+from hubspoke.cli.checks import (
     CheckResult,
+    Clients,
+    CredentialsProblem,
+    add_aws_options,
+    credentials_row,
+    run_command,
+    session_clients,
+)
+from hubspoke.cli.checks import guarded as guarded_check
+from hubspoke.cli.commands import COMMANDS
+from hubspoke.cli.preflight_checks import (
     check_account,
     check_availability_zones,
     check_bootstrap,
     check_cidrs,
     check_kubernetes_version,
     check_peering_quota,
-    denied_or_error,
 )
 from hubspoke.cli.preflight_cnq import (
     check_host_configuration,
@@ -50,83 +43,11 @@ from hubspoke.cli.preflight_quotas import (
     check_lambda_concurrency,
     check_security_group_rules,
 )
-from hubspoke.config import HubSpokeConfig, RegionConfig, load
+from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.topology import plan_stacks
 
-_CREDENTIAL_ERRORS = (
-    NoCredentialsError,
-    PartialCredentialsError,
-    CredentialRetrievalError,
-    SSOError,
-    TokenRetrievalError,
-)
-_BAD_CREDENTIAL_CODES = {
-    "InvalidClientTokenId",
-    "ExpiredToken",
-    "ExpiredTokenException",
-    "UnrecognizedClientException",
-    "SignatureDoesNotMatch",
-    "AuthFailure",
-}
-_UNREACHABLE = (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError)
-_CREDENTIALS_FIX = (
-    "set AWS_PROFILE (or --profile) to a profile for the configured account, export AWS_ACCESS_KEY_ID and "
-    "AWS_SECRET_ACCESS_KEY, or run `aws sso login`"
-)
-
-
-class Clients(Protocol):
-    """Makes a boto3 client for a service in a Region (a session in the command, fakes in tests)."""
-
-    def __call__(self, service: str, region: str) -> Any: ...
-
-
-class CredentialsProblem(Exception):
-    """No usable credentials: nothing can be checked."""
-
-
-class LastCall:
-    """The IAM action of the last AWS call made through the clients it watches.
-
-    A check may call two services (the peering check reads EC2, then Service Quotas); when a call fails, the
-    row must name that call's permission, not the check's main service. The action is the client's signing
-    name and the operation (e.g. ec2:DescribeVpcPeeringConnections, servicequotas:GetServiceQuota), which is
-    the IAM action for every service preflight calls (IAM Service Authorization Reference prefixes).
-    """
-
-    def __init__(self) -> None:
-        self.action: str | None = None
-
-    def watch(self, client: Any) -> Any:
-        prefix = client.meta.service_model.signing_name
-
-        def record(model: Any, **_: Any) -> None:
-            self.action = f"{prefix}:{model.name}"
-
-        # before-parameter-build reaches every handler (before-call stops at the first that answers).
-        client.meta.events.register(
-            "before-parameter-build", record, unique_id=f"hubspoke-last-call-{id(self)}"
-        )
-        return client
-
-
-def session_clients(profile: str | None = None) -> Clients:
-    """Clients from the standard credential chain, with short timeouts so a bad network fails fast."""
-    import boto3
-    from botocore.config import Config
-
-    session = boto3.Session(profile_name=profile)
-    settings = Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 3, "mode": "standard"})
-
-    made: dict[tuple[str, str], Any] = {}
-
-    def make(service: str, region: str) -> Any:
-        # One client per service and Region: building one loads its API model, which is not free.
-        if (service, region) not in made:
-            made[service, region] = session.client(service, region_name=region, config=settings)
-        return made[service, region]
-
-    return make
+# Re-exported: tests and other modules import these names from here.
+__all__ = ["Clients", "run_preflight", "session_clients"]
 
 
 def run_preflight(
@@ -139,8 +60,30 @@ def run_preflight(
             if not only or region.region in only:
                 results += _region_checks(config, region, clients)
     except CredentialsProblem as exc:
-        results.append(CheckResult("-", "credentials", "fail", str(exc), _CREDENTIALS_FIX))
+        results.append(credentials_row(exc))
     return results
+
+
+class LastCall:
+    """Which service the last AWS call made through the clients it watches went to.
+
+    A check may call two services (the peering check reads EC2, then Service Quotas); when a call fails, the
+    row must name that call's permission, not the check's main service. checks.guarded reads the service from
+    the error's `hubspoke_service`, which this sets.
+    """
+
+    def __init__(self) -> None:
+        self.service: str | None = None
+
+    def watch(self, service: str, client: Any) -> Any:
+        def record(**_: Any) -> None:
+            self.service = service
+
+        # before-parameter-build reaches every handler (before-call stops at the first that answers).
+        client.meta.events.register(
+            "before-parameter-build", record, unique_id=f"hubspoke-last-call-{id(self)}"
+        )
+        return client
 
 
 def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Clients) -> list[CheckResult]:
@@ -149,32 +92,19 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
     last = LastCall()
 
     def clients(service: str, region_name: str) -> Any:
-        return last.watch(raw_clients(service, region_name))
+        return last.watch(service, raw_clients(service, region_name))
 
     def guarded(check: str, service: str, body: Callable[[], list[CheckResult]]) -> list[CheckResult]:
-        last.action = None
-        try:
-            return body()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in _BAD_CREDENTIAL_CODES:
-                raise CredentialsProblem(f"AWS rejected the credentials: {exc}") from None
-            return [denied_or_error(name, check, service, exc, action=last.action)]
-        except _UNREACHABLE as exc:
-            return [
-                CheckResult(
-                    name,
-                    check,
-                    "fail",
-                    f"not checked: cannot reach AWS ({exc})",
-                    "check the network, proxy or AWS_ENDPOINT_URL",
-                )
-            ]
-        except _CREDENTIAL_ERRORS as exc:
-            raise CredentialsProblem(f"no usable AWS credentials ({exc})") from None
-        except BotoCoreError as exc:
-            return [
-                CheckResult(name, check, "fail", f"not checked: {exc}", "retry; run with valid AWS settings")
-            ]
+        def traced() -> list[CheckResult]:
+            last.service = None
+            try:
+                return body()
+            except ClientError as exc:
+                if last.service and not hasattr(exc, "hubspoke_service"):
+                    exc.hubspoke_service = last.service
+                raise
+
+        return guarded_check(name, check, service, traced)
 
     account_rows: list[CheckResult] = []
 
@@ -265,51 +195,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "preflight",
         help=COMMANDS["preflight"].summary,
         description="Read-only AWS checks per Region: account, CDK bootstrap, CIDR overlaps, peering quota, "
-        "security-group rules quota, AZ IDs and accelerator offerings, Lambda concurrency (canary Regions), "
-        "the staged Qumulo Core package and the pinned Ubuntu image, HyperPod quotas against instances already "
-        "in use, EKS Kubernetes version. "
+        "AZ IDs and accelerator offerings, the staged Qumulo Core package and the pinned Ubuntu image, "
+        "SageMaker cluster quota, EKS Kubernetes version. "
         "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input.",
         epilog="Example:\n  AWS_PROFILE=ml-dev hubspoke preflight --config config/dev.yaml\n"
         "  hubspoke preflight --config config/dev.yaml --region us-west-2 --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", required=True, type=Path, metavar="PATH", help="environment config file")
-    parser.add_argument(
-        "--profile", metavar="NAME", help="AWS profile (default: AWS_PROFILE or the default chain)"
-    )
-    parser.add_argument(
-        "--region",
-        action="append",
-        metavar="REGION",
-        help="check only this configured Region (repeatable); e.g. one account's Regions at a time",
-    )
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_aws_options(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, *, clients: Clients | None = None) -> int:
-    config = load(args.config).config
-    configured = {r.region for r in config.regions()}
-    unknown = sorted(set(args.region or ()) - configured)
-    if unknown:
-        return fail(
-            f"--region: {', '.join(unknown)} not in {args.config}; choose from {', '.join(sorted(configured))}"
-        )
-    if clients is None:
-        try:
-            clients = session_clients(args.profile)
-        except ProfileNotFound as exc:
-            return fail(f"--profile: {exc}; list profiles with `aws configure list-profiles`")
-    results = run_preflight(config, clients, only=set(args.region or ()))
-    counts = {s: sum(r.status == s for r in results) for s in ("pass", "warn", "fail")}
-    if args.json:
-        print_json({"results": [asdict(r) for r in results], "summary": counts})
-    else:
-        table = Table(
-            f"Preflight of {args.config} (environment {config.environment})",
-            ("region", "check", "status", "detail", "fix"),
-        )
-        for r in results:
-            table.add(r.region, r.check, r.status, r.detail, r.fix)
-        print_tables([table], notes=[f"{counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail"])
-    return 1 if counts["fail"] else 0
+    return run_command(
+        args,
+        name="Preflight",
+        clients=clients,
+        make=session_clients,
+        checks=lambda config, made: run_preflight(config, made, only=set(args.region or ())),
+    )

@@ -7,17 +7,18 @@ mean "could not check" (denied, unreachable) become failing rows with a fix, nev
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from botocore.exceptions import ClientError
 
+# The row, its status, the denied-call row and the paginator walk are shared with `hubspoke verify`.
+from hubspoke.cli.checks import CheckResult, Status, denied_or_error
+from hubspoke.cli.checks import pages as _pages
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.config.quotas import PEERINGS_DEFAULT_QUOTA, PEERINGS_MAX_QUOTA
 from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
 
-Status = Literal["pass", "warn", "fail"]
+__all__ = ["CheckResult", "Status", "denied_or_error"]
 
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 # aws-cdk-lib's DefaultStackSynthesizer requires bootstrap version 6: every synthesized template carries a
@@ -29,19 +30,6 @@ CLI_BOOTSTRAP_VERSION = 33
 # Service Quotas, Amazon VPC: "Active VPC peering connections per VPC", default 50, adjustable to 125.
 PEERING_QUOTA_CODE = "L-7E9ECCDB"
 # A VPC carrying both stage tags (ENVIRONMENT_TAG, REGION_TAG from hubspoke.topology) is ours, not a clash.
-_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException"}
-_IAM_PREFIX = {"service-quotas": "servicequotas"}
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One row of the preflight report."""
-
-    region: str
-    check: str
-    status: Status
-    detail: str
-    fix: str = ""
 
 
 def region_path(config: HubSpokeConfig, region: RegionConfig) -> str:
@@ -49,39 +37,6 @@ def region_path(config: HubSpokeConfig, region: RegionConfig) -> str:
     if region is config.hub:
         return "hub"
     return f"spokes[{config.spokes.index(region)}]"  # type: ignore[arg-type]
-
-
-def denied_or_error(
-    region: str, check: str, service: str, exc: ClientError, *, action: str | None = None
-) -> CheckResult:
-    """A call that failed: say which permission is missing, or what AWS answered.
-
-    `action` is the IAM action of the call that failed (preflight records it per call); without it, the
-    check's main service stands in, which is wrong for a check that calls two services.
-    """
-    code = exc.response.get("Error", {}).get("Code", "")
-    action = action or f"{_IAM_PREFIX.get(service, service)}:{exc.operation_name}"
-    if code in _DENIED:
-        return CheckResult(
-            region,
-            check,
-            "fail",
-            f"not checked: {action} was denied",
-            f"allow {action} (read-only) for these credentials",
-        )
-    message = exc.response.get("Error", {}).get("Message", str(exc))
-    return CheckResult(
-        region,
-        check,
-        "fail",
-        f"not checked: {action} answered {code}: {message}",
-        "retry; if it persists, check the AWS Health Dashboard",
-    )
-
-
-def _pages(client: Any, operation: str, key: str, **params: Any) -> Iterator[dict[str, Any]]:
-    for page in client.get_paginator(operation).paginate(**params):
-        yield from page.get(key, [])
 
 
 def check_account(sts: Any, *, region: str, expected: str) -> tuple[CheckResult, str]:

@@ -8,7 +8,6 @@ from typing import Any
 
 from hubspoke.config.raw import Problem, default, regions, section, vpc_cidrs
 from hubspoke.config.schema import QuotasConfig
-from hubspoke.flow_logs import MAX_FILTERS_PER_LOG_GROUP, filter_count
 from hubspoke.ports import FROM_HUB, FROM_SPOKE
 
 # VPC quotas: active peering connections per VPC, default and hard maximum.
@@ -85,22 +84,3 @@ def peer_path_rules_within_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
             f"(Service Quotas, Amazon VPC), then set {path}.quotas.security_group_rules: {needed}; "
             "or peer fewer CIDRs",
         )
-
-
-def flow_log_filters_fit(raw: Mapping[str, Any]) -> Iterator[Problem]:
-    """A spoke's traffic metrics (hubspoke/flow_logs.py) must fit the metric filters of one log group."""
-    hub = raw.get("hub")
-    hub_cidrs = vpc_cidrs(hub) if isinstance(hub, Mapping) else []
-    for where, region in regions(raw):
-        own = vpc_cidrs(region)
-        if where == "hub" or not own or not hub_cidrs:
-            continue
-        count = filter_count(own_cidrs=own, hub_cidrs=hub_cidrs)
-        if count > MAX_FILTERS_PER_LOG_GROUP:
-            yield Problem(
-                f"{where}.secondary_cidrs",
-                f"this spoke's traffic metrics need {count} metric filters on its flow-log group, more than "
-                f"{MAX_FILTERS_PER_LOG_GROUP} (CloudWatch Logs allows 100 per log group): a CIDR that does not "
-                "end on /8, /16 or /24 is matched block by block; use fewer secondary CIDRs here or in the hub, "
-                "or octet-aligned ones (one /16 instead of several /17s)",
-            )

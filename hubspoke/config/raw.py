@@ -66,8 +66,17 @@ def enabled(part: Mapping[str, Any]) -> bool:
     return part.get("enabled", default(StorageConfig, "enabled")) is not False
 
 
+def cidr_fields(path: str, region: Mapping[str, Any]) -> list[tuple[str, ipaddress.IPv4Network]]:
+    """A Region's valid VPC blocks with the field each sits in (`<path>.cidr`, `<path>.secondary_cidrs[i]`)."""
+    secondary = region.get("secondary_cidrs")
+    fields = [(f"{path}.cidr", region.get("cidr"))]
+    fields += [
+        (f"{path}.secondary_cidrs[{i}]", c)
+        for i, c in enumerate(secondary if isinstance(secondary, list) else [])
+    ]
+    return [(field, block) for field, value in fields if (block := net(value)) is not None]
+
+
 def vpc_cidrs(region: Mapping[str, Any]) -> list[str]:
     """A Region's valid VPC blocks, primary first."""
-    secondary = region.get("secondary_cidrs")
-    blocks = [region.get("cidr"), *(secondary if isinstance(secondary, list) else [])]
-    return [str(block) for block in map(net, blocks) if block is not None]
+    return [str(block) for _, block in cidr_fields("", region)]

@@ -1,6 +1,6 @@
 """Rules that span fields (overlaps, duplicates, Region facts, quotas); each adds its findings to one list.
 
-Each topic has its module (network_rules, storage_rules, compute_rules, quotas) reading the raw YAML
+Each topic has its module (network_rules, storage_rules, compute_rules, quotas, traffic_rules) reading the raw YAML
 (config/raw.py); this is the list they run in, in the order their messages are printed.
 """
 
@@ -16,7 +16,7 @@ from hubspoke.config.network_rules import (
     public_endpoint_not_open_to_world,
     vpc_cidrs_do_not_overlap,
 )
-from hubspoke.config.quotas import flow_log_filters_fit, peer_path_rules_within_quota, peering_quota
+from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota
 from hubspoke.config.raw import Problem, Rule
 from hubspoke.config.storage_rules import (
     checkpoints_outside_dataset,
@@ -28,6 +28,7 @@ from hubspoke.config.storage_rules import (
     storage_is_pinned,
     storage_needs_egress,
 )
+from hubspoke.config.traffic_rules import flow_log_filters_fit, hub_and_spokes_do_not_share_a_24
 
 __all__ = ["RULES", "Problem", "Rule", "check"]
 
@@ -47,6 +48,7 @@ RULES: tuple[Rule, ...] = (
     qumulo_core_supported,
     storage_needs_egress,
     node_volumes_known,
+    hub_and_spokes_do_not_share_a_24,
     flow_log_filters_fit,
     peer_path_rules_within_quota,
 )

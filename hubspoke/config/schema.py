@@ -301,17 +301,30 @@ class SpokeConfig(RegionConfig):
     portal: PortalConfig = PortalConfig()
 
 
+# What the reference job reads (DESIGN.md §1: 4096-token windows, 115-116 samples/s on a warm spoke): each
+# sample is seq_len + 1 tokens of 2 bytes (workload/shards.py, TokenShards.__getitem__), 8,194 bytes, so
+# 115 samples/s read about 0.94 MB/s, 283 MB per 5-minute period.
+REFERENCE_READ_BYTES_PER_SECOND = (4096 + 1) * 2 * 115
+
+
 class OpsConfig(Model):
     """Who is told when the hub goes away, and the floors the alarms hold."""
 
     alarm_emails: list[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = []
+    # A choice, not a source: a job below this fraction of its own best 5-minute samples/s (8 of 10 minutes)
+    # is starving. The reference run varied by under 2 % once warm (115-117 samples/s).
+    throughput_floor_fraction: Annotated[float, Field(gt=0, lt=1)] = 0.8
     gpu_utilization_floor_percent: Annotated[int, Field(ge=1, le=100)] = 80
     cache_hit_ratio_floor: Annotated[float, Field(gt=0, le=1)] = 0.9
     # NFS reads (decimal GB per 5-minute period) below which a spoke's hit ratio is not computed: the portal's
-    # background traffic divided by a trickle of reads is meaningless. 1 GB is about 3.3 MB/s; it assumes
-    # that background stays well under (1 - floor) GB per period, which no Qumulo source states
-    # (docs/operations.md, "Derived cache hit ratio").
-    cache_hit_ratio_min_read_gb: Annotated[float, Field(gt=0)] = 1.0
+    # background traffic divided by a trickle of reads is meaningless. The default is a tenth of what the
+    # reference job reads per period (0.028 GB): a job slowed tenfold by misses still has a ratio, which the
+    # paging alarm needs (it pages on a low ratio while the job is slow). It assumes that background stays
+    # well under (1 - floor) x this per period, which no Qumulo source states (docs/operations.md, "Derived
+    # cache hit ratio"); a low ratio alone notifies nobody.
+    cache_hit_ratio_min_read_gb: Annotated[float, Field(gt=0)] = round(
+        REFERENCE_READ_BYTES_PER_SECOND * 300 / 10 / 1e9, 3
+    )
     # Reserve one concurrent execution for each spoke's canary so a busy account cannot throttle it. Off by
     # default: Lambda keeps at least 100 executions unreserved (Lambda Developer Guide, "Configuring reserved
     # concurrency"), so an account with a low concurrency limit (new accounts often have 10) refuses any

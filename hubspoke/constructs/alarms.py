@@ -1,7 +1,8 @@
 """The environment's alarms, each defined once, and the encrypted topic that tells people about them.
 
 Which alarms exist, their names and runbooks come from hubspoke.alarms; this module gives each its metric,
-threshold and wording. The GPU alarm is the same for the hub (in the Dashboard stack) and every spoke (Ops).
+threshold and wording. The training alarms are the same for the hub (in the Dashboard stack) and every spoke
+(Ops); docs/operations.md says what each catches, how fast, and what it cannot see.
 """
 
 from __future__ import annotations
@@ -16,21 +17,30 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from hubspoke.alarms import PlannedAlarm
+from hubspoke import alarms
+from hubspoke.alarms import HUB_UNREACHABLE_MINUTES, PlannedAlarm
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.canary.infrastructure import HubCanary
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.keys import retained_key
-from hubspoke.constructs.metrics import HIT_RATIO_PERIOD_MINUTES, gpu_while_training, hit_ratio
+from hubspoke.constructs.metrics import (
+    HIT_RATIO_PERIOD_MINUTES,
+    gpu_while_training,
+    hit_ratio,
+    throughput_vs_baseline,
+    training_metric,
+)
+from hubspoke.training_metrics import BASELINE_SECONDS
 
-HUB_UNREACHABLE_MINUTES = 3
 PORTAL_NOT_ACTIVE_MINUTES = 3
-# 8 breaching minutes of the last 10, not 10 in a row: a starving loader's utilization bounces (batches that
+# No step finished in any report of 10 minutes in a row. Healthy steps take about 1.1 s (the reference: 999
+# batches in 18.5 minutes, DESIGN.md §1); 10 minutes leaves room for a checkpoint save or a slow first step.
+STALLED_MINUTES = 10
+# 8 breaching minutes of the last 10, not 10 in a row: a starving loader's throughput bounces (batches that
 # arrive are trained at full speed), and a minute or two above the floor must not restart the count.
-GPU_LOW_WINDOW_MINUTES = 10
-GPU_LOW_BREACHING_MINUTES = 8
-# Three 5-minute periods in a row, so the first minutes of a cold run (the reference warm-up lasts about
-# 150 batches) do not page anyone.
+LOW_WINDOW_MINUTES = 10
+LOW_BREACHING_MINUTES = 8
+# Three 5-minute periods in a row, so one period skewed by flow-log timing does not count alone.
 HIT_RATIO_PERIODS = 3
 MINUTE = Duration.minutes(1)
 
@@ -62,7 +72,8 @@ class AlarmTopic(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.alarm_names = frozenset(a.name for a in alarms)
+        # An alarm that notifies nobody (the input of a composite alarm) gets no publish grant either.
+        self.alarm_names = frozenset(a.name for a in alarms if a.notifies)
         if not self.alarm_names:
             raise ValueError(f"an alarm topic for {purpose} needs the alarms that notify it")
         # The environment's alarms of this stack, by ARN: nothing else may publish into the topic.
@@ -114,7 +125,7 @@ class AlarmTopic(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
         self.action = actions.SnsAction(self.topic)
 
-    def notify(self, alarm: cloudwatch.Alarm, name: str) -> cloudwatch.Alarm:
+    def notify(self, alarm: cloudwatch.AlarmBase, name: str) -> cloudwatch.AlarmBase:
         """Send `alarm` (CloudWatch name `name`) to this topic; only alarms the topic policy names may."""
         if name not in self.alarm_names:
             raise ValueError(f"alarm {name} is not one this topic's policy lets publish")
@@ -134,6 +145,7 @@ def _alarm(
     missing: cloudwatch.TreatMissingData,
     description: str,
     breaching: int | None = None,
+    comparison: cloudwatch.ComparisonOperator = cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
 ) -> cloudwatch.Alarm:
     # `breaching` < `periods` makes an "M out of N" alarm: M breaching datapoints, not necessarily
     # consecutive, among the latest N (CloudWatch User Guide, "Evaluating an alarm",
@@ -143,14 +155,16 @@ def _alarm(
         "".join(p.capitalize() for p in planned.key.split("-")),
         metric=metric,
         threshold=threshold,
-        comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+        comparison_operator=comparison,
         evaluation_periods=periods,
         datapoints_to_alarm=breaching or periods,
         treat_missing_data=missing,
         alarm_name=planned.name,
         alarm_description=f"{description} Runbook: {planned.runbook}",
     )
-    return topic.notify(alarm, planned.name)
+    if planned.notifies:
+        topic.notify(alarm, planned.name)
+    return alarm
 
 
 def hub_unreachable(
@@ -189,10 +203,10 @@ def portal_not_active(
     )
 
 
-def cache_hit_ratio_low(
+def cache_hit_ratio_below_floor(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, config: HubSpokeConfig
 ) -> cloudwatch.Alarm:
-    """The derived cache hit ratio stayed under the configured floor while clients read enough to judge it."""
+    """The derived cache hit ratio under the floor while clients read enough to judge it (notifies nobody)."""
     floor, min_read = config.ops.cache_hit_ratio_floor, config.ops.cache_hit_ratio_min_read_gb
     return _alarm(
         scope,
@@ -205,7 +219,105 @@ def cache_hit_ratio_low(
         missing=cloudwatch.TreatMissingData.NOT_BREACHING,
         description=f"Derived cache hit ratio of {planned.region} below {floor} "
         f"for {HIT_RATIO_PERIODS * HIT_RATIO_PERIOD_MINUTES} minutes while clients read at least "
-        f"{min_read:g} GB per {HIT_RATIO_PERIOD_MINUTES} minutes.",
+        f"{min_read:g} GB per {HIT_RATIO_PERIOD_MINUTES} minutes. Every cold first pass does this: it notifies "
+        "nobody; the composite cache-hit-ratio-low pages when the job slows down as well.",
+    )
+
+
+def cache_hit_ratio_low(
+    scope: Construct,
+    planned: PlannedAlarm,
+    *,
+    topic: AlarmTopic,
+    ratio: cloudwatch.IAlarm,
+    throughput: cloudwatch.IAlarm,
+) -> cloudwatch.CompositeAlarm:
+    """The cache misses while the job has slowed: the hit-ratio alarm and the throughput alarm both in ALARM."""
+    # A composite alarm's rule combines other alarms' states with ALARM(...), AND, OR, NOT; it notifies through
+    # SNS like a metric alarm, and its inputs must be in its account and Region (CloudWatch User Guide,
+    # "Create a composite alarm", awsdocs/amazon-cloudwatch-user-guide@b355497,
+    # doc_source/Create_Composite_Alarm.md; AWS::CloudWatch::CompositeAlarm AlarmRule).
+    alarm = cloudwatch.CompositeAlarm(
+        scope,
+        "".join(p.capitalize() for p in planned.key.split("-")),
+        composite_alarm_name=planned.name,
+        alarm_rule=cloudwatch.AlarmRule.all_of(
+            cloudwatch.AlarmRule.from_alarm(ratio, cloudwatch.AlarmState.ALARM),
+            cloudwatch.AlarmRule.from_alarm(throughput, cloudwatch.AlarmState.ALARM),
+        ),
+        alarm_description=f"The spoke cache of {planned.region} misses (derived hit ratio under "
+        "ops.cache_hit_ratio_floor) while the training job runs below its own baseline: eviction, a new "
+        f"access pattern, or a cache that cannot hold the working set. Runbook: {planned.runbook}",
+    )
+    topic.notify(alarm, planned.name)
+    return alarm
+
+
+def _where(config: HubSpokeConfig, region: RegionConfig, *, stalled: bool = False) -> tuple[str, str]:
+    """How a training alarm names its Region, and what usually causes the slowdown there."""
+    if region.region == config.hub.region:
+        return (
+            f"the hub Region {region.region}",
+            "The hub reads locally, so suspect the job, its nodes or the CNQ cluster, not a cache.",
+        )
+    if stalled:
+        return (
+            region.region,
+            "Usually the hub unreachable (cache misses block), or a hung node or collective.",
+        )
+    return region.region, "Usually a cold or evicted cache, slow reads, or the hub unreachable."
+
+
+def training_stalled(
+    scope: Construct,
+    planned: PlannedAlarm,
+    *,
+    topic: AlarmTopic,
+    config: HubSpokeConfig,
+    region: RegionConfig,
+) -> cloudwatch.Alarm:
+    """Every samples/s report of 10 minutes in a row is 0: a job runs and no step finishes."""
+    where, why = _where(config, region, stalled=True)
+    return _alarm(
+        scope,
+        planned,
+        topic=topic,
+        # The highest report of each minute: 0 only when no step finished in any of its windows.
+        metric=training_metric(config, region, period=MINUTE, statistic="Maximum"),
+        threshold=0,
+        comparison=cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD,
+        periods=STALLED_MINUTES,
+        # No job, no report: an idle or finished cluster is not a stall.
+        missing=cloudwatch.TreatMissingData.NOT_BREACHING,
+        description=f"The training job in {where} reported 0 samples/s for {STALLED_MINUTES} minutes in a "
+        f"row: it runs and no step finishes. {why}",
+    )
+
+
+def training_throughput_low(
+    scope: Construct,
+    planned: PlannedAlarm,
+    *,
+    topic: AlarmTopic,
+    config: HubSpokeConfig,
+    region: RegionConfig,
+) -> cloudwatch.Alarm:
+    """Samples/s under a fraction of the run's own best 5 minutes, in 8 of 10 minutes: the loader is starving."""
+    floor = config.ops.throughput_floor_fraction
+    where, why = _where(config, region)
+    return _alarm(
+        scope,
+        planned,
+        topic=topic,
+        metric=throughput_vs_baseline(config, region),
+        threshold=floor,
+        periods=LOW_WINDOW_MINUTES,
+        breaching=LOW_BREACHING_MINUTES,
+        # Minutes without both reports (no job, or its first minutes before a baseline) are not judged.
+        missing=cloudwatch.TreatMissingData.NOT_BREACHING,
+        description=f"The training job in {where} ran below {floor:g} of its own best "
+        f"{BASELINE_SECONDS / 60:g}-minute samples/s in {LOW_BREACHING_MINUTES} of {LOW_WINDOW_MINUTES} "
+        f"minutes (a stall counts: 0 samples/s). {why}",
     )
 
 
@@ -217,25 +329,29 @@ def gpu_utilization_low(
     config: HubSpokeConfig,
     region: RegionConfig,
 ) -> cloudwatch.Alarm:
-    """GPUs under the configured floor in 8 of 10 minutes while a job trains: the loader is starving."""
+    """GPUs under the configured floor in 8 of 10 minutes while a job reports: a secondary signal."""
     floor = config.ops.gpu_utilization_floor_percent
-    if region.region == config.hub.region:
-        where = f"the hub Region {region.region}"
-        why = ". The hub reads locally, so suspect the job or the CNQ cluster, not a cache."
-    else:
-        where = region.region
-        why = ": the loader is starving or stalled, usually a cold or evicted cache, or the hub unreachable."
+    where, _ = _where(config, region)
     return _alarm(
         scope,
         planned,
         topic=topic,
         metric=gpu_while_training(config, region),
         threshold=floor,
-        periods=GPU_LOW_WINDOW_MINUTES,
-        breaching=GPU_LOW_BREACHING_MINUTES,
+        periods=LOW_WINDOW_MINUTES,
+        breaching=LOW_BREACHING_MINUTES,
         # No training job, no datapoint: an idle or finished cluster is not an alarm.
         missing=cloudwatch.TreatMissingData.NOT_BREACHING,
         description=f"GPU utilization in {where}, average over the cluster's GPUs, below {floor} % in "
-        f"{GPU_LOW_BREACHING_MINUTES} of {GPU_LOW_WINDOW_MINUTES} minutes while a training job reports "
-        f"samples/s (0 counts: a stalled job too){why}",
+        f"{LOW_BREACHING_MINUTES} of {LOW_WINDOW_MINUTES} minutes while a training job reports samples/s. "
+        "A secondary signal: ranks waiting in collectives read as busy, so a starving loader often does not "
+        "show here (training-throughput-low does); this catches GPUs the job leaves idle.",
     )
+
+
+# The training alarms, by key: the same definitions in the Ops stacks (spokes) and the Dashboard stack (hub).
+TRAINING_ALARMS = {
+    alarms.TRAINING_STALLED: training_stalled,
+    alarms.TRAINING_THROUGHPUT_LOW: training_throughput_low,
+    alarms.GPU_UTILIZATION_LOW: gpu_utilization_low,
+}

@@ -25,14 +25,14 @@ from hubspoke.constructs.metrics import (
     HIT_RATIO_PERIOD_MINUTES,
     gpu_utilization,
     hit_ratio,
-    samples_per_second,
+    training_metric,
 )
 from hubspoke.topology import StackPlan, environment_prefix
 
 GRID_WIDTH = 24  # CloudWatch dashboards are 24 units wide
 MIN_COLUMN_WIDTH = 6  # narrower graphs are unreadable; more Regions than 4 wrap to a second line per row
 GRAPH_HEIGHT = 6
-HEADER_HEIGHT = 3
+HEADER_HEIGHT = 4
 MINUTE = Duration.minutes(1)
 # Flow-log records cover up to 1 minute and are timestamped at their start, so a minute's sum holds some of
 # the neighbouring minutes' bytes: 5-minute sums (like the hit ratio's periods) even that out.
@@ -86,7 +86,8 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
         self.watched = [c for c in self.columns if c.watched]
         self.alarm_names: dict[str, list[str]] = {}
         for alarm in planned_alarms(config):
-            self.alarm_names.setdefault(alarm.region, []).append(alarm.name)
+            shown = f"`{alarm.name}`" + ("" if alarm.notifies else " (notifies nobody)")
+            self.alarm_names.setdefault(alarm.region, []).append(shown)
         rows: Sequence[Callable[[RegionColumn], cloudwatch.IWidget]] = (
             self._header,
             self._reachability,
@@ -124,7 +125,12 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
             lines = [f"## {code}: hub", "Holds the dataset; every spoke's cache misses are read here."]
         else:
             lines = [f"## {code}: spoke", "Caches the hub's dataset; runbook docs/runbooks/hub-outage.md."]
-        lines.append("Alarms: " + (", ".join(f"`{a}`" for a in alarms) if alarms else "none in this Region."))
+        if column.computes:
+            lines.append(
+                "Training health is samples/s against the run's own baseline; GPU utilization is secondary "
+                "(ranks waiting in collectives look busy). What each alarm sees: docs/operations.md."
+            )
+        lines.append("Alarms: " + (", ".join(alarms) if alarms else "none in this Region."))
         return self._text("\n\n".join(lines), height=HEADER_HEIGHT)
 
     def _reachability(self, column: RegionColumn) -> cloudwatch.IWidget:
@@ -268,9 +274,14 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
             column,
             f"Training samples/s, {column.region.region}",
             left=[
-                samples_per_second(self.config, column.region, period=MINUTE).with_(
+                training_metric(self.config, column.region, period=MINUTE).with_(
                     label=f"samples/s, average of {training_metrics.REPORT_SECONDS:g} s records"
-                )
+                ),
+                training_metric(
+                    self.config, column.region, training_metrics.SAMPLES_PER_SECOND_BASELINE, period=MINUTE
+                ).with_(
+                    label=f"the run's best {training_metrics.BASELINE_SECONDS / 60:g} minutes (baseline)"
+                ),
             ],
             left_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
         )

@@ -18,7 +18,9 @@ HIT_RATIO_PERIOD_MINUTES = 5
 GPU_UTILIZATION_LABEL = "GPU utilization, average over the cluster's GPUs (%)"
 
 
-def gpu_utilization(config: HubSpokeConfig, region: RegionConfig, *, period: Duration) -> cloudwatch.Metric:
+def gpu_utilization(
+    config: HubSpokeConfig, region: RegionConfig, *, period: Duration, statistic: str = "Average"
+) -> cloudwatch.Metric:
     """GPU utilization of the Region's HyperPod nodes, as Container Insights publishes it (compute_metrics)."""
     return cloudwatch.Metric(
         namespace=compute_metrics.NAMESPACE,
@@ -30,43 +32,78 @@ def gpu_utilization(config: HubSpokeConfig, region: RegionConfig, *, period: Dur
                 strict=True,
             )
         ),
-        statistic="Average",
+        statistic=statistic,
         period=period,
         region=region.region,
     )
 
 
-def samples_per_second(
-    config: HubSpokeConfig, region: RegionConfig, *, period: Duration
+def training_metric(
+    config: HubSpokeConfig,
+    region: RegionConfig,
+    name: str = training_metrics.SAMPLES_PER_SECOND,
+    *,
+    period: Duration,
+    statistic: str = "Average",
 ) -> cloudwatch.Metric:
-    """The job's throughput: rank 0 reports a rate every REPORT_SECONDS; a period's value is their average."""
+    """One of the job's series (samples/s by default): rank 0 reports every REPORT_SECONDS, 0 when no step
+    finished, so a running job's minutes hold two records and an idle cluster's none."""
     return cloudwatch.Metric(
         namespace=training_metrics.NAMESPACE,
-        metric_name=training_metrics.SAMPLES_PER_SECOND,
+        metric_name=name,
         dimensions_map=dict(
             zip(training_metrics.DIMENSIONS, (config.environment, region.region), strict=True)
         ),
-        statistic="Average",
+        statistic=statistic,
         period=period,
         region=region.region,
+    )
+
+
+# Presence guards. Metric math treats "missing values in a time series" as 0 (CloudWatch User Guide, "Using
+# metric math", awsdocs/amazon-cloudwatch-user-guide@b355497, doc_source/using-metric-math.md), and does not
+# say whether a series compared with a number counts as 0 at the other inputs' timestamps too: read that way,
+# `sps >= 0` holds in a minute where no job reported. A SampleCount series has no point, or 0, in a minute
+# where nothing was published, so `n > 0` is false under either reading (tests/fakes/cloudwatch_alarm.py
+# evaluates both). IF(condition, value) drops the points where the condition is false (same page, "Using IF
+# expressions").
+
+
+def throughput_vs_baseline(config: HubSpokeConfig, region: RegionConfig) -> cloudwatch.MathExpression:
+    """Each minute's samples/s as a fraction of the run's own baseline, in minutes where the job reported both."""
+    period = Duration.minutes(1)
+    return cloudwatch.MathExpression(
+        expression="IF(sps_n > 0 AND base_n > 0, sps / base)",
+        using_metrics={
+            "sps": training_metric(config, region, period=period),
+            "sps_n": training_metric(config, region, period=period, statistic="SampleCount"),
+            "base": training_metric(
+                config, region, training_metrics.SAMPLES_PER_SECOND_BASELINE, period=period
+            ),
+            "base_n": training_metric(
+                config,
+                region,
+                training_metrics.SAMPLES_PER_SECOND_BASELINE,
+                period=period,
+                statistic="SampleCount",
+            ),
+        },
+        label=f"samples/s as a fraction of the run's best {training_metrics.BASELINE_SECONDS / 60:g} minutes",
+        period=period,
     )
 
 
 def gpu_while_training(config: HubSpokeConfig, region: RegionConfig) -> cloudwatch.MathExpression:
-    """GPU utilization in the minutes where the training job reported samples/s, 0 included."""
-    # A running job reports every training_metrics.REPORT_SECONDS, 0 samples/s when no step finished
-    # (workload/throughput.py), so each of its minutes counts, a stalled job's too; idle clusters' do not.
-    # Both series are required: metric math treats a value one side of a comparison or AND lacks as 0, and
-    # IF(condition, value) drops points where the condition is false but gives 0 where it is true and `value`
-    # has no point (CloudWatch User Guide, "Using metric math", awsdocs/amazon-cloudwatch-user-guide@b355497,
-    # doc_source/using-metric-math.md). `IF(sps >= 0, gpu)` alone would turn a minute without a GPU datapoint
-    # (Container Insights late or down) into 0 %: a page about GPUs that may well be busy.
+    """GPU utilization in the minutes where the training job reported samples/s (0 included) and GPUs reported."""
+    # Both presences are required: IF gives 0 where the condition holds and the value has no point (same page),
+    # so a guard on samples/s alone would turn a minute without a GPU datapoint into 0 %.
     period = Duration.minutes(1)
     return cloudwatch.MathExpression(
-        expression="IF(sps >= 0 AND gpu >= 0, gpu)",
+        expression="IF(sps_n > 0 AND gpu_n > 0, gpu)",
         using_metrics={
             "gpu": gpu_utilization(config, region, period=period),
-            "sps": samples_per_second(config, region, period=period),
+            "gpu_n": gpu_utilization(config, region, period=period, statistic="SampleCount"),
+            "sps_n": training_metric(config, region, period=period, statistic="SampleCount"),
         },
         label=GPU_UTILIZATION_LABEL,
         period=period,

@@ -1,4 +1,4 @@
-"""The environment's one dashboard stack, in the hub Region: every Region side by side, and the hub's own alarm."""
+"""The environment's one dashboard stack, in the hub Region: every Region side by side, and the hub's own alarms."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from constructs import Construct
 
 from hubspoke import alarms
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.constructs.alarms import AlarmTopic, gpu_utilization_low
+from hubspoke.constructs.alarms import TRAINING_ALARMS, AlarmTopic
 from hubspoke.constructs.dashboard import EnvironmentDashboard
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.topology import StackPlan, plan_stacks
 
 
 class DashboardStack(PlannedStack):
-    """One dashboard per environment and, when the hub trains, the hub's GPU alarm and the topic it notifies.
+    """One dashboard per environment and, when the hub trains, the hub's training alarms and the topic they notify.
 
     Example::
 
@@ -27,11 +27,14 @@ class DashboardStack(PlannedStack):
         self, scope: Construct, construct_id: str, *, config: HubSpokeConfig, plan: StackPlan
     ) -> None:
         super().__init__(
-            scope, construct_id, plan=plan, purpose="the environment's dashboard and the hub's GPU alarm"
+            scope,
+            construct_id,
+            plan=plan,
+            purpose="the environment's dashboard and the hub's training alarms",
         )
         self.dashboard = EnvironmentDashboard(self, "Dashboard", config=config, plans=plan_stacks(config))
-        # The hub has no Ops stack (a canary in the hub would only watch itself), so its GPU alarm lives here,
-        # the environment's one stack in the hub Region that is about operations.
+        # The hub has no Ops stack (a canary in the hub would only watch itself), so its training alarms live
+        # here, the environment's one stack in the hub Region that is about operations.
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         mine = [a for a in alarms.planned_alarms(config) if a.stack_id == plan.id]
         if mine:
@@ -39,9 +42,9 @@ class DashboardStack(PlannedStack):
                 self, "Alarms", config=config, purpose=f"hub {config.hub.region} operations", alarms=mine
             )
             for planned in mine:
-                if planned.key != alarms.GPU_UTILIZATION_LOW:
+                if planned.key not in TRAINING_ALARMS:
                     raise ValueError(f"the Dashboard stack has no definition of alarm {planned.key}")
-                self.alarms[planned.key] = gpu_utilization_low(
+                self.alarms[planned.key] = TRAINING_ALARMS[planned.key](
                     self, planned, topic=topic, config=config, region=config.hub
                 )
 

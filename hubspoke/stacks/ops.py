@@ -1,4 +1,4 @@
-"""The Ops stack of one spoke: hub-outage canary, cache and GPU alarms, and the encrypted topic that pages people."""
+"""The Ops stack of one spoke: hub-outage canary, training and cache alarms, and the encrypted topic that pages people."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from constructs import Construct
 from hubspoke import alarms
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.alarms import (
+    TRAINING_ALARMS,
     AlarmTopic,
+    cache_hit_ratio_below_floor,
     cache_hit_ratio_low,
-    gpu_utilization_low,
     hub_unreachable,
     portal_not_active,
 )
@@ -29,7 +30,7 @@ CANARY_PORTS: tuple[int, ...] = (NFS, QUMULO_PORTAL)
 
 
 class OpsStack(PlannedStack):
-    """Per spoke: the hub canary, alarms on hub, portal, cache and GPUs, and the topic they notify.
+    """Per spoke: the hub canary, alarms on hub, portal, training and cache, and the topic they notify.
 
     Example::
 
@@ -76,18 +77,29 @@ class OpsStack(PlannedStack):
             own_cidrs=spoke.all_cidrs,
             hub_cidrs=config.hub.all_cidrs,
         )
-        self.alarms: dict[str, cloudwatch.Alarm] = {}
+        self.alarms: dict[str, cloudwatch.AlarmBase] = {}
         for planned in mine:
+            alarm: cloudwatch.AlarmBase
             if planned.key == alarms.HUB_UNREACHABLE:
                 alarm = hub_unreachable(
                     self, planned, topic=self.topic, canary=self.canary, hub_region=config.hub.region
                 )
             elif planned.key == alarms.PORTAL_NOT_ACTIVE:
                 alarm = portal_not_active(self, planned, topic=self.topic, canary=self.canary)
+            elif planned.key in TRAINING_ALARMS:
+                alarm = TRAINING_ALARMS[planned.key](
+                    self, planned, topic=self.topic, config=config, region=spoke
+                )
+            elif planned.key == alarms.CACHE_HIT_RATIO_BELOW_FLOOR:
+                alarm = cache_hit_ratio_below_floor(self, planned, topic=self.topic, config=config)
             elif planned.key == alarms.CACHE_HIT_RATIO_LOW:
-                alarm = cache_hit_ratio_low(self, planned, topic=self.topic, config=config)
-            elif planned.key == alarms.GPU_UTILIZATION_LOW:
-                alarm = gpu_utilization_low(self, planned, topic=self.topic, config=config, region=spoke)
+                alarm = cache_hit_ratio_low(
+                    self,
+                    planned,
+                    topic=self.topic,
+                    ratio=self.alarms[alarms.CACHE_HIT_RATIO_BELOW_FLOOR],
+                    throughput=self.alarms[alarms.TRAINING_THROUGHPUT_LOW],
+                )
             else:
                 raise ValueError(f"the Ops stack has no definition of alarm {planned.key}")
             self.alarms[planned.key] = alarm

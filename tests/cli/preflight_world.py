@@ -85,10 +85,26 @@ def dev_images() -> dict[str, str]:
 
 
 @dataclass
-class Unsupported:
-    """Wraps a client factory; answers what moto cannot, checks how it is asked, passes the rest through."""
+class Hooked:
+    """Wraps a client factory: one client per service and Region, each given `hook` once when it is made."""
 
     base: Clients
+    _made: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def __call__(self, service: str, region: str) -> Any:
+        if (service, region) not in self._made:
+            self._made[service, region] = client = self.base(service, region)
+            self.hook(client, service, region)
+        return self._made[service, region]
+
+    def hook(self, client: Any, service: str, region: str) -> None:
+        """Register before-call answers for what moto cannot do (nothing by default)."""
+
+
+@dataclass
+class Unsupported(Hooked):
+    """Answers what moto cannot for preflight, checks how it is asked, passes the rest through."""
+
     applied_quotas: list[dict[str, Any]] = field(
         default_factory=lambda: [sagemaker_quota(P5, 2), *hyperpod_limits()]
     )
@@ -111,8 +127,6 @@ class Unsupported:
     # Region -> the image ID Canonical's public "current Ubuntu 24.04" parameter names there; by default
     # the images config/dev.yaml pins.
     ubuntu_images: dict[str, str] = field(default_factory=lambda: dev_images())
-
-    _made: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     def _answers(
         self, service: str, region: str
@@ -162,13 +176,10 @@ class Unsupported:
             "ssm": {"GetParameter": ubuntu_parameter},
         }.get(service, {})
 
-    def __call__(self, service: str, region: str) -> Any:
-        if (service, region) in self._made:
-            return self._made[service, region]
-        client = self._made[service, region] = self.base(service, region)
+    def hook(self, client: Any, service: str, region: str) -> None:
         answers = self._answers(service, region)
         if not answers:
-            return client
+            return
 
         def capture(params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
             if model.name in answers:
@@ -190,7 +201,6 @@ class Unsupported:
         for event, handler in (("before-parameter-build", capture), ("before-call", answer)):
             client.meta.events.unregister(event, unique_id=f"hubspoke-fake-{event}")
             client.meta.events.register(event, handler, unique_id=f"hubspoke-fake-{event}")
-        return client
 
 
 @dataclass

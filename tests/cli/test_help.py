@@ -7,7 +7,7 @@ import pytest
 from hubspoke.cli.main import main
 
 
-@pytest.mark.parametrize("command", ["plan", "preflight", "cost", "diagram"])
+@pytest.mark.parametrize("command", ["plan", "preflight", "verify", "cost", "diagram"])
 def test_help_has_an_example(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main([command, "--help"])

@@ -54,8 +54,10 @@ def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParse
     yield parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            # qq wraps the choices in a mapping-like object (qumulo/lib/opts.py); index it by name.
-            for sub in {id(action.choices[name]): action.choices[name] for name in action.choices}.values():
+            # qq wraps the choices (qumulo/lib/opts.py HelpfulSubparserChoicesWrapper): once a command line
+            # has been parsed, iterating it yields only names near the last one typed; keys() yields them all.
+            names = action.choices.keys()
+            for sub in {id(action.choices[name]): action.choices[name] for name in names}.values():
                 yield from _parsers(sub)
 
 
@@ -69,8 +71,8 @@ def _tolerant(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         def exit_(status: int = 0, message: str | None = None) -> None:
             raise _Exit(status)
 
-        each.error = error  # type: ignore[method-assign]
-        each.exit = exit_  # type: ignore[method-assign]
+        each.error = error  # type: ignore[method-assign,assignment]
+        each.exit = exit_  # type: ignore[method-assign,assignment]
         for action in each._actions:
             if callable(action.type):
                 action.type = _or_unknown(action.type)
@@ -106,6 +108,16 @@ def hubspoke_parser(words: list[Word]) -> argparse.ArgumentParser:
 def _values(words: list[Word]) -> list[str]:
     # A placeholder or a shell expansion stands for one value; its real text is unknown here.
     return [UNKNOWN_VALUE_MARK if w.dynamic or w.text.startswith("<") else w.text for w in words]
+
+
+def choice_values(parser: argparse.ArgumentParser) -> dict[str, frozenset[str]]:
+    """Option spelling -> the values its action is restricted to (argparse `choices`), over every subparser."""
+    return {
+        option: frozenset(map(str, action.choices))
+        for each in _parsers(parser)
+        for option, action in each._option_string_actions.items()
+        if action.choices is not None
+    }
 
 
 def argparse_problem(parser: argparse.ArgumentParser, words: list[Word]) -> str | None:

@@ -13,13 +13,22 @@ Sources, aws/aws-cli branch v2 at 73fb33bb171ace3e9eaa03308f76e5de50c21393 (2.36
   (customizations/paginate.py); command renames s3 -> s3api, codedeploy -> deploy, config -> configservice.
 - customizations/toplevelbool.py: in ec2, a member that is a structure of one boolean `Value` becomes a
   flag pair `--x`/`--no-x`; customizations/argrename.py ARGUMENT_RENAMES (the entries of services used here).
+- awscli/clidriver.py: global options may come before the service (`aws --region r ec2 ...`) as well as
+  after the operation.
+- customizations/streamingoutputarg.py: an operation with a streaming output takes the output file as one
+  required positional argument (`aws s3api get-object ... <outfile>`).
+- customizations/ec2/secgroupsimplify.py (TABLE_CUSTOMIZATIONS); an operation whose argument table another
+  customization changes is refused until it is transcribed (tests/docs/aws_handlers.py lists them all, from
+  awscli/handlers_registry.py).
 - Hand-written commands (not in any service model): CUSTOM_COMMANDS in tests/docs/aws_customizations.py.
+- `--region` must be a Region of botocore's data/endpoints.json (any partition).
 A command the docs need that is not there fails with a message saying where to add it, with its source.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -35,13 +44,17 @@ from tests.docs.aws_customizations import (
     FLAG,
     GLOBAL_OPTIONS,
     OPTIONAL_VALUE,
-    OUTPUT_CHOICES,
     PAGING_OPTIONS,
+    RENAMES_TRANSCRIBED,
     SERVICE_RENAMES,
+    TABLE_CUSTOMIZATIONS,
+    TRANSCRIBED_HANDLERS,
     VALUE,
     VALUES,
     ArgTable,
+    Opt,
 )
+from tests.docs.aws_handlers import COMMAND_TABLE_CHANGES, COMMAND_TABLE_SERVICES, handlers
 from tests.docs.aws_query import query_problems
 from tests.docs.shell import Word
 
@@ -86,7 +99,7 @@ def arg_table(cli_service: str, cli_operation: str) -> ArgTable:
     botocore_service = cli_services()[cli_service]
     model = _session().get_service_model(botocore_service)
     op = model.operation_model(operations(cli_service)[cli_operation])
-    options: dict[str, str] = {}
+    options: dict[str, Opt] = {}
     required: set[str] = set()
     shape = op.input_shape
     for member, member_shape in shape.members.items() if shape is not None else []:
@@ -96,8 +109,9 @@ def arg_table(cli_service: str, cli_operation: str) -> ArgTable:
             options[_renamed(cli_service, cli_operation, f"no-{name}")] = FLAG
         elif cli_service == "ec2" and _single_boolean_structure(member_shape):
             # toplevelbool runs after argrename on the same event (handlers_registry.py), so its pair keeps
-            # its names: `--no-disable-api-termination` exists for modify-instance-attribute.
-            options[name] = options[f"no-{name}"] = FLAG
+            # its names: `--no-disable-api-termination` exists for modify-instance-attribute. The positive
+            # takes an optional value (PositiveBooleanArgument: nargs '?').
+            options[name], options[f"no-{name}"] = OPTIONAL_VALUE, FLAG
         else:
             options[_renamed(cli_service, cli_operation, name)] = (
                 VALUES if member_shape.type_name == "list" else VALUE
@@ -110,13 +124,26 @@ def arg_table(cli_service: str, cli_operation: str) -> ArgTable:
         options |= PAGING_OPTIONS
         if "limit_key" in paginator:
             options["page-size"] = VALUE
-    return ArgTable(
+    table = ArgTable(
         options,
         frozenset(required),
+        positionals=(1, 1) if op.has_streaming_output else (0, 0),
         source=f"botocore {botocore_service} {op.name}",
         takes_cli_input=True,
         output_shape=op.output_shape,
     )
+    for module in sorted(handlers(cli_service, cli_operation) & set(TABLE_CUSTOMIZATIONS)):
+        table = TABLE_CUSTOMIZATIONS[module](table)
+    return table
+
+
+def untranscribed(cli_service: str, cli_operation: str) -> list[str]:
+    """Customizations that change this operation's argument table and that tests/docs does not model."""
+    modules = handlers(cli_service, cli_operation)
+    missing = {m for m in modules if m not in TRANSCRIBED_HANDLERS}
+    if "argrename" in modules and cli_service not in RENAMES_TRANSCRIBED:
+        missing.add("argrename")
+    return sorted(missing)
 
 
 def _paginator(service: str, operation: str) -> dict[str, Any] | None:
@@ -131,14 +158,27 @@ def _paginator(service: str, operation: str) -> dict[str, Any] | None:
         return None
 
 
-def command_table(words: list[Word]) -> tuple[str, str, ArgTable] | str:
-    """(service, operation, its table) for `aws <service> <operation> ...`, or why there is none."""
-    names = [w.text for w in words if not w.text.startswith("-")][:2]
-    if len(names) < 2:
-        return "an aws command needs a service and an operation"
-    service, operation = names
+def command_table(service: str, operation: str) -> ArgTable | str:
+    """The table of `aws <service> <operation>`, or why there is none."""
     if (service, operation) in CUSTOM_COMMANDS:
-        return service, operation, CUSTOM_COMMANDS[(service, operation)]
+        return CUSTOM_COMMANDS[(service, operation)]
+    changed = COMMAND_TABLE_CHANGES.get(service)
+    if service in COMMAND_TABLE_SERVICES and changed is None:
+        return (
+            f"`aws {service}` has commands added, removed or renamed by AWS CLI customizations that tests/docs "
+            f"does not model (awscli/handlers_registry.py `building-command-table.{service}`, {AWS_CLI_SOURCE}): "
+            "transcribe them into COMMAND_TABLE_CHANGES in tests/docs/aws_handlers.py"
+        )
+    change = (changed or {}).get(operation)
+    if change == "removed":
+        return f"`aws {service} {operation}` is removed from the AWS CLI (awscli/customizations/removals.py)"
+    if change == "custom":
+        return (
+            f"`aws {service} {operation}` is a hand-written AWS CLI command not transcribed here: add it to "
+            f"CUSTOM_COMMANDS in tests/docs/aws_customizations.py with its {AWS_CLI_SOURCE} file"
+        )
+    if operation == "wait":
+        return f"`aws {service} wait` (waiters, awscli/customizations/waiters.py) is not transcribed here"
     if service not in cli_services():
         return f"`aws {service}` is not a service of the AWS CLI (botocore has no model named so)"
     if operation not in operations(service):
@@ -148,7 +188,14 @@ def command_table(words: list[Word]) -> tuple[str, str, ArgTable] | str:
             f"`aws {service} {operation}` is not an operation of {service}{hint} (if it is a hand-written "
             f"AWS CLI command, add it to CUSTOM_COMMANDS in tests/docs/aws_customizations.py with its {AWS_CLI_SOURCE} file)"
         )
-    return service, operation, arg_table(service, operation)
+    missing = untranscribed(service, operation)
+    if missing:
+        return (
+            f"`aws {service} {operation}` has its arguments changed by AWS CLI customizations that "
+            f"tests/docs does not model ({', '.join(f'awscli/customizations/{m}.py' for m in missing)} at "
+            f"{AWS_CLI_SOURCE}): transcribe them into tests/docs/aws_customizations.py before documenting it"
+        )
+    return arg_table(service, operation)
 
 
 def _similar(a: str, b: str) -> bool:
@@ -157,11 +204,31 @@ def _similar(a: str, b: str) -> bool:
 
 
 @cache
+def _endpoints() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        (Path(botocore.__file__).parent / "data" / "endpoints.json").read_text()
+    )
+    return data
+
+
+@cache
 def _global_endpoint_prefixes() -> frozenset[str]:
     """Services with one global endpoint (botocore data/endpoints.json, aws partition, isRegionalized false)."""
-    data = json.loads((Path(botocore.__file__).parent / "data" / "endpoints.json").read_text())
-    aws = next(p for p in data["partitions"] if p["partition"] == "aws")
+    aws = next(p for p in _endpoints()["partitions"] if p["partition"] == "aws")
     return frozenset(k for k, v in aws["services"].items() if v.get("isRegionalized") is False)
+
+
+@cache
+def known_regions() -> frozenset[str]:
+    """Every Region of every partition in botocore's data/endpoints.json."""
+    return frozenset(r for p in _endpoints()["partitions"] for r in p["regions"])
+
+
+def region_problem(value: Word) -> str | None:
+    """Why `value` is not a Region (None when it is, or when the docs cannot know it: a placeholder, a variable)."""
+    if value.dynamic or value.text.startswith("<") or value.text in known_regions():
+        return None
+    return f"{value.text} is not an AWS Region (botocore endpoints.json): e.g. us-east-2, us-west-2"
 
 
 def is_regional(cli_service: str) -> bool:
@@ -174,52 +241,118 @@ def is_regional(cli_service: str) -> bool:
     return prefix not in _global_endpoint_prefixes()
 
 
+def stack_output_problem(key: str) -> str | None:
+    """Why `key` is not an output hubspoke's stacks define (hubspoke/outputs.py, the one place they are named)."""
+    from hubspoke.outputs import OUTPUTS
+
+    for output in OUTPUTS:
+        if not output.per_az and key == output.name:
+            return None
+        # Per-AZ outputs append the AZ ID in CamelCase: PrivateSubnetUse2Az1.
+        suffix = key.removeprefix(output.name)
+        if output.per_az and suffix != key and re.fullmatch(r"(?:[A-Z][a-z0-9]*)+", suffix):
+            return None
+    names = ", ".join(o.name + ("<AzId>" if o.per_az else "") for o in OUTPUTS)
+    return f"no hubspoke stack has this output (hubspoke/outputs.py: {names})"
+
+
+def _is_option(word: Word) -> bool:
+    return word.text.startswith("--") and not word.dynamic
+
+
+def _values(words: list[Word], at: int, opt: Opt) -> tuple[list[Word], int]:
+    """The words an option consumes from `at` (argparse: never a word that looks like an option)."""
+    if opt.nargs == 0:
+        return [], at
+    most = {"?": 1, "*": len(words), "+": len(words)}.get(str(opt.nargs), opt.nargs)
+    taken: list[Word] = []
+    while at < len(words) and len(taken) < int(most) and not _is_option(words[at]):
+        taken.append(words[at])
+        at += 1
+    return taken, at
+
+
+def _option_problems(name: str, option: str, opt: Opt, values: list[Word], inline: bool) -> list[str]:
+    problems = []
+    if opt.nargs == 0 and inline:
+        problems.append(f"{name} --{option} is a flag and takes no value")
+    elif isinstance(opt.nargs, int) and opt.nargs > 0 and len(values) != opt.nargs:
+        want = "a value" if opt.nargs == 1 else f"{opt.nargs} values"
+        problems.append(f"{name} --{option} needs {want}, got {len(values)}")
+    elif opt.nargs == "+" and not values:
+        problems.append(f"{name} --{option} needs one or more values")
+    for value in values:
+        if (
+            opt.choices
+            and not (value.dynamic or value.text.startswith("<"))
+            and value.text not in opt.choices
+        ):
+            problems.append(f"--{option} {value.text} is not one of {', '.join(opt.choices)}")
+        if option == "region" and (wrong := region_problem(value)):
+            problems.append(f"--region {wrong}")
+    return problems
+
+
 def aws_problems(words: list[Word]) -> list[str]:
     """What is wrong with `aws <words>` against the CLI's definition (empty when nothing is)."""
-    found = command_table(words)
-    if isinstance(found, str):
-        return [found]
-    service, operation, table = found
-    name = f"`aws {service} {operation}`"
     problems: list[str] = []
     seen: set[str] = set()
-    positionals = -2  # the service and the operation come first
+    names: list[str] = []
     i = 0
+    # Global options may precede the service and the operation (clidriver's main parser).
+    while i < len(words) and len(names) < 2:
+        word = words[i]
+        i += 1
+        if not _is_option(word):
+            names.append(word.text)
+            continue
+        option, has_inline, inline = word.text[2:].partition("=")
+        opt = GLOBAL_OPTIONS.get(option)
+        if opt is None:
+            problems.append(f"--{option} before the operation is not a global option of the AWS CLI")
+            continue
+        values, i = ([Word(inline)], i) if has_inline else _values(words, i, opt)
+        seen.add(option)
+        problems += _option_problems("`aws`", option, opt, values, bool(has_inline))
+    if len(names) < 2:
+        return [*problems, "an aws command needs a service and an operation"]
+    service, operation = names
+    found = command_table(service, operation)
+    if isinstance(found, str):
+        return [*problems, found]
+    table = found
+    name = f"`aws {service} {operation}`"
+    positionals = 0
     while i < len(words):
         word = words[i]
         i += 1
-        if not word.text.startswith("--") or word.dynamic:
+        if not _is_option(word):
             positionals += 1
             continue
         option, has_inline, inline = word.text[2:].partition("=")
-        kind = table.options.get(option) or GLOBAL_OPTIONS.get(option)
-        if kind is None:
+        opt = table.options.get(option) or GLOBAL_OPTIONS.get(option)
+        if opt is None:
             close = sorted(o for o in table.options if _similar(o, option) or option in o)
             hint = f" (did you mean {', '.join('--' + c for c in close[:4])}?)" if close else ""
             problems.append(
                 f"{name} has no option --{option}{hint}; source: {table.source or AWS_CLI_SOURCE}"
             )
             continue
+        values, i = ([Word(inline)], i) if has_inline else _values(words, i, opt)
         seen.add(option)
-        values: list[Word] = [Word(inline)] if has_inline else []
-        if not has_inline and kind != FLAG:
-            while i < len(words) and not (words[i].text.startswith("--") and not words[i].dynamic):
-                values.append(words[i])
-                i += 1
-                if kind in (VALUE, OPTIONAL_VALUE):
-                    break
-        if kind == VALUE and not values:
-            problems.append(f"{name} --{option} needs a value")
-        if kind == FLAG and has_inline:
-            problems.append(f"{name} --{option} is a flag and takes no value")
-        if option == "output" and values and not values[0].dynamic and values[0].text not in OUTPUT_CHOICES:
-            problems.append(f"--output {values[0].text} is not one of {', '.join(OUTPUT_CHOICES)}")
+        problems += _option_problems(name, option, opt, values, bool(has_inline))
         if option == "query" and values and not values[0].dynamic and table.output_shape is not None:
-            problems += [f"{name} {p}" for p in query_problems(table.output_shape, values[0].text)]
+            checks = {"OutputKey": stack_output_problem} if service == "cloudformation" else {}
+            found_in_query = query_problems(table.output_shape, values[0].text, literal_checks=checks)
+            problems += [f"{name} {p}" for p in found_in_query]
+    for option, excluded in table.exclusive.items():
+        both = sorted(excluded & seen)
+        if option in seen and both:
+            problems.append(f"{name} --{option} cannot be combined with {', '.join('--' + b for b in both)}")
     low, high = table.positionals
-    if not low <= max(positionals, 0) <= high:
+    if not low <= positionals <= high:
         want = f"{low}" if low == high else f"{low} to {high}"
-        problems.append(f"{name} takes {want} positional argument(s), got {max(positionals, 0)}")
+        problems.append(f"{name} takes {want} positional argument(s), got {positionals}")
     if not (table.takes_cli_input and seen & set(CLI_INPUT_OPTIONS)):
         missing = sorted(table.required - seen)
         if missing:

@@ -1,44 +1,58 @@
-"""The AWS CLI v2's own additions to botocore's models, transcribed as facts (names, arity, requiredness).
+"""The AWS CLI v2's own additions to botocore's models, transcribed as facts (names, arity, choices,
+requiredness).
 
 Source: aws/aws-cli branch v2 at 73fb33bb171ace3e9eaa03308f76e5de50c21393 (2.36.7); each table names its
 file. tests/docs/aws_cli.py applies them the way the CLI does. Add a command here, with its file, when the
-docs need one that is missing (the checker's message says so).
+docs need one that is missing (the checker's message says so); tests/docs/aws_handlers.py lists every
+customization that changes an operation's argument table, and the checker refuses an operation whose
+customization is not in TRANSCRIBED_HANDLERS.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 AWS_CLI_SOURCE = "aws/aws-cli@73fb33bb (v2.36.7)"
-FLAG, VALUE, OPTIONAL_VALUE, VALUES = "flag", "value", "optional value", "values"
 
-# awscli/data/cli.json "options".
-GLOBAL_OPTIONS: dict[str, str] = {
+
+@dataclass(frozen=True)
+class Opt:
+    """How an option takes values, as argparse would: `nargs` 0 (a flag), 1, 2, "?" (optional), "*" or "+";
+    and the `choices` it is restricted to (empty: any)."""
+
+    nargs: int | str = 1
+    choices: tuple[str, ...] = ()
+
+
+FLAG, VALUE, OPTIONAL_VALUE, VALUES = Opt(0), Opt(1), Opt("?"), Opt("*")
+
+# awscli/data/cli.json "options" (choices and store_true/store_false actions as given there).
+GLOBAL_OPTIONS: dict[str, Opt] = {
     "debug": FLAG,
     "endpoint-url": VALUE,
     "no-verify-ssl": FLAG,
     "no-paginate": FLAG,
-    "output": VALUE,
+    "output": Opt(choices=("json", "text", "table", "yaml", "yaml-stream", "off")),
     "query": VALUE,
     "profile": VALUE,
     "region": VALUE,
     "version": FLAG,
-    "color": VALUE,
+    "color": Opt(choices=("on", "off", "auto")),
     "no-sign-request": FLAG,
     "ca-bundle": VALUE,
     "cli-read-timeout": VALUE,
     "cli-connect-timeout": VALUE,
-    "cli-binary-format": VALUE,
+    "cli-binary-format": Opt(choices=("base64", "raw-in-base64-out")),
     "no-cli-pager": FLAG,
     "cli-auto-prompt": FLAG,
     "no-cli-auto-prompt": FLAG,
-    "cli-error-format": VALUE,
+    "cli-error-format": Opt(choices=("legacy", "json", "yaml", "text", "table", "enhanced")),
 }
-OUTPUT_CHOICES = ("json", "text", "table", "yaml", "yaml-stream", "off")
 # awscli/handlers_registry.py MAIN_COMMAND_TABLE_OPS (RENAME): botocore service name -> CLI command.
 SERVICE_RENAMES = {"s3": "s3api", "codedeploy": "deploy", "config": "configservice"}
-# customizations/argrename.py ARGUMENT_RENAMES, for the services the docs use (add others with the same source).
+# customizations/argrename.py ARGUMENT_RENAMES and HIDDEN_ALIASES: every entry of these services (complete
+# for each; a service with renames not listed in RENAMES_TRANSCRIBED is refused, tests/docs/aws_handlers.py).
 ARGUMENT_RENAMES = {
     "ec2.create-image.no-no-reboot": "reboot",
     "ec2.*.no-egress": "ingress",
@@ -47,80 +61,138 @@ ARGUMENT_RENAMES = {
     "eks.update-cluster-version.version": "kubernetes-version",
     "eks.create-nodegroup.version": "kubernetes-version",
     "eks.update-nodegroup-version.version": "kubernetes-version",
+    "eks.update-cluster-components-version.version": "kubernetes-version",
     "sagemaker.delete-image-version.version": "version-number",
     "sagemaker.describe-image-version.version": "version-number",
     "sagemaker.list-aliases.version": "version-number",
     "sagemaker.update-image-version.version": "version-number",
 }
+RENAMES_TRANSCRIBED = frozenset({"ec2", "eks", "sagemaker"})
+# customizations/cliinput.py, generatecliskeleton.py (every operation: handlers_registry `building-argument-table`).
 CLI_INPUT_OPTIONS = {
     "cli-input-json": VALUE,
     "cli-input-yaml": VALUE,
-    "generate-cli-skeleton": OPTIONAL_VALUE,
+    "generate-cli-skeleton": Opt("?", choices=("input", "yaml-input", "output")),
 }
-PAGING_OPTIONS = {"starting-token": VALUE, "max-items": VALUE}
+PAGING_OPTIONS = {"starting-token": VALUE, "max-items": VALUE}  # customizations/paginate.py
 
 
 @dataclass(frozen=True)
 class ArgTable:
-    """What one command accepts: option -> kind, required options, positional arguments (min, max)."""
+    """What one command accepts: option -> Opt, required options, positional arguments (min, max)."""
 
-    options: dict[str, str]
+    options: dict[str, Opt]
     required: frozenset[str] = frozenset()
     positionals: tuple[int, int] = (0, 0)
     source: str = ""
     takes_cli_input: bool = False
     regional: bool = True  # acts on something in one Region (so a documented command must name it)
     output_shape: Any = None  # botocore's output shape, for checking --query (modelled operations only)
+    # Options that may not be combined with others: option -> the ones it excludes.
+    exclusive: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
-def _s3_transfer(*extra: str) -> dict[str, str]:
-    # customizations/s3/subcommands.py TRANSFER_ARGS and the per-command additions.
-    flags = [
-        "dryrun",
-        "quiet",
-        "follow-symlinks",
-        "no-follow-symlinks",
-        "no-guess-mime-type",
-        "only-show-errors",
-        "no-progress",
-        "progress-multiline",
-        "ignore-glacier-warnings",
-        "force-glacier-transfer",
-    ]
-    values = [
-        "include",
-        "exclude",
-        "acl",
-        "sse-c-key",
-        "sse-kms-key-id",
-        "sse-c-copy-source-key",
-        "storage-class",
-        "website-redirect",
-        "content-type",
-        "cache-control",
-        "content-disposition",
-        "content-encoding",
-        "content-language",
-        "expires",
-        "source-region",
-        "progress-frequency",
-        "page-size",
-        "checksum-mode",
-        "checksum-algorithm",
-        "metadata",
-        "copy-props",
-        "metadata-directive",
-        "case-conflict",
-    ]
-    table = {name: FLAG for name in flags} | {name: VALUE for name in values}
-    table |= {"sse": OPTIONAL_VALUE, "sse-c": OPTIONAL_VALUE, "sse-c-copy-source": OPTIONAL_VALUE}
-    table |= {"request-payer": OPTIONAL_VALUE, "grants": VALUES, "no-overwrite": FLAG}
-    for name in extra:
-        table[name] = VALUE if name == "expected-size" else FLAG
-    return table
+def ec2_security_group_rule(table: ArgTable) -> ArgTable:
+    """customizations/ec2/secgroupsimplify.py `_add_params`: --protocol, --port, --cidr, --source-group and
+    --group-owner (one value each) beside the modelled options, which stay (undocumented); `_check_args`:
+    none of the five combines with --ip-permissions."""
+    simple = ("protocol", "port", "cidr", "source-group", "group-owner")
+    return replace(
+        table,
+        options=table.options | dict.fromkeys(simple, VALUE),
+        exclusive={"ip-permissions": frozenset(simple)},
+    )
 
 
+# Customizations of single operations, by module (aws_handlers.py names), applied in aws_cli.arg_table.
+TABLE_CUSTOMIZATIONS = {"ec2/secgroupsimplify": ec2_security_group_rule}
+# Applied in aws_cli.arg_table besides those: argrename and toplevelbool for every operation of their
+# services, streamingoutputarg's output-file positional. Any other module named by aws_handlers.py makes the
+# checker refuse the operation until it is transcribed here.
+TRANSCRIBED_HANDLERS = frozenset({*TABLE_CUSTOMIZATIONS, "argrename", "toplevelbool", "streamingoutputarg"})
+
+
+# customizations/s3/subcommands.py: the argument dictionaries (name, nargs, action, choices) of each command.
 _S3 = "awscli/customizations/s3/subcommands.py"
+_REQUEST_PAYER = Opt("?", choices=("requester",))
+_FILTER = Opt(1)  # --include/--exclude: nargs 1, action AppendFilter
+_TRANSFER: dict[str, Opt] = {  # TRANSFER_ARGS
+    "dryrun": FLAG,
+    "quiet": FLAG,
+    "include": _FILTER,
+    "exclude": _FILTER,
+    "acl": Opt(
+        choices=(
+            "private",
+            "public-read",
+            "public-read-write",
+            "authenticated-read",
+            "aws-exec-read",
+            "bucket-owner-read",
+            "bucket-owner-full-control",
+            "log-delivery-write",
+        )
+    ),
+    "follow-symlinks": FLAG,
+    "no-follow-symlinks": FLAG,
+    "no-guess-mime-type": FLAG,
+    "sse": Opt("?", choices=("AES256", "aws:kms")),
+    "sse-c": Opt("?", choices=("AES256",)),
+    "sse-c-key": VALUE,
+    "sse-kms-key-id": VALUE,
+    "sse-c-copy-source": Opt("?", choices=("AES256",)),
+    "sse-c-copy-source-key": VALUE,
+    "storage-class": Opt(
+        choices=(
+            "STANDARD",
+            "REDUCED_REDUNDANCY",
+            "STANDARD_IA",
+            "ONEZONE_IA",
+            "INTELLIGENT_TIERING",
+            "GLACIER",
+            "DEEP_ARCHIVE",
+            "GLACIER_IR",
+        )
+    ),
+    "grants": Opt("+"),
+    "website-redirect": VALUE,
+    "content-type": VALUE,
+    "cache-control": VALUE,
+    "content-disposition": VALUE,
+    "content-encoding": VALUE,
+    "content-language": VALUE,
+    "expires": VALUE,
+    "source-region": VALUE,
+    "only-show-errors": FLAG,
+    "no-progress": FLAG,
+    "progress-frequency": VALUE,
+    "progress-multiline": FLAG,
+    "page-size": VALUE,
+    "ignore-glacier-warnings": FLAG,
+    "force-glacier-transfer": FLAG,
+    "request-payer": _REQUEST_PAYER,
+    "checksum-mode": Opt(choices=("ENABLED",)),
+    "checksum-algorithm": Opt(
+        choices=(
+            "CRC64NVME",
+            "CRC32",
+            "SHA256",
+            "SHA1",
+            "CRC32C",
+            "SHA512",
+            "XXHASH64",
+            "XXHASH3",
+            "XXHASH128",
+        )
+    ),
+}
+_COPY = {  # METADATA, COPY_PROPS, METADATA_DIRECTIVE, CASE_CONFLICT, NO_OVERWRITE
+    "metadata": VALUE,
+    "copy-props": Opt(choices=("none", "metadata-directive", "default", "all")),
+    "metadata-directive": Opt(choices=("COPY", "REPLACE")),
+    "case-conflict": Opt(choices=("ignore", "skip", "warn", "error")),
+    "no-overwrite": FLAG,
+}
 CUSTOM_COMMANDS: dict[tuple[str, str], ArgTable] = {
     ("s3", "ls"): ArgTable(
         {
@@ -128,7 +200,7 @@ CUSTOM_COMMANDS: dict[tuple[str, str], ArgTable] = {
             "page-size": VALUE,
             "human-readable": FLAG,
             "summarize": FLAG,
-            "request-payer": OPTIONAL_VALUE,
+            "request-payer": _REQUEST_PAYER,
             "bucket-name-prefix": VALUE,
             "bucket-region": VALUE,
         },
@@ -136,14 +208,18 @@ CUSTOM_COMMANDS: dict[tuple[str, str], ArgTable] = {
         source=f"{_S3} ListCommand",
     ),
     ("s3", "cp"): ArgTable(
-        _s3_transfer("recursive", "expected-size"), positionals=(2, 2), source=f"{_S3} CpCommand"
+        _TRANSFER | _COPY | {"expected-size": VALUE, "recursive": FLAG},
+        positionals=(2, 2),
+        source=f"{_S3} CpCommand",
     ),
     ("s3", "mv"): ArgTable(
-        _s3_transfer("recursive", "validate-same-s3-paths"), positionals=(2, 2), source=f"{_S3} MvCommand"
+        _TRANSFER | _COPY | {"recursive": FLAG, "validate-same-s3-paths": FLAG},
+        positionals=(2, 2),
+        source=f"{_S3} MvCommand",
     ),
     # --delete, --size-only, --exact-timestamps: customizations/s3/syncstrategy/*.py ARGUMENT entries.
     ("s3", "sync"): ArgTable(
-        _s3_transfer("delete", "size-only", "exact-timestamps"),
+        _TRANSFER | _COPY | {"delete": FLAG, "size-only": FLAG, "exact-timestamps": FLAG},
         positionals=(2, 2),
         source=f"{_S3} SyncCommand",
     ),
@@ -152,16 +228,17 @@ CUSTOM_COMMANDS: dict[tuple[str, str], ArgTable] = {
             "dryrun": FLAG,
             "quiet": FLAG,
             "recursive": FLAG,
-            "request-payer": OPTIONAL_VALUE,
-            "include": VALUE,
-            "exclude": VALUE,
+            "request-payer": _REQUEST_PAYER,
+            "include": _FILTER,
+            "exclude": _FILTER,
             "only-show-errors": FLAG,
             "page-size": VALUE,
         },
         positionals=(1, 1),
         source=f"{_S3} RmCommand",
     ),
-    ("s3", "mb"): ArgTable({"tags": VALUES}, positionals=(1, 1), source=f"{_S3} MbCommand"),
+    # TAGS: `--tags <key> <value>`, nargs 2, action append.
+    ("s3", "mb"): ArgTable({"tags": Opt(2)}, positionals=(1, 1), source=f"{_S3} MbCommand"),
     ("s3", "rb"): ArgTable({"force": FLAG}, positionals=(1, 1), source=f"{_S3} RbCommand"),
     ("eks", "update-kubeconfig"): ArgTable(
         {
@@ -186,9 +263,9 @@ CUSTOM_COMMANDS: dict[tuple[str, str], ArgTable] = {
         {
             "since": VALUE,
             "follow": FLAG,
-            "format": VALUE,
+            "format": Opt(choices=("detailed", "short", "json")),
             "filter-pattern": VALUE,
-            "log-stream-names": VALUES,
+            "log-stream-names": Opt("+"),
             "log-stream-name-prefix": VALUE,
         },
         positionals=(1, 1),

@@ -9,6 +9,7 @@ multi-selects, object projections) end the tracking without a verdict, never wit
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,14 +24,34 @@ class ListOf:
     element: Any
 
 
-def query_problems(output_shape: Any, query: str) -> list[str]:
+def query_problems(
+    output_shape: Any, query: str, *, literal_checks: Mapping[str, Callable[[str], str | None]] | None = None
+) -> list[str]:
+    """Fields the query reads that the output shape lacks; and, per field name in `literal_checks`, what is
+    wrong with each literal it is compared with (`OutputKey=='FloatingIp'`: a stack output must exist)."""
     try:
         tree = jmespath.compile(query).parsed
     except JMESPathError as exc:
         return [f"--query is not valid JMESPath: {exc}"]
     problems: list[str] = []
     _walk(tree, output_shape, problems)
+    for field, literal in _compared_literals(tree):
+        check = (literal_checks or {}).get(field)
+        if check is not None and isinstance(literal, str) and (wrong := check(literal)):
+            problems.append(f"--query compares {field} with {literal!r}: {wrong}")
     return problems
+
+
+def _compared_literals(node: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(field, literal) of every comparison of a field with a literal, anywhere in the tree."""
+    children = node.get("children", [])
+    if node["type"] == "comparator" and len(children) == 2:
+        kinds = {c["type"]: c for c in children}
+        if set(kinds) == {"field", "literal"}:
+            yield kinds["field"]["value"], kinds["literal"]["value"]
+    for child in children:
+        if isinstance(child, dict):
+            yield from _compared_literals(child)
 
 
 def _element(shape: Any) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -28,13 +28,15 @@ _TYPE = re.compile(r"\[(boolean|string|array|number|count)\]")
 
 @dataclass(frozen=True)
 class CdkCommand:
-    """One command's options (every spelling -> its type) and how many positional arguments it takes."""
+    """One command's options (every spelling -> its type, and its choices where the help lists them) and how
+    many positional arguments it takes."""
 
     name: str
     options: dict[str, str]
     required: frozenset[str]
     max_positionals: int | None  # None: any number
     min_positionals: int
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _help(*args: str) -> str:
@@ -70,22 +72,31 @@ def cdk_command(name: str) -> CdkCommand:
     positionals = re.findall(r"(\[[A-Z_]+(?:\.\.)?\]|<[A-Z_]+(?:\.\.)?>)", usage)
     options: dict[str, str] = {}
     required: set[str] = set()
-    current: list[str] = []
+    blocks: list[tuple[list[str], str]] = []  # each option's spellings and its help text (may wrap)
     for line in text.split("Options:", 1)[1].splitlines():
         opening = _OPTION_LINE.match(line)
         if opening:
-            current = [n.strip() for n in opening["names"].split(",")]
-        for kind in _TYPE.findall(line):
-            for each in current:
+            blocks.append(([n.strip() for n in opening["names"].split(",")], ""))
+        if blocks:
+            blocks[-1] = (blocks[-1][0], blocks[-1][1] + " " + line.strip())
+    choices: dict[str, tuple[str, ...]] = {}
+    for names, help_text in blocks:
+        for kind in _TYPE.findall(help_text)[:1]:
+            for each in names:
                 options.setdefault(each, kind)
-        if "[required]" in line:
-            required.update(current)
+        if "[required]" in help_text:
+            required.update(names)
+        # `[choices: "never", "any-change", ...]`, wrapped over lines like any help text.
+        listed = re.search(r"\[choices: ([^\]]*)\]", help_text)
+        if listed:
+            choices |= dict.fromkeys(names, tuple(re.findall(r'"([^"]*)"', listed[1])))
     return CdkCommand(
         name=name,
         options=options,
         required=frozenset(required),
         max_positionals=None if any(".." in p for p in positionals) else len(positionals),
         min_positionals=sum(1 for p in positionals if p.startswith("<")),
+        choices=choices,
     )
 
 
@@ -109,7 +120,7 @@ def cdk_problem(words: list[Word]) -> str | None:
         if not text.startswith("-") or text == "-" or word.dynamic:
             positionals += 1
             continue
-        option, _, inline_value = text.partition("=")
+        option, has_inline, inline_value = text.partition("=")
         kind = command.options.get(option)
         if kind is None and option.startswith("--no-"):
             positive = "--" + option.removeprefix("--no-")
@@ -118,8 +129,20 @@ def cdk_problem(words: list[Word]) -> str | None:
         if kind is None:
             return f"`cdk {command.name}` has no option {option} (see `npx cdk {command.name} --help`)"
         seen.add(option)
-        if kind in VALUE_TYPES and not inline_value and next(rest, None) is None:
-            return f"`cdk {command.name} {option}` needs a value"
+        value = Word(inline_value) if has_inline else None
+        if kind in VALUE_TYPES and value is None:
+            value = next(rest, None)
+            if value is None:
+                return f"`cdk {command.name} {option}` needs a value"
+        allowed = command.choices.get(option, ())
+        if (
+            allowed
+            and value is not None
+            and not value.dynamic
+            and value.text[:1] != "<"
+            and value.text not in allowed
+        ):
+            return f"`cdk {command.name} {option} {value.text}`: not one of {', '.join(allowed)}"
     if command.max_positionals is not None and positionals > command.max_positionals:
         return f"`cdk {command.name}` takes at most {command.max_positionals} positional argument(s)"
     if positionals < command.min_positionals:

@@ -6,23 +6,41 @@ what is wrong with it, so a failing `make test` says exactly what to fix.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.docs import conventions
-from tests.docs.argparse_cli import argparse_problem, hubspoke_parser, qq_parser
-from tests.docs.aws_cli import aws_problems
-from tests.docs.cdk_cli import cdk_problem
-from tests.docs.markdown import SHELL_LANGUAGES, Snippet
-from tests.docs.shell import Command, ShellSyntaxError, parse
+from tests.docs.argparse_cli import argparse_problem, choice_values, hubspoke_parser, qq_parser
+from tests.docs.aws_cli import aws_problems, region_problem
+from tests.docs.cdk_cli import cdk_command, cdk_commands, cdk_problem
+from tests.docs.markdown import SHELL_LANGUAGES, Snippet, command_text
+from tests.docs.shell import Command, ShellSyntaxError, Word, parse
 
 CHECKED_TOOLS = ("aws", "qq", "hubspoke", "cdk", "kubectl", "date")
 # Inline code that starts like a command but shows something else; each with the reason it is not one.
 NOT_COMMANDS = {
     "hubspoke on_create:": "the prefix of every log line on_create.sh writes",
 }
+# Commands that run the command given as their remaining arguments: sudo(8); env(1), nice(1), nohup(1) and
+# timeout(1) of GNU coreutils; watch(1) of procps-ng; xargs(1) of GNU findutils; the shell's `exec` and
+# `command` (POSIX Shell Command Language 2.14, 2.9.1.1). The wrapped command is the first later word that
+# runs something checked: a wrapper's own option values are not parsed, so a value spelled like a tool would
+# be read as one (a loud false finding, never a silent pass).
+WRAPPERS = frozenset({"sudo", "env", "nice", "nohup", "timeout", "watch", "xargs", "exec", "command"})
+_PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?")
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """The checked tool a command runs, where its own arguments start, and anything wrong with how it is run."""
+
+    tool: str
+    start: int
+    problem: str | None = None
+    appended: bool = False  # xargs adds arguments at run time, after the last one written
 
 
 @dataclass(frozen=True)
@@ -41,16 +59,68 @@ class Report:
     checked: Counter[str] = field(default_factory=Counter)
 
 
-def tool_of(command: Command) -> tuple[str, int] | None:
-    """The checked tool a command runs and the index of its first argument (`npx cdk` counts as cdk)."""
-    argv = command.argv
-    if not argv:
-        return None
-    if argv[0] == "npx" and len(argv) > 1 and argv[1] == "cdk":
-        return "cdk", 2
-    if argv[0] in CHECKED_TOOLS:
-        return argv[0], 1
+def _runs(word: str) -> bool:
+    name = word.rsplit("/", 1)[-1]
+    return name in WRAPPERS or name in CHECKED_TOOLS or name == "npx" or bool(_PYTHON.fullmatch(name))
+
+
+def tool_of(command: Command) -> Invocation | None:
+    """The checked tool a command runs, looking through wrappers (`sudo`, `env`, `xargs`, ...), paths
+    (`.venv/bin/hubspoke`), `npx cdk` and `python -m`."""
+    argv, at, appended = command.argv, 0, False
+    while at < len(argv):
+        name = argv[at].rsplit("/", 1)[-1]
+        if name in WRAPPERS:
+            wrapped = next((i for i in range(at + 1, len(argv)) if _runs(argv[i])), len(argv))
+            # GNU xargs appends the input's words to the command unless -I/-i/--replace names a placeholder.
+            replaces = any(a.startswith(("-I", "-i", "--replace")) for a in argv[at + 1 : wrapped])
+            appended |= name == "xargs" and not replaces
+            at = wrapped
+            continue
+        if name == "npx":
+            # npx runs a package's binary: the CDK CLI's is `cdk` (package.json, node_modules/.bin).
+            first = next((i for i in range(at + 1, len(argv)) if not argv[i].startswith("-")), len(argv))
+            return (
+                Invocation("cdk", first + 1, appended=appended)
+                if argv[first : first + 1] == ["cdk"]
+                else None
+            )
+        if _PYTHON.fullmatch(name):
+            module = argv[at + 2] if argv[at + 1 : at + 2] == ["-m"] and len(argv) > at + 2 else ""
+            if module.split(".")[0] != "hubspoke":
+                return None
+            # `python -m` runs a package's __main__ module (Python docs, "-m"): hubspoke has none, and
+            # hubspoke/cli/main.py runs main() when run as a script.
+            problem = None
+            if module != "hubspoke.cli.main":
+                problem = f"`python -m {module}` does not run hubspoke (no __main__ module): use `hubspoke`"
+            return Invocation("hubspoke", at + 3, problem, appended)
+        return Invocation(name, at + 1, appended=appended) if name in CHECKED_TOOLS else None
     return None
+
+
+def _choices(tool: str, args: list[Word]) -> dict[str, frozenset[str]]:
+    """Option spelling -> its listed choices, for telling an upper-case choice from a metavariable."""
+    if tool == "qq":
+        return choice_values(qq_parser())
+    if tool == "hubspoke":
+        return choice_values(hubspoke_parser(args))
+    if tool == "cdk" and args and args[0].text in cdk_commands():
+        return {o: frozenset(c) for o, c in cdk_command(cdk_commands()[args[0].text]).choices.items()}
+    return {}
+
+
+def _region_problems(args: list[Word]) -> list[str]:
+    """`--region` values of hubspoke's commands must be Regions too (its parser takes any string)."""
+    problems = []
+    for i, word in enumerate(args):
+        name, has_inline, inline = word.text.partition("=")
+        if name != "--region" or word.dynamic:
+            continue
+        value = Word(inline) if has_inline else args[i + 1] if i + 1 < len(args) else None
+        if value is not None and (wrong := region_problem(value)):
+            problems.append(f"hubspoke: --region {wrong}")
+    return problems
 
 
 def command_problems(command: Command) -> list[str]:
@@ -58,15 +128,19 @@ def command_problems(command: Command) -> list[str]:
     found = tool_of(command)
     if found is None:
         return []
-    tool, start = found
-    args = command.words[start:]
-    problems = conventions.guesswork_problems(command, metavariables=tool in ("qq", "hubspoke", "cdk"))
+    tool, start = found.tool, found.start
+    args = command.words[start:] + ([Word("<appended by xargs>", dynamic=True)] if found.appended else [])
+    problems = [found.problem] if found.problem else []
+    problems += conventions.guesswork_problems(
+        args, metavariables=tool in ("qq", "hubspoke", "cdk"), choices=_choices(tool, args)
+    )
     if tool == "aws":
         problems += aws_problems(args)
     elif tool == "qq":
         problems += [f"qq: {p}" for p in [argparse_problem(qq_parser(), args)] if p]
     elif tool == "hubspoke":
         problems += [f"hubspoke: {p}" for p in [argparse_problem(hubspoke_parser(args), args)] if p]
+        problems += _region_problems(args)
     elif tool == "cdk":
         problems += [p for p in [cdk_problem(args)] if p]
     elif tool == "kubectl":
@@ -79,12 +153,19 @@ def command_problems(command: Command) -> list[str]:
 def _is_command(snippet: Snippet) -> bool:
     if snippet.kind == "block":
         return snippet.language in SHELL_LANGUAGES
-    if snippet.text in NOT_COMMANDS:
+    text = command_text(snippet)
+    if text in NOT_COMMANDS:
         return False
-    words = snippet.text.split()
+    words = text.split()
     if len(words) <= 1 or words == ["npx", "cdk"]:
         return False  # the tool's name alone (`aws`, `npx cdk`) names the tool, it is not a command
-    return words[0] in CHECKED_TOOLS or words[:2] == ["npx", "cdk"]
+    try:
+        commands = parse(text)
+    except ShellSyntaxError:
+        # Not shell: a command only if it starts like one (then the syntax error is reported).
+        return words[0] in CHECKED_TOOLS or words[:2] == ["npx", "cdk"]
+    # `VAR=$(aws ...)`, `sudo aws ...`, `X=1 hubspoke ...`: any command of a checked tool in the span.
+    return any(tool_of(c) is not None for c in commands)
 
 
 def check(snippets: Iterable[Snippet], root: Path) -> Report:
@@ -100,22 +181,23 @@ def check(snippets: Iterable[Snippet], root: Path) -> Report:
             continue
         if not _is_command(snippet):
             continue
-        for offset, text in enumerate(snippet.text.splitlines()):
+        text = command_text(snippet)
+        for offset, line_text in enumerate(text.splitlines()):
             line = f"{snippet.path.relative_to(root)}:{snippet.line + offset}"
-            for problem in conventions.placeholder_problems(text):
-                report.findings.append(Finding(line, text.strip()[:120], problem))
+            for problem in conventions.placeholder_problems(line_text):
+                report.findings.append(Finding(line, line_text.strip()[:120], problem))
         try:
-            commands = parse(snippet.text, snippet.line)
+            commands = parse(text, snippet.line)
         except ShellSyntaxError as exc:
             report.findings.append(
-                Finding(where, snippet.text.splitlines()[0][:80], f"not valid shell: {exc}")
+                Finding(where, text.strip().splitlines()[0][:80], f"not valid shell: {exc}")
             )
             continue
         for command in commands:
             found = tool_of(command)
             if found is None:
                 continue
-            report.checked[found[0]] += 1
+            report.checked[found.tool] += 1
             line = f"{snippet.path.relative_to(root)}:{command.line}"
             for problem in command_problems(command):
                 report.findings.append(Finding(line, str(command)[:120], problem))

@@ -17,8 +17,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping
 
-from tests.docs.shell import Command
+from tests.docs.shell import Command, Word
 
 PLACEHOLDER = re.compile(r"<[a-z0-9]+(?:-[a-z0-9]+)*>")
 _ANY_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n]*>")
@@ -34,11 +35,24 @@ def placeholder_problems(text: str) -> list[str]:
     ]
 
 
-def guesswork_problems(command: Command, *, metavariables: bool) -> list[str]:
-    """Elisions anywhere in the command, and (where asked) all-capitals metavariables in its arguments."""
+def guesswork_problems(
+    words: list[Word], *, metavariables: bool, choices: Mapping[str, Collection[str]] | None = None
+) -> list[str]:
+    """Elisions anywhere in a tool's arguments, and (where asked) all-capitals metavariables among them.
+
+    An all-capitals word the tool lists as a choice of its option (`--checksum-mode ENABLED`) is a value, not a
+    metavariable: `choices` maps option spellings to their choices.
+    """
     problems: list[str] = []
-    for word in command.words[1:]:
+    previous = ""
+    for word in words:
+        option, previous = previous, word.text
         if word.dynamic:
+            continue
+        name, _, inline = word.text.partition("=")
+        if inline and inline in (choices or {}).get(name, ()):
+            continue
+        if word.text in (choices or {}).get(option, ()):
             continue
         if "..." in word.text:
             problems.append(

@@ -31,6 +31,25 @@ class Snippet:
         return f"{self.path.relative_to(root)}:{self.line}"
 
 
+_PROMPT = re.compile(r"^\s*\$ ")
+
+
+def command_text(snippet: Snippet) -> str:
+    """The shell a snippet holds: `$ ` prompts removed; in a `console` block, only prompted lines (and the lines
+    they continue onto with a trailing backslash) are commands, the rest is output (blanked, so line numbers
+    stay those of the file)."""
+    lines, continued = [], False
+    for line in snippet.text.split("\n"):
+        prompted = _PROMPT.match(line)
+        if prompted:
+            line = line[prompted.end() :]
+        elif snippet.language == "console" and not continued:
+            line = ""
+        continued = bool(prompted or continued) and line.rstrip().endswith("\\")
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def doc_files(root: Path) -> list[Path]:
     """README.md and every Markdown file under docs/, in a stable order."""
     return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]

@@ -24,3 +24,7 @@ def test_help_is_read_into_commands_options_and_positionals() -> None:
     assert deploy.options["--revert-drift"] == "boolean"
     assert deploy.max_positionals is None
     assert "--revert-drift" not in cdk_command("diff").options
+    # `--require-approval ... [string] [choices: "never", "any-change", "broadening", "destructive"]`, on the
+    # line after the option's name: choices are read from the option's whole (wrapped) help text.
+    assert deploy.choices["--require-approval"] == ("never", "any-change", "broadening", "destructive")
+    assert deploy.options["--require-approval"] == "string"

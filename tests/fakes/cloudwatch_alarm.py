@@ -18,6 +18,12 @@ Metric math (doc_source/using-metric-math.md):
   or nothing ("is dropped") when it has none or is omitted. A timestamp the condition lacks is dropped.
 ASSUMED (precedence is not documented): arithmetic binds tighter than a comparison and a comparison tighter
 than AND/OR, as in the documented examples; an unparenthesized arithmetic operand of a comparison is refused.
+NOT DOCUMENTED, so judged both ways: a series against a number (`sps >= 0`, `nfs / 2`). "Missing values in a
+time series are treated as 0" can mean that the result has only the series' own timestamps, or that the series
+counts as 0 at every other timestamp of the query (where another input has a point), making `sps >= 0` true
+where `sps` has nothing. `evaluate` computes the expression under both readings and refuses it
+(AmbiguousExpression) when the results differ: an alarm must not depend on which reading CloudWatch applies.
+Series against series, AND/OR and IF follow the documented rules above under both readings.
 
 Alarms (doc_source/AlarmThatSendsEmail.md, "Evaluating an alarm", "How alarm state is evaluated when data is
 missing"): an alarm looks at an evaluation range longer than Evaluation Periods (N); with no missing point it
@@ -146,7 +152,14 @@ class _Parser:
         return ("id", token)
 
 
-def _pointwise(op: Callable[[float, float], float | None], left: Value, right: Value) -> Value:
+class AmbiguousExpression(ValueError):
+    """The expression's result depends on an undocumented reading of missing values (module docstring)."""
+
+
+def _pointwise(
+    op: Callable[[float, float], float | None], left: Value, right: Value, *, query_stamps: frozenset[int]
+) -> Value:
+    """`query_stamps` empty: a series against a number keeps its own timestamps; else it counts as 0 at these."""
     if isinstance(left, float) and isinstance(right, float):
         result = op(left, right)
         if result is None:
@@ -156,9 +169,11 @@ def _pointwise(op: Callable[[float, float], float | None], left: Value, right: V
         stamps = sorted(left.keys() | right.keys())  # missing values count as 0
         pairs = [(t, left.get(t, 0.0), right.get(t, 0.0)) for t in stamps]
     elif isinstance(left, dict):
-        pairs = [(t, v, float(right)) for t, v in sorted(left.items())]  # type: ignore[arg-type]
+        stamps = sorted(left.keys() | query_stamps)
+        pairs = [(t, left.get(t, 0.0), float(right)) for t in stamps]  # type: ignore[arg-type]
     else:
-        pairs = [(t, float(left), v) for t, v in sorted(right.items())]  # type: ignore[union-attr]
+        stamps = sorted(right.keys() | query_stamps)  # type: ignore[union-attr]
+        pairs = [(t, float(left), right.get(t, 0.0)) for t in stamps]  # type: ignore[union-attr, arg-type]
     out: Series = {}
     for stamp, a, b in pairs:
         value = op(a, b)
@@ -182,8 +197,26 @@ def _if(condition: Value, true: Value, false: Value | None) -> Value:
 
 
 def evaluate(expression: str, metrics: Mapping[str, Series]) -> Series:
-    """The time series an expression yields from its input series (ids as in the expression)."""
+    """The time series an expression yields from its input series (ids as in the expression).
 
+    Raises AmbiguousExpression when the two readings of a series against a number disagree (module docstring).
+    """
+    tree = _Parser(expression).parse()
+    own = _evaluate(tree, metrics, query_stamps=frozenset())
+    filled = _evaluate(tree, metrics, query_stamps=frozenset(t for s in metrics.values() for t in s))
+    if own != filled:
+        differ = sorted(t for t in own.keys() | filled.keys() if own.get(t) != filled.get(t))
+        raise AmbiguousExpression(
+            f"{expression!r} gives different results where a series compared with or combined with a number "
+            f"has no point of its own (timestamps {differ[:5]}): with only its own points "
+            f"{[own.get(t) for t in differ[:5]]}, counting it as 0 {[filled.get(t) for t in differ[:5]]}"
+        )
+    return own
+
+
+def _evaluate(
+    tree: tuple[Any, ...], metrics: Mapping[str, Series], *, query_stamps: frozenset[int]
+) -> Series:
     def walk(node: tuple[Any, ...]) -> Value:
         kind = node[0]
         if kind == "number":
@@ -195,18 +228,22 @@ def evaluate(expression: str, metrics: Mapping[str, Series]) -> Series:
         if kind == "group":
             return walk(node[1])
         if kind == "arithmetic":
-            return _pointwise(_ARITHMETIC[node[1]], walk(node[2]), walk(node[3]))
+            return _pointwise(_ARITHMETIC[node[1]], walk(node[2]), walk(node[3]), query_stamps=query_stamps)
         if kind == "compare":
             test = _COMPARE[node[1]]
-            return _pointwise(lambda a, b: float(test(a, b)), walk(node[2]), walk(node[3]))
+            return _pointwise(
+                lambda a, b: float(test(a, b)), walk(node[2]), walk(node[3]), query_stamps=query_stamps
+            )
         if kind == "logical":
-            test = _LOGICAL[node[1]]
-            return _pointwise(lambda a, b: float(test(a, b)), walk(node[2]), walk(node[3]))
+            logic = _LOGICAL[node[1]]
+            return _pointwise(
+                lambda a, b: float(logic(a, b)), walk(node[2]), walk(node[3]), query_stamps=query_stamps
+            )
         if kind == "if":
             return _if(walk(node[1]), walk(node[2]), walk(node[3]) if len(node) > 3 else None)
         raise AssertionError(kind)
 
-    result = walk(_Parser(expression).parse())
+    result = walk(tree)
     if not isinstance(result, dict):
         raise ValueError("an alarm's expression must yield a time series")
     return result
@@ -245,13 +282,89 @@ def alarm_state(
     return "ALARM" if sum(judged) >= datapoints_to_alarm else "OK"
 
 
-def alarm_from_template(props: Mapping[str, Any]) -> tuple[str, dict[str, tuple[str, str]]]:
-    """An AWS::CloudWatch::Alarm's returned expression and, per id, the (namespace, metric name) it reads."""
+def alarm_from_template(props: Mapping[str, Any]) -> tuple[str, dict[str, tuple[str, str, str]]]:
+    """An AWS::CloudWatch::Alarm's expression and, per id, the (namespace, metric name, statistic) it reads.
+
+    An alarm on one metric (MetricName, Statistic at the top) reads as the expression `m` over that metric.
+    """
+    if "MetricName" in props:
+        return "m", {"m": (props["Namespace"], props["MetricName"], props["Statistic"])}
     queries = props["Metrics"]
     [result] = [q for q in queries if q.get("ReturnData", True) and "Expression" in q]
     inputs = {
-        q["Id"]: (q["MetricStat"]["Metric"]["Namespace"], q["MetricStat"]["Metric"]["MetricName"])
+        q["Id"]: (
+            q["MetricStat"]["Metric"]["Namespace"],
+            q["MetricStat"]["Metric"]["MetricName"],
+            q["MetricStat"]["Stat"],
+        )
         for q in queries
         if "MetricStat" in q
     }
     return str(result["Expression"]), inputs
+
+
+# Composite alarms (doc_source/Create_Composite_Alarm.md, "Rule expressions"): ALARM(name), OK(name) and
+# INSUFFICIENT_DATA(name) are TRUE when that alarm is in that state; TRUE and FALSE are constants; AND, OR, NOT
+# and parentheses combine them. The composite is in ALARM when its rule is TRUE. ASSUMED (not stated):
+# NOT binds tighter than AND, AND tighter than OR, as in the documented examples, which parenthesize mixtures.
+_RULE_TOKEN = re.compile(
+    r'\s*(?:(ALARM|OK|INSUFFICIENT_DATA)\(\s*"?([^")]+)"?\s*\)|(TRUE|FALSE|AND|OR|NOT|\(|\)))'
+)
+
+
+def composite_state(rule: str, states: Mapping[str, str]) -> str:
+    """ "ALARM" or "OK" for a composite alarm's rule, given the state of every alarm it names."""
+    tokens: list[tuple[str, str]] = []
+    position = 0
+    while position < len(rule.rstrip()):
+        found = _RULE_TOKEN.match(rule, position)
+        if not found:
+            raise ValueError(f"cannot read the rule at {rule[position:]!r}")
+        tokens.append((found[1], found[2]) if found[1] else (found[3], ""))
+        position = found.end()
+    at = 0
+
+    def take() -> tuple[str, str]:
+        nonlocal at
+        if at >= len(tokens):
+            raise ValueError(f"rule ends early: {rule!r}")
+        at += 1
+        return tokens[at - 1]
+
+    def peek() -> str | None:
+        return tokens[at][0] if at < len(tokens) else None
+
+    def disjunction() -> bool:
+        value = conjunction()
+        while peek() == "OR":
+            take()
+            value = conjunction() or value
+        return value
+
+    def conjunction() -> bool:
+        value = negation()
+        while peek() == "AND":
+            take()
+            value = negation() and value
+        return value
+
+    def negation() -> bool:
+        if peek() == "NOT":
+            take()
+            return not negation()
+        kind, name = take()
+        if kind == "(":
+            value = disjunction()
+            if take()[0] != ")":
+                raise ValueError(f"unbalanced parentheses in {rule!r}")
+            return value
+        if kind in ("TRUE", "FALSE"):
+            return kind == "TRUE"
+        if kind in ("ALARM", "OK", "INSUFFICIENT_DATA"):
+            return states[name] == kind
+        raise ValueError(f"unexpected {kind} in {rule!r}")
+
+    result = disjunction()
+    if at != len(tokens):
+        raise ValueError(f"unexpected {tokens[at][0]} in {rule!r}")
+    return "ALARM" if result else "OK"

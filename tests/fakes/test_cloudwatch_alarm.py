@@ -3,14 +3,15 @@
 Examples copied as data from the Amazon CloudWatch User Guide, awsdocs/amazon-cloudwatch-user-guide@b355497:
 doc_source/using-metric-math.md ("Comparison and logical operators", "Using IF expressions") and
 doc_source/AlarmThatSendsEmail.md ("How alarm state is evaluated when data is missing": both tables, columns
-BREACHING and NOT BREACHING). In the documented series `-` is a timestamp without a value.
+BREACHING and NOT BREACHING), doc_source/Create_Composite_Alarm.md ("Rule expressions": the three example
+rules and what each is documented to mean). In the documented series `-` is a timestamp without a value.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.fakes.cloudwatch_alarm import Series, alarm_state, evaluate
+from tests.fakes.cloudwatch_alarm import AmbiguousExpression, Series, alarm_state, composite_state, evaluate
 
 
 def series(*values: float | None) -> Series:
@@ -70,6 +71,26 @@ def test_division_by_zero_drops_the_point_and_missing_values_count_as_zero() -> 
     assert as_list(result, 3) == [2, None, 0]
 
 
+# Minutes 0-1: a job reports samples/s and GPUs report; minutes 2-3: an idle cluster, GPUs only (at 0 %).
+IDLE_AFTER_A_JOB = {"sps": series(115, 115, None, None), "gpu": series(99, 99, 0, 0)}
+
+
+def test_a_series_against_a_number_where_it_has_no_point_is_refused() -> None:
+    """ "Missing values in a time series are treated as 0" (using-metric-math.md): if that holds at the other
+    inputs' timestamps, `sps >= 0` is 1 where no job reported and the idle GPUs' 0 % would pass the guard.
+    The page does not say which reading applies, so the fake refuses an expression whose result depends on it."""
+    with pytest.raises(AmbiguousExpression):
+        evaluate("IF(sps >= 0 AND gpu >= 0, gpu)", IDLE_AFTER_A_JOB)
+
+
+def test_a_presence_guard_on_sample_counts_holds_under_both_readings() -> None:
+    # A SampleCount series has no point (or, read the other way, 0) where nothing was published: `n > 0` is
+    # false either way.
+    counts = {"sps_n": series(2, 2, None, None), "gpu_n": series(16, 16, 16, 16)}
+    result = evaluate("IF(sps_n > 0 AND gpu_n > 0, gpu)", {**IDLE_AFTER_A_JOB, **counts})
+    assert as_list(result, 4) == [99, 99, None, None]
+
+
 def test_undocumented_precedence_and_functions_are_refused() -> None:
     with pytest.raises(NotImplementedError):
         evaluate("metric1 / 2 >= 1", OPERANDS)
@@ -111,3 +132,32 @@ def test_alarm_state_with_missing_data_as_documented(
             treat_missing_data=treatment,
         )
         assert state == documented, f"{row}, {m} of 3, missing {treatment}"
+
+
+# "ALARM(CPUUtilizationTooHigh) AND ALARM(DiskReadOpsTooHigh)": ALARM only if both are in ALARM.
+# "ALARM(CPUUtilizationTooHigh) AND NOT ALARM(DeploymentInProgress)".
+# "(ALARM(CPUUtilizationTooHigh) OR ALARM(DiskReadOpsTooHigh)) AND OK(NetworkOutTooHigh)".
+@pytest.mark.parametrize(
+    ("rule", "states", "documented"),
+    [
+        ("ALARM(CPUUtilizationTooHigh) AND ALARM(DiskReadOpsTooHigh)", ("ALARM", "ALARM"), "ALARM"),
+        ("ALARM(CPUUtilizationTooHigh) AND ALARM(DiskReadOpsTooHigh)", ("ALARM", "OK"), "OK"),
+        ("ALARM(CPUUtilizationTooHigh) AND NOT ALARM(DeploymentInProgress)", ("ALARM", "OK"), "ALARM"),
+        ("ALARM(CPUUtilizationTooHigh) AND NOT ALARM(DeploymentInProgress)", ("ALARM", "ALARM"), "OK"),
+        (
+            '(ALARM("CPUUtilizationTooHigh") OR ALARM("DiskReadOpsTooHigh")) AND OK("NetworkOutTooHigh")',
+            ("OK", "ALARM", "OK"),
+            "ALARM",
+        ),
+        (
+            '(ALARM("CPUUtilizationTooHigh") OR ALARM("DiskReadOpsTooHigh")) AND OK("NetworkOutTooHigh")',
+            ("ALARM", "OK", "ALARM"),
+            "OK",
+        ),
+    ],
+)
+def test_composite_rules_as_documented(rule: str, states: tuple[str, ...], documented: str) -> None:
+    import re
+
+    names = list(dict.fromkeys(re.findall(r"\(\"?(\w+)\"?\)", rule)))
+    assert composite_state(rule, dict(zip(names, states, strict=True))) == documented

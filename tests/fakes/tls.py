@@ -10,6 +10,7 @@ import ipaddress
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 
 
@@ -53,3 +54,9 @@ def self_signed(common_name: str, address: str = "127.0.0.1") -> SelfSigned:
         )
     )
     return SelfSigned(folder / "cert.pem", folder / "key.pem", pem)
+
+
+@cache
+def loopback_certificate(common_name: str) -> SelfSigned:
+    """One certificate per name for the whole test session: a server and the clients that trust it share it."""
+    return self_signed(common_name)

@@ -240,20 +240,32 @@ def dashboard_alone(config: HubSpokeConfig) -> dict[str, Any]:
     return dict(Template.from_stack(stack).to_json())
 
 
-def test_hub_gpu_alarm_lives_with_the_dashboard(
+def test_hub_training_alarms_live_with_the_dashboard(
     dev_config: HubSpokeConfig, config_from: Callable[[dict[str, Any]], HubSpokeConfig]
 ) -> None:
     template = dashboard_alone(dev_config)
-    [(_, alarm)] = properties(template, "AWS::CloudWatch::Alarm")
-    assert alarm["Threshold"] == dev_config.ops.gpu_utilization_floor_percent
-    # 8 breaching minutes of 10 (docs/operations.md; tests/constructs/test_alarms.py judges the behaviour).
-    assert (alarm["DatapointsToAlarm"], alarm["EvaluationPeriods"]) == (8, 10)
-    gpu = [m for m in alarm_metrics(alarm) if m["Namespace"] == compute_metrics.NAMESPACE]
-    assert [d["Value"] for m in gpu for d in m["Dimensions"]] == [
+    alarms = {
+        p["AlarmName"].removeprefix("hubspoke-dev-dashboard-us-east-2-"): p
+        for _, p in properties(template, "AWS::CloudWatch::Alarm")
+    }
+    # Samples/s first, GPUs second (docs/operations.md; tests/constructs/test_alarms.py judges the behaviour).
+    assert set(alarms) == {"training-stalled", "training-throughput-low", "gpu-utilization-low"}
+    gpu = alarms["gpu-utilization-low"]
+    assert gpu["Threshold"] == dev_config.ops.gpu_utilization_floor_percent
+    assert (gpu["DatapointsToAlarm"], gpu["EvaluationPeriods"]) == (8, 10)
+    gpu_metrics = [m for m in alarm_metrics(gpu) if m["Namespace"] == compute_metrics.NAMESPACE]
+    assert {d["Value"] for m in gpu_metrics for d in m["Dimensions"]} == {
         compute_metrics.eks_cluster_name(dev_config, dev_config.hub)
-    ]
+    }
     topics = dict(properties(template, "AWS::SNS::Topic"))
-    assert {a["Ref"] for a in alarm["AlarmActions"]} <= set(topics)
+    for name, alarm in alarms.items():
+        assert {a["Ref"] for a in alarm["AlarmActions"]} == set(topics), name
+        assert "docs/runbooks/compute.md" in alarm["AlarmDescription"], name
+        training = [m for m in alarm_metrics(alarm) if m["Namespace"] == training_metrics.NAMESPACE]
+        assert {(d["Name"], d["Value"]) for m in training for d in m["Dimensions"]} == {
+            ("Environment", "dev"),
+            ("Region", dev_config.hub.region),
+        }, name
     assert all("KmsMasterKeyId" in t for t in topics.values())
 
     # Without a Compute stack in the hub Region there is nothing to watch, and no topic to pay for.

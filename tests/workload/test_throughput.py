@@ -94,3 +94,56 @@ def test_the_thread_keeps_reporting_while_a_step_hangs_and_close_flushes() -> No
 def test_interval_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         ThroughputReporter(samples_per_step=1, tokens_per_sample=1, report=lambda s, v: None, interval=0)
+
+
+def _baseline_reporter(clock: Clock, reports: list[tuple[int, dict[str, float]]]) -> ThroughputReporter:
+    return ThroughputReporter(
+        samples_per_step=384,
+        tokens_per_sample=4096,
+        report=lambda step, values: reports.append((step, values)),
+        interval=30,
+        baseline_seconds=300,
+        clock=clock,
+    )
+
+
+def _window(clock: Clock, reporter: ThroughputReporter, steps: int) -> None:
+    for _ in range(steps):
+        reporter.step_done(1)
+    clock.now += 30
+    reporter.tick()
+
+
+def test_the_baseline_is_the_best_mean_rate_over_the_baseline_span_and_appears_once_it_has_run() -> None:
+    clock, reports = Clock(), []
+    reporter = _baseline_reporter(clock, reports)
+    # 9 steps per 30 s window is 115.2 samples/s with 384 samples per step (the reference's 115-117).
+    for _ in range(9):
+        _window(clock, reporter, 9)
+    assert all("baseline_samples_per_second" not in values for _, values in reports), "5 minutes not yet run"
+    _window(clock, reporter, 9)
+    assert reports[-1][1]["baseline_samples_per_second"] == pytest.approx(9 * 384 / 30)
+
+
+def test_the_baseline_keeps_the_best_span_when_the_rate_falls() -> None:
+    """A loader that starves after a good start: the baseline stays at the good rate, so the alarm can
+    compare the starving minutes with it."""
+    clock, reports = Clock(), []
+    reporter = _baseline_reporter(clock, reports)
+    for steps in [5] * 10 + [9] * 10 + [2] * 10:  # warming up, warm, starving
+        _window(clock, reporter, steps)
+    baselines = [values["baseline_samples_per_second"] for _, values in reports[9:]]
+    assert baselines[0] == pytest.approx(5 * 384 / 30)
+    assert max(baselines) == baselines[-1] == pytest.approx(9 * 384 / 30)
+    assert reports[-1][1]["samples_per_second"] == pytest.approx(2 * 384 / 30)
+
+
+def test_the_baseline_span_must_cover_a_window() -> None:
+    with pytest.raises(ValueError, match="baseline_seconds"):
+        ThroughputReporter(
+            samples_per_step=1,
+            tokens_per_sample=1,
+            report=lambda s, v: None,
+            interval=30,
+            baseline_seconds=10,
+        )

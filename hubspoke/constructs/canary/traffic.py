@@ -51,7 +51,7 @@ class TrafficMetrics(Construct):
             for pattern in patterns
         ]
         if len(filters) > MAX_FILTERS_PER_LOG_GROUP:
-            # Config validation refuses such a topology first (config/quotas.py, flow_log_filters_fit).
+            # Config validation refuses such a topology first (config/traffic_rules.py, flow_log_filters_fit).
             raise ValueError(f"{region}: {len(filters)} flow-log metric filters needed")
         for index, (metric_name, pattern) in enumerate(filters):
             # Several filters may feed one metric: CloudWatch adds their values.

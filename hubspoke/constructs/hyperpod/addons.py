@@ -1,9 +1,4 @@
-"""EKS add-ons of a HyperPod orchestrator: pinned versions in one table, and the ones that run on HyperPod nodes.
-
-Versions (Amazon EKS User Guide add-on version tables, read 2026-11-30). An add-on left out of a table
-gets the version EKS picks as default for the cluster's Kubernetes version at create time; a change of
-this table is a deliberate upgrade, reviewed in the snapshot diff.
-"""
+"""EKS add-ons of a HyperPod orchestrator as constructs; their names and versions live in hubspoke/eks_addons.py."""
 
 from __future__ import annotations
 
@@ -14,32 +9,14 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hubspoke import training_metrics
+from hubspoke.eks_addons import (
+    CERT_MANAGER,
+    CLOUDWATCH_OBSERVABILITY,
+    CORE_ADDONS,
+    TRAINING_OPERATOR,
+    addon_version,
+)
 from hubspoke.policy.acks import acknowledge
-
-VPC_CNI = "vpc-cni"
-KUBE_PROXY = "kube-proxy"
-COREDNS = "coredns"
-POD_IDENTITY_AGENT = "eks-pod-identity-agent"
-CERT_MANAGER = "cert-manager"
-# SageMaker developer guide, "Installing the training operator" (HyperPodPyTorchJob).
-TRAINING_OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
-CLOUDWATCH_OBSERVABILITY = "amazon-cloudwatch-observability"
-
-# HyperPod needs the VPC CNI at 1.18.3 or newer (SageMaker developer guide, "Getting started with Amazon
-# EKS support in SageMaker HyperPod"); this build is the EKS table's latest for Kubernetes 1.27 to 1.33.
-VPC_CNI_VERSION = "v1.20.1-eksbuild.3"
-# kube-proxy and CoreDNS follow the Kubernetes minor version, so they are pinned per version.
-# The CloudWatch observability add-on is built from the aws-observability/helm-charts chart of the same
-# version (its RELEASE_NOTES: "Upgrade CloudWatch Agent Addon to v3.7.0-eksbuild.1" in chart 3.7.0); 6.4.0 is
-# the chart of 2026-07-21 (helm-charts@71a298ff). ASSUMED: build 1 of it is offered for Kubernetes 1.33; check
-# as docs/runbooks/compute.md, "Pinned EKS add-on versions", shows.
-VERSIONED: dict[str, dict[str, str]] = {
-    "1.33": {
-        KUBE_PROXY: "v1.33.0-eksbuild.2",
-        COREDNS: "v1.12.1-eksbuild.2",
-        CLOUDWATCH_OBSERVABILITY: "v6.4.0-eksbuild.1",
-    },
-}
 
 # Where the operator add-ons' controllers run and which service account they use (pod identity).
 TRAINING_OPERATOR_NAMESPACE = "aws-hyperpod"
@@ -71,13 +48,6 @@ CLOUDWATCH_CONFIGURATION = {
 }
 
 
-def addon_version(name: str, kubernetes_version: str) -> str | None:
-    """The pinned version of an add-on for this Kubernetes version, or None for EKS's default."""
-    if name == VPC_CNI:
-        return VPC_CNI_VERSION
-    return VERSIONED.get(kubernetes_version, {}).get(name)
-
-
 def core_addons(scope: Construct, *, cluster: eks.Cluster, kubernetes_version: str) -> list[eks.Addon]:
     """Networking, DNS and pod identity: what every node needs, installed before any node joins."""
     return [
@@ -89,7 +59,7 @@ def core_addons(scope: Construct, *, cluster: eks.Cluster, kubernetes_version: s
             addon_version=addon_version(name, kubernetes_version),
             preserve_on_delete=False,
         )
-        for name in (VPC_CNI, KUBE_PROXY, COREDNS, POD_IDENTITY_AGENT)
+        for name in CORE_ADDONS
     ]
 
 

@@ -1,0 +1,234 @@
+"""What the read-only AWS checks of `hubspoke preflight` and `hubspoke verify` share: rows, clients, errors, report.
+
+Credentials come from the standard AWS chain (AWS_PROFILE or --profile, environment keys, SSO, container and
+instance roles); AWS_ENDPOINT_URL redirects every call (tests point it at a local moto server). Each call goes
+to the configured Region being checked, so AWS_REGION does not change what is checked. A call that fails
+becomes a failing row naming the permission to grant or the endpoint that cannot be reached, never a
+traceback; credentials that are missing or rejected stop the run with one `credentials` row.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    CredentialRetrievalError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    PartialCredentialsError,
+    ProfileNotFound,
+    ReadTimeoutError,
+    SSOError,
+    TokenRetrievalError,
+)
+
+from hubspoke.cli.output import Table, fail, print_json, print_tables
+from hubspoke.config import HubSpokeConfig, load
+
+# "not checked" is a row whose subject is out of reach by design (a private Kubernetes endpoint, no
+# kubeconfig); a check that could not run because AWS refused or was unreachable fails instead.
+Status = Literal["pass", "warn", "fail", "not checked"]
+STATUSES: tuple[Status, ...] = ("pass", "warn", "fail", "not checked")
+
+CREDENTIALS_FIX = (
+    "set AWS_PROFILE (or --profile) to a profile for the configured account, export AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY, or run `aws sso login`"
+)
+_CREDENTIAL_ERRORS = (
+    NoCredentialsError,
+    PartialCredentialsError,
+    CredentialRetrievalError,
+    SSOError,
+    TokenRetrievalError,
+)
+_BAD_CREDENTIAL_CODES = {
+    "InvalidClientTokenId",
+    "ExpiredToken",
+    "ExpiredTokenException",
+    "UnrecognizedClientException",
+    "SignatureDoesNotMatch",
+    "AuthFailure",
+}
+_UNREACHABLE = (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError)
+_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException"}
+# Service name in botocore -> prefix of its IAM actions, where the two differ.
+_IAM_PREFIX = {"service-quotas": "servicequotas"}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One row of a check report."""
+
+    region: str
+    check: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+class Clients(Protocol):
+    """Makes a boto3 client for a service in a Region (a session in the command, fakes in tests)."""
+
+    def __call__(self, service: str, region: str) -> Any: ...
+
+
+class CredentialsProblem(Exception):
+    """No usable credentials: nothing can be checked."""
+
+
+def session_clients(profile: str | None = None) -> Clients:
+    """Clients from the standard credential chain, with short timeouts so a bad network fails fast."""
+    import boto3
+    from botocore.config import Config
+
+    session = boto3.Session(profile_name=profile)
+    settings = Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 3, "mode": "standard"})
+
+    made: dict[tuple[str, str], Any] = {}
+
+    def make(service: str, region: str) -> Any:
+        # One client per service and Region: building one loads its API model, which is not free.
+        if (service, region) not in made:
+            made[service, region] = session.client(service, region_name=region, config=settings)
+        return made[service, region]
+
+    return make
+
+
+def iam_action(service: str, operation: str) -> str:
+    """The IAM action behind a botocore operation, e.g. `ec2:DescribeVpcs`."""
+    return f"{_IAM_PREFIX.get(service, service)}:{operation}"
+
+
+def denied_or_error(region: str, check: str, service: str, exc: ClientError) -> CheckResult:
+    """A call that failed: say which permission is missing, or what AWS answered."""
+    code = exc.response.get("Error", {}).get("Code", "")
+    action = iam_action(service, exc.operation_name)
+    if code in _DENIED:
+        return CheckResult(
+            region,
+            check,
+            "fail",
+            f"not checked: {action} was denied",
+            f"allow {action} (read-only) for these credentials",
+        )
+    message = exc.response.get("Error", {}).get("Message", str(exc))
+    return CheckResult(
+        region,
+        check,
+        "fail",
+        f"not checked: {action} answered {code}: {message}",
+        "retry; if it persists, check the AWS Health Dashboard",
+    )
+
+
+def error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def pages(client: Any, operation: str, key: str, **params: Any) -> Iterator[dict[str, Any]]:
+    """Every item under `key` of every page of a paginated operation."""
+    for page in client.get_paginator(operation).paginate(**params):
+        yield from page.get(key, [])
+
+
+def guarded(
+    region: str, check: str, service: str, body: Callable[[], list[CheckResult]]
+) -> list[CheckResult]:
+    """Run one check; AWS errors become its failing row, credential trouble raises CredentialsProblem."""
+    try:
+        return body()
+    except ClientError as exc:
+        if error_code(exc) in _BAD_CREDENTIAL_CODES:
+            raise CredentialsProblem(f"AWS rejected the credentials: {exc}") from None
+        # A check that also reads another service's data tags the error with that service (verify's stacks).
+        return [denied_or_error(region, check, getattr(exc, "hubspoke_service", service), exc)]
+    except _UNREACHABLE as exc:
+        return [
+            CheckResult(
+                region,
+                check,
+                "fail",
+                f"not checked: cannot reach AWS ({exc})",
+                "check the network, proxy or AWS_ENDPOINT_URL",
+            )
+        ]
+    except _CREDENTIAL_ERRORS as exc:
+        raise CredentialsProblem(f"no usable AWS credentials ({exc})") from None
+    except BotoCoreError as exc:
+        return [
+            CheckResult(region, check, "fail", f"not checked: {exc}", "retry; run with valid AWS settings")
+        ]
+
+
+def credentials_row(problem: CredentialsProblem) -> CheckResult:
+    return CheckResult("-", "credentials", "fail", str(problem), CREDENTIALS_FIX)
+
+
+def add_aws_options(parser: argparse.ArgumentParser) -> None:
+    """--config, --profile, --region (repeatable) and --json, worded the same for every AWS command."""
+    parser.add_argument("--config", required=True, type=Path, metavar="PATH", help="environment config file")
+    parser.add_argument(
+        "--profile", metavar="NAME", help="AWS profile (default: AWS_PROFILE or the default chain)"
+    )
+    parser.add_argument(
+        "--region",
+        action="append",
+        metavar="REGION",
+        help="check only this configured Region (repeatable); e.g. one account's Regions at a time",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def unknown_regions(args: argparse.Namespace, config: HubSpokeConfig) -> str | None:
+    """The --region error for Regions the config does not have, or None when every one is configured."""
+    configured = {r.region for r in config.regions()}
+    unknown = sorted(set(args.region or ()) - configured)
+    if not unknown:
+        return None
+    return f"--region: {', '.join(unknown)} not in {args.config}; choose from {', '.join(sorted(configured))}"
+
+
+def run_command(
+    args: argparse.Namespace,
+    *,
+    name: str,
+    clients: Clients | None,
+    make: Callable[[str | None], Clients],
+    checks: Callable[[HubSpokeConfig, Clients], list[CheckResult]],
+) -> int:
+    """Load the config, check --region and --profile (exit 2), run the checks with clients from `make`, report."""
+    config = load(args.config).config
+    error = unknown_regions(args, config)
+    if error:
+        return fail(error)
+    if clients is None:
+        try:
+            clients = make(args.profile)
+        except ProfileNotFound as exc:
+            return fail(f"--profile: {exc}; list profiles with `aws configure list-profiles`")
+    return report(
+        checks(config, clients),
+        title=f"{name} of {args.config} (environment {config.environment})",
+        as_json=args.json,
+    )
+
+
+def report(results: list[CheckResult], *, title: str, as_json: bool) -> int:
+    """Print the rows (table or JSON) and the counts; exit 1 when a row failed, else 0."""
+    counts = {s: sum(r.status == s for r in results) for s in STATUSES}
+    if as_json:
+        print_json({"results": [asdict(r) for r in results], "summary": counts})
+    else:
+        table = Table(title, ("region", "check", "status", "detail", "fix"))
+        for r in results:
+            table.add(r.region, r.check, r.status, r.detail, r.fix)
+        print_tables([table], notes=[", ".join(f"{n} {s}" for s, n in counts.items())])
+    return 1 if counts["fail"] else 0

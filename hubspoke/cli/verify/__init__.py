@@ -1,0 +1,172 @@
+"""`hubspoke verify --config PATH`: after a deploy, read-only checks of the live environment against its config.
+
+Per configured Region (hub first), in plan order: the account, every planned stack (state, outputs, stale
+readers), the network (VPC CIDRs, peering, routes, cross-Region ingress), the spoke's canary (hub reachable,
+portal ACTIVE, recent reports), compute (HyperPod, EKS, add-ons, Kubernetes nodes and claims) and the
+alarms. Same rows, exit codes and credential handling as `hubspoke preflight` (hubspoke/cli/checks.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+
+from botocore.exceptions import ClientError
+
+from hubspoke.cli.checks import (
+    CREDENTIALS_FIX,
+    CheckResult,
+    Clients,
+    CredentialsProblem,
+    add_aws_options,
+    credentials_row,
+    error_code,
+    guarded,
+    run_command,
+    session_clients,
+)
+from hubspoke.cli.commands import COMMANDS
+from hubspoke.cli.preflight_checks import check_account
+from hubspoke.cli.verify.alarms import alarm_rows
+from hubspoke.cli.verify.canary import canary_rows
+from hubspoke.cli.verify.compute import compute_rows
+from hubspoke.cli.verify.kube import default_kubeconfig
+from hubspoke.cli.verify.live import Context
+from hubspoke.cli.verify.network import network_rows
+from hubspoke.cli.verify.stacks import stack_rows
+from hubspoke.config import HubSpokeConfig, RegionConfig
+from hubspoke.topology import plan_stacks
+
+__all__ = ["run_verify"]
+
+
+def run_verify(
+    config: HubSpokeConfig,
+    clients: Clients,
+    *,
+    config_path: str,
+    only: set[str] | None = None,
+    now: datetime | None = None,
+    kubeconfig: tuple[Path, ...] | None = None,
+    profile: str | None = None,
+) -> list[CheckResult]:
+    """Every check for every configured Region (or those in `only`); credential trouble is one failing row."""
+    ctx = Context(
+        config=config,
+        config_path=config_path,
+        clients=clients,
+        now=now or datetime.now(UTC),
+        kubeconfig=default_kubeconfig() if kubeconfig is None else kubeconfig,
+        profile=profile,
+    )
+    results: list[CheckResult] = []
+    regions = [r for r in config.regions() if not only or r.region in only]
+    try:
+        for region in regions:
+            results += _region_rows(ctx, region)
+    except CredentialsProblem as exc:
+        results.append(credentials_row(exc))
+    rejected = [r for r in results if r.check == "account" and r.detail.startswith(_REJECTED)]
+    if len(regions) > 1 and len(rejected) == len(regions):
+        # Every Region refused the same credentials: they are bad, not one Region disabled.
+        return [
+            credentials_row(
+                CredentialsProblem(f"AWS rejected the credentials in {', '.join(r.region for r in rejected)}")
+            )
+        ]
+    return results
+
+
+# STS in a Region that is not enabled for the account refuses every token with InvalidClientTokenId, as
+# it does bad credentials (IAM User Guide, "Activating and deactivating AWS STS in an AWS Region": tokens
+# are not valid in Regions the account has not enabled). One such Region is that Region's row; the others
+# are still checked.
+_REJECTED = "STS rejected the credentials here (InvalidClientTokenId)"
+
+
+def _rejected_row(code: str, account: str) -> CheckResult:
+    return CheckResult(
+        code,
+        "account",
+        "fail",
+        f"{_REJECTED}: is {code} enabled for account {account}? An opt-in Region refuses every token until it is",
+        # AWS Account Management EnableRegion / GetRegionOptStatus (RegionName; ENABLED, ENABLING, DISABLED,
+        # ENABLED_BY_DEFAULT: botocore account service-2.json).
+        f"enable it: `aws account enable-region --region-name {code}`, then wait until "
+        f"`aws account get-region-opt-status --region-name {code}` says ENABLED; if every Region says this, "
+        f"the credentials are bad: {CREDENTIALS_FIX}",
+    )
+
+
+def _region_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
+    code = region.region
+    expected = ctx.config.account_of(region)
+    accounts: list[str] = []
+
+    def account() -> list[CheckResult]:
+        try:
+            row, actual = check_account(ctx.clients("sts", code), region=code, expected=expected)
+        except ClientError as exc:
+            if error_code(exc) != "InvalidClientTokenId":
+                raise
+            return [_rejected_row(code, expected)]
+        accounts.append(actual)
+        return [row]
+
+    rows = guarded(code, "account", "sts", account)
+    if not accounts or accounts[0] != expected:
+        return [*rows, CheckResult(code, "checks", "not checked", "the account check did not pass")]
+    ctx.stacks.caller_account = accounts[0]
+    plans = plan_stacks(ctx.config)
+    for plan in plans:
+        if plan.region == code:
+            rows += stack_rows(ctx, plan)
+    rows += network_rows(ctx, region)
+    if code != ctx.config.hub.region:
+        rows += canary_rows(ctx, region)
+    if any(p.kind == "compute" and p.region == code for p in plans):
+        rows += compute_rows(ctx, region)
+    rows += alarm_rows(ctx, region)
+    return rows
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "verify",
+        help=COMMANDS["verify"].summary,
+        description="Read-only checks of a deployed environment against its config, per Region in plan order: "
+        "stacks (complete, outputs present, no stale reader), network (VPC CIDRs, peering, routes, "
+        "cross-Region ingress), the spoke canary (hub reachable, portal ACTIVE), compute (HyperPod, EKS, "
+        "add-ons, Kubernetes nodes and volumes when a kubeconfig reaches the cluster) and alarms. "
+        "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input.",
+        epilog="Example:\n  AWS_PROFILE=ml-dev hubspoke verify --config config/dev.yaml\n"
+        "  hubspoke verify --config config/dev.yaml --region us-west-2 --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_aws_options(parser)
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        action="append",
+        metavar="PATH",
+        help="kubeconfig file for the Kubernetes checks (repeatable; default: KUBECONFIG, else ~/.kube/config)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, *, clients: Clients | None = None) -> int:
+    return run_command(
+        args,
+        name="Verify",
+        clients=clients,
+        make=session_clients,
+        checks=lambda config, made: run_verify(
+            config,
+            made,
+            config_path=str(args.config),
+            only=set(args.region or ()),
+            kubeconfig=tuple(args.kubeconfig) if args.kubeconfig else None,
+            profile=args.profile,
+        ),
+    )

@@ -1,0 +1,89 @@
+"""Verify's alarm check: every alarm the environment plans (hubspoke/alarms.py) exists, and which are in ALARM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hubspoke.alarms import PlannedAlarm, planned_alarms
+from hubspoke.cli.checks import CheckResult, guarded
+from hubspoke.cli.verify.live import Context
+from hubspoke.config import RegionConfig
+
+# DescribeAlarms takes at most 100 AlarmNames per call (botocore cloudwatch service-2.json, AlarmNames).
+_NAMES_PER_CALL = 100
+_ALARM_TYPES = ["MetricAlarm", "CompositeAlarm"]
+
+
+def alarm_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
+    planned = [a for a in planned_alarms(ctx.config) if a.region == region.region]
+    if not planned:
+        return []
+    return guarded(region.region, "alarms", "cloudwatch", lambda: _rows(ctx, region.region, planned))
+
+
+def _rows(ctx: Context, region: str, planned: list[PlannedAlarm]) -> list[CheckResult]:
+    cloudwatch = ctx.clients("cloudwatch", region)
+    names = [a.name for a in planned]
+    live: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(names), _NAMES_PER_CALL):
+        # CloudWatch DescribeAlarms: without AlarmTypes it returns metric alarms only, "even if composite
+        # alarms ... exist" (botocore cloudwatch service-2.json, AlarmTypes), and cache-hit-ratio-low is a
+        # composite. Both kinds carry StateValue OK | ALARM | INSUFFICIENT_DATA, StateReason and
+        # StateUpdatedTimestamp.
+        batch = {"AlarmNames": names[start : start + _NAMES_PER_CALL], "AlarmTypes": _ALARM_TYPES}
+        for page in cloudwatch.get_paginator("describe_alarms").paginate(**batch):
+            for alarm in [*page.get("MetricAlarms", []), *page.get("CompositeAlarms", [])]:
+                live[alarm["AlarmName"]] = alarm
+    rows = []
+    for planned_alarm in planned:
+        check = f"alarm {planned_alarm.key}"
+        if planned_alarm.name not in live:
+            rows.append(
+                CheckResult(
+                    region,
+                    check,
+                    "fail",
+                    f"{planned_alarm.name} does not exist",
+                    f"deploy its stack: {ctx.deploy_command(planned_alarm.stack_id)}",
+                )
+            )
+            continue
+        alarm = live[planned_alarm.name]
+        state = alarm.get("StateValue")
+        since = alarm.get("StateUpdatedTimestamp")
+        when = f" since {since:%Y-%m-%d %H:%M} UTC" if since else ""
+        if state == "ALARM" and not planned_alarm.notifies:
+            # An input of a composite alarm: in ALARM on every cold first pass, it pages nobody by itself.
+            rows.append(
+                CheckResult(
+                    region,
+                    check,
+                    "warn",
+                    f"{planned_alarm.name} is in ALARM{when} (notifies nobody; it pages only through the "
+                    f"composite alarm that reads it): {alarm.get('StateReason', '')}",
+                    f"expected while a cache is cold; otherwise see {planned_alarm.runbook}",
+                )
+            )
+        elif state == "ALARM":
+            rows.append(
+                CheckResult(
+                    region,
+                    check,
+                    "fail",
+                    f"{planned_alarm.name} is in ALARM{when}: {alarm.get('StateReason', '')}",
+                    f"follow {planned_alarm.runbook}",
+                )
+            )
+        elif state == "OK":
+            rows.append(CheckResult(region, check, "pass", f"{planned_alarm.name} is OK{when}"))
+        else:
+            rows.append(
+                CheckResult(
+                    region,
+                    check,
+                    "warn",
+                    f"{planned_alarm.name} is {state}{when}: {alarm.get('StateReason', 'no data yet')}",
+                    f"normal in the first minutes after a deploy; otherwise see {planned_alarm.runbook}",
+                )
+            )
+    return rows

@@ -1,0 +1,188 @@
+"""Verify's storage and path checks, read from what each spoke's canary publishes to CloudWatch.
+
+The CLI usually cannot reach the CNQ clusters (private IPs), but the Ops stack's canary probes the hub and
+reads the portal every minute from inside the spoke VPC and publishes HubSpoke/Canary metrics
+(constructs/canary/runtime/metrics.py). Verify reads the last hour of them with CloudWatch GetMetricData.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from hubspoke.alarms import HUB_UNREACHABLE_MINUTES
+from hubspoke.cli.checks import CheckResult
+from hubspoke.cli.verify.live import Context, checked
+from hubspoke.config import RegionConfig
+from hubspoke.constructs.canary.runtime import metrics
+from hubspoke.topology import stack_id
+
+# The issue's bar: a canary that has not reported for 5 minutes is reported as silent. It runs every
+# minute, and an EMF line becomes a metric within a minute or two (CloudWatch embedded metric format).
+SILENT_AFTER = timedelta(minutes=5)
+LOOKBACK = timedelta(hours=1)
+PERIOD_SECONDS = 60
+_STATUS_NAMES = {v: k for k, v in metrics.PORTAL_STATUS_VALUES.items()} | {
+    metrics.PORTAL_STATUS_UNKNOWN: "unreadable"
+}
+_HUB_OUTAGE = "docs/runbooks/hub-outage.md"
+_PORTAL = "docs/runbooks/portal.md"
+
+
+def canary_rows(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
+    code = spoke.region
+    ops = stack_id("ops", code)
+    if not ctx.stacks.planned(ops):
+        why = "the hub has no CNQ" if not ctx.config.hub.storage.enabled else "this spoke has no CNQ"
+        return [CheckResult(code, "canary", "not checked", f"no canary here: {why}, so no Ops stack")]
+    return checked(code, "canary", "cloudwatch", lambda: _rows(ctx, spoke))
+
+
+def _series(ctx: Context, spoke: str) -> dict[str, list[tuple[datetime, float]]]:
+    """(timestamp, value) newest first for each canary metric this check reads."""
+    dimensions = [
+        {"Name": metrics.DIMENSION_ENVIRONMENT, "Value": ctx.config.environment},
+        {"Name": metrics.DIMENSION_SPOKE, "Value": spoke},
+    ]
+    wanted = {
+        # Id must start with a lower-case letter (GetMetricData MetricDataQuery.Id).
+        "reachable": (metrics.HUB_REACHABLE, "Maximum"),
+        "fraction": (metrics.NODES_REACHABLE_FRACTION, "Minimum"),
+        "portal": (metrics.PORTAL_STATUS, "Minimum"),
+    }
+    queries = [
+        {
+            "Id": query_id,
+            "MetricStat": {
+                "Metric": {"Namespace": metrics.NAMESPACE, "MetricName": name, "Dimensions": dimensions},
+                "Period": PERIOD_SECONDS,
+                "Stat": stat,
+            },
+            "ReturnData": True,
+        }
+        for query_id, (name, stat) in wanted.items()
+    ]
+    series: dict[str, list[tuple[datetime, float]]] = {query_id: [] for query_id in wanted}
+    # CloudWatch GetMetricData (MetricDataQueries, StartTime, EndTime; paginator result key
+    # MetricDataResults): each result has Id, Timestamps and Values.
+    paginator = ctx.clients("cloudwatch", spoke).get_paginator("get_metric_data")
+    for page in paginator.paginate(
+        MetricDataQueries=queries, StartTime=ctx.now - LOOKBACK, EndTime=ctx.now, ScanBy="TimestampDescending"
+    ):
+        for result in page.get("MetricDataResults", []):
+            series[result["Id"]] += zip(result.get("Timestamps", []), result.get("Values", []), strict=True)
+    return {k: sorted(v, key=lambda p: p[0], reverse=True) for k, v in series.items()}
+
+
+def _rows(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
+    code = spoke.region
+    series = _series(ctx, code)
+    reachable = series["reachable"]
+    ops_name = ctx.stacks.plan(stack_id("ops", code)).name
+    silent_fix = (
+        f"the canary Lambda of {ops_name} is not running or not publishing: check its log group and its "
+        f"every-minute EventBridge rule ({_HUB_OUTAGE}, 'the canary stopped reporting')"
+    )
+    if not reachable:
+        return [
+            CheckResult(
+                code,
+                "canary",
+                "fail",
+                f"no canary report in the last {_minutes(LOOKBACK)} minutes",
+                silent_fix,
+            ),
+            *_unknown(code, "the canary has not reported"),
+        ]
+    last = reachable[0][0]
+    age = ctx.now - last
+    if age > SILENT_AFTER:
+        return [
+            CheckResult(
+                code,
+                "canary",
+                "fail",
+                f"the canary has not reported for {_minutes(age)} minutes (last at {last:%H:%M} UTC)",
+                silent_fix,
+            ),
+            *_unknown(code, f"the canary has not reported for {_minutes(SILENT_AFTER)} minutes"),
+        ]
+    rows = [CheckResult(code, "canary", "pass", f"last report at {last:%H:%M} UTC ({_minutes(age)} min ago)")]
+    rows.append(_reachable(code, ctx.config.hub.region, reachable, series["fraction"]))
+    rows.append(_portal(code, series["portal"], last))
+    return rows
+
+
+def _unknown(code: str, why: str) -> list[CheckResult]:
+    return [
+        CheckResult(code, "hub reachable", "not checked", why),
+        CheckResult(code, "portal", "not checked", why),
+    ]
+
+
+def _reachable(
+    code: str, hub: str, reachable: list[tuple[datetime, float]], fraction: list[tuple[datetime, float]]
+) -> CheckResult:
+    """The last minutes of HubReachable judged as the hub-unreachable alarm judges them.
+
+    The alarm breaches when the one-minute Maximum is below 1 for HUB_UNREACHABLE_MINUTES minutes in a row,
+    a minute without data counting as breaching (hubspoke/constructs/alarms.py, docs/operations.md): a
+    single minute down is a blip the alarm lets pass, and is a warning here, not a failure.
+    """
+    newest = reachable[0][0]
+    window = [
+        v for t, v in reachable if newest - t < timedelta(seconds=PERIOD_SECONDS * HUB_UNREACHABLE_MINUTES)
+    ]
+    down = sum(v < 1 for v in window)
+    missing = HUB_UNREACHABLE_MINUTES - len(window)
+    minutes = f"the last {HUB_UNREACHABLE_MINUTES} minutes"
+    if down and down + missing >= HUB_UNREACHABLE_MINUTES:
+        return CheckResult(
+            code,
+            "hub reachable",
+            "fail",
+            f"no hub CNQ address in {hub} answered from {code} in {minutes}: cache hits serve, misses stall",
+            f"follow {_HUB_OUTAGE}",
+        )
+    if down:
+        return CheckResult(
+            code,
+            "hub reachable",
+            "warn",
+            f"no hub CNQ address in {hub} answered from {code} in {down} of {minutes} "
+            f"(the alarm fires after {HUB_UNREACHABLE_MINUTES} in a row)",
+            f"run hubspoke verify again in a few minutes; if it persists, follow {_HUB_OUTAGE}",
+        )
+    share = fraction[0][1] if fraction else None
+    if share is not None and share < 1:
+        return CheckResult(
+            code,
+            "hub reachable",
+            "warn",
+            f"the hub answers, but only {share:.0%} of its floating IPs do",
+            f"check the hub CNQ nodes and the peering routes ({_HUB_OUTAGE})",
+        )
+    return CheckResult(code, "hub reachable", "pass", f"every hub CNQ address in {hub} answers from {code}")
+
+
+def _portal(code: str, portal: list[tuple[datetime, float]], last_report: datetime) -> CheckResult:
+    if not portal or portal[0][0] < last_report:
+        return CheckResult(
+            code,
+            "portal",
+            "fail",
+            "the canary reports the hub but no PortalStatus: it has no spoke REST address or admin secret",
+            f"redeploy the Ops stack of {code}; {_PORTAL}",
+        )
+    value = int(portal[0][1])
+    name = _STATUS_NAMES.get(value, f"unknown value {value}")
+    if value == metrics.PORTAL_STATUS_ACTIVE:
+        return CheckResult(code, "portal", "pass", "the spoke portal is ACTIVE")
+    if value == metrics.PORTAL_STATUS_UNKNOWN:
+        detail = "the canary cannot read the portal (spoke REST API or admin secret; see its log line)"
+    else:
+        detail = f"the spoke portal is {name}, not ACTIVE"
+    return CheckResult(code, "portal", "fail", detail, f"follow {_PORTAL}")
+
+
+def _minutes(span: timedelta) -> int:
+    return int(span.total_seconds() // 60)

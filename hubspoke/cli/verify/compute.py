@@ -1,0 +1,308 @@
+"""Verify's compute checks: the HyperPod cluster and its nodes, the EKS cluster and its add-ons, and Kubernetes.
+
+Names come from hubspoke/compute_metrics.py (the Compute stack names both clusters with them), add-ons from
+hubspoke/eks_addons.py, claims from hubspoke/k8s/names.py. Kubernetes is read through the user's kubeconfig
+(kube.py); the EKS endpoint is private by default, so "not checked" there is normal outside the VPC.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from hubspoke.cli.checks import CheckResult, error_code, guarded, pages
+from hubspoke.cli.verify.kube import KubeApi, KubeUnavailable, connect
+from hubspoke.cli.verify.live import Context
+from hubspoke.compute_metrics import eks_cluster_name, hyperpod_cluster_name
+from hubspoke.config import RegionConfig
+from hubspoke.eks_addons import ADDONS, addon_version
+from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
+from hubspoke.topology import stack_id
+
+_COMPUTE_RUNBOOK = "docs/runbooks/compute.md"
+# SageMaker DescribeCluster models ResourceNotFound; moto answers ValidationError "Could not find cluster".
+_NO_CLUSTER = {"ResourceNotFound", "ResourceNotFoundException"}
+
+
+def compute_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
+    code = region.region
+    rows = guarded(code, "hyperpod", "sagemaker", lambda: _hyperpod(ctx, region))
+    eks: list[dict[str, Any]] = []
+
+    def cluster() -> list[CheckResult]:
+        found, row = _eks(ctx, region)
+        eks.extend([found] if found else [])
+        return [row]
+
+    rows += guarded(code, "eks", "eks", cluster)
+    if eks:
+        rows += guarded(code, "eks add-ons", "eks", lambda: _addons(ctx, region))
+        rows += _kubernetes(ctx, region, eks[0])
+    return rows
+
+
+def _missing_cluster(exc: ClientError) -> bool:
+    return error_code(exc) in _NO_CLUSTER or (
+        error_code(exc) == "ValidationError" and "Could not find cluster" in str(exc)
+    )
+
+
+def _hyperpod(ctx: Context, region: RegionConfig) -> list[CheckResult]:
+    code = region.region
+    name = hyperpod_cluster_name(ctx.config, region)
+    sagemaker = ctx.clients("sagemaker", code)
+    deploy = ctx.deploy_command(stack_id("compute", code))
+    try:
+        # SageMaker DescribeCluster: ClusterStatus (Creating | Deleting | Failed | InService | RollingBack |
+        # SystemUpdating | Updating), FailureMessage, InstanceGroups[] (InstanceGroupName, InstanceType,
+        # CurrentCount, TargetCount, Status).
+        cluster = sagemaker.describe_cluster(ClusterName=name)
+    except ClientError as exc:
+        if not _missing_cluster(exc):
+            raise
+        return [CheckResult(code, "hyperpod", "fail", f"no HyperPod cluster {name}", deploy)]
+    status = cluster.get("ClusterStatus")
+    rows = []
+    if status != "InService":
+        failure = f": {cluster['FailureMessage']}" if cluster.get("FailureMessage") else ""
+        fix = (
+            "wait for it to finish, then run hubspoke verify again"
+            if status in ("Creating", "Updating", "SystemUpdating")
+            else f"follow {_COMPUTE_RUNBOOK}, then {deploy}"
+        )
+        rows.append(CheckResult(code, "hyperpod", "fail", f"{name} is {status}{failure}", fix))
+    else:
+        rows.append(CheckResult(code, "hyperpod", "pass", f"{name} is InService"))
+    live = {g.get("InstanceGroupName"): g for g in cluster.get("InstanceGroups", [])}
+    for group in region.compute.instance_groups:
+        rows.append(
+            _group_row(code, name, group.name, group.instance_type, group.count, live.get(group.name), deploy)
+        )
+    for extra in sorted(set(live) - {g.name for g in region.compute.instance_groups}):
+        rows.append(
+            CheckResult(
+                code,
+                "hyperpod group",
+                "warn",
+                f"{name} has instance group {extra}, which the config does not name",
+            )
+        )
+    rows.append(_nodes_row(code, name, sagemaker))
+    return rows
+
+
+def _group_row(
+    code: str,
+    cluster: str,
+    group: str,
+    instance_type: str,
+    count: int,
+    live: dict[str, Any] | None,
+    deploy: str,
+) -> CheckResult:
+    if live is None:
+        return CheckResult(code, "hyperpod group", "fail", f"{cluster} has no instance group {group}", deploy)
+    problems = []
+    if live.get("InstanceType") != instance_type:
+        problems.append(f"type {live.get('InstanceType')}, config {instance_type}")
+    if live.get("TargetCount") != count:
+        problems.append(f"target {live.get('TargetCount')} nodes, config {count}")
+    if live.get("CurrentCount") != count:
+        problems.append(f"{live.get('CurrentCount')} of {count} nodes running")
+    if live.get("Status") not in (None, "InService"):
+        problems.append(f"status {live['Status']}")
+    if problems:
+        return CheckResult(
+            code,
+            "hyperpod group",
+            "fail",
+            f"{group}: " + "; ".join(problems),
+            f"capacity and quota: {_COMPUTE_RUNBOOK}; a config change: {deploy}",
+        )
+    return CheckResult(code, "hyperpod group", "pass", f"{group}: {count} x {instance_type}")
+
+
+def _nodes_row(code: str, cluster: str, sagemaker: Any) -> CheckResult:
+    # SageMaker ListClusterNodes (paginator result key ClusterNodeSummaries): InstanceStatus.Status is one
+    # of Running, Failure, Pending, ShuttingDown, SystemUpdating, DeepHealthCheckInProgress, NotFound, ...
+    nodes = list(pages(sagemaker, "list_cluster_nodes", "ClusterNodeSummaries", ClusterName=cluster))
+    bad = [n for n in nodes if n.get("InstanceStatus", {}).get("Status") != "Running"]
+    if not nodes:
+        return CheckResult(
+            code, "hyperpod nodes", "fail", f"{cluster} has no nodes", f"see {_COMPUTE_RUNBOOK}"
+        )
+    if bad:
+        listed = "; ".join(
+            f"{n.get('InstanceId')} ({n.get('InstanceGroupName')}) {n['InstanceStatus'].get('Status')}"
+            + (f": {n['InstanceStatus']['Message']}" if n["InstanceStatus"].get("Message") else "")
+            for n in bad
+        )
+        return CheckResult(
+            code,
+            "hyperpod nodes",
+            "fail",
+            f"{len(bad)} of {len(nodes)} nodes not Running: {listed}",
+            f"deep health checks and replacements: {_COMPUTE_RUNBOOK}",
+        )
+    return CheckResult(code, "hyperpod nodes", "pass", f"all {len(nodes)} nodes Running")
+
+
+def _eks(ctx: Context, region: RegionConfig) -> tuple[dict[str, Any] | None, CheckResult]:
+    code = region.region
+    name = eks_cluster_name(ctx.config, region)
+    try:
+        # EKS DescribeCluster: cluster.status (CREATING | ACTIVE | DELETING | FAILED | UPDATING | PENDING),
+        # version, arn, endpoint, resourcesVpcConfig.endpointPublicAccess, health.issues[].code/message.
+        cluster = ctx.clients("eks", code).describe_cluster(name=name)["cluster"]
+    except ClientError as exc:
+        if not _missing_cluster(exc):
+            raise
+        return None, CheckResult(
+            code, "eks", "fail", f"no EKS cluster {name}", ctx.deploy_command(stack_id("compute", code))
+        )
+    problems = []
+    if cluster.get("status") != "ACTIVE":
+        problems.append(f"status {cluster.get('status')}")
+    wanted = region.compute.kubernetes_version
+    if cluster.get("version") != wanted:
+        problems.append(f"Kubernetes {cluster.get('version')}, config {wanted}")
+    problems += [
+        f"{i.get('code')}: {i.get('message')}" for i in (cluster.get("health") or {}).get("issues", [])
+    ]
+    if problems:
+        return cluster, CheckResult(
+            code,
+            "eks",
+            "fail",
+            f"{name}: " + "; ".join(problems),
+            f"{_COMPUTE_RUNBOOK}; a version change: {ctx.deploy_command(stack_id('compute', code))}",
+        )
+    return cluster, CheckResult(code, "eks", "pass", f"{name} ACTIVE, Kubernetes {wanted}")
+
+
+def _addons(ctx: Context, region: RegionConfig) -> list[CheckResult]:
+    code = region.region
+    name = eks_cluster_name(ctx.config, region)
+    eks = ctx.clients("eks", code)
+    # EKS ListAddons (paginator result key addons) and DescribeAddon: addon.status (CREATING | ACTIVE |
+    # CREATE_FAILED | UPDATING | DELETING | DELETE_FAILED | DEGRADED | UPDATE_FAILED), addonVersion,
+    # health.issues[].code/message.
+    installed = set(pages(eks, "list_addons", "addons", clusterName=name))
+    deploy = ctx.deploy_command(stack_id("compute", code))
+    rows, healthy = [], []
+    for addon_name in ADDONS:
+        if addon_name not in installed:
+            rows.append(
+                CheckResult(code, "eks add-ons", "fail", f"{addon_name} is not installed on {name}", deploy)
+            )
+            continue
+        addon = eks.describe_addon(clusterName=name, addonName=addon_name)["addon"]
+        status, version = addon.get("status"), addon.get("addonVersion")
+        issues = "; ".join(
+            f"{i.get('code')}: {i.get('message')}" for i in (addon.get("health") or {}).get("issues", [])
+        )
+        pinned = addon_version(addon_name, region.compute.kubernetes_version)
+        if status != "ACTIVE":
+            settling = status in ("CREATING", "UPDATING")
+            rows.append(
+                CheckResult(
+                    code,
+                    "eks add-ons",
+                    "warn" if settling else "fail",
+                    f"{addon_name} {version} is {status}" + (f": {issues}" if issues else ""),
+                    "wait for it to settle" if settling else f"{_COMPUTE_RUNBOOK}, then {deploy}",
+                )
+            )
+        elif pinned and version != pinned:
+            rows.append(
+                CheckResult(
+                    code, "eks add-ons", "warn", f"{addon_name} runs {version}, the pin is {pinned}", deploy
+                )
+            )
+        else:
+            healthy.append(f"{addon_name} {version}")
+    if healthy:
+        rows.append(CheckResult(code, "eks add-ons", "pass", f"ACTIVE: {', '.join(healthy)}"))
+    return rows
+
+
+def _kubernetes(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> list[CheckResult]:
+    code = region.region
+    checks = ["kubernetes nodes"] + (["kubernetes volumes"] if region.storage.enabled else [])
+    vpc = cluster.get("resourcesVpcConfig") or {}
+    private = vpc.get("endpointPublicAccess") is False
+    try:
+        api = connect(
+            ctx.kubeconfig,
+            arn=str(cluster.get("arn", "")),
+            endpoint=str(cluster.get("endpoint", "")),
+            name=str(cluster.get("name", "")),
+            region=code,
+            profile=ctx.profile,
+        )
+        rows = [_ready_nodes(code, api, sum(g.count for g in region.compute.instance_groups))]
+        if region.storage.enabled:
+            rows.append(_bound_claims(code, api))
+        return rows
+    except KubeUnavailable as exc:
+        why = exc.reason + (" (the endpoint is private: normal outside the VPC)" if private else "")
+        fix = exc.fix or ("run verify from inside the VPC" if private else "")
+        return [CheckResult(code, check, "not checked", why, fix) for check in checks]
+
+
+def _ready_nodes(code: str, api: KubeApi, expected: int) -> CheckResult:
+    # Kubernetes core/v1 NodeList: items[].status.conditions[] with type "Ready" and status "True"/"False"/"Unknown".
+    nodes = api.items("/api/v1/nodes")
+    not_ready = []
+    for node in nodes:
+        ready: dict[str, Any] = next(
+            (c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {}
+        )
+        if ready.get("status") != "True":
+            reason = ready.get("message") or ready.get("reason") or "no Ready condition"
+            not_ready.append(f"{node.get('metadata', {}).get('name')} ({reason})")
+    if not_ready:
+        return CheckResult(
+            code,
+            "kubernetes nodes",
+            "fail",
+            f"{len(not_ready)} of {len(nodes)} nodes not Ready: {'; '.join(not_ready)}",
+            f"kubectl describe node <node>; {_COMPUTE_RUNBOOK}",
+        )
+    if len(nodes) < expected:
+        return CheckResult(
+            code,
+            "kubernetes nodes",
+            "fail",
+            f"{len(nodes)} nodes registered, the HyperPod groups have {expected}",
+            f"nodes that never joined: {_COMPUTE_RUNBOOK}",
+        )
+    return CheckResult(code, "kubernetes nodes", "pass", f"all {len(nodes)} nodes Ready")
+
+
+def _bound_claims(code: str, api: KubeApi) -> CheckResult:
+    # Kubernetes core/v1 PersistentVolumeClaimList: items[].metadata.name, status.phase Pending | Bound | Lost.
+    claims = {
+        c.get("metadata", {}).get("name"): c
+        for c in api.items(f"/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims")
+    }
+    problems = []
+    for name in (DATASET_CLAIM, CHECKPOINT_CLAIM):
+        claim = claims.get(name)
+        phase = (claim.get("status") or {}).get("phase") if claim else None
+        if claim is None:
+            problems.append(f"{name} does not exist")
+        elif phase != "Bound":
+            problems.append(f"{name} is {phase}")
+    if problems:
+        return CheckResult(
+            code,
+            "kubernetes volumes",
+            "fail",
+            f"in namespace {NAMESPACE}: " + "; ".join(problems),
+            f"kubectl -n {NAMESPACE} describe pvc; the volumes are applied by the Compute stack ({_COMPUTE_RUNBOOK})",
+        )
+    return CheckResult(
+        code, "kubernetes volumes", "pass", f"{DATASET_CLAIM} and {CHECKPOINT_CLAIM} Bound in {NAMESPACE}"
+    )

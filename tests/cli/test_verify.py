@@ -1,0 +1,361 @@
+"""`hubspoke verify`: stack and network checks, pass and fail, against moto in-process and as a loopback server.
+
+The deployed world (verify_world.py) is built from the synthesized templates of a hub and two spokes, so the
+expected IDs, readers and rules below come from those templates, not from the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubspoke.cli.checks import CheckResult
+from hubspoke.cli.verify import run_verify
+from hubspoke.config import HubSpokeConfig, load
+from tests.cli.verify_fixtures import TWO_SPOKES, Kube
+from tests.cli.verify_world import DeployedWorld
+from tests.conftest import write_config
+from tests.docs.checker import command_problems
+from tests.docs.shell import parse
+
+Templates = dict[str, dict[str, Any]]
+
+
+def quoted_command_problems(fix: str) -> dict[str, list[str]]:
+    """Each `command` quoted in a fix, with what the docs checker (botocore's models, the CLI's own
+    customizations, the CDK CLI's help) finds wrong with it: the fixes verify prints pass the same bar as
+    the docs. Empty lists when every command is one its tool accepts."""
+    spans = re.findall(r"`([^`]+)`", fix)
+    assert spans, f"no quoted command in {fix!r}"
+    return {span: [p for c in parse(span) for p in command_problems(c)] for span in spans}
+
+
+def verify(
+    world: DeployedWorld, config_path: Path, kube: Kube | None = None, config: HubSpokeConfig | None = None
+) -> list[CheckResult]:
+    return run_verify(
+        config or world.config,
+        world.clients,
+        config_path=str(config_path),
+        kubeconfig=(kube.kubeconfig,) if kube else (),
+    )
+
+
+def rows(results: list[CheckResult], check: str, region: str | None = None) -> list[CheckResult]:
+    return [r for r in results if r.check == check and (region is None or r.region == region)]
+
+
+def readers_of(templates: Templates, producer_name: str, output: str | None = None) -> set[str]:
+    """Stack ids whose template reads `producer_name` (one output, or any) with Fn::GetStackOutput."""
+
+    def reads(node: Any) -> bool:
+        if isinstance(node, dict):
+            ref = node.get("Fn::GetStackOutput")
+            if ref and ref["StackName"] == producer_name and output in (None, ref["OutputName"]):
+                return True
+            return any(reads(v) for v in node.values())
+        return isinstance(node, list) and any(reads(v) for v in node)
+
+    return {stack for stack, template in templates.items() if reads(template.get("Resources", {}))}
+
+
+def test_healthy_environment_passes_every_check(
+    deployed: DeployedWorld, deployed_config: Path, kube: Kube
+) -> None:
+    results = verify(deployed, deployed_config, kube)
+    assert [r for r in results if r.status in ("fail", "warn")] == []
+    # The only row out of reach: the network-only spoke has no CNQ, hence no canary.
+    assert [(r.region, r.check) for r in results if r.status == "not checked"] == [("eu-west-1", "canary")]
+    present = {(r.region, r.check) for r in results}
+    for region in ("us-east-2", "us-west-2", "eu-west-1"):
+        for check in ("account", "stack", "outputs", "vpc", "routes", "security group"):
+            assert (region, check) in present, (region, check)
+    for region in ("us-west-2", "eu-west-1"):
+        assert (region, "peering") in present
+    for check in ("canary", "hub reachable", "portal", "alarm hub-unreachable", "alarm portal-not-active"):
+        assert ("us-west-2", check) in present
+    for region in ("us-east-2", "us-west-2"):
+        for check in ("hyperpod", "hyperpod group", "hyperpod nodes", "eks", "eks add-ons"):
+            assert (region, check) in present
+        assert (region, "kubernetes nodes") in present and (region, "kubernetes volumes") in present
+        assert (region, "alarm gpu-utilization-low") in present
+    # Every add-on installed and ACTIVE at its pin. The pins are the Amazon EKS User Guide's add-on version
+    # tables for Kubernetes 1.33 (read 2026-11-30): vpc-cni's latest build for 1.27 to 1.33, kube-proxy and
+    # CoreDNS for 1.33, and the CloudWatch observability add-on of chart 6.4.0 (aws-observability/helm-charts).
+    # The unpinned ones run what EKS picked at create time: the world reports v1.0.0-eksbuild.1 for them.
+    for region in ("us-east-2", "us-west-2"):
+        (addons,) = rows(results, "eks add-ons", region)
+        assert dict(a.split(" ") for a in addons.detail.removeprefix("ACTIVE: ").split(", ")) == {
+            "vpc-cni": "v1.20.1-eksbuild.3",
+            "kube-proxy": "v1.33.0-eksbuild.2",
+            "coredns": "v1.12.1-eksbuild.2",
+            "amazon-cloudwatch-observability": "v6.4.0-eksbuild.1",
+            "eks-pod-identity-agent": "v1.0.0-eksbuild.1",
+            "cert-manager": "v1.0.0-eksbuild.1",
+            "amazon-sagemaker-hyperpod-training-operator": "v1.0.0-eksbuild.1",
+        }
+    # One stack row per stack of the plan: 3 network, 2 link, 2 storage, 2 compute, 1 ops, 1 dashboard.
+    assert len(rows(results, "stack")) == 11
+    # Regions come hub first, then the spokes in config order, as plan lists them.
+    assert list(dict.fromkeys(r.region for r in results)) == ["us-east-2", "us-west-2", "eu-west-1"]
+    # The add-on hook was asked about the clusters the Compute templates create, and nothing else.
+    assert {path for _, path in deployed.clients.asked} >= {
+        "/clusters/hubspoke-dev-us-east-2/addons",
+        "/clusters/hubspoke-dev-us-west-2/addons",
+    }
+
+
+def test_wrong_account_fails_and_leaves_the_region_unchecked(
+    deployed: DeployedWorld, deployed_config: Path, tmp_path: Path
+) -> None:
+    data = json.loads(json.dumps(TWO_SPOKES))
+    data["spokes"][1]["account"] = "111111111111"
+    other = write_config(tmp_path, data)
+    results = verify(deployed, other, config=load(other).config)
+    account = [r for r in results if r.region == "eu-west-1"]
+    assert [(r.check, r.status) for r in account] == [("account", "fail"), ("checks", "not checked")]
+    assert "111111111111" in account[0].detail
+    # The hub's Link stack for that spoke reads its peering: in another account, that is said, not guessed.
+    hub_routes = [r for r in rows(results, "routes", "us-east-2") if r.status == "not checked"]
+    assert hub_routes and "lives in account 111111111111" in hub_routes[0].detail
+    # The peering the world made is from this account, not 111111111111: the hub side finds none from
+    # there, so the routes inside that spoke's CIDR are not judged (never a delete-route for them).
+    assert [r for r in rows(results, "routes", "us-east-2") if r.status in ("warn", "fail")] == []
+
+
+@pytest.mark.parametrize(
+    ("status", "wording", "fix"),
+    [
+        ("UPDATE_IN_PROGRESS", "an operation is still running", "wait until it ends"),
+        ("UPDATE_ROLLBACK_FAILED", "UPDATE_ROLLBACK_FAILED", "aws cloudformation continue-update-rollback"),
+        ("REVIEW_IN_PROGRESS", "never executed", "deploy it"),
+    ],
+)
+def test_stack_states_other_than_complete_fail(
+    deployed: DeployedWorld, deployed_config: Path, status: str, wording: str, fix: str
+) -> None:
+    deployed._moto_stack(deployed.plans["link-us-west-2"]).status = status  # states moto's API never reaches
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-east-2") if r.status == "fail"]
+    assert row.detail.startswith("hubspoke-dev-link-us-west-2") and wording in row.detail and fix in row.fix
+
+
+def test_missing_stack_fails_with_its_deploy_command(deployed: DeployedWorld, deployed_config: Path) -> None:
+    deployed.clients("cloudformation", "us-west-2").delete_stack(StackName="hubspoke-dev-ops-us-west-2")
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    assert "hubspoke-dev-ops-us-west-2 does not exist" in row.detail
+    # The command `hubspoke plan` prints for that stack (docs/cli.md, "hubspoke plan").
+    assert row.fix.endswith(
+        f"npx cdk deploy -c config={deployed_config} --exclusively hubspoke-dev/ops-us-west-2"
+    )
+
+
+def test_rolled_back_create_names_the_first_failed_resource_and_the_delete(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    cause = (
+        "Received response status [FAILED] from custom resource. Message returned: "
+        "portal proposal to 10.10.64.10 refused: hub not reachable on TCP 3713"
+    )
+    # The node's cancellation is written in the same second as the cause, before it: DescribeStackEvents's
+    # order among tied events says nothing about which came first, so only its reason ("Resource creation
+    # cancelled": CloudFormation stopped it because another resource failed) shows it is no cause.
+    deployed.operation_failed(
+        "storage-us-west-2",
+        status="ROLLBACK_COMPLETE",
+        failures=[
+            ("CnqNode3", "AWS::EC2::Instance", "Resource creation cancelled"),
+            ("PortalToHub", "AWS::CloudFormation::CustomResource", cause),
+        ],
+        tied=True,
+    )
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    assert row.detail == (
+        "hubspoke-dev-storage-us-west-2 ROLLBACK_COMPLETE: PortalToHub (AWS::CloudFormation::CustomResource) "
+        f"CREATE_FAILED: {cause}"
+    )
+    # A stack whose creation rolled back can only be deleted (CloudFormation, "Stack status codes").
+    assert (
+        "aws cloudformation delete-stack --stack-name hubspoke-dev-storage-us-west-2 --region us-west-2"
+        in row.fix
+    )
+    assert row.fix.endswith("--exclusively hubspoke-dev/storage-us-west-2")
+    assert quoted_command_problems(row.fix) == {
+        "aws cloudformation delete-stack --stack-name hubspoke-dev-storage-us-west-2 --region us-west-2": []
+    }
+
+
+@pytest.mark.parametrize("status", ["UPDATE_COMPLETE_CLEANUP_IN_PROGRESS", "IMPORT_COMPLETE"])
+def test_complete_states_pass(deployed: DeployedWorld, deployed_config: Path, status: str) -> None:
+    """An update that succeeded and is removing replaced resources, or an import that completed: both run
+    the current template ("Stack status codes", CloudFormation User Guide)."""
+    deployed._moto_stack(deployed.plans["link-us-west-2"]).status = status  # states moto's API never reaches
+    (row,) = [
+        r
+        for r in rows(verify(deployed, deployed_config), "stack", "us-east-2")
+        if "link-us-west-2" in r.detail
+    ]
+    assert row.status == "pass" and status in row.detail
+
+
+def test_update_whose_rollback_failed_names_the_resource_blocking_it(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The update failed on the cluster, then its rollback failed on the role: the rollback waits for the
+    role, so the role is what to fix or skip. ContinueUpdateRollback's ResourcesToSkip takes "only resources
+    that are in the UPDATE_FAILED state because a rollback failed" (botocore, ContinueUpdateRollbackInput)."""
+    blocker = "Role hubspoke-dev-us-west-2-node was deleted outside CloudFormation; cannot update it"
+    deployed.operation_failed(
+        "compute-us-west-2",
+        status="UPDATE_ROLLBACK_FAILED",
+        failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", "Insufficient capacity for ml.p5.48xlarge")],
+        rollback_failures=[("NodeRole", "AWS::IAM::Role", blocker)],
+    )
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    assert row.detail == (
+        f"hubspoke-dev-compute-us-west-2 UPDATE_ROLLBACK_FAILED: NodeRole (AWS::IAM::Role) UPDATE_FAILED: {blocker}"
+    )
+    skip = (
+        "aws cloudformation continue-update-rollback --stack-name hubspoke-dev-compute-us-west-2 "
+        "--resources-to-skip NodeRole --region us-west-2"
+    )
+    # Fix first (the role can be restored), skipping second; the deploy only after the stack is usable again.
+    assert row.fix == (
+        f"fix the cause, or `{skip}`; then npx cdk deploy -c config={deployed_config} "
+        "--exclusively hubspoke-dev/compute-us-west-2"
+    )
+    assert quoted_command_problems(row.fix) == {skip: []}
+
+
+@pytest.mark.parametrize(
+    ("status", "failures", "rollback_failures", "blamed", "command"),
+    [
+        # A delete that stopped: DeleteStack's RetainResources is for stacks in DELETE_FAILED (DeleteStackInput).
+        (
+            "DELETE_FAILED",
+            [("DatasetBucket", "AWS::S3::Bucket", "The bucket you tried to delete is not empty")],
+            [],
+            "DatasetBucket (AWS::S3::Bucket) DELETE_FAILED: The bucket you tried to delete is not empty",
+            "aws cloudformation delete-stack --stack-name hubspoke-dev-storage-us-west-2 "
+            "--retain-resources DatasetBucket --region us-west-2",
+        ),
+        # A create that failed, whose rollback could not delete what it made: only a delete is allowed.
+        (
+            "ROLLBACK_FAILED",
+            [("PortalToHub", "AWS::CloudFormation::CustomResource", "hub not reachable on TCP 3713")],
+            [("NodeSecurityGroup", "AWS::EC2::SecurityGroup", "resource sg-0abc has a dependent object")],
+            "NodeSecurityGroup (AWS::EC2::SecurityGroup) DELETE_FAILED: resource sg-0abc has a dependent object",
+            "aws cloudformation delete-stack --stack-name hubspoke-dev-storage-us-west-2 --region us-west-2",
+        ),
+    ],
+)
+def test_stuck_delete_or_rollback_names_the_newest_failure(
+    deployed: DeployedWorld,
+    deployed_config: Path,
+    status: str,
+    failures: list[tuple[str, str, str]],
+    rollback_failures: list[tuple[str, str, str]],
+    blamed: str,
+    command: str,
+) -> None:
+    deployed.operation_failed(
+        "storage-us-west-2", status=status, failures=failures, rollback_failures=rollback_failures
+    )
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    assert row.detail == f"hubspoke-dev-storage-us-west-2 {status}: {blamed}"
+    assert f"`{command}`" in row.fix
+    assert all(problems == [] for problems in quoted_command_problems(row.fix).values()), row.fix
+
+
+def test_rolled_back_update_blames_the_latest_operation_only(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    deployed.operation_failed(
+        "compute-us-west-2",
+        status="UPDATE_ROLLBACK_COMPLETE",
+        failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", "an old failure, fixed since")],
+    )
+    latest = 'Resource handler returned message: "Insufficient capacity for ml.p5.48xlarge in usw2-az1"'
+    deployed.operation_failed(
+        "compute-us-west-2",
+        status="UPDATE_ROLLBACK_COMPLETE",
+        failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", latest)],
+    )
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    assert latest in row.detail and "old failure" not in row.detail
+    assert "UPDATE_FAILED" in row.detail and "previous template" in row.fix
+
+
+def test_reader_deployed_before_its_producers_update_is_stale(
+    deployed: DeployedWorld, deployed_config: Path, deployed_templates: Templates
+) -> None:
+    deployed.update("network-us-east-2")
+    results = verify(deployed, deployed_config)
+    stale = {
+        r.detail.split(" ", 1)[0].removeprefix("hubspoke-dev-")
+        for r in rows(results, "stale reader")
+        if r.status == "warn"
+    }
+    assert stale == readers_of(deployed_templates, "hubspoke-dev-network-us-east-2")
+    (link,) = [r for r in rows(results, "stale reader") if r.detail.startswith("hubspoke-dev-link-us-west-2")]
+    assert "network-us-east-2" in link.detail and "PeerPathSecurityGroupId" in link.detail
+    # An unchanged template is not deployed (aws-cdk canSkipDeploy): the refresh token makes it an update.
+    assert link.fix == (
+        f"npx cdk deploy -c config={deployed_config} -c refresh=$(date +%s) --exclusively hubspoke-dev/link-us-west-2"
+    )
+    assert not [r for r in results if r.status == "fail"], "stale is a warning: only the times are visible"
+
+
+def test_reader_updated_after_its_producer_is_current_again(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The refresh the stale row prints is an update of the reader: its LastUpdatedTime, not its creation,
+    is when it last resolved its Fn::GetStackOutput references (CloudFormation Template Reference)."""
+    start = datetime.now(UTC)
+    deployed.update("network-us-east-2", at=start + timedelta(minutes=1))
+    deployed.update("link-us-west-2", at=start + timedelta(minutes=2))
+    results = verify(deployed, deployed_config)
+    (link,) = [r for r in rows(results, "stale reader") if r.detail.startswith("hubspoke-dev-link-us-west-2")]
+    assert link.status == "pass"
+    # Its sibling, not updated since, is still stale.
+    (other,) = [
+        r for r in rows(results, "stale reader") if r.detail.startswith("hubspoke-dev-link-eu-west-1")
+    ]
+    assert other.status == "warn"
+
+
+def test_producer_replaced_after_its_readers_makes_them_stale(
+    deployed: DeployedWorld, deployed_config: Path, deployed_templates: Templates
+) -> None:
+    """A re-created producer has a newer CreationTime, which moto records itself: no backend edit needed."""
+    deployed.redeploy_without("storage-us-east-2")
+    stale = {
+        r.detail.split(" ", 1)[0].removeprefix("hubspoke-dev-")
+        for r in rows(verify(deployed, deployed_config), "stale reader")
+        if r.status == "warn"
+    }
+    assert stale == readers_of(deployed_templates, "hubspoke-dev-storage-us-east-2")
+
+
+def test_output_a_reader_needs_missing_fails_and_names_the_readers(
+    deployed: DeployedWorld, deployed_config: Path, deployed_templates: Templates
+) -> None:
+    deployed.redeploy_without("network-us-east-2", "PeerPathSecurityGroupId")
+    deployed.redeploy_without("compute-us-west-2", "EksClusterName")
+    results = verify(deployed, deployed_config)
+    (missing,) = [r for r in rows(results, "outputs", "us-east-2") if r.status == "fail"]
+    for reader in readers_of(deployed_templates, "hubspoke-dev-network-us-east-2", "PeerPathSecurityGroupId"):
+        assert reader in missing.detail
+    assert missing.fix.startswith(
+        f"npx cdk deploy -c config={deployed_config} --exclusively hubspoke-dev/network-us-east-2"
+    )
+    # Nobody can check the group's rules without its ID: said, not guessed.
+    (group,) = rows(results, "security group", "us-east-2")
+    assert group.status == "not checked" and "PeerPathSecurityGroupId" in group.detail
+    # An output no stack reads (operators and verify do) is a warning.
+    (unread,) = rows(results, "outputs", "us-west-2")[-1:]
+    assert unread.status == "warn" and "EksClusterName" in unread.detail

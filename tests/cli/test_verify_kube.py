@@ -1,0 +1,219 @@
+"""verify's kubeconfig reader against the Kubernetes API stand-in: contexts, credentials, TLS, paging, refusals.
+
+The kubeconfig rules (merge order, relative paths) are the Kubernetes docs' ("Organize cluster access using
+kubeconfig files"); the exec plugin contract is client-go's ("Client-go credential plugins").
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hubspoke.cli.verify.kube import KubeUnavailable, connect, default_kubeconfig
+from tests.cli.test_verify import quoted_command_problems
+from tests.cli.verify_fixtures import exec_plugin
+from tests.fakes.kube_api import FakeKubeApi, node
+from tests.fakes.tls import loopback_certificate
+
+ARN = "arn:aws:eks:us-west-2:123456789012:cluster/hubspoke-dev-us-west-2"
+ENDPOINT = "https://ABCDEF0123456789.gr7.us-west-2.eks.amazonaws.com"
+
+
+def _kubeconfig(
+    path: Path, *, server: str, user: dict[str, Any], name: str = ARN, cluster: dict[str, Any] | None = None
+) -> Path:
+    entry = {"server": server, **(cluster or {})}
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": name, "cluster": entry}],
+                "users": [{"name": name, "user": user}],
+                "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            }
+        )
+    )
+    return path
+
+
+def _ca() -> dict[str, str]:
+    return {
+        "certificate-authority-data": base64.b64encode(
+            loopback_certificate("fake-kube-apiserver").cert_pem
+        ).decode()
+    }
+
+
+def _connect(*paths: Path) -> Any:
+    return connect(paths, arn=ARN, endpoint=ENDPOINT, name="hubspoke-dev-us-west-2", region="us-west-2")
+
+
+def test_exec_plugin_token_over_verified_tls_and_paging(tmp_path: Path) -> None:
+    with FakeKubeApi(nodes=[node(f"n{i}") for i in range(5)], page_size=2) as fake:
+        path = _kubeconfig(
+            tmp_path / "config", server=fake.url, user={"exec": exec_plugin(fake.token)}, cluster=_ca()
+        )
+        api = _connect(path)
+        assert [n["metadata"]["name"] for n in api.items("/api/v1/nodes")] == [f"n{i}" for i in range(5)]
+    # Three pages: the client followed metadata.continue until the server gave none.
+    assert [r.split("?", 1)[1] for r in fake.requests] == [
+        "limit=500",
+        "limit=500&continue=2",
+        "limit=500&continue=4",
+    ]
+
+
+def test_context_found_by_server_when_named_otherwise_and_first_file_wins(tmp_path: Path) -> None:
+    with FakeKubeApi(tls=False) as fake:
+        first = _kubeconfig(tmp_path / "a", server=ENDPOINT, user={"token": fake.token}, name="prod")
+        # The same names in a later file are ignored (the first file to set a name wins).
+        second = _kubeconfig(
+            tmp_path / "b", server="http://127.0.0.1:1", user={"token": "other"}, name="prod"
+        )
+        api = _connect(first, second)
+        assert api.server == ENDPOINT and api.headers["Authorization"] == f"Bearer {fake.token}"
+
+
+def test_token_file_and_certificate_authority_paths_are_relative_to_the_kubeconfig(tmp_path: Path) -> None:
+    folder = tmp_path / "kube"
+    folder.mkdir()
+    (folder / "token").write_text("file-token\n")
+    (folder / "ca.pem").write_bytes(loopback_certificate("fake-kube-apiserver").cert_pem)
+    with FakeKubeApi(token="file-token", nodes=[node("n0")]) as fake:
+        path = _kubeconfig(
+            folder / "config",
+            server=fake.url,
+            user={"tokenFile": "token"},
+            cluster={"certificate-authority": "ca.pem"},
+        )
+        assert len(_connect(path).items("/api/v1/nodes")) == 1
+
+
+def test_untrusted_server_certificate_is_refused_unless_told_to_skip(tmp_path: Path) -> None:
+    with FakeKubeApi(nodes=[node("n0")]) as fake:
+        strict = _kubeconfig(tmp_path / "strict", server=fake.url, user={"token": fake.token})
+        with pytest.raises(KubeUnavailable, match="CERTIFICATE_VERIFY_FAILED"):
+            _connect(strict).items("/api/v1/nodes")
+        loose = _kubeconfig(
+            tmp_path / "loose",
+            server=fake.url,
+            user={"token": fake.token},
+            cluster={"insecure-skip-tls-verify": True},
+        )
+        assert len(_connect(loose).items("/api/v1/nodes")) == 1
+
+
+@pytest.mark.parametrize(
+    ("user", "reason"),
+    [
+        ({"auth-provider": {"name": "oidc"}}, "auth-provider"),
+        ({"exec": {**exec_plugin("t"), "interactiveMode": "Always"}}, "needs a terminal"),
+        (
+            {"exec": {**exec_plugin("t"), "apiVersion": "client.authentication.k8s.io/v1alpha1"}},
+            "exec apiVersion",
+        ),
+        (
+            {
+                "exec": {
+                    **exec_plugin("t"),
+                    "args": ["-c", "import sys; print('token expired', file=sys.stderr); sys.exit(1)"],
+                }
+            },
+            "failed: token expired",
+        ),
+        ({"exec": {**exec_plugin("t"), "command": "/nonexistent/aws"}}, "did not run"),
+        ({"username": "admin", "password": "secret"}, "basic auth"),
+    ],
+)
+def test_credentials_verify_cannot_use_are_reasons_not_errors(
+    tmp_path: Path, user: dict[str, Any], reason: str
+) -> None:
+    path = _kubeconfig(tmp_path / "config", server="https://127.0.0.1:1", user=user)
+    with pytest.raises(KubeUnavailable, match=reason):
+        _connect(path)
+
+
+def test_no_file_or_no_matching_context_says_how_to_write_one(tmp_path: Path) -> None:
+    with pytest.raises(KubeUnavailable, match="no kubeconfig file") as missing:
+        _connect(tmp_path / "absent")
+    assert missing.value.fix == "aws eks update-kubeconfig --region us-west-2 --name hubspoke-dev-us-west-2"
+    other = _kubeconfig(tmp_path / "config", server="https://elsewhere", user={"token": "t"}, name="other")
+    with pytest.raises(KubeUnavailable, match=f"no context in {other} points at {ARN}"):
+        _connect(other)
+
+
+def test_default_kubeconfig_follows_kubectl(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import os
+
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}")
+    assert default_kubeconfig() == (tmp_path / "a", tmp_path / "b")
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_kubeconfig() == (tmp_path / ".kube" / "config",)
+
+
+def test_plugin_gets_exec_info_and_no_terminal(tmp_path: Path) -> None:
+    """client-go sets KUBERNETES_EXEC_INFO (spec.interactive false here) and a non-interactive plugin gets no stdin."""
+    script = (
+        "import json, os, sys\n"
+        "info = json.loads(os.environ['KUBERNETES_EXEC_INFO'])\n"
+        "assert info['kind'] == 'ExecCredential' and info['spec']['interactive'] is False, info\n"
+        "assert sys.stdin.read() == ''\n"
+        "print(json.dumps({'apiVersion': info['apiVersion'], 'kind': 'ExecCredential', 'status': {'token': 'ok'}}))\n"
+    )
+    plugin = {**exec_plugin("unused"), "args": ["-c", script]}
+    with FakeKubeApi(token="ok", tls=False, nodes=[node("n0")]) as fake:
+        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"exec": plugin})
+        assert len(_connect(path).items("/api/v1/nodes")) == 1
+
+
+@pytest.mark.parametrize(
+    ("intercepted", "reason"),
+    [("html", "answered with something other than JSON"), ("cut", "the answer .* broke off")],
+)
+def test_an_answer_that_is_not_the_api_servers_is_a_reason_not_a_traceback(
+    tmp_path: Path, intercepted: str, reason: str
+) -> None:
+    """A proxy's HTML page (200, text/html) is not JSON (json raises ValueError); an answer cut short of its
+    Content-Length makes http.client raise IncompleteRead. Both are reasons, as a refusal is."""
+    with FakeKubeApi(tls=False, intercepted=intercepted) as fake:
+        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"token": fake.token})
+        with pytest.raises(KubeUnavailable, match=reason):
+            _connect(path).items("/api/v1/nodes")
+
+
+def test_the_runs_profile_reaches_the_credential_plugin_unless_the_entry_sets_one(tmp_path: Path) -> None:
+    """`aws eks get-token` signs as AWS_PROFILE's identity; --profile must reach it, or the API server sees
+    another identity and a 401 blames the access entry. An entry's own env wins (client-go sets it last)."""
+
+    def connect_with(profile: str | None, entry_env: list[dict[str, str]] | None = None) -> Any:
+        plugin = exec_plugin("mapped", profile="ml-dev") | ({"env": entry_env} if entry_env else {})
+        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"exec": plugin})
+        return connect(
+            (path,),
+            arn=ARN,
+            endpoint=ENDPOINT,
+            name="hubspoke-dev-us-west-2",
+            region="us-west-2",
+            profile=profile,
+        )
+
+    with FakeKubeApi(token="mapped", tls=False, nodes=[node("n0")]) as fake:
+        assert len(connect_with("ml-dev").items("/api/v1/nodes")) == 1
+        with pytest.raises(KubeUnavailable, match="refused these credentials") as refused:
+            connect_with(None).items("/api/v1/nodes")
+        with pytest.raises(KubeUnavailable, match="refused these credentials"):
+            connect_with("ml-dev", [{"name": "AWS_PROFILE", "value": "other"}]).items("/api/v1/nodes")
+    where = "--region us-west-2 --cluster-name hubspoke-dev-us-west-2 --principal-arn <role-arn>"
+    # EKS CreateAccessEntry and AssociateAccessPolicy (botocore eks service-2.json): clusterName, principalArn,
+    # policyArn, accessScope; each is regional, so each command names the Region.
+    assert quoted_command_problems(refused.value.fix) == {
+        f"aws eks create-access-entry {where}": [],
+        f"aws eks associate-access-policy {where} --policy-arn "
+        "arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy --access-scope type=cluster": [],
+    }

@@ -1,0 +1,283 @@
+"""`hubspoke verify`: network checks (VPC, peering, routes, cross-Region ingress), pass and fail, against moto.
+
+IDs come from the world's outputs (built from the synthesized Network and Link templates); the commands in
+the fixes are checked against the EC2 API's parameter names (CreateRoute, DeleteRoute, ReplaceRoute,
+Authorize/RevokeSecurityGroupIngress with IpPermissions) and the expected rule shapes against EC2's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubspoke.config import load
+from tests.cli.test_verify import quoted_command_problems, rows, verify
+from tests.cli.verify_fixtures import TWO_SPOKES
+from tests.cli.verify_world import DeployedWorld
+from tests.conftest import ROOT, write_config
+
+
+def test_vpc_cidrs_against_the_config(deployed: DeployedWorld, deployed_config: Path, tmp_path: Path) -> None:
+    hub_vpc = deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    deployed.clients("ec2", "us-east-2").associate_vpc_cidr_block(VpcId=hub_vpc, CidrBlock="10.11.0.0/16")
+    (extra,) = rows(verify(deployed, deployed_config), "vpc", "us-east-2")
+    assert extra.status == "warn" and "10.11.0.0/16" in extra.detail
+    data = json.loads(json.dumps(TWO_SPOKES))
+    data["hub"]["secondary_cidrs"] = ["10.12.0.0/16"]
+    wider = write_config(tmp_path, data)
+    (missing,) = [
+        r
+        for r in rows(verify(deployed, wider, config=load(wider).config), "vpc", "us-east-2")
+        if r.status == "fail"
+    ]
+    assert "lacks configured CIDR(s) 10.12.0.0/16" in missing.detail
+    # A CIDR new in the config comes with the Network stack's next deploy; one disassociated by hand does
+    # not (an unchanged template is not deployed), so EC2 AssociateVpcCidrBlock (VpcId, CidrBlock) restores it.
+    assert missing.fix == (
+        f"a CIDR newly added to the config: npx cdk deploy -c config={wider} --exclusively "
+        "hubspoke-dev/network-us-east-2; one disassociated by hand (CloudFormation does not re-create it): "
+        f"aws ec2 associate-vpc-cidr-block --vpc-id {hub_vpc} --cidr-block 10.12.0.0/16 --region us-east-2"
+    )
+
+
+def _gone(fix: str, stack: str, region: str) -> None:
+    """A fix for a resource deleted outside CloudFormation: drift detection, then the runbook, no redeploy.
+
+    CloudFormation does not re-create a resource from an unchanged template (ContinueUpdateRollback's own
+    example in botocore: "CloudFormation doesn't know the instance was deleted"); DetectStackDrift reports it
+    DELETED.
+    """
+    assert quoted_command_problems(fix) == {
+        f"aws cloudformation detect-stack-drift --stack-name {stack} --region {region}": []
+    }
+    assert fix.endswith(
+        'follow docs/runbooks/deploy-environment.md ("A resource deleted outside CloudFormation")'
+    )
+    assert "cdk deploy" not in fix
+
+
+def test_peering_not_active_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
+    pcx = deployed.peering("us-west-2")
+    deployed.clients("ec2", "us-west-2").delete_vpc_peering_connection(VpcPeeringConnectionId=pcx)
+    results = verify(deployed, deployed_config)
+    (row,) = rows(results, "peering", "us-west-2")
+    assert row.status == "fail" and f"{pcx} is deleted" in row.detail
+    # A redeploy of the Network and Link stacks would change nothing: their templates did not change.
+    _gone(row.fix, "hubspoke-dev-network-us-west-2", "us-west-2")
+    assert rows(results, "peering", "eu-west-1")[0].status == "pass"
+
+
+def test_the_runbook_section_the_gone_fixes_name_exists() -> None:
+    from hubspoke.cli.verify.live import GONE_RUNBOOK
+
+    path, _, section = GONE_RUNBOOK.partition(" (")
+    assert f"\n## {section.strip(')').strip(chr(34))}\n" in (ROOT / path).read_text()
+
+
+def test_route_table_or_security_group_deleted_outside_cloudformation_fails(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    table = deployed.route_table("us-west-2", "usw2-az2")
+    group = deployed.security_group("us-west-2")
+    ec2 = deployed.clients("ec2", "us-west-2")
+    # EC2 deletes a route table only once no subnet is associated with it (DeleteRouteTable); the world
+    # creates no subnet associations, so the table goes as it would after those were removed by hand.
+    ec2.delete_route_table(RouteTableId=table)
+    ec2.delete_security_group(GroupId=group)
+    results = verify(deployed, deployed_config)
+    (missing_table,) = [r for r in rows(results, "routes", "us-west-2") if r.status == "fail"]
+    assert missing_table.detail == f"route table {table} (usw2-az2) does not exist"
+    _gone(missing_table.fix, "hubspoke-dev-network-us-west-2", "us-west-2")
+    (missing_group,) = rows(results, "security group", "us-west-2")
+    assert missing_group.status == "fail" and missing_group.detail == f"{group} does not exist"
+    _gone(missing_group.fix, "hubspoke-dev-network-us-west-2", "us-west-2")
+
+
+def test_peering_waiting_for_acceptance_or_to_another_vpc_fails(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    west = deployed.clients("ec2", "us-west-2")
+    spoke_vpc = deployed.outputs["hubspoke-dev-network-us-west-2"]["VpcId"]
+    hub_vpc = deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    pending = west.create_vpc_peering_connection(VpcId=spoke_vpc, PeerVpcId=hub_vpc, PeerRegion="us-east-2")
+    pending_id = pending["VpcPeeringConnection"]["VpcPeeringConnectionId"]
+    deployed.redeploy_with("network-us-west-2", PeeringConnectionId=pending_id)
+    east = deployed.clients("ec2", "eu-west-1")
+    stray = east.create_vpc(CidrBlock="10.99.0.0/16")["Vpc"]["VpcId"]
+    eu_vpc = deployed.outputs["hubspoke-dev-network-eu-west-1"]["VpcId"]
+    wrong = east.create_vpc_peering_connection(VpcId=eu_vpc, PeerVpcId=stray)["VpcPeeringConnection"][
+        "VpcPeeringConnectionId"
+    ]
+    east.accept_vpc_peering_connection(VpcPeeringConnectionId=wrong)
+    deployed.redeploy_with("network-eu-west-1", PeeringConnectionId=wrong)
+    results = verify(deployed, deployed_config)
+    (waiting,) = rows(results, "peering", "us-west-2")
+    assert waiting.detail.startswith(f"{pending_id} is pending-acceptance")
+    assert (
+        waiting.fix
+        == f"accept it in the hub Region: aws ec2 accept-vpc-peering-connection --vpc-peering-connection-id {pending_id} --region us-east-2"
+    )
+    (elsewhere,) = rows(results, "peering", "eu-west-1")
+    assert elsewhere.status == "fail"
+    assert elsewhere.detail == (
+        f"{wrong} accepter is VPC {stray} in eu-west-1 (account 123456789012); "
+        f"expected {hub_vpc} in us-east-2 (account 123456789012)"
+    )
+
+
+def test_missing_route_fails_with_the_command_that_restores_it(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    table, pcx = deployed.route_table("us-east-2", "use2-az1"), deployed.peering("us-west-2")
+    deployed.clients("ec2", "us-east-2").delete_route(RouteTableId=table, DestinationCidrBlock="10.20.0.0/16")
+    failed = [r for r in rows(verify(deployed, deployed_config), "routes", "us-east-2") if r.status == "fail"]
+    assert [r.detail for r in failed] == [
+        f"{table} (use2-az1) has no route to spoke us-west-2 10.20.0.0/16: that traffic is dropped"
+    ]
+    assert failed[0].fix == (
+        f"aws ec2 create-route --destination-cidr-block 10.20.0.0/16 --vpc-peering-connection-id {pcx} "
+        f"--route-table-id {table} --region us-east-2"
+    )
+
+
+def test_route_between_spokes_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
+    """A route to part of another spoke's CIDR (10.30.8.0/24 inside eu-west-1's 10.30.0.0/16) is one too."""
+    table = deployed.route_table("us-west-2", "usw2-az2")
+    deployed.clients("ec2", "us-west-2").create_route(
+        RouteTableId=table,
+        DestinationCidrBlock="10.30.8.0/24",
+        VpcPeeringConnectionId=deployed.peering("us-west-2"),
+    )
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "routes", "us-west-2") if r.status == "fail"]
+    assert "10.30.8.0/24 (spoke eu-west-1)" in row.detail
+    assert (
+        row.fix
+        == f"aws ec2 delete-route --destination-cidr-block 10.30.8.0/24 --route-table-id {table} --region us-west-2"
+    )
+
+
+def test_peer_cidr_routed_elsewhere_or_split_off_fails(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    ec2 = deployed.clients("ec2", "us-west-2")
+    gateway = ec2.describe_internet_gateways()["InternetGateways"][0]["InternetGatewayId"]
+    first, second = (
+        deployed.route_table("us-west-2", "usw2-az1"),
+        deployed.route_table("us-west-2", "usw2-az2"),
+    )
+    ec2.replace_route(RouteTableId=first, DestinationCidrBlock="10.10.0.0/16", GatewayId=gateway)
+    ec2.create_route(RouteTableId=second, DestinationCidrBlock="10.10.64.0/18", GatewayId=gateway)
+    failed = {
+        r.detail for r in rows(verify(deployed, deployed_config), "routes", "us-west-2") if r.status == "fail"
+    }
+    assert any(
+        d.startswith(f"{first} (usw2-az1) sends hub us-east-2 10.10.0.0/16 to {gateway}") for d in failed
+    )
+    assert any(d.startswith(f"{second} (usw2-az2) sends 10.10.64.0/18, part of a peer CIDR") for d in failed)
+
+
+def _permissions(fix: str) -> list[dict[str, Any]]:
+    return json.loads(fix.split("--ip-permissions '", 1)[1].rstrip("'"))
+
+
+def test_unknown_security_group_sources_fail_with_the_revoke(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    group = deployed.security_group("us-east-2")
+    ec2 = deployed.clients("ec2", "us-east-2")
+    other = ec2.create_security_group(
+        GroupName="bastion",
+        Description="x",
+        VpcId=deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"],
+    )["GroupId"]
+    ec2.authorize_security_group_ingress(
+        GroupId=group,
+        IpPermissions=[
+            {
+                "IpProtocol": "tcp",
+                "FromPort": 2049,
+                "ToPort": 2049,
+                "IpRanges": [{"CidrIp": "192.168.0.0/16"}],
+            },
+            {"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "IpRanges": [{"CidrIp": "10.20.0.0/16"}]},
+            {"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": other}]},
+        ],
+    )
+    failed = {
+        r.detail.split(" (", 1)[0]: r
+        for r in rows(verify(deployed, deployed_config), "security group", "us-east-2")
+        if r.status == "fail"
+    }
+    assert set(failed) == {
+        f"{group} admits 192.168.0.0/16",
+        f"{group} admits 10.20.0.0/16",
+        f"{group} admits security group {other}",
+    }
+    assert "not a configured peer CIDR" in failed[f"{group} admits 192.168.0.0/16"].detail
+    # A peer CIDR on a port the path does not need is still too much.
+    assert "TCP 22" in failed[f"{group} admits 10.20.0.0/16"].detail
+    revoke = failed[f"{group} admits 192.168.0.0/16"].fix
+    assert revoke.startswith(f"aws ec2 revoke-security-group-ingress --group-id {group} --region us-east-2")
+    # EC2 IpPermissions shape: IpProtocol, FromPort, ToPort, IpRanges[].CidrIp (RevokeSecurityGroupIngress).
+    assert _permissions(revoke) == [
+        {"IpProtocol": "tcp", "FromPort": 2049, "ToPort": 2049, "IpRanges": [{"CidrIp": "192.168.0.0/16"}]}
+    ]
+    assert _permissions(failed[f"{group} admits security group {other}"].fix) == [
+        {"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": other}]}
+    ]
+
+
+def test_missing_ingress_fails_with_the_authorize(deployed: DeployedWorld, deployed_config: Path) -> None:
+    group = deployed.security_group("us-west-2")
+    portal = {"IpProtocol": "tcp", "FromPort": 3713, "ToPort": 3713, "IpRanges": [{"CidrIp": "10.10.0.0/16"}]}
+    pmtu = {"IpProtocol": "icmp", "FromPort": 3, "ToPort": 4, "IpRanges": [{"CidrIp": "10.10.0.0/16"}]}
+    deployed.clients("ec2", "us-west-2").revoke_security_group_ingress(
+        GroupId=group, IpPermissions=[portal, pmtu]
+    )
+    (row,) = [
+        r
+        for r in rows(verify(deployed, deployed_config), "security group", "us-west-2")
+        if r.status == "fail"
+    ]
+    assert row.detail == f"{group} does not admit peer 10.10.0.0/16 on ICMP 3/4, TCP 3713"
+    assert row.fix.startswith(
+        f"aws ec2 authorize-security-group-ingress --group-id {group} --region us-west-2"
+    )
+    assert sorted(_permissions(row.fix), key=str) == sorted([portal, pmtu], key=str)
+
+
+def test_leftover_routes_warn_and_a_dead_peer_route_fails(
+    deployed: DeployedWorld, deployed_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ec2 = deployed.clients("ec2", "us-east-2")
+    table, other_table = (
+        deployed.route_table("us-east-2", "use2-az1"),
+        deployed.route_table("us-east-2", "use2-az2"),
+    )
+    hub_vpc = deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    shared = ec2.create_vpc(CidrBlock="172.31.0.0/16")["Vpc"]["VpcId"]
+    foreign = ec2.create_vpc_peering_connection(VpcId=hub_vpc, PeerVpcId=shared)["VpcPeeringConnection"][
+        "VpcPeeringConnectionId"
+    ]
+    ec2.accept_vpc_peering_connection(VpcPeeringConnectionId=foreign)
+    ec2.create_route(RouteTableId=table, DestinationCidrBlock="172.31.0.0/16", VpcPeeringConnectionId=foreign)
+    ec2.create_route(RouteTableId=table, DestinationCidrBlock="10.40.0.0/16", VpcPeeringConnectionId=foreign)
+    deployed.blackhole(monkeypatch, table, "10.40.0.0/16")
+    results = [
+        r for r in verify(deployed, deployed_config) if r.check == "routes" and r.region == "us-east-2"
+    ]
+    warned = sorted(r.detail for r in results if r.status == "warn")
+    assert warned == [
+        f"{table} (use2-az1) routes 10.40.0.0/16 to {foreign}, which is gone (blackhole)",
+        f"{table} (use2-az1) routes 172.31.0.0/16 over {foreign}, a peering this environment does not plan",
+    ]
+    assert {r.status for r in results} == {"warn", "pass"}  # the peer routes themselves are fine
+    deployed.blackhole(monkeypatch, other_table, "10.20.0.0/16")
+    (dead,) = [r for r in verify(deployed, deployed_config) if r.check == "routes" and r.status == "fail"]
+    assert (
+        dead.detail
+        == f"{other_table} (use2-az2) route to 10.20.0.0/16 via {deployed.peering('us-west-2')} is blackhole"
+    )

@@ -1,0 +1,148 @@
+"""Fixtures of the verify tests: the deployed two-spoke world in moto, and Kubernetes stand-ins for its clusters."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hubspoke.cli.checks import session_clients
+from hubspoke.config import load
+from tests.cli.verify_world import ACCOUNT, DeployedWorld, MotoGaps
+from tests.conftest import synth, with_pins, write_config
+from tests.fakes.kube_api import FakeKubeApi, claim, node
+from tests.fakes.tls import loopback_certificate
+
+# config/dev.yaml plus a second spoke that only peers: two spokes make "no route between spokes" testable,
+# and a spoke without CNQ shows what verify says where there is no canary.
+TWO_SPOKES: dict[str, Any] = with_pins(
+    {
+        "environment": "dev",
+        "account": ACCOUNT,
+        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
+        "spokes": [
+            {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+            {
+                "region": "eu-west-1",
+                "cidr": "10.30.0.0/16",
+                "storage": {"enabled": False},
+                "compute": {"enabled": False},
+            },
+        ],
+    }
+)
+
+
+@pytest.fixture(scope="session")
+def deployed_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_config(tmp_path_factory.mktemp("verify"), TWO_SPOKES, "dev.yaml")
+
+
+@pytest.fixture(scope="session")
+def deployed_templates(deployed_config: Path) -> dict[str, dict[str, Any]]:
+    return synth(load(deployed_config).config)
+
+
+@pytest.fixture
+def deployed(
+    backend: str, deployed_config: Path, deployed_templates: dict[str, dict[str, Any]]
+) -> DeployedWorld:
+    """The two-spoke environment as deployed, its canary reporting a healthy hub and an ACTIVE portal."""
+    world = DeployedWorld(
+        MotoGaps(session_clients()), load(deployed_config).config, deployed_templates
+    ).deploy()
+    world.canary("us-west-2")
+    return world
+
+
+@dataclass
+class Kube:
+    """One Kubernetes API stand-in per EKS cluster, and a kubeconfig whose contexts point at them."""
+
+    servers: dict[str, FakeKubeApi]
+    kubeconfig: Path
+
+
+@pytest.fixture
+def kube(deployed: DeployedWorld, tmp_path: Path) -> Iterator[Kube]:
+    """Every compute Region's cluster: 2 Ready nodes (the HyperPod group's count) and both claims Bound.
+
+    The kubeconfig is what `aws eks update-kubeconfig` writes (cluster and context named by the cluster's
+    ARN), with the stand-in's URL as server, its certificate as certificate-authority-data, and an exec
+    credential plugin printing an ExecCredential, as `aws eks get-token` does.
+    """
+    from hubspoke.k8s.storage import checkpoint_claim, dataset_claim
+
+    servers: dict[str, FakeKubeApi] = {}
+    clusters, users, contexts = [], [], []
+    with ExitStack() as stack:
+        for region in deployed.config.regions():
+            if not region.compute.enabled:
+                continue
+            fake = FakeKubeApi(
+                nodes=[node(f"hyperpod-i-0{n}{region.region}") for n in range(2)],
+                claims=[claim(dataset_claim(region)), claim(checkpoint_claim(region))],
+            )
+            servers[region.region] = stack.enter_context(fake)
+            arn = deployed.clients("eks", region.region).describe_cluster(
+                name=f"hubspoke-dev-{region.region}"
+            )["cluster"]["arn"]
+            clusters.append(
+                {
+                    "name": arn,
+                    "cluster": {
+                        "server": fake.url,
+                        "certificate-authority-data": base64.b64encode(
+                            loopback_certificate("fake-kube-apiserver").cert_pem
+                        ).decode(),
+                    },
+                }
+            )
+            users.append({"name": arn, "user": {"exec": exec_plugin(fake.token)}})
+            contexts.append({"name": arn, "context": {"cluster": arn, "user": arn}})
+        path = tmp_path / "kubeconfig"
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": clusters,
+                    "users": users,
+                    "contexts": contexts,
+                }
+            )
+        )
+        yield Kube(servers, path)
+
+
+def exec_plugin(token: str, *, profile: str | None = None) -> dict[str, Any]:
+    """A client.authentication.k8s.io/v1beta1 exec entry whose command prints an ExecCredential with `token`.
+
+    With `profile`, the token is `token` only when the plugin runs with AWS_PROFILE=`profile`, as
+    `aws eks get-token` signs for the profile's identity and the API server maps only that one.
+    """
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "kind": "ExecCredential",
+        "status": {"token": token, "expirationTimestamp": "2099-01-01T00:00:00Z"},
+    }
+    script = f"print({json.dumps(json.dumps(credential))})"
+    if profile:
+        script = (
+            f"import os; ok = os.environ.get('AWS_PROFILE') == {profile!r}; "
+            f"print({json.dumps(json.dumps(credential))}.replace({token!r}, {token!r} if ok else 'another-identity'))"
+        )
+    return {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": sys.executable,
+        "args": ["-c", script],
+        "interactiveMode": "Never",
+    }

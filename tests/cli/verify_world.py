@@ -1,0 +1,491 @@
+"""The deployed dev environment in moto, built from what the synthesized stacks would create.
+
+moto 5.2.5 cannot deploy our templates (custom resources, EKS, HyperPod, Lambda bundles), so `DeployedWorld`
+plays CloudFormation for the resources verify reads: it walks the synthesized Network and Link templates and
+creates their VPCs, CIDR blocks, subnets, route tables, gateways, peering, routes and security-group ingress
+through EC2 calls, resolving Ref, Fn::GetAtt and Fn::GetStackOutput as CloudFormation would; creates the EKS
+and HyperPod clusters and the alarms of the Compute, Ops and Dashboard templates with their own calls; then
+creates every planned stack in CloudFormation with a one-resource template carrying the real stack's Outputs
+(resolved to the IDs just created). The expected values in these tests therefore come from the templates,
+not from the code under test.
+
+A Region in another account is deployed with credentials for that account: moto keys every resource by the
+account of the caller's access key, and its STS AssumeRole hands out keys of the role's account (moto's
+"Multi-Account support"), so `clients_for(account)` assumes a role there, as an operator's profile would.
+
+What moto does not implement is filled in two ways, each said where it is done:
+- EKS ListAddons / DescribeAddon do not exist in moto: `MotoGaps` answers exactly those two operations with a
+  botocore before-call hook, in the EKS API's shapes, refusing an unknown cluster or add-on as EKS does;
+  composite alarms do not exist in moto either: tests/cli/composite_alarms.py keeps them as CloudWatch does;
+- states moto's API cannot produce (a stack that rolled back with failed-resource events, LastUpdatedTime,
+  a HyperPod node or cluster not InService, an instance group's Status, an EKS cluster not ACTIVE, a route in
+  state blackhole) are written into moto's own backend objects, which its API then serves and serializes
+  like any other state.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.awsrequest import AWSResponse
+from moto.backends import get_backend
+
+from hubspoke.config import HubSpokeConfig
+from hubspoke.topology import StackPlan, plan_stacks
+from tests.cli.canary_feed import publish_canary
+from tests.cli.composite_alarms import CompositeAlarms
+from tests.cli.preflight_world import Hooked
+from tests.conftest import resources
+
+ACCOUNT = "123456789012"  # config/dev.yaml's account, and moto's default
+
+# Creation order inside one template: what each kind refers to exists before it.
+_EC2_ORDER = (
+    "AWS::EC2::VPC",
+    "AWS::EC2::VPCCidrBlock",
+    "AWS::EC2::Subnet",
+    "AWS::EC2::RouteTable",
+    "AWS::EC2::InternetGateway",
+    "AWS::EC2::VPCGatewayAttachment",
+    "AWS::EC2::EIP",
+    "AWS::EC2::NatGateway",
+    "AWS::EC2::SecurityGroup",
+    "AWS::EC2::VPCPeeringConnection",
+    "AWS::EC2::Route",
+    "AWS::EC2::VPCEndpoint",
+    "AWS::EC2::SecurityGroupIngress",
+)
+_ROUTE_TARGETS = ("VpcPeeringConnectionId", "GatewayId", "NatGatewayId")
+
+
+@dataclass
+class MotoGaps(Hooked):
+    """Client factory: moto for everything, except EKS ListAddons/DescribeAddon, which moto lacks."""
+
+    # (region, cluster name) -> add-on name -> the DescribeAddon `addon` structure.
+    addons: dict[tuple[str, str], dict[str, dict[str, Any]]] = field(default_factory=dict)
+    asked: list[tuple[str, str]] = field(default_factory=list)
+    # Region -> its composite alarms, which moto lacks (tests/cli/composite_alarms.py).
+    composites: dict[str, CompositeAlarms] = field(default_factory=dict)
+
+    def hook(self, client: Any, service: str, region: str) -> None:
+        if service == "cloudwatch":
+            self.composites.setdefault(region, CompositeAlarms()).hook(client)
+        if service == "eks":
+            client.meta.events.register("before-call.eks.ListAddons", self._answer(region))
+            client.meta.events.register("before-call.eks.DescribeAddon", self._answer(region))
+
+    def _answer(self, region: str) -> Callable[..., tuple[AWSResponse, dict[str, Any]]]:
+        def answer(model: Any, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+            # The serialized request, as botocore would send it: EKS carries cluster and add-on in the URI.
+            self.asked.append((model.name, params["url_path"]))
+            cluster, addon = _addon_target(params["url_path"])
+            installed = self.addons.get((region, cluster))
+            if installed is None:
+                return _error(404, "ResourceNotFoundException", f"No cluster found for name: {cluster}.")
+            if model.name == "ListAddons":
+                return AWSResponse("https://stub", 200, {}, None), {"addons": sorted(installed)}
+            if addon not in installed:
+                return _error(
+                    404, "ResourceNotFoundException", f"No addon: {addon} found in cluster: {cluster}"
+                )
+            return AWSResponse("https://stub", 200, {}, None), {"addon": installed[addon]}
+
+        return answer
+
+
+def _addon_target(url_path: str) -> tuple[str, str]:
+    """(cluster, add-on) from EKS's URIs: /clusters/{name}/addons and /clusters/{clusterName}/addons/{addonName}."""
+    parts = url_path.split("?")[0].strip("/").split("/")
+    assert parts[0] == "clusters" and parts[2] == "addons", url_path
+    return parts[1], parts[3] if len(parts) > 3 else ""
+
+
+def _error(status: int, code: str, message: str) -> tuple[AWSResponse, dict[str, Any]]:
+    return AWSResponse("https://stub", status, {}, None), {
+        "Error": {"Code": code, "Message": message},
+        "ResponseMetadata": {"HTTPStatusCode": status},
+    }
+
+
+def assumed_clients(account: str) -> MotoGaps:
+    """Clients with credentials for `account`: a role there assumed through STS, as a cross-account profile does."""
+    credentials = boto3.client("sts", region_name="us-east-1").assume_role(
+        RoleArn=f"arn:aws:iam::{account}:role/hubspoke-verify-tests", RoleSessionName="hubspoke-verify"
+    )["Credentials"]
+    session = boto3.Session(
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+    )
+    return MotoGaps(lambda service, region: session.client(service, region_name=region))
+
+
+@dataclass
+class DeployedWorld:
+    """config/dev.yaml as deployed: EC2, CloudFormation, EKS, HyperPod and alarms in moto."""
+
+    clients: MotoGaps  # the hub account's
+    config: HubSpokeConfig
+    templates: dict[str, dict[str, Any]]
+    physical: dict[str, dict[str, str]] = field(default_factory=dict)
+    outputs: dict[str, dict[str, str]] = field(default_factory=dict)
+    others: dict[str, MotoGaps] = field(default_factory=dict)
+
+    def clients_for(self, account: str) -> MotoGaps:
+        """The clients of one account: the world's own for the hub's, an assumed role's for any other."""
+        if account == self.config.account_of(self.config.hub):
+            return self.clients
+        if account not in self.others:
+            self.others[account] = assumed_clients(account)
+        return self.others[account]
+
+    @property
+    def plans(self) -> dict[str, StackPlan]:
+        return {p.id: p for p in plan_stacks(self.config)}
+
+    # ----- deploying -----
+    def deploy(self) -> DeployedWorld:
+        for plan in plan_stacks(self.config):
+            self.physical[plan.id] = {}
+            if plan.kind in ("network", "link"):
+                self._ec2(plan)
+            elif plan.kind == "compute":
+                self._compute(plan)
+            if plan.kind in ("ops", "dashboard"):
+                self._alarms(plan)
+            self._stack(plan)
+        return self
+
+    def _resolve(self, plan: StackPlan, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self._resolve(plan, v) for v in value]
+        if isinstance(value, dict) and "Ref" in value:
+            return self.physical[plan.id].get(value["Ref"])
+        if isinstance(value, dict) and "Fn::GetAtt" in value:
+            return self.physical[plan.id].get(value["Fn::GetAtt"][0])
+        if isinstance(value, dict) and "Fn::GetStackOutput" in value:
+            ref = value["Fn::GetStackOutput"]
+            return self.outputs.get(ref["StackName"], {}).get(ref["OutputName"])
+        return value if isinstance(value, str | int | float | bool) else None
+
+    def _ec2(self, plan: StackPlan) -> None:
+        template = self.templates[plan.id]
+        ec2 = self.clients_for(plan.account)("ec2", plan.region)
+        for kind in _EC2_ORDER:
+            for logical, resource in resources(template, kind):
+                props = {k: self._resolve(plan, v) for k, v in resource.get("Properties", {}).items()}
+                made = self._create(ec2, plan, kind, props)
+                if made:
+                    self.physical[plan.id][logical] = made
+
+    def _create(self, ec2: Any, plan: StackPlan, kind: str, props: dict[str, Any]) -> str | None:
+        if kind == "AWS::EC2::VPC":
+            return str(ec2.create_vpc(CidrBlock=props["CidrBlock"])["Vpc"]["VpcId"])
+        if kind == "AWS::EC2::VPCCidrBlock":
+            ec2.associate_vpc_cidr_block(VpcId=props["VpcId"], CidrBlock=props["CidrBlock"])
+        elif kind == "AWS::EC2::Subnet":
+            subnet = ec2.create_subnet(
+                VpcId=props["VpcId"],
+                CidrBlock=props["CidrBlock"],
+                AvailabilityZoneId=props["AvailabilityZoneId"],
+            )
+            return str(subnet["Subnet"]["SubnetId"])
+        elif kind == "AWS::EC2::RouteTable":
+            return str(ec2.create_route_table(VpcId=props["VpcId"])["RouteTable"]["RouteTableId"])
+        elif kind == "AWS::EC2::InternetGateway":
+            return str(ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"])
+        elif kind == "AWS::EC2::VPCGatewayAttachment":
+            ec2.attach_internet_gateway(InternetGatewayId=props["InternetGatewayId"], VpcId=props["VpcId"])
+        elif kind == "AWS::EC2::EIP":
+            return str(ec2.allocate_address(Domain="vpc")["AllocationId"])
+        elif kind == "AWS::EC2::NatGateway":
+            nat = ec2.create_nat_gateway(SubnetId=props["SubnetId"], AllocationId=props["AllocationId"])
+            return str(nat["NatGateway"]["NatGatewayId"])
+        elif kind == "AWS::EC2::SecurityGroup":
+            group = ec2.create_security_group(
+                GroupName=f"{plan.name}-{len(self.physical[plan.id])}",
+                Description=props["GroupDescription"],
+                VpcId=props["VpcId"],
+            )
+            return str(group["GroupId"])
+        elif kind == "AWS::EC2::VPCPeeringConnection":
+            owner = props.get("PeerOwnerId") or plan.account
+            pcx = ec2.create_vpc_peering_connection(
+                VpcId=props["VpcId"],
+                PeerVpcId=props["PeerVpcId"],
+                PeerRegion=props["PeerRegion"],
+                PeerOwnerId=owner,
+            )["VpcPeeringConnection"]["VpcPeeringConnectionId"]
+            # Same account: accepted automatically; another account: CloudFormation accepts it with the
+            # PeerRoleArn in the accepter's account (AWS::EC2::VPCPeeringConnection). Either way the accepter
+            # account accepts it in the accepter's Region.
+            self.clients_for(owner)("ec2", props["PeerRegion"]).accept_vpc_peering_connection(
+                VpcPeeringConnectionId=pcx
+            )
+            return str(pcx)
+        elif kind == "AWS::EC2::Route":
+            target = {k: props[k] for k in _ROUTE_TARGETS if props.get(k)}
+            ec2.create_route(
+                RouteTableId=props["RouteTableId"],
+                DestinationCidrBlock=props["DestinationCidrBlock"],
+                **target,
+            )
+        elif kind == "AWS::EC2::VPCEndpoint":
+            # RegionVpc's S3 gateway endpoint: EC2 adds a route to the S3 prefix list in each table given.
+            ec2.create_vpc_endpoint(
+                VpcId=props["VpcId"],
+                ServiceName=props["ServiceName"],
+                VpcEndpointType=props["VpcEndpointType"],
+                RouteTableIds=props["RouteTableIds"],
+            )
+        elif kind == "AWS::EC2::SecurityGroupIngress" and props.get("CidrIp"):
+            ec2.authorize_security_group_ingress(
+                GroupId=props["GroupId"],
+                IpPermissions=[
+                    {
+                        "IpProtocol": props["IpProtocol"],
+                        "FromPort": props["FromPort"],
+                        "ToPort": props["ToPort"],
+                        "IpRanges": [
+                            {"CidrIp": props["CidrIp"], "Description": props.get("Description", "")}
+                        ],
+                    }
+                ],
+            )
+        return None
+
+    def _compute(self, plan: StackPlan) -> None:
+        template = self.templates[plan.id]
+        for logical, resource in resources(template, "AWS::EKS::Cluster"):
+            props = resource["Properties"]
+            vpc = props["ResourcesVpcConfig"]
+            self.clients_for(plan.account)("eks", plan.region).create_cluster(
+                name=props["Name"],
+                version=props["Version"],
+                roleArn=f"arn:aws:iam::{plan.account}:role/{plan.name}-eks",
+                resourcesVpcConfig={
+                    "subnetIds": [str(self._resolve(plan, s)) for s in vpc["SubnetIds"]],
+                    "endpointPublicAccess": vpc["EndpointPublicAccess"],
+                    "endpointPrivateAccess": vpc["EndpointPrivateAccess"],
+                },
+            )
+            self.physical[plan.id][logical] = props["Name"]
+            self.clients.addons[plan.region, props["Name"]] = {
+                a["Properties"]["AddonName"]: _addon(plan, props["Name"], a["Properties"])
+                for _, a in resources(template, "AWS::EKS::Addon")
+            }
+        for logical, resource in resources(template, "AWS::SageMaker::Cluster"):
+            props = resource["Properties"]
+            groups = [
+                {
+                    "InstanceGroupName": g["InstanceGroupName"],
+                    "InstanceType": g["InstanceType"],
+                    "InstanceCount": g["InstanceCount"],
+                    "ExecutionRole": f"arn:aws:iam::{plan.account}:role/{plan.name}-hyperpod",
+                    # moto refuses a SourceS3Uri outside s3://sagemaker-*; ours is a generated bucket.
+                    "LifeCycleConfig": {
+                        "SourceS3Uri": "s3://sagemaker-lifecycle/lifecycle/",
+                        "OnCreate": "on_create.sh",
+                    },
+                    "ThreadsPerCore": g["ThreadsPerCore"],
+                }
+                for g in props["InstanceGroups"]
+            ]
+            arn = self.clients_for(plan.account)("sagemaker", plan.region).create_cluster(
+                ClusterName=props["ClusterName"],
+                InstanceGroups=groups,
+                VpcConfig={"SecurityGroupIds": ["sg-12345678"], "Subnets": ["subnet-12345678"]},
+            )["ClusterArn"]
+            # DescribeCluster's InstanceGroups[].Status (InService when healthy); moto 5.2.5 sets none.
+            for group in self.hyperpod(plan.region).instance_groups:
+                group["Status"] = "InService"
+            self.physical[plan.id][logical] = arn
+
+    def _alarms(self, plan: StackPlan) -> None:
+        cloudwatch = self.clients_for(plan.account)("cloudwatch", plan.region)
+        for _, resource in resources(self.templates[plan.id], "AWS::CloudWatch::Alarm"):
+            props = {
+                k: v
+                for k, v in resource["Properties"].items()
+                if k not in ("AlarmActions", "OKActions", "Tags")
+            }
+            cloudwatch.put_metric_alarm(**props)
+            # A freshly created alarm is INSUFFICIENT_DATA until evaluated; a healthy world has evaluated.
+            cloudwatch.set_alarm_state(
+                AlarmName=props["AlarmName"], StateValue="OK", StateReason="evaluated in the test world"
+            )
+        for _, resource in resources(self.templates[plan.id], "AWS::CloudWatch::CompositeAlarm"):
+            self.clients_for(plan.account).composites[plan.region].put(resource["Properties"])
+            cloudwatch.set_alarm_state(
+                AlarmName=resource["Properties"]["AlarmName"],
+                StateValue="OK",
+                StateReason="evaluated in the test world",
+            )
+
+    def _stack(
+        self, plan: StackPlan, *, drop: tuple[str, ...] = (), replace: dict[str, str] | None = None
+    ) -> None:
+        template = self.templates[plan.id]
+        values = {
+            # Values built at deploy time (Fn::Join of custom-resource attributes) stay placeholders.
+            name: str(self._resolve(plan, out["Value"]) or f"unresolved:{plan.id}/{name}")
+            for name, out in template.get("Outputs", {}).items()
+            if name not in drop
+        } | (replace or {})
+        self.outputs[plan.name] = values
+        body = {
+            "Resources": {"Placeholder": {"Type": "AWS::SNS::Topic"}},
+            "Outputs": {name: {"Value": value} for name, value in values.items()},
+        }
+        self.clients_for(plan.account)("cloudformation", plan.region).create_stack(
+            StackName=plan.name, TemplateBody=json.dumps(body)
+        )
+
+    # ----- changes a test makes -----
+    def redeploy_without(self, stack_id: str, *outputs: str) -> None:
+        """Replace a stack by one lacking some outputs (as an older version of it would)."""
+        plan = self.plans[stack_id]
+        self.clients_for(plan.account)("cloudformation", plan.region).delete_stack(StackName=plan.name)
+        self._stack(plan, drop=outputs)
+
+    def redeploy_with(self, stack_id: str, **outputs: str) -> None:
+        """Replace a stack by one whose outputs carry other values (its resources were replaced)."""
+        plan = self.plans[stack_id]
+        self.clients_for(plan.account)("cloudformation", plan.region).delete_stack(StackName=plan.name)
+        self._stack(plan, replace=outputs)
+
+    def update(self, stack_id: str, at: datetime | None = None) -> None:
+        """An update of the stack through UpdateStack; moto 5.2.5 keeps no LastUpdatedTime, so it is set here."""
+        plan = self.plans[stack_id]
+        client = self.clients_for(plan.account)("cloudformation", plan.region)
+        body = {
+            "Resources": {"Placeholder": {"Type": "AWS::SNS::Topic"}},
+            "Outputs": {n: {"Value": v} for n, v in self.outputs[plan.name].items()},
+            "Description": f"updated {at or datetime.now(UTC)}",
+        }
+        client.update_stack(StackName=plan.name, TemplateBody=json.dumps(body))
+        self._moto_stack(plan).last_updated_time = at or datetime.now(UTC)
+
+    def operation_failed(
+        self,
+        stack_id: str,
+        *,
+        status: str,
+        failures: Sequence[tuple[str, str, str]],
+        rollback_failures: Sequence[tuple[str, str, str]] = (),
+        tied: bool = False,
+    ) -> None:
+        """Make the stack's latest operation one that failed: (logical id, type, reason) per failed resource.
+
+        `status` picks the operation, as CloudFormation's stack status codes name them: UPDATE_* an update,
+        DELETE_FAILED a delete, any other a create. `rollback_failures` are resources that then failed to
+        roll back (an update's rollback updates them back: UPDATE_FAILED; a create's deletes them:
+        DELETE_FAILED), written after the stack's ROLLBACK_IN_PROGRESS event. `tied` writes the failures
+        within one second, where DescribeStackEvents's order among them says nothing of which came first.
+
+        moto 5.2.5 never fails a resource and records only stack-level events, so these events are added to
+        moto's own event list, oldest first, as DescribeStackEvents then serves them (newest first).
+        """
+        from moto.cloudformation.models import Event
+
+        plan = self.plans[stack_id]
+        stack = self._moto_stack(plan)
+        verb = (
+            "UPDATE" if status.startswith("UPDATE") else "DELETE" if status == "DELETE_FAILED" else "CREATE"
+        )
+
+        def event(logical: str, kind: str, state: str, reason: str | None, *, tie: bool = False) -> None:
+            made = Event(stack.stack_id, plan.name, logical, f"{logical}-physical", kind, state, reason, None)
+            # One second apart, as a real operation's events are, unless the test wants them tied.
+            step = timedelta(seconds=0 if tie else 1)
+            made.timestamp = stack.events[-1].timestamp + step if stack.events else made.timestamp
+            stack.events.append(made)
+
+        event(plan.name, "AWS::CloudFormation::Stack", f"{verb}_IN_PROGRESS", "User Initiated")
+        for n, (logical, kind, reason) in enumerate(failures):
+            event(logical, kind, f"{verb}_IN_PROGRESS", None, tie=tied and n > 0)
+            event(logical, kind, f"{verb}_FAILED", reason, tie=tied)
+        if verb != "DELETE":
+            rollback = "UPDATE_ROLLBACK_IN_PROGRESS" if verb == "UPDATE" else "ROLLBACK_IN_PROGRESS"
+            event(
+                plan.name,
+                "AWS::CloudFormation::Stack",
+                rollback,
+                f"The following resource(s) failed to {verb.lower()}: [{failures[0][0]}].",
+            )
+            undo = "UPDATE" if verb == "UPDATE" else "DELETE"
+            for logical, kind, reason in rollback_failures:
+                event(logical, kind, f"{undo}_IN_PROGRESS", None)
+                event(logical, kind, f"{undo}_FAILED", reason)
+        event(plan.name, "AWS::CloudFormation::Stack", status, None)
+        stack.status = status
+
+    def _moto_stack(self, plan: StackPlan) -> Any:
+        backend = get_backend("cloudformation")[plan.account][plan.region]
+        return next(s for s in backend.stacks.values() if s.name == plan.name)
+
+    def route_table(self, region: str, az: str) -> str:
+        network = self.outputs[self.plans[f"network-{region}"].name]
+        return network["PrivateRouteTable" + "".join(p.capitalize() for p in az.split("-"))]
+
+    def blackhole(self, monkeypatch: pytest.MonkeyPatch, route_table: str, cidr: str) -> None:
+        """Mark a route `blackhole` (its target deleted): moto 5.2.5 reports every route `active`."""
+        from moto.ec2.models.route_tables import Route
+
+        dead = (route_table, cidr)
+        monkeypatch.setattr(
+            Route,
+            "state",
+            property(
+                lambda r: "blackhole" if (r.route_table.id, r.destination_cidr_block) == dead else "active"
+            ),
+        )
+
+    def security_group(self, region: str) -> str:
+        return self.outputs[self.plans[f"network-{region}"].name]["PeerPathSecurityGroupId"]
+
+    def peering(self, spoke: str) -> str:
+        return self.outputs[self.plans[f"network-{spoke}"].name]["PeeringConnectionId"]
+
+    def hyperpod(self, region: str) -> Any:
+        """moto's HyperPod cluster object: its status and nodes' statuses cannot be set through the API."""
+        return get_backend("sagemaker")[ACCOUNT][region].clusters[f"hubspoke-dev-{region}"]
+
+    def eks_cluster(self, region: str) -> Any:
+        return get_backend("eks")[ACCOUNT][region].clusters[f"hubspoke-dev-{region}"]
+
+    def alarm(self, region: str, name: str, state: str, reason: str = "Threshold Crossed") -> None:
+        self.clients("cloudwatch", region).set_alarm_state(
+            AlarmName=name, StateValue=state, StateReason=reason
+        )
+
+    # ----- the canary -----
+    def canary(self, spoke: str, *, minutes_ago: Iterable[int] = range(2, 5), **report: Any) -> None:
+        """The spoke's canary reporting at these minutes before now (canary_feed.publish_canary)."""
+        publish_canary(
+            self.clients("cloudwatch", spoke),
+            environment=self.config.environment,
+            spoke=spoke,
+            minutes_ago=minutes_ago,
+            **report,
+        )
+
+
+def _addon(plan: StackPlan, cluster: str, props: dict[str, Any]) -> dict[str, Any]:
+    """The DescribeAddon `addon` EKS reports for an add-on the template installs, healthy."""
+    name = props["AddonName"]
+    return {
+        "addonName": name,
+        "clusterName": cluster,
+        "status": "ACTIVE",
+        "addonVersion": props.get("AddonVersion", "v1.0.0-eksbuild.1"),
+        "health": {"issues": []},
+        "addonArn": f"arn:aws:eks:{plan.region}:{ACCOUNT}:addon/{cluster}/{name}/0",
+    }

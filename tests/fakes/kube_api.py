@@ -1,0 +1,168 @@
+"""A loopback stand-in for the two Kubernetes API reads `hubspoke verify` makes: list nodes, list claims.
+
+Shapes follow the Kubernetes API reference (v1.33, core/v1): NodeList and PersistentVolumeClaimList with
+apiVersion, kind, metadata.resourceVersion and items; an error is a metav1.Status with code, reason and
+message. Refusals follow the API server: no or a wrong bearer token answers 401 Unauthorized; an unknown
+path 404 NotFound; anything but GET 405 MethodNotAllowed. Lists honour `limit` and hand out a `continue`
+token (API concepts, "Retrieving large results sets in chunks"), so the client's paging is exercised.
+
+What sits between a client and an API server can answer too: `intercepted` makes the stand-in answer like
+a proxy's or captive portal's HTML page (200, text/html), or break the answer off half-way (a Content-Length
+longer than what is sent before the connection closes, which http.client reads as IncompleteRead).
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import ssl
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.tls import loopback_certificate
+
+_CLAIMS = re.compile(r"^/api/v1/namespaces/([a-z0-9-]+)/persistentvolumeclaims$")
+
+
+def node(
+    name: str, *, ready: str = "True", reason: str = "KubeletReady", message: str = ""
+) -> dict[str, Any]:
+    """A core/v1 Node with the Ready condition the kubelet posts (status True, False or Unknown)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "conditions": [
+                {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory"},
+                {
+                    "type": "Ready",
+                    "status": ready,
+                    "reason": reason,
+                    "message": message or "kubelet is posting ready status",
+                },
+            ]
+        },
+    }
+
+
+def claim(manifest: dict[str, Any], *, phase: str = "Bound") -> dict[str, Any]:
+    """A PersistentVolumeClaim as the API server returns it: the applied manifest plus status.phase."""
+    spec = manifest["spec"]
+    status: dict[str, Any] = {"phase": phase}
+    if phase == "Bound":
+        status |= {"accessModes": spec["accessModes"], "capacity": dict(spec["resources"]["requests"])}
+    return {
+        **manifest,
+        "metadata": {**manifest["metadata"], "uid": f"uid-{manifest['metadata']['name']}"},
+        "status": status,
+    }
+
+
+@dataclass
+class FakeKubeApi:
+    """Serves nodes and claims on 127.0.0.1 over HTTPS (or HTTP) to whoever presents `token`."""
+
+    token: str = "test-token"
+    tls: bool = True
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    # The API server may return fewer items than `limit` asks for, with a continue token; 0: never fewer.
+    page_size: int = 0
+    intercepted: str = ""  # "", "html" or "cut"
+    requests: list[str] = field(default_factory=list)
+    _server: http.server.ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
+
+    def __enter__(self) -> FakeKubeApi:
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *_: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if fake.intercepted == "html":
+                    self._raw(200, "text/html", b"<html><body>Please sign in to the proxy</body></html>")
+                elif fake.intercepted == "cut":
+                    self._raw(200, "application/json", b'{"kind": "NodeList", "items": [', length=4096)
+                else:
+                    self._reply(*fake.answer(self.path, self.headers.get("Authorization", "")))
+
+            def do_POST(self) -> None:
+                self._reply(405, _status(405, "MethodNotAllowed", "the server does not allow this method"))
+
+            do_PUT = do_PATCH = do_DELETE = do_POST
+
+            def _reply(self, code: int, body: dict[str, Any]) -> None:
+                self._raw(code, "application/json", json.dumps(body).encode())
+
+            def _raw(self, code: int, kind: str, data: bytes, length: int | None = None) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(length or len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                self.close_connection = True
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if self.tls:
+            cert = loopback_certificate("fake-kube-apiserver")
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert.cert_file, cert.key_file)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def answer(self, raw_path: str, authorization: str) -> tuple[int, dict[str, Any]]:
+        self.requests.append(raw_path)
+        if authorization != f"Bearer {self.token}":
+            return 401, _status(401, "Unauthorized", "Unauthorized")
+        parts = urlsplit(raw_path)
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        if parts.path == "/api/v1/nodes":
+            return 200, _page("NodeList", self.nodes, query, self.page_size)
+        found = _CLAIMS.match(parts.path)
+        if found:
+            namespace = found.group(1)
+            items = [c for c in self.claims if c["metadata"]["namespace"] == namespace]
+            return 200, _page("PersistentVolumeClaimList", items, query, self.page_size)
+        return 404, _status(404, "NotFound", "the server could not find the requested resource")
+
+
+def _page(kind: str, items: list[dict[str, Any]], query: dict[str, str], page_size: int) -> dict[str, Any]:
+    start = int(query.get("continue") or 0)
+    limit = int(query.get("limit") or 0) or len(items) or 1
+    limit = min(limit, page_size) if page_size else limit
+    chunk = items[start : start + limit]
+    metadata: dict[str, Any] = {"resourceVersion": "4242"}
+    if start + limit < len(items):
+        metadata["continue"] = str(start + limit)  # opaque to clients; an offset is enough here
+    return {"apiVersion": "v1", "kind": kind, "metadata": metadata, "items": chunk}
+
+
+def _status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
