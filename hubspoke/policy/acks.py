@@ -25,6 +25,7 @@ CONTROL_TOWER_PLUGIN = "cdk-validator-cfnguard"
 # (cdklabs-cdk-validator-cfnguard 0.0.62, rules/control-tower/cfn-guard/<service>/ct-<control>.guard;
 # tests/policy/test_acks.py checks every pair against those files).
 CONTROL_TOWER_RULES: dict[str, str] = {
+    "CT.CLOUDWATCH.PR.1": "cloudwatch_alarm_action_check",
     "CT.CLOUDWATCH.PR.3": "cloudwatch_log_group_encrypted_check",
     "CT.EC2.PR.16": "ec2_instance_nitro_instance_type_check",
     "CT.EC2.PR.19": "ec2_instance_nitro_encryption_in_transit_check",
