@@ -48,7 +48,13 @@ def alarm_topics_let_cloudwatch_publish(
             if any(_publishes(s) for s in statements):
                 grants |= {referenced(topic) for topic in policy.get("Topics", [])}
         resources = t.body.get("Resources", {})
-        for logical_id, alarm in t.resources("AWS::CloudWatch::Alarm"):
+        # Composite alarms notify through SNS exactly as metric alarms do (AWS::CloudWatch::CompositeAlarm
+        # AlarmActions/OKActions).
+        every_alarm = [
+            *t.resources("AWS::CloudWatch::Alarm"),
+            *t.resources("AWS::CloudWatch::CompositeAlarm"),
+        ]
+        for logical_id, alarm in every_alarm:
             actions = [*alarm.get("AlarmActions", []), *alarm.get("OKActions", [])]
             for topic in {referenced(a) for a in actions} - grants - {None}:
                 if resources.get(topic, {}).get("Type") != "AWS::SNS::Topic":
