@@ -172,8 +172,7 @@ class LambdaFunction:
         runtime.mkdir()
         (runtime / "bootstrap.py").write_text(_BOOTSTRAP)
         for module in RUNTIME_PROVIDED_MODULES:
-            origin = _module_path(module)
-            (runtime / origin.name).symlink_to(origin)
+            _provide(_module_path(module), runtime)
         if mode == "root":
             (runtime / "harness").mkdir()
             shutil.copy2(host_program("setpriv"), runtime / "harness" / "setpriv")
@@ -322,6 +321,30 @@ def _namespace_script(
     )
     lines.append(f'exec {drop if drop_to_nobody else ""}/usr/bin/env -i "$@"')
     return "\n".join(lines)
+
+
+def _provide(origin: Path, runtime: Path) -> None:
+    """Put a runtime-provided module into the runtime directory the sandbox binds as /var/runtime.
+
+    A symlink is enough when the module lives outside /tmp. Under /tmp (a checkout cloned there, its .venv
+    with it) the sandbox's fresh /tmp would hide the target, so the module is copied in, by hard links where
+    the file system allows.
+    """
+    covered = {Path("/tmp").resolve(), Path(tempfile.gettempdir()).resolve()}
+    if not covered & set(origin.resolve().parents):
+        (runtime / origin.name).symlink_to(origin)
+    elif origin.is_dir():
+        shutil.copytree(origin, runtime / origin.name, copy_function=_link_or_copy,
+                        ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    else:
+        _link_or_copy(str(origin), str(runtime / origin.name))
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or links refused
+        shutil.copy2(source, target)
 
 
 def _module_path(module: str) -> Path:

@@ -122,3 +122,24 @@ def test_a_required_root_sandbox_refuses_the_user_namespace_mode(monkeypatch: py
     with pytest.raises(BaseException) as outcome:
         require_sandbox()
     assert outcome.type is pytest.fail.Exception and "do not run as root" in str(outcome.value)
+
+
+def test_a_runtime_module_under_tmp_is_copied_in_because_the_sandbox_covers_tmp(tmp_path: Path) -> None:
+    """A checkout cloned under /tmp has its .venv there too; the sandbox mounts a fresh /tmp (as Lambda gives
+    one), so a symlink to the host's boto3 would dangle inside it (seen: 'No module named boto3' in a clone
+    under /tmp). Outside /tmp a symlink is kept: nothing covers it."""
+    from tests.lambda_runtime import _provide
+
+    module = tmp_path / "site" / "fakemod"
+    module.mkdir(parents=True)
+    (module / "__init__.py").write_text("VALUE = 1\n")
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    _provide(module, runtime)
+    assert not (runtime / "fakemod").is_symlink()
+    assert (runtime / "fakemod" / "__init__.py").read_text() == "VALUE = 1\n"
+
+    import json  # the standard library's package: part of the Python installation, never under /tmp
+
+    _provide(Path(json.__file__).parent, runtime)
+    assert (runtime / "json").is_symlink()
