@@ -273,7 +273,10 @@ class RegionConfig(Model):
     # The AZ ID where accelerator capacity (and the local CNQ) lives; default: the first of az_ids.
     accelerator_az_id: AzId | None = None
     nat: Literal["single", "per_az", "none"] = "single"
-    flow_logs_retention_days: Literal[7, 14, 30, 60, 90, 180, 365, 731, 1827, 3653] = 365
+    # CloudWatch Logs retention values of a year or more: Control Tower's CT.CLOUDWATCH.PR.2, which every synth
+    # runs (cdklabs-cdk-validator-cfnguard 0.0.62, rules/control-tower/cfn-guard/cloudwatch/
+    # ct-cloudwatch-pr-2.guard), refuses a log group kept for less than 365 days.
+    flow_logs_retention_days: Literal[365, 731, 1827, 3653] = 365
     storage: StorageConfig = StorageConfig()
     compute: ComputeConfig = ComputeConfig()
     quotas: QuotasConfig = QuotasConfig()
