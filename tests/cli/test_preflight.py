@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from tests.cli.preflight_world import (
     isolate_from_real_aws,
 )
 from tests.conftest import minimal, write_config
+from tests.fakes.loopback import closed_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -281,10 +281,7 @@ def test_cli_unreachable_endpoint_fails_rows_without_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     isolate_from_real_aws(monkeypatch)
-    with socket.socket() as sock:  # a loopback port nobody listens on once this closes
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{closed_port()}")
     code = main(["preflight", "--config", str(_config(tmp_path)), "--region", "us-west-2"])
     captured = capsys.readouterr()
     assert code == 1
