@@ -42,6 +42,7 @@ from hubspoke.cli.preflight_quotas import (
     check_hyperpod_quotas,
     check_lambda_concurrency,
     check_security_group_rules,
+    check_security_groups_per_interface,
 )
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.topology import plan_stacks
@@ -147,6 +148,13 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
         "security group rules",
         "service-quotas",
         lambda: [check_security_group_rules(clients("service-quotas", name), config=config, region=region)],
+    )
+    rows += guarded(
+        "security groups per interface",
+        "service-quotas",
+        lambda: [
+            check_security_groups_per_interface(clients("service-quotas", name), config=config, region=region)
+        ],
     )
     rows += guarded(
         "az ids", "ec2", lambda: check_availability_zones(clients("ec2", name), config=config, region=region)

@@ -13,7 +13,12 @@ from botocore.exceptions import ClientError
 from hubspoke.cli.preflight_checks import CheckResult, Status, _pages, region_path
 from hubspoke.compute_metrics import hyperpod_cluster_name
 from hubspoke.config import HubSpokeConfig, RegionConfig
-from hubspoke.config.quotas import SECURITY_GROUP_RULES_QUOTA_CODE, peer_path_rules
+from hubspoke.config.quotas import (
+    RULES_TIMES_GROUPS_LIMIT,
+    SECURITY_GROUP_RULES_QUOTA_CODE,
+    SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE,
+    peer_path_rules,
+)
 
 # Lambda Developer Guide, "Configuring reserved concurrency": "You can reserve up to the Unreserved account
 # concurrency value minus 100"; the quota behind the account limit is Lambda "Concurrent executions".
@@ -78,6 +83,41 @@ def check_security_group_rules(quotas: Any, *, config: HubSpokeConfig, region: R
             f"{SECURITY_GROUP_RULES_QUOTA_CODE} --desired-value {max(needed, stated)} --region {name}",
         )
     return CheckResult(name, "security group rules", "pass", detail)
+
+
+def check_security_groups_per_interface(
+    quotas: Any, *, config: HubSpokeConfig, region: RegionConfig
+) -> CheckResult:
+    """The rules quota the config needs, times the applied 'security groups per network interface', fits 1,000."""
+    name, check = region.region, "security groups per interface"
+    path = region_path(config, region)
+    rules = max(peer_path_rules(config.model_dump()).get(path, 0), region.quotas.security_group_rules)
+    found = _applied_or_default(quotas, "vpc", SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE)
+    if found is None:
+        return CheckResult(
+            name,
+            check,
+            "warn",
+            f"quota {SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE} not found; {rules} rules per group needed",
+            "check 'Security groups per network interface' in the Service Quotas console",
+        )
+    groups, origin = found
+    detail = (
+        f"'Security groups per network interface' is {groups:g} ({origin}); times the {rules} rules per group "
+        f"the config relies on: {groups * rules:g} (Amazon VPC quotas: at most {RULES_TIMES_GROUPS_LIMIT:,})"
+    )
+    if groups * rules <= RULES_TIMES_GROUPS_LIMIT:
+        return CheckResult(name, check, "pass", detail)
+    return CheckResult(
+        name,
+        check,
+        "fail",
+        detail,
+        f"lower 'Security groups per network interface' ({SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE}) in {name} to "
+        f"at most {RULES_TIMES_GROUPS_LIMIT // rules} before the rules quota is raised to {rules} (the VPC "
+        "quotas page: their product may not exceed 1,000); every network interface here must then carry no more "
+        "groups than that",
+    )
 
 
 def check_lambda_concurrency(lam: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:

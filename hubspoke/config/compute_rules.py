@@ -29,3 +29,20 @@ def compute_mounts_local_storage(raw: Mapping[str, Any]) -> Iterator[Problem]:
                 "compute mounts the dataset from this Region's own CNQ, but storage.enabled is false: "
                 "enable storage here or set compute.enabled: false",
             )
+
+
+def compute_needs_egress(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """HyperPod nodes and the compute stack's in-VPC functions reach AWS APIs through the NAT gateway.
+
+    The VPC has an S3 gateway endpoint only; without NAT, nodes cannot pull images from ECR nor reach the EKS,
+    SageMaker and CloudWatch endpoints (SageMaker HyperPod developer guide, "Setting up SageMaker HyperPod
+    clusters with a custom Amazon VPC": a VPC without internet access needs interface endpoints for each).
+    """
+    for path, region in regions(raw):
+        if enabled(section(region, "compute")) and region.get("nat") == "none":
+            yield Problem(
+                f"{path}.nat",
+                "none leaves the HyperPod nodes and the compute stack's functions without a route to ECR, EKS, "
+                "SageMaker and CloudWatch (hubspoke adds no interface endpoints): set nat: single (or per_az), "
+                "or compute.enabled: false for this Region",
+            )

@@ -15,6 +15,10 @@ PEERINGS_DEFAULT_QUOTA = 50
 PEERINGS_MAX_QUOTA = 125
 # Amazon VPC "Inbound or outbound rules per security group" (L-0EA8095F), the AWS default (schema.QuotasConfig).
 SECURITY_GROUP_RULES_QUOTA_CODE = "L-0EA8095F"
+# Amazon VPC "Security groups per network interface" (L-2AFB9258, 5 by default); the same page: this quota times
+# the rules quota may not exceed 1,000, so raising rules past 200 needs this one lowered first.
+SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE = "L-2AFB9258"
+RULES_TIMES_GROUPS_LIMIT = 1000
 DEFAULT_SECURITY_GROUP_RULES = default(QuotasConfig, "security_group_rules")
 MAX_SECURITY_GROUP_RULES = next(
     m.le for m in QuotasConfig.model_fields["security_group_rules"].metadata if hasattr(m, "le")

@@ -9,7 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hubspoke.config.compute_rules import compute_mounts_local_storage, compute_only_where_hyperpod_runs
+from hubspoke.config.compute_rules import (
+    compute_mounts_local_storage,
+    compute_needs_egress,
+    compute_only_where_hyperpod_runs,
+)
 from hubspoke.config.network_rules import (
     az_ids_belong_to_region,
     one_spoke_per_region,
@@ -47,6 +51,7 @@ RULES: tuple[Rule, ...] = (
     storage_is_pinned,
     qumulo_core_supported,
     storage_needs_egress,
+    compute_needs_egress,
     node_volumes_known,
     hub_and_spokes_do_not_share_a_24,
     flow_log_filters_fit,

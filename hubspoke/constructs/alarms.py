@@ -96,14 +96,16 @@ class AlarmTopic(Construct):
         )
         # CloudWatch publishes into an encrypted topic only if the topic's customer key lets it call
         # kms:Decrypt and kms:GenerateDataKey* (AWS Knowledge Center "cloudwatch-configure-alarm-sns"; the
-        # AWS-managed alias/aws/sns key cannot be edited to allow it, hence a key of our own).
+        # AWS-managed alias/aws/sns key cannot be edited to allow it, hence a key of our own). The statement is
+        # the article's, without conditions: no AWS page says which condition keys CloudWatch's KMS calls carry,
+        # and a condition that does not match fails every alarm action silently. The topic policy below is
+        # what limits publishers to our alarms.
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="CloudWatchAlarmsUseTheKey",
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 actions=["kms:Decrypt", "kms:GenerateDataKey*"],
                 resources=["*"],
-                conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
             )
         )
         self.topic = sns.Topic(

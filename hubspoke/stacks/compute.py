@@ -142,15 +142,10 @@ def _accept_lifecycle_bucket_findings(hyperpod: HyperPodCluster) -> None:
     acknowledge(bucket, "CKV_AWS_18", reason=not_logged, resource_types=["AWS::S3::Bucket"])
     acknowledge(
         bucket,
-        "CT.S3.PR.4",
-        reason="Nothing consumes events of this bucket: HyperPod reads the scripts when a node starts, and each "
-        "deploy replaces them through CloudFormation.",
-    )
-    acknowledge(
-        bucket,
         "CT.S3.PR.9",
-        reason="BucketDeployment prunes superseded scripts on each deploy; object lock would forbid that, and "
-        "the bucket's versioning already keeps a year of superseded scripts.",
+        reason="Object Lock without a default retention would lock nothing, and a default retention would refuse "
+        "BucketDeployment's prune of superseded scripts; versioning already keeps those a year. Once on, Object "
+        "Lock cannot be turned off (Amazon S3 User Guide, 'Configuring S3 Object Lock').",
     )
     acknowledge(
         bucket,

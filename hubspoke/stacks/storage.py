@@ -165,26 +165,23 @@ def _accept_bucket_findings(cluster: CnqCluster) -> None:
         "billed, without making the filesystem restorable; protection is the filesystem's (the hub is the copy "
         "of record, a spoke's cache is not a backup), and the buckets are retained on delete."
     )
-    acknowledge(cluster, "CT.S3.PR.11", reason=no_versions)
-    acknowledge(cluster, "CKV_AWS_21", reason=no_versions, resource_types=["AWS::S3::Bucket"])
-    acknowledge(
-        cluster,
-        "CT.S3.PR.9",
-        reason="Object lock would forbid CNQ deleting the blocks of removed or rewritten files, and the "
-        "access-log bucket's retention is the account owner's decision, not this stack's.",
-    )
-    acknowledge(
-        cluster,
-        "CT.S3.PR.6",
-        reason="An expiration or transition rule would delete or move CNQ's filesystem blocks behind Qumulo; "
-        "access logs are audit evidence whose retention the account owner sets.",
-    )
-    acknowledge(
-        cluster,
-        "CT.S3.PR.4",
-        reason="Nothing consumes S3 events of these buckets: CNQ is the only reader and writer of its objects, "
-        "and access logs are read only during an audit.",
-    )
+    for bucket in cluster.buckets:
+        acknowledge(bucket, "CT.S3.PR.11", reason=no_versions)
+        acknowledge(bucket, "CKV_AWS_21", reason=no_versions, resource_types=["AWS::S3::Bucket"])
+        acknowledge(
+            bucket,
+            "CT.S3.PR.9",
+            reason="Object Lock needs S3 Versioning, and once on neither can be suspended (Amazon S3 User Guide, "
+            "'Configuring S3 Object Lock'): it would bind these buckets to versions, refused for the reason of "
+            "CT.S3.PR.11; a default retention would also refuse CNQ's deletes of removed files' blocks.",
+        )
+        acknowledge(
+            bucket,
+            "CT.S3.PR.6",
+            reason="Expiration or transition rules would delete or move CNQ's blocks behind Qumulo. A rule that "
+            "only aborts incomplete multipart uploads would pass, but Qumulo does not document how long CNQ keeps "
+            "an upload open, and aborting one under it would lose a write: not added (ASSUMED unsafe).",
+        )
     acknowledge(
         cluster.admin_secret,
         "CKV_AWS_149",
@@ -199,6 +196,18 @@ def _accept_bucket_findings(cluster: CnqCluster) -> None:
         "and logging it elsewhere only moves the question."
     )
     acknowledge(access_logs, "CT.S3.PR.2", reason=not_logged)
+    retention_is_the_owners = (
+        "S3's log delivery writes each log object once and never rewrites it; keeping or versioning access logs "
+        "is the account owner's audit policy (often a central log archive), not this stack's."
+    )
+    acknowledge(access_logs, "CT.S3.PR.11", reason=retention_is_the_owners)
+    acknowledge(access_logs, "CKV_AWS_21", reason=retention_is_the_owners, resource_types=["AWS::S3::Bucket"])
+    acknowledge(
+        access_logs,
+        "CT.S3.PR.9",
+        reason="A bucket with Object Lock cannot receive server access logs (Amazon S3 User Guide, 'Configuring "
+        "S3 Object Lock'), which is this bucket's only use.",
+    )
     acknowledge(access_logs, "CKV_AWS_18", reason=not_logged, resource_types=["AWS::S3::Bucket"])
     acknowledge(
         access_logs,

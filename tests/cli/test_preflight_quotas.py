@@ -134,6 +134,33 @@ def test_security_group_rules_quota_holds_what_the_config_relies_on(
 
 
 @pytest.mark.parametrize(
+    ("stated", "groups", "status", "at_most"),
+    [
+        (None, None, "pass", None),
+        (200, None, "pass", None),
+        (250, None, "fail", 4),
+        (250, 4.0, "pass", None),
+        (500, 3.0, "fail", 2),
+    ],
+)
+def test_rules_quota_times_groups_per_interface_fits_a_thousand(
+    world: World, tmp_path: Path, stated: int | None, groups: float | None, status: str, at_most: int | None
+) -> None:
+    """Amazon VPC quotas: 'Security groups per network interface' (L-2AFB9258) is 5 by default, and it times
+    'Inbound or outbound rules per security group' may not exceed 1,000: rules past 200 need it lowered first."""
+    world.deployed_dev()
+    hub: dict[str, Any] = {"region": "us-east-2", "cidr": "10.10.0.0/16"}
+    if stated:
+        hub["quotas"] = {"security_group_rules": stated}
+    clients = Unsupported(world.clients, applied_vpc_quotas={"L-2AFB9258": groups} if groups else {})
+    results = _run(_config(tmp_path, hub=hub), clients, only={"us-east-2"})
+    (row,) = _rows(results, "security groups per interface")
+    assert row.status == status, row.detail
+    if at_most is not None:
+        assert f"(L-2AFB9258) in us-east-2 to at most {at_most} " in row.fix
+
+
+@pytest.mark.parametrize(
     ("reserve", "unreserved", "status"),
     [(False, 10, "pass"), (True, 10, "fail"), (True, 101, "pass"), (True, 100, "fail")],
 )

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import CfnTag, CustomResource, Fn, RemovalPolicy, Stack
+from aws_cdk import CfnTag, CustomResource, Duration, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
@@ -23,6 +23,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from hubspoke.config.schema import QumuloCoreConfig, StorageConfig
+from hubspoke.constructs.buckets import events_to_eventbridge
 from hubspoke.constructs.cnq.node import render_boot_script
 from hubspoke.constructs.cnq.node.volumes import node_volumes
 from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
@@ -305,6 +306,9 @@ class CnqCluster(Construct):
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             removal_policy=RemovalPolicy.RETAIN,
+            # Log objects are single PUTs of S3's log delivery; the rule clears abandoned uploads only (and is
+            # the enabled lifecycle rule Control Tower's CT.S3.PR.6 asks for). Expiry is the account owner's.
+            lifecycle_rules=[s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(7))],
         )
         acknowledge(
             logs,
@@ -312,7 +316,7 @@ class CnqCluster(Construct):
             reason="this bucket receives the persistent-storage buckets' access logs; logging it into itself "
             "would loop and logging it elsewhere only moves the question",
         )
-        return [
+        buckets = [
             s3.Bucket(
                 self,
                 f"PersistentStorage{index}",
@@ -327,6 +331,9 @@ class CnqCluster(Construct):
             )
             for index in range(1, count + 1)
         ]
+        for bucket in (logs, *buckets):
+            events_to_eventbridge(bucket)
+        return buckets
 
     def _security_group(
         self, vpc: ec2.IVpc, client_cidrs: Sequence[str], admin_cidr: str | None

@@ -15,6 +15,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from hubspoke.config.schema import ComputeConfig
+from hubspoke.constructs.buckets import events_to_eventbridge
 from hubspoke.constructs.hyperpod.lifecycle import ON_CREATE
 from hubspoke.constructs.hyperpod.nag import acknowledge_bucket_deployment, logical_id
 from hubspoke.constructs.hyperpod.nodes_ready import HyperPodNodesReady
@@ -123,6 +124,7 @@ class HyperPodCluster(Construct):
             lifecycle_rules=[s3.LifecycleRule(noncurrent_version_expiration=Duration.days(365))],
             removal_policy=RemovalPolicy.RETAIN,
         )
+        events_to_eventbridge(self.lifecycle_bucket)
         acknowledge(
             self.lifecycle_bucket,
             "AwsSolutions-S1",
