@@ -3,7 +3,7 @@
 import sys
 
 from hubspoke.config import ConfigError, format_problem, load_environments
-from hubspoke.stage import HubSpokeStage, new_app
+from hubspoke.stage import HubSpokeStage, new_app, synth_or_exit
 
 app = new_app()
 try:
@@ -15,4 +15,4 @@ for loaded in environments:
     for warning in loaded.warnings:
         print(format_problem(loaded.path, warning), file=sys.stderr)
     HubSpokeStage(app, config=loaded.config)
-app.synth()
+synth_or_exit(app)

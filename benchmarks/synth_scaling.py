@@ -23,6 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from hubspoke.config.quotas import DEFAULT_SECURITY_GROUP_RULES, peer_path_rules  # noqa: E402
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS  # noqa: E402
 
 # CloudFormation quotas: 500 resources per stack, 1 MB template body (via S3). Goal: half of each.
@@ -68,12 +69,13 @@ def topology(spokes: int) -> dict[str, Any]:
             entry["compute"] = {"enabled": False}
         return entry
 
-    return {
-        "environment": f"bench{spokes}",
-        "account": "123456789012",
-        "hub": region("us-east-2", 250),
-        "spokes": [region(code, i + 1) for i, code in enumerate(chosen)],
-    }
+    hub = region("us-east-2", 250)
+    spoke_entries = [region(code, i + 1) for i, code in enumerate(chosen)]
+    rules = peer_path_rules({"hub": hub, "spokes": spoke_entries})["hub"]
+    if rules > DEFAULT_SECURITY_GROUP_RULES:
+        # What a deploy of this many spokes needs (README, Scaling): the config states the raised quota.
+        hub["quotas"] = {"security_group_rules": rules}
+    return {"environment": f"bench{spokes}", "account": "123456789012", "hub": hub, "spokes": spoke_entries}
 
 
 def run_synth(program: str, workdir: Path) -> tuple[float, Path]:

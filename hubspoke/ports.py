@@ -38,16 +38,28 @@ class PeerPort:
         return f"{self.protocol.upper()} {self.port}"
 
 
-CROSS_REGION_PORTS: tuple[PeerPort, ...] = (
-    PeerPort("tcp", NFS, "NFS"),
-    PeerPort("tcp", RPCBIND, "rpcbind (NFSv3)"),
-    PeerPort("tcp", QUMULO_PORTAL, "Qumulo portal (both directions, every node)"),
-    # The spoke's provisioning Lambda accepts the portal on the hub through the hub's REST API.
-    PeerPort("tcp", QUMULO_REST, "Qumulo REST API"),
-    PeerPort(
-        "icmp",
-        ICMP_DESTINATION_UNREACHABLE,
-        "path-MTU discovery (fragmentation needed)",
-        icmp_code=ICMP_FRAGMENTATION_NEEDED,
-    ),
+# Only what crosses the peering, per direction, one security-group rule per peer CIDR each: every rule counts
+# against the "Inbound or outbound rules per security group" quota (60 by default; config/quotas.py counts them).
+_NFS_PROBE = PeerPort("tcp", NFS, "NFS (the spoke's hub canary probes it)")
+_PORTAL = PeerPort("tcp", QUMULO_PORTAL, "Qumulo portal (both directions, every node)")
+_REST = PeerPort(
+    "tcp", QUMULO_REST, "Qumulo REST API (the spoke's provisioner accepts its portal on the hub)"
 )
+_PMTUD = PeerPort(
+    "icmp",
+    ICMP_DESTINATION_UNREACHABLE,
+    "path-MTU discovery (fragmentation needed)",
+    icmp_code=ICMP_FRAGMENTATION_NEEDED,
+)
+# Ingress on the hub's cross-Region security group from each spoke CIDR (the spoke's Link stack adds it):
+# - TCP 2049: the hub canary in the spoke probes the hub's NFS port (stacks/ops.py CANARY_PORTS);
+# - TCP 3713: portal traffic from the spoke's CNQ nodes (and the canary's probe of it);
+# - TCP 8000: the spoke's provisioning Lambda calls the hub's REST API (cnq/runtime/portal.py, accept);
+# - ICMP 3/4: path-MTU discovery over the 8500-byte path.
+FROM_SPOKE: tuple[PeerPort, ...] = (_NFS_PROBE, _PORTAL, _REST, _PMTUD)
+# Ingress on a spoke's cross-Region security group from each hub CIDR: the hub's CNQ nodes open portal
+# connections too (3713 in both directions), and PMTUD. Nothing on the hub calls a spoke's NFS or REST.
+FROM_HUB: tuple[PeerPort, ...] = (_PORTAL, _PMTUD)
+# Not allowed across at all: rpcbind 111 (NFSv3 clients mount their own Region's CNQ, never a peer's) and
+# replication 3712 (no replication relationship is configured; portals use 3713).
+CROSS_REGION_PORTS: tuple[PeerPort, ...] = tuple(dict.fromkeys((*FROM_SPOKE, *FROM_HUB)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable
 
 from aws_cdk import (
@@ -19,6 +20,8 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.policy.acks import acknowledge, acknowledge_lambdas_in_vpc
+from hubspoke.policy.control_tower import ControlTowerControls
 from hubspoke.policy.plugin import HubSpokePolicy
 from hubspoke.policy.rules import METADATA_KEY
 from hubspoke.stacks.compute import build_compute
@@ -53,6 +56,19 @@ BUILDERS: dict[StackKind, Builder] = {
 }
 
 
+# CDK feature flags every synth (app.py and the tests alike) needs, beyond cdk.json's weak references:
+# server access logs delivered under a bucket policy instead of the legacy LogDeliveryWrite ACL, which
+# cfn-lint flags (W3045) and Control Tower's CT.S3.PR.5 refuses (aws-cdk-lib FEATURE_FLAGS.md).
+CONTEXT = {"@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True}
+# The app itself fails on an unacknowledged finding, whoever runs it. The pinned CDK CLI (2.1148.1,
+# lib/index.js contextFromSettings) passes "@aws-cdk/core:failSynthOnValidationErrors": false and reads
+# cdk.out/validation-report.json itself, but only for the stacks it selected: `cdk synth` of an app whose
+# stacks all live in a Stage selects none, so findings were printed nowhere and synth exited 0. Set after
+# the CLI's context (App postCliContext), this makes aws-cdk-lib throw "Validation failed" instead
+# (core/lib/private/synthesis-validation.js).
+FAIL_ON_FINDINGS = {"@aws-cdk/core:failSynthOnValidationErrors": True}
+
+
 def new_app(*, outdir: str | None = None) -> App:
     """The CDK App every hubspoke synth runs in: app.py, the tests and the benchmark alike.
 
@@ -60,7 +76,28 @@ def new_app(*, outdir: str | None = None) -> App:
     what cfn-lint, pinned and stricter, checks over every template in `make synth` and in the tests.
     cdk-nag and our pack still run inside every synth.
     """
-    return App(outdir=outdir, builtin_cloud_formation_validation=False)
+    return App(
+        outdir=outdir,
+        builtin_cloud_formation_validation=False,
+        context=CONTEXT,
+        post_cli_context=FAIL_ON_FINDINGS,
+    )
+
+
+def synth_or_exit(app: App) -> None:
+    """Synthesize `app`; on an unacknowledged finding, exit 1 after CDK's report instead of with a traceback.
+
+    aws-cdk-lib prints the policy report, then throws "ValidationFailed" (FAIL_ON_FINDINGS above;
+    core/lib/private/synthesis-validation.js): the report is the message, a jsii traceback only buries it.
+    """
+    try:
+        app.synth()
+    except RuntimeError as exc:
+        if "ValidationFailed" not in str(exc):
+            raise
+        print(f"synth stopped: {exc}. Fix each finding above, or accept it with a reason through "
+              "hubspoke/policy/acks.py.", file=sys.stderr)  # fmt: skip
+        sys.exit(1)
 
 
 class HubSpokeStage(Stage):
@@ -94,7 +131,52 @@ class HubSpokeStage(Stage):
             self._describe(stack, plan)
             self._refresh(stack)
             self.stacks[plan.id] = stack
-        Validations.of(self).add_plugins(AwsSolutionsChecks(self), HubSpokePolicy(config))
+        self._accept_environment_wide_findings()
+        # cdk-nag, Control Tower's proactive controls (the cfn-guard rules its hooks run; the plugin ships the
+        # cfn-guard binary) and our pack; any finding not acknowledged through hubspoke.policy.acks stops synth.
+        Validations.of(self).add_plugins(
+            AwsSolutionsChecks(self),
+            ControlTowerControls(),
+            HubSpokePolicy(config),
+        )
+
+    def _accept_environment_wide_findings(self) -> None:
+        """Findings this project accepts for every resource of a kind, each with the reason (README, Policy)."""
+        acknowledge_lambdas_in_vpc(self)
+        no_customer_key = (
+            "CloudWatch Logs encrypts every log group at rest with keys it manages (CloudWatch Logs User Guide, "
+            "'Encrypt log data in CloudWatch Logs using AWS KMS'); these groups hold flow records, probe results, "
+            "installer and provisioning traces and training metrics: no dataset content and no secrets."
+        )
+        acknowledge(self, "CT.CLOUDWATCH.PR.3", reason=no_customer_key)
+        acknowledge(self, "CKV_AWS_158", reason=no_customer_key, resource_types=["AWS::Logs::LogGroup"])
+        functions = ["AWS::Lambda::Function"]
+        acknowledge(
+            self,
+            "CKV_AWS_115",
+            reason="No function reserves concurrency unless ops.reserve_canary_concurrency opts in: Lambda keeps "
+            "100 executions unreserved, so accounts with a low limit refuse any reservation (HubSpoke-"
+            "ReservedConcurrency; Lambda Developer Guide, 'Configuring reserved concurrency').",
+            resource_types=functions,
+        )
+        acknowledge(
+            self,
+            "CKV_AWS_116",
+            reason="No function has events worth keeping: CloudFormation invokes custom-resource functions "
+            "asynchronously with a callback URL (Lambda Developer Guide, 'Using AWS Lambda with CloudFormation'), "
+            "so a request parked in a queue would answer nobody and the resource fails at its ServiceTimeout "
+            "anyway; provider handlers are invoked synchronously by their framework; the canary runs every "
+            "minute and a failed run shows as a missing datapoint, which its alarms treat as breaching.",
+            resource_types=functions,
+        )
+        acknowledge(
+            self,
+            "CKV_AWS_173",
+            reason="Environment variables hold names, ARNs, addresses and ports, never secrets (the canary and the "
+            "provisioner read passwords from Secrets Manager at run time); Lambda encrypts them at rest with an "
+            "AWS managed key.",
+            resource_types=functions,
+        )
 
     def _refresh(self, stack: Stack) -> None:
         """With `-c refresh=<token>`, give every stack a resource named after the token, so deploying it is an

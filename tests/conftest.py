@@ -91,7 +91,7 @@ def synth(config: HubSpokeConfig) -> Templates:
 
     # The templates are kept in memory; the assembly (65 MB of assets) goes, also when synth fails (a policy
     # finding, a test's deliberately broken code), so no run leaves it in the temp directory.
-    with tempfile.TemporaryDirectory(prefix="hubspoke-synth-") as outdir:
+    with tempfile.TemporaryDirectory(prefix="hubspoke-synth-", ignore_cleanup_errors=True) as outdir:
         app = new_app(outdir=outdir)
         stage = HubSpokeStage(app, config=config)
         assembly = app.synth().get_nested_assembly(f"assembly-{stage.stage_name}")

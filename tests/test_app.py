@@ -27,3 +27,48 @@ def test_bad_config_stops_synth_with_validate_messages(tmp_path: Path) -> None:
     # App() creates its output folder; nothing may be written into it.
     out = tmp_path / "out"
     assert not out.exists() or not any(out.iterdir())
+
+
+# One function outside any VPC in a Stage, checked by the Control Tower plugin: CT.LAMBDA.PR.3 refuses it.
+_APP_WITH_A_FINDING = """
+import sys
+from aws_cdk import App, Stack, Stage, Validations
+from aws_cdk import aws_lambda as lambda_
+from hubspoke.policy.control_tower import ControlTowerControls
+from hubspoke.stage import new_app, synth_or_exit
+
+app = new_app() if sys.argv[1] == "hubspoke" else App()
+stage = Stage(app, "Env")
+stack = Stack(stage, "S")
+lambda_.Function(stack, "Outside", runtime=lambda_.Runtime.PYTHON_3_12, handler="index.handler",
+                 code=lambda_.Code.from_inline("def handler(event, context): pass"))
+Validations.of(stage).add_plugins(ControlTowerControls())
+synth_or_exit(app) if sys.argv[1] == "hubspoke" else app.synth()
+"""
+
+
+def test_cdk_synth_fails_on_an_unacknowledged_finding(tmp_path: Path) -> None:
+    """Run by the pinned CDK CLI, as `make synth` runs app.py: the CLI passes the app
+    "@aws-cdk/core:failSynthOnValidationErrors": false and then checks the validation report only for the stacks
+    it selected, none when every stack is in a Stage (aws-cdk 2.1148.1, lib/index.js contextFromSettings and
+    selectTopLevelOrMatchingStacks), so a plain App synthesizes with the finding; hubspoke's new_app fails."""
+    program = tmp_path / "app_with_a_finding.py"
+    program.write_text(_APP_WITH_A_FINDING)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # run as a user would
+    env["PYTHONPATH"] = str(ROOT)
+    codes = {}
+    for app in ("plain", "hubspoke"):
+        result = subprocess.run(
+            [str(ROOT / "node_modules" / ".bin" / "cdk"), "synth", "--quiet", "--app",
+             f"{sys.executable} {program} {app}", "--output", str(tmp_path / f"out-{app}")],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        codes[app] = result.returncode
+        if app == "hubspoke":
+            assert "CT.LAMBDA.PR.3" in result.stdout + result.stderr, result.stderr[-2000:]
+            # The report is the message: no Python traceback after it.
+            assert "synth stopped" in result.stderr and "Traceback" not in result.stderr, result.stderr[
+                -2000:
+            ]
+    assert codes["plain"] == 0, "the CLI now fails plain apps too: FAIL_ON_FINDINGS may no longer be needed"
+    assert codes["hubspoke"] != 0

@@ -63,16 +63,13 @@ def _refreshed(config: HubSpokeConfig, token: str | None) -> dict[str, set[str]]
     import tempfile
     from pathlib import Path
 
-    from aws_cdk import App
-
-    from hubspoke.stage import HubSpokeStage
+    from hubspoke.stage import HubSpokeStage, new_app
 
     with tempfile.TemporaryDirectory(prefix="hubspoke-refresh-") as outdir:
-        app = App(
-            outdir=outdir,
-            builtin_cloud_formation_validation=False,
-            context={"refresh": token} if token else {},
-        )
+        # The app every synth runs in (its context and validation), with the token as `-c refresh=` sets it.
+        app = new_app(outdir=outdir)
+        if token:
+            app.node.set_context("refresh", token)
         stage = HubSpokeStage(app, config=config)
         assembly = app.synth().get_nested_assembly(f"assembly-{stage.stage_name}")
         handles: dict[str, set[str]] = {}

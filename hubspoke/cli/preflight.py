@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import ClientError
 
 from hubspoke.cli.checks import (
     CheckResult,
@@ -28,7 +31,6 @@ from hubspoke.cli.preflight_checks import (
     check_cidrs,
     check_kubernetes_version,
     check_peering_quota,
-    check_sagemaker_quota,
 )
 from hubspoke.cli.preflight_cnq import (
     check_host_configuration,
@@ -36,7 +38,14 @@ from hubspoke.cli.preflight_cnq import (
     check_staged_package,
     check_ubuntu_image,
 )
+from hubspoke.cli.preflight_quotas import (
+    check_hyperpod_quotas,
+    check_lambda_concurrency,
+    check_security_group_rules,
+    check_security_groups_per_interface,
+)
 from hubspoke.config import HubSpokeConfig, RegionConfig
+from hubspoke.topology import plan_stacks
 
 # Re-exported: tests and other modules import these names from here.
 __all__ = ["Clients", "run_preflight", "session_clients"]
@@ -56,12 +65,47 @@ def run_preflight(
     return results
 
 
-def _region_checks(config: HubSpokeConfig, region: RegionConfig, clients: Clients) -> list[CheckResult]:
+class LastCall:
+    """Which service the last AWS call made through the clients it watches went to.
+
+    A check may call two services (the peering check reads EC2, then Service Quotas); when a call fails, the
+    row must name that call's permission, not the check's main service. checks.guarded reads the service from
+    the error's `hubspoke_service`, which this sets.
+    """
+
+    def __init__(self) -> None:
+        self.service: str | None = None
+
+    def watch(self, service: str, client: Any) -> Any:
+        def record(**_: Any) -> None:
+            self.service = service
+
+        # before-parameter-build reaches every handler (before-call stops at the first that answers).
+        client.meta.events.register(
+            "before-parameter-build", record, unique_id=f"hubspoke-last-call-{id(self)}"
+        )
+        return client
+
+
+def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Clients) -> list[CheckResult]:
     name = region.region
     expected = config.account_of(region)
+    last = LastCall()
+
+    def clients(service: str, region_name: str) -> Any:
+        return last.watch(service, raw_clients(service, region_name))
 
     def guarded(check: str, service: str, body: Callable[[], list[CheckResult]]) -> list[CheckResult]:
-        return guarded_check(name, check, service, body)
+        def traced() -> list[CheckResult]:
+            last.service = None
+            try:
+                return body()
+            except ClientError as exc:
+                if last.service and not hasattr(exc, "hubspoke_service"):
+                    exc.hubspoke_service = last.service
+                raise
+
+        return guarded_check(name, check, service, traced)
 
     account_rows: list[CheckResult] = []
 
@@ -101,8 +145,26 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, clients: Client
             ],
         )
     rows += guarded(
+        "security group rules",
+        "service-quotas",
+        lambda: [check_security_group_rules(clients("service-quotas", name), config=config, region=region)],
+    )
+    rows += guarded(
+        "security groups per interface",
+        "service-quotas",
+        lambda: [
+            check_security_groups_per_interface(clients("service-quotas", name), config=config, region=region)
+        ],
+    )
+    rows += guarded(
         "az ids", "ec2", lambda: check_availability_zones(clients("ec2", name), config=config, region=region)
     )
+    if any(p.kind == "ops" and p.region == name for p in plan_stacks(config)):
+        rows += guarded(
+            "lambda concurrency",
+            "lambda",
+            lambda: [check_lambda_concurrency(clients("lambda", name), config=config, region=region)],
+        )
     if region.storage.enabled:
         rows += guarded(
             "qumulo core package",
@@ -124,7 +186,9 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, clients: Client
         rows += guarded(
             "sagemaker quota",
             "service-quotas",
-            lambda: check_sagemaker_quota(clients("service-quotas", name), region=region),
+            lambda: check_hyperpod_quotas(
+                clients("service-quotas", name), clients("sagemaker", name), config=config, region=region
+            ),
         )
         rows += guarded(
             "kubernetes version",

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 from hubspoke.cli.checks import CheckResult, Status, denied_or_error
 from hubspoke.cli.checks import pages as _pages
 from hubspoke.config import HubSpokeConfig, RegionConfig
-from hubspoke.config.rules import PEERINGS_DEFAULT_QUOTA, PEERINGS_MAX_QUOTA
+from hubspoke.config.quotas import PEERINGS_DEFAULT_QUOTA, PEERINGS_MAX_QUOTA
 from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
 
 __all__ = ["CheckResult", "Status", "denied_or_error"]
@@ -224,9 +224,13 @@ def check_peering_quota(
 def check_availability_zones(ec2: Any, *, config: HubSpokeConfig, region: RegionConfig) -> list[CheckResult]:
     """Every configured AZ ID exists; the accelerator AZ ID offers the EC2 types behind the HyperPod groups."""
     name = region.region
+    # AllAvailabilityZones lists Local and Wavelength Zones too (ZoneType "local-zone", "wavelength-zone" in
+    # the EC2 API's AvailabilityZone shape); subnets here go in Availability Zones, and the config's AZ-ID
+    # pattern only accepts those, so only they are offered as a fix.
     zones = {
         z["ZoneId"]: z
         for z in ec2.describe_availability_zones(AllAvailabilityZones=True)["AvailabilityZones"]
+        if z.get("ZoneType", "availability-zone") == "availability-zone"
     }
     wanted = list(dict.fromkeys((*region.resolved_az_ids, region.resolved_accelerator_az_id)))
     missing = [az for az in wanted if az not in zones]
@@ -279,56 +283,12 @@ def check_availability_zones(ec2: Any, *, config: HubSpokeConfig, region: Region
     return rows
 
 
-def check_sagemaker_quota(quotas: Any, *, region: RegionConfig) -> list[CheckResult]:
-    """The account's '<type> for cluster usage' SageMaker quota covers the HyperPod groups of this Region."""
-    name = region.region
-    needed: dict[str, int] = {}
-    for group in region.compute.instance_groups:
-        needed[group.instance_type] = needed.get(group.instance_type, 0) + group.count
-    applied = {
-        q["QuotaName"]: q for q in _pages(quotas, "list_service_quotas", "Quotas", ServiceCode="sagemaker")
-    }
-    defaults: dict[str, dict[str, Any]] | None = None
-    rows = []
-    for itype, count in needed.items():
-        quota_name = f"{itype} for cluster usage"
-        quota = applied.get(quota_name)
-        if quota is None:
-            if defaults is None:
-                defaults = {
-                    q["QuotaName"]: q
-                    for q in _pages(
-                        quotas, "list_aws_default_service_quotas", "Quotas", ServiceCode="sagemaker"
-                    )
-                }
-            quota = defaults.get(quota_name)
-        if quota is None:
-            rows.append(
-                CheckResult(
-                    name,
-                    "sagemaker quota",
-                    "warn",
-                    f"no quota named '{quota_name}' found",
-                    f"look it up in the Service Quotas console (Amazon SageMaker) in {name}",
-                )
-            )
-            continue
-        value = float(quota["Value"])
-        detail = f"'{quota_name}' = {value:g}, the cluster needs {count}"
-        if value >= count:
-            rows.append(CheckResult(name, "sagemaker quota", "pass", detail))
-            continue
-        fix = (
-            "aws service-quotas request-service-quota-increase --service-code sagemaker "
-            f"--quota-code {quota['QuotaCode']} --desired-value {count} --region {name}"
-        )
-        if region.compute.training_plan_arn:
-            rows.append(
-                CheckResult(name, "sagemaker quota", "warn", detail + " (a training plan is configured)", fix)
-            )
-        else:
-            rows.append(CheckResult(name, "sagemaker quota", "fail", detail, fix))
-    return rows
+def _support_status(info: dict[str, Any]) -> str | None:
+    """versionStatus (VersionStatus: STANDARD_SUPPORT, ...), else the deprecated status field, whose enum
+    (ClusterVersionStatus) spells the same states standard-support, extended-support, unsupported
+    (botocore eks 2017-11-01 service model, ClusterVersionInformation)."""
+    status = info.get("versionStatus") or info.get("status")
+    return str(status).upper().replace("-", "_") if status else None
 
 
 def check_kubernetes_version(eks: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
@@ -338,15 +298,11 @@ def check_kubernetes_version(eks: Any, *, config: HubSpokeConfig, region: Region
     versions = {v["clusterVersion"]: v for v in _pages(eks, "describe_cluster_versions", "clusterVersions")}
     field = f"{region_path(config, region)}.compute.kubernetes_version"
     standard = sorted(
-        (
-            v
-            for v, info in versions.items()
-            if (info.get("versionStatus") or info.get("status")) == "STANDARD_SUPPORT"
-        ),
+        (v for v, info in versions.items() if _support_status(info) == "STANDARD_SUPPORT"),
         key=lambda v: tuple(int(p) for p in v.split(".")),
     )
     info = versions.get(wanted)
-    status = (info.get("versionStatus") or info.get("status")) if info else None
+    status = _support_status(info) if info else None
     if info is None or status == "UNSUPPORTED":
         return CheckResult(
             name,

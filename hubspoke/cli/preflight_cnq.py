@@ -15,11 +15,11 @@ from botocore.exceptions import ClientError
 
 from hubspoke.cli.preflight_checks import CheckResult, region_path
 from hubspoke.config import HubSpokeConfig, RegionConfig
-from hubspoke.config.rules import QUMULO_CORE_MIN_VERSION
 from hubspoke.config.schema import QUMULO_HOST_CONFIGURATION
+from hubspoke.config.storage_rules import QUMULO_CORE_MIN_VERSION
 
 # Qumulo's own AWS deployments default to Ubuntu 24.04 (qumulo-terraform-aws, variable ami_id); every
-# instance family Qumulo supports (hubspoke.config.rules.CNQ_INSTANCE_FAMILIES) is x86_64.
+# instance family Qumulo supports (hubspoke.config.storage_rules.CNQ_INSTANCE_FAMILIES) is x86_64.
 UBUNTU_PARAMETER = "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id"
 CANONICAL_OWNER = "099720109477"
 # ASSUMED: an image older than this has missed enough kernel and security updates to say so (warning only).
@@ -30,7 +30,7 @@ _MISSING = {"404", "NoSuchKey", "NotFound"}
 def check_staged_package(s3: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
     """The configured release's qumulo-core.deb exists where the nodes will download it."""
     name, core = region.region, region.storage.qumulo_core
-    assert core is not None  # required with storage (hubspoke.config.rules)
+    assert core is not None  # required with storage (hubspoke.config.storage_rules)
     field = f"{region_path(config, region)}.storage.qumulo_core"
     upload = f"aws s3 cp qumulo-core.deb {core.package_uri} --region {name}"
     try:

@@ -18,7 +18,7 @@ import yaml
 
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import HubSpokeConfig, RegionConfig, format_problem, load
-from hubspoke.config.rules import Problem
+from hubspoke.config.raw import Problem
 
 EXIT_BAD_INPUT = 2
 

@@ -1,7 +1,7 @@
 """The environment config: schema, cross-field rules and the loader. Imports no CDK."""
 
 from hubspoke.config.loader import ConfigError, LoadedConfig, format_problem, load, load_environments
-from hubspoke.config.rules import Problem
+from hubspoke.config.raw import Problem
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig, SpokeConfig
 
 __all__ = [

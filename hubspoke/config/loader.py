@@ -14,8 +14,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from hubspoke.config import portal_rules, rules, traffic_rules
-from hubspoke.config.rules import Problem
+from hubspoke.config import rules
+from hubspoke.config.raw import Problem
 from hubspoke.config.schema import HubSpokeConfig
 
 # Field-specific advice where pydantic's own words would not tell the user what to write.
@@ -181,7 +181,7 @@ def load(path: Path | str) -> LoadedConfig:
         config = HubSpokeConfig.model_validate(raw)
     except ValidationError as exc:
         problems += [_describe(e) for e in exc.errors()]
-    findings = rules.check(raw) + traffic_rules.check(raw) + portal_rules.check(raw)
+    findings = rules.check(raw)
     problems += [p for p in findings if p.severity == "error"]
     if problems or config is None:
         raise ConfigError(path, problems)

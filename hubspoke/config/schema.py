@@ -223,7 +223,11 @@ class InstanceGroupConfig(Model):
     """One HyperPod instance group."""
 
     name: Annotated[str, Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")] = "accelerated-worker-group-1"
-    instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$")] = "ml.p5.48xlarge"
+    # SageMaker's ClusterInstanceType values (botocore sagemaker service model) include hyphenated families
+    # such as ml.p6-b200.48xlarge and ml.p6e-gb200.36xlarge.
+    instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+$")] = (
+        "ml.p5.48xlarge"
+    )
     count: Annotated[int, Field(ge=1, le=1000)] = 2
     ebs_volume_gb: Annotated[int, Field(ge=1, le=16384)] = 500
 
@@ -246,6 +250,17 @@ class ComputeConfig(Model):
     training_image: ImageRef | None = None
 
 
+class QuotasConfig(Model):
+    """AWS quotas of the Region's account that the topology relies on, when they were raised above the default."""
+
+    # Amazon VPC "Inbound or outbound rules per security group" (L-0EA8095F): 60 by default, adjustable; this quota
+    # times "Security groups per network interface" may not exceed 1,000 (Amazon VPC User Guide, "Amazon VPC
+    # quotas", Security groups). CNQ node interfaces carry two groups (their own and the cross-Region one), so
+    # at most 500. Validation counts the cross-Region rules the topology needs against it; preflight reads the
+    # applied value.
+    security_group_rules: Annotated[int, Field(ge=60, le=500)] = 60
+
+
 class RegionConfig(Model):
     """One Region of the environment: its VPC and what runs in it."""
 
@@ -258,9 +273,13 @@ class RegionConfig(Model):
     # The AZ ID where accelerator capacity (and the local CNQ) lives; default: the first of az_ids.
     accelerator_az_id: AzId | None = None
     nat: Literal["single", "per_az", "none"] = "single"
-    flow_logs_retention_days: Literal[7, 14, 30, 60, 90, 180, 365, 731, 1827, 3653] = 365
+    # CloudWatch Logs retention values of a year or more: Control Tower's CT.CLOUDWATCH.PR.2, which every synth
+    # runs (cdklabs-cdk-validator-cfnguard 0.0.62, rules/control-tower/cfn-guard/cloudwatch/
+    # ct-cloudwatch-pr-2.guard), refuses a log group kept for less than 365 days.
+    flow_logs_retention_days: Literal[365, 731, 1827, 3653] = 365
     storage: StorageConfig = StorageConfig()
     compute: ComputeConfig = ComputeConfig()
+    quotas: QuotasConfig = QuotasConfig()
 
     @property
     def resolved_az_ids(self) -> tuple[str, ...]:
@@ -309,6 +328,11 @@ class OpsConfig(Model):
     cache_hit_ratio_min_read_gb: Annotated[float, Field(gt=0)] = round(
         REFERENCE_READ_BYTES_PER_SECOND * 300 / 10 / 1e9, 3
     )
+    # Reserve one concurrent execution for each spoke's canary so a busy account cannot throttle it. Off by
+    # default: Lambda keeps at least 100 executions unreserved (Lambda Developer Guide, "Configuring reserved
+    # concurrency"), so an account with a low concurrency limit (new accounts often have 10) refuses any
+    # reservation and the Ops stack rolls back; `hubspoke preflight` checks the account when this is on.
+    reserve_canary_concurrency: bool = False
 
 
 class HubSpokeConfig(Model):

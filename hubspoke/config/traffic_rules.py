@@ -1,17 +1,13 @@
 """Rules for the spokes' traffic metrics (hubspoke/flow_logs.py): their patterns must count the right bytes
-and fit one flow-log group. Same conventions as rules.py (raw YAML mapping in, one Problem per finding)."""
+and fit one flow-log group. Same conventions as rules.py and raw.py (raw YAML mapping in, one Problem per finding)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from hubspoke.config.rules import Problem, Rule, _cidr_fields, _regions
+from hubspoke.config.raw import Problem, cidr_fields, regions, vpc_cidrs
 from hubspoke.flow_logs import LOG_GROUP_FILTER_QUOTA, MAX_FILTERS_PER_LOG_GROUP, traffic_patterns
-
-
-def _vpc_cidrs(region: Mapping[str, Any]) -> list[str]:
-    return [str(net) for _, net in _cidr_fields("", region)]
 
 
 def hub_and_spokes_do_not_share_a_24(raw: Mapping[str, Any]) -> Iterator[Problem]:
@@ -21,12 +17,12 @@ def hub_and_spokes_do_not_share_a_24(raw: Mapping[str, Any]) -> Iterator[Problem
     if not isinstance(hub, Mapping):
         return
     hub_blocks = [
-        (f, n, n.supernet(new_prefix=24) if n.prefixlen > 24 else n) for f, n in _cidr_fields("hub", hub)
+        (f, n, n.supernet(new_prefix=24) if n.prefixlen > 24 else n) for f, n in cidr_fields("hub", hub)
     ]
-    for path, region in _regions(raw):
+    for path, region in regions(raw):
         if path == "hub":
             continue
-        for field, net in _cidr_fields(path, region):
+        for field, net in cidr_fields(path, region):
             widened = net.supernet(new_prefix=24) if net.prefixlen > 24 else net
             for hub_field, hub_net, hub_widened in hub_blocks:
                 if widened.overlaps(hub_widened) and not net.overlaps(hub_net):
@@ -41,9 +37,9 @@ def hub_and_spokes_do_not_share_a_24(raw: Mapping[str, Any]) -> Iterator[Problem
 def flow_log_filters_fit(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """A spoke's traffic metrics (hubspoke/flow_logs.py) must fit the metric filters of one log group."""
     hub = raw.get("hub")
-    hub_cidrs = _vpc_cidrs(hub) if isinstance(hub, Mapping) else []
-    for where, region in _regions(raw):
-        own = _vpc_cidrs(region)
+    hub_cidrs = vpc_cidrs(hub) if isinstance(hub, Mapping) else []
+    for where, region in regions(raw):
+        own = vpc_cidrs(region)
         if where == "hub" or not own or not hub_cidrs or not isinstance(hub, Mapping):
             continue
         kinds = traffic_patterns(own_cidrs=own, hub_cidrs=hub_cidrs)
@@ -62,10 +58,3 @@ def flow_log_filters_fit(raw: Mapping[str, Any]) -> Iterator[Problem]:
             f"does not end on /8, /16 or /24 is matched block by block; use fewer or octet-aligned CIDRs in "
             f"{blamed_path} (one /16 instead of several /17s)",
         )
-
-
-TRAFFIC_RULES: tuple[Rule, ...] = (hub_and_spokes_do_not_share_a_24, flow_log_filters_fit)
-
-
-def check(raw: Mapping[str, Any]) -> list[Problem]:
-    return [problem for rule in TRAFFIC_RULES for problem in rule(raw)]

@@ -7,7 +7,9 @@ threshold and wording. The training alarms are the same for the hub (in the Dash
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack
+from collections.abc import Sequence
+
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
@@ -28,6 +30,7 @@ from hubspoke.constructs.metrics import (
     throughput_vs_baseline,
     training_metric,
 )
+from hubspoke.policy.acks import acknowledge
 from hubspoke.training_metrics import BASELINE_SECONDS
 
 PORTAL_NOT_ACTIVE_MINUTES = 3
@@ -48,22 +51,61 @@ class AlarmTopic(Construct):
 
     Example::
 
-        topic = AlarmTopic(stack, "Alarms", config=config, purpose="us-west-2 operations")
-        topic.notify(alarm)
+        topic = AlarmTopic(stack, "Alarms", config=config, purpose="us-west-2 operations",
+                           alarms=[a for a in planned_alarms(config) if a.stack_id == plan.id])
+        topic.notify(alarm, planned.name)
+
+    Only the planned `alarms` may publish: `enforce_ssl` writes an AWS::SNS::TopicPolicy, and a topic policy
+    replaces SNS's default one, which was what let CloudWatch publish. Without an explicit grant every alarm
+    action fails, visible only in the alarm's history (AWS Knowledge Center,
+    "cloudwatch-receive-sns-for-alarm-trigger"; SNS Developer Guide, "Example cases for Amazon SNS access
+    control": allow `cloudwatch.amazonaws.com` to `sns:Publish`, conditioned on aws:SourceArn/SourceAccount).
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: HubSpokeConfig, purpose: str) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: HubSpokeConfig,
+        purpose: str,
+        alarms: Sequence[PlannedAlarm],
+    ) -> None:
         super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        # An alarm that notifies nobody (the input of a composite alarm) gets no publish grant either.
+        self.alarm_names = frozenset(a.name for a in alarms if a.notifies)
+        if not self.alarm_names:
+            raise ValueError(f"an alarm topic for {purpose} needs the alarms that notify it")
+        # The environment's alarms of this stack, by ARN: nothing else may publish into the topic.
+        alarm_arns = [
+            stack.format_arn(
+                service="cloudwatch",
+                resource="alarm",
+                resource_name=name,
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for name in sorted(self.alarm_names)
+        ]
+        from_our_alarms = {
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": alarm_arns},
+        }
         self.key = retained_key(
             self, "Key", description=f"hubspoke {config.environment}: encrypts the {purpose} alarm topic"
         )
-        # CloudWatch publishes alarm notifications into the encrypted topic.
+        # CloudWatch publishes into an encrypted topic only if the topic's customer key lets it call
+        # kms:Decrypt and kms:GenerateDataKey* (AWS Knowledge Center "cloudwatch-configure-alarm-sns"; the
+        # AWS-managed alias/aws/sns key cannot be edited to allow it, hence a key of our own). The statement is
+        # the article's, without conditions: no AWS page says which condition keys CloudWatch's KMS calls carry,
+        # and a condition that does not match fails every alarm action silently. The topic policy below is
+        # what limits publishers to our alarms.
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
+                sid="CloudWatchAlarmsUseTheKey",
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 actions=["kms:Decrypt", "kms:GenerateDataKey*"],
                 resources=["*"],
-                conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
             )
         )
         self.topic = sns.Topic(
@@ -73,11 +115,23 @@ class AlarmTopic(Construct):
             master_key=self.key,
             enforce_ssl=True,
         )
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions=from_our_alarms,
+            )
+        )
         for email in config.ops.alarm_emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
         self.action = actions.SnsAction(self.topic)
 
-    def notify(self, alarm: cloudwatch.AlarmBase) -> cloudwatch.AlarmBase:
+    def notify(self, alarm: cloudwatch.AlarmBase, name: str) -> cloudwatch.AlarmBase:
+        """Send `alarm` (CloudWatch name `name`) to this topic; only alarms the topic policy names may."""
+        if name not in self.alarm_names:
+            raise ValueError(f"alarm {name} is not one this topic's policy lets publish")
         alarm.add_alarm_action(self.action)
         alarm.add_ok_action(self.action)
         return alarm
@@ -112,7 +166,14 @@ def _alarm(
         alarm_description=f"{description} Runbook: {planned.runbook}",
     )
     if planned.notifies:
-        topic.notify(alarm)
+        topic.notify(alarm, planned.name)
+    else:
+        acknowledge(
+            alarm,
+            "CT.CLOUDWATCH.PR.1",
+            reason="an input of a composite alarm, which is the one that notifies: an action of its own would "
+            "page on every cold first pass, when the hit ratio is near 0 by design (docs/operations.md)",
+        )
     return alarm
 
 
@@ -198,7 +259,7 @@ def cache_hit_ratio_low(
         "ops.cache_hit_ratio_floor) while the training job runs below its own baseline: eviction, a new "
         f"access pattern, or a cache that cannot hold the working set. Runbook: {planned.runbook}",
     )
-    topic.notify(alarm)
+    topic.notify(alarm, planned.name)
     return alarm
 
 

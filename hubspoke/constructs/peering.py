@@ -10,7 +10,7 @@ from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig, SpokeConfig
 from hubspoke.constructs.cross_account import peer_role_name, role_arn
-from hubspoke.ports import CROSS_REGION_PORTS
+from hubspoke.ports import PeerPort
 from hubspoke.topology import cross_account
 
 
@@ -24,11 +24,12 @@ class PeerSide(Construct):
     Example::
 
         PeerSide(stack, "ToHub", peering_id=peering.ref, route_table_ids=rts,
-                 security_group_id=sg.security_group_id, peer_cidrs=config.hub.all_cidrs, peer_name="hub")
+                 security_group_id=sg.security_group_id, peer_cidrs=config.hub.all_cidrs, peer_name="hub",
+                 ports=FROM_HUB)
 
     Used on both sides: the spoke's Network stack (towards the hub) and the spoke's Link stack in the hub
     Region (towards that spoke). Ingress comes only from the peer's CIDRs (security groups cannot be
-    referenced across Regions) and only on hubspoke.ports.CROSS_REGION_PORTS.
+    referenced across Regions) and only on `ports`: hubspoke.ports.FROM_HUB on a spoke, FROM_SPOKE on the hub.
     """
 
     def __init__(
@@ -41,6 +42,7 @@ class PeerSide(Construct):
         security_group_id: str,
         peer_cidrs: Sequence[str],
         peer_name: str,
+        ports: Sequence[PeerPort],
     ) -> None:
         super().__init__(scope, construct_id)
         for key, table_id in route_table_ids:
@@ -53,7 +55,7 @@ class PeerSide(Construct):
                     vpc_peering_connection_id=peering_id,
                 )
         for cidr in peer_cidrs:
-            for port in CROSS_REGION_PORTS:
+            for port in ports:
                 is_icmp = port.protocol == "icmp"
                 ec2.CfnSecurityGroupIngress(
                     self,

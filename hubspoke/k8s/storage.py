@@ -24,9 +24,9 @@ Manifest = dict[str, Any]
 PART_OF = {"app.kubernetes.io/part-of": "hubspoke"}
 
 # Mount options, chosen for a data loader streaming large sequential shards and for FSDP checkpoint bursts:
-# - nfsvers=3: what the security groups open (2049 + rpcbind 111, hubspoke/ports.py) and what Qumulo serves
-#   without extra cluster settings; stateless, so a floating IP moving to another CNQ node after a node
-#   failure is invisible to the client (no v4 lease or session to recover).
+# - nfsvers=3: what CNQ's group opens in its VPC (2049 + rpcbind 111, cnq/infrastructure.py) and what
+#   Qumulo serves without extra cluster settings; stateless, so a floating IP moving to another CNQ node
+#   after a node failure is invisible to the client (no v4 lease or session to recover).
 # - nconnect=16: the Linux maximum. One TCP flow between EC2 instances is capped at 5 Gbit/s outside a
 #   cluster placement group; 16 flows let one mount use the CNQ node's full bandwidth.
 # - rsize/wsize=1048576: the Linux maximum (1 MiB); fewer RPCs per GB. A server that caps lower
@@ -50,7 +50,7 @@ MOUNT_OPTIONS: tuple[str, ...] = (
 # The dataset is mounted read-only and nothing locks it: `nolock` keeps NFSv3 locking local to the client
 # (nfs(5): "applications can lock files, but such locks provide exclusion only against other applications
 # running on the same client") instead of calling the server's lock manager (NLM), whose ports the security
-# groups do not open (hubspoke/ports.py: 2049 and rpcbind 111 only), so a stray lock would hang.
+# groups do not open (cnq/infrastructure.py: 2049 and rpcbind 111 only), so a stray lock would hang.
 DATASET_MOUNT_OPTIONS: tuple[str, ...] = (*MOUNT_OPTIONS, "nolock")
 
 

@@ -1,19 +1,115 @@
-"""The one way this project acknowledges a cdk-nag finding: by rule, optionally by finding, always with a reason."""
+"""The one way this project accepts a finding it does not fix: cdk-nag, Control Tower or checkov, always with a reason.
+
+- cdk-nag (`AwsSolutions-IAM5`) and Control Tower (`CT.LAMBDA.PR.3`) findings are acknowledged through CDK's
+  Validations API on the construct, which the policy-validation report honours for it and everything below it.
+- checkov (`CKV_AWS_117`) reads `Metadata: checkov: skip: [{id, comment}]` on a template resource (checkov
+  CloudFormation context parser); the acknowledgment writes that, with the reason as comment, on every resource
+  of `resource_types` at or below the construct.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-from aws_cdk import Acknowledgment, Validations
+import jsii
+from aws_cdk import Acknowledgment, Aspects, CfnResource, IAspect, Stack, Validations
+from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
 
 NAG_PACK = "AwsSolutions"
 MIN_REASON = 40  # a reason a reviewer can check, not "needed" or "ok"
+# The Control Tower plugin's name, which prefixes its rules in acknowledgments (CfnGuardValidator.name).
+CONTROL_TOWER_PLUGIN = "cdk-validator-cfnguard"
+# Control Tower control IDs and the cfn-guard rule that implements each, as the plugin names its violations
+# (cdklabs-cdk-validator-cfnguard 0.0.62, rules/control-tower/cfn-guard/<service>/ct-<control>.guard;
+# tests/policy/test_acks.py checks every pair against those files).
+CONTROL_TOWER_RULES: dict[str, str] = {
+    "CT.CLOUDWATCH.PR.1": "cloudwatch_alarm_action_check",
+    "CT.CLOUDWATCH.PR.3": "cloudwatch_log_group_encrypted_check",
+    "CT.EC2.PR.16": "ec2_instance_nitro_instance_type_check",
+    "CT.EC2.PR.19": "ec2_instance_nitro_encryption_in_transit_check",
+    "CT.EKS.PR.1": "eks_endpoint_no_public_access_check",
+    "CT.LAMBDA.PR.3": "lambda_inside_vpc_check",
+    "CT.S3.PR.2": "s3_bucket_logging_enabled_check",
+    "CT.S3.PR.3": "s3_version_lifecycle_policy_check",
+    "CT.S3.PR.4": "s3_event_notifications_enabled_check",
+    "CT.S3.PR.6": "s3_lifecycle_policy_check",
+    "CT.S3.PR.9": "s3_bucket_object_lock_enabled_check",
+    "CT.S3.PR.10": "s3_bucket_default_encryption_kms_check",
+    "CT.S3.PR.11": "s3_bucket_versioning_enabled_check",
+}
+CHECKOV_METADATA = "checkov"
+_CHECKOV_ID = re.compile(r"^CKV2?_AWS_\d+$")
 
 
-def acknowledge(scope: IConstruct, rule: str, *, reason: str, findings: Iterable[str] = ()) -> None:
-    """Acknowledge `rule` (e.g. "AwsSolutions-IAM5") on `scope`, for the listed findings or for all of them."""
+def acknowledge(
+    scope: IConstruct,
+    rule: str,
+    *,
+    reason: str,
+    findings: Iterable[str] = (),
+    resource_types: Iterable[str] = (),
+) -> None:
+    """Accept `rule` on `scope` and below: a cdk-nag rule (optionally only `findings`), a Control Tower control
+    (e.g. "CT.LAMBDA.PR.3") or a checkov check (e.g. "CKV_AWS_116", on the resources of `resource_types`)."""
     if len(reason.strip()) < MIN_REASON:
         raise ValueError(f"acknowledgment of {rule} needs a reason a reviewer can check, got {reason!r}")
-    ids = [f"{NAG_PACK}::{rule}[{f}]" for f in findings] or [f"{NAG_PACK}::{rule}"]
+    findings, resource_types = list(findings), list(resource_types)
+    if rule.startswith(f"{NAG_PACK}-") and not resource_types:
+        ids = [f"{NAG_PACK}::{rule}[{f}]" for f in findings] or [f"{NAG_PACK}::{rule}"]
+    elif rule in CONTROL_TOWER_RULES and not findings and not resource_types:
+        ids = [f"{CONTROL_TOWER_PLUGIN}::{CONTROL_TOWER_RULES[rule]}"]
+    elif _CHECKOV_ID.match(rule) and not findings and resource_types:
+        Aspects.of(scope).add(_CheckovSkip(rule, reason, frozenset(resource_types)))
+        return
+    else:
+        raise ValueError(
+            f"cannot acknowledge {rule!r} with findings={findings} resource_types={resource_types}: use an "
+            f"{NAG_PACK}- rule (with findings), a Control Tower control in CONTROL_TOWER_RULES, or a checkov ID "
+            "with the resource_types it applies to"
+        )
     Validations.of(scope).acknowledge(*(Acknowledgment(id=i, reason=reason) for i in ids))
+
+
+@jsii.implements(IAspect)
+class _CheckovSkip:
+    """Writes one checkov skip, with its reason, into the metadata of each matching resource it visits."""
+
+    def __init__(self, rule: str, reason: str, resource_types: frozenset[str]) -> None:
+        self.rule, self.reason, self.resource_types = rule, reason, resource_types
+
+    def visit(self, node: IConstruct) -> None:
+        if not CfnResource.is_cfn_resource(node):
+            return
+        assert isinstance(node, CfnResource)
+        if self.resource_types and node.cfn_resource_type not in self.resource_types:
+            return
+        existing = node.get_metadata(CHECKOV_METADATA) or {}
+        skips = [s for s in existing.get("skip", []) if s.get("id") != self.rule]
+        node.add_metadata(CHECKOV_METADATA, {"skip": [*skips, {"id": self.rule, "comment": self.reason}]})
+
+
+@jsii.implements(IAspect)
+class _LambdaInVpc:
+    """Acknowledges CT.LAMBDA.PR.3 on each function that is in a VPC: subnets and security groups both given."""
+
+    def visit(self, node: IConstruct) -> None:
+        if not isinstance(node, lambda_.CfnFunction):
+            return
+        vpc = Stack.of(node).resolve(node.vpc_config)
+        if isinstance(vpc, dict) and vpc.get("subnetIds") and vpc.get("securityGroupIds"):
+            acknowledge(node, "CT.LAMBDA.PR.3", reason=LAMBDA_IN_VPC)
+
+
+LAMBDA_IN_VPC = (
+    "The function runs in the VPC: its VpcConfig names security groups and the Region's private subnets, read "
+    "from the Network stack with Fn::GetStackOutput; the local cfn-guard rule accepts only literal or "
+    "same-template subnet IDs (cdk-validator-cfnguard README: reference checks stay within one template)."
+)
+
+
+def acknowledge_lambdas_in_vpc(scope: IConstruct) -> None:
+    """CT.LAMBDA.PR.3 cannot follow cross-stack subnet IDs: acknowledge it for functions that have a VpcConfig,
+    and only those, so a function outside any VPC still fails synth."""
+    Aspects.of(scope).add(_LambdaInVpc())

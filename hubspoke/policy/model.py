@@ -50,3 +50,11 @@ def referenced(value: Any) -> Any:
     if isinstance(value, Mapping) and "Fn::GetAtt" in value:
         return value["Fn::GetAtt"][0]
     return None
+
+
+def ingress(template: Template) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every security-group ingress rule of a template with its resource's logical ID, standalone or inline."""
+    yield from template.resources("AWS::EC2::SecurityGroupIngress")
+    for logical_id, props in template.resources("AWS::EC2::SecurityGroup"):
+        for rule in props.get("SecurityGroupIngress", []):
+            yield logical_id, rule

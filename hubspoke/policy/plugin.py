@@ -44,6 +44,8 @@ class HubSpokePolicy:
             success=not violations,
             violations=[
                 PolicyViolation(
+                    # Explicit: after any acknowledgment CDK counts only severity "error" as failing.
+                    severity="error",
                     rule_name=v.rule,
                     description=v.message,
                     fix=v.fix,

@@ -83,6 +83,6 @@ def custom_resource_waits_within_service_timeout(
                     f"resource after {limit} s (ServiceTimeout, at most {SERVICE_TIMEOUT_MAX})",
                     "keep the Provider's totalTimeout a few minutes under the resource's service_timeout (both at "
                     "most an hour: AWS::CloudFormation::CustomResource ServiceTimeout; aws-cdk-lib Provider "
-                    "totalTimeout); split a longer wait into chained resources, as "
-                    "hubspoke/constructs/hyperpod/nodes_ready.py does",
+                    "totalTimeout; for CNQ, storage.formation_timeout_minutes at most 55); split a longer wait into "
+                    "chained resources, as hubspoke/constructs/hyperpod/nodes_ready.py does",
                 )  # fmt: skip

@@ -18,6 +18,7 @@ from hubspoke.constructs.hyperpod.eks import HyperPodEks
 from hubspoke.constructs.hyperpod.lifecycle import write_lifecycle_scripts
 from hubspoke.k8s.storage import storage_manifests
 from hubspoke.outputs import EKS_CLUSTER_NAME, FLOATING_IPS, HYPERPOD_CLUSTER_ARN
+from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.wiring import Inputs, NetworkView
 from hubspoke.topology import StackPlan, stack_id
@@ -63,7 +64,11 @@ class ComputeStack(PlannedStack):
             security_group=nodes_sg,
         )
         dependencies = HyperPodDependencies(
-            self, "Dependencies", cluster=plane.cluster, subnets=network.private_subnets
+            self,
+            "Dependencies",
+            cluster=plane.cluster,
+            subnets=network.private_subnets,
+            security_group=nodes_sg,
         )
         for addon in plane.core_addons:
             dependencies.node.add_dependency(addon)
@@ -103,11 +108,52 @@ class ComputeStack(PlannedStack):
             self,
             "TrainingMetrics",
             log_group_name=training_metrics.log_group_name(config.environment),
-            retention=logs.RetentionDays.THREE_MONTHS,
+            # A year: Control Tower CT.CLOUDWATCH.PR.2 refuses log groups kept for less.
+            retention=logs.RetentionDays.ONE_YEAR,
             removal_policy=RemovalPolicy.DESTROY,
         )
+        _accept_lifecycle_bucket_findings(hyperpod)
+        _accept_execution_role_findings(hyperpod)
         self.publish(EKS_CLUSTER_NAME, plane.cluster.cluster_name)
         self.publish(HYPERPOD_CLUSTER_ARN, hyperpod.cluster.attr_cluster_arn)
+
+
+def _accept_execution_role_findings(hyperpod: HyperPodCluster) -> None:
+    """checkov's IAM checks on the HyperPod execution role: what the HyperPod EKS guide asks of it."""
+    for rule in ("CKV_AWS_109", "CKV_AWS_111"):
+        acknowledge(
+            hyperpod.role,
+            rule,
+            reason="The VPC CNI on HyperPod nodes creates, attaches and shares network interfaces at run time, "
+            "whose IDs no template knows; the EC2 actions without a resource are the ones the SageMaker "
+            "Developer Guide lists for the HyperPod (EKS) execution role.",
+            resource_types=["AWS::IAM::Policy"],
+        )
+
+
+def _accept_lifecycle_bucket_findings(hyperpod: HyperPodCluster) -> None:
+    """Control Tower and checkov bucket controls that the lifecycle-scripts bucket does not need, with reasons."""
+    bucket = hyperpod.lifecycle_bucket
+    not_logged = (
+        "The bucket only holds lifecycle scripts rendered from this repository at synth; every change to them is "
+        "a CloudFormation deployment, recorded by CloudTrail."
+    )
+    acknowledge(bucket, "CT.S3.PR.2", reason=not_logged)
+    acknowledge(bucket, "CKV_AWS_18", reason=not_logged, resource_types=["AWS::S3::Bucket"])
+    acknowledge(
+        bucket,
+        "CT.S3.PR.9",
+        reason="Object Lock without a default retention would lock nothing, and a default retention would refuse "
+        "BucketDeployment's prune of superseded scripts; versioning already keeps those a year. Once on, Object "
+        "Lock cannot be turned off (Amazon S3 User Guide, 'Configuring S3 Object Lock').",
+    )
+    acknowledge(
+        bucket,
+        "CT.S3.PR.10",
+        reason="The scripts are rendered from this repository and hold no secrets (the lifecycle tests check "
+        "what they contain); SSE-S3 encrypts them at rest and only the HyperPod role and the deployment read "
+        "or write them.",
+    )
 
 
 def build_compute(scope: Construct, plan: StackPlan, *, config: HubSpokeConfig) -> Stack:

@@ -38,7 +38,9 @@ class DashboardStack(PlannedStack):
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         mine = [a for a in alarms.planned_alarms(config) if a.stack_id == plan.id]
         if mine:
-            topic = AlarmTopic(self, "Alarms", config=config, purpose=f"hub {config.hub.region} operations")
+            topic = AlarmTopic(
+                self, "Alarms", config=config, purpose=f"hub {config.hub.region} operations", alarms=mine
+            )
             for planned in mine:
                 if planned.key not in TRAINING_ALARMS:
                     raise ValueError(f"the Dashboard stack has no definition of alarm {planned.key}")

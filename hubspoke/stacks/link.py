@@ -18,6 +18,7 @@ from hubspoke.outputs import (
     VPC_ID,
     references,
 )
+from hubspoke.ports import FROM_SPOKE
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.wiring import Inputs
 from hubspoke.topology import StackPlan, plan_stacks, stack_id
@@ -55,6 +56,7 @@ class LinkStack(PlannedStack):
             security_group_id=inputs.read(hub_network, PEER_PATH_SECURITY_GROUP),
             peer_cidrs=spoke.all_cidrs,
             peer_name=f"spoke {spoke.region}",
+            ports=FROM_SPOKE,
         )
         # The hub's hosts pin the route MTU towards this spoke from here (hubspoke.mtu), so the hub's own
         # templates stay untouched when spokes come and go.

@@ -18,6 +18,7 @@ from hubspoke.outputs import (
     PRIVATE_SUBNET,
     VPC_ID,
 )
+from hubspoke.ports import FROM_HUB
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.wiring import Inputs
 from hubspoke.topology import StackPlan, cross_account, stack_id
@@ -81,6 +82,7 @@ class NetworkStack(PlannedStack):
             security_group_id=peer_path.security_group_id,
             peer_cidrs=hub.all_cidrs,
             peer_name=f"hub {hub.region}",
+            ports=FROM_HUB,
         )
 
 

@@ -49,7 +49,10 @@ class OpsStack(PlannedStack):
         inputs = Inputs(self, config=config)
         network = NetworkView(self, "Network", inputs=inputs, config=config, region=spoke.region)
         hub_storage, own_storage = stack_id("storage", config.hub.region), stack_id("storage", spoke.region)
-        self.topic = AlarmTopic(self, "Alarms", config=config, purpose=f"{spoke.region} operations")
+        mine = [a for a in alarms.planned_alarms(config) if a.stack_id == plan.id]
+        self.topic = AlarmTopic(
+            self, "Alarms", config=config, purpose=f"{spoke.region} operations", alarms=mine
+        )
         self.canary = HubCanary(
             self,
             "HubCanary",
@@ -63,6 +66,7 @@ class OpsStack(PlannedStack):
             code=runtime_code(),
             spoke_rest_address=inputs.read(own_storage, REST_ADDRESS),
             admin_secret_arn=inputs.read(own_storage, ADMIN_SECRET),
+            reserved_concurrency=1 if config.ops.reserve_canary_concurrency else None,
         )
         self.traffic = TrafficMetrics(
             self,
@@ -74,9 +78,7 @@ class OpsStack(PlannedStack):
             hub_cidrs=config.hub.all_cidrs,
         )
         self.alarms: dict[str, cloudwatch.AlarmBase] = {}
-        for planned in alarms.planned_alarms(config):
-            if planned.stack_id != plan.id:
-                continue
+        for planned in mine:
             alarm: cloudwatch.AlarmBase
             if planned.key == alarms.HUB_UNREACHABLE:
                 alarm = hub_unreachable(
@@ -107,6 +109,14 @@ class OpsStack(PlannedStack):
             reason="Lambda VPC networking (ec2:CreateNetworkInterface and friends) has no resource-level "
             "permissions; the role's other grants name the log group and the one secret.",
             findings=["Resource::*"],
+        )
+        acknowledge(
+            self.canary.role,
+            "CKV_AWS_111",
+            reason="Lambda VPC networking (ec2:CreateNetworkInterface and friends) has no resource-level "
+            "permissions (Lambda Developer Guide, 'Giving Lambda functions access to a VPC'); nothing else is "
+            "granted on '*'.",
+            resource_types=["AWS::IAM::Policy"],
         )
 
 

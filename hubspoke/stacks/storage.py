@@ -16,10 +16,16 @@ from hubspoke.constructs.cnq.runtime.resources import (
 )
 from hubspoke.mtu import peer_mtu_parameter_path, peer_mtu_parameters
 from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS
+from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.wiring import Inputs, NetworkView
 from hubspoke.topology import StackPlan, stack_id
 
+# CNQ families that are Nitro instances (Amazon EC2 Instance Types guide, "Instances built on the AWS Nitro
+# System") but newer than the instance lists of the pinned Control Tower rules CT.EC2.PR.16 and CT.EC2.PR.19
+# (cdklabs-cdk-validator-cfnguard 0.0.62). ASSUMED: they also encrypt traffic between instances in transit like
+# the rest of their generation; not confirmed offline.
+NITRO_NEWER_THAN_CONTROL_TOWER_RULES = ("i7i", "i7ie")
 # Qumulo's "soft capacity limit" is in decimal terabytes; the create call takes bytes.
 BYTES_PER_TB = 10**12
 
@@ -41,7 +47,7 @@ class StorageStack(PlannedStack):
             scope, construct_id, plan=plan, purpose=f"CNQ {'hub' if is_hub else 'spoke'} in {region.region}"
         )
         storage = region.storage
-        assert storage.qumulo_core is not None  # required with storage (hubspoke.config.rules)
+        assert storage.qumulo_core is not None  # required with storage (hubspoke.config.storage_rules)
         self.inputs = Inputs(self, config=config)
         network = NetworkView(self, "Network", inputs=self.inputs, config=config, region=region.region)
         self.cluster = CnqCluster(
@@ -92,6 +98,16 @@ class StorageStack(PlannedStack):
             },
         )
         self.portal_resource = None if is_hub else self._portal(config, config.spoke(region.region))
+        _accept_bucket_findings(self.cluster)
+        if storage.instance_type.split(".")[0] in NITRO_NEWER_THAN_CONTROL_TOWER_RULES:
+            for control in ("CT.EC2.PR.16", "CT.EC2.PR.19"):
+                acknowledge(
+                    self.cluster,
+                    control,
+                    reason=f"{storage.instance_type} is a Nitro instance (EC2 Instance Types guide, 'Instances "
+                    "built on the AWS Nitro System') newer than the instance list of the pinned rule; an account "
+                    "whose Control Tower hook uses the same list refuses it: choose i4i there (README, Policy).",
+                )
         self.publish(FLOATING_IPS, self.cluster.floating_ips_joined)
         self.publish(REST_ADDRESS, Fn.select(0, self.cluster.floating_ips))
         self.publish(ADMIN_SECRET, self.cluster.admin_secret.secret_arn)
@@ -140,6 +156,65 @@ class StorageStack(PlannedStack):
         )
         portal.node.add_dependency(self.cluster_resource)
         return portal
+
+
+def _accept_bucket_findings(cluster: CnqCluster) -> None:
+    """Control Tower and checkov bucket controls that do not fit storage Qumulo manages, each with its reason."""
+    no_versions = (
+        "CNQ rewrites and deletes its own objects as files change: versions would keep every superseded block, "
+        "billed, without making the filesystem restorable; protection is the filesystem's (the hub is the copy "
+        "of record, a spoke's cache is not a backup), and the buckets are retained on delete."
+    )
+    for bucket in cluster.buckets:
+        acknowledge(bucket, "CT.S3.PR.11", reason=no_versions)
+        acknowledge(bucket, "CKV_AWS_21", reason=no_versions, resource_types=["AWS::S3::Bucket"])
+        acknowledge(
+            bucket,
+            "CT.S3.PR.9",
+            reason="Object Lock needs S3 Versioning, and once on neither can be suspended (Amazon S3 User Guide, "
+            "'Configuring S3 Object Lock'): it would bind these buckets to versions, refused for the reason of "
+            "CT.S3.PR.11; a default retention would also refuse CNQ's deletes of removed files' blocks.",
+        )
+        acknowledge(
+            bucket,
+            "CT.S3.PR.6",
+            reason="Expiration or transition rules would delete or move CNQ's blocks behind Qumulo. A rule that "
+            "only aborts incomplete multipart uploads would pass, but Qumulo does not document how long CNQ keeps "
+            "an upload open, and aborting one under it would lose a write: not added (ASSUMED unsafe).",
+        )
+    acknowledge(
+        cluster.admin_secret,
+        "CKV_AWS_149",
+        reason="The admin secret is encrypted with the AWS managed key of Secrets Manager; who may read it is "
+        "decided by IAM on its ARN (this Region's provisioner and canary, a spoke's provisioner for the hub's), "
+        "which a customer key would have to be shared with across stacks and Regions to add nothing.",
+        resource_types=["AWS::SecretsManager::Secret"],
+    )
+    access_logs = cluster.node.find_child("AccessLogs")
+    not_logged = (
+        "This bucket receives the persistent-storage buckets' access logs; logging it into itself would loop, "
+        "and logging it elsewhere only moves the question."
+    )
+    acknowledge(access_logs, "CT.S3.PR.2", reason=not_logged)
+    retention_is_the_owners = (
+        "S3's log delivery writes each log object once and never rewrites it; keeping or versioning access logs "
+        "is the account owner's audit policy (often a central log archive), not this stack's."
+    )
+    acknowledge(access_logs, "CT.S3.PR.11", reason=retention_is_the_owners)
+    acknowledge(access_logs, "CKV_AWS_21", reason=retention_is_the_owners, resource_types=["AWS::S3::Bucket"])
+    acknowledge(
+        access_logs,
+        "CT.S3.PR.9",
+        reason="A bucket with Object Lock cannot receive server access logs (Amazon S3 User Guide, 'Configuring "
+        "S3 Object Lock'), which is this bucket's only use.",
+    )
+    acknowledge(access_logs, "CKV_AWS_18", reason=not_logged, resource_types=["AWS::S3::Bucket"])
+    acknowledge(
+        access_logs,
+        "CT.S3.PR.10",
+        reason="S3 server access logging delivers only into buckets encrypted with SSE-S3, not SSE-KMS (Amazon "
+        "S3 User Guide, 'Enabling Amazon S3 server access logging'); the logs hold request metadata only.",
+    )
 
 
 def build_storage(scope: Construct, plan: StackPlan, *, config: HubSpokeConfig) -> Stack:

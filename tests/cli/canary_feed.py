@@ -15,6 +15,7 @@ from typing import Any
 
 from hubspoke.constructs.canary.runtime.handler import run as canary_run
 from hubspoke.constructs.canary.runtime.portal import PortalReading
+from tests.fakes.loopback import closed_port
 
 # The Qumulo REST API's portal `status` strings and the canary's numeric encoding of them.
 PORTAL_VALUES = {"ACTIVE": 2, "DEGRADED": 1, "INACTIVE": 0, "unreadable": -1}
@@ -43,7 +44,7 @@ def publish_canary(
             "HUBSPOKE_ENVIRONMENT": environment,
             "SPOKE_REGION": spoke,
             "HUB_ADDRESSES": hub_addresses,
-            "HUB_PORTS": str(open_port if hub_up else _closed_port()),
+            "HUB_PORTS": str(open_port if hub_up else closed_port()),
             "CONNECT_TIMEOUT_SECONDS": "1",
             "SPOKE_REST_PORT": "8000",
             "ADMIN_SECRET_ARN": f"arn:aws:secretsmanager:{spoke}:123456789012:secret:admin",
@@ -100,9 +101,3 @@ class _Listener:
 
     def __exit__(self, *_: object) -> None:
         self.sock.close()
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

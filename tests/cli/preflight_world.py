@@ -1,19 +1,20 @@
 """A fake AWS for preflight tests: moto in-process or a moto server on 127.0.0.1, seeded the same way.
 
-moto 5.2.5 lacks three things preflight reads: its Service Quotas backend serves only ServiceCode=vpc (no
-SageMaker quotas, no ListServiceQuotas), EKS has no DescribeClusterVersions, and SSM has none of AWS's
-public Canonical parameters (and, like AWS, refuses to create a parameter under /aws/). `Unsupported`
-answers exactly those operations on the clients it hands out, with a botocore before-call hook (the
-mechanism botocore's Stubber uses, limited to the named operations); every other call goes to moto.
-Images with a chosen ID, owner and date are put into moto's EC2 backend directly (moto's RegisterImage
+moto 5.2.5 lacks some of what preflight calls: its Service Quotas backend serves only ServiceCode=vpc defaults
+(no SageMaker quotas, no ListServiceQuotas, no applied values), EKS has no DescribeClusterVersions, Lambda
+no GetAccountSettings, and SSM has none of AWS's public Canonical parameters (and, like AWS, refuses to create
+a parameter under /aws/). `Unsupported` answers exactly those operations on the clients it hands out, with
+botocore hooks (the events botocore's Stubber uses): `before-parameter-build` sees the caller's parameters and
+the hook refuses what the service would (a wrong ServiceCode, an unknown NextToken), `before-call` answers in
+the shape of the botocore service model, a page at a time, so the caller must paginate. Every other call goes
+to moto. Images with a chosen ID, owner and date are put into moto's EC2 backend directly (moto's RegisterImage
 picks its own ID and date); the in-process mock and the server share that backend.
 """
 
 from __future__ import annotations
 
-import json
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -31,19 +32,51 @@ from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
 from tests.conftest import ROOT
 
 P5 = "ml.p5.48xlarge"
+# Quota names as the SageMaker Developer Guide ("Prerequisites for using SageMaker HyperPod") lists them.
+PER_CLUSTER = "Maximum number instances allowed per SageMaker HyperPod cluster"
+TOTAL = "Total number of instances allowed across SageMaker HyperPod clusters"
+# Small pages, so a caller that does not follow NextToken misses quotas.
+PAGE = 2
 
 
-def sagemaker_quota(instance_type: str, value: float, code: str = "L-TESTP5") -> dict[str, Any]:
-    return {
-        "ServiceCode": "sagemaker",
-        "QuotaCode": code,
-        "QuotaName": f"{instance_type} for cluster usage",
-        "Value": value,
-    }
+def sagemaker_quota(name: str, value: float, code: str = "L-TESTP5") -> dict[str, Any]:
+    """A SageMaker ServiceQuota; `name` is an instance type (its 'for cluster usage' quota) or a quota name."""
+    quota_name = f"{name} for cluster usage" if name.startswith("ml.") else name
+    return {"ServiceCode": "sagemaker", "QuotaCode": code, "QuotaName": quota_name, "Value": value}
 
 
-def eks_version(version: str, status: str = "STANDARD_SUPPORT") -> dict[str, Any]:
+def hyperpod_limits(per_cluster: float = 20, total: float = 30) -> list[dict[str, Any]]:
+    return [
+        sagemaker_quota(PER_CLUSTER, per_cluster, "L-2CE978FC"),
+        sagemaker_quota(TOTAL, total, "L-3308CCC7"),
+    ]
+
+
+def eks_version(
+    version: str, status: str = "STANDARD_SUPPORT", *, deprecated_field: bool = False
+) -> dict[str, Any]:
+    """A ClusterVersionInformation; `deprecated_field` fills only `status`, spelled per ClusterVersionStatus."""
+    if deprecated_field:
+        return {"clusterVersion": version, "clusterType": "eks", "status": status.lower().replace("_", "-")}
     return {"clusterVersion": version, "clusterType": "eks", "versionStatus": status}
+
+
+class Refused(Exception):
+    """A request the real service would refuse; raised out of the hook so the test fails loudly."""
+
+
+def _paged(items: list[dict[str, Any]], token: str | None, key: str, token_key: str) -> dict[str, Any]:
+    start = 0
+    if token is not None:
+        if not token.startswith("page-"):
+            raise Refused(
+                f"unknown {token_key} {token!r}: the service answers InvalidPaginationTokenException"
+            )
+        start = int(token.removeprefix("page-"))
+    page: dict[str, Any] = {key: items[start : start + PAGE]}
+    if start + PAGE < len(items):
+        page[token_key] = f"page-{start + PAGE}"
+    return page
 
 
 def dev_images() -> dict[str, str]:
@@ -70,10 +103,14 @@ class Hooked:
 
 @dataclass
 class Unsupported(Hooked):
-    """Answers what moto cannot for preflight, passes the rest through."""
+    """Answers what moto cannot for preflight, checks how it is asked, passes the rest through."""
 
-    applied_quotas: list[dict[str, Any]] = field(default_factory=lambda: [sagemaker_quota(P5, 2)])
+    applied_quotas: list[dict[str, Any]] = field(
+        default_factory=lambda: [sagemaker_quota(P5, 2), *hyperpod_limits()]
+    )
     default_quotas: list[dict[str, Any]] = field(default_factory=list)
+    # Applied values of vpc quotas (moto answers only AWS defaults), by quota code.
+    applied_vpc_quotas: dict[str, float] = field(default_factory=dict)
     eks_versions: list[dict[str, Any]] = field(
         default_factory=lambda: [
             eks_version("1.33"),
@@ -81,49 +118,89 @@ class Unsupported(Hooked):
             eks_version("1.29", "EXTENDED_SUPPORT"),
         ]
     )
+    # Lambda AccountLimit: the AWS default account limit is 1,000 (Lambda quotas page).
+    lambda_limit: dict[str, int] = field(
+        default_factory=lambda: {"ConcurrentExecutions": 1000, "UnreservedConcurrentExecutions": 1000}
+    )
+    asked: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     # Region -> the image ID Canonical's public "current Ubuntu 24.04" parameter names there; by default
     # the images config/dev.yaml pins.
     ubuntu_images: dict[str, str] = field(default_factory=lambda: dev_images())
 
-    def hook(self, client: Any, service: str, region: str) -> None:
-        if service == "eks":
-            eks_versions = self.eks_versions
+    def _answers(
+        self, service: str, region: str
+    ) -> dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]]:
+        def quota_list(items: list[dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+            def answer(params: dict[str, Any]) -> dict[str, Any]:
+                if params.get("ServiceCode") != "sagemaker":
+                    raise Refused(
+                        f"ServiceCode {params.get('ServiceCode')!r}: this fake serves only sagemaker"
+                    )
+                return _paged(items, params.get("NextToken"), "Quotas", "NextToken")
 
-            def versions(model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
-                if model.name != "DescribeClusterVersions":
-                    return None
-                return AWSResponse("https://stub", 200, {}, None), {"clusterVersions": eks_versions}
+            return answer
 
-            client.meta.events.register("before-call.eks.DescribeClusterVersions", versions)
-        if service == "service-quotas":
-            canned = {
-                "ListServiceQuotas": self.applied_quotas,
-                "ListAWSDefaultServiceQuotas": self.default_quotas,
+        def vpc_quota(params: dict[str, Any]) -> dict[str, Any] | None:
+            code = params.get("QuotaCode")
+            if params.get("ServiceCode") != "vpc" or code not in self.applied_vpc_quotas:
+                return None  # moto answers (the AWS default)
+            return {
+                "Quota": {"ServiceCode": "vpc", "QuotaCode": code, "Value": self.applied_vpc_quotas[code]}
             }
 
-            def answer(model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
-                if model.name not in canned:
-                    return None
-                return AWSResponse("https://stub", 200, {}, None), {"Quotas": canned[model.name]}
+        def versions(params: dict[str, Any]) -> dict[str, Any]:
+            return _paged(self.eks_versions, params.get("nextToken"), "clusterVersions", "nextToken")
 
-            client.meta.events.register("before-call.service-quotas.*", answer)
-        if service == "ssm":
+        def account_settings(params: dict[str, Any]) -> dict[str, Any]:
+            if params:
+                raise Refused(f"GetAccountSettings takes no parameters, got {params}")
+            return {"AccountLimit": dict(self.lambda_limit), "AccountUsage": {"FunctionCount": 0}}
+
+        def ubuntu_parameter(params: dict[str, Any]) -> dict[str, Any] | None:
+            if params.get("Name") != UBUNTU_PARAMETER:
+                return None  # moto answers (the CDK bootstrap parameter, for one)
             current = self.ubuntu_images.get(region)
+            if current is None:
+                return {"Error": {"Code": "ParameterNotFound", "Message": "not published here"}}
+            return {"Parameter": {"Name": UBUNTU_PARAMETER, "Type": "String", "Value": current, "Version": 1}}
 
-            def ubuntu(model: Any, params: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
-                body = params.get("body") or b"{}"  # the serialized request (SSM speaks JSON)
-                name = json.loads(body.decode() if isinstance(body, bytes) else body).get("Name")
-                if model.name != "GetParameter" or name != UBUNTU_PARAMETER:
-                    return None
-                if current is None:
-                    error = {"Error": {"Code": "ParameterNotFound", "Message": "not published here"}}
-                    return AWSResponse("https://stub", 400, {}, None), error
-                return AWSResponse("https://stub", 200, {}, None), {
-                    "Parameter": {"Name": UBUNTU_PARAMETER, "Type": "String", "Value": current, "Version": 1}
-                }
+        return {
+            "service-quotas": {
+                "ListServiceQuotas": quota_list(self.applied_quotas),
+                "ListAWSDefaultServiceQuotas": quota_list(self.default_quotas),
+                "GetServiceQuota": vpc_quota,
+            },
+            "eks": {"DescribeClusterVersions": versions},
+            "lambda": {"GetAccountSettings": account_settings},
+            "ssm": {"GetParameter": ubuntu_parameter},
+        }.get(service, {})
 
-            client.meta.events.register("before-call.ssm.GetParameter", ubuntu)
+    def hook(self, client: Any, service: str, region: str) -> None:
+        answers = self._answers(service, region)
+        if not answers:
+            return
+
+        def capture(params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+            if model.name in answers:
+                context["hubspoke-params"] = dict(params)
+                self.asked.append((model.name, dict(params)))
+
+        def answer(
+            model: Any, context: dict[str, Any], **_: Any
+        ) -> tuple[AWSResponse, dict[str, Any]] | None:
+            if model.name not in answers:
+                return None
+            body = answers[model.name](context.get("hubspoke-params", {}))
+            if body is None:
+                return None
+            # botocore raises a ClientError from the parsed body when the status is an error.
+            return AWSResponse("https://stub", 400 if "Error" in body else 200, {}, None), body
+
+        # The newest fake wrapping a (cached) client answers: a test may re-wrap the same world's clients.
+        for event, handler in (("before-parameter-build", capture), ("before-call", answer)):
+            client.meta.events.unregister(event, unique_id=f"hubspoke-fake-{event}")
+            client.meta.events.register(event, handler, unique_id=f"hubspoke-fake-{event}")
 
 
 @dataclass

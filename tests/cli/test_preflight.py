@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,13 @@ from hubspoke.cli.preflight_checks import (
 )
 from hubspoke.config import load
 from tests.cli.preflight_world import (
-    P5,
     Unsupported,
     World,
     eks_version,
     isolate_from_real_aws,
-    sagemaker_quota,
 )
 from tests.conftest import minimal, write_config
+from tests.fakes.loopback import closed_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,9 +56,11 @@ def test_healthy_deployed_environment_passes_every_check(world: World, tmp_path:
             "accelerator az",
             "sagemaker quota",
             "kubernetes version",
+            "security group rules",
         ):
             assert (region, check) in checks
     assert ("us-east-2", "peering quota") in checks
+    assert ("us-west-2", "lambda concurrency") in checks  # the spoke runs the canary
     # Our own VPCs carry the environment's tags: recognized, not reported as clashes.
     assert any("already deployed" in r.detail for r in _rows(results, "cidr overlap"))
 
@@ -155,37 +155,21 @@ def test_accelerator_az_without_p5_fails_and_names_an_az_that_has_it(world: Worl
 
 
 @pytest.mark.parametrize(
-    ("applied", "defaults", "plan", "status"),
-    [
-        ([sagemaker_quota(P5, 1)], [], False, "fail"),
-        ([], [sagemaker_quota(P5, 0)], False, "fail"),
-        ([], [sagemaker_quota(P5, 4)], False, "pass"),
-        ([sagemaker_quota(P5, 0)], [], True, "warn"),
-        ([], [], False, "warn"),
-    ],
-)
-def test_sagemaker_cluster_quota(
-    world: World, tmp_path: Path, applied: list[Any], defaults: list[Any], plan: bool, status: str
-) -> None:
-    world.bootstrap("us-west-2")
-    compute: dict[str, Any] = {"instance_groups": [{"count": 2}]}
-    if plan:
-        compute["training_plan_arn"] = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p"
-    spokes = [{"region": "us-west-2", "cidr": "10.20.0.0/16", "compute": compute}]
-    clients = Unsupported(world.clients, applied_quotas=applied, default_quotas=defaults)
-    results = _run(_config(tmp_path, spokes=spokes), clients, only={"us-west-2"})
-    (row,) = _rows(results, "sagemaker quota", "us-west-2")
-    assert row.status == status
-    if status == "fail":
-        assert "--quota-code L-TESTP5 --desired-value 2 --region us-west-2" in row.fix
-
-
-@pytest.mark.parametrize(
     ("versions", "status"),
     [
         ([eks_version("1.32")], "fail"),
         ([eks_version("1.33", "EXTENDED_SUPPORT"), eks_version("1.34")], "warn"),
         ([eks_version("1.33", "UNSUPPORTED")], "fail"),
+        # Only the deprecated `status` field, spelled per ClusterVersionStatus (botocore eks model).
+        ([eks_version("1.33", "UNSUPPORTED", deprecated_field=True)], "fail"),
+        (
+            [
+                eks_version("1.33", "EXTENDED_SUPPORT", deprecated_field=True),
+                eks_version("1.34", deprecated_field=True),
+                eks_version("1.31", "EXTENDED_SUPPORT"),
+            ],
+            "warn",
+        ),
     ],
 )
 def test_kubernetes_version_offered_by_eks(
@@ -196,6 +180,65 @@ def test_kubernetes_version_offered_by_eks(
     (row,) = _rows(results, "kubernetes version")
     assert row.status == status
     assert "compute.kubernetes_version" in row.fix
+    if status == "warn":
+        assert row.fix.endswith("to 1.34")
+
+
+def test_denied_call_inside_a_two_service_check_names_that_calls_permission(
+    world: World, tmp_path: Path
+) -> None:
+    """The peering check reads EC2 then Service Quotas; a denied EC2 call is an ec2: permission (IAM Service
+    Authorization Reference: ec2:DescribeVpcPeeringConnections)."""
+    world.deployed_dev()
+    base = Unsupported(world.clients)
+
+    def clients(service: str, region: str) -> Any:
+        client = base(service, region)
+        if service == "ec2":
+
+            def deny(model: Any, **_: Any) -> Any:
+                if model.name != "DescribeVpcPeeringConnections":
+                    return None
+                error = {"Code": "UnauthorizedOperation", "Message": "You are not authorized"}
+                from botocore.awsrequest import AWSResponse
+
+                return AWSResponse("https://stub", 403, {}, None), {
+                    "Error": error,
+                    "ResponseMetadata": {"HTTPStatusCode": 403},
+                }
+
+            client.meta.events.register("before-call.ec2.DescribeVpcPeeringConnections", deny)
+        return client
+
+    results = _run(ROOT / "config" / "dev.yaml", clients, only={"us-east-2"})
+    (row,) = _rows(results, "peering quota")
+    assert row.status == "fail"
+    assert "ec2:DescribeVpcPeeringConnections" in row.fix and "servicequotas" not in row.fix
+
+
+def test_local_zones_are_never_suggested_as_az_ids(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DescribeAvailabilityZones(AllAvailabilityZones) also lists Local Zones (ZoneType local-zone, IDs such as
+    usw2-lax1-az1); a subnet AZ ID in the config must be an Availability Zone, so only those are suggested."""
+    from moto.ec2.models.availability_zones_and_regions import RegionsAndZonesBackend, Zone
+    from pydantic import TypeAdapter
+
+    from hubspoke.config.schema import AzId
+
+    zones = RegionsAndZonesBackend.zones
+    local = Zone(
+        region_name="us-west-2", name="us-west-2-lax-1a", zone_id="usw2-lax1-az1", zone_type="local-zone"
+    )
+    monkeypatch.setitem(zones, "us-west-2", [*zones["us-west-2"], local])
+    world.deployed_dev()
+    spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "az_ids": ["usw2-az1", "usw2-az9"]}
+    results = _run(_config(tmp_path, spokes=[spoke]), Unsupported(world.clients), only={"us-west-2"})
+    (row,) = _rows(results, "az ids", "us-west-2")
+    suggested = row.fix.split("from ", 1)[1].split(" in ", 1)[0].split(", ")
+    assert row.status == "fail" and "usw2-lax1-az1" not in suggested and "usw2-az1" in suggested
+    for az in suggested:
+        TypeAdapter(AzId).validate_python(az)  # every suggestion is one the config accepts
 
 
 def test_denied_call_names_the_permission(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -238,10 +281,7 @@ def test_cli_unreachable_endpoint_fails_rows_without_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     isolate_from_real_aws(monkeypatch)
-    with socket.socket() as sock:  # a loopback port nobody listens on once this closes
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{closed_port()}")
     code = main(["preflight", "--config", str(_config(tmp_path)), "--region", "us-west-2"])
     captured = capsys.readouterr()
     assert code == 1

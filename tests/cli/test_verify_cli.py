@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from tests.cli.preflight_world import isolate_from_real_aws
 from tests.cli.test_verify import quoted_command_problems
 from tests.cli.verify_fixtures import Kube, exec_plugin
 from tests.cli.verify_world import DeployedWorld
+from tests.fakes.loopback import closed_port
 
 
 def _use(monkeypatch: pytest.MonkeyPatch, world: DeployedWorld) -> None:
@@ -96,10 +96,7 @@ def test_unreachable_endpoint_fails_without_traceback(
     deployed_config: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     isolate_from_real_aws(monkeypatch)
-    with socket.socket() as sock:  # a loopback port nobody listens on once this closes
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{closed_port()}")
     assert main(["verify", "--config", str(deployed_config), "--region", "eu-west-1"]) == 1
     captured = capsys.readouterr()
     assert "cannot reach AWS" in captured.out and "Traceback" not in captured.err

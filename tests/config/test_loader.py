@@ -183,3 +183,15 @@ def test_rules_treat_an_omitted_enabled_as_the_schema_does() -> None:
     from hubspoke.config.schema import ComputeConfig, StorageConfig
 
     assert StorageConfig().enabled is ComputeConfig().enabled is True
+
+
+def test_flow_logs_kept_for_less_than_a_year_are_refused_before_synth(tmp_path: Path) -> None:
+    """Control Tower's CT.CLOUDWATCH.PR.2 (ct-cloudwatch-pr-2.guard in cdklabs-cdk-validator-cfnguard 0.0.62)
+    requires a retention of 365 days or more; validation says so before synth stops on it."""
+    data = minimal()
+    data["hub"]["flow_logs_retention_days"] = 30
+    found = problems(tmp_path, data)
+    assert any(p.startswith("hub.flow_logs_retention_days") for p in found), found
+    assert any("365" in p for p in found), found
+    data["hub"]["flow_logs_retention_days"] = 731
+    assert load(write_config(tmp_path, data, name="kept.yaml")).config.hub.flow_logs_retention_days == 731

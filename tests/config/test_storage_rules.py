@@ -100,16 +100,20 @@ def test_hub_and_spoke_must_run_one_release(tmp_path: Path) -> None:
     assert line.startswith("spokes[0].storage.qumulo_core.version: 7.10.3 differs from hub.storage")
 
 
-def test_no_nat_with_storage_is_refused_with_the_fix(tmp_path: Path) -> None:
-    """Qumulo: nodes must reach api.missionq.qumulo.com and api.nexus.qumulo.com for deployment and quorum."""
+def test_no_nat_with_storage_or_compute_is_refused_with_the_fix(tmp_path: Path) -> None:
+    """Qumulo: nodes must reach api.missionq.qumulo.com and api.nexus.qumulo.com for deployment and quorum.
+    SageMaker HyperPod developer guide ("custom Amazon VPC"): without internet access, nodes need an interface
+    endpoint per service (ECR, EKS, SageMaker, CloudWatch), and the VPC here has only the S3 gateway endpoint."""
     data = minimal()
     data["spokes"][0]["nat"] = "none"
-    (line,) = problems(tmp_path, data)
-    assert (
-        line.startswith("spokes[0].nat: none") and "nat: single" in line and "storage.enabled: false" in line
-    )
-    data["spokes"][0]["storage"] = {"enabled": False}
+    storage_line, compute_line = problems(tmp_path, data)
+    assert storage_line.startswith("spokes[0].nat: none") and "storage.enabled: false" in storage_line
+    assert compute_line.startswith("spokes[0].nat: none") and "compute.enabled: false" in compute_line
+    assert "ECR" in compute_line and "nat: single" in compute_line
     data["spokes"][0]["compute"] = {"enabled": False}
+    (line,) = problems(tmp_path, data)
+    assert line == storage_line
+    data["spokes"][0]["storage"] = {"enabled": False}
     load(write_config(tmp_path, data))
 
 

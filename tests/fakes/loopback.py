@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import socket
 import threading
 
 
@@ -15,3 +16,10 @@ def serve_in_background(server: http.server.HTTPServer, scheme: str) -> str:
 def shut(server: http.server.HTTPServer) -> None:
     server.shutdown()
     server.server_close()
+
+
+def closed_port() -> int:
+    """A loopback TCP port nobody listens on once this returns: connections to it are refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

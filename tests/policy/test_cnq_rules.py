@@ -57,14 +57,6 @@ def _drop(kind: str, stack: str = "network-us-west-2") -> Mutation:
     return mutate
 
 
-def _long_wait(templates: Templates) -> None:
-    machine = next(
-        res for _, res in resources(templates["storage-us-west-2"], "AWS::StepFunctions::StateMachine")
-    )
-    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
-    parts[0] = parts[0].replace('"MaxAttempts":100', '"MaxAttempts":120')  # 120 x 30 s = 3600 s
-
-
 def _replication_ingress(protocol: str, low: int, high: int) -> Mutation:
     """Ingress from the VPC that admits TCP 3712: tcp or its number 6 over a range, or -1 (every protocol;
     AWS::EC2::SecurityGroupIngress IpProtocol: 'Use -1 to specify all protocols')."""
@@ -89,7 +81,6 @@ def _replication_ingress(protocol: str, low: int, high: int) -> Mutation:
         ("HubSpoke-StableNodeUserData", _moving_user_data),
         ("HubSpoke-CnqNetworkNeeds", _drop("AWS::EC2::NatGateway")),
         ("HubSpoke-CnqNetworkNeeds", _drop("AWS::EC2::VPCEndpoint")),
-        ("HubSpoke-WaitWithinCustomResourceLimit", _long_wait),
         ("HubSpoke-NoUnusedQumuloPort", _replication_ingress("tcp", 3712, 3712)),
         ("HubSpoke-NoUnusedQumuloPort", _replication_ingress("6", 3000, 4000)),
         ("HubSpoke-NoUnusedQumuloPort", _replication_ingress("-1", -1, -1)),

@@ -1,6 +1,6 @@
 """Each HyperPod rule of our pack passes the dev templates (test_rules.py) and catches a mutated template.
 
-The constraints and their sources are the rules' own (hubspoke/policy/rules.py); each mutation below breaks one
+The constraints and their sources are the rules' own (hubspoke/policy/hyperpod.py); each mutation below breaks one
 the way a careless change would, and the expected rule ID is written out here, not imported.
 """
 

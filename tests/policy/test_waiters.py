@@ -103,3 +103,22 @@ def test_without_a_service_timeout_cloudformation_waits_3600_s(
 def test_waiter_seconds_follow_step_functions_retry_rules(retry: dict[str, float], seconds: float) -> None:
     definition = {"States": {"poll": {"Type": "Task", "Retry": [retry]}, "done": {"Type": "Succeed"}}}
     assert waiter_seconds(definition) == seconds
+
+
+def test_the_cnq_provisioners_waiter_is_judged_too(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    """The CNQ provisioner polls every 30 s up to storage.formation_timeout_minutes (50 in dev.yaml: 100 polls);
+    120 polls are the 3600 s CloudFormation allows in all, so every CNQ custom resource of that provider is caught.
+    """
+    stack = "storage-us-west-2"
+    broken = copy.deepcopy(dev_templates)
+    [machine] = [
+        r for r in broken[stack]["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"
+    ]
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    assert '"IntervalSeconds":30,"MaxAttempts":100' in parts[0]
+    parts[0] = parts[0].replace('"MaxAttempts":100', '"MaxAttempts":120')
+    cnq = {i for i, r in broken[stack]["Resources"].items() if r["Type"].startswith("Custom::Cnq")}
+    assert cnq
+    assert set(_hits(broken, dev_config)) == {(stack, i) for i in cnq}

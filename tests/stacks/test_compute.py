@@ -18,7 +18,7 @@ from hubspoke.config import HubSpokeConfig, load
 from hubspoke.k8s.job import JOB_KINDS, training_job
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
 from hubspoke.topology import plan_stacks, stack_name
-from tests.conftest import ROOT, Shape, resources
+from tests.conftest import ROOT, Shape, minimal, resources, synth
 
 Template = dict[str, Any]
 
@@ -279,6 +279,25 @@ def test_no_compute_where_config_switches_it_off(shape: Shape) -> None:
                 "AWS::EKS::Cluster",
                 "Custom::AWSCDK-EKS-Cluster",
             }, sid
+
+
+def test_listed_public_access_cidrs_open_the_endpoint_and_still_synthesize(config_from: Any) -> None:
+    """README: `compute.public_access_cidrs` makes the EKS API endpoint public to those CIDRs only. Control Tower's
+    CT.EKS.PR.1 (ct-eks-pr-1.guard) wants EndpointPublicAccess false, so a synth that runs it (every synth here)
+    must carry the acknowledgment, and only when CIDRs are listed (the dev shape lists none and is private)."""
+    data = minimal()
+    data["spokes"][0]["compute"] = {"public_access_cidrs": ["198.51.100.0/24"]}
+    built = synth(config_from(data))
+    for code, public in (("us-west-2", True), ("us-east-2", False)):
+        (cluster,) = [
+            r["Properties"]
+            for r in built[f"compute-{code}"]["Resources"].values()
+            if r["Type"] == "AWS::EKS::Cluster"
+        ]
+        vpc = cluster["ResourcesVpcConfig"]
+        assert vpc["EndpointPrivateAccess"] is True
+        assert vpc["EndpointPublicAccess"] is public
+        assert vpc.get("PublicAccessCidrs") == (["198.51.100.0/24"] if public else None)
 
 
 def job_agent_endpoints(config: HubSpokeConfig, code: str) -> set[str]:

@@ -12,17 +12,14 @@ from hubspoke.config.layout import route_table_az_ids
 from hubspoke.topology import stack_name
 from tests.conftest import Shape, Templates, properties
 
-# What crosses the peering, written out from the sources rather than read from hubspoke.ports: Qumulo
-# "Required networking ports" (NFS TCP 2049, rpcbind TCP 111 for NFSv3, portal TCP 3713 in both directions on
-# every node, REST TCP 8000) and EC2 User Guide "Path MTU Discovery" (ICMP type 3 code 4, fragmentation needed).
-# As (IpProtocol, FromPort, ToPort): for ICMP, CloudFormation's FromPort is the type and ToPort the code.
-PEER_RULES = {
-    ("tcp", 2049, 2049),
-    ("tcp", 111, 111),
-    ("tcp", 3713, 3713),
-    ("tcp", 8000, 8000),
-    ("icmp", 3, 4),
-}
+# What crosses the peering, written out from the sources rather than read from hubspoke.ports: Qumulo "Required
+# networking ports" (portal TCP 3713 in both directions on every node) and EC2 User Guide "Path MTU Discovery"
+# (ICMP type 3 code 4, fragmentation needed), plus what this project's spoke-side code calls on the hub: the
+# canary's NFS probe (TCP 2049) and the provisioner's REST call (TCP 8000). As (IpProtocol, FromPort, ToPort):
+# for ICMP, CloudFormation's FromPort is the type and ToPort the code.
+PORTAL, PMTUD = ("tcp", 3713, 3713), ("icmp", 3, 4)
+FROM_SPOKE_RULES = {("tcp", 2049, 2049), PORTAL, ("tcp", 8000, 8000), PMTUD}
+FROM_HUB_RULES = {PORTAL, PMTUD}
 
 
 def test_one_peering_per_spoke_and_none_elsewhere(shape: Shape) -> None:
@@ -91,17 +88,40 @@ def _ingress(templates: Templates) -> Iterator[tuple[str, dict[str, Any]]]:
 def test_cross_region_ingress_only_from_peer_cidrs_on_needed_ports(shape: Shape) -> None:
     config, templates = shape.config, shape.templates
     for spoke in config.spokes:
-        for sid, peer_cidrs in (
-            (f"network-{spoke.region}", config.hub.all_cidrs),
-            (f"link-{spoke.region}", spoke.all_cidrs),
+        for sid, peer_cidrs, wanted in (
+            (f"network-{spoke.region}", config.hub.all_cidrs, FROM_HUB_RULES),
+            (f"link-{spoke.region}", spoke.all_cidrs, FROM_SPOKE_RULES),
         ):
             rules = [r for s, r in _ingress(templates) if s == sid]
             assert {r["CidrIp"] for r in rules} == set(peer_cidrs)
             for cidr in peer_cidrs:
                 got = {(r["IpProtocol"], r["FromPort"], r["ToPort"]) for r in rules if r["CidrIp"] == cidr}
-                assert got == PEER_RULES, (sid, cidr)
+                assert got == wanted, (sid, cidr)
     for _, rule in _ingress(templates):
         assert rule.get("CidrIp") != "0.0.0.0/0" and rule.get("CidrIpv6") != "::/0"
+
+
+def test_every_port_open_on_the_hub_from_a_spoke_is_one_the_spoke_uses(shape: Shape) -> None:
+    """No rule without a user: each TCP port the hub admits from a spoke is one a spoke-side security group sends
+    to the hub on (canary, provisioner), or the portal; each rule costs quota (60 rules per group by default)."""
+    config, templates = shape.config, shape.templates
+    hub_cidrs = set(config.hub.all_cidrs)
+    for spoke in config.spokes:
+        egress_to_hub = {
+            ("tcp", r["FromPort"], r["ToPort"])
+            for sid in (f"ops-{spoke.region}", f"storage-{spoke.region}")
+            if sid in templates
+            for _, sg in properties(templates[sid], "AWS::EC2::SecurityGroup")
+            for r in sg.get("SecurityGroupEgress", [])
+            if r.get("CidrIp") in hub_cidrs and r.get("IpProtocol") == "tcp"
+        }
+        used = egress_to_hub | {PORTAL, PMTUD}
+        admitted = {
+            (r["IpProtocol"], r["FromPort"], r["ToPort"])
+            for s, r in _ingress(templates)
+            if s == f"link-{spoke.region}"
+        }
+        assert admitted <= used, f"rules nobody uses: {sorted(admitted - used)}"
 
 
 def test_vpcs_and_their_secondary_blocks_match_config_and_do_not_overlap(shape: Shape) -> None:

@@ -1,8 +1,8 @@
 """Verify's cross-Region security-group check: the group admits exactly the peer CIDRs on the ports of ports.py.
 
 The group is the Network stack's PeerPathSecurityGroupId; its ingress is written by constructs/peering.py
-(PeerSide: one rule per peer CIDR and port of CROSS_REGION_PORTS, from the spoke's Network stack and the
-hub's Link stacks). Security groups cannot be referenced across Regions (VPC peering guide), so any other
+(PeerSide: one rule per peer CIDR and port of its direction, ports.py FROM_SPOKE on the hub and FROM_HUB in
+a spoke, from the spoke's Network stack and the hub's Link stacks). Security groups cannot be referenced across Regions (VPC peering guide), so any other
 source, a group or prefix list included, is not ours. A rule deleted outside CloudFormation is not restored
 by redeploying an unchanged template, so the fixes name the EC2 call that restores or removes exactly it.
 """
@@ -17,7 +17,7 @@ from hubspoke.cli.checks import CheckResult
 from hubspoke.cli.verify.live import Context
 from hubspoke.config import RegionConfig
 from hubspoke.outputs import PEER_PATH_SECURITY_GROUP
-from hubspoke.ports import CROSS_REGION_PORTS
+from hubspoke.ports import FROM_HUB, FROM_SPOKE, PeerPort
 from hubspoke.topology import stack_id
 
 # EC2 IpProtocol accepts names or IANA numbers; DescribeSecurityGroups answers names for these three.
@@ -27,12 +27,17 @@ Rule = tuple[str, int | None, int | None, str]
 """(protocol, FromPort, ToPort, source): one source of one IpPermission; for ICMP the ports are type and code."""
 
 
+def admitted_ports(ctx: Context, region: RegionConfig) -> tuple[PeerPort, ...]:
+    """The hub's group admits the spokes on FROM_SPOKE, a spoke's group admits the hub on FROM_HUB (ports.py)."""
+    return FROM_SPOKE if region.region == ctx.config.hub.region else FROM_HUB
+
+
 def expected_ingress(ctx: Context, region: RegionConfig) -> set[Rule]:
-    """Every peer CIDR of the Region on every cross-Region port, as PeerSide writes the ingress rules."""
+    """Every peer CIDR of the Region on every port of its direction, as PeerSide writes the ingress rules."""
     return {
         (p.protocol, p.port, p.icmp_code if p.protocol == "icmp" else p.port, cidr)
         for cidr in ctx.config.peer_cidrs(region)
-        for p in CROSS_REGION_PORTS
+        for p in admitted_ports(ctx, region)
     }
 
 
@@ -131,7 +136,7 @@ def security_group_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]
         )
     if rows:
         return rows
-    ports = ", ".join(p.label for p in CROSS_REGION_PORTS)
+    ports = ", ".join(p.label for p in admitted_ports(ctx, region))
     return [
         CheckResult(
             code,

@@ -54,7 +54,9 @@ class HubCanary(Construct):
         spoke_rest_address: str | None = None,
         spoke_rest_port: int = QUMULO_REST,
         admin_secret_arn: str | None = None,
-        log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
+        # A year: Control Tower CT.CLOUDWATCH.PR.2 refuses log groups kept for less.
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+        reserved_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.environment = environment
@@ -105,8 +107,11 @@ class HubCanary(Construct):
             vpc=vpc,
             vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
             security_groups=[self.security_group],
-            # One run at a time: a slow run must not overlap the next and double-publish.
-            reserved_concurrent_executions=1,
+            # No reservation unless the config opts in (ops.reserve_canary_concurrency): Lambda keeps 100
+            # executions unreserved, so accounts with a low limit refuse any (Lambda Developer Guide,
+            # "Configuring reserved concurrency"). Runs do not overlap anyway: FUNCTION_TIMEOUT is shorter than
+            # the one-minute schedule, and a rare duplicate delivery only repeats a Minimum/Maximum datapoint.
+            reserved_concurrent_executions=reserved_concurrency,
             environment={
                 "HUBSPOKE_ENVIRONMENT": environment,
                 "SPOKE_REGION": spoke,

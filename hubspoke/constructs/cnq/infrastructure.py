@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from typing import Any
 
-from aws_cdk import CfnTag, CustomResource, Fn, RemovalPolicy, Stack
+from aws_cdk import CfnTag, CustomResource, Duration, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
@@ -22,6 +23,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from hubspoke.config.schema import QumuloCoreConfig, StorageConfig
+from hubspoke.constructs.buckets import events_to_eventbridge
 from hubspoke.constructs.cnq.node import render_boot_script
 from hubspoke.constructs.cnq.node.volumes import node_volumes
 from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
@@ -37,6 +39,8 @@ from hubspoke.ports import NFS, QUMULO_PORTAL, QUMULO_REST, RPCBIND, SSH
 PASSWORD_EXCLUDED = " \"'`\\/@$%&*()[]{}<>|;:,?#"
 # ENI attributes are only known at deploy time: Qumulo gets them joined, the stack outputs them joined.
 FLOATING_IP_SEPARATOR = ","
+# Instance metadata by session token only (IMDSv2): the boot script asks for a token first (node/boot.sh, imds).
+IMDS_V2_ONLY: dict[str, Any] = {"http_tokens": "required", "http_endpoint": "enabled"}
 _REGION_WORDS = {"north": "n", "south": "s", "east": "e", "west": "w", "central": "c", "northeast": "ne",
                  "southeast": "se", "northwest": "nw", "southwest": "sw"}  # fmt: skip
 
@@ -81,7 +85,7 @@ class CnqCluster(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         if storage.ami_id is None or storage.qumulo_core is None:
-            raise ValueError("storage.ami_id and storage.qumulo_core are required (hubspoke.config.rules)")
+            raise ValueError("storage.ami_id and storage.qumulo_core are required (config/storage_rules.py)")
         self.name = name
         self.storage = storage
         self.key = retained_key(self, "Key", description=f"CNQ {name}: persistent storage and node volumes")
@@ -141,11 +145,13 @@ class CnqCluster(Construct):
                 iam_instance_profile=profile.ref,
                 user_data=user_data,
                 network_interfaces=[
-                    ec2.CfnInstance.NetworkInterfaceProperty(device_index="0", network_interface_id=eni.ref)
+                    # Fn::GetAtt Id rather than Ref: the same ENI, and what Control Tower's CT.EC2.PR.8 reads
+                    # as "an existing interface" (a public IP can only go on a new one).
+                    ec2.CfnInstance.NetworkInterfaceProperty(
+                        device_index="0", network_interface_id=eni.attr_id
+                    )
                 ],
-                metadata_options=ec2.CfnInstance.MetadataOptionsProperty(
-                    http_tokens="required", http_endpoint="enabled"
-                ),
+                metadata_options=ec2.CfnInstance.MetadataOptionsProperty(**IMDS_V2_ONLY),
                 launch_template=ec2.CfnInstance.LaunchTemplateSpecificationProperty(
                     launch_template_id=volumes.ref, version=volumes.attr_latest_version_number
                 ),
@@ -224,6 +230,9 @@ class CnqCluster(Construct):
                     )
                     for volume in self.volumes
                 ],
+                # As the nodes set them: Control Tower (CT.EC2.PR.1, PR.10) judges a launch template alone.
+                metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(**IMDS_V2_ONLY),
+                monitoring=ec2.CfnLaunchTemplate.MonitoringProperty(enabled=True),
                 # Retained volumes stay findable by cluster after the stack is gone (teardown.md).
                 tag_specifications=[
                     ec2.CfnLaunchTemplate.TagSpecificationProperty(resource_type="volume", tags=tags)
@@ -297,6 +306,9 @@ class CnqCluster(Construct):
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             removal_policy=RemovalPolicy.RETAIN,
+            # Log objects are single PUTs of S3's log delivery; the rule clears abandoned uploads only (and is
+            # the enabled lifecycle rule Control Tower's CT.S3.PR.6 asks for). Expiry is the account owner's.
+            lifecycle_rules=[s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(7))],
         )
         acknowledge(
             logs,
@@ -304,7 +316,7 @@ class CnqCluster(Construct):
             reason="this bucket receives the persistent-storage buckets' access logs; logging it into itself "
             "would loop and logging it elsewhere only moves the question",
         )
-        return [
+        buckets = [
             s3.Bucket(
                 self,
                 f"PersistentStorage{index}",
@@ -319,6 +331,9 @@ class CnqCluster(Construct):
             )
             for index in range(1, count + 1)
         ]
+        for bucket in (logs, *buckets):
+            events_to_eventbridge(bucket)
+        return buckets
 
     def _security_group(
         self, vpc: ec2.IVpc, client_cidrs: Sequence[str], admin_cidr: str | None

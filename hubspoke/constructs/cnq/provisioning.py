@@ -23,6 +23,7 @@ from constructs import Construct
 
 from hubspoke.constructs.cnq.bundling import IS_COMPLETE_HANDLER, ON_EVENT_HANDLER, RUNTIME, provisioner_code
 from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
+from hubspoke.constructs.waiter import trace_waiter
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import QUMULO_REST
 
@@ -46,9 +47,9 @@ class CnqProvisioner(Construct):
         provisioner.resource(stack, "Cluster", resource_type="Custom::CnqCluster", properties={...})
 
     Egress: Qumulo's REST port towards `rest_cidrs` (its own VPC and, in a spoke, the hub over the
-    peering) and HTTPS for the AWS APIs (Secrets Manager, EC2, CloudFormation); nothing else. EC2 writes
-    are limited to the termination protection of instances tagged with one of `clusters`; CloudFormation
-    to reading this stack's own status.
+    peering) and HTTPS for the AWS APIs (Secrets Manager, EC2, CloudFormation; the framework's Lambda and
+    Step Functions); nothing else. EC2 writes are limited to the termination protection of instances tagged
+    with one of `clusters`; CloudFormation to reading this stack's own status.
     """
 
     def __init__(
@@ -80,7 +81,9 @@ class CnqProvisioner(Construct):
                 ec2.Peer.ipv4(cidr), ec2.Port.tcp(QUMULO_REST), "Qumulo REST API"
             )
         self.security_group.add_egress_rule(
-            ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "AWS APIs (Secrets Manager, EC2)"
+            ec2.Peer.any_ipv4(),
+            ec2.Port.tcp(443),
+            "AWS APIs (Secrets Manager, EC2, CloudFormation, Lambda, Step Functions)",
         )
         log_group = self._log_group("Logs")
         role = iam.Role(
@@ -123,6 +126,11 @@ class CnqProvisioner(Construct):
             is_complete_handler=functions["IsComplete"],
             query_interval=QUERY_INTERVAL,
             total_timeout=wait,
+            # The framework's own functions run in the VPC too (Control Tower CT.LAMBDA.PR.3); they call the
+            # Lambda and Step Functions APIs over the group's HTTPS egress.
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
+            security_groups=[self.security_group],
             log_group=self._log_group("ProviderLogs"),
             # Every state of every wait, without the execution data (resource properties).
             disable_waiter_state_machine_logging=False,
@@ -132,12 +140,7 @@ class CnqProvisioner(Construct):
                 level=sfn.LogLevel.ALL,
             ),
         )
-        acknowledge(
-            provider,
-            "AwsSolutions-SF2",
-            reason="the CDK Provider framework's waiter state machine has no tracing option; each poll's Lambda "
-            "logs what it saw and the state machine logs every state (WaiterLogs)",
-        )
+        trace_waiter(provider)
         self.service_token = provider.service_token
         managed = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
         acknowledge(

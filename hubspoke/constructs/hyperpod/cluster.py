@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from aws_cdk import Aws, CfnTag, Fn, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnTag, Duration, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -15,6 +15,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from hubspoke.config.schema import ComputeConfig
+from hubspoke.constructs.buckets import events_to_eventbridge
 from hubspoke.constructs.hyperpod.lifecycle import ON_CREATE
 from hubspoke.constructs.hyperpod.nag import acknowledge_bucket_deployment, logical_id
 from hubspoke.constructs.hyperpod.nodes_ready import HyperPodNodesReady
@@ -118,8 +119,12 @@ class HyperPodCluster(Construct):
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
             versioned=True,
+            # Superseded script versions go after a year (Control Tower CT.S3.PR.3 and CT.S3.PR.6 ask for a
+            # lifecycle rule on versioned buckets); the current version never expires.
+            lifecycle_rules=[s3.LifecycleRule(noncurrent_version_expiration=Duration.days(365))],
             removal_policy=RemovalPolicy.RETAIN,
         )
+        events_to_eventbridge(self.lifecycle_bucket)
         acknowledge(
             self.lifecycle_bucket,
             "AwsSolutions-S1",
@@ -133,6 +138,10 @@ class HyperPodCluster(Construct):
             destination_bucket=self.lifecycle_bucket,
             destination_key_prefix=LIFECYCLE_PREFIX,
             retain_on_delete=True,
+            # In the VPC (Control Tower CT.LAMBDA.PR.3): it only copies between S3 buckets, via the gateway
+            # endpoint or NAT of the accelerator subnet.
+            vpc=eks_cluster.vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=[subnet]),
         )
         acknowledge_bucket_deployment(Stack.of(self), bucket=self.lifecycle_bucket)
         self.role = self._execution_role(eks_cluster)
@@ -190,6 +199,9 @@ class HyperPodCluster(Construct):
             "NodesReady",
             cluster=self.cluster,
             counts={g.name: g.count for g in compute.instance_groups},
+            # Beside the lifecycle upload: HTTPS out through the accelerator subnet's NAT.
+            vpc=eks_cluster.vpc,
+            subnets=[subnet],
         )
 
     def _execution_role(self, eks_cluster: eks.Cluster) -> iam.Role:

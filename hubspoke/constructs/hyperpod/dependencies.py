@@ -55,7 +55,7 @@ class HyperPodDependencies(Construct):
     Example::
 
         deps = HyperPodDependencies(self, "Dependencies", cluster=eks_plane.cluster,
-                                    subnets=net.private_subnets)
+                                    subnets=net.private_subnets, security_group=sg)
         hyperpod.node.add_dependency(deps)
     """
 
@@ -66,11 +66,13 @@ class HyperPodDependencies(Construct):
         *,
         cluster: eks.Cluster,
         subnets: Sequence[ec2.ISubnet],
+        security_group: ec2.ISecurityGroup,
         values: Mapping[str, Any] | None = None,
         commit: str = CHART_COMMIT,
     ) -> None:
         super().__init__(scope, construct_id)
-        log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS)
+        # A year: Control Tower CT.CLOUDWATCH.PR.2 refuses log groups kept for less.
+        log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_YEAR)
         self.function = lambda_.Function(
             self,
             "Installer",
@@ -81,10 +83,10 @@ class HyperPodDependencies(Construct):
             layers=[KubectlV33Layer(self, "KubectlLayer"), AwsCliLayer(self, "AwsCliLayer")],
             memory_size=1024,
             timeout=Duration.minutes(14),
-            # The endpoint is private: run next to it, in the cluster security group, egress via NAT.
+            # The endpoint is private: run next to it, in the group its ENIs carry (HyperPodEks), egress via NAT.
             vpc=cluster.vpc,
             vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
-            security_groups=[cluster.cluster_security_group],
+            security_groups=[security_group],
             log_group=log_group,
         )
         self.function.add_to_role_policy(
@@ -103,7 +105,15 @@ class HyperPodDependencies(Construct):
                 )
             ],
         )
-        provider = cr.Provider(self, "Provider", on_event_handler=self.function)
+        # The framework's function runs beside the installer, in the VPC (Control Tower CT.LAMBDA.PR.3).
+        provider = cr.Provider(
+            self,
+            "Provider",
+            on_event_handler=self.function,
+            vpc=cluster.vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
+            security_groups=[security_group],
+        )
         self.resource = CustomResource(
             self,
             "Release",

@@ -16,6 +16,7 @@ from constructs import Construct
 from hubspoke.constructs.hyperpod.addons import core_addons
 from hubspoke.constructs.hyperpod.nag import acknowledge_eks_internals
 from hubspoke.constructs.keys import retained_key
+from hubspoke.policy.acks import acknowledge
 
 # The kubectl Lambda layer pinned in pyproject.toml; its client must be within one minor version of the
 # control plane (Kubernetes version skew policy), so a version far from it is refused here.
@@ -90,10 +91,23 @@ class HyperPodEks(Construct):
             kubectl_provider_options=eks.KubectlProviderOptions(
                 kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
                 private_subnets=list(subnets),
+                # Our group (the endpoint's ENIs carry it; its self-rule admits the handler), not the
+                # EKS-made cluster group: Control Tower's CT.LAMBDA.PR.3 rule accepts a security group of
+                # the same template, and reports the EKS attribute as a reference it cannot check.
+                security_groups=[security_group],
             ),
             output_config_command=False,
         )
         acknowledge_eks_internals(self.cluster)
+        if public_access_cidrs:
+            # Control Tower's CT.EKS.PR.1 (ct-eks-pr-1.guard) wants EndpointPublicAccess false, whatever the CIDRs.
+            acknowledge(
+                self.cluster,
+                "CT.EKS.PR.1",
+                reason="compute.public_access_cidrs lists the networks allowed to reach this API endpoint from "
+                "outside the VPC (validation refuses 0.0.0.0/0); an account that enforces CT.EKS.PR.1 must leave "
+                "the list empty and reach the endpoint from inside the VPC.",
+            )
         # The tag only matters for Services of type LoadBalancer (AWS Load Balancer Controller subnet discovery,
         # EKS User Guide "Route internet traffic with AWS Load Balancer Controller"); hubspoke deploys none.
         Annotations.of(self.cluster).acknowledge_warning(

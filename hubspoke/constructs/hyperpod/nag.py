@@ -84,9 +84,9 @@ def acknowledge_bucket_deployment(stack: Stack, *, bucket: IConstruct) -> None:
         acknowledge(
             deployer,
             "AwsSolutions-IAM4",
-            reason="The BucketDeployment function only needs to write its own logs, which is all "
-            "AWSLambdaBasicExecutionRole allows.",
-            findings=[LAMBDA_BASIC],
+            reason="The BucketDeployment function only writes its own logs and, in the VPC, manages its "
+            "network interfaces: all that AWSLambdaBasicExecutionRole and AWSLambdaVPCAccessExecutionRole allow.",
+            findings=[LAMBDA_BASIC, LAMBDA_VPC],
         )
         acknowledge(deployer, "AwsSolutions-L1", reason=FRAMEWORK_RUNTIME)
         acknowledge(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from aws_cdk import CustomResource, Duration
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -15,7 +16,13 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from hubspoke.constructs.hyperpod.nag import LAMBDA_BASIC, acknowledge_provider_framework, logical_id
+from hubspoke.constructs.hyperpod.nag import (
+    LAMBDA_BASIC,
+    LAMBDA_VPC,
+    acknowledge_provider_framework,
+    logical_id,
+)
+from hubspoke.constructs.waiter import trace_waiter
 from hubspoke.policy.acks import acknowledge
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -35,6 +42,8 @@ POLL = Duration.minutes(1)
 # checks"). So two resources wait in turn, each with its own hour: every node launched (past Pending), then
 # every node Running. The stack waits at most 2 x 55 minutes (plus the polls' run time) after the cluster.
 PHASES = ("Launched", "Running")
+# A year: Control Tower's CT.CLOUDWATCH.PR.2 refuses log groups kept for less.
+LOG_RETENTION = logs.RetentionDays.ONE_YEAR
 
 
 class HyperPodNodesReady(Construct):
@@ -42,14 +51,36 @@ class HyperPodNodesReady(Construct):
 
     Example::
 
-        ready = HyperPodNodesReady(self, "NodesReady", cluster=hp.cluster, counts={"workers": 2})
+        ready = HyperPodNodesReady(self, "NodesReady", cluster=hp.cluster, counts={"workers": 2},
+                                   vpc=net.vpc, subnets=[net.accelerator_subnet])
         operator_addon.node.add_dependency(ready)
+
+    Its functions (and the provider framework's) run in `subnets` (Control Tower CT.LAMBDA.PR.3), with HTTPS
+    out only: SageMaker's ListClusterNodes, and the Lambda and Step Functions calls of the framework.
     """
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, cluster: sagemaker.CfnCluster, counts: Mapping[str, int]
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: sagemaker.CfnCluster,
+        counts: Mapping[str, int],
+        vpc: ec2.IVpc,
+        subnets: Sequence[ec2.ISubnet],
     ) -> None:
         super().__init__(scope, construct_id)
+        egress = ec2.SecurityGroup(
+            self,
+            "Egress",
+            vpc=vpc,
+            description="HyperPod nodes-ready waiter: HTTPS out to AWS APIs",
+            allow_all_outbound=False,
+        )
+        egress.add_egress_rule(
+            ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "AWS APIs (SageMaker, Lambda, Step Functions)"
+        )
+        placement = ec2.SubnetSelection(subnets=list(subnets))
         functions = {
             name: lambda_.Function(
                 self,
@@ -59,7 +90,10 @@ class HyperPodNodesReady(Construct):
                 handler=f"nodes_ready.{handler}",
                 code=lambda_.Code.from_asset(str(RUNTIME_DIR), exclude=["__pycache__", "*.pyc"]),
                 timeout=Duration.minutes(1),
-                log_group=logs.LogGroup(self, f"{name}Logs", retention=logs.RetentionDays.THREE_MONTHS),
+                log_group=logs.LogGroup(self, f"{name}Logs", retention=LOG_RETENTION),
+                vpc=vpc,
+                vpc_subnets=placement,
+                security_groups=[egress],
             )
             for name, handler in (("OnEvent", "on_event"), ("IsComplete", "is_complete"))
         }
@@ -73,10 +107,13 @@ class HyperPodNodesReady(Construct):
             is_complete_handler=functions["IsComplete"],
             query_interval=POLL,
             total_timeout=WAIT,
+            vpc=vpc,
+            vpc_subnets=placement,
+            security_groups=[egress],
             # aws-cdk-lib leaves the waiter's logging off unless told otherwise, whatever the log options say.
             disable_waiter_state_machine_logging=False,
             waiter_state_machine_log_options=cr.LogOptions(
-                destination=logs.LogGroup(self, "WaiterLogs", retention=logs.RetentionDays.THREE_MONTHS),
+                destination=logs.LogGroup(self, "WaiterLogs", retention=LOG_RETENTION),
                 level=sfn.LogLevel.ALL,
             ),
         )
@@ -103,8 +140,9 @@ class HyperPodNodesReady(Construct):
         acknowledge(
             self,
             "AwsSolutions-IAM4",
-            reason="AWSLambdaBasicExecutionRole only lets the functions write their own logs.",
-            findings=[LAMBDA_BASIC],
+            reason="AWSLambdaBasicExecutionRole and AWSLambdaVPCAccessExecutionRole only let the functions write "
+            "their own logs and manage their network interfaces in the VPC.",
+            findings=[LAMBDA_BASIC, LAMBDA_VPC],
         )
         for function in functions.values():
             acknowledge_provider_framework(provider, handler=function)
@@ -117,16 +155,4 @@ class HyperPodNodesReady(Construct):
             "functions; ':*' covers those functions' versions and aliases only.",
             findings=[f"Resource::<{logical_id(f)}.Arn>:*" for f in framework],
         )
-        acknowledge(
-            waiter,
-            "AwsSolutions-IAM5",
-            reason="Step Functions log delivery (logs:CreateLogDelivery and friends) takes no resource-level "
-            "permissions; aws-cdk-lib grants exactly the actions its waiter's logging needs.",
-            findings=["Resource::*"],
-        )
-        acknowledge(
-            waiter,
-            "AwsSolutions-SF2",
-            reason="aws-cdk-lib's provider framework builds this waiter without a tracing option; it only polls "
-            "one Lambda every minute, and every step is logged (level ALL) to its log group.",
-        )
+        trace_waiter(provider)

@@ -1,0 +1,224 @@
+"""Preflight rows for the account quotas a first deploy depends on: security-group rules, HyperPod, Lambda.
+
+Each check reads the applied quota (Service Quotas, falling back to the AWS default) and what is already in use,
+compares both with what the config needs, and names the quota to raise. Read-only, like every preflight check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from hubspoke.cli.preflight_checks import CheckResult, Status, _pages, region_path
+from hubspoke.compute_metrics import hyperpod_cluster_name
+from hubspoke.config import HubSpokeConfig, RegionConfig
+from hubspoke.config.quotas import (
+    RULES_TIMES_GROUPS_LIMIT,
+    SECURITY_GROUP_RULES_QUOTA_CODE,
+    SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE,
+    peer_path_rules,
+)
+
+# Lambda Developer Guide, "Configuring reserved concurrency": "You can reserve up to the Unreserved account
+# concurrency value minus 100"; the quota behind the account limit is Lambda "Concurrent executions".
+LAMBDA_MIN_UNRESERVED = 100
+LAMBDA_CONCURRENCY_QUOTA_CODE = "L-B99A9384"
+CANARY_RESERVATION = 1
+# SageMaker Developer Guide, "Prerequisites for using SageMaker HyperPod", quotas table: the per-type quota
+# must exceed "the number of instances to add across all your clusters in your account in aggregate", and the
+# per-cluster and account-wide instance quotas go by these names (Service Quotas, Amazon SageMaker).
+PER_CLUSTER_QUOTA = "Maximum number instances allowed per SageMaker HyperPod cluster"
+TOTAL_QUOTA = "Total number of instances allowed across SageMaker HyperPod clusters"
+
+
+def _type_quota(instance_type: str) -> str:
+    return f"{instance_type} for cluster usage"
+
+
+def _applied_or_default(quotas: Any, service: str, code: str) -> tuple[float, str] | None:
+    try:
+        return float(
+            quotas.get_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]["Value"]
+        ), "applied"
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "NoSuchResourceException":
+            raise
+    try:
+        value = quotas.get_aws_default_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]["Value"]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "NoSuchResourceException":
+            raise
+        return None
+    return float(value), "AWS default"
+
+
+def check_security_group_rules(quotas: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
+    """The applied 'rules per security group' quota holds the cross-Region rules, and what the config states."""
+    name = region.region
+    path = region_path(config, region)
+    needed = peer_path_rules(config.model_dump()).get(path, 0)
+    stated = region.quotas.security_group_rules
+    found = _applied_or_default(quotas, "vpc", SECURITY_GROUP_RULES_QUOTA_CODE)
+    if found is None:
+        return CheckResult(
+            name,
+            "security group rules",
+            "warn",
+            f"quota {SECURITY_GROUP_RULES_QUOTA_CODE} not found; {needed} rules needed",
+            "check 'Inbound or outbound rules per security group' in the Service Quotas console",
+        )
+    value, origin = found
+    detail = (
+        f"cross-Region security group needs {needed} inbound rules; the config relies on {stated}; "
+        f"'Inbound or outbound rules per security group' is {value:g} ({origin})"
+    )
+    if value < max(needed, stated):
+        return CheckResult(
+            name,
+            "security group rules",
+            "fail",
+            detail,
+            "aws service-quotas request-service-quota-increase --service-code vpc --quota-code "
+            f"{SECURITY_GROUP_RULES_QUOTA_CODE} --desired-value {max(needed, stated)} --region {name}",
+        )
+    return CheckResult(name, "security group rules", "pass", detail)
+
+
+def check_security_groups_per_interface(
+    quotas: Any, *, config: HubSpokeConfig, region: RegionConfig
+) -> CheckResult:
+    """The rules quota the config needs, times the applied 'security groups per network interface', fits 1,000."""
+    name, check = region.region, "security groups per interface"
+    path = region_path(config, region)
+    rules = max(peer_path_rules(config.model_dump()).get(path, 0), region.quotas.security_group_rules)
+    found = _applied_or_default(quotas, "vpc", SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE)
+    if found is None:
+        return CheckResult(
+            name,
+            check,
+            "warn",
+            f"quota {SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE} not found; {rules} rules per group needed",
+            "check 'Security groups per network interface' in the Service Quotas console",
+        )
+    groups, origin = found
+    detail = (
+        f"'Security groups per network interface' is {groups:g} ({origin}); times the {rules} rules per group "
+        f"the config relies on: {groups * rules:g} (Amazon VPC quotas: at most {RULES_TIMES_GROUPS_LIMIT:,})"
+    )
+    if groups * rules <= RULES_TIMES_GROUPS_LIMIT:
+        return CheckResult(name, check, "pass", detail)
+    return CheckResult(
+        name,
+        check,
+        "fail",
+        detail,
+        f"lower 'Security groups per network interface' ({SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE}) in {name} to "
+        f"at most {RULES_TIMES_GROUPS_LIMIT // rules} before the rules quota is raised to {rules} (the VPC "
+        "quotas page: their product may not exceed 1,000); every network interface here must then carry no more "
+        "groups than that",
+    )
+
+
+def check_lambda_concurrency(lam: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
+    """A canary reservation, when the config asks for one, leaves the unreserved pool Lambda insists on."""
+    name = region.region
+    limit = lam.get_account_settings()["AccountLimit"]
+    total, unreserved = limit.get("ConcurrentExecutions"), limit.get("UnreservedConcurrentExecutions")
+    detail = f"account concurrency {total}, {unreserved} unreserved"
+    if not config.ops.reserve_canary_concurrency:
+        return CheckResult(name, "lambda concurrency", "pass", detail + "; nothing reserves concurrency")
+    left = int(unreserved) - CANARY_RESERVATION
+    if left >= LAMBDA_MIN_UNRESERVED:
+        return CheckResult(name, "lambda concurrency", "pass", detail + f"; {left} left after the canary's 1")
+    raise_to = int(total) + LAMBDA_MIN_UNRESERVED - left
+    return CheckResult(
+        name,
+        "lambda concurrency",
+        "fail",
+        detail + f"; reserving 1 for the canary would leave {left}, and Lambda keeps {LAMBDA_MIN_UNRESERVED}",
+        "set ops.reserve_canary_concurrency: false, or aws service-quotas request-service-quota-increase "
+        f"--service-code lambda --quota-code {LAMBDA_CONCURRENCY_QUOTA_CODE} --desired-value {raise_to} "
+        f"--region {name}",
+    )
+
+
+def hyperpod_instances_in_use(sagemaker: Any, *, exclude: str) -> dict[str, int]:
+    """Instances per type held by the account's other HyperPod clusters in this Region (ours excluded)."""
+    used: dict[str, int] = {}
+    for summary in _pages(sagemaker, "list_clusters", "ClusterSummaries"):
+        if summary["ClusterName"] == exclude:
+            continue
+        detail = sagemaker.describe_cluster(ClusterName=summary["ClusterArn"])
+        for group in detail.get("InstanceGroups", []):
+            # A cluster scaling up will hold its target; one scaling down still holds what runs.
+            count = max(group.get("CurrentCount", 0), group.get("TargetCount", 0))
+            used[group["InstanceType"]] = used.get(group["InstanceType"], 0) + count
+    return used
+
+
+def _sagemaker_quotas(quotas: Any) -> dict[str, dict[str, Any]]:
+    """Every SageMaker quota by name: applied values over AWS defaults."""
+    found = {
+        q["QuotaName"]: q
+        for q in _pages(quotas, "list_aws_default_service_quotas", "Quotas", ServiceCode="sagemaker")
+    }
+    found.update(
+        {q["QuotaName"]: q for q in _pages(quotas, "list_service_quotas", "Quotas", ServiceCode="sagemaker")}
+    )
+    return found
+
+
+def check_hyperpod_quotas(
+    quotas: Any, sagemaker: Any, *, config: HubSpokeConfig, region: RegionConfig
+) -> list[CheckResult]:
+    """Per-type, per-cluster and account-wide HyperPod quotas against this config plus what is already in use."""
+    name = region.region
+    ours = hyperpod_cluster_name(config, region)
+    in_use = hyperpod_instances_in_use(sagemaker, exclude=ours)
+    wanted: dict[str, int] = {}
+    for group in region.compute.instance_groups:
+        wanted[group.instance_type] = wanted.get(group.instance_type, 0) + group.count
+    available = _sagemaker_quotas(quotas)
+    cluster_total = sum(wanted.values())
+    needs = [(_type_quota(itype), in_use.get(itype, 0), count) for itype, count in sorted(wanted.items())] + [
+        (PER_CLUSTER_QUOTA, 0, cluster_total),
+        (TOTAL_QUOTA, sum(in_use.values()), cluster_total),
+    ]
+    rows = []
+    for quota_name, used, mine in needs:
+        quota = available.get(quota_name)
+        if quota is None:
+            rows.append(
+                CheckResult(
+                    name,
+                    "sagemaker quota",
+                    "warn",
+                    f"no quota named '{quota_name}' found",
+                    f"look it up in the Service Quotas console (Amazon SageMaker) in {name}",
+                )
+            )
+            continue
+        value, needed = float(quota["Value"]), used + mine
+        others = f"{used} in use by other HyperPod clusters + " if quota_name != PER_CLUSTER_QUOTA else ""
+        detail = f"'{quota_name}' = {value:g}; needs {others}{mine} for {ours}"
+        if value >= needed:
+            rows.append(CheckResult(name, "sagemaker quota", "pass", detail))
+            continue
+        fix = (
+            "aws service-quotas request-service-quota-increase --service-code sagemaker "
+            f"--quota-code {quota['QuotaCode']} --desired-value {needed} --region {name}"
+        )
+        # A training plan brings its own reserved capacity (the per-type quota is about on-demand use).
+        planned = region.compute.training_plan_arn and quota_name.endswith(" for cluster usage")
+        status: Status = "warn" if planned else "fail"
+        rows.append(
+            CheckResult(
+                name,
+                "sagemaker quota",
+                status,
+                detail + (" (a training plan is configured)" if planned else ""),
+                fix,
+            )
+        )
+    return rows

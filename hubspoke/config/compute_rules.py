@@ -1,0 +1,48 @@
+"""Config rules on compute: HyperPod only where SageMaker offers it, and only beside the Region's own CNQ."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from hubspoke.config.raw import Problem, enabled, regions, section
+from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
+
+
+def compute_only_where_hyperpod_runs(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    for path, region in regions(raw):
+        code = region.get("region")
+        if code in REGIONS and code not in HYPERPOD_REGIONS and enabled(section(region, "compute")):
+            yield Problem(
+                f"{path}.compute",
+                f"SageMaker HyperPod is not offered in {code} (hubspoke/regions.py, 2026-11-30); "
+                "set compute.enabled: false for this Region or train in another one",
+            )
+
+
+def compute_mounts_local_storage(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """The dataset and checkpoint volumes point at the Region's own CNQ, so compute needs it there."""
+    for path, region in regions(raw):
+        if enabled(section(region, "compute")) and not enabled(section(region, "storage")):
+            yield Problem(
+                f"{path}.compute",
+                "compute mounts the dataset from this Region's own CNQ, but storage.enabled is false: "
+                "enable storage here or set compute.enabled: false",
+            )
+
+
+def compute_needs_egress(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """HyperPod nodes and the compute stack's in-VPC functions reach AWS APIs through the NAT gateway.
+
+    The VPC has an S3 gateway endpoint only; without NAT, nodes cannot pull images from ECR nor reach the EKS,
+    SageMaker and CloudWatch endpoints (SageMaker HyperPod developer guide, "Setting up SageMaker HyperPod
+    clusters with a custom Amazon VPC": a VPC without internet access needs interface endpoints for each).
+    """
+    for path, region in regions(raw):
+        if enabled(section(region, "compute")) and region.get("nat") == "none":
+            yield Problem(
+                f"{path}.nat",
+                "none leaves the HyperPod nodes and the compute stack's functions without a route to ECR, EKS, "
+                "SageMaker and CloudWatch (hubspoke adds no interface endpoints): set nat: single (or per_az), "
+                "or compute.enabled: false for this Region",
+            )

@@ -1,0 +1,90 @@
+"""Config rules on the quotas a topology uses up: active peerings per VPC, inbound rules per security group,
+metric filters per log group. Past a quota CloudFormation fails mid-deploy; validation says so first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from hubspoke.config.raw import Problem, default, regions, section, vpc_cidrs
+from hubspoke.config.schema import QuotasConfig
+from hubspoke.ports import FROM_HUB, FROM_SPOKE
+
+# VPC quotas: active peering connections per VPC, default and hard maximum.
+PEERINGS_DEFAULT_QUOTA = 50
+PEERINGS_MAX_QUOTA = 125
+# Amazon VPC "Inbound or outbound rules per security group" (L-0EA8095F), the AWS default (schema.QuotasConfig).
+SECURITY_GROUP_RULES_QUOTA_CODE = "L-0EA8095F"
+# Amazon VPC "Security groups per network interface" (L-2AFB9258, 5 by default); the same page: this quota times
+# the rules quota may not exceed 1,000, so raising rules past 200 needs this one lowered first.
+SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE = "L-2AFB9258"
+RULES_TIMES_GROUPS_LIMIT = 1000
+DEFAULT_SECURITY_GROUP_RULES = default(QuotasConfig, "security_group_rules")
+MAX_SECURITY_GROUP_RULES = next(
+    m.le for m in QuotasConfig.model_fields["security_group_rules"].metadata if hasattr(m, "le")
+)
+
+
+def peering_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    spokes = raw.get("spokes")
+    count = len(spokes) if isinstance(spokes, list) else 0
+    if count > PEERINGS_MAX_QUOTA:
+        yield Problem(
+            "spokes",
+            f"{count} spokes need {count} peerings on the hub VPC; AWS allows at most "
+            f"{PEERINGS_MAX_QUOTA}: split the environment",
+        )
+    elif count > PEERINGS_DEFAULT_QUOTA:
+        yield Problem(
+            "spokes",
+            f"{count} spokes exceed the default quota of {PEERINGS_DEFAULT_QUOTA} active peerings per VPC; "
+            "request an increase (Service Quotas, Amazon VPC) before deploying",
+            severity="warning",
+        )
+
+
+def peer_path_rules(raw: Mapping[str, Any]) -> dict[str, int]:
+    """Inbound rules each Region's cross-Region security group needs: one per peer CIDR and port (ports.py)."""
+    by_path = dict(regions(raw))
+    if "hub" not in by_path:
+        return {}
+    spoke_cidrs = sum(len(vpc_cidrs(r)) for path, r in by_path.items() if path != "hub")
+    counts = {path: len(vpc_cidrs(by_path["hub"])) * len(FROM_HUB) for path in by_path if path != "hub"}
+    counts["hub"] = spoke_cidrs * len(FROM_SPOKE)
+    return counts
+
+
+def peer_path_rules_within_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Every peer CIDR adds one rule per port to the other side's group; CloudFormation fails past the quota.
+
+    The quota is per security group (Amazon VPC User Guide, "Amazon VPC quotas": 60 inbound rules by default,
+    L-0EA8095F); a Link stack that would add the 61st rule fails at deploy time, after the spoke's network.
+    """
+    by_path = dict(regions(raw))
+    for path, needed in peer_path_rules(raw).items():
+        region = by_path[path]
+        code = region.get("region", path)
+        quotas = section(region, "quotas")
+        quota = quotas.get("security_group_rules", DEFAULT_SECURITY_GROUP_RULES)
+        if not isinstance(quota, int) or isinstance(quota, bool) or needed <= quota:
+            continue
+        peers = "every spoke CIDR" if path == "hub" else "every hub CIDR"
+        ports = len(FROM_SPOKE) if path == "hub" else len(FROM_HUB)
+        stated = "the AWS default" if "security_group_rules" not in quotas else "the quota this file states"
+        if needed > MAX_SECURITY_GROUP_RULES:
+            yield Problem(
+                f"{path}.quotas.security_group_rules",
+                f"the cross-Region security group in {code} would need {needed} inbound rules ({ports} per CIDR "
+                f"for {peers}); no account can hold more than {MAX_SECURITY_GROUP_RULES} per group while CNQ "
+                "nodes carry two groups (rules per group times groups per interface is capped at 1,000): "
+                "split the spokes over more environments or peer fewer CIDRs",
+            )
+            continue
+        yield Problem(
+            f"{path}.quotas.security_group_rules",
+            f"the cross-Region security group in {code} needs {needed} inbound rules ({ports} per CIDR for "
+            f"{peers}), over {stated} of {quota} rules per security group: request 'Inbound or outbound rules "
+            f"per security group' ({SECURITY_GROUP_RULES_QUOTA_CODE}) of at least {needed} in {code} "
+            f"(Service Quotas, Amazon VPC), then set {path}.quotas.security_group_rules: {needed}; "
+            "or peer fewer CIDRs",
+        )

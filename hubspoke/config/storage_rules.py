@@ -1,0 +1,170 @@
+"""Config rules on Cloud Native Qumulo: node counts and families Qumulo supports, a pinned image and release, node
+volumes it can lay out, egress to Qumulo, a portal within one account, checkpoints outside the portal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from hubspoke.config.cnq_volumes import QUMULO_EC2_MAP
+from hubspoke.config.raw import Problem, default, enabled, regions, section
+from hubspoke.config.schema import StorageConfig, effective_account
+
+# Qumulo's supported EC2 families for Cloud Native Qumulo on AWS (Qumulo docs, 2026-11).
+CNQ_INSTANCE_FAMILIES = ("i7i", "i4i", "i7ien", "m6idn", "m6i", "m7i", "i3en", "i7ie")
+DATASET_PATH = default(StorageConfig, "dataset_path")
+CHECKPOINT_PATH = default(StorageConfig, "checkpoint_path")
+# The prewarm Job's fetch-data API needs Qumulo Core 7.8.4 or newer (Qumulo/qfetch README).
+QUMULO_CORE_MIN_VERSION = (7, 8, 4)
+
+
+def _version(value: Any) -> tuple[int, ...] | None:
+    if not isinstance(value, str) or not all(p.isdigit() for p in value.split(".")):
+        return None
+    return tuple(int(p) for p in value.split("."))
+
+
+def _storageregions(raw: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
+    for path, region in regions(raw):
+        storage = section(region, "storage")
+        if enabled(storage):
+            yield path, region, storage
+
+
+def cnq_node_count(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    for path, region in regions(raw):
+        count = section(region, "storage").get("node_count")
+        if isinstance(count, int) and not isinstance(count, bool) and not (count == 1 or 3 <= count <= 24):
+            yield Problem(
+                f"{path}.storage.node_count",
+                f"{count} nodes: Cloud Native Qumulo runs 1 node or 3 to 24; use 1 or a number from 3 to 24",
+            )
+
+
+def cnq_instance_family(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    for path, region in regions(raw):
+        itype = section(region, "storage").get("instance_type")
+        if isinstance(itype, str) and itype.split(".")[0] not in CNQ_INSTANCE_FAMILIES:
+            yield Problem(
+                f"{path}.storage.instance_type",
+                f"{itype} is outside Qumulo's supported families ({', '.join(CNQ_INSTANCE_FAMILIES)}); "
+                "it may work (the reference hub ran r5.8xlarge) but Qumulo does not support it",
+                severity="warning",
+            )
+
+
+def portal_stays_in_one_account(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """A spoke's portal Lambda reads the hub's admin secret, which is not shared with other accounts (yet)."""
+    default = raw.get("account")
+    hub_account = effective_account(section(raw, "hub").get("account"), default)
+    for path, region in regions(raw):
+        account = effective_account(region.get("account"), default)
+        if path != "hub" and account != hub_account and enabled(section(region, "storage")):
+            yield Problem(
+                f"{path}.storage",
+                f"a CNQ spoke in account {account} cannot reach the hub's admin secret in account {hub_account} "
+                "(cross-account portals are not supported yet): put this spoke in the hub's account, or set "
+                "storage.enabled: false and compute.enabled: false to peer the network only",
+            )
+
+
+def checkpoints_outside_dataset(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Checkpoints under the dataset path would land in the portal: read-only, or written across Regions."""
+    for path, region in regions(raw):
+        storage = section(region, "storage")
+        dataset = storage.get("dataset_path", DATASET_PATH)
+        checkpoints = storage.get("checkpoint_path", CHECKPOINT_PATH)
+        if not (isinstance(dataset, str) and isinstance(checkpoints, str)):
+            continue
+        d, c = dataset.rstrip("/") + "/", checkpoints.rstrip("/") + "/"
+        if c.startswith(d) or d.startswith(c):
+            yield Problem(
+                f"{path}.storage.checkpoint_path",
+                f"'{checkpoints}' overlaps dataset_path '{dataset}'; checkpoints there would go through the "
+                f"portal (read-only, or written across Regions): use a path outside it, e.g. {CHECKPOINT_PATH}",
+            )
+
+
+def storage_is_pinned(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """CNQ nodes boot a pinned image and install a named release: neither may be left to deploy time."""
+    for path, region, storage in _storageregions(raw):
+        code = region.get("region", "this Region")
+        if storage.get("ami_id") is None:
+            yield Problem(
+                f"{path}.storage.ami_id",
+                f"required with storage: pin a stock Ubuntu 24.04 LTS image for {code}; "
+                f"`hubspoke ami --region {code}` prints the current one as the line to paste (ami_id: ami-...)",
+            )
+        if storage.get("qumulo_core") is None:
+            yield Problem(
+                f"{path}.storage.qumulo_core",
+                "required with storage: the Qumulo Core release the nodes install and where it is staged, "
+                "e.g. {version: 7.10.2.1, install_uri: s3://my-bucket/my-prefix/qumulo-core-install/} "
+                "(docs/runbooks/qumulo-core.md)",
+            )
+
+
+def qumulo_core_supported(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Releases older than 7.8.4 lack the fetch-data API; a portal needs the same release on both sides."""
+    minimum = ".".join(map(str, QUMULO_CORE_MIN_VERSION))
+    first: tuple[str, str] | None = None
+    for path, _, storage in _storageregions(raw):
+        version = section(storage, "qumulo_core").get("version")
+        parsed = _version(version)
+        if parsed is None:
+            continue
+        field = f"{path}.storage.qumulo_core.version"
+        if parsed < QUMULO_CORE_MIN_VERSION:
+            yield Problem(
+                field,
+                f"{version} is older than {minimum}, the first release with the fetch-data API the "
+                f"prewarm Job uses: stage {minimum} or newer (docs/runbooks/qumulo-core.md)",
+            )
+        if first is None:
+            first = (field, str(version))
+        elif first[1] != version:
+            yield Problem(
+                field,
+                f"{version} differs from {first[0]} ({first[1]}); a spoke portal is inaccessible when the "
+                "two clusters run different Qumulo Core versions: use one release everywhere",
+            )
+
+
+def node_volumes_known(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Without Qumulo's layout for the instance type, the node volumes must be spelled out (cnq_volumes.py)."""
+    for path, _, storage in _storageregions(raw):
+        itype = storage.get("instance_type", StorageConfig.model_fields["instance_type"].default)
+        if isinstance(itype, str) and itype not in QUMULO_EC2_MAP and storage.get("cache_volumes") is None:
+            yield Problem(
+                f"{path}.storage.cache_volumes",
+                f"required for {itype}: Qumulo's AWS layout (write cache, DKV and read cache EBS volumes per "
+                "node) covers other types only; set write_cache {count, size_gib, type, iops, throughput_mibps} "
+                "(docs/runbooks/qumulo-core.md, 'Node volumes') or pick a type Qumulo lists",
+            )
+
+
+def storage_needs_egress(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """CNQ nodes must reach api.missionq.qumulo.com and api.nexus.qumulo.com to deploy and form quorum."""
+    for path, region, _ in _storageregions(raw):
+        if region.get("nat") == "none":
+            yield Problem(
+                f"{path}.nat",
+                "none leaves the CNQ nodes without the outbound access Qumulo requires for deployment and "
+                "quorum (api.missionq.qumulo.com, api.nexus.qumulo.com): set nat: single (or per_az), or "
+                "storage.enabled: false for this Region",
+            )
+
+
+def spoke_storage_needs_hub_storage(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """A spoke's CNQ caches the hub's through a portal (DESIGN.md §1): without a hub cluster it has nothing to
+    cache, and synth would have no hub Storage stack to read the portal's addresses from."""
+    if enabled(section(section(raw, "hub"), "storage")):
+        return
+    for path, region in regions(raw):
+        if path != "hub" and enabled(section(region, "storage")):
+            yield Problem(
+                f"{path}.storage",
+                "a CNQ spoke caches the hub's CNQ through a portal, but hub.storage.enabled is false: enable "
+                "storage in the hub, or set storage.enabled: false and compute.enabled: false here to peer "
+                "the network only",
+            )

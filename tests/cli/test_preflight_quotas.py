@@ -1,0 +1,181 @@
+"""`hubspoke preflight`'s quota rows against moto: HyperPod quotas counted with the instances other clusters hold,
+the security-group rules quota the topology needs, and the Lambda concurrency a canary reservation needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubspoke.cli.preflight import run_preflight
+from hubspoke.cli.preflight_checks import CheckResult
+from hubspoke.config import load
+from tests.cli.preflight_world import P5, Unsupported, World, hyperpod_limits, sagemaker_quota
+from tests.conftest import minimal, write_config
+
+
+def _config(tmp_path: Path, **overrides: Any) -> Path:
+    return write_config(tmp_path, minimal(**overrides))
+
+
+def _run(path: Path, clients: Any, only: set[str] | None = None) -> list[CheckResult]:
+    return run_preflight(load(path).config, clients, only=only)
+
+
+def _rows(results: list[CheckResult], check: str, region: str | None = None) -> list[CheckResult]:
+    return [r for r in results if r.check == check and (region is None or r.region == region)]
+
+
+@pytest.mark.parametrize(
+    ("applied", "defaults", "plan", "status"),
+    [
+        ([sagemaker_quota(P5, 1)], [], False, "fail"),
+        ([], [sagemaker_quota(P5, 0)], False, "fail"),
+        ([], [sagemaker_quota(P5, 4)], False, "pass"),
+        ([sagemaker_quota(P5, 0)], [], True, "warn"),
+        ([], [], False, "warn"),
+    ],
+)
+def test_sagemaker_cluster_quota(
+    world: World, tmp_path: Path, applied: list[Any], defaults: list[Any], plan: bool, status: str
+) -> None:
+    world.bootstrap("us-west-2")
+    compute: dict[str, Any] = {"instance_groups": [{"count": 2}]}
+    if plan:
+        compute["training_plan_arn"] = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p"
+    spokes = [{"region": "us-west-2", "cidr": "10.20.0.0/16", "compute": compute}]
+    clients = Unsupported(
+        world.clients, applied_quotas=[*applied, *hyperpod_limits()], default_quotas=defaults
+    )
+    results = _run(_config(tmp_path, spokes=spokes), clients, only={"us-west-2"})
+    (row,) = [r for r in _rows(results, "sagemaker quota", "us-west-2") if P5 in r.detail]
+    assert row.status == status
+    if status == "fail":
+        assert "--quota-code L-TESTP5 --desired-value 2 --region us-west-2" in row.fix
+    # Service Quotas was asked for SageMaker's quotas, page after page (the fake serves 2 per page).
+    asked = [params for op, params in clients.asked if op == "ListServiceQuotas"]
+    assert asked and all(p["ServiceCode"] == "sagemaker" for p in asked)
+
+
+def _hyperpod(world: World, region: str, name: str, count: int, itype: str = P5) -> None:
+    """A HyperPod cluster that already holds `count` instances (moto's CreateCluster)."""
+    world.clients("sagemaker", region).create_cluster(
+        ClusterName=name,
+        InstanceGroups=[
+            {
+                "InstanceCount": count,
+                "InstanceGroupName": "workers",
+                "InstanceType": itype,
+                "LifeCycleConfig": {
+                    "SourceS3Uri": "s3://sagemaker-lifecycle/scripts",
+                    "OnCreate": "on_create.sh",
+                },
+                "ExecutionRole": "arn:aws:iam::123456789012:role/hyperpod",
+                "ThreadsPerCore": 1,
+            }
+        ],
+    )
+
+
+def test_sagemaker_quota_counts_instances_other_clusters_already_hold(world: World, tmp_path: Path) -> None:
+    """The per-type quota covers every HyperPod cluster of the account and Region in aggregate (SageMaker
+    Developer Guide, "Prerequisites for using SageMaker HyperPod", quotas); our own cluster is not counted twice."""
+    world.bootstrap("us-west-2")
+    _hyperpod(world, "us-west-2", "someone-elses", 3)
+    _hyperpod(world, "us-west-2", "hubspoke-dev-us-west-2", 2)  # ours, from an earlier deploy
+    clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5, 4), *hyperpod_limits()])
+    results = _run(_config(tmp_path), clients, only={"us-west-2"})
+    (row,) = [r for r in _rows(results, "sagemaker quota") if P5 in r.detail]
+    assert row.status == "fail" and "3 in use" in row.detail
+    assert "--desired-value 5 " in row.fix
+    clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5, 5), *hyperpod_limits()])
+    results = _run(_config(tmp_path), clients, only={"us-west-2"})
+    assert {r.status for r in _rows(results, "sagemaker quota")} == {"pass"}
+
+
+@pytest.mark.parametrize(
+    ("limits", "failing"),
+    [
+        (hyperpod_limits(per_cluster=1), "Maximum number instances allowed per SageMaker HyperPod cluster"),
+        (hyperpod_limits(total=4), "Total number of instances allowed across SageMaker HyperPod clusters"),
+    ],
+)
+def test_per_cluster_and_account_wide_hyperpod_quotas(
+    world: World, tmp_path: Path, limits: list[Any], failing: str
+) -> None:
+    world.bootstrap("us-west-2")
+    _hyperpod(world, "us-west-2", "someone-elses", 3, itype="ml.g5.xlarge")
+    clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5, 8), *limits])
+    results = _run(_config(tmp_path), clients, only={"us-west-2"})
+    [row] = [r for r in _rows(results, "sagemaker quota") if r.status != "pass"]
+    assert row.status == "fail" and failing in row.detail
+
+
+@pytest.mark.parametrize(
+    ("stated", "applied", "status"),
+    [(None, None, "pass"), (100, None, "fail"), (100, 100.0, "pass"), (100, 80.0, "fail")],
+)
+def test_security_group_rules_quota_holds_what_the_config_relies_on(
+    world: World, tmp_path: Path, stated: int | None, applied: float | None, status: str
+) -> None:
+    world.deployed_dev()
+    hub: dict[str, Any] = {"region": "us-east-2", "cidr": "10.10.0.0/16"}
+    if stated:
+        hub["quotas"] = {"security_group_rules": stated}
+    clients = Unsupported(world.clients, applied_vpc_quotas={"L-0EA8095F": applied} if applied else {})
+    results = _run(_config(tmp_path, hub=hub), clients, only={"us-east-2"})
+    (row,) = _rows(results, "security group rules")
+    assert row.status == status
+    # One spoke CIDR: TCP 2049, 3713, 8000 and ICMP 3/4 on the hub's cross-Region group.
+    assert "needs 4 inbound rules" in row.detail
+    if status == "fail":
+        assert "--quota-code L-0EA8095F --desired-value 100 --region us-east-2" in row.fix
+
+
+@pytest.mark.parametrize(
+    ("stated", "groups", "status", "at_most"),
+    [
+        (None, None, "pass", None),
+        (200, None, "pass", None),
+        (250, None, "fail", 4),
+        (250, 4.0, "pass", None),
+        (500, 3.0, "fail", 2),
+    ],
+)
+def test_rules_quota_times_groups_per_interface_fits_a_thousand(
+    world: World, tmp_path: Path, stated: int | None, groups: float | None, status: str, at_most: int | None
+) -> None:
+    """Amazon VPC quotas: 'Security groups per network interface' (L-2AFB9258) is 5 by default, and it times
+    'Inbound or outbound rules per security group' may not exceed 1,000: rules past 200 need it lowered first."""
+    world.deployed_dev()
+    hub: dict[str, Any] = {"region": "us-east-2", "cidr": "10.10.0.0/16"}
+    if stated:
+        hub["quotas"] = {"security_group_rules": stated}
+    clients = Unsupported(world.clients, applied_vpc_quotas={"L-2AFB9258": groups} if groups else {})
+    results = _run(_config(tmp_path, hub=hub), clients, only={"us-east-2"})
+    (row,) = _rows(results, "security groups per interface")
+    assert row.status == status, row.detail
+    if at_most is not None:
+        assert f"(L-2AFB9258) in us-east-2 to at most {at_most} " in row.fix
+
+
+@pytest.mark.parametrize(
+    ("reserve", "unreserved", "status"),
+    [(False, 10, "pass"), (True, 10, "fail"), (True, 101, "pass"), (True, 100, "fail")],
+)
+def test_canary_reservation_needs_the_unreserved_pool_lambda_keeps(
+    world: World, tmp_path: Path, reserve: bool, unreserved: int, status: str
+) -> None:
+    """Lambda Developer Guide, "Configuring reserved concurrency": reservations must leave 100 unreserved."""
+    world.deployed_dev()
+    limit = {"ConcurrentExecutions": unreserved, "UnreservedConcurrentExecutions": unreserved}
+    clients = Unsupported(world.clients, lambda_limit=limit)
+    results = _run(
+        _config(tmp_path, ops={"reserve_canary_concurrency": reserve}), clients, only={"us-west-2"}
+    )
+    (row,) = _rows(results, "lambda concurrency")
+    assert row.status == status
+    if status == "fail":
+        assert "ops.reserve_canary_concurrency: false" in row.fix and "L-B99A9384" in row.fix
+    assert ("GetAccountSettings", {}) in clients.asked

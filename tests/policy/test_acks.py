@@ -1,0 +1,170 @@
+"""One acknowledgment mechanism for cdk-nag, Control Tower and checkov, each checked against the tool itself.
+
+Oracles: the Control Tower rule files shipped in cdklabs-cdk-validator-cfnguard (the control ID in each rule's
+message, the rule name the plugin reports); checkov 3.3.30 run on a template (what it skips and what it fails);
+CDK's policy-validation report (synth fails on an unacknowledged finding).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import cdklabs.cdk_validator_cfnguard as cfnguard_package
+import pytest
+from aws_cdk import App, Stack, Stage, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_lambda as lambda_
+
+from hubspoke.policy.acks import CONTROL_TOWER_RULES, acknowledge, acknowledge_lambdas_in_vpc
+from hubspoke.policy.control_tower import ControlTowerControls
+from tests.conftest import Templates
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECKOV = ROOT / ".tools" / "checkov" / "bin" / "checkov"
+LONG_REASON = "a reason long enough for a reviewer to check, naming what makes this acceptable"
+
+
+def _guard_rules() -> dict[str, str]:
+    """Control ID -> rule name, read from the plugin's bundled Control Tower rule files."""
+    [tgz] = (Path(cfnguard_package.__file__).parent / "_jsii").glob("*.jsii.tgz")
+    found: dict[str, str] = {}
+    with tarfile.open(tgz) as archive:
+        for member in archive.getmembers():
+            if not member.name.endswith(".guard") or "control-tower" not in member.name:
+                continue
+            text = archive.extractfile(member).read().decode()  # type: ignore[union-attr]
+            control = re.search(r"\[(CT\.[A-Z0-9]+\.PR\.\d+)\]", text)
+            rule = re.search(r"^rule (\w+) when", text, re.M)
+            if control and rule:
+                found[control.group(1)] = rule.group(1)
+    return found
+
+
+def test_every_control_tower_id_maps_to_the_rule_the_plugin_reports() -> None:
+    shipped = _guard_rules()
+    assert len(shipped) > 100  # the bundled rule set, not an empty directory
+    for control, rule in CONTROL_TOWER_RULES.items():
+        assert shipped.get(control) == rule, control
+
+
+@pytest.mark.parametrize(
+    ("rule", "kwargs"),
+    [
+        ("CT.LAMBDA.PR.3", {"reason": "ok"}),
+        ("CT.NOPE.PR.1", {"reason": LONG_REASON}),
+        ("CT.LAMBDA.PR.3", {"reason": LONG_REASON, "findings": ["x"]}),
+        ("CKV_AWS_116", {"reason": LONG_REASON, "findings": ["x"]}),
+        ("CKV_AWS_116", {"reason": LONG_REASON}),
+        ("Whatever-1", {"reason": LONG_REASON}),
+    ],
+)
+def test_acknowledgments_without_a_reason_or_a_known_rule_are_refused(
+    rule: str, kwargs: dict[str, Any]
+) -> None:
+    with pytest.raises(ValueError):
+        acknowledge(Stack(App(), "S"), rule, **kwargs)
+
+
+def _stage_with_functions(*, acknowledged: bool) -> tuple[App, Stage]:
+    app = App()
+    stage = Stage(app, "Env")
+    stack = Stack(stage, "Fns", env={"account": "123456789012", "region": "us-west-2"})
+    isolated = ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=1, nat_gateways=0, subnet_configuration=[isolated])
+    code = lambda_.Code.from_inline("def handler(event, context): pass")
+    runtime = lambda_.Runtime.PYTHON_3_12
+    in_vpc = lambda_.Function(stack, "InVpc", runtime=runtime, handler="index.handler", code=code, vpc=vpc)
+    # Subnet IDs read from another stack, as our stacks read them (the rule cannot follow them).
+    weak = {
+        "Fn::GetStackOutput": {"StackName": "hubspoke-dev-network-us-west-2", "OutputName": "PrivateSubnet"}
+    }
+    in_vpc.node.default_child.add_property_override("VpcConfig.SubnetIds", [weak])  # type: ignore[union-attr]
+    lambda_.Function(stack, "Outside", runtime=runtime, handler="index.handler", code=code)
+    if acknowledged:
+        acknowledge_lambdas_in_vpc(stage)
+    Validations.of(stage).add_plugins(ControlTowerControls())
+    return app, stage
+
+
+def test_only_functions_in_a_vpc_are_acknowledged_for_ct_lambda_pr_3(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """CT.LAMBDA.PR.3's local rule rejects cross-stack subnet IDs; the acknowledgment covers functions that have
+    a VpcConfig and nothing else, so a function outside any VPC still stops synth."""
+    for acknowledged, failing in ((False, ["InVpc", "Outside"]), (True, ["Outside"])):
+        app, _ = _stage_with_functions(acknowledged=acknowledged)
+        # An acknowledged finding must not turn the others into printed-only warnings: synth raises. The
+        # report is in the exception (in-memory apps) or printed before it (CLI-run apps).
+        with pytest.raises(Exception, match="ValidationFailed") as caught:
+            app.synth()
+        report = str(caught.value) + capsys.readouterr().err
+        assert "CT.LAMBDA.PR.3" in report
+        for name in ("InVpc", "Outside"):
+            assert (f"Env/Fns/{name}/Resource" in report) == (name in failing), (acknowledged, name, report)
+
+
+def _checkov(templates: dict[str, dict[str, Any]], tmp_path: Path) -> dict[str, Any]:
+    """checkov's CloudFormation results over `templates` (name -> template), in one run."""
+    assert CHECKOV.exists(), f"{CHECKOV} missing: `make setup` installs checkov into .tools/checkov"
+    for name, template in templates.items():
+        (tmp_path / f"{name}.template.json").write_text(json.dumps(template))
+    result = subprocess.run(
+        [
+            str(CHECKOV),
+            "--directory",
+            str(tmp_path),
+            "--framework",
+            "cloudformation",
+            "--skip-download",
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    results: dict[str, Any] = (report[0] if isinstance(report, list) else report)["results"]
+    return results
+
+
+def test_a_checkov_acknowledgment_is_a_skip_checkov_honours_on_the_named_resources_only(
+    tmp_path: Path,
+) -> None:
+    app = App()
+    stack = Stack(app, "S")
+    code = lambda_.Code.from_inline("def handler(event, context): pass")
+    for name in ("Acked", "Plain"):
+        lambda_.Function(stack, name, runtime=lambda_.Runtime.PYTHON_3_12, handler="index.handler", code=code)
+    acknowledge(
+        stack.node.find_child("Acked"),
+        "CKV_AWS_116",
+        reason=LONG_REASON,
+        resource_types=["AWS::Lambda::Function"],
+    )
+    template = json.loads(Path(app.synth().get_stack_artifact("S").template_full_path).read_text())
+    acked = [r for r in template["Resources"].values() if r.get("Metadata", {}).get("checkov")]
+    assert [r["Type"] for r in acked] == ["AWS::Lambda::Function"]  # not its role
+    report = _checkov({"S": template}, tmp_path)
+    skipped = {(c["check_id"], c["resource"].split(".")[-1][:5]) for c in report["skipped_checks"]}
+    failed = {(c["check_id"], c["resource"].split(".")[-1][:5]) for c in report["failed_checks"]}
+    assert ("CKV_AWS_116", "Acked") in skipped and ("CKV_AWS_116", "Plain") in failed
+    assert all(c["check_result"]["suppress_comment"] == LONG_REASON for c in report["skipped_checks"])
+
+
+def test_checkov_finds_nothing_unexplained_in_the_dev_templates(
+    dev_templates: Templates, tmp_path: Path
+) -> None:
+    results = _checkov(dev_templates, tmp_path)
+    assert [(c["check_id"], c["resource"]) for c in results["failed_checks"]] == []
+    assert results["skipped_checks"], (
+        "the dev templates carry acknowledged checks; none found means none read"
+    )
+    for skip in results["skipped_checks"]:
+        assert len(skip["check_result"]["suppress_comment"]) >= 40, skip["check_id"]

@@ -1,0 +1,110 @@
+"""Deploy-time facts a template can show, as policy rules: each passes dev and catches its mutated template.
+
+Sources: AWS Knowledge Center "cloudwatch-receive-sns-for-alarm-trigger" (a topic policy must allow
+cloudwatch.amazonaws.com sns:Publish); Amazon VPC User Guide "Amazon VPC quotas" (60 inbound rules per security
+group by default, L-0EA8095F); Lambda Developer Guide "Configuring reserved concurrency" (reservations must
+leave 100 executions unreserved).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hubspoke.config import HubSpokeConfig
+from hubspoke.policy.rules import Template, check
+from tests.conftest import Templates, minimal
+
+DEFAULT_RULES_PER_GROUP = 60  # Amazon VPC quotas, "Inbound or outbound rules per security group"
+
+
+def _violations(templates: Templates, config: HubSpokeConfig, rule: str) -> list[str]:
+    return [
+        v.logical_id for v in check([Template(k, t) for k, t in templates.items()], config) if v.rule == rule
+    ]
+
+
+def test_dev_templates_pass_the_deploy_rules(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
+    for rule in ("AlarmTopicPublish", "SecurityGroupRuleQuota", "ReservedConcurrency"):
+        assert _violations(dev_templates, dev_config, f"HubSpoke-{rule}") == []
+
+
+def test_an_alarm_topic_without_a_cloudwatch_publish_grant_is_caught(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    broken = copy.deepcopy(dev_templates)
+    for res in broken["ops-us-west-2"]["Resources"].values():
+        if res["Type"] == "AWS::SNS::TopicPolicy":
+            statements = res["Properties"]["PolicyDocument"]["Statement"]
+            # What enforce_ssl alone writes: the TLS-only Deny, nothing that lets CloudWatch publish.
+            statements[:] = [s for s in statements if s["Effect"] == "Deny"]
+    hits = _violations(broken, dev_config, "HubSpoke-AlarmTopicPublish")
+    notifying = [
+        k
+        for k, v in broken["ops-us-west-2"]["Resources"].items()
+        if v["Type"] in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
+        and v["Properties"].get("AlarmActions")
+    ]
+    # A spoke's Ops stack pages on hub-unreachable, portal-not-active, training-stalled, throughput-low,
+    # gpu-utilization-low and the composite cache-hit-ratio-low (docs/operations.md); the hit ratio's own
+    # metric alarm notifies nobody.
+    assert sorted(hits) == sorted(notifying) and len(notifying) == 6
+
+
+def _extra_hub_ingress(templates: Templates, count: int) -> Templates:
+    """`count` more rules on the hub's cross-Region group, added the way a Link stack adds them."""
+    broken = copy.deepcopy(templates)
+    link = broken["link-us-west-2"]["Resources"]
+    model = next(v for v in link.values() if v["Type"] == "AWS::EC2::SecurityGroupIngress")
+    for n in range(count):
+        rule = copy.deepcopy(model)
+        rule["Properties"].update(FromPort=20000 + n, ToPort=20000 + n, IpProtocol="tcp")
+        link[f"Extra{n}"] = rule
+    return broken
+
+
+def _hub_rules(templates: Templates) -> int:
+    return sum(
+        1
+        for v in templates["link-us-west-2"]["Resources"].values()
+        if v["Type"] == "AWS::EC2::SecurityGroupIngress"
+    )
+
+
+def test_more_inbound_rules_than_the_quota_on_one_group_is_caught(
+    dev_config: HubSpokeConfig, dev_templates: Templates, config_from: Any
+) -> None:
+    have = _hub_rules(dev_templates)
+    at_quota = _extra_hub_ingress(dev_templates, DEFAULT_RULES_PER_GROUP - have)
+    assert _violations(at_quota, dev_config, "HubSpoke-SecurityGroupRuleQuota") == []
+    over = _extra_hub_ingress(dev_templates, DEFAULT_RULES_PER_GROUP - have + 1)
+    [group] = _violations(over, dev_config, "HubSpoke-SecurityGroupRuleQuota")
+    hub_groups = [
+        k
+        for k, v in dev_templates["network-us-east-2"]["Resources"].items()
+        if v["Type"] == "AWS::EC2::SecurityGroup"
+    ]
+    assert group in hub_groups
+    # A config that states a raised quota for the hub accepts the same templates.
+    raised = config_from(
+        minimal(hub={"region": "us-east-2", "cidr": "10.10.0.0/16", "quotas": {"security_group_rules": 100}})
+    )
+    assert _violations(over, raised, "HubSpoke-SecurityGroupRuleQuota") == []
+
+
+def test_reserved_concurrency_without_the_opt_in_is_caught(
+    dev_config: HubSpokeConfig, dev_templates: Templates, config_from: Any
+) -> None:
+    broken = copy.deepcopy(dev_templates)
+    [canary] = [
+        k for k, v in broken["ops-us-west-2"]["Resources"].items() if v["Type"] == "AWS::Lambda::Function"
+    ]
+    broken["ops-us-west-2"]["Resources"][canary]["Properties"]["ReservedConcurrentExecutions"] = 1
+    assert _violations(broken, dev_config, "HubSpoke-ReservedConcurrency") == [canary]
+    opted_in = config_from(minimal(ops={"reserve_canary_concurrency": True}))
+    assert _violations(broken, opted_in, "HubSpoke-ReservedConcurrency") == []
+    # The opt-in is for the canary: a reservation elsewhere is still caught.
+    compute = broken["compute-us-west-2"]["Resources"]
+    other = next(k for k, v in compute.items() if v["Type"] == "AWS::Lambda::Function")
+    compute[other]["Properties"]["ReservedConcurrentExecutions"] = 1
+    assert _violations(broken, opted_in, "HubSpoke-ReservedConcurrency") == [other]
