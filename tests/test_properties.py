@@ -8,7 +8,8 @@ The oracle is written from the documents, not from hubspoke.config:
   every pair of blocks, secondary ones included).
 - EC2 User Guide, "Network MTU": inter-Region peering carries at most 8500 bytes.
 - README (the project's contract): one spoke per Region and never the hub's; `nat: none` refused where storage
-  is on (CNQ must reach Qumulo's endpoints); compute mounts the Region's own CNQ, so compute needs storage; a
+  is on (CNQ must reach Qumulo's endpoints) and where compute is (HyperPod nodes pull from ECR and call EKS and
+  SageMaker, and the VPC has no interface endpoints); compute mounts the Region's own CNQ, so compute needs storage; a
   spoke in another account peers the network only (no cross-account portals yet); a spoke's CNQ caches the
   hub's, so spoke storage needs hub storage.
 The draws stay where no other rule applies: compute only in us-east-2 and us-west-2 (the Regions the reference
@@ -141,6 +142,8 @@ def oracle(data: dict[str, Any]) -> list[set[str]]:
     for path, r in regions:
         storage, compute = r["storage"]["enabled"], r["compute"]["enabled"]
         if storage and r.get("nat") == "none":
+            problems.append({f"{path}.nat"})
+        if compute and r.get("nat") == "none":
             problems.append({f"{path}.nat"})
         if compute and not storage:
             problems.append({f"{path}.compute"})
