@@ -12,7 +12,7 @@ CONFIGS := $(wildcard config/*.yaml)
 # checkov lives in its own venv: its pins conflict with the project's (tools/checkov-requirements.txt).
 CHECKOV := .tools/checkov/bin/checkov
 
-.PHONY: setup synth lint-templates test test-thorough lint typecheck benchmark clean
+.PHONY: setup synth lint-templates test test-thorough mutation lint typecheck benchmark clean
 
 setup: $(VENV)/.installed node_modules/.installed .tools/checkov/.installed
 
@@ -66,6 +66,15 @@ test: setup lint typecheck
 test-thorough: setup
 	HYPOTHESIS_PROFILE=thorough pytest -q -p no:cacheprovider --hypothesis-show-statistics \
 		$$(grep -rl '@given' tests --include='test_*.py' | sort)
+
+# mutmut over each module against its own tests (tools/mutation.py): the score per module and file, reviewed
+# equivalent mutants subtracted (tools/mutation_equivalents.txt); fails if a module scores below 90 %. Slow (tens
+# of minutes), so weekly in .github/workflows/mutation.yml, not in `make test`. MUTATION_MODULES picks some,
+# MUTATION_ARGS adds options (e.g. --show prints every undetected mutant's diff).
+MUTATION_MODULES ?=
+MUTATION_CHILDREN ?= 1
+mutation: setup
+	nice -n 19 $(PY) tools/mutation.py --max-children $(MUTATION_CHILDREN) $(MUTATION_ARGS) $(MUTATION_MODULES)
 
 benchmark: setup
 	$(PY) benchmarks/synth_scaling.py

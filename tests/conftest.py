@@ -82,9 +82,18 @@ def minimal(**overrides: Any) -> dict[str, Any]:
     return with_pins(data)
 
 
+def _cache_key(config: HubSpokeConfig) -> str:
+    """The synth cache's key: the config, and the mutant under test when mutmut runs us (`make mutation`).
+
+    mutmut forks every mutant's test run from a process that already ran the suite unmutated; without the mutant
+    in the key a test would read that unmutated synth and every mutant it covers would survive.
+    """
+    return f"{os.environ.get('MUTANT_UNDER_TEST', '')}|{config.model_dump_json()}"
+
+
 def synth(config: HubSpokeConfig) -> Templates:
     """Synthesize one environment in-process (policy plugins included); templates keyed by stack id."""
-    key = config.model_dump_json()
+    key = _cache_key(config)
     if key in _SYNTH_CACHE:
         return _SYNTH_CACHE[key]
     from hubspoke.stage import HubSpokeStage, new_app
@@ -122,12 +131,12 @@ def synth(config: HubSpokeConfig) -> Templates:
 def synth_warnings(config: HubSpokeConfig) -> list[str]:
     """The warnings and errors CDK attached to the synth of `config` that nobody acknowledged."""
     synth(config)
-    return _WARNINGS[config.model_dump_json()]
+    return _WARNINGS[_cache_key(config)]
 
 
 def forget(config: HubSpokeConfig) -> None:
     """Drop `config`'s synth from the cache: for configs drawn once (the property test), not kept all session."""
-    key = config.model_dump_json()
+    key = _cache_key(config)
     for cache in (_SYNTH_CACHE, _WARNINGS, _DEPENDENCIES):
         cache.pop(key, None)
 
@@ -135,7 +144,7 @@ def forget(config: HubSpokeConfig) -> None:
 def synth_dependencies(config: HubSpokeConfig) -> dict[str, set[str]]:
     """Stack id -> the stack ids it directly depends on, as the synthesized cloud assembly records them."""
     synth(config)
-    return _DEPENDENCIES[config.model_dump_json()]
+    return _DEPENDENCIES[_cache_key(config)]
 
 
 def get_stack_outputs(value: Any) -> Iterator[dict[str, Any]]:
