@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from hubspoke.config import load
 from hubspoke.mtu import (
     peer_mtu_parameter_value,
+    peer_mtu_parameters,
     peer_routes,
+    render_peer_mtu_pin,
     render_route_mtu_from_ssm_script,
     render_route_mtu_script,
 )
@@ -99,19 +101,36 @@ def _stub(tmp_path: Path, name: str, body: str) -> None:
     stub.chmod(0o755)
 
 
-def _run_ssm_variant(tmp_path: Path, published: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+AWS_CALL = "ssm get-parameters-by-path --region {region} --path {path} --recursive --query Parameters[].Value --output text"
+
+
+def _run_ssm_variant(
+    tmp_path: Path, published: str, *, errexit: bool = True, ip_fails: bool = False
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     log = tmp_path / "ip.log"
     _stub(
         tmp_path,
         "ip",
         f'echo "$*" >> {log}\n'
-        'if [ "$1 $2 $3" = "-4 route show" ]; then echo "default via 10.10.0.1 dev ens5"; fi\n',
+        'if [ "$1 $2 $3" = "-4 route show" ]; then echo "default via 10.10.0.1 dev ens5"; fi\n'
+        + ('if [ "$1 $2" = "route replace" ]; then exit 2; fi\n' if ip_fails else ""),
     )
-    _stub(tmp_path, "aws", f"printf '%s\\n' {shlex.quote(published)}\n")
+    # The AWS CLI stub answers only the call the runbook (docs/runbooks/mtu.md, step 3) documents: any other
+    # Region, path or query exits 254, as the CLI does on a failed call, so a mangled flag cannot pass.
+    # `Parameters[].Value`: GetParametersByPath's result shape (botocore data/ssm/2014-11-06/service-2,
+    # GetParametersByPathResult.Parameters -> Parameter.Value); --recursive reads the per-spoke sub-paths.
+    expected = AWS_CALL.format(region="us-east-2", path="/hubspoke/dev/peer-mtu/")
+    _stub(
+        tmp_path,
+        "aws",
+        f'if [ "$*" != {shlex.quote(expected)} ]; then echo "aws stub: unexpected call: $*" >&2; exit 254; fi\n'
+        f"printf '%s\\n' {shlex.quote(published)}\n",
+    )
     script = render_route_mtu_from_ssm_script("/hubspoke/dev/peer-mtu/", "us-east-2")
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    flags = ["-euo", "pipefail"] if errexit else []
     result = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script + "hubspoke_pin_peer_mtu"],
+        ["bash", *flags, "-c", script + "hubspoke_pin_peer_mtu"],
         env=env,
         capture_output=True,
         text=True,
@@ -126,6 +145,8 @@ def test_hub_pins_what_link_stacks_publish(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "route replace 10.20.0.0/16 via 10.10.0.1 dev ens5 mtu 8500" in calls
     assert "route replace 10.30.0.0/16 via 10.10.0.1 dev ens5 mtu 8500" in calls
+    # The line the runbook tells the operator to look for (docs/runbooks/mtu.md, step 3).
+    assert "hubspoke: pinned MTU on 2 peer route(s) via 10.10.0.1 dev ens5" in result.stdout
 
 
 def test_hub_refuses_a_published_mtu_above_the_peering_limit(tmp_path: Path) -> None:
@@ -140,5 +161,104 @@ def test_published_values_never_exceed_the_limit(cidr: str, mtu: int) -> None:
     if MIN_MTU <= mtu <= PEERING_MTU:
         assert peer_mtu_parameter_value(cidr, mtu) == f"{cidr} {mtu}"
     else:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=rf"MTU {mtu} for {re.escape(cidr)} is outside 1280\.\.8500"):
             peer_mtu_parameter_value(cidr, mtu)
+
+
+@pytest.mark.parametrize("errexit", [True, False])
+def test_the_refusal_holds_without_errexit(tmp_path: Path, errexit: bool) -> None:
+    """The function refuses by returning, not by relying on its caller's `set -e`: bash ignores errexit inside a
+    function called from an `||` list (bash manual, "The Set Builtin", -e), so a refusal that leaned on it would
+    go on to pin 9001 over a link that carries at most 8500."""
+    result, calls = _run_ssm_variant(tmp_path, "10.20.0.0/16 9001\t10.30.0.0/16 8500", errexit=errexit)
+    assert result.returncode == 1
+    assert not any("route replace" in c for c in calls)
+
+
+def test_hub_says_which_route_it_could_not_pin(tmp_path: Path) -> None:
+    result, _ = _run_ssm_variant(tmp_path, "10.20.0.0/16 8500", ip_fails=True)
+    assert result.returncode == 1
+    assert "hubspoke: cannot set MTU 8500 towards 10.20.0.0/16" in result.stderr
+
+
+def test_hub_without_the_aws_cli_names_what_is_missing(tmp_path: Path) -> None:
+    _stub(tmp_path, "ip", 'echo "default via 10.10.0.1 dev ens5"\n')
+    script = render_route_mtu_from_ssm_script("/hubspoke/dev/peer-mtu/", "us-east-2")
+    # PATH without any aws: only the stub directory and bash's own directory.
+    env = {"PATH": f"{tmp_path}:{Path(_bash()).parent}"}
+    result = subprocess.run(
+        [_bash(), "-c", script + "hubspoke_pin_peer_mtu"], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 1
+    assert "AWS CLI" in result.stderr
+
+
+def _bash() -> str:
+    import shutil
+
+    found = shutil.which("bash")
+    assert found
+    return found
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_static_script_reports_how_many_routes_it_pinned(tmp_path: Path, count: int) -> None:
+    log = tmp_path / "ip.log"
+    _stub(
+        tmp_path,
+        "ip",
+        f'echo "$*" >> {log}\nif [ "$1 $2 $3" = "-4 route show" ]; then echo "default via 10.20.0.1 dev ens5"; fi\n',
+    )
+    routes = [(f"10.{10 + i}.0.0/16", 8500) for i in range(count)]
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", render_route_mtu_script(routes) + "hubspoke_pin_peer_mtu"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"hubspoke: pinned MTU on {count} peer route(s) via 10.20.0.1 dev ens5" in result.stdout
+
+
+def test_the_pin_script_runs_as_a_file_and_finds_the_snap_aws_cli(tmp_path: Path) -> None:
+    """The whole script, executed as systemd runs it: from its shebang, with a PATH that lacks /snap/bin, where
+    a snap's commands live (snapcraft docs, "Commands and aliases"): the script must add it itself."""
+    log = tmp_path / "calls.log"
+    _stub(
+        tmp_path,
+        "ip",
+        f'echo "ip $*" >> {log}\nif [ "$1 $2 $3" = "-4 route show" ]; then echo "default via 10.20.0.1 dev ens5"; fi\n',
+    )
+    expected = AWS_CALL.format(region="us-west-2", path="/hubspoke/dev/peer-mtu/")
+    _stub(
+        tmp_path,
+        "aws",
+        f'echo "PATH=$PATH" >> {log}\n'
+        f'if [ "$*" != {shlex.quote(expected)} ]; then exit 254; fi\nprintf "10.10.0.0/16 8500\\n"\n',
+    )
+    script = tmp_path / "pin.sh"
+    script.write_text(render_peer_mtu_pin("/hubspoke/dev/peer-mtu/", "us-west-2"))
+    script.chmod(0o755)
+    assert script.read_text().startswith("#!/bin/bash\n")
+    result = subprocess.run(
+        [str(script)], env={"PATH": f"{tmp_path}:/usr/bin:/bin"}, capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 0, result.stderr
+    calls = log.read_text().splitlines()
+    assert "ip route replace 10.10.0.0/16 via 10.20.0.1 dev ens5 mtu 8500" in calls
+    assert any(c.startswith("PATH=") and "/snap/bin" in c.split(":") for c in calls)
+
+
+def test_link_stack_parameters_publish_every_cidr_under_the_runbook_path(tmp_path: Path) -> None:
+    """Each CIDR of the spoke (primary first, then secondary) becomes one parameter under
+    `/hubspoke/<env>/peer-mtu/<region>/` (docs/runbooks/mtu.md) holding `CIDR MTU`, the line the hub reads."""
+    spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "secondary_cidrs": ["100.64.0.0/16"]}
+    cfg = load(write_config(tmp_path, minimal(inter_region_mtu=1500, spokes=[spoke]))).config
+    assert peer_mtu_parameters(cfg, cfg.spokes[0]) == (
+        ("/hubspoke/dev/peer-mtu/us-west-2/0", "10.20.0.0/16 1500"),
+        ("/hubspoke/dev/peer-mtu/us-west-2/1", "100.64.0.0/16 1500"),
+    )
+    cfg = load(write_config(tmp_path, minimal())).config
+    assert peer_mtu_parameters(cfg, cfg.hub) == (("/hubspoke/dev/peer-mtu/us-east-2/0", "10.10.0.0/16 8500"),)
