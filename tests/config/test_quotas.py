@@ -16,6 +16,7 @@ import botocore
 import pytest
 
 from hubspoke.config import load
+from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota
 from hubspoke.regions import REGIONS
 from tests.config.test_loader import problems
 from tests.conftest import minimal, write_config
@@ -89,3 +90,124 @@ def test_every_hyperpod_instance_type_is_accepted(tmp_path: Path) -> None:
         data = minimal()
         data["spokes"][0]["compute"] = {"instance_groups": [{"instance_type": itype}]}
         load(write_config(tmp_path, data, name=f"t{n}.yaml"))
+
+
+# Amazon VPC User Guide, "Amazon VPC quotas", VPC peering: "Active VPC peering connections per VPC", 50 by
+# default, adjustable up to 125. The hub VPC holds one peering per spoke.
+PEERINGS_DEFAULT = 50
+PEERINGS_MAX = 125
+
+
+def _spokes(count: int) -> dict[str, Any]:
+    """A raw config with `count` spokes: the peering rule counts them, whatever else is wrong with them."""
+    return {"spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16"}] * count}
+
+
+@pytest.mark.parametrize("count", [0, 1, PEERINGS_DEFAULT])
+def test_spokes_within_the_default_peering_quota_pass(count: int) -> None:
+    assert list(peering_quota(_spokes(count))) == []
+
+
+@pytest.mark.parametrize("count", [PEERINGS_DEFAULT + 1, PEERINGS_MAX])
+def test_spokes_over_the_default_peering_quota_warn_with_the_increase(count: int) -> None:
+    [problem] = peering_quota(_spokes(count))
+    assert (problem.field, problem.severity) == ("spokes", "warning")
+    assert (
+        f"{count} spokes exceed the default quota of {PEERINGS_DEFAULT} active peerings per VPC"
+        in problem.message
+    )
+    assert "request an increase (Service Quotas, Amazon VPC)" in problem.message
+
+
+@pytest.mark.parametrize("count", [PEERINGS_MAX + 1, 200])
+def test_spokes_over_the_peering_maximum_are_refused(count: int) -> None:
+    [problem] = peering_quota(_spokes(count))
+    assert (problem.field, problem.severity) == ("spokes", "error")
+    assert f"{count} spokes need {count} peerings on the hub VPC" in problem.message
+    assert f"AWS allows at most {PEERINGS_MAX}: split the environment" in problem.message
+
+
+def test_a_spokes_value_that_is_not_a_list_counts_no_peerings() -> None:
+    """The schema reports the wrong type; the quota rule must not count a string's characters."""
+    assert list(peering_quota({"spokes": "x" * 60})) == []
+
+
+# Rules a hub CIDR adds to each spoke's cross-Region group: TCP 3713 (the hub's portal connections) and ICMP 3/4
+# (PMTUD, RFC 1191); nothing on the hub calls a spoke's NFS or REST (docs/runbooks/mtu.md, ports table).
+RULES_PER_HUB_CIDR = 2
+# CNQ node interfaces carry two security groups; rules per group x groups per interface <= 1,000 (VPC quotas).
+MAX_RULES_WITH_TWO_GROUPS = 1000 // 2
+
+
+def _raw(hub_cidrs: int, spoke_cidrs: int, **hub: Any) -> dict[str, Any]:
+    """Raw config: a hub with `hub_cidrs` CIDRs, one spoke per CIDR up to `spoke_cidrs` (only the counts matter)."""
+    blocks = [f"10.{i // 16}.{(i % 16) * 16}.0/20" for i in range(hub_cidrs + spoke_cidrs)]
+    return {
+        "hub": {"region": "us-east-2", "cidr": blocks[0], "secondary_cidrs": blocks[1:hub_cidrs], **hub},
+        "spokes": [{"region": "us-west-2", "cidr": c} for c in blocks[hub_cidrs:]],
+    }
+
+
+def test_a_spokes_group_counts_every_hub_cidr() -> None:
+    """31 hub CIDRs need 62 rules in each spoke's group: over the default 60, at the spoke's own path."""
+    problems_ = list(peer_path_rules_within_quota(_raw(31, 1)))
+    assert [p.field for p in problems_] == ["spokes[0].quotas.security_group_rules"]
+    needed = 31 * RULES_PER_HUB_CIDR
+    assert (
+        f"the cross-Region security group in us-west-2 needs {needed} inbound rules "
+        f"({RULES_PER_HUB_CIDR} per CIDR for every hub CIDR), over the AWS default of 60 rules per security group"
+    ) in problems_[0].message
+    assert problems_[0].message.endswith(
+        f"then set spokes[0].quotas.security_group_rules: {needed}; or peer fewer CIDRs"
+    )
+    assert list(peer_path_rules_within_quota(_raw(30, 1))) == []
+
+
+def test_the_hubs_group_counts_every_spoke_cidr_and_names_its_region() -> None:
+    [problem] = peer_path_rules_within_quota(_raw(1, 16))
+    assert problem.field == "hub.quotas.security_group_rules"
+    assert (
+        f"the cross-Region security group in us-east-2 needs {16 * RULES_PER_SPOKE_CIDR} inbound rules "
+        f"({RULES_PER_SPOKE_CIDR} per CIDR for every spoke CIDR), over the AWS default of 60"
+    ) in problem.message
+
+
+@pytest.mark.parametrize("quota", ["many", True, None])
+def test_a_quota_that_is_not_a_number_is_left_to_the_schema(quota: Any) -> None:
+    """The schema reports a non-integer quota (YAML `true` included); the count rule neither crashes on it nor
+    compares a count with it."""
+    assert list(peer_path_rules_within_quota(_raw(1, 16, quotas={"security_group_rules": quota}))) == []
+
+
+def test_the_cap_is_reached_only_past_what_two_groups_allow() -> None:
+    at_cap = MAX_RULES_WITH_TWO_GROUPS // RULES_PER_SPOKE_CIDR  # 125 spoke CIDRs: 500 rules, grantable
+    [problem] = peer_path_rules_within_quota(_raw(1, at_cap))
+    assert (
+        "request 'Inbound or outbound rules per security group' (L-0EA8095F) of at least 500"
+        in problem.message
+    )
+    [problem] = peer_path_rules_within_quota(_raw(1, at_cap + 1))
+    assert problem.field == "hub.quotas.security_group_rules"
+    assert problem.message == (
+        f"the cross-Region security group in us-east-2 would need {(at_cap + 1) * RULES_PER_SPOKE_CIDR} inbound "
+        f"rules ({RULES_PER_SPOKE_CIDR} per CIDR for every spoke CIDR); no account can hold more than 500 per "
+        "group while CNQ nodes carry two groups (rules per group times groups per interface is capped at "
+        "1,000): split the spokes over more environments or peer fewer CIDRs"
+    )
+
+
+def test_every_group_past_the_cap_is_reported() -> None:
+    """Validation reports all errors at once (DESIGN.md §3): two spokes whose groups would each need 502 rules are both named."""
+    raw = _raw(251, 2)
+    assert [p.field for p in peer_path_rules_within_quota(raw)] == [
+        "spokes[0].quotas.security_group_rules",
+        "spokes[1].quotas.security_group_rules",
+    ]
+
+
+def test_a_region_without_a_code_is_named_by_its_path() -> None:
+    """The rules read raw YAML (the schema reports the missing `region`): the message still says which one."""
+    raw = _raw(1, 16)
+    del raw["hub"]["region"]
+    [problem] = peer_path_rules_within_quota(raw)
+    assert "the cross-Region security group in hub needs 64 inbound rules" in problem.message
