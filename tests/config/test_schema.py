@@ -1,0 +1,91 @@
+"""The schema's field checks at their documented edges, and the lookups the stacks use on a loaded config.
+
+Sources: Amazon VPC User Guide, "VPC CIDR blocks" (a VPC's blocks, primary and secondary, are /16 to /28);
+README, "Configuration" (`cidr` is /16 to /20: the subnet layout needs a /20); Amazon S3 User Guide, "General
+purpose bucket naming rules" (no two adjacent periods in a bucket name).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubspoke.config import load
+from tests.config.test_loader import problems
+from tests.conftest import QUMULO_CORE, minimal, write_config
+
+
+def _with_spoke(**spoke: Any) -> dict[str, Any]:
+    return minimal(spokes=[{"region": "us-west-2", "cidr": "10.20.0.0/16", **spoke}])
+
+
+@pytest.mark.parametrize("value", ["10.20.0.0", "fd00:20::/48"])
+def test_a_cidr_must_be_ipv4_with_a_prefix(tmp_path: Path, value: str) -> None:
+    [line] = problems(tmp_path, _with_spoke(cidr=value))
+    assert line == f"spokes[0].cidr: '{value}' is not an IPv4 CIDR; write it like 10.20.0.0/16"
+
+
+def test_a_vpc_cidr_may_be_as_small_as_a_20_and_the_fix_names_its_16(tmp_path: Path) -> None:
+    load(write_config(tmp_path, _with_spoke(cidr="10.20.16.0/20")))
+    [line] = problems(tmp_path, _with_spoke(cidr="10.20.16.0/21"))
+    assert line.startswith("spokes[0].cidr: /21 is too small for the subnet layout")
+    assert line.endswith("use /16 to /20, e.g. 10.20.0.0/16")
+
+
+def test_secondary_cidrs_reach_down_to_a_28(tmp_path: Path) -> None:
+    load(write_config(tmp_path, _with_spoke(secondary_cidrs=["100.64.0.0/28"])))
+    [line] = problems(tmp_path, _with_spoke(secondary_cidrs=["100.64.0.0/29"]))
+    assert (
+        line
+        == "spokes[0].secondary_cidrs[0]: /29 is outside what AWS allows for a VPC CIDR block (/16 to /28)"
+    )
+
+
+def test_plain_cidr_fields_take_any_ipv4_block(tmp_path: Path) -> None:
+    """`public_access_cidrs` and `admin_cidr` name the operator's own network: any IPv4 block but the world."""
+    data = _with_spoke(
+        compute={"public_access_cidrs": ["203.0.113.0/24"]}, storage={"admin_cidr": "198.51.100.7/32"}
+    )
+    spoke = load(write_config(tmp_path, data)).config.spokes[0]
+    assert spoke.compute.public_access_cidrs == ["203.0.113.0/24"]
+    assert spoke.storage.admin_cidr == "198.51.100.7/32"
+
+
+def test_an_unknown_region_far_from_any_gets_the_generic_fix(tmp_path: Path) -> None:
+    [line] = problems(tmp_path, _with_spoke(region="xx"))
+    assert (
+        line == "spokes[0].region: unknown Region code 'xx'; use a commercial Region code such as us-west-2"
+    )
+
+
+def test_a_bucket_name_with_adjacent_periods_is_refused_a_prefix_with_them_is_not(tmp_path: Path) -> None:
+    def spoke_with(uri: str) -> dict[str, Any]:
+        return _with_spoke(storage={"qumulo_core": {**QUMULO_CORE, "install_uri": uri}})
+
+    [line] = problems(tmp_path, spoke_with("s3://my..bucket/cnq/qumulo-core-install/"))
+    assert "is not an S3 folder URI" in line
+    # Object keys may hold any UTF-8 (S3 User Guide, "Naming Amazon S3 objects"): only the bucket is restricted.
+    load(write_config(tmp_path, spoke_with("s3://my-bucket/releases..old/qumulo-core-install/")))
+
+
+def test_lookups_by_region_code(tmp_path: Path) -> None:
+    spokes = [
+        {
+            "region": "us-west-2",
+            "cidr": "10.20.0.0/16",
+            "account": "210987654321",
+            # A CNQ spoke in another account is refused (storage_rules): peer the network only.
+            "storage": {"enabled": False},
+            "compute": {"enabled": False},
+        },
+        {"region": "eu-west-1", "cidr": "10.30.0.0/16"},
+    ]
+    config = load(write_config(tmp_path, minimal(spokes=spokes))).config
+    assert config.spoke("eu-west-1").cidr == "10.30.0.0/16"
+    assert config.region_config("us-east-2") is config.hub
+    assert config.region_config("us-west-2") is config.spoke("us-west-2")
+    # A Region's own account wins over the environment's (README, "Configuration": `account` per Region).
+    assert config.account_of(config.spoke("us-west-2")) == "210987654321"
+    assert config.account_of(config.spoke("eu-west-1")) == "123456789012"
