@@ -42,21 +42,25 @@ class Module:
 MODULES = (
     Module("mtu", ("hubspoke/mtu.py",), ("tests/test_mtu.py",)),
     Module("topology", ("hubspoke/topology.py",), ("tests/test_topology.py", "tests/cli/test_plan.py")),
-    # hubspoke/config in four parts (about 1,500 mutants in all), each against tests/config.
+    # hubspoke/config in parts (about 1,500 mutants in all), each against tests/config (the traffic rules' tests
+    # live beside the flow-log patterns they guard).
     *(
         Module(
             f"config-{part}",
             files,
-            ("tests/config",),
+            ("tests/config", *extra),
             # Runs `hubspoke validate` as a subprocess: the installed package, not the mutant.
             (
                 "tests/config/test_storage_rules.py::test_cli_reports_missing_pins_with_exit_2_and_no_traceback",
             ),
         )
-        for part, files in (
-            ("quotas", ("hubspoke/config/quotas.py",)),
-            ("schema", ("hubspoke/config/schema.py",)),
-            ("rules", ("hubspoke/config/rules.py", "hubspoke/config/*_rules.py")),
+        for part, files, extra in (
+            ("quotas", ("hubspoke/config/quotas.py",), ()),
+            ("schema", ("hubspoke/config/schema.py",), ()),
+            ("network-rules", ("hubspoke/config/rules.py", "hubspoke/config/network_rules.py"), ()),
+            ("storage-rules", ("hubspoke/config/storage_rules.py",), ()),
+            ("compute-rules", ("hubspoke/config/compute_rules.py",), ()),
+            ("traffic-rules", ("hubspoke/config/traffic_rules.py",), ("tests/test_flow_logs.py",)),
             (
                 "loader",
                 (
@@ -65,6 +69,7 @@ MODULES = (
                     "hubspoke/config/layout.py",
                     "hubspoke/config/cnq_volumes.py",
                 ),
+                (),
             ),
         )
     ),

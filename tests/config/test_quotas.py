@@ -116,7 +116,7 @@ def test_spokes_over_the_default_peering_quota_warn_with_the_increase(count: int
         f"{count} spokes exceed the default quota of {PEERINGS_DEFAULT} active peerings per VPC"
         in problem.message
     )
-    assert "request an increase (Service Quotas, Amazon VPC)" in problem.message
+    assert problem.message.endswith("; request an increase (Service Quotas, Amazon VPC) before deploying")
 
 
 @pytest.mark.parametrize("count", [PEERINGS_MAX + 1, 200])
