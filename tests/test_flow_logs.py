@@ -13,6 +13,7 @@ import botocore.session
 import pytest
 
 from hubspoke.config import ConfigError, load
+from hubspoke.config.traffic_rules import flow_log_filters_fit, hub_and_spokes_do_not_share_a_24
 from hubspoke.flow_logs import traffic_patterns
 from tests.conftest import minimal, write_config
 from tests.fakes.cloudwatch_filter import match
@@ -111,3 +112,68 @@ def test_a_refused_config_exits_2_naming_file_field_and_fix(tmp_path: Path) -> N
         assert main(["validate", str(path)]) == 2
     assert f"{path}: spokes[0].secondary_cidrs[0]: 10.30.0.128/25 shares the /24" in err.getvalue()
     assert "Traceback" not in err.getvalue()
+
+
+def _own_17s(first: int, count: int) -> list[str]:
+    return [f"10.{i}.0.0/17" for i in range(first, first + count)]
+
+
+def _filters(own: list[str], hub: list[str]) -> tuple[int, int]:
+    """(hub's share, spoke's own share) of one spoke's filters, as the patterns above are built."""
+    kinds = traffic_patterns(own_cidrs=own, hub_cidrs=hub)
+    return len(kinds["from_hub"]) + len(kinds["to_hub"]), len(kinds["nfs_replies"])
+
+
+def test_exactly_sixty_filters_fit_and_every_spoke_past_them_is_named() -> None:
+    """hubspoke keeps to 60 filters per flow-log group (flow_logs.py, of CloudWatch Logs' 100): 60 fit, 61 do
+    not. Spoke 0 needs exactly 60, spoke 1 more; validation names spoke 1, after passing spoke 0."""
+    hub = ["10.10.0.0/16"]
+    fits, over = ["10.20.0.0/16", *_own_17s(100, 17)], ["10.21.0.0/16", *_own_17s(150, 18)]
+    assert sum(_filters(fits, hub)) == 60 and sum(_filters(over, hub)) > 60
+    hub_share, own_share = _filters(over, hub)
+    raw = {
+        "hub": {"region": "us-east-2", "cidr": hub[0]},
+        "spokes": [
+            {"region": "us-west-2", "cidr": fits[0], "secondary_cidrs": fits[1:]},
+            {"region": "eu-west-1", "cidr": over[0], "secondary_cidrs": over[1:]},
+        ],
+    }
+    [problem] = flow_log_filters_fit(raw)
+    assert problem.field == "spokes[1].secondary_cidrs"
+    assert problem.message.startswith(
+        f"the traffic metrics of spoke spokes[1] need {hub_share + own_share} metric filters on its flow-log "
+        f"group ({hub_share} for the hub's CIDRs, from and to the hub; {own_share} for the spoke's own), more "
+        "than the 60 hubspoke allows itself of CloudWatch Logs' 100 per log group"
+    )
+
+
+def test_a_hub_that_is_not_a_mapping_is_left_to_the_schema() -> None:
+    """The rules read raw YAML; the schema reports `hub: nonsense`, and the filter count must not crash on it."""
+    spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "secondary_cidrs": _own_17s(100, 18)}
+    assert list(flow_log_filters_fit({"hub": "nonsense", "spokes": [spoke]})) == []
+
+
+def test_a_26_is_named_with_the_24_it_shares() -> None:
+    """A /26 is matched as its whole /24 too; the message names that /24, the block the operator must avoid."""
+    raw = {
+        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16", "secondary_cidrs": ["10.30.0.0/26"]},
+        "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16", "secondary_cidrs": ["10.30.0.192/26"]}],
+    }
+    [problem] = hub_and_spokes_do_not_share_a_24(raw)
+    assert problem.field == "spokes[0].secondary_cidrs[0]"
+    assert problem.message.startswith(
+        "10.30.0.192/26 shares the /24 10.30.0.0/24 with hub.secondary_cidrs[0] (10.30.0.0/26)"
+    )
+
+
+def test_the_hubs_own_blocks_may_share_a_24() -> None:
+    """Both are hub addresses, counted as the hub's bytes either way: only hub against spoke is refused."""
+    raw = {
+        "hub": {
+            "region": "us-east-2",
+            "cidr": "10.10.0.0/16",
+            "secondary_cidrs": ["10.30.0.0/25", "10.30.0.128/25"],
+        },
+        "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16"}],
+    }
+    assert list(hub_and_spokes_do_not_share_a_24(raw)) == []
