@@ -1,0 +1,75 @@
+"""Network rules at the cases no other test reached: duplicate AZ IDs, the accelerator AZ's Region, CNQ's admin
+CIDR open to the world, and raw YAML with one broken field next to a finding.
+
+Sources: Amazon EC2 User Guide, "Availability Zone IDs" (an AZ ID names its Region: usw2-az1 is us-west-2's);
+README, "Configuration" (`storage.admin_cidr` opens SSH and the Qumulo REST API; `compute.public_access_cidrs`
+opens the EKS API); 0.0.0.0/0 is every IPv4 address (RFC 4632, section 3.1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hubspoke.config.network_rules import az_ids_belong_to_region, vpc_cidrs_do_not_overlap
+from tests.config.test_loader import problems
+from tests.conftest import minimal
+
+
+def _spoke(**spoke: Any) -> dict[str, Any]:
+    return minimal(spokes=[{"region": "us-west-2", "cidr": "10.20.0.0/16", **spoke}])
+
+
+def test_an_az_listed_twice_is_refused(tmp_path: Path) -> None:
+    assert problems(tmp_path, _spoke(az_ids=["usw2-az1", "usw2-az1"])) == [
+        "spokes[0].az_ids: lists an AZ ID twice; list each AZ once"
+    ]
+
+
+def test_the_accelerator_az_must_be_in_its_region(tmp_path: Path) -> None:
+    assert problems(tmp_path, _spoke(accelerator_az_id="use2-az1")) == [
+        "spokes[0].accelerator_az_id: AZ ID 'use2-az1' is not in us-west-2; its AZ IDs look like usw2-az1"
+    ]
+
+
+def test_cnq_admin_access_open_to_the_world_is_refused(tmp_path: Path) -> None:
+    assert problems(tmp_path, _spoke(storage={"admin_cidr": "0.0.0.0/0"})) == [
+        "spokes[0].storage.admin_cidr: opens SSH and the Qumulo REST API to the whole internet; use your admin "
+        "network's CIDR"
+    ]
+
+
+def test_the_eks_api_open_to_the_world_is_refused(tmp_path: Path) -> None:
+    assert problems(tmp_path, _spoke(compute={"public_access_cidrs": ["198.51.100.0/24", "0.0.0.0/0"]})) == [
+        "spokes[0].compute.public_access_cidrs[1]: opens the EKS API to the whole internet; list your admin "
+        "network's CIDR instead"
+    ]
+
+
+def test_a_region_the_rule_cannot_place_does_not_hide_the_next_ones() -> None:
+    """Raw YAML: the schema reports the unknown Region; the AZ rule still checks the spokes after it."""
+    raw = {
+        "hub": {"region": "xx-nowhere-1", "cidr": "10.10.0.0/16"},
+        "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16", "az_ids": ["use2-az1"]}],
+    }
+    assert [p.field for p in az_ids_belong_to_region(raw)] == ["spokes[0].az_ids[0]"]
+
+
+def test_a_broken_primary_cidr_does_not_hide_an_overlapping_secondary() -> None:
+    raw = {
+        "hub": {"region": "us-east-2", "cidr": "not-a-cidr", "secondary_cidrs": ["10.20.0.0/16"]},
+        "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16"}],
+    }
+    [problem] = vpc_cidrs_do_not_overlap(raw)
+    assert problem.field == "spokes[0].cidr"
+    assert problem.message.startswith("10.20.0.0/16 overlaps hub.secondary_cidrs[0] (10.20.0.0/16)")
+
+
+def test_only_regions_with_compute_have_a_service_cidr_to_check(tmp_path: Path) -> None:
+    """The hub runs no Kubernetes (compute off), so its unused default service CIDR overlapping its own VPC is
+    no problem; the spoke's, used by its EKS cluster, is, and is reported after the hub is passed over."""
+    data = minimal(hub={"region": "us-east-2", "cidr": "172.20.0.0/16", "compute": {"enabled": False}})
+    assert problems(tmp_path, data) == [
+        "spokes[0].compute.service_cidr: Kubernetes service CIDR 172.20.0.0/16 overlaps hub.cidr (172.20.0.0/16); "
+        "pods could not reach those addresses: pick a service CIDR outside every VPC, e.g. 172.20.0.0/16"
+    ]
