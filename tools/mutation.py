@@ -171,7 +171,7 @@ def report(module: Module, statuses: dict[str, str], equivalent: dict[str, str])
     )
     files: dict[str, list[str]] = {}
     for name, status in counted.items():
-        files.setdefault(name.split(".x")[0].rsplit("__mutmut", 1)[0], []).append(status)
+        files.setdefault(name.split(".x")[0], []).append(status)
     for path, sts in sorted(files.items()):
         hit = sum(s in DETECTED for s in sts)
         print(f"   {path}: {hit}/{len(sts)} ({100.0 * hit / len(sts):.1f} %)")
