@@ -307,7 +307,12 @@ def check_kubernetes_version(eks: Any, *, config: HubSpokeConfig, region: Region
     """The configured Kubernetes version is one EKS offers in this Region, preferably in standard support."""
     name = region.region
     wanted = region.compute.kubernetes_version
-    versions = {v["clusterVersion"]: v for v in _pages(eks, "describe_cluster_versions", "clusterVersions")}
+    # includeAll: "Include all available versions in the response" (botocore eks 2017-11-01 model); the default
+    # set is not documented (ASSUMED to leave some out), so ask for all rather than fail an offered version.
+    versions = {
+        v["clusterVersion"]: v
+        for v in _pages(eks, "describe_cluster_versions", "clusterVersions", includeAll=True)
+    }
     field = f"{region_path(config, region)}.compute.kubernetes_version"
     standard = sorted(
         (v for v, info in versions.items() if _support_status(info) == "STANDARD_SUPPORT"),

@@ -182,6 +182,10 @@ class Unsupported(Hooked):
             }
 
         def versions(params: dict[str, Any]) -> dict[str, Any]:
+            # Which versions EKS leaves out without includeAll is not documented: a caller that does not ask for
+            # all of them could miss an offered version, so the fake refuses it.
+            if params.get("includeAll") is not True:
+                raise Refused(f"DescribeClusterVersions without includeAll=True: {params}")
             try:
                 return _paged(self.eks_versions, params.get("nextToken"), "clusterVersions", "nextToken")
             except UnknownToken as exc:  # which error EKS answers is not documented: fail the test loudly
