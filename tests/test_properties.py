@@ -15,7 +15,8 @@ The oracle is written from the documents, not from hubspoke.config:
 The draws stay where no other rule applies: compute only in us-east-2 and us-west-2 (the Regions the reference
 run trained in, DESIGN.md §1, so HyperPod is offered there), at most three blocks of /16 or narrower per VPC
 (far from the 60 flow-log filters per log group), blocks from 10.0.0.0/8 and 100.64.0.0/10 (no clash with the
-Kubernetes service CIDR 172.20.0.0/16), each starting on a /24 boundary (so two blocks share a /24 only when they
+Kubernetes service CIDR 172.20.0.0/16; primaries from 10.0.0.0/8 with secondaries from 100.64.0.0/10 or outside
+10.0.0.0/16, which the VPC User Guide's "IPv4 CIDR block association restrictions" permit), each starting on a /24 boundary (so two blocks share a /24 only when they
 overlap: the rule that hub and spoke blocks must not share one never fires alone).
 
 `make test` runs a few synthesizing examples (the `ci` profile); `make test-thorough` runs hundreds.

@@ -33,18 +33,6 @@ def test_adding_and_removing_a_spoke_changes_no_other_template(config_from: Any)
         assert other[sid] == two[sid], f"{sid} changed when a spoke was removed"
 
 
-def test_stacks_deploy_in_topology_order(dev_config: Any) -> None:
-    from aws_cdk import App
-
-    from hubspoke.stage import HubSpokeStage
-
-    stage = HubSpokeStage(App(), config=dev_config)
-    link = stage.stacks["link-us-west-2"]
-    deps = {d.node.id for d in link.dependencies}
-    assert {"network-us-east-2", "network-us-west-2"} <= deps
-    assert not stage.stacks["network-us-east-2"].dependencies
-
-
 def test_a_planned_kind_without_a_builder_is_an_error(
     dev_config: HubSpokeConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -283,19 +283,36 @@ def check_availability_zones(ec2: Any, *, config: HubSpokeConfig, region: Region
     return rows
 
 
+# botocore eks 2017-11-01 service model, ClusterVersionInformation: versionStatus is a VersionStatus
+# (UNSUPPORTED, STANDARD_SUPPORT, EXTENDED_SUPPORT); the deprecated status is a ClusterVersionStatus
+# (unsupported, standard-support, extended-support), the same three states spelled otherwise.
+VERSION_STATUSES = frozenset({"UNSUPPORTED", "STANDARD_SUPPORT", "EXTENDED_SUPPORT"})
+_DEPRECATED_STATUS = {
+    "unsupported": "UNSUPPORTED",
+    "standard-support": "STANDARD_SUPPORT",
+    "extended-support": "EXTENDED_SUPPORT",
+}
+
+
 def _support_status(info: dict[str, Any]) -> str | None:
-    """versionStatus (VersionStatus: STANDARD_SUPPORT, ...), else the deprecated status field, whose enum
-    (ClusterVersionStatus) spells the same states standard-support, extended-support, unsupported
-    (botocore eks 2017-11-01 service model, ClusterVersionInformation)."""
-    status = info.get("versionStatus") or info.get("status")
-    return str(status).upper().replace("-", "_") if status else None
+    """The version's VersionStatus: versionStatus, else the deprecated status mapped; anything else as EKS sent it."""
+    if info.get("versionStatus"):
+        return str(info["versionStatus"])
+    if info.get("status"):
+        return _DEPRECATED_STATUS.get(info["status"], str(info["status"]))
+    return None
 
 
 def check_kubernetes_version(eks: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
     """The configured Kubernetes version is one EKS offers in this Region, preferably in standard support."""
     name = region.region
     wanted = region.compute.kubernetes_version
-    versions = {v["clusterVersion"]: v for v in _pages(eks, "describe_cluster_versions", "clusterVersions")}
+    # includeAll: "Include all available versions in the response" (botocore eks 2017-11-01 model); the default
+    # set is not documented (ASSUMED to leave some out), so ask for all rather than fail an offered version.
+    versions = {
+        v["clusterVersion"]: v
+        for v in _pages(eks, "describe_cluster_versions", "clusterVersions", includeAll=True)
+    }
     field = f"{region_path(config, region)}.compute.kubernetes_version"
     standard = sorted(
         (v for v, info in versions.items() if _support_status(info) == "STANDARD_SUPPORT"),
@@ -310,6 +327,14 @@ def check_kubernetes_version(eks: Any, *, config: HubSpokeConfig, region: Region
             "fail",
             f"EKS does not offer {wanted} here",
             f"set {field} to one of {', '.join(standard) or 'the versions EKS lists'}",
+        )
+    if status is not None and status not in VERSION_STATUSES:
+        return CheckResult(
+            name,
+            "kubernetes version",
+            "warn",
+            f"EKS lists {wanted} with status {status!r}, which its API model does not define",
+            "check the version's support status in the EKS console before deploying",
         )
     if status == "EXTENDED_SUPPORT":
         return CheckResult(

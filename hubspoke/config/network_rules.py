@@ -7,7 +7,7 @@ import ipaddress
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from hubspoke.config.raw import Problem, default, enabled, net, regions, section
+from hubspoke.config.raw import Problem, cidr_fields, default, enabled, net, regions, section
 from hubspoke.config.schema import ComputeConfig
 from hubspoke.regions import REGIONS
 
@@ -44,8 +44,21 @@ def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
                 yield Problem(
                     f"{path}.compute.service_cidr",
                     f"Kubernetes service CIDR {service} overlaps {other_field} ({other}); pods could not "
-                    f"reach those addresses: pick a service CIDR outside every VPC, e.g. {SERVICE_CIDR}",
+                    f"reach those addresses: pick a service CIDR outside every VPC, {_free_service_cidr(seen)}",
                 )
+
+
+def _free_service_cidr(taken: list[tuple[str, ipaddress.IPv4Network]]) -> str:
+    """A /16 of 172.16.0.0/12 that no VPC block overlaps, as the fix to suggest (botocore eks model,
+    KubernetesNetworkConfigRequest.serviceIpv4Cidr: within 10/8, 172.16/12 or 192.168/16, /24 to /12, and
+    overlapping no block of the VPC; 172.17.0.0/16 is skipped as Docker's default bridge, ASSUMED still worth
+    avoiding on nodes)."""
+    for candidate in ipaddress.IPv4Network("172.16.0.0/12").subnets(new_prefix=16):
+        if candidate != ipaddress.IPv4Network("172.17.0.0/16") and not any(
+            candidate.overlaps(b) for _, b in taken
+        ):
+            return f"e.g. {candidate}"
+    return "a /16 of 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"
 
 
 def one_spoke_per_region(raw: Mapping[str, Any]) -> Iterator[Problem]:
@@ -105,3 +118,49 @@ def public_endpoint_not_open_to_world(raw: Mapping[str, Any]) -> Iterator[Proble
                 f"{path}.storage.admin_cidr",
                 "opens SSH and the Qumulo REST API to the whole internet; use your admin network's CIDR",
             )
+
+
+# Amazon VPC User Guide, "IPv4 CIDR block association restrictions" (awsdocs/amazon-vpc-user-guide@a16ab76,
+# doc_source/vpc-cidr-blocks.md): which secondary blocks a VPC accepts depends on the range its primary is in,
+# because AWS services that work across VPCs and accounts need the ranges apart.
+_RFC1918 = tuple(ipaddress.IPv4Network(c) for c in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+_SERVICE_RANGE = ipaddress.IPv4Network("198.19.0.0/16")
+_RESTRICTED_SECONDARY: tuple[tuple[ipaddress.IPv4Network | None, tuple[ipaddress.IPv4Network, ...]], ...] = (
+    (_RFC1918[0], (_RFC1918[1], _RFC1918[2], _SERVICE_RANGE)),
+    (_RFC1918[1], (_RFC1918[0], _RFC1918[2], ipaddress.IPv4Network("172.31.0.0/16"), _SERVICE_RANGE)),
+    (_RFC1918[2], (_RFC1918[0], _RFC1918[1], _SERVICE_RANGE)),
+    (_SERVICE_RANGE, _RFC1918),
+    (None, (*_RFC1918, _SERVICE_RANGE)),  # a publicly routable primary, or one from 100.64.0.0/10
+)
+# "If any of the CIDR blocks associated with the VPC are from the 10.0.0.0/15 range, you cannot add a CIDR block
+# from the 10.0.0.0/16 range."
+_FIRST_TEN_15, _FIRST_TEN_16 = ipaddress.IPv4Network("10.0.0.0/15"), ipaddress.IPv4Network("10.0.0.0/16")
+
+
+def secondary_cidrs_associable(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """A secondary block AWS refuses to associate with the VPC's primary block fails the Network stack at deploy."""
+    for path, region in regions(raw):
+        blocks = cidr_fields(path, region)
+        if not blocks or blocks[0][0] != f"{path}.cidr":
+            continue
+        primary = blocks[0][1]
+        restricted = next(
+            (
+                ranges
+                for within, ranges in _RESTRICTED_SECONDARY
+                if within is None or primary.subnet_of(within)
+            ),
+            (),
+        )
+        for field, block in blocks[1:]:
+            clash = next((r for r in restricted if block.overlaps(r)), None)
+            if clash is None and block.subnet_of(_FIRST_TEN_16):
+                others = [b for f, b in blocks if f != field]
+                clash = _FIRST_TEN_16 if any(b.overlaps(_FIRST_TEN_15) for b in others) else None
+            if clash is not None:
+                yield Problem(
+                    field,
+                    f"AWS does not associate {block} with a VPC whose primary block is {primary} (Amazon VPC User "
+                    f"Guide, 'IPv4 CIDR block association restrictions': nothing from {clash}); pick a secondary "
+                    "block from the primary's own private range or from 100.64.0.0/10",
+                )

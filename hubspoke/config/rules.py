@@ -18,6 +18,7 @@ from hubspoke.config.network_rules import (
     az_ids_belong_to_region,
     one_spoke_per_region,
     public_endpoint_not_open_to_world,
+    secondary_cidrs_associable,
     vpc_cidrs_do_not_overlap,
 )
 from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota
@@ -39,6 +40,7 @@ __all__ = ["RULES", "Problem", "Rule", "check"]
 
 RULES: tuple[Rule, ...] = (
     vpc_cidrs_do_not_overlap,
+    secondary_cidrs_associable,
     one_spoke_per_region,
     az_ids_belong_to_region,
     cnq_node_count,

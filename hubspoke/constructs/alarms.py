@@ -97,9 +97,9 @@ class AlarmTopic(Construct):
         # CloudWatch publishes into an encrypted topic only if the topic's customer key lets it call
         # kms:Decrypt and kms:GenerateDataKey* (AWS Knowledge Center "cloudwatch-configure-alarm-sns"; the
         # AWS-managed alias/aws/sns key cannot be edited to allow it, hence a key of our own). The statement is
-        # the article's, without conditions: no AWS page says which condition keys CloudWatch's KMS calls carry,
-        # and a condition that does not match fails every alarm action silently. The topic policy below is
-        # what limits publishers to our alarms.
+        # the article's base one, without conditions: the article's only optional condition limits use to an
+        # organization, and an aws:SourceAccount condition is in no AWS example for this call; one that does
+        # not match fails every alarm action silently. The topic policy below limits publishers to our alarms.
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="CloudWatchAlarmsUseTheKey",

@@ -105,13 +105,17 @@ def peerings_routed_on_both_sides(templates: list[Template], config: HubSpokeCon
                 f"deploy the Link stack for {spoke.region} with a route per hub private route table",
             )
             continue
-        # The Link stack reads the hub's route tables and the spoke's peering by weak reference: both the
-        # output and the stack it comes from must be the right ones.
+        # The Link stack reads the hub's route tables and the spoke's peering by weak reference: the output, the
+        # stack and the Region it is read from must all be the right ones (the Link stack lives in the hub's Region).
         want = {(table, cidr) for table in hub_tables for cidr in spoke.all_cidrs}
         have = {
-            (_output_of(r.get("RouteTableId"), hub_network), r.get("DestinationCidrBlock"))
+            (
+                _output_of(r.get("RouteTableId"), hub_network, hub.region, hub.region),
+                r.get("DestinationCidrBlock"),
+            )
             for _, r in link.resources("AWS::EC2::Route")
-            if _output_of(r.get("VpcPeeringConnectionId"), spoke_network) == PEERING_CONNECTION.key()
+            if _output_of(r.get("VpcPeeringConnectionId"), spoke_network, spoke.region, hub.region)
+            == PEERING_CONNECTION.key()
         }
         if missing := want - have:
             yield Violation(
@@ -120,36 +124,89 @@ def peerings_routed_on_both_sides(templates: list[Template], config: HubSpokeCon
                 spoke_network,
                 f"hub side lacks {len(missing)} route(s) to spoke {spoke.region} over its peering",
                 f"route every CIDR of {spoke.region} in every hub private route table "
-                f"({', '.join(sorted(hub_tables))} of {hub_network}) via {PEERING_CONNECTION.key()} of {spoke_network}",
+                f"({', '.join(sorted(hub_tables))} of {hub_network}) via {PEERING_CONNECTION.key()} of {spoke_network} "
+                f"read in {spoke.region}",
             )
 
 
 def no_route_between_spokes(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
-    """HubSpoke-NoTransitiveRoute: peering is not transitive, so a spoke never routes to another spoke."""
+    """HubSpoke-NoTransitiveRoute: a spoke routes over its peering only to the hub's CIDRs, never toward a spoke.
+
+    Amazon VPC Peering Guide, "VPC peering limitations"
+    (https://docs.aws.amazon.com/vpc/latest/peering/vpc-peering-basics.html#vpc-peering-limitations): transitive
+    peering is not supported, so the hub never forwards what a spoke sends it for another spoke. A peering route
+    to anything outside the hub's CIDRs is therefore a dead end, and one that covers another spoke's CIDR (a
+    supernet such as 10.0.0.0/8) is a spoke-to-spoke route in disguise. CIDRs are compared as networks, not text.
+    """
+    # Collapsed, so a route to adjacent hub CIDRs at once (10.10.0.0/15 over 10.10/16 and 10.11/16) is the hub's.
+    hub = list(ipaddress.collapse_addresses(ipaddress.IPv4Network(c) for c in config.hub.all_cidrs))
     for t in templates:
-        if t.meta.get("kind") != "network" or t.meta.get("region") == config.hub.region:
+        region = t.meta.get("region")
+        if t.meta.get("kind") != "network" or region == config.hub.region:
             continue
-        others = {c for s in config.spokes if s.region != t.meta.get("region") for c in s.all_cidrs}
+        others = [ipaddress.IPv4Network(c) for s in config.spokes if s.region != region for c in s.all_cidrs]
         for logical_id, route in t.resources("AWS::EC2::Route"):
-            if route.get("DestinationCidrBlock") in others:
+            dest = route.get("DestinationCidrBlock", route.get("DestinationIpv6CidrBlock"))
+            over_peering = "VpcPeeringConnectionId" in route
+            if not isinstance(dest, str):
+                if over_peering:  # a token cannot be compared: refuse rather than pass it unchecked
+                    yield Violation(
+                        "HubSpoke-NoTransitiveRoute",
+                        t.path,
+                        logical_id,
+                        f"route over a peering to a destination that is not a literal CIDR ({dest!r})",
+                        "route the hub's CIDRs literally, as config gives them",
+                    )
+                continue
+            net = ipaddress.ip_network(dest, strict=False)
+            covered = [str(o) for o in others if _overlaps(net, o)]
+            if over_peering and not any(_within(net, h) for h in hub):
                 yield Violation(
                     "HubSpoke-NoTransitiveRoute",
                     t.path,
                     logical_id,
-                    f"route to another spoke's CIDR {route['DestinationCidrBlock']}",
+                    f"route over the peering to {dest}, outside the hub's CIDRs {', '.join(config.hub.all_cidrs)}"
+                    + (f" and covering another spoke's CIDR {', '.join(covered)}" if covered else ""),
+                    "route over the peering only the hub's CIDRs: the hub forwards nothing onward",
+                )
+            elif any(
+                _within(net, o) for o in others
+            ):  # a more specific route into a spoke, whatever its target
+                yield Violation(
+                    "HubSpoke-NoTransitiveRoute",
+                    t.path,
+                    logical_id,
+                    f"route to {dest}, within another spoke's CIDR {', '.join(covered)}",
                     "remove it: spoke-to-spoke traffic cannot cross the hub's peerings",
                 )
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def _within(net: Network, other: Network) -> bool:
+    return net.version == other.version and net.subnet_of(other)  # type: ignore[arg-type]
+
+
+def _overlaps(net: Network, other: Network) -> bool:
+    return net.version == other.version and net.overlaps(other)
 
 
 def _ref(value: Any) -> Any:
     return value.get("Ref") if isinstance(value, Mapping) else value
 
 
-def _output_of(value: Any, stack: str) -> Any:
-    """The output name a Fn::GetStackOutput reads, if it reads stack `stack` (else None)."""
+def _output_of(value: Any, stack: str, region: str, home: str) -> Any:
+    """The output name a Fn::GetStackOutput reads, if it reads stack `stack` in `region` (else None).
+
+    `home` is the Region of the template holding the reference: the Fn::GetStackOutput docs
+    (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/intrinsic-function-reference-getstackoutput.html)
+    say Region defaults to the Region of the stack being created or updated, and a stack name is unique only
+    within one account and Region, so the same name read in another Region is another stack.
+    """
     if isinstance(value, Mapping) and "Fn::GetStackOutput" in value:
         ref = value["Fn::GetStackOutput"]
-        if ref.get("StackName") == stack:
+        if ref.get("StackName") == stack and ref.get("Region", home) == region:
             return ref.get("OutputName")
     return None
 

@@ -143,9 +143,10 @@ def _accept_lifecycle_bucket_findings(hyperpod: HyperPodCluster) -> None:
     acknowledge(
         bucket,
         "CT.S3.PR.9",
-        reason="Object Lock without a default retention would lock nothing, and a default retention would refuse "
-        "BucketDeployment's prune of superseded scripts; versioning already keeps those a year. Once on, Object "
-        "Lock cannot be turned off (Amazon S3 User Guide, 'Configuring S3 Object Lock').",
+        reason="Object Lock without a default retention locks nothing; with one, each deploy's prune would only "
+        "add delete markers and the locked script versions would outlive the bucket's one-year expiry of "
+        "superseded versions. Once on, Object Lock cannot be turned off (Amazon S3 User Guide, 'Object Lock "
+        "considerations'). Versioning already keeps a year of superseded scripts.",
     )
     acknowledge(
         bucket,

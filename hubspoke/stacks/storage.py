@@ -172,8 +172,8 @@ def _accept_bucket_findings(cluster: CnqCluster) -> None:
             bucket,
             "CT.S3.PR.9",
             reason="Object Lock needs S3 Versioning, and once on neither can be suspended (Amazon S3 User Guide, "
-            "'Configuring S3 Object Lock'): it would bind these buckets to versions, refused for the reason of "
-            "CT.S3.PR.11; a default retention would also refuse CNQ's deletes of removed files' blocks.",
+            "'Object Lock considerations'): it would bind these buckets to versions, refused for the reason of "
+            "CT.S3.PR.11, and a default retention would keep every deleted block billed until it ends.",
         )
         acknowledge(
             bucket,
@@ -197,16 +197,16 @@ def _accept_bucket_findings(cluster: CnqCluster) -> None:
     )
     acknowledge(access_logs, "CT.S3.PR.2", reason=not_logged)
     retention_is_the_owners = (
-        "S3's log delivery writes each log object once and never rewrites it; keeping or versioning access logs "
-        "is the account owner's audit policy (often a central log archive), not this stack's."
+        "Keeping, versioning or protecting access logs from deletion is the account owner's audit policy (often "
+        "a central log archive that collects them), not this stack's; the bucket is retained on delete."
     )
     acknowledge(access_logs, "CT.S3.PR.11", reason=retention_is_the_owners)
     acknowledge(access_logs, "CKV_AWS_21", reason=retention_is_the_owners, resource_types=["AWS::S3::Bucket"])
     acknowledge(
         access_logs,
         "CT.S3.PR.9",
-        reason="A bucket with Object Lock cannot receive server access logs (Amazon S3 User Guide, 'Configuring "
-        "S3 Object Lock'), which is this bucket's only use.",
+        reason="A bucket with Object Lock cannot receive server access logs (Amazon S3 User Guide, 'Object Lock "
+        "considerations'), which is this bucket's only use.",
     )
     acknowledge(access_logs, "CKV_AWS_18", reason=not_logged, resource_types=["AWS::S3::Bucket"])
     acknowledge(

@@ -5,7 +5,8 @@ moto 5.2.5 lacks some of what preflight calls: its Service Quotas backend serves
 no GetAccountSettings, and SSM has none of AWS's public Canonical parameters (and, like AWS, refuses to create
 a parameter under /aws/). `Unsupported` answers exactly those operations on the clients it hands out, with
 botocore hooks (the events botocore's Stubber uses): `before-parameter-build` sees the caller's parameters and
-the hook refuses what the service would (a wrong ServiceCode, an unknown NextToken), `before-call` answers in
+the hook answers what the service would refuse with its error (a ServiceCode it holds no quotas for, an unknown
+NextToken) and fails the test on what the model forbids (MaxResults over 100), `before-call` answers in
 the shape of the botocore service model, a page at a time, so the caller must paginate. Every other call goes
 to moto. Images with a chosen ID, owner and date are put into moto's EC2 backend directly (moto's RegisterImage
 picks its own ID and date); the in-process mock and the server share that backend.
@@ -13,6 +14,7 @@ picks its own ID and date); the in-process mock and the server share that backen
 
 from __future__ import annotations
 
+import base64
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,16 +34,23 @@ from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
 from tests.conftest import ROOT
 
 P5 = "ml.p5.48xlarge"
-# Quota names as the SageMaker Developer Guide ("Prerequisites for using SageMaker HyperPod") lists them.
+# Quota names as the SageMaker Developer Guide ("Prerequisites for using SageMaker HyperPod") lists them,
+# written out here rather than built the way the code under test builds them.
+P5_QUOTA = "ml.p5.48xlarge for cluster usage"
 PER_CLUSTER = "Maximum number instances allowed per SageMaker HyperPod cluster"
 TOTAL = "Total number of instances allowed across SageMaker HyperPod clusters"
-# Small pages, so a caller that does not follow NextToken misses quotas.
+# Small pages, so a caller that does not follow NextToken misses quotas. The service may return fewer items
+# than MaxResults "even when there are more results available" (botocore service-quotas 2019-06-24 model,
+# ListServiceQuotasRequest.MaxResults), so 2 per page is within what it documents.
 PAGE = 2
+# botocore service-quotas 2019-06-24 model: MaxResults is an integer of min 1, max 100; NextToken a string of at
+# most 2048 characters matching ^[a-zA-Z0-9/+]*={0,2}$. botocore checks only the minimum before sending
+# (botocore/validate.py, range_check), so the maximum is the service's to refuse.
+MAX_RESULTS = 100
 
 
-def sagemaker_quota(name: str, value: float, code: str = "L-TESTP5") -> dict[str, Any]:
-    """A SageMaker ServiceQuota; `name` is an instance type (its 'for cluster usage' quota) or a quota name."""
-    quota_name = f"{name} for cluster usage" if name.startswith("ml.") else name
+def sagemaker_quota(quota_name: str, value: float, code: str = "L-TESTP5") -> dict[str, Any]:
+    """A SageMaker ServiceQuota (botocore service-quotas model, ServiceQuota) named exactly `quota_name`."""
     return {"ServiceCode": "sagemaker", "QuotaCode": code, "QuotaName": quota_name, "Value": value}
 
 
@@ -53,30 +62,45 @@ def hyperpod_limits(per_cluster: float = 20, total: float = 30) -> list[dict[str
 
 
 def eks_version(
-    version: str, status: str = "STANDARD_SUPPORT", *, deprecated_field: bool = False
+    version: str, version_status: str | None = "STANDARD_SUPPORT", **status: str
 ) -> dict[str, Any]:
-    """A ClusterVersionInformation; `deprecated_field` fills only `status`, spelled per ClusterVersionStatus."""
-    if deprecated_field:
-        return {"clusterVersion": version, "clusterType": "eks", "status": status.lower().replace("_", "-")}
-    return {"clusterVersion": version, "clusterType": "eks", "versionStatus": status}
+    """A ClusterVersionInformation (botocore eks 2017-11-01 model): `version_status` fills versionStatus (enum
+    VersionStatus); `status=` fills the deprecated status field (enum ClusterVersionStatus) as given."""
+    info: dict[str, Any] = {"clusterVersion": version, "clusterType": "eks", **status}
+    if version_status is not None:
+        info["versionStatus"] = version_status
+    return info
 
 
 class Refused(Exception):
     """A request the real service would refuse; raised out of the hook so the test fails loudly."""
 
 
-def _paged(items: list[dict[str, Any]], token: str | None, key: str, token_key: str) -> dict[str, Any]:
-    start = 0
-    if token is not None:
-        if not token.startswith("page-"):
-            raise Refused(
-                f"unknown {token_key} {token!r}: the service answers InvalidPaginationTokenException"
-            )
-        start = int(token.removeprefix("page-"))
-    page: dict[str, Any] = {key: items[start : start + PAGE]}
-    if start + PAGE < len(items):
-        page[token_key] = f"page-{start + PAGE}"
+class UnknownToken(Exception):
+    """A pagination token this fake did not hand out."""
+
+
+def _token(start: int) -> str:
+    """An opaque token in the alphabet the service-quotas model allows for NextToken (base64)."""
+    return base64.b64encode(f"offset {start}".encode()).decode()
+
+
+def _paged(
+    items: list[dict[str, Any]], token: str | None, key: str, token_key: str, size: int = PAGE
+) -> dict[str, Any]:
+    """One page of `items` after `token`; raises UnknownToken for a token this fake never issued."""
+    issued = {_token(i): i for i in range(0, len(items), size)}
+    if token is not None and token not in issued:
+        raise UnknownToken(token)
+    start = issued[token] if token is not None else 0
+    page: dict[str, Any] = {key: items[start : start + size]}
+    if start + size < len(items):
+        page[token_key] = _token(start + size)
     return page
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return {"Error": {"Code": code, "Message": message}}
 
 
 def dev_images() -> dict[str, str]:
@@ -106,11 +130,14 @@ class Unsupported(Hooked):
     """Answers what moto cannot for preflight, checks how it is asked, passes the rest through."""
 
     applied_quotas: list[dict[str, Any]] = field(
-        default_factory=lambda: [sagemaker_quota(P5, 2), *hyperpod_limits()]
+        default_factory=lambda: [sagemaker_quota(P5_QUOTA, 2), *hyperpod_limits()]
     )
     default_quotas: list[dict[str, Any]] = field(default_factory=list)
     # Applied values of vpc quotas (moto answers only AWS defaults), by quota code.
     applied_vpc_quotas: dict[str, float] = field(default_factory=dict)
+    # The ServiceCodes whose quotas this world lists; Service Quotas answers NoSuchResourceException (one of the
+    # errors the service-quotas model lists for ListServiceQuotas and ListAWSDefaultServiceQuotas) for others.
+    quota_services: frozenset[str] = frozenset({"sagemaker"})
     eks_versions: list[dict[str, Any]] = field(
         default_factory=lambda: [
             eks_version("1.33"),
@@ -133,11 +160,16 @@ class Unsupported(Hooked):
     ) -> dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]]:
         def quota_list(items: list[dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
             def answer(params: dict[str, Any]) -> dict[str, Any]:
-                if params.get("ServiceCode") != "sagemaker":
-                    raise Refused(
-                        f"ServiceCode {params.get('ServiceCode')!r}: this fake serves only sagemaker"
-                    )
-                return _paged(items, params.get("NextToken"), "Quotas", "NextToken")
+                code = params.get("ServiceCode")
+                if code not in self.quota_services:
+                    return _error("NoSuchResourceException", f"The specified resource does not exist: {code}")
+                size = params.get("MaxResults", MAX_RESULTS)
+                if not 1 <= size <= MAX_RESULTS:
+                    raise Refused(f"MaxResults {size} is outside the model's 1..{MAX_RESULTS}")
+                try:
+                    return _paged(items, params.get("NextToken"), "Quotas", "NextToken", min(size, PAGE))
+                except UnknownToken as exc:
+                    return _error("InvalidPaginationTokenException", f"Invalid NextToken {exc}")
 
             return answer
 
@@ -150,7 +182,14 @@ class Unsupported(Hooked):
             }
 
         def versions(params: dict[str, Any]) -> dict[str, Any]:
-            return _paged(self.eks_versions, params.get("nextToken"), "clusterVersions", "nextToken")
+            # Which versions EKS leaves out without includeAll is not documented: a caller that does not ask for
+            # all of them could miss an offered version, so the fake refuses it.
+            if params.get("includeAll") is not True:
+                raise Refused(f"DescribeClusterVersions without includeAll=True: {params}")
+            try:
+                return _paged(self.eks_versions, params.get("nextToken"), "clusterVersions", "nextToken")
+            except UnknownToken as exc:  # which error EKS answers is not documented: fail the test loudly
+                raise Refused(f"nextToken {exc} was never issued") from None
 
         def account_settings(params: dict[str, Any]) -> dict[str, Any]:
             if params:

@@ -14,9 +14,10 @@ from tests.conftest import NETWORK_ONLY, minimal, write_config
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 # What crosses the peering, written out from the sources rather than read from hubspoke.ports: Qumulo "Required
-# networking ports" (NFS TCP 2049, rpcbind TCP 111, portal TCP 3713, REST TCP 8000) and EC2 User Guide "Path MTU
-# Discovery" (ICMP type 3 code 4).
-PEER_PORTS = ("TCP 2049", "TCP 111", "TCP 3713", "TCP 8000", "ICMP 3/4")
+# networking ports" (portal TCP 3713) and EC2 User Guide "Path MTU Discovery" (ICMP type 3 code 4), plus what the
+# spoke-side code calls on the hub: the canary's NFS probe (a TCP connect to 2049) and the
+# provisioner's REST call (TCP 8000).
+PEER_PORTS = ("TCP 2049", "TCP 3713", "TCP 8000", "ICMP 3/4")
 SPOKES = [
     {"region": "us-west-2", "cidr": "10.20.0.0/16", "secondary_cidrs": ["100.64.0.0/20"]},
     {

@@ -155,30 +155,41 @@ def test_accelerator_az_without_p5_fails_and_names_an_az_that_has_it(world: Worl
 
 
 @pytest.mark.parametrize(
-    ("versions", "status"),
+    ("versions", "status", "undefined"),
     [
-        ([eks_version("1.32")], "fail"),
-        ([eks_version("1.33", "EXTENDED_SUPPORT"), eks_version("1.34")], "warn"),
-        ([eks_version("1.33", "UNSUPPORTED")], "fail"),
-        # Only the deprecated `status` field, spelled per ClusterVersionStatus (botocore eks model).
-        ([eks_version("1.33", "UNSUPPORTED", deprecated_field=True)], "fail"),
+        ([eks_version("1.32")], "fail", False),
+        ([eks_version("1.33", "EXTENDED_SUPPORT"), eks_version("1.34")], "warn", False),
+        ([eks_version("1.33", "UNSUPPORTED")], "fail", False),
+        # Only the deprecated `status` field, whose enum ClusterVersionStatus (botocore eks 2017-11-01 model)
+        # spells the states unsupported, standard-support, extended-support.
+        ([eks_version("1.33", None, status="unsupported")], "fail", False),
         (
             [
-                eks_version("1.33", "EXTENDED_SUPPORT", deprecated_field=True),
-                eks_version("1.34", deprecated_field=True),
+                eks_version("1.33", None, status="extended-support"),
+                eks_version("1.34", None, status="standard-support"),
                 eks_version("1.31", "EXTENDED_SUPPORT"),
             ],
             "warn",
+            False,
         ),
+        # Spellings neither enum has are not guessed into a state: a warning names the value.
+        ([eks_version("1.33", None, status="Standard-Support"), eks_version("1.34")], "warn", True),
+        ([eks_version("1.33", "standard-support"), eks_version("1.34")], "warn", True),
     ],
 )
 def test_kubernetes_version_offered_by_eks(
-    world: World, tmp_path: Path, versions: list[Any], status: str
+    world: World, tmp_path: Path, versions: list[Any], status: str, undefined: bool
 ) -> None:
     world.bootstrap("us-east-2")
     results = _run(_config(tmp_path), Unsupported(world.clients, eks_versions=versions), only={"us-east-2"})
     (row,) = _rows(results, "kubernetes version")
     assert row.status == status
+    # Each row says whether the spelling is one the model defines: a mapping lost from the deprecated field
+    # would turn a known state into "does not define" and must fail here, not take the early return.
+    assert ("does not define" in row.detail) is undefined, row.detail
+    if undefined:
+        assert row.detail.startswith("EKS lists 1.33 with status ")
+        return
     assert "compute.kubernetes_version" in row.fix
     if status == "warn":
         assert row.fix.endswith("to 1.34")

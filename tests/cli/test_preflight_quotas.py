@@ -11,7 +11,7 @@ import pytest
 from hubspoke.cli.preflight import run_preflight
 from hubspoke.cli.preflight_checks import CheckResult
 from hubspoke.config import load
-from tests.cli.preflight_world import P5, Unsupported, World, hyperpod_limits, sagemaker_quota
+from tests.cli.preflight_world import P5, P5_QUOTA, Unsupported, World, hyperpod_limits, sagemaker_quota
 from tests.conftest import minimal, write_config
 
 
@@ -30,10 +30,10 @@ def _rows(results: list[CheckResult], check: str, region: str | None = None) -> 
 @pytest.mark.parametrize(
     ("applied", "defaults", "plan", "status"),
     [
-        ([sagemaker_quota(P5, 1)], [], False, "fail"),
-        ([], [sagemaker_quota(P5, 0)], False, "fail"),
-        ([], [sagemaker_quota(P5, 4)], False, "pass"),
-        ([sagemaker_quota(P5, 0)], [], True, "warn"),
+        ([sagemaker_quota(P5_QUOTA, 1)], [], False, "fail"),
+        ([], [sagemaker_quota(P5_QUOTA, 0)], False, "fail"),
+        ([], [sagemaker_quota(P5_QUOTA, 4)], False, "pass"),
+        ([sagemaker_quota(P5_QUOTA, 0)], [], True, "warn"),
         ([], [], False, "warn"),
     ],
 )
@@ -84,12 +84,12 @@ def test_sagemaker_quota_counts_instances_other_clusters_already_hold(world: Wor
     world.bootstrap("us-west-2")
     _hyperpod(world, "us-west-2", "someone-elses", 3)
     _hyperpod(world, "us-west-2", "hubspoke-dev-us-west-2", 2)  # ours, from an earlier deploy
-    clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5, 4), *hyperpod_limits()])
+    clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 4), *hyperpod_limits()])
     results = _run(_config(tmp_path), clients, only={"us-west-2"})
     (row,) = [r for r in _rows(results, "sagemaker quota") if P5 in r.detail]
     assert row.status == "fail" and "3 in use" in row.detail
     assert "--desired-value 5 " in row.fix
-    clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5, 5), *hyperpod_limits()])
+    clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 5), *hyperpod_limits()])
     results = _run(_config(tmp_path), clients, only={"us-west-2"})
     assert {r.status for r in _rows(results, "sagemaker quota")} == {"pass"}
 
@@ -106,7 +106,7 @@ def test_per_cluster_and_account_wide_hyperpod_quotas(
 ) -> None:
     world.bootstrap("us-west-2")
     _hyperpod(world, "us-west-2", "someone-elses", 3, itype="ml.g5.xlarge")
-    clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5, 8), *limits])
+    clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 8), *limits])
     results = _run(_config(tmp_path), clients, only={"us-west-2"})
     [row] = [r for r in _rows(results, "sagemaker quota") if r.status != "pass"]
     assert row.status == "fail" and failing in row.detail
@@ -179,3 +179,42 @@ def test_canary_reservation_needs_the_unreserved_pool_lambda_keeps(
     if status == "fail":
         assert "ops.reserve_canary_concurrency: false" in row.fix and "L-B99A9384" in row.fix
     assert ("GetAccountSettings", {}) in clients.asked
+
+
+def test_the_fake_service_quotas_answers_and_refuses_as_the_model_says(world: World) -> None:
+    """The fake behind these tests follows the botocore service-quotas 2019-06-24 model: a ServiceCode it holds no
+    quotas for gets NoSuchResourceException, pages carry a NextToken of the model's alphabet
+    (^[a-zA-Z0-9/+]*={0,2}$) until the last, a token it never issued gets InvalidPaginationTokenException, and
+    MaxResults over the model's 100 fails the test (botocore checks only the minimum, 1, before sending)."""
+    import re
+
+    from botocore.exceptions import ClientError, ParamValidationError
+
+    from tests.cli.preflight_world import Refused
+
+    names = [f"ml.g5.{n}xlarge for cluster usage" for n in (2, 4, 8, 12, 16)]
+    clients = Unsupported(
+        world.clients, applied_quotas=[sagemaker_quota(n, 1, f"L-{i}") for i, n in enumerate(names)]
+    )
+    quotas = clients("service-quotas", "us-west-2")
+    with pytest.raises(ClientError) as refused:
+        quotas.list_service_quotas(ServiceCode="ec2")
+    assert refused.value.response["Error"]["Code"] == "NoSuchResourceException"
+
+    page = quotas.list_service_quotas(ServiceCode="sagemaker")
+    assert len(page["Quotas"]) < len(names) and re.fullmatch(r"[a-zA-Z0-9/+]*={0,2}", page["NextToken"])
+    walked = [
+        q["QuotaName"]
+        for p in quotas.get_paginator("list_service_quotas").paginate(ServiceCode="sagemaker")
+        for q in p["Quotas"]
+    ]
+    assert walked == names
+    assert len(quotas.list_service_quotas(ServiceCode="sagemaker", MaxResults=1)["Quotas"]) == 1
+
+    with pytest.raises(ClientError) as bad_token:
+        quotas.list_aws_default_service_quotas(ServiceCode="sagemaker", NextToken="bm90IGlzc3VlZA==")
+    assert bad_token.value.response["Error"]["Code"] == "InvalidPaginationTokenException"
+    with pytest.raises(Refused):
+        quotas.list_service_quotas(ServiceCode="sagemaker", MaxResults=101)
+    with pytest.raises(ParamValidationError):
+        quotas.list_service_quotas(ServiceCode="sagemaker", MaxResults=0)

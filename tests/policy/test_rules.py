@@ -28,18 +28,23 @@ def test_every_rule_is_documented() -> None:
     assert all(rule.__doc__ and rule.__doc__.startswith("HubSpoke-") for rule in RULES)
 
 
-def _ingress(templates: Templates, stack: str, cidr: str) -> Templates:
+def _ingress(templates: Templates, stack: str, cidr: str, key: str = "CidrIp") -> Templates:
     broken = copy.deepcopy(templates)
     broken[stack]["Resources"]["Injected"] = {
         "Type": "AWS::EC2::SecurityGroupIngress",
-        "Properties": {"CidrIp": cidr, "IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "GroupId": "sg-1"},
+        "Properties": {key: cidr, "IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "GroupId": "sg-1"},
     }
     return broken
 
 
-def test_world_ingress_is_caught(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
+@pytest.mark.parametrize(("key", "world"), [("CidrIp", "0.0.0.0/0"), ("CidrIpv6", "::/0")])
+def test_world_ingress_is_caught(
+    dev_config: HubSpokeConfig, dev_templates: Templates, key: str, world: str
+) -> None:
+    """Both halves of the world: AWS::EC2::SecurityGroupIngress takes IPv4 ranges in CidrIp and IPv6 ranges in
+    CidrIpv6 (CloudFormation template reference, AWS::EC2::SecurityGroupIngress), and ::/0 is every IPv6 address."""
     assert "HubSpoke-NoWorldIngress" in rules_hit(
-        _ingress(dev_templates, "network-us-east-2", "0.0.0.0/0"), dev_config
+        _ingress(dev_templates, "network-us-east-2", world, key), dev_config
     )
 
 
@@ -171,3 +176,84 @@ def test_a_missing_spoke_network_template_is_reported_not_skipped(
     without = {k: v for k, v in dev_templates.items() if k != "network-us-west-2"}
     [(_, message)] = _peering_violations(without, dev_config)
     assert "no Network template for spoke us-west-2" in message
+
+
+def _with_peering_route(templates: Templates, stack: str, destination: str) -> Templates:
+    """`templates` with one more route over `stack`'s peering (a copy of a real one) to `destination`."""
+    broken = copy.deepcopy(templates)
+    res = broken[stack]["Resources"]
+    route = copy.deepcopy(
+        next(
+            v
+            for v in res.values()
+            if v["Type"] == "AWS::EC2::Route" and "VpcPeeringConnectionId" in v["Properties"]
+        )
+    )
+    route["Properties"]["DestinationCidrBlock"] = destination
+    res["Injected"] = route
+    return broken
+
+
+@pytest.mark.parametrize(
+    "destination",
+    [
+        "10.0.0.0/8",  # a supernet of the hub and of every other spoke
+        "10.30.1.0/24",  # inside eu-west-1's 10.30.0.0/16
+        "10.40.0.0/16",  # covers ap-northeast-1's 10.40.0.0/20
+        "192.168.0.0/16",  # nobody's: the hub would drop it
+    ],
+)
+def test_a_peering_route_beyond_the_hub_is_caught(
+    tmp_path_factory: pytest.TempPathFactory, destination: str
+) -> None:
+    """Peering is not transitive (Amazon VPC Peering Guide, "VPC peering limitations"): the hub forwards nothing a
+    spoke sends it for another VPC, so a spoke's peering route may lead only into the hub's CIDRs. The multi-spoke
+    shape (hub 10.10/16 + 10.11/16; spokes 10.20/16 + 10.21/20, 10.30/16, 10.40/20) holds each case."""
+    from tests.conftest import load_shape
+
+    shape = load_shape("multi-spoke", tmp_path_factory)
+    broken = _with_peering_route(shape.templates, "network-us-west-2", destination)
+    hits = [v for v in check(as_templates(broken), shape.config) if v.rule == "HubSpoke-NoTransitiveRoute"]
+    assert [v.logical_id for v in hits] == ["Injected"]
+
+
+@pytest.mark.parametrize("destination", ["10.11.0.0/16", "10.10.0.0/15", "10.10.4.0/24"])
+def test_a_peering_route_into_the_hub_passes(
+    tmp_path_factory: pytest.TempPathFactory, destination: str
+) -> None:
+    """The refusal above is not everything: a route to the hub's secondary CIDR, to both hub CIDRs at once
+    (10.10.0.0/15 is exactly 10.10.0.0/16 + 10.11.0.0/16) or to part of the hub stays within the hub."""
+    from tests.conftest import load_shape
+
+    shape = load_shape("multi-spoke", tmp_path_factory)
+    broken = _with_peering_route(shape.templates, "network-us-west-2", destination)
+    assert "HubSpoke-NoTransitiveRoute" not in rules_hit(broken, shape.config)
+
+
+@pytest.mark.parametrize(
+    ("field", "region"),
+    [
+        ("VpcPeeringConnectionId", "us-east-2"),  # the spoke's stack name, read in the hub's Region
+        ("VpcPeeringConnectionId", None),  # no Region: the Link stack's own (the hub's) Region
+        ("RouteTableId", "us-west-2"),  # the hub's stack name, read in the spoke's Region
+    ],
+)
+def test_a_link_route_read_from_the_wrong_region_is_caught(
+    dev_config: HubSpokeConfig, dev_templates: Templates, field: str, region: str | None
+) -> None:
+    """Fn::GetStackOutput names a stack by StackName and Region, and Region defaults to the Region of the stack
+    being created or updated (CloudFormation Template Reference, Fn::GetStackOutput). The Link stack lives in the
+    hub's Region (us-east-2 in dev), so the spoke's peering is the right one only when read in us-west-2 and the
+    hub's route tables only in us-east-2; the stack name alone proves neither."""
+    broken = copy.deepcopy(dev_templates)
+    route = next(
+        r["Properties"]
+        for r in broken["link-us-west-2"]["Resources"].values()
+        if r["Type"] == "AWS::EC2::Route"
+    )
+    ref = route[field]["Fn::GetStackOutput"]
+    ref.pop("Region", None)
+    if region is not None:
+        ref["Region"] = region
+    [(where, message)] = _peering_violations(broken, dev_config)
+    assert where == "link-us-west-2" and "hub side lacks 1 route" in message

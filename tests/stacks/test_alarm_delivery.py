@@ -6,9 +6,8 @@ Sources (the oracle here, not the code under test):
   SNS:Publish"); the grant may be narrowed with `aws:SourceArn` = the alarm's ARN
   (arn:aws:cloudwatch:REGION:ACCOUNT:alarm:NAME).
 - AWS Knowledge Center "cloudwatch-configure-alarm-sns": for an encrypted topic, the customer key's policy must
-  allow `cloudwatch.amazonaws.com` `kms:Decrypt` and `kms:GenerateDataKey*`. The article's statement has no
-  Condition, and no AWS page says which condition keys CloudWatch's KMS calls carry: a grant under a condition is
-  not counted (one that does not match fails every alarm action, visible only in the alarm's history).
+  allow `cloudwatch.amazonaws.com` `kms:Decrypt` and `kms:GenerateDataKey*`. The article's base statement has
+  no Condition (its only optional one limits the key to an organization): a grant under a condition is not counted (one that does not match fails every alarm action, visible only in the alarm's history).
 - SNS Developer Guide: a topic policy (AWS::SNS::TopicPolicy) replaces the topic's default policy, so only what
   the template writes applies.
 """

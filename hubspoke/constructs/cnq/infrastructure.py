@@ -306,8 +306,9 @@ class CnqCluster(Construct):
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             removal_policy=RemovalPolicy.RETAIN,
-            # Log objects are single PUTs of S3's log delivery; the rule clears abandoned uploads only (and is
-            # the enabled lifecycle rule Control Tower's CT.S3.PR.6 asks for). Expiry is the account owner's.
+            # The rule clears abandoned multipart uploads only, which no reader of the logs needs (whether S3's
+            # log delivery ever uploads in parts is not documented); it is the enabled lifecycle rule Control
+            # Tower's CT.S3.PR.6 asks for. Expiry of the logs is the account owner's.
             lifecycle_rules=[s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(7))],
         )
         acknowledge(
