@@ -71,5 +71,6 @@ def test_only_regions_with_compute_have_a_service_cidr_to_check(tmp_path: Path) 
     data = minimal(hub={"region": "us-east-2", "cidr": "172.20.0.0/16", "compute": {"enabled": False}})
     assert problems(tmp_path, data) == [
         "spokes[0].compute.service_cidr: Kubernetes service CIDR 172.20.0.0/16 overlaps hub.cidr (172.20.0.0/16); "
-        "pods could not reach those addresses: pick a service CIDR outside every VPC, e.g. 172.20.0.0/16"
+        # The first /16 of 172.16.0.0/12 that no VPC here (172.20.0.0/16, 10.20.0.0/16) overlaps.
+        "pods could not reach those addresses: pick a service CIDR outside every VPC, e.g. 172.16.0.0/16"
     ]
