@@ -19,6 +19,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,12 +27,12 @@ from botocore.awsrequest import AWSResponse
 from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
-from hubspoke.cli.preflight import Clients, session_clients
-from hubspoke.cli.preflight_checks import BOOTSTRAP_PARAMETER
+from hubspoke.cli.preflight import Clients, run_preflight, session_clients
+from hubspoke.cli.preflight_checks import BOOTSTRAP_PARAMETER, CheckResult
 from hubspoke.cli.preflight_cnq import CANONICAL_OWNER, UBUNTU_PARAMETER
 from hubspoke.config import load
 from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
-from tests.conftest import ROOT
+from tests.conftest import ROOT, minimal, write_config
 
 P5 = "ml.p5.48xlarge"
 # Quota names as the SageMaker Developer Guide ("Prerequisites for using SageMaker HyperPod") lists them,
@@ -358,3 +359,18 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.fixture
 def world(backend: str) -> World:
     return World(session_clients())
+
+
+def preflight_config(tmp_path: Path, **overrides: Any) -> Path:
+    """The smallest valid config (tests.conftest.minimal) with `overrides`, written where preflight can load it."""
+    return write_config(tmp_path, minimal(**overrides))
+
+
+def run_checks(path: Path, clients: Any, only: set[str] | None = None) -> list[CheckResult]:
+    """Every preflight row for the config at `path`, asked through `clients`."""
+    return run_preflight(load(path).config, clients, only=only)
+
+
+def rows_of(results: list[CheckResult], check: str, region: str | None = None) -> list[CheckResult]:
+    """The rows of one check, optionally of one Region."""
+    return [r for r in results if r.check == check and (region is None or r.region == region)]

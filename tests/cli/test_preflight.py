@@ -10,41 +10,29 @@ import pytest
 from botocore.stub import Stubber
 
 from hubspoke.cli.main import main
-from hubspoke.cli.preflight import run_preflight, session_clients
+from hubspoke.cli.preflight import session_clients
 from hubspoke.cli.preflight_checks import (
     CLI_BOOTSTRAP_VERSION,
     MIN_BOOTSTRAP_VERSION,
     PEERING_QUOTA_CODE,
-    CheckResult,
 )
-from hubspoke.config import load
 from tests.cli.preflight_world import (
     Unsupported,
     World,
     eks_version,
     isolate_from_real_aws,
+    preflight_config,
+    rows_of,
+    run_checks,
 )
-from tests.conftest import minimal, write_config
 from tests.fakes.loopback import closed_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _config(tmp_path: Path, **overrides: Any) -> Path:
-    return write_config(tmp_path, minimal(**overrides))
-
-
-def _run(path: Path, clients: Any, only: set[str] | None = None) -> list[CheckResult]:
-    return run_preflight(load(path).config, clients, only=only)
-
-
-def _rows(results: list[CheckResult], check: str, region: str | None = None) -> list[CheckResult]:
-    return [r for r in results if r.check == check and (region is None or r.region == region)]
-
-
 def test_healthy_deployed_environment_passes_every_check(world: World, tmp_path: Path) -> None:
     world.deployed_dev()
-    results = _run(ROOT / "config" / "dev.yaml", Unsupported(world.clients))
+    results = run_checks(ROOT / "config" / "dev.yaml", Unsupported(world.clients))
     assert [r for r in results if r.status != "pass"] == []
     checks = {(r.region, r.check) for r in results}
     for region in ("us-east-2", "us-west-2"):
@@ -62,16 +50,16 @@ def test_healthy_deployed_environment_passes_every_check(world: World, tmp_path:
     assert ("us-east-2", "peering quota") in checks
     assert ("us-west-2", "lambda concurrency") in checks  # the spoke runs the canary
     # Our own VPCs carry the environment's tags: recognized, not reported as clashes.
-    assert any("already deployed" in r.detail for r in _rows(results, "cidr overlap"))
+    assert any("already deployed" in r.detail for r in rows_of(results, "cidr overlap"))
 
 
 def test_wrong_account_fails_and_skips_that_regions_checks(world: World, tmp_path: Path) -> None:
     world.deployed_dev()
-    results = _run(_config(tmp_path, account="111111111111"), Unsupported(world.clients))
-    account = _rows(results, "account")
+    results = run_checks(preflight_config(tmp_path, account="111111111111"), Unsupported(world.clients))
+    account = rows_of(results, "account")
     assert {r.status for r in account} == {"fail"}
     assert all("111111111111" in r.detail and r.fix for r in account)
-    assert not _rows(results, "sagemaker quota")
+    assert not rows_of(results, "sagemaker quota")
     assert all(r.status == "warn" for r in results if r.check != "account")
 
 
@@ -83,11 +71,11 @@ def test_bootstrap_missing_or_old(world: World, tmp_path: Path, version: str | N
     world.bootstrap("us-east-2")
     if version:
         world.bootstrap("us-west-2", version)
-    results = _run(_config(tmp_path), Unsupported(world.clients))
-    (row,) = _rows(results, "cdk bootstrap", "us-west-2")
+    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients))
+    (row,) = rows_of(results, "cdk bootstrap", "us-west-2")
     assert row.status == status
     assert row.fix.startswith("npx cdk bootstrap aws://123456789012/us-west-2")
-    assert _rows(results, "cdk bootstrap", "us-east-2")[0].status == "pass"
+    assert rows_of(results, "cdk bootstrap", "us-east-2")[0].status == "pass"
 
 
 def test_foreign_vpc_overlapping_a_configured_cidr_fails_with_a_free_block(
@@ -95,8 +83,8 @@ def test_foreign_vpc_overlapping_a_configured_cidr_fails_with_a_free_block(
 ) -> None:
     world.deployed_dev()
     world.vpc("us-west-2", "10.20.128.0/17", name="legacy")
-    results = _run(_config(tmp_path), Unsupported(world.clients))
-    (row,) = [r for r in _rows(results, "cidr overlap", "us-west-2") if r.status == "fail"]
+    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients))
+    (row,) = [r for r in rows_of(results, "cidr overlap", "us-west-2") if r.status == "fail"]
     assert "legacy" in row.detail and "spokes[0].cidr" in row.detail
     suggestion = row.fix.rsplit("e.g. ", 1)[1]
     import ipaddress
@@ -110,8 +98,8 @@ def test_foreign_vpc_overlapping_a_configured_cidr_fails_with_a_free_block(
 def test_foreign_vpc_overlapping_only_a_peer_cidr_warns(world: World, tmp_path: Path) -> None:
     world.deployed_dev()
     world.vpc("us-west-2", "10.10.0.0/24")
-    results = _run(_config(tmp_path), Unsupported(world.clients))
-    rows = _rows(results, "cidr overlap", "us-west-2")
+    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients))
+    rows = rows_of(results, "cidr overlap", "us-west-2")
     assert [r.status for r in rows] == ["warn"]
     assert "10.10.0.0/16" in rows[0].detail
 
@@ -126,8 +114,8 @@ def test_hub_vpc_full_of_foreign_peerings_fails_the_quota(world: World, tmp_path
     # moto's Service Quotas answers the AWS default of 50 for L-7E9ECCDB: 50 foreign + 1 spoke exceed it.
     for n in range(50):
         world.peer("us-east-2", hub, world.vpc("us-east-2", f"10.{100 + n}.0.0/16"))
-    results = _run(_config(tmp_path), Unsupported(world.clients))
-    (row,) = _rows(results, "peering quota")
+    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients))
+    (row,) = rows_of(results, "peering quota")
     assert row.status == "fail"
     assert "51" in row.detail and "50" in row.detail
     assert PEERING_QUOTA_CODE in row.fix
@@ -136,8 +124,8 @@ def test_hub_vpc_full_of_foreign_peerings_fails_the_quota(world: World, tmp_path
 def test_unknown_az_id_fails(world: World, tmp_path: Path) -> None:
     world.deployed_dev()
     spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "az_ids": ["usw2-az1", "usw2-az9"]}
-    results = _run(_config(tmp_path, spokes=[spoke]), Unsupported(world.clients))
-    (row,) = _rows(results, "az ids", "us-west-2")
+    results = run_checks(preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients))
+    (row,) = rows_of(results, "az ids", "us-west-2")
     assert row.status == "fail" and "usw2-az9" in row.detail and "usw2-az1" in row.fix
 
 
@@ -146,12 +134,12 @@ def test_accelerator_az_without_p5_fails_and_names_an_az_that_has_it(world: Worl
     world.bootstrap("ap-northeast-1")
     # In moto's offering data (copied from AWS) apne1-az2 has no p5.48xlarge while apne1-az1 and az4 do.
     spoke = {"region": "ap-northeast-1", "cidr": "10.30.0.0/16", "accelerator_az_id": "apne1-az2"}
-    results = _run(_config(tmp_path, spokes=[spoke]), Unsupported(world.clients))
-    (row,) = _rows(results, "accelerator az", "ap-northeast-1")
+    results = run_checks(preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients))
+    (row,) = rows_of(results, "accelerator az", "ap-northeast-1")
     assert row.status == "fail" and "apne1-az2" in row.detail
     offering_azs = row.fix.split("one of ", 1)[1].split(", ")
     assert offering_azs and "apne1-az2" not in offering_azs
-    assert _rows(results, "accelerator az", "us-east-2")[0].status == "pass"
+    assert rows_of(results, "accelerator az", "us-east-2")[0].status == "pass"
 
 
 @pytest.mark.parametrize(
@@ -181,8 +169,10 @@ def test_kubernetes_version_offered_by_eks(
     world: World, tmp_path: Path, versions: list[Any], status: str, undefined: bool
 ) -> None:
     world.bootstrap("us-east-2")
-    results = _run(_config(tmp_path), Unsupported(world.clients, eks_versions=versions), only={"us-east-2"})
-    (row,) = _rows(results, "kubernetes version")
+    results = run_checks(
+        preflight_config(tmp_path), Unsupported(world.clients, eks_versions=versions), only={"us-east-2"}
+    )
+    (row,) = rows_of(results, "kubernetes version")
     assert row.status == status
     # Each row says whether the spelling is one the model defines: a mapping lost from the deprecated field
     # would turn a known state into "does not define" and must fail here, not take the early return.
@@ -221,8 +211,8 @@ def test_denied_call_inside_a_two_service_check_names_that_calls_permission(
             client.meta.events.register("before-call.ec2.DescribeVpcPeeringConnections", deny)
         return client
 
-    results = _run(ROOT / "config" / "dev.yaml", clients, only={"us-east-2"})
-    (row,) = _rows(results, "peering quota")
+    results = run_checks(ROOT / "config" / "dev.yaml", clients, only={"us-east-2"})
+    (row,) = rows_of(results, "peering quota")
     assert row.status == "fail"
     assert "ec2:DescribeVpcPeeringConnections" in row.fix and "servicequotas" not in row.fix
 
@@ -244,8 +234,10 @@ def test_local_zones_are_never_suggested_as_az_ids(
     monkeypatch.setitem(zones, "us-west-2", [*zones["us-west-2"], local])
     world.deployed_dev()
     spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "az_ids": ["usw2-az1", "usw2-az9"]}
-    results = _run(_config(tmp_path, spokes=[spoke]), Unsupported(world.clients), only={"us-west-2"})
-    (row,) = _rows(results, "az ids", "us-west-2")
+    results = run_checks(
+        preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients), only={"us-west-2"}
+    )
+    (row,) = rows_of(results, "az ids", "us-west-2")
     suggested = row.fix.split("from ", 1)[1].split(" in ", 1)[0].split(", ")
     assert row.status == "fail" and "usw2-lax1-az1" not in suggested and "usw2-az1" in suggested
     for az in suggested:
@@ -272,8 +264,8 @@ def test_denied_call_names_the_permission(tmp_path: Path, monkeypatch: pytest.Mo
         stub.activate()
         return client
 
-    results = _run(_config(tmp_path), Unsupported(clients), only={"us-west-2"})
-    (row,) = _rows(results, "cdk bootstrap")
+    results = run_checks(preflight_config(tmp_path), Unsupported(clients), only={"us-west-2"})
+    (row,) = rows_of(results, "cdk bootstrap")
     assert row.status == "fail" and "ssm:GetParameter" in row.fix
 
 
@@ -281,7 +273,7 @@ def test_cli_without_credentials_says_so_and_exits_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     isolate_from_real_aws(monkeypatch, credentials=False)
-    code = main(["preflight", "--config", str(_config(tmp_path)), "--json"])
+    code = main(["preflight", "--config", str(preflight_config(tmp_path)), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 1
     (row,) = out["results"]
@@ -293,7 +285,7 @@ def test_cli_unreachable_endpoint_fails_rows_without_traceback(
 ) -> None:
     isolate_from_real_aws(monkeypatch)
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{closed_port()}")
-    code = main(["preflight", "--config", str(_config(tmp_path)), "--region", "us-west-2"])
+    code = main(["preflight", "--config", str(preflight_config(tmp_path)), "--region", "us-west-2"])
     captured = capsys.readouterr()
     assert code == 1
     assert "cannot reach AWS" in captured.out and "Traceback" not in captured.err
@@ -305,9 +297,11 @@ def test_cli_bad_input_exits_2(
     isolate_from_real_aws(monkeypatch)
     assert main(["preflight", "--config", str(tmp_path / "missing.yaml")]) == 2
     assert "missing.yaml: (file): file not found" in capsys.readouterr().err
-    assert main(["preflight", "--config", str(_config(tmp_path)), "--region", "eu-west-9"]) == 2
+    assert main(["preflight", "--config", str(preflight_config(tmp_path)), "--region", "eu-west-9"]) == 2
     assert "--region: eu-west-9" in capsys.readouterr().err
-    assert main(["preflight", "--config", str(_config(tmp_path)), "--profile", "no-such-profile"]) == 2
+    assert (
+        main(["preflight", "--config", str(preflight_config(tmp_path)), "--profile", "no-such-profile"]) == 2
+    )
     assert "no-such-profile" in capsys.readouterr().err
 
 
@@ -323,7 +317,7 @@ def test_cli_exit_codes_and_json_against_moto(
     assert main(["preflight", "--config", str(ROOT / "config" / "dev.yaml"), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)["summary"]
     assert summary["fail"] == 0 and summary["pass"] > 0
-    assert main(["preflight", "--config", str(_config(tmp_path, account="111111111111"))]) == 1
+    assert main(["preflight", "--config", str(preflight_config(tmp_path, account="111111111111"))]) == 1
     assert "fail" in capsys.readouterr().out
 
 

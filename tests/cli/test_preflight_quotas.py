@@ -8,23 +8,17 @@ from typing import Any
 
 import pytest
 
-from hubspoke.cli.preflight import run_preflight
-from hubspoke.cli.preflight_checks import CheckResult
-from hubspoke.config import load
-from tests.cli.preflight_world import P5, P5_QUOTA, Unsupported, World, hyperpod_limits, sagemaker_quota
-from tests.conftest import minimal, write_config
-
-
-def _config(tmp_path: Path, **overrides: Any) -> Path:
-    return write_config(tmp_path, minimal(**overrides))
-
-
-def _run(path: Path, clients: Any, only: set[str] | None = None) -> list[CheckResult]:
-    return run_preflight(load(path).config, clients, only=only)
-
-
-def _rows(results: list[CheckResult], check: str, region: str | None = None) -> list[CheckResult]:
-    return [r for r in results if r.check == check and (region is None or r.region == region)]
+from tests.cli.preflight_world import (
+    P5,
+    P5_QUOTA,
+    Unsupported,
+    World,
+    hyperpod_limits,
+    preflight_config,
+    rows_of,
+    run_checks,
+    sagemaker_quota,
+)
 
 
 @pytest.mark.parametrize(
@@ -48,8 +42,8 @@ def test_sagemaker_cluster_quota(
     clients = Unsupported(
         world.clients, applied_quotas=[*applied, *hyperpod_limits()], default_quotas=defaults
     )
-    results = _run(_config(tmp_path, spokes=spokes), clients, only={"us-west-2"})
-    (row,) = [r for r in _rows(results, "sagemaker quota", "us-west-2") if P5 in r.detail]
+    results = run_checks(preflight_config(tmp_path, spokes=spokes), clients, only={"us-west-2"})
+    (row,) = [r for r in rows_of(results, "sagemaker quota", "us-west-2") if P5 in r.detail]
     assert row.status == status
     if status == "fail":
         assert "--quota-code L-TESTP5 --desired-value 2 --region us-west-2" in row.fix
@@ -85,13 +79,13 @@ def test_sagemaker_quota_counts_instances_other_clusters_already_hold(world: Wor
     _hyperpod(world, "us-west-2", "someone-elses", 3)
     _hyperpod(world, "us-west-2", "hubspoke-dev-us-west-2", 2)  # ours, from an earlier deploy
     clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 4), *hyperpod_limits()])
-    results = _run(_config(tmp_path), clients, only={"us-west-2"})
-    (row,) = [r for r in _rows(results, "sagemaker quota") if P5 in r.detail]
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"})
+    (row,) = [r for r in rows_of(results, "sagemaker quota") if P5 in r.detail]
     assert row.status == "fail" and "3 in use" in row.detail
     assert "--desired-value 5 " in row.fix
     clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 5), *hyperpod_limits()])
-    results = _run(_config(tmp_path), clients, only={"us-west-2"})
-    assert {r.status for r in _rows(results, "sagemaker quota")} == {"pass"}
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"})
+    assert {r.status for r in rows_of(results, "sagemaker quota")} == {"pass"}
 
 
 @pytest.mark.parametrize(
@@ -107,8 +101,8 @@ def test_per_cluster_and_account_wide_hyperpod_quotas(
     world.bootstrap("us-west-2")
     _hyperpod(world, "us-west-2", "someone-elses", 3, itype="ml.g5.xlarge")
     clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 8), *limits])
-    results = _run(_config(tmp_path), clients, only={"us-west-2"})
-    [row] = [r for r in _rows(results, "sagemaker quota") if r.status != "pass"]
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"})
+    [row] = [r for r in rows_of(results, "sagemaker quota") if r.status != "pass"]
     assert row.status == "fail" and failing in row.detail
 
 
@@ -124,8 +118,8 @@ def test_security_group_rules_quota_holds_what_the_config_relies_on(
     if stated:
         hub["quotas"] = {"security_group_rules": stated}
     clients = Unsupported(world.clients, applied_vpc_quotas={"L-0EA8095F": applied} if applied else {})
-    results = _run(_config(tmp_path, hub=hub), clients, only={"us-east-2"})
-    (row,) = _rows(results, "security group rules")
+    results = run_checks(preflight_config(tmp_path, hub=hub), clients, only={"us-east-2"})
+    (row,) = rows_of(results, "security group rules")
     assert row.status == status
     # One spoke CIDR: TCP 2049, 3713, 8000 and ICMP 3/4 on the hub's cross-Region group.
     assert "needs 4 inbound rules" in row.detail
@@ -153,8 +147,8 @@ def test_rules_quota_times_groups_per_interface_fits_a_thousand(
     if stated:
         hub["quotas"] = {"security_group_rules": stated}
     clients = Unsupported(world.clients, applied_vpc_quotas={"L-2AFB9258": groups} if groups else {})
-    results = _run(_config(tmp_path, hub=hub), clients, only={"us-east-2"})
-    (row,) = _rows(results, "security groups per interface")
+    results = run_checks(preflight_config(tmp_path, hub=hub), clients, only={"us-east-2"})
+    (row,) = rows_of(results, "security groups per interface")
     assert row.status == status, row.detail
     if at_most is not None:
         assert f"(L-2AFB9258) in us-east-2 to at most {at_most} " in row.fix
@@ -171,10 +165,10 @@ def test_canary_reservation_needs_the_unreserved_pool_lambda_keeps(
     world.deployed_dev()
     limit = {"ConcurrentExecutions": unreserved, "UnreservedConcurrentExecutions": unreserved}
     clients = Unsupported(world.clients, lambda_limit=limit)
-    results = _run(
-        _config(tmp_path, ops={"reserve_canary_concurrency": reserve}), clients, only={"us-west-2"}
+    results = run_checks(
+        preflight_config(tmp_path, ops={"reserve_canary_concurrency": reserve}), clients, only={"us-west-2"}
     )
-    (row,) = _rows(results, "lambda concurrency")
+    (row,) = rows_of(results, "lambda concurrency")
     assert row.status == status
     if status == "fail":
         assert "ops.reserve_canary_concurrency: false" in row.fix and "L-B99A9384" in row.fix
