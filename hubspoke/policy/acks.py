@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 
 import jsii
-from aws_cdk import Acknowledgment, Aspects, CfnResource, IAspect, Stack, Validations
+from aws_cdk import Acknowledgment, Aspects, CfnResource, IAspect, Stack, Stage, Validations
 from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
 
@@ -61,7 +61,7 @@ def acknowledge(
     elif rule in CONTROL_TOWER_RULES and not findings and not resource_types:
         ids = [f"{CONTROL_TOWER_PLUGIN}::{CONTROL_TOWER_RULES[rule]}"]
     elif _CHECKOV_ID.match(rule) and not findings and resource_types:
-        Aspects.of(scope).add(_CheckovSkip(rule, reason, frozenset(resource_types)))
+        _acknowledgments(scope).skip(scope, rule, reason, frozenset(resource_types))
         return
     else:
         raise ValueError(
@@ -73,33 +73,67 @@ def acknowledge(
 
 
 @jsii.implements(IAspect)
-class _CheckovSkip:
-    """Writes one checkov skip, with its reason, into the metadata of each matching resource it visits."""
+class _Acknowledgments:
+    """Every checkov skip and CT.LAMBDA.PR.3 acknowledgment of one app, applied in one visit per construct.
 
-    def __init__(self, rule: str, reason: str, resource_types: frozenset[str]) -> None:
-        self.rule, self.reason, self.resource_types = rule, reason, resource_types
+    One aspect per Stage instead of one per acknowledgment: each aspect visit is a call from the jsii
+    kernel back into Python, and a dozen aspects over an environment's ~900 constructs were a third of synth.
+    The skips land in the order per-scope aspects gave them (CDK applies an ancestor's aspects before a
+    descendant's, each scope's in the order added), so the templates do not change.
+    """
+
+    def __init__(self) -> None:
+        # (scope path, rule, reason, resource types), in the order acknowledged.
+        self._skips: list[tuple[str, str, str, frozenset[str]]] = []
+        self._lambda_scopes: list[str] = []
+
+    def skip(self, scope: IConstruct, rule: str, reason: str, resource_types: frozenset[str]) -> None:
+        self._skips.append((scope.node.path, rule, reason, resource_types))
+
+    def lambdas_in_vpc(self, scope: IConstruct) -> None:
+        self._lambda_scopes.append(scope.node.path)
 
     def visit(self, node: IConstruct) -> None:
-        if not CfnResource.is_cfn_resource(node):
+        # isinstance is answered in Python; only resources cost calls into the kernel.
+        if not isinstance(node, CfnResource):
             return
-        assert isinstance(node, CfnResource)
-        if self.resource_types and node.cfn_resource_type not in self.resource_types:
+        path = node.node.path
+        if isinstance(node, lambda_.CfnFunction) and any(_below(path, s) for s in self._lambda_scopes):
+            vpc = Stack.of(node).resolve(node.vpc_config)
+            if isinstance(vpc, dict) and vpc.get("subnetIds") and vpc.get("securityGroupIds"):
+                acknowledge(node, "CT.LAMBDA.PR.3", reason=LAMBDA_IN_VPC)
+        matching = [s for s in self._skips if _below(path, s[0])]
+        if not matching:
             return
-        existing = node.get_metadata(CHECKOV_METADATA) or {}
-        skips = [s for s in existing.get("skip", []) if s.get("id") != self.rule]
-        node.add_metadata(CHECKOV_METADATA, {"skip": [*skips, {"id": self.rule, "comment": self.reason}]})
+        resource_type = node.cfn_resource_type
+        # Ancestors' acknowledgments first, as CDK would have applied their aspects (stable sort).
+        matching.sort(key=lambda s: s[0].count("/") + bool(s[0]))
+        for _, rule, reason, types in matching:
+            if types and resource_type not in types:
+                continue
+            existing = node.get_metadata(CHECKOV_METADATA) or {}
+            skips = [s for s in existing.get("skip", []) if s.get("id") != rule]
+            node.add_metadata(CHECKOV_METADATA, {"skip": [*skips, {"id": rule, "comment": reason}]})
 
 
-@jsii.implements(IAspect)
-class _LambdaInVpc:
-    """Acknowledges CT.LAMBDA.PR.3 on each function that is in a VPC: subnets and security groups both given."""
+def _below(path: str, scope_path: str) -> bool:
+    return not scope_path or path == scope_path or path.startswith(f"{scope_path}/")
 
-    def visit(self, node: IConstruct) -> None:
-        if not isinstance(node, lambda_.CfnFunction):
-            return
-        vpc = Stack.of(node).resolve(node.vpc_config)
-        if isinstance(vpc, dict) and vpc.get("subnetIds") and vpc.get("securityGroupIds"):
-            acknowledge(node, "CT.LAMBDA.PR.3", reason=LAMBDA_IN_VPC)
+
+def _acknowledgments(scope: IConstruct) -> _Acknowledgments:
+    """The one acknowledgment aspect of `scope`'s Stage (or App), added the first time it is needed.
+
+    Per Stage, not per app: CDK does not carry an app's aspects into its Stages (each Stage's constructs are
+    prepared with the Stage's own aspects and its descendants').
+    """
+    stage = scope if Stage.is_stage(scope) else Stage.of(scope)
+    assert stage is not None, f"{scope.node.path} is in no Stage or App"
+    found: _Acknowledgments | None = getattr(stage, "_hubspoke_acknowledgments", None)
+    if found is None:
+        found = _Acknowledgments()
+        stage._hubspoke_acknowledgments = found  # type: ignore[attr-defined]
+        Aspects.of(stage).add(found)
+    return found
 
 
 LAMBDA_IN_VPC = (
@@ -112,4 +146,4 @@ LAMBDA_IN_VPC = (
 def acknowledge_lambdas_in_vpc(scope: IConstruct) -> None:
     """CT.LAMBDA.PR.3 cannot follow cross-stack subnet IDs: acknowledge it for functions that have a VpcConfig,
     and only those, so a function outside any VPC still fails synth."""
-    Aspects.of(scope).add(_LambdaInVpc())
+    _acknowledgments(scope).lambdas_in_vpc(scope)

@@ -5,10 +5,35 @@ violations without a severity. aws-cdk-lib 2.275 recomputes a report's success a
 severities alone (core/lib/private/synthesis-validation.js, collectSuppressions), so once one Control Tower
 finding is acknowledged, every other one would only be printed and synth would pass. This wrapper marks each
 violation an error, so an unacknowledged one always stops synth (tests/policy/test_acks.py).
+
+Speed: the plugin runs every one of its 237 rule files over every template of the Stage in one cfn-guard process,
+about 80 % of a whole-environment synth. Two things make it cheap without judging anything differently:
+- each template is judged only by the rule files that name one of its resource types. Every rule selects
+  resources by `Type` before it reports (each file's "Reports on" header; the files select with
+  `Resources.*[ Type == ... ]`), so a rule that names none of a template's types can only SKIP it.
+  tests/policy/test_control_tower.py compares the filtered verdicts with the plugin's own full run.
+- a verdict is cached on disk, keyed by the template's bytes, the plugin's whole package (rules, binary and
+  code: the sha-256 of its jsii tarball) and this selection's version. cfn-guard judges each template on its own
+  (one `--data` file's result never reads another's), so the same bytes under the same rule set get the same
+  verdict; any changed byte of either is a miss and is judged afresh. The cache holds findings, not passes
+  alone: a cached finding stops synth exactly as a fresh one does.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cdklabs.cdk_validator_cfnguard as cfnguard_package
 import jsii
 from aws_cdk import (
     IPolicyValidationContext,
@@ -18,6 +43,157 @@ from aws_cdk import (
     PolicyViolation,
 )
 from cdklabs.cdk_validator_cfnguard import CfnGuardValidator
+from constructs import IConstruct
+
+# Where `HUBSPOKE_CACHE_DIR` is unset: the XDG cache directory, as pip and the CDK CLI's own notices use it.
+CACHE_ENV = "HUBSPOKE_CACHE_DIR"
+# Bump when the rule selection or the stored verdict's shape changes: old verdicts are then never read.
+SELECTION_VERSION = "1"
+# Where the plugin keeps the Control Tower rules inside its package (CfnGuardValidator's defaultRulesPath).
+_RULES_IN_PACKAGE = "package/rules/control-tower/cfn-guard/"
+_RESOURCE_TYPE = re.compile(r"AWS::[A-Za-z0-9]+::[A-Za-z0-9]+")
+
+
+def cache_dir() -> Path:
+    """hubspoke's cache: `$HUBSPOKE_CACHE_DIR`, else `$XDG_CACHE_HOME/hubspoke`, else `~/.cache/hubspoke`."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hubspoke"
+
+
+def plugin_tarball() -> Path:
+    """The plugin's jsii tarball: its rules, its cfn-guard binary and its code, as the jsii runtime loads them."""
+    [tgz] = (Path(cfnguard_package.__file__).parent / "_jsii").glob("*.jsii.tgz")
+    return tgz
+
+
+@dataclass(frozen=True)
+class GuardRule:
+    """One Control Tower rule file and the resource types it names (header and body)."""
+
+    path: Path
+    types: frozenset[str]
+
+    def applies_to(self, resource_types: set[str]) -> bool:
+        # A file that names no type at all is run on every template: nothing says what it could skip.
+        return not self.types or bool(self.types & resource_types)
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The plugin's Control Tower rule files, extracted once per plugin build into `directory`."""
+
+    fingerprint: str
+    directory: Path
+    rules: tuple[GuardRule, ...]
+
+    @classmethod
+    def load(cls, tarball: Path | None = None, *, root: Path | None = None) -> RuleSet:
+        """The rule set of `tarball` (the installed plugin's by default), extracted under `root` if not yet."""
+        tarball = tarball or plugin_tarball()
+        fingerprint = hashlib.sha256(tarball.read_bytes()).hexdigest()
+        directory = _writable(root or cache_dir()) / "cfn-guard" / fingerprint[:32]
+        index = directory / "index.json"
+        if not index.exists():
+            _extract_rules(tarball, directory)
+        types = json.loads(index.read_text())
+        rules = tuple(
+            GuardRule(directory / "rules" / rel, frozenset(names)) for rel, names in sorted(types.items())
+        )
+        return cls(fingerprint, directory, rules)
+
+    def for_template(self, template: dict[str, Any]) -> list[GuardRule]:
+        """The rule files that can report on `template`: those naming one of its resource types."""
+        resources = template.get("Resources") or {}
+        present = {r.get("Type") for r in resources.values() if isinstance(r, dict)}
+        return [rule for rule in self.rules if rule.applies_to({t for t in present if isinstance(t, str)})]
+
+    def verdict_path(self, template_bytes: bytes) -> Path:
+        key = hashlib.sha256(f"{SELECTION_VERSION}\0{self.fingerprint}\0".encode() + template_bytes)
+        return self.directory / "verdicts" / f"{key.hexdigest()}.json"
+
+
+def _writable(root: Path) -> Path:
+    """`root`, created; a fresh temporary directory when it cannot be (a read-only home): nothing is cached."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".probe-"):
+            return root
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix="hubspoke-cache-"))
+
+
+def _extract_rules(tarball: Path, directory: Path) -> None:
+    """Unpack the Control Tower rule files and index their resource types; atomic, so workers may race."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=directory.parent))
+    try:
+        types: dict[str, list[str]] = {}
+        with tarfile.open(tarball) as archive:
+            for member in archive.getmembers():
+                if not (member.isfile() and member.name.startswith(_RULES_IN_PACKAGE)):
+                    continue
+                rel = member.name[len(_RULES_IN_PACKAGE) :]
+                data = archive.extractfile(member).read()  # type: ignore[union-attr]
+                target = staging / "rules" / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+                if rel.endswith(".guard"):
+                    types[rel] = sorted(set(_RESOURCE_TYPE.findall(data.decode())))
+        if not types:
+            raise RuntimeError(f"{tarball} holds no Control Tower rules under {_RULES_IN_PACKAGE}")
+        (staging / "verdicts").mkdir()
+        (staging / "index.json").write_text(json.dumps(types, indent=0, sort_keys=True))
+        try:
+            staging.rename(directory)
+        except OSError:
+            if not (directory / "index.json").exists():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+@jsii.implements(IPolicyValidationContext)
+class _Templates:
+    """A validation context holding the templates one cfn-guard run judges."""
+
+    def __init__(self, paths: Sequence[str], app: IConstruct | None = None) -> None:
+        self._paths, self._app = list(paths), app
+
+    @property
+    def app_construct(self) -> IConstruct:
+        # The plugin reads template paths only (lib/plugin.js, validate); this is here for the interface.
+        if self._app is None:
+            raise AttributeError("this validation context judges template files, not an app")
+        return self._app
+
+    @property
+    def template_paths(self) -> list[str]:
+        return self._paths
+
+
+def judge(rules: Iterable[GuardRule], template_path: str) -> list[dict[str, Any]]:
+    """cfn-guard's findings on one template under `rules`, through the plugin (its binary, its result parsing)."""
+    selected = [str(rule.path) for rule in rules]
+    if not selected:
+        return []
+    report = CfnGuardValidator(control_tower_rules_enabled=False, rules=selected).validate(
+        _Templates([template_path])
+    )
+    return [
+        {
+            "rule_name": v.rule_name,
+            "description": v.description,
+            "fix": v.fix,
+            "rule_metadata": dict(v.rule_metadata or {}),
+            "resources": [
+                {"logical_id": r.resource_logical_id, "locations": list(r.locations)}
+                for r in v.violating_resources
+            ],
+        }
+        for v in report.violations
+    ]
 
 
 @jsii.implements(IPolicyValidationPlugin)
@@ -29,8 +205,9 @@ class ControlTowerControls:
         Validations.of(stage).add_plugins(ControlTowerControls())
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, rule_set: RuleSet | None = None) -> None:
         self._guard = CfnGuardValidator()
+        self._rule_set = rule_set
 
     @property
     def name(self) -> str:
@@ -45,26 +222,39 @@ class ControlTowerControls:
     def version(self) -> str:
         return str(self._guard.version)
 
+    def findings(self, template_path: str) -> list[dict[str, Any]]:
+        """The verdict on one template: read from the cache when its bytes were judged under this rule set."""
+        rule_set = self._rule_set = self._rule_set or RuleSet.load()
+        data = Path(template_path).read_bytes()
+        cached = rule_set.verdict_path(data)
+        if cached.exists():
+            verdict: list[dict[str, Any]] = json.loads(cached.read_text())
+            return verdict
+        verdict = judge(rule_set.for_template(json.loads(data)), template_path)
+        try:
+            with tempfile.NamedTemporaryFile("w", dir=cached.parent, delete=False, suffix=".tmp") as out:
+                json.dump(verdict, out)
+            os.replace(out.name, cached)
+        except OSError:
+            pass  # a cache that cannot be written only costs the next synth this judgment again
+        return verdict
+
     def validate(self, context: IPolicyValidationContext) -> PolicyValidationPluginReport:
-        report = self._guard.validate(context)
-        return PolicyValidationPluginReport(
-            success=report.success,
-            violations=[
-                PolicyViolation(
-                    rule_name=v.rule_name,
-                    description=v.description,
-                    fix=v.fix,
-                    rule_metadata=v.rule_metadata,
-                    severity="error",
-                    violating_resources=[
-                        PolicyViolatingResource(
-                            resource_logical_id=r.resource_logical_id,
-                            template_path=r.template_path,
-                            locations=list(r.locations),
-                        )
-                        for r in v.violating_resources
-                    ],
-                )
-                for v in report.violations
-            ],
-        )
+        violations = [
+            PolicyViolation(
+                rule_name=v["rule_name"],
+                description=v["description"],
+                fix=v["fix"],
+                rule_metadata=v["rule_metadata"] or None,
+                severity="error",
+                violating_resources=[
+                    PolicyViolatingResource(
+                        resource_logical_id=r["logical_id"], template_path=path, locations=r["locations"]
+                    )
+                    for r in v["resources"]
+                ],
+            )
+            for path in context.template_paths
+            for v in self.findings(path)
+        ]
+        return PolicyValidationPluginReport(success=not violations, violations=violations)

@@ -1,0 +1,172 @@
+"""The Control Tower plugin's verdicts, filtered by resource type and cached by content, are the plugin's own.
+
+Oracles: the plugin's unfiltered run (CfnGuardValidator with its default rule set, one cfn-guard process over
+every rule file), and the rule files it ships (ct-s3-pr-11.guard: CT.S3.PR.11 fails a bucket without
+`VersioningConfiguration.Status: Enabled`, its "Scenarios" 2 and 4).
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack, Stage, Validations
+from aws_cdk import aws_lambda as lambda_
+from cdklabs.cdk_validator_cfnguard import CfnGuardValidator
+
+from hubspoke.policy import control_tower
+from hubspoke.policy.control_tower import ControlTowerControls, RuleSet, _Templates
+from tests.conftest import load_shape
+
+VERSIONING_RULE = "s3_bucket_versioning_enabled_check"  # ct-s3-pr-11.guard's rule name
+
+
+def _bucket(versioned: bool) -> dict[str, Any]:
+    props: dict[str, Any] = {"VersioningConfiguration": {"Status": "Enabled"}} if versioned else {}
+    return {"Resources": {"Data": {"Type": "AWS::S3::Bucket", "Properties": props}}}
+
+
+def _write(path: Path, template: dict[str, Any]) -> str:
+    path.write_text(json.dumps(template))
+    return str(path)
+
+
+def _rules_hit(report: Any) -> set[tuple[str, str]]:
+    return {(v.rule_name, r.resource_logical_id) for v in report.violations for r in v.violating_resources}
+
+
+@pytest.fixture
+def judged(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every template cfn-guard really judges (a cache hit judges none)."""
+    calls: list[str] = []
+    real = control_tower.judge
+
+    def spy(rules: Any, template_path: str) -> list[dict[str, Any]]:
+        calls.append(Path(template_path).name)
+        return real(rules, template_path)
+
+    monkeypatch.setattr(control_tower, "judge", spy)
+    return calls
+
+
+def test_a_cached_verdict_is_never_reused_for_a_changed_template(tmp_path: Path, judged: list[str]) -> None:
+    plugin = ControlTowerControls(rule_set=RuleSet.load(root=tmp_path / "cache"))
+    bare = _write(tmp_path / "bare.template.json", _bucket(versioned=False))
+    assert (VERSIONING_RULE, "Data") in _rules_hit(plugin.validate(_Templates([bare])))
+    # Same name, one property changed: judged again, and the finding is gone.
+    _write(tmp_path / "bare.template.json", _bucket(versioned=True))
+    assert (VERSIONING_RULE, "Data") not in _rules_hit(plugin.validate(_Templates([bare])))
+    # The first bytes again, from another path: the cached finding, reported against the new path.
+    again = _write(tmp_path / "again.template.json", _bucket(versioned=False))
+    report = plugin.validate(_Templates([again]))
+    assert (VERSIONING_RULE, "Data") in _rules_hit(report)
+    assert {r.template_path for v in report.violations for r in v.violating_resources} == {again}
+    assert not report.success
+    assert judged == ["bare.template.json", "bare.template.json"]
+
+
+def test_a_cached_verdict_is_never_reused_under_a_changed_rule_set(tmp_path: Path, judged: list[str]) -> None:
+    """A rule set whose CT.S3.PR.11 file is gone is another rule set: the bucket is judged again, and passes."""
+    shipped = control_tower.plugin_tarball()
+    edited = tmp_path / "edited.tgz"
+    with tarfile.open(shipped) as source, tarfile.open(edited, "w:gz") as target:
+        for member in source.getmembers():
+            if member.name.startswith("package/rules/") and not member.name.endswith("ct-s3-pr-11.guard"):
+                target.addfile(member, source.extractfile(member) if member.isfile() else None)
+    cache = tmp_path / "cache"
+    template = _write(tmp_path / "bare.template.json", _bucket(versioned=False))
+    original = ControlTowerControls(rule_set=RuleSet.load(root=cache)).validate(_Templates([template]))
+    changed = ControlTowerControls(rule_set=RuleSet.load(edited, root=cache)).validate(_Templates([template]))
+    assert (VERSIONING_RULE, "Data") in _rules_hit(original)
+    assert (VERSIONING_RULE, "Data") not in _rules_hit(changed)
+    assert judged == ["bare.template.json", "bare.template.json"]
+
+
+def test_filtered_rules_find_what_the_full_rule_set_finds(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The plugin's own run over all 237 files and ours over the files naming a template's types agree, finding
+    for finding, on the smallest dev templates (the thorough tier compares every shape's templates)."""
+    templates = load_shape("dev", tmp_path_factory).templates
+    paths = [
+        _write(tmp_path / f"{sid}.template.json", templates[sid])
+        for sid in sorted(templates)
+        if sid.startswith(("link-", "network-"))
+    ]
+    assert len(paths) >= 3, sorted(templates)
+    ours = ControlTowerControls(rule_set=RuleSet.load(root=tmp_path / "cache")).validate(_Templates(paths))
+    full = CfnGuardValidator().validate(_Templates(paths))
+    assert _findings(ours) == _findings(full)
+    # These templates carry acknowledged findings: none at all would mean that neither run judged anything.
+    assert _findings(full)
+
+
+def _findings(report: Any) -> list[tuple[str, str, str, tuple[str, ...], str]]:
+    return sorted(
+        (v.rule_name, Path(r.template_path).name, r.resource_logical_id, tuple(r.locations), v.fix)
+        for v in report.violations
+        for r in v.violating_resources
+    )
+
+
+def test_only_rules_naming_a_present_type_are_run(tmp_path: Path) -> None:
+    rule_set = RuleSet.load(root=tmp_path / "cache")
+    chosen = {rule.path.name for rule in rule_set.for_template(_bucket(versioned=True))}
+    assert "ct-s3-pr-11.guard" in chosen
+    assert "ct-lambda-pr-3.guard" not in chosen
+    assert rule_set.for_template({"Resources": {}}) == [r for r in rule_set.rules if not r.types]
+
+
+def _app_with_a_finding() -> App:
+    app = App()
+    stage = Stage(app, "Env")
+    lambda_.Function(
+        Stack(stage, "S"),
+        "Outside",
+        runtime=lambda_.Runtime.PYTHON_3_12,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context): pass"),
+    )
+    Validations.of(stage).add_plugins(ControlTowerControls())
+    return app
+
+
+def test_a_cached_finding_stops_synth_as_a_fresh_one_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judged: list[str]
+) -> None:
+    monkeypatch.setenv(control_tower.CACHE_ENV, str(tmp_path / "cache"))
+    for _ in range(2):
+        with pytest.raises(Exception, match="ValidationFailed") as caught:
+            _app_with_a_finding().synth()
+        assert "CT.LAMBDA.PR.3" in str(caught.value)
+    assert len(judged) == 1, judged
+
+
+def test_an_unwritable_cache_judges_every_time_and_still_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judged: list[str]
+) -> None:
+    """A read-only home (as in a locked-down CI runner): no cache, the same verdicts."""
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("")
+    monkeypatch.setenv(control_tower.CACHE_ENV, str(blocked / "cache"))
+    template = _write(tmp_path / "bare.template.json", _bucket(versioned=False))
+    for _ in range(2):
+        assert (VERSIONING_RULE, "Data") in _rules_hit(
+            ControlTowerControls().validate(_Templates([template]))
+        )
+    assert len(judged) == 2
+
+
+def test_the_cache_is_where_the_docs_say(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """README, "Caches": HUBSPOKE_CACHE_DIR, else $XDG_CACHE_HOME/hubspoke, else ~/.cache/hubspoke."""
+    monkeypatch.setenv("HUBSPOKE_CACHE_DIR", str(tmp_path / "a"))
+    assert control_tower.cache_dir() == tmp_path / "a"
+    monkeypatch.delenv("HUBSPOKE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert control_tower.cache_dir() == tmp_path / "x" / "hubspoke"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert control_tower.cache_dir() == tmp_path / "home" / ".cache" / "hubspoke"
