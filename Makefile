@@ -81,4 +81,4 @@ benchmark: setup
 	$(PY) benchmarks/train_memory.py
 
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out .cache .pytest_cache .mypy_cache .ruff_cache

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
+import functools
+import hashlib
 import json
 import os
 import tempfile
@@ -27,10 +30,29 @@ settings.register_profile("thorough", deadline=None, max_examples=1000)
 HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 settings.load_profile(HYPOTHESIS_PROFILE)
 
+# moto seeds every EC2 backend with its 15,556 default images unless told not to (moto/ec2/models/amis.py,
+# _load_amis; moto/settings.py, ec2_load_default_amis); no test relies on them: worlds add the images they need.
+os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+
+
+def _share_botocore_loader() -> None:
+    """One botocore data loader per test process instead of one per session: every test that builds a session
+    (preflight, verify, moto) otherwise parses the same service models again (botocore/session.py builds its
+    loader with botocore.loaders.create_loader, per session). The models are read-only data."""
+    import botocore.loaders
+    import botocore.session
+
+    botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)  # type: ignore[attr-defined]
+
+
+_share_botocore_loader()
+
 Templates = dict[str, dict[str, Any]]
 _SYNTH_CACHE: dict[str, Templates] = {}
 _WARNINGS: dict[str, list[str]] = {}
 _DEPENDENCIES: dict[str, dict[str, set[str]]] = {}
+# Whole-environment synths on disk, shared by the xdist workers and later runs of the same code (see synth()).
+SYNTH_CACHE_DIR = Path(os.environ.get("HUBSPOKE_TEST_SYNTH_CACHE", ROOT / ".cache" / "test-synth"))
 
 
 def write_config(tmp_path: Path, data: dict[str, Any], name: str = "env.yaml") -> Path:
@@ -82,20 +104,73 @@ def minimal(**overrides: Any) -> dict[str, Any]:
     return with_pins(data)
 
 
+@functools.cache
+def code_fingerprint() -> str:
+    """Everything a synth's output can depend on besides the config: the package (code, scripts, bundled
+    Lambda sources), the pinned Python and Node dependencies and cdk.json's context."""
+    digest = hashlib.sha256()
+    package = ROOT / "hubspoke"
+    files = sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    for path in [*files, ROOT / "pyproject.toml", ROOT / "package-lock.json", ROOT / "cdk.json"]:
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def _cache_key(config: HubSpokeConfig) -> str:
-    """The synth cache's key: the config, and the mutant under test when mutmut runs us (`make mutation`).
+    """The synth cache's key: the config, the code, and the mutant under test when mutmut runs us.
 
     mutmut forks every mutant's test run from a process that already ran the suite unmutated; without the mutant
     in the key a test would read that unmutated synth and every mutant it covers would survive.
     """
-    return f"{os.environ.get('MUTANT_UNDER_TEST', '')}|{config.model_dump_json()}"
+    return f"{os.environ.get('MUTANT_UNDER_TEST', '')}|{code_fingerprint()}|{config.model_dump_json()}"
+
+
+def _from_disk(key: str) -> bool:
+    """Load `key`'s synth from the shared cache into memory; False when no worker has written it yet."""
+    path = SYNTH_CACHE_DIR / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+    if not path.exists():
+        return False
+    stored = json.loads(path.read_text())
+    _SYNTH_CACHE[key] = stored["templates"]
+    _WARNINGS[key] = stored["warnings"]
+    _DEPENDENCIES[key] = {sid: set(deps) for sid, deps in stored["dependencies"].items()}
+    return True
+
+
+def _to_disk(key: str) -> None:
+    path = SYNTH_CACHE_DIR / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+    stored = {
+        "templates": _SYNTH_CACHE[key],
+        "warnings": _WARNINGS[key],
+        "dependencies": {sid: sorted(deps) for sid, deps in _DEPENDENCIES[key].items()},
+    }
+    with tempfile.NamedTemporaryFile("w", dir=SYNTH_CACHE_DIR, suffix=".tmp", delete=False) as out:
+        json.dump(stored, out)
+    os.replace(out.name, path)
 
 
 def synth(config: HubSpokeConfig) -> Templates:
-    """Synthesize one environment in-process (policy plugins included); templates keyed by stack id."""
+    """Synthesize one environment in-process (policy plugins included); templates keyed by stack id.
+
+    Each distinct (code, config) is synthesized once: the first worker to need it holds a lock on its key while
+    it synthesizes and writes the result under .cache/test-synth; a worker that needs it meanwhile waits and
+    reads it. A synth that fails (a policy finding) is never cached, so it fails again for every test.
+    """
     key = _cache_key(config)
     if key in _SYNTH_CACHE:
         return _SYNTH_CACHE[key]
+    SYNTH_CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    lock_path = SYNTH_CACHE_DIR / f"{hashlib.sha256(key.encode()).hexdigest()}.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _from_disk(key):
+            return _SYNTH_CACHE[key]
+        templates = _synth_now(config, key)
+        _to_disk(key)
+        return templates
+
+
+def _synth_now(config: HubSpokeConfig, key: str) -> Templates:
     from hubspoke.stage import HubSpokeStage, new_app
 
     # The templates are kept in memory; the assembly (65 MB of assets) goes, also when synth fails (a policy
@@ -139,6 +214,7 @@ def forget(config: HubSpokeConfig) -> None:
     key = _cache_key(config)
     for cache in (_SYNTH_CACHE, _WARNINGS, _DEPENDENCIES):
         cache.pop(key, None)
+    (SYNTH_CACHE_DIR / f"{hashlib.sha256(key.encode()).hexdigest()}.json").unlink(missing_ok=True)
 
 
 def synth_dependencies(config: HubSpokeConfig) -> dict[str, set[str]]:
