@@ -192,12 +192,48 @@ def test_nodes_can_pull_from_aws_owned_registries(shape: Shape) -> None:
         assert any(pull <= set(s["Action"]) and s["Resource"] == "*" for s in statements)
 
 
-def test_hyperpod_creates_the_nodes_access_entry_not_us(shape: Shape) -> None:
+# EKS User Guide, "Review access policy permissions": AmazonEKSClusterAdminPolicy's ARN in the aws partition.
+CLUSTER_ADMIN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+
+
+def test_the_two_kubernetes_installers_get_access_entries_and_hyperpod_makes_the_nodes(shape: Shape) -> None:
+    """The cluster authenticates through access entries only (AuthenticationMode API), so whoever the stack runs
+    against the Kubernetes API needs one: CDK's kubectl provider (our manifests; aws-cdk-lib aws-eks-v2, "onEvent
+    handler for EKS kubectl resource provider") and our dependencies installer (the HyperPod chart installs CRDs,
+    cluster roles and DaemonSets across namespaces). Each gets a STANDARD entry (AWS::EKS::AccessEntry Type's
+    default) with AmazonEKSClusterAdminPolicy over the whole cluster, and nobody else gets one. Not the HyperPod
+    execution role: HyperPod creates its entry ("EksRoleAccessEntries ... created by HyperPod on your behalf",
+    SageMaker API reference, ClusterMetadata), and EKS allows one entry per principal (CreateAccessEntry,
+    principalArn), so one of ours would collide with it."""
     config = shape.config
     for code in compute_regions(config):
         template = shape.templates[f"compute-{code}"]
-        types = [r["Properties"].get("Type") for _, r in resources(template, "AWS::EKS::AccessEntry")]
-        assert "HYPERPOD_LINUX" not in types
+        [(cluster_id, eks_cluster)] = resources(template, "AWS::EKS::Cluster")
+        assert eks_cluster["Properties"]["AccessConfig"]["AuthenticationMode"] == "API"
+        functions = [f["Properties"] for _, f in resources(template, "AWS::Lambda::Function")]
+        installers = {
+            f["Role"]["Fn::GetAtt"][0]
+            for f in functions
+            if f["Handler"] == "dependencies.on_event"
+            or f.get("Description") == "onEvent handler for EKS kubectl resource provider"
+        }
+        assert len(installers) == 2, f"{code}: the installer and the kubectl provider, each with its role"
+        entries = {
+            e["Properties"]["PrincipalArn"]["Fn::GetAtt"][0]: e["Properties"]
+            for _, e in resources(template, "AWS::EKS::AccessEntry")
+        }
+        assert set(entries) == installers, f"{code}: access entries for exactly the Kubernetes installers"
+        for role, entry in entries.items():
+            assert entry["ClusterName"] == {"Ref": cluster_id}
+            assert entry.get("Type", "STANDARD") == "STANDARD", f"{code}: {role}"
+            [policy] = entry["AccessPolicies"]
+            assert policy["AccessScope"] == {"Type": "cluster"}, f"{code}: {role}"
+            parts = policy["PolicyArn"]["Fn::Join"][1]
+            in_aws = "".join("aws" if p == {"Ref": "AWS::Partition"} else p for p in parts)
+            assert in_aws == CLUSTER_ADMIN, f"{code}: {role}"
+        [(_, cluster)] = resources(template, "AWS::SageMaker::Cluster")
+        executions = {g["ExecutionRole"]["Fn::GetAtt"][0] for g in cluster["Properties"]["InstanceGroups"]}
+        assert executions and not executions & set(entries), f"{code}: HyperPod makes the nodes' entry"
 
 
 def test_node_bound_addons_wait_for_running_nodes(shape: Shape) -> None:
