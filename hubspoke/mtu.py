@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ipaddress
 import shlex
-from collections.abc import Iterable
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 
@@ -99,30 +98,6 @@ def render_route_mtu_from_ssm_script(path: str, region: str) -> str:
         '  echo "hubspoke: pinned MTU on $count peer route(s) via $gw dev $dev"',
         "}",
     ]
-    return "\n".join(lines) + "\n"
-
-
-def render_route_mtu_script(routes: Iterable[tuple[str, int]]) -> str:
-    """Bash that pins the MTU of the route to each peer CIDR via the host's default gateway.
-
-    Idempotent (`ip route replace`), and exits non-zero with a message when it cannot do its job.
-    """
-    lines = [
-        "# hubspoke: pin the route MTU towards peer VPCs (inter-Region peering carries at most "
-        f"{INTER_REGION_PEERING_MTU} bytes).",
-        "hubspoke_pin_peer_mtu() {",
-        *_DEFAULT_ROUTE,
-    ]
-    count = 0
-    for cidr, mtu in routes:
-        net = _check(cidr, mtu)
-        lines.append(
-            f'  ip route replace {shlex.quote(str(net))} via "$gw" dev "$dev" mtu {mtu} || '
-            f'{{ echo "hubspoke: cannot set MTU {mtu} towards {net}" >&2; return 1; }}'
-        )
-        count += 1
-    lines.append(f'  echo "hubspoke: pinned MTU on {count} peer route(s) via $gw dev $dev"')
-    lines.append("}")
     return "\n".join(lines) + "\n"
 
 

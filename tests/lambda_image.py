@@ -1,4 +1,4 @@
-"""What the Lambda sandbox (tests/lambda_runtime.py) mounts where Lambda's image has its files: /usr/bin, /opt.
+"""Where the Lambda sandbox (tests/lambda_runtime.py) puts what Lambda's image has: /usr/bin, /opt, /var/runtime.
 
 /usr/bin. A handler that shells out to a tool found only on this machine must fail here as on Lambda, so the
 sandbox's /usr/bin (and /bin) holds only the programs of the packages the Lambda Python image is known to
@@ -11,6 +11,9 @@ A program this machine does not have (gawk here: its awk is mawk) is simply abse
 
 /opt. Each layer's zip is extracted into /opt (Lambda developer guide, "Adding layers"); two layers that
 write the same top-level entry are refused rather than overlaid.
+
+/var/runtime. The runtime's bootstrap and the SDK it provides, as copies the sandbox user may read wherever
+the checkout lives (lambda_var_runtime says why).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import shutil
 import stat
 import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 # GNU coreutils' programs (the image's coreutils-single packs them all in one binary).
@@ -74,11 +77,7 @@ def lambda_usr_bin() -> Path:
         raise SandboxUnavailable("the Lambda sandbox's /usr/bin needs this machine's env and bash")
     fingerprint = json.dumps({n: [str(p), p.stat().st_size, p.stat().st_mtime_ns] for n, p in found.items()})
     digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").resolve() / "hubspoke-lambda"
-    if Path(tempfile.gettempdir()).resolve() in cache.parents or Path("/tmp") in cache.parents:
-        raise SandboxUnavailable(
-            f"the sandbox's /usr/bin cache {cache} must not be under /tmp, which it covers"
-        )
+    cache = cache_root()
     target = cache / f"usr-bin-{digest}"
     if target.is_dir():
         return target
@@ -87,6 +86,60 @@ def lambda_usr_bin() -> Path:
     for name, program in found.items():
         shutil.copy2(program, partial / name)
     return _publish(partial, target)
+
+
+def cache_root() -> Path:
+    """The user's cache, where the sandbox's read-only trees are made: not under /tmp, which the sandbox hides."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").resolve() / "hubspoke-lambda"
+    if Path(tempfile.gettempdir()).resolve() in cache.parents or Path("/tmp") in cache.parents:
+        raise SandboxUnavailable(f"the sandbox's cache {cache} must not be under /tmp, which it covers")
+    return cache
+
+
+def lambda_var_runtime(texts: Mapping[str, str], sources: Mapping[str, Path]) -> Path:
+    """Lambda's /var/runtime as files of its own: `texts` written and `sources` copied, made once per content.
+
+    On Lambda the runtime's code and the SDK it provides are part of the runtime's image: real files in
+    /var/runtime (boto3, botocore, ... and their dist-info: `ls /var/runtime` in lambci's copies of the
+    runtime images, shown in aio-libs/aiobotocore issue #833), owned by root and readable by the function's
+    user. A link from here to this machine's copy would resolve only where the sandbox user may walk the whole
+    path to it: a checkout (and its .venv) under an owner-only directory, such as root's home (0700), would
+    lose boto3, and one under /tmp would dangle behind the sandbox's fresh /tmp. So everything is copied
+    (links followed), made readable to others, and kept under the user's cache, from where the sandbox binds
+    it; the checkout's own files are never touched.
+    """
+    listing: dict[str, object] = {
+        name: hashlib.sha256(text.encode()).hexdigest() for name, text in texts.items()
+    }
+    for name, source in sources.items():
+        origin = source.resolve()
+        files = [origin] if origin.is_file() else sorted(_files(origin))
+        listing[name] = [str(origin), *[[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files]]
+    digest = hashlib.sha256(json.dumps(listing, sort_keys=True).encode()).hexdigest()[:16]
+    cache = cache_root()
+    target = cache / f"runtime-{digest}"
+    if target.is_dir():
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f"runtime-{digest}-", dir=cache))
+    for name, text in texts.items():
+        (partial / name).write_text(text)
+    for name, source in sources.items():
+        (partial / name).parent.mkdir(parents=True, exist_ok=True)
+        if source.resolve().is_dir():
+            shutil.copytree(source, partial / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, partial / name)
+    return _publish(partial, target)
+
+
+def _files(directory: Path) -> list[Path]:
+    """Every file under `directory` but compiled caches, links followed (as the copy follows them)."""
+    found = []
+    for root, dirs, names in os.walk(directory, followlinks=True):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        found += [Path(root) / name for name in names]
+    return found
 
 
 def world_readable(path: Path) -> None:

@@ -35,9 +35,12 @@ reason (tests skip with it, never silently; under CI they fail instead: see requ
 Known differences, all visible here: the interpreter is this environment's base Python (sys.base_prefix,
 mounted read-only at /var/lang where Lambda keeps its own) run with `-S`, so only the bundle, the layers and
 the runtime's SDK can be imported; its version is this machine's (3.11 here), not the function's runtime
-(python3.14). The runtime-provided SDK (boto3 and what it needs) is linked from this environment, at the
-versions pinned in pyproject.toml, not Lambda's. Only PATH is Lambda's: the rest of this machine's filesystem
-(/usr/sbin, /usr/lib, home directories) stays readable by absolute path.
+(python3.14). The runtime-provided SDK (boto3 and what it needs) is this environment's, at the versions pinned
+in pyproject.toml, not Lambda's; as on Lambda it is files of /var/runtime's own, copied once into the user's
+cache (tests/lambda_image.py, lambda_var_runtime), so the sandbox user never needs to reach the checkout or its
+.venv: a checkout under an owner-only directory (a home directory such as /root) works as any other. Only
+PATH is Lambda's: the rest of this machine's filesystem (/usr/sbin, /usr/lib, home directories) stays
+readable by absolute path.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from tests.lambda_image import (
     extracted_layer,
     host_program,
     lambda_usr_bin,
+    lambda_var_runtime,
     merge_layers,
     world_readable,
 )
@@ -168,16 +172,10 @@ class LambdaFunction:
     def _invoke(self, mode: str, stage: Path, event: Mapping[str, Any]) -> Invocation:
         task = stage / "task"
         shutil.copytree(self.code, task, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        runtime = stage / "runtime"
-        runtime.mkdir()
-        (runtime / "bootstrap.py").write_text(_BOOTSTRAP)
-        for module in RUNTIME_PROVIDED_MODULES:
-            _provide(_module_path(module), runtime)
-        if mode == "root":
-            (runtime / "harness").mkdir()
-            shutil.copy2(host_program("setpriv"), runtime / "harness" / "setpriv")
-        for path in (stage, task, runtime):
-            world_readable(path)
+        world_readable(stage)
+        sdk = [_module_path(module) for module in RUNTIME_PROVIDED_MODULES]
+        harness = {"harness/setpriv": host_program("setpriv")} if mode == "root" else {}
+        runtime = lambda_var_runtime({"bootstrap.py": _BOOTSTRAP}, {**{p.name: p for p in sdk}, **harness})
         opt = merge_layers([extracted_layer(layer) for layer in self.layers])
         read, write = os.pipe()
         script = _namespace_script(
@@ -321,30 +319,6 @@ def _namespace_script(
     )
     lines.append(f'exec {drop if drop_to_nobody else ""}/usr/bin/env -i "$@"')
     return "\n".join(lines)
-
-
-def _provide(origin: Path, runtime: Path) -> None:
-    """Put a runtime-provided module into the runtime directory the sandbox binds as /var/runtime.
-
-    A symlink is enough when the module lives outside /tmp. Under /tmp (a checkout cloned there, its .venv
-    with it) the sandbox's fresh /tmp would hide the target, so the module is copied in, by hard links where
-    the file system allows.
-    """
-    covered = {Path("/tmp").resolve(), Path(tempfile.gettempdir()).resolve()}
-    if not covered & set(origin.resolve().parents):
-        (runtime / origin.name).symlink_to(origin)
-    elif origin.is_dir():
-        shutil.copytree(origin, runtime / origin.name, copy_function=_link_or_copy,
-                        ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
-    else:
-        _link_or_copy(str(origin), str(runtime / origin.name))
-
-
-def _link_or_copy(source: str, target: str) -> None:
-    try:
-        os.link(source, target)
-    except OSError:  # another file system, or links refused
-        shutil.copy2(source, target)
 
 
 def _module_path(module: str) -> Path:

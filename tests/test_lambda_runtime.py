@@ -13,13 +13,16 @@ a handler must not find them.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests import lambda_runtime
-from tests.lambda_image import SandboxUnavailable
+from tests.lambda_image import SandboxUnavailable, cache_root
 from tests.lambda_layers import awscli_layer_zip, kubectl_layer_zip
 from tests.lambda_runtime import LambdaFunction, require_sandbox
 
@@ -124,22 +127,80 @@ def test_a_required_root_sandbox_refuses_the_user_namespace_mode(monkeypatch: py
     assert outcome.type is pytest.fail.Exception and "do not run as root" in str(outcome.value)
 
 
-def test_a_runtime_module_under_tmp_is_copied_in_because_the_sandbox_covers_tmp(tmp_path: Path) -> None:
-    """A checkout cloned under /tmp has its .venv there too; the sandbox mounts a fresh /tmp (as Lambda gives
-    one), so a symlink to the host's boto3 would dangle inside it (seen: 'No module named boto3' in a clone
-    under /tmp). Outside /tmp a symlink is kept: nothing covers it."""
-    from tests.lambda_runtime import _provide
+_SDK_PROBE = r"""
+import importlib, os
 
-    module = tmp_path / "site" / "fakemod"
-    module.mkdir(parents=True)
-    (module / "__init__.py").write_text("VALUE = 1\n")
-    runtime = tmp_path / "runtime"
-    runtime.mkdir()
-    _provide(module, runtime)
-    assert not (runtime / "fakemod").is_symlink()
-    assert (runtime / "fakemod" / "__init__.py").read_text() == "VALUE = 1\n"
+def handler(event, context):
+    found = {}
+    for name in event["modules"]:
+        module = importlib.import_module(name)
+        found[name] = [module.WHERE, os.path.realpath(module.__file__)]
+    with open("data.txt") as data:
+        return {"modules": found, "bundle": data.read()}
+"""
 
-    import json  # the standard library's package: part of the Python installation, never under /tmp
 
-    _provide(Path(json.__file__).parent, runtime)
-    assert (runtime / "json").is_symlink()
+def _owner_only_checkout(root: Path) -> dict[str, Path]:
+    """A checkout as a umask-077 clone under an owner-only home leaves it: code, .venv, cache and temp under `root`
+    (mode 0700, as /root is), every directory 0700 and every file 0600. Returns the fake runtime SDK's modules:
+    a package for each RUNTIME_PROVIDED_MODULES name, saying where it came from."""
+    (root / "bundle").mkdir(parents=True)
+    (root / "bundle" / "probe.py").write_text(_SDK_PROBE)
+    (root / "bundle" / "data.txt").write_text("from the bundle")
+    site = root / ".venv" / "site-packages"
+    modules = {}
+    for name in lambda_runtime.RUNTIME_PROVIDED_MODULES:
+        (site / name).mkdir(parents=True)
+        (site / name / "__init__.py").write_text(f"WHERE = {name + ' as the runtime provides it'!r}\n")
+        modules[name] = site / name
+    (root / "tmp").mkdir()
+    for item in [root, *root.rglob("*")]:
+        item.chmod(0o700 if item.is_dir() else 0o600)
+    return modules
+
+
+@pytest.mark.parametrize("under", ["home", "tmp"])
+def test_a_checkout_only_its_owner_can_enter_runs_in_the_sandbox(
+    sandbox: str, under: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox user (uid 65534, owning nothing) must not need to reach the checkout: cloned into a home
+    directory only its owner can enter (/root is 0700), the runtime's boto3 was a link into the checkout's .venv
+    and the handler failed with "No module named 'boto3'"; cloned under /tmp, such a link dangles behind the
+    sandbox's fresh /tmp. On Lambda the SDK is part of the runtime's own /var/runtime, and the function's code is
+    unpacked into /var/task (Lambda developer guide, "Defined runtime environment variables": LAMBDA_TASK_ROOT,
+    LAMBDA_RUNTIME_DIR), both readable by the function's user.
+
+    "home": code, .venv, the sandbox's cache (XDG_CACHE_HOME) and temporary files all under one 0700
+    directory outside /tmp, with 0600 files. "tmp": the same under pytest's temporary directory."""
+    if under == "home" and sandbox != "root":
+        pytest.skip("as a user namespace's root the handler runs as this user, who may enter the directory")
+    # Outside /tmp (the sandbox's cache may not be there) and removed afterwards: the cache entries made from
+    # these throwaway copies must not pile up in the user's real cache.
+    scratch = Path(tempfile.mkdtemp(prefix="owner-only-", dir=cache_root().parent))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(scratch / "cache"))
+    if under == "home":
+        base = scratch
+        monkeypatch.setattr(tempfile, "tempdir", str(base / "tmp"))
+    else:
+        base = tmp_path / "checkout"
+    try:
+        modules = _owner_only_checkout(base)
+        monkeypatch.setattr(lambda_runtime, "_module_path", modules.__getitem__)
+        if sandbox == "root":  # the construction is what it claims: uid 65534 cannot read the checkout itself
+            blocked = subprocess.run(
+                ["setpriv", f"--reuid={lambda_runtime.SANDBOX_UID}", f"--regid={lambda_runtime.SANDBOX_UID}",
+                 "--clear-groups", "cat", str(modules["boto3"] / "__init__.py")],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            assert blocked.returncode != 0 and "Permission denied" in blocked.stderr
+        function = LambdaFunction(code=base / "bundle", handler="probe.handler")
+        result = function.invoke({"modules": list(modules)}).result
+    finally:
+        shutil.rmtree(scratch)
+    assert result == {
+        "modules": {
+            name: [f"{name} as the runtime provides it", f"/var/runtime/{name}/__init__.py"]
+            for name in modules
+        },
+        "bundle": "from the bundle",
+    }

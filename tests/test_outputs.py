@@ -16,7 +16,7 @@ import pytest
 from hubspoke.config import HubSpokeConfig
 from hubspoke.outputs import Reference, consumers, produced, references
 from hubspoke.topology import plan_stacks
-from tests.conftest import Shape, get_stack_outputs, synth_warnings, upstream
+from tests.conftest import Shape, get_stack_outputs, synth_warnings
 
 NETWORK = {"VpcId", "PeerPathSecurityGroupId", "AcceleratorSubnetId", "FlowLogGroupName"}
 STORAGE = {"FloatingIps", "RestAddress", "AdminSecretArn"}
@@ -61,15 +61,6 @@ def test_templates_read_exactly_the_declared_references(shape: Shape) -> None:
             assert ref.get("Region", plan.region) == producer.region, ref
             read.add(Reference(plan.id, producer.id, ref["OutputName"]))
     assert read == set(references(config))
-
-
-def test_every_reader_deploys_after_what_it_reads(shape: Shape) -> None:
-    """A reader deployed beside its producer reads the old value (resolved at the reader's create or update):
-    each producer must be among the reader's dependencies, directly or through others, in the plan synth uses."""
-    config = shape.config
-    after = upstream({p.id: set(p.depends_on) for p in plan_stacks(config)})
-    for ref in references(config):
-        assert ref.producer in after[ref.consumer], (ref.consumer, ref.producer)
 
 
 def test_cross_account_reads_assume_a_role_the_producer_account_trusts_them_with(

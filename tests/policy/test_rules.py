@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import copy
+import inspect
+import re
 from typing import Any
 
 import pytest
 
 from hubspoke.config import HubSpokeConfig
-from hubspoke.policy.rules import RULES, Template, check
-from tests.conftest import Shape, Templates
+from hubspoke.policy.rules import RULES, PolicyRule, Template, check
+from tests.conftest import ROOT, Shape, Templates
 
 
 def as_templates(templates: Templates) -> list[Template]:
@@ -24,8 +26,38 @@ def test_every_shapes_templates_pass(shape: Shape) -> None:
     assert check(as_templates(shape.templates), shape.config) == []
 
 
-def test_every_rule_is_documented() -> None:
-    assert all(rule.__doc__ and rule.__doc__.startswith("HubSpoke-") for rule in RULES)
+def _readme_rules() -> dict[str, tuple[str, str]]:
+    """The README's table of our pack: rule id -> (what it refuses, source), from its Policy section."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("\n## Policy\n") :]
+    section = section[: section.index("\n## ", 1)]
+    rows = re.findall(r"^\| `(HubSpoke-\w+)` \| (.*?) \| (.*?) \|$", section, flags=re.MULTILINE)
+    table = {rule: (refuses, source) for rule, refuses, source in rows}
+    assert len(table) == len(rows), "a rule is in the README's table twice"
+    return table
+
+
+def _reported(rule: PolicyRule) -> set[str]:
+    """The ids a rule's code reports (its Violation's first argument), read from its source, docstring left out."""
+    body = inspect.getsource(rule).replace(rule.__doc__ or "", "")
+    return set(re.findall(r"\"(HubSpoke-\w+)\"", body))
+
+
+def test_every_rule_is_documented_by_the_id_it_reports() -> None:
+    """A finding names a rule id; the user looks it up in the README's Policy table, which says what the rule
+    refuses and where the requirement comes from, and the rule's docstring starts with the same id. A rule added,
+    renamed or reporting under another rule's id without its documentation following fails here."""
+    documented = _readme_rules()
+    ids = []
+    for rule in RULES:
+        head = re.match(r"(HubSpoke-\w+): \S", rule.__doc__ or "")
+        assert head, f"{rule.__name__}: the docstring starts with '<rule id>: <what it requires>'"
+        assert _reported(rule) == {head[1]}, f"{rule.__name__} reports other ids than its docstring's"
+        ids.append(head[1])
+    assert len(set(ids)) == len(ids), "two rules share an id"
+    assert sorted(documented) == sorted(ids), "the README's Policy table and the pack list different rules"
+    for rule, (refuses, source) in documented.items():
+        assert refuses.strip() and source.strip(), f"{rule}: the README says what it refuses and its source"
 
 
 def _ingress(templates: Templates, stack: str, cidr: str, key: str = "CidrIp") -> Templates:

@@ -7,6 +7,7 @@ but one relationship per remote cluster, and both sides must run the same releas
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -209,10 +210,24 @@ def test_delete_with_hub_down_never_forces_a_read_write_spoke(
 
 
 def test_delete_when_the_spoke_is_already_gone_succeeds(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """No spoke cluster is left to hold a portal: the Delete succeeds, names no hub record to remove (the spoke
+    portal's hub_id cannot be read any more) and touches nothing on the hub, whose data stays as it was and whose
+    record waits for the runbook (docs/runbooks/portal.md, "Re-creating a portal", step 3); the log says why.
+    The physical id stays: the CDK provider framework fails a Delete that changes it (aws-cdk-lib
+    custom-resources, provider-framework/runtime/framework.ts: "DELETE: cannot change the physical resource ID")."""
+    drive(formed.portal_event(hub, spoke))
+    hub_files, hub_records, hub_changes = dict(hub.files), set(hub.hubs), len(mutations(hub))
+    assert hub_records, "the hub holds its record of the portal"
     spoke.down()
-    drive(formed.portal_event(hub, spoke, "Delete"), context=TIGHT)
+    with caplog.at_level(logging.WARNING, logger="hubspoke.constructs.cnq.runtime.provisioner"):
+        result = drive(formed.portal_event(hub, spoke, "Delete"), context=TIGHT)
+    assert (result["PhysicalResourceId"], result["HubPortalId"], result["IsComplete"]) == (
+        "cnq-portal-Portal", "", True
+    )  # fmt: skip
+    assert mutations(hub)[hub_changes:] == [] and hub.files == hub_files and set(hub.hubs) == hub_records
+    assert "spoke REST API unreachable, nothing to remove" in caplog.text
 
 
 def test_the_canary_reads_the_portal_towards_its_hub_among_others(

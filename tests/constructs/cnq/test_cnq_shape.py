@@ -63,9 +63,24 @@ def guard(subnet: str, *, request: str = "Update", script: str = SCRIPT, volumes
 def test_the_shape_the_nodes_run_passes_a_rollback_and_a_first_create_anything(
     subnets: tuple[str, str],
 ) -> None:
-    drive(guard(subnets[1], request="Create", script="anything", volumes=VOLUMES[:1]))  # no node yet
+    """Before any node runs there is nothing to protect: a Create passes whatever it asks. A rollback sends the
+    properties the nodes were built from as ResourceProperties and the refused ones as OldResourceProperties
+    (CloudFormation User Guide, "Custom resource request objects"): compared with the running nodes it passes,
+    where a comparison with the old properties would refuse it and leave the stack in UPDATE_ROLLBACK_FAILED.
+
+    Each keeps its physical id: on an Update a new one is a replacement, after which CloudFormation sends a
+    Delete for the old (CloudFormation User Guide, "Custom resource response objects", PhysicalResourceId)."""
+    create = guard(subnets[1], request="Create", script="anything", volumes=VOLUMES[:1])  # no node yet
+    del create["PhysicalResourceId"]  # CloudFormation sends none with a Create
+    created = drive(create)
+    assert (created["PhysicalResourceId"], created["IsComplete"]) == ("cnq-nodes-dev-hub", True)
     launch(subnets[0])
-    drive(guard(subnets[0]))
+    rollback = guard(subnets[0])
+    rollback["OldResourceProperties"] = guard(subnets[0], script="#!/bin/bash\necho release 2\n")[
+        "ResourceProperties"
+    ]
+    rolled_back = drive(rollback)
+    assert (rolled_back["PhysicalResourceId"], rolled_back["IsComplete"]) == ("cnq-nodes-dev-hub", True)
 
 
 def test_new_user_data_is_refused(subnets: tuple[str, str]) -> None:
