@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine with Python 3.11+, Node and make:
 #   make synth   venv + pinned packages + pinned CDK CLI and Node 22, then synth every config/ and check policy
-#   make test    the full suite (lint, types, tests)
+#   make test    lint, types and the fast test tier (about two minutes); make test-thorough runs every test
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
@@ -12,7 +12,7 @@ CONFIGS := $(wildcard config/*.yaml)
 # checkov lives in its own venv: its pins conflict with the project's (tools/checkov-requirements.txt).
 CHECKOV := .tools/checkov/bin/checkov
 
-.PHONY: setup synth lint-templates test test-thorough mutation lint typecheck benchmark clean
+.PHONY: setup synth lint-templates test test-fast test-thorough mutation lint typecheck benchmark clean
 
 setup: $(VENV)/.installed node_modules/.installed .tools/checkov/.installed
 
@@ -55,17 +55,22 @@ lint:
 typecheck:
 	mypy
 
-# Two pytest workers (pytest-xdist); each synthesizes the topology shapes its tests need once. PYTEST_WORKERS=0
-# runs in one process.
+# Two test tiers (README, "Tests"). `make test`: ruff, mypy and the fast tier, a test for every shipped behaviour,
+# on two pytest-xdist workers (PYTEST_WORKERS=0 runs in one process). `make test-thorough`: everything there is,
+# the fast tier included: server twins of the fakes, every topology shape, hundreds of drawn topologies
+# (Hypothesis' `thorough` profile, tests/conftest.py), sandboxed and subprocess runs, external linters.
+# mypy runs beside the tests (a cold mypy is mostly aws-cdk-lib's 681 modules, on one core); its cache lives in the
+# user's cache, so another checkout of the same pins reuses it (mypy revalidates entries by content hash).
 PYTEST_WORKERS ?= 2
-test: setup lint typecheck
-	pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
+export MYPY_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hubspoke/mypy
+test: setup lint
+	@$(MAKE) --no-print-directory -j2 --output-sync=target typecheck test-fast
 
-# The property tests with Hypothesis' `thorough` profile (tests/conftest.py): hundreds of drawn topologies, each
-# synthesized and checked against every shape-wide invariant; minutes, so not part of `make test`.
+test-fast: setup
+	pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) -m "not thorough"
+
 test-thorough: setup
-	HYPOTHESIS_PROFILE=thorough pytest -q -p no:cacheprovider --hypothesis-show-statistics \
-		$$(grep -rl '@given' tests --include='test_*.py' | sort)
+	HYPOTHESIS_PROFILE=thorough pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --hypothesis-show-statistics
 
 # mutmut over each module against its own tests (tools/mutation.py): the score per module and file, reviewed
 # equivalent mutants subtracted (tools/mutation_equivalents.txt); fails if a module scores below 90 %. Slow (tens

@@ -286,6 +286,14 @@ def shape_names() -> list[str]:
     return ["dev", *SHAPES]
 
 
+def shape_params() -> list[Any]:
+    """Every shape as a pytest parameter: config/dev.yaml in the fast tier, the others in the thorough tier
+    (tests that need a cross-account or multi-spoke topology in the fast tier synthesize their own)."""
+    return [
+        name if name == "dev" else pytest.param(name, marks=pytest.mark.thorough) for name in shape_names()
+    ]
+
+
 def load_shape(name: str, tmp_path_factory: pytest.TempPathFactory) -> Shape:
     """Shape `name` ("dev" or a key of tests/shapes.py SHAPES), synthesized through the session's cache."""
     from tests.shapes import SHAPES
@@ -297,7 +305,7 @@ def load_shape(name: str, tmp_path_factory: pytest.TempPathFactory) -> Shape:
     return Shape(name, config, synth(config))
 
 
-@pytest.fixture(scope="session", params=shape_names())
+@pytest.fixture(scope="session", params=shape_params())
 def shape(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Shape:
     """Every topology the template invariants must hold for; one synth per shape per session (the cache)."""
     return load_shape(request.param, tmp_path_factory)

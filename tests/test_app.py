@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, minimal, write_config
 
 
@@ -47,6 +49,7 @@ synth_or_exit(app) if sys.argv[1] == "hubspoke" else app.synth()
 """
 
 
+@pytest.mark.thorough
 def test_cdk_synth_fails_on_an_unacknowledged_finding(tmp_path: Path) -> None:
     """Run by the pinned CDK CLI, as `make synth` runs app.py: the CLI passes the app
     "@aws-cdk/core:failSynthOnValidationErrors": false and then checks the validation report only for the stacks

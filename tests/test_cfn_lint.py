@@ -14,11 +14,18 @@ import pytest
 from tests.conftest import ROOT, load_shape, shape_names
 
 
+@pytest.mark.parametrize(
+    "names",
+    [
+        pytest.param(["dev"], id="dev"),
+        pytest.param(shape_names(), id="every-shape", marks=pytest.mark.thorough),
+    ],
+)
 def test_every_shapes_templates_have_no_cfn_lint_errors_or_warnings(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+    names: list[str], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     paths = []
-    for name in shape_names():
+    for name in names:
         for stack_id, template in load_shape(name, tmp_path_factory).templates.items():
             path = tmp_path / f"{name}-{stack_id}.template.json"
             path.write_text(json.dumps(template))

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
@@ -200,6 +201,7 @@ RICH = with_pins({
 })  # fmt: skip
 
 
+@pytest.mark.thorough
 @settings(max_examples=SYNTH_EXAMPLES, suppress_health_check=[HealthCheck.too_slow])
 @example((RICH, True))
 @given(topologies())

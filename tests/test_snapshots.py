@@ -45,6 +45,7 @@ def test_dev_templates(dev_templates: Templates, snapshot_json: SnapshotAssertio
         assert mask(dev_templates[stack_id]) == snapshot_json(name=stack_id)
 
 
+@pytest.mark.thorough
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_shape_templates(
     name: str, tmp_path_factory: pytest.TempPathFactory, snapshot_json: SnapshotAssertion

@@ -333,7 +333,8 @@ def isolate_from_real_aws(monkeypatch: pytest.MonkeyPatch, *, credentials: bool 
         monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
 
 
-@pytest.fixture(params=["in-process", "server"])
+# The server twin (the same world reached over HTTP, as the CLI reaches AWS) runs in the thorough tier.
+@pytest.fixture(params=["in-process", pytest.param("server", marks=pytest.mark.thorough)])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """moto behind boto3 either in-process (mock_aws) or as a server reached through AWS_ENDPOINT_URL."""
     isolate_from_real_aws(monkeypatch)

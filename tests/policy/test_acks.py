@@ -158,6 +158,7 @@ def test_a_checkov_acknowledgment_is_a_skip_checkov_honours_on_the_named_resourc
     assert all(c["check_result"]["suppress_comment"] == LONG_REASON for c in report["skipped_checks"])
 
 
+@pytest.mark.thorough
 def test_checkov_finds_nothing_unexplained_in_the_dev_templates(
     dev_templates: Templates, tmp_path: Path
 ) -> None:

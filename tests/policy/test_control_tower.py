@@ -19,7 +19,7 @@ from cdklabs.cdk_validator_cfnguard import CfnGuardValidator
 
 from hubspoke.policy import control_tower
 from hubspoke.policy.control_tower import ControlTowerControls, RuleSet, _Templates
-from tests.conftest import load_shape
+from tests.conftest import load_shape, shape_names
 
 VERSIONING_RULE = "s3_bucket_versioning_enabled_check"  # ct-s3-pr-11.guard's rule name
 
@@ -85,18 +85,28 @@ def test_a_cached_verdict_is_never_reused_under_a_changed_rule_set(tmp_path: Pat
     assert judged == ["bare.template.json", "bare.template.json"]
 
 
+@pytest.mark.parametrize(
+    ("names", "kinds"),
+    [
+        pytest.param(["dev"], ("link-", "network-"), id="dev-network"),
+        pytest.param(shape_names(), ("",), id="every-shape", marks=pytest.mark.thorough),
+    ],
+)
 def test_filtered_rules_find_what_the_full_rule_set_finds(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+    names: list[str], kinds: tuple[str, ...], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """The plugin's own run over all 237 files and ours over the files naming a template's types agree, finding
-    for finding, on the smallest dev templates (the thorough tier compares every shape's templates)."""
-    templates = load_shape("dev", tmp_path_factory).templates
-    paths = [
-        _write(tmp_path / f"{sid}.template.json", templates[sid])
-        for sid in sorted(templates)
-        if sid.startswith(("link-", "network-"))
-    ]
-    assert len(paths) >= 3, sorted(templates)
+    for finding: on dev's network and link templates in the fast tier, on every template of every shape in the
+    thorough tier."""
+    paths = []
+    for name in names:
+        templates = load_shape(name, tmp_path_factory).templates
+        paths += [
+            _write(tmp_path / f"{name}-{sid}.template.json", templates[sid])
+            for sid in sorted(templates)
+            if sid.startswith(kinds)
+        ]
+    assert len(paths) >= 3, paths
     ours = ControlTowerControls(rule_set=RuleSet.load(root=tmp_path / "cache")).validate(_Templates(paths))
     full = CfnGuardValidator().validate(_Templates(paths))
     assert _findings(ours) == _findings(full)

@@ -28,7 +28,7 @@ from tests.conftest import (
     minimal,
     properties,
     resources,
-    shape_names,
+    shape_params,
     synth,
     with_pins,
     write_config,
@@ -82,7 +82,7 @@ def varied_templates(varied_config: HubSpokeConfig) -> Templates:
     return synth(varied_config)
 
 
-@pytest.fixture(params=[*shape_names(), "varied"])
+@pytest.fixture(params=[*shape_params(), "varied"])
 def case(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[HubSpokeConfig, Templates]:

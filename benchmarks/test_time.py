@@ -1,0 +1,67 @@
+"""`make test` on a fresh clone, as CI runs it: clone, `make synth` (not timed), then `make test` (timed).
+
+The clone lives in a new directory in the user's home that only its owner can enter (mode 0700): the Lambda
+sandbox's unprivileged user must not need to read the checkout. The user's caches (XDG_CACHE_HOME: Control Tower
+verdicts, the Lambda sandbox's trees) start empty inside it, so nothing an earlier run left on this machine
+helps; `make synth` fills them as it does in CI. Not under /tmp: the Lambda sandbox hides /tmp.
+    .venv/bin/python benchmarks/test_time.py [--target test|test-thorough] [--keep]
+Prints the wall seconds of each step and, for `make test`, the pytest summary line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(step: str, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if result.returncode != 0:
+        sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
+        raise SystemExit(f"{step} failed with exit {result.returncode} after {elapsed:.0f} s")
+    return elapsed, result.stdout
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--target", default="test", choices=["test", "test-thorough"])
+    parser.add_argument("--keep", action="store_true", help="leave the clone in place")
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="hubspoke-fresh-", dir=Path.home()))  # mode 0700
+    clone = scratch / "hubspoke"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VIRTUAL_ENV", "PYTEST_", "HUBSPOKE_")) and k != "XDG_CACHE_HOME"
+    }
+    env["XDG_CACHE_HOME"] = str(scratch / "cache")
+    try:
+        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        setup, _ = run("make synth", ["make", "synth"], clone, env)
+        elapsed, out = run(f"make {args.target}", ["make", args.target], clone, env)
+        summary = [line for line in out.splitlines() if " passed" in line or " failed" in line]
+        print(
+            f"clone under a directory only its owner can enter: {scratch} (mode {scratch.stat().st_mode & 0o777:o})"
+        )
+        print(f"make synth (set-up included, not counted): {setup:.0f} s")
+        print(f"make {args.target}: {elapsed:.0f} s wall; {summary[-1] if summary else 'no pytest summary'}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
