@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import sys
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ import pytest
 import yaml
 
 from hubspoke.cli.checks import session_clients
-from hubspoke.config import load
+from hubspoke.config import HubSpokeConfig, load
 from tests.cli.verify_world import ACCOUNT, DeployedWorld, MotoGaps
 from tests.conftest import synth, with_pins, write_config
 from tests.fakes.kube_api import FakeKubeApi, claim, node
@@ -55,12 +56,71 @@ def deployed_templates(deployed_config: Path) -> dict[str, dict[str, Any]]:
 def deployed(
     backend: str, deployed_config: Path, deployed_templates: dict[str, dict[str, Any]]
 ) -> DeployedWorld:
-    """The two-spoke environment as deployed, its canary reporting a healthy hub and an ACTIVE portal."""
-    world = DeployedWorld(
-        MotoGaps(session_clients()), load(deployed_config).config, deployed_templates
-    ).deploy()
+    """The two-spoke environment as deployed, its canary reporting a healthy hub and an ACTIVE portal.
+
+    In-process, the world is deployed once per test process and restored for every later test from a copy of
+    moto's state (MotoState); the server twin deploys it afresh through HTTP each time. The canary's datapoints
+    are always published now, after the restore: their age is what the canary tests judge.
+    """
+    config = load(deployed_config).config
+    key = str(deployed_config)
+    if backend == "in-process" and key in _DEPLOYED:
+        world = _DEPLOYED[key].restore(MotoGaps(session_clients()), config, deployed_templates)
+    else:
+        world = DeployedWorld(MotoGaps(session_clients()), config, deployed_templates).deploy()
+        if backend == "in-process":
+            _DEPLOYED[key] = DeployedState.of(world)
     world.canary("us-west-2")
     return world
+
+
+@dataclass(frozen=True)
+class DeployedState:
+    """A deployed world as moto holds it (every backend of every account and Region) and as the test holds it
+    (physical IDs, outputs, the EKS add-ons and composite alarms moto lacks), copied so each restore is fresh."""
+
+    moto: list[tuple[Any, dict[str, dict[str, dict[str, Any]]]]]
+    world: dict[str, Any]
+
+    @classmethod
+    def of(cls, world: DeployedWorld) -> DeployedState:
+        from moto.core.base_backend import BackendDict
+
+        moto = [
+            (backends, {a: {r: b.__dict__ for r, b in regions.items()} for a, regions in backends.items()})
+            for backends in BackendDict._instances
+        ]
+        gaps = {ACCOUNT: world.clients, **world.others}
+        state = {
+            "physical": world.physical,
+            "outputs": world.outputs,
+            "gaps": {account: (g.addons, g.composites) for account, g in gaps.items()},
+        }
+        snapshot = copy.deepcopy(([state for _, state in moto], state))
+        return cls([(b, m) for (b, _), m in zip(moto, snapshot[0], strict=True)], snapshot[1])
+
+    def restore(
+        self, clients: MotoGaps, config: HubSpokeConfig, templates: dict[str, dict[str, Any]]
+    ) -> DeployedWorld:
+        """Fill the fresh mock_aws backends with a copy of the deployed state; a world around it."""
+        states, world_state = copy.deepcopy(([m for _, m in self.moto], self.world))
+        for (backends, _), accounts in zip(self.moto, states, strict=True):
+            for account, regions in accounts.items():
+                for region, attributes in regions.items():
+                    # The live objects moto hands out (its lookups are cached), refilled in place.
+                    live = backends[account][region]
+                    live.__dict__.clear()
+                    live.__dict__.update(attributes)
+        world = DeployedWorld(clients, config, templates)
+        world.physical, world.outputs = world_state["physical"], world_state["outputs"]
+        for account, (addons, composites) in world_state["gaps"].items():
+            gaps = clients if account == ACCOUNT else world.clients_for(account)
+            gaps.addons, gaps.composites = addons, composites
+        return world
+
+
+# config path -> the world deployed there, once per test process (in-process moto only).
+_DEPLOYED: dict[str, DeployedState] = {}
 
 
 @dataclass

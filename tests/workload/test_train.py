@@ -159,6 +159,7 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) ->
     assert (ckpt / "step_00000006" / ".metadata").exists()
 
 
+@pytest.mark.thorough
 def test_throughput_records_follow_the_clock_not_the_steps(tmp_path: Path) -> None:
     data, ckpt = tmp_path / "data", tmp_path / "ckpt"
     _write_shards(data, [400])
@@ -174,6 +175,7 @@ def test_throughput_records_follow_the_clock_not_the_steps(tmp_path: Path) -> No
         assert (training_metrics.STEP_SECONDS in r) == (r[training_metrics.SAMPLES_PER_SECOND] > 0)
 
 
+@pytest.mark.thorough
 def test_with_an_agent_endpoint_records_go_to_the_agent_not_stdout(tmp_path: Path) -> None:
     _write_shards(tmp_path / "data", [400])
     with FakeEmfAgent() as agent:
@@ -193,6 +195,7 @@ def test_with_an_agent_endpoint_records_go_to_the_agent_not_stdout(tmp_path: Pat
     assert "CloudWatch agent" not in run.stderr
 
 
+@pytest.mark.thorough
 def test_training_survives_an_agent_that_is_down(tmp_path: Path) -> None:
     _write_shards(tmp_path / "data", [400])
     agent = FakeEmfAgent()
@@ -258,6 +261,7 @@ def _weights(checkpoint: Path, tmp_path: Path) -> dict[str, torch.Tensor]:
     return dict(torch.load(flat, weights_only=False)["model"])
 
 
+@pytest.mark.thorough
 def test_resume_restores_the_weights_not_only_the_step(tmp_path: Path) -> None:
     """Four steps in one go and three steps, stop, resume, one more step end on the same weights: the resumed
     run continued from the saved weights and optimizer state, not from a fresh model at step 3."""

@@ -141,6 +141,7 @@ def test_counts_come_from_config_as_one_json_string(
     assert json.loads(props["InstanceGroups"]) == {g.name: g.count for g in groups}
 
 
+@pytest.mark.thorough
 def test_launched_counts_nodes_past_pending_running_only_running(
     dev_config: HubSpokeConfig, dev_templates: Templates, sagemaker: tuple[str, Any]
 ) -> None:
