@@ -2,7 +2,6 @@
 
 import pytest
 
-
 from tests.cli.preflight_world import backend, world
 from tests.cli.verify_fixtures import deployed, deployed_config, deployed_templates, kube
 
