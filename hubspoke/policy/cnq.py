@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
+from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.policy.model import PolicyRule, Template, Violation, ingress
 from hubspoke.ports import QUMULO_REPLICATION
 

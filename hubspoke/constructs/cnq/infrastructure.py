@@ -26,7 +26,7 @@ from hubspoke.config.schema import QumuloCoreConfig, StorageConfig
 from hubspoke.constructs.buckets import events_to_eventbridge
 from hubspoke.constructs.cnq.node import render_boot_script
 from hubspoke.constructs.cnq.node.volumes import node_volumes
-from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
+from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.resources import NODE_SHAPE_RESOURCE
 from hubspoke.constructs.keys import retained_key
 from hubspoke.policy.acks import acknowledge

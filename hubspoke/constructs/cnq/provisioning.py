@@ -22,7 +22,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from hubspoke.constructs.cnq.bundling import IS_COMPLETE_HANDLER, ON_EVENT_HANDLER, RUNTIME, provisioner_code
-from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
+from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.waiter import trace_waiter
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import QUMULO_REST

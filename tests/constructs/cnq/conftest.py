@@ -21,7 +21,7 @@ from moto.cloudformation.models import cloudformation_backends
 from moto.core import DEFAULT_ACCOUNT_ID
 
 from hubspoke.config import HubSpokeConfig
-from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
+from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
 from tests.conftest import QUMULO_CORE, minimal
 from tests.fakes.qumulo import FakeQumulo

@@ -17,7 +17,7 @@ from moto.cloudformation.models import cloudformation_backends
 from moto.core import DEFAULT_ACCOUNT_ID
 
 from hubspoke.constructs.cnq import bundling
-from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
+from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from tests.conftest import Templates, resources
 from tests.constructs.cnq.conftest import stack_id
 from tests.fakes.aws_endpoint import moto_endpoint

@@ -14,7 +14,7 @@ from typing import Any
 import boto3
 import pytest
 
-from hubspoke.constructs.cnq.runtime.nodes import CLUSTER_TAG
+from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.provisioner import on_event
 from hubspoke.constructs.cnq.runtime.session import ProvisioningError
 from tests.constructs.cnq.conftest import IMAGE, INSTANCE_TYPE, ROOMY, World, drive

@@ -17,9 +17,6 @@ from typing import Any
 from .session import ProvisioningError
 
 log = logging.getLogger(__name__)
-
-# Every node carries this tag with its cluster's name; the provisioner's EC2 permissions are scoped to it.
-CLUSTER_TAG = "hubspoke:cnq-cluster"
 # The stack statuses in which CloudFormation still waits for a Create or Update of ours (CloudFormation
 # User Guide, "Stack status codes"). UPDATE_ROLLBACK_IN_PROGRESS carries the rollback's own Update
 # requests, which restore the previous node set. In any other status (ROLLBACK_IN_PROGRESS after a

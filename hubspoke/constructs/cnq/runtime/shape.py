@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .nodes import CLUSTER_TAG
+from .contract import CLUSTER_TAG
 from .session import ProvisioningError
 
 _LIVE = ["pending", "running", "stopping", "stopped"]

@@ -1,0 +1,8 @@
+"""What the CNQ stacks and the provisioning Lambda agree on, importable without the Qumulo SDK or CDK.
+
+The policy pack and the constructs read these names at synth; the Lambda reads them at run time. This module
+imports nothing, so neither side loads the other's dependencies to learn a tag name.
+"""
+
+# Every node carries this tag with its cluster's name; the provisioner's EC2 permissions are scoped to it.
+CLUSTER_TAG = "hubspoke:cnq-cluster"
