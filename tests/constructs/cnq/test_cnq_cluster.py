@@ -235,3 +235,49 @@ def test_new_buckets_go_in_before_the_capacity_limit_rises(world: World, hub: Fa
     ]
     assert order == ["/v2/object-storage/add-uris", "/v1/capacity/clamp"]
     assert len(hub.object_storage_uris) == 6
+
+
+def _raised(world: World, hub: FakeQumulo, instances: list[str]) -> dict:
+    """The cluster after a forward Update that raised capacity and added buckets (both reached Qumulo)."""
+    drive(world.cluster_event(hub, "hub", instances))
+    world.stack_status("UPDATE_IN_PROGRESS")
+    update = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=250)
+    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
+    drive(update)
+    return update
+
+
+@pytest.mark.parametrize("shrunk", [{"capacity_tb": 100, "buckets": 6}, {"capacity_tb": 250, "buckets": 4},
+                                    {"capacity_tb": 100, "buckets": 4}])  # fmt: skip
+def test_a_rollback_after_a_raise_is_a_no_op_with_a_warning(
+    world: World, hub: FakeQumulo, caplog: pytest.LogCaptureFixture, shrunk: dict
+) -> None:
+    """CloudFormation's rollback Update carries the previous values as ResourceProperties and the failed
+    new ones as OldResourceProperties (CloudFormation User Guide, "Custom resource request objects"), while
+    the stack is UPDATE_ROLLBACK_IN_PROGRESS ("Stack status codes"). The cluster cannot give the capacity
+    or the buckets back: "A value below the current provisioned capacity has no effect" (qumulo-api
+    7.10.2.1, qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS, qq capacity_clamp_set) and
+    qumulo/rest/object_storage.py has get_uris and add_uris only. Failing it would leave the stack in
+    UPDATE_ROLLBACK_FAILED, so the rollback completes, changes nothing and says so."""
+    instances = world.instances(4, "dev-hub")
+    raised = _raised(world, hub, instances)
+    clamp, uris, before = hub.capacity_clamp, list(hub.object_storage_uris), len(mutations(hub))
+    world.stack_status("UPDATE_ROLLBACK_IN_PROGRESS")
+    rollback = world.cluster_event(hub, "hub", instances, request="Update", **shrunk)
+    rollback["OldResourceProperties"] = raised["ResourceProperties"]
+    caplog.set_level(logging.WARNING)
+    drive(rollback)
+    assert mutations(hub)[before:] == [], "nothing is sent to the cluster"
+    assert (hub.capacity_clamp, hub.object_storage_uris) == (clamp, uris)
+    assert "keeps" in caplog.text and "rollback" in caplog.text, "the operator is told what stays"
+
+
+def test_a_forward_update_that_lowers_capacity_is_still_refused(world: World, hub: FakeQumulo) -> None:
+    """Outside a rollback a lower value is an operator's change the cluster cannot make: refused at once,
+    before anything is touched, so that update's own rollback (which restores the higher value) passes."""
+    instances = world.instances(4, "dev-hub")
+    raised = _raised(world, hub, instances)
+    lower = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=100)
+    lower["OldResourceProperties"] = raised["ResourceProperties"]
+    with pytest.raises(ProvisioningError, match="soft_capacity_limit_tb back to 250"):
+        on_event(lower, ROOMY)

@@ -127,12 +127,13 @@ def _login(props: Mapping[str, Any], side: str, deadline: Deadline) -> Any:
 
 # ---------------------------------------------------------------- once per request
 def _cluster_event(
-    request: str, props: Mapping[str, Any], old: Mapping[str, Any], deadline: Deadline
+    request: str, props: Mapping[str, Any], old: Mapping[str, Any], deadline: Deadline, stack_id: str
 ) -> None:
     _cluster_spec(props)  # a malformed request fails here, before anything waits
     if request != "Update":
         return
-    capacity.refuse_shrinking(dict(old), dict(props))
+    rolling_back = nodes.stack_status(aws("cloudformation"), stack_id) == nodes.ROLLING_BACK
+    capacity.refuse_shrinking(dict(old), dict(props), rolling_back=rolling_back)
     if int(props.get("UsableCapacityBytes") or 0) > int(old.get("UsableCapacityBytes") or 0):
         spec = _cluster_spec(props)
         client, _ = login(spec.node_ips, spec.rest_port, read_secret(str(props["AdminSecretArn"])), deadline,
@@ -164,7 +165,7 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         elif kind == CLUSTER_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-cluster-{name}"
             if request != "Delete":
-                _cluster_event(request, props, old, deadline)
+                _cluster_event(request, props, old, deadline, str(event.get("StackId") or ""))
         elif kind == NODE_PROTECTION_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-protection-{name}"
             ids = list(_list(props, "NodeInstanceIds"))
@@ -200,7 +201,7 @@ def _hub_portal_id(props: Mapping[str, Any], spec: portal.PortalSpec, deadline: 
 
 
 # ---------------------------------------------------------------- polled
-def _converge_cluster(event: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
+def _converge_cluster(event: Mapping[str, Any], deadline: Deadline, status: str) -> dict[str, Any]:
     props = event["ResourceProperties"]
     spec = _cluster_spec(props)
     password = read_secret(str(props["AdminSecretArn"]))
@@ -209,7 +210,7 @@ def _converge_cluster(event: Mapping[str, Any], deadline: Deadline) -> dict[str,
     cluster.ensure_membership(client, spec)
     if spec.floating_ips:
         network.ensure_floating_ips(client, spec.floating_ips, spec.floating_netmask)
-    capacity.ensure_uris(client, spec.object_storage_uris)
+    capacity.ensure_uris(client, spec.object_storage_uris, rolling_back=status == nodes.ROLLING_BACK)
     cidrs = _list(props, "ClientCidrs")
     for path in _list(props, "ExportPaths"):
         exports.ensure_export(client, exports.ExportSpec(path, cidrs, read_only=False, create_path=True))
@@ -272,10 +273,11 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     lambda_left = context.get_remaining_time_in_millis() / 1000.0 - REPORT_RESERVE_SECONDS
     deadline = Deadline.after(min(lambda_left, budget - waited))
     try:
+        status = ""
         if kind in (CLUSTER_RESOURCE, PORTAL_RESOURCE) and request != "Delete":
-            nodes.require_awaited(aws("cloudformation"), str(event["StackId"]))
+            status = nodes.require_awaited(aws("cloudformation"), str(event["StackId"]))
         if kind == CLUSTER_RESOURCE and request != "Delete":
-            return {"IsComplete": True, "Data": _converge_cluster(event, deadline)}
+            return {"IsComplete": True, "Data": _converge_cluster(event, deadline, status)}
         if kind == PORTAL_RESOURCE and request != "Delete":
             return {"IsComplete": True, "Data": _converge_portal(event, deadline)}
         if kind == PORTAL_RESOURCE:
