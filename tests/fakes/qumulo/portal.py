@@ -5,8 +5,17 @@ Qumulo's docs (_includes/content-reuse/admin-guides/cloud-data-fabric/, Qumulo/d
 - states Unlinked (created, no relationship; "couldn't establish a relationship ... or clean up"),
   Pending, Authorized (ACCEPTED in the API, as qq's summarize_state_and_status reads it), Deleting;
 - up to 32 spoke portals per cluster (7.5.0.3 and higher), one relationship per remote cluster;
-- deleting a spoke portal needs the hub (outstanding changes sync first, state Deleting), then Qumulo
-  removes both records itself and deletes the spoke root with its cache; a forced delete does not wait;
+- deleting a spoke portal: with the hub reachable, outstanding changes sync first (state Deleting), then
+  Qumulo removes both records itself and deletes the spoke root with its cache; a forced delete does not
+  wait. Without the hub, "You can delete a spoke portal in any state ... and without connectivity to the
+  hub portal" (configuring-portal-relationship.md, "Step 1: Delete the Spoke Portal", the version the
+  index stores); the hub's record stays (only a hub that "can connect" notices). Another version of the
+  page (@ 9b95eefa) says a portal with connectivity issues "can cause the deletion ... to stall in the
+  Deleting state", ended with --force. Both are modelled: `stall_delete_without_hub` picks the second;
+  ASSUMED which one a given release does. The v2 REST guide's DELETE /v2/portal/spokes/{id} takes `force`
+  and answers 202 (rest-api-guide/cloud-data-fabric-v2/v2_portal_spokes_id.md @ bcb748d2);
+- a hub portal can be deleted "in any state ... and without connectivity to the spoke portal" (same page,
+  "Step 2: Delete the Hub Portal");
 - a spoke portal is inaccessible when the two clusters run different releases.
 Portal traffic (TCP 3713) is never sent: a fake finds its peer in FakeQumulo.peers by portal-host address.
 """
@@ -40,6 +49,8 @@ class PortalMixin:
     leave_unlinked: bool
     # GET polls a deleting spoke portal stays in DELETING while it syncs (ASSUMED count).
     deleting_polls: int
+    # A delete without the hub stays DELETING until forced (the @ 9b95eefa reading) instead of finishing.
+    stall_delete_without_hub: bool
     _lock: threading.RLock
 
     def _new_id(self) -> str:
@@ -55,6 +66,7 @@ class PortalMixin:
         self.spokes, self.hubs = {}, {}
         self.leave_unlinked = False
         self.deleting_polls = 1
+        self.stall_delete_without_hub = False
         self.free_threshold = (
             0.05  # "maintains a minimum of 5% free capacity" by default (cache management page)
         )
@@ -114,9 +126,12 @@ class PortalMixin:
         return spoke
 
     def _live_spokes(self) -> list[dict[str, Any]]:
-        """Deleting portals finish their sync as they are read (ASSUMED pace: `deleting_polls` reads)."""
+        """Deleting portals finish their sync as they are read (ASSUMED pace: `deleting_polls` reads);
+        one whose hub is unreachable stalls when `stall_delete_without_hub` is set."""
         for spoke in list(self.spokes.values()):
             if spoke["state"] == "DELETING":
+                if self.stall_delete_without_hub and self._peer(spoke["hub_hosts"]) is None:
+                    continue
                 spoke["deleting_left"] -= 1
                 if spoke["deleting_left"] < 0:
                     self._finish_delete(spoke)
@@ -187,9 +202,10 @@ class PortalMixin:
         if spoke["state"] == "UNLINKED" or force:  # ASSUMED: nothing to sync, so no hub needed
             self._finish_delete(spoke)
             return 202, None
-        if self._peer(spoke["hub_hosts"]) is None:
-            # "Requires connectivity with the hub portal host cluster" (v2_portal_spokes_id, DELETE)
-            raise QumuloFault(503, *UNREACHABLE)
+        if self._peer(spoke["hub_hosts"]) is None and not self.stall_delete_without_hub:
+            # "in any state ... and without connectivity to the hub portal": deleted, capacity reclaimed
+            self._finish_delete(spoke)
+            return 202, None
         spoke.update(state="DELETING", deleting_left=self.deleting_polls)
         return 202, None
 
@@ -246,16 +262,9 @@ class PortalMixin:
             hub["spoke"].spokes[hub["spoke_id"]]["type"] = body["type"]
         return 200, self._hub_view(hub)
 
-    def _delete_hub(self, hub_id: str, query: dict[str, str], **_: Any) -> Reply:
+    def _delete_hub(self, hub_id: str, **_: Any) -> Reply:
         hub = self._hub(hub_id)
-        record = hub["spoke"].spokes.get(hub["spoke_id"])
-        if (
-            record is not None
-            and not record.get("gone")
-            and query.get("force") != "true"
-            and not hub["spoke"].reachable
-        ):
-            raise QumuloFault(503, "portal_peer_unreachable_error", "Unable to connect to the spoke cluster")
+        # "You can delete a hub portal in any state ... and without connectivity to the spoke portal".
         del self.hubs[int(hub["id"])]
         return 202, None
 

@@ -190,34 +190,40 @@ def hub_id_of(spoke: Any, spec: PortalSpec) -> int | None:
 def remove_spoke_portal(spoke: Any, spec: PortalSpec, *, waited: float, patience: float) -> None:
     """One step of deleting our spoke portal; forced after `patience` seconds only when that loses no data.
 
-    A non-forced DELETE needs the hub: the portal enters Deleting and syncs outstanding changes first
-    (docs, "Portal Relationship Deletion"). Forcing discards the spoke's cache and any writes not yet on the
-    hub: harmless for a read-only spoke, data loss for a read-write one, which therefore fails with a way out.
+    Qumulo documents a spoke portal delete "in any state ... and without connectivity to the hub portal"
+    (Qumulo/docs, cloud-data-fabric/configuring-portal-relationship.md, "Step 1: Delete the Spoke
+    Portal"); with the hub reachable it enters DELETING and syncs outstanding changes first, and a portal
+    with connectivity issues can "stall in the Deleting state", which `--force` ends (the same page @
+    9b95eefa). So the non-forced DELETE is sent once (again only if Qumulo refused it, ASSUMED possible),
+    and once `patience` has passed any portal still there is forced. Forcing discards the spoke's cache and
+    any writes not yet on the hub: harmless for a read-only spoke, data loss for a read-write one, which
+    therefore fails with a way out instead.
     """
     portal, unlinked = ours(spoke, None, spec)
     for stale in unlinked:
         spoke.portal.v2_delete_spoke_portal(stale.id)
     if portal is None:
         return
-    if portal.state == DELETING and waited < patience:
-        raise Pending(f"spoke portal {portal.id}: deleting (syncing outstanding changes to the hub)")
-    try:
-        spoke.portal.v2_delete_spoke_portal(portal.id)
-        raise Pending(f"spoke portal {portal.id}: delete requested")
-    except RequestError as error:
-        # Qumulo refuses a non-forced delete while the hub is unreachable: keep trying until patience ends.
-        reason = describe(error)
+    reason = f"state {portal.state}, status {portal.status}"
     if waited < patience:
-        raise Pending(f"spoke portal {portal.id}: the hub is needed for a clean delete ({reason})")
+        if portal.state == DELETING:
+            raise Pending(f"spoke portal {portal.id}: deleting (syncing outstanding changes to the hub)")
+        try:
+            spoke.portal.v2_delete_spoke_portal(portal.id)
+        except RequestError as error:
+            # ASSUMED: a release that refuses a non-forced delete without the hub; tried again until patience.
+            raise Pending(f"spoke portal {portal.id}: delete refused ({describe(error)})") from error
+        raise Pending(f"spoke portal {portal.id}: delete requested")
     if spec.mode != "read_only":
         raise ProvisioningError(
-            f"spoke portal {portal.id} is read-write and could not sync with the hub ({reason}); forcing the "
-            "delete would discard writes not yet on the hub. Restore the hub path, or accept the loss and run "
-            f"`qq portal_delete_spoke --id {portal.id} --force` (docs/runbooks/portal.md), then retry"
+            f"spoke portal {portal.id} is read-write and still not deleted after {patience:.0f} s ({reason}); "
+            "forcing the delete would discard writes not yet on the hub. Restore the hub path, or accept the "
+            f"loss and run `qq portal_delete_spoke --id {portal.id} --force` (docs/runbooks/portal.md), then retry"
         )
     log.warning(
-        "spoke portal %s: hub unreachable (%s); forcing the delete of a read-only cache", portal.id, reason
-    )
+        "spoke portal %s: not deleted after %.0f s (%s); forcing the delete of a read-only cache",
+        portal.id, patience, reason,
+    )  # fmt: skip
     spoke.portal.v2_delete_spoke_portal(portal.id, force=True)
     raise Pending(f"spoke portal {portal.id}: forced delete requested")
 
