@@ -281,3 +281,33 @@ def test_a_forward_update_that_lowers_capacity_is_still_refused(world: World, hu
     lower["OldResourceProperties"] = raised["ResourceProperties"]
     with pytest.raises(ProvisioningError, match="soft_capacity_limit_tb back to 250"):
         on_event(lower, ROOMY)
+
+
+def test_the_capacity_limit_rises_only_once_the_quorum_is_back_after_adding_buckets(
+    world: World, hub: FakeQumulo
+) -> None:
+    """Qumulo's AWS provisioner runs add_object_storage_uris, waits until the cluster is ACTIVE with every
+    node in quorum, and only then capacity_clamp_set (aws-terraform-cnq, modules/qprovisioner/scripts/
+    provision.sh, the bucket add). The wait belongs in is_complete, whose failures are retried."""
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    update = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=250)
+    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
+    drive(update)
+    assert hub.clamp_put_states == ["ACTIVE"], "one clamp change, sent with the quorum whole"
+    assert hub.capacity_clamp == 250 * 10**12 // PSTORE_BYTES * PSTORE_BYTES
+    assert len(hub.object_storage_uris) == 6
+
+
+def test_a_capacity_raise_that_cannot_reach_the_cluster_is_retried_by_the_poll(
+    world: World, hub: FakeQumulo
+) -> None:
+    """A quorum that is still re-forming answers 5xx or not at all; on_event's failures are final, so
+    the clamp change is made by is_complete, which retries them."""
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    hub.fail("PUT", r"^/v1/capacity/clamp", times=2, status=503, error_class="quorum_not_ready_error")
+    update = world.cluster_event(hub, "hub", instances, request="Update", capacity_tb=250)
+    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
+    drive(update)
+    assert hub.capacity_clamp == 250 * 10**12 // PSTORE_BYTES * PSTORE_BYTES

@@ -76,6 +76,8 @@ class FakeQumulo(FilesMixin, PortalMixin):
         self.membership_requests: list[list[str]] = []
         self.object_storage_uris: list[str] = []
         self.capacity_clamp = 0
+        # The quorum state (`state`) at each PUT /v1/capacity/clamp: what a test checks ordering against.
+        self.clamp_put_states: list[str] = []
         self.frontend_networks: list[dict[str, Any]] = []
         self.network_apply_polls, self._network_left = 1, 0
         self.calls: list[tuple[str, str]] = []
@@ -390,10 +392,17 @@ class FakeQumulo(FilesMixin, PortalMixin):
     # ----- persistent storage and capacity
     def _add_uris(self, body: dict[str, Any], **_: Any) -> Reply:
         # REST guide, object-storage_add-uris: "adds new URIs to the list ... and ignores the existing URIs".
-        self.object_storage_uris += [u for u in body["uris"] if u not in self.object_storage_uris]
+        new = [u for u in body["uris"] if u not in self.object_storage_uris]
+        self.object_storage_uris += new
+        if new:
+            # Qumulo's AWS provisioner waits for ACTIVE and for every node in quorum after
+            # add_object_storage_uris (aws-terraform-cnq, modules/qprovisioner/scripts/provision.sh, bucket
+            # add): ASSUMED that the add re-forms quorum, as capacity_clamp_set says the clamp does.
+            self._forming_left = self.formation_polls
         return 200, None
 
     def _put_clamp(self, body: dict[str, Any], **_: Any) -> Reply:
+        self.clamp_put_states.append(self.state)
         wanted = body["capacity_clamp"]
         stored = None if wanted is None else int(wanted) // PSTORE_BYTES * PSTORE_BYTES
         # "A value below the current provisioned capacity has no effect" (qq capacity_clamp_set).

@@ -91,16 +91,29 @@ def refuse_shrinking(old: dict[str, Any], new: dict[str, Any], *, rolling_back: 
         )
 
 
-def raise_limit(client: Any, old: dict[str, Any], new: dict[str, Any], uris: Sequence[str]) -> bool:
-    """PUT /v1/capacity/clamp once per update that raises the limit (qumulo.rest.capacity); True if sent.
+def current_clamp(client: Any) -> int:
+    """GET /v1/capacity/clamp (qumulo.rest.capacity.get_capacity_clamp): the stored clamp, 0 if none."""
+    return int(client.capacity.get_capacity_clamp() or 0)
 
-    Sent from on_event, which runs once per CloudFormation request: Qumulo stores the clamp rounded down
-    to whole pstores, so a poll that compared the stored value with the requested one would resend it.
-    Buckets the same update adds go in first, as Qumulo's provisioner orders it.
+
+def ensure_limit(client: Any, old: dict[str, Any], new: dict[str, Any], before: int | None) -> None:
+    """PUT /v1/capacity/clamp once for an update that raises the limit, then Pending while quorum re-forms.
+
+    Called from is_complete after ensure_formed found every node ACTIVE and ensure_uris found every bucket
+    in, so the clamp changes only with the quorum whole, as Qumulo's AWS provisioner orders it
+    (aws-terraform-cnq, modules/qprovisioner/scripts/provision.sh: add_object_storage_uris, wait for
+    ACTIVE and full quorum, capacity_clamp_set, wait for ACTIVE). `before` is the clamp on_event read when
+    the request arrived: Qumulo stores the clamp rounded down to whole pstores ("a pstore count that
+    produces a byte count closest to the requested bytes without going over"), so the stored value never
+    equals the request and only a change from `before` shows the PUT took effect ("quorum will be
+    abandoned and the change will appear in the new quorum", qq capacity_clamp_set). ASSUMED: a raise
+    smaller than one pstore leaves the stored value unchanged and is sent at each poll; Qumulo applies
+    nothing then ("If the change is applied successfully, quorum will be abandoned").
     """
     old_bytes, new_bytes = int(old.get("UsableCapacityBytes") or 0), int(new.get("UsableCapacityBytes") or 0)
-    if not old_bytes or new_bytes <= old_bytes:
-        return False
-    add_missing_uris(client, uris)
+    if before is None or not old_bytes or new_bytes <= old_bytes:
+        return
+    if current_clamp(client) != before:
+        return
     client.capacity.put_capacity_clamp(new_bytes)
-    return True
+    raise Pending(f"soft capacity limit {new_bytes / 1e12:g} TB requested; quorum re-forming")

@@ -7,7 +7,9 @@ reads the cluster and does one bounded step, so formation (boot, install, create
 squeezed into one 15-minute Lambda. A raised error's text is the failure reason CloudFormation shows.
 
 Custom::CnqNodeShape  refuses a change CloudFormation would apply to every node at once (shape.py).
-Custom::CnqCluster    forms the cluster, converges membership, floating IPs, buckets, capacity, exports.
+Custom::CnqCluster    forms the cluster, converges membership, floating IPs, buckets, capacity, exports
+                      (a capacity raise: on_event reads the clamp, is_complete changes it with the
+                      quorum whole, after the buckets).
                       Delete: nothing (the data is never deleted).
 Custom::CnqPortal     a spoke's portal to its hub, its NFS export and eviction threshold. Delete: remove
                       the portal, forced after a bounded wait only when no data is at stake.
@@ -128,17 +130,19 @@ def _login(props: Mapping[str, Any], side: str, deadline: Deadline) -> Any:
 # ---------------------------------------------------------------- once per request
 def _cluster_event(
     request: str, props: Mapping[str, Any], old: Mapping[str, Any], deadline: Deadline, stack_id: str
-) -> None:
+) -> dict[str, str]:
+    """Checks once per request; for a capacity raise, the clamp as it was (is_complete changes it)."""
     _cluster_spec(props)  # a malformed request fails here, before anything waits
     if request != "Update":
-        return
+        return {}
     rolling_back = nodes.stack_status(aws("cloudformation"), stack_id) == nodes.ROLLING_BACK
     capacity.refuse_shrinking(dict(old), dict(props), rolling_back=rolling_back)
-    if int(props.get("UsableCapacityBytes") or 0) > int(old.get("UsableCapacityBytes") or 0):
+    if int(old.get("UsableCapacityBytes") or 0) < int(props.get("UsableCapacityBytes") or 0):
         spec = _cluster_spec(props)
         client, _ = login(spec.node_ips, spec.rest_port, read_secret(str(props["AdminSecretArn"])), deadline,
                           what=f"cluster {spec.cluster_name}")  # fmt: skip
-        capacity.raise_limit(client, dict(old), dict(props), spec.object_storage_uris)
+        return {"ClampBefore": str(capacity.current_clamp(client))}
+    return {}
 
 
 def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -165,7 +169,7 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         elif kind == CLUSTER_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-cluster-{name}"
             if request != "Delete":
-                _cluster_event(request, props, old, deadline, str(event.get("StackId") or ""))
+                result.update(_cluster_event(request, props, old, deadline, str(event.get("StackId") or "")))
         elif kind == NODE_PROTECTION_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-protection-{name}"
             ids = list(_list(props, "NodeInstanceIds"))
@@ -211,6 +215,9 @@ def _converge_cluster(event: Mapping[str, Any], deadline: Deadline, status: str)
     if spec.floating_ips:
         network.ensure_floating_ips(client, spec.floating_ips, spec.floating_netmask)
     capacity.ensure_uris(client, spec.object_storage_uris, rolling_back=status == nodes.ROLLING_BACK)
+    before = event.get("ClampBefore")
+    capacity.ensure_limit(client, dict(event.get("OldResourceProperties") or {}), dict(props),
+                          None if before in (None, "") else int(before))  # fmt: skip
     cidrs = _list(props, "ClientCidrs")
     for path in _list(props, "ExportPaths"):
         exports.ensure_export(client, exports.ExportSpec(path, cidrs, read_only=False, create_path=True))
