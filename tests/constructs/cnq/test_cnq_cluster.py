@@ -40,7 +40,8 @@ def test_forms_four_nodes_host_managed_and_protects_none(world: World, hub: Fake
     assert hub.password == HUB_PASSWORD, "the admin password is the one in Secrets Manager"
     (network,) = hub.frontend_networks
     assert network["addresses"]["type"] == "HOST"
-    assert sorted(network["addresses"]["host_addresses"]["floating_ip_ranges"]) == sorted(HUB_FLOATING)
+    # The fake echoes the four consecutive addresses as one range, as the SDK's "1.1.1.1-4" form allows.
+    assert network["addresses"]["host_addresses"]["floating_ip_ranges"] == ["10.10.64.11-14"]
     assert not hub.called("PATCH", r"^/v2/network/interfaces"), "no interface MTU change in host mode"
     exports = {e["export_path"]: e for e in hub.exports.values()}
     assert set(exports) == set(HUB_EXPORTS)
@@ -103,9 +104,7 @@ def test_more_nodes_join_with_the_membership_call(world: World, hub: FakeQumulo)
     floating = (*HUB_FLOATING, "10.10.64.15", "10.10.64.16")
     drive(world.cluster_event(hub, "hub", grown, request="Update", floating=floating))
     assert hub.membership_requests == [hub.node_ips] and len(hub.members) == 6
-    assert sorted(hub.frontend_networks[0]["addresses"]["host_addresses"]["floating_ip_ranges"]) == sorted(
-        floating
-    )
+    assert hub.frontend_networks[0]["addresses"]["host_addresses"]["floating_ip_ranges"] == ["10.10.64.11-16"]
 
 
 def test_fewer_nodes_leave_the_cluster(world: World, hub: FakeQumulo) -> None:
@@ -311,3 +310,23 @@ def test_a_capacity_raise_that_cannot_reach_the_cluster_is_retried_by_the_poll(
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
     drive(update)
     assert hub.capacity_clamp == 250 * 10**12 // PSTORE_BYTES * PSTORE_BYTES
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+def test_floating_ips_converge_whichever_form_qumulo_echoes(
+    world: World, hub: FakeQumulo, normalized: bool
+) -> None:
+    """The SDK takes the netmask as a dotted quad or a CIDR and floating IPs as single addresses or ranges
+    'a.b.c.d-e' (qumulo-api 7.10.2.1, qumulo/commands/network_v3.py, network_v3_put_config help). Which
+    form GET /v3/network answers with is not documented (ASSUMED both): the configuration is compared in
+    normalized form, so it is written once and not on every poll."""
+    hub.echo_network_normalized = normalized
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances, floating=HUB_FLOATING))
+    assert hub.called("PUT", r"^/v3/network$") == 1
+    host = hub.frontend_networks[0]["addresses"]["host_addresses"]
+    assert host["netmask"] == ("255.255.192.0" if normalized else "10.10.0.0/18")
+    assert host["floating_ip_ranges"] == (["10.10.64.11-14"] if normalized else sorted(HUB_FLOATING))
+    before = len(mutations(hub))
+    drive(world.cluster_event(hub, "hub", instances, request="Update", floating=HUB_FLOATING))
+    assert mutations(hub)[before:] == [], "an unchanged configuration is not sent again"

@@ -16,6 +16,8 @@ times: the SDK warns of "disconnects and errors as the API switches from unconfi
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import re
 import threading
 import time
@@ -34,6 +36,45 @@ DEFAULT_VERSION = "7.10.2.1"
 PSTORE_BYTES = 3 * 10**11
 _CREATE_KEYS = ("eula_accepted", "cluster_name", "admin_password", "host_instance_id", "object_storage_uris",
                 "usable_capacity_clamp", "product_type", "node_ips_and_fault_domains")  # fmt: skip
+
+
+def _prefix_length(netmask: str) -> int:
+    """'255.255.192.0', '10.10.0.0/18' or '/18' style masks -> 18; ValueError for anything else."""
+    if "/" in netmask:
+        return ipaddress.ip_network(netmask if not netmask.startswith("/") else f"0.0.0.0{netmask}",
+                                    strict=False).prefixlen  # fmt: skip
+    return ipaddress.IPv4Network(f"0.0.0.0/{netmask}").prefixlen
+
+
+def _expand(text: str) -> list[ipaddress.IPv4Address]:
+    """'10.0.0.5' or '10.0.0.5-7' (the SDK's "1.1.1.1-4" form) -> the addresses; ValueError otherwise."""
+    first, _, last = text.partition("-")
+    start = ipaddress.IPv4Address(first)
+    if not last:
+        return [start]
+    end = (
+        ipaddress.IPv4Address(last)
+        if "." in last
+        else ipaddress.IPv4Address(f"{first.rsplit('.', 1)[0]}.{last}")
+    )
+    if end < start:
+        raise ValueError(f"range {text} ends before it starts")
+    return [ipaddress.IPv4Address(int(start) + i) for i in range(int(end) - int(start) + 1)]
+
+
+def _fold(addresses: list[ipaddress.IPv4Address]) -> list[str]:
+    """Consecutive addresses within one /24 folded into 'a.b.c.d-e' ranges."""
+    ranges: list[list[ipaddress.IPv4Address]] = []
+    for address in addresses:
+        if (
+            ranges
+            and int(address) == int(ranges[-1][-1]) + 1
+            and int(address) >> 8 == int(ranges[-1][0]) >> 8
+        ):
+            ranges[-1].append(address)
+        else:
+            ranges.append([address])
+    return [str(r[0]) if len(r) == 1 else f"{r[0]}-{str(r[-1]).rsplit('.', 1)[1]}" for r in ranges]
 
 
 @dataclass
@@ -80,6 +121,7 @@ class FakeQumulo(FilesMixin, PortalMixin):
         self.clamp_put_states: list[str] = []
         self.frontend_networks: list[dict[str, Any]] = []
         self.network_apply_polls, self._network_left = 1, 0
+        self.echo_network_normalized = True
         self.calls: list[tuple[str, str]] = []
         self.reachable = True
         self.port = 0
@@ -368,13 +410,34 @@ class FakeQumulo(FilesMixin, PortalMixin):
             raise QumuloFault(
                 400, "api_validation_error", f"{wrong[0]} network cannot be mixed with HOST network"
             )
-        self.frontend_networks = [dict(n) for n in body["frontend_networks"]]
+        self.frontend_networks = [self._stored_network(n) for n in body["frontend_networks"]]
         self._network_left = self.network_apply_polls
         return 200, None
 
+    def _stored_network(self, network: dict[str, Any]) -> dict[str, Any]:
+        """A network as GET /v3/network shows it back. The SDK takes a netmask as "Ip addr or CIDR format"
+        and floating IPs as "IP ranges, "1.1.1.1-4"" (qumulo-api 7.10.2.1, qumulo/commands/network_v3.py,
+        the network_v3_put_config help, and --netmask "eg. 255.255.255.0 or 10.1.1.0/24"); anything else
+        is refused (ASSUMED class). ASSUMED how Qumulo echoes them: with `echo_network_normalized` (the
+        default) as a dotted-quad netmask and consecutive addresses folded into ranges, else verbatim."""
+        stored = json.loads(json.dumps(network))
+        host = (stored.get("addresses") or {}).get("host_addresses")
+        if not host:
+            return dict(stored)
+        try:
+            prefix = _prefix_length(str(host["netmask"]))
+            addresses = sorted({a for r in host.get("floating_ip_ranges") or [] for a in _expand(str(r))})
+        except ValueError as error:
+            raise QumuloFault(400, "api_validation_error", f"invalid host addresses: {error}") from error
+        if self.echo_network_normalized:
+            host["netmask"] = str(ipaddress.IPv4Network(f"0.0.0.0/{prefix}").netmask)
+            host["floating_ip_ranges"] = _fold(addresses)
+        return dict(stored)
+
     def _network_status(self, **_: Any) -> Reply:
-        floating = [ip for n in self.frontend_networks
-                    for ip in ((n["addresses"].get("host_addresses") or {}).get("floating_ip_ranges") or [])]  # fmt: skip
+        floating = [str(ip) for n in self.frontend_networks
+                    for r in ((n["addresses"].get("host_addresses") or {}).get("floating_ip_ranges") or [])
+                    for ip in _expand(r)]  # fmt: skip
         members = [self.nodes[ip] for ip in self.members]
         if self._network_left > 0:
             self._network_left -= 1
