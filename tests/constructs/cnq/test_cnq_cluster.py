@@ -330,3 +330,20 @@ def test_floating_ips_converge_whichever_form_qumulo_echoes(
     before = len(mutations(hub))
     drive(world.cluster_event(hub, "hub", instances, request="Update", floating=HUB_FLOATING))
     assert mutations(hub)[before:] == [], "an unchanged configuration is not sent again"
+
+
+def test_the_fake_refuses_a_create_qumulo_refuses(world: World) -> None:
+    """Node count 1 or 3-24 (Qumulo/qumulo-terraform-aws @ 8a6e4d57, variables.tf node_count) and empty
+    buckets only (qq add_object_storage_uris: 'Ensure that the new URIs point to empty S3 buckets'):
+    the contract fake refuses them, so a handler that let them through would be caught here."""
+    with (
+        FakeQumulo(name="two", node_count=2) as fake,
+        pytest.raises(ProvisioningError, match=r"2 nodes \(1, or 3 to 24\)"),
+    ):
+        drive(world.cluster_event(fake, "hub", world.instances(2, "dev-two")))
+    with FakeQumulo(name="used") as fake:
+        event = world.cluster_event(fake, "hub", world.instances(4, "dev-used"))
+        fake.nonempty_uris = {event["ResourceProperties"]["ObjectStorageUris"][0]}
+        with pytest.raises(ProvisioningError, match="is not empty"):
+            drive(event)
+        assert not fake.create_requests

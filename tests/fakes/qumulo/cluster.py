@@ -122,6 +122,8 @@ class FakeQumulo(FilesMixin, PortalMixin):
         self.frontend_networks: list[dict[str, Any]] = []
         self.network_apply_polls, self._network_left = 1, 0
         self.echo_network_normalized = True
+        # Bucket URIs that hold objects already (the fake cannot see S3; a test names them).
+        self.nonempty_uris: set[str] = set()
         self.calls: list[tuple[str, str]] = []
         self.reachable = True
         self.port = 0
@@ -255,6 +257,8 @@ class FakeQumulo(FilesMixin, PortalMixin):
                 if match and route_method == method:
                     if not public and headers.get("Authorization", "")[len("Bearer ") :] not in self.tokens:
                         raise QumuloFault(401, "http_unauthorized_error", "Need to log in first")
+                    if not public and self.bouncing():  # ASSUMED shape of a quorum re-forming
+                        raise QumuloFault(503, "quorum_not_ready_error", "The cluster is re-forming quorum")
                     args = [unquote(g) for g in match.groups()]
                     return action(*args, body=body, query=query, node=self.nodes[node_ip], headers=headers)
         raise QumuloFault(404, "http_not_found_error", f"no route {method} {path}")
@@ -340,6 +344,7 @@ class FakeQumulo(FilesMixin, PortalMixin):
         missing = [k for k in _CREATE_KEYS if k not in body]
         if missing or body["eula_accepted"] is not True or not body["object_storage_uris"]:
             raise QumuloFault(400, "api_validation_error", f"invalid create request (missing {missing})")
+        self._check_create(body)
         ips = [n["node_ip"] for n in body["node_ips_and_fault_domains"]]
         enlisted = self._enlistable(ips, node.version)
         self.create_requests.append({k: v for k, v in body.items() if k != "admin_password"})
@@ -350,6 +355,37 @@ class FakeQumulo(FilesMixin, PortalMixin):
         self.capacity_clamp = int(body["usable_capacity_clamp"]) // PSTORE_BYTES * PSTORE_BYTES
         self._forming_left = self.formation_polls
         return 202, None
+
+    def _check_create(self, body: dict[str, Any]) -> None:
+        """Refuse what Qumulo's own AWS deployment refuses; server-side refusal and class are ASSUMED.
+
+        - node count 1 or 3-24 and the admin password rules (8-128 characters, an upper-case and a
+          lower-case letter, a character that is not a letter): Qumulo/qumulo-terraform-aws @ 8a6e4d57,
+          variables.tf node_count and admin_pwd_or_secrets_arn;
+        - host_instance_id an EC2 instance ID (the node's own, as Qumulo's provisioner sends it; EC2 IDs
+          are "i-" and 8 or 17 hex digits);
+        - object-storage URIs https://<bucket>.s3.<region>.amazonaws.com/ (the provisioner's
+          "https://${newBucketURIs[m]}/" form, aws-terraform-cnq provision.sh), each an empty bucket
+          ("Ensure that the new URIs point to empty S3 buckets", qq add_object_storage_uris).
+        """
+        count, password = len(body["node_ips_and_fault_domains"]), str(body["admin_password"])
+        problems = []
+        if count != 1 and not 3 <= count <= 24:
+            problems.append(f"{count} nodes (1, or 3 to 24)")
+        if not (8 <= len(password) <= 128 and re.search("[A-Z]", password) and re.search("[a-z]", password)
+                and re.search("[^a-zA-Z]", password)):  # fmt: skip
+            problems.append("the admin password does not meet the rules")
+        if not re.fullmatch(r"i-(?:[0-9a-f]{8}|[0-9a-f]{17})", str(body["host_instance_id"])):
+            problems.append(f"host_instance_id {body['host_instance_id']!r} is not an EC2 instance ID")
+        problems += self._uri_problems(body["object_storage_uris"])
+        if problems:
+            raise QumuloFault(400, "api_validation_error", "; ".join(problems))
+
+    def _uri_problems(self, uris: list[str]) -> list[str]:
+        shape = r"https://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\.s3\.[a-z0-9-]+\.amazonaws\.com/"
+        return [f"{u} is not an S3 bucket URI" for u in uris if not re.fullmatch(shape, str(u))] + [
+            f"{u} is not empty" for u in uris if u in self.nonempty_uris
+        ]
 
     def _login(self, body: dict[str, Any], **_: Any) -> Reply:
         # REST guide, session_login, lists only its 200; a failed authentication answers 401 Unauthorized (RFC
@@ -456,6 +492,9 @@ class FakeQumulo(FilesMixin, PortalMixin):
     def _add_uris(self, body: dict[str, Any], **_: Any) -> Reply:
         # REST guide, object-storage_add-uris: "adds new URIs to the list ... and ignores the existing URIs".
         new = [u for u in body["uris"] if u not in self.object_storage_uris]
+        problems = self._uri_problems(new)
+        if problems:
+            raise QumuloFault(400, "api_validation_error", "; ".join(problems))  # ASSUMED server-side
         self.object_storage_uris += new
         if new:
             # Qumulo's AWS provisioner waits for ACTIVE and for every node in quorum after
