@@ -158,6 +158,21 @@ def test_a_package_encrypted_with_sse_kms_fails(world: World, tmp_path: Path) ->
     assert key in rows["us-east-2"].detail and "--sse AES256" in rows["us-east-2"].fix
 
 
+def test_a_package_encrypted_with_the_aws_managed_s3_key_is_not_refused(world: World, tmp_path: Path) -> None:
+    """The AWS managed key aws/s3 is not a key of the user's: its key policy lets the account's principals
+    use it through S3 (AWS KMS Developer Guide, 'AWS managed keys'; ASSUMED, not in the stored sources), so
+    the nodes' role can read the package. The row warns with the way out instead of failing. Which key is
+    aws/s3 comes from ListAliases (TargetKeyId), as KMS lists AWS managed aliases."""
+    _ready(world)
+    kms = world.clients("kms", "us-east-2")
+    target = next(a["TargetKeyId"] for a in kms.list_aliases()["Aliases"] if a["AliasName"] == "alias/aws/s3")
+    key = f"arn:aws:kms:us-east-2:123456789012:key/{target}"
+    world.stage(PACKAGE, "us-east-2", ServerSideEncryption="aws:kms", SSEKMSKeyId=key)
+    rows = {r.region: r for r in _run(tmp_path, world) if r.check == "qumulo core package"}
+    assert rows["us-east-2"].status == "warn" and "aws/s3" in rows["us-east-2"].detail
+    assert "--sse AES256" in rows["us-east-2"].fix
+
+
 def test_the_host_configuration_file_is_staged_beside_the_package_or_warned(
     world: World, tmp_path: Path
 ) -> None:
