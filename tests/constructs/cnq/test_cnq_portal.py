@@ -267,3 +267,15 @@ def test_the_canary_reads_the_portal_towards_its_hub_among_others(
         ours = read_portal_status(**args, hub_hosts=list(HUB_FLOATING))
         assert "status ACTIVE" in ours.detail
         assert "status INACTIVE" in read_portal_status(**args).detail, "without the filter the worst one wins"
+
+
+def test_a_delete_that_arrives_while_the_quorum_re_forms_still_finds_the_hub_record(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    """on_event reads the hub-side ID before the spoke forgets it; a cluster re-forming its quorum (as a
+    portal change makes it for under 30 s, Qumulo/docs _config.yml gns.quorumBounce) answers 5xx meanwhile
+    (ASSUMED shape). on_event's failures are final, so that read is retried within its budget."""
+    drive(formed.portal_event(hub, spoke))
+    spoke.fail("GET", r"^/v2/portal/spokes/$", times=2, status=503, error_class="quorum_not_ready_error")
+    drive(formed.portal_event(hub, spoke, "Delete"))
+    assert not [s for s in spoke.spokes.values() if not s.get("gone")] and not hub.hubs

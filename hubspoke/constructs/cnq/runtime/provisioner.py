@@ -34,7 +34,15 @@ from qumulo.lib.request import RequestError
 
 from . import capacity, cluster, exports, network, nodes, portal, shape
 from .resources import CLUSTER_RESOURCE, NODE_PROTECTION_RESOURCE, NODE_SHAPE_RESOURCE, PORTAL_RESOURCE
-from .session import Deadline, Pending, ProvisioningError, ProvisioningTimeout, describe, login
+from .session import (
+    Deadline,
+    Pending,
+    ProvisioningError,
+    ProvisioningTimeout,
+    describe,
+    login,
+    wait_until,
+)
 
 log = logging.getLogger(__name__)
 log.setLevel(logging.INFO)
@@ -196,8 +204,17 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
 
 
 def _hub_portal_id(props: Mapping[str, Any], spec: portal.PortalSpec, deadline: Deadline) -> str:
+    """The hub-side ID of our portal, "" if there is none or the spoke cannot say within 60 s.
+
+    A 5xx or a dropped connection is retried within that budget (wait_until): a portal change leaves both
+    clusters re-forming quorum for under 30 s (Qumulo/docs _config.yml, gns.quorumBounce), and on_event's
+    failures are final."""
+    budget = deadline.sooner(60.0)
     try:
-        hub_id = portal.hub_id_of(_login(props, "Spoke", deadline.sooner(60.0)), spec)
+        spoke = _login(props, "Spoke", budget)
+        hub_id = wait_until(
+            budget, "spoke: reading the portal's hub ID", lambda: (portal.hub_id_of(spoke, spec),)
+        )[0]
     except ProvisioningError as error:
         log.warning("spoke REST API unreachable, no portal to remove: %s", error)
         return ""
