@@ -170,7 +170,9 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
             "qumulo core package",
             "s3",
             lambda: [
-                check_staged_package(clients("s3", name), config=config, region=region),
+                check_staged_package(
+                    clients("s3", name), config=config, region=region, kms=clients("kms", name)
+                ),
                 check_host_configuration(clients("s3", name), region=region),
                 check_release(config, region),
             ],

@@ -8,6 +8,7 @@ and Canonical's AWS account 099720109477, which owns its Ubuntu images.
 
 from __future__ import annotations
 
+import importlib.metadata as metadata
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,7 +28,24 @@ IMAGE_MAX_AGE_DAYS = 90
 _MISSING = {"404", "NoSuchKey", "NotFound"}
 
 
-def check_staged_package(s3: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
+def _aws_managed_s3_key(kms: Any, key_id: str) -> bool | None:
+    """Whether `key_id` is the Region's AWS managed key for S3 (alias aws/s3); None if KMS would not say.
+
+    ListAliases lists AWS managed aliases with their TargetKeyId (KMS API reference, ListAliases); S3 names
+    the object's key as an ARN or ID in SSEKMSKeyId (S3 API, HeadObject)."""
+    try:
+        aliases = kms.list_aliases()["Aliases"]
+    except ClientError:
+        return None
+    target = next(
+        (str(a.get("TargetKeyId") or "") for a in aliases if a.get("AliasName") == "alias/aws/s3"), ""
+    )
+    return bool(target) and (key_id == target or key_id.endswith(f"/{target}"))
+
+
+def check_staged_package(
+    s3: Any, *, config: HubSpokeConfig, region: RegionConfig, kms: Any = None
+) -> CheckResult:
     """The configured release's qumulo-core.deb exists where the nodes will download it."""
     name, core = region.region, region.storage.qumulo_core
     assert core is not None  # required with storage (hubspoke.config.storage_rules)
@@ -60,6 +78,24 @@ def check_staged_package(s3: Any, *, config: HubSpokeConfig, region: RegionConfi
     # HeadObject names the object's server-side encryption (S3 API, HeadObject ServerSideEncryption,
     # SSEKMSKeyId): the node role holds no KMS permission on a key of the user's, so it could not decrypt.
     encryption = str(head.get("ServerSideEncryption") or "")
+    key_id = str(head.get("SSEKMSKeyId") or "")
+    managed = (
+        _aws_managed_s3_key(kms, key_id) if encryption.startswith("aws:kms") and kms and key_id else None
+    )
+    if managed:
+        # ASSUMED (no stored source): the key policy AWS gives its managed key aws/s3 lets every principal of
+        # the account use it through S3 (conditions kms:ViaService s3.<region>.amazonaws.com and
+        # kms:CallerAccount; AWS KMS Developer Guide, "AWS managed keys"), so the nodes' role, which may read
+        # the bucket, can download it. A warning, not a pass: if the download fails, SSE-S3 is the way out.
+        return CheckResult(
+            name,
+            "qumulo core package",
+            "warn",
+            f"{core.package_uri} is encrypted with the AWS managed key aws/s3 ({key_id}); principals of this "
+            f"account decrypt it through S3, so the nodes should download it ({size / 2**20:.0f} MiB)",
+            f"if a node's install log shows AccessDenied on the download, upload it again with SSE-S3: "
+            f"`{upload} --sse AES256` (docs/runbooks/qumulo-core.md)",
+        )
     if encryption.startswith("aws:kms"):
         return CheckResult(
             name,
@@ -96,15 +132,41 @@ def check_host_configuration(s3: Any, *, region: RegionConfig) -> CheckResult:
     return CheckResult(region.region, "qumulo host configuration", "pass", f"{uri} is staged")
 
 
+def bundled_sdk_version() -> str:
+    """The qumulo-api the provisioning Lambda bundles: the installed distribution (cnq/bundling.py copies it)."""
+    return metadata.version("qumulo-api")
+
+
 def check_release(config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
-    """The release every storage Region installs (validation already refused old or mismatched ones)."""
+    """The release every storage Region installs, and that the bundled SDK speaks it.
+
+    Validation already refused old or mismatched releases. The handlers and the contract fake are tested
+    with the bundled qumulo-api against the same Qumulo Core release only (7.10.2.1 today); the v2 portal
+    API they drive is marked preview in Qumulo's REST guide in some versions and its request bodies differ
+    between versions of the guide, so any other release is refused until the SDK is pinned to it.
+    """
     core = region.storage.qumulo_core
     assert core is not None
     others = sorted({r.region for r in config.regions() if r.storage.enabled} - {region.region})
     minimum = ".".join(map(str, QUMULO_CORE_MIN_VERSION))
     same = f", the same as {', '.join(others)}" if others else ""
+    sdk = bundled_sdk_version()
+    if core.version != sdk:
+        return CheckResult(
+            region.region,
+            "qumulo core release",
+            "fail",
+            f"Qumulo Core {core.version}, but the provisioning Lambda bundles qumulo-api {sdk}, the only SDK "
+            "and Core pair hubspoke is tested with; the Cloud Data Fabric v2 API it uses has changed between "
+            "releases",
+            f"stage Qumulo Core {sdk}, or pin qumulo-api=={core.version} in pyproject.toml, reinstall, run "
+            "tests/constructs/cnq and deploy from that checkout (docs/runbooks/qumulo-core.md)",
+        )
     return CheckResult(
-        region.region, "qumulo core release", "pass", f"Qumulo Core {core.version} (>= {minimum}{same})"
+        region.region,
+        "qumulo core release",
+        "pass",
+        f"Qumulo Core {core.version} (>= {minimum}{same}; the bundled qumulo-api is {sdk})",
     )
 
 

@@ -14,8 +14,13 @@ from hubspoke.config.schema import StorageConfig, effective_account
 CNQ_INSTANCE_FAMILIES = ("i7i", "i4i", "i7ien", "m6idn", "m6i", "m7i", "i3en", "i7ie")
 DATASET_PATH = default(StorageConfig, "dataset_path")
 CHECKPOINT_PATH = default(StorageConfig, "checkpoint_path")
-# The prewarm Job's fetch-data API needs Qumulo Core 7.8.4 or newer (Qumulo/qfetch README).
-QUMULO_CORE_MIN_VERSION = (7, 8, 4)
+# The nodes install Qumulo Core with host-managed networking (QUMULO_NETWORK_MANAGED_BY_HOST=true,
+# runtime/network.py), the mode Qumulo's current AWS Terraform defaults to (Qumulo/qumulo-terraform-aws
+# @ 8a6e4d57, variables.tf networking_mode default "host_managed"), whose README states "Qumulo Core >=
+# 7.9.2.1 is required for this Terraform". Older releases are refused rather than installed in a mode
+# their deployments predate. (The former floor, 7.8.4 for the prewarm Job's fetch-data API, has no source
+# we could find: ASSUMED, and below this floor either way.)
+QUMULO_CORE_MIN_VERSION = (7, 9, 2, 1)
 
 
 def _version(value: Any) -> tuple[int, ...] | None:
@@ -105,7 +110,8 @@ def storage_is_pinned(raw: Mapping[str, Any]) -> Iterator[Problem]:
 
 
 def qumulo_core_supported(raw: Mapping[str, Any]) -> Iterator[Problem]:
-    """Releases older than 7.8.4 lack the fetch-data API; a portal needs the same release on both sides."""
+    """Releases older than 7.9.2.1 predate Qumulo's host-managed AWS deployments; a portal needs the same
+    release on both sides."""
     minimum = ".".join(map(str, QUMULO_CORE_MIN_VERSION))
     first: tuple[str, str] | None = None
     for path, _, storage in _storageregions(raw):
@@ -117,8 +123,9 @@ def qumulo_core_supported(raw: Mapping[str, Any]) -> Iterator[Problem]:
         if parsed < QUMULO_CORE_MIN_VERSION:
             yield Problem(
                 field,
-                f"{version} is older than {minimum}, the first release with the fetch-data API the "
-                f"prewarm Job uses: stage {minimum} or newer (docs/runbooks/qumulo-core.md)",
+                f"{version} is older than {minimum}, the first release Qumulo's AWS deployment supports "
+                f"with the host-managed networking hubspoke installs: stage {minimum} or newer "
+                "(docs/runbooks/qumulo-core.md)",
             )
         if first is None:
             first = (field, str(version))

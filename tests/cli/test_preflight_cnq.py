@@ -140,6 +140,24 @@ def test_ami_prints_the_line_to_paste_without_a_config(
     assert main(["ami", "--region", "mars-1"]) == 2
 
 
+def test_a_release_other_than_the_bundled_sdks_fails_the_release_row(world: World, tmp_path: Path) -> None:
+    """The provisioning Lambda bundles the installed qumulo-api (hubspoke.constructs.cnq.bundling), 7.10.2.1,
+    and the handlers and the contract fake are tested against that pair only. The v2 portal API it drives
+    changed shape between versions of Qumulo's REST guide, so a release the bundled SDK was not built for is
+    refused before deploying, with the two ways out (stage the SDK's release, or pin the SDK to yours)."""
+    _ready(world)
+    data = minimal()
+    for region in (data["hub"], data["spokes"][0]):
+        region["storage"]["qumulo_core"] = {**QUMULO_CORE, "version": "7.10.3"}
+    config = load(write_config(tmp_path, data)).config
+    current = {r: pinned_ami(r) for r in ("us-east-2", "us-west-2")}
+    results = run_preflight(config, Unsupported(world.clients, ubuntu_images=current))
+    for region in ("us-east-2", "us-west-2"):
+        (release,) = _rows(results, "qumulo core release", region)
+        assert release.status == "fail" and "qumulo-api 7.10.2.1" in release.detail, release
+        assert "qumulo-api==7.10.3" in release.fix and "7.10.2.1" in release.fix
+
+
 def test_dev_config_passes_in_a_deployed_account(world: World) -> None:
     world.deployed_dev()
     results = run_preflight(load(ROOT / "config" / "dev.yaml").config, Unsupported(world.clients))
@@ -156,6 +174,21 @@ def test_a_package_encrypted_with_sse_kms_fails(world: World, tmp_path: Path) ->
     rows = {r.region: r for r in _run(tmp_path, world) if r.check == "qumulo core package"}
     assert rows["us-east-2"].status == "fail" and "aws:kms" in rows["us-east-2"].detail
     assert key in rows["us-east-2"].detail and "--sse AES256" in rows["us-east-2"].fix
+
+
+def test_a_package_encrypted_with_the_aws_managed_s3_key_is_not_refused(world: World, tmp_path: Path) -> None:
+    """The AWS managed key aws/s3 is not a key of the user's: its key policy lets the account's principals
+    use it through S3 (AWS KMS Developer Guide, 'AWS managed keys'; ASSUMED, not in the stored sources), so
+    the nodes' role can read the package. The row warns with the way out instead of failing. Which key is
+    aws/s3 comes from ListAliases (TargetKeyId), as KMS lists AWS managed aliases."""
+    _ready(world)
+    kms = world.clients("kms", "us-east-2")
+    target = next(a["TargetKeyId"] for a in kms.list_aliases()["Aliases"] if a["AliasName"] == "alias/aws/s3")
+    key = f"arn:aws:kms:us-east-2:123456789012:key/{target}"
+    world.stage(PACKAGE, "us-east-2", ServerSideEncryption="aws:kms", SSEKMSKeyId=key)
+    rows = {r.region: r for r in _run(tmp_path, world) if r.check == "qumulo core package"}
+    assert rows["us-east-2"].status == "warn" and "aws/s3" in rows["us-east-2"].detail
+    assert "--sse AES256" in rows["us-east-2"].fix
 
 
 def test_the_host_configuration_file_is_staged_beside_the_package_or_warned(

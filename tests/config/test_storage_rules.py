@@ -64,20 +64,30 @@ def test_package_location_is_qumulos_layout(tmp_path: Path) -> None:
     data = minimal()
     for region in (data["hub"], data["spokes"][0]):
         region["storage"]["qumulo_core"] = {
-            "version": "7.9.1",
+            "version": "7.9.2.1",
             "install_uri": "s3://my-bucket/a/b/qumulo-core-install/",
         }
     core = load(write_config(tmp_path, data)).config.hub.storage.qumulo_core
     assert core is not None
-    assert core.package_uri == "s3://my-bucket/a/b/qumulo-core-install/7.9.1/qumulo-core.deb"
-    assert (core.bucket, core.package_key) == ("my-bucket", "a/b/qumulo-core-install/7.9.1/qumulo-core.deb")
+    assert core.package_uri == "s3://my-bucket/a/b/qumulo-core-install/7.9.2.1/qumulo-core.deb"
+    assert (core.bucket, core.package_key) == ("my-bucket", "a/b/qumulo-core-install/7.9.2.1/qumulo-core.deb")
 
 
 @pytest.mark.parametrize(
-    ("version", "ok"), [("7.8.3.2", False), ("7.8.4", True), ("7.8.4.1", True), ("8.0.0", True)]
+    ("version", "ok"),
+    [
+        ("7.8.4", False),
+        ("7.9.1", False),
+        ("7.9.2", False),
+        ("7.9.2.1", True),
+        ("7.9.3", True),
+        ("8.0.0", True),
+    ],
 )
-def test_versions_before_the_fetch_data_api_are_refused(tmp_path: Path, version: str, ok: bool) -> None:
-    """The prefetch (fetch-data) API needs Qumulo Core 7.8.4 or newer (Qumulo/qfetch README)."""
+def test_versions_before_host_managed_deployments_are_refused(tmp_path: Path, version: str, ok: bool) -> None:
+    """The nodes install host-managed networking, the default of Qumulo's AWS Terraform, whose README says
+    'Qumulo Core >= 7.9.2.1 is required' (Qumulo/qumulo-terraform-aws @ 8a6e4d57, README.md, variables.tf
+    networking_mode)."""
     data = minimal()
     for region in (data["hub"], data["spokes"][0]):
         region["storage"]["qumulo_core"] = {**QUMULO_CORE, "version": version}
@@ -89,7 +99,7 @@ def test_versions_before_the_fetch_data_api_are_refused(tmp_path: Path, version:
         "hub.storage.qumulo_core.version",
         "spokes[0].storage.qumulo_core.version",
     }
-    assert all("7.8.4" in f for f in found)
+    assert all("older than 7.9.2.1" in f and "host-managed" in f for f in found)
 
 
 def test_hub_and_spoke_must_run_one_release(tmp_path: Path) -> None:

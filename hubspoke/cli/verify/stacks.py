@@ -81,6 +81,14 @@ def _state(ctx: Context, plan: StackPlan) -> tuple[CheckResult, LiveStack | None
         failed = blamed_failure(ctx.clients("cloudformation", region), name, status)
         cause = failed.text if failed else live.reason or "no reason recorded"
         fix = _failed_fix(status, name, region, failed.logical_id if failed else "<logical-id>", deploy)
+        if plan.kind == "storage" and status in CREATE_ROLLED_BACK:
+            # The node volumes (kept on termination), key, secret and buckets of a failed first create are
+            # retained although they hold no data yet: every retry would leave another set behind.
+            fix += (
+                "; first delete what the failed create retained (node volumes tagged hubspoke:cnq-cluster, "
+                "its KMS key, admin secret and buckets, none holding data yet): docs/runbooks/"
+                "deploy-environment.md, 'After a failed first create of a Storage stack'"
+            )
         # A stack whose creation rolled back holds no resources and no outputs: nothing more to check in it.
         return CheckResult(
             region, "stack", "fail", f"{name} {status}: {cause}", fix

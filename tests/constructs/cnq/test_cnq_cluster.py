@@ -40,7 +40,8 @@ def test_forms_four_nodes_host_managed_and_protects_none(world: World, hub: Fake
     assert hub.password == HUB_PASSWORD, "the admin password is the one in Secrets Manager"
     (network,) = hub.frontend_networks
     assert network["addresses"]["type"] == "HOST"
-    assert sorted(network["addresses"]["host_addresses"]["floating_ip_ranges"]) == sorted(HUB_FLOATING)
+    # The fake echoes the four consecutive addresses as one range, as the SDK's "1.1.1.1-4" form allows.
+    assert network["addresses"]["host_addresses"]["floating_ip_ranges"] == ["10.10.64.11-14"]
     assert not hub.called("PATCH", r"^/v2/network/interfaces"), "no interface MTU change in host mode"
     exports = {e["export_path"]: e for e in hub.exports.values()}
     assert set(exports) == set(HUB_EXPORTS)
@@ -103,9 +104,7 @@ def test_more_nodes_join_with_the_membership_call(world: World, hub: FakeQumulo)
     floating = (*HUB_FLOATING, "10.10.64.15", "10.10.64.16")
     drive(world.cluster_event(hub, "hub", grown, request="Update", floating=floating))
     assert hub.membership_requests == [hub.node_ips] and len(hub.members) == 6
-    assert sorted(hub.frontend_networks[0]["addresses"]["host_addresses"]["floating_ip_ranges"]) == sorted(
-        floating
-    )
+    assert hub.frontend_networks[0]["addresses"]["host_addresses"]["floating_ip_ranges"] == ["10.10.64.11-16"]
 
 
 def test_fewer_nodes_leave_the_cluster(world: World, hub: FakeQumulo) -> None:
@@ -235,3 +234,116 @@ def test_new_buckets_go_in_before_the_capacity_limit_rises(world: World, hub: Fa
     ]
     assert order == ["/v2/object-storage/add-uris", "/v1/capacity/clamp"]
     assert len(hub.object_storage_uris) == 6
+
+
+def _raised(world: World, hub: FakeQumulo, instances: list[str]) -> dict:
+    """The cluster after a forward Update that raised capacity and added buckets (both reached Qumulo)."""
+    drive(world.cluster_event(hub, "hub", instances))
+    world.stack_status("UPDATE_IN_PROGRESS")
+    update = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=250)
+    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
+    drive(update)
+    return update
+
+
+@pytest.mark.parametrize("shrunk", [{"capacity_tb": 100, "buckets": 6}, {"capacity_tb": 250, "buckets": 4},
+                                    {"capacity_tb": 100, "buckets": 4}])  # fmt: skip
+def test_a_rollback_after_a_raise_is_a_no_op_with_a_warning(
+    world: World, hub: FakeQumulo, caplog: pytest.LogCaptureFixture, shrunk: dict
+) -> None:
+    """CloudFormation's rollback Update carries the previous values as ResourceProperties and the failed
+    new ones as OldResourceProperties (CloudFormation User Guide, "Custom resource request objects"), while
+    the stack is UPDATE_ROLLBACK_IN_PROGRESS ("Stack status codes"). The cluster cannot give the capacity
+    or the buckets back: "A value below the current provisioned capacity has no effect" (qumulo-api
+    7.10.2.1, qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS, qq capacity_clamp_set) and
+    qumulo/rest/object_storage.py has get_uris and add_uris only. Failing it would leave the stack in
+    UPDATE_ROLLBACK_FAILED, so the rollback completes, changes nothing and says so."""
+    instances = world.instances(4, "dev-hub")
+    raised = _raised(world, hub, instances)
+    clamp, uris, before = hub.capacity_clamp, list(hub.object_storage_uris), len(mutations(hub))
+    world.stack_status("UPDATE_ROLLBACK_IN_PROGRESS")
+    rollback = world.cluster_event(hub, "hub", instances, request="Update", **shrunk)
+    rollback["OldResourceProperties"] = raised["ResourceProperties"]
+    caplog.set_level(logging.WARNING)
+    drive(rollback)
+    assert mutations(hub)[before:] == [], "nothing is sent to the cluster"
+    assert (hub.capacity_clamp, hub.object_storage_uris) == (clamp, uris)
+    assert "keeps" in caplog.text and "rollback" in caplog.text, "the operator is told what stays"
+
+
+def test_a_forward_update_that_lowers_capacity_is_still_refused(world: World, hub: FakeQumulo) -> None:
+    """Outside a rollback a lower value is an operator's change the cluster cannot make: refused at once,
+    before anything is touched, so that update's own rollback (which restores the higher value) passes."""
+    instances = world.instances(4, "dev-hub")
+    raised = _raised(world, hub, instances)
+    lower = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=100)
+    lower["OldResourceProperties"] = raised["ResourceProperties"]
+    with pytest.raises(ProvisioningError, match="soft_capacity_limit_tb back to 250"):
+        on_event(lower, ROOMY)
+
+
+def test_the_capacity_limit_rises_only_once_the_quorum_is_back_after_adding_buckets(
+    world: World, hub: FakeQumulo
+) -> None:
+    """Qumulo's AWS provisioner runs add_object_storage_uris, waits until the cluster is ACTIVE with every
+    node in quorum, and only then capacity_clamp_set (aws-terraform-cnq, modules/qprovisioner/scripts/
+    provision.sh, the bucket add). The wait belongs in is_complete, whose failures are retried."""
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    update = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=250)
+    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
+    drive(update)
+    assert hub.clamp_put_states == ["ACTIVE"], "one clamp change, sent with the quorum whole"
+    assert hub.capacity_clamp == 250 * 10**12 // PSTORE_BYTES * PSTORE_BYTES
+    assert len(hub.object_storage_uris) == 6
+
+
+def test_a_capacity_raise_that_cannot_reach_the_cluster_is_retried_by_the_poll(
+    world: World, hub: FakeQumulo
+) -> None:
+    """A quorum that is still re-forming answers 5xx or not at all; on_event's failures are final, so
+    the clamp change is made by is_complete, which retries them."""
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    hub.fail("PUT", r"^/v1/capacity/clamp", times=2, status=503, error_class="quorum_not_ready_error")
+    update = world.cluster_event(hub, "hub", instances, request="Update", capacity_tb=250)
+    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
+    drive(update)
+    assert hub.capacity_clamp == 250 * 10**12 // PSTORE_BYTES * PSTORE_BYTES
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+def test_floating_ips_converge_whichever_form_qumulo_echoes(
+    world: World, hub: FakeQumulo, normalized: bool
+) -> None:
+    """The SDK takes the netmask as a dotted quad or a CIDR and floating IPs as single addresses or ranges
+    'a.b.c.d-e' (qumulo-api 7.10.2.1, qumulo/commands/network_v3.py, network_v3_put_config help). Which
+    form GET /v3/network answers with is not documented (ASSUMED both): the configuration is compared in
+    normalized form, so it is written once and not on every poll."""
+    hub.echo_network_normalized = normalized
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances, floating=HUB_FLOATING))
+    assert hub.called("PUT", r"^/v3/network$") == 1
+    host = hub.frontend_networks[0]["addresses"]["host_addresses"]
+    assert host["netmask"] == ("255.255.192.0" if normalized else "10.10.0.0/18")
+    assert host["floating_ip_ranges"] == (["10.10.64.11-14"] if normalized else sorted(HUB_FLOATING))
+    before = len(mutations(hub))
+    drive(world.cluster_event(hub, "hub", instances, request="Update", floating=HUB_FLOATING))
+    assert mutations(hub)[before:] == [], "an unchanged configuration is not sent again"
+
+
+def test_the_fake_refuses_a_create_qumulo_refuses(world: World) -> None:
+    """Node count 1 or 3-24 (Qumulo/qumulo-terraform-aws @ 8a6e4d57, variables.tf node_count) and empty
+    buckets only (qq add_object_storage_uris: 'Ensure that the new URIs point to empty S3 buckets'):
+    the contract fake refuses them, so a handler that let them through would be caught here."""
+    with (
+        FakeQumulo(name="two", node_count=2) as fake,
+        pytest.raises(ProvisioningError, match=r"2 nodes \(1, or 3 to 24\)"),
+    ):
+        drive(world.cluster_event(fake, "hub", world.instances(2, "dev-two")))
+    with FakeQumulo(name="used") as fake:
+        event = world.cluster_event(fake, "hub", world.instances(4, "dev-used"))
+        fake.nonempty_uris = {event["ResourceProperties"]["ObjectStorageUris"][0]}
+        with pytest.raises(ProvisioningError, match="is not empty"):
+            drive(event)
+        assert not fake.create_requests

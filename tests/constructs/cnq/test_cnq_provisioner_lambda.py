@@ -93,7 +93,7 @@ def test_cluster_create_runs_from_the_bundle_in_lambdas_environment(
             "NodeIps": hub.node_ips,
             "NodeInstanceIds": instance_ids,
             "FloatingIps": ["10.10.64.11", "10.10.64.12"],
-            "ObjectStorageUris": [f"https://b{i}.s3.us-east-2.amazonaws.com/" for i in range(1, 5)],
+            "ObjectStorageUris": [f"https://cnq-b{i}.s3.us-east-2.amazonaws.com/" for i in range(1, 5)],
             "RestPort": str(hub.port),
         }
         props = {

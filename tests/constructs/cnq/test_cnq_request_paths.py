@@ -96,6 +96,7 @@ def test_a_hub_that_refuses_the_plain_delete_of_its_record_gets_the_forced_one(
     """The spoke side is gone first, so the hub's record has nothing left to sync: forcing its delete loses
     nothing (qq portal_delete_hub --force: "Data under the hub portal root directory is not affected"). The
     hub's refusal of the plain delete is injected (ASSUMED when Qumulo answers so: a peer it cannot reach)."""
+    spoke.stall_delete_without_hub = True  # the reading in which the spoke's delete needs the force
     drive(formed.portal_event(hub, spoke))
     hub_files = dict(hub.files)
     [hub_id] = list(hub.hubs)

@@ -16,6 +16,8 @@ times: the SDK warns of "disconnects and errors as the API switches from unconfi
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import re
 import threading
 import time
@@ -34,6 +36,45 @@ DEFAULT_VERSION = "7.10.2.1"
 PSTORE_BYTES = 3 * 10**11
 _CREATE_KEYS = ("eula_accepted", "cluster_name", "admin_password", "host_instance_id", "object_storage_uris",
                 "usable_capacity_clamp", "product_type", "node_ips_and_fault_domains")  # fmt: skip
+
+
+def _prefix_length(netmask: str) -> int:
+    """'255.255.192.0', '10.10.0.0/18' or '/18' style masks -> 18; ValueError for anything else."""
+    if "/" in netmask:
+        return ipaddress.ip_network(netmask if not netmask.startswith("/") else f"0.0.0.0{netmask}",
+                                    strict=False).prefixlen  # fmt: skip
+    return ipaddress.IPv4Network(f"0.0.0.0/{netmask}").prefixlen
+
+
+def _expand(text: str) -> list[ipaddress.IPv4Address]:
+    """'10.0.0.5' or '10.0.0.5-7' (the SDK's "1.1.1.1-4" form) -> the addresses; ValueError otherwise."""
+    first, _, last = text.partition("-")
+    start = ipaddress.IPv4Address(first)
+    if not last:
+        return [start]
+    end = (
+        ipaddress.IPv4Address(last)
+        if "." in last
+        else ipaddress.IPv4Address(f"{first.rsplit('.', 1)[0]}.{last}")
+    )
+    if end < start:
+        raise ValueError(f"range {text} ends before it starts")
+    return [ipaddress.IPv4Address(int(start) + i) for i in range(int(end) - int(start) + 1)]
+
+
+def _fold(addresses: list[ipaddress.IPv4Address]) -> list[str]:
+    """Consecutive addresses within one /24 folded into 'a.b.c.d-e' ranges."""
+    ranges: list[list[ipaddress.IPv4Address]] = []
+    for address in addresses:
+        if (
+            ranges
+            and int(address) == int(ranges[-1][-1]) + 1
+            and int(address) >> 8 == int(ranges[-1][0]) >> 8
+        ):
+            ranges[-1].append(address)
+        else:
+            ranges.append([address])
+    return [str(r[0]) if len(r) == 1 else f"{r[0]}-{str(r[-1]).rsplit('.', 1)[1]}" for r in ranges]
 
 
 @dataclass
@@ -76,8 +117,13 @@ class FakeQumulo(FilesMixin, PortalMixin):
         self.membership_requests: list[list[str]] = []
         self.object_storage_uris: list[str] = []
         self.capacity_clamp = 0
+        # The quorum state (`state`) at each PUT /v1/capacity/clamp: what a test checks ordering against.
+        self.clamp_put_states: list[str] = []
         self.frontend_networks: list[dict[str, Any]] = []
         self.network_apply_polls, self._network_left = 1, 0
+        self.echo_network_normalized = True
+        # Bucket URIs that hold objects already (the fake cannot see S3; a test names them).
+        self.nonempty_uris: set[str] = set()
         self.calls: list[tuple[str, str]] = []
         self.reachable = True
         self.port = 0
@@ -211,6 +257,8 @@ class FakeQumulo(FilesMixin, PortalMixin):
                 if match and route_method == method:
                     if not public and headers.get("Authorization", "")[len("Bearer ") :] not in self.tokens:
                         raise QumuloFault(401, "http_unauthorized_error", "Need to log in first")
+                    if not public and self.bouncing():  # ASSUMED shape of a quorum re-forming
+                        raise QumuloFault(503, "quorum_not_ready_error", "The cluster is re-forming quorum")
                     args = [unquote(g) for g in match.groups()]
                     return action(*args, body=body, query=query, node=self.nodes[node_ip], headers=headers)
         raise QumuloFault(404, "http_not_found_error", f"no route {method} {path}")
@@ -296,6 +344,7 @@ class FakeQumulo(FilesMixin, PortalMixin):
         missing = [k for k in _CREATE_KEYS if k not in body]
         if missing or body["eula_accepted"] is not True or not body["object_storage_uris"]:
             raise QumuloFault(400, "api_validation_error", f"invalid create request (missing {missing})")
+        self._check_create(body)
         ips = [n["node_ip"] for n in body["node_ips_and_fault_domains"]]
         enlisted = self._enlistable(ips, node.version)
         self.create_requests.append({k: v for k, v in body.items() if k != "admin_password"})
@@ -306,6 +355,37 @@ class FakeQumulo(FilesMixin, PortalMixin):
         self.capacity_clamp = int(body["usable_capacity_clamp"]) // PSTORE_BYTES * PSTORE_BYTES
         self._forming_left = self.formation_polls
         return 202, None
+
+    def _check_create(self, body: dict[str, Any]) -> None:
+        """Refuse what Qumulo's own AWS deployment refuses; server-side refusal and class are ASSUMED.
+
+        - node count 1 or 3-24 and the admin password rules (8-128 characters, an upper-case and a
+          lower-case letter, a character that is not a letter): Qumulo/qumulo-terraform-aws @ 8a6e4d57,
+          variables.tf node_count and admin_pwd_or_secrets_arn;
+        - host_instance_id an EC2 instance ID (the node's own, as Qumulo's provisioner sends it; EC2 IDs
+          are "i-" and 8 or 17 hex digits);
+        - object-storage URIs https://<bucket>.s3.<region>.amazonaws.com/ (the provisioner's
+          "https://${newBucketURIs[m]}/" form, aws-terraform-cnq provision.sh), each an empty bucket
+          ("Ensure that the new URIs point to empty S3 buckets", qq add_object_storage_uris).
+        """
+        count, password = len(body["node_ips_and_fault_domains"]), str(body["admin_password"])
+        problems = []
+        if count != 1 and not 3 <= count <= 24:
+            problems.append(f"{count} nodes (1, or 3 to 24)")
+        if not (8 <= len(password) <= 128 and re.search("[A-Z]", password) and re.search("[a-z]", password)
+                and re.search("[^a-zA-Z]", password)):  # fmt: skip
+            problems.append("the admin password does not meet the rules")
+        if not re.fullmatch(r"i-(?:[0-9a-f]{8}|[0-9a-f]{17})", str(body["host_instance_id"])):
+            problems.append(f"host_instance_id {body['host_instance_id']!r} is not an EC2 instance ID")
+        problems += self._uri_problems(body["object_storage_uris"])
+        if problems:
+            raise QumuloFault(400, "api_validation_error", "; ".join(problems))
+
+    def _uri_problems(self, uris: list[str]) -> list[str]:
+        shape = r"https://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\.s3\.[a-z0-9-]+\.amazonaws\.com/"
+        return [f"{u} is not an S3 bucket URI" for u in uris if not re.fullmatch(shape, str(u))] + [
+            f"{u} is not empty" for u in uris if u in self.nonempty_uris
+        ]
 
     def _login(self, body: dict[str, Any], **_: Any) -> Reply:
         # REST guide, session_login, lists only its 200; a failed authentication answers 401 Unauthorized (RFC
@@ -366,13 +446,34 @@ class FakeQumulo(FilesMixin, PortalMixin):
             raise QumuloFault(
                 400, "api_validation_error", f"{wrong[0]} network cannot be mixed with HOST network"
             )
-        self.frontend_networks = [dict(n) for n in body["frontend_networks"]]
+        self.frontend_networks = [self._stored_network(n) for n in body["frontend_networks"]]
         self._network_left = self.network_apply_polls
         return 200, None
 
+    def _stored_network(self, network: dict[str, Any]) -> dict[str, Any]:
+        """A network as GET /v3/network shows it back. The SDK takes a netmask as "Ip addr or CIDR format"
+        and floating IPs as "IP ranges, "1.1.1.1-4"" (qumulo-api 7.10.2.1, qumulo/commands/network_v3.py,
+        the network_v3_put_config help, and --netmask "eg. 255.255.255.0 or 10.1.1.0/24"); anything else
+        is refused (ASSUMED class). ASSUMED how Qumulo echoes them: with `echo_network_normalized` (the
+        default) as a dotted-quad netmask and consecutive addresses folded into ranges, else verbatim."""
+        stored = json.loads(json.dumps(network))
+        host = (stored.get("addresses") or {}).get("host_addresses")
+        if not host:
+            return dict(stored)
+        try:
+            prefix = _prefix_length(str(host["netmask"]))
+            addresses = sorted({a for r in host.get("floating_ip_ranges") or [] for a in _expand(str(r))})
+        except ValueError as error:
+            raise QumuloFault(400, "api_validation_error", f"invalid host addresses: {error}") from error
+        if self.echo_network_normalized:
+            host["netmask"] = str(ipaddress.IPv4Network(f"0.0.0.0/{prefix}").netmask)
+            host["floating_ip_ranges"] = _fold(addresses)
+        return dict(stored)
+
     def _network_status(self, **_: Any) -> Reply:
-        floating = [ip for n in self.frontend_networks
-                    for ip in ((n["addresses"].get("host_addresses") or {}).get("floating_ip_ranges") or [])]  # fmt: skip
+        floating = [str(ip) for n in self.frontend_networks
+                    for r in ((n["addresses"].get("host_addresses") or {}).get("floating_ip_ranges") or [])
+                    for ip in _expand(r)]  # fmt: skip
         members = [self.nodes[ip] for ip in self.members]
         if self._network_left > 0:
             self._network_left -= 1
@@ -390,10 +491,20 @@ class FakeQumulo(FilesMixin, PortalMixin):
     # ----- persistent storage and capacity
     def _add_uris(self, body: dict[str, Any], **_: Any) -> Reply:
         # REST guide, object-storage_add-uris: "adds new URIs to the list ... and ignores the existing URIs".
-        self.object_storage_uris += [u for u in body["uris"] if u not in self.object_storage_uris]
+        new = [u for u in body["uris"] if u not in self.object_storage_uris]
+        problems = self._uri_problems(new)
+        if problems:
+            raise QumuloFault(400, "api_validation_error", "; ".join(problems))  # ASSUMED server-side
+        self.object_storage_uris += new
+        if new:
+            # Qumulo's AWS provisioner waits for ACTIVE and for every node in quorum after
+            # add_object_storage_uris (aws-terraform-cnq, modules/qprovisioner/scripts/provision.sh, bucket
+            # add): ASSUMED that the add re-forms quorum, as capacity_clamp_set says the clamp does.
+            self._forming_left = self.formation_polls
         return 200, None
 
     def _put_clamp(self, body: dict[str, Any], **_: Any) -> Reply:
+        self.clamp_put_states.append(self.state)
         wanted = body["capacity_clamp"]
         stored = None if wanted is None else int(wanted) // PSTORE_BYTES * PSTORE_BYTES
         # "A value below the current provisioned capacity has no effect" (qq capacity_clamp_set).

@@ -2,13 +2,31 @@
 
 Shapes: qumulo.rest.portal (MultiRootSpokePortal, MultiRootHubPortal, qumulo-api 7.10.2.1). Behaviour from
 Qumulo's docs (_includes/content-reuse/admin-guides/cloud-data-fabric/, Qumulo/docs):
-- states Unlinked (created, no relationship; "couldn't establish a relationship ... or clean up"),
-  Pending, Authorized (ACCEPTED in the API, as qq's summarize_state_and_status reads it), Deleting;
+- states PENDING, ACCEPTED, DELETING: the v2 API's whole enum (rest-api-guide/cloud-data-fabric-v2/
+  v2_portal_spokes_id.md @ bcb748d2); the guide's Unlinked belongs to the v1 API. A create that cannot
+  reach the hub "displays an error message and configuration can be attempted again"
+  (configuring-portal-relationship.md, "Step 1: Create the Spoke Portal"): nothing is left behind. Its
+  status code is not documented: `unreachable_status` (ASSUMED 400 by default, 503 possible);
+- accepting, changing or deleting a portal "makes both clusters in the portal relationship unavailable
+  for less than 30 seconds" (Qumulo/docs _config.yml, gns.quorumBounce, the caution on those steps):
+  modelled as the next `bounce_requests` authenticated requests on each cluster answering 503 (ASSUMED
+  shape and length);
 - up to 32 spoke portals per cluster (7.5.0.3 and higher), one relationship per remote cluster;
-- deleting a spoke portal needs the hub (outstanding changes sync first, state Deleting), then Qumulo
-  removes both records itself and deletes the spoke root with its cache; a forced delete does not wait;
+- deleting a spoke portal: with the hub reachable, outstanding changes sync first (state Deleting), then
+  Qumulo removes both records itself and deletes the spoke root with its cache; a forced delete does not
+  wait. Without the hub, "You can delete a spoke portal in any state ... and without connectivity to the
+  hub portal" (configuring-portal-relationship.md, "Step 1: Delete the Spoke Portal", the version the
+  index stores); the hub's record stays (only a hub that "can connect" notices). Another version of the
+  page (@ 9b95eefa) says a portal with connectivity issues "can cause the deletion ... to stall in the
+  Deleting state", ended with --force. Both are modelled: `stall_delete_without_hub` picks the second;
+  ASSUMED which one a given release does. The v2 REST guide's DELETE /v2/portal/spokes/{id} takes `force`
+  and answers 202 (rest-api-guide/cloud-data-fabric-v2/v2_portal_spokes_id.md @ bcb748d2);
+- a hub portal can be deleted "in any state ... and without connectivity to the spoke portal" (same page,
+  "Step 2: Delete the Hub Portal");
 - a spoke portal is inaccessible when the two clusters run different releases.
-Portal traffic (TCP 3713) is never sent: a fake finds its peer in FakeQumulo.peers by portal-host address.
+Portal traffic (TCP 3713, "Network connectivity on TCP port 3713" in the page's prerequisites) is never
+sent: a fake finds its peer in FakeQumulo.peers by portal-host address; `portal_port_open` False stands
+for that port blocked while the REST API answers.
 """
 
 from __future__ import annotations
@@ -22,7 +40,7 @@ if TYPE_CHECKING:
     from tests.fakes.qumulo.cluster import FakeQumulo
 
 MAX_SPOKE_PORTALS = 32
-UNREACHABLE = ("portal_peer_unreachable_error", "Unable to connect to the hub cluster")
+UNREACHABLE = ("portal_peer_unreachable_error", "Unable to connect to the hub cluster")  # ASSUMED text
 
 
 class PortalMixin:
@@ -36,10 +54,17 @@ class PortalMixin:
     free_threshold: float
     spokes: dict[int, dict[str, Any]]
     hubs: dict[int, dict[str, Any]]
-    # A create towards an unreachable hub leaves an UNLINKED portal instead of cleaning up (ASSUMED trigger).
-    leave_unlinked: bool
+    # The status of the error answering a create or root proposal that cannot reach the hub (ASSUMED).
+    unreachable_status: int
+    # False: TCP 3713 to this cluster is blocked (its REST API may still answer).
+    portal_port_open: bool
+    # Authenticated requests answered 503 after a portal accept, change or delete (ASSUMED count).
+    bounce_requests: int
+    _bounce_left: int
     # GET polls a deleting spoke portal stays in DELETING while it syncs (ASSUMED count).
     deleting_polls: int
+    # A delete without the hub stays DELETING until forced (the @ 9b95eefa reading) instead of finishing.
+    stall_delete_without_hub: bool
     _lock: threading.RLock
 
     def _new_id(self) -> str:
@@ -53,8 +78,11 @@ class PortalMixin:
 
     def _init_portals(self) -> None:
         self.spokes, self.hubs = {}, {}
-        self.leave_unlinked = False
+        self.unreachable_status = 400
+        self.portal_port_open = True
+        self.bounce_requests, self._bounce_left = 1, 0
         self.deleting_polls = 1
+        self.stall_delete_without_hub = False
         self.free_threshold = (
             0.05  # "maintains a minimum of 5% free capacity" by default (cache management page)
         )
@@ -105,7 +133,20 @@ class PortalMixin:
         from tests.fakes.qumulo.cluster import FakeQumulo
 
         peer = next((FakeQumulo.peers[h["address"]] for h in hosts if h["address"] in FakeQumulo.peers), None)
-        return peer if peer is not None and peer.reachable else None
+        return peer if peer is not None and peer.reachable and peer.portal_port_open else None
+
+    def _bounce(self, *clusters: Any) -> None:
+        """Both clusters of the relationship re-form their quorum (the docs' "less than 30 seconds")."""
+        for cluster in (self, *clusters):
+            if cluster is not None:
+                cluster._bounce_left = cluster.bounce_requests
+
+    def bouncing(self) -> bool:
+        """True (and one request used up) while the quorum re-forms after a portal change."""
+        if self._bounce_left > 0:
+            self._bounce_left -= 1
+            return True
+        return False
 
     def _spoke(self, spoke_id: str) -> dict[str, Any]:
         spoke = self.spokes.get(int(spoke_id))
@@ -114,9 +155,12 @@ class PortalMixin:
         return spoke
 
     def _live_spokes(self) -> list[dict[str, Any]]:
-        """Deleting portals finish their sync as they are read (ASSUMED pace: `deleting_polls` reads)."""
+        """Deleting portals finish their sync as they are read (ASSUMED pace: `deleting_polls` reads);
+        one whose hub is unreachable stalls when `stall_delete_without_hub` is set."""
         for spoke in list(self.spokes.values()):
-            if spoke["state"] == "DELETING":
+            if spoke["state"] == "DELETING" and not spoke.get("gone"):
+                if self.stall_delete_without_hub and self._peer(spoke["hub_hosts"]) is None:
+                    continue
                 spoke["deleting_left"] -= 1
                 if spoke["deleting_left"] < 0:
                     self._finish_delete(spoke)
@@ -138,14 +182,12 @@ class PortalMixin:
             )  # ASSUMED class
         hub = self._peer(body["hub_hosts"])
         spoke_id = int(self._new_id())
-        record = {"id": spoke_id, "type": body["type"], "state": "UNLINKED", "hub_hosts": body["hub_hosts"],
+        record = {"id": spoke_id, "type": body["type"], "state": "PENDING", "hub_hosts": body["hub_hosts"],
                   "hub_id": 0, "hub_cluster_uuid": "", "hub_cluster_name": None, "filesystem_uuid": "",
                   "roots": [], "deleting_left": 0}  # fmt: skip
         if hub is None:
-            if self.leave_unlinked:
-                self.spokes[spoke_id] = record
-            raise QumuloFault(503, *UNREACHABLE)
-        if any(s["hub_cluster_uuid"] == hub.cluster_id for s in live if s["state"] != "UNLINKED"):
+            raise QumuloFault(self.unreachable_status, *UNREACHABLE)
+        if any(s["hub_cluster_uuid"] == hub.cluster_id for s in live):
             # "Qumulo Core doesn't support a single cluster establishing two portal relationships with the
             # same remote cluster" (known limits); the class name is ASSUMED.
             raise QumuloFault(
@@ -169,8 +211,8 @@ class PortalMixin:
     def _propose_root(self, spoke_id: str, body: dict[str, Any], **_: Any) -> Reply:
         spoke = self._spoke(spoke_id)
         hub = self._peer(spoke["hub_hosts"])
-        if hub is None or spoke["state"] == "UNLINKED":
-            raise QumuloFault(503, *UNREACHABLE)
+        if hub is None:
+            raise QumuloFault(self.unreachable_status, *UNREACHABLE)
         if body["spoke_root_path"].rstrip("/") in self.files:
             # "If this directory exists already, the system outputs an error" (qq portal help, SPOKE_ROOT_HELP)
             raise QumuloFault(400, "fs_entry_exists_error", f"{body['spoke_root_path']} already exists")
@@ -184,12 +226,15 @@ class PortalMixin:
     def _delete_spoke(self, spoke_id: str, query: dict[str, str], **_: Any) -> Reply:
         spoke = self._spoke(spoke_id)
         force = query.get("force") == "true"
-        if spoke["state"] == "UNLINKED" or force:  # ASSUMED: nothing to sync, so no hub needed
+        hub = self._peer(spoke["hub_hosts"])
+        self._bounce(hub)
+        if force:  # "--force ... delete a spoke portal with any status and in any state"
             self._finish_delete(spoke)
             return 202, None
-        if self._peer(spoke["hub_hosts"]) is None:
-            # "Requires connectivity with the hub portal host cluster" (v2_portal_spokes_id, DELETE)
-            raise QumuloFault(503, *UNREACHABLE)
+        if hub is None and not self.stall_delete_without_hub:
+            # "in any state ... and without connectivity to the hub portal": deleted, capacity reclaimed
+            self._finish_delete(spoke)
+            return 202, None
         spoke.update(state="DELETING", deleting_left=self.deleting_polls)
         return 202, None
 
@@ -225,7 +270,9 @@ class PortalMixin:
         for root in body.get("authorized_roots", []):
             self._move_root(hub, root)
         hub["spoke"].spokes[hub["spoke_id"]]["state"] = "ACCEPTED"
-        return 200, self._hub_view(hub)
+        view = self._hub_view(hub)
+        self._bounce(hub["spoke"])
+        return 200, view
 
     def _move_root(self, hub: dict[str, Any], root: str) -> None:
         if root not in hub["pending_roots"]:
@@ -244,19 +291,15 @@ class PortalMixin:
         hub.update({k: body[k] for k in ("spoke_hosts", "type") if k in body})
         if "type" in body and hub["spoke_id"] in hub["spoke"].spokes:
             hub["spoke"].spokes[hub["spoke_id"]]["type"] = body["type"]
-        return 200, self._hub_view(hub)
+        view = self._hub_view(hub)
+        self._bounce(hub["spoke"])
+        return 200, view
 
-    def _delete_hub(self, hub_id: str, query: dict[str, str], **_: Any) -> Reply:
+    def _delete_hub(self, hub_id: str, **_: Any) -> Reply:
         hub = self._hub(hub_id)
-        record = hub["spoke"].spokes.get(hub["spoke_id"])
-        if (
-            record is not None
-            and not record.get("gone")
-            and query.get("force") != "true"
-            and not hub["spoke"].reachable
-        ):
-            raise QumuloFault(503, "portal_peer_unreachable_error", "Unable to connect to the spoke cluster")
+        # "You can delete a hub portal in any state ... and without connectivity to the spoke portal".
         del self.hubs[int(hub["id"])]
+        self._bounce(hub["spoke"] if hub["spoke"].reachable else None)
         return 202, None
 
     def _set_eviction(self, body: dict[str, Any], **_: Any) -> Reply:

@@ -5,15 +5,22 @@ Qumulo's provisioner adds buckets with `add_object_storage_uris` and raises the 
 (Qumulo/qumulo-terraform-gcp @ a30b449c, provision.py); the CNQ guide names only increases
 ("Increasing the Soft Capacity Limit", "Adding S3 buckets"). Neither has an inverse in the SDK: qumulo.rest.object_storage has get_uris and
 add_uris only, and capacity_clamp_set says "A value below the current provisioned capacity has no
-effect". So a decrease is refused with a message, never reported as done.
+effect" (qumulo-api 7.10.2.1, qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS). So an
+operator's decrease is refused with a message, never reported as done; the same decrease sent by
+CloudFormation while it rolls back an increase Qumulo already applied (the stack is
+UPDATE_ROLLBACK_IN_PROGRESS) is a no-op with a warning, since failing it would strand the stack in
+UPDATE_ROLLBACK_FAILED and nothing can undo the increase.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from .session import Pending, ProvisioningError
+
+log = logging.getLogger(__name__)
 
 
 def current_uris(client: Any) -> list[str]:
@@ -33,11 +40,17 @@ def add_missing_uris(client: Any, wanted: Sequence[str]) -> list[str]:
     return new
 
 
-def ensure_uris(client: Any, wanted: Sequence[str]) -> None:
+def ensure_uris(client: Any, wanted: Sequence[str], *, rolling_back: bool = False) -> None:
     """Add the buckets the stack created since formation (POST /v2/object-storage/add-uris); never remove."""
     have = current_uris(client)
     dropped = sorted(set(have) - set(wanted))
-    if dropped:
+    if dropped and rolling_back:
+        log.warning(
+            "rollback: the cluster keeps storing data in %d bucket(s) the rolled-back properties no longer "
+            "list (%s); Qumulo cannot remove persistent storage, the buckets are retained",
+            len(dropped), ", ".join(dropped),
+        )  # fmt: skip
+    elif dropped:
         raise ProvisioningError(
             f"the cluster stores data in {len(dropped)} bucket(s) the stack no longer lists ({', '.join(dropped)}); "
             "Qumulo cannot remove persistent storage: set storage.bucket_count back to "
@@ -48,16 +61,29 @@ def ensure_uris(client: Any, wanted: Sequence[str]) -> None:
         raise Pending(f"persistent storage: {len(new)} bucket(s) added")
 
 
-def refuse_shrinking(old: dict[str, Any], new: dict[str, Any]) -> None:
-    """Fail an update that lowers the capacity limit or drops buckets, before anything is touched."""
+def refuse_shrinking(old: dict[str, Any], new: dict[str, Any], *, rolling_back: bool = False) -> None:
+    """Fail an update that lowers the capacity limit or drops buckets, before anything is touched.
+
+    While CloudFormation rolls back (`rolling_back`), the same request only logs a warning: the cluster
+    keeps the capacity and the buckets the failed update gave it, and the rollback goes on.
+    """
     old_bytes, new_bytes = int(old.get("UsableCapacityBytes") or 0), int(new.get("UsableCapacityBytes") or 0)
-    if old_bytes and new_bytes < old_bytes:
+    dropped = [u for u in old.get("ObjectStorageUris") or [] if u not in (new.get("ObjectStorageUris") or [])]
+    lower = bool(old_bytes and new_bytes < old_bytes)
+    if rolling_back and (lower or dropped):
+        log.warning(
+            "rollback to %g TB and %d bucket(s): the cluster keeps its soft capacity limit (a lower clamp "
+            "'has no effect', qq capacity_clamp_set) and the %d bucket(s) it stores data in (Qumulo cannot "
+            "remove persistent storage); nothing is sent",
+            new_bytes / 1e12, len(new.get("ObjectStorageUris") or []), len(dropped),
+        )  # fmt: skip
+        return
+    if lower:
         raise ProvisioningError(
             f"soft capacity limit {old_bytes / 1e12:g} TB -> {new_bytes / 1e12:g} TB: Qumulo never shrinks "
             "provisioned capacity ('a value below the current provisioned capacity has no effect'); set "
             f"storage.soft_capacity_limit_tb back to {old_bytes // 10**12}"
         )
-    dropped = [u for u in old.get("ObjectStorageUris") or [] if u not in (new.get("ObjectStorageUris") or [])]
     if dropped:
         raise ProvisioningError(
             f"storage.bucket_count was lowered: {len(dropped)} bucket(s) would leave the cluster; Qumulo "
@@ -65,16 +91,29 @@ def refuse_shrinking(old: dict[str, Any], new: dict[str, Any]) -> None:
         )
 
 
-def raise_limit(client: Any, old: dict[str, Any], new: dict[str, Any], uris: Sequence[str]) -> bool:
-    """PUT /v1/capacity/clamp once per update that raises the limit (qumulo.rest.capacity); True if sent.
+def current_clamp(client: Any) -> int:
+    """GET /v1/capacity/clamp (qumulo.rest.capacity.get_capacity_clamp): the stored clamp, 0 if none."""
+    return int(client.capacity.get_capacity_clamp() or 0)
 
-    Sent from on_event, which runs once per CloudFormation request: Qumulo stores the clamp rounded down
-    to whole pstores, so a poll that compared the stored value with the requested one would resend it.
-    Buckets the same update adds go in first, as Qumulo's provisioner orders it.
+
+def ensure_limit(client: Any, old: dict[str, Any], new: dict[str, Any], before: int | None) -> None:
+    """PUT /v1/capacity/clamp once for an update that raises the limit, then Pending while quorum re-forms.
+
+    Called from is_complete after ensure_formed found every node ACTIVE and ensure_uris found every bucket
+    in, so the clamp changes only with the quorum whole, as Qumulo's AWS provisioner orders it
+    (aws-terraform-cnq, modules/qprovisioner/scripts/provision.sh: add_object_storage_uris, wait for
+    ACTIVE and full quorum, capacity_clamp_set, wait for ACTIVE). `before` is the clamp on_event read when
+    the request arrived: Qumulo stores the clamp rounded down to whole pstores ("a pstore count that
+    produces a byte count closest to the requested bytes without going over"), so the stored value never
+    equals the request and only a change from `before` shows the PUT took effect ("quorum will be
+    abandoned and the change will appear in the new quorum", qq capacity_clamp_set). ASSUMED: a raise
+    smaller than one pstore leaves the stored value unchanged and is sent at each poll; Qumulo applies
+    nothing then ("If the change is applied successfully, quorum will be abandoned").
     """
     old_bytes, new_bytes = int(old.get("UsableCapacityBytes") or 0), int(new.get("UsableCapacityBytes") or 0)
-    if not old_bytes or new_bytes <= old_bytes:
-        return False
-    add_missing_uris(client, uris)
+    if before is None or not old_bytes or new_bytes <= old_bytes:
+        return
+    if current_clamp(client) != before:
+        return
     client.capacity.put_capacity_clamp(new_bytes)
-    return True
+    raise Pending(f"soft capacity limit {new_bytes / 1e12:g} TB requested; quorum re-forming")

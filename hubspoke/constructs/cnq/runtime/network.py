@@ -7,12 +7,18 @@ QUMULO_NETWORK_MANAGED_BY_HOST=true and its provisioner sets the floating IPs as
 (Qumulo/qumulo-terraform-gcp @ a30b449c, provision.py apply_initial_floating_ips). In that mode the
 cluster has no managed interfaces: the SDK refuses interface changes (qumulo.rest.network_v3,
 CannotModifyInterfaceInHostNetworks), so the MTU is the host's business (hubspoke.mtu on the nodes).
+
+The SDK takes a netmask as "Ip addr or CIDR format" and floating IPs as "IP ranges, "1.1.1.1-4""
+(qumulo-api 7.10.2.1, qumulo/commands/network_v3.py, network_v3_put_config help; --netmask "eg.
+255.255.255.0 or 10.1.1.0/24"). No source says in which form GET /v3/network answers (ASSUMED either),
+so what the cluster holds is compared with what we want as a prefix length and a set of addresses.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .session import Pending, ProvisioningError
@@ -32,13 +38,44 @@ def _wanted(floating_ips: Sequence[str], netmask: str) -> dict[str, Any]:
     }
 
 
+def prefix_length(netmask: str) -> int | None:
+    """'255.255.192.0' or '10.10.0.0/18' -> 18; None for anything else."""
+    try:
+        if "/" in netmask:
+            return ipaddress.ip_network(netmask, strict=False).prefixlen
+        return ipaddress.IPv4Network(f"0.0.0.0/{netmask}").prefixlen
+    except ValueError:
+        return None
+
+
+def addresses(ranges: Iterable[str]) -> set[ipaddress.IPv4Address] | None:
+    """'10.0.0.5', '10.0.0.5-7' or '10.0.0.5-10.0.0.7' -> the addresses; None if one does not parse."""
+    found: set[ipaddress.IPv4Address] = set()
+    try:
+        for text in ranges:
+            first, _, last = str(text).strip().partition("-")
+            start = ipaddress.IPv4Address(first)
+            if not last:
+                found.add(start)
+                continue
+            end = ipaddress.IPv4Address(last if "." in last else f"{first.rsplit('.', 1)[0]}.{last}")
+            found.update(ipaddress.IPv4Address(a) for a in range(int(start), int(end) + 1))
+    except ValueError:
+        return None
+    return found
+
+
 def _matches(network: dict[str, Any], floating_ips: Sequence[str], netmask: str) -> bool:
-    addresses = network.get("addresses") or {}
-    host = addresses.get("host_addresses") or {}
+    config = network.get("addresses") or {}
+    host = config.get("host_addresses") or {}
+    have = addresses(host.get("floating_ip_ranges") or [])
+    mask = prefix_length(str(host.get("netmask") or ""))
     return (
-        addresses.get("type") == "HOST"
-        and sorted(host.get("floating_ip_ranges") or []) == sorted(floating_ips)
-        and host.get("netmask") == netmask
+        config.get("type") == "HOST"
+        and have is not None
+        and have == addresses(floating_ips)
+        and mask is not None
+        and mask == prefix_length(netmask)
     )
 
 

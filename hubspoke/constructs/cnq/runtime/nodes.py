@@ -25,13 +25,24 @@ log = logging.getLogger(__name__)
 AWAITED_STATUSES = frozenset({"CREATE_IN_PROGRESS", "UPDATE_IN_PROGRESS", "UPDATE_ROLLBACK_IN_PROGRESS"})
 
 
-def require_awaited(cfn: Any, stack_id: str) -> None:
-    """Raise unless CloudFormation still waits for the stack's Create or Update (DescribeStacks)."""
-    status = str(cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"])
+# CloudFormation User Guide, "Stack status codes": the status while CloudFormation rolls an update back;
+# the Update requests it sends then carry the previous properties as ResourceProperties.
+ROLLING_BACK = "UPDATE_ROLLBACK_IN_PROGRESS"
+
+
+def stack_status(cfn: Any, stack_id: str) -> str:
+    """The stack's StackStatus (DescribeStacks)."""
+    return str(cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"])
+
+
+def require_awaited(cfn: Any, stack_id: str) -> str:
+    """Raise unless CloudFormation still waits for the stack's Create or Update; return the status."""
+    status = stack_status(cfn, stack_id)
     if status not in AWAITED_STATUSES:
         raise ProvisioningError(
             f"the stack is {status}: CloudFormation no longer waits for this request, so nothing more is done"
         )
+    return status
 
 
 def set_protection(ec2: Any, instance_ids: Iterable[str], on: bool) -> list[str]:

@@ -4,9 +4,14 @@ The spoke proposes (POST /v2/portal/spokes/, then /v2/portal/spokes/{id}/roots/)
 (POST /v2/portal/hubs/{id}/accept) through the hub's REST API over the peering. Facts from Qumulo's docs
 (Qumulo/docs, _includes/content-reuse/admin-guides/cloud-data-fabric/): a cluster hosts up to 32 spoke
 portals (7.5.0.3 and higher) but only one relationship with a given remote cluster, so "our" portal is
-the one whose hub is our hub cluster; an Unlinked portal was created without a relationship and must be
-deleted before trying again; a spoke portal is inaccessible when the two clusters run different releases.
-The hub's record is the spoke portal's `hub_id` (qumulo.rest.portal.MultiRootSpokePortal), never a scan.
+the one whose hub is our hub cluster; a spoke portal is inaccessible when the two clusters run different
+releases. The hub's record is the spoke portal's `hub_id` (qumulo.rest.portal.MultiRootSpokePortal),
+never a scan. The v2 API's portal states are PENDING, ACCEPTED and DELETING (Qumulo/docs,
+rest-api-guide/cloud-data-fabric-v2/v2_portal_spokes_id.md @ bcb748d2): the guide's Unlinked state is
+the v1 API's; a v2 create that cannot reach the hub "displays an error message and configuration can be
+attempted again" (configuring-portal-relationship.md, "Step 1: Create the Spoke Portal").
+Accepting, changing or deleting a portal makes both clusters unavailable for less than 30 seconds
+(Qumulo/docs _config.yml, gns.quorumBounce): the next polls absorb it (5xx and lost connections retry).
 """
 
 from __future__ import annotations
@@ -25,9 +30,8 @@ from .session import Pending, ProvisioningError, describe
 log = logging.getLogger(__name__)
 
 PORTAL_TYPES = {"read_only": "PORTAL_READ_ONLY", "read_write": "PORTAL_READ_WRITE"}
-# Portal states (docs: Unlinked, Pending, Authorized, Deleting; the SDK's qq shows ACCEPTED as the healthy
-# state and title-cases the rest, so the API spells them in capitals).
-UNLINKED, PENDING, ACCEPTED, DELETING = "UNLINKED", "PENDING", "ACCEPTED", "DELETING"
+# The v2 portal states (v2_portal_spokes_id.md @ bcb748d2: "PENDING", "ACCEPTED", "DELETING").
+PENDING, ACCEPTED, DELETING = "PENDING", "ACCEPTED", "DELETING"
 
 
 @dataclass(frozen=True)
@@ -67,19 +71,13 @@ def release(client: Any) -> str:
     return numeric_version(str(client.version.version()["revision_id"]))
 
 
-def ours(spoke: Any, hub_uuid: str | None, spec: PortalSpec) -> tuple[Any | None, list[Any]]:
-    """Our spoke portal (its hub is our hub cluster, or it points at our hub's hosts) and Unlinked leftovers."""
+def ours(spoke: Any, hub_uuid: str | None, spec: PortalSpec) -> Any | None:
+    """Our spoke portal: its hub is our hub cluster, or (without the hub's UUID) it points at our hub hosts."""
     portals = spoke.portal.v2_list_spoke_portals()
-    unlinked = [
-        p
-        for p in portals
-        if p.state == UNLINKED and _same_hosts(p.hub_hosts, spec.hub_portal_hosts, spec.portal_port)
-    ]
     linked = [
         p
         for p in portals
-        if p.state != UNLINKED
-        and (
+        if (
             p.hub_cluster_uuid == hub_uuid
             if hub_uuid
             else _same_hosts(p.hub_hosts, spec.hub_portal_hosts, spec.portal_port)
@@ -90,7 +88,7 @@ def ours(spoke: Any, hub_uuid: str | None, spec: PortalSpec) -> tuple[Any | None
             f"the spoke cluster has {len(linked)} portals to this hub; Qumulo allows one relationship per "
             "remote cluster: delete the extra ones (docs/runbooks/portal.md)"
         )
-    return (linked[0] if linked else None), unlinked
+    return linked[0] if linked else None
 
 
 def _root_paths(spoke: Any, portal: Any) -> dict[str, Any]:
@@ -120,17 +118,21 @@ def ensure_portal(spoke: Any, hub: Any, spec: PortalSpec) -> int:
             f"the spoke runs Qumulo Core {spoke_release} and the hub {hub_release}; a spoke portal is "
             "inaccessible when the two clusters run different releases: upgrade one to match"
         )
-    portal, unlinked = ours(spoke, cluster_uuid(hub), spec)
-    for stale in unlinked:
-        log.warning("deleting Unlinked spoke portal %s before proposing again", stale.id)
-        spoke.portal.v2_delete_spoke_portal(stale.id)
-    if unlinked:
-        raise Pending(f"deleted {len(unlinked)} Unlinked spoke portal(s); proposing again")
+    portal = ours(spoke, cluster_uuid(hub), spec)
     if portal is None:
         log.info("creating the spoke portal towards %s", ", ".join(spec.hub_portal_hosts))
-        portal = spoke.portal.v2_create_portal(
-            spec.portal_type, _hosts(spec.hub_portal_hosts, spec.portal_port)
-        )
+        try:
+            portal = spoke.portal.v2_create_portal(
+                spec.portal_type, _hosts(spec.hub_portal_hosts, spec.portal_port)
+            )
+        except RequestError as error:
+            # "configuration can be attempted again"; whether Qumulo answers 4xx or 5xx is not documented
+            # (ASSUMED either), so both are tried again until the deadline: the hub's REST API answered,
+            # so what failed is portal traffic (TCP 3713 to the hub's portal hosts).
+            raise Pending(
+                f"spoke portal create towards {', '.join(spec.hub_portal_hosts)} port {spec.portal_port} "
+                f"refused ({describe(error)}); trying again"
+            ) from error
     if portal.state == DELETING:
         raise Pending(f"spoke portal {portal.id} towards this hub is still deleting")
     if not _same_hosts(portal.hub_hosts, spec.hub_portal_hosts, spec.portal_port):
@@ -183,41 +185,45 @@ def ensure_portal(spoke: Any, hub: Any, spec: PortalSpec) -> int:
 
 def hub_id_of(spoke: Any, spec: PortalSpec) -> int | None:
     """The hub-side ID of our portal, read before deleting it (the spoke forgets it afterwards)."""
-    portal, _ = ours(spoke, None, spec)
+    portal = ours(spoke, None, spec)
     return int(portal.hub_id) if portal is not None else None
 
 
 def remove_spoke_portal(spoke: Any, spec: PortalSpec, *, waited: float, patience: float) -> None:
     """One step of deleting our spoke portal; forced after `patience` seconds only when that loses no data.
 
-    A non-forced DELETE needs the hub: the portal enters Deleting and syncs outstanding changes first
-    (docs, "Portal Relationship Deletion"). Forcing discards the spoke's cache and any writes not yet on the
-    hub: harmless for a read-only spoke, data loss for a read-write one, which therefore fails with a way out.
+    Qumulo documents a spoke portal delete "in any state ... and without connectivity to the hub portal"
+    (Qumulo/docs, cloud-data-fabric/configuring-portal-relationship.md, "Step 1: Delete the Spoke
+    Portal"); with the hub reachable it enters DELETING and syncs outstanding changes first, and a portal
+    with connectivity issues can "stall in the Deleting state", which `--force` ends (the same page @
+    9b95eefa). So the non-forced DELETE is sent once (again only if Qumulo refused it, ASSUMED possible),
+    and once `patience` has passed any portal still there is forced. Forcing discards the spoke's cache and
+    any writes not yet on the hub: harmless for a read-only spoke, data loss for a read-write one, which
+    therefore fails with a way out instead.
     """
-    portal, unlinked = ours(spoke, None, spec)
-    for stale in unlinked:
-        spoke.portal.v2_delete_spoke_portal(stale.id)
+    portal = ours(spoke, None, spec)
     if portal is None:
         return
-    if portal.state == DELETING and waited < patience:
-        raise Pending(f"spoke portal {portal.id}: deleting (syncing outstanding changes to the hub)")
-    try:
-        spoke.portal.v2_delete_spoke_portal(portal.id)
-        raise Pending(f"spoke portal {portal.id}: delete requested")
-    except RequestError as error:
-        # Qumulo refuses a non-forced delete while the hub is unreachable: keep trying until patience ends.
-        reason = describe(error)
+    reason = f"state {portal.state}, status {portal.status}"
     if waited < patience:
-        raise Pending(f"spoke portal {portal.id}: the hub is needed for a clean delete ({reason})")
+        if portal.state == DELETING:
+            raise Pending(f"spoke portal {portal.id}: deleting (syncing outstanding changes to the hub)")
+        try:
+            spoke.portal.v2_delete_spoke_portal(portal.id)
+        except RequestError as error:
+            # ASSUMED: a release that refuses a non-forced delete without the hub; tried again until patience.
+            raise Pending(f"spoke portal {portal.id}: delete refused ({describe(error)})") from error
+        raise Pending(f"spoke portal {portal.id}: delete requested")
     if spec.mode != "read_only":
         raise ProvisioningError(
-            f"spoke portal {portal.id} is read-write and could not sync with the hub ({reason}); forcing the "
-            "delete would discard writes not yet on the hub. Restore the hub path, or accept the loss and run "
-            f"`qq portal_delete_spoke --id {portal.id} --force` (docs/runbooks/portal.md), then retry"
+            f"spoke portal {portal.id} is read-write and still not deleted after {patience:.0f} s ({reason}); "
+            "forcing the delete would discard writes not yet on the hub. Restore the hub path, or accept the "
+            f"loss and run `qq portal_delete_spoke --id {portal.id} --force` (docs/runbooks/portal.md), then retry"
         )
     log.warning(
-        "spoke portal %s: hub unreachable (%s); forcing the delete of a read-only cache", portal.id, reason
-    )
+        "spoke portal %s: not deleted after %.0f s (%s); forcing the delete of a read-only cache",
+        portal.id, patience, reason,
+    )  # fmt: skip
     spoke.portal.v2_delete_spoke_portal(portal.id, force=True)
     raise Pending(f"spoke portal {portal.id}: forced delete requested")
 

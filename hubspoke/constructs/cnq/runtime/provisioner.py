@@ -7,7 +7,9 @@ reads the cluster and does one bounded step, so formation (boot, install, create
 squeezed into one 15-minute Lambda. A raised error's text is the failure reason CloudFormation shows.
 
 Custom::CnqNodeShape  refuses a change CloudFormation would apply to every node at once (shape.py).
-Custom::CnqCluster    forms the cluster, converges membership, floating IPs, buckets, capacity, exports.
+Custom::CnqCluster    forms the cluster, converges membership, floating IPs, buckets, capacity, exports
+                      (a capacity raise: on_event reads the clamp, is_complete changes it with the
+                      quorum whole, after the buckets).
                       Delete: nothing (the data is never deleted).
 Custom::CnqPortal     a spoke's portal to its hub, its NFS export and eviction threshold. Delete: remove
                       the portal, forced after a bounded wait only when no data is at stake.
@@ -32,7 +34,15 @@ from qumulo.lib.request import RequestError
 
 from . import capacity, cluster, exports, network, nodes, portal, shape
 from .resources import CLUSTER_RESOURCE, NODE_PROTECTION_RESOURCE, NODE_SHAPE_RESOURCE, PORTAL_RESOURCE
-from .session import Deadline, Pending, ProvisioningError, ProvisioningTimeout, describe, login
+from .session import (
+    Deadline,
+    Pending,
+    ProvisioningError,
+    ProvisioningTimeout,
+    describe,
+    login,
+    wait_until,
+)
 
 log = logging.getLogger(__name__)
 log.setLevel(logging.INFO)
@@ -127,17 +137,20 @@ def _login(props: Mapping[str, Any], side: str, deadline: Deadline) -> Any:
 
 # ---------------------------------------------------------------- once per request
 def _cluster_event(
-    request: str, props: Mapping[str, Any], old: Mapping[str, Any], deadline: Deadline
-) -> None:
+    request: str, props: Mapping[str, Any], old: Mapping[str, Any], deadline: Deadline, stack_id: str
+) -> dict[str, str]:
+    """Checks once per request; for a capacity raise, the clamp as it was (is_complete changes it)."""
     _cluster_spec(props)  # a malformed request fails here, before anything waits
     if request != "Update":
-        return
-    capacity.refuse_shrinking(dict(old), dict(props))
-    if int(props.get("UsableCapacityBytes") or 0) > int(old.get("UsableCapacityBytes") or 0):
+        return {}
+    rolling_back = nodes.stack_status(aws("cloudformation"), stack_id) == nodes.ROLLING_BACK
+    capacity.refuse_shrinking(dict(old), dict(props), rolling_back=rolling_back)
+    if int(old.get("UsableCapacityBytes") or 0) < int(props.get("UsableCapacityBytes") or 0):
         spec = _cluster_spec(props)
         client, _ = login(spec.node_ips, spec.rest_port, read_secret(str(props["AdminSecretArn"])), deadline,
                           what=f"cluster {spec.cluster_name}")  # fmt: skip
-        capacity.raise_limit(client, dict(old), dict(props), spec.object_storage_uris)
+        return {"ClampBefore": str(capacity.current_clamp(client))}
+    return {}
 
 
 def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -164,7 +177,7 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         elif kind == CLUSTER_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-cluster-{name}"
             if request != "Delete":
-                _cluster_event(request, props, old, deadline)
+                result.update(_cluster_event(request, props, old, deadline, str(event.get("StackId") or "")))
         elif kind == NODE_PROTECTION_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-protection-{name}"
             ids = list(_list(props, "NodeInstanceIds"))
@@ -191,8 +204,17 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
 
 
 def _hub_portal_id(props: Mapping[str, Any], spec: portal.PortalSpec, deadline: Deadline) -> str:
+    """The hub-side ID of our portal, "" if there is none or the spoke cannot say within 60 s.
+
+    A 5xx or a dropped connection is retried within that budget (wait_until): a portal change leaves both
+    clusters re-forming quorum for under 30 s (Qumulo/docs _config.yml, gns.quorumBounce), and on_event's
+    failures are final."""
+    budget = deadline.sooner(60.0)
     try:
-        hub_id = portal.hub_id_of(_login(props, "Spoke", deadline.sooner(60.0)), spec)
+        spoke = _login(props, "Spoke", budget)
+        hub_id = wait_until(
+            budget, "spoke: reading the portal's hub ID", lambda: (portal.hub_id_of(spoke, spec),)
+        )[0]
     except ProvisioningError as error:
         log.warning("spoke REST API unreachable, no portal to remove: %s", error)
         return ""
@@ -200,7 +222,7 @@ def _hub_portal_id(props: Mapping[str, Any], spec: portal.PortalSpec, deadline: 
 
 
 # ---------------------------------------------------------------- polled
-def _converge_cluster(event: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
+def _converge_cluster(event: Mapping[str, Any], deadline: Deadline, status: str) -> dict[str, Any]:
     props = event["ResourceProperties"]
     spec = _cluster_spec(props)
     password = read_secret(str(props["AdminSecretArn"]))
@@ -209,7 +231,10 @@ def _converge_cluster(event: Mapping[str, Any], deadline: Deadline) -> dict[str,
     cluster.ensure_membership(client, spec)
     if spec.floating_ips:
         network.ensure_floating_ips(client, spec.floating_ips, spec.floating_netmask)
-    capacity.ensure_uris(client, spec.object_storage_uris)
+    capacity.ensure_uris(client, spec.object_storage_uris, rolling_back=status == nodes.ROLLING_BACK)
+    before = event.get("ClampBefore")
+    capacity.ensure_limit(client, dict(event.get("OldResourceProperties") or {}), dict(props),
+                          None if before in (None, "") else int(before))  # fmt: skip
     cidrs = _list(props, "ClientCidrs")
     for path in _list(props, "ExportPaths"):
         exports.ensure_export(client, exports.ExportSpec(path, cidrs, read_only=False, create_path=True))
@@ -272,10 +297,11 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     lambda_left = context.get_remaining_time_in_millis() / 1000.0 - REPORT_RESERVE_SECONDS
     deadline = Deadline.after(min(lambda_left, budget - waited))
     try:
+        status = ""
         if kind in (CLUSTER_RESOURCE, PORTAL_RESOURCE) and request != "Delete":
-            nodes.require_awaited(aws("cloudformation"), str(event["StackId"]))
+            status = nodes.require_awaited(aws("cloudformation"), str(event["StackId"]))
         if kind == CLUSTER_RESOURCE and request != "Delete":
-            return {"IsComplete": True, "Data": _converge_cluster(event, deadline)}
+            return {"IsComplete": True, "Data": _converge_cluster(event, deadline, status)}
         if kind == PORTAL_RESOURCE and request != "Delete":
             return {"IsComplete": True, "Data": _converge_portal(event, deadline)}
         if kind == PORTAL_RESOURCE:
