@@ -108,11 +108,20 @@ def minimal(**overrides: Any) -> dict[str, Any]:
 def code_fingerprint() -> str:
     """Everything a synth's output can depend on besides the config: the package (code, scripts, bundled
     Lambda sources), the pinned Python and Node dependencies and cdk.json's context."""
+    import importlib.metadata
+
     digest = hashlib.sha256()
     package = ROOT / "hubspoke"
     files = sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    for path in [*files, ROOT / "pyproject.toml", ROOT / "package-lock.json", ROOT / "cdk.json"]:
-        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    # This file too (it decides what a synth records); files mutmut's scratch copy leaves out are skipped.
+    extra = [ROOT / "pyproject.toml", ROOT / "package-lock.json", ROOT / "cdk.json", Path(__file__)]
+    for path in [*files, *(p for p in extra if p.exists())]:
+        name = path.relative_to(package) if package in path.parents else path.name
+        digest.update(str(name).encode() + b"\0" + path.read_bytes() + b"\0")
+    # What is installed, not only what is pinned: the CNQ bundle copies installed distributions, transitive
+    # ones included.
+    for dist in sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()):
+        digest.update(dist.encode() + b"\0")
     return digest.hexdigest()
 
 

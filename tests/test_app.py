@@ -75,3 +75,29 @@ def test_cdk_synth_fails_on_an_unacknowledged_finding(tmp_path: Path) -> None:
             ]
     assert codes["plain"] == 0, "the CLI now fails plain apps too: FAIL_ON_FINDINGS may no longer be needed"
     assert codes["hubspoke"] != 0
+
+
+def test_new_app_fails_on_a_finding_under_the_context_the_cdk_cli_passes(tmp_path: Path) -> None:
+    """The fast tier's twin of the CLI test above, without the CLI: the app run as the pinned CDK CLI runs it,
+    with "@aws-cdk/core:failSynthOnValidationErrors": false in CDK_CONTEXT_JSON (aws-cdk 2.1148.1,
+    lib/index.js contextFromSettings; aws-cdk-lib's App reads CDK_CONTEXT_JSON when it is constructed). A plain
+    App then synthesizes despite the finding; new_app must still stop."""
+    program = tmp_path / "app_with_a_finding.py"
+    program.write_text(_APP_WITH_A_FINDING)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env["CDK_CONTEXT_JSON"] = '{"@aws-cdk/core:failSynthOnValidationErrors": false}'
+    codes = {}
+    for app in ("plain", "hubspoke"):
+        env["CDK_OUTDIR"] = str(tmp_path / f"out-{app}")
+        result = subprocess.run(
+            [sys.executable, str(program), app],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        codes[app] = result.returncode
+    assert codes == {"plain": 0, "hubspoke": 1}, result.stderr[-2000:]
+    assert "CT.LAMBDA.PR.3" in result.stderr and "Traceback" not in result.stderr, result.stderr[-2000:]

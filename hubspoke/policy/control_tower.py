@@ -13,7 +13,8 @@ about 80 % of a whole-environment synth. Two things make it cheap without judgin
   `Resources.*[ Type == ... ]`), so a rule that names none of a template's types can only SKIP it.
   tests/policy/test_control_tower.py compares the filtered verdicts with the plugin's own full run.
 - a verdict is cached on disk, keyed by the template's bytes, the plugin's whole package (rules, binary and
-  code: the sha-256 of its jsii tarball) and this selection's version. cfn-guard judges each template on its own
+  code: the sha-256 of its jsii tarball) and this module's own source (how rules are selected and verdicts
+  stored). cfn-guard judges each template on its own
   (one `--data` file's result never reads another's), so the same bytes under the same rule set get the same
   verdict; any changed byte of either is a miss and is judged afresh. The cache holds findings, not passes
   alone: a cached finding stops synth exactly as a fresh one does.
@@ -47,8 +48,9 @@ from constructs import IConstruct
 
 # Where `HUBSPOKE_CACHE_DIR` is unset: the XDG cache directory, as pip and the CDK CLI's own notices use it.
 CACHE_ENV = "HUBSPOKE_CACHE_DIR"
-# Bump when the rule selection or the stored verdict's shape changes: old verdicts are then never read.
-SELECTION_VERSION = "1"
+# This module's source is part of every key: a change to how rules are indexed, selected or verdicts stored
+# makes a new rule index and new verdicts, never a reuse of old ones.
+_SELECTION = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 # Where the plugin keeps the Control Tower rules inside its package (CfnGuardValidator's defaultRulesPath).
 _RULES_IN_PACKAGE = "package/rules/control-tower/cfn-guard/"
 _RESOURCE_TYPE = re.compile(r"AWS::[A-Za-z0-9]+::[A-Za-z0-9]+")
@@ -92,7 +94,7 @@ class RuleSet:
     def load(cls, tarball: Path | None = None, *, root: Path | None = None) -> RuleSet:
         """The rule set of `tarball` (the installed plugin's by default), extracted under `root` if not yet."""
         tarball = tarball or plugin_tarball()
-        fingerprint = hashlib.sha256(tarball.read_bytes()).hexdigest()
+        fingerprint = hashlib.sha256(tarball.read_bytes() + _SELECTION.encode()).hexdigest()
         directory = _writable(root or cache_dir()) / "cfn-guard" / fingerprint[:32]
         index = directory / "index.json"
         if not index.exists():
@@ -110,18 +112,24 @@ class RuleSet:
         return [rule for rule in self.rules if rule.applies_to({t for t in present if isinstance(t, str)})]
 
     def verdict_path(self, template_bytes: bytes) -> Path:
-        key = hashlib.sha256(f"{SELECTION_VERSION}\0{self.fingerprint}\0".encode() + template_bytes)
+        key = hashlib.sha256(f"{self.fingerprint}\0".encode() + template_bytes)
         return self.directory / "verdicts" / f"{key.hexdigest()}.json"
 
 
 def _writable(root: Path) -> Path:
-    """`root`, created; a fresh temporary directory when it cannot be (a read-only home): nothing is cached."""
+    """`root`, created; where it cannot be (a read-only home), one temporary directory for this process,
+    removed when it ends: nothing outlives the synth."""
     try:
         root.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=root, prefix=".probe-"):
             return root
     except OSError:
-        return Path(tempfile.mkdtemp(prefix="hubspoke-cache-"))
+        global _FALLBACK
+        _FALLBACK = _FALLBACK or tempfile.TemporaryDirectory(prefix="hubspoke-cache-")
+        return Path(_FALLBACK.name)
+
+
+_FALLBACK: tempfile.TemporaryDirectory[str] | None = None
 
 
 def _extract_rules(tarball: Path, directory: Path) -> None:
@@ -173,15 +181,16 @@ class _Templates:
         return self._paths
 
 
-def judge(rules: Iterable[GuardRule], template_path: str) -> list[dict[str, Any]]:
-    """cfn-guard's findings on one template under `rules`, through the plugin (its binary, its result parsing)."""
+def judge(rules: Iterable[GuardRule], template_path: str) -> dict[str, Any]:
+    """cfn-guard's verdict on one template under `rules`, through the plugin (its binary, its result parsing):
+    the plugin's own success flag (it can fail a template without naming a violation) and its findings."""
     selected = [str(rule.path) for rule in rules]
     if not selected:
-        return []
+        return {"success": True, "violations": []}
     report = CfnGuardValidator(control_tower_rules_enabled=False, rules=selected).validate(
         _Templates([template_path])
     )
-    return [
+    violations = [
         {
             "rule_name": v.rule_name,
             "description": v.description,
@@ -194,6 +203,7 @@ def judge(rules: Iterable[GuardRule], template_path: str) -> list[dict[str, Any]
         }
         for v in report.violations
     ]
+    return {"success": bool(report.success), "violations": violations}
 
 
 @jsii.implements(IPolicyValidationPlugin)
@@ -222,24 +232,30 @@ class ControlTowerControls:
     def version(self) -> str:
         return str(self._guard.version)
 
-    def findings(self, template_path: str) -> list[dict[str, Any]]:
+    def verdict(self, template_path: str) -> dict[str, Any]:
         """The verdict on one template: read from the cache when its bytes were judged under this rule set."""
         rule_set = self._rule_set = self._rule_set or RuleSet.load()
         data = Path(template_path).read_bytes()
         cached = rule_set.verdict_path(data)
         if cached.exists():
-            verdict: list[dict[str, Any]] = json.loads(cached.read_text())
-            return verdict
+            stored: dict[str, Any] = json.loads(cached.read_text())
+            return stored
         verdict = judge(rule_set.for_template(json.loads(data)), template_path)
+        partial = None
         try:
             with tempfile.NamedTemporaryFile("w", dir=cached.parent, delete=False, suffix=".tmp") as out:
+                partial = out.name
                 json.dump(verdict, out)
-            os.replace(out.name, cached)
+            os.chmod(partial, 0o644)  # a cache shared by several users stays readable by each
+            os.replace(partial, cached)
         except OSError:
-            pass  # a cache that cannot be written only costs the next synth this judgment again
+            # A cache that cannot be written only costs the next synth this judgment again.
+            if partial:
+                Path(partial).unlink(missing_ok=True)
         return verdict
 
     def validate(self, context: IPolicyValidationContext) -> PolicyValidationPluginReport:
+        verdicts = {path: self.verdict(path) for path in context.template_paths}
         violations = [
             PolicyViolation(
                 rule_name=v["rule_name"],
@@ -254,7 +270,8 @@ class ControlTowerControls:
                     for r in v["resources"]
                 ],
             )
-            for path in context.template_paths
-            for v in self.findings(path)
+            for path, verdict in verdicts.items()
+            for v in verdict["violations"]
         ]
-        return PolicyValidationPluginReport(success=not violations, violations=violations)
+        success = all(v["success"] for v in verdicts.values()) and not violations
+        return PolicyValidationPluginReport(success=success, violations=violations)

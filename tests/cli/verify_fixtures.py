@@ -77,18 +77,26 @@ def deployed(
 @dataclass(frozen=True)
 class DeployedState:
     """A deployed world as moto holds it (every backend of every account and Region) and as the test holds it
-    (physical IDs, outputs, the EKS add-ons and composite alarms moto lacks), copied so each restore is fresh."""
+    (physical IDs, outputs, the EKS add-ons and composite alarms moto lacks), copied so each restore is fresh.
 
-    moto: list[tuple[Any, dict[str, dict[str, dict[str, Any]]]]]
+    The backends are copied whole, in one deep copy, so a model's reference to its backend (a security group's
+    `ec2_backend`, a stack's resource map) points at the copied backend; a restore copies again with those
+    backends mapped to the live ones moto hands out, so every such reference lands on the live backend.
+    """
+
+    where: list[tuple[Any, str, str]]  # (BackendDict, account, Region) of each stored backend
+    backends: list[Any]
     world: dict[str, Any]
 
     @classmethod
     def of(cls, world: DeployedWorld) -> DeployedState:
         from moto.core.base_backend import BackendDict
 
-        moto = [
-            (backends, {a: {r: b.__dict__ for r, b in regions.items()} for a, regions in backends.items()})
+        live = [
+            (backends, account, region, backend)
             for backends in BackendDict._instances
+            for account, regions in backends.items()
+            for region, backend in regions.items()
         ]
         gaps = {ACCOUNT: world.clients, **world.others}
         state = {
@@ -96,21 +104,21 @@ class DeployedState:
             "outputs": world.outputs,
             "gaps": {account: (g.addons, g.composites) for account, g in gaps.items()},
         }
-        snapshot = copy.deepcopy(([state for _, state in moto], state))
-        return cls([(b, m) for (b, _), m in zip(moto, snapshot[0], strict=True)], snapshot[1])
+        stored, world_state = copy.deepcopy(([backend for *_, backend in live], state))
+        return cls([(b, a, r) for b, a, r, _ in live], stored, world_state)
 
     def restore(
         self, clients: MotoGaps, config: HubSpokeConfig, templates: dict[str, dict[str, Any]]
     ) -> DeployedWorld:
         """Fill the fresh mock_aws backends with a copy of the deployed state; a world around it."""
-        states, world_state = copy.deepcopy(([m for _, m in self.moto], self.world))
-        for (backends, _), accounts in zip(self.moto, states, strict=True):
-            for account, regions in accounts.items():
-                for region, attributes in regions.items():
-                    # The live objects moto hands out (its lookups are cached), refilled in place.
-                    live = backends[account][region]
-                    live.__dict__.clear()
-                    live.__dict__.update(attributes)
+        # The live objects moto hands out (its lookups are cached): refilled in place, never replaced.
+        lives = [backends[account][region] for backends, account, region in self.where]
+        memo: dict[int, Any] = {id(stored): live for stored, live in zip(self.backends, lives, strict=True)}
+        states = [copy.deepcopy(stored.__dict__, memo) for stored in self.backends]
+        for live, attributes in zip(lives, states, strict=True):
+            live.__dict__.clear()
+            live.__dict__.update(attributes)
+        world_state = copy.deepcopy(self.world)
         world = DeployedWorld(clients, config, templates)
         world.physical, world.outputs = world_state["physical"], world_state["outputs"]
         for account, (addons, composites) in world_state["gaps"].items():

@@ -203,7 +203,6 @@ def test_create_update_delete_run_in_lambdas_environment(
     assert kube.get("configmaps", "kube-system", "hubspoke-values-seen") is None
 
 
-@pytest.mark.thorough
 def test_delete_of_a_cluster_that_is_gone_succeeds(
     dev_templates: Templates, world: tuple[FakeKubernetes, FakeEks, ChartServer]
 ) -> None:
@@ -214,7 +213,6 @@ def test_delete_of_a_cluster_that_is_gone_succeeds(
     assert "ResourceNotFoundException" in deleted.stdout + deleted.stderr
 
 
-@pytest.mark.thorough
 def test_a_failure_is_reported_with_the_tools_own_words(
     dev_templates: Templates, world: tuple[FakeKubernetes, FakeEks, ChartServer]
 ) -> None:
