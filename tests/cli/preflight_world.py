@@ -150,6 +150,10 @@ class Unsupported(Hooked):
     lambda_limit: dict[str, int] = field(
         default_factory=lambda: {"ConcurrentExecutions": 1000, "UnreservedConcurrentExecutions": 1000}
     )
+    # HyperPod cluster name -> what DescribeCluster answers for it beyond moto's (which knows only groups with an
+    # InstanceType): ClusterStatus, InstanceGroups and RestrictedInstanceGroups in the botocore sagemaker
+    # 2017-07-24 shapes (DescribeClusterResponse). The cluster must also exist in moto, which lists it.
+    described_clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
     asked: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     # Region -> the image ID Canonical's public "current Ubuntu 24.04" parameter names there; by default
@@ -205,7 +209,21 @@ class Unsupported(Hooked):
                 return {"Error": {"Code": "ParameterNotFound", "Message": "not published here"}}
             return {"Parameter": {"Name": UBUNTU_PARAMETER, "Type": "String", "Value": current, "Version": 1}}
 
+        def describe_cluster(params: dict[str, Any]) -> dict[str, Any] | None:
+            asked = str(params.get("ClusterName", ""))
+            for name, described in self.described_clusters.items():
+                if asked == name or asked.endswith(f"/{name}"):
+                    for group in described.get("InstanceGroups", []):
+                        # ClusterInstanceGroupSpecification: "The InstanceType and InstanceRequirements
+                        # properties are mutually exclusive"; a fake answering both would hide a caller's bug.
+                        if "InstanceType" in group and "InstanceRequirements" in group:
+                            raise Refused(f"group with both InstanceType and InstanceRequirements: {group}")
+                    arn = f"arn:aws:sagemaker:{region}:123456789012:cluster/{name}"
+                    return {"ClusterArn": arn, "ClusterName": name, "ClusterStatus": "InService", **described}
+            return None  # moto answers
+
         return {
+            "sagemaker": {"DescribeCluster": describe_cluster},
             "service-quotas": {
                 "ListServiceQuotas": quota_list(self.applied_quotas),
                 "ListAWSDefaultServiceQuotas": quota_list(self.default_quotas),
