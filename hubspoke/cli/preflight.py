@@ -17,7 +17,9 @@ from hubspoke.cli.checks import (
     CheckResult,
     Clients,
     CredentialsProblem,
+    account_or_rejected,
     add_aws_options,
+    collapse_rejections,
     credentials_row,
     run_command,
     session_clients,
@@ -56,13 +58,13 @@ def run_preflight(
 ) -> list[CheckResult]:
     """Every check for every configured Region (or those in `only`); credential trouble is one failing row."""
     results: list[CheckResult] = []
+    regions = [r for r in config.regions() if not only or r.region in only]
     try:
-        for region in config.regions():
-            if not only or region.region in only:
-                results += _region_checks(config, region, clients)
+        for region in regions:
+            results += _region_checks(config, region, clients)
     except CredentialsProblem as exc:
         results.append(credentials_row(exc))
-    return results
+    return collapse_rejections(results, [r.region for r in regions])
 
 
 class LastCall:
@@ -110,7 +112,9 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
     account_rows: list[CheckResult] = []
 
     def account() -> list[CheckResult]:
-        row, _ = check_account(clients("sts", name), region=name, expected=expected)
+        row, _ = account_or_rejected(
+            lambda: check_account(clients("sts", name), region=name, expected=expected), name, expected
+        )
         account_rows.append(row)
         return [row]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import ConfigError, format_problem, load
+from hubspoke.regions import opt_in_note
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,4 +37,7 @@ def run(args: argparse.Namespace) -> int:
         cfg = loaded.config
         spokes = ", ".join(s.region for s in cfg.spokes) or "none"
         print(f"{path}: ok: environment {cfg.environment}, hub {cfg.hub.region}, spokes {spokes}")
+        note = opt_in_note([r.region for r in cfg.regions()])
+        if note:
+            print(f"{path}: note: {note}")
     return 2 if failed else 0

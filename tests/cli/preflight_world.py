@@ -154,6 +154,10 @@ class Unsupported(Hooked):
     # InstanceType): ClusterStatus, InstanceGroups and RestrictedInstanceGroups in the botocore sagemaker
     # 2017-07-24 shapes (DescribeClusterResponse). The cluster must also exist in moto, which lists it.
     described_clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Regions the account has not enabled: STS there refuses every token as it refuses bad credentials, 403
+    # InvalidClientTokenId "The security token included in the request is invalid." (IAM User Guide,
+    # "Activating and deactivating AWS STS in an AWS Region"; the STS API reference lists the error as 403).
+    not_enabled: frozenset[str] = frozenset()
     asked: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     # Region -> the image ID Canonical's public "current Ubuntu 24.04" parameter names there; by default
@@ -222,7 +226,14 @@ class Unsupported(Hooked):
                     return {"ClusterArn": arn, "ClusterName": name, "ClusterStatus": "InService", **described}
             return None  # moto answers
 
+        def caller_identity(params: dict[str, Any]) -> dict[str, Any] | None:
+            if region not in self.not_enabled:
+                return None  # moto answers
+            refused = _error("InvalidClientTokenId", "The security token included in the request is invalid.")
+            return {**refused, "ResponseMetadata": {"HTTPStatusCode": 403}}
+
         return {
+            "sts": {"GetCallerIdentity": caller_identity},
             "sagemaker": {"DescribeCluster": describe_cluster},
             "service-quotas": {
                 "ListServiceQuotas": quota_list(self.applied_quotas),
@@ -253,7 +264,8 @@ class Unsupported(Hooked):
             if body is None:
                 return None
             # botocore raises a ClientError from the parsed body when the status is an error.
-            return AWSResponse("https://stub", 400 if "Error" in body else 200, {}, None), body
+            status = body.get("ResponseMetadata", {}).get("HTTPStatusCode", 400 if "Error" in body else 200)
+            return AWSResponse("https://stub", status, {}, None), body
 
         # The newest fake wrapping a (cached) client answers: a test may re-wrap the same world's clients.
         for event, handler in (("before-parameter-build", capture), ("before-call", answer)):

@@ -331,3 +331,31 @@ def test_cli_bootstrap_version_matches_the_pinned_cdk_cli() -> None:
     block = text[text.index("  CdkBootstrapVersion:\n    Type: AWS::SSM::Parameter") :]
     value = block.split("Value: '", 1)[1].split("'", 1)[0]
     assert int(value) == CLI_BOOTSTRAP_VERSION, "bump CLI_BOOTSTRAP_VERSION with the CDK CLI pin"
+
+
+def test_a_region_not_enabled_is_named_and_the_others_are_still_checked(world: World, tmp_path: Path) -> None:
+    """STS in a Region the account has not enabled refuses the credentials with InvalidClientTokenId (IAM User
+    Guide, "Activating and deactivating AWS STS in an AWS Region"). That Region's row says so and how to enable
+    it (Account Management EnableRegion / GetRegionOptStatus, botocore account model); the other Regions are
+    still checked. Only when every Region refuses are the credentials reported as bad."""
+    world.deployed_dev()
+    spokes = [
+        {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+        {"region": "af-south-1", "cidr": "10.30.0.0/16", "compute": {"enabled": False}},
+    ]
+    path = preflight_config(tmp_path, spokes=spokes)
+    results = run_checks(path, Unsupported(world.clients, not_enabled=frozenset({"af-south-1"})))
+    assert not rows_of(results, "credentials")
+    (row,) = rows_of(results, "account", "af-south-1")
+    assert row.status == "fail" and "is af-south-1 enabled for account 123456789012?" in row.detail
+    # af-south-1 (Cape Town) launched after March 20, 2019: an opt-in Region (Account Management Reference
+    # Guide, "Enable or disable AWS Regions in your account").
+    assert "opt-in Region" in row.detail and "not an opt-in" not in row.detail
+    assert "aws account enable-region --region-name af-south-1" in row.fix
+    # The enabled Regions went on to their own checks.
+    for region in ("us-east-2", "us-west-2"):
+        assert rows_of(results, "account", region)[0].status == "pass"
+        assert rows_of(results, "cdk bootstrap", region)[0].status == "pass"
+    every = frozenset({"us-east-2", "us-west-2", "af-south-1"})
+    (bad,) = run_checks(path, Unsupported(world.clients, not_enabled=every))
+    assert bad.check == "credentials" and "us-east-2, us-west-2, af-south-1" in bad.detail

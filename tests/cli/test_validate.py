@@ -46,3 +46,20 @@ def test_usage_error_exits_2(tmp_path: Path) -> None:
     result = run(cwd=tmp_path)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
+
+
+def test_opt_in_regions_are_named(tmp_path: Path) -> None:
+    """af-south-1 (Cape Town) launched after March 20, 2019, so an account must enable it before use (Account
+    Management Reference Guide, "Enable or disable AWS Regions in your account"); us-east-2 and us-west-2 are
+    enabled by default and are not named."""
+    spokes = [
+        {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+        {"region": "af-south-1", "cidr": "10.30.0.0/16", "compute": {"enabled": False}},
+    ]
+    path = write_config(tmp_path, minimal(spokes=spokes))
+    result = run(str(path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "note: opt-in Regions: af-south-1 " in result.stdout
+    assert "aws account enable-region --region-name af-south-1" in result.stdout
+    plain = run(str(write_config(tmp_path, minimal())), cwd=tmp_path)
+    assert "opt-in" not in plain.stdout
