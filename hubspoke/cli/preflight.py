@@ -170,15 +170,18 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
             lambda: [check_lambda_concurrency(clients("lambda", name), config=config, region=region)],
         )
     if region.storage.enabled:
+        # One row each: an error reading one object must not hide the other's answer.
         rows += guarded(
             "qumulo core package",
             "s3",
-            lambda: [
-                check_staged_package(clients("s3", name), config=config, region=region),
-                check_host_configuration(clients("s3", name), region=region),
-                check_release(config, region),
-            ],
+            lambda: [check_staged_package(clients("s3", name), config=config, region=region)],
         )
+        rows += guarded(
+            "qumulo host configuration",
+            "s3",
+            lambda: [check_host_configuration(clients("s3", name), region=region)],
+        )
+        rows += [check_release(config, region)]
         rows += guarded(
             "ubuntu image",
             "ec2",

@@ -158,6 +158,10 @@ class Unsupported(Hooked):
     # InvalidClientTokenId "The security token included in the request is invalid." (IAM User Guide,
     # "Activating and deactivating AWS STS in an AWS Region"; the STS API reference lists the error as 403).
     not_enabled: frozenset[str] = frozenset()
+    # Whether the caller holds s3:ListBucket. Without it S3 answers a HEAD of a missing object 403 Forbidden,
+    # not 404 (S3 API Reference, HeadObject, Permissions); a HEAD error has no body, so botocore's code is the
+    # status, "403", and its message the reason phrase, "Forbidden".
+    s3_list_bucket: bool = True
     asked: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     # Region -> the image ID Canonical's public "current Ubuntu 24.04" parameter names there; by default
@@ -246,6 +250,18 @@ class Unsupported(Hooked):
         }.get(service, {})
 
     def hook(self, client: Any, service: str, region: str) -> None:
+        if service == "s3":
+
+            def forbid_missing(parsed: dict[str, Any], **_: Any) -> None:
+                # after-call sees the parsed answer before botocore raises its error (client._make_api_call).
+                if not self.s3_list_bucket and parsed.get("Error", {}).get("Code") in {"404", "NoSuchKey"}:
+                    parsed["Error"] = {"Code": "403", "Message": "Forbidden"}
+                    parsed.setdefault("ResponseMetadata", {})["HTTPStatusCode"] = 403
+
+            client.meta.events.unregister("after-call.s3.HeadObject", unique_id="hubspoke-fake-list-bucket")
+            client.meta.events.register(
+                "after-call.s3.HeadObject", forbid_missing, unique_id="hubspoke-fake-list-bucket"
+            )
         answers = self._answers(service, region)
         if not answers:
             return
