@@ -164,6 +164,28 @@ def hyperpod_health_agent_region(templates: list[Template], config: HubSpokeConf
                 )  # fmt: skip
 
 
+# EKS installs its own self-managed copies of these when it creates a cluster; creating the managed add-on over
+# them fails with a ConfigurationConflict unless conflicts are overwritten (terraform-aws-modules/terraform-aws-eks
+# #2829). AWS's own HyperPod CloudFormation sets ResolveConflicts: OVERWRITE on each (aws-samples/awsome-
+# distributed-training@e369abdb, 1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/
+# eks-cluster-stack.yaml: VpcCNIAddOn, KubeProxyAddOn, CoreDNSAddOn, PodIdentityAddOn).
+BOOTSTRAPPED_ADDONS = ("vpc-cni", "kube-proxy", "coredns")
+
+
+def eks_core_addon_overwrite(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-EksCoreAddonOverwrite: vpc-cni, kube-proxy and coredns add-ons overwrite EKS's bootstrapped copies."""
+    for t in templates:
+        for logical_id, props in t.resources("AWS::EKS::Addon"):
+            if props.get("AddonName") in BOOTSTRAPPED_ADDONS and props.get("ResolveConflicts") != "OVERWRITE":
+                yield Violation(
+                    "HubSpoke-EksCoreAddonOverwrite", t.path, logical_id,
+                    f"{props.get('AddonName')} with ResolveConflicts {props.get('ResolveConflicts', '(unset)')}: "
+                    "EKS bootstraps its own copy first, and the managed add-on conflicts with it",
+                    "set ResolveConflicts: OVERWRITE, as AWS's HyperPod eks-cluster-stack.yaml does "
+                    "(aws-samples/awsome-distributed-training)",
+                )  # fmt: skip
+
+
 HYPERPOD_RULES: tuple[PolicyRule, ...] = (
     hyperpod_key_needs_continuous,
     hyperpod_key_policy_without_context,
@@ -171,4 +193,5 @@ HYPERPOD_RULES: tuple[PolicyRule, ...] = (
     hyperpod_access_entry,
     hyperpod_vpc_cni,
     hyperpod_health_agent_region,
+    eks_core_addon_overwrite,
 )

@@ -76,6 +76,18 @@ def old_vpc_cni(t: dict[str, Any]) -> None:
             addon["Properties"]["AddonVersion"] = "v1.18.2-eksbuild.1"
 
 
+def coredns_without_overwrite(t: dict[str, Any]) -> None:
+    for _, addon in _resources(t, "AWS::EKS::Addon"):
+        if addon["Properties"]["AddonName"] == "coredns":
+            addon["Properties"].pop("ResolveConflicts")
+
+
+def kube_proxy_preserving(t: dict[str, Any]) -> None:
+    for _, addon in _resources(t, "AWS::EKS::Addon"):
+        if addon["Properties"]["AddonName"] == "kube-proxy":
+            addon["Properties"]["ResolveConflicts"] = "PRESERVE"
+
+
 def agent_region_missing(t: dict[str, Any]) -> None:
     [(_, deps)] = _resources(t, "Custom::HyperPodDependencies")
     deps["Properties"]["Values"] = json.dumps({"health-monitoring-agent": {"enabled": True}})
@@ -97,6 +109,8 @@ def values_as_an_object(t: dict[str, Any]) -> None:
         (access_entry_for_the_execution_role, "HubSpoke-HyperPodAccessEntry"),
         (old_vpc_cni, "HubSpoke-HyperPodVpcCni"),
         (agent_region_missing, "HubSpoke-HyperPodAgentRegion"),
+        (coredns_without_overwrite, "HubSpoke-EksCoreAddonOverwrite"),
+        (kube_proxy_preserving, "HubSpoke-EksCoreAddonOverwrite"),
         (values_as_an_object, "HubSpoke-HyperPodAgentRegion"),
     ],
 )
@@ -107,3 +121,17 @@ def test_each_hyperpod_rule_catches_its_mutation(
     mutate(broken[STACK])
     hits = {v.rule for v in check([Template(sid, t) for sid, t in broken.items()], dev_config)}
     assert hits == {rule}, f"{mutate.__name__}: expected only {rule}, got {sorted(hits)}"
+
+
+def test_the_core_addons_overwrite_what_eks_bootstrapped(dev_templates: Templates) -> None:
+    """AWS's HyperPod CloudFormation (aws-samples/awsome-distributed-training@e369abdb474e27b49975b619c88d066c15ae9960,
+    1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/eks-cluster-stack.yaml) creates
+    vpc-cni, kube-proxy, coredns and eks-pod-identity-agent with ResolveConflicts: OVERWRITE: EKS installs its
+    own copies of the first three with the cluster (terraform-aws-modules/terraform-aws-eks#2829 shows the
+    ConfigurationConflict a fresh cluster answers without it)."""
+    addons = {
+        a["Properties"]["AddonName"]: a["Properties"]
+        for _, a in _resources(dev_templates[STACK], "AWS::EKS::Addon")
+    }
+    for name in ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"):
+        assert addons[name].get("ResolveConflicts") == "OVERWRITE", name
