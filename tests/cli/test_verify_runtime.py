@@ -294,3 +294,20 @@ def test_a_composite_alarm_is_read_and_its_silent_input_only_warns(
     deployed.alarm("us-west-2", "hubspoke-dev-ops-us-west-2-cache-hit-ratio-low", "ALARM", "both inputs")
     low = _only(verify(deployed, deployed_config), "alarm cache-hit-ratio-low")
     assert low.status == "fail" and low.fix == "follow docs/runbooks/cache-warm-up.md"
+
+
+def test_an_active_addon_with_health_issues_is_not_reported_healthy(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """EKS DescribeAddon answers the add-on's status and, separately, addon.health.issues (AddonIssue: code,
+    message, resourceIds; botocore eks 2017-11-01 model): ACTIVE with issues is a warning, not a pass."""
+    addons = deployed.clients.addons["us-west-2", "hubspoke-dev-us-west-2"]
+    issue = {"code": "ConfigurationConflict", "message": "Conflicts found", "resourceIds": []}
+    addons["kube-proxy"] |= {"status": "ACTIVE", "health": {"issues": [issue]}}
+    results = rows(verify(deployed, deployed_config), "eks add-ons", "us-west-2")
+    (warned,) = [r for r in results if r.status == "warn"]
+    assert (
+        warned.detail.startswith("kube-proxy ") and "ConfigurationConflict: Conflicts found" in warned.detail
+    )
+    (passed,) = [r for r in results if r.status == "pass"]
+    assert "kube-proxy" not in passed.detail
