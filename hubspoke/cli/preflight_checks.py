@@ -178,7 +178,12 @@ def _peering_quota(quotas: Any) -> tuple[float, str]:
     try:
         value = quotas.get_aws_default_service_quota(ServiceCode="vpc", QuotaCode=PEERING_QUOTA_CODE)
         return float(value["Quota"]["Value"]), "default"
-    except ClientError:
+    except ClientError as exc:
+        # Only "no such quota" means the documented default applies. The model's other errors for
+        # GetAWSDefaultServiceQuota (AccessDeniedException, IllegalArgumentException, ServiceException,
+        # TooManyRequestsException: botocore service-quotas 2019-06-24) mean it could not be read: the row says so.
+        if exc.response.get("Error", {}).get("Code") != "NoSuchResourceException":
+            raise
         return float(PEERINGS_DEFAULT_QUOTA), "assumed default"
 
 
@@ -311,7 +316,11 @@ def check_kubernetes_version(eks: Any, *, config: HubSpokeConfig, region: Region
     # set is not documented (ASSUMED to leave some out), so ask for all rather than fail an offered version.
     versions = {
         v["clusterVersion"]: v
-        for v in _pages(eks, "describe_cluster_versions", "clusterVersions", includeAll=True)
+        # clusterType: "The type of cluster to filter versions by" (same model). Which types EKS lists without it
+        # is not documented (ASSUMED: others than the cloud's own, "eks"), so ask for ours.
+        for v in _pages(
+            eks, "describe_cluster_versions", "clusterVersions", includeAll=True, clusterType="eks"
+        )
     }
     field = f"{region_path(config, region)}.compute.kubernetes_version"
     standard = sorted(

@@ -154,6 +154,9 @@ class Unsupported(Hooked):
     # InstanceType): ClusterStatus, InstanceGroups and RestrictedInstanceGroups in the botocore sagemaker
     # 2017-07-24 shapes (DescribeClusterResponse). The cluster must also exist in moto, which lists it.
     described_clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Service Quotas operation -> the error it answers every call with (one of the errors the service-quotas
+    # model lists for it), e.g. a role without servicequotas:GetAWSDefaultServiceQuota.
+    quota_errors: dict[str, str] = field(default_factory=dict)
     # Regions the account has not enabled: STS there refuses every token as it refuses bad credentials, 403
     # InvalidClientTokenId "The security token included in the request is invalid." (IAM User Guide,
     # "Activating and deactivating AWS STS in an AWS Region"; the STS API reference lists the error as 403).
@@ -186,6 +189,14 @@ class Unsupported(Hooked):
 
             return answer
 
+        def failing(operation: str, answer: Callable[[dict[str, Any]], dict[str, Any] | None]) -> Any:
+            def maybe(params: dict[str, Any]) -> dict[str, Any] | None:
+                if operation in self.quota_errors:
+                    return _error(self.quota_errors[operation], f"{operation} refused by the test world")
+                return answer(params)
+
+            return maybe
+
         def vpc_quota(params: dict[str, Any]) -> dict[str, Any] | None:
             code = params.get("QuotaCode")
             if params.get("ServiceCode") != "vpc" or code not in self.applied_vpc_quotas:
@@ -199,6 +210,10 @@ class Unsupported(Hooked):
             # all of them could miss an offered version, so the fake refuses it.
             if params.get("includeAll") is not True:
                 raise Refused(f"DescribeClusterVersions without includeAll=True: {params}")
+            # clusterType "eks" is what an EKS cluster in the cloud is (ClusterVersionInformation.clusterType);
+            # which types EKS lists without the filter is not documented, so a caller must name it.
+            if params.get("clusterType") != "eks":
+                raise Refused(f"DescribeClusterVersions without clusterType='eks': {params}")
             try:
                 return _paged(self.eks_versions, params.get("nextToken"), "clusterVersions", "nextToken")
             except UnknownToken as exc:  # which error EKS answers is not documented: fail the test loudly
@@ -242,7 +257,8 @@ class Unsupported(Hooked):
             "service-quotas": {
                 "ListServiceQuotas": quota_list(self.applied_quotas),
                 "ListAWSDefaultServiceQuotas": quota_list(self.default_quotas),
-                "GetServiceQuota": vpc_quota,
+                "GetServiceQuota": failing("GetServiceQuota", vpc_quota),
+                "GetAWSDefaultServiceQuota": failing("GetAWSDefaultServiceQuota", lambda params: None),
             },
             "eks": {"DescribeClusterVersions": versions},
             "lambda": {"GetAccountSettings": account_settings},

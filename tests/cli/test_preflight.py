@@ -359,3 +359,24 @@ def test_a_region_not_enabled_is_named_and_the_others_are_still_checked(world: W
     every = frozenset({"us-east-2", "us-west-2", "af-south-1"})
     (bad,) = run_checks(path, Unsupported(world.clients, not_enabled=every))
     assert bad.check == "credentials" and "us-east-2, us-west-2, af-south-1" in bad.detail
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "says"),
+    [
+        ("NoSuchResourceException", "pass", "assumed default"),
+        ("AccessDeniedException", "fail", "servicequotas:GetAWSDefaultServiceQuota was denied"),
+    ],
+)
+def test_only_a_missing_quota_falls_back_to_the_documented_default(
+    world: World, tmp_path: Path, error: str, status: str, says: str
+) -> None:
+    """GetAWSDefaultServiceQuota's errors (botocore service-quotas 2019-06-24): NoSuchResourceException means there
+    is no such quota to read, so the VPC quotas page's default of 50 peerings applies; AccessDeniedException (as
+    IllegalArgumentException, ServiceException, TooManyRequestsException) means it could not be read, and the
+    row must say which permission is missing rather than assume the default."""
+    world.deployed_dev()
+    errors = {"GetServiceQuota": "NoSuchResourceException", "GetAWSDefaultServiceQuota": error}
+    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients, quota_errors=errors))
+    (row,) = rows_of(results, "peering quota")
+    assert row.status == status and says in row.detail, row
