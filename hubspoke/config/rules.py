@@ -24,6 +24,7 @@ from hubspoke.config.network_rules import (
 from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota
 from hubspoke.config.raw import Problem, Rule
 from hubspoke.config.storage_rules import (
+    ami_pinned_in_one_region,
     checkpoints_outside_dataset,
     cnq_instance_family,
     cnq_node_count,
@@ -53,6 +54,7 @@ RULES: tuple[Rule, ...] = (
     peering_quota,
     spoke_storage_needs_hub_storage,
     storage_is_pinned,
+    ami_pinned_in_one_region,
     qumulo_core_supported,
     storage_needs_egress,
     compute_needs_egress,
