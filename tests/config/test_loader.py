@@ -173,7 +173,9 @@ def test_cross_field_rules_use_the_schemas_defaults(tmp_path: Path) -> None:
     clash = minimal()
     clash["spokes"][0]["cidr"] = "172.20.0.0/16"
     with pytest.raises(
-        ConfigError, match=r"hub\.compute\.service_cidr: Kubernetes service CIDR 172\.20\.0\.0/16"
+        ConfigError,
+        match=r"spokes\[0\]\.cidr: 172\.20\.0\.0/16 overlaps the default Kubernetes service CIDR 172\.20\.0\.0/16 "
+        r"\(hub\.compute\.service_cidr, spokes\[0\]\.compute\.service_cidr\)",
     ):
         load(write_config(tmp_path, clash, "clash.yaml"))
 
