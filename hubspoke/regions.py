@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 
 @dataclass(frozen=True)
@@ -97,3 +98,16 @@ def opt_in_note(codes: list[str]) -> str | None:
         f"opt-in Regions: {', '.join(opt_in)} (disabled until the account enables them; STS refuses every token "
         f"there until then): {enable}"
     )
+
+
+@cache
+def partition_regions() -> frozenset[str]:
+    """Every Region of the commercial partition, as botocore's endpoint data lists them (partitions[aws].regions
+    of botocore/data/endpoints.json, less its pseudo-Region aws-global): Regions AWS added since this file's
+    table (ap-east-2, ap-southeast-6) are known as soon as botocore is. REGIONS holds what hubspoke also knows
+    about a Region (AZ ID prefix, default AZs, HyperPod); a Region outside it needs its AZ IDs in the config."""
+    from botocore.loaders import Loader
+
+    endpoints = Loader().load_data("endpoints")
+    [aws] = [p for p in endpoints["partitions"] if p["partition"] == "aws"]
+    return frozenset(code for code in aws["regions"] if code != "aws-global")

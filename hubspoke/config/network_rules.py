@@ -9,7 +9,7 @@ from typing import Any
 
 from hubspoke.config.raw import Problem, cidr_fields, default, enabled, net, regions, section
 from hubspoke.config.schema import ComputeConfig
-from hubspoke.regions import REGIONS
+from hubspoke.regions import REGIONS, partition_regions
 
 SERVICE_CIDR = default(ComputeConfig, "service_cidr")
 
@@ -124,8 +124,16 @@ def one_spoke_per_region(raw: Mapping[str, Any]) -> Iterator[Problem]:
 
 def az_ids_belong_to_region(raw: Mapping[str, Any]) -> Iterator[Problem]:
     for path, region in regions(raw):
-        facts = REGIONS.get(region.get("region", ""))
+        code = region.get("region", "")
+        facts = REGIONS.get(code)
         if facts is None:
+            # A Region botocore knows but hubspoke/regions.py does not: no default AZs to fall back on.
+            if isinstance(code, str) and code in partition_regions() and not region.get("az_ids"):
+                yield Problem(
+                    f"{path}.az_ids",
+                    f"hubspoke has no default AZ IDs for {code} (hubspoke/regions.py): list two, e.g. from "
+                    f"`aws ec2 describe-availability-zones --region {code} --query AvailabilityZones[].ZoneId`",
+                )
             continue
         az_ids = region.get("az_ids")
         fields = (

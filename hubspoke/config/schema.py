@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from hubspoke.regions import REGIONS
+from hubspoke.regions import REGIONS, partition_regions
 
 # AWS allows VPC CIDR blocks from /16 to /28; our subnet layout needs /20 or larger (see layout.py).
 VPC_MAX_PREFIX = 16
@@ -57,10 +57,11 @@ def _secondary_cidr(value: str) -> str:
 
 
 def _region(value: str) -> str:
-    if value not in REGIONS:
+    known = partition_regions() | set(REGIONS)
+    if value not in known:
         import difflib
 
-        close = difflib.get_close_matches(value, list(REGIONS), n=1)
+        close = difflib.get_close_matches(value, sorted(known), n=1)
         hint = f"did you mean {close[0]}?" if close else "use a commercial Region code such as us-west-2"
         raise ValueError(f"unknown Region code '{value}'; {hint}")
     return value

@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hubspoke.config import load
 from hubspoke.config.network_rules import az_ids_belong_to_region, vpc_cidrs_do_not_overlap
 from tests.config.test_loader import problems
-from tests.conftest import minimal
+from tests.conftest import minimal, write_config
 
 
 def _spoke(**spoke: Any) -> dict[str, Any]:
@@ -107,3 +108,20 @@ def test_a_service_cidr_the_config_sets_is_blamed_with_its_consequence(tmp_path:
         "spokes[0].compute.service_cidr: Kubernetes service CIDR 10.10.0.0/16 overlaps hub.cidr"
     )
     assert "replaces that EKS cluster" in only
+
+
+def test_regions_aws_added_are_known_from_botocores_endpoint_data(tmp_path: Path) -> None:
+    """botocore's endpoints.json (partitions[aws].regions) lists ap-east-2 (Asia Pacific (Taipei)) and ap-southeast-6
+    (Asia Pacific (New Zealand)); hubspoke's own table does not have their AZ IDs, so the config must list them,
+    and whether HyperPod runs there is a warning for preflight to settle, not a refusal."""
+    spoke = {"region": "ap-southeast-6", "cidr": "10.30.0.0/16", "compute": {"enabled": False}}
+    data = minimal(spokes=[minimal()["spokes"][0], spoke])
+    (only,) = problems(tmp_path, data)
+    assert only.startswith("spokes[1].az_ids: hubspoke has no default AZ IDs for ap-southeast-6")
+    assert "aws ec2 describe-availability-zones --region ap-southeast-6" in only
+    spoke = {"region": "ap-east-2", "cidr": "10.30.0.0/16", "az_ids": ["ape2-az1", "ape2-az2"]}
+    loaded = load(write_config(tmp_path, minimal(spokes=[minimal()["spokes"][0], spoke])))
+    assert loaded.config.spokes[1].resolved_az_ids == ("ape2-az1", "ape2-az2")
+    assert any("HyperPod" in w.message and "ap-east-2" in w.message for w in loaded.warnings)
+    typo = minimal(spokes=[{"region": "ap-southeast-66", "cidr": "10.30.0.0/16"}])
+    assert any("did you mean ap-southeast-6" in p for p in problems(tmp_path, typo))
