@@ -28,6 +28,7 @@ from hubspoke.cli.checks import guarded as guarded_check
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.preflight_checks import (
     check_account,
+    check_addon_versions,
     check_availability_zones,
     check_bootstrap,
     check_cidrs,
@@ -201,6 +202,11 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
             "kubernetes version",
             "eks",
             lambda: [check_kubernetes_version(clients("eks", name), config=config, region=region)],
+        )
+        rows += guarded(
+            "eks add-on versions",
+            "eks",
+            lambda: check_addon_versions(clients("eks", name), config=config, region=region),
         )
     return rows
 

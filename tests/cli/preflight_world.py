@@ -146,6 +146,18 @@ class Unsupported(Hooked):
             eks_version("1.29", "EXTENDED_SUPPORT"),
         ]
     )
+    # EKS DescribeAddonVersions: add-on name -> {addonVersion: the Kubernetes versions it is compatible with}
+    # (AddonVersionInfo.compatibilities[].clusterVersion, botocore eks 2017-11-01), as this world's EKS lists
+    # them. moto 5.2.5 has no DescribeAddonVersions. By default the versions the EKS User Guide's add-on tables
+    # gave for 1.33 (read 2026-11-30) and the CloudWatch build hubspoke pins.
+    addon_versions: dict[str, dict[str, list[str]]] = field(
+        default_factory=lambda: {
+            "vpc-cni": {"v1.20.1-eksbuild.3": ["1.33", "1.32"], "v1.19.6-eksbuild.7": ["1.33", "1.32"]},
+            "kube-proxy": {"v1.33.0-eksbuild.2": ["1.33"], "v1.32.6-eksbuild.2": ["1.32"]},
+            "coredns": {"v1.12.1-eksbuild.2": ["1.33", "1.32"]},
+            "amazon-cloudwatch-observability": {"v6.4.0-eksbuild.1": ["1.33", "1.32"]},
+        }
+    )
     # Lambda AccountLimit: the AWS default account limit is 1,000 (Lambda quotas page).
     lambda_limit: dict[str, int] = field(
         default_factory=lambda: {"ConcurrentExecutions": 1000, "UnreservedConcurrentExecutions": 1000}
@@ -219,6 +231,24 @@ class Unsupported(Hooked):
             except UnknownToken as exc:  # which error EKS answers is not documented: fail the test loudly
                 raise Refused(f"nextToken {exc} was never issued") from None
 
+        def addon_versions(params: dict[str, Any]) -> dict[str, Any]:
+            name, k8s = params.get("addonName"), params.get("kubernetesVersion")
+            if not name or not k8s:
+                raise Refused(f"DescribeAddonVersions without addonName and kubernetesVersion: {params}")
+            versions = [
+                {
+                    "addonVersion": v,
+                    "compatibilities": [{"clusterVersion": c, "defaultVersion": False} for c in cs],
+                }
+                for v, cs in self.addon_versions.get(str(name), {}).items()
+                if k8s in cs
+            ]
+            infos = [{"addonName": name, "type": "networking", "addonVersions": versions}] if versions else []
+            try:
+                return _paged(infos, params.get("nextToken"), "addons", "nextToken")
+            except UnknownToken as exc:
+                raise Refused(f"nextToken {exc} was never issued") from None
+
         def account_settings(params: dict[str, Any]) -> dict[str, Any]:
             if params:
                 raise Refused(f"GetAccountSettings takes no parameters, got {params}")
@@ -260,7 +290,7 @@ class Unsupported(Hooked):
                 "GetServiceQuota": failing("GetServiceQuota", vpc_quota),
                 "GetAWSDefaultServiceQuota": failing("GetAWSDefaultServiceQuota", lambda params: None),
             },
-            "eks": {"DescribeClusterVersions": versions},
+            "eks": {"DescribeClusterVersions": versions, "DescribeAddonVersions": addon_versions},
             "lambda": {"GetAccountSettings": account_settings},
             "ssm": {"GetParameter": ubuntu_parameter},
         }.get(service, {})
