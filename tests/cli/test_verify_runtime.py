@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -311,3 +312,29 @@ def test_an_active_addon_with_health_issues_is_not_reported_healthy(
     )
     (passed,) = [r for r in results if r.status == "pass"]
     assert "kube-proxy" not in passed.detail
+
+
+def test_metric_data_that_is_not_complete_is_not_read_as_silence(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """GetMetricData's MetricDataResult.StatusCode is Complete, InternalError, PartialData or Forbidden (botocore
+    cloudwatch 2010-08-01). Anything but Complete after the last page is a series that is not all there: the row
+    says the metrics could not be read, not that the canary stopped or the hub is down."""
+    deployed.canary("us-west-2", minutes_ago=[1])
+
+    def internal_error(parsed: dict[str, Any], **_: Any) -> None:
+        for result in parsed.get("MetricDataResults", []):
+            result["StatusCode"] = "InternalError"
+            result["Timestamps"], result["Values"] = [], []
+
+    cloudwatch = deployed.clients("cloudwatch", "us-west-2")
+    cloudwatch.meta.events.register("after-call.cloudwatch.GetMetricData", internal_error)
+    try:
+        results = verify(deployed, deployed_config)
+    finally:
+        cloudwatch.meta.events.unregister("after-call.cloudwatch.GetMetricData", internal_error)
+    row = _only(results, "canary")
+    assert row.status == "fail" and "did not return the complete series" in row.detail
+    assert "InternalError" in row.detail and "has not reported" not in row.detail
+    for check in ("hub reachable", "portal"):
+        assert _only(results, check).status == "not checked"
