@@ -338,3 +338,18 @@ def test_metric_data_that_is_not_complete_is_not_read_as_silence(
     assert "InternalError" in row.detail and "has not reported" not in row.detail
     for check in ("hub reachable", "portal"):
         assert _only(results, check).status == "not checked"
+
+
+def test_the_hub_reachable_window_ends_now_not_at_the_newest_datapoint(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The hub-unreachable alarm judges the last 3 one-minute periods before it evaluates, a minute without data
+    counting as breaching (docs/operations.md, "Alarms"). A canary whose newest report, about 2 minutes before
+    verify runs, said the hub was down, and that has said nothing since, has 1 minute down and 2 without data in
+    the last 3: the alarm fires, so verify fails it (measured from the newest datapoint, the fixture's older 'up'
+    minutes hid that). CloudWatch dates a one-minute datapoint at the start of its minute."""
+    start = datetime.now(UTC)
+    deployed.canary("us-west-2", minutes_ago=[1], hub_up=False, now=start)
+    results = _at(deployed, deployed_config, start + timedelta(minutes=1))
+    assert _only(results, "canary").status == "pass"
+    assert _only(results, "hub reachable").status == "fail"

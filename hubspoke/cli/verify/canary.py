@@ -135,7 +135,7 @@ def _rows(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
             *_unknown(code, f"the canary has not reported for {_minutes(SILENT_AFTER)} minutes"),
         ]
     rows = [CheckResult(code, "canary", "pass", f"last report at {last:%H:%M} UTC ({_minutes(age)} min ago)")]
-    rows.append(_reachable(code, ctx.config.hub.region, reachable, series["fraction"]))
+    rows.append(_reachable(code, ctx.config.hub.region, reachable, series["fraction"], now=ctx.now))
     rows.append(_portal(code, series["portal"], last))
     return rows
 
@@ -148,17 +148,23 @@ def _unknown(code: str, why: str) -> list[CheckResult]:
 
 
 def _reachable(
-    code: str, hub: str, reachable: list[tuple[datetime, float]], fraction: list[tuple[datetime, float]]
+    code: str,
+    hub: str,
+    reachable: list[tuple[datetime, float]],
+    fraction: list[tuple[datetime, float]],
+    *,
+    now: datetime,
 ) -> CheckResult:
     """The last minutes of HubReachable judged as the hub-unreachable alarm judges them.
 
     The alarm breaches when the one-minute Maximum is below 1 for HUB_UNREACHABLE_MINUTES minutes in a row,
     a minute without data counting as breaching (hubspoke/constructs/alarms.py, docs/operations.md): a
-    single minute down is a blip the alarm lets pass, and is a warning here, not a failure.
+    single minute down is a blip the alarm lets pass, and is a warning here, not a failure. The minutes are
+    the last ones before now, as the alarm evaluates them, not the last ones the canary happened to report:
+    minutes since its newest datapoint are minutes without data.
     """
-    newest = reachable[0][0]
     window = [
-        v for t, v in reachable if newest - t < timedelta(seconds=PERIOD_SECONDS * HUB_UNREACHABLE_MINUTES)
+        v for t, v in reachable if now - t < timedelta(seconds=PERIOD_SECONDS * HUB_UNREACHABLE_MINUTES)
     ]
     down = sum(v < 1 for v in window)
     missing = HUB_UNREACHABLE_MINUTES - len(window)
