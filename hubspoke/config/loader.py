@@ -232,6 +232,16 @@ def load_environments(target: Path | str) -> list[LoadedConfig]:
     """Every environment to synthesize: one file, or each *.yaml in a directory; all problems of all files at once."""
     target = Path(target)
     paths = sorted(target.glob("*.yaml")) if target.is_dir() else [target]
+    # `make synth`, CI and `cdk synth` read *.yaml only: a *.yml beside them would be skipped without a word.
+    skipped = sorted(target.glob("*.yml")) if target.is_dir() else []
+    if skipped:
+        raise ConfigError(
+            target,
+            [
+                Problem("(file)", f"{p.name} is not read (configs are *.yaml): rename it to {p.stem}.yaml")
+                for p in skipped
+            ],
+        )
     if not paths:
         raise ConfigError(
             target, [Problem("(file)", "no *.yaml config in this directory; add config/<env>.yaml")]
