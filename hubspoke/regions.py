@@ -106,8 +106,15 @@ def partition_regions() -> frozenset[str]:
     of botocore/data/endpoints.json, less its pseudo-Region aws-global): Regions AWS added since this file's
     table (ap-east-2, ap-southeast-6) are known as soon as botocore is. REGIONS holds what hubspoke also knows
     about a Region (AZ ID prefix, default AZs, HyperPod); a Region outside it needs its AZ IDs in the config."""
-    from botocore.loaders import Loader
+    import importlib.util
+    import json
+    from pathlib import Path
 
-    endpoints = Loader().load_data("endpoints")
+    # The file itself, not botocore's Loader: `hubspoke validate` must not import the AWS SDK (it runs in
+    # pre-commit hooks; tests/cli/test_main.py). find_spec locates a top-level package without importing it.
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or spec.origin is None:
+        return frozenset(REGIONS)
+    endpoints = json.loads((Path(spec.origin).parent / "data" / "endpoints.json").read_text(encoding="utf-8"))
     [aws] = [p for p in endpoints["partitions"] if p["partition"] == "aws"]
     return frozenset(code for code in aws["regions"] if code != "aws-global")
