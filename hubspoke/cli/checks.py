@@ -89,7 +89,11 @@ def session_clients(profile: str | None = None) -> Clients:
     from botocore.config import Config
 
     session = boto3.Session(profile_name=profile)
-    settings = Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 3, "mode": "standard"})
+    # botocore Config: max_attempts counts retries after the first request, total_max_attempts every attempt;
+    # docs/cli.md promises 3 attempts.
+    settings = Config(
+        connect_timeout=5, read_timeout=20, retries={"total_max_attempts": 3, "mode": "standard"}
+    )
 
     made: dict[tuple[str, str], Any] = {}
 
