@@ -21,7 +21,7 @@ from hubspoke.config.network_rules import (
     secondary_cidrs_associable,
     vpc_cidrs_do_not_overlap,
 )
-from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota
+from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota, vpc_cidr_blocks_within_quota
 from hubspoke.config.raw import Problem, Rule
 from hubspoke.config.storage_rules import (
     ami_pinned_in_one_region,
@@ -52,6 +52,7 @@ RULES: tuple[Rule, ...] = (
     checkpoints_outside_dataset,
     public_endpoint_not_open_to_world,
     peering_quota,
+    vpc_cidr_blocks_within_quota,
     spoke_storage_needs_hub_storage,
     storage_is_pinned,
     ami_pinned_in_one_region,

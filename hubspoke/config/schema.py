@@ -260,6 +260,10 @@ class QuotasConfig(Model):
     # at most 500. Validation counts the cross-Region rules the topology needs against it; preflight reads the
     # applied value.
     security_group_rules: Annotated[int, Field(ge=60, le=500)] = 60
+    # Amazon VPC "IPv4 CIDR blocks per VPC" (L-83CA0A9D): 5 by default, adjustable up to 50 (Amazon VPC User
+    # Guide, "Amazon VPC quotas", VPC and subnets). The primary block counts. Validation refuses more blocks on a
+    # VPC than this states.
+    vpc_cidr_blocks: Annotated[int, Field(ge=5, le=50)] = 5
 
 
 class RegionConfig(Model):
