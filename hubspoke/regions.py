@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 
 @dataclass(frozen=True)
@@ -67,3 +68,53 @@ REGIONS: dict[str, RegionFacts] = {
 }
 
 HYPERPOD_REGIONS = frozenset(code for code, facts in REGIONS.items() if facts.hyperpod)
+
+# AWS Account Management Reference Guide, "Enable or disable AWS Regions in your account": Regions launched
+# before March 20, 2019 are enabled by default (and cannot be disabled); Regions launched after it are opt-in,
+# disabled until the account enables them. These are the commercial Regions launched before that date. Every
+# other Region of the aws partition is opt-in; the account's own answer (`aws account get-region-opt-status`,
+# or STS's InvalidClientTokenId in preflight and verify) is the runtime check.
+DEFAULT_REGIONS = frozenset(
+    {
+        "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "sa-east-1",
+        "eu-west-1", "eu-west-2", "eu-west-3", "eu-central-1", "eu-north-1",
+        "ap-south-1", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-southeast-1", "ap-southeast-2",
+    }
+)  # fmt: skip
+
+
+def is_opt_in(code: str) -> bool:
+    """True for a Region an account must enable before use (launched after March 20, 2019)."""
+    return code not in DEFAULT_REGIONS
+
+
+def opt_in_note(codes: list[str]) -> str | None:
+    """What `validate` and `plan` say about the configured opt-in Regions, or None when there are none."""
+    opt_in = [c for c in codes if is_opt_in(c)]
+    if not opt_in:
+        return None
+    enable = "; ".join(f"aws account enable-region --region-name {c}" for c in opt_in)
+    return (
+        f"opt-in Regions: {', '.join(opt_in)} (disabled until the account enables them; STS refuses every token "
+        f"there until then): {enable}"
+    )
+
+
+@cache
+def partition_regions() -> frozenset[str]:
+    """Every Region of the commercial partition, as botocore's endpoint data lists them (partitions[aws].regions
+    of botocore/data/endpoints.json, less its pseudo-Region aws-global): Regions AWS added since this file's
+    table (ap-east-2, ap-southeast-6) are known as soon as botocore is. REGIONS holds what hubspoke also knows
+    about a Region (AZ ID prefix, default AZs, HyperPod); a Region outside it needs its AZ IDs in the config."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    # The file itself, not botocore's Loader: `hubspoke validate` must not import the AWS SDK (it runs in
+    # pre-commit hooks; tests/cli/test_main.py). find_spec locates a top-level package without importing it.
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or spec.origin is None:
+        return frozenset(REGIONS)
+    endpoints = json.loads((Path(spec.origin).parent / "data" / "endpoints.json").read_text(encoding="utf-8"))
+    [aws] = [p for p in endpoints["partitions"] if p["partition"] == "aws"]
+    return frozenset(code for code in aws["regions"] if code != "aws-global")

@@ -89,7 +89,11 @@ def session_clients(profile: str | None = None) -> Clients:
     from botocore.config import Config
 
     session = boto3.Session(profile_name=profile)
-    settings = Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 3, "mode": "standard"})
+    # botocore Config: max_attempts counts retries after the first request, total_max_attempts every attempt;
+    # docs/cli.md promises 3 attempts.
+    settings = Config(
+        connect_timeout=5, read_timeout=20, retries={"total_max_attempts": 3, "mode": "standard"}
+    )
 
     made: dict[tuple[str, str], Any] = {}
 
@@ -166,6 +170,56 @@ def guarded(
         return [
             CheckResult(region, check, "fail", f"not checked: {exc}", "retry; run with valid AWS settings")
         ]
+
+
+# STS in a Region that is not enabled for the account refuses every token with InvalidClientTokenId, as
+# it does bad credentials (IAM User Guide, "Activating and deactivating AWS STS in an AWS Region": tokens
+# are not valid in Regions the account has not enabled). One such Region is that Region's row; the others
+# are still checked. Every Region refusing them means the credentials are bad.
+REJECTED = "STS rejected the credentials here (InvalidClientTokenId)"
+
+
+def rejected_row(code: str, account: str) -> CheckResult:
+    """The account row of a Region whose STS refused the credentials: probably an opt-in Region not enabled."""
+    from hubspoke.regions import is_opt_in
+
+    kind = "an opt-in Region" if is_opt_in(code) else "not an opt-in Region, so the credentials are suspect"
+    return CheckResult(
+        code,
+        "account",
+        "fail",
+        f"{REJECTED}: is {code} enabled for account {account}? It is {kind}; an opt-in Region refuses every "
+        "token until it is enabled",
+        # AWS Account Management EnableRegion / GetRegionOptStatus (RegionName; ENABLED, ENABLING, DISABLED,
+        # ENABLED_BY_DEFAULT: botocore account service-2.json).
+        f"enable it: `aws account enable-region --region-name {code}`, then wait until "
+        f"`aws account get-region-opt-status --region-name {code}` says ENABLED; if every Region says this, "
+        f"the credentials are bad: {CREDENTIALS_FIX}",
+    )
+
+
+def account_or_rejected(
+    check: Callable[[], tuple[CheckResult, str]], code: str, account: str
+) -> tuple[CheckResult, str | None]:
+    """Run an account check; STS's InvalidClientTokenId becomes this Region's rejected row (no account)."""
+    try:
+        return check()
+    except ClientError as exc:
+        if error_code(exc) != "InvalidClientTokenId":
+            raise
+        return rejected_row(code, account), None
+
+
+def collapse_rejections(results: list[CheckResult], regions: list[str]) -> list[CheckResult]:
+    """Every one of several Regions refusing the credentials: one credentials row instead, they are bad."""
+    rejected = [r for r in results if r.check == "account" and r.detail.startswith(REJECTED)]
+    if len(regions) > 1 and len(rejected) == len(regions):
+        return [
+            credentials_row(
+                CredentialsProblem(f"AWS rejected the credentials in {', '.join(r.region for r in rejected)}")
+            )
+        ]
+    return results
 
 
 def credentials_row(problem: CredentialsProblem) -> CheckResult:

@@ -13,6 +13,7 @@ from hubspoke.config import HubSpokeConfig, RegionConfig, load
 from hubspoke.config.layout import subnet_layout
 from hubspoke.mtu import peer_mtu
 from hubspoke.outputs import consumers, produced
+from hubspoke.regions import is_opt_in, opt_in_note
 from hubspoke.topology import StackPlan, cross_account, plan_stacks, stage_id
 
 # What a cross-account target trusts the deploying account with (CDK guide, "Bootstrapping", --trust).
@@ -54,6 +55,7 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
         "stage": stage,
         "hub": config.hub.region,
         "spokes": [s.region for s in config.spokes],
+        "opt_in_regions": [r.region for r in config.regions() if is_opt_in(r.region)],
         "stacks": [
             {
                 "order": n,
@@ -193,7 +195,9 @@ def _tables(data: dict[str, Any]) -> list[Table]:
 
 def _notes(data: dict[str, Any]) -> list[str]:
     commands = data["commands"]
+    note = opt_in_note(data["opt_in_regions"])
     return [
+        *([f"Before anything else: {note}", ""] if note else []),
         "Bootstrap each account and Region once:",
         *(f"  {c}" for c in commands["bootstrap"]),
         "",

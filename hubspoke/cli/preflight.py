@@ -17,7 +17,9 @@ from hubspoke.cli.checks import (
     CheckResult,
     Clients,
     CredentialsProblem,
+    account_or_rejected,
     add_aws_options,
+    collapse_rejections,
     credentials_row,
     run_command,
     session_clients,
@@ -26,6 +28,7 @@ from hubspoke.cli.checks import guarded as guarded_check
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.preflight_checks import (
     check_account,
+    check_addon_versions,
     check_availability_zones,
     check_bootstrap,
     check_cidrs,
@@ -56,13 +59,13 @@ def run_preflight(
 ) -> list[CheckResult]:
     """Every check for every configured Region (or those in `only`); credential trouble is one failing row."""
     results: list[CheckResult] = []
+    regions = [r for r in config.regions() if not only or r.region in only]
     try:
-        for region in config.regions():
-            if not only or region.region in only:
-                results += _region_checks(config, region, clients)
+        for region in regions:
+            results += _region_checks(config, region, clients)
     except CredentialsProblem as exc:
         results.append(credentials_row(exc))
-    return results
+    return collapse_rejections(results, [r.region for r in regions])
 
 
 class LastCall:
@@ -110,7 +113,9 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
     account_rows: list[CheckResult] = []
 
     def account() -> list[CheckResult]:
-        row, _ = check_account(clients("sts", name), region=name, expected=expected)
+        row, _ = account_or_rejected(
+            lambda: check_account(clients("sts", name), region=name, expected=expected), name, expected
+        )
         account_rows.append(row)
         return [row]
 
@@ -166,17 +171,22 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
             lambda: [check_lambda_concurrency(clients("lambda", name), config=config, region=region)],
         )
     if region.storage.enabled:
+        # One row each: an error reading one object must not hide the other's answer.
         rows += guarded(
             "qumulo core package",
             "s3",
             lambda: [
                 check_staged_package(
                     clients("s3", name), config=config, region=region, kms=clients("kms", name)
-                ),
-                check_host_configuration(clients("s3", name), region=region),
-                check_release(config, region),
+                )
             ],
         )
+        rows += guarded(
+            "qumulo host configuration",
+            "s3",
+            lambda: [check_host_configuration(clients("s3", name), region=region)],
+        )
+        rows += [check_release(config, region)]
         rows += guarded(
             "ubuntu image",
             "ec2",
@@ -196,6 +206,11 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
             "kubernetes version",
             "eks",
             lambda: [check_kubernetes_version(clients("eks", name), config=config, region=region)],
+        )
+        rows += guarded(
+            "eks add-on versions",
+            "eks",
+            lambda: check_addon_versions(clients("eks", name), config=config, region=region),
         )
     return rows
 

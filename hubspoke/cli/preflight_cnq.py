@@ -26,6 +26,24 @@ CANONICAL_OWNER = "099720109477"
 # ASSUMED: an image older than this has missed enough kernel and security updates to say so (warning only).
 IMAGE_MAX_AGE_DAYS = 90
 _MISSING = {"404", "NoSuchKey", "NotFound"}
+# S3 API Reference, HeadObject, Permissions (the same text is the HeadObject documentation in botocore's s3
+# 2006-03-01 model): "If the object you request doesn't exist, the error that Amazon S3 returns depends on
+# whether you also have the s3:ListBucket permission": 404 with it, 403 Forbidden without. A HEAD error has no
+# body, so botocore's code is the status ("403"). A 403 therefore means "missing" or "denied"; only
+# s3:ListBucket on the bucket tells the two apart.
+_AMBIGUOUS = {"403", "AccessDenied", "Forbidden"}
+
+
+def _ambiguous(uri: str, bucket: str, key: str) -> tuple[str, str]:
+    """The detail and fix of a 403 to HeadObject: the object is missing, or reading it is denied."""
+    return (
+        f"S3 answered 403 to HeadObject on {uri}: either it does not exist, or these credentials may not read "
+        "it. Without s3:ListBucket on the bucket S3 answers 403, not 404, for a missing object (S3 API "
+        "Reference, HeadObject), so preflight cannot tell which",
+        f"grant these credentials s3:ListBucket on arn:aws:s3:::{bucket} and s3:GetObject on "
+        f"arn:aws:s3:::{bucket}/{key} (then a missing object answers 404 and is named), or check with "
+        f"credentials that have them: `aws s3 ls {uri}`",
+    )
 
 
 def _aws_managed_s3_key(kms: Any, key_id: str) -> bool | None:
@@ -64,15 +82,9 @@ def check_staged_package(
                 f"download Qumulo Core {core.version} (qumulo-core.deb) from Qumulo Nexus and run `{upload}`, "
                 f"or fix {field} (docs/runbooks/qumulo-core.md)",
             )
-        if code in ("403", "AccessDenied"):
-            return CheckResult(
-                name,
-                "qumulo core package",
-                "fail",
-                f"not checked: reading {core.package_uri} was denied (S3 answers 403 for a missing object "
-                "without s3:ListBucket)",
-                f"allow s3:GetObject and s3:ListBucket on {core.bucket} for these credentials, then retry",
-            )
+        if code in _AMBIGUOUS:
+            detail, fix = _ambiguous(core.package_uri, core.bucket, core.package_key)
+            return CheckResult(name, "qumulo core package", "fail", detail, fix)
         raise
     size = int(head.get("ContentLength", 0))
     # HeadObject names the object's server-side encryption (S3 API, HeadObject ServerSideEncryption,
@@ -118,7 +130,11 @@ def check_host_configuration(s3: Any, *, region: RegionConfig) -> CheckResult:
     try:
         s3.head_object(Bucket=core.bucket, Key=core.host_configuration_key)
     except ClientError as exc:
-        if str(exc.response.get("Error", {}).get("Code", "")) not in _MISSING:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in _AMBIGUOUS:
+            detail, fix = _ambiguous(uri, core.bucket, core.host_configuration_key)
+            return CheckResult(region.region, "qumulo host configuration", "warn", detail, fix)
+        if code not in _MISSING:
             raise
         return CheckResult(
             region.region,

@@ -143,17 +143,59 @@ def check_lambda_concurrency(lam: Any, *, config: HubSpokeConfig, region: Region
     )
 
 
+# Pending instances of a flexible instance group whose type HyperPod has not chosen yet: they count against the
+# account-wide quota only (the type is the first of the group's list with capacity, so no per-type quota is known).
+UNCHOSEN = ""
+
+
+def _held(group: dict[str, Any], cluster_failed: bool) -> int:
+    """What one instance group holds: a cluster scaling up holds its target, one scaling down what runs.
+
+    A failed cluster or group (ClusterStatus / InstanceGroupStatus `Failed`, botocore sagemaker 2017-07-24 model)
+    holds only what runs: its TargetCount is what it asked for, not what it got.
+    """
+    current = int(group.get("CurrentCount", 0))
+    if cluster_failed or group.get("Status") == "Failed":
+        return current
+    return max(current, int(group.get("TargetCount", 0)))
+
+
+def _group_types(group: dict[str, Any], held: int) -> dict[str, int]:
+    """Instances per type of one instance group as DescribeCluster answers it.
+
+    botocore sagemaker 2017-07-24 model: a ClusterInstanceGroupDetails carries InstanceType, or, for a flexible
+    instance group (ClusterInstanceGroupSpecification: "InstanceType and InstanceRequirements are mutually
+    exclusive"), InstanceRequirements plus InstanceTypeDetails, a CurrentCount per InstanceType.
+    """
+    if group.get("InstanceType"):
+        return {group["InstanceType"]: held}
+    counts: dict[str, int] = {}
+    for detail in group.get("InstanceTypeDetails") or []:
+        if detail.get("InstanceType"):
+            counts[detail["InstanceType"]] = counts.get(detail["InstanceType"], 0) + int(
+                detail.get("CurrentCount", 0)
+            )
+    pending = held - sum(counts.values())
+    if pending > 0:
+        counts[UNCHOSEN] = pending
+    return counts
+
+
 def hyperpod_instances_in_use(sagemaker: Any, *, exclude: str) -> dict[str, int]:
-    """Instances per type held by the account's other HyperPod clusters in this Region (ours excluded)."""
+    """Instances per type held by the account's other HyperPod clusters in this Region (ours excluded).
+
+    Counts InstanceGroups and RestrictedInstanceGroups (DescribeClusterResponse, botocore sagemaker 2017-07-24);
+    instances of a flexible group whose type is not chosen yet are keyed UNCHOSEN.
+    """
     used: dict[str, int] = {}
     for summary in _pages(sagemaker, "list_clusters", "ClusterSummaries"):
         if summary["ClusterName"] == exclude:
             continue
         detail = sagemaker.describe_cluster(ClusterName=summary["ClusterArn"])
-        for group in detail.get("InstanceGroups", []):
-            # A cluster scaling up will hold its target; one scaling down still holds what runs.
-            count = max(group.get("CurrentCount", 0), group.get("TargetCount", 0))
-            used[group["InstanceType"]] = used.get(group["InstanceType"], 0) + count
+        failed = detail.get("ClusterStatus") == "Failed"
+        for group in [*detail.get("InstanceGroups", []), *detail.get("RestrictedInstanceGroups", [])]:
+            for itype, count in _group_types(group, _held(group, failed)).items():
+                used[itype] = used.get(itype, 0) + count
     return used
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import ConfigError, format_problem, load
+from hubspoke.config.raw import Problem
+from hubspoke.regions import opt_in_note
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,6 +25,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     failed = False
+    # Synth builds every file of config/ into one app, where two stages of one environment clash
+    # (load_environments): validate the files together the same way.
+    environments: dict[str, Path] = {}
     for path in args.paths:
         try:
             loaded = load(path)
@@ -34,6 +39,18 @@ def run(args: argparse.Namespace) -> int:
         for warning in loaded.warnings:
             print(format_problem(path, warning), file=sys.stderr)
         cfg = loaded.config
+        if cfg.environment in environments:
+            failed = True
+            problem = Problem(
+                "environment",
+                f"'{cfg.environment}' is also the environment of {environments[cfg.environment]}; rename one",
+            )
+            print(format_problem(path, problem), file=sys.stderr)
+            continue
+        environments[cfg.environment] = path
         spokes = ", ".join(s.region for s in cfg.spokes) or "none"
         print(f"{path}: ok: environment {cfg.environment}, hub {cfg.hub.region}, spokes {spokes}")
+        note = opt_in_note([r.region for r in cfg.regions()])
+        if note:
+            print(f"{path}: note: {note}")
     return 2 if failed else 0

@@ -12,6 +12,14 @@ from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
 def compute_only_where_hyperpod_runs(raw: Mapping[str, Any]) -> Iterator[Problem]:
     for path, region in regions(raw):
         code = region.get("region")
+        if code not in REGIONS and isinstance(code, str) and enabled(section(region, "compute")):
+            yield Problem(
+                f"{path}.compute",
+                f"hubspoke does not know whether SageMaker HyperPod is offered in {code} (a Region newer than "
+                "hubspoke/regions.py): `hubspoke preflight` checks the account's HyperPod quotas there before you "
+                "deploy; set compute.enabled: false if it is not offered",
+                severity="warning",
+            )
         if code in REGIONS and code not in HYPERPOD_REGIONS and enabled(section(region, "compute")):
             yield Problem(
                 f"{path}.compute",

@@ -20,12 +20,17 @@ from hubspoke.config.schema import HubSpokeConfig
 
 # Field-specific advice where pydantic's own words would not tell the user what to write.
 _EXAMPLES = {
-    "environment": "a short lowercase name such as dev",
+    # The schema's pattern: a lowercase letter, then up to 15 lowercase letters, digits or hyphens.
+    "environment": "a short lowercase name such as dev (a letter, then at most 15 letters, digits or hyphens)",
+    "ami_id": "the image's ID, ami- and 8 to 17 hex digits; `hubspoke ami --region <code>` prints the line to paste",
+    "version": "the Qumulo Core release as numbers, e.g. 7.10.2.1 (a name such as latest is not a pinned release)",
     "account": 'twelve digits in quotes, e.g. "123456789012"',
     "region": "a Region code such as us-west-2",
     "cidr": "an IPv4 CIDR such as 10.20.0.0/16",
     "hub": "a mapping with region and cidr",
 }
+# A field that takes a mapping, where YAML gave a list (a "- " in front of its keys) or a scalar.
+_MAPPING_FIX = "a mapping (key: value lines under it), not a list: remove the '- ' in front of its keys"
 
 
 @dataclass(frozen=True)
@@ -81,10 +86,26 @@ def _read_yaml(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(path, [Problem("(file)", "file not found; check the path or create it")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except IsADirectoryError:
+        raise ConfigError(
+            path, [Problem("(file)", "is a directory, not a config file; give the path of a .yaml file")]
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            path,
+            [
+                Problem(
+                    "(file)",
+                    f"is not UTF-8 text ({exc.reason} at byte {exc.start}): a binary file? Give a YAML config",
+                )
+            ],
+        ) from None
+    except PermissionError as exc:
         raise ConfigError(
             path, [Problem("(file)", f"cannot read it ({exc}); check its permissions")]
         ) from None
+    except OSError as exc:
+        raise ConfigError(path, [Problem("(file)", f"cannot read it ({exc})")]) from None
     if not text.strip():
         raise ConfigError(
             path, [Problem("(file)", "file is empty; start from the minimal config in README.md")]
@@ -93,9 +114,20 @@ def _read_yaml(path: Path) -> Any:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        where = f"(yaml line {mark.line + 1}, column {mark.column + 1})" if mark else "(yaml)"
+        where = "(yaml)"
+        if mark:
+            # At the end of the stream PyYAML marks the line after the last; name the last line instead.
+            lines = text.splitlines() or [""]
+            line = min(mark.line, len(lines) - 1)
+            column = mark.column if line == mark.line else len(lines[line])
+            where = f"(yaml line {line + 1}, column {column + 1})"
         what = " ".join(str(exc.problem or exc.context or "syntax error").split())
-        raise ConfigError(path, [Problem(where, f"{what}; fix the YAML syntax there")]) from None
+        if "'\\t'" in what:
+            # YAML 1.1/1.2: tabs may not indent ("tab characters must not be used in indentation").
+            what, fix = "a tab character here", "YAML does not allow tabs for indentation: indent with spaces"
+        else:
+            fix = "fix the YAML syntax there"
+        raise ConfigError(path, [Problem(where, f"{what}; {fix}")]) from None
     except yaml.YAMLError as exc:
         raise ConfigError(path, [Problem("(yaml)", f"{exc}; fix the YAML syntax")]) from None
 
@@ -154,6 +186,14 @@ def _describe(error: ErrorDetails) -> Problem:
         )
     if kind == "string_pattern_mismatch" and name in _EXAMPLES:
         return Problem(field, f"'{value}' is not valid here; write {_EXAMPLES[name]}")
+    if name == "count" and kind == "greater_than_equal":
+        return Problem(
+            field,
+            f"{value} nodes: a HyperPod instance group needs at least 1; set compute.enabled: false for none",
+        )
+    if kind in ("model_type", "dict_type") and isinstance(value, list | str | int | float):
+        got = type(value).__name__
+        return Problem(field, f"got a {got} ({value!r}); write {_EXAMPLES.get(name, _MAPPING_FIX)}")
     if kind.endswith("_type") or kind in ("model_type", "dict_type", "list_type"):
         hint = _EXAMPLES.get(name, "see README.md, 'Configuration'")
         got = type(value).__name__ if value is not None else "nothing"
@@ -192,6 +232,16 @@ def load_environments(target: Path | str) -> list[LoadedConfig]:
     """Every environment to synthesize: one file, or each *.yaml in a directory; all problems of all files at once."""
     target = Path(target)
     paths = sorted(target.glob("*.yaml")) if target.is_dir() else [target]
+    # `make synth`, CI and `cdk synth` read *.yaml only: a *.yml beside them would be skipped without a word.
+    skipped = sorted(target.glob("*.yml")) if target.is_dir() else []
+    if skipped:
+        raise ConfigError(
+            target,
+            [
+                Problem("(file)", f"{p.name} is not read (configs are *.yaml): rename it to {p.stem}.yaml")
+                for p in skipped
+            ],
+        )
     if not paths:
         raise ConfigError(
             target, [Problem("(file)", "no *.yaml config in this directory; add config/<env>.yaml")]

@@ -9,7 +9,7 @@ from typing import Any
 
 from hubspoke.config.raw import Problem, cidr_fields, default, enabled, net, regions, section
 from hubspoke.config.schema import ComputeConfig
-from hubspoke.regions import REGIONS
+from hubspoke.regions import REGIONS, partition_regions
 
 SERVICE_CIDR = default(ComputeConfig, "service_cidr")
 
@@ -34,18 +34,58 @@ def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
                         f"pick a block outside {other}",
                     )
             seen.append((field, block))
+    # A clash of a VPC block with a Kubernetes service CIDR. The service CIDR is fixed for a cluster's life
+    # (botocore eks 2017-11-01, KubernetesNetworkConfigRequest.serviceIpv4Cidr: "You can only specify a custom
+    # CIDR block when you create a cluster. You can't change this value after the cluster is created"), so
+    # changing a deployed cluster's replaces it. With the default service CIDR, the block is what to change
+    # (it is most likely the new one, and one block clashes with every cluster's default at once): one problem on
+    # the block, a free block first. A service CIDR the config sets is the user's choice: the problem is on it.
+    services: list[tuple[str, ipaddress.IPv4Network, bool]] = []
     for path, region in regions(raw):
         compute = section(region, "compute")
         service = net(compute.get("service_cidr", SERVICE_CIDR))
-        if service is None or not enabled(compute):
+        if service is not None and enabled(compute):
+            services.append((path, service, "service_cidr" in compute))
+    replaces = (
+        "changing a deployed cluster's service_cidr replaces that EKS cluster (it is set only at creation)"
+    )
+    for path, service, explicit in services:
+        if not explicit:
             continue
         for other_field, other in seen:
             if service.overlaps(other):
                 yield Problem(
                     f"{path}.compute.service_cidr",
                     f"Kubernetes service CIDR {service} overlaps {other_field} ({other}); pods could not "
-                    f"reach those addresses: pick a service CIDR outside every VPC, {_free_service_cidr(seen)}",
+                    f"reach those addresses: pick a service CIDR outside every VPC, {_free_service_cidr(seen)} "
+                    f"({replaces})",
                 )
+    in_use = [(p, svc) for p, svc, _ in services]
+    for block_field, block in seen:
+        clusters = [(p, svc) for p, svc, explicit in services if not explicit and svc.overlaps(block)]
+        if not clusters:
+            continue
+        owners = ", ".join(f"{p}.compute.service_cidr" for p, _ in clusters)
+        yield Problem(
+            block_field,
+            f"{block} overlaps the default Kubernetes service CIDR {clusters[0][1]} ({owners}); pods could not "
+            f"reach those addresses: pick a block outside it, {_free_block(block, seen, in_use)}; or set "
+            f"{clusters[0][0]}.compute.service_cidr, but {replaces}",
+        )
+
+
+def _free_block(
+    block: ipaddress.IPv4Network,
+    taken: list[tuple[str, ipaddress.IPv4Network]],
+    services: list[tuple[str, ipaddress.IPv4Network]],
+) -> str:
+    """A block of `block`'s size in 10.0.0.0/8 that overlaps no other VPC block and no service CIDR here."""
+    others = [b for _, b in taken if b != block] + [s for _, s in services]
+    if block.prefixlen >= 8:
+        for candidate in ipaddress.IPv4Network("10.0.0.0/8").subnets(new_prefix=block.prefixlen):
+            if not any(candidate.overlaps(o) for o in others):
+                return f"e.g. {candidate}"
+    return "a free private block"
 
 
 def _free_service_cidr(taken: list[tuple[str, ipaddress.IPv4Network]]) -> str:
@@ -84,8 +124,16 @@ def one_spoke_per_region(raw: Mapping[str, Any]) -> Iterator[Problem]:
 
 def az_ids_belong_to_region(raw: Mapping[str, Any]) -> Iterator[Problem]:
     for path, region in regions(raw):
-        facts = REGIONS.get(region.get("region", ""))
+        code = region.get("region", "")
+        facts = REGIONS.get(code)
         if facts is None:
+            # A Region botocore knows but hubspoke/regions.py does not: no default AZs to fall back on.
+            if isinstance(code, str) and code in partition_regions() and not region.get("az_ids"):
+                yield Problem(
+                    f"{path}.az_ids",
+                    f"hubspoke has no default AZ IDs for {code} (hubspoke/regions.py): list two, e.g. from "
+                    f"`aws ec2 describe-availability-zones --region {code} --query AvailabilityZones[].ZoneId`",
+                )
             continue
         az_ids = region.get("az_ids")
         fields = (

@@ -25,6 +25,28 @@ MAX_SECURITY_GROUP_RULES = next(
 )
 
 
+VPC_CIDR_BLOCKS_QUOTA_CODE = "L-83CA0A9D"
+DEFAULT_VPC_CIDR_BLOCKS = default(QuotasConfig, "vpc_cidr_blocks")
+
+
+def vpc_cidr_blocks_within_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """A VPC's primary and secondary blocks fit 'IPv4 CIDR blocks per VPC' (5 unless the config states more)."""
+    for path, region in regions(raw):
+        blocks = len(vpc_cidrs(region))
+        stated = section(region, "quotas").get("vpc_cidr_blocks")
+        allowed = stated if isinstance(stated, int) else DEFAULT_VPC_CIDR_BLOCKS
+        if blocks > allowed:
+            code = region.get("region", "<region>")
+            yield Problem(
+                f"{path}.secondary_cidrs",
+                f"{blocks} CIDR blocks on this VPC (the primary and {blocks - 1} secondary) exceed the quota of "
+                f"{allowed} 'IPv4 CIDR blocks per VPC' ({VPC_CIDR_BLOCKS_QUOTA_CODE}, default 5): list fewer, or "
+                "request an increase (`aws service-quotas request-service-quota-increase --service-code vpc "
+                f"--quota-code {VPC_CIDR_BLOCKS_QUOTA_CODE} --desired-value {blocks} --region {code}`) and state "
+                f"it as {path}.quotas.vpc_cidr_blocks: {blocks}",
+            )
+
+
 def peering_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
     spokes = raw.get("spokes")
     count = len(spokes) if isinstance(spokes, list) else 0

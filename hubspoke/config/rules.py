@@ -21,9 +21,10 @@ from hubspoke.config.network_rules import (
     secondary_cidrs_associable,
     vpc_cidrs_do_not_overlap,
 )
-from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota
+from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota, vpc_cidr_blocks_within_quota
 from hubspoke.config.raw import Problem, Rule
 from hubspoke.config.storage_rules import (
+    ami_pinned_in_one_region,
     checkpoints_outside_dataset,
     cnq_instance_family,
     cnq_node_count,
@@ -51,8 +52,10 @@ RULES: tuple[Rule, ...] = (
     checkpoints_outside_dataset,
     public_endpoint_not_open_to_world,
     peering_quota,
+    vpc_cidr_blocks_within_quota,
     spoke_storage_needs_hub_storage,
     storage_is_pinned,
+    ami_pinned_in_one_region,
     qumulo_core_supported,
     storage_needs_egress,
     compute_needs_egress,

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from hubspoke.regions import REGIONS
+from hubspoke.regions import REGIONS, partition_regions
 
 # AWS allows VPC CIDR blocks from /16 to /28; our subnet layout needs /20 or larger (see layout.py).
 VPC_MAX_PREFIX = 16
@@ -57,10 +57,11 @@ def _secondary_cidr(value: str) -> str:
 
 
 def _region(value: str) -> str:
-    if value not in REGIONS:
+    known = partition_regions() | set(REGIONS)
+    if value not in known:
         import difflib
 
-        close = difflib.get_close_matches(value, list(REGIONS), n=1)
+        close = difflib.get_close_matches(value, sorted(known), n=1)
         hint = f"did you mean {close[0]}?" if close else "use a commercial Region code such as us-west-2"
         raise ValueError(f"unknown Region code '{value}'; {hint}")
     return value
@@ -259,6 +260,10 @@ class QuotasConfig(Model):
     # at most 500. Validation counts the cross-Region rules the topology needs against it; preflight reads the
     # applied value.
     security_group_rules: Annotated[int, Field(ge=60, le=500)] = 60
+    # Amazon VPC "IPv4 CIDR blocks per VPC" (L-83CA0A9D): 5 by default, adjustable up to 50 (Amazon VPC User
+    # Guide, "Amazon VPC quotas", VPC and subnets). The primary block counts. Validation refuses more blocks on a
+    # VPC than this states.
+    vpc_cidr_blocks: Annotated[int, Field(ge=5, le=50)] = 5
 
 
 class RegionConfig(Model):

@@ -109,6 +109,29 @@ def storage_is_pinned(raw: Mapping[str, Any]) -> Iterator[Problem]:
             )
 
 
+def ami_pinned_in_one_region(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """An AMI ID names an image in one Region: the same ID pinned for two Regions is a paste error.
+
+    EC2 User Guide, "Copy an AMI": an AMI is a regional resource, and a copy in another Region gets a new, unique
+    AMI ID. So no image can carry one ID in two Regions, and the second Region's pin cannot be found there.
+    """
+    seen: dict[str, tuple[str, str]] = {}
+    for path, region, storage in _storageregions(raw):
+        ami, code = storage.get("ami_id"), str(region.get("region", "this Region"))
+        if not isinstance(ami, str):
+            continue
+        if ami in seen and seen[ami][1] != code:
+            first_path, first_code = seen[ami]
+            yield Problem(
+                f"{path}.storage.ami_id",
+                f"{ami} is also {first_path}.storage.ami_id ({first_code}); AMI IDs are per Region (a copy in "
+                f"another Region gets a new ID), so one of them is a paste error: set the image of {code}, "
+                f"`hubspoke ami --region {code}` prints it as the line to paste",
+            )
+        else:
+            seen.setdefault(ami, (path, code))
+
+
 def qumulo_core_supported(raw: Mapping[str, Any]) -> Iterator[Problem]:
     """Releases older than 7.9.2.1 predate Qumulo's host-managed AWS deployments; a portal needs the same
     release on both sides."""

@@ -72,7 +72,17 @@ class PeerAccessRole(iam.Role):
                 # ec2:AccepterVpc is an ARN-type key (Service Authorization Reference, Amazon EC2): compare it
                 # with an ARN operator, as the VPC Peering Guide's IAM examples do (a string operator on it is
                 # a type mismatch IAM Access Analyzer policy validation reports).
-                conditions={"ArnEquals": {"ec2:AccepterVpc": hub_vpc}},
+                conditions={
+                    "ArnEquals": {"ec2:AccepterVpc": hub_vpc},
+                    # Only a request from the spoke's account and Region: the VPC Peering Guide's example for
+                    # accepting from a specific account ("Identity and access management for VPC peering",
+                    # "Accept a VPC peering connection") conditions ec2:RequesterVpc on that account's VPC ARNs.
+                    # The spoke VPC's ID is not known yet (this role exists before the spoke network that
+                    # requests the peering), so the ARN ends in vpc/*.
+                    "ArnLike": {
+                        "ec2:RequesterVpc": f"arn:{stack.partition}:ec2:{spoke}:{spoke_account}:vpc/*"
+                    },
+                },
             )
         )
         # The spoke's stacks read the hub's outputs with Fn::GetStackOutput and this role.
@@ -86,8 +96,8 @@ class PeerAccessRole(iam.Role):
             self,
             "AwsSolutions-IAM5",
             reason="The peering connection ID does not exist before the spoke requests it; the wildcard is "
-            "narrowed by the ec2:AccepterVpc condition to the hub VPC. The stack ARN ends in CloudFormation's "
-            "stack-ID suffix, which changes if the hub network stack is ever re-created.",
+            "narrowed by the ec2:AccepterVpc condition to the hub VPC and by ec2:RequesterVpc to the spoke "
+            "account. The stack ARN ends in CloudFormation's stack-ID suffix, which changes if the hub network stack is ever re-created.",
             findings=[
                 f"Resource::arn:<AWS::Partition>:ec2:{stack.region}:{stack.account}:vpc-peering-connection/*",
                 *(

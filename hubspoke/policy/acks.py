@@ -30,6 +30,7 @@ CONTROL_TOWER_RULES: dict[str, str] = {
     "CT.EC2.PR.16": "ec2_instance_nitro_instance_type_check",
     "CT.EC2.PR.19": "ec2_instance_nitro_encryption_in_transit_check",
     "CT.EKS.PR.1": "eks_endpoint_no_public_access_check",
+    "CT.KMS.PR.3": "kms_create_grant_aws_service_check",
     "CT.LAMBDA.PR.3": "lambda_inside_vpc_check",
     "CT.S3.PR.2": "s3_bucket_logging_enabled_check",
     "CT.S3.PR.3": "s3_version_lifecycle_policy_check",

@@ -164,6 +164,69 @@ def hyperpod_health_agent_region(templates: list[Template], config: HubSpokeConf
                 )  # fmt: skip
 
 
+def _denies_unflagged_grants(key_policy: Any) -> bool:
+    """A key policy statement denying kms:CreateGrant unless it is flagged kms:GrantIsForAWSResource (CT.KMS.PR.3)."""
+    statements = key_policy.get("Statement", []) if isinstance(key_policy, Mapping) else []
+    for statement in statements if isinstance(statements, list) else []:
+        actions = statement.get("Action", [])
+        actions = [actions] if isinstance(actions, str) else actions
+        if (
+            statement.get("Effect") == "Deny"
+            and any(a in ("kms:CreateGrant", "kms:*", "*") for a in actions)
+            and "kms:grantisforawsresource" in json.dumps(statement.get("Condition", {})).lower()
+        ):
+            return True
+    return False
+
+
+def service_key_grant_deny(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-ServiceKeyGrantDeny: EKS secrets and HyperPod volume keys do not deny grants unflagged for AWS."""
+    for t in templates:
+        keys = dict(t.resources("AWS::KMS::Key"))
+        users: list[tuple[str, Any, str]] = []
+        for logical_id, props in t.resources("AWS::EKS::Cluster"):
+            for config_entry in props.get("EncryptionConfig", []) or []:
+                key = config_entry.get("Provider", {}).get("KeyArn")
+                users.append((logical_id, key, "EKS makes its CreateCluster grant in the caller's name, and "
+                              "kms:GrantIsForAWSResource is not supported for CreateCluster (EKS User Guide, "
+                              "enable-kms note; Control Tower CT.EKS.PR.2 usage considerations)"))  # fmt: skip
+        for logical_id, props in t.resources(HYPERPOD_CLUSTER):
+            for key in _volume_keys(props):
+                users.append((logical_id, key, "ASSUMED: SageMaker's grants on the volume key may not carry "
+                              "kms:GrantIsForAWSResource (hubspoke/constructs/hyperpod/cluster.py)"))  # fmt: skip
+        for user, key, why in users:
+            key_id = referenced(key)
+            if key_id in keys and _denies_unflagged_grants(keys[key_id].get("KeyPolicy")):
+                yield Violation(
+                    "HubSpoke-ServiceKeyGrantDeny", t.path, key_id,
+                    f"the key {user} encrypts with denies kms:CreateGrant unless kms:GrantIsForAWSResource: {why}",
+                    "leave the CT.KMS.PR.3 statement off this key (retained_key(..., caller_grants=<reason>)) "
+                    "and acknowledge CT.KMS.PR.3 on it",
+                )  # fmt: skip
+
+
+# EKS installs its own self-managed copies of these when it creates a cluster; creating the managed add-on over
+# them fails with a ConfigurationConflict unless conflicts are overwritten (terraform-aws-modules/terraform-aws-eks
+# #2829). AWS's own HyperPod CloudFormation sets ResolveConflicts: OVERWRITE on each (aws-samples/awsome-
+# distributed-training@e369abdb, 1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/
+# eks-cluster-stack.yaml: VpcCNIAddOn, KubeProxyAddOn, CoreDNSAddOn, PodIdentityAddOn).
+BOOTSTRAPPED_ADDONS = ("vpc-cni", "kube-proxy", "coredns")
+
+
+def eks_core_addon_overwrite(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
+    """HubSpoke-EksCoreAddonOverwrite: vpc-cni, kube-proxy and coredns add-ons overwrite EKS's bootstrapped copies."""
+    for t in templates:
+        for logical_id, props in t.resources("AWS::EKS::Addon"):
+            if props.get("AddonName") in BOOTSTRAPPED_ADDONS and props.get("ResolveConflicts") != "OVERWRITE":
+                yield Violation(
+                    "HubSpoke-EksCoreAddonOverwrite", t.path, logical_id,
+                    f"{props.get('AddonName')} with ResolveConflicts {props.get('ResolveConflicts', '(unset)')}: "
+                    "EKS bootstraps its own copy first, and the managed add-on conflicts with it",
+                    "set ResolveConflicts: OVERWRITE, as AWS's HyperPod eks-cluster-stack.yaml does "
+                    "(aws-samples/awsome-distributed-training)",
+                )  # fmt: skip
+
+
 HYPERPOD_RULES: tuple[PolicyRule, ...] = (
     hyperpod_key_needs_continuous,
     hyperpod_key_policy_without_context,
@@ -171,4 +234,6 @@ HYPERPOD_RULES: tuple[PolicyRule, ...] = (
     hyperpod_access_entry,
     hyperpod_vpc_cni,
     hyperpod_health_agent_region,
+    eks_core_addon_overwrite,
+    service_key_grant_deny,
 )

@@ -12,6 +12,14 @@ Facts it rests on:
 - A Retry's sleeps are IntervalSeconds x BackoffRate^n for n = 0 .. MaxAttempts-1, each capped at
   MaxDelaySeconds; the defaults are 1 s, 3 attempts and a rate of 2.0 (Step Functions developer guide,
   "Handling errors in Step Functions workflows", retrier fields).
+- The sleeps are not the wait: every attempt also runs the user's isComplete function (the framework's
+  functions read its ARN from USER_IS_COMPLETE_FUNCTION_ARN, and its onEvent from USER_ON_EVENT_FUNCTION_ARN),
+  for up to that function's Timeout (Lambda: 3 s when absent, AWS::Lambda::Function Timeout). The worst case is
+  the onEvent run, then a first attempt and each retry's sleep and attempt.
+- hubspoke's own convention: a custom resource carrying WaitSeconds is served by a handler that ends the whole
+  request within that many seconds of its onEvent, whatever the retry count says (the CNQ provisioner's
+  is_complete and the HyperPod nodes-ready waiter's budget_left; their tests hold them to it). For such a
+  resource the wait is the smaller of the two.
 """
 
 from __future__ import annotations
@@ -25,6 +33,10 @@ from hubspoke.policy.model import Template, Violation, referenced
 
 SERVICE_TIMEOUT_MAX = 3600  # AWS::CloudFormation::CustomResource ServiceTimeout: 1 to 3600 seconds (default)
 WAITER_ENV = "WAITER_STATE_MACHINE_ARN"  # aws-cdk-lib provider-framework consts.js
+USER_ON_EVENT_ENV = "USER_ON_EVENT_FUNCTION_ARN"  # the same file
+USER_IS_COMPLETE_ENV = "USER_IS_COMPLETE_FUNCTION_ARN"
+LAMBDA_DEFAULT_TIMEOUT = 3  # AWS::Lambda::Function Timeout: 3 seconds when absent
+BUDGET_PROPERTY = "WaitSeconds"
 
 
 def _seconds(value: Any) -> int:
@@ -57,6 +69,37 @@ def waiter_seconds(definition: Mapping[str, Any]) -> float:
     return total
 
 
+def waiter_attempts(definition: Mapping[str, Any]) -> int:
+    """How many times a machine's retried tasks can run: a first attempt, then one per retry."""
+    return sum(
+        1 + sum(int(r.get("MaxAttempts", 3)) for r in state.get("Retry", []))
+        for state in definition.get("States", {}).values()
+        if state.get("Retry")
+    )
+
+
+def _timeout(resources: Mapping[str, Any], arn: Any) -> float:
+    """The Timeout of the function an ARN reference points to (Lambda's default when absent)."""
+    function = resources.get(referenced(arn) or "", {})
+    return _number(function.get("Properties", {}).get("Timeout"), LAMBDA_DEFAULT_TIMEOUT)
+
+
+def _number(value: Any, default: float) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float(default)
+
+
+def worst_case_seconds(
+    definition: Mapping[str, Any], *, on_event: float, is_complete: float, budget: float | None
+) -> float:
+    """The longest a provider can take to answer: onEvent, then every attempt's run and every retry's sleep;
+    or the handler's own budget when it holds one (WaitSeconds) and that is shorter."""
+    polled = on_event + waiter_seconds(definition) + waiter_attempts(definition) * is_complete
+    return polled if budget is None else min(polled, budget)
+
+
 def custom_resource_waits_within_service_timeout(
     templates: list[Template], config: HubSpokeConfig
 ) -> Iterator[Violation]:
@@ -75,14 +118,21 @@ def custom_resource_waits_within_service_timeout(
             if definition is None:
                 continue  # no waiter: the handler answers within its own Lambda timeout
             limit = min(_seconds(props.get("ServiceTimeout", SERVICE_TIMEOUT_MAX)), SERVICE_TIMEOUT_MAX)
-            wait = waiter_seconds(definition)
+            budget = props.get(BUDGET_PROPERTY)
+            wait = worst_case_seconds(
+                definition,
+                on_event=_timeout(resources, env.get(USER_ON_EVENT_ENV)),
+                is_complete=_timeout(resources, env.get(USER_IS_COMPLETE_ENV)),
+                budget=None if budget is None else _number(budget, SERVICE_TIMEOUT_MAX),
+            )
             if wait >= limit:
                 yield Violation(
                     "HubSpoke-WaiterWithinServiceTimeout", t.path, logical_id,
-                    f"its provider's waiter {machine_id} may poll for {wait:.0f} s, but CloudFormation fails the "
+                    f"its provider {machine_id} may take {wait:.0f} s to answer (sleeps plus each poll's run "
+                    f"time, or its {BUDGET_PROPERTY} budget), but CloudFormation fails the "
                     f"resource after {limit} s (ServiceTimeout, at most {SERVICE_TIMEOUT_MAX})",
-                    "keep the Provider's totalTimeout a few minutes under the resource's service_timeout (both at "
-                    "most an hour: AWS::CloudFormation::CustomResource ServiceTimeout; aws-cdk-lib Provider "
-                    "totalTimeout; for CNQ, storage.formation_timeout_minutes at most 55); split a longer wait into "
+                    "give the handler a wall-clock budget (WaitSeconds) under the resource's service_timeout, or "
+                    "keep the Provider's totalTimeout plus every poll's run time under it (both at most an hour: "
+                    "AWS::CloudFormation::CustomResource ServiceTimeout; aws-cdk-lib Provider totalTimeout; for CNQ, storage.formation_timeout_minutes at most 55); split a longer wait into "
                     "chained resources, as hubspoke/constructs/hyperpod/nodes_ready.py does",
                 )  # fmt: skip

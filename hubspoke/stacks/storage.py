@@ -76,7 +76,7 @@ class StorageStack(PlannedStack):
             wait=Duration.minutes(storage.formation_timeout_minutes),
         )
         self.cluster.admin_secret.grant_read(self.provisioner.function)
-        self.cluster.refuse_reshaping(self.provisioner.service_token)
+        self.cluster.refuse_reshaping(self.provisioner)
         # Region-local paths are created here; a spoke's dataset path is the portal's to create.
         exports = [storage.dataset_path, storage.checkpoint_path] if is_hub else [storage.checkpoint_path]
         self.cluster_resource = self.provisioner.resource(

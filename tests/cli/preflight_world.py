@@ -146,10 +146,37 @@ class Unsupported(Hooked):
             eks_version("1.29", "EXTENDED_SUPPORT"),
         ]
     )
+    # EKS DescribeAddonVersions: add-on name -> {addonVersion: the Kubernetes versions it is compatible with}
+    # (AddonVersionInfo.compatibilities[].clusterVersion, botocore eks 2017-11-01), as this world's EKS lists
+    # them. moto 5.2.5 has no DescribeAddonVersions. By default the versions the EKS User Guide's add-on tables
+    # gave for 1.33 (read 2026-11-30) and the CloudWatch build hubspoke pins.
+    addon_versions: dict[str, dict[str, list[str]]] = field(
+        default_factory=lambda: {
+            "vpc-cni": {"v1.20.1-eksbuild.3": ["1.33", "1.32"], "v1.19.6-eksbuild.7": ["1.33", "1.32"]},
+            "kube-proxy": {"v1.33.0-eksbuild.2": ["1.33"], "v1.32.6-eksbuild.2": ["1.32"]},
+            "coredns": {"v1.12.1-eksbuild.2": ["1.33", "1.32"]},
+            "amazon-cloudwatch-observability": {"v6.4.0-eksbuild.1": ["1.33", "1.32"]},
+        }
+    )
     # Lambda AccountLimit: the AWS default account limit is 1,000 (Lambda quotas page).
     lambda_limit: dict[str, int] = field(
         default_factory=lambda: {"ConcurrentExecutions": 1000, "UnreservedConcurrentExecutions": 1000}
     )
+    # HyperPod cluster name -> what DescribeCluster answers for it beyond moto's (which knows only groups with an
+    # InstanceType): ClusterStatus, InstanceGroups and RestrictedInstanceGroups in the botocore sagemaker
+    # 2017-07-24 shapes (DescribeClusterResponse). The cluster must also exist in moto, which lists it.
+    described_clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Service Quotas operation -> the error it answers every call with (one of the errors the service-quotas
+    # model lists for it), e.g. a role without servicequotas:GetAWSDefaultServiceQuota.
+    quota_errors: dict[str, str] = field(default_factory=dict)
+    # Regions the account has not enabled: STS there refuses every token as it refuses bad credentials, 403
+    # InvalidClientTokenId "The security token included in the request is invalid." (IAM User Guide,
+    # "Activating and deactivating AWS STS in an AWS Region"; the STS API reference lists the error as 403).
+    not_enabled: frozenset[str] = frozenset()
+    # Whether the caller holds s3:ListBucket. Without it S3 answers a HEAD of a missing object 403 Forbidden,
+    # not 404 (S3 API Reference, HeadObject, Permissions); a HEAD error has no body, so botocore's code is the
+    # status, "403", and its message the reason phrase, "Forbidden".
+    s3_list_bucket: bool = True
     asked: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     # Region -> the image ID Canonical's public "current Ubuntu 24.04" parameter names there; by default
@@ -174,6 +201,14 @@ class Unsupported(Hooked):
 
             return answer
 
+        def failing(operation: str, answer: Callable[[dict[str, Any]], dict[str, Any] | None]) -> Any:
+            def maybe(params: dict[str, Any]) -> dict[str, Any] | None:
+                if operation in self.quota_errors:
+                    return _error(self.quota_errors[operation], f"{operation} refused by the test world")
+                return answer(params)
+
+            return maybe
+
         def vpc_quota(params: dict[str, Any]) -> dict[str, Any] | None:
             code = params.get("QuotaCode")
             if params.get("ServiceCode") != "vpc" or code not in self.applied_vpc_quotas:
@@ -187,9 +222,31 @@ class Unsupported(Hooked):
             # all of them could miss an offered version, so the fake refuses it.
             if params.get("includeAll") is not True:
                 raise Refused(f"DescribeClusterVersions without includeAll=True: {params}")
+            # clusterType "eks" is what an EKS cluster in the cloud is (ClusterVersionInformation.clusterType);
+            # which types EKS lists without the filter is not documented, so a caller must name it.
+            if params.get("clusterType") != "eks":
+                raise Refused(f"DescribeClusterVersions without clusterType='eks': {params}")
             try:
                 return _paged(self.eks_versions, params.get("nextToken"), "clusterVersions", "nextToken")
             except UnknownToken as exc:  # which error EKS answers is not documented: fail the test loudly
+                raise Refused(f"nextToken {exc} was never issued") from None
+
+        def addon_versions(params: dict[str, Any]) -> dict[str, Any]:
+            name, k8s = params.get("addonName"), params.get("kubernetesVersion")
+            if not name or not k8s:
+                raise Refused(f"DescribeAddonVersions without addonName and kubernetesVersion: {params}")
+            versions = [
+                {
+                    "addonVersion": v,
+                    "compatibilities": [{"clusterVersion": c, "defaultVersion": False} for c in cs],
+                }
+                for v, cs in self.addon_versions.get(str(name), {}).items()
+                if k8s in cs
+            ]
+            infos = [{"addonName": name, "type": "networking", "addonVersions": versions}] if versions else []
+            try:
+                return _paged(infos, params.get("nextToken"), "addons", "nextToken")
+            except UnknownToken as exc:
                 raise Refused(f"nextToken {exc} was never issued") from None
 
         def account_settings(params: dict[str, Any]) -> dict[str, Any]:
@@ -205,18 +262,52 @@ class Unsupported(Hooked):
                 return {"Error": {"Code": "ParameterNotFound", "Message": "not published here"}}
             return {"Parameter": {"Name": UBUNTU_PARAMETER, "Type": "String", "Value": current, "Version": 1}}
 
+        def describe_cluster(params: dict[str, Any]) -> dict[str, Any] | None:
+            asked = str(params.get("ClusterName", ""))
+            for name, described in self.described_clusters.items():
+                if asked == name or asked.endswith(f"/{name}"):
+                    for group in described.get("InstanceGroups", []):
+                        # ClusterInstanceGroupSpecification: "The InstanceType and InstanceRequirements
+                        # properties are mutually exclusive"; a fake answering both would hide a caller's bug.
+                        if "InstanceType" in group and "InstanceRequirements" in group:
+                            raise Refused(f"group with both InstanceType and InstanceRequirements: {group}")
+                    arn = f"arn:aws:sagemaker:{region}:123456789012:cluster/{name}"
+                    return {"ClusterArn": arn, "ClusterName": name, "ClusterStatus": "InService", **described}
+            return None  # moto answers
+
+        def caller_identity(params: dict[str, Any]) -> dict[str, Any] | None:
+            if region not in self.not_enabled:
+                return None  # moto answers
+            refused = _error("InvalidClientTokenId", "The security token included in the request is invalid.")
+            return {**refused, "ResponseMetadata": {"HTTPStatusCode": 403}}
+
         return {
+            "sts": {"GetCallerIdentity": caller_identity},
+            "sagemaker": {"DescribeCluster": describe_cluster},
             "service-quotas": {
                 "ListServiceQuotas": quota_list(self.applied_quotas),
                 "ListAWSDefaultServiceQuotas": quota_list(self.default_quotas),
-                "GetServiceQuota": vpc_quota,
+                "GetServiceQuota": failing("GetServiceQuota", vpc_quota),
+                "GetAWSDefaultServiceQuota": failing("GetAWSDefaultServiceQuota", lambda params: None),
             },
-            "eks": {"DescribeClusterVersions": versions},
+            "eks": {"DescribeClusterVersions": versions, "DescribeAddonVersions": addon_versions},
             "lambda": {"GetAccountSettings": account_settings},
             "ssm": {"GetParameter": ubuntu_parameter},
         }.get(service, {})
 
     def hook(self, client: Any, service: str, region: str) -> None:
+        if service == "s3":
+
+            def forbid_missing(parsed: dict[str, Any], **_: Any) -> None:
+                # after-call sees the parsed answer before botocore raises its error (client._make_api_call).
+                if not self.s3_list_bucket and parsed.get("Error", {}).get("Code") in {"404", "NoSuchKey"}:
+                    parsed["Error"] = {"Code": "403", "Message": "Forbidden"}
+                    parsed.setdefault("ResponseMetadata", {})["HTTPStatusCode"] = 403
+
+            client.meta.events.unregister("after-call.s3.HeadObject", unique_id="hubspoke-fake-list-bucket")
+            client.meta.events.register(
+                "after-call.s3.HeadObject", forbid_missing, unique_id="hubspoke-fake-list-bucket"
+            )
         answers = self._answers(service, region)
         if not answers:
             return
@@ -235,7 +326,8 @@ class Unsupported(Hooked):
             if body is None:
                 return None
             # botocore raises a ClientError from the parsed body when the status is an error.
-            return AWSResponse("https://stub", 400 if "Error" in body else 200, {}, None), body
+            status = body.get("ResponseMetadata", {}).get("HTTPStatusCode", 400 if "Error" in body else 200)
+            return AWSResponse("https://stub", status, {}, None), body
 
         # The newest fake wrapping a (cached) client answers: a test may re-wrap the same world's clients.
         for event, handler in (("before-parameter-build", capture), ("before-call", answer)):

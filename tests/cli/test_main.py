@@ -44,3 +44,40 @@ def test_every_command_module_registers_the_summary_listed_for_it(name: str) -> 
     assert sub.choices[name]._actions, "the module's own parser is loaded, not the bare listing"
     for other in set(COMMANDS) - {name}:
         assert not sub.choices[other]._actions, f"{other} is listed, not loaded"
+
+
+def test_aws_calls_make_three_attempts_as_documented(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/cli.md: "3 attempts". botocore's Config: max_attempts is the number of retries after the initial
+    request, total_max_attempts the number of attempts including it. A server that answers every request 500
+    (retryable in botocore's standard mode) must see exactly 3 requests."""
+    import http.server
+    import threading
+
+    from botocore.exceptions import ClientError
+
+    from hubspoke.cli.checks import session_clients
+    from tests.cli.preflight_world import isolate_from_real_aws
+
+    seen: list[str] = []
+
+    class Failing(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            seen.append(self.path)
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        isolate_from_real_aws(monkeypatch)
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_address[1]}")
+        with pytest.raises(ClientError):
+            session_clients()("sts", "us-east-1").get_caller_identity()
+    finally:
+        server.shutdown()
+    assert len(seen) == 3

@@ -121,3 +121,22 @@ def test_every_weak_reference_reader_deploys_after_its_producer_and_is_named(
     [link] = [r for r in by_id["network-us-west-2"]["read_by"] if r["stack"] == "link-us-west-2"]
     assert link["outputs"] == ["PeeringConnectionId"]
     assert not by_id["dashboard-us-east-2"]["read_by"] and not by_id["dashboard-us-east-2"]["outputs"]
+
+
+def test_opt_in_regions_are_named_before_the_bootstrap_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Account Management Reference Guide, "Enable or disable AWS Regions in your account": Regions launched
+    after March 20, 2019 are opt-in (af-south-1, Cape Town, 2020); us-east-2 and us-west-2 are enabled by
+    default. An opt-in Region must be enabled before anything can be bootstrapped there."""
+    spokes = [
+        {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+        {"region": "af-south-1", "cidr": "10.30.0.0/16", "compute": {"enabled": False}},
+    ]
+    assert _plan(tmp_path, capsys, spokes=spokes)["opt_in_regions"] == ["af-south-1"]
+    assert _plan(tmp_path, capsys)["opt_in_regions"] == []
+    path = write_config(tmp_path, minimal(spokes=spokes))
+    assert main(["plan", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "opt-in Regions: af-south-1" in out
+    assert out.index("aws account enable-region --region-name af-south-1") < out.index("cdk bootstrap")

@@ -348,3 +348,77 @@ def test_cli_bootstrap_version_matches_the_pinned_cdk_cli() -> None:
     block = text[text.index("  CdkBootstrapVersion:\n    Type: AWS::SSM::Parameter") :]
     value = block.split("Value: '", 1)[1].split("'", 1)[0]
     assert int(value) == CLI_BOOTSTRAP_VERSION, "bump CLI_BOOTSTRAP_VERSION with the CDK CLI pin"
+
+
+def test_a_region_not_enabled_is_named_and_the_others_are_still_checked(world: World, tmp_path: Path) -> None:
+    """STS in a Region the account has not enabled refuses the credentials with InvalidClientTokenId (IAM User
+    Guide, "Activating and deactivating AWS STS in an AWS Region"). That Region's row says so and how to enable
+    it (Account Management EnableRegion / GetRegionOptStatus, botocore account model); the other Regions are
+    still checked. Only when every Region refuses are the credentials reported as bad."""
+    world.deployed_dev()
+    spokes = [
+        {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+        {"region": "af-south-1", "cidr": "10.30.0.0/16", "compute": {"enabled": False}},
+    ]
+    path = preflight_config(tmp_path, spokes=spokes)
+    results = run_checks(path, Unsupported(world.clients, not_enabled=frozenset({"af-south-1"})))
+    assert not rows_of(results, "credentials")
+    (row,) = rows_of(results, "account", "af-south-1")
+    assert row.status == "fail" and "is af-south-1 enabled for account 123456789012?" in row.detail
+    # af-south-1 (Cape Town) launched after March 20, 2019: an opt-in Region (Account Management Reference
+    # Guide, "Enable or disable AWS Regions in your account").
+    assert "opt-in Region" in row.detail and "not an opt-in" not in row.detail
+    assert "aws account enable-region --region-name af-south-1" in row.fix
+    # The enabled Regions went on to their own checks.
+    for region in ("us-east-2", "us-west-2"):
+        assert rows_of(results, "account", region)[0].status == "pass"
+        assert rows_of(results, "cdk bootstrap", region)[0].status == "pass"
+    every = frozenset({"us-east-2", "us-west-2", "af-south-1"})
+    (bad,) = run_checks(path, Unsupported(world.clients, not_enabled=every))
+    assert bad.check == "credentials" and "us-east-2, us-west-2, af-south-1" in bad.detail
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "says"),
+    [
+        ("NoSuchResourceException", "pass", "assumed default"),
+        ("AccessDeniedException", "fail", "servicequotas:GetAWSDefaultServiceQuota was denied"),
+    ],
+)
+def test_only_a_missing_quota_falls_back_to_the_documented_default(
+    world: World, tmp_path: Path, error: str, status: str, says: str
+) -> None:
+    """GetAWSDefaultServiceQuota's errors (botocore service-quotas 2019-06-24): NoSuchResourceException means there
+    is no such quota to read, so the VPC quotas page's default of 50 peerings applies; AccessDeniedException (as
+    IllegalArgumentException, ServiceException, TooManyRequestsException) means it could not be read, and the
+    row must say which permission is missing rather than assume the default."""
+    world.deployed_dev()
+    errors = {"GetServiceQuota": "NoSuchResourceException", "GetAWSDefaultServiceQuota": error}
+    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients, quota_errors=errors))
+    (row,) = rows_of(results, "peering quota")
+    assert row.status == status and says in row.detail, row
+
+
+def test_a_pinned_addon_version_eks_does_not_offer_fails_before_the_deploy(
+    world: World, tmp_path: Path
+) -> None:
+    """EKS DescribeAddonVersions lists each add-on's versions with the Kubernetes versions they are compatible
+    with (botocore eks 2017-11-01: addons[].addonVersions[].compatibilities[].clusterVersion). An account whose
+    EKS offers amazon-cloudwatch-observability only up to v6.3.0 for 1.33 cannot create the pinned v6.4.0-eksbuild.1:
+    preflight says so, with the versions offered; the other pins pass."""
+    world.deployed_dev()
+    offered = Unsupported(world.clients).addon_versions
+    offered["amazon-cloudwatch-observability"] = {
+        "v6.3.0-eksbuild.1": ["1.33"],
+        "v6.2.0-eksbuild.1": ["1.33"],
+    }
+    clients = Unsupported(world.clients, addon_versions=offered)
+    results = run_checks(ROOT / "config" / "dev.yaml", clients, only={"us-west-2"})
+    found = rows_of(results, "eks add-on versions", "us-west-2")
+    (failed,) = [r for r in found if r.status == "fail"]
+    assert "amazon-cloudwatch-observability v6.4.0-eksbuild.1" in failed.detail
+    assert "v6.3.0-eksbuild.1, v6.2.0-eksbuild.1" in failed.detail
+    assert "--addon-name amazon-cloudwatch-observability --kubernetes-version 1.33" in failed.fix
+    assert {r.detail.split()[0] for r in found if r.status == "pass"} == {"vpc-cni", "kube-proxy", "coredns"}
+    asked = [p for op, p in clients.asked if op == "DescribeAddonVersions"]
+    assert all(p["kubernetesVersion"] == "1.33" for p in asked)

@@ -203,3 +203,32 @@ def test_the_host_configuration_file_is_staged_beside_the_package_or_warned(
     rows = [r for r in _run(tmp_path, world) if r.check == "qumulo host configuration"]
     assert {r.status for r in rows} == {"warn"}
     assert all(f"aws s3 cp host_configuration.tar.gz s3://{bucket}/{host}" in r.fix for r in rows)
+
+
+@pytest.mark.parametrize("missing", ["package", "host configuration"])
+def test_a_403_without_list_bucket_is_the_documented_ambiguity_and_names_the_permission(
+    world: World, tmp_path: Path, missing: str
+) -> None:
+    """S3 API Reference, HeadObject, Permissions: for an object that does not exist S3 answers 404 to a caller
+    with s3:ListBucket on the bucket and 403 Forbidden to one without. A 403 is "missing or denied": the row says
+    so and names s3:ListBucket on the bucket's ARN; the other object's row is still its own, and nothing
+    suggests a retry (the answer would be the same)."""
+    _ready(world)
+    bucket, key = PACKAGE.removeprefix("s3://").split("/", 1)
+    host = key.rsplit("/", 1)[0] + "/host_configuration.tar.gz"
+    gone = key if missing == "package" else host
+    world.clients("s3", "us-east-2").delete_object(Bucket=bucket, Key=gone)
+    config = load(write_config(tmp_path, minimal())).config
+    current = {r: pinned_ami(r) for r in ("us-east-2", "us-west-2")}
+    results = run_preflight(config, Unsupported(world.clients, ubuntu_images=current, s3_list_bucket=False))
+    check = f"qumulo {'core package' if missing == 'package' else 'host configuration'}"
+    other = "qumulo host configuration" if missing == "package" else "qumulo core package"
+    for region in ("us-east-2", "us-west-2"):
+        (row,) = _rows(results, check, region)
+        assert row.status == ("fail" if missing == "package" else "warn")
+        assert f"s3://{bucket}/{gone}" in row.detail and "does not exist, or" in row.detail
+        assert f"s3:ListBucket on arn:aws:s3:::{bucket} " in row.fix
+        assert f"s3:GetObject on arn:aws:s3:::{bucket}/{gone}" in row.fix
+        assert "retry" not in row.fix
+        (kept,) = _rows(results, other, region)
+        assert kept.status == "pass"

@@ -212,3 +212,60 @@ def test_the_fake_service_quotas_answers_and_refuses_as_the_model_says(world: Wo
         quotas.list_service_quotas(ServiceCode="sagemaker", MaxResults=101)
     with pytest.raises(ParamValidationError):
         quotas.list_service_quotas(ServiceCode="sagemaker", MaxResults=0)
+
+
+def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_describes_them(
+    world: World, tmp_path: Path
+) -> None:
+    """DescribeCluster as the botocore sagemaker 2017-07-24 model shapes it (DescribeClusterResponse):
+
+    - a flexible instance group has no InstanceType ("InstanceType and InstanceRequirements are mutually
+      exclusive", ClusterInstanceGroupSpecification) but InstanceTypeDetails, a CurrentCount per InstanceType;
+    - RestrictedInstanceGroups (ClusterRestrictedInstanceGroupDetails) hold instances like any group;
+    - a cluster whose ClusterStatus is Failed holds what runs (CurrentCount), not the TargetCount it asked for.
+
+    Here the others hold 2 + 1 = 3 p5 instances and 1 flexible instance not yet placed; ours wants 2."""
+    world.bootstrap("us-west-2")
+    for name in ("flexible", "failed"):
+        _hyperpod(world, "us-west-2", name, 1)
+    described = {
+        "flexible": {
+            "InstanceGroups": [
+                {
+                    "InstanceGroupName": "flex",
+                    "CurrentCount": 2,
+                    "TargetCount": 3,
+                    "InstanceRequirements": {
+                        "CurrentInstanceTypes": [P5, "ml.p4d.24xlarge"],
+                        "DesiredInstanceTypes": [P5, "ml.p4d.24xlarge"],
+                    },
+                    "InstanceTypeDetails": [{"InstanceType": P5, "CurrentCount": 2, "ThreadsPerCore": 1}],
+                    "Status": "Updating",
+                }
+            ],
+            "RestrictedInstanceGroups": [
+                {"InstanceGroupName": "nova", "InstanceType": P5, "CurrentCount": 1, "TargetCount": 1}
+            ],
+        },
+        "failed": {
+            "ClusterStatus": "Failed",
+            "InstanceGroups": [
+                {"InstanceGroupName": "workers", "InstanceType": P5, "CurrentCount": 0, "TargetCount": 4}
+            ],
+        },
+    }
+
+    def rows(p5: float, total: float) -> list[Any]:
+        clients = Unsupported(
+            world.clients,
+            applied_quotas=[sagemaker_quota(P5_QUOTA, p5), *hyperpod_limits(total=total)],
+            described_clusters=described,
+        )
+        return rows_of(run_checks(preflight_config(tmp_path), clients, only={"us-west-2"}), "sagemaker quota")
+
+    assert {r.status for r in rows(p5=5, total=6)} == {"pass"}
+    (short,) = [r for r in rows(p5=4, total=6) if r.status != "pass"]
+    assert P5 in short.detail and "3 in use" in short.detail and "--desired-value 5 " in short.fix
+    (total,) = [r for r in rows(p5=5, total=5) if r.status != "pass"]
+    assert "Total number of instances" in total.detail and "4 in use" in total.detail
+    assert "--desired-value 6 " in total.fix

@@ -46,3 +46,44 @@ def test_usage_error_exits_2(tmp_path: Path) -> None:
     result = run(cwd=tmp_path)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
+
+
+def test_opt_in_regions_are_named(tmp_path: Path) -> None:
+    """af-south-1 (Cape Town) launched after March 20, 2019, so an account must enable it before use (Account
+    Management Reference Guide, "Enable or disable AWS Regions in your account"); us-east-2 and us-west-2 are
+    enabled by default and are not named."""
+    spokes = [
+        {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+        {"region": "af-south-1", "cidr": "10.30.0.0/16", "compute": {"enabled": False}},
+    ]
+    path = write_config(tmp_path, minimal(spokes=spokes))
+    result = run(str(path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "note: opt-in Regions: af-south-1 " in result.stdout
+    assert "aws account enable-region --region-name af-south-1" in result.stdout
+    plain = run(str(write_config(tmp_path, minimal())), cwd=tmp_path)
+    assert "opt-in" not in plain.stdout
+
+
+def test_two_files_of_one_environment_fail_validate_as_they_fail_synth(tmp_path: Path) -> None:
+    """Synth builds every config/*.yaml into one app (hubspoke.config.load_environments), where two files of one
+    environment are refused; validate, given both, must say so too rather than pass each alone."""
+    first = write_config(tmp_path, minimal(), "a.yaml")
+    second = write_config(tmp_path, minimal(), "b.yaml")
+    result = run(str(first), str(second), cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{second}: environment: 'dev' is also the environment of {first}; rename one" in result.stderr
+
+
+def test_a_yml_config_beside_the_yaml_ones_is_not_skipped_silently(tmp_path: Path) -> None:
+    """make synth, CI and cdk synth read config/*.yaml; a .yml file there would be left out without a word."""
+    from hubspoke.config import ConfigError, load_environments
+
+    write_config(tmp_path, minimal(), "dev.yaml")
+    write_config(tmp_path, minimal(environment="prod"), "prod.yml")
+    try:
+        load_environments(tmp_path)
+    except ConfigError as exc:
+        assert "prod.yml is not read (configs are *.yaml): rename it to prod.yaml" in str(exc)
+    else:
+        raise AssertionError("a .yml config was skipped without a word")

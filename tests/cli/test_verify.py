@@ -362,3 +362,25 @@ def test_output_a_reader_needs_missing_fails_and_names_the_readers(
     # An output no stack reads (operators and verify do) is a warning.
     (unread,) = rows(results, "outputs", "us-west-2")[-1:]
     assert unread.status == "warn" and "EksClusterName" in unread.detail
+
+
+def test_a_create_that_stopped_without_rollback_can_be_retried_or_rolled_back(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """CREATE_FAILED is a create that stopped with rollback disabled: it keeps what it provisioned. RollbackStack
+    "rolls back the specified stack to the last known stable state from CREATE_FAILED or UPDATE_FAILED", and an
+    update with DisableRollback preserves "the state of previously provisioned resources" (botocore
+    cloudformation model: RollbackStack; UpdateStackInput.DisableRollback). So delete is not the only way."""
+    deployed.operation_failed(
+        "storage-us-west-2",
+        status="CREATE_FAILED",
+        failures=[("PortalToHub", "AWS::CloudFormation::CustomResource", "hub not reachable on TCP 3713")],
+    )
+    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    assert "nothing else is allowed" not in row.fix
+    assert "--exclusively hubspoke-dev/storage-us-west-2 --no-rollback" in row.fix
+    where = "--stack-name hubspoke-dev-storage-us-west-2 --region us-west-2"
+    assert quoted_command_problems(row.fix) == {
+        f"aws cloudformation rollback-stack {where}": [],
+        f"aws cloudformation delete-stack {where}": [],
+    }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -294,3 +295,61 @@ def test_a_composite_alarm_is_read_and_its_silent_input_only_warns(
     deployed.alarm("us-west-2", "hubspoke-dev-ops-us-west-2-cache-hit-ratio-low", "ALARM", "both inputs")
     low = _only(verify(deployed, deployed_config), "alarm cache-hit-ratio-low")
     assert low.status == "fail" and low.fix == "follow docs/runbooks/cache-warm-up.md"
+
+
+def test_an_active_addon_with_health_issues_is_not_reported_healthy(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """EKS DescribeAddon answers the add-on's status and, separately, addon.health.issues (AddonIssue: code,
+    message, resourceIds; botocore eks 2017-11-01 model): ACTIVE with issues is a warning, not a pass."""
+    addons = deployed.clients.addons["us-west-2", "hubspoke-dev-us-west-2"]
+    issue = {"code": "ConfigurationConflict", "message": "Conflicts found", "resourceIds": []}
+    addons["kube-proxy"] |= {"status": "ACTIVE", "health": {"issues": [issue]}}
+    results = rows(verify(deployed, deployed_config), "eks add-ons", "us-west-2")
+    (warned,) = [r for r in results if r.status == "warn"]
+    assert (
+        warned.detail.startswith("kube-proxy ") and "ConfigurationConflict: Conflicts found" in warned.detail
+    )
+    (passed,) = [r for r in results if r.status == "pass"]
+    assert "kube-proxy" not in passed.detail
+
+
+def test_metric_data_that_is_not_complete_is_not_read_as_silence(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """GetMetricData's MetricDataResult.StatusCode is Complete, InternalError, PartialData or Forbidden (botocore
+    cloudwatch 2010-08-01). Anything but Complete after the last page is a series that is not all there: the row
+    says the metrics could not be read, not that the canary stopped or the hub is down."""
+    deployed.canary("us-west-2", minutes_ago=[1])
+
+    def internal_error(parsed: dict[str, Any], **_: Any) -> None:
+        for result in parsed.get("MetricDataResults", []):
+            result["StatusCode"] = "InternalError"
+            result["Timestamps"], result["Values"] = [], []
+
+    cloudwatch = deployed.clients("cloudwatch", "us-west-2")
+    cloudwatch.meta.events.register("after-call.cloudwatch.GetMetricData", internal_error)
+    try:
+        results = verify(deployed, deployed_config)
+    finally:
+        cloudwatch.meta.events.unregister("after-call.cloudwatch.GetMetricData", internal_error)
+    row = _only(results, "canary")
+    assert row.status == "fail" and "did not return the complete series" in row.detail
+    assert "InternalError" in row.detail and "has not reported" not in row.detail
+    for check in ("hub reachable", "portal"):
+        assert _only(results, check).status == "not checked"
+
+
+def test_the_hub_reachable_window_ends_now_not_at_the_newest_datapoint(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The hub-unreachable alarm judges the last 3 one-minute periods before it evaluates, a minute without data
+    counting as breaching (docs/operations.md, "Alarms"). A canary whose newest report, about 2 minutes before
+    verify runs, said the hub was down, and that has said nothing since, has 1 minute down and 2 without data in
+    the last 3: the alarm fires, so verify fails it (measured from the newest datapoint, the fixture's older 'up'
+    minutes hid that). CloudWatch dates a one-minute datapoint at the start of its minute."""
+    start = datetime.now(UTC)
+    deployed.canary("us-west-2", minutes_ago=[1], hub_up=False, now=start)
+    results = _at(deployed, deployed_config, start + timedelta(minutes=1))
+    assert _only(results, "canary").status == "pass"
+    assert _only(results, "hub reachable").status == "fail"

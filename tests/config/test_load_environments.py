@@ -23,7 +23,7 @@ def test_a_directory_is_every_yaml_file_in_it_in_name_order(tmp_path: Path) -> N
     write_config(tmp_path, minimal(environment="prod"), "b-prod.yaml")
     write_config(tmp_path, minimal(environment="stage"), "a-stage.yaml")
     (tmp_path / "notes.txt").write_text("not a config")
-    (tmp_path / "old.yml").write_text("environment: [unclosed")  # only *.yaml is read
+    # A *.yml file is refused, not skipped (tests/cli/test_validate.py; issue 21 item 11).
     loaded = load_environments(tmp_path)
     assert [(item.path.name, item.config.environment) for item in loaded] == [
         ("a-stage.yaml", "stage"),

@@ -134,7 +134,8 @@ def test_every_problem_is_reported_in_one_run(tmp_path: Path) -> None:
     [
         ("", "(file)", "file is empty"),
         ("   \n# only a comment\n", "(file)", "file is empty"),
-        ("environment: dev\nhub: [1,\n", "(yaml line 3, column 1)", "fix the YAML syntax"),
+        # The file has two lines: an error at its end is on line 2, after its last character (issue 21 item 14).
+        ("environment: dev\nhub: [1,\n", "(yaml line 2, column 9)", "fix the YAML syntax"),
         ("environment: dev\nenvironment: prod\n", "(yaml line 2, column 1)", "given twice"),
         ("- a\n- b\n", "(top level)", "expected a mapping"),
     ],
@@ -173,7 +174,9 @@ def test_cross_field_rules_use_the_schemas_defaults(tmp_path: Path) -> None:
     clash = minimal()
     clash["spokes"][0]["cidr"] = "172.20.0.0/16"
     with pytest.raises(
-        ConfigError, match=r"hub\.compute\.service_cidr: Kubernetes service CIDR 172\.20\.0\.0/16"
+        ConfigError,
+        match=r"spokes\[0\]\.cidr: 172\.20\.0\.0/16 overlaps the default Kubernetes service CIDR 172\.20\.0\.0/16 "
+        r"\(hub\.compute\.service_cidr, spokes\[0\]\.compute\.service_cidr\)",
     ):
         load(write_config(tmp_path, clash, "clash.yaml"))
 
@@ -195,3 +198,60 @@ def test_flow_logs_kept_for_less_than_a_year_are_refused_before_synth(tmp_path: 
     assert any("365" in p for p in found), found
     data["hub"]["flow_logs_retention_days"] = 731
     assert load(write_config(tmp_path, data, name="kept.yaml")).config.hub.flow_logs_retention_days == 731
+
+
+def _storage(**change: Any) -> dict[str, Any]:
+    data = minimal()
+    data["hub"]["storage"].update(change)
+    return data
+
+
+def _core(**change: Any) -> dict[str, Any]:
+    data = minimal()
+    data["hub"]["storage"]["qumulo_core"].update(change)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "fix"),
+    [
+        # An AMI ID is ami- and hex (EC2 API reference, Image.ImageId); the command prints the one to pin.
+        (_storage(ami_id="ami-123"), "hub.storage.ami_id", "`hubspoke ami --region <code>` prints the line"),
+        (_core(version="latest"), "hub.storage.qumulo_core.version", "e.g. 7.10.2.1"),
+        (
+            with_spoke(compute={"instance_groups": [{"count": 0}]}),
+            "spokes[0].compute.instance_groups[0].count",
+            "at least 1; set compute.enabled: false",
+        ),
+        ({**minimal(), "hub": {**minimal()["hub"], "storage": ["x"]}}, "hub.storage", "remove the '- '"),
+        (minimal(environment="a" * 40), "environment", "at most 15 letters, digits or hyphens"),
+    ],
+)
+def test_pattern_and_type_errors_say_what_to_write(tmp_path: Path, data: Any, field: str, fix: str) -> None:
+    found = problems(tmp_path, data)
+    line = next(x for x in found if x.startswith(f"{field}: "))
+    assert fix in line, line
+
+
+def test_yaml_and_file_errors_point_at_the_real_cause(tmp_path: Path) -> None:
+    """A tab may not indent YAML (YAML 1.2 spec, 6.1: tabs are not allowed in indentation); PyYAML marks an error
+    at the end of the stream on the line after the last, which the message must not name; a directory or a binary
+    file is not a permissions problem."""
+    import yaml as pyyaml
+
+    text = pyyaml.safe_dump(minimal(), sort_keys=False)
+    (tab,) = problems(tmp_path, text.replace("  region: us-east-2", "\tregion: us-east-2", 1))
+    assert "indent with spaces" in tab
+    broken = text + "bad: [\n"
+    (end,) = problems(tmp_path, broken)
+    assert end.startswith(f"(yaml line {len(broken.splitlines())}, ")
+    folder = tmp_path / "folder.yaml"
+    folder.mkdir()
+    with pytest.raises(ConfigError) as caught:
+        load(folder)
+    assert "is a directory" in str(caught.value) and "permissions" not in str(caught.value)
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\x00\x01\xff\xfe" * 10)
+    with pytest.raises(ConfigError) as caught:
+        load(binary)
+    assert "not UTF-8 text" in str(caught.value) and "permissions" not in str(caught.value)

@@ -212,3 +212,26 @@ def test_a_region_without_a_code_is_named_by_its_path() -> None:
     del raw["hub"]["region"]
     [problem] = peer_path_rules_within_quota(raw)
     assert "the cross-Region security group in hub needs 64 inbound rules" in problem.message
+
+
+def test_more_cidr_blocks_than_the_vpc_quota_need_the_raised_quota_stated(tmp_path: Path) -> None:
+    """Amazon VPC User Guide, "Amazon VPC quotas": 'IPv4 CIDR blocks per VPC' (L-83CA0A9D) is 5 by default,
+    the primary block included. A sixth block fails at deploy unless the raised quota is stated."""
+    from hubspoke.config import ConfigError, load
+    from tests.conftest import minimal, write_config
+
+    secondary = [f"100.{64 + n}.0.0/16" for n in range(5)]
+    data = minimal()
+    data["spokes"][0]["secondary_cidrs"] = secondary
+    path = write_config(tmp_path, data)
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    (line,) = [x for x in str(caught.value).splitlines() if "L-83CA0A9D" in x]
+    assert line.startswith(f"{path}: spokes[0].secondary_cidrs: 6 CIDR blocks")
+    assert "--quota-code L-83CA0A9D --desired-value 6 --region us-west-2" in line
+    assert "spokes[0].quotas.vpc_cidr_blocks: 6" in line
+    data["spokes"][0]["quotas"] = {"vpc_cidr_blocks": 6}
+    load(write_config(tmp_path, data, "raised.yaml"))
+    data["spokes"][0]["secondary_cidrs"] = secondary[:4]
+    del data["spokes"][0]["quotas"]
+    load(write_config(tmp_path, data, "five.yaml"))

@@ -61,14 +61,23 @@ def test_a_permitted_secondary_block_is_accepted(tmp_path: Path, primary: str, s
 
 
 def test_a_service_cidr_clash_suggests_a_block_no_vpc_uses(tmp_path: Path) -> None:
-    """EKS (botocore eks model, serviceIpv4Cidr): the block must overlap no block of the VPC. The fix suggested for
-    a clash used to be the default 172.20.0.0/16 even when that default was the clashing block."""
+    """EKS (botocore eks model, serviceIpv4Cidr): the block must overlap no block of the VPC, and it is set only
+    when a cluster is created. A VPC block on the default service CIDR is told to move to a block no other VPC and
+    no service CIDR uses; a service CIDR the config sets is told to move to one no VPC uses."""
     data = minimal()
     data["spokes"][0]["cidr"] = "172.20.0.0/16"
     path = write_config(tmp_path, data)
     with pytest.raises(ConfigError) as caught:
         load(path)
-    (line,) = [x for x in str(caught.value).splitlines() if "spokes[0].compute.service_cidr" in x]
-    suggested = ipaddress.IPv4Network(line.rsplit("e.g. ", 1)[1])
+    (line,) = [x for x in str(caught.value).splitlines() if "spokes[0].cidr:" in x]
+    suggested = ipaddress.IPv4Network(line.split("e.g. ", 1)[1].split(";", 1)[0])
     assert not suggested.overlaps(ipaddress.IPv4Network("172.20.0.0/16"))
+    assert not suggested.overlaps(ipaddress.IPv4Network("10.10.0.0/16"))  # the hub's block
+    explicit = minimal()
+    explicit["spokes"][0]["compute"] = {"service_cidr": "10.10.0.0/16"}
+    with pytest.raises(ConfigError) as caught:
+        load(write_config(tmp_path, explicit, "explicit.yaml"))
+    (line,) = [x for x in str(caught.value).splitlines() if "spokes[0].compute.service_cidr" in x]
+    suggested = ipaddress.IPv4Network(line.split("e.g. ", 1)[1].split(" ", 1)[0])
+    assert not suggested.overlaps(ipaddress.IPv4Network("10.10.0.0/16"))
     assert suggested.subnet_of(ipaddress.IPv4Network("172.16.0.0/12"))

@@ -153,3 +153,22 @@ def test_a_spoke_cache_without_a_hub_cluster_is_refused_with_the_fix(tmp_path: P
     data["spokes"][0]["storage"] = {"enabled": False}
     data["spokes"][0]["compute"] = {"enabled": False}
     load(write_config(tmp_path, data))
+
+
+def test_one_ami_id_pinned_in_two_regions_is_refused_with_the_command_for_the_second(tmp_path: Path) -> None:
+    """EC2 User Guide, "Copy an AMI": AMIs are regional, and a copy in another Region gets a new AMI ID, so one ID
+    in two Regions' pins is always a paste error."""
+    data = minimal()
+    data["spokes"][0]["storage"]["ami_id"] = data["hub"]["storage"]["ami_id"]
+    found = problems(tmp_path, data)
+    (pasted,) = [f for f in found if f.startswith("spokes[0].storage.ami_id: ")]
+    assert data["hub"]["storage"]["ami_id"] in pasted and "hub.storage.ami_id (us-east-2)" in pasted
+    assert "`hubspoke ami --region us-west-2`" in pasted
+    result = subprocess.run(
+        [sys.executable, "-m", "hubspoke.cli.main", "validate", str(write_config(tmp_path, data))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "spokes[0].storage.ami_id" in result.stderr

@@ -76,6 +76,49 @@ def old_vpc_cni(t: dict[str, Any]) -> None:
             addon["Properties"]["AddonVersion"] = "v1.18.2-eksbuild.1"
 
 
+def coredns_without_overwrite(t: dict[str, Any]) -> None:
+    for _, addon in _resources(t, "AWS::EKS::Addon"):
+        if addon["Properties"]["AddonName"] == "coredns":
+            addon["Properties"].pop("ResolveConflicts")
+
+
+def kube_proxy_preserving(t: dict[str, Any]) -> None:
+    for _, addon in _resources(t, "AWS::EKS::Addon"):
+        if addon["Properties"]["AddonName"] == "kube-proxy":
+            addon["Properties"]["ResolveConflicts"] = "PRESERVE"
+
+
+# Control Tower CT.KMS.PR.3 as its cfn-guard rule requires it (ct-kms-pr-3.guard: Deny kms:CreateGrant to "*"
+# with BoolIfExists kms:GrantIsForAWSResource and aws:PrincipalIsAWSService both "false"), written out here.
+CT_KMS_PR_3 = {
+    "Effect": "Deny",
+    "Principal": {"AWS": "*"},
+    "Action": "kms:CreateGrant",
+    "Resource": "*",
+    "Condition": {
+        "BoolIfExists": {"kms:GrantIsForAWSResource": "false", "aws:PrincipalIsAWSService": "false"}
+    },
+}
+
+
+def _secrets_key(t: dict[str, Any]) -> str:
+    [(_, cluster)] = _resources(t, "AWS::EKS::Cluster")
+    return str(cluster["Properties"]["EncryptionConfig"][0]["Provider"]["KeyArn"]["Fn::GetAtt"][0])
+
+
+def _volume_key(t: dict[str, Any]) -> str:
+    storage = _cluster(t)["InstanceGroups"][0]["InstanceStorageConfigs"][0]["EbsVolumeConfig"]
+    return str(storage["VolumeKmsKeyId"]["Fn::GetAtt"][0])
+
+
+def secrets_key_with_grant_deny(t: dict[str, Any]) -> None:
+    t["Resources"][_secrets_key(t)]["Properties"]["KeyPolicy"]["Statement"].append(dict(CT_KMS_PR_3))
+
+
+def volume_key_with_grant_deny(t: dict[str, Any]) -> None:
+    t["Resources"][_volume_key(t)]["Properties"]["KeyPolicy"]["Statement"].append(dict(CT_KMS_PR_3))
+
+
 def agent_region_missing(t: dict[str, Any]) -> None:
     [(_, deps)] = _resources(t, "Custom::HyperPodDependencies")
     deps["Properties"]["Values"] = json.dumps({"health-monitoring-agent": {"enabled": True}})
@@ -97,6 +140,10 @@ def values_as_an_object(t: dict[str, Any]) -> None:
         (access_entry_for_the_execution_role, "HubSpoke-HyperPodAccessEntry"),
         (old_vpc_cni, "HubSpoke-HyperPodVpcCni"),
         (agent_region_missing, "HubSpoke-HyperPodAgentRegion"),
+        (coredns_without_overwrite, "HubSpoke-EksCoreAddonOverwrite"),
+        (kube_proxy_preserving, "HubSpoke-EksCoreAddonOverwrite"),
+        (secrets_key_with_grant_deny, "HubSpoke-ServiceKeyGrantDeny"),
+        (volume_key_with_grant_deny, "HubSpoke-ServiceKeyGrantDeny"),
         (values_as_an_object, "HubSpoke-HyperPodAgentRegion"),
     ],
 )
@@ -107,3 +154,81 @@ def test_each_hyperpod_rule_catches_its_mutation(
     mutate(broken[STACK])
     hits = {v.rule for v in check([Template(sid, t) for sid, t in broken.items()], dev_config)}
     assert hits == {rule}, f"{mutate.__name__}: expected only {rule}, got {sorted(hits)}"
+
+
+def test_the_core_addons_overwrite_what_eks_bootstrapped(dev_templates: Templates) -> None:
+    """AWS's HyperPod CloudFormation (aws-samples/awsome-distributed-training@e369abdb474e27b49975b619c88d066c15ae9960,
+    1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/eks-cluster-stack.yaml) creates
+    vpc-cni, kube-proxy, coredns and eks-pod-identity-agent with ResolveConflicts: OVERWRITE: EKS installs its
+    own copies of the first three with the cluster (terraform-aws-modules/terraform-aws-eks#2829 shows the
+    ConfigurationConflict a fresh cluster answers without it)."""
+    addons = {
+        a["Properties"]["AddonName"]: a["Properties"]
+        for _, a in _resources(dev_templates[STACK], "AWS::EKS::Addon")
+    }
+    for name in ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"):
+        assert addons[name].get("ResolveConflicts") == "OVERWRITE", name
+
+
+def _denied(policy: dict[str, Any], context: dict[str, bool]) -> bool:
+    """Whether an explicit Deny of the key policy matches kms:CreateGrant by a role with this request context.
+
+    IAM User Guide, "Policy evaluation logic": an explicit Deny overrides any Allow. "IAM JSON policy elements:
+    Condition operators": all operators of a Condition block must match; Bool compares the key's value, and a
+    ...IfExists operator also matches when the key is absent from the request context. Only what the statements
+    here use is modelled; anything else fails the test rather than guess."""
+    for statement in policy["Statement"]:
+        if statement["Effect"] != "Deny":
+            continue
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        if not {"kms:CreateGrant", "kms:*", "*"} & set(actions):
+            continue
+        assert statement["Principal"] in ("*", {"AWS": "*"}), statement
+        matches = True
+        for operator, conditions in statement.get("Condition", {}).items():
+            assert operator in ("Bool", "BoolIfExists"), f"not modelled: {operator}"
+            for key, wanted in conditions.items():
+                if key not in context:
+                    matches &= operator == "BoolIfExists"
+                else:
+                    matches &= str(context[key]).lower() == str(wanted).lower()
+        if matches:
+            return True
+    return False
+
+
+# The two readings of a grant made while CloudFormation, as the CDK execution role, creates the cluster: flagged
+# as for an AWS resource, or (as the EKS User Guide says of CreateCluster) without the key in the request.
+FLAGGED = {"kms:GrantIsForAWSResource": True, "aws:PrincipalIsAWSService": False}
+UNFLAGGED = {"aws:PrincipalIsAWSService": False}
+
+
+def test_eks_and_hyperpod_keys_admit_the_grant_either_way_and_other_keys_keep_ct_kms_pr_3(
+    dev_templates: Templates,
+) -> None:
+    """EKS User Guide, "Encrypt Kubernetes secrets with KMS on existing clusters" (note on create-key) and the
+    Control Tower controls reference, CT.EKS.PR.2 usage considerations: "kms:GrantIsForAWSResource is not
+    supported for the CreateCluster action". The CT.KMS.PR.3 statement denies exactly that grant; the secrets key
+    and the HyperPod volume key (whose grants no page we could read describes) admit it under both readings.
+    Every other key keeps CT.KMS.PR.3."""
+    assert not _denied({"Statement": [CT_KMS_PR_3]}, FLAGGED) and _denied(
+        {"Statement": [CT_KMS_PR_3]}, UNFLAGGED
+    )
+    compute = [sid for sid in dev_templates if sid.startswith("compute-")]
+    assert STACK in compute
+    service_keys = set()
+    for sid in compute:
+        template = dev_templates[sid]
+        for key_id in (_secrets_key(template), _volume_key(template)):
+            policy = template["Resources"][key_id]["Properties"]["KeyPolicy"]
+            assert not _denied(policy, FLAGGED) and not _denied(policy, UNFLAGGED), f"{sid}/{key_id}"
+            service_keys.add((sid, key_id))
+    others = [
+        (sid, key_id, key)
+        for sid, t in dev_templates.items()
+        for key_id, key in _resources(t, "AWS::KMS::Key")
+        if (sid, key_id) not in service_keys
+    ]
+    assert others
+    for sid, key_id, key in others:
+        assert _denied(key["Properties"]["KeyPolicy"], UNFLAGGED), f"{sid}/{key_id} lost CT.KMS.PR.3"

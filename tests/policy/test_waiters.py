@@ -39,6 +39,13 @@ def _retry(template: dict[str, Any], **change: float) -> None:
         parts[0] = parts[0].replace(f'"{key}":', f'"{key}":{json.dumps(value)},"_was_{key}":', 1)
 
 
+def _without_budget(template: dict[str, Any]) -> None:
+    """Drop the handlers' own wall-clock budget (WaitSeconds): the retry policy and run times alone then bound it."""
+    for res in template["Resources"].values():
+        if res["Type"] == WAITS:
+            del res["Properties"]["WaitSeconds"]
+
+
 def two_hours_of_polls(t: dict[str, Any]) -> None:
     _retry(t, MaxAttempts=120)  # the 2-hour waiter this project had: 120 x 60 s
 
@@ -71,10 +78,37 @@ def test_a_waiter_that_outlasts_its_resource_is_caught(
     dev_config: HubSpokeConfig, dev_templates: Templates, mutate: Callable[[dict[str, Any]], None]
 ) -> None:
     broken = copy.deepcopy(dev_templates)
+    _without_budget(broken[STACK])
     mutate(broken[STACK])
     waits = {i for i, r in broken[STACK]["Resources"].items() if r["Type"] == WAITS}
     assert len(waits) == 2
     assert set(_hits(broken, dev_config)) == {(STACK, i) for i in waits}, mutate.__name__
+
+
+def test_each_polls_run_time_counts_not_only_the_sleeps(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    """The nodes-ready waiter sleeps 55 x 60 s = 3300 s, under the 3600 s ServiceTimeout; but each of its 56
+    attempts runs the isComplete function for up to its 60 s Timeout (AWS::Lambda::Function), after a 60 s
+    onEvent: 60 + 3300 + 56 x 60 = 6720 s. Without the handler's own budget that outlasts CloudFormation."""
+    broken = copy.deepcopy(dev_templates)
+    _without_budget(broken[STACK])
+    waits = {i for i, r in broken[STACK]["Resources"].items() if r["Type"] == WAITS}
+    assert set(_hits(broken, dev_config)) == {(STACK, i) for i in waits}
+
+
+@pytest.mark.parametrize(
+    ("budget", "caught"), [("3300", False), ("3540", False), ("3600", True), ("4000", True)]
+)
+def test_a_handler_budget_bounds_the_wait_and_must_fit_the_service_timeout(
+    dev_config: HubSpokeConfig, dev_templates: Templates, budget: str, caught: bool
+) -> None:
+    broken = copy.deepcopy(dev_templates)
+    for res in broken[STACK]["Resources"].values():
+        if res["Type"] == WAITS:
+            assert res["Properties"]["WaitSeconds"] == "3300"  # 55 minutes, the synthesized budget
+            res["Properties"]["WaitSeconds"] = budget
+    assert bool(_hits(broken, dev_config)) == caught
 
 
 def test_without_a_service_timeout_cloudformation_waits_3600_s(
@@ -84,8 +118,10 @@ def test_without_a_service_timeout_cloudformation_waits_3600_s(
     for res in broken[STACK]["Resources"].values():
         if res["Type"] == WAITS:
             del res["Properties"]["ServiceTimeout"]
-    assert _hits(broken, dev_config) == []  # 55 x 60 s still fits the default hour
-    _retry(broken[STACK], MaxAttempts=60)  # 3600 s: no time left for the last poll and the answer
+    assert _hits(broken, dev_config) == []  # the 3300 s budget still fits the default hour
+    for res in broken[STACK]["Resources"].values():
+        if res["Type"] == WAITS:
+            res["Properties"]["WaitSeconds"] = "3600"  # no time left for the last poll and the answer
     assert len(_hits(broken, dev_config)) == 2
 
 
@@ -121,4 +157,9 @@ def test_the_cnq_provisioners_waiter_is_judged_too(
     parts[0] = parts[0].replace('"MaxAttempts":100', '"MaxAttempts":120')
     cnq = {i for i, r in broken[stack]["Resources"].items() if r["Type"].startswith("Custom::Cnq")}
     assert cnq
+    # The provisioner's handler ends each request within its WaitSeconds budget (50 minutes here), whatever the
+    # retry count: only a budget past the hour is caught.
+    assert _hits(broken, dev_config) == []
+    for i in cnq:
+        broken[stack]["Resources"][i]["Properties"]["WaitSeconds"] = "3600"
     assert set(_hits(broken, dev_config)) == {(stack, i) for i in cnq}

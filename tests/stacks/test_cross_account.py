@@ -14,8 +14,9 @@ cloudformation:DescribeStacks permission on the referenced stack", which "must b
 role of the stack being created or updated": trust goes to the reading account (IAM User Guide, "AWS JSON
 policy elements: Principal": `arn:aws:iam::<account>:root` delegates to that account's own IAM policies).
 Service Authorization Reference, Amazon EC2: AcceptVpcPeeringConnection requires both the `vpc` and the
-`vpc-peering-connection` resource types; `ec2:AccepterVpc`, of type ARN, conditions the latter; the VPC
-Peering Guide ("Identity and access management for VPC peering") writes it with ArnEquals. Resource ARNs:
+`vpc-peering-connection` resource types; `ec2:AccepterVpc` and `ec2:RequesterVpc`, of type ARN, condition the
+latter; the VPC Peering Guide ("Identity and access management for VPC peering") writes AccepterVpc with
+ArnEquals and, in its example of accepting from a specific account, RequesterVpc on that account's VPC ARNs. Resource ARNs:
 `arn:${Partition}:ec2:${Region}:${Account}:vpc/${VpcId}`, `...:vpc-peering-connection/${Id}` and
 `arn:${Partition}:cloudformation:${Region}:${Account}:stack/${StackName}/${Id}` (same reference).
 
@@ -171,7 +172,16 @@ def test_peer_access_accepts_only_into_the_hub_vpc_and_reads_only_what_the_spoke
                 "Allow",
                 accept,
                 f"arn:{PARTITION}:ec2:{hub}:{hub_account}:vpc-peering-connection/*",
-                repr({"ArnEquals": {"ec2:AccepterVpc": hub_vpc}}),
+                repr(
+                    {
+                        "ArnEquals": {"ec2:AccepterVpc": hub_vpc},
+                        # The VPC Peering Guide's accept example: the requester VPC in the spoke's account (and
+                        # here its Region; the VPC's own ID does not exist when the role is made).
+                        "ArnLike": {
+                            "ec2:RequesterVpc": f"arn:{PARTITION}:ec2:{spoke.region}:{account}:vpc/*"
+                        },
+                    }
+                ),
             ),
             *(
                 (

@@ -238,6 +238,17 @@ def test_every_node_waits_for_the_node_shape_guard(case: tuple[HubSpokeConfig, T
             for a in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"])
         }
         assert {"ec2:DescribeInstances", "ec2:DescribeVolumes", "ec2:DescribeInstanceAttribute"} <= reads
+        # ModifyInstanceAttribute may change termination protection only: the ec2:Attribute condition key, as
+        # AWS's managed AmazonRDSCustomServiceRolePolicy restricts the same action ("ec2:Attribute":
+        # "InstanceType"); no other statement grants the action.
+        modify = [
+            st
+            for _, policy in properties(template, "AWS::IAM::Policy")
+            for st in policy["PolicyDocument"]["Statement"]
+            if "ec2:ModifyInstanceAttribute" in json.dumps(st["Action"])
+        ]
+        assert [st["Action"] for st in modify] == ["ec2:ModifyInstanceAttribute"]
+        assert modify[0]["Condition"]["StringEqualsIgnoreCase"] == {"ec2:Attribute": "DisableApiTermination"}
 
 
 def test_node_protection_is_the_last_step_and_reads_only_its_own_stack(

@@ -12,16 +12,14 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
-from botocore.exceptions import ClientError
-
 from hubspoke.cli.checks import (
-    CREDENTIALS_FIX,
     CheckResult,
     Clients,
     CredentialsProblem,
+    account_or_rejected,
     add_aws_options,
+    collapse_rejections,
     credentials_row,
-    error_code,
     guarded,
     run_command,
     session_clients,
@@ -67,36 +65,7 @@ def run_verify(
             results += _region_rows(ctx, region)
     except CredentialsProblem as exc:
         results.append(credentials_row(exc))
-    rejected = [r for r in results if r.check == "account" and r.detail.startswith(_REJECTED)]
-    if len(regions) > 1 and len(rejected) == len(regions):
-        # Every Region refused the same credentials: they are bad, not one Region disabled.
-        return [
-            credentials_row(
-                CredentialsProblem(f"AWS rejected the credentials in {', '.join(r.region for r in rejected)}")
-            )
-        ]
-    return results
-
-
-# STS in a Region that is not enabled for the account refuses every token with InvalidClientTokenId, as
-# it does bad credentials (IAM User Guide, "Activating and deactivating AWS STS in an AWS Region": tokens
-# are not valid in Regions the account has not enabled). One such Region is that Region's row; the others
-# are still checked.
-_REJECTED = "STS rejected the credentials here (InvalidClientTokenId)"
-
-
-def _rejected_row(code: str, account: str) -> CheckResult:
-    return CheckResult(
-        code,
-        "account",
-        "fail",
-        f"{_REJECTED}: is {code} enabled for account {account}? An opt-in Region refuses every token until it is",
-        # AWS Account Management EnableRegion / GetRegionOptStatus (RegionName; ENABLED, ENABLING, DISABLED,
-        # ENABLED_BY_DEFAULT: botocore account service-2.json).
-        f"enable it: `aws account enable-region --region-name {code}`, then wait until "
-        f"`aws account get-region-opt-status --region-name {code}` says ENABLED; if every Region says this, "
-        f"the credentials are bad: {CREDENTIALS_FIX}",
-    )
+    return collapse_rejections(results, [r.region for r in regions])
 
 
 def _region_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
@@ -105,13 +74,11 @@ def _region_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     accounts: list[str] = []
 
     def account() -> list[CheckResult]:
-        try:
-            row, actual = check_account(ctx.clients("sts", code), region=code, expected=expected)
-        except ClientError as exc:
-            if error_code(exc) != "InvalidClientTokenId":
-                raise
-            return [_rejected_row(code, expected)]
-        accounts.append(actual)
+        row, actual = account_or_rejected(
+            lambda: check_account(ctx.clients("sts", code), region=code, expected=expected), code, expected
+        )
+        if actual is not None:
+            accounts.append(actual)
         return [row]
 
     rows = guarded(code, "account", "sts", account)

@@ -37,6 +37,16 @@ def canary_rows(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
     return checked(code, "canary", "cloudwatch", lambda: _rows(ctx, spoke))
 
 
+# GetMetricData MetricDataResult.StatusCode (botocore cloudwatch 2010-08-01, StatusCode: Complete | InternalError
+# | PartialData | Forbidden). PartialData means more pages (the paginator follows NextToken); after the last page
+# any other code than Complete means the series is not all there, and an empty one is not silence.
+_INCOMPLETE = {"InternalError", "Forbidden", "PartialData"}
+
+
+class Unreadable(Exception):
+    """GetMetricData answered a result that is not the complete series."""
+
+
 def _series(ctx: Context, spoke: str) -> dict[str, list[tuple[datetime, float]]]:
     """(timestamp, value) newest first for each canary metric this check reads."""
     dimensions = [
@@ -62,6 +72,7 @@ def _series(ctx: Context, spoke: str) -> dict[str, list[tuple[datetime, float]]]
         for query_id, (name, stat) in wanted.items()
     ]
     series: dict[str, list[tuple[datetime, float]]] = {query_id: [] for query_id in wanted}
+    status: dict[str, str] = {}
     # CloudWatch GetMetricData (MetricDataQueries, StartTime, EndTime; paginator result key
     # MetricDataResults): each result has Id, Timestamps and Values.
     paginator = ctx.clients("cloudwatch", spoke).get_paginator("get_metric_data")
@@ -70,12 +81,29 @@ def _series(ctx: Context, spoke: str) -> dict[str, list[tuple[datetime, float]]]
     ):
         for result in page.get("MetricDataResults", []):
             series[result["Id"]] += zip(result.get("Timestamps", []), result.get("Values", []), strict=True)
+            status[result["Id"]] = str(result.get("StatusCode", "Complete"))
+    bad = {query_id: code for query_id, code in status.items() if code in _INCOMPLETE}
+    if bad:
+        raise Unreadable(", ".join(f"{query_id} {code}" for query_id, code in sorted(bad.items())))
     return {k: sorted(v, key=lambda p: p[0], reverse=True) for k, v in series.items()}
 
 
 def _rows(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
     code = spoke.region
-    series = _series(ctx, code)
+    try:
+        series = _series(ctx, code)
+    except Unreadable as exc:
+        return [
+            CheckResult(
+                code,
+                "canary",
+                "fail",
+                f"not checked: CloudWatch GetMetricData did not return the complete series ({exc})",
+                "retry; Forbidden means these credentials may not read HubSpoke/Canary metrics "
+                "(cloudwatch:GetMetricData)",
+            ),
+            *_unknown(code, "the canary's metrics could not be read"),
+        ]
     reachable = series["reachable"]
     ops_name = ctx.stacks.plan(stack_id("ops", code)).name
     silent_fix = (
@@ -107,7 +135,7 @@ def _rows(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
             *_unknown(code, f"the canary has not reported for {_minutes(SILENT_AFTER)} minutes"),
         ]
     rows = [CheckResult(code, "canary", "pass", f"last report at {last:%H:%M} UTC ({_minutes(age)} min ago)")]
-    rows.append(_reachable(code, ctx.config.hub.region, reachable, series["fraction"]))
+    rows.append(_reachable(code, ctx.config.hub.region, reachable, series["fraction"], now=ctx.now))
     rows.append(_portal(code, series["portal"], last))
     return rows
 
@@ -120,17 +148,23 @@ def _unknown(code: str, why: str) -> list[CheckResult]:
 
 
 def _reachable(
-    code: str, hub: str, reachable: list[tuple[datetime, float]], fraction: list[tuple[datetime, float]]
+    code: str,
+    hub: str,
+    reachable: list[tuple[datetime, float]],
+    fraction: list[tuple[datetime, float]],
+    *,
+    now: datetime,
 ) -> CheckResult:
     """The last minutes of HubReachable judged as the hub-unreachable alarm judges them.
 
     The alarm breaches when the one-minute Maximum is below 1 for HUB_UNREACHABLE_MINUTES minutes in a row,
     a minute without data counting as breaching (hubspoke/constructs/alarms.py, docs/operations.md): a
-    single minute down is a blip the alarm lets pass, and is a warning here, not a failure.
+    single minute down is a blip the alarm lets pass, and is a warning here, not a failure. The minutes are
+    the last ones before now, as the alarm evaluates them, not the last ones the canary happened to report:
+    minutes since its newest datapoint are minutes without data.
     """
-    newest = reachable[0][0]
     window = [
-        v for t, v in reachable if newest - t < timedelta(seconds=PERIOD_SECONDS * HUB_UNREACHABLE_MINUTES)
+        v for t, v in reachable if now - t < timedelta(seconds=PERIOD_SECONDS * HUB_UNREACHABLE_MINUTES)
     ]
     down = sum(v < 1 for v in window)
     missing = HUB_UNREACHABLE_MINUTES - len(window)

@@ -214,6 +214,19 @@ def _addons(ctx: Context, region: RegionConfig) -> list[CheckResult]:
                     "wait for it to settle" if settling else f"{_COMPUTE_RUNBOOK}, then {deploy}",
                 )
             )
+        elif issues:
+            # ACTIVE is the add-on's state, its health a separate list (EKS DescribeAddon: addon.health.issues,
+            # AddonIssue code / message / resourceIds): an ACTIVE add-on can report issues.
+            rows.append(
+                CheckResult(
+                    code,
+                    "eks add-ons",
+                    "warn",
+                    f"{addon_name} {version} is ACTIVE but reports health issues: {issues}",
+                    f"{_COMPUTE_RUNBOOK}; `aws eks describe-addon --cluster-name {name} --addon-name {addon_name} "
+                    f"--region {code}` lists them",
+                )
+            )
         elif pinned and version != pinned:
             rows.append(
                 CheckResult(

@@ -22,8 +22,12 @@ from hubspoke.outputs import consumers, produced
 from hubspoke.topology import StackPlan
 
 HEALTHY = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE", "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS"}
-# The first deploy failed: CloudFormation allows nothing but a delete.
-CREATE_ROLLED_BACK = {"ROLLBACK_COMPLETE", "ROLLBACK_FAILED", "CREATE_FAILED"}
+# The first deploy failed and rolled back: CloudFormation allows nothing but a delete. CREATE_FAILED is not
+# among them: a create that stopped without rolling back (DisableRollback) keeps what it provisioned, and
+# RollbackStack "rolls back the specified stack to the last known stable state from CREATE_FAILED or
+# UPDATE_FAILED" (botocore cloudformation model, RollbackStack); an update with DisableRollback ("Preserve the
+# state of previously provisioned resources", UpdateStackInput) retries from there.
+CREATE_ROLLED_BACK = {"ROLLBACK_COMPLETE", "ROLLBACK_FAILED"}
 # An update failed: the stack runs its previous template (or, without rollback, a partial one).
 UPDATE_ROLLED_BACK = {
     "UPDATE_ROLLBACK_COMPLETE",
@@ -80,7 +84,14 @@ def _state(ctx: Context, plan: StackPlan) -> tuple[CheckResult, LiveStack | None
     if status in CREATE_ROLLED_BACK | UPDATE_ROLLED_BACK or status.endswith("FAILED"):
         failed = blamed_failure(ctx.clients("cloudformation", region), name, status)
         cause = failed.text if failed else live.reason or "no reason recorded"
-        fix = _failed_fix(status, name, region, failed.logical_id if failed else "<logical-id>", deploy)
+        fix = _failed_fix(
+            status,
+            name,
+            region,
+            failed.logical_id if failed else "<logical-id>",
+            deploy,
+            retry=ctx.deploy_command(plan.id, "--no-rollback"),
+        )
         if plan.kind == "storage" and status in CREATE_ROLLED_BACK:
             # The node volumes (kept on termination), key, secret and buckets of a failed first create are
             # retained although they hold no data yet: every retry would leave another set behind.
@@ -105,7 +116,7 @@ def _state(ctx: Context, plan: StackPlan) -> tuple[CheckResult, LiveStack | None
     ), live
 
 
-def _failed_fix(status: str, name: str, region: str, logical_id: str, deploy: str) -> str:
+def _failed_fix(status: str, name: str, region: str, logical_id: str, deploy: str, *, retry: str = "") -> str:
     """What CloudFormation allows from a failed state (User Guide, "Stack status codes"), then the deploy."""
     where = f"--stack-name {shlex.quote(name)} --region {region}"
     delete = f"`aws cloudformation delete-stack {where}`"
@@ -117,6 +128,13 @@ def _failed_fix(status: str, name: str, region: str, logical_id: str, deploy: st
         )
     if status in CREATE_ROLLED_BACK:
         return f"fix the cause, then {delete} (nothing else is allowed) and {deploy}"
+    if status == "CREATE_FAILED":
+        rollback = f"`aws cloudformation rollback-stack {where}`"
+        return (
+            f"the create stopped without rolling back and keeps what it made: fix the cause, then retry from "
+            f"there with {retry}; or roll back with {rollback} (with no stable state to return to, that deletes "
+            f"the stack), or {delete}, then {deploy}"
+        )
     if status == "UPDATE_ROLLBACK_FAILED":
         skip = (
             f"`aws cloudformation continue-update-rollback --stack-name {shlex.quote(name)} "

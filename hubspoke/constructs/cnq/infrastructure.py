@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import CfnTag, CustomResource, Duration, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -28,6 +28,9 @@ from hubspoke.constructs.cnq.node import render_boot_script
 from hubspoke.constructs.cnq.node.volumes import node_volumes
 from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.resources import NODE_SHAPE_RESOURCE
+
+if TYPE_CHECKING:
+    from hubspoke.constructs.cnq.provisioning import CnqProvisioner
 from hubspoke.constructs.keys import retained_key
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import NFS, QUMULO_PORTAL, QUMULO_REST, RPCBIND, SSH
@@ -61,7 +64,7 @@ class CnqCluster(Construct):
                              vpc=net.vpc, subnet=net.accelerator_subnet, client_cidrs=region.all_cidrs,
                              peer_path_sg=net.peer_path_security_group, peer_mtu_path="/hubspoke/dev/peer-mtu/")
         cluster.floating_ips, cluster.admin_secret, cluster.object_storage_uris
-        cluster.refuse_reshaping(provisioner.service_token)
+        cluster.refuse_reshaping(provisioner)
 
     Buckets, key, secret and node volumes are retained when the stack is deleted or they are replaced.
     The nodes boot the image pinned in config and install the configured Qumulo Core release (node/boot.sh);
@@ -177,17 +180,18 @@ class CnqCluster(Construct):
         self.floating_ips = Fn.split(FLOATING_IP_SEPARATOR, self.floating_ips_joined)
         self._grant_floating_ip_moves(enis)
 
-    def refuse_reshaping(self, service_token: str) -> CustomResource:
+    def refuse_reshaping(self, provisioner: CnqProvisioner) -> CustomResource:
         """A guard every node depends on: it fails an update that would replace or stop all nodes at once.
 
         It carries every node property whose change CloudFormation applies by replacing or stopping the
         instance (ImageId, BlockDeviceMappings and the ENI's subnet: replacement; InstanceType and
         UserData: stop and start), and compares them with what the running nodes have (runtime/shape.py).
         """
-        guard = CustomResource(
+        # Through the provisioner, so the guard carries its WaitSeconds budget like every resource it serves
+        # (the handler's default otherwise, which the waiter rule, hubspoke/policy/waiters.py, cannot see).
+        guard = provisioner.resource(
             self,
             "NodeShape",
-            service_token=service_token,
             resource_type=NODE_SHAPE_RESOURCE,
             properties={
                 "ClusterName": self.name,

@@ -194,11 +194,29 @@ class CnqProvisioner(Construct):
     def _grant_node_protection(self, role: iam.Role, clusters: Sequence[str]) -> None:
         """Termination protection on the stack's own nodes only, found by their cluster tag (runtime/nodes.py)."""
         stack = Stack.of(self)
+        instances = stack.format_arn(service="ec2", resource="instance", resource_name="*")
+        tagged = {f"aws:ResourceTag/{CLUSTER_TAG}": list(clusters)}
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=["ec2:DescribeInstanceAttribute", "ec2:ModifyInstanceAttribute"],
-                resources=[stack.format_arn(service="ec2", resource="instance", resource_name="*")],
-                conditions={"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG}": list(clusters)}},
+                actions=["ec2:DescribeInstanceAttribute"],
+                resources=[instances],
+                conditions={"StringEquals": tagged},
+            )
+        )
+        # Only termination protection may change (runtime/nodes.py passes DisableApiTermination alone). The
+        # ec2:Attribute condition key names the attribute a ModifyInstanceAttribute request sets, as AWS's own
+        # managed policy AmazonRDSCustomServiceRolePolicy uses it ("ec2:Attribute": "InstanceType", the request
+        # parameter's name). ASSUMED: its value for our request is the parameter name DisableApiTermination
+        # (the API's Attribute enum spells it disableApiTermination), so compared ignoring case; a wrong guess
+        # fails the NodeProtection step with AccessDenied naming ec2:ModifyInstanceAttribute, never widens.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["ec2:ModifyInstanceAttribute"],
+                resources=[instances],
+                conditions={
+                    "StringEquals": tagged,
+                    "StringEqualsIgnoreCase": {"ec2:Attribute": "DisableApiTermination"},
+                },
             )
         )
         # The node-shape guard reads what the nodes run (runtime/shape.py); Describe* has no resource scope.

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import cast
 
+from aws_cdk import CfnResource
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -49,9 +51,18 @@ CLOUDWATCH_CONFIGURATION = {
 
 
 def core_addons(scope: Construct, *, cluster: eks.Cluster, kubernetes_version: str) -> list[eks.Addon]:
-    """Networking, DNS and pod identity: what every node needs, installed before any node joins."""
-    return [
-        eks.Addon(
+    """Networking, DNS and pod identity: what every node needs, installed before any node joins.
+
+    EKS creates a cluster with its own self-managed vpc-cni, kube-proxy and coredns; the managed add-on must
+    overwrite them or its creation fails with a ConfigurationConflict (terraform-aws-modules/terraform-aws-eks
+    #2829). AWS's HyperPod CloudFormation sets ResolveConflicts: OVERWRITE on all four core add-ons
+    (aws-samples/awsome-distributed-training@e369abdb474e27b49975b619c88d066c15ae9960,
+    1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/eks-cluster-stack.yaml), and so does
+    this. aws_eks_v2.Addon has no property for it: the override sets AWS::EKS::Addon's own ResolveConflicts.
+    """
+    addons = []
+    for name in CORE_ADDONS:
+        addon = eks.Addon(
             scope,
             f"Addon-{name}",
             cluster=cluster,  # type: ignore[arg-type]  # jsii stub omits a Cluster member
@@ -59,8 +70,9 @@ def core_addons(scope: Construct, *, cluster: eks.Cluster, kubernetes_version: s
             addon_version=addon_version(name, kubernetes_version),
             preserve_on_delete=False,
         )
-        for name in CORE_ADDONS
-    ]
+        cast(CfnResource, addon.node.default_child).add_property_override("ResolveConflicts", "OVERWRITE")
+        addons.append(addon)
+    return addons
 
 
 class OperatorAddons(Construct):

@@ -24,6 +24,20 @@ KUBECTL_LAYER_VERSION = "1.33"
 SUPPORTED_SKEW = ("1.32", "1.33", "1.34")
 
 
+# Amazon EKS User Guide, "Encrypt Kubernetes secrets with KMS on existing clusters" (the Note on create-key), and
+# the Control Tower controls reference, CT.EKS.PR.2, "Usage considerations": a cluster with KMS envelope
+# encryption needs kms:CreateGrant for the principal calling CreateCluster, and "the condition
+# kms:GrantIsForAWSResource is not supported for the CreateCluster action". CloudFormation calls CreateCluster
+# as the CDK execution role, so CT.KMS.PR.3's Deny (GrantIsForAWSResource and PrincipalIsAWSService both false)
+# would refuse that grant and roll the Compute stack back. Its cfn-guard rule (ct-kms-pr-3.guard) accepts only
+# those two condition keys, so no narrower exception for the execution role passes it either.
+SECRETS_KEY_GRANTS = (
+    "EKS makes its CreateCluster grant on the secrets key in the caller's name without kms:GrantIsForAWSResource "
+    "(EKS User Guide, enable-kms note; CT.EKS.PR.2 usage considerations); the CT.KMS.PR.3 Deny would refuse it "
+    "and roll back the cluster. The key keeps CT.EKS.PR.2 (secrets encrypted with a customer managed key)."
+)
+
+
 class HyperPodEks(Construct):
     """An EKS cluster ready to orchestrate SageMaker HyperPod: no node groups, HyperPod brings the nodes.
 
@@ -58,6 +72,8 @@ class HyperPodEks(Construct):
             self,
             "SecretsKey",
             description=f"Envelope encryption of Kubernetes secrets in EKS cluster {cluster_name}",
+            # CT.EKS.PR.2 (secrets encrypted with a KMS key) is kept; CT.KMS.PR.3's statement cannot be.
+            caller_grants=SECRETS_KEY_GRANTS,
         )
         endpoint = (
             eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*public_access_cidrs)

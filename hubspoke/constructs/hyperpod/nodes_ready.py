@@ -30,9 +30,11 @@ RUNTIME_DIR = Path(__file__).parent / "runtime"
 # ServiceTimeout: 1 to 3600 seconds, default 3600), and aws-cdk-lib 2.275's Provider says of totalTimeout "The
 # maximum timeout is 1 hour" (custom-resources/lib/provider-framework/provider.d.ts). Set explicitly here.
 SERVICE_TIMEOUT = Duration.hours(1)
-# The waiter polls for 55 minutes at most (55 attempts, one a minute), ending before the service timeout so
-# that the failure CloudFormation shows is the provider's "Operation timed out", not a lost answer; the 5
-# minutes left cover the onEvent call and each isComplete invocation's own run time (about a second).
+# The waiter sleeps 55 minutes at most (55 attempts, one a minute), but each poll's run time comes on top
+# (up to the function's minute), so the retry count alone does not bound the wait. The handler holds its own
+# wall-clock budget of the same 55 minutes from onEvent (WaitSeconds; runtime/nodes_ready.py budget_left): no
+# poll starts that could end past it less a minute's reserve, so the failure CloudFormation shows is ours,
+# naming the missing nodes, before the 60-minute service timeout.
 WAIT = Duration.minutes(55)
 POLL = Duration.minutes(1)
 # One wait of 55 minutes may be too short for a p5 node: its launch (retried by continuous provisioning when
@@ -131,6 +133,9 @@ class HyperPodNodesReady(Construct):
                     # One JSON string: CloudFormation passes property values to the handler as strings.
                     "InstanceGroups": json.dumps(dict(counts), sort_keys=True),
                     "Until": phase,
+                    # The handler's own wall-clock budget, counted from onEvent: its polls' run time counts too,
+                    # which the framework's retry count does not (runtime/nodes_ready.py, budget_left).
+                    "WaitSeconds": str(int(WAIT.to_seconds())),
                 },
             )
             for phase in PHASES

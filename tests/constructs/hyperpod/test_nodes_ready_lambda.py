@@ -166,3 +166,56 @@ def test_launched_counts_nodes_past_pending_running_only_running(
             _invoke(dev_templates, endpoint, "is_complete", e)["IsComplete"] for e in (launched, running)
         )
         assert got == want, f"nodes {states}: (Launched, Running) complete = {got}"
+
+
+def test_the_wait_ends_within_its_own_budget_naming_the_missing_nodes(
+    dev_config: HubSpokeConfig, dev_templates: Templates, sagemaker: tuple[str, Any]
+) -> None:
+    """CloudFormation fails a custom resource after its ServiceTimeout, at most 3600 s (AWS::CloudFormation::
+    CustomResource), with a message that says nothing of the nodes. The provider's 55 retries of 60 s bound only
+    the sleeps: each poll's run time (up to the function's Timeout) comes on top. So the handler keeps a
+    wall-clock budget from onEvent (WaitSeconds): the poll after which the next one could end past it, less a
+    minute for the framework's report, fails with what is missing; a poll that finds the nodes still succeeds."""
+    import time
+
+    endpoint, client = sagemaker
+    wanted = dev_config.spoke(REGION).compute.instance_groups[0].count
+    arn = _create(client, running=wanted - 1)
+    event = _event(dev_templates, arn)
+    budget = int(event["ResourceProperties"]["WaitSeconds"])
+    assert 0 < budget < 3600
+    started = _invoke(dev_templates, endpoint, "on_event", event)["StartedAt"]
+    assert abs(float(started) - time.time()) < 60
+    timeout = _functions(dev_templates)["nodes_ready.is_complete"]["Timeout"]
+    # Early on: not complete, and the next poll (60 s later, up to `timeout` s long) still fits.
+    early = {**event, "StartedAt": str(time.time() - (budget - 60 - 60 - timeout - 30))}
+    assert _invoke(dev_templates, endpoint, "is_complete", early) == {"IsComplete": False}
+    # Near the end: the next poll could outrun the budget, so this one fails, naming the missing node.
+    late = {**event, "StartedAt": str(time.time() - (budget - 60 - 60 - timeout + 30))}
+    failed = LambdaFunction(
+        code=nodes_ready.RUNTIME_DIR,
+        handler="nodes_ready.is_complete",
+        environment={"AWS_ENDPOINT_URL_SAGEMAKER": endpoint},
+        timeout_s=timeout,
+        region=REGION,
+    ).invoke(late)
+    assert failed.error.startswith("TimeoutError:")
+    assert '{"accelerated-worker-group-1": 1}' in failed.error and "Running" in failed.error
+    # The same late poll, with every node Running, completes.
+    client.delete_cluster(ClusterName=arn)
+    arn = _create(client, running=wanted)
+    done = _invoke(
+        dev_templates, endpoint, "is_complete", {**_event(dev_templates, arn), "StartedAt": late["StartedAt"]}
+    )
+    assert done["IsComplete"] is True
+
+
+def test_the_handlers_poll_interval_is_the_waiters(dev_templates: Templates) -> None:
+    """budget_left assumes the framework sleeps POLL_SECONDS between polls: the synthesized waiter's interval."""
+    from hubspoke.constructs.hyperpod.runtime import nodes_ready as runtime
+
+    machines = [
+        json.dumps(p["DefinitionString"])
+        for _, p in properties(dev_templates[f"compute-{REGION}"], "AWS::StepFunctions::StateMachine")
+    ]
+    assert any(f'\\"IntervalSeconds\\":{int(runtime.POLL_SECONDS)},' in m for m in machines)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -34,6 +35,11 @@ UNTIL: Mapping[str, frozenset[str]] = {
     "Launched": frozenset({"DeepHealthCheckInProgress", "Running", "SystemUpdating"}),
     "Running": frozenset({"Running"}),
 }
+# The framework sleeps this long between polls (hubspoke/constructs/hyperpod/nodes_ready.py POLL, checked
+# against the template by tests/constructs/hyperpod/test_nodes_ready_lambda.py).
+POLL_SECONDS = 60.0
+# The request ends this much before its WaitSeconds budget: room for the framework to report the failure.
+REPORT_RESERVE_SECONDS = 60.0
 # The physical ID of the Running resource stays what it was before the Launched one existed.
 PHYSICAL_SUFFIX = {"Launched": "nodes-launched", "Running": "nodes-ready"}
 
@@ -70,13 +76,33 @@ def on_event(event: Mapping[str, Any], context: object = None) -> dict[str, Any]
     if event["RequestType"] == "Delete":
         return {"PhysicalResourceId": event["PhysicalResourceId"]}
     wanted_counts(props)  # refuse a malformed property at once, not after polling
-    return {"PhysicalResourceId": f"{props['Cluster']}/{PHYSICAL_SUFFIX[until(props)]}"}
+    # StartedAt reaches every is_complete call: the CDK provider framework merges onEvent's answer into the
+    # isComplete event (as the CNQ provisioner's handler relies on too).
+    return {
+        "PhysicalResourceId": f"{props['Cluster']}/{PHYSICAL_SUFFIX[until(props)]}",
+        "StartedAt": str(time.time()),
+    }
 
 
-def is_complete(event: Mapping[str, Any], context: object = None) -> dict[str, Any]:
+def budget_left(event: Mapping[str, Any], run_seconds: float) -> float:
+    """Seconds of the request's WaitSeconds budget that would be left after the next poll.
+
+    The request started at onEvent (StartedAt). The framework sleeps POLL_SECONDS before the next poll, which
+    may run as long as an invocation does (`run_seconds`: what this one had when it began). When that next poll
+    could end past the budget (less the reserve for the framework's report), this poll is the last: the failure
+    CloudFormation shows is ours, naming the nodes still missing, never its own ServiceTimeout
+    (hubspoke/policy/waiters.py counts the budget, not the retry count, for such a resource).
+    """
+    budget = float(event["ResourceProperties"]["WaitSeconds"]) - REPORT_RESERVE_SECONDS
+    started = float(event.get("StartedAt") or time.time())
+    return budget - (time.time() - started) - POLL_SECONDS - run_seconds
+
+
+def is_complete(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     """True once every group has at least its count of nodes in the phase's states; the log says what is missing."""
     if event["RequestType"] == "Delete":
         return {"IsComplete": True}
+    run_seconds = context.get_remaining_time_in_millis() / 1000.0 if context is not None else 0.0
     props = event["ResourceProperties"]
     cluster, phase, wanted = str(props["Cluster"]), until(props), wanted_counts(props)
     states = node_states(cluster, boto3.client("sagemaker"))
@@ -86,6 +112,11 @@ def is_complete(event: Mapping[str, Any], context: object = None) -> dict[str, A
         seen = {g: dict(c) for g, c in states.items()}
         LOG.info("cluster %s: still waiting for %s node(s) %s; nodes by state: %s. If this lasts, see %s",
                  cluster, json.dumps(missing), phase, json.dumps(seen), RUNBOOK)  # fmt: skip
+        if props.get("WaitSeconds") and budget_left(event, run_seconds) < 0:
+            raise TimeoutError(
+                f"cluster {cluster}: after {props['WaitSeconds']} s, still waiting for {json.dumps(missing)} "
+                f"node(s) {phase}; nodes by state: {json.dumps(seen)}. See {RUNBOOK}"
+            )
         return {"IsComplete": False}
     LOG.info("cluster %s: every instance group has its nodes %s (%s)", cluster, phase, json.dumps(wanted))
     return {"IsComplete": True, "Data": {"Nodes": str(sum(wanted.values()))}}
