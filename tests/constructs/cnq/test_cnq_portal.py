@@ -168,14 +168,21 @@ def test_failure_half_way_then_retry(formed: World, hub: FakeQumulo, spoke: Fake
 def test_moving_a_root_is_refused_and_a_rollback_passes(
     formed: World, hub: FakeQumulo, spoke: FakeQumulo
 ) -> None:
-    drive(formed.portal_event(hub, spoke))
+    created = drive(formed.portal_event(hub, spoke))
+    before = dict(_ours(spoke))
     moved = formed.portal_event(hub, spoke, "Update", SpokeRoot="/elsewhere")
     with pytest.raises(ProvisioningError, match="Re-create the portal"):
         drive(moved)
-    # CloudFormation's rollback sends the original properties: they match what exists, so it succeeds.
+    assert _ours(spoke) == before, "a refused update changes nothing"
+    # CloudFormation's rollback sends the original properties: they match what exists, so it succeeds, on
+    # the same physical resource (a changed ID would make CloudFormation delete the portal afterwards).
     rollback = formed.portal_event(hub, spoke, "Update")
     rollback["OldResourceProperties"] = moved["ResourceProperties"]
-    drive(rollback)
+    answer = drive(rollback)
+    assert (
+        answer.get("PhysicalResourceId", rollback.get("PhysicalResourceId")) == created["PhysicalResourceId"]
+    )
+    assert _ours(spoke) == before
 
 
 def test_update_converges_mode_and_eviction(formed: World, hub: FakeQumulo, spoke: FakeQumulo) -> None:
