@@ -212,3 +212,14 @@ def test_a_region_without_a_code_is_named_by_its_path() -> None:
     del raw["hub"]["region"]
     [problem] = peer_path_rules_within_quota(raw)
     assert "the cross-Region security group in hub needs 64 inbound rules" in problem.message
+
+
+def test_the_hub_is_reported_before_the_spokes_in_config_order() -> None:
+    """Findings name Regions in the order the whole tool lists them: the hub first, then every spoke in config
+    order (HubSpokeConfig.regions; docs/operations.md, the dashboard's columns). 31 hub CIDRs and 16 spokes put
+    every group over the default 60: the hub's (16 x 4 = 64 rules) and each spoke's (31 x 2 = 62)."""
+    fields = [p.field for p in peer_path_rules_within_quota(_raw(31, 16))]
+    assert fields == [
+        "hub.quotas.security_group_rules",
+        *(f"spokes[{i}].quotas.security_group_rules" for i in range(16)),
+    ]
