@@ -104,6 +104,56 @@ MODULES = (
     ),
     # Every policy test synthesizes (minutes per mutant here): measured only where there is time for it.
     Module("policy", ("hubspoke/policy/*.py",), ("tests/policy",), ("tests/policy/test_acks.py",)),
+    # The pack's own rules against the tests that judge config/dev.yaml's templates (one synth of dev per mutant,
+    # the synth cache being keyed by the mutant): no shape-wide synths, no checkov, no Control Tower module
+    # (control_tower.py: its guard runs inside every synth and has its own tests).
+    Module(
+        "policy-dev",
+        tuple(
+            f"hubspoke/policy/{f}.py"
+            for f in (
+                "acks",
+                "cnq",
+                "deploy_facts",
+                "hyperpod",
+                "model",
+                "network",
+                "plugin",
+                "rules",
+                "waiters",
+            )
+        ),
+        (
+            "tests/policy/test_rules.py",
+            "tests/policy/test_waiters.py",
+            "tests/policy/test_cnq_rules.py",
+            "tests/policy/test_hyperpod_rules.py",
+            "tests/policy/test_deploy_facts.py",
+            "tests/policy/test_plugin.py",
+        ),
+        (
+            "tests/policy/test_rules.py::test_every_shapes_templates_pass",
+            "tests/policy/test_rules.py::test_spoke_to_spoke_route_is_caught",
+            "tests/policy/test_rules.py::test_a_peering_route_beyond_the_hub_is_caught",
+            "tests/policy/test_rules.py::test_a_peering_route_into_the_hub_passes",
+            "tests/policy/test_waiters.py::test_every_shapes_templates_wait_within_the_hour",
+        ),
+    ),
+    # `hubspoke verify`: its tests run against a moto world built from a synthesized environment (one synth per
+    # mutant), except the Kubernetes reader's, which talk to a local stand-in API server.
+    Module(
+        "verify",
+        ("hubspoke/cli/verify/*.py",),
+        (
+            "tests/cli/test_verify.py",
+            "tests/cli/test_verify_accounts.py",
+            "tests/cli/test_verify_cli.py",
+            "tests/cli/test_verify_kube.py",
+            "tests/cli/test_verify_network.py",
+            "tests/cli/test_verify_runtime.py",
+        ),
+    ),
+    Module("verify-kube", ("hubspoke/cli/verify/kube.py",), ("tests/cli/test_verify_kube.py",)),
 )
 
 
