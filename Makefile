@@ -75,7 +75,8 @@ test-thorough: setup
 # mutmut over each module against its own tests (tools/mutation.py): the score per module and file, reviewed
 # equivalent mutants subtracted (tools/mutation_equivalents.txt); fails if a module scores below 90 %. Slow (tens
 # of minutes), so weekly in .github/workflows/mutation.yml, not in `make test`. MUTATION_MODULES picks some,
-# MUTATION_ARGS adds options (e.g. --show prints every undetected mutant's diff).
+# MUTATION_ARGS adds options (--show prints every undetected mutant's diff; --sample N --seed S runs a reproducible
+# random N mutants per module, with a 95 % interval). Figures and the equivalents' reasons: docs/development.md.
 MUTATION_MODULES ?=
 MUTATION_CHILDREN ?= 1
 mutation: setup

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
 import shlex
@@ -204,3 +205,29 @@ def test_link_stack_parameters_publish_every_cidr_under_the_runbook_path(tmp_pat
     )
     cfg = load(write_config(tmp_path, minimal())).config
     assert peer_mtu_parameters(cfg, cfg.hub) == (("/hubspoke/dev/peer-mtu/us-east-2/0", "10.10.0.0/16 8500"),)
+
+
+# The reviewed snapshots of config/dev.yaml's Storage templates (tests/test_snapshots.py: "a diff here means
+# infrastructure changed"; config/dev.yaml: environment dev, hub us-east-2, spoke us-west-2).
+_DEV_SNAPSHOTS = Path(__file__).resolve().parent / "__snapshots__" / "test_snapshots"
+
+
+@pytest.mark.parametrize("region", ["us-east-2", "us-west-2"])
+def test_every_dev_node_carries_the_pin_script_of_its_reviewed_snapshot(region: str) -> None:
+    """The pin script is part of every CNQ node's UserData (boot.sh writes it out between HUBSPOKE_PIN markers),
+    and CloudFormation stops and starts an instance whose UserData changes (AWS::EC2::Instance, UserData:
+    "Update requires: Some interruptions"): every byte of it, comments included, is infrastructure. So it must be
+    what the reviewed snapshot of the Region's Storage template holds, under the runbook's path
+    `/hubspoke/<env>/peer-mtu/` (docs/runbooks/mtu.md). A deliberate change updates the snapshot
+    (`pytest tests/test_snapshots.py --snapshot-update`) and this test follows it."""
+    template = json.loads((_DEV_SNAPSHOTS / f"test_dev_templates[storage-{region}].json").read_text())
+    scripts = [
+        r["Properties"]["UserData"]["Fn::Base64"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::EC2::Instance"
+    ]
+    assert scripts, "the dev Storage snapshot has no CNQ node"
+    for user_data in scripts:
+        pinned = re.search(r"<< 'HUBSPOKE_PIN'\n(.*?)\nHUBSPOKE_PIN\n", user_data, flags=re.DOTALL)
+        assert pinned, "the node's UserData writes no pin script"
+        assert pinned.group(1) + "\n" == render_peer_mtu_pin("/hubspoke/dev/peer-mtu/", region)

@@ -139,3 +139,33 @@ def test_every_spoke_gets_its_own_network_link_and_ops(tmp_path: Path) -> None:
     assert rows["ops-us-west-2"] == ("us-west-2", ("storage-us-west-2",))
     assert rows["ops-eu-west-1"] == ("eu-west-1", ("storage-eu-west-1",))
     assert rows["dashboard-us-east-2"] == ("us-east-2", ("ops-us-west-2", "ops-eu-west-1"))
+
+
+def _built_directly(**overrides: Any) -> HubSpokeConfig:
+    """A config made without load(): pydantic's field checks only, none of the cross-field rules (config/rules.py)
+    that load() applies; plan_stacks is public and takes such a config as it is."""
+    return HubSpokeConfig.model_validate(minimal(**overrides))
+
+
+def test_a_config_built_without_load_plans_no_dependency_on_a_missing_stack() -> None:
+    """plan_stacks promises an order `cdk deploy` can follow one by one: each stack waits only for stacks planned
+    before it (a CDK stack dependency is on another stack of the app). Here that holds for configs load() would
+    refuse: a spoke with storage while the hub has none (spoke_storage_needs_hub_storage), and compute in a
+    Region without storage (compute_mounts_local_storage)."""
+    no_hub_storage = _built_directly(
+        hub={"region": "us-east-2", "cidr": "10.10.0.0/16", "storage": {"enabled": False}}
+    )
+    no_spoke_storage = _built_directly(
+        spokes=[{"region": "us-west-2", "cidr": "10.20.0.0/16", "storage": {"enabled": False}}]
+    )
+    assert not no_hub_storage.hub.storage.enabled and no_hub_storage.spokes[0].storage.enabled
+    assert no_spoke_storage.spokes[0].compute.enabled and not no_spoke_storage.spokes[0].storage.enabled
+    for config in (no_hub_storage, no_spoke_storage):
+        planned: list[str] = []
+        for plan in plan_stacks(config):
+            assert all(dep in planned for dep in plan.depends_on), (plan.id, plan.depends_on, planned)
+            planned.append(plan.id)
+    rows = {p.id: p.depends_on for p in plan_stacks(no_hub_storage)}
+    assert rows["storage-us-west-2"] == ("network-us-west-2", "link-us-west-2")
+    rows = {p.id: p.depends_on for p in plan_stacks(no_spoke_storage)}
+    assert rows["compute-us-west-2"] == ("network-us-west-2",)

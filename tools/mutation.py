@@ -5,19 +5,28 @@ directory and writes `mutants/` there), so a mutant runs only the tests of its m
 test selection picks them among those, never the whole suite. Left out on purpose: tests that run the CLI as a
 subprocess (the installed entry point imports the unmutated package, so they can never kill) and tests that
 synthesize whole environments where a module's own tests already cover it (minutes per mutant on 2 cores).
-Surviving mutants reviewed as equivalent are listed, one line of why each, in tools/mutation_equivalents.txt.
+Surviving mutants reviewed as equivalent are listed, one line of why each, in tools/mutation_equivalents.txt,
+keyed by the mutated function and a hash of the mutant's change (its original and mutated lines), never by
+mutmut's index: a renumbering cannot make an entry excuse a different mutant. `--sample N --seed S` runs a
+reproducible random subset of a module's mutants and reports the score with its sample size and a 95 % Wilson
+interval.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import hashlib
+import json
+import math
 import os
+import random
 import re
 import subprocess
 import sys
 import tempfile
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +46,9 @@ class Module:
     mutate: tuple[str, ...]
     tests: tuple[str, ...]
     deselect: tuple[str, ...] = ()
+    # In the default set (`make mutation` with no MUTATION_MODULES, the weekly workflow); off for slices of a
+    # module already in it and for modules a full run cannot finish (run them by name, with --sample).
+    default: bool = True
 
 
 MODULES = (
@@ -95,25 +107,239 @@ MODULES = (
     ),
     # Every policy test synthesizes (minutes per mutant here): measured only where there is time for it.
     Module("policy", ("hubspoke/policy/*.py",), ("tests/policy",), ("tests/policy/test_acks.py",)),
+    # The pack's own rules against the tests that judge config/dev.yaml's templates (one synth of dev per mutant,
+    # the synth cache being keyed by the mutant): no shape-wide synths, no checkov, no Control Tower module
+    # (control_tower.py: its guard runs inside every synth and has its own tests).
+    Module(
+        "policy-dev",
+        tuple(
+            f"hubspoke/policy/{f}.py"
+            for f in (
+                "acks",
+                "cnq",
+                "deploy_facts",
+                "hyperpod",
+                "model",
+                "network",
+                "plugin",
+                "rules",
+                "waiters",
+            )
+        ),
+        (
+            "tests/policy/test_rules.py",
+            "tests/policy/test_waiters.py",
+            "tests/policy/test_cnq_rules.py",
+            "tests/policy/test_hyperpod_rules.py",
+            "tests/policy/test_deploy_facts.py",
+            "tests/policy/test_plugin.py",
+        ),
+        (
+            "tests/policy/test_rules.py::test_every_shapes_templates_pass",
+            "tests/policy/test_rules.py::test_spoke_to_spoke_route_is_caught",
+            "tests/policy/test_rules.py::test_a_peering_route_beyond_the_hub_is_caught",
+            "tests/policy/test_rules.py::test_a_peering_route_into_the_hub_passes",
+            "tests/policy/test_waiters.py::test_every_shapes_templates_wait_within_the_hour",
+        ),
+        default=False,
+    ),
+    # `hubspoke verify`: its tests run against a moto world built from a synthesized environment (one synth per
+    # mutant), except the Kubernetes reader's, which talk to a local stand-in API server.
+    Module(
+        "verify",
+        ("hubspoke/cli/verify/*.py",),
+        (
+            "tests/cli/test_verify.py",
+            "tests/cli/test_verify_accounts.py",
+            "tests/cli/test_verify_cli.py",
+            "tests/cli/test_verify_kube.py",
+            "tests/cli/test_verify_network.py",
+            "tests/cli/test_verify_runtime.py",
+        ),
+        # About 4,500 mutants at a synth each: days on 2 cores, so sampled only.
+        default=False,
+    ),
+    Module("verify-kube", ("hubspoke/cli/verify/kube.py",), ("tests/cli/test_verify_kube.py",)),
 )
 
 
-def equivalents() -> dict[str, str]:
-    """Mutant name -> why it is equivalent, from tools/mutation_equivalents.txt (`name  reason`, # comments)."""
-    out: dict[str, str] = {}
-    for line in EQUIVALENTS.read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            name, _, why = line.partition(" ")
-            if not why.strip():
-                sys.exit(f"{EQUIVALENTS}: {name} has no reason; add one line of why it is equivalent")
-            out[name] = why.strip()
+# Run inside a module's scratch directory: mutmut's own generation (what `mutmut run` does first, and skips when
+# it finds the mutants already there), then every mutant's diff as `mutmut show` prints it, into a JSON file.
+_GENERATE = """
+import json, sys
+from mutmut.__main__ import create_mutants
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+from mutmut.utils.file_utils import copy_also_copy_files, copy_src_dir, walk_mutatable_files
+copy_src_dir()
+copy_also_copy_files()
+create_mutants(1)
+diffs = {}
+for path in walk_mutatable_files():
+    data = SourceFileMutationData(path=path)
+    data.load()
+    for name in data.exit_code_by_key:
+        diffs[name] = get_diff_for_mutant(name, path=path)
+with open(sys.argv[1], "w") as out:
+    json.dump(diffs, out)
+"""
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """One reviewed equivalent mutant: the function it mutates, the hash of its change, and why."""
+
+    function: str
+    change: str
+    why: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.function, self.change
+
+
+def function_of(mutant: str) -> str:
+    """`hubspoke.mtu.x_peer_mtu__mutmut_3` -> `hubspoke.mtu.x_peer_mtu` (mutmut's mangled function name)."""
+    function, sep, index = mutant.rpartition("__mutmut_")
+    if not sep or not index.isdigit():
+        raise ValueError(f"not a mutmut mutant name: {mutant}")
+    return function
+
+
+def module_of(function: str) -> str:
+    """The dotted module of a mangled function name: what is left before `.x_name` or `.xǁClassǁname`."""
+    found = re.match(r"(.+?)\.x(?:_|ǁ)", function)
+    if not found:
+        raise ValueError(f"not a mutmut function name: {function}")
+    return found.group(1)
+
+
+def change_hash(diff: str) -> str:
+    """A hash of what a mutant changes: its original lines and its mutated lines, as `mutmut show` diffs them.
+
+    Indentation and the diff's headers and line numbers are left out, so the hash follows the change, not
+    where mutmut numbered it or where the function sits in its file.
+    """
+    removed: list[str] = []
+    added: list[str] = []
+    in_hunk = False
+    for line in diff.splitlines():
+        if line.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and line.startswith("-"):
+            removed.append(line[1:].strip())
+        elif in_hunk and line.startswith("+"):
+            added.append(line[1:].strip())
+    if not removed and not added:
+        raise ValueError(f"a mutant's diff with no change:\n{diff}")
+    return hashlib.sha256(json.dumps([removed, added]).encode()).hexdigest()[:16]
+
+
+def mutant_key(mutant: str, diff: str) -> tuple[str, str]:
+    """(function, change hash): what an equivalents entry names; never mutmut's index."""
+    return function_of(mutant), change_hash(diff)
+
+
+def parse_equivalents(text: str) -> list[Equivalent]:
+    """Entries of `<function> <change hash> <why>` lines (`#` comments and blank lines skipped).
+
+    Raises ValueError on a line that names a mutant by mutmut's index, has no change hash, or gives no reason.
+    """
+    out: list[Equivalent] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        function, change, why = [*line.split(None, 2), "", ""][:3]
+        if "__mutmut_" in function:
+            raise ValueError(
+                f"line {number}: {function} is mutmut's index; name the function and the change hash"
+            )
+        if not re.fullmatch(r"[0-9a-f]{16}", change):
+            raise ValueError(
+                f"line {number}: {change!r} is not a change hash (16 hex digits; --keys prints them)"
+            )
+        if not why.strip():
+            raise ValueError(f"line {number}: {function} {change} has no reason; add one line of why")
+        module_of(function)
+        out.append(Equivalent(function, change, why.strip()))
     return out
 
 
-def run_module(module: Module, max_children: int, show: bool) -> dict[str, str]:
-    """Mutant name -> mutmut status for one module, run in a scratch directory that is removed afterwards.
+def equivalents() -> list[Equivalent]:
+    try:
+        return parse_equivalents(EQUIVALENTS.read_text())
+    except ValueError as e:
+        sys.exit(f"{EQUIVALENTS}: {e}")
 
-    With `show`, prints the diff of every mutant no test detected (before the scratch directory goes).
+
+@dataclass
+class Matching:
+    """Which mutants the equivalents entries excuse, and the entries that excuse nothing (or too much)."""
+
+    equivalent: dict[str, Equivalent] = field(default_factory=dict)
+    stale: list[tuple[Equivalent, str]] = field(default_factory=list)
+    ambiguous: list[tuple[Equivalent, list[str]]] = field(default_factory=list)
+
+
+def match_equivalents(
+    entries: list[Equivalent], keys: dict[str, tuple[str, str]], statuses: dict[str, str]
+) -> Matching:
+    """Match entries to this run's mutants by (function, change hash) only.
+
+    `keys` holds every mutant generated (name -> key), `statuses` mutmut's status of each (a sampled run leaves
+    most "not checked"). Only entries for a module this run mutated are judged. An entry is stale when no mutant
+    has its key any more, or when its mutant was checked and detected; it is ambiguous (and excuses nothing)
+    when the same change occurs in more than one mutant of the function, so a review of one cannot excuse
+    another.
+    """
+    result = Matching()
+    modules = {module_of(function) for function, _ in keys.values()}
+    by_key: dict[tuple[str, str], list[str]] = {}
+    for name, key in keys.items():
+        by_key.setdefault(key, []).append(name)
+    for entry in entries:
+        if module_of(entry.function) not in modules:
+            continue
+        names = by_key.get(entry.key, [])
+        if not names:
+            result.stale.append((entry, "matches no mutant (the code it reviewed changed)"))
+        elif len(names) > 1:
+            result.ambiguous.append((entry, sorted(names)))
+        elif statuses.get(names[0]) in DETECTED:
+            result.stale.append((entry, f"its mutant is now {statuses[names[0]]}"))
+        else:
+            result.equivalent[names[0]] = entry
+    return result
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval (95 % with z = 1.96) of a proportion hits/n."""
+    if n == 0:
+        return 0.0, 1.0
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def sample(names: list[str], size: int, seed: int) -> list[str]:
+    """A reproducible random subset: the same names, size and seed always draw the same mutants."""
+    ordered = sorted(names)
+    return sorted(random.Random(seed).sample(ordered, min(size, len(ordered))))
+
+
+@dataclass
+class Run:
+    statuses: dict[str, str]
+    keys: dict[str, tuple[str, str]]
+    diffs: dict[str, str]
+    drawn: list[str] | None = None
+
+
+def run_module(module: Module, max_children: int, size: int | None, seed: int, *, test: bool = True) -> Run:
+    """Every mutant's key and diff, and the mutmut status of the mutants run (all, or a sample of `size`).
+
+    Runs in a scratch directory that is removed afterwards. Without `test`, only generates the mutants.
     """
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "mutmut" not in project.get("tool", {}), "tools/mutation.py owns mutmut's configuration"
@@ -136,17 +362,29 @@ def run_module(module: Module, max_children: int, show: bool) -> dict[str, str]:
         (work / "mutants").mkdir()
         if (ROOT / "node_modules").exists():
             (work / "mutants" / "node_modules").symlink_to(ROOT / "node_modules")
+        diffs_file = work / "mutant-diffs.json"
+        subprocess.run(
+            [sys.executable, "-c", _GENERATE, str(diffs_file)],
+            cwd=work,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        diffs: dict[str, str] = json.loads(diffs_file.read_text())
+        drawn = sample(list(diffs), size, seed) if size is not None else None
+        keys = {name: mutant_key(name, diff) for name, diff in diffs.items()}
+        if not test:
+            return Run({}, keys, diffs, drawn)
         mutmut = [sys.executable, "-m", "mutmut"]
-        run = subprocess.run([*mutmut, "run", "--max-children", str(max_children)], cwd=work, check=False)
+        run = subprocess.run(
+            [*mutmut, "run", "--max-children", str(max_children), *(drawn or [])], cwd=work, check=False
+        )
         if run.returncode != 0:
             sys.exit(f"mutation: mutmut failed on {module.name} (exit {run.returncode}); its output is above")
         results = subprocess.run(
             [*mutmut, "results", "--all", "true"], cwd=work, check=True, capture_output=True, text=True
         ).stdout
         statuses = dict(re.findall(r"^\s+(\S+): (.+)$", results, flags=re.MULTILINE))
-        for name in sorted(n for n, s in statuses.items() if show and s not in DETECTED):
-            subprocess.run([*mutmut, "show", name], cwd=work, check=False)
-    return statuses
+    return Run(statuses, keys, diffs, drawn)
 
 
 def _toml(value: object) -> str:
@@ -155,54 +393,107 @@ def _toml(value: object) -> str:
     return f'"{value}"'
 
 
-def report(module: Module, statuses: dict[str, str], equivalent: dict[str, str]) -> float:
-    """Print one module's score (and per file), its survivors, and stale equivalence entries; return the score."""
+def report(module: Module, run: Run, entries: list[Equivalent], show: bool) -> tuple[float, bool]:
+    """Print one module's score (and per file), its survivors, and stale or ambiguous entries.
+
+    Returns the score and whether the equivalents list is sound for this module (no stale or ambiguous entry).
+    """
+    measured = run.drawn if run.drawn is not None else sorted(run.statuses)
+    statuses = {n: run.statuses.get(n, "not checked") for n in measured}
     unchecked = sorted(n for n, s in statuses.items() if s == "not checked")
     if unchecked:
         sys.exit(f"mutation: {module.name} stopped with {len(unchecked)} mutants not checked; no score")
-    mine = {n for n in equivalent if n in statuses}
-    stale = sorted(n for n in mine if statuses[n] in DETECTED)
+    matching = match_equivalents(entries, run.keys, run.statuses)
+    mine = {n for n in matching.equivalent if n in statuses}
     counted = {n: s for n, s in statuses.items() if n not in mine}
     killed = sum(s in DETECTED for s in counted.values())
     score = 100.0 * killed / len(counted) if counted else 100.0
+    drawn = (
+        f" (a sample of {len(measured)} of {len(run.keys)} mutants)" if run.drawn is not None else " mutants"
+    )
     print(
-        f"\n== {module.name}: {len(statuses)} mutants, {killed} killed, {len(mine)} equivalent, "
+        f"\n== {module.name}: {len(measured)}{drawn}, {killed} killed, {len(mine)} equivalent, "
         f"{len(counted) - killed} not killed: score {score:.1f} % of non-equivalent"
     )
+    if run.drawn is not None:
+        low, high = wilson(killed, len(counted))
+        print(
+            f"   95 % Wilson interval over the {len(counted)} non-equivalent drawn: {100 * low:.1f} to {100 * high:.1f} %"
+        )
     files: dict[str, list[str]] = {}
     for name, status in counted.items():
-        files.setdefault(name.split(".x")[0], []).append(status)
+        files.setdefault(module_of(function_of(name)), []).append(status)
     for path, sts in sorted(files.items()):
         hit = sum(s in DETECTED for s in sts)
         print(f"   {path}: {hit}/{len(sts)} ({100.0 * hit / len(sts):.1f} %)")
     for name, status in sorted(counted.items()):
         if status not in DETECTED:
-            print(f"   {status}: {name}")
-    for name in stale:
-        print(f"   STALE equivalent entry, now killed: {name} (remove it from {EQUIVALENTS.name})")
-    return score if not stale else 0.0
+            function, change = run.keys[name]
+            print(f"   {status}: {name}  (equivalents key: {function} {change})")
+            if show:
+                print(run.diffs[name])
+    for entry, why in matching.stale:
+        print(
+            f"   STALE equivalent entry {entry.function} {entry.change}: {why} (remove it from {EQUIVALENTS.name})"
+        )
+    for entry, names in matching.ambiguous:
+        print(
+            f"   AMBIGUOUS equivalent entry {entry.function} {entry.change}: the same change is {len(names)} "
+            f"mutants ({', '.join(names)}); it excuses none of them"
+        )
+    return score, not (matching.stale or matching.ambiguous)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("modules", nargs="*", help=f"default: all of {', '.join(m.name for m in MODULES)}")
+    parser.add_argument(
+        "modules",
+        nargs="*",
+        help=f"default: {', '.join(m.name for m in MODULES if m.default)}; also "
+        f"{', '.join(m.name for m in MODULES if not m.default)}",
+    )
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--show", action="store_true", help="print the diff of every mutant not detected")
     parser.add_argument("--min-score", type=float, default=90.0, help="exit 1 if a module scores below it")
+    parser.add_argument("--sample", type=int, metavar="N", help="run N mutants drawn at random per module")
+    parser.add_argument("--seed", type=int, default=0, help="the random draw's seed (default 0)")
+    parser.add_argument(
+        "--keys",
+        metavar="PATTERN",
+        help="run no test: print the equivalents key and diff of each mutant whose name matches PATTERN (fnmatch)",
+    )
     args = parser.parse_args()
     by_name = {m.name: m for m in MODULES}
     unknown = [n for n in args.modules if n not in by_name]
     if unknown:
         parser.error(f"unknown module(s) {unknown}; choose from {sorted(by_name)}")
-    equivalent = equivalents()
-    scores = {}
-    for name in args.modules or list(by_name):
+    if args.sample is not None and args.sample < 1:
+        parser.error("--sample needs at least 1 mutant")
+    if args.keys is not None:
+        for name in args.modules or [m.name for m in MODULES if m.default]:
+            generated = run_module(by_name[name], args.max_children, None, args.seed, test=False)
+            for mutant in sorted(n for n in generated.keys if fnmatch.fnmatch(n, args.keys)):
+                print(f"{mutant}: {' '.join(generated.keys[mutant])}\n{generated.diffs[mutant]}\n")
+        return
+    entries = equivalents()
+    scores, unsound = {}, []
+    for name in args.modules or [m.name for m in MODULES if m.default]:
         module = by_name[name]
-        scores[name] = report(module, run_module(module, args.max_children, args.show), equivalent)
+        scores[name], sound = report(
+            module, run_module(module, args.max_children, args.sample, args.seed), entries, args.show
+        )
+        if not sound:
+            unsound.append(name)
     print("\n" + "\n".join(f"{n}: {s:.1f} %" for n, s in scores.items()))
     low = [n for n, s in scores.items() if s < args.min_score]
-    if low:
-        sys.exit(f"mutation score below {args.min_score} % in: {', '.join(low)}")
+    if low or unsound:
+        sys.exit(
+            "mutation: "
+            + "; ".join(
+                [f"score below {args.min_score} % in: {', '.join(low)}"] * bool(low)
+                + [f"stale or ambiguous equivalents in: {', '.join(unsound)}"] * bool(unsound)
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -71,8 +71,9 @@ def peer_path_rules(raw: Mapping[str, Any]) -> dict[str, int]:
     if "hub" not in by_path:
         return {}
     spoke_cidrs = sum(len(vpc_cidrs(r)) for path, r in by_path.items() if path != "hub")
-    counts = {path: len(vpc_cidrs(by_path["hub"])) * len(FROM_HUB) for path in by_path if path != "hub"}
-    counts["hub"] = spoke_cidrs * len(FROM_SPOKE)
+    # The hub first, then the spokes in config order: the order the findings are printed in.
+    counts = {"hub": spoke_cidrs * len(FROM_SPOKE)}
+    counts.update({path: len(vpc_cidrs(by_path["hub"])) * len(FROM_HUB) for path in by_path if path != "hub"})
     return counts
 
 

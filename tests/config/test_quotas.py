@@ -235,3 +235,14 @@ def test_more_cidr_blocks_than_the_vpc_quota_need_the_raised_quota_stated(tmp_pa
     data["spokes"][0]["secondary_cidrs"] = secondary[:4]
     del data["spokes"][0]["quotas"]
     load(write_config(tmp_path, data, "five.yaml"))
+
+
+def test_the_hub_is_reported_before_the_spokes_in_config_order() -> None:
+    """Findings name Regions in the order the whole tool lists them: the hub first, then every spoke in config
+    order (HubSpokeConfig.regions; docs/operations.md, the dashboard's columns). 31 hub CIDRs and 16 spokes put
+    every group over the default 60: the hub's (16 x 4 = 64 rules) and each spoke's (31 x 2 = 62)."""
+    fields = [p.field for p in peer_path_rules_within_quota(_raw(31, 16))]
+    assert fields == [
+        "hub.quotas.security_group_rules",
+        *(f"spokes[{i}].quotas.security_group_rules" for i in range(16)),
+    ]

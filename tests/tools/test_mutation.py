@@ -1,0 +1,168 @@
+"""tools/mutation.py: equivalents are matched by the mutated function and change, never by mutmut's index.
+
+The diffs below are written out as `mutmut show` (mutmut 3.8.1) printed them for real mutants of
+hubspoke/config/quotas.py; the renumbered and moved copies differ only where a renumbering or an edit elsewhere
+in the file changes them (the index in the name, the hunk's line numbers, the indentation).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("hubspoke_mutation_tool", ROOT / "tools" / "mutation.py")
+assert _spec and _spec.loader
+tool = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = tool
+_spec.loader.exec_module(tool)
+
+FUNCTION = "hubspoke.config.quotas.x_peer_path_rules"
+# mutmut_15 of peer_path_rules as mutmut 3.8.1 printed it.
+XXHUBXX = """--- hubspoke/config/quotas.py
++++ hubspoke/config/quotas.py
+@@ -4,6 +4,6 @@
+     if "hub" not in by_path:
+         return {}
+     spoke_cidrs = sum(len(vpc_cidrs(r)) for path, r in by_path.items() if path != "hub")
+-    counts = {path: len(vpc_cidrs(by_path["hub"])) * len(FROM_HUB) for path in by_path if path != "hub"}
++    counts = {path: len(vpc_cidrs(by_path["hub"])) * len(FROM_HUB) for path in by_path if path != "XXhubXX"}
+     counts["hub"] = spoke_cidrs * len(FROM_SPOKE)
+     return counts"""
+# The same change after an edit above it moved the line and re-indented the function (and mutmut renumbered it).
+XXHUBXX_MOVED = """--- hubspoke/config/quotas.py
++++ hubspoke/config/quotas.py
+@@ -9,6 +9,6 @@
+         if "hub" not in by_path:
+             return {}
+         spoke_cidrs = sum(len(vpc_cidrs(r)) for path, r in by_path.items() if path != "hub")
+-        counts = {path: len(vpc_cidrs(by_path["hub"])) * len(FROM_HUB) for path in by_path if path != "hub"}
++        counts = {path: len(vpc_cidrs(by_path["hub"])) * len(FROM_HUB) for path in by_path if path != "XXhubXX"}
+         counts["hub"] = spoke_cidrs * len(FROM_SPOKE)
+         return counts"""
+# mutmut_16: the same line, mutated differently.
+UPPER_HUB = XXHUBXX.replace('path != "XXhubXX"', 'path != "HUB"')
+# Another line of the same function (the hub's own count), mutated.
+HUB_COUNT = """--- hubspoke/config/quotas.py
++++ hubspoke/config/quotas.py
+@@ -5,5 +5,5 @@
+         return {}
+     spoke_cidrs = sum(len(vpc_cidrs(r)) for path, r in by_path.items() if path != "hub")
+     counts = {path: len(vpc_cidrs(by_path["hub"])) * len(FROM_HUB) for path in by_path if path != "hub"}
+-    counts["hub"] = spoke_cidrs * len(FROM_SPOKE)
++    counts["hub"] = None
+     return counts"""
+
+
+def entry_for(diff: str, why: str = "reviewed") -> object:
+    function, change = tool.mutant_key(f"{FUNCTION}__mutmut_15", diff)
+    return tool.Equivalent(function, change, why)
+
+
+def test_a_renumbered_mutant_with_the_same_change_still_matches() -> None:
+    entry = entry_for(XXHUBXX)
+    keys = {
+        f"{FUNCTION}__mutmut_15": tool.mutant_key(f"{FUNCTION}__mutmut_15", HUB_COUNT),
+        f"{FUNCTION}__mutmut_19": tool.mutant_key(f"{FUNCTION}__mutmut_19", XXHUBXX_MOVED),
+    }
+    statuses = dict.fromkeys(keys, "survived")
+    matching = tool.match_equivalents([entry], keys, statuses)
+    assert matching.equivalent == {f"{FUNCTION}__mutmut_19": entry}
+    assert matching.stale == [] and matching.ambiguous == []
+
+
+def test_a_different_mutant_at_the_same_index_does_not_match() -> None:
+    entry = entry_for(XXHUBXX)
+    for other in (UPPER_HUB, HUB_COUNT):
+        keys = {f"{FUNCTION}__mutmut_15": tool.mutant_key(f"{FUNCTION}__mutmut_15", other)}
+        matching = tool.match_equivalents([entry], keys, {f"{FUNCTION}__mutmut_15": "survived"})
+        assert matching.equivalent == {}
+        # The reviewed change is gone from the module: the entry is reported, not silently kept.
+        assert [e for e, _ in matching.stale] == [entry]
+
+
+def test_the_same_change_in_another_function_does_not_match() -> None:
+    entry = entry_for(XXHUBXX)
+    other = "hubspoke.config.quotas.x_peer_path_rules_within_quota__mutmut_15"
+    keys = {other: tool.mutant_key(other, XXHUBXX)}
+    assert tool.match_equivalents([entry], keys, {other: "survived"}).equivalent == {}
+
+
+def test_an_entry_whose_mutant_is_now_killed_is_stale_and_excuses_nothing() -> None:
+    entry = entry_for(XXHUBXX)
+    keys = {f"{FUNCTION}__mutmut_15": tool.mutant_key(f"{FUNCTION}__mutmut_15", XXHUBXX)}
+    matching = tool.match_equivalents([entry], keys, {f"{FUNCTION}__mutmut_15": "killed"})
+    assert matching.equivalent == {}
+    assert [e for e, _ in matching.stale] == [entry]
+
+
+def test_an_entry_for_a_mutant_a_sample_did_not_draw_is_neither_used_nor_stale() -> None:
+    entry = entry_for(XXHUBXX)
+    keys = {f"{FUNCTION}__mutmut_15": tool.mutant_key(f"{FUNCTION}__mutmut_15", XXHUBXX)}
+    matching = tool.match_equivalents([entry], keys, {f"{FUNCTION}__mutmut_15": "not checked"})
+    assert matching.stale == [] and matching.ambiguous == []
+
+
+def test_a_change_that_occurs_twice_in_the_function_excuses_neither() -> None:
+    entry = entry_for(XXHUBXX)
+    keys = {
+        f"{FUNCTION}__mutmut_15": tool.mutant_key(f"{FUNCTION}__mutmut_15", XXHUBXX),
+        f"{FUNCTION}__mutmut_40": tool.mutant_key(f"{FUNCTION}__mutmut_40", XXHUBXX_MOVED),
+    }
+    matching = tool.match_equivalents([entry], keys, dict.fromkeys(keys, "survived"))
+    assert matching.equivalent == {}
+    assert [e for e, _ in matching.ambiguous] == [entry]
+
+
+def test_entries_of_modules_the_run_did_not_mutate_are_not_judged() -> None:
+    entry = entry_for(XXHUBXX)
+    keys = {"hubspoke.mtu.x_peer_mtu__mutmut_1": ("hubspoke.mtu.x_peer_mtu", "0" * 16)}
+    matching = tool.match_equivalents([entry], keys, {"hubspoke.mtu.x_peer_mtu__mutmut_1": "survived"})
+    assert matching.equivalent == {} and matching.stale == [] and matching.ambiguous == []
+
+
+def test_the_equivalents_file_refuses_index_keys_and_missing_reasons() -> None:
+    with pytest.raises(ValueError, match="index"):
+        tool.parse_equivalents(f"{FUNCTION}__mutmut_15 a reason\n")
+    with pytest.raises(ValueError, match="no reason"):
+        tool.parse_equivalents(f"{FUNCTION} 0123456789abcdef\n")
+    with pytest.raises(ValueError, match="change hash"):
+        tool.parse_equivalents(f"{FUNCTION} because it is\n")
+    parsed = tool.parse_equivalents(
+        f"# comment\n\n{FUNCTION} 0123456789abcdef  why it cannot be told apart\n"
+    )
+    assert parsed == [tool.Equivalent(FUNCTION, "0123456789abcdef", "why it cannot be told apart")]
+
+
+def test_every_listed_equivalent_is_keyed_by_change() -> None:
+    entries = tool.parse_equivalents((ROOT / "tools" / "mutation_equivalents.txt").read_text())
+    assert entries and all("__mutmut_" not in e.function for e in entries)
+    assert len({e.key for e in entries}) == len(entries)
+
+
+@pytest.mark.parametrize(
+    ("hits", "n", "low", "high"),
+    [
+        # Newcombe (1998), "Two-sided confidence intervals for the single proportion", Stat. Med. 17:857-872,
+        # Table II, method 3 (Wilson score interval without continuity correction), 95 %.
+        (81, 263, 0.2553, 0.3662),
+        (15, 148, 0.0624, 0.1605),
+        (0, 20, 0.0, 0.1611),
+        (1, 29, 0.0061, 0.1718),
+    ],
+)
+def test_the_wilson_interval_matches_newcombes_table(hits: int, n: int, low: float, high: float) -> None:
+    got = tool.wilson(hits, n)
+    assert got == pytest.approx((low, high), abs=0.00006)
+
+
+def test_a_sample_is_reproducible_and_a_subset() -> None:
+    names = [f"{FUNCTION}__mutmut_{i}" for i in range(1, 201)]
+    drawn = tool.sample(names, 30, seed=7)
+    assert len(drawn) == len(set(drawn)) == 30 and set(drawn) <= set(names)
+    assert tool.sample(list(reversed(names)), 30, seed=7) == drawn
+    assert tool.sample(names, 30, seed=8) != drawn
+    assert sorted(tool.sample(names, 500, seed=7)) == sorted(names)
