@@ -9,6 +9,7 @@ with on_event's answer until it says IsComplete (aws-cdk-lib custom_resources, "
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -55,14 +56,27 @@ TIGHT = Context(22.5)
 
 
 def drive(event: dict[str, Any], *, polls: int = 60, context: Context = ROOMY) -> dict[str, Any]:
-    """on_event, then is_complete until complete; the merged answers, as CloudFormation would see them."""
+    """on_event, then is_complete until complete; the merged answers, as CloudFormation would see them.
+
+    At least `polls` polls and at least SETTLE_SECONDS of wall time: some steps wait out a time (the portal
+    delete's DeletePatienceSeconds), which a fast machine would not reach in a fixed number of instant polls.
+    """
     started = on_event(event, context)
     merged = {**event, **started}
-    for _ in range(polls):
+    settled = time.monotonic() + SETTLE_SECONDS
+    for poll in itertools.count(1):
         answer = is_complete(merged, context)
         if answer["IsComplete"]:
             return {**started, **answer}
-    raise AssertionError(f"not complete after {polls} polls")
+        if poll >= polls:
+            if time.monotonic() >= settled:
+                raise AssertionError(f"not complete after {poll} polls and {SETTLE_SECONDS} s")
+            time.sleep(0.01)
+    raise AssertionError("unreachable")
+
+
+# Longer than every wait the test events set (DeletePatienceSeconds 0.5 in portal_event).
+SETTLE_SECONDS = 2.0
 
 
 def polls_until_complete(event: dict[str, Any], *, limit: int = 60) -> int:
