@@ -25,7 +25,7 @@ import shutil
 import stat
 import tempfile
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 # GNU coreutils' programs (the image's coreutils-single packs them all in one binary).
@@ -77,14 +77,23 @@ def lambda_usr_bin() -> Path:
         raise SandboxUnavailable("the Lambda sandbox's /usr/bin needs this machine's env and bash")
     fingerprint = json.dumps({n: [str(p), p.stat().st_size, p.stat().st_mtime_ns] for n, p in found.items()})
     digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
+
+    def fill(partial: Path) -> None:
+        for name, program in found.items():
+            shutil.copy2(program, partial / name)
+
+    return _made_once("usr-bin", digest, fill)
+
+
+def _made_once(kind: str, digest: str, fill: Callable[[Path], None]) -> Path:
+    """`<cache>/<kind>-<digest>`, filled by `fill` in a scratch directory and published whole, once per content."""
     cache = cache_root()
-    target = cache / f"usr-bin-{digest}"
+    target = cache / f"{kind}-{digest}"
     if target.is_dir():
         return target
     cache.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f"usr-bin-{digest}-", dir=cache))
-    for name, program in found.items():
-        shutil.copy2(program, partial / name)
+    partial = Path(tempfile.mkdtemp(prefix=f"{kind}-{digest}-", dir=cache))
+    fill(partial)
     return _publish(partial, target)
 
 
@@ -116,21 +125,18 @@ def lambda_var_runtime(texts: Mapping[str, str], sources: Mapping[str, Path]) ->
         files = [origin] if origin.is_file() else sorted(_files(origin))
         listing[name] = [str(origin), *[[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files]]
     digest = hashlib.sha256(json.dumps(listing, sort_keys=True).encode()).hexdigest()[:16]
-    cache = cache_root()
-    target = cache / f"runtime-{digest}"
-    if target.is_dir():
-        return target
-    cache.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f"runtime-{digest}-", dir=cache))
-    for name, text in texts.items():
-        (partial / name).write_text(text)
-    for name, source in sources.items():
-        (partial / name).parent.mkdir(parents=True, exist_ok=True)
-        if source.resolve().is_dir():
-            shutil.copytree(source, partial / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, partial / name)
-    return _publish(partial, target)
+
+    def fill(partial: Path) -> None:
+        for name, text in texts.items():
+            (partial / name).write_text(text)
+        for name, source in sources.items():
+            (partial / name).parent.mkdir(parents=True, exist_ok=True)
+            if source.resolve().is_dir():
+                shutil.copytree(source, partial / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(source, partial / name)
+
+    return _made_once("runtime", digest, fill)
 
 
 def _files(directory: Path) -> list[Path]:
