@@ -1,7 +1,7 @@
 """The contract between stacks: every value that crosses a stack boundary, by output name. No CDK.
 
 A stack that needs another stack's value reads a named output of that stack with Fn::GetStackOutput (a weak
-reference, DESIGN.md §3). CloudFormation resolves it when the consumer is created or updated, by the name
+reference, docs/design.md §3). CloudFormation resolves it when the consumer is created or updated, by the name
 written here; a deployed consumer keeps asking for that name. So renaming an output, or the stack that
 produces it, breaks deployed environments: tests/test_outputs.py pins every name per stack kind, and the
 stacks can read only the references `references()` declares (hubspoke/stacks/wiring.py enforces it).

@@ -1,6 +1,6 @@
 """Which stacks an environment has, where each deploys, and in what order. No CDK: plan and synth share it.
 
-Order (DESIGN.md §3): hub Network -> per spoke: [PeerAccess, when accounts differ] -> spoke Network
+Order (docs/design.md §3): hub Network -> per spoke: [PeerAccess, when accounts differ] -> spoke Network
 (peering) -> Link (hub side of that spoke) -> Storage (hub, then spokes) -> Compute -> Ops. The hub's
 own stacks never depend on a spoke, so adding a spoke adds stacks and changes none, except the one
 environment-wide dashboard, whose purpose is to show every Region.

@@ -93,7 +93,7 @@ def with_pins(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def minimal(**overrides: Any) -> dict[str, Any]:
-    """The smallest valid config of DESIGN.md §4 (plus the storage pins issue 13 made required)."""
+    """The smallest valid config of docs/design.md §4 (plus the storage pins issue 13 made required)."""
     data: dict[str, Any] = {
         "environment": "dev",
         "account": "123456789012",

@@ -13,7 +13,7 @@ The oracle is written from the documents, not from hubspoke.config:
   spoke in another account peers the network only (no cross-account portals yet); a spoke's CNQ caches the
   hub's, so spoke storage needs hub storage.
 The draws stay where no other rule applies: compute only in us-east-2 and us-west-2 (the Regions the reference
-run trained in, DESIGN.md §1, so HyperPod is offered there), at most three blocks of /16 or narrower per VPC
+run trained in, docs/design.md §1, so HyperPod is offered there), at most three blocks of /16 or narrower per VPC
 (far from the 60 flow-log filters per log group), blocks from 10.0.0.0/8 and 100.64.0.0/10 (no clash with the
 Kubernetes service CIDR 172.20.0.0/16; primaries from 10.0.0.0/8 with secondaries from 100.64.0.0/10 or outside
 10.0.0.0/16, which the VPC User Guide's "IPv4 CIDR block association restrictions" permit), each starting on a /24 boundary (so two blocks share a /24 only when they
@@ -41,7 +41,7 @@ from hubspoke.config import ConfigError, HubSpokeConfig, load
 from tests.conftest import HYPOTHESIS_PROFILE, ROOT, Shape, forget, synth, with_pins, write_config
 
 HUB_ACCOUNT, OTHER_ACCOUNT = "123456789012", "210987654321"
-TRAINING_REGIONS = ("us-east-2", "us-west-2")  # where the reference run trained (DESIGN.md §1)
+TRAINING_REGIONS = ("us-east-2", "us-west-2")  # where the reference run trained (docs/design.md §1)
 REGIONS = (*TRAINING_REGIONS, "us-east-1", "eu-west-1", "eu-central-1", "ap-northeast-1")
 SYNTH_EXAMPLES = {"ci": 6, "thorough": 300}[HYPOTHESIS_PROFILE]
 

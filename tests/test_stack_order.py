@@ -1,4 +1,4 @@
-"""The deploy order `cdk deploy` follows, read from the synthesized cloud assembly, is DESIGN.md §3's, in every
+"""The deploy order `cdk deploy` follows, read from the synthesized cloud assembly, is docs/design.md §3's, in every
 topology shape: hub Network -> [PeerAccess] -> spoke Network (peering) -> hub-side Link -> Storage (hub, then
 spokes) -> Compute -> Ops -> the dashboard; and every stack that reads another's output deploys after it
 (Fn::GetStackOutput is resolved when the reader is created or updated: CloudFormation Template Reference).
@@ -39,7 +39,7 @@ def test_stacks_deploy_in_the_designed_order(shape: Shape) -> None:
 
 
 def test_hub_stacks_never_wait_for_a_spoke(shape: Shape) -> None:
-    """Adding a spoke adds stacks and changes none (DESIGN.md §3): only the per-spoke stacks of the hub Region
+    """Adding a spoke adds stacks and changes none (docs/design.md §3): only the per-spoke stacks of the hub Region
     (PeerAccess, Link) and the environment-wide dashboard may follow a spoke's stacks."""
     config, templates = shape.config, shape.templates
     after = upstream(synth_dependencies(config))

@@ -1,4 +1,4 @@
-"""The stack plan of hubspoke.topology, written out by hand from DESIGN.md §3 for each kind of topology.
+"""The stack plan of hubspoke.topology, written out by hand from docs/design.md §3 for each kind of topology.
 
 The order the design states: hub Network -> per spoke [PeerAccess when the accounts differ] -> spoke Network
 (peering) -> hub-side Link -> Storage (hub, then the spokes, whose cache reads the hub) -> Compute (mounts its own
@@ -110,7 +110,7 @@ def test_a_spoke_naming_the_hubs_account_is_not_cross_account(tmp_path: Path) ->
 
 
 def test_hub_storage_without_hub_compute(tmp_path: Path) -> None:
-    """The hub only holds the dataset (DESIGN.md §1: train wherever GPUs are): no hub Compute, and the dashboard
+    """The hub only holds the dataset (docs/design.md §1: train wherever GPUs are): no hub Compute, and the dashboard
     waits for the stacks whose alarms it shows."""
     hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"enabled": False}}
     config = _config(tmp_path, hub=hub)

@@ -43,7 +43,7 @@ DEFAULT_STORAGE = Price(
     "(https://aws.amazon.com/s3/pricing/); CNQ's own per-TB licence is not included",
     "2026-11",
 )
-# The reference run measured a 94-96 % hit rate once NeuralCache had learned the pattern (DESIGN.md §1).
+# The reference run measured a 94-96 % hit rate once NeuralCache had learned the pattern (docs/design.md §1).
 DEFAULT_HIT_RATE = 0.95
 
 

@@ -309,7 +309,7 @@ class SpokeConfig(RegionConfig):
     portal: PortalConfig = PortalConfig()
 
 
-# What the reference job reads (DESIGN.md §1: 4096-token windows, 115-116 samples/s on a warm spoke): each
+# What the reference job reads (docs/design.md §1: 4096-token windows, 115-116 samples/s on a warm spoke): each
 # sample is seq_len + 1 tokens of 2 bytes (workload/shards.py, TokenShards.__getitem__), 8,194 bytes, so
 # 115 samples/s read about 0.94 MB/s, 283 MB per 5-minute period.
 REFERENCE_READ_BYTES_PER_SECOND = (4096 + 1) * 2 * 115

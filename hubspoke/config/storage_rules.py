@@ -186,7 +186,7 @@ def storage_needs_egress(raw: Mapping[str, Any]) -> Iterator[Problem]:
 
 
 def spoke_storage_needs_hub_storage(raw: Mapping[str, Any]) -> Iterator[Problem]:
-    """A spoke's CNQ caches the hub's through a portal (DESIGN.md §1): without a hub cluster it has nothing to
+    """A spoke's CNQ caches the hub's through a portal (docs/design.md §1): without a hub cluster it has nothing to
     cache, and synth would have no hub Storage stack to read the portal's addresses from."""
     if enabled(section(section(raw, "hub"), "storage")):
         return

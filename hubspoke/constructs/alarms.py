@@ -35,7 +35,7 @@ from hubspoke.training_metrics import BASELINE_SECONDS
 
 PORTAL_NOT_ACTIVE_MINUTES = 3
 # No step finished in any report of 10 minutes in a row. Healthy steps take about 1.1 s (the reference: 999
-# batches in 18.5 minutes, DESIGN.md §1); 10 minutes leaves room for a checkpoint save or a slow first step.
+# batches in 18.5 minutes, docs/design.md §1); 10 minutes leaves room for a checkpoint save or a slow first step.
 STALLED_MINUTES = 10
 # 8 breaching minutes of the last 10, not 10 in a row: a starving loader's throughput bounces (batches that
 # arrive are trained at full speed), and a minute or two above the floor must not restart the count.

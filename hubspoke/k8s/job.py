@@ -57,7 +57,7 @@ class TrainingSettings:
     # torchrun restarts of the whole worker group after a failure, before the pod itself fails.
     max_restarts: int = 3
     # HyperPodPyTorchJob log monitoring. First progress line: model build, FSDP init, a resume read of the
-    # checkpoint and the first steps on a cold cache (60 ms per read for the first ~100 batches, DESIGN.md §1).
+    # checkpoint and the first steps on a cold cache (60 ms per read for the first ~100 batches, docs/design.md §1).
     # Between lines: 10 steps (~35 s at the reference 115 samples/s) or a checkpoint write; AWS's samples
     # allow 600 s (awsome-distributed-training, llama3_1_8b-fsdp-hpto.yaml). ASSUMED margins: tune per run.
     progress_start_cutoff_s: int = 1800

@@ -2,7 +2,7 @@
 
 Sources: SageMaker HyperPod's Regions (hubspoke/regions.py, dated, sourced there; af-south-1 is not one);
 SageMaker HyperPod developer guide, "Setting up SageMaker HyperPod clusters with a custom Amazon VPC" (a VPC
-without internet access needs an interface endpoint per service); DESIGN.md §4 (compute mounts the dataset from
+without internet access needs an interface endpoint per service); docs/design.md §4 (compute mounts the dataset from
 its own Region's CNQ).
 """
 

@@ -197,7 +197,7 @@ def test_the_cap_is_reached_only_past_what_two_groups_allow() -> None:
 
 
 def test_every_group_past_the_cap_is_reported() -> None:
-    """Validation reports all errors at once (DESIGN.md §3): two spokes whose groups would each need 502 rules
+    """Validation reports all errors at once (docs/design.md §3): two spokes whose groups would each need 502 rules
     are both named."""
     raw = _raw(251, 2)
     assert [p.field for p in peer_path_rules_within_quota(raw)] == [

@@ -140,7 +140,7 @@ def test_cli_reports_missing_pins_with_exit_2_and_no_traceback(tmp_path: Path) -
 
 
 def test_a_spoke_cache_without_a_hub_cluster_is_refused_with_the_fix(tmp_path: Path) -> None:
-    """A spoke's CNQ is a cache of the hub's, through a portal (DESIGN.md §1): with storage off in the hub,
+    """A spoke's CNQ is a cache of the hub's, through a portal (docs/design.md §1): with storage off in the hub,
     synth used to fail with a KeyError traceback looking for the hub's Storage stack."""
     data = minimal()
     data["hub"]["storage"] = {"enabled": False}

@@ -9,10 +9,10 @@ documented for these periods, so every scenario is judged with several ranges an
 
 Where the numbers come from: the job's samples/s records are produced by the job's own reporter
 (workload/throughput.py) on a simulated clock, so the baseline the throughput alarm divides by is the one the
-job publishes. A healthy step takes 18.5 min / 999 batches = 1.11 s (DESIGN.md §1), and 128 samples per step
+job publishes. A healthy step takes 18.5 min / 999 batches = 1.11 s (docs/design.md §1), and 128 samples per step
 make that 115.2 samples/s, inside the reference's 115-117 samples/s on a warm spoke. Each sample reads
-(4096 + 1) tokens x 2 bytes = 8,194 bytes (workload/shards.py; DESIGN.md §1: 4096-token windows). The hit rate
-of a warm cache is 94-96 % (DESIGN.md §1). GPUs read 99 % while a synchronous job waits in collectives: ranks
+(4096 + 1) tokens x 2 bytes = 8,194 bytes (workload/shards.py; docs/design.md §1: 4096-token windows). The hit rate
+of a warm cache is 94-96 % (docs/design.md §1). GPUs read 99 % while a synchronous job waits in collectives: ranks
 blocked in NCCL keep a kernel spinning (NVIDIA/nccl#257, #403, #1550; cupy#3557).
 """
 
@@ -194,7 +194,7 @@ def first_alarms(
 
 # --- training alarms: samples/s first, GPUs second ---
 
-HEALTHY_GPU = 99.0  # > 99 % on a warm spoke (DESIGN.md §1), and while ranks spin in collectives
+HEALTHY_GPU = 99.0  # > 99 % on a warm spoke (docs/design.md §1), and while ranks spin in collectives
 
 
 def test_a_starving_loader_pages_on_throughput_while_the_gpus_look_busy(
@@ -259,7 +259,7 @@ def test_gpus_the_job_leaves_idle_page_on_the_secondary_alarm(
 
 
 def _warm_up(t: float) -> float:
-    """The reference warm-up: batches 0-100 pay 60 ms reads (GPU 80-90 %), 100-150 improve (DESIGN.md §1);
+    """The reference warm-up: batches 0-100 pay 60 ms reads (GPU 80-90 %), 100-150 improve (docs/design.md §1);
     here 1.3x and 1.15x the warm step time."""
     step = int(t / STEP_S)
     return STEP_S * (1.3 if step < 100 else 1.15 if step < 150 else 1.0)
@@ -391,7 +391,7 @@ def ratio_alarms(templates: Templates) -> list[dict[str, Any]]:
 
 
 def test_the_minimum_read_volume_is_a_tenth_of_what_the_reference_job_reads() -> None:
-    """115 samples/s x 8,194 bytes over 5 minutes, a tenth of it (DESIGN.md §1; workload/shards.py)."""
+    """115 samples/s x 8,194 bytes over 5 minutes, a tenth of it (docs/design.md §1; workload/shards.py)."""
     assert HubSpokeConfig.model_validate(minimal()).ops.cache_hit_ratio_min_read_gb == round(
         115 * 8194 * 300 / 10 / 1e9, 3
     )
