@@ -27,7 +27,13 @@ _NO_CLUSTER = {"ResourceNotFound", "ResourceNotFoundException"}
 
 def compute_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     code = region.region
-    rows = guarded(code, "hyperpod", "sagemaker", lambda: _hyperpod(ctx, region))
+    hyperpod: list[dict[str, Any]] = []
+    rows = guarded(code, "hyperpod", "sagemaker", lambda: _hyperpod(ctx, region, hyperpod))
+    if hyperpod:
+        # Its own guard: an EC2 error (DescribeSubnets denied, a subnet gone) names EC2, not SageMaker.
+        rows += guarded(
+            code, "hyperpod placement", "ec2", lambda: [_hyperpod_placement(ctx, region, hyperpod[0])]
+        )
     eks: list[dict[str, Any]] = []
 
     def cluster() -> list[CheckResult]:
@@ -49,7 +55,7 @@ def _missing_cluster(exc: ClientError) -> bool:
     )
 
 
-def _hyperpod(ctx: Context, region: RegionConfig) -> list[CheckResult]:
+def _hyperpod(ctx: Context, region: RegionConfig, found: list[dict[str, Any]]) -> list[CheckResult]:
     code = region.region
     name = hyperpod_cluster_name(ctx.config, region)
     sagemaker = ctx.clients("sagemaker", code)
@@ -63,6 +69,7 @@ def _hyperpod(ctx: Context, region: RegionConfig) -> list[CheckResult]:
         if not _missing_cluster(exc):
             raise
         return [CheckResult(code, "hyperpod", "fail", f"no HyperPod cluster {name}", deploy)]
+    found.append(cluster)
     status = cluster.get("ClusterStatus")
     rows = []
     if status != "InService":
@@ -89,7 +96,6 @@ def _hyperpod(ctx: Context, region: RegionConfig) -> list[CheckResult]:
                 f"{name} has instance group {extra}, which the config does not name",
             )
         )
-    rows.append(_hyperpod_placement(ctx, region, cluster))
     rows.append(_nodes_row(code, name, sagemaker))
     return rows
 
