@@ -6,6 +6,7 @@ expected IDs, readers and rules below come from those templates, not from the co
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from datetime import UTC, datetime, timedelta
@@ -384,3 +385,38 @@ def test_a_create_that_stopped_without_rollback_can_be_retried_or_rolled_back(
         f"aws cloudformation rollback-stack {where}": [],
         f"aws cloudformation delete-stack {where}": [],
     }
+
+
+def test_config_that_moved_the_fixed_az_keys_fails_with_the_field_and_the_deployed_zones(
+    deployed: DeployedWorld, deployed_config: Path, deployed_templates: Templates, tmp_path: Path
+) -> None:
+    # What was deployed, read from the network template of us-west-2 (not from verify): its subnets' AZ IDs.
+    network = deployed_templates["network-us-west-2"]["Resources"]
+    zones = {
+        logical: r["Properties"]["AvailabilityZoneId"]
+        for logical, r in network.items()
+        if r["Type"] == "AWS::EC2::Subnet"
+    }
+    accelerator = {z for logical, z in zones.items() if "accelerator" in logical.lower()}
+    private = {z for logical, z in zones.items() if "private" in logical.lower()}
+    assert len(accelerator) == 1 and len(private) == 2, zones
+    # The same environment with both keys moved to AZ IDs none of the deployed subnets use.
+    moved = copy.deepcopy(TWO_SPOKES)
+    spare = sorted({"usw2-az1", "usw2-az2", "usw2-az3", "usw2-az4"} - private - accelerator)[:2]
+    moved["spokes"][0] |= {"az_ids": spare, "accelerator_az_id": spare[0]}
+    config = load(write_config(tmp_path, moved, "dev.yaml")).config
+
+    results = verify(deployed, deployed_config, config=config)
+
+    (hyperpod,) = rows(results, "hyperpod placement", "us-west-2")
+    assert hyperpod.status == "fail"
+    assert "spokes[0].accelerator_az_id" in hyperpod.detail and spare[0] in hyperpod.detail
+    assert accelerator <= set(re.findall(r"usw2-az\d", hyperpod.fix)), hyperpod.fix
+    assert "cannot change after the first deploy" in hyperpod.fix
+    (eks,) = rows(results, "eks placement", "us-west-2")
+    assert eks.status == "fail"
+    assert "spokes[0].az_ids" in eks.detail
+    assert set(re.findall(r"usw2-az\d", eks.fix)) == private, eks.fix
+    # The hub kept its keys: its rows pass.
+    hub = {r.status for r in results if r.region == "us-east-2" and r.check.endswith("placement")}
+    assert hub == {"pass"}

@@ -301,7 +301,11 @@ class DeployedWorld:
             arn = self.clients_for(plan.account)("sagemaker", plan.region).create_cluster(
                 ClusterName=props["ClusterName"],
                 InstanceGroups=groups,
-                VpcConfig={"SecurityGroupIds": ["sg-12345678"], "Subnets": ["subnet-12345678"]},
+                # The template's subnets, resolved as EKS's are: verify reads their AZ IDs.
+                VpcConfig={
+                    "SecurityGroupIds": ["sg-12345678"],
+                    "Subnets": [str(self._resolve(plan, s)) for s in props["VpcConfig"]["Subnets"]],
+                },
             )["ClusterArn"]
             # DescribeCluster's InstanceGroups[].Status (InService when healthy); moto 5.2.5 sets none.
             for group in self.hyperpod(plan.region).instance_groups:

@@ -27,7 +27,13 @@ _NO_CLUSTER = {"ResourceNotFound", "ResourceNotFoundException"}
 
 def compute_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     code = region.region
-    rows = guarded(code, "hyperpod", "sagemaker", lambda: _hyperpod(ctx, region))
+    hyperpod: list[dict[str, Any]] = []
+    rows = guarded(code, "hyperpod", "sagemaker", lambda: _hyperpod(ctx, region, hyperpod))
+    if hyperpod:
+        # Its own guard: an EC2 error (DescribeSubnets denied, a subnet gone) names EC2, not SageMaker.
+        rows += guarded(
+            code, "hyperpod placement", "ec2", lambda: [_hyperpod_placement(ctx, region, hyperpod[0])]
+        )
     eks: list[dict[str, Any]] = []
 
     def cluster() -> list[CheckResult]:
@@ -37,6 +43,7 @@ def compute_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
 
     rows += guarded(code, "eks", "eks", cluster)
     if eks:
+        rows += guarded(code, "eks placement", "ec2", lambda: [_eks_placement(ctx, region, eks[0])])
         rows += guarded(code, "eks add-ons", "eks", lambda: _addons(ctx, region))
         rows += _kubernetes(ctx, region, eks[0])
     return rows
@@ -48,7 +55,7 @@ def _missing_cluster(exc: ClientError) -> bool:
     )
 
 
-def _hyperpod(ctx: Context, region: RegionConfig) -> list[CheckResult]:
+def _hyperpod(ctx: Context, region: RegionConfig, found: list[dict[str, Any]]) -> list[CheckResult]:
     code = region.region
     name = hyperpod_cluster_name(ctx.config, region)
     sagemaker = ctx.clients("sagemaker", code)
@@ -62,6 +69,7 @@ def _hyperpod(ctx: Context, region: RegionConfig) -> list[CheckResult]:
         if not _missing_cluster(exc):
             raise
         return [CheckResult(code, "hyperpod", "fail", f"no HyperPod cluster {name}", deploy)]
+    found.append(cluster)
     status = cluster.get("ClusterStatus")
     rows = []
     if status != "InService":
@@ -90,6 +98,75 @@ def _hyperpod(ctx: Context, region: RegionConfig) -> list[CheckResult]:
         )
     rows.append(_nodes_row(code, name, sagemaker))
     return rows
+
+
+# Keys fixed at the first deploy (docs/runbooks/deploy-environment.md, "Keys fixed at the first deploy"):
+# - HyperPod: SageMaker UpdateCluster (botocore 1.44 sagemaker service-2.json, UpdateClusterRequest) has no
+#   VpcConfig member, so the cluster's subnets, hence its AZ, are those it was created with; a new
+#   `accelerator_az_id` makes CloudFormation replace the accelerator subnet (AWS::EC2::Subnet
+#   AvailabilityZoneId: "Update requires: Replacement"), and a subnet holding the cluster's ENIs cannot go.
+# - EKS: UpdateClusterConfig's resourcesVpcConfig (botocore eks service-2.json, VpcConfigRequest.subnetIds)
+#   takes new subnets, but the EKS User Guide ("View Amazon EKS networking requirements for VPC and subnets")
+#   says "All subnets that you add must be in the same set of AZs as originally provided when you created
+#   the cluster"; a new `az_ids` asks for subnets in other AZs (aws/containers-roadmap#2330: recreate the
+#   cluster).
+# DescribeCluster answers both: SageMaker VpcConfig.Subnets, EKS cluster.resourcesVpcConfig.subnetIds;
+# EC2 DescribeSubnets gives each subnet's AvailabilityZoneId.
+def _subnet_az_ids(ctx: Context, code: str, subnet_ids: list[str]) -> dict[str, str]:
+    if not subnet_ids:
+        return {}
+    subnets = ctx.clients("ec2", code).describe_subnets(SubnetIds=subnet_ids)["Subnets"]
+    return {str(s["SubnetId"]): str(s.get("AvailabilityZoneId")) for s in subnets}
+
+
+def _fixed_key_row(
+    code: str, check: str, what: str, field: str, wanted: set[str], deployed: dict[str, str]
+) -> CheckResult:
+    live = set(deployed.values())
+    if live == wanted:
+        return CheckResult(code, check, "pass", f"{what} in {', '.join(sorted(live))}, as {field} says")
+    return CheckResult(
+        code,
+        check,
+        "fail",
+        f"{what} was created in {', '.join(sorted(live)) or 'no subnet'} "
+        f"({', '.join(f'{s} {a}' for s, a in sorted(deployed.items()))}); {field} says {', '.join(sorted(wanted))}",
+        f"{field} cannot change after the first deploy: set it back to {', '.join(sorted(live))} "
+        "(docs/runbooks/deploy-environment.md, keys fixed at the first deploy)",
+    )
+
+
+def _hyperpod_placement(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> CheckResult:
+    code = region.region
+    subnets = [str(s) for s in (cluster.get("VpcConfig") or {}).get("Subnets", [])]
+    return _fixed_key_row(
+        code,
+        "hyperpod placement",
+        f"HyperPod cluster {cluster.get('ClusterName')}",
+        f"{_field(ctx, region)}.accelerator_az_id",
+        {region.resolved_accelerator_az_id},
+        _subnet_az_ids(ctx, code, subnets),
+    )
+
+
+def _eks_placement(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> CheckResult:
+    code = region.region
+    subnets = [str(s) for s in (cluster.get("resourcesVpcConfig") or {}).get("subnetIds", [])]
+    return _fixed_key_row(
+        code,
+        "eks placement",
+        f"EKS cluster {cluster.get('name')}",
+        f"{_field(ctx, region)}.az_ids",
+        set(region.resolved_az_ids),
+        _subnet_az_ids(ctx, code, subnets),
+    )
+
+
+def _field(ctx: Context, region: RegionConfig) -> str:
+    """The config path of the Region: `hub` or `spokes[N]`, as validate names fields."""
+    if region.region == ctx.config.hub.region:
+        return "hub"
+    return f"spokes[{[s.region for s in ctx.config.spokes].index(region.region)}]"
 
 
 def _group_row(
