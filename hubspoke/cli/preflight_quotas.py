@@ -199,15 +199,19 @@ def hyperpod_instances_in_use(sagemaker: Any, *, exclude: str) -> dict[str, int]
     return used
 
 
-def _sagemaker_quotas(quotas: Any) -> dict[str, dict[str, Any]]:
-    """Every SageMaker quota by name: applied values over AWS defaults."""
+def _sagemaker_quotas(quotas: Any, names: set[str]) -> dict[str, dict[str, Any]]:
+    """The SageMaker quotas named `names`, by name: applied values, AWS defaults only for what those lack.
+
+    Service Quotas API Reference, ListServiceQuotas: "If the applied quota value is not available for a quota,
+    the quota is not retrieved"; so the defaults are listed only when a quota we need is missing, not every time
+    (each listing is a full, paged read of every SageMaker quota).
+    """
     found = {
-        q["QuotaName"]: q
-        for q in _pages(quotas, "list_aws_default_service_quotas", "Quotas", ServiceCode="sagemaker")
+        q["QuotaName"]: q for q in _pages(quotas, "list_service_quotas", "Quotas", ServiceCode="sagemaker")
     }
-    found.update(
-        {q["QuotaName"]: q for q in _pages(quotas, "list_service_quotas", "Quotas", ServiceCode="sagemaker")}
-    )
+    if names - found.keys():
+        defaults = _pages(quotas, "list_aws_default_service_quotas", "Quotas", ServiceCode="sagemaker")
+        found = {**{q["QuotaName"]: q for q in defaults}, **found}
     return found
 
 
@@ -221,12 +225,12 @@ def check_hyperpod_quotas(
     wanted: dict[str, int] = {}
     for group in region.compute.instance_groups:
         wanted[group.instance_type] = wanted.get(group.instance_type, 0) + group.count
-    available = _sagemaker_quotas(quotas)
     cluster_total = sum(wanted.values())
     needs = [(_type_quota(itype), in_use.get(itype, 0), count) for itype, count in sorted(wanted.items())] + [
         (PER_CLUSTER_QUOTA, 0, cluster_total),
         (TOTAL_QUOTA, sum(in_use.values()), cluster_total),
     ]
+    available = _sagemaker_quotas(quotas, {quota_name for quota_name, _, _ in needs})
     rows = []
     for quota_name, used, mine in needs:
         quota = available.get(quota_name)

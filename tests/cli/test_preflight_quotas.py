@@ -52,6 +52,28 @@ def test_sagemaker_cluster_quota(
     assert asked and all(p["ServiceCode"] == "sagemaker" for p in asked)
 
 
+def test_sagemaker_quotas_listed_once_per_region(world: World, tmp_path: Path) -> None:
+    """Each Region's SageMaker quotas are read in one listing when the applied values hold every quota needed;
+    the AWS defaults are listed only for a quota whose applied value is not retrieved (Service Quotas API
+    Reference, ListServiceQuotas: "If the applied quota value is not available for a quota, the quota is not
+    retrieved")."""
+    world.bootstrap("us-west-2")
+    clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 4), *hyperpod_limits()])
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"})
+    assert {r.status for r in rows_of(results, "sagemaker quota")} == {"pass"}
+    first_pages = [p for op, p in clients.asked if op == "ListServiceQuotas" and "NextToken" not in p]
+    assert first_pages == [{"ServiceCode": "sagemaker"}]
+    assert [op for op, _ in clients.asked if op == "ListAWSDefaultServiceQuotas"] == []
+    # A quota with no applied value: the defaults are listed, once, and answer it.
+    clients = Unsupported(
+        world.clients, applied_quotas=hyperpod_limits(), default_quotas=[sagemaker_quota(P5_QUOTA, 4)]
+    )
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"})
+    assert {r.status for r in rows_of(results, "sagemaker quota")} == {"pass"}
+    defaults = [p for op, p in clients.asked if op == "ListAWSDefaultServiceQuotas" and "NextToken" not in p]
+    assert defaults == [{"ServiceCode": "sagemaker"}]
+
+
 def _hyperpod(world: World, region: str, name: str, count: int, itype: str = P5) -> None:
     """A HyperPod cluster that already holds `count` instances (moto's CreateCluster)."""
     world.clients("sagemaker", region).create_cluster(
