@@ -168,7 +168,14 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
         rows += guarded(
             "lambda concurrency",
             "lambda",
-            lambda: [check_lambda_concurrency(clients("lambda", name), config=config, region=region)],
+            lambda: [
+                check_lambda_concurrency(
+                    clients("lambda", name),
+                    config=config,
+                    region=region,
+                    cloudformation=clients("cloudformation", name),
+                )
+            ],
         )
     if region.storage.enabled:
         # One row each: an error reading one object must not hide the other's answer.

@@ -19,6 +19,7 @@ from hubspoke.config.quotas import (
     SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE,
     peer_path_rules,
 )
+from hubspoke.topology import stack_name
 
 # Lambda Developer Guide, "Configuring reserved concurrency": "You can reserve up to the Unreserved account
 # concurrency value minus 100"; the quota behind the account limit is Lambda "Concurrent executions".
@@ -120,15 +121,56 @@ def check_security_groups_per_interface(
     )
 
 
-def check_lambda_concurrency(lam: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
-    """A canary reservation, when the config asks for one, leaves the unreserved pool Lambda insists on."""
+# The canary function's logical ID in the Ops stack: CDK joins the construct path (HubCanary/Function, stacks/ops.py
+# and constructs/canary/infrastructure.py) and appends an 8-character hash.
+CANARY_FUNCTION_LOGICAL_PREFIX = "HubCanaryFunction"
+
+
+def _canary_reservation_held(cloudformation: Any, lam: Any, *, config: HubSpokeConfig, region: str) -> int:
+    """The concurrency a deployed canary already reserves here (0 before the first deploy of the Ops stack)."""
+    stack = stack_name(config, "ops", region)
+    try:
+        resources = list(
+            _pages(cloudformation, "list_stack_resources", "StackResourceSummaries", StackName=stack)
+        )
+    except ClientError as exc:
+        # CloudFormation answers a stack that does not exist with ValidationError "Stack with id ... does not exist".
+        if exc.response.get("Error", {}).get("Code") == "ValidationError" and "does not exist" in str(exc):
+            return 0
+        raise
+    held = 0
+    for resource in resources:
+        if resource.get("ResourceType") != "AWS::Lambda::Function" or not str(
+            resource.get("LogicalResourceId", "")
+        ).startswith(CANARY_FUNCTION_LOGICAL_PREFIX):
+            continue
+        if not resource.get("PhysicalResourceId"):
+            continue
+        # GetFunctionConcurrency answers no ReservedConcurrentExecutions for a function without a reservation.
+        found = lam.get_function_concurrency(FunctionName=resource["PhysicalResourceId"])
+        held += int(found.get("ReservedConcurrentExecutions") or 0)
+    return held
+
+
+def check_lambda_concurrency(
+    lam: Any, *, config: HubSpokeConfig, region: RegionConfig, cloudformation: Any = None
+) -> CheckResult:
+    """A canary reservation, when the config asks for one, leaves the unreserved pool Lambda insists on.
+
+    UnreservedConcurrentExecutions is already net of every PutFunctionConcurrency reservation (Lambda API
+    Reference, AccountLimit), a deployed canary's included: only what the canary does not hold yet is subtracted.
+    """
     name = region.region
     limit = lam.get_account_settings()["AccountLimit"]
     total, unreserved = limit.get("ConcurrentExecutions"), limit.get("UnreservedConcurrentExecutions")
     detail = f"account concurrency {total}, {unreserved} unreserved"
     if not config.ops.reserve_canary_concurrency:
         return CheckResult(name, "lambda concurrency", "pass", detail + "; nothing reserves concurrency")
-    left = int(unreserved) - CANARY_RESERVATION
+    held = _canary_reservation_held(cloudformation, lam, config=config, region=name) if cloudformation else 0
+    more = max(CANARY_RESERVATION - held, 0)
+    if held:
+        detail += f" (the deployed canary already reserves {held})"
+    left = int(unreserved) - more
     if left >= LAMBDA_MIN_UNRESERVED:
         return CheckResult(name, "lambda concurrency", "pass", detail + f"; {left} left after the canary's 1")
     raise_to = int(total) + LAMBDA_MIN_UNRESERVED - left

@@ -3,6 +3,7 @@ the security-group rules quota the topology needs, and the Lambda concurrency a 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +196,49 @@ def test_canary_reservation_needs_the_unreserved_pool_lambda_keeps(
     if status == "fail":
         assert "ops.reserve_canary_concurrency: false" in row.fix and "L-B99A9384" in row.fix
     assert ("GetAccountSettings", {}) in clients.asked
+
+
+def _deployed_canary(world: World, region: str, reserved: int) -> None:
+    """The Ops stack as CloudFormation holds it after a deploy: its canary function reserving `reserved`.
+
+    The stack name and the logical ID are the ones the synthesized dev templates carry (tests/ snapshots).
+    """
+    role = world.clients("iam", region).create_role(RoleName="canary", AssumeRolePolicyDocument="{}")["Role"][
+        "Arn"
+    ]
+    function = {
+        "Type": "AWS::Lambda::Function",
+        "Properties": {
+            "Runtime": "python3.12",
+            "Handler": "index.handler",
+            "Role": role,
+            "Code": {"ZipFile": "def handler(event, context): pass"},
+            "ReservedConcurrentExecutions": reserved,
+        },
+    }
+    world.clients("cloudformation", region).create_stack(
+        StackName=f"hubspoke-dev-ops-{region}",
+        TemplateBody=json.dumps({"Resources": {"HubCanaryFunction24E5FE5B": function}}),
+    )
+
+
+@pytest.mark.parametrize(("unreserved", "status"), [(101, "pass"), (100, "fail")])
+def test_a_deployed_canary_reservation_is_not_counted_twice(
+    world: World, tmp_path: Path, unreserved: int, status: str
+) -> None:
+    """After a deploy the canary's 1 is already out of UnreservedConcurrentExecutions (Lambda API Reference,
+    AccountLimit: "minus the capacity that's reserved for individual functions with PutFunctionConcurrency"):
+    an account of 101 then shows 100 unreserved, which is what Lambda keeps, so nothing more is needed."""
+    world.deployed_dev()
+    _deployed_canary(world, "us-west-2", reserved=1)
+    limit = {"ConcurrentExecutions": unreserved, "UnreservedConcurrentExecutions": unreserved}
+    clients = Unsupported(world.clients, lambda_limit=limit)
+    results = run_checks(
+        preflight_config(tmp_path, ops={"reserve_canary_concurrency": True}), clients, only={"us-west-2"}
+    )
+    (row,) = rows_of(results, "lambda concurrency")
+    assert row.status == status, row.detail
+    assert f"{unreserved - 1} unreserved" in row.detail
 
 
 def test_the_fake_service_quotas_answers_and_refuses_as_the_model_says(world: World) -> None:
