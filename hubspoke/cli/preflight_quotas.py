@@ -14,10 +14,12 @@ from hubspoke.cli.preflight_checks import CheckResult, Status, _pages, region_pa
 from hubspoke.compute_metrics import hyperpod_cluster_name
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.config.quotas import (
+    ROUTES_PER_ROUTE_TABLE_QUOTA_CODE,
     RULES_TIMES_GROUPS_LIMIT,
     SECURITY_GROUP_RULES_QUOTA_CODE,
     SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE,
     peer_path_rules,
+    private_route_table_routes,
 )
 from hubspoke.topology import stack_name
 
@@ -84,6 +86,37 @@ def check_security_group_rules(quotas: Any, *, config: HubSpokeConfig, region: R
             f"{SECURITY_GROUP_RULES_QUOTA_CODE} --desired-value {max(needed, stated)} --region {name}",
         )
     return CheckResult(name, "security group rules", "pass", detail)
+
+
+def check_route_table_routes(quotas: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
+    """The applied 'Routes per route table' holds the routes each private route table needs, and what is stated."""
+    name, check = region.region, "routes per route table"
+    peers, other = private_route_table_routes(config.model_dump()).get(region_path(config, region), (0, 0))
+    needed, stated = peers + other, region.quotas.routes_per_route_table
+    found = _applied_or_default(quotas, "vpc", ROUTES_PER_ROUTE_TABLE_QUOTA_CODE)
+    if found is None:
+        return CheckResult(
+            name,
+            check,
+            "warn",
+            f"quota {ROUTES_PER_ROUTE_TABLE_QUOTA_CODE} not found; {needed} routes per private route table needed",
+            "check 'Routes per route table' in the Service Quotas console",
+        )
+    value, origin = found
+    detail = (
+        f"each private route table needs {needed} routes ({peers} over the peering); the config relies on "
+        f"{stated}; 'Routes per route table' is {value:g} ({origin})"
+    )
+    if value < max(needed, stated):
+        return CheckResult(
+            name,
+            check,
+            "fail",
+            detail,
+            "aws service-quotas request-service-quota-increase --service-code vpc --quota-code "
+            f"{ROUTES_PER_ROUTE_TABLE_QUOTA_CODE} --desired-value {max(needed, stated)} --region {name}",
+        )
+    return CheckResult(name, check, "pass", detail)
 
 
 def check_security_groups_per_interface(

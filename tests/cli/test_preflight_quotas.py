@@ -178,6 +178,35 @@ def test_rules_quota_times_groups_per_interface_fits_a_thousand(
 
 
 @pytest.mark.parametrize(
+    ("stated", "applied", "status"),
+    [
+        (None, None, "pass"),
+        (100, None, "fail"),
+        (100, 100.0, "pass"),
+        (100, 80.0, "fail"),
+        (None, 2.0, "fail"),
+    ],
+)
+def test_routes_per_route_table_quota_holds_what_the_config_relies_on(
+    world: World, tmp_path: Path, stated: int | None, applied: float | None, status: str
+) -> None:
+    """Amazon VPC User Guide, "Amazon VPC quotas": 'Routes per route table' (L-93826ACB) is 50 by default (what
+    moto answers as the AWS default); the applied value must hold what the config states and what its private
+    route tables need (a single spoke of one block needs more than 2: its peer route and the table's own)."""
+    world.deployed_dev()
+    hub: dict[str, Any] = {"region": "us-east-2", "cidr": "10.10.0.0/16"}
+    if stated:
+        hub["quotas"] = {"routes_per_route_table": stated}
+    clients = Unsupported(world.clients, applied_vpc_quotas={"L-93826ACB": applied} if applied else {})
+    results = run_checks(preflight_config(tmp_path, hub=hub), clients, only={"us-east-2"})
+    (row,) = rows_of(results, "routes per route table")
+    assert row.status == status, row.detail
+    if status == "fail":
+        assert "--quota-code L-93826ACB --desired-value" in row.fix and "--region us-east-2" in row.fix
+    assert ("GetServiceQuota", {"ServiceCode": "vpc", "QuotaCode": "L-93826ACB"}) in clients.asked
+
+
+@pytest.mark.parametrize(
     ("reserve", "unreserved", "status"),
     [(False, 10, "pass"), (True, 10, "fail"), (True, 101, "pass"), (True, 100, "fail")],
 )
