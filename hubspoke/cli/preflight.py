@@ -44,6 +44,7 @@ from hubspoke.cli.preflight_cnq import (
 from hubspoke.cli.preflight_quotas import (
     check_hyperpod_quotas,
     check_lambda_concurrency,
+    check_route_table_routes,
     check_security_group_rules,
     check_security_groups_per_interface,
 )
@@ -155,6 +156,11 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
         lambda: [check_security_group_rules(clients("service-quotas", name), config=config, region=region)],
     )
     rows += guarded(
+        "routes per route table",
+        "service-quotas",
+        lambda: [check_route_table_routes(clients("service-quotas", name), config=config, region=region)],
+    )
+    rows += guarded(
         "security groups per interface",
         "service-quotas",
         lambda: [
@@ -168,7 +174,14 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
         rows += guarded(
             "lambda concurrency",
             "lambda",
-            lambda: [check_lambda_concurrency(clients("lambda", name), config=config, region=region)],
+            lambda: [
+                check_lambda_concurrency(
+                    clients("lambda", name),
+                    config=config,
+                    region=region,
+                    cloudformation=clients("cloudformation", name),
+                )
+            ],
         )
     if region.storage.enabled:
         # One row each: an error reading one object must not hide the other's answer.

@@ -14,11 +14,14 @@ from hubspoke.cli.preflight_checks import CheckResult, Status, _pages, region_pa
 from hubspoke.compute_metrics import hyperpod_cluster_name
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.config.quotas import (
+    ROUTES_PER_ROUTE_TABLE_QUOTA_CODE,
     RULES_TIMES_GROUPS_LIMIT,
     SECURITY_GROUP_RULES_QUOTA_CODE,
     SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE,
     peer_path_rules,
+    private_route_table_routes,
 )
+from hubspoke.topology import stack_name
 
 # Lambda Developer Guide, "Configuring reserved concurrency": "You can reserve up to the Unreserved account
 # concurrency value minus 100"; the quota behind the account limit is Lambda "Concurrent executions".
@@ -85,6 +88,37 @@ def check_security_group_rules(quotas: Any, *, config: HubSpokeConfig, region: R
     return CheckResult(name, "security group rules", "pass", detail)
 
 
+def check_route_table_routes(quotas: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
+    """The applied 'Routes per route table' holds the routes each private route table needs, and what is stated."""
+    name, check = region.region, "routes per route table"
+    peers, other = private_route_table_routes(config.model_dump()).get(region_path(config, region), (0, 0))
+    needed, stated = peers + other, region.quotas.routes_per_route_table
+    found = _applied_or_default(quotas, "vpc", ROUTES_PER_ROUTE_TABLE_QUOTA_CODE)
+    if found is None:
+        return CheckResult(
+            name,
+            check,
+            "warn",
+            f"quota {ROUTES_PER_ROUTE_TABLE_QUOTA_CODE} not found; {needed} routes per private route table needed",
+            "check 'Routes per route table' in the Service Quotas console",
+        )
+    value, origin = found
+    detail = (
+        f"each private route table needs {needed} routes ({peers} over the peering); the config relies on "
+        f"{stated}; 'Routes per route table' is {value:g} ({origin})"
+    )
+    if value < max(needed, stated):
+        return CheckResult(
+            name,
+            check,
+            "fail",
+            detail,
+            "aws service-quotas request-service-quota-increase --service-code vpc --quota-code "
+            f"{ROUTES_PER_ROUTE_TABLE_QUOTA_CODE} --desired-value {max(needed, stated)} --region {name}",
+        )
+    return CheckResult(name, check, "pass", detail)
+
+
 def check_security_groups_per_interface(
     quotas: Any, *, config: HubSpokeConfig, region: RegionConfig
 ) -> CheckResult:
@@ -120,15 +154,56 @@ def check_security_groups_per_interface(
     )
 
 
-def check_lambda_concurrency(lam: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
-    """A canary reservation, when the config asks for one, leaves the unreserved pool Lambda insists on."""
+# The canary function's logical ID in the Ops stack: CDK joins the construct path (HubCanary/Function, stacks/ops.py
+# and constructs/canary/infrastructure.py) and appends an 8-character hash.
+CANARY_FUNCTION_LOGICAL_PREFIX = "HubCanaryFunction"
+
+
+def _canary_reservation_held(cloudformation: Any, lam: Any, *, config: HubSpokeConfig, region: str) -> int:
+    """The concurrency a deployed canary already reserves here (0 before the first deploy of the Ops stack)."""
+    stack = stack_name(config, "ops", region)
+    try:
+        resources = list(
+            _pages(cloudformation, "list_stack_resources", "StackResourceSummaries", StackName=stack)
+        )
+    except ClientError as exc:
+        # CloudFormation answers a stack that does not exist with ValidationError "Stack with id ... does not exist".
+        if exc.response.get("Error", {}).get("Code") == "ValidationError" and "does not exist" in str(exc):
+            return 0
+        raise
+    held = 0
+    for resource in resources:
+        if resource.get("ResourceType") != "AWS::Lambda::Function" or not str(
+            resource.get("LogicalResourceId", "")
+        ).startswith(CANARY_FUNCTION_LOGICAL_PREFIX):
+            continue
+        if not resource.get("PhysicalResourceId"):
+            continue
+        # GetFunctionConcurrency answers no ReservedConcurrentExecutions for a function without a reservation.
+        found = lam.get_function_concurrency(FunctionName=resource["PhysicalResourceId"])
+        held += int(found.get("ReservedConcurrentExecutions") or 0)
+    return held
+
+
+def check_lambda_concurrency(
+    lam: Any, *, config: HubSpokeConfig, region: RegionConfig, cloudformation: Any = None
+) -> CheckResult:
+    """A canary reservation, when the config asks for one, leaves the unreserved pool Lambda insists on.
+
+    UnreservedConcurrentExecutions is already net of every PutFunctionConcurrency reservation (Lambda API
+    Reference, AccountLimit), a deployed canary's included: only what the canary does not hold yet is subtracted.
+    """
     name = region.region
     limit = lam.get_account_settings()["AccountLimit"]
     total, unreserved = limit.get("ConcurrentExecutions"), limit.get("UnreservedConcurrentExecutions")
     detail = f"account concurrency {total}, {unreserved} unreserved"
     if not config.ops.reserve_canary_concurrency:
         return CheckResult(name, "lambda concurrency", "pass", detail + "; nothing reserves concurrency")
-    left = int(unreserved) - CANARY_RESERVATION
+    held = _canary_reservation_held(cloudformation, lam, config=config, region=name) if cloudformation else 0
+    more = max(CANARY_RESERVATION - held, 0)
+    if held:
+        detail += f" (the deployed canary already reserves {held})"
+    left = int(unreserved) - more
     if left >= LAMBDA_MIN_UNRESERVED:
         return CheckResult(name, "lambda concurrency", "pass", detail + f"; {left} left after the canary's 1")
     raise_to = int(total) + LAMBDA_MIN_UNRESERVED - left
@@ -199,15 +274,19 @@ def hyperpod_instances_in_use(sagemaker: Any, *, exclude: str) -> dict[str, int]
     return used
 
 
-def _sagemaker_quotas(quotas: Any) -> dict[str, dict[str, Any]]:
-    """Every SageMaker quota by name: applied values over AWS defaults."""
+def _sagemaker_quotas(quotas: Any, names: set[str]) -> dict[str, dict[str, Any]]:
+    """The SageMaker quotas named `names`, by name: applied values, AWS defaults only for what those lack.
+
+    Service Quotas API Reference, ListServiceQuotas: "If the applied quota value is not available for a quota,
+    the quota is not retrieved"; so the defaults are listed only when a quota we need is missing, not every time
+    (each listing is a full, paged read of every SageMaker quota).
+    """
     found = {
-        q["QuotaName"]: q
-        for q in _pages(quotas, "list_aws_default_service_quotas", "Quotas", ServiceCode="sagemaker")
+        q["QuotaName"]: q for q in _pages(quotas, "list_service_quotas", "Quotas", ServiceCode="sagemaker")
     }
-    found.update(
-        {q["QuotaName"]: q for q in _pages(quotas, "list_service_quotas", "Quotas", ServiceCode="sagemaker")}
-    )
+    if names - found.keys():
+        defaults = _pages(quotas, "list_aws_default_service_quotas", "Quotas", ServiceCode="sagemaker")
+        found = {**{q["QuotaName"]: q for q in defaults}, **found}
     return found
 
 
@@ -221,12 +300,12 @@ def check_hyperpod_quotas(
     wanted: dict[str, int] = {}
     for group in region.compute.instance_groups:
         wanted[group.instance_type] = wanted.get(group.instance_type, 0) + group.count
-    available = _sagemaker_quotas(quotas)
     cluster_total = sum(wanted.values())
     needs = [(_type_quota(itype), in_use.get(itype, 0), count) for itype, count in sorted(wanted.items())] + [
         (PER_CLUSTER_QUOTA, 0, cluster_total),
         (TOTAL_QUOTA, sum(in_use.values()), cluster_total),
     ]
+    available = _sagemaker_quotas(quotas, {quota_name for quota_name, _, _ in needs})
     rows = []
     for quota_name, used, mine in needs:
         quota = available.get(quota_name)

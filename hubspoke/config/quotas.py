@@ -47,6 +47,62 @@ def vpc_cidr_blocks_within_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
             )
 
 
+ROUTES_PER_ROUTE_TABLE_QUOTA_CODE = "L-93826ACB"
+DEFAULT_ROUTES_PER_ROUTE_TABLE = default(QuotasConfig, "routes_per_route_table")
+
+
+def private_route_table_routes(raw: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """(peer routes, other routes) of each Region's private route tables, hub first, then spokes in config order.
+
+    Peer routes: one per peer CIDR over the peering (constructs/peering.py PeerSide): every spoke's blocks on the
+    hub, the hub's blocks on a spoke. Other routes: the local route of each of the VPC's own blocks (a route table
+    has one per CIDR block; counted against the quota here, though the quotas page does not say whether they
+    count), the S3 gateway endpoint's route (constructs/vpc.py) and the default route to a NAT gateway unless
+    `nat: none`.
+    """
+    by_path = dict(regions(raw))
+    if "hub" not in by_path:
+        return {}
+    spoke_cidrs = sum(len(vpc_cidrs(r)) for path, r in by_path.items() if path != "hub")
+    hub_cidrs = len(vpc_cidrs(by_path["hub"]))
+    counts: dict[str, tuple[int, int]] = {}
+    for path, region in by_path.items():
+        other = len(vpc_cidrs(region)) + 1 + (0 if region.get("nat") == "none" else 1)
+        counts[path] = (spoke_cidrs if path == "hub" else hub_cidrs, other)
+    return counts
+
+
+def routes_within_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Each private route table's routes fit 'Routes per route table' (50 unless the config states more).
+
+    Past the quota the Link (hub side) or Network (spoke side) stack fails mid-deploy creating a route.
+    """
+    by_path = dict(regions(raw))
+    for path, (peers, other) in private_route_table_routes(raw).items():
+        region = by_path[path]
+        stated = section(region, "quotas").get("routes_per_route_table")
+        allowed = (
+            stated
+            if isinstance(stated, int) and not isinstance(stated, bool)
+            else DEFAULT_ROUTES_PER_ROUTE_TABLE
+        )
+        needed = peers + other
+        if needed <= allowed:
+            continue
+        code = region.get("region", "<region>")
+        whose = "every spoke CIDR" if path == "hub" else "every hub CIDR"
+        origin = "the quota this file states" if isinstance(stated, int) else "the AWS default"
+        yield Problem(
+            f"{path}.quotas.routes_per_route_table",
+            f"each private route table in {code} needs {needed} routes ({peers} over the peering, one for {whose}, "
+            f"and {other} local, S3 endpoint and NAT routes), over {origin} of {allowed} 'Routes per route table' "
+            f"({ROUTES_PER_ROUTE_TABLE_QUOTA_CODE}, default 50, at most 1,000): peer fewer CIDRs, or request an "
+            "increase (`aws service-quotas request-service-quota-increase --service-code vpc --quota-code "
+            f"{ROUTES_PER_ROUTE_TABLE_QUOTA_CODE} --desired-value {needed} --region {code}`) and state it as "
+            f"{path}.quotas.routes_per_route_table: {needed}",
+        )
+
+
 def peering_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
     spokes = raw.get("spokes")
     count = len(spokes) if isinstance(spokes, list) else 0

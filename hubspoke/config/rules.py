@@ -21,7 +21,12 @@ from hubspoke.config.network_rules import (
     secondary_cidrs_associable,
     vpc_cidrs_do_not_overlap,
 )
-from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota, vpc_cidr_blocks_within_quota
+from hubspoke.config.quotas import (
+    peer_path_rules_within_quota,
+    peering_quota,
+    routes_within_quota,
+    vpc_cidr_blocks_within_quota,
+)
 from hubspoke.config.raw import Problem, Rule
 from hubspoke.config.storage_rules import (
     ami_pinned_in_one_region,
@@ -63,6 +68,7 @@ RULES: tuple[Rule, ...] = (
     hub_and_spokes_do_not_share_a_24,
     flow_log_filters_fit,
     peer_path_rules_within_quota,
+    routes_within_quota,
 )
 
 

@@ -264,6 +264,10 @@ class QuotasConfig(Model):
     # Guide, "Amazon VPC quotas", VPC and subnets). The primary block counts. Validation refuses more blocks on a
     # VPC than this states.
     vpc_cidr_blocks: Annotated[int, Field(ge=5, le=50)] = 5
+    # Amazon VPC "Routes per route table" (L-93826ACB): 50 by default, adjustable up to 1,000 (Amazon VPC User
+    # Guide, "Amazon VPC quotas", Route tables). Each private route table holds a route per peer CIDR over the
+    # peering (on the hub: every spoke's blocks). Validation refuses more routes than this states.
+    routes_per_route_table: Annotated[int, Field(ge=50, le=1000)] = 50
 
 
 class RegionConfig(Model):

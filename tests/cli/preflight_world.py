@@ -158,7 +158,8 @@ class Unsupported(Hooked):
             "amazon-cloudwatch-observability": {"v6.4.0-eksbuild.1": ["1.33", "1.32"]},
         }
     )
-    # Lambda AccountLimit: the AWS default account limit is 1,000 (Lambda quotas page).
+    # Lambda AccountLimit: the AWS default account limit is 1,000 (Lambda quotas page). The unreserved pool before
+    # the reservations of the functions this world holds, which GetAccountSettings subtracts.
     lambda_limit: dict[str, int] = field(
         default_factory=lambda: {"ConcurrentExecutions": 1000, "UnreservedConcurrentExecutions": 1000}
     )
@@ -252,7 +253,18 @@ class Unsupported(Hooked):
         def account_settings(params: dict[str, Any]) -> dict[str, Any]:
             if params:
                 raise Refused(f"GetAccountSettings takes no parameters, got {params}")
-            return {"AccountLimit": dict(self.lambda_limit), "AccountUsage": {"FunctionCount": 0}}
+            # Lambda API Reference, AccountLimit: UnreservedConcurrentExecutions is "The maximum number of
+            # simultaneous function executions, minus the capacity that's reserved for individual functions with
+            # PutFunctionConcurrency": the functions this world holds (moto) take theirs from lambda_limit's pool.
+            lam = self.base("lambda", region)
+            names = [f["FunctionName"] for f in lam.list_functions()["Functions"]]
+            reserved = sum(
+                int(lam.get_function_concurrency(FunctionName=n).get("ReservedConcurrentExecutions") or 0)
+                for n in names
+            )
+            limit = dict(self.lambda_limit)
+            limit["UnreservedConcurrentExecutions"] -= reserved
+            return {"AccountLimit": limit, "AccountUsage": {"FunctionCount": len(names)}}
 
         def ubuntu_parameter(params: dict[str, Any]) -> dict[str, Any] | None:
             if params.get("Name") != UBUNTU_PARAMETER:

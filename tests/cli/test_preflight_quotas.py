@@ -3,6 +3,7 @@ the security-group rules quota the topology needs, and the Lambda concurrency a 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,28 @@ def test_sagemaker_cluster_quota(
     # Service Quotas was asked for SageMaker's quotas, page after page (the fake serves 2 per page).
     asked = [params for op, params in clients.asked if op == "ListServiceQuotas"]
     assert asked and all(p["ServiceCode"] == "sagemaker" for p in asked)
+
+
+def test_sagemaker_quotas_listed_once_per_region(world: World, tmp_path: Path) -> None:
+    """Each Region's SageMaker quotas are read in one listing when the applied values hold every quota needed;
+    the AWS defaults are listed only for a quota whose applied value is not retrieved (Service Quotas API
+    Reference, ListServiceQuotas: "If the applied quota value is not available for a quota, the quota is not
+    retrieved")."""
+    world.bootstrap("us-west-2")
+    clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 4), *hyperpod_limits()])
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"})
+    assert {r.status for r in rows_of(results, "sagemaker quota")} == {"pass"}
+    first_pages = [p for op, p in clients.asked if op == "ListServiceQuotas" and "NextToken" not in p]
+    assert first_pages == [{"ServiceCode": "sagemaker"}]
+    assert [op for op, _ in clients.asked if op == "ListAWSDefaultServiceQuotas"] == []
+    # A quota with no applied value: the defaults are listed, once, and answer it.
+    clients = Unsupported(
+        world.clients, applied_quotas=hyperpod_limits(), default_quotas=[sagemaker_quota(P5_QUOTA, 4)]
+    )
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"})
+    assert {r.status for r in rows_of(results, "sagemaker quota")} == {"pass"}
+    defaults = [p for op, p in clients.asked if op == "ListAWSDefaultServiceQuotas" and "NextToken" not in p]
+    assert defaults == [{"ServiceCode": "sagemaker"}]
 
 
 def _hyperpod(world: World, region: str, name: str, count: int, itype: str = P5) -> None:
@@ -155,6 +178,35 @@ def test_rules_quota_times_groups_per_interface_fits_a_thousand(
 
 
 @pytest.mark.parametrize(
+    ("stated", "applied", "status"),
+    [
+        (None, None, "pass"),
+        (100, None, "fail"),
+        (100, 100.0, "pass"),
+        (100, 80.0, "fail"),
+        (None, 2.0, "fail"),
+    ],
+)
+def test_routes_per_route_table_quota_holds_what_the_config_relies_on(
+    world: World, tmp_path: Path, stated: int | None, applied: float | None, status: str
+) -> None:
+    """Amazon VPC User Guide, "Amazon VPC quotas": 'Routes per route table' (L-93826ACB) is 50 by default (what
+    moto answers as the AWS default); the applied value must hold what the config states and what its private
+    route tables need (a single spoke of one block needs more than 2: its peer route and the table's own)."""
+    world.deployed_dev()
+    hub: dict[str, Any] = {"region": "us-east-2", "cidr": "10.10.0.0/16"}
+    if stated:
+        hub["quotas"] = {"routes_per_route_table": stated}
+    clients = Unsupported(world.clients, applied_vpc_quotas={"L-93826ACB": applied} if applied else {})
+    results = run_checks(preflight_config(tmp_path, hub=hub), clients, only={"us-east-2"})
+    (row,) = rows_of(results, "routes per route table")
+    assert row.status == status, row.detail
+    if status == "fail":
+        assert "--quota-code L-93826ACB --desired-value" in row.fix and "--region us-east-2" in row.fix
+    assert ("GetServiceQuota", {"ServiceCode": "vpc", "QuotaCode": "L-93826ACB"}) in clients.asked
+
+
+@pytest.mark.parametrize(
     ("reserve", "unreserved", "status"),
     [(False, 10, "pass"), (True, 10, "fail"), (True, 101, "pass"), (True, 100, "fail")],
 )
@@ -173,6 +225,49 @@ def test_canary_reservation_needs_the_unreserved_pool_lambda_keeps(
     if status == "fail":
         assert "ops.reserve_canary_concurrency: false" in row.fix and "L-B99A9384" in row.fix
     assert ("GetAccountSettings", {}) in clients.asked
+
+
+def _deployed_canary(world: World, region: str, reserved: int) -> None:
+    """The Ops stack as CloudFormation holds it after a deploy: its canary function reserving `reserved`.
+
+    The stack name and the logical ID are the ones the synthesized dev templates carry (tests/ snapshots).
+    """
+    role = world.clients("iam", region).create_role(RoleName="canary", AssumeRolePolicyDocument="{}")["Role"][
+        "Arn"
+    ]
+    function = {
+        "Type": "AWS::Lambda::Function",
+        "Properties": {
+            "Runtime": "python3.12",
+            "Handler": "index.handler",
+            "Role": role,
+            "Code": {"ZipFile": "def handler(event, context): pass"},
+            "ReservedConcurrentExecutions": reserved,
+        },
+    }
+    world.clients("cloudformation", region).create_stack(
+        StackName=f"hubspoke-dev-ops-{region}",
+        TemplateBody=json.dumps({"Resources": {"HubCanaryFunction24E5FE5B": function}}),
+    )
+
+
+@pytest.mark.parametrize(("unreserved", "status"), [(101, "pass"), (100, "fail")])
+def test_a_deployed_canary_reservation_is_not_counted_twice(
+    world: World, tmp_path: Path, unreserved: int, status: str
+) -> None:
+    """After a deploy the canary's 1 is already out of UnreservedConcurrentExecutions (Lambda API Reference,
+    AccountLimit: "minus the capacity that's reserved for individual functions with PutFunctionConcurrency"):
+    an account of 101 then shows 100 unreserved, which is what Lambda keeps, so nothing more is needed."""
+    world.deployed_dev()
+    _deployed_canary(world, "us-west-2", reserved=1)
+    limit = {"ConcurrentExecutions": unreserved, "UnreservedConcurrentExecutions": unreserved}
+    clients = Unsupported(world.clients, lambda_limit=limit)
+    results = run_checks(
+        preflight_config(tmp_path, ops={"reserve_canary_concurrency": True}), clients, only={"us-west-2"}
+    )
+    (row,) = rows_of(results, "lambda concurrency")
+    assert row.status == status, row.detail
+    assert f"{unreserved - 1} unreserved" in row.detail
 
 
 def test_the_fake_service_quotas_answers_and_refuses_as_the_model_says(world: World) -> None:

@@ -16,7 +16,7 @@ import botocore
 import pytest
 
 from hubspoke.config import load
-from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota
+from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota, routes_within_quota
 from hubspoke.regions import REGIONS
 from tests.config.test_loader import problems
 from tests.conftest import minimal, write_config
@@ -246,3 +246,54 @@ def test_the_hub_is_reported_before_the_spokes_in_config_order() -> None:
         "hub.quotas.security_group_rules",
         *(f"spokes[{i}].quotas.security_group_rules" for i in range(16)),
     ]
+
+
+# Amazon VPC User Guide, "Amazon VPC quotas", Route tables: 'Routes per route table' (L-93826ACB), 50 by default,
+# adjustable up to 1,000.
+DEFAULT_ROUTES_PER_TABLE = 50
+MAX_ROUTES_PER_TABLE = 1000
+
+
+def _spokes_with_blocks(count: int, blocks: int) -> list[dict[str, Any]]:
+    """`count` network-only spokes of `blocks` CIDR blocks each (the primary and blocks - 1 secondary)."""
+    spokes = _network_only_spokes(count)
+    for i, spoke in enumerate(spokes):
+        spoke["secondary_cidrs"] = [f"10.{100 + i * 8 + n}.0.0/16" for n in range(blocks - 1)]
+    return spokes
+
+
+def test_more_peer_routes_than_the_route_table_quota_need_the_raised_quota_stated(tmp_path: Path) -> None:
+    """13 spokes of 4 blocks put 52 routes over the peerings into each of the hub's private route tables: over the
+    default 50 by the peer routes alone. Refused until the raised quota is stated (the security-group rules the
+    same topology needs are stated so only the route finding is left)."""
+    from hubspoke.config import ConfigError
+
+    data = minimal(spokes=_spokes_with_blocks(13, 4))
+    data["hub"]["quotas"] = {"security_group_rules": 13 * 4 * RULES_PER_SPOKE_CIDR}
+    path = write_config(tmp_path, data)
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    (line,) = [x for x in str(caught.value).splitlines() if "L-93826ACB" in x]
+    assert line.startswith(
+        f"{path}: hub.quotas.routes_per_route_table: each private route table in us-east-2"
+    )
+    assert "52 over the peering" in line
+    assert "--quota-code L-93826ACB --desired-value" in line and "--region us-east-2" in line
+    data["hub"]["quotas"]["routes_per_route_table"] = MAX_ROUTES_PER_TABLE
+    load(write_config(tmp_path, data, "raised.yaml"))
+
+
+def test_a_spokes_route_tables_count_every_hub_block() -> None:
+    """A hub of 50 blocks puts 50 routes over the peering into a spoke's private route tables, plus its own."""
+    [problem] = [p for p in routes_within_quota(_raw(50, 1)) if p.field.startswith("spokes[0].")]
+    assert problem.field == "spokes[0].quotas.routes_per_route_table"
+    assert "50 over the peering" in problem.message
+    assert list(routes_within_quota(_raw(1, 1))) == []
+
+
+@pytest.mark.parametrize("value", [DEFAULT_ROUTES_PER_TABLE - 1, MAX_ROUTES_PER_TABLE + 1])
+def test_a_stated_routes_quota_outside_what_aws_allows_is_refused(tmp_path: Path, value: int) -> None:
+    data = minimal()
+    data["hub"]["quotas"] = {"routes_per_route_table": value}
+    lines = problems(tmp_path, data)
+    assert any(line.startswith("hub.quotas.routes_per_route_table: ") for line in lines), lines
