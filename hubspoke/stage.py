@@ -20,7 +20,7 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.policy.acks import acknowledge, acknowledge_lambdas_in_vpc
+from hubspoke.policy.acks import acknowledge, acknowledge_lambdas_in_vpc, apply_at_end, apply_now
 from hubspoke.policy.control_tower import ControlTowerControls
 from hubspoke.policy.plugin import HubSpokePolicy
 from hubspoke.policy.rules import METADATA_KEY
@@ -116,6 +116,9 @@ class HubSpokeStage(Stage):
         # Weak references (Fn::GetStackOutput) everywhere: no Lambda-backed export writers across
         # Regions, and no exports that lock a producer stack (aws-cdk #27902, #34813).
         CrossStackReferences.of(self).consume(ReferenceStrength.WEAK)
+        # Checkov skips and the CT.LAMBDA.PR.3 acknowledgment are applied in one walk once every stack exists,
+        # not by an aspect that calls back into Python for each construct (hubspoke.policy.acks).
+        apply_at_end(self)
         self.stacks: dict[str, Stack] = {}
         for plan in plan_stacks(config):
             builder = BUILDERS.get(plan.kind)
@@ -132,6 +135,7 @@ class HubSpokeStage(Stage):
             self._refresh(stack)
             self.stacks[plan.id] = stack
         self._accept_environment_wide_findings()
+        apply_now(self)
         # cdk-nag, Control Tower's proactive controls (the cfn-guard rules its hooks run; the plugin ships the
         # cfn-guard binary) and our pack; any finding not acknowledged through hubspoke.policy.acks stops synth.
         Validations.of(self).add_plugins(

@@ -75,46 +75,67 @@ def acknowledge(
 
 @jsii.implements(IAspect)
 class _Acknowledgments:
-    """Every checkov skip and CT.LAMBDA.PR.3 acknowledgment of one app, applied in one visit per construct.
+    """Every checkov skip and CT.LAMBDA.PR.3 acknowledgment of one Stage, applied in one pass over its constructs.
 
-    One aspect per Stage instead of one per acknowledgment: each aspect visit is a call from the jsii
-    kernel back into Python, and a dozen aspects over an environment's ~900 constructs were a third of synth.
-    The skips land in the order per-scope aspects gave them (CDK applies an ancestor's aspects before a
-    descendant's, each scope's in the order added), so the templates do not change.
+    One pass instead of one aspect per acknowledgment: each aspect visit is a call from the jsii kernel back into
+    Python, and a dozen aspects over an environment's ~900 constructs were a third of synth. A Stage that builds
+    all its constructs in its constructor (HubSpokeStage) walks them itself once they exist (`apply_at_end`,
+    `apply_now`), with no aspect at all; any other Stage gets this object as its one aspect. The skips land in the
+    order per-scope aspects gave them (CDK applies an ancestor's aspects before a descendant's, each scope's in
+    the order added), so the templates do not change.
     """
 
     def __init__(self) -> None:
         # (scope path, rule, reason, resource types), in the order acknowledged.
         self._skips: list[tuple[str, str, str, frozenset[str]]] = []
         self._lambda_scopes: list[str] = []
+        self.applied = False
 
     def skip(self, scope: IConstruct, rule: str, reason: str, resource_types: frozenset[str]) -> None:
+        self._refuse_late(scope)
         self._skips.append((scope.node.path, rule, reason, resource_types))
 
     def lambdas_in_vpc(self, scope: IConstruct) -> None:
+        self._refuse_late(scope)
         self._lambda_scopes.append(scope.node.path)
 
+    def _refuse_late(self, scope: IConstruct) -> None:
+        if self.applied:
+            raise RuntimeError(f"{scope.node.path}: acknowledged after its Stage applied its acknowledgments")
+
     def visit(self, node: IConstruct) -> None:
-        # isinstance is answered in Python; only resources cost calls into the kernel.
+        # isinstance and the L1 class's resource type are answered in Python; a resource costs calls into the
+        # kernel only when an acknowledgment may apply to it.
         if not isinstance(node, CfnResource):
             return
+        resource_type = _resource_type(node)
+        function = isinstance(node, lambda_.CfnFunction) and bool(self._lambda_scopes)
+        typed = [s for s in self._skips if not s[3] or resource_type in s[3]]
+        if not typed and not function:
+            return
         path = node.node.path
-        if isinstance(node, lambda_.CfnFunction) and any(_below(path, s) for s in self._lambda_scopes):
-            vpc = Stack.of(node).resolve(node.vpc_config)
+        if function and any(_below(path, s) for s in self._lambda_scopes):
+            vpc = Stack.of(node).resolve(node.vpc_config)  # type: ignore[attr-defined]
             if isinstance(vpc, dict) and vpc.get("subnetIds") and vpc.get("securityGroupIds"):
                 acknowledge(node, "CT.LAMBDA.PR.3", reason=LAMBDA_IN_VPC)
-        matching = [s for s in self._skips if _below(path, s[0])]
-        if not matching:
-            return
-        resource_type = node.cfn_resource_type
+        matching = [s for s in typed if _below(path, s[0])]
         # Ancestors' acknowledgments first, as CDK would have applied their aspects (stable sort).
         matching.sort(key=lambda s: s[0].count("/") + bool(s[0]))
-        for _, rule, reason, types in matching:
-            if types and resource_type not in types:
-                continue
+        for _, rule, reason, _types in matching:
             existing = node.get_metadata(CHECKOV_METADATA) or {}
             skips = [s for s in existing.get("skip", []) if s.get("id") != rule]
             node.add_metadata(CHECKOV_METADATA, {"skip": [*skips, {"id": rule, "comment": reason}]})
+
+
+_TYPE_OF_CLASS: dict[type, str | None] = {}
+
+
+def _resource_type(node: CfnResource) -> str:
+    """The CloudFormation type: the L1 class's constant (one kernel call per class), else the node's own."""
+    cls = type(node)
+    if cls not in _TYPE_OF_CLASS:
+        _TYPE_OF_CLASS[cls] = getattr(cls, "CFN_RESOURCE_TYPE_NAME", None) if cls is not CfnResource else None
+    return _TYPE_OF_CLASS[cls] or node.cfn_resource_type
 
 
 def _below(path: str, scope_path: str) -> bool:
@@ -122,7 +143,7 @@ def _below(path: str, scope_path: str) -> bool:
 
 
 def _acknowledgments(scope: IConstruct) -> _Acknowledgments:
-    """The one acknowledgment aspect of `scope`'s Stage (or App), added the first time it is needed.
+    """The acknowledgments of `scope`'s Stage (or App); made, and added as its aspect, the first time needed.
 
     Per Stage, not per app: CDK does not carry an app's aspects into its Stages (each Stage's constructs are
     prepared with the Stage's own aspects and its descendants').
@@ -135,6 +156,19 @@ def _acknowledgments(scope: IConstruct) -> _Acknowledgments:
         stage._hubspoke_acknowledgments = found  # type: ignore[attr-defined]
         Aspects.of(stage).add(found)
     return found
+
+
+def apply_at_end(stage: Stage) -> None:
+    """`stage` builds every construct in its constructor and calls `apply_now` at its end: no aspect is added."""
+    stage._hubspoke_acknowledgments = _Acknowledgments()  # type: ignore[attr-defined]
+
+
+def apply_now(stage: Stage) -> None:
+    """Apply `stage`'s acknowledgments to every construct it holds now; later ones are refused (apply_at_end)."""
+    found: _Acknowledgments = stage._hubspoke_acknowledgments  # type: ignore[attr-defined]
+    for node in stage.node.find_all():
+        found.visit(node)
+    found.applied = True
 
 
 LAMBDA_IN_VPC = (
