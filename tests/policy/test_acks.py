@@ -169,3 +169,24 @@ def test_checkov_finds_nothing_unexplained_in_the_dev_templates(
     )
     for skip in results["skipped_checks"]:
         assert len(skip["check_result"]["suppress_comment"]) >= 40, skip["check_id"]
+
+
+def test_a_stage_that_applies_its_acknowledgments_at_the_end_adds_no_aspect_and_refuses_a_late_one() -> None:
+    """HubSpokeStage's way (hubspoke.stage): the skips land where an aspect would have put them, without an
+    aspect, and an acknowledgment made after the walk would be silently lost, so it is refused."""
+    from aws_cdk import Aspects
+    from aws_cdk import aws_logs as logs
+
+    from hubspoke.policy.acks import apply_at_end, apply_now
+
+    stage = Stage(App(), "Env")
+    stack = Stack(stage, "S")
+    apply_at_end(stage)
+    group = logs.CfnLogGroup(stack, "Logs")
+    acknowledge(stack, "CKV_AWS_158", reason=LONG_REASON, resource_types=["AWS::Logs::LogGroup"])
+    acknowledge(stack, "CKV_AWS_115", reason=LONG_REASON, resource_types=["AWS::Lambda::Function"])
+    apply_now(stage)
+    assert group.get_metadata("checkov") == {"skip": [{"id": "CKV_AWS_158", "comment": LONG_REASON}]}
+    assert not Aspects.of(stage).all
+    with pytest.raises(RuntimeError, match="after its Stage applied"):
+        acknowledge(stack, "CKV_AWS_116", reason=LONG_REASON, resource_types=["AWS::Lambda::Function"])
