@@ -8,6 +8,8 @@ producer's output changes its readers must be redeployed: docs/runbooks/deploy-e
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from hubspoke.config import HubSpokeConfig
@@ -51,7 +53,8 @@ def test_every_reader_deploys_after_its_producer(
 def _redeploy_table() -> list[tuple[str, str, str]]:
     """(producer, outputs, redeploy) cells of the runbook's 'After a change' table."""
     text = (ROOT / "docs" / "runbooks" / "deploy-environment.md").read_text()
-    section = text.split("## 6. After a change", 1)[1].split("\n## ", 1)[0]
+    # The section ends at the next heading of any level ("### Keys fixed at the first deploy" has a table too).
+    section = re.split(r"\n#{2,} ", text.split("## 6. After a change", 1)[1], maxsplit=1)[0]
     rows = [
         line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ") and "---" not in line
     ]
