@@ -62,30 +62,17 @@ def check_security_group_rules(quotas: Any, *, config: HubSpokeConfig, region: R
     path = region_path(config, region)
     needed = peer_path_rules(config.model_dump()).get(path, 0)
     stated = region.quotas.security_group_rules
-    found = _applied_or_default(quotas, "vpc", SECURITY_GROUP_RULES_QUOTA_CODE)
-    if found is None:
-        return CheckResult(
-            name,
-            "security group rules",
-            "warn",
-            f"quota {SECURITY_GROUP_RULES_QUOTA_CODE} not found; {needed} rules needed",
-            "check 'Inbound or outbound rules per security group' in the Service Quotas console",
-        )
-    value, origin = found
-    detail = (
-        f"cross-Region security group needs {needed} inbound rules; the config relies on {stated}; "
-        f"'Inbound or outbound rules per security group' is {value:g} ({origin})"
+    return _vpc_quota_holds(
+        quotas,
+        region=name,
+        check="security group rules",
+        code=SECURITY_GROUP_RULES_QUOTA_CODE,
+        quota="Inbound or outbound rules per security group",
+        needed=needed,
+        stated=stated,
+        need=f"cross-Region security group needs {needed} inbound rules",
+        missing=f"{needed} rules needed",
     )
-    if value < max(needed, stated):
-        return CheckResult(
-            name,
-            "security group rules",
-            "fail",
-            detail,
-            "aws service-quotas request-service-quota-increase --service-code vpc --quota-code "
-            f"{SECURITY_GROUP_RULES_QUOTA_CODE} --desired-value {max(needed, stated)} --region {name}",
-        )
-    return CheckResult(name, "security group rules", "pass", detail)
 
 
 def check_route_table_routes(quotas: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
@@ -93,30 +80,53 @@ def check_route_table_routes(quotas: Any, *, config: HubSpokeConfig, region: Reg
     name, check = region.region, "routes per route table"
     peers, other = private_route_table_routes(config.model_dump()).get(region_path(config, region), (0, 0))
     needed, stated = peers + other, region.quotas.routes_per_route_table
-    found = _applied_or_default(quotas, "vpc", ROUTES_PER_ROUTE_TABLE_QUOTA_CODE)
+    return _vpc_quota_holds(
+        quotas,
+        region=name,
+        check=check,
+        code=ROUTES_PER_ROUTE_TABLE_QUOTA_CODE,
+        quota="Routes per route table",
+        needed=needed,
+        stated=stated,
+        need=f"each private route table needs {needed} routes ({peers} over the peering)",
+        missing=f"{needed} routes per private route table needed",
+    )
+
+
+def _vpc_quota_holds(
+    quotas: Any,
+    *,
+    region: str,
+    check: str,
+    code: str,
+    quota: str,
+    needed: int,
+    stated: int,
+    need: str,
+    missing: str,
+) -> CheckResult:
+    """One VPC quota row: the applied value (else AWS's default) holds what the config needs and what it states."""
+    found = _applied_or_default(quotas, "vpc", code)
     if found is None:
         return CheckResult(
-            name,
+            region,
             check,
             "warn",
-            f"quota {ROUTES_PER_ROUTE_TABLE_QUOTA_CODE} not found; {needed} routes per private route table needed",
-            "check 'Routes per route table' in the Service Quotas console",
+            f"quota {code} not found; {missing}",
+            f"check '{quota}' in the Service Quotas console",
         )
     value, origin = found
-    detail = (
-        f"each private route table needs {needed} routes ({peers} over the peering); the config relies on "
-        f"{stated}; 'Routes per route table' is {value:g} ({origin})"
-    )
+    detail = f"{need}; the config relies on {stated}; '{quota}' is {value:g} ({origin})"
     if value < max(needed, stated):
         return CheckResult(
-            name,
+            region,
             check,
             "fail",
             detail,
             "aws service-quotas request-service-quota-increase --service-code vpc --quota-code "
-            f"{ROUTES_PER_ROUTE_TABLE_QUOTA_CODE} --desired-value {max(needed, stated)} --region {name}",
+            f"{code} --desired-value {max(needed, stated)} --region {region}",
         )
-    return CheckResult(name, check, "pass", detail)
+    return CheckResult(region, check, "pass", detail)
 
 
 def check_security_groups_per_interface(
