@@ -134,9 +134,14 @@ def _cache_key(config: HubSpokeConfig) -> str:
     return f"{os.environ.get('MUTANT_UNDER_TEST', '')}|{code_fingerprint()}|{config.model_dump_json()}"
 
 
+def _on_disk(key: str, suffix: str) -> Path:
+    """Where `key`'s synth (".json") or its lock (".lock") lives in the shared cache."""
+    return SYNTH_CACHE_DIR / f"{hashlib.sha256(key.encode()).hexdigest()}{suffix}"
+
+
 def _from_disk(key: str) -> bool:
     """Load `key`'s synth from the shared cache into memory; False when no worker has written it yet."""
-    path = SYNTH_CACHE_DIR / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+    path = _on_disk(key, ".json")
     if not path.exists():
         return False
     stored = json.loads(path.read_text())
@@ -147,7 +152,7 @@ def _from_disk(key: str) -> bool:
 
 
 def _to_disk(key: str) -> None:
-    path = SYNTH_CACHE_DIR / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+    path = _on_disk(key, ".json")
     stored = {
         "templates": _SYNTH_CACHE[key],
         "warnings": _WARNINGS[key],
@@ -169,8 +174,7 @@ def synth(config: HubSpokeConfig) -> Templates:
     if key in _SYNTH_CACHE:
         return _SYNTH_CACHE[key]
     SYNTH_CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    lock_path = SYNTH_CACHE_DIR / f"{hashlib.sha256(key.encode()).hexdigest()}.lock"
-    with open(lock_path, "w") as lock:
+    with open(_on_disk(key, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _from_disk(key):
             return _SYNTH_CACHE[key]
@@ -223,7 +227,7 @@ def forget(config: HubSpokeConfig) -> None:
     key = _cache_key(config)
     for cache in (_SYNTH_CACHE, _WARNINGS, _DEPENDENCIES):
         cache.pop(key, None)
-    (SYNTH_CACHE_DIR / f"{hashlib.sha256(key.encode()).hexdigest()}.json").unlink(missing_ok=True)
+    _on_disk(key, ".json").unlink(missing_ok=True)
 
 
 def synth_dependencies(config: HubSpokeConfig) -> dict[str, set[str]]:
