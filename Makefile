@@ -51,6 +51,7 @@ lint-templates:
 lint:
 	ruff check .
 	ruff format --check .
+	lint-imports --no-cache
 
 typecheck:
 	mypy
