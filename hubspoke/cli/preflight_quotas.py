@@ -33,6 +33,9 @@ CANARY_RESERVATION = 1
 # per-cluster and account-wide instance quotas go by these names (Service Quotas, Amazon SageMaker).
 PER_CLUSTER_QUOTA = "Maximum number instances allowed per SageMaker HyperPod cluster"
 TOTAL_QUOTA = "Total number of instances allowed across SageMaker HyperPod clusters"
+# The same table: "Your account-level quota value must be more than the EBS volume you wish to add to your
+# cluster"; a size per instance, so the largest group's volume is what it must hold.
+EBS_QUOTA = "Maximum size of EBS volume in GB for a SageMaker HyperPod cluster instance"
 
 
 def _type_quota(instance_type: str) -> str:
@@ -314,6 +317,7 @@ def check_hyperpod_quotas(
     needs = [(_type_quota(itype), in_use.get(itype, 0), count) for itype, count in sorted(wanted.items())] + [
         (PER_CLUSTER_QUOTA, 0, cluster_total),
         (TOTAL_QUOTA, sum(in_use.values()), cluster_total),
+        (EBS_QUOTA, 0, max(group.ebs_volume_gb for group in region.compute.instance_groups)),
     ]
     available = _sagemaker_quotas(quotas, {quota_name for quota_name, _, _ in needs})
     rows = []
@@ -331,7 +335,11 @@ def check_hyperpod_quotas(
             )
             continue
         value, needed = float(quota["Value"]), used + mine
-        others = f"{used} in use by other HyperPod clusters + " if quota_name != PER_CLUSTER_QUOTA else ""
+        others = (
+            f"{used} in use by other HyperPod clusters + "
+            if quota_name not in {PER_CLUSTER_QUOTA, EBS_QUOTA}
+            else ""
+        )
         detail = f"'{quota_name}' = {value:g}; needs {others}{mine} for {ours}"
         if value >= needed:
             rows.append(CheckResult(name, "sagemaker quota", "pass", detail))

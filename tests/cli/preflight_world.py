@@ -40,6 +40,8 @@ P5 = "ml.p5.48xlarge"
 P5_QUOTA = "ml.p5.48xlarge for cluster usage"
 PER_CLUSTER = "Maximum number instances allowed per SageMaker HyperPod cluster"
 TOTAL = "Total number of instances allowed across SageMaker HyperPod clusters"
+# SageMaker Developer Guide, "Prerequisites for using SageMaker HyperPod", quotas table, row 2.
+EBS_PER_INSTANCE = "Maximum size of EBS volume in GB for a SageMaker HyperPod cluster instance"
 # Small pages, so a caller that does not follow NextToken misses quotas. The service may return fewer items
 # than MaxResults "even when there are more results available" (botocore service-quotas 2019-06-24 model,
 # ListServiceQuotasRequest.MaxResults), so 2 per page is within what it documents.
@@ -55,10 +57,11 @@ def sagemaker_quota(quota_name: str, value: float, code: str = "L-TESTP5") -> di
     return {"ServiceCode": "sagemaker", "QuotaCode": code, "QuotaName": quota_name, "Value": value}
 
 
-def hyperpod_limits(per_cluster: float = 20, total: float = 30) -> list[dict[str, Any]]:
+def hyperpod_limits(per_cluster: float = 20, total: float = 30, ebs_gb: float = 1024) -> list[dict[str, Any]]:
     return [
         sagemaker_quota(PER_CLUSTER, per_cluster, "L-2CE978FC"),
         sagemaker_quota(TOTAL, total, "L-3308CCC7"),
+        sagemaker_quota(EBS_PER_INSTANCE, ebs_gb, "L-E13DF72A"),
     ]
 
 

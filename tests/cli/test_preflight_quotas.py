@@ -130,6 +130,29 @@ def test_per_cluster_and_account_wide_hyperpod_quotas(
 
 
 @pytest.mark.parametrize(
+    ("volume_gb", "quota_gb", "status"), [(500, 1024, "pass"), (1024, 1024, "pass"), (2000, 1024, "fail")]
+)
+def test_hyperpod_ebs_volume_quota_holds_the_largest_group_volume(
+    world: World, tmp_path: Path, volume_gb: int, quota_gb: float, status: str
+) -> None:
+    """The per-instance EBS quota must hold each group's volume (SageMaker Developer Guide, "Prerequisites for
+    using SageMaker HyperPod", quotas table: "must be more than the EBS volume you wish to add"); the largest
+    group decides, and other clusters' volumes do not count against it."""
+    world.bootstrap("us-west-2")
+    _hyperpod(world, "us-west-2", "someone-elses", 3)
+    groups = [{"count": 1, "ebs_volume_gb": 100}, {"name": "second", "count": 1, "ebs_volume_gb": volume_gb}]
+    spokes = [{"region": "us-west-2", "cidr": "10.20.0.0/16", "compute": {"instance_groups": groups}}]
+    clients = Unsupported(
+        world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 8), *hyperpod_limits(ebs_gb=quota_gb)]
+    )
+    results = run_checks(preflight_config(tmp_path, spokes=spokes), clients, only={"us-west-2"})
+    (row,) = [r for r in rows_of(results, "sagemaker quota") if "EBS volume" in r.detail]
+    assert row.status == status and f"needs {volume_gb} for" in row.detail and "in use" not in row.detail
+    if status == "fail":
+        assert "--quota-code L-E13DF72A --desired-value 2000 --region us-west-2" in row.fix
+
+
+@pytest.mark.parametrize(
     ("stated", "applied", "status"),
     [(None, None, "pass"), (100, None, "fail"), (100, 100.0, "pass"), (100, 80.0, "fail")],
 )
