@@ -22,6 +22,14 @@ CORE_ADDONS: tuple[str, ...] = (VPC_CNI, KUBE_PROXY, COREDNS, POD_IDENTITY_AGENT
 OPERATOR_ADDONS: tuple[str, ...] = (CERT_MANAGER, TRAINING_OPERATOR, CLOUDWATCH_OBSERVABILITY)
 ADDONS: tuple[str, ...] = CORE_ADDONS + OPERATOR_ADDONS
 
+# The Kubernetes versions HyperPod's EKS orchestration supports: SageMaker developer guide, "Getting started with
+# Amazon EKS support in SageMaker HyperPod", Requirements 1 (docs.amazonaws.cn snapshot, translated, listing 1.28
+# to 1.34; the English snapshots read 2026-12-01 list 1.28 to 1.32 and 1.28 to 1.33, older). A dated snapshot, so
+# preflight warns outside it rather than refusing: HyperPod adds versions after EKS does.
+HYPERPOD_KUBERNETES_VERSIONS: frozenset[str] = frozenset(
+    {"1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34"}
+)
+
 # HyperPod needs the VPC CNI at 1.18.3 or newer (SageMaker developer guide, "Getting started with Amazon
 # EKS support in SageMaker HyperPod"); this build is the EKS table's latest for Kubernetes 1.27 to 1.33.
 VPC_CNI_VERSION = "v1.20.1-eksbuild.3"

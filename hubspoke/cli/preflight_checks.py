@@ -353,6 +353,18 @@ def check_kubernetes_version(eks: Any, *, config: HubSpokeConfig, region: Region
             f"{wanted} is in extended support (billed extra per cluster hour)",
             f"set {field} to {standard[-1]}" if standard else "upgrade when a newer version is offered",
         )
+    from hubspoke.eks_addons import HYPERPOD_KUBERNETES_VERSIONS
+
+    if wanted not in HYPERPOD_KUBERNETES_VERSIONS:
+        listed = sorted(HYPERPOD_KUBERNETES_VERSIONS, key=_version_key)
+        return CheckResult(
+            name,
+            "kubernetes version",
+            "warn",
+            f"EKS offers {wanted} ({status or 'listed'}), but HyperPod's EKS prerequisites list only "
+            f"{listed[0]} to {listed[-1]}: CreateCluster may refuse it",
+            f"set {field} to {listed[-1]}, or check the SageMaker developer guide's HyperPod EKS prerequisites",
+        )
     return CheckResult(name, "kubernetes version", "pass", f"EKS offers {wanted} ({status or 'listed'})")
 
 

@@ -159,6 +159,27 @@ def test_accelerator_az_without_p5_fails_and_names_an_az_that_has_it(world: Worl
     assert rows_of(results, "accelerator az", "us-east-2")[0].status == "pass"
 
 
+@pytest.mark.parametrize(("version", "status"), [("1.33", "pass"), ("1.35", "warn"), ("1.27", "warn")])
+def test_kubernetes_version_hyperpod_does_not_list_warns(
+    world: World, tmp_path: Path, version: str, status: str
+) -> None:
+    """EKS may offer a version HyperPod does not support: the SageMaker developer guide's "Getting started with
+    Amazon EKS support in SageMaker HyperPod" lists 1.28 to 1.34 (newest stored snapshot); outside it, a warning
+    that names the field."""
+    world.bootstrap("us-east-2")
+    hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": version}}
+    versions = [eks_version(v) for v in ("1.27", "1.33", "1.35")]
+    results = run_checks(
+        preflight_config(tmp_path, hub=hub),
+        Unsupported(world.clients, eks_versions=versions),
+        only={"us-east-2"},
+    )
+    (row,) = rows_of(results, "kubernetes version")
+    assert row.status == status, row.detail
+    if status == "warn":
+        assert "HyperPod" in row.detail and "compute.kubernetes_version" in row.fix
+
+
 @pytest.mark.parametrize(
     ("versions", "status", "undefined"),
     [
