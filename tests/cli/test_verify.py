@@ -345,6 +345,25 @@ def test_producer_replaced_after_its_readers_makes_them_stale(
     assert stale == readers_of(deployed_templates, "hubspoke-dev-storage-us-east-2")
 
 
+def test_canary_running_with_a_replaced_producers_old_addresses_fails_until_its_stack_is_refreshed(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The values a reader resolved, not only its times: the canary's environment holds what the Ops stack read
+    with Fn::GetStackOutput at its last deploy ("resolved at stack create or update time", CloudFormation
+    Template Reference), so a hub whose floating IPs changed since leaves every spoke's canary probing old ones."""
+    (row,) = rows(verify(deployed, deployed_config), "canary inputs")  # eu-west-1 has no CNQ, so no canary
+    assert (row.region, row.status) == ("us-west-2", "pass")
+    deployed.redeploy_with("storage-us-east-2", FloatingIps="10.10.99.1,10.10.99.2,10.10.99.3")
+    deployed.update("compute-us-west-2")  # another reader's refresh leaves the canary's values as they were
+    (row,) = rows(verify(deployed, deployed_config), "canary inputs")
+    assert row.status == "fail"
+    assert "HUB_ADDRESSES" in row.detail and "10.10.99.1,10.10.99.2,10.10.99.3" in row.detail
+    assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/ops-us-west-2" in row.fix
+    deployed.update("ops-us-west-2")
+    (row,) = rows(verify(deployed, deployed_config), "canary inputs")
+    assert row.status == "pass"
+
+
 def test_output_a_reader_needs_missing_fails_and_names_the_readers(
     deployed: DeployedWorld, deployed_config: Path, deployed_templates: Templates
 ) -> None:

@@ -6,6 +6,7 @@ import base64
 import copy
 import json
 import sys
+import weakref
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -102,6 +103,7 @@ class DeployedState:
         state = {
             "physical": world.physical,
             "outputs": world.outputs,
+            "environments": world.environments,
             "gaps": {account: (g.addons, g.composites) for account, g in gaps.items()},
         }
         stored, world_state = copy.deepcopy(([backend for *_, backend in live], state))
@@ -118,13 +120,32 @@ class DeployedState:
         for live, attributes in zip(lives, states, strict=True):
             live.__dict__.clear()
             live.__dict__.update(attributes)
+            _reindex_lambda_arns(live)
         world_state = copy.deepcopy(self.world)
         world = DeployedWorld(clients, config, templates)
         world.physical, world.outputs = world_state["physical"], world_state["outputs"]
+        world.environments = world_state["environments"]
         for account, (addons, composites) in world_state["gaps"].items():
             gaps = clients if account == ACCOUNT else world.clients_for(account)
             gaps.addons, gaps.composites = addons, composites
         return world
+
+
+def _reindex_lambda_arns(backend: Any) -> None:
+    """Rebuild moto's Lambda ARN index (a WeakValueDictionary) from the functions it indexes.
+
+    copy.deepcopy of a WeakValueDictionary copies the keys but keeps the original values (CPython's
+    weakref.WeakValueDictionary.__deepcopy__), so a copied index points at the first world's functions, which
+    die with it: a later DeleteFunction then misses its ARN. moto 5.2.5 LambdaStorage (_functions, _arns).
+    """
+    storage = getattr(backend, "_lambdas", None)
+    if storage is None or not hasattr(storage, "_arns"):
+        return
+    storage._arns = weakref.WeakValueDictionary()
+    for entry in storage._functions.values():
+        for function in [entry["latest"], *entry["versions"]]:
+            if function is not None:
+                storage._arns[function.function_arn] = function
 
 
 # config path -> the world deployed there, once per test process (in-process moto only).

@@ -25,7 +25,10 @@ What moto does not implement is filled in two ways, each said where it is done:
 
 from __future__ import annotations
 
+import base64
+import io
 import json
+import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -61,6 +64,17 @@ _EC2_ORDER = (
     "AWS::EC2::VPCEndpoint",
     "AWS::EC2::SecurityGroupIngress",
 )
+
+
+def _stub_zip() -> str:
+    """A one-file function package, base64: code moto stores and never runs."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("index.py", "def handler(event, context):\n    return None\n")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+_STUB_ZIP = _stub_zip()
 _ROUTE_TARGETS = ("VpcPeeringConnectionId", "GatewayId", "NatGatewayId")
 
 
@@ -137,6 +151,8 @@ class DeployedWorld:
     physical: dict[str, dict[str, str]] = field(default_factory=dict)
     outputs: dict[str, dict[str, str]] = field(default_factory=dict)
     others: dict[str, MotoGaps] = field(default_factory=dict)
+    # Each canary function's environment as its Ops stack resolved it when first deployed (stack id -> variables).
+    environments: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def clients_for(self, account: str) -> MotoGaps:
         """The clients of one account: the world's own for the hub's, an assumed role's for any other."""
@@ -344,13 +360,47 @@ class DeployedWorld:
             if name not in drop
         } | (replace or {})
         self.outputs[plan.name] = values
-        body = {
+        self.clients_for(plan.account)("cloudformation", plan.region).create_stack(
+            StackName=plan.name, TemplateBody=json.dumps(self._body(plan, values))
+        )
+
+    def _body(self, plan: StackPlan, values: dict[str, str], **extra: str) -> dict[str, Any]:
+        """The template moto deploys for a stack: its outputs, and the functions whose environment verify reads
+        (the canary's, with its weak references resolved as CloudFormation resolved them at this deploy)."""
+        body: dict[str, Any] = {
             "Resources": {"Placeholder": {"Type": "AWS::SNS::Topic"}},
             "Outputs": {name: {"Value": value} for name, value in values.items()},
+            **extra,
         }
-        self.clients_for(plan.account)("cloudformation", plan.region).create_stack(
-            StackName=plan.name, TemplateBody=json.dumps(body)
-        )
+        for logical, function in resources(self.templates[plan.id], "AWS::Lambda::Function"):
+            variables = function["Properties"].get("Environment", {}).get("Variables", {})
+            if "HUB_ADDRESSES" not in variables:
+                continue
+            if plan.id not in self.environments:
+                resolved = {k: self._resolve(plan, v) for k, v in variables.items()}
+                self.environments[plan.id] = {k: str(v) for k, v in resolved.items() if v is not None}
+            iam = self.clients_for(plan.account)("iam", "us-east-1")
+            role = f"canary-{plan.region}"
+            try:
+                arn = iam.get_role(RoleName=role)["Role"]["Arn"]
+            except iam.exceptions.NoSuchEntityException:
+                trust = {"Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"},
+                                        "Action": "sts:AssumeRole"}]}  # fmt: skip
+                arn = iam.create_role(RoleName=role, AssumeRolePolicyDocument=json.dumps(trust))["Role"][
+                    "Arn"
+                ]
+            body["Resources"][logical] = {
+                "Type": "AWS::Lambda::Function",
+                "Properties": {
+                    "Role": arn,
+                    "Runtime": "python3.12",
+                    "Handler": "index.handler",
+                    # moto's CloudFormation Lambda takes ZipFile as a base64 zip (it decodes it as one).
+                    "Code": {"ZipFile": _STUB_ZIP},
+                    "Environment": {"Variables": self.environments[plan.id]},
+                },
+            }
+        return body
 
     # ----- changes a test makes -----
     def redeploy_without(self, stack_id: str, *outputs: str) -> None:
@@ -369,11 +419,9 @@ class DeployedWorld:
         """An update of the stack through UpdateStack; moto 5.2.5 keeps no LastUpdatedTime, so it is set here."""
         plan = self.plans[stack_id]
         client = self.clients_for(plan.account)("cloudformation", plan.region)
-        body = {
-            "Resources": {"Placeholder": {"Type": "AWS::SNS::Topic"}},
-            "Outputs": {n: {"Value": v} for n, v in self.outputs[plan.name].items()},
-            "Description": f"updated {at or datetime.now(UTC)}",
-        }
+        # An update resolves the stack's weak references again (the refresh's premise, docs ASSUMED).
+        self.environments.pop(stack_id, None)
+        body = self._body(plan, self.outputs[plan.name], Description=f"updated {at or datetime.now(UTC)}")
         client.update_stack(StackName=plan.name, TemplateBody=json.dumps(body))
         self._moto_stack(plan).last_updated_time = at or datetime.now(UTC)
 

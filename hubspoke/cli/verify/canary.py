@@ -14,6 +14,7 @@ from hubspoke.cli.checks import CheckResult
 from hubspoke.cli.verify.live import Context, checked
 from hubspoke.config import RegionConfig
 from hubspoke.constructs.canary.runtime import metrics
+from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS
 from hubspoke.topology import stack_id
 
 # The issue's bar: a canary that has not reported for 5 minutes is reported as silent. It runs every
@@ -34,7 +35,84 @@ def canary_rows(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
     if not ctx.stacks.planned(ops):
         why = "the hub has no CNQ" if not ctx.config.hub.storage.enabled else "this spoke has no CNQ"
         return [CheckResult(code, "canary", "not checked", f"no canary here: {why}, so no Ops stack")]
-    return checked(code, "canary", "cloudwatch", lambda: _rows(ctx, spoke))
+    return [
+        *checked(code, "canary", "cloudwatch", lambda: _rows(ctx, spoke)),
+        *checked(code, "canary inputs", "lambda", lambda: _inputs(ctx, spoke)),
+    ]
+
+
+# What the canary function's environment carries, by the storage output each value was read from
+# (constructs/canary/infrastructure.py sets them from the Ops stack's Fn::GetStackOutput reads, hubspoke.outputs).
+_CANARY_INPUTS = (
+    ("HUB_ADDRESSES", "hub", FLOATING_IPS.key()),
+    ("SPOKE_REST_ADDRESS", "own", REST_ADDRESS.key()),
+    ("ADMIN_SECRET_ARN", "own", ADMIN_SECRET.key()),
+)
+
+
+def _inputs(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
+    """The values the canary runs with are its producers' current outputs, read from the live function.
+
+    Fn::GetStackOutput is resolved when the Ops stack is created or updated (CloudFormation Template Reference,
+    "Fn::GetStackOutput"), so after the hub's or this spoke's Storage stack changes an output, the canary keeps
+    the old value until the Ops stack is deployed again: it would probe addresses the hub no longer has. The
+    stale-reader row can only compare times; this compares the values (Lambda GetFunctionConfiguration,
+    Environment.Variables, of the Ops stack's functions found by ListStackResources).
+    """
+    code = spoke.region
+    ops = ctx.stacks.plan(stack_id("ops", code))
+    if ctx.stacks.get(ops.id) is None:
+        return []  # the stack rows fail it
+    cloudformation = ctx.clients("cloudformation", code)
+    functions = [
+        r["PhysicalResourceId"]
+        for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=ops.name)
+        for r in page["StackResourceSummaries"]
+        if r["ResourceType"] == "AWS::Lambda::Function" and r.get("PhysicalResourceId")
+    ]
+    lam = ctx.clients("lambda", code)
+    environments = [
+        lam.get_function_configuration(FunctionName=name).get("Environment", {}).get("Variables", {})
+        for name in functions
+    ]
+    canary = next((env for env in environments if "HUB_ADDRESSES" in env), None)
+    if canary is None:
+        return [
+            CheckResult(
+                code,
+                "canary inputs",
+                "fail",
+                f"{ops.name} has no function with the canary's environment (HUB_ADDRESSES)",
+                ctx.deploy_command(ops.id),
+            )
+        ]
+    producers = {"hub": stack_id("storage", ctx.config.hub.region), "own": stack_id("storage", code)}
+    stale = []
+    for variable, producer, output in _CANARY_INPUTS:
+        current = ctx.stacks.output(producers[producer], output)
+        held = canary.get(variable)
+        if held is not None and held != current:
+            stale.append(
+                f"{variable} is {held!r}, but {ctx.stacks.plan(producers[producer]).name} {output} is {current!r}"
+            )
+    if stale:
+        return [
+            CheckResult(
+                code,
+                "canary inputs",
+                "fail",
+                "the canary runs with values its producers no longer output: " + "; ".join(stale),
+                ctx.refresh_command(ops.id),
+            )
+        ]
+    return [
+        CheckResult(
+            code,
+            "canary inputs",
+            "pass",
+            "the canary's addresses and secret are its producers' current outputs",
+        )
+    ]
 
 
 # GetMetricData MetricDataResult.StatusCode (botocore cloudwatch 2010-08-01, StatusCode: Complete | InternalError
