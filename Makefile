@@ -56,7 +56,7 @@ lint:
 typecheck:
 	mypy
 
-# Two test tiers (README, "Tests"). `make test`: ruff, mypy and the fast tier, a test for every shipped behaviour,
+# Two test tiers (docs/development.md, "Tests"). `make test`: ruff, mypy and the fast tier, a test for every shipped behaviour,
 # on two pytest-xdist workers (PYTEST_WORKERS=0 runs in one process). `make test-thorough`: everything there is,
 # the fast tier included: server twins of the fakes, every topology shape, hundreds of drawn topologies
 # (Hypothesis' `thorough` profile, tests/conftest.py), sandboxed and subprocess runs, external linters.

@@ -145,7 +145,7 @@ class HubSpokeStage(Stage):
         )
 
     def _accept_environment_wide_findings(self) -> None:
-        """Findings this project accepts for every resource of a kind, each with the reason (README, Policy)."""
+        """Findings this project accepts for every resource of a kind, each with the reason (docs/policy.md)."""
         acknowledge_lambdas_in_vpc(self)
         no_customer_key = (
             "CloudWatch Logs encrypts every log group at rest with keys it manages (CloudWatch Logs User Guide, "

@@ -106,7 +106,7 @@ class StorageStack(PlannedStack):
                     control,
                     reason=f"{storage.instance_type} is a Nitro instance (EC2 Instance Types guide, 'Instances "
                     "built on the AWS Nitro System') newer than the instance list of the pinned rule; an account "
-                    "whose Control Tower hook uses the same list refuses it: choose i4i there (README, Policy).",
+                    "whose Control Tower hook uses the same list refuses it: choose i4i there (docs/policy.md).",
                 )
         self.publish(FLOATING_IPS, self.cluster.floating_ips_joined)
         self.publish(REST_ADDRESS, Fn.select(0, self.cluster.floating_ips))

@@ -27,13 +27,13 @@ def test_every_shapes_templates_pass(shape: Shape) -> None:
 
 
 def _readme_rules() -> dict[str, tuple[str, str]]:
-    """The README's table of our pack: rule id -> (what it refuses, source), from its Policy section."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("\n## Policy\n") :]
+    """docs/policy.md's table of our pack: rule id -> (what it refuses, source), from its "Our pack" section."""
+    text = (ROOT / "docs" / "policy.md").read_text()
+    section = text[text.index("\n## Our pack\n") :]
     section = section[: section.index("\n## ", 1)]
     rows = re.findall(r"^\| `(HubSpoke-\w+)` \| (.*?) \| (.*?) \|$", section, flags=re.MULTILINE)
     table = {rule: (refuses, source) for rule, refuses, source in rows}
-    assert len(table) == len(rows), "a rule is in the README's table twice"
+    assert len(table) == len(rows), "a rule is in docs/policy.md's table twice"
     return table
 
 
@@ -44,7 +44,7 @@ def _reported(rule: PolicyRule) -> set[str]:
 
 
 def test_every_rule_is_documented_by_the_id_it_reports() -> None:
-    """A finding names a rule id; the user looks it up in the README's Policy table, which says what the rule
+    """A finding names a rule id; the user looks it up in docs/policy.md's table, which says what the rule
     refuses and where the requirement comes from, and the rule's docstring starts with the same id. A rule added,
     renamed or reporting under another rule's id without its documentation following fails here."""
     documented = _readme_rules()
@@ -55,9 +55,11 @@ def test_every_rule_is_documented_by_the_id_it_reports() -> None:
         assert _reported(rule) == {head[1]}, f"{rule.__name__} reports other ids than its docstring's"
         ids.append(head[1])
     assert len(set(ids)) == len(ids), "two rules share an id"
-    assert sorted(documented) == sorted(ids), "the README's Policy table and the pack list different rules"
+    assert sorted(documented) == sorted(ids), "docs/policy.md's table and the pack list different rules"
     for rule, (refuses, source) in documented.items():
-        assert refuses.strip() and source.strip(), f"{rule}: the README says what it refuses and its source"
+        assert refuses.strip() and source.strip(), (
+            f"{rule}: docs/policy.md says what it refuses and its source"
+        )
 
 
 def _ingress(templates: Templates, stack: str, cidr: str, key: str = "CidrIp") -> Templates:
