@@ -7,6 +7,7 @@ accepted: a compiled one built for this machine could not run on Lambda, so synt
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata as metadata
 import shutil
 from pathlib import Path, PurePosixPath
@@ -94,20 +95,25 @@ class InstalledEnvironmentBundling:
         return True
 
 
+@functools.cache
+def _bundling() -> BundlingOptions:
+    """One bundling for the process: aws-cdk-lib's AssetStaging caches a staged asset by a key that includes
+    the bundling options (core/lib/asset-staging.js, calculateCacheKey), so every stack's provisioner asset
+    after the first reuses the first's bundle instead of copying the distributions again."""
+    return BundlingOptions(
+        # Only used if local bundling declined, which it never does: it succeeds or raises.
+        image=RUNTIME.bundling_image,
+        local=InstalledEnvironmentBundling(
+            source=RUNTIME_DIR,
+            package=PACKAGE,
+            root_distribution="qumulo-api",
+            python_version=RUNTIME.name.removeprefix("python"),
+        ),
+    )
+
+
 def provisioner_code() -> lambda_.Code:
     """The provisioning Lambda's code; its hash follows the bundle, so an SDK upgrade ships a new asset."""
-    python_version = RUNTIME.name.removeprefix("python")
     return lambda_.Code.from_asset(
-        str(RUNTIME_DIR),
-        asset_hash_type=AssetHashType.OUTPUT,
-        bundling=BundlingOptions(
-            # Only used if local bundling declined, which it never does: it succeeds or raises.
-            image=RUNTIME.bundling_image,
-            local=InstalledEnvironmentBundling(
-                source=RUNTIME_DIR,
-                package=PACKAGE,
-                root_distribution="qumulo-api",
-                python_version=python_version,
-            ),
-        ),
+        str(RUNTIME_DIR), asset_hash_type=AssetHashType.OUTPUT, bundling=_bundling()
     )
