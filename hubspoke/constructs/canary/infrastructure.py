@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from aws_cdk import AssetHashType, BundlingOptions, Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_events as events
@@ -17,12 +17,11 @@ from constructs import Construct
 
 from hubspoke.constructs.canary.runtime import metrics
 from hubspoke.constructs.canary.runtime.handler import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_REST_TIMEOUT_S
-from hubspoke.constructs.cnq.bundling import InstalledEnvironmentBundling
+from hubspoke.constructs.cnq.bundling import RUNTIME, bundled_code
 from hubspoke.ports import QUMULO_REST
 
 RUNTIME_DIR = Path(__file__).parent
-# The bundle is resolved for this Python (dependency markers), so the function and the bundle share it.
-RUNTIME = lambda_.Runtime.PYTHON_3_14
+# RUNTIME: the bundle is resolved for that Python (dependency markers), so the canary runs on the provisioner's.
 # Probes and the REST read run in parallel; this leaves room for both timeouts, a cold start and the SDK import.
 FUNCTION_TIMEOUT = Duration.seconds(30)
 
@@ -187,17 +186,4 @@ def runtime_code() -> lambda_.Code:
     Bundled at synth from the installed environment, as the CNQ provisioner is: offline, no Docker, only
     pure-Python distributions, and the hash follows the bundle so an SDK upgrade ships a new asset.
     """
-    return lambda_.Code.from_asset(
-        str(RUNTIME_DIR / "runtime"),
-        asset_hash_type=AssetHashType.OUTPUT,
-        bundling=BundlingOptions(
-            # Only used if local bundling declined, which it never does: it succeeds or raises.
-            image=RUNTIME.bundling_image,
-            local=InstalledEnvironmentBundling(
-                source=RUNTIME_DIR / "runtime",
-                package="runtime",
-                root_distribution="qumulo-api",
-                python_version=RUNTIME.name.removeprefix("python"),
-            ),
-        ),
-    )
+    return bundled_code(RUNTIME_DIR / "runtime", "runtime")

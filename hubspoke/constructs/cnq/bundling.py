@@ -96,24 +96,30 @@ class InstalledEnvironmentBundling:
 
 
 @functools.cache
-def _bundling() -> BundlingOptions:
-    """One bundling for the process: aws-cdk-lib's AssetStaging caches a staged asset by a key that includes
-    the bundling options (core/lib/asset-staging.js, calculateCacheKey), so every stack's provisioner asset
+def _bundling(source: Path, package: str) -> BundlingOptions:
+    """One bundling per source folder for the process: aws-cdk-lib's AssetStaging caches a staged asset by a key
+    that includes the bundling options (core/lib/asset-staging.js, calculateCacheKey), so every stack's asset
     after the first reuses the first's bundle instead of copying the distributions again."""
     return BundlingOptions(
         # Only used if local bundling declined, which it never does: it succeeds or raises.
         image=RUNTIME.bundling_image,
         local=InstalledEnvironmentBundling(
-            source=RUNTIME_DIR,
-            package=PACKAGE,
+            source=source,
+            package=package,
             root_distribution="qumulo-api",
             python_version=RUNTIME.name.removeprefix("python"),
         ),
     )
 
 
-def provisioner_code() -> lambda_.Code:
-    """The provisioning Lambda's code; its hash follows the bundle, so an SDK upgrade ships a new asset."""
+def bundled_code(source: Path, package: str) -> lambda_.Code:
+    """`source` as the package `package` plus qumulo-api and what it needs; the hash follows the bundle, so an
+    SDK upgrade ships a new asset."""
     return lambda_.Code.from_asset(
-        str(RUNTIME_DIR), asset_hash_type=AssetHashType.OUTPUT, bundling=_bundling()
+        str(source), asset_hash_type=AssetHashType.OUTPUT, bundling=_bundling(source, package)
     )
+
+
+def provisioner_code() -> lambda_.Code:
+    """The provisioning Lambda's code."""
+    return bundled_code(RUNTIME_DIR, PACKAGE)
