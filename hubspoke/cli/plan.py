@@ -33,7 +33,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "plan",
         help=COMMANDS["plan"].summary,
         description="Print, in deploy order, every stack the config produces (Region, account, contents), "
-        "the peerings with both CIDRs and the MTU, and the CDK bootstrap and deploy commands. No AWS calls.",
+        "the peerings with both CIDRs and the MTU, the first deploy's critical path and the --concurrency that "
+        "reaches it, the run-rate in $/hour from dated list prices, and the CDK bootstrap and deploy commands. "
+        "No AWS calls.",
         epilog="Example:\n  hubspoke plan --config config/dev.yaml\n  hubspoke plan --config config/dev.yaml --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
