@@ -6,6 +6,8 @@ import pytest
 
 from hubspoke.config import HubSpokeConfig
 from hubspoke.deploy_time import deploy_time, schedule
+from hubspoke.topology import plan_stacks
+from tests.conftest import synth_dependencies
 
 
 def test_the_longest_chain_of_a_hand_built_graph() -> None:
@@ -68,3 +70,14 @@ def test_dev_first_deploy(dev_config: HubSpokeConfig) -> None:
     assert timing.expected.concurrency == 3
     assert timing.bound.minutes == 294
     assert timing.bound.path == path
+
+
+def test_the_plan_schedules_the_graph_the_cloud_assembly_records(dev_config: HubSpokeConfig) -> None:
+    """`cdk deploy` follows the dependencies recorded in the synthesized assembly, not our plan: the schedule
+    built from the assembly's graph (tests/conftest.py synth_dependencies) must be the plan's."""
+    plans = plan_stacks(dev_config)
+    graph = synth_dependencies(dev_config)
+    assert {p.id: set(p.depends_on) for p in plans} == graph
+    durations = {p.id: float(p.kind == "compute") * 60 + 1 for p in plans}
+    from_assembly = schedule(durations, {sid: sorted(deps) for sid, deps in graph.items()})
+    assert from_assembly == schedule(durations, {p.id: p.depends_on for p in plans})
