@@ -1,9 +1,11 @@
 """CDK entry point: `npx cdk synth` builds every config/*.yaml; `-c config=PATH` builds one."""
 
+import os
 import sys
 
 from hubspoke.config import ConfigError, format_problem, load_environments
-from hubspoke.stage import HubSpokeStage, new_app, synth_or_exit
+from hubspoke.stage import HubSpokeStage, new_app, selection_hint, synth_or_exit
+from hubspoke.topology import stage_id
 
 app = new_app()
 try:
@@ -16,3 +18,6 @@ for loaded in environments:
         print(format_problem(loaded.path, warning), file=sys.stderr)
     HubSpokeStage(app, config=loaded.config)
 synth_or_exit(app)
+# Run by the CDK CLI (which sets CDK_CLI_VERSION for the app): say how to select the stacks, since --all cannot.
+if os.environ.get("CDK_CLI_VERSION") and environments:
+    print(selection_hint([stage_id(loaded.config) for loaded in environments]), file=sys.stderr)

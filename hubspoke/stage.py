@@ -100,6 +100,22 @@ def synth_or_exit(app: App) -> None:
         sys.exit(1)
 
 
+def selection_hint(stages: list[str]) -> str:
+    """What to type instead of `cdk deploy --all`, which selects nothing in this app.
+
+    The pinned CDK CLI (aws-cdk 2.1148.1, lib/index.js) selects with --all only the stacks of the main cloud
+    assembly ("main-assembly" strategy) and fails with "No stack found in the main cloud assembly" when every
+    stack is in a Stage, as here; a pattern on the Stage's path selects them. The CLI does not tell the app what
+    it was asked to select, so the app says this on every run under the CLI (CDK_CLI_VERSION is set).
+    """
+    patterns = " ".join(f"'{name}/*'" for name in stages)
+    return (
+        f"hubspoke: the stacks live in the CDK Stage(s) {', '.join(stages)}, so `cdk deploy --all` selects none. "
+        f"Select an environment by its Stage path: npx cdk deploy -c config=<config-file> --require-approval never "
+        f"{patterns} (`hubspoke plan --config <config-file>` prints the exact command, with --concurrency)."
+    )
+
+
 class HubSpokeStage(Stage):
     """Every stack of one environment, across its Regions and accounts.
 

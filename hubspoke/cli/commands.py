@@ -23,7 +23,10 @@ COMMANDS: dict[str, Command] = {
         "hubspoke.cli.render", "print Kubernetes manifests for one Region (pipe to kubectl apply -f -)"
     ),
     "bench": Command("hubspoke.cli.bench", "analyse cold/warm read benchmarks"),
-    "plan": Command("hubspoke.cli.plan", "show the stacks, peerings and deploy commands a config produces"),
+    "plan": Command(
+        "hubspoke.cli.plan",
+        "show the stacks, peerings, first-deploy duration, run-rate and deploy commands a config produces",
+    ),
     "preflight": Command(
         "hubspoke.cli.preflight", "check the AWS accounts and Regions before deploying (read-only)"
     ),

@@ -6,6 +6,7 @@ Every formula here is written out in docs/cost.md; the two must change together.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import Table, fail, print_json, print_tables
 from hubspoke.config import load
+from hubspoke.prices import transfer_price
 
 GB_PER_TB = 1000  # AWS prices transfer and storage per GB; a TB here is 1000 of those GB.
 
@@ -29,13 +31,8 @@ class Price:
 
 
 # Public list prices. Re-check them before relying on a figure; override with the command's options.
-DEFAULT_TRANSFER = Price(
-    0.02,
-    "USD per GB",
-    "Amazon EC2 On-Demand pricing, 'Data Transfer', inter-Region: US East (Ohio) to US West (Oregon), "
-    "billed once by the sending Region (https://aws.amazon.com/ec2/pricing/on-demand/)",
-    "2026-11",
-)
+# Inter-Region transfer is priced per Region pair from hubspoke/prices.py (transfer_price); a pair it lacks has
+# no default, and the command asks for --transfer-usd-per-gb instead of borrowing another pair's price.
 DEFAULT_STORAGE = Price(
     0.023,
     "USD per GB-month",
@@ -140,9 +137,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--transfer-usd-per-gb",
         type=float,
-        default=DEFAULT_TRANSFER.usd,
+        default=None,
         metavar="USD",
-        help=f"inter-Region transfer price (default {DEFAULT_TRANSFER.usd}, list price {DEFAULT_TRANSFER.as_of})",
+        help="inter-Region transfer price for every spoke (default: each hub-to-spoke pair's list price in "
+        "hubspoke/prices.py; required when a pair has none)",
     )
     parser.add_argument(
         "--storage-usd-per-gb-month",
@@ -160,30 +158,63 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         return fail(problem)
     config = load(args.config).config
+    if not config.spokes:
+        return fail(f"{args.config}: spokes: the config has no spoke, so nothing crosses Regions; add one")
+    hub = config.hub.region
+    transfers = {s.region: _transfer(args, hub, s.region) for s in config.spokes}
+    priced = {spoke: p for spoke, p in transfers.items() if p is not None}
+    unpriced = [spoke for spoke in transfers if spoke not in priced]
+    if unpriced:
+        pairs = ", ".join(f"{hub} -> {spoke}" for spoke in unpriced)
+        return fail(
+            f"--transfer-usd-per-gb: hubspoke/prices.py has no inter-Region transfer price for {pairs}; give the "
+            f"list price of transfer out of {hub} (https://aws.amazon.com/ec2/pricing/on-demand/, 'Data Transfer')"
+        )
     inputs = CostInputs(
         dataset_tb=args.dataset_tb,
         epochs=args.epochs,
         hit_rate=args.hit_rate,
         months=args.months,
-        transfer_usd_per_gb=args.transfer_usd_per_gb,
+        transfer_usd_per_gb=0.0,
         storage_usd_per_gb_month=args.storage_usd_per_gb_month,
     )
-    if not config.spokes:
-        return fail(f"{args.config}: spokes: the config has no spoke, so nothing crosses Regions; add one")
-    costs = [spoke_cost(inputs, spoke=s.region, hub=config.hub.region) for s in config.spokes]
-    prices = _prices(args)
+    costs = [
+        spoke_cost(
+            dataclasses.replace(inputs, transfer_usd_per_gb=priced[s.region]["usd"]),
+            spoke=s.region,
+            hub=hub,
+        )
+        for s in config.spokes
+    ]
+    prices = {
+        "transfer": {f"{hub} -> {spoke}": p for spoke, p in priced.items()},
+        "storage": _storage(args),
+    }
     if args.json:
-        print_json({"inputs": asdict(inputs), "prices": prices, "spokes": [asdict(c) for c in costs]})
+        data_inputs = {k: v for k, v in asdict(inputs).items() if k != "transfer_usd_per_gb"}
+        print_json({"inputs": data_inputs, "prices": prices, "spokes": [asdict(c) for c in costs]})
     else:
-        print_tables([_table(inputs, costs)], notes=_notes(inputs, prices))
+        print_tables([_table(inputs, costs)], notes=_notes(prices))
     return 0
 
 
+def _transfer(args: argparse.Namespace, hub: str, spoke: str) -> dict[str, Any] | None:
+    """The transfer price for hub -> spoke: the command line's, the table's for that pair, or None."""
+    if args.transfer_usd_per_gb is not None:
+        return {"usd": args.transfer_usd_per_gb, "unit": "USD per GB", "source": "given on the command line",
+                "as_of": None}  # fmt: skip
+    listed = transfer_price(hub, spoke)
+    if listed is None:
+        return None
+    return {"usd": listed.usd, "unit": listed.unit, "source": listed.cited, "as_of": listed.as_of}
+
+
 def _check_inputs(args: argparse.Namespace) -> str | None:
+    transfer = args.transfer_usd_per_gb if args.transfer_usd_per_gb is not None else 0.0
     numbers = {
         "--dataset-tb": args.dataset_tb,
         "--months": args.months,
-        "--transfer-usd-per-gb": args.transfer_usd_per_gb,
+        "--transfer-usd-per-gb": transfer,
         "--storage-usd-per-gb-month": args.storage_usd_per_gb_month,
         "--hit-rate": args.hit_rate,
     }
@@ -202,21 +233,15 @@ def _check_inputs(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _prices(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """The prices used, each with its source: the default's, or 'given on the command line'."""
-    out = {}
-    for key, default, value in (
-        ("transfer", DEFAULT_TRANSFER, args.transfer_usd_per_gb),
-        ("storage", DEFAULT_STORAGE, args.storage_usd_per_gb_month),
-    ):
-        given = value != default.usd
-        out[key] = {
-            "usd": value,
-            "unit": default.unit,
-            "source": "given on the command line" if given else default.source,
-            "as_of": None if given else default.as_of,
-        }
-    return out
+def _storage(args: argparse.Namespace) -> dict[str, Any]:
+    """The storage price used, with its source: the default's, or 'given on the command line'."""
+    given = args.storage_usd_per_gb_month != DEFAULT_STORAGE.usd
+    return {
+        "usd": args.storage_usd_per_gb_month,
+        "unit": DEFAULT_STORAGE.unit,
+        "source": "given on the command line" if given else DEFAULT_STORAGE.source,
+        "as_of": None if given else DEFAULT_STORAGE.as_of,
+    }
 
 
 def _usd(value: float) -> str:
@@ -258,10 +283,15 @@ def _table(inputs: CostInputs, costs: list[SpokeCost]) -> Table:
     return table
 
 
-def _notes(inputs: CostInputs, prices: dict[str, dict[str, Any]]) -> list[str]:
+def _notes(prices: dict[str, Any]) -> list[str]:
     notes = ["Prices:"]
-    for key, price in prices.items():
-        dated = f", as of {price['as_of']}" if price["as_of"] else ""
-        notes.append(f"  {key}: {price['usd']} {price['unit']} ({price['source']}{dated})")
+    for pair, price in prices["transfer"].items():
+        notes.append(f"  transfer {pair}: {_priced(price)}")
+    notes.append(f"  storage: {_priced(prices['storage'])}")
     notes.append("Formulas and what is not modelled (writes, checkpoints, request traffic): docs/cost.md")
     return notes
+
+
+def _priced(price: dict[str, Any]) -> str:
+    dated = f", as of {price['as_of']}" if price["as_of"] and price["as_of"] not in price["source"] else ""
+    return f"{price['usd']} {price['unit']} ({price['source']}{dated})"

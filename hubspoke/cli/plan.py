@@ -1,4 +1,5 @@
-"""`hubspoke plan --config PATH`: the stacks, peerings and CDK commands an environment produces, without AWS."""
+"""`hubspoke plan --config PATH`: the stacks, peerings and CDK commands an environment produces, how long its
+first deploy takes and what it costs per hour while it stands, without AWS."""
 
 from __future__ import annotations
 
@@ -11,13 +12,20 @@ from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import Table, print_json, print_tables
 from hubspoke.config import HubSpokeConfig, RegionConfig, load
 from hubspoke.config.layout import subnet_layout
+from hubspoke.deploy_time import deploy_time
 from hubspoke.mtu import peer_mtu
 from hubspoke.outputs import consumers, produced
 from hubspoke.regions import is_opt_in, opt_in_note
+from hubspoke.run_rate import NOT_COUNTED, run_rate, total
 from hubspoke.topology import StackPlan, cross_account, plan_stacks, stage_id
 
 # What a cross-account target trusts the deploying account with (CDK guide, "Bootstrapping", --trust).
 _TRUSTED_EXECUTION_POLICY = "arn:aws:iam::aws:policy/AdministratorAccess"
+# The deploy commands never stop for approval. The pinned CDK CLI (aws-cdk 2.1148.1) defaults to
+# --require-approval broadening, and 8 of the 9 dev stacks add IAM statements or security-group rules, so each
+# would stop for a "y"; without a terminal it throws TtyNotAttached, and with --concurrency above 1 it throws
+# ConcurrencyConflict instead of asking (lib/index.js, CliIoHost requestResponse). Review first with `cdk diff`.
+NO_APPROVAL = ("--require-approval", "never")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,7 +33,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "plan",
         help=COMMANDS["plan"].summary,
         description="Print, in deploy order, every stack the config produces (Region, account, contents), "
-        "the peerings with both CIDRs and the MTU, and the CDK bootstrap and deploy commands. No AWS calls.",
+        "the peerings with both CIDRs and the MTU, the first deploy's critical path and the --concurrency that "
+        "reaches it, the run-rate in $/hour from dated list prices, and the CDK bootstrap and deploy commands. "
+        "No AWS calls.",
         epilog="Example:\n  hubspoke plan --config config/dev.yaml\n  hubspoke plan --config config/dev.yaml --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -49,6 +59,10 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
     stage = stage_id(config)
     stacks = plan_stacks(config)
     readers = consumers(config)
+    timing = deploy_time(config, stacks)
+    concurrency = max(timing.expected.concurrency, timing.bound.concurrency)
+    lines = run_rate(config)
+    usd_per_hour, complete = total(lines)
     return {
         "environment": config.environment,
         "config": config_path,
@@ -92,12 +106,57 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
             }
             for spoke in config.spokes
         ],
+        "deploy_time": {
+            "expected_minutes": timing.expected.minutes,
+            "bound_minutes": timing.bound.minutes,
+            "critical_path": list(timing.expected.path),
+            "bound_critical_path": list(timing.bound.path),
+            "concurrency": concurrency,
+            "stack_kinds": {
+                kind: {"expected_minutes": d.expected, "bound_minutes": d.bound, "source": d.source}
+                for kind, d in timing.durations.items()
+                if any(p.kind == kind for p in stacks)
+            },
+        },
+        # Every compute Region deploys its HyperPod groups, the hub's too (compute.enabled defaults to true).
+        "accelerated_nodes": [
+            {
+                "region": r.region,
+                "role": "hub" if r is config.hub else "spoke",
+                "count": g.count,
+                "type": g.instance_type,
+            }
+            for r in config.regions()
+            if r.compute.enabled
+            for g in r.compute.instance_groups
+        ],
+        "run_rate": {
+            "usd_per_hour": usd_per_hour,
+            "complete": complete,
+            "lines": [
+                {
+                    "region": line.region,
+                    "what": line.what,
+                    "count": line.count,
+                    "item": line.item,
+                    "usd_each": None if line.price is None else line.price.usd,
+                    "usd_per_hour": line.usd_per_hour,
+                    "source": None if line.price is None else line.price.cited,
+                }
+                for line in lines
+            ],
+            "not_counted": NOT_COUNTED,
+        },
         "commands": {
             "bootstrap": _bootstrap_commands(config, stacks),
-            "deploy_all": cdk_command("deploy", config_path, f"{stage}/*"),
+            "review": cdk_command("diff", config_path, f"{stage}/*"),
+            "deploy_all": cdk_command(
+                "deploy", config_path, *NO_APPROVAL, "--concurrency", str(concurrency), f"{stage}/*"
+            ),
             "refresh": refresh_command(config_path, stage, "<reader-stack-id>"),
             "deploy_in_order": [
-                cdk_command("deploy", config_path, "--exclusively", f"{stage}/{p.id}") for p in stacks
+                cdk_command("deploy", config_path, *NO_APPROVAL, "--exclusively", f"{stage}/{p.id}")
+                for p in stacks
             ],
         },
     }
@@ -190,7 +249,50 @@ def _tables(data: dict[str, Any]) -> list[Table]:
     for s in data["stacks"]:
         for n, reader in enumerate(s["read_by"]):
             readers.add(s["name"] if n == 0 else "", "\n".join(reader["outputs"]), reader["stack"])
-    return [stacks, readers, peerings] if data["peerings"] else [stacks, readers]
+    timing = data["deploy_time"]
+    kinds = Table(
+        f"First deploy: {_hours(timing['expected_minutes'])} expected, at most {_hours(timing['bound_minutes'])} "
+        f"before a waiter fails it, with --concurrency {timing['concurrency']}",
+        ("stack kind", "expected", "at most", "source"),
+    )
+    for kind, d in timing["stack_kinds"].items():
+        kinds.add(kind, f"{d['expected_minutes']:g} min", f"{d['bound_minutes']:g} min", d["source"])
+    rate = data["run_rate"]
+    cost = Table(
+        f"Run-rate while deployed: {_usd_hour(rate)}",
+        ("region", "what", "count", "each", "per hour", "price source"),
+    )
+    for line in rate["lines"]:
+        priced = line["usd_each"] is not None
+        cost.add(
+            line["region"],
+            line["what"],
+            f"{line['count']} x {line['item']}",
+            f"${line['usd_each']:,.3f}" if priced else "no price",
+            f"${line['usd_per_hour']:,.2f}" if priced else "no price",
+            line["source"] or "not in hubspoke/prices.py: add a dated, cited row",
+        )
+    tables = [stacks, readers, peerings] if data["peerings"] else [stacks, readers]
+    return [*tables, kinds, cost]
+
+
+def _nodes(nodes: list[dict[str, Any]]) -> str:
+    if not nodes:
+        return "none (compute.enabled is false everywhere)"
+    types = sorted({n["type"] for n in nodes})
+    where = ", ".join(f"{n['count']} x {n['type']} in {n['region']} ({n['role']})" for n in nodes)
+    if len(types) == 1:
+        return f"{sum(n['count'] for n in nodes)} x {types[0]}: {where}"
+    return where
+
+
+def _hours(minutes: float) -> str:
+    return f"{int(minutes // 60)} h {int(minutes % 60):02d} min"
+
+
+def _usd_hour(rate: dict[str, Any]) -> str:
+    figure = f"${rate['usd_per_hour']:,.2f}/hour"
+    return figure if rate["complete"] else f"at least {figure} (some lines have no price)"
 
 
 def _notes(data: dict[str, Any]) -> list[str]:
@@ -201,8 +303,16 @@ def _notes(data: dict[str, Any]) -> list[str]:
         "Bootstrap each account and Region once:",
         *(f"  {c}" for c in commands["bootstrap"]),
         "",
-        "Deploy everything (the CDK CLI follows the dependencies):",
+        "Review what changes (IAM and security groups included), then deploy everything; the CDK CLI follows",
+        "the dependencies. `cdk deploy --all` selects nothing here: it takes only stacks outside a Stage.",
+        f"  {commands['review']}",
         f"  {commands['deploy_all']}",
+        "--require-approval never: without it the CLI stops for every stack that changes IAM or security",
+        "groups, and fails without a terminal (CI) or with --concurrency above 1.",
+        f"Critical path ({_hours(data['deploy_time']['expected_minutes'])} expected): "
+        + " -> ".join(data["deploy_time"]["critical_path"]),
+        f"HyperPod nodes: {_nodes(data['accelerated_nodes'])}.",
+        f"Run-rate: {_usd_hour(data['run_rate'])}; not counted: {data['run_rate']['not_counted']}.",
         "",
         "Or one stack at a time, in this order:",
         *(f"  {c}" for c in commands["deploy_in_order"]),

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from hubspoke.cli.cost import DEFAULT_STORAGE, DEFAULT_TRANSFER, CostInputs, spoke_cost
+from hubspoke.cli.cost import DEFAULT_STORAGE, CostInputs, spoke_cost
 from hubspoke.cli.main import main
 from tests.conftest import minimal, write_config
 
@@ -82,8 +82,39 @@ def test_cli_json_per_spoke_with_dated_price_sources(
     assert [s["spoke"] for s in data["spokes"]] == ["us-west-2", "eu-west-1"]
     # 50 TB, 2 epochs, 95 %: 50,000 GB + 0.05 * 50,000 GB at $0.02.
     assert data["spokes"][0]["cached_usd"] == pytest.approx((50_000 + 0.05 * 50_000) * 0.02)
-    assert data["prices"]["transfer"]["as_of"] == DEFAULT_TRANSFER.as_of
+    # Transfer out of US East (Ohio) to any other Region but US East (N. Virginia): $0.02/GB, each pair dated.
+    for pair in ("us-east-2 -> us-west-2", "us-east-2 -> eu-west-1"):
+        assert data["prices"]["transfer"][pair]["usd"] == 0.02
+        assert data["prices"]["transfer"][pair]["as_of"] == "2026-11"
     assert data["prices"]["storage"]["source"] == DEFAULT_STORAGE.source
+
+
+def _sao_paulo_hub(tmp_path: Path) -> Path:
+    hub = {"region": "sa-east-1", "cidr": "10.10.0.0/16"}
+    return write_config(tmp_path, minimal(hub=hub, spokes=[{"region": "us-east-2", "cidr": "10.20.0.0/16"}]))
+
+
+def test_a_pair_without_a_listed_price_asks_for_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Sao Paulo hub was priced as 'US East (Ohio) to US West (Oregon)' at $0.02/GB: transfer out of sa-east-1
+    costs several times that (EC2 On-Demand pricing, 'Data Transfer'), and hubspoke/prices.py lists no price for
+    it, so the command refuses to guess and names the pair and the option."""
+    path = _sao_paulo_hub(tmp_path)
+    assert main(["cost", "--config", str(path), "--dataset-tb", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "sa-east-1 -> us-east-2" in err and "--transfer-usd-per-gb" in err and "Traceback" not in err
+
+
+def test_a_given_price_is_labelled_with_the_real_pair(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _sao_paulo_hub(tmp_path)
+    assert main(["cost", "--config", str(path), "--dataset-tb", "1", "--transfer-usd-per-gb", "0.138"]) == 0
+    out = capsys.readouterr().out
+    assert "transfer sa-east-1 -> us-east-2: 0.138 USD per GB (given on the command line)" in out
+    assert "Ohio" not in out and "Oregon" not in out.split("storage:")[0]
+    assert "$138.00" in out  # 1,000 GB * $0.138
 
 
 def test_cli_overridden_price_is_marked_as_given(capsys: pytest.CaptureFixture[str]) -> None:

@@ -140,3 +140,43 @@ def test_opt_in_regions_are_named_before_the_bootstrap_commands(
     out = capsys.readouterr().out
     assert "opt-in Regions: af-south-1" in out
     assert out.index("aws account enable-region --region-name af-south-1") < out.index("cdk bootstrap")
+
+
+def test_dev_plan_states_duration_concurrency_run_rate_and_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    """What a CDK user needs before `cdk deploy`: the deploy command that runs unattended (--require-approval
+    never: the pinned CLI otherwise stops at each IAM or security-group change and fails without a TTY or with
+    --concurrency above 1, aws-cdk 2.1148.1 lib/index.js), the critical path (126 minutes expected for dev,
+    tests/test_deploy_time.py by hand) with the concurrency reaching it (3), the run-rate ($415.54/hour,
+    tests/test_run_rate.py by hand) and that the hub deploys p5 nodes too (4 in all)."""
+    assert main(["plan", "--config", str(ROOT / "config" / "dev.yaml")]) == 0
+    out = capsys.readouterr().out
+    command = "npx cdk deploy -c config=" + str(ROOT / "config" / "dev.yaml")
+    assert f"{command} --require-approval never --concurrency 3 'hubspoke-dev/*'" in out
+    assert "`cdk deploy --all` selects nothing here" in out
+    assert "Critical path (2 h 06 min expected): network-us-east-2 -> storage-us-east-2" in out
+    assert "First deploy: 2 h 06 min expected, at most 4 h 54 min" in out
+    assert "Run-rate while deployed: $415.54/hour" in out
+    assert "HyperPod nodes: 4 x ml.p5.48xlarge: 2 x ml.p5.48xlarge in us-east-2 (hub), 2 x" in out
+
+
+def test_plan_json_carries_deploy_time_and_run_rate(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--config", str(ROOT / "config" / "dev.yaml"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["deploy_time"]["expected_minutes"] == 126
+    assert data["deploy_time"]["concurrency"] == 3
+    assert data["deploy_time"]["critical_path"][-1] == "dashboard-us-east-2"
+    assert [(n["region"], n["role"], n["count"]) for n in data["accelerated_nodes"]] == [
+        ("us-east-2", "hub", 2),
+        ("us-west-2", "spoke", 2),
+    ]
+    assert data["run_rate"]["complete"] is True
+    assert all(line["source"].startswith("ASSUMED: ") for line in data["run_rate"]["lines"])
+    for command in data["commands"]["deploy_in_order"]:
+        assert "--require-approval never" in command
+
+
+def test_an_unpriced_region_says_at_least(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(tmp_path, minimal(hub={"region": "sa-east-1", "cidr": "10.10.0.0/16"}))
+    assert main(["plan", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "(some lines have no price)" in out and "no price" in out

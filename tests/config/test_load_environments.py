@@ -32,7 +32,7 @@ def test_a_directory_is_every_yaml_file_in_it_in_name_order(tmp_path: Path) -> N
 
 
 def test_the_default_target_is_the_repositorys_config_directory() -> None:
-    assert [item.config.environment for item in load_environments(ROOT / "config")] == ["dev"]
+    assert [item.config.environment for item in load_environments(ROOT / "config")] == ["dev", "smoke"]
 
 
 def test_one_environment_in_two_files_is_refused_naming_both(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
 from constructs import Construct
 
 from hubspoke.constructs.hyperpod.nag import LAMBDA_BASIC, LAMBDA_VPC, acknowledge_provider_framework
+from hubspoke.deploy_time import CHART_INSTALL_BOUND_MINUTES
 from hubspoke.policy.acks import acknowledge
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -82,7 +83,7 @@ class HyperPodDependencies(Construct):
             code=lambda_.Code.from_asset(str(RUNTIME_DIR), exclude=["__pycache__", "*.pyc"]),
             layers=[KubectlV33Layer(self, "KubectlLayer"), AwsCliLayer(self, "AwsCliLayer")],
             memory_size=1024,
-            timeout=Duration.minutes(14),
+            timeout=Duration.minutes(CHART_INSTALL_BOUND_MINUTES),
             # The endpoint is private: run next to it, in the group its ENIs carry (HyperPodEks), egress via NAT.
             vpc=cluster.vpc,
             vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),

@@ -23,6 +23,7 @@ from hubspoke.constructs.hyperpod.nag import (
     logical_id,
 )
 from hubspoke.constructs.waiter import trace_waiter
+from hubspoke.deploy_time import NODE_WAIT_MINUTES, NODE_WAIT_PHASES
 from hubspoke.policy.acks import acknowledge
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -35,7 +36,7 @@ SERVICE_TIMEOUT = Duration.hours(1)
 # wall-clock budget of the same 55 minutes from onEvent (WaitSeconds; runtime/nodes_ready.py budget_left): no
 # poll starts that could end past it less a minute's reserve, so the failure CloudFormation shows is ours,
 # naming the missing nodes, before the 60-minute service timeout.
-WAIT = Duration.minutes(55)
+WAIT = Duration.minutes(NODE_WAIT_MINUTES)
 POLL = Duration.minutes(1)
 # One wait of 55 minutes may be too short for a p5 node: its launch (retried by continuous provisioning when
 # capacity is short), the lifecycle script, then on-start deep health checks InstanceStress (DCGM
@@ -43,7 +44,7 @@ POLL = Duration.minutes(1)
 # longer-running") and InstanceConnectivity (NCCL tests across nodes; SageMaker developer guide, "Deep health
 # checks"). So two resources wait in turn, each with its own hour: every node launched (past Pending), then
 # every node Running. The stack waits at most 2 x 55 minutes (plus the polls' run time) after the cluster.
-PHASES = ("Launched", "Running")
+PHASES = NODE_WAIT_PHASES
 # A year: Control Tower's CT.CLOUDWATCH.PR.2 refuses log groups kept for less.
 LOG_RETENTION = logs.RetentionDays.ONE_YEAR
 
