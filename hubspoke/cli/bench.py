@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hubspoke.bench.analysis import PhaseSummary, ResultsError, load, summarize
 from hubspoke.cli.commands import COMMANDS
+from hubspoke.cli.output import missing_extra
 
 EXIT_BAD_INPUT = 2
 
@@ -47,6 +48,9 @@ def run_report(args: argparse.Namespace) -> int:
     if args.window <= 0 or args.tolerance < 0:
         print("bench report: --window must be > 0 and --tolerance >= 0", file=sys.stderr)
         return EXIT_BAD_INPUT
+    refused = missing_extra(["matplotlib"], extra="plots", command="hubspoke bench report")
+    if refused is not None:
+        return refused
     try:
         phases = load(args.results)
     except ResultsError as exc:

