@@ -26,18 +26,23 @@ from hubspoke.k8s.storage import PART_OF, Manifest
 JobKind = Literal["pytorchjob", "hyperpod"]
 JOB_KINDS: tuple[JobKind, ...] = ("pytorchjob", "hyperpod")
 
-# Kubeflow training operator v1 (kubeflow.org/v1 PyTorchJob); its webhook requires a container named
-# "pytorch" and a Master with exactly one replica.
+# Kubeflow training operator v1 (kubeflow.org/v1 PyTorchJob). The version the pinned dependencies chart
+# deploys (v1-855e096, see pytorch_job) requires a container named "pytorch", an image in every
+# container, Master and Worker replica types only, and a Master of exactly one replica (pkg/apis/kubeflow.org/v1/
+# pytorch_validation.go ValidateV1PyTorchJob); v1.9.0's admission webhook keeps those rules.
 KUBEFLOW_API = "kubeflow.org/v1"
 KUBEFLOW_CONTAINER = "pytorch"
 # SageMaker HyperPod training operator (SageMaker developer guide, "Using the training operator to run jobs").
 HYPERPOD_API = "sagemaker.amazonaws.com/v1"
 HYPERPOD_AGENT_PORT = 8080  # the HyperPod elastic agent listens here
 TRAIN_SCRIPT = "/opt/hubspoke/train.py"
-# train.py's progress line on stderr: `step <n> loss <decimal> ...`. HyperPod's log monitoring restarts a job
-# whose line stops coming or whose loss stops being a decimal (a NaN loss prints "nan"); the SageMaker
-# developer guide's example matches the loss the same way ("Using the training operator to run jobs").
-# tests/workload/test_train.py runs train.py and checks this pattern against what it really prints.
+# train.py's progress line, `[rank <r>] step <n> loss <decimal>`, printed on stdout by every node's local rank 0:
+# the HyperPod elastic agent matches the rules against local rank 0's stdout file only, on each node
+# (hyperpod-elastic-agent 1.1.3, HyperPodElasticAgent.start_log_monitoring and LogAgent._monitor_log_loop).
+# HyperPod's log monitoring restarts a job whose line stops coming or whose loss stops being a decimal (a NaN
+# loss prints "nan"); the SageMaker developer guide's example matches the loss the same way ("Using the
+# training operator to run jobs"). tests/workload/test_launch.py runs that agent's LogAgent with these rules
+# over a real two-node run of train.py.
 PROGRESS_LOG_PATTERN = r".*step \d+ loss \d+\.\d+.*"
 IMAGE_REPOSITORY = "hubspoke-training"
 
@@ -275,9 +280,10 @@ def hyperpod_job(
             "hyperpodrun",
             f"--nnodes={group.count}",
             f"--nproc-per-node={gpus}",
-            # Workers' stdout and stderr to the container log too, where log monitoring reads the progress
-            # line (as AWS's HyperPodPyTorchJob sample runs it: awsome-distributed-training,
-            # llama3_1_8b-fsdp-hpto.yaml).
+            # Each worker's stdout and stderr both to the container log and to
+            # `<log_dir>/<run>/attempt_<n>/<local rank>/stdout.log` (torch DefaultLogsSpecs.reify: a tee is a
+            # redirect to the file plus a tail), the file the agent's log monitoring reads; as AWS's
+            # HyperPodPyTorchJob sample runs it (awsome-distributed-training, llama3_1_8b-fsdp-hpto.yaml).
             "--tee=3",
             "--log_dir=/tmp/hyperpod",
             TRAIN_SCRIPT,
