@@ -221,7 +221,7 @@ def test_the_agent_accepts_train_pys_progress_line_and_flags_a_silent_stdout(
             (attempt / "0" / "stdout.log").write_text(text)
             agents[name] = LogAgent(local_world_size=8)
             agents[name].start(str(attempt), {0}, rules)
-        time.sleep(2.5)  # past the 1 s start cut-off
+        time.sleep(2.0)  # past the 1 s start cut-off and a read tick
         states = {name: _settle(agent) for name, agent in agents.items()}
     finally:
         for agent in agents.values():

@@ -309,6 +309,26 @@ def test_hyperpod_log_monitoring_pattern_matches_the_progress_train_py_prints(tm
     assert len(progress) == 2, f"one progress line per --log-every=2 steps, got: {run.stdout}"
 
 
+def test_nothing_to_train_is_said_with_the_fix_and_work_left_is_not_refused(tmp_path: Path) -> None:
+    """Fast twin of the two rerun tests below (which run train.py): the decision and its message."""
+    sys.path.insert(0, str(WORKLOAD))
+    import train
+
+    args = train.parse_args(
+        [f"--data-dir={tmp_path}/data", f"--checkpoint-dir={tmp_path}/ckpt", "--max-steps=999"]
+    )
+    assert train.nothing_to_train(args, 0, 5) is None, "a fresh run with data"
+    assert train.nothing_to_train(args, 500, 5) is None, "a resumed run with steps and data left"
+    finished = train.nothing_to_train(args, 999, 5)
+    assert finished and "already holds step 999, at or past --max-steps 999" in finished
+    assert "--job-name" in finished and "--max-steps" in finished
+    used_up = train.nothing_to_train(args, 500, 0)
+    assert used_up and "resumes at step 500" in used_up and "--job-name" in used_up
+    too_small = train.nothing_to_train(args, 0, 0)
+    assert too_small and "fewer samples than one batch" in too_small
+
+
+@pytest.mark.thorough
 def test_a_rerun_of_a_finished_job_refuses_loudly_instead_of_training_zero_steps(tmp_path: Path) -> None:
     """Same job name (same checkpoint directory), same --max-steps: the run has finished. It must not exit 0
     after resuming and training nothing; it fails with exit 2 and says what to do."""
