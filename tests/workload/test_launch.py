@@ -54,7 +54,7 @@ def operator_env(job: dict[str, Any]) -> dict[str, str]:
 
     pkg/controller.v1/pytorch/envvar.go setPodEnv (lines 43-124): PYTHONUNBUFFERED=1 always (54-60); the
     Master branch (66-101: MASTER_ADDR, WORLD_SIZE, RANK, PET_NPROC_PER_NODE, PET_NODE_RANK) only when a Master
-    replica exists; with an elasticPolicy the elastic variables (103-113), else PET_NNODES = total replicas.
+    replica exists; with an elasticPolicy the elastic variables (103-113), else PET_NNODES = total replicas (114-120).
     elastic.go Generate (71-125): PET_RDZV_ENDPOINT `<rdzvHost or <job>-worker-0>:<rdzvPort or the worker's
     pytorchjob-port>` (149-172), PET_RDZV_BACKEND (rdzvBackend, default c10d; 189-200), PET_NNODES
     "min:max" (127-147; pytorch_defaults.go setElasticPolicy fills a missing bound from the other or from the
