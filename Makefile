@@ -16,11 +16,13 @@ CHECKOV := .tools/checkov/bin/checkov
 
 setup: $(VENV)/.installed node_modules/.installed .tools/checkov/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml tools/upstream-test-requirements.txt
 	$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "hubspoke needs Python 3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	# Without their dependencies: the file says why.
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r tools/upstream-test-requirements.txt
 	touch $@
 
 .tools/checkov/.installed: tools/checkov-requirements.txt

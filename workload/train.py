@@ -3,8 +3,15 @@
 Started by torchrun (Kubeflow PyTorchJob) or hyperpodrun (HyperPodPyTorchJob), one process per GPU.
 Checkpoints go to the checkpoint mount with torch.distributed.checkpoint; rank 0 reports throughput every
 --metrics-seconds (workload/throughput.py) as CloudWatch embedded metric format (EMF) records to the
-CloudWatch agent named by AWS_EMF_AGENT_ENDPOINT (stdout when it is unset or unreachable), human-readable
-progress on stderr.
+CloudWatch agent named by AWS_EMF_AGENT_ENDPOINT (stdout when it is unset or unreachable), other messages on
+stderr. Every node's local rank 0 prints the progress line (`[rank <r>] step <n> loss <x>`) on stdout: the
+HyperPod elastic agent watches only local rank 0's stdout file for the job's log-monitoring rules, on every
+node (hyperpod-elastic-agent 1.1.3, elastic_agent/hyperpod_elastic_agent.py start_log_monitoring starts its
+LogAgent with local ranks {0}; logagent/log_agent.py _monitor_log_loop reads
+`<attempt dir>/<local rank>/stdout.log`), so a node that printed nothing there would be flagged HANGING.
+
+A rerun that finds nothing left to train (its checkpoint directory already holds --max-steps, or the data is
+used up) exits with EXIT_NOTHING_TO_TRAIN and says why, instead of succeeding after zero steps.
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ from hubspoke.training_metrics import (
 )
 
 STEP_DIR = re.compile(r"^step_(\d{8})$")
+# A rerun with nothing left to train is a mistake in what was submitted (bad input), not a crash.
+EXIT_NOTHING_TO_TRAIN = 2
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -56,7 +65,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prefetch-factor", type=int, default=4)
     p.add_argument("--max-steps", type=int, default=999)
     p.add_argument("--checkpoint-every", type=int, default=500)
-    p.add_argument("--log-every", type=int, default=10, help="steps between loss lines on stderr")
+    p.add_argument(
+        "--log-every",
+        type=int,
+        default=10,
+        help="steps between progress lines (each node's local rank 0, stdout)",
+    )
     p.add_argument(
         "--metrics-seconds", type=float, default=REPORT_SECONDS, help="seconds between throughput records"
     )
@@ -71,6 +85,36 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def log(message: str) -> None:
     print(f"[rank {dist.get_rank() if dist.is_initialized() else 0}] {message}", file=sys.stderr, flush=True)
+
+
+def progress(step: int, loss: float) -> None:
+    """The line the HyperPodPyTorchJob's log monitoring matches (hubspoke/k8s/job.py PROGRESS_LOG_PATTERN)."""
+    print(f"[rank {dist.get_rank() if dist.is_initialized() else 0}] step {step} loss {loss:.4f}", flush=True)
+
+
+def nothing_to_train(args: argparse.Namespace, start_step: int, steps_left_in_data: int) -> str | None:
+    """Why this run would train zero steps, with the fix, or None when there is work to do."""
+    where = f"checkpoint directory {args.checkpoint_dir}"
+    if start_step >= args.max_steps:
+        return (
+            f"{where} already holds step {start_step}, at or past --max-steps {args.max_steps}: this job "
+            "name has finished, so there is nothing to train. Render the job under a new name "
+            "(`hubspoke render job ... --job-name <new name>`) to start a new run, or render it with a larger "
+            "`--max-steps` to continue this one"
+        )
+    if steps_left_in_data <= 0 and start_step == 0:
+        return (
+            f"the dataset under {args.data_dir} has fewer samples than one batch of --batch-size "
+            f"{args.batch_size} per rank at this world size: there is nothing to train. Check "
+            "the dataset or lower --batch-size"
+        )
+    if steps_left_in_data <= 0:
+        return (
+            f"{where} resumes at step {start_step}, but the dataset under {args.data_dir} has no batch left "
+            "for that step at this world size and batch size: this job name used the data up. Render the job "
+            "under a new name (`hubspoke render job ... --job-name <new name>`) to start a new run"
+        )
+    return None
 
 
 def init_distributed(backend: str) -> tuple[int, int, torch.device]:
@@ -199,6 +243,15 @@ def train(args: argparse.Namespace) -> int:
         pin_memory=device.type == "cuda",
     )
     log(f"{len(dataset)} samples, {len(loader)} steps available to this rank, world size {world}")
+    # Every rank reads the same checkpoint and gets the same number of steps (RankSampler), so all of them
+    # stop here together: none waits in a collective for a peer that left.
+    local_rank_zero = int(os.environ.get("LOCAL_RANK", "0")) == 0
+    refusal = nothing_to_train(args, start_step, len(loader))
+    if refusal is not None:
+        if local_rank_zero:  # once in every pod's log
+            print(f"error: {refusal}", file=sys.stderr, flush=True)
+        dist.destroy_process_group()
+        return EXIT_NOTHING_TO_TRAIN
     sink = EmfSink(os.environ.get(AGENT_ENDPOINT_ENV), warn=log) if rank == 0 else None
     reporter = _throughput_reporter(args, world, sink) if sink is not None else None
 
@@ -215,8 +268,8 @@ def train(args: argparse.Namespace) -> int:
         step += 1
         if reporter is not None:
             reporter.step_done(step)
-            if step % args.log_every == 0 or step == args.max_steps:
-                log(f"step {step} loss {loss.item():.4f}")
+        if local_rank_zero and (step % args.log_every == 0 or step == args.max_steps):
+            progress(step, loss.item())
         if step % args.checkpoint_every == 0 or step == args.max_steps:
             log(f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step)}")
             saved = step

@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,16 +132,36 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--image", help="training image (default: compute.training_image, else the Region's ECR)"
     )
+    parser.add_argument(
+        "--job-name",
+        help="the job's name and its checkpoint directory: a new name starts a new run, the same name "
+        "resumes it (default hubspoke-reference)",
+    )
+    parser.add_argument(
+        "--max-steps", type=int, help="the step the run stops at, counted from its first start (default 999)"
+    )
 
 
 def _job(
     args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
 ) -> Sequence[dict[str, Any]]:
     from hubspoke.k8s.accelerators import UnknownAccelerator
-    from hubspoke.k8s.job import training_job
+    from hubspoke.k8s.job import TrainingSettings, job_name_problem, training_job
 
+    settings = TrainingSettings()
+    if args.job_name is not None:
+        problem = job_name_problem(args.job_name)
+        if problem:
+            raise RenderError("--job-name", problem)
+        settings = replace(settings, job_name=args.job_name)
+    if args.max_steps is not None:
+        if args.max_steps < 1:
+            raise RenderError(
+                "--max-steps", f"{args.max_steps} trains nothing: give a step count of 1 or more"
+            )
+        settings = replace(settings, max_steps=args.max_steps)
     try:
-        return [training_job(config, region, kind=args.kind, image=args.image)]
+        return [training_job(config, region, kind=args.kind, image=args.image, settings=settings)]
     except UnknownAccelerator as exc:
         raise RenderError(f"{field}.compute.instance_groups[0].instance_type", str(exc)) from None
 

@@ -7,6 +7,7 @@ keep 256 batches in flight.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,18 +26,23 @@ from hubspoke.k8s.storage import PART_OF, Manifest
 JobKind = Literal["pytorchjob", "hyperpod"]
 JOB_KINDS: tuple[JobKind, ...] = ("pytorchjob", "hyperpod")
 
-# Kubeflow training operator v1 (kubeflow.org/v1 PyTorchJob); its webhook requires a container named
-# "pytorch" and a Master with exactly one replica.
+# Kubeflow training operator v1 (kubeflow.org/v1 PyTorchJob). The version the pinned dependencies chart
+# deploys (v1-855e096, see pytorch_job) requires a container named "pytorch", an image in every
+# container, Master and Worker replica types only, and a Master of exactly one replica (pkg/apis/kubeflow.org/v1/
+# pytorch_validation.go ValidateV1PyTorchJob); v1.9.0's admission webhook keeps those rules.
 KUBEFLOW_API = "kubeflow.org/v1"
 KUBEFLOW_CONTAINER = "pytorch"
 # SageMaker HyperPod training operator (SageMaker developer guide, "Using the training operator to run jobs").
 HYPERPOD_API = "sagemaker.amazonaws.com/v1"
 HYPERPOD_AGENT_PORT = 8080  # the HyperPod elastic agent listens here
 TRAIN_SCRIPT = "/opt/hubspoke/train.py"
-# train.py's progress line on stderr: `step <n> loss <decimal> ...`. HyperPod's log monitoring restarts a job
-# whose line stops coming or whose loss stops being a decimal (a NaN loss prints "nan"); the SageMaker
-# developer guide's example matches the loss the same way ("Using the training operator to run jobs").
-# tests/workload/test_train.py runs train.py and checks this pattern against what it really prints.
+# train.py's progress line, `[rank <r>] step <n> loss <decimal>`, printed on stdout by every node's local rank 0:
+# the HyperPod elastic agent matches the rules against local rank 0's stdout file only, on each node
+# (hyperpod-elastic-agent 1.1.3, HyperPodElasticAgent.start_log_monitoring and LogAgent._monitor_log_loop).
+# HyperPod's log monitoring restarts a job whose line stops coming or whose loss stops being a decimal (a NaN
+# loss prints "nan"); the SageMaker developer guide's example matches the loss the same way ("Using the
+# training operator to run jobs"). tests/workload/test_launch.py runs that agent's LogAgent with these rules
+# over a real two-node run of train.py.
 PROGRESS_LOG_PATTERN = r".*step \d+ loss \d+\.\d+.*"
 IMAGE_REPOSITORY = "hubspoke-training"
 
@@ -62,6 +68,25 @@ class TrainingSettings:
     # allow 600 s (awsome-distributed-training, llama3_1_8b-fsdp-hpto.yaml). ASSUMED margins: tune per run.
     progress_start_cutoff_s: int = 1800
     progress_hang_after_s: int = 600
+
+
+# The job name is the PyTorchJob's name, which the pinned training operator requires to be an RFC 1035 label
+# (training-operator@855e096 pkg/apis/kubeflow.org/v1/pytorch_validation.go ValidateV1PyTorchJob,
+# NameIsDNS1035Label), and it names a Service per pod, `<job>-worker-<index>` (controller.v1/pytorch/envvar.go
+# replicaName), which Kubernetes also requires to be an RFC 1035 label of at most 63 characters ("Service"
+# concept page). ASSUMED margin: 40 leaves room for that suffix and for the HyperPod operator's own.
+JOB_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+JOB_NAME_MAX = 40
+
+
+def job_name_problem(name: str) -> str | None:
+    """Why `name` cannot name the training job (and its checkpoint directory), or None."""
+    if len(name) > JOB_NAME_MAX or not JOB_NAME.fullmatch(name):
+        return (
+            f"{name!r} is not a job name: use at most {JOB_NAME_MAX} lowercase letters, digits and '-', "
+            "starting with a letter and ending with a letter or digit (for example hubspoke-run-2)"
+        )
+    return None
 
 
 def default_image(config: HubSpokeConfig, region: RegionConfig) -> str:
@@ -184,10 +209,23 @@ def pytorch_job(
 
     With a static rendezvous a restarted pod waits for peers that are still in the old world, and the others
     block in NCCL until the 30-minute process-group timeout. Elastic c10d lets every agent see the restart and
-    re-form the world (torchrun restarts its workers). Kubeflow training-operator v1.9.0: elasticPolicy needs
-    a Worker spec (pytorchjob_webhook.go validateSpec); the operator sets PET_RDZV_BACKEND, PET_RDZV_ENDPOINT
-    (<job>-worker-0 on the Worker's port), PET_NNODES "min:max" and PET_MAX_RESTARTS (controller.v1/pytorch
-    elastic.go), which torchrun reads. min = max: the world size is the reference run's, never partial.
+    re-form the world (torchrun restarts its workers). min = max: the world size is the reference run's, never
+    partial.
+
+    The operator that really runs it is the one the pinned dependencies chart deploys: kubeflow/training-operator
+    image `v1-855e096` (aws/sagemaker-hyperpod-cli@a00b22d1, helm_chart/HyperPodHelmChart/charts/
+    training-operators/values.yaml), commit 855e0960668b34992ba4e1fd5914a08a3362cfb1 (2023-08-06). At that
+    commit, for a Worker-only job with an elasticPolicy, the pods get PYTHONUNBUFFERED, PET_RDZV_ENDPOINT
+    (`<job>-worker-0:23456`, the defaulted `pytorchjob-port`), PET_RDZV_BACKEND, PET_NNODES "min:max" and
+    PET_MAX_RESTARTS (pkg/controller.v1/pytorch/envvar.go setPodEnv lines 62-120, elastic.go Generate lines
+    71-125; pkg/apis/kubeflow.org/v1/pytorch_defaults.go setPyTorchDefaultPort). PET_NPROC_PER_NODE comes
+    from `spec.nprocPerNode` only when a Master replica exists (envvar.go lines 66-101) and otherwise only from
+    the deprecated `elasticPolicy.nProcPerNode` (elastic.go lines 102-107); torchrun's own default is one
+    process (torch/distributed/run.py get_args_parser, `--nproc-per-node` default "1"). So the command passes
+    `--nnodes` and `--nproc-per-node` itself, as AWS's FSDP samples do (aws-samples/awsome-distributed-training
+    @7217859f, 3.test_cases/pytorch/FSDP/kubernetes/llama3_2_1b-fsdp.yaml lines 89-90): a command-line value
+    wins over a PET_* variable (torch/distributed/argparse_util.py `env`), so the rank count is nodes x GPUs
+    under this operator and any later one. `spec.nprocPerNode` stays for operators that read it.
     """
     group = region.compute.instance_groups[0]
     gpus = accelerator(group.instance_type).gpus
@@ -195,7 +233,13 @@ def pytorch_job(
         region=region,
         container_name=KUBEFLOW_CONTAINER,
         image=image or region.compute.training_image or default_image(config, region),
-        command=["torchrun", TRAIN_SCRIPT, *_script_args(config, region, settings)],
+        command=[
+            "torchrun",
+            f"--nnodes={group.count}",
+            f"--nproc-per-node={gpus}",
+            TRAIN_SCRIPT,
+            *_script_args(config, region, settings),
+        ],
         ports=[],
     )
     return {
@@ -236,9 +280,10 @@ def hyperpod_job(
             "hyperpodrun",
             f"--nnodes={group.count}",
             f"--nproc-per-node={gpus}",
-            # Workers' stdout and stderr to the container log too, where log monitoring reads the progress
-            # line (as AWS's HyperPodPyTorchJob sample runs it: awsome-distributed-training,
-            # llama3_1_8b-fsdp-hpto.yaml).
+            # Each worker's stdout and stderr both to the container log and to
+            # `<log_dir>/<run>/attempt_<n>/<local rank>/stdout.log` (torch DefaultLogsSpecs.reify: a tee is a
+            # redirect to the file plus a tail), the file the agent's log monitoring reads; as AWS's
+            # HyperPodPyTorchJob sample runs it (awsome-distributed-training, llama3_1_8b-fsdp-hpto.yaml).
             "--tee=3",
             "--log_dir=/tmp/hyperpod",
             TRAIN_SCRIPT,

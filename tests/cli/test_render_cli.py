@@ -100,3 +100,39 @@ def test_other_render_kinds_plug_in_through_the_registry(
     assert main(["render", "fake", "--config", str(dev_yaml), "--region", "us-west-2", "--extra", "x"]) == 0
     (doc,) = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     assert doc["metadata"]["name"] == "spokes[0]-x"
+
+
+def test_job_name_and_max_steps_start_a_new_run_under_a_new_checkpoint_directory(
+    dev_yaml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """train.py refuses a rerun of a finished job name and points here: a new name is a new directory."""
+    argv = ["render", "job", "--config", str(dev_yaml), "--region", "us-west-2"]
+    assert main([*argv, "--job-name", "hubspoke-run-2", "--max-steps", "2000"]) == 0
+    (job,) = [doc for doc in yaml.safe_load_all(capsys.readouterr().out) if doc]
+    assert job["metadata"]["name"] == "hubspoke-run-2"
+    (worker,) = job["spec"]["pytorchReplicaSpecs"].values()
+    command = worker["template"]["spec"]["containers"][0]["command"]
+    assert "--checkpoint-dir=/mnt/checkpoints/hubspoke-run-2" in command
+    assert "--job-name=hubspoke-run-2" in command and "--max-steps=2000" in command
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    # RFC 1035 labels (the pinned training operator's ValidateV1PyTorchJob): no capitals, no leading digit,
+    # no trailing '-', no '_'; 41 characters is over the limit.
+    [
+        ("--job-name", "Run2"),
+        ("--job-name", "2run"),
+        ("--job-name", "run-"),
+        ("--job-name", "run_2"),
+        ("--job-name", "r" * 41),
+        ("--max-steps", "0"),
+    ],
+)
+def test_bad_job_name_or_step_count_exits_2_naming_the_flag(
+    dev_yaml: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    assert main(["render", "job", "--config", str(dev_yaml), "--region", "us-west-2", flag, value]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"{dev_yaml}: {flag}: ") and "Traceback" not in captured.err

@@ -11,6 +11,11 @@
   template, spec.runPolicy with jobMaxRetryCount, restartPolicy, cleanPodPolicy, logMonitoringConfiguration
   entries of name, logPattern, expectedStartCutOffInSeconds, expectedRecurringFrequencyInSeconds).
 The pod templates inside are checked separately against the Kubernetes PodTemplate schema.
+
+The operator the cluster really runs is older: the pinned dependencies chart deploys training-operator
+v1-855e096 (v1.7 development), whose own CRD and validation rules (pytorch_validation.go: replica types, an
+image per container, a "pytorch" container, one Master) are checked from the stored upstream CRD in
+tests/k8s/test_k8s_job_upstream.py. These v1.9.0 rules are the stricter superset a later chart may bring.
 """
 
 from __future__ import annotations

@@ -76,6 +76,18 @@ def test_pytorchjob_rendezvous_is_elastic_c10d_over_every_node(dev_config: HubSp
     assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == nodes
 
 
+@pytest.mark.parametrize("kind", JOB_KINDS)
+def test_every_pod_starts_one_process_per_gpu(dev_config: HubSpokeConfig, kind: str) -> None:
+    """The launcher gets the node count and GPUs per node on its command line: the pinned training operator
+    does not set PET_NPROC_PER_NODE for a Worker-only elastic PyTorchJob (tests/workload/test_launch.py runs
+    torchrun under its environment), and torchrun's default is one process."""
+    region = dev_config.region_config("us-west-2")
+    (template,) = pod_templates(training_job(dev_config, region, kind=kind))  # type: ignore[arg-type]
+    args = _args(template["spec"]["containers"][0])
+    # 2 x ml.p5.48xlarge with 8 H100 each (config/dev.yaml; EC2 P5 instance page).
+    assert (args["nnodes"], args["nproc-per-node"]) == ("2", "8")
+
+
 def test_hyperpod_job_detects_hangs_from_the_progress_line(dev_config: HubSpokeConfig) -> None:
     job = training_job(dev_config, dev_config.hub, kind="hyperpod")
     rules = {r["name"]: r for r in job["spec"]["runPolicy"]["logMonitoringConfiguration"]}

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -102,6 +103,15 @@ def test_untrained_model_predicts_near_uniform() -> None:
     assert abs(loss.item() - math.log(256)) < 0.5
 
 
+def _records(stdout: str) -> list[dict[str, object]]:
+    """The EMF records on stdout: one JSON object per line (the progress lines share stdout)."""
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def _progress(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if not line.startswith("{")]
+
+
 def _run(
     data: Path, ckpt: Path, *extra: str, agent_endpoint: str | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -139,8 +149,12 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) ->
     assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000003", "step_00000004"]
     assert all((ckpt / name / ".metadata").exists() for name in ("step_00000003", "step_00000004"))
 
-    records = [json.loads(line) for line in first.stdout.splitlines() if line.strip()]
-    assert [r["Step"] for r in records] == [4], "stdout carries only EMF records: the final window's"
+    records = _records(first.stdout)
+    assert [r["Step"] for r in records] == [4], "one EMF record on stdout: the final window's"
+    progress = [
+        re.fullmatch(r"\[rank 0\] step (\d+) loss \d+\.\d{4}", line) for line in _progress(first.stdout)
+    ]
+    assert [int(m.group(1)) for m in progress if m] == [2, 4] and all(progress), first.stdout
     for record in records:
         (directive,) = record["_aws"]["CloudWatchMetrics"]
         assert directive["Namespace"] == training_metrics.NAMESPACE
@@ -155,7 +169,7 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) ->
     second = _run(data, ckpt, "--max-steps=6", "--num-workers=0")
     assert second.returncode == 0, second.stderr
     assert "resumed from" in second.stderr and "step 4" in second.stderr
-    assert [json.loads(line)["Step"] for line in second.stdout.splitlines() if line.strip()] == [6]
+    assert [r["Step"] for r in _records(second.stdout)] == [6]
     assert (ckpt / "step_00000006" / ".metadata").exists()
 
 
@@ -166,7 +180,7 @@ def test_throughput_records_follow_the_clock_not_the_steps(tmp_path: Path) -> No
     # The last --metrics-seconds wins over _run's: a record every 50 ms, whatever the step pace.
     run = _run(data, ckpt, "--max-steps=4", "--num-workers=0", "--metrics-seconds=0.05")
     assert run.returncode == 0, run.stderr
-    records = [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
+    records = _records(run.stdout)
     steps = [r["Step"] for r in records]
     assert len(records) >= 2 and steps == sorted(steps) and steps[-1] == 4, steps
     for r in records:
@@ -188,7 +202,7 @@ def test_with_an_agent_endpoint_records_go_to_the_agent_not_stdout(tmp_path: Pat
         )
         lines = agent.wait_for(1)
     assert run.returncode == 0, run.stderr
-    assert run.stdout == ""
+    assert _records(run.stdout) == [], "records went to the agent"
     records = [json.loads(line) for line in lines]
     assert [r["Step"] for r in records] == [4]
     assert all(r["_aws"]["CloudWatchMetrics"][0]["Namespace"] == training_metrics.NAMESPACE for r in records)
@@ -208,7 +222,7 @@ def test_training_survives_an_agent_that_is_down(tmp_path: Path) -> None:
         agent_endpoint=agent.endpoint,
     )
     assert run.returncode == 0, run.stderr
-    assert [json.loads(line)["Step"] for line in run.stdout.splitlines()] == [4], "stdout keeps the records"
+    assert [r["Step"] for r in _records(run.stdout)] == [4], "stdout keeps the records"
     assert (tmp_path / "ckpt" / "step_00000004" / ".metadata").exists()
     assert run.stderr.count("cannot reach the CloudWatch agent") == 1
 
@@ -283,13 +297,60 @@ def test_resume_restores_the_weights_not_only_the_step(tmp_path: Path) -> None:
 
 
 def test_hyperpod_log_monitoring_pattern_matches_the_progress_train_py_prints(tmp_path: Path) -> None:
-    """The HyperPodPyTorchJob's hang detection watches for PROGRESS_LOG_PATTERN: train.py must print it."""
-    import re
-
+    """The HyperPodPyTorchJob's hang detection watches for PROGRESS_LOG_PATTERN on stdout (the elastic agent
+    reads `<attempt>/<local rank>/stdout.log`; tests/workload/test_launch.py runs the real agent): train.py
+    must print it there."""
     from hubspoke.k8s.job import PROGRESS_LOG_PATTERN
 
     _write_shards(tmp_path / "data", [400])
     run = _run(tmp_path / "data", tmp_path / "ckpt", "--max-steps=4", "--num-workers=0")
     assert run.returncode == 0, run.stderr
-    progress = [line for line in run.stderr.splitlines() if re.fullmatch(PROGRESS_LOG_PATTERN, line)]
-    assert len(progress) == 2, f"one progress line per --log-every=2 steps, got: {run.stderr}"
+    progress = [line for line in run.stdout.splitlines() if re.fullmatch(PROGRESS_LOG_PATTERN, line)]
+    assert len(progress) == 2, f"one progress line per --log-every=2 steps, got: {run.stdout}"
+
+
+def test_nothing_to_train_is_said_with_the_fix_and_work_left_is_not_refused(tmp_path: Path) -> None:
+    """Fast twin of the two rerun tests below (which run train.py): the decision and its message."""
+    sys.path.insert(0, str(WORKLOAD))
+    import train
+
+    args = train.parse_args(
+        [f"--data-dir={tmp_path}/data", f"--checkpoint-dir={tmp_path}/ckpt", "--max-steps=999"]
+    )
+    assert train.nothing_to_train(args, 0, 5) is None, "a fresh run with data"
+    assert train.nothing_to_train(args, 500, 5) is None, "a resumed run with steps and data left"
+    finished = train.nothing_to_train(args, 999, 5)
+    assert finished and "already holds step 999, at or past --max-steps 999" in finished
+    assert "--job-name" in finished and "--max-steps" in finished
+    used_up = train.nothing_to_train(args, 500, 0)
+    assert used_up and "resumes at step 500" in used_up and "--job-name" in used_up
+    too_small = train.nothing_to_train(args, 0, 0)
+    assert too_small and "fewer samples than one batch" in too_small
+
+
+@pytest.mark.thorough
+def test_a_rerun_of_a_finished_job_refuses_loudly_instead_of_training_zero_steps(tmp_path: Path) -> None:
+    """Same job name (same checkpoint directory), same --max-steps: the run has finished. It must not exit 0
+    after resuming and training nothing; it fails with exit 2 and says what to do."""
+    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
+    _write_shards(data, [400])
+    assert _run(data, ckpt, "--max-steps=2", "--num-workers=0").returncode == 0
+    rerun = _run(data, ckpt, "--max-steps=2", "--num-workers=0")
+    assert rerun.returncode == 2, rerun.stderr
+    assert "already holds step 2, at or past --max-steps 2" in rerun.stderr
+    assert "--job-name" in rerun.stderr and "Traceback" not in rerun.stderr
+    assert _progress(rerun.stdout) == [] and _records(rerun.stdout) == [], "no step, no throughput record"
+    assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000002"], "nothing new written"
+
+
+@pytest.mark.thorough
+def test_a_rerun_whose_data_is_used_up_refuses_loudly(tmp_path: Path) -> None:
+    """A run that stopped because the data ran out (before --max-steps) left a checkpoint at its last step:
+    resuming it has no batch left, which is zero steps again."""
+    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
+    _write_shards(data, [81])  # (81 - 1) // 16 = 5 windows: 2 steps of 2
+    first = _run(data, ckpt, "--max-steps=10", "--num-workers=0")
+    assert first.returncode == 0 and "dataset exhausted at step 2" in first.stderr, first.stderr
+    rerun = _run(data, ckpt, "--max-steps=10", "--num-workers=0")
+    assert rerun.returncode == 2, rerun.stderr
+    assert "resumes at step 2" in rerun.stderr and "used the data up" in rerun.stderr
