@@ -345,25 +345,30 @@ def check_kubernetes_version(eks: Any, *, config: HubSpokeConfig, region: Region
             f"EKS lists {wanted} with status {status!r}, which its API model does not define",
             "check the version's support status in the EKS console before deploying",
         )
-    if status == "EXTENDED_SUPPORT":
-        return CheckResult(
-            name,
-            "kubernetes version",
-            "warn",
-            f"{wanted} is in extended support (billed extra per cluster hour)",
-            f"set {field} to {standard[-1]}" if standard else "upgrade when a newer version is offered",
-        )
     from hubspoke.eks_addons import HYPERPOD_KUBERNETES_VERSIONS
 
+    # Both warnings can hold at once (an old version in extended support that HyperPod no longer lists).
+    problems, fixes = [], []
+    if status == "EXTENDED_SUPPORT":
+        problems.append(f"{wanted} is in extended support (billed extra per cluster hour)")
+        fixes.append(
+            f"set {field} to {standard[-1]}" if standard else "upgrade when a newer version is offered"
+        )
     if wanted not in HYPERPOD_KUBERNETES_VERSIONS:
         listed = sorted(HYPERPOD_KUBERNETES_VERSIONS, key=_version_key)
+        problems.append(
+            f"HyperPod's EKS prerequisites list only {listed[0]} to {listed[-1]}: CreateCluster may refuse {wanted}"
+        )
+        fixes.append(
+            f"set {field} to {listed[-1]}, or check the SageMaker developer guide's HyperPod EKS prerequisites"
+        )
+    if problems:
         return CheckResult(
             name,
             "kubernetes version",
             "warn",
-            f"EKS offers {wanted} ({status or 'listed'}), but HyperPod's EKS prerequisites list only "
-            f"{listed[0]} to {listed[-1]}: CreateCluster may refuse it",
-            f"set {field} to {listed[-1]}, or check the SageMaker developer guide's HyperPod EKS prerequisites",
+            f"EKS offers {wanted} ({status or 'listed'}); " + "; ".join(problems),
+            "; ".join(fixes),
         )
     return CheckResult(name, "kubernetes version", "pass", f"EKS offers {wanted} ({status or 'listed'})")
 

@@ -34,7 +34,8 @@ CANARY_RESERVATION = 1
 PER_CLUSTER_QUOTA = "Maximum number instances allowed per SageMaker HyperPod cluster"
 TOTAL_QUOTA = "Total number of instances allowed across SageMaker HyperPod clusters"
 # The same table: "Your account-level quota value must be more than the EBS volume you wish to add to your
-# cluster"; a size per instance, so the largest group's volume is what it must hold.
+# cluster"; a size per instance, so the largest group's volume is what it must hold. Read as "at least" (the
+# quota is named a maximum size; ASSUMED that a volume of exactly the quota is accepted).
 EBS_QUOTA = "Maximum size of EBS volume in GB for a SageMaker HyperPod cluster instance"
 
 

@@ -159,6 +159,24 @@ def test_accelerator_az_without_p5_fails_and_names_an_az_that_has_it(world: Worl
     assert rows_of(results, "accelerator az", "us-east-2")[0].status == "pass"
 
 
+def test_kubernetes_version_in_extended_support_that_hyperpod_does_not_list_says_both(
+    world: World, tmp_path: Path
+) -> None:
+    """Extended support (EKS: billed extra) and HyperPod's list (its EKS prerequisites: 1.28 to 1.34) are
+    separate facts; a version with both problems gets both in one warning, not only the first found."""
+    world.bootstrap("us-east-2")
+    hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": "1.27"}}
+    versions = [eks_version("1.27", "EXTENDED_SUPPORT"), eks_version("1.33")]
+    results = run_checks(
+        preflight_config(tmp_path, hub=hub),
+        Unsupported(world.clients, eks_versions=versions),
+        only={"us-east-2"},
+    )
+    (row,) = rows_of(results, "kubernetes version")
+    assert row.status == "warn"
+    assert "extended support" in row.detail and "HyperPod" in row.detail
+
+
 @pytest.mark.parametrize(("version", "status"), [("1.33", "pass"), ("1.35", "warn"), ("1.27", "warn")])
 def test_kubernetes_version_hyperpod_does_not_list_warns(
     world: World, tmp_path: Path, version: str, status: str

@@ -362,6 +362,11 @@ def test_canary_running_with_a_replaced_producers_old_addresses_fails_until_its_
     deployed.update("ops-us-west-2")
     (row,) = rows(verify(deployed, deployed_config), "canary inputs")
     assert row.status == "pass"
+    # A canary deployed without one of its inputs (another version of the Ops stack) is not silently passed.
+    deployed.environments["ops-us-west-2"].pop("SPOKE_REST_ADDRESS")
+    deployed.update("ops-us-west-2", keep_environment=True)
+    (row,) = rows(verify(deployed, deployed_config), "canary inputs")
+    assert row.status == "fail" and "SPOKE_REST_ADDRESS is not set" in row.detail
 
 
 def test_output_a_reader_needs_missing_fails_and_names_the_readers(

@@ -415,12 +415,13 @@ class DeployedWorld:
         self.clients_for(plan.account)("cloudformation", plan.region).delete_stack(StackName=plan.name)
         self._stack(plan, replace=outputs)
 
-    def update(self, stack_id: str, at: datetime | None = None) -> None:
+    def update(self, stack_id: str, at: datetime | None = None, *, keep_environment: bool = False) -> None:
         """An update of the stack through UpdateStack; moto 5.2.5 keeps no LastUpdatedTime, so it is set here."""
         plan = self.plans[stack_id]
         client = self.clients_for(plan.account)("cloudformation", plan.region)
         # An update resolves the stack's weak references again (the refresh's premise, docs ASSUMED).
-        self.environments.pop(stack_id, None)
+        if not keep_environment:
+            self.environments.pop(stack_id, None)
         body = self._body(plan, self.outputs[plan.name], Description=f"updated {at or datetime.now(UTC)}")
         client.update_stack(StackName=plan.name, TemplateBody=json.dumps(body))
         self._moto_stack(plan).last_updated_time = at or datetime.now(UTC)

@@ -91,7 +91,13 @@ def _inputs(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
     for variable, producer, output in _CANARY_INPUTS:
         current = ctx.stacks.output(producers[producer], output)
         held = canary.get(variable)
-        if held is not None and held != current:
+        if held is None:
+            # The Ops stack always sets all three (constructs/canary/infrastructure.py): a function without one
+            # was deployed by another version of hubspoke.
+            stale.append(
+                f"{variable} is not set, but {ctx.stacks.plan(producers[producer]).name} {output} is {current!r}"
+            )
+        elif held != current:
             stale.append(
                 f"{variable} is {held!r}, but {ctx.stacks.plan(producers[producer]).name} {output} is {current!r}"
             )
