@@ -22,6 +22,8 @@ from tests.conftest import synth, with_pins, write_config
 from tests.fakes.kube_api import FakeKubeApi, claim, node
 from tests.fakes.tls import loopback_certificate
 
+# moto's default credentials as AWS would name them (verify_world._iam_user_arn).
+CALLER = f"arn:aws:iam::{ACCOUNT}:user/moto"
 # config/dev.yaml plus a second spoke that only peers: two spokes make "no route between spokes" testable,
 # and a spoke without CNQ shows what verify says where there is no canary.
 TWO_SPOKES: dict[str, Any] = with_pins(
@@ -29,6 +31,8 @@ TWO_SPOKES: dict[str, Any] = with_pins(
         "environment": "dev",
         "account": ACCOUNT,
         "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
+        # The caller of every verify test (moto's default credentials, an IAM user) administers the clusters.
+        "access": {"administrators": [CALLER]},
         "spokes": [
             {"region": "us-west-2", "cidr": "10.20.0.0/16"},
             {
@@ -102,7 +106,7 @@ class DeployedState:
         state = {
             "physical": world.physical,
             "outputs": world.outputs,
-            "gaps": {account: (g.addons, g.composites) for account, g in gaps.items()},
+            "gaps": {account: (g.addons, g.composites, g.access_entries) for account, g in gaps.items()},
         }
         stored, world_state = copy.deepcopy(([backend for *_, backend in live], state))
         return cls([(b, a, r) for b, a, r, _ in live], stored, world_state)
@@ -121,9 +125,9 @@ class DeployedState:
         world_state = copy.deepcopy(self.world)
         world = DeployedWorld(clients, config, templates)
         world.physical, world.outputs = world_state["physical"], world_state["outputs"]
-        for account, (addons, composites) in world_state["gaps"].items():
+        for account, (addons, composites, entries) in world_state["gaps"].items():
             gaps = clients if account == ACCOUNT else world.clients_for(account)
-            gaps.addons, gaps.composites = addons, composites
+            gaps.addons, gaps.composites, gaps.access_entries = addons, composites, entries
         return world
 
 

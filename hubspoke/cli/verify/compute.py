@@ -11,6 +11,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from hubspoke.cli.access import caller
 from hubspoke.cli.checks import CheckResult, error_code, guarded, pages
 from hubspoke.cli.verify.kube import KubeApi, KubeUnavailable, connect
 from hubspoke.cli.verify.live import Context
@@ -45,6 +46,7 @@ def compute_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     if eks:
         rows += guarded(code, "eks placement", "ec2", lambda: [_eks_placement(ctx, region, eks[0])])
         rows += guarded(code, "eks add-ons", "eks", lambda: _addons(ctx, region))
+        rows += guarded(code, "eks access", "eks", lambda: _access(ctx, region, eks[0]))
         rows += _kubernetes(ctx, region, eks[0])
     return rows
 
@@ -317,6 +319,64 @@ def _addons(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     return rows
 
 
+def _access(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> list[CheckResult]:
+    """Whether the listed administrators have access entries, and whether the caller is one of them.
+
+    EKS ListAccessEntries (botocore eks service-2.json: accessEntries, a list of principal ARNs) names every
+    principal the cluster authenticates; an API-mode cluster refuses anyone else (EKS User Guide, "Grant IAM
+    users and roles access to Kubernetes APIs"). That the entry carries its access policy is not read here.
+    """
+    code = region.region
+    name = str(cluster.get("name", ""))
+    entries = [
+        str(a)
+        for a in pages(ctx.clients("eks", code), "list_access_entries", "accessEntries", clusterName=name)
+    ]
+    deploy = ctx.deploy_command(stack_id("compute", code))
+    rows = []
+    missing = [a for a in ctx.config.access.administrators if a not in entries]
+    if missing:
+        rows.append(
+            CheckResult(
+                code, "eks access", "fail", f"{name} has no access entry for {', '.join(missing)}", deploy
+            )
+        )
+    else:
+        listed = len(ctx.config.access.administrators)
+        rows.append(
+            CheckResult(
+                code, "eks access", "pass", f"{name}: all {listed} listed administrators have entries"
+            )
+        )
+    me = caller(str(ctx.clients("sts", code).get_caller_identity()["Arn"]))
+    mine = me.entry(entries)
+    connect = f"`hubspoke connect --config {ctx.config_path} --region {code}`"
+    if mine:
+        rows.append(CheckResult(code, "eks caller", "pass", f"you ({me.arn}) have the access entry {mine}"))
+    elif me.kind == "other":
+        rows.append(
+            CheckResult(
+                code,
+                "eks caller",
+                "warn",
+                f"you ({me.arn}) are not an IAM role or user, which is all an access entry can name",
+                f"use a role listed under access.administrators: {connect} prints the kubeconfig with it",
+            )
+        )
+    else:
+        rows.append(
+            CheckResult(
+                code,
+                "eks caller",
+                "warn",
+                f"you ({me.arn}) have no access entry on {name}: kubectl would be refused",
+                f"add your {me.kind}'s ARN to access.administrators in {ctx.config_path}, then {deploy}; or "
+                f"assume a listed role: {connect} prints the kubeconfig with it",
+            )
+        )
+    return rows
+
+
 def _kubernetes(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> list[CheckResult]:
     code = region.region
     checks = ["kubernetes nodes"] + (["kubernetes volumes"] if region.storage.enabled else [])
@@ -337,7 +397,8 @@ def _kubernetes(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> 
         return rows
     except KubeUnavailable as exc:
         why = exc.reason + (" (the endpoint is private: normal outside the VPC)" if private else "")
-        fix = exc.fix or ("run verify from inside the VPC" if private else "")
+        tunnel = f"`hubspoke connect --config {ctx.config_path} --region {code}`"
+        fix = exc.fix or (f"open the tunnel {tunnel} prints, then run verify again" if private else "")
         return [CheckResult(code, check, "not checked", why, fix) for check in checks]
 
 

@@ -14,6 +14,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from hubspoke.config.schema import ACCESS_HOST_ARCHITECTURES, AccessConfig
+from hubspoke.policy.access import ACCESS_HOST_TAG
 from hubspoke.policy.acks import acknowledge
 
 # The EKS API server listens on 443 ("Accessing a private only API server": "allow ingress traffic on port 443").
@@ -137,6 +138,8 @@ def _access_host(scope: Construct, *, vpc: ec2.IVpc, subnet: ec2.ISubnet, instan
     # subnets carry as an AZ ID (wiring.NetworkView); AWS::EC2::Instance AvailabilityZone wants a name.
     host.instance.add_property_deletion_override("AvailabilityZone")
     Tags.of(host).add("Name", "hubspoke-access-host")
+    # What our policy pack's HubSpoke-AccessHostNoIngress finds the host by.
+    Tags.of(host).add(*ACCESS_HOST_TAG)
     acknowledge(
         host,
         "AwsSolutions-IAM4",
