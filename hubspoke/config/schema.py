@@ -371,6 +371,11 @@ def _principal_arn(value: str) -> str:
 
 
 PrincipalArn = Annotated[str, AfterValidator(_principal_arn)]
+# The CDK bootstrap's CloudFormation execution role (cdk-<qualifier>-cfn-exec-role-<account>-<region>, CDK
+# bootstrap template) creates the clusters, and EKS gives the creator its own access entry
+# (CreateCluster accessConfig.bootstrapClusterCreatorAdminPermissions, true unless set: EKS API reference); a
+# second entry for the same principal is refused ("Create access entries"), which would roll the stack back.
+_CDK_EXEC_ROLE = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/cdk-[a-z0-9]+-cfn-exec-role-\d{12}-[a-z0-9-]+")
 # The access host's instance type and the CPU architecture of the Amazon Linux 2023 image it runs: the smallest
 # burstable types of the Graviton and x86 families (EC2 User Guide, "Burstable performance instances").
 ACCESS_HOST_ARCHITECTURES: dict[str, Literal["arm64", "x86_64"]] = {
@@ -401,6 +406,13 @@ class AccessConfig(Model):
         if twice:
             # EKS: "An IAM principal can't be included in more than one access entry" (Create access entries).
             raise ValueError(f"administrators lists {', '.join(twice)} more than once: keep one of each")
+        creators = [a for a in self.administrators if _CDK_EXEC_ROLE.fullmatch(a)]
+        if creators:
+            raise ValueError(
+                f"administrators lists {', '.join(creators)}, the CDK deployment role that creates the clusters: "
+                "EKS already gives the cluster creator an access entry and refuses a second one; remove it and "
+                "list the roles people use"
+            )
         return self
 
     @property

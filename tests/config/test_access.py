@@ -88,3 +88,13 @@ def test_validate_exits_2_naming_file_field_and_fix(tmp_path: Path) -> None:
     assert run.returncode == 2, run.stderr
     assert f"{path}: access.administrators[0]: " in run.stderr + run.stdout
     assert "Traceback" not in run.stderr
+
+
+def test_the_cdk_deployment_role_is_refused(tmp_path: Path) -> None:
+    """EKS gives the cluster's creator (the CDK bootstrap's cfn-exec-role, which CloudFormation uses) an access
+    entry of its own (CreateCluster accessConfig.bootstrapClusterCreatorAdminPermissions, default true), and one
+    principal cannot have two (EKS User Guide, "Create access entries"): listing it would fail the deploy."""
+    creator = "arn:aws:iam::123456789012:role/cdk-hnb659fds-cfn-exec-role-123456789012-us-west-2"
+    [line] = problems(tmp_path, minimal(access={"administrators": [ROLE, creator]}))
+    assert line.startswith(f"access: administrators lists {creator}, the CDK deployment role")
+    assert "remove it" in line
