@@ -239,3 +239,49 @@ def test_verify_reads_kubernetes_through_the_tunnel_kubeconfig(tmp_path: Path) -
         api = kube_connect(paths, arn=arn, endpoint=f"https://{host}", name=CLUSTER, region="us-west-2")
         with pytest.raises(KubeUnavailable, match="cannot reach"):
             api.items("/api/v1/nodes")
+
+
+def access_host_row(world: DeployedWorld, config: Path, region: str = "us-west-2") -> CheckResult:
+    results = run_verify(world.config, world.clients, config_path=str(config), kubeconfig=())
+    [row] = [r for r in results if r.region == region and r.check == "access host"]
+    return row
+
+
+def test_verify_passes_a_running_access_host_whose_agent_is_online(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    instance, _ = host_of(deployed, "us-west-2")
+    row = access_host_row(deployed, deployed_config)
+    assert row.status == "pass" and instance in row.detail
+
+
+def test_verify_fails_a_host_whose_agent_never_registered(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """SSM DescribeInstanceInformation lists only instances whose agent reached Systems Manager: none, no tunnel."""
+    instance, _ = host_of(deployed, "us-west-2")
+    del deployed.clients.agents["us-west-2"][instance]
+    row = access_host_row(deployed, deployed_config)
+    assert row.status == "fail" and "has not registered with Systems Manager" in row.detail
+    assert "NAT" in row.fix
+
+
+def test_verify_fails_a_stopped_host_with_the_start_command(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    instance, _ = host_of(deployed, "us-west-2")
+    deployed.clients("ec2", "us-west-2").stop_instances(InstanceIds=[instance])
+    row = access_host_row(deployed, deployed_config)
+    assert row.status == "fail" and row.detail == f"{instance} is stopped"
+    assert row.fix == f"`aws ec2 start-instances --instance-ids {instance} --region us-west-2`"
+    assert problems_of(row.fix.strip("`")) == []
+
+
+def test_verify_fails_a_terminated_host_with_the_gone_runbook(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    instance, _ = host_of(deployed, "us-west-2")
+    deployed.clients("ec2", "us-west-2").terminate_instances(InstanceIds=[instance])
+    row = access_host_row(deployed, deployed_config)
+    assert row.status == "fail" and row.detail == f"{instance} is terminated"
+    assert "detect-stack-drift" in row.fix

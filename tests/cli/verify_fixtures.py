@@ -106,7 +106,9 @@ class DeployedState:
         state = {
             "physical": world.physical,
             "outputs": world.outputs,
-            "gaps": {account: (g.addons, g.composites, g.access_entries) for account, g in gaps.items()},
+            "gaps": {
+                account: (g.addons, g.composites, g.access_entries, g.agents) for account, g in gaps.items()
+            },
         }
         stored, world_state = copy.deepcopy(([backend for *_, backend in live], state))
         return cls([(b, a, r) for b, a, r, _ in live], stored, world_state)
@@ -125,9 +127,14 @@ class DeployedState:
         world_state = copy.deepcopy(self.world)
         world = DeployedWorld(clients, config, templates)
         world.physical, world.outputs = world_state["physical"], world_state["outputs"]
-        for account, (addons, composites, entries) in world_state["gaps"].items():
+        for account, (addons, composites, entries, agents) in world_state["gaps"].items():
             gaps = clients if account == ACCOUNT else world.clients_for(account)
-            gaps.addons, gaps.composites, gaps.access_entries = addons, composites, entries
+            gaps.addons, gaps.composites, gaps.access_entries, gaps.agents = (
+                addons,
+                composites,
+                entries,
+                agents,
+            )
         return world
 
 

@@ -75,6 +75,8 @@ class MotoGaps(Hooked):
     composites: dict[str, CompositeAlarms] = field(default_factory=dict)
     # (region, cluster name) -> the principal ARNs of its access entries (EKS ListAccessEntries; moto lacks it).
     access_entries: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    # region -> instance ID -> PingStatus of its SSM Agent (SSM DescribeInstanceInformation; moto lacks it).
+    agents: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def hook(self, client: Any, service: str, region: str) -> None:
         if service == "cloudwatch":
@@ -85,6 +87,24 @@ class MotoGaps(Hooked):
             client.meta.events.register("before-call.eks.ListAccessEntries", self._entries(region))
         if service == "sts":
             client.meta.events.register("after-call.sts.GetCallerIdentity", _iam_user_arn)
+        if service == "ssm":
+            client.meta.events.register("before-call.ssm.DescribeInstanceInformation", self._agents(region))
+
+    def _agents(self, region: str) -> Callable[..., tuple[AWSResponse, dict[str, Any]]]:
+        def answer(params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+            # JSON protocol: the request body carries Filters [{Key: InstanceIds, Values: [...]}]; an instance
+            # whose agent never registered is not listed.
+            body = json.loads(params["body"] or b"{}")
+            wanted = {v for f in body.get("Filters", []) if f["Key"] == "InstanceIds" for v in f["Values"]}
+            known = self.agents.get(region, {})
+            listed = [
+                {"InstanceId": i, "PingStatus": ping, "PlatformType": "Linux"}
+                for i, ping in known.items()
+                if not wanted or i in wanted
+            ]
+            return AWSResponse("https://stub", 200, {}, None), {"InstanceInformationList": listed}
+
+        return answer
 
     def _entries(self, region: str) -> Callable[..., tuple[AWSResponse, dict[str, Any]]]:
         def answer(model: Any, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
@@ -336,6 +356,10 @@ class DeployedWorld:
                 SubnetId=str(self._resolve(plan, nic["SubnetId"])),
             )["Instances"]
             self.physical[plan.id][logical] = instance["InstanceId"]
+            # Its agent registered and answers (Amazon Linux 2023 ships it; the NAT carries it).
+            self.clients_for(plan.account).agents.setdefault(plan.region, {})[instance["InstanceId"]] = (
+                "Online"
+            )
         for logical, resource in resources(template, "AWS::SageMaker::Cluster"):
             props = resource["Properties"]
             groups = [

@@ -14,11 +14,12 @@ from botocore.exceptions import ClientError
 from hubspoke.cli.access import caller
 from hubspoke.cli.checks import CheckResult, error_code, guarded, pages
 from hubspoke.cli.verify.kube import KubeApi, KubeUnavailable, connect
-from hubspoke.cli.verify.live import Context
+from hubspoke.cli.verify.live import Context, Unavailable
 from hubspoke.compute_metrics import eks_cluster_name, hyperpod_cluster_name
 from hubspoke.config import RegionConfig
 from hubspoke.eks_addons import ADDONS, addon_version
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
+from hubspoke.outputs import ACCESS_HOST_INSTANCE
 from hubspoke.topology import stack_id
 
 _COMPUTE_RUNBOOK = "docs/runbooks/compute.md"
@@ -47,6 +48,8 @@ def compute_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
         rows += guarded(code, "eks placement", "ec2", lambda: [_eks_placement(ctx, region, eks[0])])
         rows += guarded(code, "eks add-ons", "eks", lambda: _addons(ctx, region))
         rows += guarded(code, "eks access", "eks", lambda: _access(ctx, region, eks[0]))
+        if ctx.config.access.host_enabled:
+            rows += guarded(code, "access host", "ec2", lambda: [_access_host(ctx, region)])
         rows += _kubernetes(ctx, region, eks[0])
     return rows
 
@@ -375,6 +378,56 @@ def _access(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> list
             )
         )
     return rows
+
+
+def _access_host(ctx: Context, region: RegionConfig) -> CheckResult:
+    """The SSM access host is running and its agent is online: the tunnel `hubspoke connect` prints can open.
+
+    EC2 DescribeInstances: State.Name (pending | running | shutting-down | terminated | stopping | stopped).
+    SSM DescribeInstanceInformation: InstanceInformationList[].PingStatus (Online | ConnectionLost | Inactive);
+    an instance whose agent never reached Systems Manager is not listed (botocore ssm service-2.json).
+    """
+    code = region.region
+    compute = stack_id("compute", code)
+    try:
+        instance_id = ctx.stacks.output(compute, ACCESS_HOST_INSTANCE.key())
+    except Unavailable as exc:
+        return CheckResult(code, "access host", "not checked", str(exc), ctx.deploy_command(compute))
+    found = ctx.clients("ec2", code).describe_instances(
+        Filters=[{"Name": "instance-id", "Values": [instance_id]}]
+    )["Reservations"]
+    state = next((i["State"]["Name"] for r in found for i in r["Instances"]), None)
+    if state in (None, "terminated", "shutting-down"):
+        return CheckResult(
+            code,
+            "access host",
+            "fail",
+            f"{instance_id} is {state or 'gone'}",
+            ctx.gone_fix(compute, instance_id),
+        )
+    if state != "running":
+        return CheckResult(
+            code,
+            "access host",
+            "fail",
+            f"{instance_id} is {state}",
+            f"`aws ec2 start-instances --instance-ids {instance_id} --region {code}`",
+        )
+    listed = ctx.clients("ssm", code).describe_instance_information(
+        Filters=[{"Key": "InstanceIds", "Values": [instance_id]}]
+    )["InstanceInformationList"]
+    ping = listed[0].get("PingStatus") if listed else None
+    if ping != "Online":
+        why = f"its SSM Agent is {ping}" if ping else "its SSM Agent has not registered with Systems Manager"
+        return CheckResult(
+            code,
+            "access host",
+            "fail",
+            f"{instance_id} is running but {why}: Session Manager cannot open the tunnel",
+            "the agent reaches Systems Manager through the NAT gateway: check the network rows; a host just "
+            'created needs a few minutes (docs/runbooks/compute.md, "Reach the cluster")',
+        )
+    return CheckResult(code, "access host", "pass", f"{instance_id} is running, its SSM Agent Online")
 
 
 def _kubernetes(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> list[CheckResult]:
