@@ -136,3 +136,22 @@ def test_the_host_is_on_when_administrators_are_listed_unless_switched_off(
     [plan] = [p for p in plan_stacks(config) if p.id == "compute-us-west-2"]
     assert ("AccessHostInstanceId" in produced(config, plan)) is host
     assert "EksEndpoint" in produced(config, plan)
+
+
+@pytest.mark.thorough
+@pytest.mark.parametrize(("instance_type", "arch"), [("c7g.medium", "arm64"), ("t3.nano", "x86_64")])
+def test_other_host_types_get_their_image_and_pass_control_tower(
+    config_from: Any, instance_type: str, arch: str
+) -> None:
+    """Every offered type synthesizes, Control Tower included (every synth runs it): c7g.medium is on
+    CT.EC2.PR.19's list of types that encrypt traffic between instances (ct-ec2-pr-19.guard in
+    cdklabs-cdk-validator-cfnguard 0.0.62), t3.nano passes with the acknowledgment. The image follows the type's
+    CPU: Graviton arm64, t3 x86_64 (an arm64 image on t3 would not boot)."""
+    from tests.conftest import synth
+
+    data = minimal()
+    data["access"] = {"administrators": [ADMIN], "access_host_instance_type": instance_type}
+    template = synth(config_from(data))["compute-us-west-2"]
+    [(_, host)] = resources(template, "AWS::EC2::Instance")
+    assert host["Properties"]["InstanceType"] == instance_type
+    assert template["Parameters"][host["Properties"]["ImageId"]["Ref"]]["Default"].endswith(f"-{arch}")
