@@ -60,6 +60,11 @@ ADMIN_SECRET = Output("AdminSecretArn", "storage", "the Secrets Manager ARN of t
 # Compute (every Region with HyperPod): read by operators and `hubspoke verify`, by no stack.
 EKS_CLUSTER_NAME = Output("EksClusterName", "compute", "the EKS cluster's name")
 HYPERPOD_CLUSTER_ARN = Output("HyperPodClusterArn", "compute", "the SageMaker HyperPod cluster's ARN")
+# Read by `hubspoke connect`: where the tunnel goes and through which instance (only with the access host).
+EKS_ENDPOINT = Output("EksEndpoint", "compute", "the EKS API server endpoint URL (private)")
+ACCESS_HOST_INSTANCE = Output(
+    "AccessHostInstanceId", "compute", "the SSM access host's instance ID (with access.access_host only)"
+)
 
 OUTPUTS: tuple[Output, ...] = (
     VPC_ID,
@@ -74,6 +79,8 @@ OUTPUTS: tuple[Output, ...] = (
     ADMIN_SECRET,
     EKS_CLUSTER_NAME,
     HYPERPOD_CLUSTER_ARN,
+    EKS_ENDPOINT,
+    ACCESS_HOST_INSTANCE,
 )
 
 
@@ -87,6 +94,8 @@ def produced(config: HubSpokeConfig, plan: StackPlan) -> tuple[str, ...]:
         if plan.region != config.hub.region:
             names.append(PEERING_CONNECTION.key())
         return tuple(names)
+    if plan.kind == "compute" and not config.access.host_enabled:
+        return tuple(o.key() for o in OUTPUTS if o.producer == "compute" and o is not ACCESS_HOST_INSTANCE)
     return tuple(o.key() for o in OUTPUTS if o.producer == plan.kind)
 
 

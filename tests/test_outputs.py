@@ -20,7 +20,9 @@ from tests.conftest import Shape, get_stack_outputs, synth_warnings
 
 NETWORK = {"VpcId", "PeerPathSecurityGroupId", "AcceleratorSubnetId", "FlowLogGroupName"}
 STORAGE = {"FloatingIps", "RestAddress", "AdminSecretArn"}
-COMPUTE = {"EksClusterName", "HyperPodClusterArn"}
+COMPUTE = {"EksClusterName", "HyperPodClusterArn", "EksEndpoint"}
+# Only where the SSM access host is deployed (access.access_host, default: when administrators are listed).
+ACCESS_HOST = "AccessHostInstanceId"
 
 
 def expected_outputs(config: HubSpokeConfig, kind: str, region: str) -> set[str]:
@@ -37,6 +39,8 @@ def expected_outputs(config: HubSpokeConfig, kind: str, region: str) -> set[str]
         if region != config.hub.region:
             names.add("PeeringConnectionId")
         return names
+    if kind == "compute" and config.access.host_enabled:
+        return COMPUTE | {ACCESS_HOST}
     return {"storage": STORAGE, "compute": COMPUTE}.get(kind, set())
 
 

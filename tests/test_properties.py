@@ -178,6 +178,7 @@ INVARIANT_MODULES = (
     "tests.stacks.test_retention",
     "tests.stacks.test_ops",
     "tests.stacks.test_compute",
+    "tests.stacks.test_cluster_access",
     "tests.stacks.test_dashboard",
     "tests.test_outputs",
     "tests.test_stack_order",

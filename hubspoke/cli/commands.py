@@ -34,6 +34,10 @@ COMMANDS: dict[str, Command] = {
         "hubspoke.cli.verify",
         "check a deployed environment against its config, with a fix per problem (read-only)",
     ),
+    "connect": Command(
+        "hubspoke.cli.connect",
+        "print the tunnel and kubeconfig commands that reach one Region's private EKS endpoint",
+    ),
     "ami": Command(
         "hubspoke.cli.ami",
         "print the current Ubuntu 24.04 image of each Region as the storage.ami_id line to paste",

@@ -344,6 +344,82 @@ class OpsConfig(Model):
     reserve_canary_concurrency: bool = False
 
 
+# --- Cluster access (issue 23): who administers the private EKS clusters and how they reach the endpoint ---
+# An EKS access entry names one IAM principal: a role (its ARN may include a path) or a user; STS session ARNs
+# cannot be used (EKS User Guide, "Create access entries"; EKS API reference, CreateAccessEntry.principalArn).
+_PRINCIPAL_ARN = re.compile(
+    r"arn:aws(?:-[a-z]+)*:iam::\d{12}:(?:role|user)/(?:[\w+=,.@-]+/)*[\w+=,.@-]{1,128}"
+)
+_SESSION_ARN = re.compile(r"arn:(aws(?:-[a-z]+)*):sts::(\d{12}):assumed-role/([\w+=,.@-]+)/.*")
+
+
+def _principal_arn(value: str) -> str:
+    if _PRINCIPAL_ARN.fullmatch(value):
+        return value
+    session = _SESSION_ARN.fullmatch(value)
+    if session:
+        partition, account, role = session.groups()
+        raise ValueError(
+            f"'{value}' is an STS session, which EKS access entries refuse: give the role's ARN, "
+            f"arn:{partition}:iam::{account}:role/<path/>{role} (`aws iam get-role --role-name {role} "
+            "--query Role.Arn` prints it with its path)"
+        )
+    raise ValueError(
+        f"'{value}' is not an IAM role or user ARN; write it like arn:aws:iam::123456789012:role/ClusterAdmins "
+        "(a role may have a path: arn:aws:iam::123456789012:role/teams/ml/ClusterAdmins)"
+    )
+
+
+PrincipalArn = Annotated[str, AfterValidator(_principal_arn)]
+# The CDK bootstrap's CloudFormation execution role (cdk-<qualifier>-cfn-exec-role-<account>-<region>, CDK
+# bootstrap template) creates the clusters, and EKS gives the creator its own access entry
+# (CreateCluster accessConfig.bootstrapClusterCreatorAdminPermissions, true unless set: EKS API reference); a
+# second entry for the same principal is refused ("Create access entries"), which would roll the stack back.
+_CDK_EXEC_ROLE = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/cdk-[a-z0-9]+-cfn-exec-role-\d{12}-[a-z0-9-]+")
+# The access host's instance type and the CPU architecture of the Amazon Linux 2023 image it runs: the smallest
+# burstable types of the Graviton and x86 families (EC2 User Guide, "Burstable performance instances").
+ACCESS_HOST_ARCHITECTURES: dict[str, Literal["arm64", "x86_64"]] = {
+    "t4g.nano": "arm64",
+    "t4g.micro": "arm64",
+    "t3.nano": "x86_64",
+    "t3.micro": "x86_64",
+    # For accounts that enforce Control Tower's CT.EC2.PR.19 (instance types encrypting traffic in transit).
+    "c7g.medium": "arm64",
+}
+
+
+class AccessConfig(Model):
+    """Who administers every compute cluster of the environment, and the access host they reach its endpoint by."""
+
+    # IAM roles (preferred) or users given an EKS access entry with cluster admin on every compute cluster.
+    administrators: list[PrincipalArn] = []
+    # An SSM-managed host in a private subnet, for Session Manager port forwarding to the private EKS endpoint.
+    # Default: deployed when administrators are listed (they need it to reach a private endpoint).
+    access_host: bool | None = None
+    access_host_instance_type: Literal["t4g.nano", "t4g.micro", "t3.nano", "t3.micro", "c7g.medium"] = (
+        "t4g.nano"
+    )
+
+    @model_validator(mode="after")
+    def _administrators_unique(self) -> AccessConfig:
+        twice = sorted({a for a in self.administrators if self.administrators.count(a) > 1})
+        if twice:
+            # EKS: "An IAM principal can't be included in more than one access entry" (Create access entries).
+            raise ValueError(f"administrators lists {', '.join(twice)} more than once: keep one of each")
+        creators = [a for a in self.administrators if _CDK_EXEC_ROLE.fullmatch(a)]
+        if creators:
+            raise ValueError(
+                f"administrators lists {', '.join(creators)}, the CDK deployment role that creates the clusters: "
+                "EKS already gives the cluster creator an access entry and refuses a second one; remove it and "
+                "list the roles people use"
+            )
+        return self
+
+    @property
+    def host_enabled(self) -> bool:
+        return bool(self.administrators) if self.access_host is None else self.access_host
+
+
 class HubSpokeConfig(Model):
     """One environment: a hub Region, its spoke Regions, and the settings they share."""
 
@@ -355,6 +431,7 @@ class HubSpokeConfig(Model):
     inter_region_mtu: Annotated[int, Field(ge=1280, le=8500)] = 8500
     tags: dict[str, str] = {}
     ops: OpsConfig = OpsConfig()
+    access: AccessConfig = AccessConfig()
 
     def regions(self) -> Iterator[RegionConfig]:
         """The hub first, then every spoke in config order."""

@@ -9,6 +9,7 @@ first deploy into an account depends on).
 from __future__ import annotations
 
 from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.policy.access import ACCESS_RULES
 from hubspoke.policy.cnq import CNQ_RULES
 from hubspoke.policy.deploy_facts import DEPLOY_FACT_RULES
 from hubspoke.policy.hyperpod import HYPERPOD_RULES
@@ -22,6 +23,7 @@ RULES: tuple[PolicyRule, ...] = (
     *NETWORK_RULES,
     *CNQ_RULES,
     *HYPERPOD_RULES,
+    *ACCESS_RULES,
     custom_resource_waits_within_service_timeout,
     *DEPLOY_FACT_RULES,
 )

@@ -11,13 +11,20 @@ from constructs import Construct
 from hubspoke import training_metrics
 from hubspoke.compute_metrics import eks_cluster_name, hyperpod_cluster_name
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.constructs.hyperpod.access import ClusterAccess
 from hubspoke.constructs.hyperpod.addons import OperatorAddons
 from hubspoke.constructs.hyperpod.cluster import HyperPodCluster, efa_security_group
 from hubspoke.constructs.hyperpod.dependencies import HyperPodDependencies
 from hubspoke.constructs.hyperpod.eks import HyperPodEks
 from hubspoke.constructs.hyperpod.lifecycle import write_lifecycle_scripts
 from hubspoke.k8s.storage import storage_manifests
-from hubspoke.outputs import EKS_CLUSTER_NAME, FLOATING_IPS, HYPERPOD_CLUSTER_ARN
+from hubspoke.outputs import (
+    ACCESS_HOST_INSTANCE,
+    EKS_CLUSTER_NAME,
+    EKS_ENDPOINT,
+    FLOATING_IPS,
+    HYPERPOD_CLUSTER_ARN,
+)
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.wiring import Inputs, NetworkView
@@ -100,6 +107,15 @@ class ComputeStack(PlannedStack):
                 "Storage", *storage_manifests(region, floating_ips=local_floating_ips(inputs, region))
             )
             manifest.node.add_dependency(dependencies)
+        # People: access entries for the configured administrators and the SSM host they tunnel through.
+        self.access = ClusterAccess(
+            self,
+            "Access",
+            cluster=plane.cluster,
+            access=config.access,
+            vpc=network.vpc,
+            subnet=network.private_subnets[0],
+        )
         self.eks = plane
         self.hyperpod = hyperpod
         # Where the CloudWatch agent files the training job's metric records (their `_aws.LogGroupName`):
@@ -116,6 +132,9 @@ class ComputeStack(PlannedStack):
         _accept_execution_role_findings(hyperpod)
         self.publish(EKS_CLUSTER_NAME, plane.cluster.cluster_name)
         self.publish(HYPERPOD_CLUSTER_ARN, hyperpod.cluster.attr_cluster_arn)
+        self.publish(EKS_ENDPOINT, plane.cluster.cluster_endpoint)
+        if self.access.host is not None:
+            self.publish(ACCESS_HOST_INSTANCE, self.access.host.instance_id)
 
 
 def _accept_execution_role_findings(hyperpod: HyperPodCluster) -> None:

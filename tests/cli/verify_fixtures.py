@@ -23,6 +23,8 @@ from tests.conftest import synth, with_pins, write_config
 from tests.fakes.kube_api import FakeKubeApi, claim, node
 from tests.fakes.tls import loopback_certificate
 
+# moto's default credentials as AWS would name them (verify_world._iam_user_arn).
+CALLER = f"arn:aws:iam::{ACCOUNT}:user/moto"
 # config/dev.yaml plus a second spoke that only peers: two spokes make "no route between spokes" testable,
 # and a spoke without CNQ shows what verify says where there is no canary.
 TWO_SPOKES: dict[str, Any] = with_pins(
@@ -30,6 +32,8 @@ TWO_SPOKES: dict[str, Any] = with_pins(
         "environment": "dev",
         "account": ACCOUNT,
         "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
+        # The caller of every verify test (moto's default credentials, an IAM user) administers the clusters.
+        "access": {"administrators": [CALLER]},
         "spokes": [
             {"region": "us-west-2", "cidr": "10.20.0.0/16"},
             {
@@ -104,7 +108,9 @@ class DeployedState:
             "physical": world.physical,
             "outputs": world.outputs,
             "environments": world.environments,
-            "gaps": {account: (g.addons, g.composites) for account, g in gaps.items()},
+            "gaps": {
+                account: (g.addons, g.composites, g.access_entries, g.agents) for account, g in gaps.items()
+            },
         }
         stored, world_state = copy.deepcopy(([backend for *_, backend in live], state))
         return cls([(b, a, r) for b, a, r, _ in live], stored, world_state)
@@ -125,9 +131,14 @@ class DeployedState:
         world = DeployedWorld(clients, config, templates)
         world.physical, world.outputs = world_state["physical"], world_state["outputs"]
         world.environments = world_state["environments"]
-        for account, (addons, composites) in world_state["gaps"].items():
+        for account, (addons, composites, entries, agents) in world_state["gaps"].items():
             gaps = clients if account == ACCOUNT else world.clients_for(account)
-            gaps.addons, gaps.composites = addons, composites
+            gaps.addons, gaps.composites, gaps.access_entries, gaps.agents = (
+                addons,
+                composites,
+                entries,
+                agents,
+            )
         return world
 
 

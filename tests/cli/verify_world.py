@@ -87,6 +87,10 @@ class MotoGaps(Hooked):
     asked: list[tuple[str, str]] = field(default_factory=list)
     # Region -> its composite alarms, which moto lacks (tests/cli/composite_alarms.py).
     composites: dict[str, CompositeAlarms] = field(default_factory=dict)
+    # (region, cluster name) -> the principal ARNs of its access entries (EKS ListAccessEntries; moto lacks it).
+    access_entries: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    # region -> instance ID -> PingStatus of its SSM Agent (SSM DescribeInstanceInformation; moto lacks it).
+    agents: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def hook(self, client: Any, service: str, region: str) -> None:
         if service == "cloudwatch":
@@ -94,6 +98,40 @@ class MotoGaps(Hooked):
         if service == "eks":
             client.meta.events.register("before-call.eks.ListAddons", self._answer(region))
             client.meta.events.register("before-call.eks.DescribeAddon", self._answer(region))
+            client.meta.events.register("before-call.eks.ListAccessEntries", self._entries(region))
+        if service == "sts":
+            client.meta.events.register("after-call.sts.GetCallerIdentity", _iam_user_arn)
+        if service == "ssm":
+            client.meta.events.register("before-call.ssm.DescribeInstanceInformation", self._agents(region))
+
+    def _agents(self, region: str) -> Callable[..., tuple[AWSResponse, dict[str, Any]]]:
+        def answer(params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+            # JSON protocol: the request body carries Filters [{Key: InstanceIds, Values: [...]}]; an instance
+            # whose agent never registered is not listed.
+            body = json.loads(params["body"] or b"{}")
+            wanted = {v for f in body.get("Filters", []) if f["Key"] == "InstanceIds" for v in f["Values"]}
+            known = self.agents.get(region, {})
+            listed = [
+                {"InstanceId": i, "PingStatus": ping, "PlatformType": "Linux"}
+                for i, ping in known.items()
+                if not wanted or i in wanted
+            ]
+            return AWSResponse("https://stub", 200, {}, None), {"InstanceInformationList": listed}
+
+        return answer
+
+    def _entries(self, region: str) -> Callable[..., tuple[AWSResponse, dict[str, Any]]]:
+        def answer(model: Any, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+            # GET /clusters/{name}/access-entries (botocore eks service-2.json, ListAccessEntries).
+            cluster = params["url_path"].split("?")[0].strip("/").split("/")[1]
+            self.asked.append((model.name, params["url_path"]))
+            if (region, cluster) not in self.access_entries:
+                return _error(404, "ResourceNotFoundException", f"No cluster found for name: {cluster}.")
+            return AWSResponse("https://stub", 200, {}, None), {
+                "accessEntries": self.access_entries[region, cluster]
+            }
+
+        return answer
 
     def _answer(self, region: str) -> Callable[..., tuple[AWSResponse, dict[str, Any]]]:
         def answer(model: Any, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
@@ -112,6 +150,14 @@ class MotoGaps(Hooked):
             return AWSResponse("https://stub", 200, {}, None), {"addon": installed[addon]}
 
         return answer
+
+
+def _iam_user_arn(parsed: dict[str, Any], **_: Any) -> None:
+    """moto's default credentials are a user it reports as arn:aws:sts::<account>:user/moto; AWS reports an IAM
+    user as arn:aws:iam::<account>:user/<name> (STS API reference, GetCallerIdentity, "called by an IAM user")."""
+    arn = str(parsed.get("Arn", ""))
+    if ":sts::" in arn and ":user/" in arn:
+        parsed["Arn"] = arn.replace(":sts::", ":iam::", 1)
 
 
 def _addon_target(url_path: str) -> tuple[str, str]:
@@ -185,7 +231,9 @@ class DeployedWorld:
         if isinstance(value, dict) and "Ref" in value:
             return self.physical[plan.id].get(value["Ref"])
         if isinstance(value, dict) and "Fn::GetAtt" in value:
-            return self.physical[plan.id].get(value["Fn::GetAtt"][0])
+            logical, attribute = value["Fn::GetAtt"][:2]
+            found = self.physical[plan.id].get(f"{logical}.{attribute}")
+            return found or self.physical[plan.id].get(logical)
         if isinstance(value, dict) and "Fn::GetStackOutput" in value:
             ref = value["Fn::GetStackOutput"]
             return self.outputs.get(ref["StackName"], {}).get(ref["OutputName"])
@@ -293,10 +341,41 @@ class DeployedWorld:
                 },
             )
             self.physical[plan.id][logical] = props["Name"]
+            described = self.clients_for(plan.account)("eks", plan.region).describe_cluster(
+                name=props["Name"]
+            )
+            self.physical[plan.id][f"{logical}.Endpoint"] = described["cluster"]["endpoint"]
+            # The entries the template creates: literal ARNs (config.access.administrators) and roles of its own.
+            self.clients_for(plan.account).access_entries[plan.region, props["Name"]] = [
+                e["Properties"]["PrincipalArn"]
+                if isinstance(e["Properties"]["PrincipalArn"], str)
+                else f"arn:aws:iam::{plan.account}:role/{plan.name}-{e['Properties']['PrincipalArn']['Fn::GetAtt'][0]}"
+                for _, e in resources(template, "AWS::EKS::AccessEntry")
+            ]
             self.clients.addons[plan.region, props["Name"]] = {
                 a["Properties"]["AddonName"]: _addon(plan, props["Name"], a["Properties"])
                 for _, a in resources(template, "AWS::EKS::Addon")
             }
+        for logical, resource in resources(template, "AWS::EC2::Instance"):
+            # The SSM access host, in the template's subnet; its image is registered here (the template's is a
+            # deploy-time SSM parameter).
+            ec2 = self.clients_for(plan.account)("ec2", plan.region)
+            [nic] = resource["Properties"]["NetworkInterfaces"]
+            image = ec2.register_image(Name=f"access-host-{plan.region}", RootDeviceName="/dev/xvda")[
+                "ImageId"
+            ]
+            [instance] = ec2.run_instances(
+                ImageId=image,
+                MinCount=1,
+                MaxCount=1,
+                InstanceType=resource["Properties"]["InstanceType"],
+                SubnetId=str(self._resolve(plan, nic["SubnetId"])),
+            )["Instances"]
+            self.physical[plan.id][logical] = instance["InstanceId"]
+            # Its agent registered and answers (Amazon Linux 2023 ships it; the NAT carries it).
+            self.clients_for(plan.account).agents.setdefault(plan.region, {})[instance["InstanceId"]] = (
+                "Online"
+            )
         for logical, resource in resources(template, "AWS::SageMaker::Cluster"):
             props = resource["Properties"]
             groups = [

@@ -259,6 +259,14 @@ CUSTOM_COMMANDS: dict[tuple[str, str], ArgTable] = {
         {"cluster-name": VALUE, "role-arn": VALUE, "cluster-id": VALUE},
         source="awscli/customizations/eks/get_token.py",
     ),
+    # StartSessionCommand is a ServiceOperation over botocore's ssm StartSession model (Target required;
+    # DocumentName, Reason, Parameters); only the caller changes, handing the session to the plugin (read at
+    # aws/aws-cli@04f64fc0, the same add_custom_start_session the pin registers in handlers_registry.py).
+    ("ssm", "start-session"): ArgTable(
+        {"target": VALUE, "document-name": VALUE, "reason": VALUE, "parameters": VALUE},
+        required=frozenset({"target"}),
+        source="awscli/customizations/sessionmanager.py StartSessionCommand",
+    ),
     ("logs", "tail"): ArgTable(
         {
             "since": VALUE,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fakes.tls import loopback_certificate
+from tests.fakes.tls import loopback_certificate, named_certificate
 
 _CLAIMS = re.compile(r"^/api/v1/namespaces/([a-z0-9-]+)/persistentvolumeclaims$")
 
@@ -74,6 +74,8 @@ class FakeKubeApi:
     page_size: int = 0
     intercepted: str = ""  # "", "html" or "cut"
     requests: list[str] = field(default_factory=list)
+    # A host name the certificate names instead of 127.0.0.1: the server as seen through a tunnel.
+    server_name: str = ""
     _server: http.server.ThreadingHTTPServer | None = None
 
     @property
@@ -115,7 +117,11 @@ class FakeKubeApi:
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         if self.tls:
-            cert = loopback_certificate("fake-kube-apiserver")
+            cert = (
+                named_certificate(self.server_name)
+                if self.server_name
+                else loopback_certificate("fake-kube-apiserver")
+            )
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(cert.cert_file, cert.key_file)
             self._server.socket = context.wrap_socket(self._server.socket, server_side=True)

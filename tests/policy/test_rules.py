@@ -291,3 +291,37 @@ def test_a_link_route_read_from_the_wrong_region_is_caught(
         ref["Region"] = region
     [(where, message)] = _peering_violations(broken, dev_config)
     assert where == "link-us-west-2" and "hub side lacks 1 route" in message
+
+
+def _access_host(templates: Templates, stack: str) -> tuple[str, str]:
+    """(instance, security group) logical IDs of the access host in `stack`."""
+    [(host, props)] = [
+        (k, r["Properties"])
+        for k, r in templates[stack]["Resources"].items()
+        if r["Type"] == "AWS::EC2::Instance"
+    ]
+    [group] = props["NetworkInterfaces"][0]["GroupSet"]
+    return host, group["Fn::GetAtt"][0]
+
+
+@pytest.mark.parametrize("how", ["standalone", "inline", "public"])
+def test_a_way_into_the_access_host_is_caught(
+    dev_config: HubSpokeConfig, dev_templates: Templates, how: str
+) -> None:
+    """Session Manager needs no inbound port (Systems Manager User Guide, "AWS Systems Manager Session Manager"):
+    an ingress rule on the host's group, standalone or inline, or a public address, is refused."""
+    broken = copy.deepcopy(dev_templates)
+    resources = broken["compute-us-west-2"]["Resources"]
+    host, group = _access_host(broken, "compute-us-west-2")
+    rule = {"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "CidrIp": "10.20.0.0/16"}
+    if how == "standalone":
+        resources["Injected"] = {
+            "Type": "AWS::EC2::SecurityGroupIngress",
+            "Properties": {**rule, "GroupId": {"Fn::GetAtt": [group, "GroupId"]}},
+        }
+    elif how == "inline":
+        resources[group]["Properties"]["SecurityGroupIngress"] = [rule]
+    else:
+        resources[host]["Properties"]["NetworkInterfaces"][0]["AssociatePublicIpAddress"] = True
+    assert "HubSpoke-AccessHostNoIngress" in rules_hit(broken, dev_config)
+    assert "HubSpoke-AccessHostNoIngress" not in rules_hit(dev_templates, dev_config)

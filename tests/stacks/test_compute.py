@@ -198,7 +198,7 @@ def test_the_two_kubernetes_installers_get_access_entries_and_hyperpod_makes_the
     """The cluster authenticates through access entries only (AuthenticationMode API), so whoever the stack runs
     against the Kubernetes API needs one: CDK's kubectl provider (our manifests; aws-cdk-lib aws-eks-v2, "onEvent
     handler for EKS kubectl resource provider") and our dependencies installer (the HyperPod chart installs CRDs,
-    cluster roles and DaemonSets across namespaces). Each gets a STANDARD entry (AWS::EKS::AccessEntry Type's
+    cluster roles and DaemonSets across namespaces), and besides them only the administrators config lists. Each gets a STANDARD entry (AWS::EKS::AccessEntry Type's
     default) with AmazonEKSClusterAdminPolicy over the whole cluster, and nobody else gets one. Not the HyperPod
     execution role: HyperPod creates its entry ("EksRoleAccessEntries ... created by HyperPod on your behalf",
     SageMaker API reference, ClusterMetadata), and EKS allows one entry per principal (CreateAccessEntry,
@@ -216,9 +216,14 @@ def test_the_two_kubernetes_installers_get_access_entries_and_hyperpod_makes_the
             or f.get("Description") == "onEvent handler for EKS kubectl resource provider"
         }
         assert len(installers) == 2, f"{code}: the installer and the kubectl provider, each with its role"
+        all_entries = [e["Properties"] for _, e in resources(template, "AWS::EKS::AccessEntry")]
+        # The configured administrators (literal ARNs from config.access) get theirs too (test_cluster_access.py).
+        people = [e for e in all_entries if isinstance(e["PrincipalArn"], str)]
+        assert sorted(e["PrincipalArn"] for e in people) == sorted(config.access.administrators), code
         entries = {
-            e["Properties"]["PrincipalArn"]["Fn::GetAtt"][0]: e["Properties"]
-            for _, e in resources(template, "AWS::EKS::AccessEntry")
+            e["PrincipalArn"]["Fn::GetAtt"][0]: e
+            for e in all_entries
+            if not isinstance(e["PrincipalArn"], str)
         }
         assert set(entries) == installers, f"{code}: access entries for exactly the Kubernetes installers"
         for role, entry in entries.items():

@@ -11,13 +11,15 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from hubspoke.cli.access import caller
 from hubspoke.cli.checks import CheckResult, error_code, guarded, pages
 from hubspoke.cli.verify.kube import KubeApi, KubeUnavailable, connect
-from hubspoke.cli.verify.live import Context
+from hubspoke.cli.verify.live import Context, Unavailable
 from hubspoke.compute_metrics import eks_cluster_name, hyperpod_cluster_name
 from hubspoke.config import RegionConfig
 from hubspoke.eks_addons import ADDONS, addon_version
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
+from hubspoke.outputs import ACCESS_HOST_INSTANCE
 from hubspoke.topology import stack_id
 
 _COMPUTE_RUNBOOK = "docs/runbooks/compute.md"
@@ -45,6 +47,9 @@ def compute_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     if eks:
         rows += guarded(code, "eks placement", "ec2", lambda: [_eks_placement(ctx, region, eks[0])])
         rows += guarded(code, "eks add-ons", "eks", lambda: _addons(ctx, region))
+        rows += guarded(code, "eks access", "eks", lambda: _access(ctx, region, eks[0]))
+        if ctx.config.access.host_enabled:
+            rows += guarded(code, "access host", "ec2", lambda: [_access_host(ctx, region)])
         rows += _kubernetes(ctx, region, eks[0])
     return rows
 
@@ -317,6 +322,114 @@ def _addons(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     return rows
 
 
+def _access(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> list[CheckResult]:
+    """Whether the listed administrators have access entries, and whether the caller is one of them.
+
+    EKS ListAccessEntries (botocore eks service-2.json: accessEntries, a list of principal ARNs) names every
+    principal the cluster authenticates; an API-mode cluster refuses anyone else (EKS User Guide, "Grant IAM
+    users and roles access to Kubernetes APIs"). That the entry carries its access policy is not read here.
+    """
+    code = region.region
+    name = str(cluster.get("name", ""))
+    entries = [
+        str(a)
+        for a in pages(ctx.clients("eks", code), "list_access_entries", "accessEntries", clusterName=name)
+    ]
+    deploy = ctx.deploy_command(stack_id("compute", code))
+    rows = []
+    missing = [a for a in ctx.config.access.administrators if a not in entries]
+    if missing:
+        rows.append(
+            CheckResult(
+                code, "eks access", "fail", f"{name} has no access entry for {', '.join(missing)}", deploy
+            )
+        )
+    else:
+        listed = len(ctx.config.access.administrators)
+        rows.append(
+            CheckResult(
+                code, "eks access", "pass", f"{name}: all {listed} listed administrators have entries"
+            )
+        )
+    me = caller(str(ctx.clients("sts", code).get_caller_identity()["Arn"]))
+    mine = me.entry(entries)
+    connect = f"`hubspoke connect --config {ctx.config_path} --region {code}`"
+    if mine:
+        rows.append(CheckResult(code, "eks caller", "pass", f"you ({me.arn}) have the access entry {mine}"))
+    elif me.kind == "other":
+        rows.append(
+            CheckResult(
+                code,
+                "eks caller",
+                "warn",
+                f"you ({me.arn}) are not an IAM role or user, which is all an access entry can name",
+                f"use a role listed under access.administrators: {connect} prints the kubeconfig with it",
+            )
+        )
+    else:
+        rows.append(
+            CheckResult(
+                code,
+                "eks caller",
+                "warn",
+                f"you ({me.arn}) have no access entry on {name}: kubectl would be refused",
+                f"add your {me.kind}'s ARN to access.administrators in {ctx.config_path}, then {deploy}; or "
+                f"assume a listed role: {connect} prints the kubeconfig with it",
+            )
+        )
+    return rows
+
+
+def _access_host(ctx: Context, region: RegionConfig) -> CheckResult:
+    """The SSM access host is running and its agent is online: the tunnel `hubspoke connect` prints can open.
+
+    EC2 DescribeInstances: State.Name (pending | running | shutting-down | terminated | stopping | stopped).
+    SSM DescribeInstanceInformation: InstanceInformationList[].PingStatus (Online | ConnectionLost | Inactive);
+    an instance whose agent never reached Systems Manager is not listed (botocore ssm service-2.json).
+    """
+    code = region.region
+    compute = stack_id("compute", code)
+    try:
+        instance_id = ctx.stacks.output(compute, ACCESS_HOST_INSTANCE.key())
+    except Unavailable as exc:
+        return CheckResult(code, "access host", "not checked", str(exc), ctx.deploy_command(compute))
+    found = ctx.clients("ec2", code).describe_instances(
+        Filters=[{"Name": "instance-id", "Values": [instance_id]}]
+    )["Reservations"]
+    state = next((i["State"]["Name"] for r in found for i in r["Instances"]), None)
+    if state in (None, "terminated", "shutting-down"):
+        return CheckResult(
+            code,
+            "access host",
+            "fail",
+            f"{instance_id} is {state or 'gone'}",
+            ctx.gone_fix(compute, instance_id),
+        )
+    if state != "running":
+        return CheckResult(
+            code,
+            "access host",
+            "fail",
+            f"{instance_id} is {state}",
+            f"`aws ec2 start-instances --instance-ids {instance_id} --region {code}`",
+        )
+    listed = ctx.clients("ssm", code).describe_instance_information(
+        Filters=[{"Key": "InstanceIds", "Values": [instance_id]}]
+    )["InstanceInformationList"]
+    ping = listed[0].get("PingStatus") if listed else None
+    if ping != "Online":
+        why = f"its SSM Agent is {ping}" if ping else "its SSM Agent has not registered with Systems Manager"
+        return CheckResult(
+            code,
+            "access host",
+            "fail",
+            f"{instance_id} is running but {why}: Session Manager cannot open the tunnel",
+            "the agent reaches Systems Manager through the NAT gateway: check the network rows; a host just "
+            'created needs a few minutes (docs/runbooks/compute.md, "Reach the cluster")',
+        )
+    return CheckResult(code, "access host", "pass", f"{instance_id} is running, its SSM Agent Online")
+
+
 def _kubernetes(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> list[CheckResult]:
     code = region.region
     checks = ["kubernetes nodes"] + (["kubernetes volumes"] if region.storage.enabled else [])
@@ -337,7 +450,8 @@ def _kubernetes(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> 
         return rows
     except KubeUnavailable as exc:
         why = exc.reason + (" (the endpoint is private: normal outside the VPC)" if private else "")
-        fix = exc.fix or ("run verify from inside the VPC" if private else "")
+        tunnel = f"`hubspoke connect --config {ctx.config_path} --region {code}`"
+        fix = exc.fix or (f"open the tunnel {tunnel} prints, then run verify again" if private else "")
         return [CheckResult(code, check, "not checked", why, fix) for check in checks]
 
 

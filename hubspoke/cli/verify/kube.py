@@ -112,12 +112,14 @@ class KubeApi:
     # For the fix when the server refuses: the EKS cluster's name and Region.
     cluster: str = "<cluster-name>"
     region: str = "<region>"
+    # The name to verify the server certificate against, when not the server URL's host (tls-server-name).
+    server_name: str = ""
 
     def get(self, path: str, **query: str | int) -> dict[str, Any]:
         url = self.server.rstrip("/") + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
         request = urllib.request.Request(url, headers={"Accept": "application/json", **self.headers})
         try:
-            with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S, context=self.tls) as response:
+            with self._open(request) as response:
                 body = json.load(response)
         except urllib.error.HTTPError as exc:
             message = _status_message(exc)
@@ -146,6 +148,12 @@ class KubeApi:
             raise KubeUnavailable(f"GET {path}: {self.server} answered JSON that is not an object")
         return body
 
+    def _open(self, request: urllib.request.Request) -> Any:
+        if not (self.server_name and self.tls):
+            return urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S, context=self.tls)
+        opener = urllib.request.build_opener(_NamedHTTPSHandler(self.tls, self.server_name))
+        return opener.open(request, timeout=REQUEST_TIMEOUT_S)
+
     def items(self, path: str) -> list[dict[str, Any]]:
         """Every item of a list, page by page (Kubernetes API concepts: `limit` and `continue`)."""
         found: list[dict[str, Any]] = []
@@ -157,6 +165,37 @@ class KubeApi:
             token = (page.get("metadata") or {}).get("continue") or ""
             if not token:
                 return found
+
+
+class _NamedHTTPSConnection(http.client.HTTPSConnection):
+    """An HTTPS connection that checks the certificate against `server_name`, not the host it dials."""
+
+    def __init__(self, host: str, *, server_name: str, context: ssl.SSLContext, **kwargs: Any) -> None:
+        super().__init__(host, context=context, **kwargs)
+        self._server_name = server_name
+        self._tls_context = context
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)  # the TCP connection to host:port
+        self.sock = self._tls_context.wrap_socket(self.sock, server_hostname=self._server_name)
+
+
+class _NamedHTTPSHandler(urllib.request.HTTPSHandler):
+    """urllib's HTTPS handler with _NamedHTTPSConnection (urllib.request.AbstractHTTPHandler.do_open)."""
+
+    def __init__(self, context: ssl.SSLContext, server_name: str) -> None:
+        super().__init__(context=context)
+        self._tls_context = context
+        self._server_name = server_name
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        def connection(host: str, **kwargs: Any) -> _NamedHTTPSConnection:
+            kwargs.pop("context", None)
+            return _NamedHTTPSConnection(
+                host, server_name=self._server_name, context=self._tls_context, **kwargs
+            )
+
+        return self.do_open(connection, req)
 
 
 def _status_message(exc: urllib.error.HTTPError) -> str:
@@ -189,9 +228,8 @@ def connect(
     server = str(cluster.get("server", ""))
     if not server:
         raise KubeUnavailable(f"context {context_name} has no cluster server", update)
-    for unsupported in ("proxy-url", "tls-server-name"):
-        if cluster.get(unsupported):
-            raise KubeUnavailable(f"context {context_name} uses {unsupported}, which verify does not support")
+    if cluster.get("proxy-url"):
+        raise KubeUnavailable(f"context {context_name} uses proxy-url, which verify does not support")
     try:
         headers, cert = _credentials(user, user_file, context_name, profile)
         tls = _tls(cluster, cluster_file, cert) if server.startswith("https://") else None
@@ -199,7 +237,13 @@ def connect(
         raise KubeUnavailable(
             f"context {context_name}: cannot load its credentials or certificates ({exc})"
         ) from None
-    return KubeApi(server=server, headers=headers, tls=tls, cluster=name, region=region)
+    # tls-server-name: the name the server certificate is checked against (and sent in SNI) instead of the
+    # server URL's host (kubeconfig v1 Cluster.TLSServerName, client-go tools/clientcmd/api/v1/types.go); what
+    # `hubspoke connect` sets when kubectl reaches the endpoint through a tunnel on localhost.
+    server_name = str(cluster.get("tls-server-name") or "")
+    return KubeApi(
+        server=server, headers=headers, tls=tls, cluster=name, region=region, server_name=server_name
+    )
 
 
 def _path(value: str, relative_to: Path) -> Path:
