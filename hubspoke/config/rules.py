@@ -31,6 +31,7 @@ from hubspoke.config.raw import Problem, Rule
 from hubspoke.config.storage_rules import (
     ami_pinned_in_one_region,
     buckets_follow_qumulos_rule,
+    capacity_fits_the_nodes,
     checkpoints_outside_dataset,
     cnq_instance_family,
     cnq_node_count,
@@ -71,6 +72,7 @@ RULES: tuple[Rule, ...] = (
     floating_ips_cover_the_nodes,
     buckets_follow_qumulos_rule,
     xlarge_is_for_development,
+    capacity_fits_the_nodes,
     hub_and_spokes_do_not_share_a_24,
     flow_log_filters_fit,
     peer_path_rules_within_quota,

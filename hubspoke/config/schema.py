@@ -256,6 +256,12 @@ class StorageConfig(Model):
     # limit of 1 could cut off if the container is a hop away. A change applies without interruption
     # (CloudFormation, AWS::EC2::Instance MetadataOptions HttpPutResponseHopLimit: "No interruption").
     imds_hop_limit: Annotated[int, Field(ge=1, le=64)] = 3
+    # The most soft capacity (TB) one node of instance_type supports. Qumulo's GCP module refuses a limit
+    # above it times the nodes ("The number of and type of instances chosen will not support the
+    # soft_capacity_limit requested", qumulo-terraform-gcp @ a30b449c, qcluster main.tf
+    # check_capacity_constraint, gce_map nodeCap); Qumulo's AWS figures are in its closed provider, not in a
+    # stored source, so none is assumed: state the figure Qumulo gives for the type and validation checks it.
+    capacity_per_node_tb: Annotated[int, Field(ge=1)] | None = None
 
     @property
     def buckets(self) -> int:

@@ -254,3 +254,19 @@ def xlarge_is_for_development(raw: Mapping[str, Any]) -> Iterator[Problem]:
                 "size of the family for anything that holds data you need",
                 severity="warning",
             )
+
+
+def capacity_fits_the_nodes(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """soft_capacity_limit_tb / node_count within capacity_per_node_tb, as Qumulo's GCP module checks nodeCap."""
+    for path, _, storage in _storageregions(raw):
+        per_node = _int(storage.get("capacity_per_node_tb"))
+        tb = _int(storage.get("soft_capacity_limit_tb", default(StorageConfig, "soft_capacity_limit_tb")))
+        nodes = _int(storage.get("node_count", default(StorageConfig, "node_count")))
+        if per_node is None or tb is None or not nodes or tb <= per_node * nodes:
+            continue
+        yield Problem(
+            f"{path}.storage.soft_capacity_limit_tb",
+            f"{tb} TB over {nodes} nodes is {tb / nodes:g} TB per node, above capacity_per_node_tb "
+            f"({per_node}): the number and type of instances will not support it (Qumulo); raise node_count "
+            f"to {-(-tb // per_node)} or pick a larger instance type",
+        )

@@ -129,3 +129,24 @@ def test_azure_product_types_are_refused(tmp_path: Path) -> None:
     """ACTIVE_WITH_HOT_STORAGE is an Azure type (same SDK help text)."""
     assert any(p.startswith("hub.storage.product_type") for p in _problems(
         tmp_path, product_type="ACTIVE_WITH_HOT_STORAGE"))  # fmt: skip
+
+
+@pytest.mark.parametrize(("tb", "nodes", "ok"), [(400, 4, True), (401, 4, False), (401, 5, True)])
+def test_capacity_per_node_within_what_the_type_supports(
+    tmp_path: Path, tb: int, nodes: int, ok: bool
+) -> None:
+    """Qumulo's GCP module refuses capacity_limit / node_count above the type's nodeCap (qumulo-terraform-gcp
+    @ a30b449c, compute/module/sub-modules/qcluster/main.tf capacity_per_node_needed <= _available). With a
+    stated 100 TB per node, 4 nodes carry 400 TB and 401 TB needs a fifth."""
+    storage = {"capacity_per_node_tb": 100, "soft_capacity_limit_tb": tb, "node_count": nodes}
+    if ok:
+        _load(tmp_path, **storage)
+    else:
+        [problem] = _problems(tmp_path, **storage)
+        assert problem.startswith("hub.storage.soft_capacity_limit_tb: 401 TB over 4 nodes")
+        assert "raise node_count to 5" in problem
+
+
+def test_no_per_node_capacity_is_assumed(tmp_path: Path) -> None:
+    """No stored source gives Qumulo's AWS per-node figures: without the setting, nothing is refused."""
+    _load(tmp_path, soft_capacity_limit_tb=50000, node_count=3)
