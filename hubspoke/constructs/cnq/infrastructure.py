@@ -244,7 +244,8 @@ class CnqCluster(Construct):
                 ],
                 # As the nodes set them: Control Tower (CT.EC2.PR.1, PR.10) judges a launch template alone.
                 # Not the hop limit: a new launch-template version is a new LaunchTemplate.Version on every
-                # node, which CloudFormation applies by replacing them; the nodes' own MetadataOptions carry it.
+                # node (CloudFormation, AWS::EC2::Instance LaunchTemplateSpecification: LaunchTemplateId "Update
+                # requires: Replacement"; ASSUMED no gentler for Version), so the nodes' MetadataOptions carry it.
                 metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(**IMDS_V2_ONLY),
                 monitoring=ec2.CfnLaunchTemplate.MonitoringProperty(enabled=True),
                 # Retained volumes stay findable by cluster after the stack is gone (teardown.md).
