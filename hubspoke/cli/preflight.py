@@ -36,6 +36,7 @@ from hubspoke.cli.preflight_checks import (
     check_peering_quota,
 )
 from hubspoke.cli.preflight_cnq import (
+    check_floating_ip_room,
     check_host_configuration,
     check_release,
     check_staged_package,
@@ -200,6 +201,11 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
             lambda: [check_host_configuration(clients("s3", name), region=region)],
         )
         rows += [check_release(config, region)]
+        rows += guarded(
+            "floating ip room",
+            "ec2",
+            lambda: [check_floating_ip_room(clients("ec2", name), config=config, region=region)],
+        )
         rows += guarded(
             "ubuntu image",
             "ec2",

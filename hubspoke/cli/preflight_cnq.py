@@ -1,4 +1,5 @@
-"""Preflight rows for CNQ: the staged Qumulo Core package, the release, and the pinned Ubuntu image.
+"""Preflight rows for CNQ: the staged Qumulo Core package, the release, the pinned Ubuntu image, and room for
+the floating IPs on the nodes' interfaces.
 
 Read-only, like every preflight check. Sources: Qumulo's CNQ-on-AWS guide (qumulo-core.deb and
 host_configuration.tar.gz staged at <bucket>/<prefix>/qumulo-core-install/<version>/), Canonical's public SSM parameters for
@@ -239,3 +240,30 @@ def check_ubuntu_image(
             CheckResult(name, "ubuntu image", "pass", f"{pinned} is {age} days old (current: {current})")
         )
     return rows
+
+
+def check_floating_ip_room(ec2: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
+    """Every node's one interface carries its primary address and its share of the floating IPs, within the
+    IPv4 addresses EC2 allows one interface of the instance type (DescribeInstanceTypes,
+    NetworkInfo.Ipv4AddressesPerInterface). Past it the Storage stack fails creating the interface."""
+    storage = region.storage
+    # The first nodes carry one more when the total does not divide evenly (StorageConfig.floating_ips_on_node).
+    need = 1 + storage.floating_ips_on_node(0)
+    [info] = ec2.describe_instance_types(InstanceTypes=[storage.instance_type])["InstanceTypes"]
+    room = int(info["NetworkInfo"]["Ipv4AddressesPerInterface"])
+    field = f"{region_path(config, region)}.storage.floating_ip_count"
+    if need > room:
+        return CheckResult(
+            region.region,
+            "floating ip room",
+            "fail",
+            f"{storage.floating_ips} floating IPs over {storage.node_count} nodes put {need - 1} on one interface "
+            f"besides its primary address; {storage.instance_type} allows {room} IPv4 addresses per interface",
+            f"set {field} to at most {(room - 1) * storage.node_count}, or raise node_count",
+        )
+    return CheckResult(
+        region.region,
+        "floating ip room",
+        "pass",
+        f"{need} of {room} IPv4 addresses per {storage.instance_type} interface (primary + floating IPs)",
+    )

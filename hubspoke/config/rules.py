@@ -30,15 +30,19 @@ from hubspoke.config.quotas import (
 from hubspoke.config.raw import Problem, Rule
 from hubspoke.config.storage_rules import (
     ami_pinned_in_one_region,
+    buckets_follow_qumulos_rule,
+    capacity_fits_the_nodes,
     checkpoints_outside_dataset,
     cnq_instance_family,
     cnq_node_count,
+    floating_ips_cover_the_nodes,
     node_volumes_known,
     portal_stays_in_one_account,
     qumulo_core_supported,
     spoke_storage_needs_hub_storage,
     storage_is_pinned,
     storage_needs_egress,
+    xlarge_is_for_development,
 )
 from hubspoke.config.traffic_rules import flow_log_filters_fit, hub_and_spokes_do_not_share_a_24
 
@@ -65,6 +69,10 @@ RULES: tuple[Rule, ...] = (
     storage_needs_egress,
     compute_needs_egress,
     node_volumes_known,
+    floating_ips_cover_the_nodes,
+    buckets_follow_qumulos_rule,
+    xlarge_is_for_development,
+    capacity_fits_the_nodes,
     hub_and_spokes_do_not_share_a_24,
     flow_log_filters_fit,
     peer_path_rules_within_quota,

@@ -178,6 +178,18 @@ class CacheVolumesConfig(Model):
     read_cache: VolumeSetConfig = NO_VOLUMES
 
 
+# Qumulo's bucket rule divides the soft capacity limit by 500 TB and keeps at least 16 (see bucket_count).
+BUCKET_TB = 500
+MIN_BUCKETS = 16
+DEFAULT_FLOATING_IPS_PER_NODE = 3
+MAX_FLOATING_IPS = 100
+
+
+def qumulo_bucket_rule(soft_capacity_limit_tb: int) -> int:
+    """max(16, ceil(TB / 500)): the buckets Qumulo's persistent-storage module creates for a limit."""
+    return max(MIN_BUCKETS, -(-soft_capacity_limit_tb // BUCKET_TB))
+
+
 class StorageConfig(Model):
     """The Region's Cloud Native Qumulo cluster (hub or spoke)."""
 
@@ -195,21 +207,82 @@ class StorageConfig(Model):
     # (qumulo-terraform-aws, provider_timeout_minutes); CloudFormation gives a custom resource at most
     # 60 (ServiceTimeout 1..3600 s) and the provider needs a few to report. ASSUMED margin, hence a setting.
     formation_timeout_minutes: Annotated[int, Field(ge=30, le=55)] = 50
-    soft_capacity_limit_tb: Annotated[int, Field(gt=0)] = 100
+    # Qumulo's range: 50 to 50,000 TB (Qumulo/qumulo-terraform-aws @ 8a6e4d57, variables.tf soft_capacity_limit_tb
+    # "Soft capacity limit in TB (50 to 50000)"; Qumulo/qumulo-terraform-gcp @ a30b449c, persistent-storage
+    # variables.tf soft_capacity_limit validation). Raising it later adds buckets first (bucket_count below).
+    soft_capacity_limit_tb: Annotated[int, Field(ge=50, le=50_000)] = 100
+    # Qumulo's object-backed product types for AWS clusters (qumulo-api 7.10.2.1, qumulo/commands/cluster.py,
+    # --product-type help; qumulo/rest/cluster.py ObjectBackedProductType); fixed at formation ("immutable
+    # after creation", qumulo-terraform-aws @ 8a6e4d57, variables.tf cluster_product_type), so the provisioner
+    # refuses a change. Earlier hubspoke releases formed every cluster as ACTIVE_WITH_STANDARD_STORAGE.
+    product_type: Literal[
+        "ACTIVE_WITH_STANDARD_STORAGE",
+        "ACTIVE_WITH_INTELLIGENT_STORAGE",
+        "ARCHIVE_WITH_IA_STORAGE",
+        "ARCHIVE_WITH_GIR_STORAGE",
+    ] = "ACTIVE_WITH_STANDARD_STORAGE"
     dataset_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = "/dataset"
     # Region-local export for training checkpoints; outside dataset_path (rules.py) so it is never part
     # of the portal and FSDP checkpoint bursts never cross the peering.
     checkpoint_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = "/checkpoints"
     # SSH and the REST API (8000) from outside the VPC only from here; none by default.
     admin_cidr: Cidr | None = None
-    # Secondary private IPs per node that Qumulo moves on node failure; clients and the portal use them
-    # (Qumulo's AWS deployments default to 3 per node).
-    floating_ips_per_node: Annotated[int, Field(ge=1, le=10)] = 3
-    # S3 buckets the cluster stripes its persistent storage over (Qumulo's CNQ examples use 4).
-    bucket_count: Annotated[int, Field(ge=1, le=16)] = 4
+    # The cluster's floating IPs, a total Qumulo moves between nodes; clients, the portal and the REST address
+    # use them. Qumulo's AWS range is "0, or between 3 and 100" (qumulo-terraform-aws @ 8a6e4d57, variables.tf
+    # floating_ip_count); hubspoke needs at least one per node (its main.tf raises a count below node_count
+    # to node_count) and never 0 (the portal and REST address are floating IPs). They are spread over the
+    # nodes' interfaces as evenly as possible. Default: 3 per node, what earlier releases created, so an
+    # existing cluster keeps its addresses (Qumulo's own default is 3 in total).
+    floating_ip_count: Annotated[int, Field(ge=3, le=100)] | None = None
+    # S3 buckets the persistent storage is spread over. Default: Qumulo's rule, max(16, ceil(TB / 500))
+    # (qumulo-terraform-gcp @ a30b449c, persistent-storage/module/main.tf number_buckets_calc and _min), which
+    # grows with soft_capacity_limit_tb. Qumulo allows another count only in a development environment
+    # (bucket_count_override "Requires dev_environment=true"): validation warns below the rule. Buckets are
+    # only ever added (runtime/capacity.py); a cluster made with 4 keeps 4 by pinning bucket_count: 4.
+    bucket_count: Annotated[int, Field(ge=1, le=100)] | None = None
     # Default: Qumulo's own layout for instance_type (hubspoke.config.cnq_volumes); required for a type
     # Qumulo publishes none for (rules.py).
     cache_volumes: CacheVolumesConfig | None = None
+    # The nodes' first-boot script. "current" keeps the floating IPs out of the OS's network config
+    # (node/network.sh) and sets the read-cache override on layouts with EBS read cache. "legacy" renders,
+    # byte for byte, the script of releases before it, for a cluster whose nodes were launched with that one:
+    # a new script is new user data, which the node-shape guard refuses on running nodes (CloudFormation
+    # would stop them all at once). Such a cluster fixes its running nodes in place, one at a time
+    # (docs/runbooks/qumulo-core.md, "Floating IPs and cloud-init").
+    first_boot: Literal["current", "legacy"] = "current"
+    # How many network hops an IMDSv2 token travels from the nodes. Issue 22's review of Qumulo's earlier
+    # CNQ-on-AWS launch settings reports 3 (that source is not stored here: ASSUMED, hence a setting);
+    # Qumulo Core runs in a container (systemd-container) and moves floating IPs through the EC2 API, which a
+    # limit of 1 could cut off if the container is a hop away. A change applies without interruption
+    # (CloudFormation, AWS::EC2::Instance MetadataOptions HttpPutResponseHopLimit: "No interruption").
+    imds_hop_limit: Annotated[int, Field(ge=1, le=64)] = 3
+    # The most soft capacity (TB) one node of instance_type supports. Qumulo's GCP module refuses a limit
+    # above it times the nodes ("The number of and type of instances chosen will not support the
+    # soft_capacity_limit requested", qumulo-terraform-gcp @ a30b449c, qcluster main.tf
+    # check_capacity_constraint, gce_map nodeCap); Qumulo's AWS figures are in its closed provider, not in a
+    # stored source, so none is assumed: state the figure Qumulo gives for the type and validation checks it.
+    capacity_per_node_tb: Annotated[int, Field(ge=1)] | None = None
+
+    @property
+    def buckets(self) -> int:
+        """The persistent-storage buckets: bucket_count, else Qumulo's rule for the soft capacity limit."""
+        return (
+            self.bucket_count
+            if self.bucket_count is not None
+            else qumulo_bucket_rule(self.soft_capacity_limit_tb)
+        )
+
+    @property
+    def floating_ips(self) -> int:
+        """The cluster's floating IPs in total: floating_ip_count, else 3 per node (capped at Qumulo's 100)."""
+        if self.floating_ip_count is not None:
+            return self.floating_ip_count
+        return min(DEFAULT_FLOATING_IPS_PER_NODE * self.node_count, MAX_FLOATING_IPS)
+
+    def floating_ips_on_node(self, index: int) -> int:
+        """How many of the floating IPs node `index` (0-based) carries: an even spread, the first nodes one more."""
+        share, extra = divmod(self.floating_ips, self.node_count)
+        return share + (1 if index < extra else 0)
 
 
 class PortalConfig(Model):

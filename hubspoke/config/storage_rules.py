@@ -8,7 +8,7 @@ from typing import Any
 
 from hubspoke.config.cnq_volumes import QUMULO_EC2_MAP
 from hubspoke.config.raw import Problem, default, enabled, regions, section
-from hubspoke.config.schema import StorageConfig, effective_account
+from hubspoke.config.schema import StorageConfig, effective_account, qumulo_bucket_rule
 
 # Qumulo's supported EC2 families for Cloud Native Qumulo on AWS (Qumulo docs, 2026-11).
 CNQ_INSTANCE_FAMILIES = ("i7i", "i4i", "i7ien", "m6idn", "m6i", "m7i", "i3en", "i7ie")
@@ -198,3 +198,75 @@ def spoke_storage_needs_hub_storage(raw: Mapping[str, Any]) -> Iterator[Problem]
                 "storage in the hub, or set storage.enabled: false and compute.enabled: false here to peer "
                 "the network only",
             )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def floating_ips_cover_the_nodes(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """floating_ip_count is the cluster's total (Qumulo's floating_ip_count), at least one per node."""
+    for path, _, storage in _storageregions(raw):
+        if "floating_ips_per_node" in storage:
+            yield Problem(
+                f"{path}.storage.floating_ips_per_node",
+                "replaced by storage.floating_ip_count, the cluster's total as Qumulo counts it (3 to 100): "
+                "write floating_ip_count: <node_count x floating_ips_per_node> to keep today's addresses",
+            )
+        count = _int(storage.get("floating_ip_count"))
+        nodes = _int(storage.get("node_count", default(StorageConfig, "node_count")))
+        if count is not None and nodes is not None and count < nodes:
+            yield Problem(
+                f"{path}.storage.floating_ip_count",
+                f"{count} floating IPs for {nodes} nodes: Qumulo gives every node at least one (its AWS "
+                f"Terraform raises a smaller count to the node count): set at least {nodes}",
+            )
+
+
+def buckets_follow_qumulos_rule(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Fewer buckets than max(16, ceil(TB / 500)) is Qumulo's development-only override."""
+    for path, _, storage in _storageregions(raw):
+        count = _int(storage.get("bucket_count"))
+        tb = _int(storage.get("soft_capacity_limit_tb", default(StorageConfig, "soft_capacity_limit_tb")))
+        if count is None or tb is None or count >= (rule := qumulo_bucket_rule(tb)):
+            continue
+        yield Problem(
+            f"{path}.storage.bucket_count",
+            f"{count} buckets for {tb} TB: Qumulo's persistent storage uses {rule} (max(16, ceil(TB / 500))) and "
+            "allows fewer only in a development environment (bucket_count_override requires "
+            "dev_environment=true); keep it only for a cluster formed with it, or remove it to get "
+            f"{rule} (the provisioner adds the new buckets; docs/runbooks/qumulo-core.md)",
+            severity="warning",
+        )
+
+
+def xlarge_is_for_development(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """Qumulo's Terraform allows its smallest (4 vCPU) node sizes only with dev_environment: on AWS the
+    *.xlarge sizes (Qumulo/aws-terraform-cloud-q, terraform_tests.tfvars q_instance_type: "To use m5.xlarge
+    set the optional variable dev_environment=true"; qumulo-terraform-gcp @ a30b449c, compute/module/main.tf
+    node_instance_type: the -4 highmem sizes become -8 unless dev_environment)."""
+    for path, _, storage in _storageregions(raw):
+        itype = storage.get("instance_type", default(StorageConfig, "instance_type"))
+        if isinstance(itype, str) and itype.endswith(".xlarge"):
+            yield Problem(
+                f"{path}.storage.instance_type",
+                f"{itype}: Qumulo supports *.xlarge nodes for development only; use a 2xlarge or larger "
+                "size of the family for anything that holds data you need",
+                severity="warning",
+            )
+
+
+def capacity_fits_the_nodes(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """soft_capacity_limit_tb / node_count within capacity_per_node_tb, as Qumulo's GCP module checks nodeCap."""
+    for path, _, storage in _storageregions(raw):
+        per_node = _int(storage.get("capacity_per_node_tb"))
+        tb = _int(storage.get("soft_capacity_limit_tb", default(StorageConfig, "soft_capacity_limit_tb")))
+        nodes = _int(storage.get("node_count", default(StorageConfig, "node_count")))
+        if per_node is None or tb is None or not nodes or tb <= per_node * nodes:
+            continue
+        yield Problem(
+            f"{path}.storage.soft_capacity_limit_tb",
+            f"{tb} TB over {nodes} nodes is {tb / nodes:g} TB per node, above capacity_per_node_tb "
+            f"({per_node}): the number and type of instances will not support it (Qumulo); raise node_count "
+            f"to {-(-tb // per_node)} or pick a larger instance type",
+        )

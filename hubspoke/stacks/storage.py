@@ -91,6 +91,7 @@ class StorageStack(PlannedStack):
                 "FloatingNetmask": network.accelerator_subnet.ipv4_cidr_block,
                 "ObjectStorageUris": self.cluster.object_storage_uris,
                 "UsableCapacityBytes": str(storage.soft_capacity_limit_tb * BYTES_PER_TB),
+                "ProductType": storage.product_type,
                 "QumuloCoreVersion": storage.qumulo_core.version,
                 "AdminSecretArn": self.cluster.admin_secret.secret_arn,
                 "ExportPaths": exports,

@@ -232,3 +232,26 @@ def test_a_403_without_list_bucket_is_the_documented_ambiguity_and_names_the_per
         assert "retry" not in row.fix
         (kept,) = _rows(results, other, region)
         assert kept.status == "pass"
+
+
+@pytest.mark.parametrize(
+    ("nodes", "floating", "status"), [(4, 100, "pass"), (3, 100, "fail"), (3, 87, "pass")]
+)
+def test_the_floating_ips_fit_the_node_interfaces(
+    world: World, tmp_path: Path, nodes: int, floating: int, status: str
+) -> None:
+    """EC2 allows an i4i.8xlarge interface 30 IPv4 addresses (EC2 User Guide, "Maximum IP addresses per
+    network interface"; DescribeInstanceTypes NetworkInfo.Ipv4AddressesPerInterface). Each node's one
+    interface holds its primary address and its share of the cluster's floating IPs: 100 over 4 nodes is
+    25 + 1 = 26, over 3 nodes 34 + 1 = 35 (too many); 87 over 3 is 29 + 1 = 30 (exactly fits)."""
+    _ready(world)
+    data = minimal()
+    data["hub"]["storage"].update(node_count=nodes, floating_ip_count=floating, instance_type="i4i.8xlarge")
+    config = load(write_config(tmp_path, data)).config
+    current = {r: pinned_ami(r) for r in ("us-east-2", "us-west-2")}
+    results = run_preflight(config, Unsupported(world.clients, ubuntu_images=current))
+    (row,) = _rows(results, "floating ip room", "us-east-2")
+    assert row.status == status, row
+    if status == "fail":
+        assert "allows 30 IPv4 addresses per interface" in row.detail
+        assert row.fix == "set hub.storage.floating_ip_count to at most 87, or raise node_count"

@@ -25,7 +25,7 @@ def test_every_data_bearing_resource_is_retained(shape: Shape) -> None:
             assert resource.get("UpdateReplacePolicy") == "Retain", f"{where} is deleted on replacement"
     # The check ran on something: each CNQ cluster's buckets (plus their access-log bucket), key and secret.
     clusters = [r.storage for r in shape.config.regions() if r.storage.enabled]
-    assert seen >= sum(s.bucket_count + 3 for s in clusters)
+    assert seen >= sum(s.buckets + 3 for s in clusters)
 
 
 def test_flow_logs_are_retained(shape: Shape) -> None:

@@ -22,6 +22,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from hubspoke.config.cnq_volumes import cache_volumes
 from hubspoke.config.schema import QumuloCoreConfig, StorageConfig
 from hubspoke.constructs.buckets import events_to_eventbridge
 from hubspoke.constructs.cnq.node import render_boot_script
@@ -92,7 +93,7 @@ class CnqCluster(Construct):
         self.name = name
         self.storage = storage
         self.key = retained_key(self, "Key", description=f"CNQ {name}: persistent storage and node volumes")
-        self.buckets = self._buckets(storage.bucket_count)
+        self.buckets = self._buckets(storage.buckets)
         self.object_storage_uris = [f"https://{b.bucket_regional_domain_name}/" for b in self.buckets]
         self.admin_secret = secretsmanager.Secret(
             self,
@@ -118,7 +119,12 @@ class CnqCluster(Construct):
         )
         self.volumes = node_volumes(storage)
         script = render_boot_script(
-            region=Stack.of(self).region, peer_mtu_path=peer_mtu_path, ebs_volumes=len(self.volumes), **boot
+            region=Stack.of(self).region,
+            peer_mtu_path=peer_mtu_path,
+            ebs_volumes=len(self.volumes),
+            read_cache_volumes=cache_volumes(storage).read_cache.count,
+            legacy=storage.first_boot == "legacy",
+            **boot,
         )
         self.user_data_sha256 = hashlib.sha256(script.encode()).hexdigest()
         self.subnet_id = subnet.subnet_id
@@ -136,7 +142,7 @@ class CnqCluster(Construct):
                 f"Node{index}Eni",
                 subnet_id=subnet.subnet_id,
                 group_set=[self.security_group.security_group_id, peer_path_sg.security_group_id],
-                secondary_private_ip_address_count=storage.floating_ips_per_node,
+                secondary_private_ip_address_count=storage.floating_ips_on_node(index - 1),
                 description=f"CNQ {name} node {index}: primary and floating IPs",
             )
             node = ec2.CfnInstance(
@@ -154,7 +160,9 @@ class CnqCluster(Construct):
                         device_index="0", network_interface_id=eni.attr_id
                     )
                 ],
-                metadata_options=ec2.CfnInstance.MetadataOptionsProperty(**IMDS_V2_ONLY),
+                metadata_options=ec2.CfnInstance.MetadataOptionsProperty(
+                    **IMDS_V2_ONLY, http_put_response_hop_limit=storage.imds_hop_limit
+                ),
                 launch_template=ec2.CfnInstance.LaunchTemplateSpecificationProperty(
                     launch_template_id=volumes.ref, version=volumes.attr_latest_version_number
                 ),
@@ -235,6 +243,9 @@ class CnqCluster(Construct):
                     for volume in self.volumes
                 ],
                 # As the nodes set them: Control Tower (CT.EC2.PR.1, PR.10) judges a launch template alone.
+                # Not the hop limit: a new launch-template version is a new LaunchTemplate.Version on every
+                # node (CloudFormation, AWS::EC2::Instance LaunchTemplateSpecification: LaunchTemplateId "Update
+                # requires: Replacement"; ASSUMED no gentler for Version), so the nodes' MetadataOptions carry it.
                 metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(**IMDS_V2_ONLY),
                 monitoring=ec2.CfnLaunchTemplate.MonitoringProperty(enabled=True),
                 # Retained volumes stay findable by cluster after the stack is gone (teardown.md).
@@ -373,18 +384,12 @@ class CnqCluster(Construct):
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
             description=f"CNQ {self.name} nodes",
         )
+        # grant_read_write's s3:List* and s3:Abort* include the multipart-upload actions Qumulo uses
+        # (ListBucketMultipartUploads, ListMultipartUploadParts, AbortMultipartUpload). With Qumulo's 16 or
+        # more buckets the statements outgrow the role's inline policy and CDK moves the rest into managed
+        # "overflow" policies of the same role.
         for bucket in self.buckets:
             bucket.grant_read_write(role)
-            role.add_to_principal_policy(
-                iam.PolicyStatement(
-                    actions=[
-                        "s3:ListBucketMultipartUploads",
-                        "s3:ListMultipartUploadParts",
-                        "s3:AbortMultipartUpload",
-                    ],
-                    resources=[bucket.bucket_arn, bucket.arn_for_objects("*")],
-                )
-            )
         self.key.grant_encrypt_decrypt(role)
         return role
 

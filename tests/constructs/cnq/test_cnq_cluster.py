@@ -347,3 +347,63 @@ def test_the_fake_refuses_a_create_qumulo_refuses(world: World) -> None:
         with pytest.raises(ProvisioningError, match="is not empty"):
             drive(event)
         assert not fake.create_requests
+
+
+def test_a_cluster_formed_with_four_buckets_grows_to_qumulos_sixteen(world: World, hub: FakeQumulo) -> None:
+    """Issue 22 item 8: a cluster an earlier release formed with 4 buckets meets the new default, Qumulo's
+    max(16, ceil(TB / 500)) = 16 for 100 TB (qumulo-terraform-gcp @ a30b449c, persistent-storage/module/main.tf).
+    The Update converges by adding the 12 missing buckets in one add-uris call ("adds new URIs to the list
+    ... and ignores the existing URIs", REST guide) and waiting for the quorum to come back."""
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
+    update = world.cluster_event(hub, "hub", instances, request="Update", buckets=16)
+    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
+    drive(update)
+    assert len(hub.object_storage_uris) == 16
+    assert hub.called("POST", r"^/v2/object-storage/add-uris") == 1
+    assert hub.state == "ACTIVE"
+
+
+def test_the_product_type_is_sent_at_formation(world: World, hub: FakeQumulo) -> None:
+    """create_object_backed_cluster's product_type (qumulo-api 7.10.2.1, qumulo/rest/cluster.py)."""
+    event = world.cluster_event(
+        hub, "hub", world.instances(4, "dev-hub"), ProductType="ARCHIVE_WITH_IA_STORAGE"
+    )
+    drive(event)
+    (request,) = hub.create_requests
+    assert request["product_type"] == "ARCHIVE_WITH_IA_STORAGE"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "refused"),
+    [
+        # An earlier release's resource has no ProductType and formed ACTIVE_WITH_STANDARD_STORAGE.
+        (None, "ACTIVE_WITH_STANDARD_STORAGE", False),
+        (None, "ACTIVE_WITH_INTELLIGENT_STORAGE", True),
+        ("ARCHIVE_WITH_IA_STORAGE", "ACTIVE_WITH_STANDARD_STORAGE", True),
+    ],
+)
+def test_a_product_type_change_is_refused_before_anything_is_touched(
+    world: World, hub: FakeQumulo, old: str | None, new: str, refused: bool
+) -> None:
+    """'Cluster storage product type (immutable after creation)' (Qumulo/qumulo-terraform-aws @ 8a6e4d57,
+    variables.tf cluster_product_type)."""
+    instances = world.instances(4, "dev-hub")
+    formed = world.cluster_event(hub, "hub", instances, **({"ProductType": old} if old else {}))
+    drive(formed)
+    world.stack_status("UPDATE_IN_PROGRESS")
+    update = world.cluster_event(hub, "hub", instances, request="Update", ProductType=new)
+    update["OldResourceProperties"] = formed["ResourceProperties"]
+    before = len(mutations(hub))
+    if refused:
+        with pytest.raises(ProvisioningError, match=r"product_type .* set storage.product_type back"):
+            on_event(update, ROOMY)
+        assert mutations(hub)[before:] == []
+        world.stack_status("UPDATE_ROLLBACK_IN_PROGRESS")
+        rollback = world.cluster_event(
+            hub, "hub", instances, request="Update", **({"ProductType": old} if old else {})
+        )
+        rollback["OldResourceProperties"] = update["ResourceProperties"]
+        drive(rollback)  # the rollback of a refused change goes through
+    else:
+        drive(update)

@@ -191,6 +191,27 @@ def test_update_converges_mode_and_eviction(formed: World, hub: FakeQumulo, spok
     assert _ours(spoke)["type"] == "PORTAL_READ_WRITE" and spoke.free_threshold == 0.25
 
 
+def test_a_change_to_read_only_waits_for_the_spoke_to_drain(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    """Qumulo: "Setting read-only or paused drains the spoke first; the portal reports Quiescing or Pausing until the
+    drain finishes" (qumulo-api 7.10.2.1, qumulo/commands/portal.py TYPE_HELP): the Update completes only
+    once the spoke serves read-only, after the polls that saw it draining, and modifies the hub once."""
+    drive(formed.portal_event(hub, spoke, Mode="read_write"))
+    spoke.drain_polls = 3
+    update = formed.portal_event(hub, spoke, "Update", Mode="read_only")
+    merged = {**update, **on_event(update, ROOMY)}
+    seen = []
+    for _ in range(12):
+        answer = is_complete(merged, ROOMY)
+        seen.append(spoke._spoke_view(_ours(spoke))["status"])
+        if answer["IsComplete"]:
+            break
+    assert answer["IsComplete"] and _ours(spoke)["type"] == "PORTAL_READ_ONLY"
+    assert "QUIESCING" in seen, "the spoke drained before it served read-only"
+    assert hub.called("PATCH", r"^/v2/portal/hubs/") == 1, "the type is sent once, not at every poll"
+
+
 def test_delete_with_hub_up_ends_the_relationship_on_both_sides(
     formed: World, hub: FakeQumulo, spoke: FakeQumulo
 ) -> None:

@@ -9,11 +9,13 @@ NVMe": "Amazon Elastic Block Store", "Amazon EC2 NVMe Instance Storage").
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from hubspoke.constructs.cnq.node import render_boot_script
 
@@ -95,6 +97,7 @@ def node(tmp_path: Path) -> Node:
         'case "$*" in *api/token*) echo token ;; *meta-data/mac*) echo 0a:1b:2c:3d:4e:5f ;; *) echo i-0123 ;; esac',
     )
     n.stub("ip", 'if [ "$1 $2 $3" = "-4 route show" ]; then echo "default via 10.20.0.1 dev ens5"; fi')
+    _imds_node(n)
     return n
 
 
@@ -211,3 +214,108 @@ def test_the_install_waits_for_every_ebs_volume_not_instance_store(node: Node) -
     assert "HUBSPOKE-CNQ-INSTALL-FAILED: only 20 of the 21 EBS volumes of this node appeared" in node.console
     assert not any(c.endswith(".deb") and " install " in c for c in node.calls)
     assert any(c.startswith("aws s3 cp") for c in node.calls), "downloaded first, as Qumulo's script does"
+
+
+MAC = "0a:1b:2c:3d:4e:5f"
+PRIMARY, FLOATING = "10.20.0.10", ("10.20.0.11", "10.20.0.12", "10.20.0.13")
+# What cloud-init's EC2 datasource writes at first boot with apply_full_imds_network_config (default true):
+# DHCP for the primary address and "all additional values (secondary addresses) ... added to the interface"
+# (canonical/cloud-init @ 1dcf6d87, doc/rtd/reference/datasources/ec2.rst).
+CLOUD_INIT_NETPLAN = f"""network:
+  version: 2
+  ethernets:
+    ens5:
+      match:
+        macaddress: {MAC}
+      set-name: ens5
+      dhcp4: true
+      addresses: [{", ".join(f"{a}/18" for a in FLOATING)}]
+"""
+
+
+def _imds_node(node: Node) -> Path:
+    """The node with IMDS answering the interface's addresses, its device in sysfs and cloud-init's netplan."""
+    node.stub(
+        "curl",
+        f'case "$*" in *api/token*) echo token ;; *local-ipv4s*) printf "%s\\n" {PRIMARY} {" ".join(FLOATING)} ;; '
+        f"*subnet-ipv4-cidr-block*) echo 10.20.0.0/18 ;; *meta-data/local-ipv4*) echo {PRIMARY} ;; "
+        f"*meta-data/mac*) echo {MAC} ;; *) echo i-0123 ;; esac",
+    )
+    root = node.tmp / "root"
+    for device, mac in (("lo", "00:00:00:00:00:00"), ("ens5", MAC)):
+        (root / "sys/class/net" / device).mkdir(parents=True)
+        (root / "sys/class/net" / device / "address").write_text(mac + "\n")
+    (root / "etc/netplan").mkdir(parents=True)
+    (root / "etc/netplan/50-cloud-init.yaml").write_text(CLOUD_INIT_NETPLAN)
+    return root
+
+
+def test_the_os_never_owns_the_floating_ips(node: Node) -> None:
+    """Issue 22 item 7. cloud-init's documented switch, in system config: "network: config: disabled" and
+    "disable_network_activation: true" (canonical/cloud-init @ 0167c1b9, doc/rtd/reference/network-config.rst,
+    the keys Qumulo's AWS node script writes to 99-disable-network-config.cfg), since "User data cannot change
+    an instance's network configuration" (same page). Netplan keeps the primary address by DHCP on the
+    interface matched by MAC (netplan YAML `match: macaddress`, `dhcp4`); the floating IPs leave the OS's
+    config and the interface, before Qumulo Core installs and starts serving them."""
+    root = node.tmp / "root"
+    result = node.run(script())
+    assert result.returncode == 0, result.stderr
+    cfg = yaml.safe_load((root / "etc/cloud/cloud.cfg.d/99-hubspoke-network.cfg").read_text())
+    assert cfg == {"network": {"config": "disabled"}, "disable_network_activation": True}
+    assert sorted(p.name for p in (root / "etc/netplan").iterdir()) == ["50-hubspoke-primary.yaml"]
+    netplan = yaml.safe_load((root / "etc/netplan/50-hubspoke-primary.yaml").read_text())
+    assert netplan == {
+        "network": {"version": 2, "ethernets": {"primary": {"match": {"macaddress": MAC}, "dhcp4": True}}}
+    }
+    rendered = "".join(p.read_text() for p in (root / "etc").rglob("*") if p.is_file())
+    assert not any(a in rendered for a in FLOATING), "no floating IP in any config the OS reads at boot"
+    calls = node.calls
+    deleted = [c for c in calls if c.startswith("ip -4 address del")]
+    assert deleted == [f"ip -4 address del {a}/18 dev ens5" for a in FLOATING], "the primary stays"
+    deb = str(root / "var/lib/hubspoke/qumulo-core.deb")
+    assert calls.index(deleted[-1]) < calls.index(f"{APT} install -y {deb}")
+
+
+def test_a_node_without_its_interface_fails_with_the_reason(node: Node) -> None:
+    root = node.tmp / "root"
+    (root / "sys/class/net/ens5/address").write_text("02:00:00:00:00:01\n")
+    result = node.run(script())
+    assert result.returncode == 1
+    assert (
+        f"HUBSPOKE-CNQ-INSTALL-FAILED: no network device has the primary interface's MAC {MAC}"
+        in node.console
+    )
+
+
+def test_the_legacy_script_is_the_one_earlier_nodes_were_launched_with(tmp_path: Path) -> None:
+    """storage.first_boot: legacy renders byte for byte what the release before it rendered (its renderer and
+    template, read from git at b969165), so running nodes keep their user data and the node-shape guard its
+    sha256; an m6i layout included (no read-cache override either)."""
+    repo = Path(__file__).parents[3]
+    for name in ("__init__.py", "boot.sh"):
+        text = subprocess.run(["git", "show", f"b969165:hubspoke/constructs/cnq/node/{name}"], cwd=repo,
+                              capture_output=True, text=True, check=True).stdout  # fmt: skip
+        (tmp_path / name).write_text(text)
+    spec = importlib.util.spec_from_file_location("earlier_node", tmp_path / "__init__.py")
+    assert spec is not None and spec.loader is not None
+    earlier = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(earlier)
+    kwargs = {"region": "us-west-2", "install_parameter": "/hubspoke/dev/cnq/dev-usw2/qumulo-core",
+              "log_group": "/hubspoke/dev/cnq/dev-usw2/install", "peer_mtu_path": "/hubspoke/dev/peer-mtu/",
+              "ebs_volumes": 21}  # fmt: skip
+    legacy = render_boot_script(**kwargs, read_cache_volumes=4, legacy=True)
+    assert legacy == earlier.render_boot_script(**kwargs)
+    assert render_boot_script(**kwargs) != legacy, "the current script differs (the test can fail)"
+
+
+def test_the_read_cache_override_only_where_ebs_read_cache_is() -> None:
+    """Qumulo's earlier AWS node script installs with QUMULO_ATLAS_OVERRIDES=
+    {"read_cache_remote_disk_threshold_bytes":1099511627776} (1 TiB); hubspoke sets it where the layout has
+    EBS read-cache volumes (Qumulo's ec2_map: m6i only) and before the package install."""
+    kwargs = {"region": "us-west-2", "install_parameter": "/p", "log_group": "/l", "peer_mtu_path": "/m/",
+              "ebs_volumes": 21}  # fmt: skip
+    line = "export QUMULO_ATLAS_OVERRIDES='{\"read_cache_remote_disk_threshold_bytes\":1099511627776}'"
+    with_cache = render_boot_script(**kwargs, read_cache_volumes=4)
+    assert with_cache.count(line) == 1
+    assert with_cache.index(line) < with_cache.index('retry "${APT[@]}" install -y "$STATE/qumulo-core.deb"')
+    assert line not in render_boot_script(**kwargs)

@@ -24,6 +24,11 @@ Qumulo's docs (_includes/content-reuse/admin-guides/cloud-data-fabric/, Qumulo/d
 - a hub portal can be deleted "in any state ... and without connectivity to the spoke portal" (same page,
   "Step 2: Delete the Hub Portal");
 - a spoke portal is inaccessible when the two clusters run different releases.
+- changing a portal's type: "Setting read-only or paused drains the spoke first; the portal reports
+  Quiescing or Pausing until the drain finishes" (qumulo-api 7.10.2.1, qumulo/commands/portal.py
+  TYPE_HELP, portal_modify_hub --type); read-write takes effect at once. Modelled as the hub record taking
+  the new type, while the spoke keeps its old type and reports status QUIESCING (PAUSING) for
+  `drain_polls` reads of it (ASSUMED: the field, its spelling and the pace).
 Portal traffic (TCP 3713, "Network connectivity on TCP port 3713" in the page's prerequisites) is never
 sent: a fake finds its peer in FakeQumulo.peers by portal-host address; `portal_port_open` False stands
 for that port blocked while the REST API answers.
@@ -65,6 +70,8 @@ class PortalMixin:
     deleting_polls: int
     # A delete without the hub stays DELETING until forced (the @ 9b95eefa reading) instead of finishing.
     stall_delete_without_hub: bool
+    # Reads of a spoke portal that still show QUIESCING/PAUSING after a change to read-only/paused (ASSUMED).
+    drain_polls: int
     _lock: threading.RLock
 
     def _new_id(self) -> str:
@@ -83,6 +90,7 @@ class PortalMixin:
         self.bounce_requests, self._bounce_left = 1, 0
         self.deleting_polls = 1
         self.stall_delete_without_hub = False
+        self.drain_polls = 2
         self.free_threshold = (
             0.05  # "maintains a minimum of 5% free capacity" by default (cache management page)
         )
@@ -95,7 +103,7 @@ class PortalMixin:
                 lambda **_: (200, {"entries": [self._spoke_view(s) for s in self._live_spokes()]}),
             ),
             ("POST", r"/v2/portal/spokes/", self._create_spoke),
-            ("GET", r"/v2/portal/spokes/(\d+)", lambda i, **_: (200, self._spoke_view(self._spoke(i)))),
+            ("GET", r"/v2/portal/spokes/(\d+)", lambda i, **_: (200, self._spoke_view(self._draining(i)))),
             ("PATCH", r"/v2/portal/spokes/(\d+)", self._patch_spoke),
             ("DELETE", r"/v2/portal/spokes/(\d+)", self._delete_spoke),
             ("POST", r"/v2/portal/spokes/(\d+)/roots/", self._propose_root),
@@ -166,12 +174,24 @@ class PortalMixin:
                     self._finish_delete(spoke)
         return [s for s in self.spokes.values() if not s.get("gone")]
 
+    def _draining(self, spoke_id: str) -> dict[str, Any]:
+        """The spoke record, one read further into a drain towards read-only or paused (if one runs)."""
+        spoke = self._spoke(spoke_id)
+        if spoke.get("drain"):
+            target, left = spoke["drain"]
+            spoke["drain"] = (target, left - 1) if left > 0 else None
+            if left <= 0:
+                spoke["type"] = target
+        return spoke
+
     def _spoke_view(self, spoke: dict[str, Any]) -> dict[str, Any]:
         hub = self._peer(spoke["hub_hosts"])
         linked = spoke["state"] in ("ACCEPTED", "DELETING")
         same_release = hub is not None and hub.version == self.version
         status = ("ACTIVE" if hub and same_release else "DEGRADED") if linked else "INACTIVE"
-        view = {k: v for k, v in spoke.items() if k not in ("deleting_left", "gone")}
+        if spoke.get("drain"):
+            status = "PAUSING" if spoke["drain"][0] == "PORTAL_PAUSED" else "QUIESCING"
+        view = {k: v for k, v in spoke.items() if k not in ("deleting_left", "gone", "drain")}
         return {**view, "status": status, "roots": [dict(r) for r in spoke["roots"]]}
 
     def _create_spoke(self, body: dict[str, Any], **_: Any) -> Reply:
@@ -289,8 +309,12 @@ class PortalMixin:
     def _patch_hub(self, hub_id: str, body: dict[str, Any], **_: Any) -> Reply:
         hub = self._hub(hub_id)
         hub.update({k: body[k] for k in ("spoke_hosts", "type") if k in body})
-        if "type" in body and hub["spoke_id"] in hub["spoke"].spokes:
-            hub["spoke"].spokes[hub["spoke_id"]]["type"] = body["type"]
+        record = hub["spoke"].spokes.get(hub["spoke_id"])
+        if "type" in body and record is not None and record["type"] != body["type"]:
+            if body["type"] == "PORTAL_READ_WRITE":  # nothing to drain
+                record.update(type=body["type"], drain=None)
+            else:
+                record["drain"] = (body["type"], hub["spoke"].drain_polls)
         view = self._hub_view(hub)
         self._bounce(hub["spoke"])
         return 200, view

@@ -13,22 +13,43 @@ from pathlib import Path
 from hubspoke.mtu import render_peer_mtu_pin
 
 TEMPLATE = Path(__file__).with_name("boot.sh")
+# The step that keeps the floating IPs out of the OS's network config (issue 22 item 7).
+NETWORK = Path(__file__).with_name("network.sh")
+# Qumulo's earlier CNQ-on-AWS node script installs Qumulo Core with this override, 1 TiB (its node user
+# data: export QUMULO_ATLAS_OVERRIDES='{"read_cache_remote_disk_threshold_bytes":1099511627776}'), the size
+# of the EBS read-cache volumes its layout gives types without instance store (m6i, config/cnq_volumes.py
+# READ_CACHE). ASSUMED from the name and that match: EBS disks of at least this size serve as read cache.
+# It is set only on layouts that have such volumes, where it can change anything.
+READ_CACHE_OVERRIDE = (
+    "export QUMULO_ATLAS_OVERRIDES='{\"read_cache_remote_disk_threshold_bytes\":1099511627776}'"
+)
 # Markers the boot script prints; the runbook and the provisioner's messages point at them.
 INSTALLED_MARKER = "HUBSPOKE-CNQ-INSTALLED"
 FAILED_MARKER = "HUBSPOKE-CNQ-INSTALL-FAILED"
 
 
 def render_boot_script(
-    *, region: str, install_parameter: str, log_group: str, peer_mtu_path: str, ebs_volumes: int
+    *,
+    region: str,
+    install_parameter: str,
+    log_group: str,
+    peer_mtu_path: str,
+    ebs_volumes: int,
+    read_cache_volumes: int = 0,
+    legacy: bool = False,
 ) -> str:
     """boot.sh with the Region, the install parameter, the log group, the EBS volumes to wait for (boot
-    volume included) and the MTU pin filled in."""
+    volume included) and the MTU pin filled in; `legacy` renders, byte for byte, the script of releases
+    before storage.first_boot (no network.sh, no read-cache override) for nodes launched with it."""
     values = {
         "@REGION@": shlex.quote(region),
         "@EBS_VOLUMES@": str(int(ebs_volumes)),
         "@INSTALL_PARAMETER@": shlex.quote(install_parameter),
         "@LOG_GROUP@": shlex.quote(log_group),
         "@PIN_SCRIPT@": render_peer_mtu_pin(peer_mtu_path, region).rstrip("\n"),
+        "@NETWORK@": "" if legacy else "\n" + NETWORK.read_text().rstrip("\n") + "\n",
+        # The marker's whole line goes when there is nothing to set.
+        "@ATLAS_OVERRIDES@\n": "" if legacy or not read_cache_volumes else f"{READ_CACHE_OVERRIDE}\n",
     }
     text = TEMPLATE.read_text()
     for marker, value in values.items():

@@ -146,7 +146,7 @@ mkdir -p "$ROOT/etc/systemd/network"
 printf '[Match]\nMACAddress=%s\n\n[Link]\nAlternativeName=qumulo-frontend1\n' "$mac" \
   > "$ROOT/etc/systemd/network/05-qumulo-frontend-link-altname.link"
 udevadm trigger --action=add
-
+@NETWORK@
 # 5. The package, downloaded from the staged location (the node role may read only that prefix), then,
 #    once every EBS volume of the node is there, installed with host-managed networking, as Qumulo's node
 #    script does it (install_qumulo_core: download, wait_for_block_devices, install). EBS volumes show the
@@ -164,6 +164,7 @@ while :; do
   sleep 5
   waited=$((waited + 5))
 done
+@ATLAS_OVERRIDES@
 export QUMULO_NETWORK_MANAGED_BY_HOST=true
 retry "${APT[@]}" install -y "$STATE/qumulo-core.deb" || fail "apt-get could not install Qumulo Core $VERSION from $PACKAGE_URI"
 

@@ -171,11 +171,19 @@ def ensure_portal(spoke: Any, hub: Any, spec: PortalSpec) -> int:
 
     current = spoke.portal.v2_get_spoke_portal(portal.id)
     pair = _root_paths(spoke, current).get(_norm(spec.spoke_root))
+    # A change to read-only (or paused) "drains the spoke first; the portal reports Quiescing or Pausing
+    # until the drain finishes" (qumulo-api 7.10.2.1, qumulo/commands/portal.py TYPE_HELP): done once the
+    # spoke shows the new type and is ACTIVE again, whichever field carries the drain.
     if not (
-        current.state == ACCEPTED and current.status == "ACTIVE" and pair is not None and pair.authorized
+        current.state == ACCEPTED
+        and current.status == "ACTIVE"
+        and pair is not None
+        and pair.authorized
+        and current.type == spec.portal_type
     ):
         raise Pending(
-            f"spoke portal {portal.id}: {current.state}/{current.status}, waiting for ACCEPTED/ACTIVE"
+            f"spoke portal {portal.id}: {current.state}/{current.status} {current.type}, waiting for "
+            f"ACCEPTED/ACTIVE {spec.portal_type}"
         )
     settings = spoke.portal.get_eviction_settings()
     if abs(settings.data.free_threshold - spec.eviction_free_threshold) > 1e-9:

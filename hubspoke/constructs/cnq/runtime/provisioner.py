@@ -100,10 +100,32 @@ def _cluster_spec(props: Mapping[str, Any]) -> cluster.ClusterSpec:
         floating_netmask=str(props["FloatingNetmask"]),
         object_storage_uris=_list(props, "ObjectStorageUris"),
         usable_capacity_bytes=int(props["UsableCapacityBytes"]),
-        product_type=str(props.get("ProductType") or "ACTIVE_WITH_STANDARD_STORAGE"),
+        product_type=_product_type(props),
         version=str(props["QumuloCoreVersion"]),
         rest_port=int(props.get("RestPort") or DEFAULT_REST_PORT),
     )
+
+
+# What releases before storage.product_type formed every cluster as (their resource had no ProductType).
+FORMED_BEFORE_PRODUCT_TYPE = "ACTIVE_WITH_STANDARD_STORAGE"
+
+
+def _product_type(props: Mapping[str, Any]) -> str:
+    return str(props.get("ProductType") or FORMED_BEFORE_PRODUCT_TYPE)
+
+
+def _refuse_product_type_change(
+    old: Mapping[str, Any], new: Mapping[str, Any], *, rolling_back: bool
+) -> None:
+    """The product type is set when the cluster forms and cannot change ("immutable after creation",
+    qumulo-terraform-aws @ 8a6e4d57, variables.tf cluster_product_type; the SDK has no call that changes it:
+    qumulo-api 7.10.2.1 passes product_type only to create_object_backed_cluster)."""
+    before, after = _product_type(old), _product_type(new)
+    if before != after and not rolling_back:
+        raise ProvisioningError(
+            f"storage.product_type {before} -> {after}: Qumulo fixes the product type when the cluster forms; "
+            f"set storage.product_type back to {before} (a new type needs a new cluster)"
+        )
 
 
 def _port(props: Mapping[str, Any], side: str) -> int:
@@ -145,6 +167,7 @@ def _cluster_event(
         return {}
     rolling_back = nodes.stack_status(aws("cloudformation"), stack_id) == nodes.ROLLING_BACK
     capacity.refuse_shrinking(dict(old), dict(props), rolling_back=rolling_back)
+    _refuse_product_type_change(old, props, rolling_back=rolling_back)
     if int(old.get("UsableCapacityBytes") or 0) < int(props.get("UsableCapacityBytes") or 0):
         spec = _cluster_spec(props)
         client, _ = login(spec.node_ips, spec.rest_port, read_secret(str(props["AdminSecretArn"])), deadline,
