@@ -1,7 +1,7 @@
 """`hubspoke ami --region REGION...`: the current Canonical Ubuntu 24.04 image per Region, as the line to paste.
 
 Needs no config (a config without storage.ami_id does not validate yet): it reads AWS's public Canonical
-parameter (hubspoke.cli.preflight_cnq.UBUNTU_PARAMETER) in each Region with the standard credential chain.
+parameter (hubspoke.cli.preflight.cnq.UBUNTU_PARAMETER) in each Region with the standard credential chain.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import Table, fail, print_json, print_tables
 from hubspoke.cli.preflight import Clients, session_clients
-from hubspoke.cli.preflight_cnq import UBUNTU_PARAMETER
+from hubspoke.cli.preflight.cnq import UBUNTU_PARAMETER
 from hubspoke.regions import REGIONS
 
 

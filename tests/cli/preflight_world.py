@@ -28,8 +28,8 @@ from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
 from hubspoke.cli.preflight import Clients, run_preflight, session_clients
-from hubspoke.cli.preflight_checks import BOOTSTRAP_PARAMETER, CheckResult
-from hubspoke.cli.preflight_cnq import CANONICAL_OWNER, UBUNTU_PARAMETER
+from hubspoke.cli.preflight.checks import BOOTSTRAP_PARAMETER, CheckResult
+from hubspoke.cli.preflight.cnq import CANONICAL_OWNER, UBUNTU_PARAMETER
 from hubspoke.config import load
 from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
 from tests.conftest import ROOT, minimal, write_config

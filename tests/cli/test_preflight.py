@@ -11,7 +11,7 @@ from botocore.stub import Stubber
 
 from hubspoke.cli.main import main
 from hubspoke.cli.preflight import session_clients
-from hubspoke.cli.preflight_checks import (
+from hubspoke.cli.preflight.checks import (
     CLI_BOOTSTRAP_VERSION,
     PEERING_QUOTA_CODE,
 )
@@ -62,7 +62,7 @@ def test_wrong_account_fails_and_skips_that_regions_checks(world: World, tmp_pat
     assert all(r.status == "warn" for r in results if r.check != "account")
 
 
-# Written here, not imported from hubspoke.cli.preflight_checks. The oldest bootstrap version the templates
+# Written here, not imported from hubspoke.cli.preflight.checks. The oldest bootstrap version the templates
 # deploy on: aws-cdk-lib's DefaultStackSynthesizer puts a CheckBootstrapVersion rule in every template that
 # refuses versions 1 to 5 ("CDK bootstrap stack version 6 required", in every synthesized template's Rules).
 TEMPLATES_NEED = 6

@@ -17,7 +17,7 @@ import pytest
 
 from hubspoke.cli.main import main
 from hubspoke.cli.preflight import run_preflight
-from hubspoke.cli.preflight_checks import CheckResult
+from hubspoke.cli.preflight.checks import CheckResult
 from hubspoke.config import load
 from tests.cli.preflight_world import Unsupported, World
 from tests.conftest import QUMULO_CORE, ROOT, minimal, pinned_ami, write_config

@@ -25,7 +25,7 @@ from hubspoke.cli.checks import (
     session_clients,
 )
 from hubspoke.cli.commands import COMMANDS
-from hubspoke.cli.preflight_checks import check_account
+from hubspoke.cli.preflight.checks import check_account
 from hubspoke.cli.verify.alarms import alarm_rows
 from hubspoke.cli.verify.canary import canary_rows
 from hubspoke.cli.verify.compute import compute_rows

@@ -10,7 +10,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hubspoke.cli.preflight_checks import CheckResult, Status, _pages, region_path
+from hubspoke.cli.preflight.checks import CheckResult, Status, _pages, region_path
 from hubspoke.compute_metrics import hyperpod_cluster_name
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.config.quotas import (

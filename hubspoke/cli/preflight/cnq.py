@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hubspoke.cli.preflight_checks import CheckResult, region_path
+from hubspoke.cli.preflight.checks import CheckResult, region_path
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.config.schema import QUMULO_HOST_CONFIGURATION
 from hubspoke.config.storage_rules import QUMULO_CORE_MIN_VERSION

@@ -26,7 +26,7 @@ from hubspoke.cli.checks import (
 )
 from hubspoke.cli.checks import guarded as guarded_check
 from hubspoke.cli.commands import COMMANDS
-from hubspoke.cli.preflight_checks import (
+from hubspoke.cli.preflight.checks import (
     check_account,
     check_addon_versions,
     check_availability_zones,
@@ -35,14 +35,14 @@ from hubspoke.cli.preflight_checks import (
     check_kubernetes_version,
     check_peering_quota,
 )
-from hubspoke.cli.preflight_cnq import (
+from hubspoke.cli.preflight.cnq import (
     check_floating_ip_room,
     check_host_configuration,
     check_release,
     check_staged_package,
     check_ubuntu_image,
 )
-from hubspoke.cli.preflight_quotas import (
+from hubspoke.cli.preflight.quotas import (
     check_hyperpod_quotas,
     check_lambda_concurrency,
     check_route_table_routes,
