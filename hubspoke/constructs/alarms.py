@@ -177,6 +177,26 @@ def _alarm(
     return alarm
 
 
+def _silence_breaches(metric: cloudwatch.Metric, *, value: float, label: str) -> cloudwatch.MathExpression:
+    """`metric` with each minute the canary did not report counted as `value` (a breaching one).
+
+    TreatMissingData alone does not make silence fast: while the evaluation range still holds at least
+    Evaluation Periods real points, CloudWatch judges those and ignores the missing ones, so after healthy minutes
+    a silent canary alarms only once its last healthy point has left the range ("How alarm state is evaluated
+    when data is missing": with Evaluation Periods 3 the documented range is 5 points, `0 - - - -` is still OK
+    and the next evaluation is ALARM; the range for 1-minute periods is not documented). FILL gives every
+    minute of the query a value ("FILL replaces that missing data point with the requested value. That causes
+    the latest data point for the metric to always be the FILL value", CloudWatch User Guide, "Using metric
+    math", FILL; awsdocs/amazon-cloudwatch-user-guide@b355497, doc_source/using-metric-math.md), so silence
+    breaches from its first minute and the alarm fires after Evaluation Periods minutes whatever the range.
+    The same page warns that a latest minute whose data arrives late is filled too: one such minute is one
+    breaching point of the three, not an alarm (tests/constructs/test_canary_alarms.py).
+    """
+    return cloudwatch.MathExpression(
+        expression=f"FILL(m, {value:g})", using_metrics={"m": metric}, label=label, period=MINUTE
+    )
+
+
 def hub_unreachable(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary, hub_region: str
 ) -> cloudwatch.Alarm:
@@ -185,10 +205,15 @@ def hub_unreachable(
         scope,
         planned,
         topic=topic,
-        metric=canary.metric(canary_metrics.HUB_REACHABLE, statistic="Maximum", period=MINUTE),
+        # Silence from the canary is as bad as a failed probe: the hub's state is unknown.
+        metric=_silence_breaches(
+            canary.metric(canary_metrics.HUB_REACHABLE, statistic="Maximum", period=MINUTE),
+            value=0,
+            label="hub reachable (1), a silent minute counted as 0",
+        ),
         threshold=1,
         periods=HUB_UNREACHABLE_MINUTES,
-        # Silence from the canary is as bad as a failed probe: the hub's state is unknown.
+        # FILL leaves nothing missing; should the whole query come back empty, that breaches too.
         missing=cloudwatch.TreatMissingData.BREACHING,
         description=f"The hub CNQ ({hub_region}) has not answered on TCP "
         f"{'/'.join(map(str, canary.ports))} from {planned.region} for {HUB_UNREACHABLE_MINUTES} minutes "
@@ -204,7 +229,11 @@ def portal_not_active(
         scope,
         planned,
         topic=topic,
-        metric=canary.metric(canary_metrics.PORTAL_STATUS, statistic="Minimum", period=MINUTE),
+        metric=_silence_breaches(
+            canary.metric(canary_metrics.PORTAL_STATUS, statistic="Minimum", period=MINUTE),
+            value=canary_metrics.PORTAL_STATUS_VALUES["INACTIVE"],
+            label="portal status (2 = ACTIVE), a silent minute counted as INACTIVE",
+        ),
         threshold=canary_metrics.PORTAL_STATUS_ACTIVE,
         periods=PORTAL_NOT_ACTIVE_MINUTES,
         missing=cloudwatch.TreatMissingData.BREACHING,
