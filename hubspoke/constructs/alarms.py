@@ -17,7 +17,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from hubspoke import alarms
+from hubspoke import alarms, training_metrics
 from hubspoke.alarms import HUB_UNREACHABLE_MINUTES, PlannedAlarm
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.canary.infrastructure import HubCanary
@@ -172,7 +172,8 @@ def _alarm(
             alarm,
             "CT.CLOUDWATCH.PR.1",
             reason="an input of a composite alarm, which is the one that notifies: an action of its own would "
-            "page on every cold first pass, when the hit ratio is near 0 by design (docs/operations.md)",
+            "page on every cold first pass, when the hit ratio is near 0 and the dataset not yet whole in the "
+            "cache by design (docs/operations.md)",
         )
     return alarm
 
@@ -263,6 +264,33 @@ def cache_hit_ratio_below_floor(
     )
 
 
+def dataset_not_fully_cached(
+    scope: Construct,
+    planned: PlannedAlarm,
+    *,
+    topic: AlarmTopic,
+    config: HubSpokeConfig,
+    region: RegionConfig,
+) -> cloudwatch.Alarm:
+    """The pinned dataset version is not known to be whole in the spoke cache (notifies nobody)."""
+    return _alarm(
+        scope,
+        planned,
+        topic=topic,
+        # The lowest report of the minute: a job reading a version being prewarmed counts as not cached.
+        metric=training_metric(
+            config, region, training_metrics.DATASET_CACHED_FRACTION, period=MINUTE, statistic="Minimum"
+        ),
+        threshold=alarms.FULLY_CACHED_FRACTION,
+        periods=1,
+        # No report (no prewarm status beside the job) is not knowing the cache is whole.
+        missing=cloudwatch.TreatMissingData.BREACHING,
+        description=f"The training job in {region.region} reports that prewarm has warmed less than "
+        f"{alarms.FULLY_CACHED_FRACTION:g} of its pinned dataset version's bytes, or reports none. Misses are "
+        "expected then: it notifies nobody; while it is in ALARM the composite cache-hit-ratio-low cannot page.",
+    )
+
+
 def cache_hit_ratio_low(
     scope: Construct,
     planned: PlannedAlarm,
@@ -270,8 +298,10 @@ def cache_hit_ratio_low(
     topic: AlarmTopic,
     ratio: cloudwatch.IAlarm,
     throughput: cloudwatch.IAlarm,
+    cold: cloudwatch.IAlarm,
 ) -> cloudwatch.CompositeAlarm:
-    """The cache misses while the job has slowed: the hit-ratio alarm and the throughput alarm both in ALARM."""
+    """The cache misses a version it holds whole while the job has slowed: ratio and throughput alarms in ALARM,
+    and the not-fully-cached alarm OK (evaluated, and the version whole: INSUFFICIENT_DATA does not count)."""
     # A composite alarm's rule combines other alarms' states with ALARM(...), AND, OR, NOT; it notifies through
     # SNS like a metric alarm, and its inputs must be in its account and Region (CloudWatch User Guide,
     # "Create a composite alarm", awsdocs/amazon-cloudwatch-user-guide@b355497,
@@ -283,10 +313,12 @@ def cache_hit_ratio_low(
         alarm_rule=cloudwatch.AlarmRule.all_of(
             cloudwatch.AlarmRule.from_alarm(ratio, cloudwatch.AlarmState.ALARM),
             cloudwatch.AlarmRule.from_alarm(throughput, cloudwatch.AlarmState.ALARM),
+            cloudwatch.AlarmRule.from_alarm(cold, cloudwatch.AlarmState.OK),
         ),
         alarm_description=f"The spoke cache of {planned.region} misses (derived hit ratio under "
-        "ops.cache_hit_ratio_floor) while the training job runs below its own baseline: eviction, a new "
-        f"access pattern, or a cache that cannot hold the working set. Runbook: {planned.runbook}",
+        "ops.cache_hit_ratio_floor) although prewarm warmed the whole pinned dataset version, while the "
+        "training job runs below its own baseline: eviction, a new access pattern, or a cache that cannot "
+        f"hold the working set. Runbook: {planned.runbook}",
     )
     topic.notify(alarm, planned.name)
     return alarm

@@ -48,7 +48,9 @@ def records(metric: str, until: int, then: float | None, *, late: bool = False) 
     return {metric: out}
 
 
-def first_alarm(props: dict[str, Any], data: dict[str, Any], start: int, *, late: bool = False) -> set[int | None]:
+def first_alarm(
+    props: dict[str, Any], data: dict[str, Any], start: int, *, late: bool = False
+) -> set[int | None]:
     """Minutes after `start` at whose end the alarm is first in ALARM, under each evaluation range."""
     found = set()
     for span in RANGES:

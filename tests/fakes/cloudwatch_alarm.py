@@ -216,9 +216,7 @@ def _if(condition: Value, true: Value, false: Value | None) -> Value:
     return out
 
 
-def evaluate(
-    expression: str, metrics: Mapping[str, Series], *, grid: Sequence[int] | None = None
-) -> Series:
+def evaluate(expression: str, metrics: Mapping[str, Series], *, grid: Sequence[int] | None = None) -> Series:
     """The time series an expression yields from its input series (ids as in the expression).
 
     `grid`: the query's timestamps (the alarm's evaluation range), which FILL needs. Raises AmbiguousExpression
@@ -388,7 +386,9 @@ def evaluate_every_minute(
             series[metric_id] = {}
             for stamp in grid:
                 last = now + stamp * period
-                values = [v for minute in range(last - period + 1, last + 1) for v in published.get(minute, ())]
+                values = [
+                    v for minute in range(last - period + 1, last + 1) for v in published.get(minute, ())
+                ]
                 if values:
                     series[metric_id][stamp] = _STATISTICS[statistic](values)
         result = evaluate(expression, series, grid=grid)

@@ -173,7 +173,12 @@ def test_composite_rules_as_documented(rule: str, states: tuple[str, ...], docum
 def test_fill_gives_every_timestamp_of_the_query_its_value() -> None:
     # using-metric-math.md, FILL: "if ... the most recent minute never has data ... FILL replaces that missing
     # data point with the requested value. That causes the latest data point ... to always be the FILL value".
-    assert as_list(evaluate("FILL(m, 0)", {"m": series(1, None, 1, None)}, grid=[0, 1, 2, 3]), 4) == [1, 0, 1, 0]
+    assert as_list(evaluate("FILL(m, 0)", {"m": series(1, None, 1, None)}, grid=[0, 1, 2, 3]), 4) == [
+        1,
+        0,
+        1,
+        0,
+    ]
     with pytest.raises(NotImplementedError):
         evaluate("FILL(m, 0)", {"m": series(1)})  # without the query's timestamps there is nothing to fill
 
@@ -213,4 +218,11 @@ def test_a_silent_metric_alarms_when_its_last_real_point_leaves_the_evaluation_r
     records = {"M": {minute: [0.0] for minute in range(-10, 1)}}  # healthy up to minute 0, silent after
     alarm = one_metric_alarm(period_s=60, n=3, m=3, missing="breaching")
     history = evaluate_every_minute(alarm, records, minutes=range(1, 7), evaluation_range=5)
-    assert history == ["OK", "OK", "OK", "OK", "ALARM", "ALARM"]  # minute 4 is `0 - - - -`, minute 5 `- - - - -`
+    assert history == [
+        "OK",
+        "OK",
+        "OK",
+        "OK",
+        "ALARM",
+        "ALARM",
+    ]  # minute 4 is `0 - - - -`, minute 5 `- - - - -`

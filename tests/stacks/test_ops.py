@@ -102,7 +102,8 @@ def test_every_alarm_notifies_an_encrypted_topic(shape: Shape) -> None:
                 assert {a["Ref"] for a in alarm["AlarmActions"]} == set(topics), name
                 assert {a["Ref"] for a in alarm["OKActions"]} == set(topics), name
         # The hit-ratio alarms watch a training job's reads: only where the spoke trains (alarms.planned_alarms).
-        quiet = [f"{stack_name(shape.config, 'ops', spoke.region)}-cache-hit-ratio-below-floor"]
+        prefix = stack_name(shape.config, "ops", spoke.region)
+        quiet = [f"{prefix}-cache-hit-ratio-below-floor", f"{prefix}-dataset-not-fully-cached"]
         assert silent == (quiet if spoke.compute.enabled else [])
         for _, key in properties(ops, "AWS::KMS::Key"):
             assert key["EnableKeyRotation"] is True
