@@ -83,6 +83,15 @@ def read(path: Path) -> CacheStatus | None:
         ) from None
 
 
+def describes(status: CacheStatus, data_dir: Path) -> bool:
+    """Whether `status` is about the dataset a job reads at `data_dir`: a status that names a version (prewarm ran
+    with --manifest) must match the directory's last two parts, <name>/<version> (the layout of
+    hubspoke/dataset_manifest.py); one without a version covers whatever is under the root it warmed."""
+    if status.name is None or status.version is None:
+        return True
+    return Path(data_dir).parts[-2:] == (status.name, status.version)
+
+
 def wait_for_fraction(
     path: Path,
     minimum: float,
@@ -92,22 +101,22 @@ def wait_for_fraction(
     log: Callable[[str], None] = print,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-    version: str | None = None,
+    describes: Callable[[CacheStatus], bool] = lambda status: True,
 ) -> CacheStatus:
-    """Block until prewarm reports at least `minimum` of the version warmed; TimeoutError after `timeout_s`.
+    """Block until prewarm reports at least `minimum` of the dataset warmed; TimeoutError after `timeout_s`.
 
-    `version`: the version the job pins; a status about another version does not count (it is a different
-    set of bytes)."""
+    `describes`: whether a status is about the job's dataset; one about another version does not count (it is
+    a different set of bytes)."""
     deadline = clock() + timeout_s
     while True:
         status = read(path)
-        if status is not None and (version is None or status.version == version):
+        if status is not None and describes(status):
             if status.fraction >= minimum:
                 log(f"cache: prewarm reports {status.fraction:.3f} of the dataset warm (>= {minimum:g})")
                 return status
             seen = f"{status.fraction:.3f} warm"
         elif status is not None:
-            seen = f"a status for version {status.version}, not {version}"
+            seen = f"a status for {status.name}/{status.version}, not this job's dataset"
         else:
             seen = "no status yet"
         if clock() >= deadline:

@@ -132,16 +132,41 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--image", help="training image (default: compute.training_image, else the Region's ECR)"
     )
+    parser.add_argument(
+        "--wait-for-cached-fraction",
+        type=_fraction,
+        metavar="F",
+        help="spokes only: the job waits before its first step until prewarm reports this fraction (0..1] of "
+        "the dataset warm (GPUs idle meanwhile; default: start at once)",
+    )
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a fraction such as 1.0") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not in (0, 1]; 1.0 waits for the whole dataset")
+    return value
 
 
 def _job(
     args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
 ) -> Sequence[dict[str, Any]]:
     from hubspoke.k8s.accelerators import UnknownAccelerator
-    from hubspoke.k8s.job import training_job
+    from hubspoke.k8s.job import TrainingSettings, training_job
 
+    if args.wait_for_cached_fraction is not None and (
+        region.region == config.hub.region or not region.storage.enabled
+    ):
+        raise RenderError(
+            f"{field}.region",
+            "--wait-for-cached-fraction waits for a spoke's cache, and this Region has none: leave it out",
+        )
+    settings = TrainingSettings(wait_for_cached_fraction=args.wait_for_cached_fraction)
     try:
-        return [training_job(config, region, kind=args.kind, image=args.image)]
+        return [training_job(config, region, kind=args.kind, image=args.image, settings=settings)]
     except UnknownAccelerator as exc:
         raise RenderError(f"{field}.compute.instance_groups[0].instance_type", str(exc)) from None
 

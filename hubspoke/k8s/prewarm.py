@@ -26,6 +26,11 @@ def state_path(region: RegionConfig) -> str:
     return f"{STATE_DIR}/{region.region}-{slug}.jsonl"
 
 
+def status_path(region: RegionConfig) -> str:
+    """prewarm's status file (workload/cache_status.py) inside the pods; the training job reads it from here."""
+    return f"{state_path(region)}.status.json"
+
+
 def prewarm_job(
     config: HubSpokeConfig,
     region: RegionConfig,
@@ -45,7 +50,10 @@ def prewarm_job(
             f"--host={rest_address}",
             f"--root={region.storage.dataset_path}",
             f"--state={state_path(region)}",
+            f"--status={status_path(region)}",
             f"--parallel={parallel}",
+            f"--environment={config.environment}",
+            f"--region={region.region}",
         ],
         env=[
             {

@@ -342,8 +342,14 @@ def test_waiting_for_the_cached_fraction(tmp_path: Path) -> None:
         )
 
     kwargs: dict[str, Any] = {"clock": lambda: now[0], "sleep": sleep, "poll_s": 30, "log": lines.append}
-    status = cache_status.wait_for_fraction(path, 1.0, timeout_s=600, version="v1", **kwargs)
+    mine = Path("/mnt/dataset/c4/v1")
+    status = cache_status.wait_for_fraction(
+        path, 1.0, timeout_s=600, describes=lambda s: cache_status.describes(s, mine), **kwargs
+    )
     assert status.fraction == 1.0 and now[0] == 90
     assert "no status yet" in lines[0] and "0.500 warm" in lines[1]
-    with pytest.raises(TimeoutError, match="a status for version v1, not v2"):
-        cache_status.wait_for_fraction(path, 1.0, timeout_s=60, version="v2", **kwargs)
+    other = Path("/mnt/dataset/c4/v2")
+    with pytest.raises(TimeoutError, match="a status for c4/v1, not this job's dataset"):
+        cache_status.wait_for_fraction(
+            path, 1.0, timeout_s=60, describes=lambda s: cache_status.describes(s, other), **kwargs
+        )

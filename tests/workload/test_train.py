@@ -14,6 +14,7 @@ import random
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -293,3 +294,38 @@ def test_hyperpod_log_monitoring_pattern_matches_the_progress_train_py_prints(tm
     assert run.returncode == 0, run.stderr
     progress = [line for line in run.stderr.splitlines() if re.fullmatch(PROGRESS_LOG_PATTERN, line)]
     assert len(progress) == 2, f"one progress line per --log-every=2 steps, got: {run.stderr}"
+
+
+def _status(path: Path, warm: int, total: int = 1000) -> None:
+    sys.path.insert(0, str(WORKLOAD))
+    import cache_status
+
+    cache_status.write(
+        path, cache_status.CacheStatus("/dataset/", None, None, total, warm, warm == total, time.time())
+    )
+
+
+@pytest.mark.thorough
+def test_records_carry_prewarm_s_cached_fraction(tmp_path: Path) -> None:
+    """The composite cache alarm reads DatasetCachedFraction from the job's records (hubspoke/alarms.py)."""
+    data, ckpt, status = tmp_path / "data", tmp_path / "ckpt", tmp_path / "status.json"
+    _write_shards(data, [400])
+    _status(status, 250)
+    run = _run(data, ckpt, "--max-steps=2", "--num-workers=0", f"--cache-status={status}")
+    assert run.returncode == 0, run.stderr
+    [record] = [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
+    assert record[training_metrics.DATASET_CACHED_FRACTION] == 0.25
+
+
+@pytest.mark.thorough
+def test_a_job_told_to_wait_for_a_whole_cache_does_not_start_on_half_of_one(tmp_path: Path) -> None:
+    data, ckpt, status = tmp_path / "data", tmp_path / "ckpt", tmp_path / "status.json"
+    _write_shards(data, [400])
+    _status(status, 500)
+    wait = ["--wait-for-cached-fraction=1", "--wait-timeout-seconds=0", f"--cache-status={status}"]
+    run = _run(data, ckpt, "--max-steps=2", "--num-workers=0", *wait)
+    assert run.returncode == 1
+    assert "not starting" in run.stderr and "0.500 warm" in run.stderr
+    assert not ckpt.exists() or not any(ckpt.iterdir()), "no step was taken"
+    _status(status, 1000)
+    assert _run(data, ckpt, "--max-steps=2", "--num-workers=0", *wait).returncode == 0
