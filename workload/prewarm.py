@@ -297,6 +297,12 @@ def warm_file(
         fetched = int(answer.get("bytes_fetched") or 0)
         next_offset = answer.get("next_offset")
         offset = int(next_offset) if next_offset not in (None, "") else None
+        if offset is None and chunk_bytes is not None and at + chunk_bytes < entry.size:
+            # An empty next_offset after a region we bounded may mean "that region is done", not "the file
+            # is": go on after it. The SDK's own loop (qumulo-api 7.10.2.1, qumulo/commands/fs.py,
+            # fetch_data_loop) bounds `length` and follows next_offset; nothing documented says which of
+            # the two an empty next_offset means for a bounded call, so both readings warm the whole file.
+            offset = at + chunk_bytes
         if offset is not None and offset <= at:
             raise FileFailed(f"{entry.path}: fetch-data did not advance past offset {at}")
         covered = (offset if offset is not None else max(entry.size, at)) - at

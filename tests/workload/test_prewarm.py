@@ -353,3 +353,11 @@ def test_waiting_for_the_cached_fraction(tmp_path: Path) -> None:
         cache_status.wait_for_fraction(
             path, 1.0, timeout_s=60, describes=lambda s: cache_status.describes(s, other), **kwargs
         )
+
+
+def test_bounded_calls_still_warm_every_byte(spoke: FakeQumulo, tmp_path: Path) -> None:
+    """--chunk-bytes bounds each fetch-data call. The fake answers an empty next_offset once the bounded
+    region is served (tests/fakes/qumulo/files.py, ASSUMED); prewarm must go on to the end of the file anyway."""
+    code, log = _run(spoke, tmp_path / "state.jsonl", chunk_bytes=MIB)
+    assert code == 0, log
+    assert {p: spoke.fetched_bytes.get(p, 0) for p in FILES} == FILES
