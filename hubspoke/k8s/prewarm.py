@@ -16,6 +16,8 @@ from hubspoke.k8s.storage import Manifest
 JOB_NAME = "hubspoke-prewarm"
 # Created by the operator from the spoke's admin secret (docs/runbooks/cache-warm-up.md).
 QUMULO_SECRET = "hubspoke-qumulo-admin"
+# Keeps the 70 ms, 1 GB/s cross-Region path >= 0.9 busy where 8 did not (benchmarks/prewarm_path.py, README
+# "Benchmarks"); workload/prewarm.py's own default is the same (tests/k8s/test_k8s_ops_jobs.py).
 DEFAULT_PARALLEL = 16
 STATE_DIR = f"{CHECKPOINT_MOUNT_PATH}/.hubspoke/prewarm"
 

@@ -10,6 +10,7 @@ import pytest
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, DATASET_MOUNT_PATH, NAMESPACE
 from hubspoke.k8s.bench import bench_job
+from hubspoke.k8s.prewarm import DEFAULT_PARALLEL as JOB_PARALLEL
 from hubspoke.k8s.prewarm import QUMULO_SECRET, prewarm_job, state_path
 from tests.k8s.crd_schemas import k8s_validate
 
@@ -140,3 +141,5 @@ def test_the_training_job_reads_the_status_file_prewarm_writes(dev_config: HubSp
     assert job_argument(waiting, "wait-for-cached-fraction") == "1"
     hub = dev_config.region_config(dev_config.hub.region)
     assert job_argument(training_job(dev_config, hub), "cache-status") == ""
+    # A hand-run prewarm and the rendered Job keep the long path equally busy (benchmarks/prewarm_path.py).
+    assert prewarm_script.DEFAULT_PARALLEL == JOB_PARALLEL
