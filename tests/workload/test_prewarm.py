@@ -361,3 +361,38 @@ def test_bounded_calls_still_warm_every_byte(spoke: FakeQumulo, tmp_path: Path) 
     code, log = _run(spoke, tmp_path / "state.jsonl", chunk_bytes=MIB)
     assert code == 0, log
     assert {p: spoke.fetched_bytes.get(p, 0) for p in FILES} == FILES
+
+
+def test_the_cached_fraction_reaches_the_cloudwatch_agent_as_emf(spoke: FakeQumulo, tmp_path: Path) -> None:
+    """prewarm as the Job runs it (main, the SDK, the agent endpoint from the environment): the agent receives
+    DatasetCachedFraction records for the Region, the last one 1, with the manifest's dataset and version."""
+    from hubspoke import training_metrics as tm
+    from tests.fakes.emf_agent import FakeEmfAgent
+
+    manifest_dir = tmp_path / "c4" / "v1"
+    manifest_dir.mkdir(parents=True)
+    dataset_manifest.write(manifest_dir, version_manifest(FILES))
+    state = tmp_path / "state.jsonl"
+    with FakeEmfAgent() as agent:
+        env = {"QUMULO_PASSWORD": "secret", tm.AGENT_ENDPOINT_ENV: agent.endpoint}
+        argv = ["--host", "127.0.0.1", "--port", str(spoke.port), "--root", "/dataset", "--state", str(state)]
+        argv += [
+            "--manifest",
+            str(manifest_dir / "MANIFEST.json"),
+            "--environment",
+            "dev",
+            "--region",
+            "us-west-2",
+        ]
+        assert prewarm.main(argv, env=env) == 0
+        lines = agent.wait_for(1)
+    last = json.loads(lines[-1])
+    assert last["_aws"]["CloudWatchMetrics"][0]["Namespace"] == tm.NAMESPACE
+    assert (last["Environment"], last["Region"], last["Dataset"], last["Version"]) == (
+        "dev",
+        "us-west-2",
+        "c4",
+        "v1",
+    )
+    assert last[tm.DATASET_CACHED_FRACTION] == 1.0
+    assert cache_status.read(prewarm.status_path(state)).fraction == 1.0  # type: ignore[union-attr]
