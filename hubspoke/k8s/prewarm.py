@@ -40,6 +40,7 @@ def prewarm_job(
     rest_address: str,
     parallel: int = DEFAULT_PARALLEL,
     image: str | None = None,
+    max_bytes_per_second: float | None = None,
 ) -> Manifest:
     """The Job for one spoke Region; `rest_address` is one of the spoke CNQ's floating IPs."""
     return cpu_job(
@@ -56,6 +57,7 @@ def prewarm_job(
             f"--parallel={parallel}",
             f"--environment={config.environment}",
             f"--region={region.region}",
+            *([] if max_bytes_per_second is None else [f"--max-bytes-per-second={max_bytes_per_second:.0f}"]),
         ],
         env=[
             {
