@@ -88,6 +88,7 @@ mutation: setup
 benchmark: setup
 	$(PY) benchmarks/synth_scaling.py
 	$(PY) benchmarks/train_memory.py
+	$(PY) benchmarks/prewarm_path.py
 
 clean:
 	rm -rf cdk.out .cache .pytest_cache .mypy_cache .ruff_cache

@@ -12,6 +12,16 @@ SDK against the spoke cluster. The cluster reads from the hub over the portal; n
 - Resume: --state is an append-only JSON-lines journal (finished files with their size, and the offset reached
   inside large files every --journal-every-bytes). A re-run skips finished files whose size is unchanged
   and restarts large files from their last offset. A torn last line (pod killed mid-write) is ignored.
+- Manifest (--manifest, the pinned version's MANIFEST.json, hubspoke/dataset_manifest.py): only the files it
+  lists are warmed, and the spoke's listing must hold each at its manifest size, else nothing is warmed and the
+  exit code is 1. --verify-sha256 with --dataset-dir (the version's directory on a read-only NFS mount)
+  hashes every file after warming it: that reads the whole version once more, through the spoke's cache.
+- Bandwidth cap: --max-bytes-per-second, a token bucket charged with the bytes each fetch-data call reports
+  fetched from the hub (the server picks a call's length unless --chunk-bytes does, so single calls can burst
+  above the cap; the average over the run does not exceed it by more than one bucket).
+- Status: with every progress line and at the end, --status (JSON, workload/cache_status.py) gets the fraction
+  of the version's bytes warmed, and the same fraction goes to CloudWatch as DatasetCachedFraction
+  (hubspoke/training_metrics.py) through the CloudWatch agent when AWS_EMF_AGENT_ENDPOINT is set.
 - Errors: connection errors, timeouts and Qumulo 5xx/429 answers are retried with backoff (--retries);
   anything else (a 4xx: bad path, the API missing on this version) is final for that file. A 401/403 stops
   the run at once. Exit 0 when every file is warm, 1 when any file failed, 2 on bad arguments.
@@ -33,6 +43,40 @@ from typing import IO, Any
 
 DEFAULT_PORT = 8000
 BACKOFF_CAP_S = 30.0
+# 16 files at once, as the rendered Job (hubspoke/k8s/prewarm.py): over the 70 ms, 1 GB/s cross-Region path,
+# 8 kept it 0.93 busy with 64 MiB per fetch-data call but 0.82 with 8 MiB; 16 kept it 0.97 and 0.93 busy
+# (benchmarks/prewarm_path.py, README "Benchmarks"). 1 MiB calls would need about 60.
+DEFAULT_PARALLEL = 16
+
+
+class TokenBucket:
+    """At most `rate` bytes per second on average, `burst` bytes at once; charged after the bytes moved."""
+
+    def __init__(
+        self,
+        rate: float,
+        *,
+        burst: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if rate <= 0:
+            raise ValueError("a bandwidth cap must be positive")
+        self.rate, self.burst = rate, burst if burst is not None else rate
+        self._clock, self._sleep = clock, sleep
+        self._tokens, self._at = self.burst, clock()
+        self._lock = threading.Lock()
+
+    def take(self, amount: float) -> float:
+        """Charge `amount` bytes; sleep until the bucket is no longer in debt. Returns the seconds slept."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate) - amount
+            self._at = now
+            wait = -self._tokens / self.rate if self._tokens < 0 else 0.0
+        if wait > 0:
+            self._sleep(wait)
+        return wait
 
 
 @dataclass(frozen=True)
@@ -241,6 +285,7 @@ def warm_file(
     retries: int,
     base_delay_s: float,
     stop: threading.Event,
+    bucket: TokenBucket | None = None,
 ) -> bool:
     """fetch-data from `start` to the end of the file; True when the file is complete."""
     offset: int | None = start
@@ -255,10 +300,18 @@ def warm_file(
         fetched = int(answer.get("bytes_fetched") or 0)
         next_offset = answer.get("next_offset")
         offset = int(next_offset) if next_offset not in (None, "") else None
+        if offset is None and chunk_bytes is not None and at + chunk_bytes < entry.size:
+            # An empty next_offset after a region we bounded may mean "that region is done", not "the file
+            # is": go on after it. The SDK's own loop (qumulo-api 7.10.2.1, qumulo/commands/fs.py,
+            # fetch_data_loop) bounds `length` and follows next_offset; nothing documented says which of
+            # the two an empty next_offset means for a bounded call, so both readings warm the whole file.
+            offset = at + chunk_bytes
         if offset is not None and offset <= at:
             raise FileFailed(f"{entry.path}: fetch-data did not advance past offset {at}")
         covered = (offset if offset is not None else max(entry.size, at)) - at
         progress.advance(covered, fetched)
+        if bucket is not None and fetched:
+            bucket.take(fetched)
         since_journal += covered
         if offset is not None and since_journal >= journal_every_bytes:
             journal.mark_offset(entry, offset)
@@ -269,12 +322,72 @@ def warm_file(
 @dataclass(frozen=True)
 class Options:
     root: str
-    parallel: int = 8
+    parallel: int = DEFAULT_PARALLEL
     chunk_bytes: int | None = None
     journal_every_bytes: int = 1 << 30
     retries: int = 5
     base_delay_s: float = 1.0
     progress_every_s: float = 30.0
+    max_bytes_per_second: float | None = None
+    manifest: Any = None  # a dataset_manifest.Manifest: warm exactly its files, at its sizes
+    status: Path | None = None
+    publish: Callable[[float], None] | None = None  # the cached fraction, to CloudWatch
+
+
+def manifest_files(
+    manifest: Any, root: str, listed: Sequence[FileEntry]
+) -> tuple[list[FileEntry], list[str]]:
+    """The manifest's files as the spoke lists them under `root`, and what disagrees (missing, other size)."""
+    sizes = {f.path: f.size for f in listed}
+    files, problems = [], []
+    for entry in manifest.files:
+        path = root.rstrip("/") + "/" + entry.path
+        if path not in sizes:
+            problems.append(f"{path} is in the manifest but the spoke does not list it")
+        elif sizes[path] != entry.bytes:
+            problems.append(f"{path} is {sizes[path]} bytes on the spoke, the manifest says {entry.bytes}")
+        else:
+            files.append(FileEntry(path, entry.bytes))
+    return sorted(files, key=lambda f: f.path), problems
+
+
+def _report(progress: Progress, options: Options, *, complete: bool) -> None:
+    """The cached fraction to the status file and CloudWatch; never fails the warm-up."""
+    import cache_status
+
+    status = cache_status.CacheStatus(
+        root=options.root,
+        name=getattr(options.manifest, "name", None),
+        version=getattr(options.manifest, "version", None),
+        total_bytes=progress.bytes_total,
+        warm_bytes=progress.bytes_done,
+        complete=complete,
+        updated=time.time(),
+    )
+    if options.status is not None:
+        try:
+            cache_status.write(options.status, status)
+        except OSError as exc:
+            print(f"prewarm: cannot write the status file {options.status}: {exc}", file=sys.stderr)
+    if options.publish is not None:
+        options.publish(status.fraction)
+
+
+def verify_sha256(manifest: Any, directory: Path, log: IO[str]) -> list[str]:
+    """Every manifest file under `directory` hashed and compared; the mismatches."""
+    import manifest as dataset_manifest
+
+    bad = []
+    for entry in manifest.files:
+        try:
+            digest = dataset_manifest.sha256_file(directory / entry.path)
+        except OSError as exc:
+            bad.append(f"{entry.path}: {exc.strerror or exc}")
+            continue
+        if digest != entry.sha256:
+            bad.append(f"{entry.path}: sha256 {digest}, the manifest says {entry.sha256}")
+    print(f"prewarm: sha256 of {len(manifest.files)} files checked, {len(bad)} differ", file=log, flush=True)
+    return bad
 
 
 def prewarm(
@@ -299,6 +412,18 @@ def prewarm(
     except (FatalError, FileFailed) as exc:
         print(f"prewarm: cannot list the dataset: {exc}", file=log)
         return 1
+    if options.manifest is not None:
+        files, problems = manifest_files(options.manifest, options.root, files)
+        if problems:
+            for problem in problems[:20]:
+                print(f"prewarm: {problem}", file=log)
+            print(
+                f"prewarm: the spoke's {options.root} is not the version its manifest describes "
+                f"({len(problems)} files differ); nothing warmed. Load the version again or pin another.",
+                file=log,
+                flush=True,
+            )
+            return 1
     todo = [f for f in files if not journal.is_done(f)]
     progress = Progress(files_total=len(files), bytes_total=sum(f.size for f in files))
     progress.files_done = len(files) - len(todo)
@@ -312,6 +437,7 @@ def prewarm(
         file=log,
         flush=True,
     )
+    bucket = TokenBucket(options.max_bytes_per_second) if options.max_bytes_per_second else None
     queue = iter(todo)
     queue_lock = threading.Lock()
     stop = threading.Event()
@@ -341,6 +467,7 @@ def prewarm(
                     retries=options.retries,
                     base_delay_s=options.base_delay_s,
                     stop=stop,
+                    bucket=bucket,
                 )
             except FatalError as exc:
                 fatal.append(str(exc))
@@ -364,8 +491,10 @@ def prewarm(
         alive[0].join(timeout=0.2)
         if time.monotonic() >= next_report:
             print(progress.line(), file=log, flush=True)
+            _report(progress, options, complete=False)
             next_report += options.progress_every_s
     print(progress.line(), file=log, flush=True)
+    _report(progress, options, complete=not fatal and not progress.failed)
     if fatal:
         print(f"prewarm: stopped: {fatal[0]}", file=log, flush=True)
         return 1
@@ -387,7 +516,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="REST port (default 8000)")
     parser.add_argument("--root", required=True, help="dataset directory on the spoke, e.g. /dataset")
     parser.add_argument("--state", type=Path, required=True, help="resume journal (JSON lines)")
-    parser.add_argument("--parallel", type=int, default=8, help="files warmed at once (default 8)")
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=DEFAULT_PARALLEL,
+        help=f"files warmed at once (default {DEFAULT_PARALLEL})",
+    )
     parser.add_argument(
         "--chunk-bytes", type=int, default=None, help="bytes per fetch-data call (default: server)"
     )
@@ -396,7 +530,62 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--request-timeout", type=int, default=60, help="seconds per REST request (default 60)"
     )
+    parser.add_argument(
+        "--manifest",
+        type=Path,
+        help="the pinned version's MANIFEST.json (local path): warm exactly its files, refuse other sizes",
+    )
+    parser.add_argument(
+        "--verify-sha256",
+        action="store_true",
+        help="after warming, hash every file under --dataset-dir against the manifest (reads it all)",
+    )
+    parser.add_argument(
+        "--dataset-dir", type=Path, help="the version's directory on an NFS mount of the spoke"
+    )
+    parser.add_argument(
+        "--max-bytes-per-second",
+        type=float,
+        default=None,
+        help="cap on the bytes fetched from the hub per second, averaged (default: no cap)",
+    )
+    parser.add_argument(
+        "--status", type=Path, help="status file for train.py (default: the journal's path + .status.json)"
+    )
+    parser.add_argument("--environment", default=os.environ.get("HUBSPOKE_ENVIRONMENT", "unknown"))
+    parser.add_argument("--region", default=os.environ.get("AWS_REGION", "unknown"))
     return parser
+
+
+def status_path(state: Path) -> Path:
+    """Where the status file goes unless --status says: beside the journal, which every Job can mount."""
+    return state.with_name(state.name + ".status.json")
+
+
+def _emf_publisher(
+    args: argparse.Namespace, manifest: Any, env: dict[str, str]
+) -> Callable[[float], None] | None:
+    """DatasetCachedFraction to the CloudWatch agent (hubspoke/training_metrics.py), when the endpoint is set."""
+    from emf_sink import EmfSink
+
+    from hubspoke.training_metrics import AGENT_ENDPOINT_ENV, DATASET_CACHED_FRACTION, emf_line
+
+    if not env.get(AGENT_ENDPOINT_ENV):
+        return None
+    sink = EmfSink(env[AGENT_ENDPOINT_ENV], warn=lambda m: print(f"prewarm: {m}", file=sys.stderr))
+    labels = {"Dataset": manifest.name, "Version": manifest.version} if manifest is not None else {}
+
+    def publish(fraction: float) -> None:
+        sink.send(
+            emf_line(
+                {DATASET_CACHED_FRACTION: fraction},
+                environment=args.environment,
+                region=args.region,
+                **labels,
+            )
+        )
+
+    return publish
 
 
 def main(argv: Sequence[str] | None = None, env: dict[str, str] | None = None) -> int:
@@ -413,13 +602,25 @@ def main(argv: Sequence[str] | None = None, env: dict[str, str] | None = None) -
         problems.append("--retries must be >= 0 and --request-timeout >= 1")
     if not env.get("QUMULO_PASSWORD"):
         problems.append("QUMULO_PASSWORD is not set; mount it from the Kubernetes Secret (see the runbook)")
+    if args.max_bytes_per_second is not None and args.max_bytes_per_second <= 0:
+        problems.append("--max-bytes-per-second must be positive (leave it out for no cap)")
+    if args.verify_sha256 and (args.manifest is None or args.dataset_dir is None):
+        problems.append("--verify-sha256 needs --manifest and --dataset-dir (the version on an NFS mount)")
+    manifest = None
+    if args.manifest is not None:
+        import manifest as dataset_manifest
+
+        try:
+            manifest = dataset_manifest.load(args.manifest)
+        except (OSError, dataset_manifest.ManifestError) as exc:
+            problems.append(f"--manifest {args.manifest}: {exc}")
     if problems:
         for p in problems:
             print(f"prewarm: {p}", file=sys.stderr)
         return 2
     journal = Journal(args.state)
     try:
-        return prewarm(
+        code = prewarm(
             sdk_client_factory(
                 args.host,
                 args.port,
@@ -434,10 +635,20 @@ def main(argv: Sequence[str] | None = None, env: dict[str, str] | None = None) -
                 chunk_bytes=args.chunk_bytes,
                 retries=args.retries,
                 progress_every_s=args.progress_seconds,
+                max_bytes_per_second=args.max_bytes_per_second,
+                manifest=manifest,
+                status=args.status or status_path(args.state),
+                publish=_emf_publisher(args, manifest, env),
             ),
         )
     finally:
         journal.close()
+    if code == 0 and args.verify_sha256:
+        bad = verify_sha256(manifest, args.dataset_dir, sys.stderr)
+        for line in bad[:20]:
+            print(f"prewarm: {line}", file=sys.stderr)
+        code = 1 if bad else 0
+    return code
 
 
 if __name__ == "__main__":

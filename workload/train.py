@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
+import cache_status
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
@@ -39,6 +40,7 @@ from torch.utils.data import DataLoader
 from hubspoke.training_metrics import (
     AGENT_ENDPOINT_ENV,
     BASELINE_SECONDS,
+    DATASET_CACHED_FRACTION,
     REPORT_SECONDS,
     SAMPLES_PER_SECOND,
     SAMPLES_PER_SECOND_BASELINE,
@@ -80,7 +82,42 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--environment", default=os.environ.get("HUBSPOKE_ENVIRONMENT", "unknown"))
     p.add_argument("--region", default=os.environ.get("AWS_REGION", "unknown"))
     p.add_argument("--job-name", default="hubspoke-reference")
-    return p.parse_args(argv)
+    p.add_argument(
+        "--cache-status",
+        type=Path,
+        help="prewarm's status file (workload/cache_status.py): its cached fraction goes out with every "
+        "throughput record, for the cache alarms",
+    )
+    p.add_argument(
+        "--wait-for-cached-fraction",
+        type=float,
+        help="before the first step, wait until prewarm reports at least this fraction (0..1) of the dataset "
+        "warm in the spoke cache (needs --cache-status; GPUs idle meanwhile)",
+    )
+    p.add_argument(
+        "--wait-timeout-seconds", type=float, default=6 * 3600.0, help="give up waiting after this long"
+    )
+    args = p.parse_args(argv)
+    if args.wait_for_cached_fraction is not None:
+        if args.cache_status is None:
+            p.error("--wait-for-cached-fraction needs --cache-status")
+        if not 0 < args.wait_for_cached_fraction <= 1:
+            p.error("--wait-for-cached-fraction must be in (0, 1]")
+    return args
+
+
+def cached_fraction(args: argparse.Namespace) -> float | None:
+    """Prewarm's cached fraction of this job's dataset, or None (no status, unreadable, another version)."""
+    if args.cache_status is None:
+        return None
+    try:
+        status = cache_status.read(args.cache_status)
+    except cache_status.StatusError as exc:
+        log(str(exc))
+        return None
+    if status is None or not cache_status.describes(status, args.data_dir):
+        return None
+    return status.fraction
 
 
 def log(message: str) -> None:
@@ -200,6 +237,9 @@ def _throughput_reporter(args: argparse.Namespace, world: int, sink: EmfSink) ->
             values[STEP_SECONDS] = rates["step_seconds"]
         if "baseline_samples_per_second" in rates:
             values[SAMPLES_PER_SECOND_BASELINE] = rates["baseline_samples_per_second"]
+        fraction = cached_fraction(args)
+        if fraction is not None:
+            values[DATASET_CACHED_FRACTION] = fraction
         line = emf_line(
             values, environment=args.environment, region=args.region, Job=args.job_name, Step=step
         )
@@ -219,6 +259,20 @@ def _throughput_reporter(args: argparse.Namespace, world: int, sink: EmfSink) ->
 
 def train(args: argparse.Namespace) -> int:
     rank, world, device = init_distributed(args.backend)
+    if args.wait_for_cached_fraction is not None:
+        try:
+            # Every rank reads the same file on the checkpoint volume, so all start together.
+            cache_status.wait_for_fraction(
+                args.cache_status,
+                args.wait_for_cached_fraction,
+                timeout_s=args.wait_timeout_seconds,
+                log=log,
+                describes=lambda status: cache_status.describes(status, args.data_dir),
+            )
+        except (TimeoutError, cache_status.StatusError) as exc:
+            log(f"not starting: {exc}")
+            dist.destroy_process_group()
+            return 1
     model = build_model(args, device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
     start_step = 0

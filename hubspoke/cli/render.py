@@ -140,6 +140,23 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-steps", type=int, help="the step the run stops at, counted from its first start (default 999)"
     )
+    parser.add_argument(
+        "--wait-for-cached-fraction",
+        type=_fraction,
+        metavar="F",
+        help="spokes only: the job waits before its first step until prewarm reports this fraction (0..1] of "
+        "the dataset warm (GPUs idle meanwhile; default: start at once)",
+    )
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a fraction such as 1.0") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not in (0, 1]; 1.0 waits for the whole dataset")
+    return value
 
 
 def _job(
@@ -148,7 +165,14 @@ def _job(
     from hubspoke.k8s.accelerators import UnknownAccelerator
     from hubspoke.k8s.job import TrainingSettings, job_name_problem, training_job
 
-    settings = TrainingSettings()
+    if args.wait_for_cached_fraction is not None and (
+        region.region == config.hub.region or not region.storage.enabled
+    ):
+        raise RenderError(
+            f"{field}.region",
+            "--wait-for-cached-fraction waits for a spoke's cache, and this Region has none: leave it out",
+        )
+    settings = TrainingSettings(wait_for_cached_fraction=args.wait_for_cached_fraction)
     if args.job_name is not None:
         problem = job_name_problem(args.job_name)
         if problem:

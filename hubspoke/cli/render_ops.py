@@ -32,6 +32,11 @@ def _prewarm_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--image", help="image with workload/ (default: compute.training_image, else the Region's ECR)"
     )
+    parser.add_argument(
+        "--max-bytes-per-second",
+        type=float,
+        help="cap on what prewarm fetches from the hub, bytes per second on average (default: no cap)",
+    )
 
 
 def _prewarm(
@@ -63,7 +68,19 @@ def _prewarm(
         )
     if not 1 <= args.parallel <= 256:
         raise RenderError("--parallel", "must be between 1 and 256")
-    return [prewarm_job(config, region, rest_address=str(address), parallel=args.parallel, image=args.image)]
+    cap = args.max_bytes_per_second
+    if cap is not None and not cap > 0:
+        raise RenderError("--max-bytes-per-second", f"{cap:g} is not positive; leave it out for no cap")
+    return [
+        prewarm_job(
+            config,
+            region,
+            rest_address=str(address),
+            parallel=args.parallel,
+            image=args.image,
+            max_bytes_per_second=cap,
+        )
+    ]
 
 
 def _bench_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,7 +17,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from hubspoke import alarms
+from hubspoke import alarms, training_metrics
 from hubspoke.alarms import HUB_UNREACHABLE_MINUTES, PlannedAlarm
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.canary.infrastructure import HubCanary
@@ -172,9 +172,30 @@ def _alarm(
             alarm,
             "CT.CLOUDWATCH.PR.1",
             reason="an input of a composite alarm, which is the one that notifies: an action of its own would "
-            "page on every cold first pass, when the hit ratio is near 0 by design (docs/operations.md)",
+            "page on every cold first pass, when the hit ratio is near 0 and the dataset not yet whole in the "
+            "cache by design (docs/operations.md)",
         )
     return alarm
+
+
+def _silence_breaches(metric: cloudwatch.Metric, *, value: float, label: str) -> cloudwatch.MathExpression:
+    """`metric` with each minute the canary did not report counted as `value` (a breaching one).
+
+    TreatMissingData alone does not make silence fast: while the evaluation range still holds at least
+    Evaluation Periods real points, CloudWatch judges those and ignores the missing ones, so after healthy minutes
+    a silent canary alarms only once its last healthy point has left the range ("How alarm state is evaluated
+    when data is missing": with Evaluation Periods 3 the documented range is 5 points, `0 - - - -` is still OK
+    and the next evaluation is ALARM; the range for 1-minute periods is not documented). FILL gives every
+    minute of the query a value ("FILL replaces that missing data point with the requested value. That causes
+    the latest data point for the metric to always be the FILL value", CloudWatch User Guide, "Using metric
+    math", FILL; awsdocs/amazon-cloudwatch-user-guide@b355497, doc_source/using-metric-math.md), so silence
+    breaches from its first minute and the alarm fires after Evaluation Periods minutes whatever the range.
+    The same page warns that a latest minute whose data arrives late is filled too: one such minute is one
+    breaching point of the three, not an alarm (tests/constructs/test_canary_alarms.py).
+    """
+    return cloudwatch.MathExpression(
+        expression=f"FILL(m, {value:g})", using_metrics={"m": metric}, label=label, period=MINUTE
+    )
 
 
 def hub_unreachable(
@@ -185,10 +206,15 @@ def hub_unreachable(
         scope,
         planned,
         topic=topic,
-        metric=canary.metric(canary_metrics.HUB_REACHABLE, statistic="Maximum", period=MINUTE),
+        # Silence from the canary is as bad as a failed probe: the hub's state is unknown.
+        metric=_silence_breaches(
+            canary.metric(canary_metrics.HUB_REACHABLE, statistic="Maximum", period=MINUTE),
+            value=0,
+            label="hub reachable (1), a silent minute counted as 0",
+        ),
         threshold=1,
         periods=HUB_UNREACHABLE_MINUTES,
-        # Silence from the canary is as bad as a failed probe: the hub's state is unknown.
+        # FILL leaves nothing missing; should the whole query come back empty, that breaches too.
         missing=cloudwatch.TreatMissingData.BREACHING,
         description=f"The hub CNQ ({hub_region}) has not answered on TCP "
         f"{'/'.join(map(str, canary.ports))} from {planned.region} for {HUB_UNREACHABLE_MINUTES} minutes "
@@ -204,7 +230,11 @@ def portal_not_active(
         scope,
         planned,
         topic=topic,
-        metric=canary.metric(canary_metrics.PORTAL_STATUS, statistic="Minimum", period=MINUTE),
+        metric=_silence_breaches(
+            canary.metric(canary_metrics.PORTAL_STATUS, statistic="Minimum", period=MINUTE),
+            value=canary_metrics.PORTAL_STATUS_VALUES["INACTIVE"],
+            label="portal status (2 = ACTIVE), a silent minute counted as INACTIVE",
+        ),
         threshold=canary_metrics.PORTAL_STATUS_ACTIVE,
         periods=PORTAL_NOT_ACTIVE_MINUTES,
         missing=cloudwatch.TreatMissingData.BREACHING,
@@ -234,6 +264,33 @@ def cache_hit_ratio_below_floor(
     )
 
 
+def dataset_not_fully_cached(
+    scope: Construct,
+    planned: PlannedAlarm,
+    *,
+    topic: AlarmTopic,
+    config: HubSpokeConfig,
+    region: RegionConfig,
+) -> cloudwatch.Alarm:
+    """The pinned dataset version is not known to be whole in the spoke cache (notifies nobody)."""
+    return _alarm(
+        scope,
+        planned,
+        topic=topic,
+        # The lowest report of the minute: a job reading a version being prewarmed counts as not cached.
+        metric=training_metric(
+            config, region, training_metrics.DATASET_CACHED_FRACTION, period=MINUTE, statistic="Minimum"
+        ),
+        threshold=alarms.FULLY_CACHED_FRACTION,
+        periods=1,
+        # No report (no prewarm status beside the job) is not knowing the cache is whole.
+        missing=cloudwatch.TreatMissingData.BREACHING,
+        description=f"The training job in {region.region} reports that prewarm has warmed less than "
+        f"{alarms.FULLY_CACHED_FRACTION:g} of its pinned dataset version's bytes, or reports none. Misses are "
+        "expected then: it notifies nobody; while it is in ALARM the composite cache-hit-ratio-low cannot page.",
+    )
+
+
 def cache_hit_ratio_low(
     scope: Construct,
     planned: PlannedAlarm,
@@ -241,8 +298,10 @@ def cache_hit_ratio_low(
     topic: AlarmTopic,
     ratio: cloudwatch.IAlarm,
     throughput: cloudwatch.IAlarm,
+    cold: cloudwatch.IAlarm,
 ) -> cloudwatch.CompositeAlarm:
-    """The cache misses while the job has slowed: the hit-ratio alarm and the throughput alarm both in ALARM."""
+    """The cache misses a version it holds whole while the job has slowed: ratio and throughput alarms in ALARM,
+    and the not-fully-cached alarm OK (evaluated, and the version whole: INSUFFICIENT_DATA does not count)."""
     # A composite alarm's rule combines other alarms' states with ALARM(...), AND, OR, NOT; it notifies through
     # SNS like a metric alarm, and its inputs must be in its account and Region (CloudWatch User Guide,
     # "Create a composite alarm", awsdocs/amazon-cloudwatch-user-guide@b355497,
@@ -254,10 +313,12 @@ def cache_hit_ratio_low(
         alarm_rule=cloudwatch.AlarmRule.all_of(
             cloudwatch.AlarmRule.from_alarm(ratio, cloudwatch.AlarmState.ALARM),
             cloudwatch.AlarmRule.from_alarm(throughput, cloudwatch.AlarmState.ALARM),
+            cloudwatch.AlarmRule.from_alarm(cold, cloudwatch.AlarmState.OK),
         ),
         alarm_description=f"The spoke cache of {planned.region} misses (derived hit ratio under "
-        "ops.cache_hit_ratio_floor) while the training job runs below its own baseline: eviction, a new "
-        f"access pattern, or a cache that cannot hold the working set. Runbook: {planned.runbook}",
+        "ops.cache_hit_ratio_floor) although prewarm warmed the whole pinned dataset version, while the "
+        "training job runs below its own baseline: eviction, a new access pattern, or a cache that cannot "
+        f"hold the working set. Runbook: {planned.runbook}",
     )
     topic.notify(alarm, planned.name)
     return alarm

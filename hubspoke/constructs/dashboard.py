@@ -213,16 +213,29 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
                 column, "Cache hit ratio", "No CNQ spoke with an Ops stack here: no cache to measure."
             )
         floor = self.config.ops.cache_hit_ratio_floor
+        series: list[cloudwatch.IMetric] = [
+            hit_ratio(
+                environment=self.config.environment,
+                region=column.region.region,
+                min_read_gb=self.config.ops.cache_hit_ratio_min_read_gb,
+            )
+        ]
+        if column.computes:
+            # Published by prewarm and the training job, both on the Region's cluster. Same 0..1 axis: the
+            # cache alarm judges the ratio only once this reaches 1 (hubspoke/alarms.py).
+            series.append(
+                training_metric(
+                    self.config,
+                    column.region,
+                    training_metrics.DATASET_CACHED_FRACTION,
+                    period=Duration.minutes(HIT_RATIO_PERIOD_MINUTES),
+                    statistic="Minimum",
+                ).with_(label="fraction of the dataset prewarm has warmed")
+            )
         return self._graph(
             column,
             f"Derived cache hit ratio, {column.region.region} ({HIT_RATIO_PERIOD_MINUTES} min)",
-            left=[
-                hit_ratio(
-                    environment=self.config.environment,
-                    region=column.region.region,
-                    min_read_gb=self.config.ops.cache_hit_ratio_min_read_gb,
-                )
-            ],
+            left=series,
             left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
             left_annotations=[cloudwatch.HorizontalAnnotation(value=floor, label=f"floor {floor}")],
         )

@@ -68,6 +68,8 @@ class TrainingSettings:
     # allow 600 s (awsome-distributed-training, llama3_1_8b-fsdp-hpto.yaml). ASSUMED margins: tune per run.
     progress_start_cutoff_s: int = 1800
     progress_hang_after_s: int = 600
+    # Wait before the first step until prewarm reports this fraction of the dataset warm (None: start at once).
+    wait_for_cached_fraction: float | None = None
 
 
 # The job name is the PyTorchJob's name, which the pinned training operator requires to be an RFC 1035 label
@@ -112,7 +114,25 @@ def _script_args(config: HubSpokeConfig, region: RegionConfig, s: TrainingSettin
         f"--environment={config.environment}",
         f"--region={region.region}",
         f"--job-name={s.job_name}",
+        *_cache_args(config, region, s),
     ]
+
+
+def _cache_args(config: HubSpokeConfig, region: RegionConfig, s: TrainingSettings) -> list[str]:
+    """In a spoke with a CNQ cache: read prewarm's status (the cached fraction goes out with the job's records,
+    for the cache alarms), and wait for it when asked. The hub reads its own data: nothing is cached there."""
+    from hubspoke.k8s.prewarm import status_path
+
+    if region.region == config.hub.region or not region.storage.enabled:
+        if s.wait_for_cached_fraction is not None:
+            raise ValueError(f"{region.region} has no spoke cache to wait for")
+        return []
+    wait = (
+        []
+        if s.wait_for_cached_fraction is None
+        else [f"--wait-for-cached-fraction={s.wait_for_cached_fraction:g}"]
+    )
+    return [f"--cache-status={status_path(region)}", *wait]
 
 
 def _pod_template(

@@ -16,6 +16,8 @@ from hubspoke.k8s.storage import Manifest
 JOB_NAME = "hubspoke-prewarm"
 # Created by the operator from the spoke's admin secret (docs/runbooks/cache-warm-up.md).
 QUMULO_SECRET = "hubspoke-qumulo-admin"
+# Keeps the 70 ms, 1 GB/s cross-Region path >= 0.9 busy where 8 did not (benchmarks/prewarm_path.py, README
+# "Benchmarks"); workload/prewarm.py's own default is the same (tests/k8s/test_k8s_ops_jobs.py).
 DEFAULT_PARALLEL = 16
 STATE_DIR = f"{CHECKPOINT_MOUNT_PATH}/.hubspoke/prewarm"
 
@@ -26,6 +28,11 @@ def state_path(region: RegionConfig) -> str:
     return f"{STATE_DIR}/{region.region}-{slug}.jsonl"
 
 
+def status_path(region: RegionConfig) -> str:
+    """prewarm's status file (workload/cache_status.py) inside the pods; the training job reads it from here."""
+    return f"{state_path(region)}.status.json"
+
+
 def prewarm_job(
     config: HubSpokeConfig,
     region: RegionConfig,
@@ -33,6 +40,7 @@ def prewarm_job(
     rest_address: str,
     parallel: int = DEFAULT_PARALLEL,
     image: str | None = None,
+    max_bytes_per_second: float | None = None,
 ) -> Manifest:
     """The Job for one spoke Region; `rest_address` is one of the spoke CNQ's floating IPs."""
     return cpu_job(
@@ -45,7 +53,11 @@ def prewarm_job(
             f"--host={rest_address}",
             f"--root={region.storage.dataset_path}",
             f"--state={state_path(region)}",
+            f"--status={status_path(region)}",
             f"--parallel={parallel}",
+            f"--environment={config.environment}",
+            f"--region={region.region}",
+            *([] if max_bytes_per_second is None else [f"--max-bytes-per-second={max_bytes_per_second:.0f}"]),
         ],
         env=[
             {

@@ -13,6 +13,7 @@ from hubspoke.constructs.alarms import (
     AlarmTopic,
     cache_hit_ratio_below_floor,
     cache_hit_ratio_low,
+    dataset_not_fully_cached,
     hub_unreachable,
     portal_not_active,
 )
@@ -92,6 +93,8 @@ class OpsStack(PlannedStack):
                 )
             elif planned.key == alarms.CACHE_HIT_RATIO_BELOW_FLOOR:
                 alarm = cache_hit_ratio_below_floor(self, planned, topic=self.topic, config=config)
+            elif planned.key == alarms.DATASET_NOT_FULLY_CACHED:
+                alarm = dataset_not_fully_cached(self, planned, topic=self.topic, config=config, region=spoke)
             elif planned.key == alarms.CACHE_HIT_RATIO_LOW:
                 alarm = cache_hit_ratio_low(
                     self,
@@ -99,6 +102,7 @@ class OpsStack(PlannedStack):
                     topic=self.topic,
                     ratio=self.alarms[alarms.CACHE_HIT_RATIO_BELOW_FLOOR],
                     throughput=self.alarms[alarms.TRAINING_THROUGHPUT_LOW],
+                    cold=self.alarms[alarms.DATASET_NOT_FULLY_CACHED],
                 )
             else:
                 raise ValueError(f"the Ops stack has no definition of alarm {planned.key}")

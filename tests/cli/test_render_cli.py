@@ -136,3 +136,41 @@ def test_bad_job_name_or_step_count_exits_2_naming_the_flag(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith(f"{dev_yaml}: {flag}: ") and "Traceback" not in captured.err
+
+
+def test_a_job_can_be_told_to_wait_for_a_whole_cache(
+    dev_yaml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["render", "job", "--config", str(dev_yaml), "--region", "us-west-2"]
+    assert main([*argv, "--wait-for-cached-fraction", "1.0"]) == 0
+    assert "--wait-for-cached-fraction=1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("region", "value", "message"),
+    [
+        ("us-west-2", "1.5", "is not in (0, 1]"),
+        ("us-west-2", "all", "is not a number"),
+        ("us-east-2", "1.0", "this Region has none"),
+    ],
+)
+def test_waiting_for_a_cache_that_cannot_be_whole_exits_2(
+    dev_yaml: Path, capsys: pytest.CaptureFixture[str], region: str, value: str, message: str
+) -> None:
+    argv = [
+        "render",
+        "job",
+        "--config",
+        str(dev_yaml),
+        "--region",
+        region,
+        "--wait-for-cached-fraction",
+        value,
+    ]
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse refuses the value itself, with exit code 2
+        code = exc.code
+    assert code == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.out == "" and "Traceback" not in captured.err

@@ -25,7 +25,18 @@ def test_render_prewarm_for_the_spoke(capsys: pytest.CaptureFixture[str]) -> Non
     )
     assert code == 0
     assert [d["kind"] for d in docs] == ["Job"]
-    assert "--host=10.20.64.10" in docs[0]["spec"]["template"]["spec"]["containers"][0]["command"]
+    command = docs[0]["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert "--host=10.20.64.10" in command
+    assert not any(a.startswith("--max-bytes-per-second") for a in command), "no cap unless asked for"
+
+
+def test_render_prewarm_with_a_bandwidth_cap(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--region", "us-west-2", "--rest-address", "10.20.64.10", "--max-bytes-per-second", "5e8"]
+    code, docs, _ = _render(capsys, "prewarm", "--config", str(DEV), *argv)
+    assert code == 0
+    assert (
+        "--max-bytes-per-second=500000000" in docs[0]["spec"]["template"]["spec"]["containers"][0]["command"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -35,6 +46,10 @@ def test_render_prewarm_for_the_spoke(capsys: pytest.CaptureFixture[str]) -> Non
         (["--region", "us-west-2", "--rest-address", "10.10.64.10"], "--rest-address"),
         (["--region", "us-west-2", "--rest-address", "spoke.example"], "--rest-address"),
         (["--region", "us-west-2", "--rest-address", "10.20.64.10", "--parallel", "0"], "--parallel"),
+        (
+            ["--region", "us-west-2", "--rest-address", "10.20.64.10", "--max-bytes-per-second", "0"],
+            "--max-bytes-per-second",
+        ),
     ],
 )
 def test_render_prewarm_rejects(capsys: pytest.CaptureFixture[str], argv: list[str], field: str) -> None:

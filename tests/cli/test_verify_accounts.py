@@ -48,6 +48,7 @@ def xacct_templates(xacct_config: Path) -> dict[str, dict[str, Any]]:
 def xacct(backend: str, xacct_config: Path, xacct_templates: dict[str, dict[str, Any]]) -> DeployedWorld:
     world = DeployedWorld(MotoGaps(session_clients()), load(xacct_config).config, xacct_templates).deploy()
     world.canary("us-west-2")
+    world.prewarm("us-west-2", 1.0)
     return world
 
 

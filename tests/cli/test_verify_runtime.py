@@ -353,3 +353,19 @@ def test_the_hub_reachable_window_ends_now_not_at_the_newest_datapoint(
     results = _at(deployed, deployed_config, start + timedelta(minutes=1))
     assert _only(results, "canary").status == "pass"
     assert _only(results, "hub reachable").status == "fail"
+
+
+def test_dataset_cached_row_warns_until_prewarm_reports_the_whole_dataset(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """docs/cli.md, "dataset cached": pass at 1 (the cache alarm's bar), warn on a partial or no report."""
+    assert _only(verify(deployed, deployed_config), "dataset cached").status == "pass"  # the fixture's 1.0
+    deployed.prewarm("us-west-2", 0.42, minutes_ago=1)  # a newer report: a new version being warmed
+    part = _only(verify(deployed, deployed_config), "dataset cached")
+    assert part.status == "warn" and "42.0% of the dataset warm" in part.detail
+    assert "hubspoke render prewarm" in part.fix
+    none = _only(_at(deployed, deployed_config, datetime.now(UTC) + timedelta(days=2)), "dataset cached")
+    assert none.status == "warn" and "no cached fraction reported" in none.detail
+    assert not rows(verify(deployed, deployed_config), "dataset cached", "us-east-2"), (
+        "the hub caches nothing"
+    )

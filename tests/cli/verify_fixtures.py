@@ -61,7 +61,8 @@ def deployed_templates(deployed_config: Path) -> dict[str, dict[str, Any]]:
 def deployed(
     backend: str, deployed_config: Path, deployed_templates: dict[str, dict[str, Any]]
 ) -> DeployedWorld:
-    """The two-spoke environment as deployed, its canary reporting a healthy hub and an ACTIVE portal.
+    """The two-spoke environment as deployed, its canary reporting a healthy hub and an ACTIVE portal, and
+    prewarm the whole dataset warm in the training spoke.
 
     In-process, the world is deployed once per test process and restored for every later test from a copy of
     moto's state (MotoState); the server twin deploys it afresh through HTTP each time. The canary's datapoints
@@ -76,6 +77,7 @@ def deployed(
         if backend == "in-process":
             _DEPLOYED[key] = DeployedState.of(world)
     world.canary("us-west-2")
+    world.prewarm("us-west-2", 1.0)
     return world
 
 

@@ -39,9 +39,10 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from moto.backends import get_backend
 
+from hubspoke import training_metrics
 from hubspoke.config import HubSpokeConfig
 from hubspoke.topology import StackPlan, plan_stacks
-from tests.cli.canary_feed import publish_canary
+from tests.cli.canary_feed import publish_canary, put_emf
 from tests.cli.composite_alarms import CompositeAlarms
 from tests.cli.preflight_world import Hooked
 from tests.conftest import resources
@@ -597,6 +598,18 @@ class DeployedWorld:
         self.clients("cloudwatch", region).set_alarm_state(
             AlarmName=name, StateValue=state, StateReason=reason
         )
+
+    # ----- prewarm -----
+    def prewarm(self, region: str, fraction: float, *, minutes_ago: float = 3) -> None:
+        """prewarm's cached-fraction EMF record (hubspoke/training_metrics.py), filed as CloudWatch Logs does."""
+        stamp = datetime.now(UTC) - timedelta(minutes=minutes_ago)
+        record = training_metrics.emf_record(
+            {training_metrics.DATASET_CACHED_FRACTION: fraction},
+            environment=self.config.environment,
+            region=region,
+            timestamp_ms=int(stamp.timestamp() * 1000),
+        )
+        put_emf(self.clients("cloudwatch", region), record)
 
     # ----- the canary -----
     def canary(self, spoke: str, *, minutes_ago: Iterable[int] = range(2, 5), **report: Any) -> None:

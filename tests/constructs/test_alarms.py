@@ -36,6 +36,7 @@ from tests.fakes.cloudwatch_alarm import (
     alarm_state,
     composite_state,
     evaluate,
+    evaluate_every_minute,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workload"))
@@ -46,6 +47,7 @@ BASE = training_metrics.SAMPLES_PER_SECOND_BASELINE
 GPU = compute_metrics.NODE_GPU_UTILIZATION
 NFS = "NfsReadBytesLogged"  # hubspoke/constructs/canary/traffic.py: NFS read bytes, logged at both ENIs
 HUB = "InterRegionBytesIn"
+CACHED = "DatasetCachedFraction"  # hubspoke/training_metrics.py: republished by the job from prewarm's status
 
 STEP_S = 18.5 * 60 / 999  # the reference: 999 batches in 18.5 minutes
 SAMPLES_PER_STEP = 128  # 128 / 1.11 s = 115.2 samples/s, the reference's 115-117
@@ -432,19 +434,40 @@ def test_hit_ratio_minimum_read_volume_comes_from_config(
         assert first_alarm(judged(props, periods(lambda t: reading(20e6, miss=1.0), 10), 10)) == 2
 
 
+def every_minute(props: dict[str, Any], records: Timeline, minutes: int) -> list[str]:
+    """States at the end of each minute as CloudWatch slides the alarm (tests/fakes/cloudwatch_alarm.py), which
+    must not depend on the undocumented evaluation range (N, N + 5 and 2N periods)."""
+    n = props["EvaluationPeriods"]
+    runs = {
+        r: evaluate_every_minute(props, records, minutes=range(minutes), evaluation_range=r)
+        for r in (n, n + 5, 2 * n)
+    }
+    assert len({tuple(h) for h in runs.values()}) == 1, f"the outcome depends on the evaluation range: {runs}"
+    return runs[n]
+
+
 def composite(
-    templates: Templates, *, pace: Callable[[float], float | None], miss: Callable[[int], float], minutes: int
-) -> Iterator[tuple[str, list[str], list[str]]]:
-    """Per spoke: the hit ratio alarm's and the paging composite's states per minute, with the job's reads
-    (8,194 bytes per sample it trains) served by the spoke and `miss(minute)` of them fetched from the hub."""
+    templates: Templates,
+    *,
+    pace: Callable[[float], float | None],
+    miss: Callable[[int], float],
+    minutes: int,
+    cached: Callable[[int], float | None] = lambda m: None,
+) -> Iterator[tuple[str, dict[str, list[str]], list[str]]]:
+    """Per spoke: each input's and the paging composite's states at the end of each minute, with the job's reads
+    (8,194 bytes per sample it trains) served by the spoke, `miss(minute)` of them fetched from the hub, and the
+    job republishing prewarm's cached fraction `cached(minute)` (None: no prewarm status) with each report."""
     records = job(pace, minutes=minutes)
     data = timeline(records, gpu=lambda m: HEALTHY_GPU, minutes=minutes)
-    traffic: Timeline = {NFS: {}, HUB: {}}
+    data[NFS], data[HUB], data[CACHED] = {}, {}, {}
     for at, values in records:
         served = values["samples_per_second"] * training_metrics.REPORT_SECONDS * BYTES_PER_SAMPLE
-        period = int(at // PERIOD_S)
-        traffic[NFS].setdefault(period, []).append(2 * served)
-        traffic[HUB].setdefault(period, []).append(miss(int(at // 60)) * served)
+        minute = int(at // 60)
+        data[NFS].setdefault(minute, []).append(2 * served)
+        data[HUB].setdefault(minute, []).append(miss(minute) * served)
+        fraction = cached(minute)
+        if fraction is not None:
+            data[CACHED].setdefault(minute, []).append(fraction)
     for stack, template in templates.items():
         by_id = {
             logical: props
@@ -458,19 +481,18 @@ def composite(
             parts = props["AlarmRule"]["Fn::Join"][1]
             rule = "".join(p if isinstance(p, str) else p["Fn::GetAtt"][0] for p in parts)
             inputs = [p["Fn::GetAtt"][0] for p in parts if not isinstance(p, str)]
-            per_minute: dict[str, list[str]] = {}
-            for logical in inputs:
-                alarm = by_id[logical]
-                if alarm["AlarmName"].endswith("-cache-hit-ratio-below-floor"):
-                    history = judged(alarm, traffic, minutes // 5)
-                    # A 5-minute period is judged once it has ended.
-                    per_minute[logical] = [history[m // 5 - 1] if m >= 5 else "OK" for m in range(minutes)]
-                else:
-                    assert alarm["AlarmName"].endswith("-training-throughput-low")
-                    per_minute[logical] = judged(alarm, data, minutes)
-            ratio = next(v for k, v in per_minute.items() if by_id[k]["AlarmName"].endswith("below-floor"))
+            per_minute = {logical: every_minute(by_id[logical], data, minutes) for logical in inputs}
+            named = {
+                key: next(v for k, v in per_minute.items() if by_id[k]["AlarmName"].endswith(f"-{key}"))
+                for key in (
+                    "cache-hit-ratio-below-floor",
+                    "training-throughput-low",
+                    "dataset-not-fully-cached",
+                )
+            }
+            assert len(per_minute) == 3, sorted(by_id[k]["AlarmName"] for k in per_minute)
             paging = [composite_state(rule, {k: v[m] for k, v in per_minute.items()}) for m in range(minutes)]
-            yield stack, ratio, paging
+            yield stack, named, paging
 
 
 def test_a_cold_first_pass_at_full_speed_does_not_page(dev_templates: Templates) -> None:
@@ -478,33 +500,70 @@ def test_a_cold_first_pass_at_full_speed_does_not_page(dev_templates: Templates)
     single-epoch run: the ratio alarm goes to ALARM, the paging composite does not."""
     found = list(composite(dev_templates, pace=steady(STEP_S), miss=lambda m: 1.0, minutes=60))
     assert found
-    for stack, ratio, paging in found:
-        assert "ALARM" in ratio and "ALARM" not in paging, stack
+    for stack, inputs, paging in found:
+        assert "ALARM" in inputs["cache-hit-ratio-below-floor"] and "ALARM" not in paging, stack
 
 
-def test_a_cache_that_misses_while_the_job_slows_pages(dev_templates: Templates) -> None:
-    """Warm (95 % hits) until minute 20, then the cache is evicted: 60 % misses and steps five times slower,
-    so the job also reads five times less. Both inputs reach ALARM, so the composite pages: once the third
-    low 5-minute period has ended (minute 40) while the job is still slow."""
+@pytest.mark.parametrize(
+    ("case", "cached"),
+    [
+        ("no prewarm status beside the job", lambda m: None),
+        ("prewarm stopped at 40 %", lambda m: 0.4),
+        ("prewarm still running beside the job", lambda m: min(0.99, 0.02 * m)),
+    ],
+)
+def test_a_slow_cold_first_pass_never_pages_as_a_broken_cache(
+    dev_templates: Templates, case: str, cached: Callable[[int], float | None]
+) -> None:
+    """A cold pass slows the job (60 ms per miss, docs/design.md §1), so the ratio and throughput alarms are both
+    in ALARM: the composite stays quiet while the pinned version is not known to be whole in the cache."""
+    found = list(
+        composite(
+            dev_templates,
+            pace=after_start(steady(5 * STEP_S)),
+            miss=lambda m: 0.05 if m < START else 1.0,
+            cached=cached,
+            minutes=START + 40,
+        )
+    )
+    assert found
+    for stack, inputs, paging in found:
+        assert "ALARM" in inputs["cache-hit-ratio-below-floor"], (case, stack)
+        assert "ALARM" in inputs["training-throughput-low"], (case, stack)
+        assert "ALARM" not in paging, (case, stack)
+
+
+def test_a_cache_that_misses_a_whole_version_while_the_job_slows_pages(dev_templates: Templates) -> None:
+    """Prewarm warmed the whole version (fraction 1), the cache is warm (95 % hits) until minute 20, then
+    evicted: 60 % misses and steps five times slower, so the job also reads five times less. All three inputs
+    agree. CloudWatch slides the ratio alarm's three 5-minute periods every minute, so they can end at minutes
+    START, START + 5 and START + 10; the one ending at START (minutes 16-20) already holds the first evicted
+    minute, and at 60 % misses that one minute pulls the period's ratio to about 0.88, under the 0.9 default
+    floor. The composite pages at the end of minute START + 10 (fixed 5-minute periods would say START + 15)."""
     found = list(
         composite(
             dev_templates,
             pace=after_start(steady(5 * STEP_S)),
             miss=lambda m: 0.05 if m < START else 0.6,
+            cached=lambda m: 1.0,
             minutes=START + 40,
         )
     )
     assert found
-    for stack, _, paging in found:
-        assert first_alarm(paging) == START + 3 * 5, stack
+    for stack, inputs, paging in found:
+        assert first_alarm(paging) == START + 2 * 5, (stack, {k: first_alarm(v) for k, v in inputs.items()})
 
 
 def test_a_slow_job_with_a_warm_cache_pages_on_throughput_only(dev_templates: Templates) -> None:
     found = list(
         composite(
-            dev_templates, pace=after_start(steady(3 * STEP_S)), miss=lambda m: 0.05, minutes=START + 40
+            dev_templates,
+            pace=after_start(steady(3 * STEP_S)),
+            miss=lambda m: 0.05,
+            cached=lambda m: 1.0,
+            minutes=START + 40,
         )
     )
     assert found
-    for stack, ratio, paging in found:
-        assert "ALARM" not in ratio and "ALARM" not in paging, stack
+    for stack, inputs, paging in found:
+        assert "ALARM" not in inputs["cache-hit-ratio-below-floor"] and "ALARM" not in paging, stack

@@ -12,6 +12,10 @@ Metric math (doc_source/using-metric-math.md):
   "between two time series, and only one of the time series has a value for a particular time stamp, the
   function treats the missing value in the other time series as 0". AND/OR: the documented example
   `(metric1 > 15 AND metric2 > 15)` gives 0 where metric2 has no value, i.e. the same rule.
+- FILL(m, value) "Fills the missing values of a time series" (the function table); in an alarm "if ... the most
+  recent minute never has data ... FILL replaces that missing data point with the requested value. That causes
+  the latest data point for the metric to always be the FILL value": FILL gives a point at every timestamp of
+  the query (`grid`, the alarm's evaluation range), its own value where it has one. Only a number as filler.
 - IF(condition, trueValue, falseValue), "Using IF expressions": a condition data point is FALSE when 0, TRUE
   otherwise; for each condition data point the output has trueValue's value, or 0 "if the corresponding data
   point of metric1 is TRUE and the corresponding data point does not exist in metric2"; falseValue's value,
@@ -29,8 +33,20 @@ Alarms (doc_source/AlarmThatSendsEmail.md, "Evaluating an alarm", "How alarm sta
 missing"): an alarm looks at an evaluation range longer than Evaluation Periods (N); with no missing point it
 judges the latest N; with some missing but at least N real points, the latest N real points; with fewer than N
 real points, all real points plus missing ones filled per TreatMissingData up to N. ALARM when at least
-Datapoints to Alarm (M) are breaching. The range's length is not documented: the caller passes it. Only
-`breaching` and `notBreaching` are implemented (test_cloudwatch_alarm.py reproduces the documented tables).
+Datapoints to Alarm (M) are breaching. Only `breaching` and `notBreaching` are implemented
+(test_cloudwatch_alarm.py reproduces the documented tables).
+
+The evaluation range: "CloudWatch attempts to retrieve a higher number of data points than the number specified
+as Evaluation Periods. The exact number ... depends on the length of the alarm period and whether it is based on
+a metric with standard resolution or high resolution" (same page); its only number is the example's: Evaluation
+Periods 3, Period 5 minutes, "5 is the evaluation range". For other alarms the length is not documented, so
+`evaluate_every_minute` takes it as an argument and callers judge an alarm under several lengths.
+
+Sliding evaluation (same page, "Evaluating an alarm"): "For any period of one minute or longer, an alarm is
+evaluated every minute and the evaluation is based on the window of time defined by the Period and Evaluation
+Periods ... if the Period is 5 minutes ... and Evaluation Periods is 1, then at the end of minute 5 the alarm
+evaluates based on data from minutes 1 to 5. Then at the end of minute 6 ... minutes 2 to 6." So periods are
+counted back from the minute of evaluation, not from fixed period boundaries (`evaluate_every_minute`).
 """
 
 from __future__ import annotations
@@ -136,7 +152,7 @@ class _Parser:
         if re.fullmatch(r"\d+(?:\.\d+)?", token):
             return ("number", float(token))
         if self.peek() == "(":
-            if token != "IF":
+            if token not in ("IF", "FILL"):
                 raise NotImplementedError(f"function {token}")
             self.take("(")
             args = [self.logical()]
@@ -144,6 +160,10 @@ class _Parser:
                 self.take(",")
                 args.append(self.logical())
             self.take(")")
+            if token == "FILL":
+                if len(args) != 2 or args[1][0] != "number":
+                    raise NotImplementedError("FILL other than FILL(series, number)")
+                return ("fill", *args)
             if len(args) not in (2, 3):
                 raise ValueError("IF takes a condition, a true value and an optional false value")
             return ("if", *args)
@@ -196,14 +216,21 @@ def _if(condition: Value, true: Value, false: Value | None) -> Value:
     return out
 
 
-def evaluate(expression: str, metrics: Mapping[str, Series]) -> Series:
+def evaluate(expression: str, metrics: Mapping[str, Series], *, grid: Sequence[int] | None = None) -> Series:
     """The time series an expression yields from its input series (ids as in the expression).
 
-    Raises AmbiguousExpression when the two readings of a series against a number disagree (module docstring).
+    `grid`: the query's timestamps (the alarm's evaluation range), which FILL needs. Raises AmbiguousExpression
+    when the two readings of a series against a number disagree (module docstring).
     """
     tree = _Parser(expression).parse()
-    own = _evaluate(tree, metrics, query_stamps=frozenset())
-    filled = _evaluate(tree, metrics, query_stamps=frozenset(t for s in metrics.values() for t in s))
+    stamps = frozenset(grid) if grid is not None else None
+    own = _evaluate(tree, metrics, query_stamps=frozenset(), grid=stamps)
+    filled = _evaluate(
+        tree,
+        metrics,
+        query_stamps=frozenset(t for s in metrics.values() for t in s) | (stamps or frozenset()),
+        grid=stamps,
+    )
     if own != filled:
         differ = sorted(t for t in own.keys() | filled.keys() if own.get(t) != filled.get(t))
         raise AmbiguousExpression(
@@ -215,7 +242,11 @@ def evaluate(expression: str, metrics: Mapping[str, Series]) -> Series:
 
 
 def _evaluate(
-    tree: tuple[Any, ...], metrics: Mapping[str, Series], *, query_stamps: frozenset[int]
+    tree: tuple[Any, ...],
+    metrics: Mapping[str, Series],
+    *,
+    query_stamps: frozenset[int],
+    grid: frozenset[int] | None = None,
 ) -> Series:
     def walk(node: tuple[Any, ...]) -> Value:
         kind = node[0]
@@ -241,6 +272,13 @@ def _evaluate(
             )
         if kind == "if":
             return _if(walk(node[1]), walk(node[2]), walk(node[3]) if len(node) > 3 else None)
+        if kind == "fill":
+            if grid is None:
+                raise NotImplementedError("FILL needs the query's timestamps (grid)")
+            series, filler = walk(node[1]), float(node[2][1])
+            if not isinstance(series, dict):
+                raise NotImplementedError("FILL of a number")
+            return {t: series.get(t, filler) for t in sorted(grid | series.keys())}
         raise AssertionError(kind)
 
     result = walk(tree)
@@ -301,6 +339,70 @@ def alarm_from_template(props: Mapping[str, Any]) -> tuple[str, dict[str, tuple[
         if "MetricStat" in q
     }
     return str(result["Expression"]), inputs
+
+
+_STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {
+    "Average": lambda values: sum(values) / len(values),
+    "Maximum": max,
+    "Minimum": min,
+    "Sum": sum,
+    "SampleCount": lambda values: float(len(values)),
+}
+
+
+def period_minutes(props: Mapping[str, Any]) -> int:
+    """An AWS::CloudWatch::Alarm's period in minutes (one period for all its queries, as alarms require)."""
+    periods = {props["Period"]} if "Period" in props else set()
+    periods |= {q["MetricStat"]["Period"] for q in props.get("Metrics", []) if "MetricStat" in q}
+    periods |= {q["Period"] for q in props.get("Metrics", []) if "Period" in q}
+    [seconds] = periods
+    if seconds % 60:
+        raise NotImplementedError("high-resolution alarms (periods under a minute)")
+    return int(seconds // 60)
+
+
+def evaluate_every_minute(
+    props: Mapping[str, Any],
+    records: Mapping[str, Mapping[int, Sequence[float]]],
+    *,
+    minutes: Sequence[int],
+    evaluation_range: int,
+) -> list[str]:
+    """The state of a templated alarm at the end of each of `minutes`, evaluated as CloudWatch slides it.
+
+    `records`: per metric name, the raw values published in each minute. At the end of minute `now`, period k
+    (0 the newest) holds the records of minutes now - (k + 1) * Period + 1 .. now - k * Period (module
+    docstring, "Sliding evaluation"); the alarm retrieves `evaluation_range` periods, the query's grid for FILL.
+    """
+    expression, inputs = alarm_from_template(props)
+    period = period_minutes(props)
+    n = props["EvaluationPeriods"]
+    grid = list(range(-evaluation_range + 1, 1))  # period index: 0 the newest, -1 the one before, ...
+    history = []
+    for now in minutes:
+        series: dict[str, Series] = {}
+        for metric_id, (_, name, statistic) in inputs.items():
+            published = records.get(name, {})
+            series[metric_id] = {}
+            for stamp in grid:
+                last = now + stamp * period
+                values = [
+                    v for minute in range(last - period + 1, last + 1) for v in published.get(minute, ())
+                ]
+                if values:
+                    series[metric_id][stamp] = _STATISTICS[statistic](values)
+        result = evaluate(expression, series, grid=grid)
+        history.append(
+            alarm_state(
+                [result.get(stamp) for stamp in grid],
+                threshold=props["Threshold"],
+                comparison=props["ComparisonOperator"],
+                evaluation_periods=n,
+                datapoints_to_alarm=props.get("DatapointsToAlarm", n),
+                treat_missing_data=props.get("TreatMissingData", "missing"),
+            )
+        )
+    return history
 
 
 # Composite alarms (doc_source/Create_Composite_Alarm.md, "Rule expressions"): ALARM(name), OK(name) and

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.cloudwatch_alarm import AmbiguousExpression, Series, alarm_state, composite_state, evaluate
+from tests.fakes.cloudwatch_alarm import (
+    AmbiguousExpression,
+    Series,
+    alarm_state,
+    composite_state,
+    evaluate,
+    evaluate_every_minute,
+)
 
 
 def series(*values: float | None) -> Series:
@@ -161,3 +168,61 @@ def test_composite_rules_as_documented(rule: str, states: tuple[str, ...], docum
 
     names = list(dict.fromkeys(re.findall(r"\(\"?(\w+)\"?\)", rule)))
     assert composite_state(rule, dict(zip(names, states, strict=True))) == documented
+
+
+def test_fill_gives_every_timestamp_of_the_query_its_value() -> None:
+    # using-metric-math.md, FILL: "if ... the most recent minute never has data ... FILL replaces that missing
+    # data point with the requested value. That causes the latest data point ... to always be the FILL value".
+    assert as_list(evaluate("FILL(m, 0)", {"m": series(1, None, 1, None)}, grid=[0, 1, 2, 3]), 4) == [
+        1,
+        0,
+        1,
+        0,
+    ]
+    with pytest.raises(NotImplementedError):
+        evaluate("FILL(m, 0)", {"m": series(1)})  # without the query's timestamps there is nothing to fill
+
+
+def one_metric_alarm(*, period_s: int, n: int, m: int, missing: str) -> dict[str, object]:
+    """A template alarm on one metric, breaching above 1 (the tables' `X`)."""
+    return {
+        "Namespace": "Example",
+        "MetricName": "M",
+        "Statistic": "Maximum",
+        "Period": period_s,
+        "EvaluationPeriods": n,
+        "DatapointsToAlarm": m,
+        "Threshold": 1,
+        "ComparisonOperator": "GreaterThanThreshold",
+        "TreatMissingData": missing,
+    }
+
+
+@pytest.mark.parametrize(("breach_minute", "documented"), [(1, ["ALARM", "OK"]), (6, ["OK", "ALARM"])])
+def test_a_five_minute_alarm_is_evaluated_every_minute_over_the_latest_five(
+    breach_minute: int, documented: list[str]
+) -> None:
+    """AlarmThatSendsEmail.md, "Evaluating an alarm": Period 5 minutes, Evaluation Periods 1: "at the end of
+    minute 5 the alarm evaluates based on data from minutes 1 to 5. Then at the end of minute 6 ... from minutes
+    2 to 6". One breaching record in minute 1 is seen at the end of minute 5 and gone at the end of minute 6; one
+    in minute 6 is seen at once, not at the end of minute 10 as fixed 5-minute periods would have it."""
+    records = {"M": {minute: [2.0 if minute == breach_minute else 0.0] for minute in range(1, 7)}}
+    alarm = one_metric_alarm(period_s=300, n=1, m=1, missing="notBreaching")
+    assert evaluate_every_minute(alarm, records, minutes=[5, 6], evaluation_range=1) == documented
+
+
+def test_a_silent_metric_alarms_when_its_last_real_point_leaves_the_evaluation_range() -> None:
+    """The first table's second row, `0 - - - -` (Evaluation Periods 3, range 5, missing breaching), is OK, and
+    "The next time this alarm is evaluated, if the data is still missing it will go to ALARM, as that
+    non-breaching data point will no longer be in the evaluation range" (AlarmThatSendsEmail.md)."""
+    records = {"M": {minute: [0.0] for minute in range(-10, 1)}}  # healthy up to minute 0, silent after
+    alarm = one_metric_alarm(period_s=60, n=3, m=3, missing="breaching")
+    history = evaluate_every_minute(alarm, records, minutes=range(1, 7), evaluation_range=5)
+    assert history == [
+        "OK",
+        "OK",
+        "OK",
+        "OK",
+        "ALARM",
+        "ALARM",
+    ]  # minute 4 is `0 - - - -`, minute 5 `- - - - -`

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, DATASET_MOUNT_PATH, NAMESPACE
 from hubspoke.k8s.bench import bench_job
+from hubspoke.k8s.prewarm import DEFAULT_PARALLEL as JOB_PARALLEL
 from hubspoke.k8s.prewarm import QUMULO_SECRET, prewarm_job, state_path
 from tests.k8s.crd_schemas import k8s_validate
 
@@ -115,3 +117,29 @@ def test_state_file_differs_per_dataset(dataset_path: str) -> None:
     )
     path = state_path(config.spokes[0])
     assert "us-west-2" in path and dataset_path.strip("/").split("/")[-1] in path
+
+
+def test_the_training_job_reads_the_status_file_prewarm_writes(dev_config: HubSpokeConfig) -> None:
+    """prewarm writes its cached fraction where the spoke's training job reads it (and republishes it for the
+    cache alarms); the hub's job has no cache to read about."""
+    import sys as _sys
+
+    from hubspoke.k8s.job import TrainingSettings, training_job
+    from tests.stacks.test_dashboard import job_argument
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workload"))
+    import prewarm as prewarm_script
+
+    spoke = dev_config.region_config("us-west-2")
+    command = _container(prewarm_job(dev_config, spoke, rest_address="10.20.64.10"))["command"]
+    status = next(a.split("=", 1)[1] for a in command if a.startswith("--status="))
+    # The script's own default agrees, so a hand-run prewarm with only --state feeds the same job.
+    assert status == str(prewarm_script.status_path(Path(state_path(spoke))))
+    assert job_argument(training_job(dev_config, spoke), "cache-status") == status
+    assert job_argument(training_job(dev_config, spoke), "wait-for-cached-fraction") == ""
+    waiting = training_job(dev_config, spoke, settings=TrainingSettings(wait_for_cached_fraction=1.0))
+    assert job_argument(waiting, "wait-for-cached-fraction") == "1"
+    hub = dev_config.region_config(dev_config.hub.region)
+    assert job_argument(training_job(dev_config, hub), "cache-status") == ""
+    # A hand-run prewarm and the rendered Job keep the long path equally busy (benchmarks/prewarm_path.py).
+    assert prewarm_script.DEFAULT_PARALLEL == JOB_PARALLEL

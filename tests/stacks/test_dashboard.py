@@ -288,3 +288,20 @@ def test_gpu_and_samples_labels_say_what_the_series_average(
     for label, region in samples_labels:
         seconds = job_argument(training_job(dev_config, dev_config.region_config(region)), "metrics-seconds")
         assert seconds and f"average of {seconds} s records" in label, (label, seconds)
+
+
+def test_each_training_spoke_shows_how_much_of_its_dataset_is_warm(shape: Shape) -> None:
+    """docs/operations.md, "Dashboard": the cached fraction beside the hit ratio in every spoke with a job."""
+    config, templates = shape.config, shape.templates
+    sid, body = dashboard_of(templates)
+    shown = {
+        series[3]
+        for widget, series in graphed(body, region_of(templates[sid]))
+        if series[1] == "DatasetCachedFraction" and "hit ratio" in widget["properties"]["title"]
+    }
+    training_spokes = {
+        s.region
+        for s in config.spokes
+        if s.compute.enabled and s.storage.enabled and f"ops-{s.region}" in templates
+    }
+    assert shown == training_spokes

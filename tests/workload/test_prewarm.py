@@ -6,18 +6,23 @@ the tree through the fake's paged directory API. Every REST call goes through th
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hubspoke import dataset_manifest
 from tests.fakes.qumulo import FakeQumulo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workload"))
 import bench_reader
+import cache_status
 import prewarm
 
 MIB = 1 << 20
@@ -196,3 +201,198 @@ def test_prewarm_walks_the_tree_itself_and_warms_only_the_root(tree: FakeQumulo,
         p: n if p.startswith("/dataset/") else 0 for p, n in TREE.items()
     }
     assert not any(p.startswith("/elsewhere/") for p in tree.fetched_bytes)
+
+
+# --- the pinned version's manifest, the cached fraction, the bandwidth cap ---
+
+
+SHA = "0" * 64
+
+
+def version_manifest(sizes: dict[str, int]) -> dataset_manifest.Manifest:
+    """A manifest for files under /dataset/ (paths relative to the version directory)."""
+    files = [
+        dataset_manifest.FileEntry(path.removeprefix("/dataset/"), size, SHA) for path, size in sizes.items()
+    ]
+    return dataset_manifest.validate(name="c4", version="v1", token_bytes=4, vocab_size=128256, files=files)
+
+
+def test_a_manifest_pins_what_is_warmed_and_the_fraction_reaches_one(
+    spoke: FakeQumulo, tmp_path: Path
+) -> None:
+    spoke.add_file("/dataset/notes.txt", 7 * MIB)  # on the spoke, not in the version: not warmed, not counted
+    published: list[float] = []
+    status = tmp_path / "status.json"
+    code, log = _run(
+        spoke,
+        tmp_path / "state.jsonl",
+        manifest=version_manifest(FILES),
+        status=status,
+        publish=published.append,
+    )
+    assert code == 0, log
+    assert "/dataset/notes.txt" not in spoke.fetched_bytes
+    record = json.loads(status.read_text())
+    # Written by prewarm, read back with the documented fields (workload/cache_status.py).
+    assert (record["name"], record["version"], record["complete"]) == ("c4", "v1", True)
+    assert record["total_bytes"] == sum(FILES.values()) == record["warm_bytes"]
+    assert record["fraction"] == 1.0 and published[-1] == 1.0
+    assert all(0 <= f <= 1 for f in published) and published == sorted(published)
+
+
+def test_a_spoke_copy_that_disagrees_with_the_manifest_is_refused_before_any_fetch(
+    spoke: FakeQumulo, tmp_path: Path
+) -> None:
+    wrong = {**FILES, "/dataset/shard-001.bin": 4 * MIB, "/dataset/c/shard-009.bin": MIB}
+    code, log = _run(spoke, tmp_path / "state.jsonl", manifest=version_manifest(wrong))
+    assert code == 1
+    assert "/dataset/shard-001.bin is 3145728 bytes on the spoke, the manifest says 4194304" in log
+    assert "/dataset/c/shard-009.bin is in the manifest but the spoke does not list it" in log
+    assert spoke.called("POST", "fetch-data") == 0
+
+
+def test_a_failed_file_leaves_the_fraction_below_one(spoke: FakeQumulo, tmp_path: Path) -> None:
+    spoke.fail("POST", "shard-001.bin/fetch-data", times=100, status=400, error_class="fs_bad_request")
+    published: list[float] = []
+    status = tmp_path / "status.json"
+    code, _ = _run(spoke, tmp_path / "state.jsonl", status=status, publish=published.append)
+    assert code == 1
+    read = cache_status.read(status)
+    assert read is not None and not read.complete
+    assert read.fraction == published[-1] == 150 / 153  # shard-000 (150 MiB) of 153 MiB
+
+
+def test_a_rerun_reports_what_the_journal_holds_without_fetching(spoke: FakeQumulo, tmp_path: Path) -> None:
+    state = tmp_path / "state.jsonl"
+    assert _run(spoke, state)[0] == 0
+    calls = spoke.called("POST", "fetch-data")
+    published: list[float] = []
+    assert _run(spoke, state, publish=published.append)[0] == 0
+    assert spoke.called("POST", "fetch-data") == calls and set(published) == {1.0}
+
+
+def test_the_token_bucket_holds_the_average_rate() -> None:
+    """1,000 bytes at 100 bytes/s with a 100-byte bucket: the first 100 pass at once, the rest take 9 s."""
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    bucket = prewarm.TokenBucket(100, burst=100, clock=lambda: now[0], sleep=sleep)
+    for _ in range(10):
+        bucket.take(100)
+    assert sum(slept) == pytest.approx(9.0)
+
+
+def test_the_bandwidth_cap_slows_a_real_run(spoke: FakeQumulo, tmp_path: Path) -> None:
+    """153 MiB at 100 MiB/s with a one-second bucket: at least 0.53 s, whatever the fake's speed."""
+    started = time.monotonic()
+    code, _ = _run(spoke, tmp_path / "state.jsonl", max_bytes_per_second=100 * MIB)
+    assert code == 0
+    assert time.monotonic() - started >= (153 - 100) / 100
+
+
+def test_sha256_verification_reads_the_mounted_version(tmp_path: Path) -> None:
+    data = tmp_path / "v1"
+    data.mkdir()
+    (data / "a.bin").write_bytes(b"abc")
+    (data / "b.bin").write_bytes(b"xyz")
+    good = hashlib.sha256(b"abc").hexdigest()  # FIPS 180-4 SHA-256 via hashlib: the manifest's checksum
+    manifest = dataset_manifest.validate(
+        name="c4",
+        version="v1",
+        token_bytes=2,
+        vocab_size=32000,
+        files=[dataset_manifest.FileEntry("a.bin", 3, good), dataset_manifest.FileEntry("b.bin", 3, good)],
+    )
+    bad = prewarm.verify_sha256(manifest, data, io.StringIO())
+    assert [b.split(":")[0] for b in bad] == ["b.bin"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--verify-sha256"], "--verify-sha256 needs --manifest and --dataset-dir"),
+        (["--max-bytes-per-second", "0"], "--max-bytes-per-second must be positive"),
+        (["--manifest", "/nonexistent/MANIFEST.json"], "--manifest /nonexistent/MANIFEST.json"),
+    ],
+)
+def test_bad_new_arguments_exit_2(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["--host", "127.0.0.1", "--root", "/dataset", "--state", str(tmp_path / "s.jsonl")]
+    assert prewarm.main(base + argv, env={"QUMULO_PASSWORD": "x"}) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "s.jsonl").exists(), "nothing half-written"
+
+
+def test_waiting_for_the_cached_fraction(tmp_path: Path) -> None:
+    path = tmp_path / "status.json"
+    now = [0.0]
+    lines: list[str] = []
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+        done = 1 << 30 if now[0] >= 90 else 1 << 29
+        cache_status.write(
+            path,
+            cache_status.CacheStatus("/dataset/c4/v1/", "c4", "v1", 1 << 30, done, done == 1 << 30, now[0]),
+        )
+
+    kwargs: dict[str, Any] = {"clock": lambda: now[0], "sleep": sleep, "poll_s": 30, "log": lines.append}
+    mine = Path("/mnt/dataset/c4/v1")
+    status = cache_status.wait_for_fraction(
+        path, 1.0, timeout_s=600, describes=lambda s: cache_status.describes(s, mine), **kwargs
+    )
+    assert status.fraction == 1.0 and now[0] == 90
+    assert "no status yet" in lines[0] and "0.500 warm" in lines[1]
+    other = Path("/mnt/dataset/c4/v2")
+    with pytest.raises(TimeoutError, match="a status for c4/v1, not this job's dataset"):
+        cache_status.wait_for_fraction(
+            path, 1.0, timeout_s=60, describes=lambda s: cache_status.describes(s, other), **kwargs
+        )
+
+
+def test_bounded_calls_still_warm_every_byte(spoke: FakeQumulo, tmp_path: Path) -> None:
+    """--chunk-bytes bounds each fetch-data call. The fake answers an empty next_offset once the bounded
+    region is served (tests/fakes/qumulo/files.py, ASSUMED); prewarm must go on to the end of the file anyway."""
+    code, log = _run(spoke, tmp_path / "state.jsonl", chunk_bytes=MIB)
+    assert code == 0, log
+    assert {p: spoke.fetched_bytes.get(p, 0) for p in FILES} == FILES
+
+
+def test_the_cached_fraction_reaches_the_cloudwatch_agent_as_emf(spoke: FakeQumulo, tmp_path: Path) -> None:
+    """prewarm as the Job runs it (main, the SDK, the agent endpoint from the environment): the agent receives
+    DatasetCachedFraction records for the Region, the last one 1, with the manifest's dataset and version."""
+    from hubspoke import training_metrics as tm
+    from tests.fakes.emf_agent import FakeEmfAgent
+
+    manifest_dir = tmp_path / "c4" / "v1"
+    manifest_dir.mkdir(parents=True)
+    dataset_manifest.write(manifest_dir, version_manifest(FILES))
+    state = tmp_path / "state.jsonl"
+    with FakeEmfAgent() as agent:
+        env = {"QUMULO_PASSWORD": "secret", tm.AGENT_ENDPOINT_ENV: agent.endpoint}
+        argv = ["--host", "127.0.0.1", "--port", str(spoke.port), "--root", "/dataset", "--state", str(state)]
+        argv += [
+            "--manifest",
+            str(manifest_dir / "MANIFEST.json"),
+            "--environment",
+            "dev",
+            "--region",
+            "us-west-2",
+        ]
+        assert prewarm.main(argv, env=env) == 0
+        lines = agent.wait_for(1)
+    last = json.loads(lines[-1])
+    assert last["_aws"]["CloudWatchMetrics"][0]["Namespace"] == tm.NAMESPACE
+    assert (last["Environment"], last["Region"], last["Dataset"], last["Version"]) == (
+        "dev",
+        "us-west-2",
+        "c4",
+        "v1",
+    )
+    assert last[tm.DATASET_CACHED_FRACTION] == 1.0
+    assert cache_status.read(prewarm.status_path(state)).fraction == 1.0  # type: ignore[union-attr]

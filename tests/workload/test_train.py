@@ -15,6 +15,7 @@ import re
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -354,3 +355,38 @@ def test_a_rerun_whose_data_is_used_up_refuses_loudly(tmp_path: Path) -> None:
     rerun = _run(data, ckpt, "--max-steps=10", "--num-workers=0")
     assert rerun.returncode == 2, rerun.stderr
     assert "resumes at step 2" in rerun.stderr and "used the data up" in rerun.stderr
+
+
+def _status(path: Path, warm: int, total: int = 1000) -> None:
+    sys.path.insert(0, str(WORKLOAD))
+    import cache_status
+
+    cache_status.write(
+        path, cache_status.CacheStatus("/dataset/", None, None, total, warm, warm == total, time.time())
+    )
+
+
+@pytest.mark.thorough
+def test_records_carry_prewarm_s_cached_fraction(tmp_path: Path) -> None:
+    """The composite cache alarm reads DatasetCachedFraction from the job's records (hubspoke/alarms.py)."""
+    data, ckpt, status = tmp_path / "data", tmp_path / "ckpt", tmp_path / "status.json"
+    _write_shards(data, [400])
+    _status(status, 250)
+    run = _run(data, ckpt, "--max-steps=2", "--num-workers=0", f"--cache-status={status}")
+    assert run.returncode == 0, run.stderr
+    [record] = _records(run.stdout)
+    assert record[training_metrics.DATASET_CACHED_FRACTION] == 0.25
+
+
+@pytest.mark.thorough
+def test_a_job_told_to_wait_for_a_whole_cache_does_not_start_on_half_of_one(tmp_path: Path) -> None:
+    data, ckpt, status = tmp_path / "data", tmp_path / "ckpt", tmp_path / "status.json"
+    _write_shards(data, [400])
+    _status(status, 500)
+    wait = ["--wait-for-cached-fraction=1", "--wait-timeout-seconds=0", f"--cache-status={status}"]
+    run = _run(data, ckpt, "--max-steps=2", "--num-workers=0", *wait)
+    assert run.returncode == 1
+    assert "not starting" in run.stderr and "0.500 warm" in run.stderr
+    assert not ckpt.exists() or not any(ckpt.iterdir()), "no step was taken"
+    _status(status, 1000)
+    assert _run(data, ckpt, "--max-steps=2", "--num-workers=0", *wait).returncode == 0

@@ -27,6 +27,7 @@ from hubspoke.cli.checks import (
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.preflight.checks import check_account
 from hubspoke.cli.verify.alarms import alarm_rows
+from hubspoke.cli.verify.cache import cache_rows
 from hubspoke.cli.verify.canary import canary_rows
 from hubspoke.cli.verify.compute import compute_rows
 from hubspoke.cli.verify.kube import default_kubeconfig
@@ -94,6 +95,7 @@ def _region_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
         rows += canary_rows(ctx, region)
     if any(p.kind == "compute" and p.region == code for p in plans):
         rows += compute_rows(ctx, region)
+        rows += cache_rows(ctx, region)
     rows += alarm_rows(ctx, region)
     return rows
 
