@@ -155,3 +155,30 @@ def test_other_host_types_get_their_image_and_pass_control_tower(
     [(_, host)] = resources(template, "AWS::EC2::Instance")
     assert host["Properties"]["InstanceType"] == instance_type
     assert template["Parameters"][host["Properties"]["ImageId"]["Ref"]]["Default"].endswith(f"-{arch}")
+
+
+@pytest.mark.thorough
+def test_removing_or_reordering_administrators_keeps_each_remaining_entry(tmp_path: Any) -> None:
+    """EKS User Guide, "Create access entries": an entry's principal cannot change and a principal has one entry.
+    An entry whose logical ID followed its place in the list would be replaced (CloudFormation creates the
+    replacement first) when an earlier administrator is removed or the list reordered, and EKS would refuse the
+    second entry for the same principal: every remaining administrator keeps its logical ID."""
+    from hubspoke.config import load
+    from tests.conftest import synth, write_config
+
+    other = "arn:aws:iam::123456789012:role/hubspoke-dev-oncall"
+
+    def entry_ids(admins: list[str], name: str) -> dict[str, str]:
+        data = minimal()
+        data["access"] = {"administrators": admins}
+        templates = synth(load(write_config(tmp_path, data, name)).config)
+        [compute] = [t for sid, t in templates.items() if sid == "compute-us-west-2"]
+        return {
+            e["Properties"]["PrincipalArn"]: logical
+            for logical, e in resources(compute, "AWS::EKS::AccessEntry")
+            if isinstance(e["Properties"]["PrincipalArn"], str)
+        }
+
+    both = entry_ids([ADMIN, other], "both.yaml")
+    assert entry_ids([other], "one.yaml") == {other: both[other]}
+    assert entry_ids([other, ADMIN], "swapped.yaml") == both

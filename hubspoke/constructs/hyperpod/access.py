@@ -8,6 +8,8 @@ users and roles access to Kubernetes APIs", "Create access entries").
 
 from __future__ import annotations
 
+import hashlib
+
 from aws_cdk import Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -27,6 +29,11 @@ ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 # (cdklabs-cdk-validator-cfnguard 0.0.62, ct-ec2-pr-19.guard, /^c7g\..+?$/); the t families are not listed.
 ENCRYPTS_BETWEEN_INSTANCES = ("c7g.medium",)
 SSM_CORE = "Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore"
+
+
+def administrator_id(arn: str) -> str:
+    """The construct ID of one administrator's access entry: stable for that ARN wherever it is listed."""
+    return "Administrator" + hashlib.sha256(arn.encode()).hexdigest()[:12]
 
 
 class ClusterAccess(Construct):
@@ -53,7 +60,11 @@ class ClusterAccess(Construct):
         self.entries = [
             eks.AccessEntry(
                 self,
-                f"Administrator{index}",
+                # Named by the principal, not its place in the list: EKS refuses a second entry for a principal
+                # and cannot change an entry's principal ("Create access entries"), so an ID that moved with the
+                # list would make CloudFormation replace entries (create first) and fail on removing or
+                # reordering administrators.
+                administrator_id(arn),
                 cluster=cluster,  # type: ignore[arg-type]  # jsii stub omits a Cluster member
                 principal=arn,
                 # STANDARD: the type for people and tools; it may name a principal of another account
@@ -65,7 +76,7 @@ class ClusterAccess(Construct):
                     )
                 ],
             )
-            for index, arn in enumerate(access.administrators)
+            for arn in access.administrators
         ]
         self.host: ec2.Instance | None = None
         if access.host_enabled:
