@@ -53,7 +53,7 @@ def test_dev_first_deploy(dev_config: HubSpokeConfig) -> None:
     compute, dashboard; three stacks run at once at minute 65 (both computes and ops).
 
     Bounds: network 15, link 10, ops 10, dashboard 5 (ASSUMED); storage 50 (storage.formation_timeout_minutes
-    default, README "Configuration") + 10 launch (ASSUMED) = 60; compute 30 (EKS, ASSUMED twice the average) + 14
+    default, docs/configuration.md) + 10 launch (ASSUMED) = 60; compute 30 (EKS, ASSUMED twice the average) + 14
     (the chart installer's Lambda timeout) + 2 x 55 (the node waiter's two phases, nodes_ready.py) = 154.
     Path: 15 + 60 + 60 + 154 + 5 = 294 minutes.
     """

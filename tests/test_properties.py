@@ -2,7 +2,7 @@
 invariant of the suite holding; a config it calls invalid is rejected, for the reasons it names and no other.
 
 The oracle is written from the documents, not from hubspoke.config:
-- VPC User Guide, "VPC CIDR blocks": a VPC's blocks are /16 to /28; hubspoke's subnet layout (README, `.cidr`)
+- VPC User Guide, "VPC CIDR blocks": a VPC's blocks are /16 to /28; hubspoke's subnet layout (docs/configuration.md, `.cidr`)
   needs its primary block to be /20 or larger.
 - VPC Peering Guide, "VPC peering limitations": peered VPCs' CIDR blocks must not overlap (hubspoke checks
   every pair of blocks, secondary ones included).

@@ -14,7 +14,7 @@ from tests.conftest import ROOT, minimal, write_config
 
 def test_dev_deploys_four_p5_nodes_hub_and_spoke(dev_config: HubSpokeConfig) -> None:
     """config/dev.yaml leaves compute.enabled at its default (true) in the hub too, so the hub and the spoke
-    each deploy the default group, 2 x ml.p5.48xlarge (README, "Configuration"): 4 p5 nodes, 32 GPUs."""
+    each deploy the default group, 2 x ml.p5.48xlarge (docs/configuration.md): 4 p5 nodes, 32 GPUs."""
     lines = {(line.region, line.item): line.count for line in run_rate(dev_config)}
     assert lines == {
         ("us-east-2", "ml.p5.48xlarge"): 2,

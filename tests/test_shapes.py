@@ -37,7 +37,7 @@ def test_shapes_load_and_cover_the_topologies_the_invariants_need(tmp_path: Path
 
 
 def test_compute_without_storage_is_refused_so_no_shape_can_have_it(tmp_path: Path) -> None:
-    """The reverse of storage-without-compute: the PVs mount the Region's own CNQ (README, `.compute`)."""
+    """The reverse of storage-without-compute: the PVs mount the Region's own CNQ (docs/configuration.md, `.compute`)."""
     data = minimal()
     data["spokes"][0]["storage"] = {"enabled": False}
     with pytest.raises(ConfigError) as caught:

@@ -1,6 +1,6 @@
 """`load_environments`, what `cdk synth` runs first (app.py: `-c config=PATH`, else the config/ directory): a
 directory is every *.yaml in it, in name order; every problem of every file comes out at once, each line
-`PATH: field: problem` (README, "Configuration"); two files naming one environment are refused, since both
+`PATH: field: problem` (docs/configuration.md); two files naming one environment are refused, since both
 would deploy the same stacks (stack names are hubspoke-<environment>-...)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 CIDR open to the world, and raw YAML with one broken field next to a finding.
 
 Sources: Amazon EC2 User Guide, "Availability Zone IDs" (an AZ ID names its Region: usw2-az1 is us-west-2's);
-README, "Configuration" (`storage.admin_cidr` opens SSH and the Qumulo REST API; `compute.public_access_cidrs`
+docs/configuration.md (`storage.admin_cidr` opens SSH and the Qumulo REST API; `compute.public_access_cidrs`
 opens the EKS API); 0.0.0.0/0 is every IPv4 address (RFC 4632, section 3.1).
 """
 

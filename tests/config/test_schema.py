@@ -1,7 +1,7 @@
 """The schema's field checks at their documented edges, and the lookups the stacks use on a loaded config.
 
 Sources: Amazon VPC User Guide, "VPC CIDR blocks" (a VPC's blocks, primary and secondary, are /16 to /28);
-README, "Configuration" (`cidr` is /16 to /20: the subnet layout needs a /20); Amazon S3 User Guide, "General
+docs/configuration.md (`cidr` is /16 to /20: the subnet layout needs a /20); Amazon S3 User Guide, "General
 purpose bucket naming rules" (no two adjacent periods in a bucket name).
 """
 
@@ -86,6 +86,6 @@ def test_lookups_by_region_code(tmp_path: Path) -> None:
     assert config.spoke("eu-west-1").cidr == "10.30.0.0/16"
     assert config.region_config("us-east-2") is config.hub
     assert config.region_config("us-west-2") is config.spoke("us-west-2")
-    # A Region's own account wins over the environment's (README, "Configuration": `account` per Region).
+    # A Region's own account wins over the environment's (docs/configuration.md: `account` per Region).
     assert config.account_of(config.spoke("us-west-2")) == "210987654321"
     assert config.account_of(config.spoke("eu-west-1")) == "123456789012"

@@ -1,6 +1,6 @@
 """The cross-account roles, judged against what AWS documents they need, for every topology shape.
 
-A spoke in another account than the hub (README, `.account`) needs two roles and nothing more:
+A spoke in another account than the hub (docs/configuration.md, `.account`) needs two roles and nothing more:
 
 - PeerAccess, in the hub account: CloudFormation in the spoke account accepts the peering into the hub VPC
   through it (AWS::EC2::VPCPeeringConnection `PeerRoleArn`: "required when you are peering a VPC in a
