@@ -297,10 +297,12 @@ def test_resume_restores_the_weights_not_only_the_step(tmp_path: Path) -> None:
         assert torch.allclose(value, resumed_four[name], atol=1e-6), name
 
 
+@pytest.mark.thorough
 def test_hyperpod_log_monitoring_pattern_matches_the_progress_train_py_prints(tmp_path: Path) -> None:
     """The HyperPodPyTorchJob's hang detection watches for PROGRESS_LOG_PATTERN on stdout (the elastic agent
     reads `<attempt>/<local rank>/stdout.log`; tests/workload/test_launch.py runs the real agent): train.py
-    must print it there."""
+    must print it there. Fast twin: test_launch.py's real LogAgent over train.progress() with the rendered
+    rules, and test_trains_with_fsdp_... reading the progress lines off a real run's stdout."""
     from hubspoke.k8s.job import PROGRESS_LOG_PATTERN
 
     _write_shards(tmp_path / "data", [400])
