@@ -99,8 +99,10 @@ def estimate(
     started = time.perf_counter()
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
     try:
+        # 32,000: the vocabulary of the measurement in the README (train.py's default then); the job now
+        # renders the dataset's 128,256 (hubspoke/config/schema.py, REFERENCE_VOCAB_SIZE), not re-measured yet.
         args = train.parse_args(
-            ["--data-dir=/unused", "--checkpoint-dir=/unused", f"--model={settings.model}",
+            ["--data-dir=/unused", "--checkpoint-dir=/unused", f"--model={settings.model}", "--vocab-size=32000",
              f"--seq-len={settings.seq_len}", f"--batch-size={settings.batch_size}"]
         )  # fmt: skip
         # Fake CPU tensors stand for the GPU's: FSDP2 on a CUDA mesh needs the CUDA runtime (streams, events),

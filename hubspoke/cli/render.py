@@ -132,18 +132,36 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--image", help="training image (default: compute.training_image, else the Region's ECR)"
     )
+    parser.add_argument(
+        "--dataset-version",
+        metavar="VERSION",
+        help="read this sealed version of dataset.name instead of dataset.version (default: the config's pin)",
+    )
 
 
 def _job(
     args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
 ) -> Sequence[dict[str, Any]]:
+    from hubspoke.dataset_manifest import ManifestError, check_segment
     from hubspoke.k8s.accelerators import UnknownAccelerator
-    from hubspoke.k8s.job import training_job
+    from hubspoke.k8s.job import DatasetNotPinned, training_job
 
+    if args.dataset_version is not None:
+        try:
+            check_segment("dataset version", args.dataset_version)
+        except ManifestError as exc:
+            raise RenderError("--dataset-version", str(exc)) from None
     try:
-        return [training_job(config, region, kind=args.kind, image=args.image)]
+        return [
+            training_job(
+                config, region, kind=args.kind, image=args.image, dataset_version=args.dataset_version
+            )
+        ]
     except UnknownAccelerator as exc:
         raise RenderError(f"{field}.compute.instance_groups[0].instance_type", str(exc)) from None
+    except DatasetNotPinned as exc:
+        key, _, message = str(exc).partition(": ")
+        raise RenderError(key, message) from None
 
 
 JOB = Renderer(
