@@ -57,6 +57,11 @@ PEERING_CONNECTION = Output("PeeringConnectionId", "network", "the spoke's peeri
 FLOATING_IPS = Output("FloatingIps", "storage", "the CNQ cluster's floating IPs, comma-separated")
 REST_ADDRESS = Output("RestAddress", "storage", "one CNQ address serving the REST API (port 8000)")
 ADMIN_SECRET = Output("AdminSecretArn", "storage", "the Secrets Manager ARN of the CNQ admin password")
+# Read by `hubspoke dataset load`, by no stack. Not produced yet (docs/datasets.md, "Loading a version from
+# S3"): the command falls back to --shift-keys-secret, so it is not in OUTPUTS.
+SHIFT_KEYS_SECRET = Output(
+    "ShiftKeysSecretArn", "storage", "the Secrets Manager ARN of the Shift-From user's access key (hub)"
+)
 # Compute (every Region with HyperPod): read by operators and `hubspoke verify`, by no stack.
 EKS_CLUSTER_NAME = Output("EksClusterName", "compute", "the EKS cluster's name")
 HYPERPOD_CLUSTER_ARN = Output("HyperPodClusterArn", "compute", "the SageMaker HyperPod cluster's ARN")
