@@ -57,8 +57,8 @@ PEERING_CONNECTION = Output("PeeringConnectionId", "network", "the spoke's peeri
 FLOATING_IPS = Output("FloatingIps", "storage", "the CNQ cluster's floating IPs, comma-separated")
 REST_ADDRESS = Output("RestAddress", "storage", "one CNQ address serving the REST API (port 8000)")
 ADMIN_SECRET = Output("AdminSecretArn", "storage", "the Secrets Manager ARN of the CNQ admin password")
-# Read by `hubspoke dataset load`, by no stack. Not produced yet (docs/datasets.md, "Loading a version from
-# S3"): the command falls back to --shift-keys-secret, so it is not in OUTPUTS.
+# Read by `hubspoke dataset load`, by no stack; only the hub's Storage stack has it, and only with
+# dataset.source_buckets (hubspoke/constructs/shift.py).
 SHIFT_KEYS_SECRET = Output(
     "ShiftKeysSecretArn", "storage", "the Secrets Manager ARN of the Shift-From user's access key (hub)"
 )
@@ -77,6 +77,7 @@ OUTPUTS: tuple[Output, ...] = (
     FLOATING_IPS,
     REST_ADDRESS,
     ADMIN_SECRET,
+    SHIFT_KEYS_SECRET,
     EKS_CLUSTER_NAME,
     HYPERPOD_CLUSTER_ARN,
 )
@@ -92,7 +93,10 @@ def produced(config: HubSpokeConfig, plan: StackPlan) -> tuple[str, ...]:
         if plan.region != config.hub.region:
             names.append(PEERING_CONNECTION.key())
         return tuple(names)
-    return tuple(o.key() for o in OUTPUTS if o.producer == plan.kind)
+    names = [o.key() for o in OUTPUTS if o.producer == plan.kind and o is not SHIFT_KEYS_SECRET]
+    if plan.kind == "storage" and plan.region == config.hub.region and config.dataset.source_buckets:
+        names.append(SHIFT_KEYS_SECRET.key())
+    return tuple(names)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ def expected_outputs(config: HubSpokeConfig, kind: str, region: str) -> set[str]
         if region != config.hub.region:
             names.add("PeeringConnectionId")
         return names
+    if kind == "storage" and region == config.hub.region and config.dataset.source_buckets:
+        return STORAGE | {"ShiftKeysSecretArn"}  # read by `hubspoke dataset load` (docs/datasets.md)
     return {"storage": STORAGE, "compute": COMPUTE}.get(kind, set())
 
 

@@ -385,7 +385,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--vocab-size", type=int, help="vocabulary of the shards (default: dataset.vocab_size)"
     )
     loader.add_argument(
-        "--rest-address", help="the hub's REST address (default: the hub Storage stack's RestAddress output)"
+        "--rest-address",
+        metavar="ADDRESS[:PORT]",
+        help="the hub's REST API (default: the hub Storage stack's RestAddress output, port 8000)",
     )
     loader.add_argument(
         "--shift-keys-secret",
@@ -476,15 +478,15 @@ def connect(config: HubSpokeConfig, args: argparse.Namespace) -> tuple[Any, Shif
                 code=EXIT_BAD_INPUT,
             )
         keys = json.loads(secrets.get_secret_value(SecretId=keys_arn)["SecretString"])
-        address = args.rest_address or outputs[REST_ADDRESS.key()]
+        address, _, port = (args.rest_address or outputs[REST_ADDRESS.key()]).partition(":")
     except (BotoCoreError, ClientError, KeyError, ValueError) as exc:
         raise LoadError(f"cannot read the hub's address and secrets from stack {stack}: {exc}") from None
     try:
-        client = RestClient(address, REST_PORT, timeout=60)
+        client = RestClient(address, int(port or REST_PORT), timeout=60)
         client.login("admin", password)
     except (RequestError, OSError) as exc:
         raise LoadError(
-            f"cannot log in to the hub's REST API at {address}:{REST_PORT} ({exc}); run this where that "
+            f"cannot log in to the hub's REST API at {address}:{port or REST_PORT} ({exc}); run this where that "
             "address is reachable (inside the hub VPC, or from storage.admin_cidr)"
         ) from None
     return client, ShiftKeys(str(keys["access_key_id"]), str(keys["secret_access_key"]))

@@ -203,3 +203,39 @@ def test_the_command_refuses_a_version_that_is_not_a_directory_name(
     argv = ["dataset", "load", "--config", str(path), "--name", "c4", "--version", "../v1"]
     assert main([*argv, "--source", "s3://hubspoke-datasets/c4/"]) == 2
     assert "--version: '../v1' must be" in capsys.readouterr().err
+
+
+def test_the_command_end_to_end_reads_the_hub_stack_and_loads(
+    tmp_path: Path, hub: FakeQumulo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main() with the hub stack's outputs and secrets in moto, the REST API on the fake, one poll per second."""
+    import boto3
+    from moto import mock_aws
+
+    from tests.cli.preflight_world import isolate_from_real_aws
+
+    isolate_from_real_aws(monkeypatch)
+    path = _config(tmp_path, source_buckets=["hubspoke-datasets"])
+    with mock_aws():
+        secrets = boto3.client("secretsmanager", region_name="us-east-2")
+        admin = secrets.create_secret(Name="admin", SecretString="secret")["ARN"]
+        keys = secrets.create_secret(
+            Name="shift",
+            SecretString=json.dumps({"access_key_id": KEY.access_key_id, "secret_access_key": "x"}),
+        )["ARN"]
+        template = {
+            "Resources": {"Nothing": {"Type": "AWS::SNS::Topic"}},
+            "Outputs": {
+                "RestAddress": {"Value": "127.0.0.1"},
+                "AdminSecretArn": {"Value": admin},
+                "ShiftKeysSecretArn": {"Value": keys},
+            },
+        }
+        boto3.client("cloudformation", region_name="us-east-2").create_stack(
+            StackName="hubspoke-dev-storage-us-east-2", TemplateBody=json.dumps(template)
+        )
+        argv = ["dataset", "load", "--config", str(path), "--name", "c4-llama3", "--version", "v2"]
+        argv += ["--source", "s3://hubspoke-datasets/c4/llama3/", "--rest-address", f"127.0.0.1:{hub.port}"]
+        assert main([*argv, "--poll-seconds", "0"]) == 0, capsys.readouterr().err
+    assert "sealed c4-llama3/v2" in capsys.readouterr().out
+    assert "/dataset/c4-llama3/v2/MANIFEST.json" in hub.files
