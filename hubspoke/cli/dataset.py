@@ -204,17 +204,23 @@ class HubLoad:
             parent, _, leaf = self.parent.rpartition("/")
             self.client.fs.create_directory(name=leaf, dir_path=parent or "/")
         self.client.fs.create_directory(name=self.version, dir_path=self.parent)
-        created = self.client.object_replication.create_object_relationship(
-            direction=DIRECTION,
-            # The SDK's own CLI defaults to this address for Amazon S3 (qumulo/commands/object_replication.py).
-            object_store_address=f"s3.{self.bucket_region}.amazonaws.com",
-            bucket=self.source.bucket,
-            object_folder=self.source.folder,
-            region=self.bucket_region,
-            access_key_id=self.keys.access_key_id,
-            secret_access_key=self.keys.secret_access_key,
-            local_directory_path=self.target,
-        )
+        try:
+            created = self.client.object_replication.create_object_relationship(
+                direction=DIRECTION,
+                # The SDK's own CLI defaults to this address for Amazon S3 (qumulo/commands/object_replication.py).
+                object_store_address=f"s3.{self.bucket_region}.amazonaws.com",
+                bucket=self.source.bucket,
+                object_folder=self.source.folder,
+                region=self.bucket_region,
+                access_key_id=self.keys.access_key_id,
+                secret_access_key=self.keys.secret_access_key,
+                local_directory_path=self.target,
+            )
+        except Exception:
+            # Refused (an unreadable bucket, a missing privilege): leave nothing half-made, so the same command
+            # works once the cause is fixed instead of finding an orphan version directory.
+            self.client.fs.delete(path=self.target)
+            raise
         self.out.write(f"created Shift-From relationship {created['id']}: {self.source} -> {self.target}\n")
         return self._status(str(created["id"]))
 
@@ -369,7 +375,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ),
     )
     loader.add_argument("--config", required=True, type=Path, metavar="PATH")
-    loader.add_argument("--name", required=True, help="the dataset (default for jobs: dataset.name)")
+    loader.add_argument(
+        "--name", required=True, help="the dataset's name (jobs read the one in dataset.name)"
+    )
     loader.add_argument("--version", required=True, help="a new version; an existing one is refused")
     loader.add_argument(
         "--source", required=True, help="s3://bucket/folder/ in one of dataset.source_buckets"

@@ -47,6 +47,8 @@ class FilesMixin:
             # files_ref_data (SDK: fs.read_file with offset/length; fs.write_file PUT replaces the content)
             ("GET", r"/v1/files/([^/]+)/data", self._read_data),
             ("PUT", r"/v1/files/([^/]+)/data", self._write_data),
+            # files_ref DELETE (SDK: fs.delete): a file, or an empty directory
+            ("DELETE", r"/v1/files/([^/]+)", self._delete),
         ]
 
     def add_file(self, path: str, size: int, data: bytes | None = None) -> str:
@@ -90,6 +92,14 @@ class FilesMixin:
         if kind == "FS_FILE_TYPE_FILE":
             self.files[target]["data"] = b""
         return 200, self._attributes(target)[1]
+
+    def _delete(self, ref: str, **_: Any) -> Reply:
+        path, _ = self._file(ref if ref == "/" else ref.rstrip("/"))
+        if any(p.startswith(path.rstrip("/") + "/") for p in self.files):
+            # ASSUMED class and status (POSIX rmdir refuses a non-empty directory too).
+            raise QumuloFault(409, "fs_directory_not_empty_error", f"{path} is not empty")
+        del self.files[path]
+        return 200, None
 
     def _read_data(self, ref: str, query: dict[str, str], **_: Any) -> Reply:
         path, info = self._file(ref)
