@@ -59,8 +59,8 @@ REST_ADDRESS = Output("RestAddress", "storage", "one CNQ address serving the RES
 ADMIN_SECRET = Output("AdminSecretArn", "storage", "the Secrets Manager ARN of the CNQ admin password")
 # Read by `hubspoke dataset load`, by no stack; only the hub's Storage stack has it, and only with
 # dataset.source_buckets (hubspoke/constructs/shift.py).
-SHIFT_KEYS_SECRET = Output(
-    "ShiftKeysSecretArn", "storage", "the Secrets Manager ARN of the Shift-From user's access key (hub)"
+SHIFT_USER = Output(
+    "ShiftUserName", "storage", "the IAM user Qumulo Shift-From reads source buckets as (hub)"
 )
 # Compute (every Region with HyperPod): read by operators and `hubspoke verify`, by no stack.
 EKS_CLUSTER_NAME = Output("EksClusterName", "compute", "the EKS cluster's name")
@@ -77,7 +77,7 @@ OUTPUTS: tuple[Output, ...] = (
     FLOATING_IPS,
     REST_ADDRESS,
     ADMIN_SECRET,
-    SHIFT_KEYS_SECRET,
+    SHIFT_USER,
     EKS_CLUSTER_NAME,
     HYPERPOD_CLUSTER_ARN,
 )
@@ -93,9 +93,9 @@ def produced(config: HubSpokeConfig, plan: StackPlan) -> tuple[str, ...]:
         if plan.region != config.hub.region:
             names.append(PEERING_CONNECTION.key())
         return tuple(names)
-    names = [o.key() for o in OUTPUTS if o.producer == plan.kind and o is not SHIFT_KEYS_SECRET]
+    names = [o.key() for o in OUTPUTS if o.producer == plan.kind and o is not SHIFT_USER]
     if plan.kind == "storage" and plan.region == config.hub.region and config.dataset.source_buckets:
-        names.append(SHIFT_KEYS_SECRET.key())
+        names.append(SHIFT_USER.key())
     return tuple(names)
 
 

@@ -38,7 +38,7 @@ def expected_outputs(config: HubSpokeConfig, kind: str, region: str) -> set[str]
             names.add("PeeringConnectionId")
         return names
     if kind == "storage" and region == config.hub.region and config.dataset.source_buckets:
-        return STORAGE | {"ShiftKeysSecretArn"}  # read by `hubspoke dataset load` (docs/datasets.md)
+        return STORAGE | {"ShiftUserName"}  # read by `hubspoke dataset load` (docs/datasets.md)
     return {"storage": STORAGE, "compute": COMPUTE}.get(kind, set())
 
 

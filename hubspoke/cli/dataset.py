@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
-import json
 import re
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import HubSpokeConfig, format_problem, load
@@ -86,6 +85,54 @@ class ShiftKeys:
 
     access_key_id: str
     secret_access_key: str
+
+
+class KeySource(Protocol):
+    """Where a load gets the Shift user's access key, and returns it once the load no longer needs it."""
+
+    def create(self) -> ShiftKeys: ...
+
+    def delete(self, access_key_id: str) -> None: ...
+
+
+class IamKeys:
+    """Access keys of the hub stack's Shift user (hubspoke/constructs/shift.py), one per load, through IAM."""
+
+    def __init__(self, iam: Any, user_name: str):
+        self.iam, self.user_name = iam, user_name
+
+    def create(self) -> ShiftKeys:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            key = self.iam.create_access_key(UserName=self.user_name)["AccessKey"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "LimitExceeded":
+                # IAM allows two access keys per user (IAM User Guide, "IAM and AWS STS quotas").
+                raise LoadError(
+                    f"IAM user {self.user_name} has two access keys already (IAM's limit), one per load in "
+                    "progress: finish one of those loads, or delete a key no relationship uses"
+                ) from None
+            raise LoadError(f"cannot create an access key for IAM user {self.user_name}: {exc}") from None
+        except BotoCoreError as exc:
+            raise LoadError(f"cannot create an access key for IAM user {self.user_name}: {exc}") from None
+        return ShiftKeys(key["AccessKeyId"], key["SecretAccessKey"])
+
+    def delete(self, access_key_id: str) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self.iam.delete_access_key(UserName=self.user_name, AccessKeyId=access_key_id)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "NoSuchEntity":
+                raise LoadError(
+                    f"the load is done but access key {access_key_id} of {self.user_name} could not be deleted "
+                    f"({exc}); delete it with the IAM console or CLI"
+                ) from None
+        except BotoCoreError as exc:
+            raise LoadError(
+                f"could not delete access key {access_key_id}: {exc}; delete it yourself"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -161,17 +208,18 @@ class HubLoad:
         bucket_region: str,
         token_bytes: int,
         vocab_size: int,
-        keys: ShiftKeys,
+        keys: KeySource,
         out: TextIO,
         poll_seconds: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        key_attempts: int = 6,
     ):
         self.client, self.source, self.keys, self.out = client, source, keys, out
         self.name, self.version = check_segment("--name", name), check_segment("--version", version)
         self.parent = dataset_path.rstrip("/") + "/" + name
         self.target = self.parent + "/" + version
         self.bucket_region, self.token_bytes, self.vocab_size = bucket_region, token_bytes, vocab_size
-        self.poll_seconds, self.sleep = poll_seconds, sleep
+        self.poll_seconds, self.sleep, self.key_attempts = poll_seconds, sleep, key_attempts
 
     # ----- the cluster, through the SDK
     def _exists(self, path: str) -> bool:
@@ -199,27 +247,54 @@ class HubLoad:
     def _status(self, relationship_id: str) -> dict[str, Any]:
         return dict(self.client.object_replication.get_object_relationship_status(relationship_id))
 
+    def _create_relationship(self, keys: ShiftKeys) -> dict[str, Any]:
+        """Create the relationship; Qumulo checks the bucket with the key at once (guide, "How Shift-From
+        Relationships Work"). A new IAM key can take a while to work everywhere (IAM User Guide, "Changes that
+        I make are not always immediately visible"), so a refusal other than 401/403 is retried a few times,
+        `poll_seconds` apart. ASSUMED: which refusal Qumulo gives for a key not yet visible; none is documented.
+        """
+        from qumulo.lib.request import RequestError
+
+        for attempt in range(1, self.key_attempts + 1):
+            try:
+                created: dict[str, Any] = self.client.object_replication.create_object_relationship(
+                    direction=DIRECTION,
+                    # The SDK's own CLI defaults to this address for Amazon S3 (qumulo/commands/object_replication.py).
+                    object_store_address=f"s3.{self.bucket_region}.amazonaws.com",
+                    bucket=self.source.bucket,
+                    object_folder=self.source.folder,
+                    region=self.bucket_region,
+                    access_key_id=keys.access_key_id,
+                    secret_access_key=keys.secret_access_key,
+                    local_directory_path=self.target,
+                )
+                return created
+            except RequestError as error:
+                if (
+                    error.status_code in (401, 403)
+                    or error.status_code >= 500
+                    or attempt == self.key_attempts
+                ):
+                    raise
+                self.out.write(
+                    f"Qumulo refused the new key ({error.error_class}); retrying, attempt {attempt}\n"
+                )
+                self.sleep(self.poll_seconds)
+        raise AssertionError("unreachable")
+
     def _create(self) -> dict[str, Any]:
         if not self._exists(self.parent):
             parent, _, leaf = self.parent.rpartition("/")
             self.client.fs.create_directory(name=leaf, dir_path=parent or "/")
         self.client.fs.create_directory(name=self.version, dir_path=self.parent)
+        keys = self.keys.create()
         try:
-            created = self.client.object_replication.create_object_relationship(
-                direction=DIRECTION,
-                # The SDK's own CLI defaults to this address for Amazon S3 (qumulo/commands/object_replication.py).
-                object_store_address=f"s3.{self.bucket_region}.amazonaws.com",
-                bucket=self.source.bucket,
-                object_folder=self.source.folder,
-                region=self.bucket_region,
-                access_key_id=self.keys.access_key_id,
-                secret_access_key=self.keys.secret_access_key,
-                local_directory_path=self.target,
-            )
+            created = self._create_relationship(keys)
         except Exception:
             # Refused (an unreadable bucket, a missing privilege): leave nothing half-made, so the same command
-            # works once the cause is fixed instead of finding an orphan version directory.
+            # works once the cause is fixed instead of finding an orphan version directory or a stray key.
             self.client.fs.delete(path=self.target)
+            self.keys.delete(keys.access_key_id)
             raise
         self.out.write(f"created Shift-From relationship {created['id']}: {self.source} -> {self.target}\n")
         return self._status(str(created["id"]))
@@ -255,6 +330,7 @@ class HubLoad:
             # The guide: delete a relationship you will not reuse, to free its ~100 bytes per object. A sealed
             # version never takes another copy.
             self.client.object_replication.delete_object_relationship(status["id"])
+            self.keys.delete(str(status["access_key_id"]))
             return manifest
         except RequestError as error:
             raise LoadError(
@@ -397,11 +473,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="ADDRESS[:PORT]",
         help="the hub's REST API (default: the hub Storage stack's RestAddress output, port 8000)",
     )
-    loader.add_argument(
-        "--shift-keys-secret",
-        metavar="ARN",
-        help="Secrets Manager secret holding {access_key_id, secret_access_key} of the Shift user",
-    )
     loader.add_argument("--poll-seconds", type=float, default=30.0, help="seconds between status reads (30)")
     loader.set_defaults(run=run)
 
@@ -461,14 +532,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def connect(config: HubSpokeConfig, args: argparse.Namespace) -> tuple[Any, ShiftKeys]:
+def connect(config: HubSpokeConfig, args: argparse.Namespace) -> tuple[Any, KeySource]:
     """A RestClient logged in to the hub as admin, and the Shift user's keys, from the hub stack's outputs."""
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
     from qumulo.lib.request import RequestError
     from qumulo.rest_client import RestClient
 
-    from hubspoke.outputs import ADMIN_SECRET, REST_ADDRESS, SHIFT_KEYS_SECRET
+    from hubspoke.outputs import ADMIN_SECRET, REST_ADDRESS, SHIFT_USER
     from hubspoke.topology import stack_name
 
     hub = config.hub.region
@@ -478,14 +549,13 @@ def connect(config: HubSpokeConfig, args: argparse.Namespace) -> tuple[Any, Shif
         outputs = {o["OutputKey"]: o["OutputValue"] for o in described["Stacks"][0].get("Outputs", [])}
         secrets = boto3.client("secretsmanager", region_name=hub)
         password = secrets.get_secret_value(SecretId=outputs[ADMIN_SECRET.key()])["SecretString"]
-        keys_arn = args.shift_keys_secret or outputs.get(SHIFT_KEYS_SECRET.key())
-        if not keys_arn:
+        user = outputs.get(SHIFT_USER.key())
+        if not user:
             raise LoadError(
-                f"stack {stack} has no {SHIFT_KEYS_SECRET.key()} output: pass --shift-keys-secret, a secret "
-                "holding the Shift user's access key (docs/datasets.md, 'Loading a version from S3')",
+                f"stack {stack} has no {SHIFT_USER.key()} output: list the bucket in dataset.source_buckets and "
+                "deploy the hub Storage stack, which creates the Shift user",
                 code=EXIT_BAD_INPUT,
             )
-        keys = json.loads(secrets.get_secret_value(SecretId=keys_arn)["SecretString"])
         address, _, port = (args.rest_address or outputs[REST_ADDRESS.key()]).partition(":")
     except (BotoCoreError, ClientError, KeyError, ValueError) as exc:
         raise LoadError(f"cannot read the hub's address and secrets from stack {stack}: {exc}") from None
@@ -497,4 +567,4 @@ def connect(config: HubSpokeConfig, args: argparse.Namespace) -> tuple[Any, Shif
             f"cannot log in to the hub's REST API at {address}:{port or REST_PORT} ({exc}); run this where that "
             "address is reachable (inside the hub VPC, or from storage.admin_cidr)"
         ) from None
-    return client, ShiftKeys(str(keys["access_key_id"]), str(keys["secret_access_key"]))
+    return client, IamKeys(boto3.client("iam"), user)

@@ -137,6 +137,11 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="VERSION",
         help="read this sealed version of dataset.name instead of dataset.version (default: the config's pin)",
     )
+    parser.add_argument(
+        "--allow-dataset-change",
+        action="store_true",
+        help="let the job resume checkpoints trained on another dataset version (train.py refuses otherwise)",
+    )
 
 
 def _job(
@@ -154,7 +159,12 @@ def _job(
     try:
         return [
             training_job(
-                config, region, kind=args.kind, image=args.image, dataset_version=args.dataset_version
+                config,
+                region,
+                kind=args.kind,
+                image=args.image,
+                dataset_version=args.dataset_version,
+                allow_dataset_change=args.allow_dataset_change,
             )
         ]
     except UnknownAccelerator as exc:

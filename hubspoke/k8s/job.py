@@ -76,9 +76,13 @@ class PinnedDataset:
     version: str
     token_bytes: int
     vocab_size: int
+    # Resume checkpoints trained on another version (train.py refuses that otherwise).
+    allow_change: bool = False
 
 
-def pinned_dataset(dataset: DatasetConfig, *, version: str | None = None) -> PinnedDataset:
+def pinned_dataset(
+    dataset: DatasetConfig, *, version: str | None = None, allow_change: bool = False
+) -> PinnedDataset:
     """The config's dataset pin (`version` overrides its version), or DatasetNotPinned naming the missing key."""
     chosen = version or dataset.version
     for key, value in (("name", dataset.name), ("version", chosen)):
@@ -88,7 +92,7 @@ def pinned_dataset(dataset: DatasetConfig, *, version: str | None = None) -> Pin
                 "dataset.version in the config (docs/datasets.md)"
             )
     assert dataset.name is not None and chosen is not None
-    return PinnedDataset(dataset.name, chosen, dataset.token_bytes, dataset.vocab_size)
+    return PinnedDataset(dataset.name, chosen, dataset.token_bytes, dataset.vocab_size, allow_change)
 
 
 def default_image(config: HubSpokeConfig, region: RegionConfig) -> str:
@@ -107,6 +111,7 @@ def _script_args(
         f"--dataset-version={dataset.version}",
         f"--token-bytes={dataset.token_bytes}",
         f"--vocab-size={dataset.vocab_size}",
+        *(["--allow-dataset-change"] if dataset.allow_change else []),
         f"--checkpoint-dir={CHECKPOINT_MOUNT_PATH}/{s.job_name}",
         f"--model={s.model}",
         f"--seq-len={s.seq_len}",
@@ -225,6 +230,7 @@ def pytorch_job(
     image: str | None = None,
     settings: TrainingSettings = TrainingSettings(),
     dataset_version: str | None = None,
+    allow_dataset_change: bool = False,
 ) -> Manifest:
     """A Kubeflow PyTorchJob with an elastic c10d rendezvous: Workers only, torchrun inside each pod.
 
@@ -237,7 +243,7 @@ def pytorch_job(
     """
     group = region.compute.instance_groups[0]
     gpus = accelerator(group.instance_type).gpus
-    dataset = pinned_dataset(config.dataset, version=dataset_version)
+    dataset = pinned_dataset(config.dataset, version=dataset_version, allow_change=allow_dataset_change)
     template = _pod_template(
         region=region,
         container_name=KUBEFLOW_CONTAINER,
@@ -272,11 +278,12 @@ def hyperpod_job(
     image: str | None = None,
     settings: TrainingSettings = TrainingSettings(),
     dataset_version: str | None = None,
+    allow_dataset_change: bool = False,
 ) -> Manifest:
     """A HyperPodPyTorchJob: the HyperPod operator restarts failed processes in place via hyperpodrun."""
     group = region.compute.instance_groups[0]
     gpus = accelerator(group.instance_type).gpus
-    dataset = pinned_dataset(config.dataset, version=dataset_version)
+    dataset = pinned_dataset(config.dataset, version=dataset_version, allow_change=allow_dataset_change)
     template = _pod_template(
         region=region,
         container_name=KUBEFLOW_CONTAINER,
@@ -337,7 +344,15 @@ def training_job(
     image: str | None = None,
     settings: TrainingSettings = TrainingSettings(),
     dataset_version: str | None = None,
+    allow_dataset_change: bool = False,
 ) -> Manifest:
     """The reference job of `kind`, reading the config's pinned dataset version (or `dataset_version` of it)."""
     render = pytorch_job if kind == "pytorchjob" else hyperpod_job
-    return render(config, region, image=image, settings=settings, dataset_version=dataset_version)
+    return render(
+        config,
+        region,
+        image=image,
+        settings=settings,
+        dataset_version=dataset_version,
+        allow_dataset_change=allow_dataset_change,
+    )

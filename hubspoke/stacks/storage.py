@@ -16,7 +16,7 @@ from hubspoke.constructs.cnq.runtime.resources import (
 )
 from hubspoke.constructs.shift import ShiftFromUser
 from hubspoke.mtu import peer_mtu_parameter_path, peer_mtu_parameters
-from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS, SHIFT_KEYS_SECRET
+from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS, SHIFT_USER
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.wiring import Inputs, NetworkView
@@ -118,7 +118,7 @@ class StorageStack(PlannedStack):
             self.shift = ShiftFromUser(
                 self, "ShiftFrom", environment=config.environment, buckets=config.dataset.source_buckets
             )
-            self.publish(SHIFT_KEYS_SECRET, self.shift.secret.secret_arn)
+            self.publish(SHIFT_USER, self.shift.user.user_name)
         self.node_protection = self._protect_nodes_last()
 
     def _protect_nodes_last(self) -> CustomResource:

@@ -27,6 +27,23 @@ from tests.conftest import with_pins
 from tests.fakes.qumulo import FakeQumulo
 
 KEY = ShiftKeys("AKIAIOSFODNN7EXAMPLE", "not-a-real-secret")
+
+
+class Keys:
+    """The Shift user's keys as IAM would hand them out: KEY, granted read on the bucket like its group."""
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+        self.deleted: list[str] = []
+
+    def create(self) -> ShiftKeys:
+        self.created.append(KEY.access_key_id)
+        return KEY
+
+    def delete(self, access_key_id: str) -> None:
+        self.deleted.append(access_key_id)
+
+
 OBJECTS = {
     "c4/llama3/train/part-000.bin": b"\x01\x00\x00\x00" * 300,
     "c4/llama3/train/part-001.bin": b"\x02\x00\x00\x00" * 100,
@@ -57,6 +74,7 @@ def _load(
     *,
     version: str = "v2",
     source: str = "s3://hubspoke-datasets/c4/llama3/",
+    keys: Keys | None = None,
 ) -> Any:
     return HubLoad(
         _client(fake),
@@ -67,7 +85,7 @@ def _load(
         bucket_region="us-east-2",
         token_bytes=4,
         vocab_size=128256,
-        keys=KEY,
+        keys=keys or Keys(),
         out=out,
         poll_seconds=0,
         sleep=lambda _: None,
@@ -75,8 +93,10 @@ def _load(
 
 
 def test_a_load_copies_the_folder_shows_progress_and_seals_the_version(hub: FakeQumulo) -> None:
-    out = io.StringIO()
-    manifest = _load(hub, out).run()
+    out, keys = io.StringIO(), Keys()
+    manifest = _load(hub, out, keys=keys).run()
+    # One access key for the load, deleted with the relationship once the version is sealed.
+    assert keys.created == keys.deleted == [KEY.access_key_id]
     expected = {k.removeprefix("c4/llama3/"): v for k, v in OBJECTS.items() if k.startswith("c4/llama3/")}
     assert {f.path: (f.bytes, f.sha256) for f in manifest.files} == {
         path: (len(data), hashlib.sha256(data).hexdigest()) for path, data in expected.items()
@@ -110,9 +130,13 @@ def test_an_existing_or_sealed_version_is_refused_before_anything_is_created(hub
 
 def test_a_bucket_the_key_cannot_read_is_refused_by_qumulo_and_reported(hub: FakeQumulo) -> None:
     hub.s3_readers[KEY.access_key_id] = set()
+    keys = Keys()
     with pytest.raises(LoadError, match=r"the hub refused: Qumulo 400 object_store_access_error"):
-        _load(hub, io.StringIO()).run()
+        _load(hub, io.StringIO(), keys=keys).run()
     assert hub.relationships == {}
+    # Retried (a new IAM key may not work everywhere yet), then given up; the key is not left behind.
+    assert hub.called("POST", r"/v3/replication/object-relationships/$") > 1
+    assert keys.deleted == keys.created == [KEY.access_key_id]
     # Nothing half-made: the version directory is gone, so the same command works once access is granted.
     assert "/dataset/c4-llama3/v2" not in hub.files
     hub.s3_readers[KEY.access_key_id] = {"hubspoke-datasets"}
@@ -212,7 +236,8 @@ def test_the_command_refuses_a_version_that_is_not_a_directory_name(
 def test_the_command_end_to_end_reads_the_hub_stack_and_loads(
     tmp_path: Path, hub: FakeQumulo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """main() with the hub stack's outputs and secrets in moto, the REST API on the fake, one poll per second."""
+    """main() with the hub stack's outputs, admin secret and Shift user in moto, the REST API on the fake: the
+    load creates an access key for the user and deletes it when the version is sealed."""
     import boto3
     from moto import mock_aws
 
@@ -220,19 +245,20 @@ def test_the_command_end_to_end_reads_the_hub_stack_and_loads(
 
     isolate_from_real_aws(monkeypatch)
     path = _config(tmp_path, source_buckets=["hubspoke-datasets"])
+    hub.s3_readers.clear()
+    hub.s3_open_buckets.add("hubspoke-datasets")  # the fake cannot see IAM: any key may read this bucket
     with mock_aws():
-        secrets = boto3.client("secretsmanager", region_name="us-east-2")
-        admin = secrets.create_secret(Name="admin", SecretString="secret")["ARN"]
-        keys = secrets.create_secret(
-            Name="shift",
-            SecretString=json.dumps({"access_key_id": KEY.access_key_id, "secret_access_key": "x"}),
+        admin = boto3.client("secretsmanager", region_name="us-east-2").create_secret(
+            Name="admin", SecretString="secret"
         )["ARN"]
+        iam = boto3.client("iam")
+        iam.create_user(UserName="shift-user")
         template = {
             "Resources": {"Nothing": {"Type": "AWS::SNS::Topic"}},
             "Outputs": {
                 "RestAddress": {"Value": "127.0.0.1"},
                 "AdminSecretArn": {"Value": admin},
-                "ShiftKeysSecretArn": {"Value": keys},
+                "ShiftUserName": {"Value": "shift-user"},
             },
         }
         boto3.client("cloudformation", region_name="us-east-2").create_stack(
@@ -241,6 +267,7 @@ def test_the_command_end_to_end_reads_the_hub_stack_and_loads(
         argv = ["dataset", "load", "--config", str(path), "--name", "c4-llama3", "--version", "v2"]
         argv += ["--source", "s3://hubspoke-datasets/c4/llama3/", "--rest-address", f"127.0.0.1:{hub.port}"]
         assert main([*argv, "--poll-seconds", "0"]) == 0, capsys.readouterr().err
+        assert iam.list_access_keys(UserName="shift-user")["AccessKeyMetadata"] == []
     assert "sealed c4-llama3/v2" in capsys.readouterr().out
     assert "/dataset/c4-llama3/v2/MANIFEST.json" in hub.files
 
@@ -264,3 +291,4 @@ def test_a_missing_qumulo_privilege_is_reported_in_one_line(hub: FakeQumulo) -> 
     assert str(refused.value).startswith("the hub refused: Qumulo 403 privilege_error") and "\n" not in str(
         refused.value
     )
+    assert hub.called("POST", r"/v3/replication/object-relationships/$") == 1, "a 403 is not retried"

@@ -72,6 +72,10 @@ def test_the_job_pins_the_configs_dataset_version_and_the_reference_format(
     assert main(argv) == 0
     (job,) = [doc for doc in yaml.safe_load_all(capsys.readouterr().out) if doc]
     assert "--dataset-version=v2" in _command(job) and "--dataset-version=v1" not in _command(job)
+    assert "--allow-dataset-change" not in _command(job)  # a resume onto another version is asked for
+    assert main([*argv, "--allow-dataset-change"]) == 0
+    (job,) = [doc for doc in yaml.safe_load_all(capsys.readouterr().out) if doc]
+    assert "--allow-dataset-change" in _command(job)
 
 
 def test_a_job_without_a_pinned_version_or_with_a_bad_one_exits_2(

@@ -2,7 +2,8 @@
 
 Qumulo's administrator guide ("Using Qumulo Shift-From to Copy Objects from Amazon S3", "Prerequisites" and
 "Example IAM Policy", Qumulo/docs@4087c2c) lists what a Shift-From key needs: s3:ListBucket on the bucket and
-s3:GetObject on its objects, passed as an access key ID and secret (no instance role). The buckets below are
+s3:GetObject on its objects, passed as an access key ID and secret (no instance role). The key is made per load
+by `hubspoke dataset load`, so the template holds none. The buckets below are
 tests/shapes.py's multi-spoke `dataset.source_buckets`, written out.
 """
 
@@ -51,19 +52,9 @@ def test_the_hub_user_reads_the_source_buckets_and_nothing_else(multi: Templates
         "s3:ListBucket": {f"arn:aws:s3:::{b}" for b in BUCKETS},
         "s3:GetObject": {f"arn:aws:s3:::{b}/*" for b in BUCKETS},
     }
-    (key,) = [p for _, p in properties(hub, "AWS::IAM::AccessKey")]
-    assert key["UserName"] == {"Ref": user_id}
-    # The key pair is in a secret the command reads through the stack's output, not in an output itself.
-    outputs = hub["Outputs"]
-    assert "ShiftKeysSecretArn" in outputs
-    assert not any("SecretAccessKey" in str(o) for o in outputs.values())
-    secrets = [
-        p
-        for _, p in properties(hub, "AWS::SecretsManager::Secret")
-        if "Shift-From" in p.get("Description", "")
-    ]
-    (secret,) = secrets
-    assert "SecretAccessKey" in str(secret["SecretString"])
+    # No key and no secret in the template: `hubspoke dataset load` creates a key per load and deletes it.
+    assert not list(resources(hub, "AWS::IAM::AccessKey"))
+    assert hub["Outputs"]["ShiftUserName"]["Value"] == {"Ref": user_id}
 
 
 @pytest.mark.thorough
@@ -77,4 +68,4 @@ def test_without_source_buckets_there_is_no_user(dev_templates: Templates) -> No
     """config/dev.yaml lists no source buckets: no user, no key, no output."""
     hub = dev_templates["storage-us-east-2"]
     assert not list(resources(hub, "AWS::IAM::User")) and not list(resources(hub, "AWS::IAM::AccessKey"))
-    assert "ShiftKeysSecretArn" not in hub.get("Outputs", {})
+    assert "ShiftUserName" not in hub.get("Outputs", {})

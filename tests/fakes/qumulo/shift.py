@@ -11,7 +11,8 @@ empty until the listing that estimates the work is done; a finished job moves to
 when it failed; a new job skips objects already copied. Error statuses and classes are ASSUMED (the guide
 shows no error bodies), and so is the exact shape of `last_job` beyond `error`.
 
-The fake cannot see S3: a test puts objects in `s3_objects[bucket][key]` and grants keys in `s3_readers`.
+The fake cannot see S3 or IAM: a test puts objects in `s3_objects[bucket][key]`, grants keys in `s3_readers`,
+and names in `s3_open_buckets` the buckets any key may read (a bucket policy that allows the whole account).
 A running job copies `shift_objects_per_poll` objects each time its status is read.
 """
 
@@ -62,6 +63,7 @@ class ShiftMixin:
     def _init_shift(self) -> None:
         self.s3_objects: dict[str, dict[str, bytes]] = {}
         self.s3_readers: dict[str, set[str]] = {}  # access key id -> buckets it may list and get
+        self.s3_open_buckets: set[str] = set()
         self.relationships: dict[str, dict[str, Any]] = {}
         self.shift_objects_per_poll = 1
         self._jobs: dict[str, dict[str, Any]] = {}  # relationship id -> running job
@@ -81,7 +83,8 @@ class ShiftMixin:
 
     # ----- S3 as the fake sees it
     def _readable(self, key_id: str, bucket: str) -> bool:
-        return bucket in self.s3_objects and bucket in self.s3_readers.get(key_id, set())
+        granted = bucket in self.s3_readers.get(key_id, set()) or bucket in self.s3_open_buckets
+        return bucket in self.s3_objects and granted
 
     def _objects(self, relationship: dict[str, Any]) -> list[tuple[str, bytes]]:
         folder = relationship["object_folder"]
