@@ -1,7 +1,8 @@
 """Peak GPU memory of one rank of the reference run, estimated without a GPU by PyTorch's own FSDP memory tracker.
 
 The reference settings come from where the job takes them: the model preset, sequence length and batch per GPU
-from hubspoke.k8s.job.TrainingSettings, the world size from config/dev.yaml (nodes x GPUs per node). The model
+from hubspoke.k8s.job.TrainingSettings, the world size (nodes x GPUs per node) and the vocabulary
+(dataset.vocab_size) from config/dev.yaml. The model
 is workload/train.py's own build_model (per-block activation checkpointing, FSDP2 with bf16 compute and fp32
 reduction) and step (chunked cross-entropy, AdamW), run twice on fake tensors (torch FakeTensorMode: shapes,
 dtypes and sizes, no data) with a fake process group of the reference world size, under
@@ -89,7 +90,7 @@ def no_random_fills() -> Iterator[None]:
 
 
 def estimate(
-    settings: TrainingSettings, world: int, *, baseline: bool = False
+    settings: TrainingSettings, world: int, *, vocab_size: int, baseline: bool = False
 ) -> tuple[dict[str, int], float]:
     """The tracker's peak snapshot (bytes by category) of step two, and the seconds the estimate took.
 
@@ -100,7 +101,7 @@ def estimate(
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
     try:
         args = train.parse_args(
-            ["--data-dir=/unused", "--checkpoint-dir=/unused", f"--model={settings.model}",
+            ["--data-dir=/unused", "--checkpoint-dir=/unused", f"--model={settings.model}", f"--vocab-size={vocab_size}",
              f"--seq-len={settings.seq_len}", f"--batch-size={settings.batch_size}"]
         )  # fmt: skip
         # Fake CPU tensors stand for the GPU's: FSDP2 on a CUDA mesh needs the CUDA runtime (streams, events),
@@ -148,12 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     group = region.compute.instance_groups[0]
     world = group.count * accelerator(group.instance_type).gpus
     settings = TrainingSettings()
-    peak, seconds = estimate(settings, world, baseline=args.baseline)
+    # The vocabulary the job renders: the config's dataset format (LLaMA 3's 128,256 by default).
+    vocab = config.dataset.vocab_size
+    peak, seconds = estimate(settings, world, vocab_size=vocab, baseline=args.baseline)
     total = peak["Total"]
     what = (
         "BASELINE (no activation checkpointing, full fp32 logits)" if args.baseline else "train.py as shipped"
     )
-    print(f"{what}: {settings.model}, seq {settings.seq_len}, batch {settings.batch_size} per GPU, bf16 compute, "
+    print(f"{what}: {settings.model}, vocabulary {vocab}, seq {settings.seq_len}, batch {settings.batch_size} per GPU, bf16 compute, "
           f"FSDP over {world} ranks ({group.count} x {group.instance_type}), step 2 of 2")  # fmt: skip
     print(
         "attention as aten._scaled_dot_product_flash_attention; fake tensors; random fills skipped (docstring)"

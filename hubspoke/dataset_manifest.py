@@ -22,8 +22,11 @@ FORMAT = "hubspoke-dataset/1"
 MANIFEST_NAME = "MANIFEST.json"
 # Token widths workload/shards.py reads (little-endian unsigned IDs).
 TOKEN_BYTES = (2, 4)
-# A name or version is one path segment of the dataset mount: no separators, no dot-names, no spaces.
-_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# A name or version is one path segment of the dataset mount (no separators, no dot-names, no spaces) and a
+# valid Kubernetes label value, so rendered jobs can be selected by it (Kubernetes documentation, "Labels and
+# Selectors": 63 characters at most, alphanumeric at both ends, '-', '_', '.' between).
+SEGMENT_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$"
+_SEGMENT = re.compile(SEGMENT_PATTERN)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _FIELDS: dict[str, type] = {
     "format": str,
@@ -78,7 +81,7 @@ def check_segment(what: str, value: str) -> str:
     """`value` if it can be one directory name of the dataset mount, else ManifestError saying why."""
     if not isinstance(value, str) or not _SEGMENT.match(value):
         raise ManifestError(
-            f"{what} {value!r} must be 1-128 of letters, digits, '.', '_', '-', starting with a letter or digit"
+            f"{what} {value!r} must be 1-63 letters, digits, '.', '_', '-', starting and ending with a letter or digit"
         )
     return value
 

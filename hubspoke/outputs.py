@@ -57,6 +57,11 @@ PEERING_CONNECTION = Output("PeeringConnectionId", "network", "the spoke's peeri
 FLOATING_IPS = Output("FloatingIps", "storage", "the CNQ cluster's floating IPs, comma-separated")
 REST_ADDRESS = Output("RestAddress", "storage", "one CNQ address serving the REST API (port 8000)")
 ADMIN_SECRET = Output("AdminSecretArn", "storage", "the Secrets Manager ARN of the CNQ admin password")
+# Read by `hubspoke dataset load`, by no stack; only the hub's Storage stack has it, and only with
+# dataset.source_buckets (hubspoke/constructs/shift.py).
+SHIFT_USER = Output(
+    "ShiftUserName", "storage", "the IAM user Qumulo Shift-From reads source buckets as (hub)"
+)
 # Compute (every Region with HyperPod): read by operators and `hubspoke verify`, by no stack.
 EKS_CLUSTER_NAME = Output("EksClusterName", "compute", "the EKS cluster's name")
 HYPERPOD_CLUSTER_ARN = Output("HyperPodClusterArn", "compute", "the SageMaker HyperPod cluster's ARN")
@@ -77,6 +82,7 @@ OUTPUTS: tuple[Output, ...] = (
     FLOATING_IPS,
     REST_ADDRESS,
     ADMIN_SECRET,
+    SHIFT_USER,
     EKS_CLUSTER_NAME,
     HYPERPOD_CLUSTER_ARN,
     EKS_ENDPOINT,
@@ -94,9 +100,13 @@ def produced(config: HubSpokeConfig, plan: StackPlan) -> tuple[str, ...]:
         if plan.region != config.hub.region:
             names.append(PEERING_CONNECTION.key())
         return tuple(names)
-    if plan.kind == "compute" and not config.access.host_enabled:
-        return tuple(o.key() for o in OUTPUTS if o.producer == "compute" and o is not ACCESS_HOST_INSTANCE)
-    return tuple(o.key() for o in OUTPUTS if o.producer == plan.kind)
+    # Outputs of optional resources: the access host (access.access_host), the Shift user (the hub's storage,
+    # when dataset.source_buckets lists buckets).
+    optional = {
+        ACCESS_HOST_INSTANCE: config.access.host_enabled,
+        SHIFT_USER: plan.region == config.hub.region and bool(config.dataset.source_buckets),
+    }
+    return tuple(o.key() for o in OUTPUTS if o.producer == plan.kind and optional.get(o, True))
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,8 @@ SHAPES: dict[str, dict[str, Any]] = {
             {"region": "eu-west-1", "cidr": "10.30.0.0/16", "nat": "per_az", "compute": {"enabled": False}},
             {"region": "ap-northeast-1", "cidr": "10.40.0.0/20", **NETWORK_ONLY},
         ],
+        # The hub's Shift-From user (docs/datasets.md) exists only with source buckets: one shape has two.
+        "dataset": {"name": "c4-llama3", "version": "v1", "source_buckets": ["c4-tokenized", "c4.other-region"]},
     },
     # A spoke in another account with a secondary CIDR (network only: portals stay in one account), and one
     # without NAT.

@@ -41,6 +41,8 @@ def expected_outputs(config: HubSpokeConfig, kind: str, region: str) -> set[str]
         return names
     if kind == "compute" and config.access.host_enabled:
         return COMPUTE | {ACCESS_HOST}
+    if kind == "storage" and region == config.hub.region and config.dataset.source_buckets:
+        return STORAGE | {"ShiftUserName"}  # read by `hubspoke dataset load` (docs/datasets.md)
     return {"storage": STORAGE, "compute": COMPUTE}.get(kind, set())
 
 

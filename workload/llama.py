@@ -39,7 +39,8 @@ class LlamaShape:
         return self.n_layers * block + self.vocab_size * self.dim + self.dim
 
 
-# ~1.04B with a 32k vocabulary: the size class of the reference run's "LLaMA 3 1.02B".
+# ~1.04B with a 32k vocabulary, the size class of the reference run's "LLaMA 3 1.02B"; ~1.24B with LLaMA 3's
+# 128,256-token vocabulary, which the rendered job uses (dataset.vocab_size).
 PRESETS = {
     "llama3-1b": dict(dim=2048, n_layers=16, n_heads=32, n_kv_heads=8, ffn_dim=8192),
     "tiny": dict(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=128),

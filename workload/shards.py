@@ -3,6 +3,7 @@
 A shard is a flat file of little-endian token IDs (`*.bin`; 2 bytes each for vocabularies up to 65,536,
 else 4). Sample i of a shard is tokens [i*L, i*L + L + 1): L inputs and the same window shifted by one as
 labels. Reads go straight to the file (no mmap), so the storage sees the loader's real access pattern.
+docs/datasets.md documents this format with the manifest that seals each dataset version.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """The reference training run: LLaMA 3 ~1B with FSDP on tokenized shards from the dataset mount.
 
 Started by torchrun (Kubeflow PyTorchJob) or hyperpodrun (HyperPodPyTorchJob), one process per GPU.
+It reads one sealed dataset version (docs/datasets.md) and refuses, before joining the process group, a
+version whose manifest is missing or disagrees with its arguments, and a resume from a checkpoint written
+while reading another version (unless --allow-dataset-change).
 Checkpoints go to the checkpoint mount with torch.distributed.checkpoint; rank 0 reports throughput every
 --metrics-seconds (workload/throughput.py) as CloudWatch embedded metric format (EMF) records to the
 CloudWatch agent named by AWS_EMF_AGENT_ENDPOINT (stdout when it is unset or unreachable), other messages on
@@ -17,6 +20,7 @@ used up) exits with EXIT_NOTHING_TO_TRAIN and says why, instead of succeeding af
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -30,6 +34,7 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from emf_sink import EmfSink
 from llama import PRESETS, Llama, shape
+from manifest import Manifest, ManifestError, check_files, dataset_root, load
 from shards import RankSampler, TokenShards
 from throughput import ThroughputReporter
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
@@ -52,15 +57,41 @@ from hubspoke.training_metrics import (
 STEP_DIR = re.compile(r"^step_(\d{8})$")
 # A rerun with nothing left to train is a mistake in what was submitted (bad input), not a crash.
 EXIT_NOTHING_TO_TRAIN = 2
+# Beside each checkpoint: the dataset version it was trained on, checked on resume.
+CHECKPOINT_DATASET = "dataset.json"
+EXIT_REFUSED = 2
+
+
+class Refused(Exception):
+    """The run must not start: the message is one line saying why and what to change."""
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--data-dir", required=True, type=Path)
+    p.add_argument(
+        "--data-dir",
+        required=True,
+        type=Path,
+        help="the dataset mount (with --dataset-name and --dataset-version), or one version's directory",
+    )
+    p.add_argument("--dataset-name", help="read <data-dir>/<name>/<version>; give --dataset-version too")
+    p.add_argument("--dataset-version")
     p.add_argument("--checkpoint-dir", required=True, type=Path)
     p.add_argument("--model", choices=sorted(PRESETS), default="llama3-1b")
-    p.add_argument("--vocab-size", type=int, default=32000)
-    p.add_argument("--token-bytes", type=int, choices=(2, 4), default=2)
+    p.add_argument(
+        "--vocab-size", type=int, help="expected vocabulary (default: the manifest's); refused if it differs"
+    )
+    p.add_argument(
+        "--token-bytes",
+        type=int,
+        choices=(2, 4),
+        help="expected token width (default: the manifest's); refused if it differs",
+    )
+    p.add_argument(
+        "--allow-dataset-change",
+        action="store_true",
+        help="resume a checkpoint trained on another dataset version (refused otherwise)",
+    )
     p.add_argument("--seq-len", type=int, default=4096)
     p.add_argument("--batch-size", type=int, default=24, help="per GPU (per process)")
     p.add_argument("--num-workers", type=int, default=4)
@@ -118,6 +149,69 @@ def cached_fraction(args: argparse.Namespace) -> float | None:
     if status is None or not cache_status.describes(status, args.data_dir):
         return None
     return status.fraction
+
+
+def open_dataset(args: argparse.Namespace) -> tuple[Manifest, Path]:
+    """The sealed version this run reads and its directory; fills in --token-bytes/--vocab-size from it.
+
+    Refused: name without version (or the reverse), a version without a manifest (still loading), a manifest
+    of another version, a format that disagrees with an explicit argument, files missing or of another size.
+    """
+    if (args.dataset_name is None) != (args.dataset_version is None):
+        raise Refused(
+            "--dataset-name and --dataset-version go together: give both, or neither and a version's --data-dir"
+        )
+    try:
+        if args.dataset_name is not None:
+            root = dataset_root(args.data_dir, args.dataset_name, args.dataset_version)
+        else:
+            root = args.data_dir
+        found = load(root)
+        if args.dataset_name is not None and (found.name, found.version) != (
+            args.dataset_name,
+            args.dataset_version,
+        ):
+            raise Refused(
+                f"{root}: its manifest is {found.name}/{found.version}, not {args.dataset_name}/{args.dataset_version}"
+            )
+        for option, expected, actual in (
+            ("--token-bytes", args.token_bytes, found.token_bytes),
+            ("--vocab-size", args.vocab_size, found.vocab_size),
+        ):
+            if expected is not None and expected != actual:
+                raise Refused(
+                    f"{root}: {found.name}/{found.version} has {option.removeprefix('--')} {actual}, the job asks for {expected}; "
+                    f"render the job for a dataset of that format, or drop {option} to take the manifest's"
+                )
+        check_files(found, root)
+    except ManifestError as exc:
+        raise Refused(str(exc)) from None
+    args.token_bytes, args.vocab_size = found.token_bytes, found.vocab_size
+    return found, root
+
+
+def check_resume(args: argparse.Namespace, dataset: Manifest) -> None:
+    """Refuse resuming a checkpoint trained on another dataset version unless --allow-dataset-change."""
+    previous = latest_checkpoint(args.checkpoint_dir)
+    if previous is None or args.allow_dataset_change:
+        return
+    record = previous[1] / CHECKPOINT_DATASET
+    try:
+        pinned = json.loads(record.read_text())
+        trained_on = (pinned["name"], pinned["version"])
+    except FileNotFoundError:
+        raise Refused(
+            f"{previous[1]} does not record its dataset version; resume with --allow-dataset-change if it was "
+            f"{dataset.name}/{dataset.version}"
+        ) from None
+    except (ValueError, KeyError, TypeError):
+        raise Refused(f"{record} is unreadable; resume with --allow-dataset-change to ignore it") from None
+    if trained_on != (dataset.name, dataset.version):
+        raise Refused(
+            f"{previous[1]} was trained on {trained_on[0]}/{trained_on[1]}, this run reads "
+            f"{dataset.name}/{dataset.version}; pass --allow-dataset-change to resume on the new version, "
+            "or use another --checkpoint-dir"
+        )
 
 
 def log(message: str) -> None:
@@ -184,9 +278,16 @@ def latest_checkpoint(root: Path) -> tuple[int, Path] | None:
     return max(found) if found else None
 
 
-def save_checkpoint(model: torch.nn.Module, optimizer: torch.optim.Optimizer, root: Path, step: int) -> Path:
+def save_checkpoint(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, root: Path, step: int, dataset: Manifest
+) -> Path:
     model_state, optim_state = get_state_dict(model, optimizer)
     target = root / f"step_{step:08d}"
+    if dist.get_rank() == 0:
+        # Before DCP's `.metadata`, so every checkpoint latest_checkpoint picks also names its dataset.
+        target.mkdir(parents=True, exist_ok=True)
+        record = {"name": dataset.name, "version": dataset.version}
+        (target / CHECKPOINT_DATASET).write_text(json.dumps(record) + "\n")
     # Every rank writes its own shard into one shared directory: the checkpoint volume is ReadWriteMany.
     dcp.save(
         {"model": model_state, "optim": optim_state, "step": torch.tensor(step)}, checkpoint_id=str(target)
@@ -225,7 +326,9 @@ def build_model(
     return model
 
 
-def _throughput_reporter(args: argparse.Namespace, world: int, sink: EmfSink) -> ThroughputReporter:
+def _throughput_reporter(
+    args: argparse.Namespace, world: int, sink: EmfSink, dataset: Manifest
+) -> ThroughputReporter:
     """Rank 0's throughput, on a clock, as EMF records to the agent (workload/throughput.py says why)."""
 
     def report(step: int, rates: dict[str, float]) -> None:
@@ -240,8 +343,16 @@ def _throughput_reporter(args: argparse.Namespace, world: int, sink: EmfSink) ->
         fraction = cached_fraction(args)
         if fraction is not None:
             values[DATASET_CACHED_FRACTION] = fraction
+        # The dataset as record properties, not dimensions: the dashboard and alarms name one series per
+        # Environment and Region (hubspoke/training_metrics.py, DIMENSIONS); Logs Insights finds the version.
         line = emf_line(
-            values, environment=args.environment, region=args.region, Job=args.job_name, Step=step
+            values,
+            environment=args.environment,
+            region=args.region,
+            Job=args.job_name,
+            Step=step,
+            Dataset=dataset.name,
+            DatasetVersion=dataset.version,
         )
         sink.send(line)
         log(f"step {step}: {rates['samples_per_second']:.1f} samples/s")
@@ -258,7 +369,21 @@ def _throughput_reporter(args: argparse.Namespace, world: int, sink: EmfSink) ->
 
 
 def train(args: argparse.Namespace) -> int:
+    try:
+        dataset_manifest, data_root = open_dataset(args)
+        # From here on --data-dir is the version's own directory: what the loader reads, what the messages name,
+        # and what prewarm's status must describe (cache_status.describes matches its last two parts).
+        args.data_dir = data_root
+        check_resume(args, dataset_manifest)
+    except Refused as exc:
+        print(f"train.py: refused: {exc}", file=sys.stderr, flush=True)
+        return EXIT_REFUSED
     rank, world, device = init_distributed(args.backend)
+    log(
+        f"dataset {dataset_manifest.name}/{dataset_manifest.version}: {len(dataset_manifest.files)} files, "
+        f"{dataset_manifest.total_bytes} bytes, {dataset_manifest.token_bytes}-byte tokens, "
+        f"vocabulary {dataset_manifest.vocab_size}"
+    )
     if args.wait_for_cached_fraction is not None:
         try:
             # Every rank reads the same file on the checkpoint volume, so all start together.
@@ -281,7 +406,7 @@ def train(args: argparse.Namespace) -> int:
         start_step = load_checkpoint(model, optimizer, previous[1])
         log(f"resumed from {previous[1]} at step {start_step}")
 
-    dataset = TokenShards(args.data_dir, seq_len=args.seq_len, token_bytes=args.token_bytes)
+    dataset = TokenShards(data_root, seq_len=args.seq_len, token_bytes=args.token_bytes)
     sampler = RankSampler(
         len(dataset), rank=rank, world_size=world, batch_size=args.batch_size, start_step=start_step
     )
@@ -307,7 +432,7 @@ def train(args: argparse.Namespace) -> int:
         dist.destroy_process_group()
         return EXIT_NOTHING_TO_TRAIN
     sink = EmfSink(os.environ.get(AGENT_ENDPOINT_ENV), warn=log) if rank == 0 else None
-    reporter = _throughput_reporter(args, world, sink) if sink is not None else None
+    reporter = _throughput_reporter(args, world, sink, dataset_manifest) if sink is not None else None
 
     step, saved = start_step, start_step
     model.train()
@@ -325,12 +450,16 @@ def train(args: argparse.Namespace) -> int:
         if local_rank_zero and (step % args.log_every == 0 or step == args.max_steps):
             progress(step, loss.item())
         if step % args.checkpoint_every == 0 or step == args.max_steps:
-            log(f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step)}")
+            log(
+                f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step, dataset_manifest)}"
+            )
             saved = step
     if step < args.max_steps:
         log(f"dataset exhausted at step {step} before --max-steps {args.max_steps}")
         if step != saved:
-            log(f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step)}")
+            log(
+                f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step, dataset_manifest)}"
+            )
     if reporter is not None and sink is not None:
         reporter.close()
         sink.close()

@@ -46,4 +46,7 @@ COMMANDS: dict[str, Command] = {
         "hubspoke.cli.cost", "compare the cached hub-and-spoke path with full replication, per spoke"
     ),
     "diagram": Command("hubspoke.cli.diagram", "draw the topology as SVG or PNG"),
+    "dataset": Command(
+        "hubspoke.cli.dataset", "load a dataset version from S3 into the hub (Qumulo Shift-From) and seal it"
+    ),
 }

@@ -148,6 +148,17 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
         "the dataset warm (GPUs idle meanwhile; default: start at once)",
     )
 
+    parser.add_argument(
+        "--dataset-version",
+        metavar="VERSION",
+        help="read this sealed version of dataset.name instead of dataset.version (default: the config's pin)",
+    )
+    parser.add_argument(
+        "--allow-dataset-change",
+        action="store_true",
+        help="let the job resume checkpoints trained on another dataset version (train.py refuses otherwise)",
+    )
+
 
 def _fraction(text: str) -> float:
     try:
@@ -162,8 +173,15 @@ def _fraction(text: str) -> float:
 def _job(
     args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
 ) -> Sequence[dict[str, Any]]:
+    from hubspoke.dataset_manifest import ManifestError, check_segment
     from hubspoke.k8s.accelerators import UnknownAccelerator
-    from hubspoke.k8s.job import TrainingSettings, job_name_problem, training_job
+    from hubspoke.k8s.job import DatasetNotPinned, TrainingSettings, job_name_problem, training_job
+
+    if args.dataset_version is not None:
+        try:
+            check_segment("dataset version", args.dataset_version)
+        except ManifestError as exc:
+            raise RenderError("--dataset-version", str(exc)) from None
 
     if args.wait_for_cached_fraction is not None and (
         region.region == config.hub.region or not region.storage.enabled
@@ -185,9 +203,22 @@ def _job(
             )
         settings = replace(settings, max_steps=args.max_steps)
     try:
-        return [training_job(config, region, kind=args.kind, image=args.image, settings=settings)]
+        return [
+            training_job(
+                config,
+                region,
+                kind=args.kind,
+                image=args.image,
+                settings=settings,
+                dataset_version=args.dataset_version,
+                allow_dataset_change=args.allow_dataset_change,
+            )
+        ]
     except UnknownAccelerator as exc:
         raise RenderError(f"{field}.compute.instance_groups[0].instance_type", str(exc)) from None
+    except DatasetNotPinned as exc:
+        key, _, message = str(exc).partition(": ")
+        raise RenderError(key, message) from None
 
 
 JOB = Renderer(

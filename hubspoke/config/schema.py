@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from hubspoke.dataset_manifest import SEGMENT_PATTERN
 from hubspoke.regions import REGIONS, partition_regions
 
 # AWS allows VPC CIDR blocks from /16 to /28; our subnet layout needs /20 or larger (see layout.py).
@@ -392,6 +393,45 @@ class SpokeConfig(RegionConfig):
 REFERENCE_READ_BYTES_PER_SECOND = (4096 + 1) * 2 * 115
 
 
+DatasetSegment = Annotated[str, Field(pattern=SEGMENT_PATTERN)]
+# S3 bucket names (Amazon S3 User Guide, "General purpose bucket naming rules": 3 to 63 characters, lowercase
+# letters, digits, dots and hyphens, beginning and ending with a letter or digit).
+BucketName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")]
+# The reference run, LLaMA 3 on tokenized C4, reads token IDs of Meta's Llama 3 tokenizer: 128,256 of them
+# (vocab_size in Meta's Llama 3 params.json; meta-llama/llama3@0053e6b llama/tokenizer.py adds 256 reserved
+# special tokens after the 128K BPE ranks, Meta's "Introducing Meta Llama 3": "a tokenizer with a vocabulary
+# of 128K tokens"). IDs above 65,535 need 4-byte tokens (workload/shards.py).
+REFERENCE_VOCAB_SIZE = 128256
+REFERENCE_TOKEN_BYTES: Literal[2, 4] = 4
+
+
+class DatasetConfig(Model):
+    """The dataset version training jobs pin, the token format they expect of it, and the buckets loads read."""
+
+    # The version jobs read: <dataset_path>/<name>/<version> on the hub, sealed by its MANIFEST.json
+    # (docs/datasets.md). Required to render a training job; no default on purpose (a run pins a version).
+    name: DatasetSegment | None = None
+    version: DatasetSegment | None = None
+    # What the job expects; train.py refuses a version whose manifest says otherwise.
+    token_bytes: Literal[2, 4] = REFERENCE_TOKEN_BYTES
+    vocab_size: Annotated[int, Field(ge=1)] = REFERENCE_VOCAB_SIZE
+    # The only buckets `hubspoke dataset load` copies from (Qumulo Shift-From); the hub's Shift user may read
+    # these and nothing else.
+    source_buckets: list[BucketName] = []
+
+    @model_validator(mode="after")
+    def _vocab_fits(self) -> DatasetConfig:
+        limit = 2 ** (8 * self.token_bytes)
+        if self.vocab_size > limit:
+            raise ValueError(
+                f"vocab_size {self.vocab_size} does not fit {self.token_bytes}-byte tokens (at most {limit}); "
+                "set token_bytes: 4"
+            )
+        if len(set(self.source_buckets)) != len(self.source_buckets):
+            raise ValueError("source_buckets names a bucket twice; list each once")
+        return self
+
+
 class OpsConfig(Model):
     """Who is told when the hub goes away, and the floors the alarms hold."""
 
@@ -503,6 +543,7 @@ class HubSpokeConfig(Model):
     # Inter-Region peering carries at most 8500 bytes (EC2 User Guide, "Network MTU").
     inter_region_mtu: Annotated[int, Field(ge=1280, le=8500)] = 8500
     tags: dict[str, str] = {}
+    dataset: DatasetConfig = DatasetConfig()
     ops: OpsConfig = OpsConfig()
     access: AccessConfig = AccessConfig()
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from hubspoke import training_metrics
-from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.config.schema import DatasetConfig, HubSpokeConfig, RegionConfig
 from hubspoke.k8s.accelerators import accelerator
 from hubspoke.k8s.names import (
     CHECKPOINT_CLAIM,
@@ -91,14 +91,54 @@ def job_name_problem(name: str) -> str | None:
     return None
 
 
+class DatasetNotPinned(ValueError):
+    """The config names no dataset version for the job to read: a run always pins one."""
+
+
+@dataclass(frozen=True)
+class PinnedDataset:
+    """The dataset version one job reads and the token format it expects of it."""
+
+    name: str
+    version: str
+    token_bytes: int
+    vocab_size: int
+    # Resume checkpoints trained on another version (train.py refuses that otherwise).
+    allow_change: bool = False
+
+
+def pinned_dataset(
+    dataset: DatasetConfig, *, version: str | None = None, allow_change: bool = False
+) -> PinnedDataset:
+    """The config's dataset pin (`version` overrides its version), or DatasetNotPinned naming the missing key."""
+    chosen = version or dataset.version
+    for key, value in (("name", dataset.name), ("version", chosen)):
+        if value is None:
+            raise DatasetNotPinned(
+                f"dataset.{key}: a training job reads one sealed dataset version; set dataset.name and "
+                "dataset.version in the config (docs/datasets.md)"
+            )
+    assert dataset.name is not None and chosen is not None
+    return PinnedDataset(dataset.name, chosen, dataset.token_bytes, dataset.vocab_size, allow_change)
+
+
 def default_image(config: HubSpokeConfig, region: RegionConfig) -> str:
     """The image in the Region's own ECR registry: pulls stay in the Region."""
     return f"{config.account_of(region)}.dkr.ecr.{region.region}.amazonaws.com/{IMAGE_REPOSITORY}:latest"
 
 
-def _script_args(config: HubSpokeConfig, region: RegionConfig, s: TrainingSettings) -> list[str]:
+def _script_args(
+    config: HubSpokeConfig, region: RegionConfig, s: TrainingSettings, dataset: PinnedDataset
+) -> list[str]:
     return [
+        # The mount; train.py reads <mount>/<name>/<version> and refuses it unless its manifest is sealed and
+        # agrees with the token format below.
         f"--data-dir={DATASET_MOUNT_PATH}",
+        f"--dataset-name={dataset.name}",
+        f"--dataset-version={dataset.version}",
+        f"--token-bytes={dataset.token_bytes}",
+        f"--vocab-size={dataset.vocab_size}",
+        *(["--allow-dataset-change"] if dataset.allow_change else []),
         f"--checkpoint-dir={CHECKPOINT_MOUNT_PATH}/{s.job_name}",
         f"--model={s.model}",
         f"--seq-len={s.seq_len}",
@@ -210,11 +250,21 @@ def _pod_template(
     }
 
 
-def _metadata(config: HubSpokeConfig, region: RegionConfig, s: TrainingSettings) -> dict[str, Any]:
+def _metadata(
+    config: HubSpokeConfig, region: RegionConfig, s: TrainingSettings, dataset: PinnedDataset
+) -> dict[str, Any]:
     return {
         "name": s.job_name,
         "namespace": NAMESPACE,
-        "labels": {**PART_OF, "hubspoke/environment": config.environment, "hubspoke/region": region.region},
+        "labels": {
+            **PART_OF,
+            "hubspoke/environment": config.environment,
+            "hubspoke/region": region.region,
+            # `kubectl get -l` finds the jobs reading a version (names and versions are valid label values:
+            # hubspoke/dataset_manifest.py, SEGMENT_PATTERN).
+            "hubspoke/dataset": dataset.name,
+            "hubspoke/dataset-version": dataset.version,
+        },
     }
 
 
@@ -224,6 +274,8 @@ def pytorch_job(
     *,
     image: str | None = None,
     settings: TrainingSettings = TrainingSettings(),
+    dataset_version: str | None = None,
+    allow_dataset_change: bool = False,
 ) -> Manifest:
     """A Kubeflow PyTorchJob with an elastic c10d rendezvous: Workers only, torchrun inside each pod.
 
@@ -249,6 +301,7 @@ def pytorch_job(
     """
     group = region.compute.instance_groups[0]
     gpus = accelerator(group.instance_type).gpus
+    dataset = pinned_dataset(config.dataset, version=dataset_version, allow_change=allow_dataset_change)
     template = _pod_template(
         region=region,
         container_name=KUBEFLOW_CONTAINER,
@@ -258,14 +311,14 @@ def pytorch_job(
             f"--nnodes={group.count}",
             f"--nproc-per-node={gpus}",
             TRAIN_SCRIPT,
-            *_script_args(config, region, settings),
+            *_script_args(config, region, settings, dataset),
         ],
         ports=[],
     )
     return {
         "apiVersion": KUBEFLOW_API,
         "kind": "PyTorchJob",
-        "metadata": _metadata(config, region, settings),
+        "metadata": _metadata(config, region, settings, dataset),
         "spec": {
             "nprocPerNode": str(gpus),
             "elasticPolicy": {
@@ -288,10 +341,13 @@ def hyperpod_job(
     *,
     image: str | None = None,
     settings: TrainingSettings = TrainingSettings(),
+    dataset_version: str | None = None,
+    allow_dataset_change: bool = False,
 ) -> Manifest:
     """A HyperPodPyTorchJob: the HyperPod operator restarts failed processes in place via hyperpodrun."""
     group = region.compute.instance_groups[0]
     gpus = accelerator(group.instance_type).gpus
+    dataset = pinned_dataset(config.dataset, version=dataset_version, allow_change=allow_dataset_change)
     template = _pod_template(
         region=region,
         container_name=KUBEFLOW_CONTAINER,
@@ -307,14 +363,14 @@ def hyperpod_job(
             "--tee=3",
             "--log_dir=/tmp/hyperpod",
             TRAIN_SCRIPT,
-            *_script_args(config, region, settings),
+            *_script_args(config, region, settings, dataset),
         ],
         ports=[{"containerPort": HYPERPOD_AGENT_PORT, "name": "elastic-agent"}],
     )
     return {
         "apiVersion": HYPERPOD_API,
         "kind": "HyperPodPyTorchJob",
-        "metadata": _metadata(config, region, settings),
+        "metadata": _metadata(config, region, settings, dataset),
         "spec": {
             "nprocPerNode": str(gpus),
             "replicaSpecs": [{"name": "pods", "replicas": group.count, "template": template}],
@@ -352,6 +408,16 @@ def training_job(
     kind: JobKind = "pytorchjob",
     image: str | None = None,
     settings: TrainingSettings = TrainingSettings(),
+    dataset_version: str | None = None,
+    allow_dataset_change: bool = False,
 ) -> Manifest:
+    """The reference job of `kind`, reading the config's pinned dataset version (or `dataset_version` of it)."""
     render = pytorch_job if kind == "pytorchjob" else hyperpod_job
-    return render(config, region, image=image, settings=settings)
+    return render(
+        config,
+        region,
+        image=image,
+        settings=settings,
+        dataset_version=dataset_version,
+        allow_dataset_change=allow_dataset_change,
+    )

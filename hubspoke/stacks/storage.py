@@ -14,8 +14,9 @@ from hubspoke.constructs.cnq.runtime.resources import (
     NODE_PROTECTION_RESOURCE,
     PORTAL_RESOURCE,
 )
+from hubspoke.constructs.shift import ShiftFromUser
 from hubspoke.mtu import peer_mtu_parameter_path, peer_mtu_parameters
-from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS
+from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS, SHIFT_USER
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.wiring import Inputs, NetworkView
@@ -112,6 +113,13 @@ class StorageStack(PlannedStack):
         self.publish(FLOATING_IPS, self.cluster.floating_ips_joined)
         self.publish(REST_ADDRESS, Fn.select(0, self.cluster.floating_ips))
         self.publish(ADMIN_SECRET, self.cluster.admin_secret.secret_arn)
+        # Datasets load into the hub only (docs/datasets.md): its Shift-From user reads the listed buckets.
+        self.shift = None
+        if is_hub and config.dataset.source_buckets:
+            self.shift = ShiftFromUser(
+                self, "ShiftFrom", environment=config.environment, buckets=config.dataset.source_buckets
+            )
+            self.publish(SHIFT_USER, self.shift.user.user_name)
         self.node_protection = self._protect_nodes_last()
 
     def _protect_nodes_last(self) -> CustomResource:

@@ -21,6 +21,9 @@ hub:
 spokes:
   - region: us-west-2
     cidr: 10.20.0.0/16
+dataset:
+  name: c4-llama3
+  version: v1
 """
 
 
@@ -44,6 +47,51 @@ def test_render_job_prints_one_manifest_for_kubectl(
     assert job["kind"] == expected
     assert "us-west-2" in yaml.safe_dump(job)
     assert DATASET_CLAIM in yaml.safe_dump(job)
+
+
+def _command(job: dict[str, object]) -> list[str]:
+    spec = yaml.safe_dump(job)
+    (container,) = yaml.safe_load(spec)["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"][
+        "containers"
+    ]
+    return list(container["command"])
+
+
+def test_the_job_pins_the_configs_dataset_version_and_the_reference_format(
+    dev_yaml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LLaMA 3's tokenizer has 128,256 IDs (vocab_size in Meta's Llama 3 params.json; meta-llama/llama3
+    llama/tokenizer.py: 256 reserved special tokens after the 128K BPE ranks), so IDs need 4 bytes."""
+    assert main(["render", "job", "--config", str(dev_yaml), "--region", "us-west-2"]) == 0
+    (job,) = [doc for doc in yaml.safe_load_all(capsys.readouterr().out) if doc]
+    command = _command(job)
+    for arg in ("--dataset-name=c4-llama3", "--dataset-version=v1", "--token-bytes=4", "--vocab-size=128256"):
+        assert arg in command
+    assert job["metadata"]["labels"]["hubspoke/dataset-version"] == "v1"
+    argv = ["render", "job", "--config", str(dev_yaml), "--region", "us-west-2", "--dataset-version", "v2"]
+    assert main(argv) == 0
+    (job,) = [doc for doc in yaml.safe_load_all(capsys.readouterr().out) if doc]
+    assert "--dataset-version=v2" in _command(job) and "--dataset-version=v1" not in _command(job)
+    assert "--allow-dataset-change" not in _command(job)  # a resume onto another version is asked for
+    assert main([*argv, "--allow-dataset-change"]) == 0
+    (job,) = [doc for doc in yaml.safe_load_all(capsys.readouterr().out) if doc]
+    assert "--allow-dataset-change" in _command(job)
+
+
+def test_a_job_without_a_pinned_version_or_with_a_bad_one_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    raw = with_pins(yaml.safe_load(DEV))
+    del raw["dataset"]["version"]
+    path = tmp_path / "unpinned.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    assert main(["render", "job", "--config", str(path), "--region", "us-west-2"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "dataset.version" in captured.err and "Traceback" not in captured.err
+    argv = ["render", "job", "--config", str(path), "--region", "us-west-2", "--dataset-version", "../v1"]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--dataset-version" in captured.err
 
 
 def test_default_kind_is_the_kubeflow_pytorchjob(dev_yaml: Path, capsys: pytest.CaptureFixture[str]) -> None:

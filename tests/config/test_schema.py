@@ -89,3 +89,14 @@ def test_lookups_by_region_code(tmp_path: Path) -> None:
     # A Region's own account wins over the environment's (docs/configuration.md: `account` per Region).
     assert config.account_of(config.spoke("us-west-2")) == "210987654321"
     assert config.account_of(config.spoke("eu-west-1")) == "123456789012"
+
+
+def test_the_dataset_pin_defaults_to_llama3s_token_format_and_refuses_what_cannot_fit(tmp_path: Path) -> None:
+    """LLaMA 3: 128,256 token IDs (vocab_size in Meta's Llama 3 params.json), above 2-byte IDs' 65,536."""
+    dataset = load(write_config(tmp_path, minimal(dataset={"name": "c4", "version": "v1"}))).config.dataset
+    assert (dataset.token_bytes, dataset.vocab_size) == (4, 128256)
+    [line] = problems(tmp_path, minimal(dataset={"name": "c4", "version": "v1", "token_bytes": 2}))
+    assert line.startswith("dataset: vocab_size 128256 does not fit 2-byte tokens (at most 65536)")
+    load(write_config(tmp_path, minimal(dataset={"token_bytes": 2, "vocab_size": 65536})))
+    [line] = problems(tmp_path, minimal(dataset={"name": "c4", "version": "../v1"}))
+    assert line.startswith("dataset.version:")

@@ -161,6 +161,9 @@ def test_script_gets_the_reference_settings_and_mount_paths(dev_config: HubSpoke
     assert (args["seq-len"], args["batch-size"], args["prefetch-factor"]) == ("4096", "24", "4")
     assert args["model"] == reference.model
     assert args["data-dir"] == DATASET_MOUNT_PATH
+    # The config's pin (config/dev.yaml: dataset c4-llama3, version v1) and the reference run's token format.
+    assert (args["dataset-name"], args["dataset-version"]) == ("c4-llama3", "v1")
+    assert (args["token-bytes"], args["vocab-size"]) == ("4", "128256")
     assert args["checkpoint-dir"].startswith(CHECKPOINT_MOUNT_PATH + "/")
     # 2 nodes x 8 ranks x workers x prefetch = the 256 batches in flight of the reference run.
     assert 2 * 8 * int(args["num-workers"]) * int(args["prefetch-factor"]) == 256

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from hubspoke.config import HubSpokeConfig, load
+from hubspoke.config.schema import DatasetConfig
 from hubspoke.k8s.job import JOB_KINDS, training_job
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
 from hubspoke.topology import plan_stacks, stack_name
@@ -339,11 +340,19 @@ def test_listed_public_access_cidrs_open_the_endpoint_and_still_synthesize(confi
         assert vpc.get("PublicAccessCidrs") == (["198.51.100.0/24"] if public else None)
 
 
+def with_dataset_pin(config: HubSpokeConfig) -> HubSpokeConfig:
+    """`config` with a dataset version pinned where it has none: rendering a training job needs one."""
+    if config.dataset.name and config.dataset.version:
+        return config
+    return config.model_copy(update={"dataset": DatasetConfig(name="c4-llama3", version="v1")})
+
+
 def job_agent_endpoints(config: HubSpokeConfig, code: str) -> set[str]:
     """AWS_EMF_AGENT_ENDPOINT as every container of both rendered training jobs for the Region gets it."""
     found = set()
+    pinned = with_dataset_pin(config)
     for kind in JOB_KINDS:
-        job = training_job(config, config.region_config(code), kind=kind)
+        job = training_job(pinned, pinned.region_config(code), kind=kind)
         specs = job["spec"].get("pytorchReplicaSpecs")
         for replica in specs.values() if specs else job["spec"]["replicaSpecs"]:
             for container in replica["template"]["spec"]["containers"]:

@@ -15,6 +15,7 @@ from hubspoke.constructs.hyperpod.addons import CLOUDWATCH_OBSERVABILITY
 from hubspoke.k8s.job import training_job
 from hubspoke.policy.rules import METADATA_KEY
 from tests.conftest import Shape, Templates, minimal, properties
+from tests.stacks.test_compute import with_dataset_pin
 from tests.stacks.test_ops import alarm_metrics
 
 # A series: namespace, metric name, dimensions, and the Region it lives in.
@@ -135,7 +136,8 @@ def published(config: HubSpokeConfig, templates: Templates) -> set[Series]:
                     for name in compute_metrics.GPU_METRICS
                 }
             emf = settings["agent"]["config"]["logs"]["metrics_collected"].get("emf")
-            job = training_job(config, config.region_config(region))
+            pinned = with_dataset_pin(config)
+            job = training_job(pinned, pinned.region_config(region))
             if emf is not None and agent_receives(emf, job_env(job, training_metrics.AGENT_ENDPOINT_ENV)):
                 record = training_metrics.emf_record(
                     dict.fromkeys(training_metrics.UNITS, 1.0),

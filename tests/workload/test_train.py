@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = ROOT / "workload"
 sys.path.insert(0, str(WORKLOAD))
 import llama  # noqa: E402
+import manifest  # noqa: E402
 import shards  # noqa: E402
 
 from hubspoke import training_metrics  # noqa: E402
@@ -43,6 +44,17 @@ def _write_shards(
         (root / f"part-{i:03d}.bin").write_bytes(struct.pack(f"<{n}{fmt}", *tokens))
         written.append(tokens)
     return written
+
+
+def _dataset(
+    tmp_path: Path, lengths: list[int], *, version: str = "v1", token_bytes: int = 2, vocab: int = 256
+) -> Path:
+    """A sealed version <tmp>/dataset/c4/<version> of random shards, as `hubspoke dataset load` leaves one."""
+    root = manifest.create_version(tmp_path / "dataset", "c4", version)
+    _write_shards(root, lengths, token_bytes=token_bytes, vocab=vocab)
+    sealed = manifest.scan(root, name="c4", version=version, token_bytes=token_bytes, vocab_size=vocab)
+    manifest.write(root, sealed)
+    return root
 
 
 def test_windows_are_shifted_by_one_and_never_span_shards(tmp_path: Path) -> None:
@@ -143,8 +155,7 @@ def _run(
 
 
 def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) -> None:
-    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
-    _write_shards(data, [400, 400])
+    data, ckpt = _dataset(tmp_path, [400, 400]), tmp_path / "ckpt"
     first = _run(data, ckpt, "--max-steps=4", "--num-workers=2", "--prefetch-factor=2")
     assert first.returncode == 0, first.stderr
     assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000003", "step_00000004"]
@@ -166,6 +177,10 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) ->
             assert record[metric["Name"]] > 0
         assert record["Environment"] == "dev" and record["Region"] == "us-west-2"
         assert isinstance(record["_aws"]["Timestamp"], int)
+        # The version read, as properties (not dimensions: the directive above lists only DIMENSIONS).
+        assert (record["Dataset"], record["DatasetVersion"]) == ("c4", "v1")
+    for name in ("step_00000003", "step_00000004"):
+        assert json.loads((ckpt / name / "dataset.json").read_text()) == {"name": "c4", "version": "v1"}
 
     second = _run(data, ckpt, "--max-steps=6", "--num-workers=0")
     assert second.returncode == 0, second.stderr
@@ -174,10 +189,75 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) ->
     assert (ckpt / "step_00000006" / ".metadata").exists()
 
 
+def _refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """train.py's one-line refusal for these arguments: exit 2 before any process group exists."""
+    sys.path.insert(0, str(WORKLOAD))
+    import train
+
+    assert train.main(["--model=tiny", "--seq-len=16", "--backend=gloo", *argv]) == 2
+    assert not torch.distributed.is_initialized()
+    err = capsys.readouterr().err
+    assert err.startswith("train.py: refused: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_the_manifest_decides_the_format_and_explicit_arguments_must_agree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sys.path.insert(0, str(WORKLOAD))
+    import train
+
+    version = _dataset(tmp_path, [400], token_bytes=2, vocab=256)
+    mount, ckpt = version.parent.parent, f"--checkpoint-dir={tmp_path / 'ckpt'}"
+    pinned = [f"--data-dir={mount}", "--dataset-name=c4", "--dataset-version=v1", ckpt]
+    args = train.parse_args(pinned)
+    found, root = train.open_dataset(args)
+    assert (found.name, found.version) == ("c4", "v1")
+    assert root == version and (args.token_bytes, args.vocab_size) == (2, 256)
+    # The job's old defaults against this dataset: 32,000 and 4-byte tokens are both refused, by name.
+    assert "vocab-size 256, the job asks for 32000" in _refusal(capsys, *pinned, "--vocab-size=32000")
+    assert "token-bytes 2, the job asks for 4" in _refusal(capsys, *pinned, "--token-bytes=4")
+    assert "go together" in _refusal(capsys, f"--data-dir={mount}", "--dataset-name=c4", ckpt)
+    # A version directory without its manifest is still loading.
+    (mount / "c4" / "v2").mkdir()
+    assert "still loading" in _refusal(
+        capsys, f"--data-dir={mount}", "--dataset-name=c4", "--dataset-version=v2", ckpt
+    )
+    # A manifest copied into another version's directory names the wrong version.
+    (mount / "c4" / "v2" / "MANIFEST.json").write_bytes((version / "MANIFEST.json").read_bytes())
+    assert "its manifest is c4/v1, not c4/v2" in _refusal(
+        capsys, f"--data-dir={mount}", "--dataset-name=c4", "--dataset-version=v2", ckpt
+    )
+    # A shard added after sealing is refused, not read.
+    (version / "late.bin").write_bytes(b"\0\0")
+    assert "not in the manifest" in _refusal(capsys, *pinned)
+
+
+def test_a_resume_onto_another_version_is_refused_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sys.path.insert(0, str(WORKLOAD))
+    import train
+
+    _dataset(tmp_path, [400], version="v1")
+    v2 = _dataset(tmp_path, [400], version="v2")
+    step = tmp_path / "ckpt" / "step_00000003"
+    step.mkdir(parents=True)
+    (step / ".metadata").write_bytes(b"x")
+    (step / "dataset.json").write_text(json.dumps({"name": "c4", "version": "v1"}))
+    on_v2 = [f"--data-dir={v2}", f"--checkpoint-dir={tmp_path / 'ckpt'}"]
+    assert "trained on c4/v1, this run reads c4/v2; pass --allow-dataset-change" in _refusal(capsys, *on_v2)
+    args = train.parse_args([*on_v2, "--allow-dataset-change"])
+    train.check_resume(args, train.open_dataset(args)[0])  # allowed: no refusal
+    v1_args = train.parse_args([f"--data-dir={tmp_path / 'dataset' / 'c4' / 'v1'}", on_v2[1]])
+    train.check_resume(v1_args, train.open_dataset(v1_args)[0])  # the same version resumes
+    (step / "dataset.json").unlink()
+    assert "does not record its dataset version" in _refusal(capsys, *on_v2)
+
+
 @pytest.mark.thorough
 def test_throughput_records_follow_the_clock_not_the_steps(tmp_path: Path) -> None:
-    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
-    _write_shards(data, [400])
+    data, ckpt = _dataset(tmp_path, [400]), tmp_path / "ckpt"
     # The last --metrics-seconds wins over _run's: a record every 50 ms, whatever the step pace.
     run = _run(data, ckpt, "--max-steps=4", "--num-workers=0", "--metrics-seconds=0.05")
     assert run.returncode == 0, run.stderr
@@ -192,10 +272,10 @@ def test_throughput_records_follow_the_clock_not_the_steps(tmp_path: Path) -> No
 
 @pytest.mark.thorough
 def test_with_an_agent_endpoint_records_go_to_the_agent_not_stdout(tmp_path: Path) -> None:
-    _write_shards(tmp_path / "data", [400])
+    data = _dataset(tmp_path, [400])
     with FakeEmfAgent() as agent:
         run = _run(
-            tmp_path / "data",
+            data,
             tmp_path / "ckpt",
             "--max-steps=4",
             "--num-workers=0",
@@ -212,11 +292,11 @@ def test_with_an_agent_endpoint_records_go_to_the_agent_not_stdout(tmp_path: Pat
 
 @pytest.mark.thorough
 def test_training_survives_an_agent_that_is_down(tmp_path: Path) -> None:
-    _write_shards(tmp_path / "data", [400])
+    data = _dataset(tmp_path, [400])
     agent = FakeEmfAgent()
     agent.stop()  # nothing listens on its port any more
     run = _run(
-        tmp_path / "data",
+        data,
         tmp_path / "ckpt",
         "--max-steps=4",
         "--num-workers=0",
@@ -280,8 +360,7 @@ def _weights(checkpoint: Path, tmp_path: Path) -> dict[str, torch.Tensor]:
 def test_resume_restores_the_weights_not_only_the_step(tmp_path: Path) -> None:
     """Four steps in one go and three steps, stop, resume, one more step end on the same weights: the resumed
     run continued from the saved weights and optimizer state, not from a fresh model at step 3."""
-    data = tmp_path / "data"
-    _write_shards(data, [400, 400])
+    data = _dataset(tmp_path, [400, 400])
     straight, resumed = tmp_path / "straight" / "ckpt", tmp_path / "resumed" / "ckpt"
     assert _run(data, straight, "--max-steps=4", "--num-workers=0", "--checkpoint-every=100").returncode == 0
     first = _run(data, resumed, "--max-steps=3", "--num-workers=0", "--checkpoint-every=100")
@@ -305,8 +384,7 @@ def test_hyperpod_log_monitoring_pattern_matches_the_progress_train_py_prints(tm
     rules, and test_trains_with_fsdp_... reading the progress lines off a real run's stdout."""
     from hubspoke.k8s.job import PROGRESS_LOG_PATTERN
 
-    _write_shards(tmp_path / "data", [400])
-    run = _run(tmp_path / "data", tmp_path / "ckpt", "--max-steps=4", "--num-workers=0")
+    run = _run(_dataset(tmp_path, [400]), tmp_path / "ckpt", "--max-steps=4", "--num-workers=0")
     assert run.returncode == 0, run.stderr
     progress = [line for line in run.stdout.splitlines() if re.fullmatch(PROGRESS_LOG_PATTERN, line)]
     assert len(progress) == 2, f"one progress line per --log-every=2 steps, got: {run.stdout}"

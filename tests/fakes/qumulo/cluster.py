@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from tests.fakes.qumulo.files import FilesMixin
 from tests.fakes.qumulo.portal import PortalMixin
 from tests.fakes.qumulo.server import DropReply, Fault, Listener, QumuloFault, Reply, etag, free_port
+from tests.fakes.qumulo.shift import ShiftMixin
 
 DEFAULT_VERSION = "7.10.2.1"
 # ASSUMED: the persistent-store granularity the capacity clamp is rounded down to ("the actual stored value
@@ -92,7 +93,7 @@ class FakeNode:
     listener: Listener | None = None
 
 
-class FakeQumulo(FilesMixin, PortalMixin):
+class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
     """One Qumulo cluster (hub or spoke): its nodes on 127.0.0.1..N, all on one port."""
 
     peers: ClassVar[dict[str, FakeQumulo]] = {}
@@ -132,6 +133,7 @@ class FakeQumulo(FilesMixin, PortalMixin):
         self._lock = threading.RLock()
         self._init_files()
         self._init_portals()
+        self._init_shift()
         for host in portal_hosts:
             FakeQumulo.peers[host] = self
 
@@ -293,6 +295,7 @@ class FakeQumulo(FilesMixin, PortalMixin):
             ("PUT", r"/v1/capacity/clamp", self._put_clamp),
             *self._file_routes(),
             *self._portal_routes(),
+            *self._shift_routes(),
         ]
         return [(*r, True) for r in public] + [(*r, False) for r in private]
 

@@ -42,14 +42,79 @@ class FilesMixin:
             # files_ref_entries (SDK: qumulo.rest.fs.read_directory / read_entire_directory, which follow paging.next)
             ("GET", r"/v1/files/([^/]+)/entries/", self._entries),
             ("POST", r"/v1/files/([^/]+)/fetch-data", self._fetch_data),
+            # files_ref_entries POST (SDK: fs.create_directory, create_file, rename: an `action` each)
+            ("POST", r"/v1/files/([^/]+)/entries/", self._create_entry),
+            # files_ref_data (SDK: fs.read_file with offset/length; fs.write_file PUT replaces the content)
+            ("GET", r"/v1/files/([^/]+)/data", self._read_data),
+            ("PUT", r"/v1/files/([^/]+)/data", self._write_data),
+            # files_ref DELETE (SDK: fs.delete): a file, or an empty directory
+            ("DELETE", r"/v1/files/([^/]+)", self._delete),
         ]
 
-    def add_file(self, path: str, size: int) -> str:
+    def add_file(self, path: str, size: int, data: bytes | None = None) -> str:
+        """A file of `size` bytes; with `data`, its content (size is then len(data)), readable over REST."""
         with self._lock:
             self._mkdirs(path.rsplit("/", 1)[0] or "/")
             file_id = self._new_id()
             self.files[path] = {"id": file_id, "type": "FS_FILE_TYPE_FILE", "size": size}
+            if data is not None:
+                self.files[path].update(size=len(data), data=data)
             return file_id
+
+    def read_back(self, path: str) -> bytes:
+        """A file's content as a test sees it on the cluster."""
+        return bytes(self.files[path].get("data", b"\0" * self.files[path]["size"]))
+
+    def _create_entry(self, ref: str, body: dict[str, Any], **_: Any) -> Reply:
+        parent, info = self._file(ref if ref == "/" else ref.rstrip("/"))
+        if info["type"] != "FS_FILE_TYPE_DIRECTORY":
+            raise QumuloFault(400, "fs_not_a_directory_error", f"{ref} is not a directory")
+        name = str(body["name"]).rstrip("/")
+        target = (parent.rstrip("/") + "/" + name) if parent != "/" else "/" + name
+        action = body.get("action")
+        if action == "RENAME":
+            source, _ = self._file(str(body["old_path"]).rstrip("/"))
+            # ASSUMED class and status: rename without clobber refuses an existing target, as POSIX link does.
+            if target in self.files and not body.get("clobber"):
+                raise QumuloFault(409, "fs_entry_exists_error", f"{target} already exists")
+            moved = {p: v for p, v in self.files.items() if p == source or p.startswith(source + "/")}
+            for old, value in moved.items():
+                del self.files[old]
+                self.files[target + old[len(source) :]] = value
+            return 200, self._attributes(target)[1]
+        if action not in ("CREATE_DIRECTORY", "CREATE_FILE"):
+            raise QumuloFault(400, "http_bad_request_error", f"unknown action {action!r}")
+        # ASSUMED class and status of creating a name that exists (the REST guide lists no error bodies).
+        if target in self.files:
+            raise QumuloFault(409, "fs_entry_exists_error", f"{target} already exists")
+        kind = "FS_FILE_TYPE_DIRECTORY" if action == "CREATE_DIRECTORY" else "FS_FILE_TYPE_FILE"
+        self.files[target] = {"id": self._new_id(), "type": kind, "size": 0}
+        if kind == "FS_FILE_TYPE_FILE":
+            self.files[target]["data"] = b""
+        return 200, self._attributes(target)[1]
+
+    def _delete(self, ref: str, **_: Any) -> Reply:
+        path, _ = self._file(ref if ref == "/" else ref.rstrip("/"))
+        if any(p.startswith(path.rstrip("/") + "/") for p in self.files):
+            # ASSUMED class and status (POSIX rmdir refuses a non-empty directory too).
+            raise QumuloFault(409, "fs_directory_not_empty_error", f"{path} is not empty")
+        del self.files[path]
+        return 200, None
+
+    def _read_data(self, ref: str, query: dict[str, str], **_: Any) -> Reply:
+        path, info = self._file(ref)
+        if info["type"] != "FS_FILE_TYPE_FILE":
+            raise QumuloFault(400, "fs_not_a_file_error", f"{ref} is not a file")
+        data = self.read_back(path)
+        offset = int(query.get("offset") or 0)
+        end = len(data) if query.get("length") is None else offset + int(query["length"])
+        return 200, data[offset:end]
+
+    def _write_data(self, ref: str, body: Any, **_: Any) -> Reply:
+        path, info = self._file(ref)
+        data = body if isinstance(body, bytes) else b""
+        info.update(size=len(data), data=data)
+        return 200, self._attributes(path)[1]
 
     def _mkdirs(self, path: str) -> str:
         parts = [p for p in path.split("/") if p]

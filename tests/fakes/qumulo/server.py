@@ -87,7 +87,13 @@ class Fault:
 
 def etag(data: Any) -> str:
     """The ETag the fake sends for a JSON body; If-Match is checked against it."""
-    payload = b"" if data is None else json.dumps(data, sort_keys=True).encode()
+    payload = (
+        data
+        if isinstance(data, bytes)
+        else b""
+        if data is None
+        else json.dumps(data, sort_keys=True).encode()
+    )
     return f'"{abs(hash(payload))}"'
 
 
@@ -152,22 +158,42 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # quiet: pytest shows failures, not access logs
         pass
 
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+            length = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(length) if length else b""
+        # The SDK sends file data chunked (qumulo.lib.request: write_file passes chunked=True).
+        raw = b""
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                self.rfile.readline()
+                return raw
+            raw += self.rfile.read(size)
+            self.rfile.readline()
+
     def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self._body()
+        binary = self.headers.get("Content-Type") == "application/octet-stream"
         try:
             status, data = type(self).owner(
-                self.node, self.command, self.path, self.headers, json.loads(raw) if raw else {}
+                self.node,
+                self.command,
+                self.path,
+                self.headers,
+                raw if binary else (json.loads(raw) if raw else {}),
             )
         except QumuloFault as fault:
             status, data = fault.status, fault.body()
         except DropReply:
             self.close_connection = True
             return
-        payload = b"" if data is None else json.dumps(data).encode()
+        # File data (GET .../data) goes back as bytes; everything else is JSON.
+        payload = data if isinstance(data, bytes) else b"" if data is None else json.dumps(data).encode()
+        kind = "application/octet-stream" if isinstance(data, bytes) else "application/json"
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(payload)))
             self.send_header("ETag", etag(data))
             self.end_headers()
