@@ -77,6 +77,64 @@ class SpokeCost:
     cheaper: str
 
 
+# The warm-up of the reference run (docs/design.md §1): batches 0-100 paid the round trip with GPUs at 80-90 %,
+# 100-150 improved, and from there the GPUs stayed above 98 %; 999 batches took 18.5 minutes. Warm-up is paid once
+# per access pattern. Defaults of `--warmup-batches`, `--batch-seconds` and `--cold-gpu-utilization`; a user's own
+# cold/warm benchmark (`hubspoke bench report <results-file>`) gives better ones for another job.
+REFERENCE_WARMUP_BATCHES = 150
+REFERENCE_BATCH_SECONDS = 18.5 * 60 / 999
+REFERENCE_COLD_GPU_UTILIZATION = 0.85  # the middle of 80-90 %, taken for all 150 batches: an upper bound
+# What prewarm moves over the long path: README "Prewarm over the long path" (2026-12-01): 0.93 of the 1.0 GB/s
+# path with the default parallelism and 8 MiB calls, the lower of the two call sizes measured at parallel 16.
+PREWARM_GB_PER_SECOND = 0.93
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    """For one job on one spoke: what a cold cache costs the job, against prewarming first, in time and money."""
+
+    spoke: str
+    job_hours: float
+    gpu_usd_per_hour: float | None  # the spoke's HyperPod nodes (hubspoke/prices.py); None: no price
+    warmup_seconds: float  # GPU time the job loses to the warm-up
+    warmup_share: float  # of the job's length
+    warmup_usd: float | None
+    prewarm_hours: float  # the whole dataset over the path, before the job starts
+    prewarm_idle_gpu_usd: float | None  # if the GPU nodes are already running while prewarm runs
+    # Prewarm while the GPUs run idle pays only when it costs less than the warm-up it saves.
+    prewarm_pays_while_gpus_idle: bool
+
+
+def cold_start(
+    *,
+    spoke: str,
+    dataset_tb: float,
+    job_hours: float,
+    gpu_usd_per_hour: float | None,
+    warmup_batches: float,
+    batch_seconds: float,
+    cold_gpu_utilization: float,
+    prewarm_gb_per_second: float,
+) -> ColdStart:
+    """docs/cost.md, "Cold start or prewarm": the warm-up's lost GPU time against a prewarm's wait."""
+    # A batch at GPU utilization u takes 1/u of its warm time: the loss is the difference over the warm-up.
+    warmup_seconds = warmup_batches * batch_seconds * (1 / cold_gpu_utilization - 1)
+    prewarm_hours = dataset_tb * GB_PER_TB / prewarm_gb_per_second / 3600
+    warmup_usd = None if gpu_usd_per_hour is None else warmup_seconds / 3600 * gpu_usd_per_hour
+    idle_usd = None if gpu_usd_per_hour is None else prewarm_hours * gpu_usd_per_hour
+    return ColdStart(
+        spoke=spoke,
+        job_hours=job_hours,
+        gpu_usd_per_hour=gpu_usd_per_hour,
+        warmup_seconds=warmup_seconds,
+        warmup_share=warmup_seconds / (job_hours * 3600),
+        warmup_usd=warmup_usd,
+        prewarm_hours=prewarm_hours,
+        prewarm_idle_gpu_usd=idle_usd,
+        prewarm_pays_while_gpus_idle=prewarm_hours * 3600 < warmup_seconds,
+    )
+
+
 def spoke_cost(inputs: CostInputs, *, spoke: str, hub: str) -> SpokeCost:
     """The model of docs/cost.md for one spoke."""
     d_gb = inputs.dataset_tb * GB_PER_TB
@@ -149,6 +207,41 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="USD",
         help=f"second copy's storage price (default {DEFAULT_STORAGE.usd}, S3 Standard stand-in)",
     )
+    job = parser.add_argument_group("cold start or prewarm (docs/cost.md)")
+    job.add_argument(
+        "--job-hours",
+        type=float,
+        metavar="H",
+        help="length of one training job: adds what its cache warm-up costs against prewarming the dataset first",
+    )
+    job.add_argument(
+        "--warmup-batches",
+        type=float,
+        default=REFERENCE_WARMUP_BATCHES,
+        metavar="N",
+        help=f"batches the cache takes to learn the job's pattern (default {REFERENCE_WARMUP_BATCHES}: reference run)",
+    )
+    job.add_argument(
+        "--batch-seconds",
+        type=float,
+        default=REFERENCE_BATCH_SECONDS,
+        metavar="S",
+        help=f"one warm batch's time (default {REFERENCE_BATCH_SECONDS:.2f}: 999 batches in 18.5 min)",
+    )
+    job.add_argument(
+        "--cold-gpu-utilization",
+        type=float,
+        default=REFERENCE_COLD_GPU_UTILIZATION,
+        metavar="U",
+        help=f"GPU utilization during the warm-up, 0..1 (default {REFERENCE_COLD_GPU_UTILIZATION}: 80-90 %%)",
+    )
+    job.add_argument(
+        "--prewarm-gb-per-second",
+        type=float,
+        default=PREWARM_GB_PER_SECOND,
+        metavar="R",
+        help=f"what prewarm moves over the path (default {PREWARM_GB_PER_SECOND}: README prewarm benchmark)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.set_defaults(run=run)
 
@@ -190,12 +283,70 @@ def run(args: argparse.Namespace) -> int:
         "transfer": {f"{hub} -> {spoke}": p for spoke, p in priced.items()},
         "storage": _storage(args),
     }
+    starts = [] if args.job_hours is None else [_cold_start(args, config, s.region) for s in config.spokes]
     if args.json:
         data_inputs = {k: v for k, v in asdict(inputs).items() if k != "transfer_usd_per_gb"}
-        print_json({"inputs": data_inputs, "prices": prices, "spokes": [asdict(c) for c in costs]})
+        doc: dict[str, Any] = {"inputs": data_inputs, "prices": prices, "spokes": [asdict(c) for c in costs]}
+        if starts:
+            doc["cold_start"] = [asdict(c) for c in starts]
+        print_json(doc)
     else:
-        print_tables([_table(inputs, costs)], notes=_notes(prices))
+        tables = [_table(inputs, costs), *([_cold_table(starts)] if starts else [])]
+        print_tables(tables, notes=_notes(prices))
     return 0
+
+
+def _cold_start(args: argparse.Namespace, config: Any, spoke: str) -> ColdStart:
+    from hubspoke.run_rate import run_rate
+
+    gpu_lines = [
+        line for line in run_rate(config) if line.region == spoke and line.what.startswith("HyperPod")
+    ]
+    rates = [line.usd_per_hour for line in gpu_lines]
+    gpu = None if not rates or None in rates else sum(r for r in rates if r is not None)
+    return cold_start(
+        spoke=spoke,
+        dataset_tb=args.dataset_tb,
+        job_hours=args.job_hours,
+        gpu_usd_per_hour=gpu,
+        warmup_batches=args.warmup_batches,
+        batch_seconds=args.batch_seconds,
+        cold_gpu_utilization=args.cold_gpu_utilization,
+        prewarm_gb_per_second=args.prewarm_gb_per_second,
+    )
+
+
+def _cold_table(starts: list[ColdStart]) -> Table:
+    table = Table(
+        f"Cold start or prewarm, for a job of {starts[0].job_hours:g} hour(s)",
+        ("figure", *(c.spoke for c in starts)),
+    )
+
+    def usd(value: float | None) -> str:
+        return "no GPU price" if value is None else _usd(value)
+
+    rows: list[tuple[str, list[str]]] = [
+        ("GPU nodes per hour", [usd(c.gpu_usd_per_hour) for c in starts]),
+        (
+            "cold start: GPU time lost to the warm-up",
+            [
+                f"{c.warmup_seconds / 60:,.1f} min ({c.warmup_share:.2%} of the job) = {usd(c.warmup_usd)}"
+                for c in starts
+            ],
+        ),
+        ("prewarm first: the whole dataset takes", [f"{c.prewarm_hours:,.1f} h" for c in starts]),
+        ("  GPUs idle meanwhile, if already running", [usd(c.prewarm_idle_gpu_usd) for c in starts]),
+        (
+            "prewarm pays while GPUs wait",
+            [
+                "yes" if c.prewarm_pays_while_gpus_idle else "no: prewarm before the nodes run, or start cold"
+                for c in starts
+            ],
+        ),
+    ]
+    for label, cells in rows:
+        table.add(label, *cells)
+    return table
 
 
 def _transfer(args: argparse.Namespace, hub: str, spoke: str) -> dict[str, Any] | None:
@@ -225,6 +376,15 @@ def _check_inputs(args: argparse.Namespace) -> str | None:
         return f"--dataset-tb: {args.dataset_tb} must be above 0; give the dataset size in TB, e.g. 100"
     if args.epochs < 1:
         return f"--epochs: {args.epochs} must be 1 or more"
+    if args.job_hours is not None and not (math.isfinite(args.job_hours) and args.job_hours > 0):
+        return f"--job-hours: {args.job_hours} must be above 0; give the job's length in hours, e.g. 24"
+    if not 0 < args.cold_gpu_utilization <= 1:
+        return f"--cold-gpu-utilization: {args.cold_gpu_utilization} must be above 0 and at most 1, e.g. 0.85"
+    for flag, value in (("--warmup-batches", args.warmup_batches), ("--batch-seconds", args.batch_seconds)):
+        if not (math.isfinite(value) and value >= 0):
+            return f"{flag}: {value} must be a number of at least 0"
+    if not (math.isfinite(args.prewarm_gb_per_second) and args.prewarm_gb_per_second > 0):
+        return f"--prewarm-gb-per-second: {args.prewarm_gb_per_second} must be above 0, e.g. 0.93"
     if not 0 <= args.hit_rate <= 1:
         return f"--hit-rate: {args.hit_rate} must be between 0 and 1, e.g. 0.95 for 95 %"
     for flag in ("--months", "--transfer-usd-per-gb", "--storage-usd-per-gb-month"):

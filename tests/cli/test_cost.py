@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from hubspoke.cli.cost import DEFAULT_STORAGE, CostInputs, spoke_cost
+from hubspoke.cli.cost import DEFAULT_STORAGE, CostInputs, cold_start, spoke_cost
 from hubspoke.cli.main import main
 from tests.conftest import minimal, write_config
 
@@ -134,9 +134,72 @@ def test_cli_overridden_price_is_marked_as_given(capsys: pytest.CaptureFixture[s
         (["--dataset-tb", "1", "--hit-rate", "1.5"], "--hit-rate"),
         (["--dataset-tb", "1", "--epochs", "0"], "--epochs"),
         (["--dataset-tb", "1", "--transfer-usd-per-gb", "-1"], "--transfer-usd-per-gb"),
+        (["--dataset-tb", "1", "--job-hours", "0"], "--job-hours"),
+        (["--dataset-tb", "1", "--job-hours", "5", "--cold-gpu-utilization", "0"], "--cold-gpu-utilization"),
+        (
+            ["--dataset-tb", "1", "--job-hours", "5", "--prewarm-gb-per-second", "0"],
+            "--prewarm-gb-per-second",
+        ),
     ],
 )
 def test_cli_bad_numbers_exit_2(extra: list[str], flag: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cost", "--config", str(ROOT / "config" / "dev.yaml"), *extra]) == 2
     err = capsys.readouterr().err
     assert flag in err and "Traceback" not in err
+
+
+def test_cold_start_against_prewarm_by_hand() -> None:
+    """docs/design.md §1, the reference run: 999 batches in 18.5 minutes (1.111 s a batch), the first 150 batches
+    warming the cache at 80-90 % GPU (0.85 taken for all of them). Lost GPU time: 150 x 1.111 s x (1/0.85 - 1)
+    = 29.4 s. Prewarm first: 50 TB at 0.93 GB/s (the README's prewarm benchmark) = 50,000 / 0.93 / 3600 = 14.93 h,
+    which idle GPUs at $100/h would cost $1,493; the warm-up costs $0.82. Prewarm does not pay while GPUs wait."""
+    start = cold_start(
+        spoke="us-west-2",
+        dataset_tb=50,
+        job_hours=24,
+        gpu_usd_per_hour=100.0,
+        warmup_batches=150,
+        batch_seconds=18.5 * 60 / 999,
+        cold_gpu_utilization=0.85,
+        prewarm_gb_per_second=0.93,
+    )
+    assert math.isclose(start.warmup_seconds, 29.41, abs_tol=0.01)
+    assert math.isclose(start.warmup_share, 29.41 / 86400, rel_tol=1e-3)
+    assert start.warmup_usd is not None and math.isclose(start.warmup_usd, 0.817, abs_tol=0.001)
+    assert math.isclose(start.prewarm_hours, 14.934, abs_tol=0.001)
+    assert start.prewarm_idle_gpu_usd is not None and math.isclose(
+        start.prewarm_idle_gpu_usd, 1493.4, abs_tol=0.1
+    )
+    assert not start.prewarm_pays_while_gpus_idle
+    # A small dataset behind a cache that learns slowly: prewarm (10 GB in 10.8 s) beats a 1,000-batch warm-up.
+    small = cold_start(
+        spoke="us-west-2",
+        dataset_tb=0.01,
+        job_hours=1,
+        gpu_usd_per_hour=None,
+        warmup_batches=1000,
+        batch_seconds=1.0,
+        cold_gpu_utilization=0.5,
+        prewarm_gb_per_second=0.93,
+    )
+    assert small.warmup_seconds == 1000 and small.warmup_usd is None and small.prewarm_pays_while_gpus_idle
+
+
+def test_cli_cold_start_prices_the_spokes_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    """--job-hours adds the cold-start table; the GPU rate is the spoke's HyperPod groups from the run-rate."""
+    from hubspoke.config import load
+    from hubspoke.run_rate import run_rate
+
+    config_path = ROOT / "config" / "dev.yaml"
+    argv = ["cost", "--config", str(config_path), "--dataset-tb", "50", "--job-hours", "24", "--json"]
+    assert main(argv) == 0
+    [start] = json.loads(capsys.readouterr().out)["cold_start"]
+    spoke_gpus = [
+        line.usd_per_hour
+        for line in run_rate(load(config_path).config)
+        if line.region == "us-west-2" and line.what.startswith("HyperPod")
+    ]
+    assert start["spoke"] == "us-west-2" and start["gpu_usd_per_hour"] == sum(spoke_gpus)
+    assert math.isclose(start["prewarm_idle_gpu_usd"], start["prewarm_hours"] * sum(spoke_gpus))
+    assert main(["cost", "--config", str(config_path), "--dataset-tb", "50"]) == 0
+    assert "Cold start" not in capsys.readouterr().out, "without --job-hours, no cold-start table"
