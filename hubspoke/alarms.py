@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.names import alarm_name
 from hubspoke.topology import plan_stacks
 
 HUB_UNREACHABLE = "hub-unreachable"
@@ -63,10 +64,6 @@ class PlannedAlarm:
     def name(self) -> str:
         """The alarm's CloudWatch name: its stack's name and its key, so two environments never collide."""
         return alarm_name(self.stack_name, self.key)
-
-
-def alarm_name(stack_name: str, key: str) -> str:
-    return f"{stack_name}-{key}"
 
 
 def planned_alarms(config: HubSpokeConfig) -> tuple[PlannedAlarm, ...]:

@@ -1,4 +1,4 @@
-"""Where a Region's GPU metrics and training logs land in CloudWatch: names the Ops dashboard imports.
+"""Where a Region's GPU metrics land in CloudWatch: the namespace, metrics and dimensions the dashboard imports.
 
 The Compute stack installs the Amazon CloudWatch Observability EKS add-on (Container Insights with
 enhanced observability); it publishes NVIDIA GPU metrics from every HyperPod node into the
@@ -7,9 +7,6 @@ enhanced observability metrics", read 2026-11). No CDK here: the dashboard and t
 """
 
 from __future__ import annotations
-
-from hubspoke.config.schema import HubSpokeConfig, RegionConfig
-from hubspoke.topology import environment_prefix
 
 NAMESPACE = "ContainerInsights"
 NODE_GPU_UTILIZATION = "node_gpu_utilization"
@@ -25,18 +22,3 @@ GPU_METRICS: tuple[str, ...] = (
 # Cluster-wide series (one per cluster) and per-node series; a dashboard graphs the first, alarms on it.
 CLUSTER_DIMENSIONS: tuple[str, ...] = ("ClusterName",)
 NODE_DIMENSIONS: tuple[str, ...] = ("ClusterName", "InstanceId", "NodeName")
-
-
-def eks_cluster_name(config: HubSpokeConfig, region: RegionConfig) -> str:
-    """The EKS cluster's name, which is also the value of the `ClusterName` dimension."""
-    return f"{environment_prefix(config.environment)}-{region.region}"
-
-
-def hyperpod_cluster_name(config: HubSpokeConfig, region: RegionConfig) -> str:
-    """The SageMaker HyperPod cluster's name (its node logs go to /aws/sagemaker/Clusters/<name>/<id>)."""
-    return eks_cluster_name(config, region)
-
-
-def application_log_group(config: HubSpokeConfig, region: RegionConfig) -> str:
-    """Container stdout and stderr as the add-on's Fluent Bit ships them (EMF lines here are not metrics)."""
-    return f"/aws/containerinsights/{eks_cluster_name(config, region)}/application"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import shlex
 
+from hubspoke import names
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 
 VPC_MTU = 9001
@@ -32,8 +33,8 @@ def peer_routes(config: HubSpokeConfig, region: RegionConfig) -> tuple[tuple[str
 
 
 def peer_mtu_parameter_path(config: HubSpokeConfig) -> str:
-    """SSM path under which each spoke's Link stack publishes its CIDRs and MTU for the hub's hosts."""
-    return f"/hubspoke/{config.environment}/peer-mtu/"
+    """SSM path under which each spoke's Link stack publishes its CIDRs and MTU (hubspoke/names.py)."""
+    return names.peer_mtu_parameter_path(config.environment)
 
 
 def peer_mtu_parameters(config: HubSpokeConfig, toward: RegionConfig) -> tuple[tuple[str, str], ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from hubspoke import names
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 
 # Tags every stack carries (stage.py); `hubspoke preflight` recognizes the environment's own VPCs by them.
@@ -51,20 +52,15 @@ class StackPlan:
     @property
     def name(self) -> str:
         """CloudFormation stack name: unique per account and Region, stable across synths."""
-        return _stack_name(self.environment, self.id)
+        return names.stack_name(self.environment, self.id)
 
     @property
     def holds(self) -> str:
         return _HOLDS[self.kind]
 
 
-def environment_prefix(environment: str) -> str:
-    """`hubspoke-<environment>`: the Stage id, and the prefix of every stack and named resource it deploys."""
-    return f"hubspoke-{environment}"
-
-
 def stage_id(config: HubSpokeConfig) -> str:
-    return environment_prefix(config.environment)
+    return names.environment_prefix(config.environment)
 
 
 def stack_id(kind: StackKind, region_or_spoke: str) -> str:
@@ -74,11 +70,7 @@ def stack_id(kind: StackKind, region_or_spoke: str) -> str:
 
 def stack_name(config: HubSpokeConfig, kind: StackKind, region_or_spoke: str) -> str:
     """The CloudFormation name of the stack `stack_id(kind, region_or_spoke)` of this environment."""
-    return _stack_name(config.environment, stack_id(kind, region_or_spoke))
-
-
-def _stack_name(environment: str, id_: str) -> str:
-    return f"{environment_prefix(environment)}-{id_}"
+    return names.stack_name(config.environment, stack_id(kind, region_or_spoke))
 
 
 def cross_account(config: HubSpokeConfig, spoke: RegionConfig) -> bool:

@@ -15,8 +15,9 @@ from hubspoke.cli.output import fail, missing_extra
 from hubspoke.config import HubSpokeConfig, RegionConfig, load
 from hubspoke.config.layout import subnet_layout
 from hubspoke.mtu import peer_mtu
+from hubspoke.names import environment_prefix
 from hubspoke.ports import CROSS_REGION_PORTS
-from hubspoke.topology import cross_account, environment_prefix
+from hubspoke.topology import cross_account
 
 FORMATS = ("svg", "png")
 _FONT = "Helvetica"  # Graphviz has built-in metrics for it, so boxes fit the text in any viewer

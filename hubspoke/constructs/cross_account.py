@@ -8,18 +8,8 @@ from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from hubspoke.names import link_reader_role_name, peer_role_name
 from hubspoke.policy.acks import acknowledge
-from hubspoke.topology import environment_prefix
-
-
-def peer_role_name(environment: str, spoke: str) -> str:
-    """Role in the hub account that the spoke account assumes to accept the peering and read hub outputs."""
-    return f"{environment_prefix(environment)}-peer-{spoke}"
-
-
-def link_reader_role_name(environment: str, spoke: str) -> str:
-    """Role in the spoke account that the hub account assumes to read the spoke's peering ID."""
-    return f"{environment_prefix(environment)}-link-reader-{spoke}"
 
 
 def role_arn(scope: Construct, *, account: str, name: str) -> str:

@@ -27,7 +27,8 @@ from hubspoke.constructs.metrics import (
     hit_ratio,
     training_metric,
 )
-from hubspoke.topology import StackPlan, environment_prefix
+from hubspoke.names import dashboard_name
+from hubspoke.topology import StackPlan
 
 GRID_WIDTH = 24  # CloudWatch dashboards are 24 units wide
 MIN_COLUMN_WIDTH = 6  # narrower graphs are unreadable; more Regions than 4 wrap to a second line per row
@@ -77,7 +78,7 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
         super().__init__(
             scope,
             construct_id,
-            dashboard_name=environment_prefix(config.environment),
+            dashboard_name=dashboard_name(config.environment),
             default_interval=Duration.hours(3),
         )
         self.config = config

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 
-from hubspoke import compute_metrics, training_metrics
+from hubspoke import compute_metrics, names, training_metrics
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.canary.traffic import INTER_REGION_IN, NFS_READ_BYTES_LOGGED, traffic_metric
 
@@ -28,7 +28,7 @@ def gpu_utilization(
         dimensions_map=dict(
             zip(
                 compute_metrics.CLUSTER_DIMENSIONS,
-                (compute_metrics.eks_cluster_name(config, region),),
+                (names.eks_cluster_name(config, region),),
                 strict=True,
             )
         ),

@@ -9,7 +9,8 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig, SpokeConfig
-from hubspoke.constructs.cross_account import peer_role_name, role_arn
+from hubspoke.constructs.cross_account import role_arn
+from hubspoke.names import peer_role_name
 from hubspoke.ports import PeerPort
 from hubspoke.topology import cross_account
 

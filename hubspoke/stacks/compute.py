@@ -9,7 +9,6 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from hubspoke import training_metrics
-from hubspoke.compute_metrics import eks_cluster_name, hyperpod_cluster_name
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.hyperpod.access import ClusterAccess
 from hubspoke.constructs.hyperpod.addons import OperatorAddons
@@ -18,6 +17,7 @@ from hubspoke.constructs.hyperpod.dependencies import HyperPodDependencies
 from hubspoke.constructs.hyperpod.eks import HyperPodEks
 from hubspoke.constructs.hyperpod.lifecycle import write_lifecycle_scripts
 from hubspoke.k8s.storage import storage_manifests
+from hubspoke.names import eks_cluster_name, hyperpod_cluster_name
 from hubspoke.outputs import (
     ACCESS_HOST_INSTANCE,
     EKS_CLUSTER_NAME,

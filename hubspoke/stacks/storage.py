@@ -7,7 +7,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig, SpokeConfig
-from hubspoke.constructs.cnq.infrastructure import CnqCluster, cluster_name
+from hubspoke.constructs.cnq.infrastructure import CnqCluster
 from hubspoke.constructs.cnq.provisioning import CnqProvisioner
 from hubspoke.constructs.cnq.runtime.resources import (
     CLUSTER_RESOURCE,
@@ -16,6 +16,7 @@ from hubspoke.constructs.cnq.runtime.resources import (
 )
 from hubspoke.constructs.shift import ShiftFromUser
 from hubspoke.mtu import peer_mtu_parameter_path, peer_mtu_parameters
+from hubspoke.names import cnq_cluster_name
 from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS, SHIFT_USER
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
@@ -55,7 +56,7 @@ class StorageStack(PlannedStack):
             self,
             "Cnq",
             storage=storage,
-            name=cluster_name(config.environment, region.region),
+            name=cnq_cluster_name(config.environment, region.region),
             environment=config.environment,
             vpc=network.vpc,
             subnet=network.accelerator_subnet,

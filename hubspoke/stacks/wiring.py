@@ -11,7 +11,8 @@ from constructs import Construct
 
 from hubspoke.config.layout import subnet_layout
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.constructs.cross_account import link_reader_role_name, peer_role_name, role_arn
+from hubspoke.constructs.cross_account import role_arn
+from hubspoke.names import link_reader_role_name, peer_role_name
 from hubspoke.outputs import (
     ACCELERATOR_SUBNET,
     FLOW_LOG_GROUP,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from hubspoke import compute_metrics, training_metrics
+from hubspoke import compute_metrics, names, training_metrics
 from hubspoke.config import HubSpokeConfig
 from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.canary.traffic import namespace as traffic_namespace
@@ -231,7 +231,7 @@ def test_hub_training_alarms_live_with_the_dashboard(
     assert (gpu["DatapointsToAlarm"], gpu["EvaluationPeriods"]) == (8, 10)
     gpu_metrics = [m for m in alarm_metrics(gpu) if m["Namespace"] == compute_metrics.NAMESPACE]
     assert {d["Value"] for m in gpu_metrics for d in m["Dimensions"]} == {
-        compute_metrics.eks_cluster_name(dev_config, dev_config.hub)
+        names.eks_cluster_name(dev_config, dev_config.hub)
     }
     topics = dict(properties(template, "AWS::SNS::Topic"))
     for name, alarm in alarms.items():

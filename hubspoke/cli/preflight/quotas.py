@@ -11,7 +11,6 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hubspoke.cli.preflight.checks import CheckResult, Status, _pages, region_path
-from hubspoke.compute_metrics import hyperpod_cluster_name
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.config.quotas import (
     ROUTES_PER_ROUTE_TABLE_QUOTA_CODE,
@@ -21,6 +20,7 @@ from hubspoke.config.quotas import (
     peer_path_rules,
     private_route_table_routes,
 )
+from hubspoke.names import hyperpod_cluster_name
 from hubspoke.topology import stack_name
 
 # Lambda Developer Guide, "Configuring reserved concurrency": "You can reserve up to the Unreserved account

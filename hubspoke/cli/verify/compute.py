@@ -15,10 +15,10 @@ from hubspoke.cli.access import caller
 from hubspoke.cli.checks import CheckResult, error_code, guarded, pages
 from hubspoke.cli.verify.kube import KubeApi, KubeUnavailable, connect
 from hubspoke.cli.verify.live import Context, Unavailable
-from hubspoke.compute_metrics import eks_cluster_name, hyperpod_cluster_name
 from hubspoke.config import RegionConfig
 from hubspoke.eks_addons import ADDONS, addon_version
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
+from hubspoke.names import eks_cluster_name, hyperpod_cluster_name
 from hubspoke.outputs import ACCESS_HOST_INSTANCE
 from hubspoke.topology import stack_id
 

@@ -33,6 +33,7 @@ from hubspoke.constructs.cnq.runtime.resources import NODE_SHAPE_RESOURCE
 if TYPE_CHECKING:
     from hubspoke.constructs.cnq.provisioning import CnqProvisioner
 from hubspoke.constructs.keys import retained_key
+from hubspoke.names import cnq_parameter_prefix
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import NFS, QUMULO_PORTAL, QUMULO_REST, RPCBIND, SSH
 
@@ -45,15 +46,6 @@ PASSWORD_EXCLUDED = " \"'`\\/@$%&*()[]{}<>|;:,?#"
 FLOATING_IP_SEPARATOR = ","
 # Instance metadata by session token only (IMDSv2): the boot script asks for a token first (node/boot.sh, imds).
 IMDS_V2_ONLY: dict[str, Any] = {"http_tokens": "required", "http_endpoint": "enabled"}
-_REGION_WORDS = {"north": "n", "south": "s", "east": "e", "west": "w", "central": "c", "northeast": "ne",
-                 "southeast": "se", "northwest": "nw", "southwest": "sw"}  # fmt: skip
-
-
-def cluster_name(environment: str, region: str) -> str:
-    """A Qumulo cluster name (2 to 15 characters, letters, digits and inner dashes): dev-use2, prod-apse1."""
-    parts = region.split("-")
-    short = parts[0] + "".join(_REGION_WORDS.get(p, p[:1]) for p in parts[1:-1]) + parts[-1]
-    return f"{environment[: 14 - len(short)].rstrip('-')}-{short}"
 
 
 class CnqCluster(Construct):
@@ -113,7 +105,7 @@ class CnqCluster(Construct):
         )
         self.security_group = self._security_group(vpc, client_cidrs, storage.admin_cidr)
         self.role = self._role()
-        prefix = f"/hubspoke/{environment}/cnq/{name}"
+        prefix = cnq_parameter_prefix(environment, name)
         boot, boot_inputs = self._install_access(
             storage.qumulo_core, prefix, peer_mtu_path, published_peer_routes
         )
