@@ -89,3 +89,21 @@ def test_lookups_by_region_code(tmp_path: Path) -> None:
     # A Region's own account wins over the environment's (README, "Configuration": `account` per Region).
     assert config.account_of(config.spoke("us-west-2")) == "210987654321"
     assert config.account_of(config.spoke("eu-west-1")) == "123456789012"
+
+
+def test_deep_health_checks_take_the_two_known_checks_once_each(tmp_path: Path) -> None:
+    """DeepHealthCheckType (botocore's sagemaker service model) also lists MultiNodeTrainingValidation, which
+    hubspoke has no source for: refused, like a misspelt check and a check listed twice."""
+    for checks, says in (
+        (["MultiNodeTrainingValidation"], "InstanceStress"),
+        (["InstanceStres"], "InstanceStress"),
+        (["InstanceStress", "InstanceStress"], "list each check once"),
+    ):
+        lines = problems(
+            tmp_path, _with_spoke(compute={"instance_groups": [{"on_start_deep_health_checks": checks}]})
+        )
+        assert any(
+            line.startswith("spokes[0].compute.instance_groups[0].on_start_deep_health_checks")
+            and says in line
+            for line in lines
+        ), (checks, lines)
