@@ -10,6 +10,7 @@ aws-cdk 2.1148.1, `--concurrency`, "Maximum number of simultaneous deployments (
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -20,8 +21,39 @@ from hubspoke.topology import StackKind, StackPlan, plan_stacks
 # the HyperPod dependencies chart installer's Lambda timeout (hubspoke/constructs/hyperpod/dependencies.py), and
 # the HyperPod node waiter's phases, each waiting at most NODE_WAIT_MINUTES (hyperpod/nodes_ready.py says why).
 CHART_INSTALL_BOUND_MINUTES = 14
-NODE_WAIT_PHASES = ("Launched", "Running")
 NODE_WAIT_MINUTES = 55
+# "When deep health checks are enabled, whenever a new instance is added to a HyperPod cluster (at cluster
+# creation or automatic node replacement), the new instance runs the deep health check process (instance-level
+# stress test) for about 2 hours" (SageMaker developer guide, "Recommended resiliency configuration",
+# docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-resiliency-config-tips.html; the stored copy is
+# the Japanese translation, ja_jp, "約 2 時間"). "About": the waits cover it with DEEP_HEALTH_CHECK_MARGIN more
+# (ASSUMED enough; the page gives no upper bound). The page speaks of the stress test; InstanceConnectivity's
+# NCCL tests are given no duration anywhere (ASSUMED within the same margin).
+DEEP_HEALTH_CHECK_MINUTES = 120
+DEEP_HEALTH_CHECK_MARGIN = 0.25
+# Between "Launched" (every node past Pending, so its checks have begun) and the final "Running" wait, enough
+# "Checking" waits of NODE_WAIT_MINUTES each that all the waits after Launched span the checks with the margin:
+# ceil(120 x 1.25 / 55) = 3 waits after Launched, so 2 Checking waits.
+CHECKING_WAITS = math.ceil(DEEP_HEALTH_CHECK_MINUTES * (1 + DEEP_HEALTH_CHECK_MARGIN) / NODE_WAIT_MINUTES) - 1
+
+
+def node_wait_phases(deep_health_checks: bool) -> tuple[str, ...]:
+    """The node waiter's chained waits in order: Launched, the Checking waits when any group runs on-start deep
+    health checks (none without: a node goes from its launch to Running, ASSUMED), then Running."""
+    checking = CHECKING_WAITS if deep_health_checks else 0
+    return ("Launched", *(f"Checking{i}" for i in range(1, checking + 1)), "Running")
+
+
+def deep_health_checks(config: HubSpokeConfig) -> bool:
+    """Whether any instance group of any Region with compute runs on-start deep health checks."""
+    return any(
+        group.on_start_deep_health_checks
+        for region in config.regions()
+        if region.compute.enabled
+        for group in region.compute.instance_groups
+    )
+
+
 # EKS: "EKS cluster control plane provisioning time currently averages 15 minutes" (the EKS team,
 # aws/containers-roadmap#1227). No documented upper limit: the bound is ASSUMED at twice the average.
 EKS_CREATE_MINUTES = 15
@@ -31,10 +63,15 @@ EKS_CREATE_BOUND_MINUTES = 30
 # minutes (provisioning.py), on top of the nodes' launch (ASSUMED 10 minutes at most).
 CNQ_FORMATION_MINUTES = 30
 CNQ_LAUNCH_BOUND_MINUTES = 10
-# HyperPod: nodes launched and then Running (lifecycle script, then on-start deep health checks: DCGM level 4
-# and NCCL tests, SageMaker developer guide, "Deep health checks"); each phase waits at most
-# NODE_WAIT_MINUTES (nodes_ready.py). ASSUMED: 45 minutes for a p5 group with capacity available.
-HYPERPOD_NODES_MINUTES = 45
+# HyperPod: nodes launched and their lifecycle script run, ASSUMED 15 minutes for a p5 group with capacity
+# available; then, where configured, the on-start deep health checks, about DEEP_HEALTH_CHECK_MINUTES (above).
+# Each of node_wait_phases waits at most NODE_WAIT_MINUTES (nodes_ready.py).
+HYPERPOD_LAUNCH_MINUTES = 15
+
+
+def hyperpod_nodes_minutes(config: HubSpokeConfig) -> int:
+    """Minutes a HyperPod cluster's nodes usually take to be Running: launch, then the deep health checks if any."""
+    return HYPERPOD_LAUNCH_MINUTES + (DEEP_HEALTH_CHECK_MINUTES if deep_health_checks(config) else 0)
 
 
 @dataclass(frozen=True)
@@ -51,7 +88,15 @@ def kind_durations(config: HubSpokeConfig) -> dict[StackKind, KindDuration]:
     formation = max(
         (r.storage.formation_timeout_minutes for r in config.regions() if r.storage.enabled), default=50
     )
-    node_waits = len(NODE_WAIT_PHASES) * NODE_WAIT_MINUTES
+    phases = node_wait_phases(deep_health_checks(config))
+    node_waits = len(phases) * NODE_WAIT_MINUTES
+    nodes = hyperpod_nodes_minutes(config)
+    checks = (
+        f" (launch ASSUMED {HYPERPOD_LAUNCH_MINUTES} + deep health checks about {DEEP_HEALTH_CHECK_MINUTES}, "
+        "SageMaker developer guide, 'Recommended resiliency configuration')"
+        if deep_health_checks(config)
+        else " (launch, ASSUMED; no deep health checks configured)"
+    )
     return {
         "network": KindDuration(5, 15, "ASSUMED: VPC, subnets, one NAT gateway per AZ used, flow logs"),
         "peer-access": KindDuration(2, 5, "ASSUMED: one IAM role"),
@@ -64,12 +109,12 @@ def kind_durations(config: HubSpokeConfig) -> dict[StackKind, KindDuration]:
             "(ASSUMED)",
         ),
         "compute": KindDuration(
-            EKS_CREATE_MINUTES + HYPERPOD_NODES_MINUTES,
+            EKS_CREATE_MINUTES + nodes,
             EKS_CREATE_BOUND_MINUTES + CHART_INSTALL_BOUND_MINUTES + node_waits,
             f"EKS create, average {EKS_CREATE_MINUTES} min (aws/containers-roadmap#1227; bound ASSUMED "
             f"{EKS_CREATE_BOUND_MINUTES}), chart install at most {CHART_INSTALL_BOUND_MINUTES} min (its Lambda "
-            f"timeout), HyperPod nodes ASSUMED {HYPERPOD_NODES_MINUTES} min, at most {len(NODE_WAIT_PHASES)} x "
-            f"{NODE_WAIT_MINUTES} min (hyperpod/nodes_ready.py, one wait per phase)",
+            f"timeout), HyperPod nodes {nodes} min{checks}, at most {len(phases)} x {NODE_WAIT_MINUTES} min "
+            f"(hyperpod/nodes_ready.py: {', '.join(phases)})",
         ),
         "ops": KindDuration(3, 10, "ASSUMED: canary function, alarms, SNS topic"),
         "dashboard": KindDuration(1, 5, "ASSUMED: one CloudWatch dashboard and its alarms"),

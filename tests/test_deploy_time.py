@@ -7,7 +7,7 @@ import pytest
 from hubspoke.config import HubSpokeConfig
 from hubspoke.deploy_time import deploy_time, schedule
 from hubspoke.topology import plan_stacks
-from tests.conftest import synth_dependencies
+from tests.conftest import ROOT, synth_dependencies
 
 
 def test_the_longest_chain_of_a_hand_built_graph() -> None:
@@ -45,17 +45,19 @@ def test_dev_first_deploy(dev_config: HubSpokeConfig) -> None:
     """config/dev.yaml: 9 stacks (hubspoke plan). Durations, written out with their sources:
     network 5 min, link 3, ops 3, dashboard 1 (ASSUMED); storage 30 (qumulo-terraform-aws waits 30 minutes for
     formation, provider_timeout_minutes); compute 15 (EKS control plane, "averages 15 minutes",
-    aws/containers-roadmap#1227) + 45 (HyperPod p5 nodes, ASSUMED) = 60.
+    aws/containers-roadmap#1227) + 15 (HyperPod p5 launch and lifecycle script, ASSUMED) + 120 (on-start deep
+    health checks: a new instance runs them "for about 2 hours", SageMaker developer guide, "Recommended
+    resiliency configuration", sagemaker-hyperpod-eks-resiliency-config-tips) = 150.
 
     Earliest starts: network-us-east-2 0-5; network-us-west-2 5-10; storage-us-east-2 5-35; link 10-13;
-    storage-us-west-2 35-65 (after the hub's storage); compute-us-east-2 35-95; compute-us-west-2 65-125;
-    ops-us-west-2 65-68; dashboard 125-126. So 126 minutes along network, hub storage, spoke storage, spoke
+    storage-us-west-2 35-65 (after the hub's storage); compute-us-east-2 35-185; compute-us-west-2 65-215;
+    ops-us-west-2 65-68; dashboard 215-216. So 216 minutes along network, hub storage, spoke storage, spoke
     compute, dashboard; three stacks run at once at minute 65 (both computes and ops).
 
     Bounds: network 15, link 10, ops 10, dashboard 5 (ASSUMED); storage 50 (storage.formation_timeout_minutes
     default, docs/configuration.md) + 10 launch (ASSUMED) = 60; compute 30 (EKS, ASSUMED twice the average) + 14
-    (the chart installer's Lambda timeout) + 2 x 55 (the node waiter's two phases, nodes_ready.py) = 154.
-    Path: 15 + 60 + 60 + 154 + 5 = 294 minutes.
+    (the chart installer's Lambda timeout) + 4 x 55 (the node waiter: Launched, then 120 min x 1.25 margin =
+    150 min needs 3 more waits of 55, the last the Running one) = 264. Path: 15 + 60 + 60 + 264 + 5 = 404 minutes.
     """
     timing = deploy_time(dev_config)
     path = (
@@ -65,11 +67,23 @@ def test_dev_first_deploy(dev_config: HubSpokeConfig) -> None:
         "compute-us-west-2",
         "dashboard-us-east-2",
     )
-    assert timing.expected.minutes == 126
+    assert timing.expected.minutes == 216
     assert timing.expected.path == path
     assert timing.expected.concurrency == 3
-    assert timing.bound.minutes == 294
+    assert timing.bound.minutes == 404
     assert timing.bound.path == path
+
+
+def test_smoke_first_deploy_without_deep_health_checks() -> None:
+    """config/smoke.yaml turns the on-start deep health checks off: its nodes are Running after their launch
+    (15 min, ASSUMED), and the waiter is Launched then Running, 2 x 55 min. Compute: 15 + 15 = 30 expected,
+    30 + 14 + 110 = 154 at most; storage bound 50 + 10 = 60 as for dev. Paths: 5 + 30 + 30 + 30 + 1 = 96 and
+    15 + 60 + 60 + 154 + 5 = 294."""
+    from hubspoke.config.loader import load
+
+    timing = deploy_time(load(ROOT / "config" / "smoke.yaml").config)
+    assert (timing.expected.minutes, timing.bound.minutes) == (96, 294)
+    assert timing.expected.path[-2] == "compute-us-west-2"
 
 
 def test_the_plan_schedules_the_graph_the_cloud_assembly_records(dev_config: HubSpokeConfig) -> None:

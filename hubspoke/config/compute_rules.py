@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from hubspoke.config.raw import Problem, enabled, regions, section
+from hubspoke.config.raw import Problem, default, enabled, regions, section
+from hubspoke.config.schema import ComputeConfig, InstanceGroupConfig
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
 
 
@@ -54,3 +55,41 @@ def compute_needs_egress(raw: Mapping[str, Any]) -> Iterator[Problem]:
                 "SageMaker and CloudWatch (hubspoke adds no interface endpoints): set nat: single (or per_az), "
                 "or compute.enabled: false for this Region",
             )
+
+
+def connectivity_check_needs_two_nodes(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    """InstanceConnectivity runs NCCL tests across a group's nodes: a group of one has nothing to test against.
+
+    SageMaker developer guide, "Deep health checks" for Slurm (docs.aws.eu/sagemaker/latest/dg/
+    sagemaker-hyperpod-resiliency-slurm-deep-health-checks.html): InstanceConnectivity "requires at least 2
+    nodes". The EKS page (sagemaker-hyperpod-eks-resiliency-deep-health-checks) says nothing of a minimum:
+    ASSUMED the same for EKS, the same NCCL test. An omitted key means the schema's default (raw.py default).
+    """
+    for path, region in regions(raw):
+        compute = section(region, "compute")
+        if not enabled(compute):
+            continue
+        groups = compute.get("instance_groups", default(ComputeConfig, "instance_groups"))
+        for i, group in enumerate(groups if isinstance(groups, list) else []):
+            if isinstance(group, InstanceGroupConfig):
+                group = group.model_dump()
+            if not isinstance(group, Mapping):
+                continue
+            checks = group.get(
+                "on_start_deep_health_checks", default(InstanceGroupConfig, "on_start_deep_health_checks")
+            )
+            count = group.get("count", default(InstanceGroupConfig, "count"))
+            if (
+                isinstance(checks, list)
+                and "InstanceConnectivity" in checks
+                and isinstance(count, int)
+                and count < 2
+            ):
+                field = f"{path}.compute.instance_groups[{i}].on_start_deep_health_checks"
+                yield Problem(
+                    field,
+                    f"InstanceConnectivity runs NCCL tests across a group's nodes and requires at least 2 nodes "
+                    f"(SageMaker developer guide, 'Deep health checks'), but this group has count: {count}: "
+                    "remove InstanceConnectivity from the list (keep InstanceStress, or [] for no checks), "
+                    "or set count: 2 or more",
+                )

@@ -13,6 +13,7 @@ from hubspoke.config.compute_rules import (
     compute_mounts_local_storage,
     compute_needs_egress,
     compute_only_where_hyperpod_runs,
+    connectivity_check_needs_two_nodes,
 )
 from hubspoke.config.network_rules import (
     az_ids_belong_to_region,
@@ -68,6 +69,7 @@ RULES: tuple[Rule, ...] = (
     qumulo_core_supported,
     storage_needs_egress,
     compute_needs_egress,
+    connectivity_check_needs_two_nodes,
     node_volumes_known,
     floating_ips_cover_the_nodes,
     buckets_follow_qumulos_rule,

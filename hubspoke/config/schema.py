@@ -68,6 +68,12 @@ def _region(value: str) -> str:
     return value
 
 
+def _once_each(value: list[str]) -> list[str]:
+    if len(set(value)) != len(value):
+        raise ValueError(f"list each check once: {value}")
+    return value
+
+
 Cidr = Annotated[str, AfterValidator(_cidr)]
 VpcCidr = Annotated[str, AfterValidator(_vpc_cidr)]
 SecondaryCidr = Annotated[str, AfterValidator(_secondary_cidr)]
@@ -305,6 +311,15 @@ class InstanceGroupConfig(Model):
     )
     count: Annotated[int, Field(ge=1, le=1000)] = 2
     ebs_volume_gb: Annotated[int, Field(ge=1, le=16384)] = 500
+    # On-start deep health checks (CreateCluster OnStartDeepHealthChecks; DeepHealthCheckType in botocore's
+    # sagemaker service model also lists MultiNodeTrainingValidation, which hubspoke has no source for yet).
+    # InstanceStress is the instance-level test of about 2 hours a new node runs before it is Running
+    # (SageMaker developer guide, "Recommended resiliency configuration"); InstanceConnectivity is NCCL across
+    # nodes, refused below 2 nodes (hubspoke/config/compute_rules.py). Empty: none, nodes run at once; the
+    # stack's node waiter then has no Checking waits (hubspoke/deploy_time.py node_wait_phases).
+    on_start_deep_health_checks: Annotated[
+        list[Literal["InstanceStress", "InstanceConnectivity"]], AfterValidator(_once_each)
+    ] = ["InstanceStress", "InstanceConnectivity"]
 
 
 class ComputeConfig(Model):

@@ -145,7 +145,7 @@ def test_opt_in_regions_are_named_before_the_bootstrap_commands(
 def test_dev_plan_states_duration_concurrency_run_rate_and_gpus(capsys: pytest.CaptureFixture[str]) -> None:
     """What a CDK user needs before `cdk deploy`: the deploy command that runs unattended (--require-approval
     never: the pinned CLI otherwise stops at each IAM or security-group change and fails without a TTY or with
-    --concurrency above 1, aws-cdk 2.1148.1 lib/index.js), the critical path (126 minutes expected for dev,
+    --concurrency above 1, aws-cdk 2.1148.1 lib/index.js), the critical path (216 minutes expected for dev,
     tests/test_deploy_time.py by hand) with the concurrency reaching it (3), the run-rate ($415.54/hour,
     tests/test_run_rate.py by hand) and that the hub deploys p5 nodes too (4 in all)."""
     assert main(["plan", "--config", str(ROOT / "config" / "dev.yaml")]) == 0
@@ -153,8 +153,8 @@ def test_dev_plan_states_duration_concurrency_run_rate_and_gpus(capsys: pytest.C
     command = "npx cdk deploy -c config=" + str(ROOT / "config" / "dev.yaml")
     assert f"{command} --require-approval never --concurrency 3 'hubspoke-dev/*'" in out
     assert "`cdk deploy --all` selects nothing here" in out
-    assert "Critical path (2 h 06 min expected): network-us-east-2 -> storage-us-east-2" in out
-    assert "First deploy: 2 h 06 min expected, at most 4 h 54 min" in out
+    assert "Critical path (3 h 36 min expected): network-us-east-2 -> storage-us-east-2" in out
+    assert "First deploy: 3 h 36 min expected, at most 6 h 44 min" in out
     assert "Run-rate while deployed: $415.54/hour" in out
     assert "HyperPod nodes: 4 x ml.p5.48xlarge: 2 x ml.p5.48xlarge in us-east-2 (hub), 2 x" in out
 
@@ -162,7 +162,7 @@ def test_dev_plan_states_duration_concurrency_run_rate_and_gpus(capsys: pytest.C
 def test_plan_json_carries_deploy_time_and_run_rate(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--config", str(ROOT / "config" / "dev.yaml"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["deploy_time"]["expected_minutes"] == 126
+    assert data["deploy_time"]["expected_minutes"] == 216
     assert data["deploy_time"]["concurrency"] == 3
     assert data["deploy_time"]["critical_path"][-1] == "dashboard-us-east-2"
     assert [(n["region"], n["role"], n["count"]) for n in data["accelerated_nodes"]] == [

@@ -140,7 +140,8 @@ def test_hyperpod_ebs_volume_quota_holds_the_largest_group_volume(
     group decides, and other clusters' volumes do not count against it."""
     world.bootstrap("us-west-2")
     _hyperpod(world, "us-west-2", "someone-elses", 3)
-    groups = [{"count": 1, "ebs_volume_gb": 100}, {"name": "second", "count": 1, "ebs_volume_gb": volume_gb}]
+    one = {"count": 1, "on_start_deep_health_checks": ["InstanceStress"]}  # connectivity needs 2 nodes
+    groups = [{**one, "ebs_volume_gb": 100}, {**one, "name": "second", "ebs_volume_gb": volume_gb}]
     spokes = [{"region": "us-west-2", "cidr": "10.20.0.0/16", "compute": {"instance_groups": groups}}]
     clients = Unsupported(
         world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 8), *hyperpod_limits(ebs_gb=quota_gb)]

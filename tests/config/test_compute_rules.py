@@ -11,8 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from hubspoke.config import load
 from tests.config.test_loader import problems
-from tests.conftest import minimal
+from tests.conftest import ROOT, minimal, write_config
 
 
 def _spoke(**spoke: Any) -> dict[str, Any]:
@@ -41,3 +44,42 @@ def test_compute_without_nat_names_the_services_and_both_ways_out(tmp_path: Path
         "EKS, SageMaker and CloudWatch (hubspoke adds no interface endpoints): set nat: single (or per_az), or "
         "compute.enabled: false for this Region"
     ]
+
+
+def test_connectivity_check_on_one_node_is_refused_naming_the_field_and_both_fixes(tmp_path: Path) -> None:
+    """InstanceConnectivity "requires at least 2 nodes" (SageMaker developer guide, "Deep health checks",
+    docs.aws.eu/sagemaker/latest/dg/sagemaker-hyperpod-resiliency-slurm-deep-health-checks.html; the EKS page
+    is silent: ASSUMED the same). The default checks are both, so a group of 1 that keeps the default is refused
+    too; InstanceStress alone, no checks, or 2 nodes pass."""
+    field = "spokes[0].compute.instance_groups[0].on_start_deep_health_checks"
+    refusal = (
+        f"{field}: InstanceConnectivity runs NCCL tests across a group's nodes and requires at least 2 nodes "
+        "(SageMaker developer guide, 'Deep health checks'), but this group has count: 1: remove "
+        "InstanceConnectivity from the list (keep InstanceStress, or [] for no checks), or set count: 2 or more"
+    )
+    for group in ({"count": 1, "on_start_deep_health_checks": ["InstanceConnectivity"]}, {"count": 1}):
+        lines = problems(tmp_path, _spoke(compute={"instance_groups": [group]}))
+        assert [line for line in lines if line.startswith(field)] == [refusal], group
+    for group in (
+        {"count": 1, "on_start_deep_health_checks": ["InstanceStress"]},
+        {"count": 1, "on_start_deep_health_checks": []},
+        {"count": 2},
+    ):
+        load(write_config(tmp_path, _spoke(compute={"instance_groups": [group]})))
+
+
+@pytest.mark.thorough
+def test_a_refused_config_exits_2_without_a_traceback(tmp_path: Path) -> None:
+    """The CLI's answer to bad input: the message on stderr, exit code 2, no traceback."""
+    import subprocess
+    import sys
+
+    path = write_config(tmp_path, _spoke(compute={"instance_groups": [{"count": 1}]}))
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys; from hubspoke.cli.main import main; sys.exit(main())", "plan",
+         "--config", str(path)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    assert "on_start_deep_health_checks: InstanceConnectivity" in run.stderr
+    assert "Traceback" not in run.stderr

@@ -100,3 +100,21 @@ def test_the_dataset_pin_defaults_to_llama3s_token_format_and_refuses_what_canno
     load(write_config(tmp_path, minimal(dataset={"token_bytes": 2, "vocab_size": 65536})))
     [line] = problems(tmp_path, minimal(dataset={"name": "c4", "version": "../v1"}))
     assert line.startswith("dataset.version:")
+
+
+def test_deep_health_checks_take_the_two_known_checks_once_each(tmp_path: Path) -> None:
+    """DeepHealthCheckType (botocore's sagemaker service model) also lists MultiNodeTrainingValidation, which
+    hubspoke has no source for: refused, like a misspelt check and a check listed twice."""
+    for checks, says in (
+        (["MultiNodeTrainingValidation"], "InstanceStress"),
+        (["InstanceStres"], "InstanceStress"),
+        (["InstanceStress", "InstanceStress"], "list each check once"),
+    ):
+        lines = problems(
+            tmp_path, _with_spoke(compute={"instance_groups": [{"on_start_deep_health_checks": checks}]})
+        )
+        assert any(
+            line.startswith("spokes[0].compute.instance_groups[0].on_start_deep_health_checks")
+            and says in line
+            for line in lines
+        ), (checks, lines)

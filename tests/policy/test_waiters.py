@@ -22,6 +22,10 @@ from tests.conftest import Shape, Templates
 RULE = "HubSpoke-WaiterWithinServiceTimeout"
 STACK = "compute-us-west-2"
 WAITS = "Custom::HyperPodNodesReady"
+# dev's chain of node waits: Launched, then enough 55-minute waits for about 2 hours of deep health checks with a
+# quarter's margin (SageMaker developer guide, "Recommended resiliency configuration"): ceil(150 / 55) = 3, the
+# last the Running one. Every one of them must be caught.
+WAIT_COUNT = 4
 
 
 def _hits(templates: Templates, config: HubSpokeConfig) -> list[tuple[str, str]]:
@@ -81,7 +85,7 @@ def test_a_waiter_that_outlasts_its_resource_is_caught(
     _without_budget(broken[STACK])
     mutate(broken[STACK])
     waits = {i for i, r in broken[STACK]["Resources"].items() if r["Type"] == WAITS}
-    assert len(waits) == 2
+    assert len(waits) == WAIT_COUNT
     assert set(_hits(broken, dev_config)) == {(STACK, i) for i in waits}, mutate.__name__
 
 
@@ -122,7 +126,7 @@ def test_without_a_service_timeout_cloudformation_waits_3600_s(
     for res in broken[STACK]["Resources"].values():
         if res["Type"] == WAITS:
             res["Properties"]["WaitSeconds"] = "3600"  # no time left for the last poll and the answer
-    assert len(_hits(broken, dev_config)) == 2
+    assert len(_hits(broken, dev_config)) == WAIT_COUNT
 
 
 @pytest.mark.parametrize(

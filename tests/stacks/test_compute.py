@@ -3,6 +3,7 @@ mode, image pulls, access entries, add-on ordering, applied volumes. cfn-lint: t
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import tempfile
@@ -17,7 +18,7 @@ from hubspoke.config.schema import DatasetConfig
 from hubspoke.k8s.job import JOB_KINDS, training_job
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
 from hubspoke.topology import plan_stacks, stack_name
-from tests.conftest import ROOT, Shape, minimal, resources, synth
+from tests.conftest import ROOT, Shape, Templates, minimal, resources, synth
 
 Template = dict[str, Any]
 
@@ -243,21 +244,34 @@ def test_the_two_kubernetes_installers_get_access_entries_and_hyperpod_makes_the
 def test_node_bound_addons_wait_for_running_nodes(shape: Shape) -> None:
     """With continuous provisioning the cluster is InService before its nodes: add-ons wait for NodesReady.
 
-    The wait is two resources in turn (nodes launched, then Running), each with CloudFormation's hour
-    (AWS::CloudFormation::CustomResource ServiceTimeout: at most 3600 s).
+    The wait is resources in turn, each with CloudFormation's hour (AWS::CloudFormation::CustomResource
+    ServiceTimeout: at most 3600 s): nodes launched; with on-start deep health checks (the default, both
+    checks), waits while a new node runs them "for about 2 hours" (SageMaker developer guide, "Recommended
+    resiliency configuration"): 120 min plus a quarter's margin is 150 min, 3 waits of 55 min after Launched,
+    so 2 Checking waits; then Running.
     """
     config = shape.config
     for code in compute_regions(config):
         template = shape.templates[f"compute-{code}"]
-        waits = {
-            r["Properties"]["Until"]: (i, r) for i, r in resources(template, "Custom::HyperPodNodesReady")
-        }
-        assert sorted(waits) == ["Launched", "Running"]
-        assert all(int(r["Properties"]["ServiceTimeout"]) <= 3600 for _, r in waits.values())
-        (launched_id, _), (ready_id, ready) = waits["Launched"], waits["Running"]
-        assert launched_id in ready.get("DependsOn", []), (
-            f"{code}: the two waits must run one after the other"
+        checks = any(
+            g.on_start_deep_health_checks for g in config.region_config(code).compute.instance_groups
         )
+        waits = {
+            (r["Properties"]["Until"], r["Properties"].get("Step")): (i, r)
+            for i, r in resources(template, "Custom::HyperPodNodesReady")
+        }
+        chain = [
+            ("Launched", None),
+            *([("Checking", "1"), ("Checking", "2")] if checks else []),
+            ("Running", None),
+        ]
+        assert sorted(waits, key=chain.index) == chain, f"{code}: {sorted(waits, key=str)}"
+        assert all(int(r["Properties"]["ServiceTimeout"]) <= 3600 for _, r in waits.values())
+        for before, after in itertools.pairwise(chain):
+            assert waits[before][0] in waits[after][1].get("DependsOn", []), (
+                f"{code}: {after} must wait for {before}: one after the other"
+            )
+        ready_id = waits[("Running", None)][0]
         for name in (
             "cert-manager",
             "amazon-sagemaker-hyperpod-training-operator",
@@ -407,3 +421,48 @@ def test_training_metric_records_land_in_a_group_with_retention(shape: Shape) ->
             if r["Properties"].get("LogGroupName") == training_metrics.log_group_name(config.environment)
         ]
         assert len(groups) == 1 and groups[0]["RetentionInDays"] > 0, code
+
+
+def test_deployed_waits_keep_their_logical_ids(dev_templates: Templates) -> None:
+    """Stacks deployed before the Checking waits existed hold the Launched and Running waits under these logical
+    IDs (the dev snapshot before the change); a new ID would make CloudFormation replace a wait."""
+    template = dev_templates["compute-us-west-2"]
+    ids = {r["Properties"]["Until"]: i for i, r in resources(template, "Custom::HyperPodNodesReady")}
+    assert ids["Launched"] == "HyperPodNodesReadyLaunched5A59CADC"
+    assert ids["Running"] == "HyperPodNodesReady345B42B8"
+
+
+def test_each_group_runs_the_configured_deep_health_checks(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    """OnStartDeepHealthChecks per instance group from config; dev keeps the default, both checks."""
+    for code in compute_regions(dev_config):
+        [(_, cluster)] = resources(dev_templates[f"compute-{code}"], "AWS::SageMaker::Cluster")
+        got = {
+            g["InstanceGroupName"]: g.get("OnStartDeepHealthChecks")
+            for g in cluster["Properties"]["InstanceGroups"]
+        }
+        assert got == {
+            g.name: ["InstanceStress", "InstanceConnectivity"]
+            for g in dev_config.region_config(code).compute.instance_groups
+        }
+
+
+@pytest.mark.thorough
+def test_without_deep_health_checks_no_property_and_no_checking_waits() -> None:
+    """config/smoke.yaml turns the checks off. SageMaker takes 1 to 3 OnStartDeepHealthChecks (botocore's
+    sagemaker service model, min 1), so none is the property left out; and the nodes need no Checking waits."""
+    from hubspoke.config.loader import load
+
+    config = load(ROOT / "config" / "smoke.yaml").config
+    templates = synth(config)
+    for code in compute_regions(config):
+        template = templates[f"compute-{code}"]
+        [(_, cluster)] = resources(template, "AWS::SageMaker::Cluster")
+        assert all("OnStartDeepHealthChecks" not in g for g in cluster["Properties"]["InstanceGroups"])
+        assert sorted(
+            r["Properties"]["Until"] for _, r in resources(template, "Custom::HyperPodNodesReady")
+        ) == [
+            "Launched",
+            "Running",
+        ]

@@ -177,7 +177,9 @@ class HyperPodCluster(Construct):
                         )
                     )
                 ],
-                on_start_deep_health_checks=["InstanceStress", "InstanceConnectivity"],
+                # Per group from config (schema.py); SageMaker takes 1 to 3 checks (botocore's sagemaker
+                # service model, OnStartDeepHealthChecks), so none is the property left out.
+                on_start_deep_health_checks=list(group.on_start_deep_health_checks) or None,
                 threads_per_core=1,
                 training_plan_arn=compute.training_plan_arn,
             )
@@ -213,6 +215,7 @@ class HyperPodCluster(Construct):
             # Beside the lifecycle upload: HTTPS out through the accelerator subnet's NAT.
             vpc=eks_cluster.vpc,
             subnets=[subnet],
+            deep_health_checks=any(g.on_start_deep_health_checks for g in compute.instance_groups),
         )
 
     def _execution_role(self, eks_cluster: eks.Cluster) -> iam.Role:

@@ -23,7 +23,7 @@ from hubspoke.constructs.hyperpod.nag import (
     logical_id,
 )
 from hubspoke.constructs.waiter import trace_waiter
-from hubspoke.deploy_time import NODE_WAIT_MINUTES, NODE_WAIT_PHASES
+from hubspoke.deploy_time import NODE_WAIT_MINUTES, node_wait_phases
 from hubspoke.policy.acks import acknowledge
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -38,13 +38,13 @@ SERVICE_TIMEOUT = Duration.hours(1)
 # naming the missing nodes, before the 60-minute service timeout.
 WAIT = Duration.minutes(NODE_WAIT_MINUTES)
 POLL = Duration.minutes(1)
-# One wait of 55 minutes may be too short for a p5 node: its launch (retried by continuous provisioning when
-# capacity is short), the lifecycle script, then on-start deep health checks InstanceStress (DCGM
-# diagnostics at level 4: the dcgmi diag reference gives level 3 about 15 minutes and level 4 as "extended,
-# longer-running") and InstanceConnectivity (NCCL tests across nodes; SageMaker developer guide, "Deep health
-# checks"). So two resources wait in turn, each with its own hour: every node launched (past Pending), then
-# every node Running. The stack waits at most 2 x 55 minutes (plus the polls' run time) after the cluster.
-PHASES = NODE_WAIT_PHASES
+# One wait of 55 minutes is too short for a p5 node: its launch (retried by continuous provisioning when
+# capacity is short), the lifecycle script, then the on-start deep health checks, which take "about 2 hours" for
+# a new instance (SageMaker developer guide, "Recommended resiliency configuration"; hubspoke/deploy_time.py
+# DEEP_HEALTH_CHECK_MINUTES). So resources wait in turn, each with its own hour (deploy_time.node_wait_phases):
+# every node launched (past Pending); then, with deep health checks, Checking waits that end early once every
+# node is Running, or at their budget while every node is still progressing (DeepHealthCheckInProgress or
+# Running), but fail on any other state; then every node Running. Each is ServiceTimeout 1 h, WaitSeconds 55 min.
 # A year: Control Tower's CT.CLOUDWATCH.PR.2 refuses log groups kept for less.
 LOG_RETENTION = logs.RetentionDays.ONE_YEAR
 
@@ -52,10 +52,12 @@ LOG_RETENTION = logs.RetentionDays.ONE_YEAR
 class HyperPodNodesReady(Construct):
     """Completes once every instance group of `cluster` has `counts[group]` nodes launched, then Running.
 
+    With `deep_health_checks` (any group runs on-start checks), Checking waits sit between the two.
+
     Example::
 
         ready = HyperPodNodesReady(self, "NodesReady", cluster=hp.cluster, counts={"workers": 2},
-                                   vpc=net.vpc, subnets=[net.accelerator_subnet])
+                                   vpc=net.vpc, subnets=[net.accelerator_subnet], deep_health_checks=True)
         operator_addon.node.add_dependency(ready)
 
     Its functions (and the provider framework's) run in `subnets` (Control Tower CT.LAMBDA.PR.3), with HTTPS
@@ -71,6 +73,7 @@ class HyperPodNodesReady(Construct):
         counts: Mapping[str, int],
         vpc: ec2.IVpc,
         subnets: Sequence[ec2.ISubnet],
+        deep_health_checks: bool,
     ) -> None:
         super().__init__(scope, construct_id)
         egress = ec2.SecurityGroup(
@@ -120,10 +123,15 @@ class HyperPodNodesReady(Construct):
                 level=sfn.LogLevel.ALL,
             ),
         )
-        waits = [
-            CustomResource(
+        waits: list[CustomResource] = []
+        for phase in node_wait_phases(deep_health_checks):
+            # "Resource" keeps the Running wait's logical ID what it was before the other waits existed; the
+            # others are named after their phase ("Launched", "Checking1", ...), all passing `Until` without
+            # the number and the number as `Step` (it tells their physical IDs apart).
+            step = phase.removeprefix("Checking")
+            checking = {"Until": "Checking", "Step": step} if phase != step else {"Until": phase}
+            wait = CustomResource(
                 self,
-                # "Resource" keeps the Running wait's logical ID what it was before the Launched wait existed.
                 "Resource" if phase == "Running" else phase,
                 service_token=provider.service_token,
                 service_timeout=SERVICE_TIMEOUT,
@@ -133,16 +141,17 @@ class HyperPodNodesReady(Construct):
                     "Cluster": cluster.attr_cluster_arn,
                     # One JSON string: CloudFormation passes property values to the handler as strings.
                     "InstanceGroups": json.dumps(dict(counts), sort_keys=True),
-                    "Until": phase,
+                    **checking,
                     # The handler's own wall-clock budget, counted from onEvent: its polls' run time counts too,
                     # which the framework's retry count does not (runtime/nodes_ready.py, budget_left).
                     "WaitSeconds": str(int(WAIT.to_seconds())),
                 },
             )
-            for phase in PHASES
-        ]
-        waits[1].node.add_dependency(waits[0])  # each wait gets its own hour: they run one after the other
-        self.launched, self.resource = waits
+            if waits:
+                wait.node.add_dependency(waits[-1])  # each wait gets its own hour: one after the other
+            waits.append(wait)
+        self.launched, self.resource = waits[0], waits[-1]
+        self.checking = waits[1:-1]
         acknowledge(
             self,
             "AwsSolutions-IAM4",

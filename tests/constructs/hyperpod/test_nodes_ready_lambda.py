@@ -1,7 +1,7 @@
 """The HyperPod nodes-ready waiters run as Lambda runs them, against moto's SageMaker (ListClusterNodes).
 
-The function and properties come from the synthesized dev template: two resources, `Until: Launched` then
-`Until: Running`. The cluster exists in moto; its nodes start Running (moto's ClusterNode), and a test moves
+The function and properties come from the synthesized dev template: resources in turn, `Until: Launched`, two
+`Until: Checking` (`Step` 1 and 2: dev runs on-start deep health checks), then `Until: Running`. The cluster exists in moto; its nodes start Running (moto's ClusterNode), and a test moves
 them to the other states of ClusterInstanceStatus (SageMaker API reference) in moto's own backend, as a
 cluster in the middle of its bring-up would show them.
 """
@@ -92,19 +92,24 @@ def _create(client: Any, running: int) -> str:
 
 
 def _event(
-    templates: Templates, cluster_arn: str, request: str = "Create", until: str = "Running"
+    templates: Templates,
+    cluster_arn: str,
+    request: str = "Create",
+    until: str = "Running",
+    step: str | None = None,
 ) -> dict[str, Any]:
     [props] = [
         p
         for _, p in properties(templates[f"compute-{REGION}"], "Custom::HyperPodNodesReady")
-        if p["Until"] == until
+        if p["Until"] == until and p.get("Step") == step
     ]
     synthesized = {k: v for k, v in props.items() if k not in ("ServiceToken", "ServiceTimeout")}
     return {"RequestType": request, "ResourceProperties": {**synthesized, "Cluster": cluster_arn}}
 
 
-def _set_states(arn: str, *states: str) -> None:
-    """Give the cluster's nodes these ClusterInstanceStatus values, in moto's backend (server mode runs in-process)."""
+def _set_states(arn: str, *states: str) -> list[str]:
+    """Give the cluster's nodes these ClusterInstanceStatus values, in moto's backend (server mode runs in-process);
+    the nodes' instance IDs in the same order."""
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.sagemaker.models import sagemaker_backends
 
@@ -113,6 +118,7 @@ def _set_states(arn: str, *states: str) -> None:
     assert len(nodes) == len(states)
     for node, state in zip(nodes, states, strict=True):
         node.status = state
+    return [str(node.instance_id) for node in nodes]
 
 
 def test_complete_only_when_every_group_has_its_nodes_running(
@@ -219,3 +225,87 @@ def test_the_handlers_poll_interval_is_the_waiters(dev_templates: Templates) -> 
         for _, p in properties(dev_templates[f"compute-{REGION}"], "AWS::StepFunctions::StateMachine")
     ]
     assert any(f'\\"IntervalSeconds\\":{int(runtime.POLL_SECONDS)},' in m for m in machines)
+
+
+# SageMaker API reference, ClusterInstanceStatus (botocore's sagemaker service model, written out here).
+CLUSTER_INSTANCE_STATUS = (
+    "Running",
+    "Failure",
+    "Pending",
+    "ShuttingDown",
+    "SystemUpdating",
+    "DeepHealthCheckInProgress",
+    "NotFound",
+    "DetachInProgress",
+    "AttachInProgress",
+)
+
+
+def test_the_checking_waits_span_the_deep_health_checks(
+    dev_config: HubSpokeConfig, dev_templates: Templates, sagemaker: tuple[str, Any]
+) -> None:
+    """A new instance runs its on-start deep health checks "for about 2 hours" (SageMaker developer guide,
+    "Recommended resiliency configuration"), longer than one wait's 55 minutes. A Checking wait completes at once
+    when every node is Running; with its budget left and a node in any other state it goes on polling; when its
+    budget is spent it completes if every node is still DeepHealthCheckInProgress or Running (the next wait
+    takes over), and fails on any other ClusterInstanceStatus, naming the node and its state."""
+    import time
+
+    endpoint, client = sagemaker
+    assert dev_config.spoke(REGION).compute.instance_groups[0].count == 2, "the states below are for 2 nodes"
+    arn = _create(client, running=2)
+    checking = [_event(dev_templates, arn, until="Checking", step=s) for s in ("1", "2")]
+    ids = {_invoke(dev_templates, endpoint, "on_event", e)["PhysicalResourceId"] for e in checking}
+    assert ids == {f"{arn}/nodes-checking-1", f"{arn}/nodes-checking-2"}
+    event = checking[0]
+    budget = int(event["ResourceProperties"]["WaitSeconds"])
+    timeout = _functions(dev_templates)["nodes_ready.is_complete"]["Timeout"]
+    early = {**event, "StartedAt": str(time.time() - 60)}
+    late = {**event, "StartedAt": str(time.time() - (budget - 60 - 60 - timeout + 30))}
+    progressing = {"DeepHealthCheckInProgress", "Running"}
+    for state in CLUSTER_INSTANCE_STATUS:
+        nodes = _set_states(arn, "DeepHealthCheckInProgress", state)
+        assert _invoke(dev_templates, endpoint, "is_complete", early) == {"IsComplete": False}, state
+        result = LambdaFunction(
+            code=nodes_ready.RUNTIME_DIR,
+            handler="nodes_ready.is_complete",
+            environment={"AWS_ENDPOINT_URL_SAGEMAKER": endpoint},
+            timeout_s=timeout,
+            region=REGION,
+        ).invoke(late)
+        if state in progressing:
+            assert result.result == {"IsComplete": True, "Data": {"Nodes": "2"}}, state
+        else:
+            assert result.error.startswith("TimeoutError:"), (state, result.error)
+            assert f"{nodes[1]} ({state})" in result.error, result.error
+            assert nodes[0] not in result.error, "a node in its checks is not named"
+    _set_states(arn, "Running", "Running")
+    for e in (early, late):
+        assert _invoke(dev_templates, endpoint, "is_complete", e) == {
+            "IsComplete": True,
+            "Data": {"Nodes": "2"},
+        }
+
+
+def test_the_running_wait_still_fails_on_nodes_in_their_checks(
+    dev_templates: Templates, sagemaker: tuple[str, Any]
+) -> None:
+    """The last wait is Running's: at its budget's end a node still DeepHealthCheckInProgress fails it, named."""
+    import time
+
+    endpoint, client = sagemaker
+    arn = _create(client, running=2)
+    nodes = _set_states(arn, "Running", "DeepHealthCheckInProgress")
+    event = _event(dev_templates, arn)
+    budget = int(event["ResourceProperties"]["WaitSeconds"])
+    timeout = _functions(dev_templates)["nodes_ready.is_complete"]["Timeout"]
+    late = {**event, "StartedAt": str(time.time() - (budget - 60 - 60 - timeout + 30))}
+    failed = LambdaFunction(
+        code=nodes_ready.RUNTIME_DIR,
+        handler="nodes_ready.is_complete",
+        environment={"AWS_ENDPOINT_URL_SAGEMAKER": endpoint},
+        timeout_s=timeout,
+        region=REGION,
+    ).invoke(late)
+    assert failed.error.startswith("TimeoutError:")
+    assert f"{nodes[1]} (DeepHealthCheckInProgress)" in failed.error

@@ -1,12 +1,13 @@
 """Custom::HyperPodNodesReady: complete once every instance group of a HyperPod cluster has its nodes launched,
-or Running (the resource's `Until` property says which).
+or Running, or (a Checking wait) Running or still in their deep health checks at the end of its budget (the
+resource's `Until` property says which).
 
 With continuous node provisioning the cluster reports InService while its instances are still being launched
 (SageMaker API reference, CreateCluster NodeProvisioningMode: "Your clusters and instance groups remain
 InService while scaling"), so the cluster resource no longer says that nodes exist. Whatever needs nodes (the
-EKS add-ons whose controllers schedule onto them) waits for these resources instead. There are two, chained,
-because CloudFormation gives one custom resource at most an hour and a p5 node's launch, lifecycle script and
-deep health checks together can take longer (hubspoke/constructs/hyperpod/nodes_ready.py).
+EKS add-ons whose controllers schedule onto them) waits for these resources instead. They are chained because
+CloudFormation gives one custom resource at most an hour and a new node's deep health checks alone take about
+2 hours (hubspoke/constructs/hyperpod/nodes_ready.py, hubspoke/deploy_time.py).
 
 CDK Provider framework: `on_event` records the wanted counts, `is_complete` is polled until it returns
 IsComplete true or the provider's total timeout fails the resource. Stdlib and boto3 (the runtime's) only.
@@ -33,15 +34,22 @@ RUNBOOK = "docs/runbooks/compute.md, section 'HyperPod nodes did not come up'"
 # SystemUpdating is a launched node's software update. "Launched" is every state past that launch.
 UNTIL: Mapping[str, frozenset[str]] = {
     "Launched": frozenset({"DeepHealthCheckInProgress", "Running", "SystemUpdating"}),
+    "Checking": frozenset({"Running"}),
     "Running": frozenset({"Running"}),
 }
+# A Checking wait whose budget runs out completes all the same when every wanted node is in one of these
+# states: still in its on-start deep health checks, which take about 2 hours (SageMaker developer guide,
+# "Recommended resiliency configuration"), longer than one wait, or already through them. Any other state
+# (Pending, Failure, ShuttingDown, NotFound, ...) at that point fails the wait, naming the nodes.
+PROGRESSING: Mapping[str, frozenset[str]] = {"Checking": frozenset({"DeepHealthCheckInProgress", "Running"})}
 # The framework sleeps this long between polls (hubspoke/constructs/hyperpod/nodes_ready.py POLL, checked
 # against the template by tests/constructs/hyperpod/test_nodes_ready_lambda.py).
 POLL_SECONDS = 60.0
 # The request ends this much before its WaitSeconds budget: room for the framework to report the failure.
 REPORT_RESERVE_SECONDS = 60.0
-# The physical ID of the Running resource stays what it was before the Launched one existed.
-PHYSICAL_SUFFIX = {"Launched": "nodes-launched", "Running": "nodes-ready"}
+# The physical ID of the Running resource stays what it was before the other ones existed; Checking ones add
+# their Step.
+PHYSICAL_SUFFIX = {"Launched": "nodes-launched", "Checking": "nodes-checking", "Running": "nodes-ready"}
 
 
 def wanted_counts(props: Mapping[str, Any]) -> dict[str, int]:
@@ -53,21 +61,43 @@ def wanted_counts(props: Mapping[str, Any]) -> dict[str, int]:
 
 
 def until(props: Mapping[str, Any]) -> str:
-    """The phase this resource waits for: `Launched` or `Running`."""
+    """The phase this resource waits for: `Launched`, `Checking` or `Running`."""
     phase = str(props.get("Until", ""))
     if phase not in UNTIL:
         raise ValueError(f"Until must be one of {sorted(UNTIL)}, got {phase!r}")
     return phase
 
 
-def node_states(cluster: str, client: Any) -> dict[str, Counter[str]]:
-    """{instance group: Counter of InstanceStatus.Status} over every node of `cluster` (name or ARN), all pages."""
+def list_nodes(cluster: str, client: Any) -> list[tuple[str, str, str]]:
+    """(instance group, InstanceId, InstanceStatus.Status) of every node of `cluster` (name or ARN), all pages."""
+    return [
+        (node["InstanceGroupName"], node["InstanceId"], node["InstanceStatus"]["Status"])
+        for page in client.get_paginator("list_cluster_nodes").paginate(ClusterName=cluster)
+        for node in page.get("ClusterNodeSummaries", [])
+    ]
+
+
+def node_states(nodes: list[tuple[str, str, str]]) -> dict[str, Counter[str]]:
+    """{instance group: Counter of node states}."""
     states: dict[str, Counter[str]] = {}
-    for page in client.get_paginator("list_cluster_nodes").paginate(ClusterName=cluster):
-        for node in page.get("ClusterNodeSummaries", []):
-            group = states.setdefault(node["InstanceGroupName"], Counter())
-            group[node["InstanceStatus"]["Status"]] += 1
+    for group, _, status in nodes:
+        states.setdefault(group, Counter())[status] += 1
     return states
+
+
+def missing(
+    wanted: Mapping[str, int], states: Mapping[str, Counter[str]], accepted: frozenset[str]
+) -> dict[str, int]:
+    """{group: how many more nodes it needs in the `accepted` states}, for the groups short of their count."""
+    reached = {g: sum(n for s, n in states.get(g, Counter()).items() if s in accepted) for g in wanted}
+    return {g: n - reached[g] for g, n in wanted.items() if n > reached[g]}
+
+
+def outside(
+    nodes: list[tuple[str, str, str]], wanted: Mapping[str, int], accepted: frozenset[str]
+) -> list[str]:
+    """ "<InstanceId> (<state>)" of each node of a wanted group in none of the `accepted` states."""
+    return [f"{i} ({s})" for g, i, s in nodes if g in wanted and s not in accepted]
 
 
 def on_event(event: Mapping[str, Any], context: object = None) -> dict[str, Any]:
@@ -78,8 +108,9 @@ def on_event(event: Mapping[str, Any], context: object = None) -> dict[str, Any]
     wanted_counts(props)  # refuse a malformed property at once, not after polling
     # StartedAt reaches every is_complete call: the CDK provider framework merges onEvent's answer into the
     # isComplete event (as the CNQ provisioner's handler relies on too).
+    step = f"-{props['Step']}" if props.get("Step") else ""
     return {
-        "PhysicalResourceId": f"{props['Cluster']}/{PHYSICAL_SUFFIX[until(props)]}",
+        "PhysicalResourceId": f"{props['Cluster']}/{PHYSICAL_SUFFIX[until(props)]}{step}",
         "StartedAt": str(time.time()),
     }
 
@@ -99,24 +130,33 @@ def budget_left(event: Mapping[str, Any], run_seconds: float) -> float:
 
 
 def is_complete(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
-    """True once every group has at least its count of nodes in the phase's states; the log says what is missing."""
+    """True once every group has at least its count of nodes in the phase's states, or (a Checking wait) in a
+    progressing state when its budget is spent; the log and any failure say what is missing, naming the nodes."""
     if event["RequestType"] == "Delete":
         return {"IsComplete": True}
     run_seconds = context.get_remaining_time_in_millis() / 1000.0 if context is not None else 0.0
     props = event["ResourceProperties"]
     cluster, phase, wanted = str(props["Cluster"]), until(props), wanted_counts(props)
-    states = node_states(cluster, boto3.client("sagemaker"))
-    reached = {g: sum(n for s, n in states.get(g, Counter()).items() if s in UNTIL[phase]) for g in wanted}
-    missing = {g: n - reached[g] for g, n in wanted.items() if n > reached[g]}
-    if missing:
-        seen = {g: dict(c) for g, c in states.items()}
-        LOG.info("cluster %s: still waiting for %s node(s) %s; nodes by state: %s. If this lasts, see %s",
-                 cluster, json.dumps(missing), phase, json.dumps(seen), RUNBOOK)  # fmt: skip
-        if props.get("WaitSeconds") and budget_left(event, run_seconds) < 0:
-            raise TimeoutError(
-                f"cluster {cluster}: after {props['WaitSeconds']} s, still waiting for {json.dumps(missing)} "
-                f"node(s) {phase}; nodes by state: {json.dumps(seen)}. See {RUNBOOK}"
-            )
+    nodes = list_nodes(cluster, boto3.client("sagemaker"))
+    states = node_states(nodes)
+    short = missing(wanted, states, UNTIL[phase])
+    if not short:
+        LOG.info("cluster %s: every instance group has its nodes %s (%s)", cluster, phase, json.dumps(wanted))
+        return {"IsComplete": True, "Data": {"Nodes": str(sum(wanted.values()))}}
+    seen = {g: dict(c) for g, c in states.items()}
+    LOG.info("cluster %s: still waiting for %s node(s) %s; nodes by state: %s. If this lasts, see %s",
+             cluster, json.dumps(short), phase, json.dumps(seen), RUNBOOK)  # fmt: skip
+    if not (props.get("WaitSeconds") and budget_left(event, run_seconds) < 0):
         return {"IsComplete": False}
-    LOG.info("cluster %s: every instance group has its nodes %s (%s)", cluster, phase, json.dumps(wanted))
-    return {"IsComplete": True, "Data": {"Nodes": str(sum(wanted.values()))}}
+    accepted = PROGRESSING.get(phase)
+    if accepted is not None and not missing(wanted, states, accepted):
+        # The budget is spent but every node is still in its checks (or through them): the next wait goes on.
+        LOG.info("cluster %s: nodes still in their deep health checks, the next wait takes over: %s",
+                 cluster, json.dumps(seen))  # fmt: skip
+        return {"IsComplete": True, "Data": {"Nodes": str(sum(wanted.values()))}}
+    named = outside(nodes, wanted, accepted or UNTIL[phase])
+    raise TimeoutError(
+        f"cluster {cluster}: after {props['WaitSeconds']} s, still waiting for {json.dumps(short)} "
+        f"node(s) {phase}; nodes by state: {json.dumps(seen)}; nodes not "
+        f"{'progressing' if accepted else phase}: {', '.join(named) or 'none listed yet'}. See {RUNBOOK}"
+    )
