@@ -32,13 +32,15 @@ def _clock(minutes: float) -> str:
 
 def test_quoted_run_rates_and_durations_are_what_plan_reports(capsys: pytest.CaptureFixture[str]) -> None:
     """Every `$N/hour` in the deploy docs is dev's or smoke's run-rate as `hubspoke plan` prints it today, both
-    are quoted, and each duration quoted for the first deploy is dev's expected or longest one."""
+    are quoted, and so are their first deploys' expected and longest durations, and nothing else."""
     dev, smoke = _plan("config/dev.yaml", capsys), _plan("config/smoke.yaml", capsys)
     rates = {f"${plan['run_rate']['usd_per_hour']:,.2f}" for plan in (dev, smoke)}
     text = "\n".join((ROOT / doc).read_text() for doc in PLAN_DOCS)
     quoted = set(re.findall(r"(\$[\d,]+\.\d\d)/hour", text))
     assert quoted == rates, f"the docs quote {sorted(quoted)}; plan reports {sorted(rates)}"
-    durations = {_clock(dev["deploy_time"]["expected_minutes"]), _clock(dev["deploy_time"]["bound_minutes"])}
+    durations = {
+        _clock(plan["deploy_time"][k]) for plan in (dev, smoke) for k in ("expected_minutes", "bound_minutes")
+    }
     assert set(re.findall(r"\b\d+ h \d\d min\b", text)) == durations
     # The concurrency the docs tell users to pass is the one the plan computes.
     assert set(re.findall(r"--concurrency (\d+)", text)) == {str(dev["deploy_time"]["concurrency"])}
