@@ -19,12 +19,14 @@ from aws_cdk import aws_lambda as lambda_
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from hubspoke.constructs.provider import LAMBDA_PYTHON
+
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 PACKAGE = "cnq_provisioner"
 # Plain Lambda handler entry points in the asset (module cnq_provisioner.provisioner).
 ON_EVENT_HANDLER = f"{PACKAGE}.provisioner.on_event"
 IS_COMPLETE_HANDLER = f"{PACKAGE}.provisioner.is_complete"
-RUNTIME = lambda_.Runtime.PYTHON_3_14
+RUNTIME = LAMBDA_PYTHON
 # The AWS SDK for Python and its dependencies, which every Lambda Python runtime provides.
 RUNTIME_PROVIDED = frozenset(
     canonicalize_name(n)

@@ -23,7 +23,7 @@ from constructs import Construct
 
 from hubspoke.constructs.cnq.bundling import IS_COMPLETE_HANDLER, ON_EVENT_HANDLER, RUNTIME, provisioner_code
 from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
-from hubspoke.constructs.waiter import trace_waiter
+from hubspoke.constructs.provider import LOG_RETENTION, https_egress_group, vpc_provider
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import QUMULO_REST
 
@@ -69,21 +69,15 @@ class CnqProvisioner(Construct):
                 f"a wait of {wait.to_minutes()} min does not fit CloudFormation's 60-minute limit"
             )
         self.wait = wait
-        self.security_group = ec2.SecurityGroup(
+        self.security_group = https_egress_group(
             self,
             "Egress",
             vpc=vpc,
             description="CNQ provisioner: Qumulo REST and HTTPS out",
-            allow_all_outbound=False,
-        )
-        for cidr in rest_cidrs:
-            self.security_group.add_egress_rule(
-                ec2.Peer.ipv4(cidr), ec2.Port.tcp(QUMULO_REST), "Qumulo REST API"
-            )
-        self.security_group.add_egress_rule(
-            ec2.Peer.any_ipv4(),
-            ec2.Port.tcp(443),
-            "AWS APIs (Secrets Manager, EC2, CloudFormation, Lambda, Step Functions)",
+            https_for="AWS APIs (Secrets Manager, EC2, CloudFormation, Lambda, Step Functions)",
+            before=[
+                (ec2.Peer.ipv4(cidr), ec2.Port.tcp(QUMULO_REST), "Qumulo REST API") for cidr in rest_cidrs
+            ],
         )
         log_group = self._log_group("Logs")
         role = iam.Role(
@@ -119,28 +113,24 @@ class CnqProvisioner(Construct):
         }
         self.function = functions["Function"]
         self._grant_node_protection(role, clusters)
-        provider = cr.Provider(
+        provider = vpc_provider(
             self,
             "Provider",
-            on_event_handler=self.function,
-            is_complete_handler=functions["IsComplete"],
+            on_event=self.function,
+            is_complete=functions["IsComplete"],
             query_interval=QUERY_INTERVAL,
             total_timeout=wait,
-            # The framework's own functions run in the VPC too (Control Tower CT.LAMBDA.PR.3); they call the
-            # Lambda and Step Functions APIs over the group's HTTPS egress.
             vpc=vpc,
-            vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
-            security_groups=[self.security_group],
+            subnets=subnets,
+            security_group=self.security_group,
             log_group=self._log_group("ProviderLogs"),
             # Every state of every wait, without the execution data (resource properties).
-            disable_waiter_state_machine_logging=False,
-            waiter_state_machine_log_options=cr.LogOptions(
+            waiter_logs=cr.LogOptions(
                 destination=self._log_group("WaiterLogs"),
                 include_execution_data=False,
                 level=sfn.LogLevel.ALL,
             ),
         )
-        trace_waiter(provider)
         self.service_token = provider.service_token
         managed = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
         acknowledge(
@@ -188,7 +178,7 @@ class CnqProvisioner(Construct):
     def _log_group(self, construct_id: str) -> logs.LogGroup:
         """Provisioning logs (steps and states, no data): a year, deleted with the stack."""
         return logs.LogGroup(
-            self, construct_id, retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.DESTROY
+            self, construct_id, retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
         )
 
     def _grant_node_protection(self, role: iam.Role, clusters: Sequence[str]) -> None:

@@ -17,9 +17,10 @@ from constructs import Construct
 from hubspoke.config.schema import ComputeConfig
 from hubspoke.constructs.buckets import events_to_eventbridge
 from hubspoke.constructs.hyperpod.lifecycle import ON_CREATE
-from hubspoke.constructs.hyperpod.nag import acknowledge_bucket_deployment, logical_id
+from hubspoke.constructs.hyperpod.nag import acknowledge_bucket_deployment
 from hubspoke.constructs.hyperpod.nodes_ready import HyperPodNodesReady
 from hubspoke.constructs.keys import retained_key
+from hubspoke.constructs.provider import logical_id
 from hubspoke.policy.acks import acknowledge
 
 LIFECYCLE_PREFIX = "lifecycle/"

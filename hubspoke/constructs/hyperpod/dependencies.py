@@ -19,7 +19,14 @@ from aws_cdk.lambda_layer_awscli import AwsCliLayer
 from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
 from constructs import Construct
 
-from hubspoke.constructs.hyperpod.nag import LAMBDA_BASIC, LAMBDA_VPC, acknowledge_provider_framework
+from hubspoke.constructs.provider import (
+    LAMBDA_BASIC,
+    LAMBDA_PYTHON,
+    LAMBDA_VPC,
+    LOG_RETENTION,
+    acknowledge_provider_framework,
+    vpc_provider,
+)
 from hubspoke.deploy_time import CHART_INSTALL_BOUND_MINUTES
 from hubspoke.policy.acks import acknowledge
 
@@ -72,13 +79,12 @@ class HyperPodDependencies(Construct):
         commit: str = CHART_COMMIT,
     ) -> None:
         super().__init__(scope, construct_id)
-        # A year: Control Tower CT.CLOUDWATCH.PR.2 refuses log groups kept for less.
-        log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_YEAR)
+        log_group = logs.LogGroup(self, "Logs", retention=LOG_RETENTION)
         self.function = lambda_.Function(
             self,
             "Installer",
             description=f"Installs the HyperPod dependencies chart at {CHART_REPOSITORY}@{commit[:12]}",
-            runtime=lambda_.Runtime.PYTHON_3_14,
+            runtime=LAMBDA_PYTHON,
             handler="dependencies.on_event",
             code=lambda_.Code.from_asset(str(RUNTIME_DIR), exclude=["__pycache__", "*.pyc"]),
             layers=[KubectlV33Layer(self, "KubectlLayer"), AwsCliLayer(self, "AwsCliLayer")],
@@ -107,13 +113,13 @@ class HyperPodDependencies(Construct):
             ],
         )
         # The framework's function runs beside the installer, in the VPC (Control Tower CT.LAMBDA.PR.3).
-        provider = cr.Provider(
+        provider = vpc_provider(
             self,
             "Provider",
-            on_event_handler=self.function,
+            on_event=self.function,
             vpc=cluster.vpc,
-            vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
-            security_groups=[security_group],
+            subnets=subnets,
+            security_group=security_group,
         )
         self.resource = CustomResource(
             self,

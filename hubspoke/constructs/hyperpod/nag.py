@@ -5,43 +5,18 @@ We do not write these roles and functions; each finding is listed exactly, with 
 
 from __future__ import annotations
 
-from aws_cdk import CfnCondition, CfnElement, Stack
+from aws_cdk import CfnCondition, Stack
 from aws_cdk import aws_eks_v2 as eks
 from constructs import IConstruct
 
-from hubspoke.policy.acks import acknowledge
-
-LAMBDA_BASIC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
-LAMBDA_VPC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"
-FRAMEWORK_RUNTIME = (
-    "The function's runtime is chosen by aws-cdk-lib for its own handler code and moves with the pinned "
-    "aws-cdk-lib version; none of our code runs in it."
+from hubspoke.constructs.provider import (
+    FRAMEWORK_RUNTIME,
+    LAMBDA_BASIC,
+    LAMBDA_VPC,
+    acknowledge_provider_framework,
+    logical_id,
 )
-
-
-def logical_id(construct: IConstruct) -> str:
-    element = construct if isinstance(construct, CfnElement) else construct.node.default_child
-    assert isinstance(element, CfnElement)
-    return Stack.of(construct).get_logical_id(element)
-
-
-def acknowledge_provider_framework(provider: IConstruct, *, handler: IConstruct) -> None:
-    """The CDK provider framework's onEvent function, which may invoke only `handler`."""
-    acknowledge(
-        provider,
-        "AwsSolutions-IAM4",
-        reason="The provider framework's role has only the Lambda basic and VPC access policies: writing "
-        "its own logs and, in a VPC, managing its network interfaces.",
-        findings=[LAMBDA_BASIC, LAMBDA_VPC],
-    )
-    acknowledge(
-        provider,
-        "AwsSolutions-IAM5",
-        reason="The provider framework may invoke exactly one function; ':*' covers that function's "
-        "versions and aliases only.",
-        findings=[f"Resource::<{logical_id(handler)}.Arn>:*"],
-    )
-    acknowledge(provider, "AwsSolutions-L1", reason=FRAMEWORK_RUNTIME)
+from hubspoke.policy.acks import acknowledge
 
 
 def acknowledge_eks_internals(cluster: eks.Cluster) -> None:

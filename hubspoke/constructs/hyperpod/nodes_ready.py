@@ -16,13 +16,16 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from hubspoke.constructs.hyperpod.nag import (
+from hubspoke.constructs.provider import (
     LAMBDA_BASIC,
+    LAMBDA_PYTHON,
     LAMBDA_VPC,
+    LOG_RETENTION,
     acknowledge_provider_framework,
+    https_egress_group,
     logical_id,
+    vpc_provider,
 )
-from hubspoke.constructs.waiter import trace_waiter
 from hubspoke.deploy_time import NODE_WAIT_MINUTES, node_wait_phases
 from hubspoke.policy.acks import acknowledge
 
@@ -45,8 +48,6 @@ POLL = Duration.minutes(1)
 # every node launched (past Pending); then, with deep health checks, Checking waits that end early once every
 # node is Running, or at their budget while every node is still progressing (DeepHealthCheckInProgress or
 # Running), but fail on any other state; then every node Running. Each is ServiceTimeout 1 h, WaitSeconds 55 min.
-# A year: Control Tower's CT.CLOUDWATCH.PR.2 refuses log groups kept for less.
-LOG_RETENTION = logs.RetentionDays.ONE_YEAR
 
 
 class HyperPodNodesReady(Construct):
@@ -76,15 +77,12 @@ class HyperPodNodesReady(Construct):
         deep_health_checks: bool,
     ) -> None:
         super().__init__(scope, construct_id)
-        egress = ec2.SecurityGroup(
+        egress = https_egress_group(
             self,
             "Egress",
             vpc=vpc,
             description="HyperPod nodes-ready waiter: HTTPS out to AWS APIs",
-            allow_all_outbound=False,
-        )
-        egress.add_egress_rule(
-            ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "AWS APIs (SageMaker, Lambda, Step Functions)"
+            https_for="AWS APIs (SageMaker, Lambda, Step Functions)",
         )
         placement = ec2.SubnetSelection(subnets=list(subnets))
         functions = {
@@ -92,7 +90,7 @@ class HyperPodNodesReady(Construct):
                 self,
                 name,
                 description=f"HyperPod nodes ready: {name}",
-                runtime=lambda_.Runtime.PYTHON_3_14,
+                runtime=LAMBDA_PYTHON,
                 handler=f"nodes_ready.{handler}",
                 code=lambda_.Code.from_asset(str(RUNTIME_DIR), exclude=["__pycache__", "*.pyc"]),
                 timeout=Duration.minutes(1),
@@ -106,21 +104,18 @@ class HyperPodNodesReady(Construct):
         functions["IsComplete"].add_to_role_policy(
             iam.PolicyStatement(actions=["sagemaker:ListClusterNodes"], resources=[cluster.attr_cluster_arn])
         )
-        provider = cr.Provider(
+        provider = vpc_provider(
             self,
             "Provider",
-            on_event_handler=functions["OnEvent"],
-            is_complete_handler=functions["IsComplete"],
+            on_event=functions["OnEvent"],
+            is_complete=functions["IsComplete"],
             query_interval=POLL,
             total_timeout=WAIT,
             vpc=vpc,
-            vpc_subnets=placement,
-            security_groups=[egress],
-            # aws-cdk-lib leaves the waiter's logging off unless told otherwise, whatever the log options say.
-            disable_waiter_state_machine_logging=False,
-            waiter_state_machine_log_options=cr.LogOptions(
-                destination=logs.LogGroup(self, "WaiterLogs", retention=LOG_RETENTION),
-                level=sfn.LogLevel.ALL,
+            subnets=subnets,
+            security_group=egress,
+            waiter_logs=cr.LogOptions(
+                destination=logs.LogGroup(self, "WaiterLogs", retention=LOG_RETENTION), level=sfn.LogLevel.ALL
             ),
         )
         waits: list[CustomResource] = []
@@ -170,4 +165,3 @@ class HyperPodNodesReady(Construct):
             "functions; ':*' covers those functions' versions and aliases only.",
             findings=[f"Resource::<{logical_id(f)}.Arn>:*" for f in framework],
         )
-        trace_waiter(provider)
