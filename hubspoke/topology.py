@@ -130,3 +130,14 @@ def plan_stacks(config: HubSpokeConfig) -> list[StackPlan]:
     # The one environment-wide stack: it shows every Region, so it (and only it) changes with the spokes.
     add("dashboard", hub, deps=tuple(p.id for p in plans if p.kind in ("ops", "compute")))
     return plans
+
+
+_REGION_WORDS = {"north": "n", "south": "s", "east": "e", "west": "w", "central": "c", "northeast": "ne",
+                 "southeast": "se", "northwest": "nw", "southwest": "sw"}  # fmt: skip
+
+
+def cluster_name(environment: str, region: str) -> str:
+    """A Qumulo cluster name (2 to 15 characters, letters, digits and inner dashes): dev-use2, prod-apse1."""
+    parts = region.split("-")
+    short = parts[0] + "".join(_REGION_WORDS.get(p, p[:1]) for p in parts[1:-1]) + parts[-1]
+    return f"{environment[: 14 - len(short)].rstrip('-')}-{short}"

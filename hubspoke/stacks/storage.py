@@ -7,7 +7,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig, SpokeConfig
-from hubspoke.constructs.cnq.infrastructure import CnqCluster, cluster_name
+from hubspoke.constructs.cnq.infrastructure import CnqCluster
 from hubspoke.constructs.cnq.provisioning import CnqProvisioner
 from hubspoke.constructs.cnq.runtime.resources import (
     CLUSTER_RESOURCE,
@@ -19,7 +19,7 @@ from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.wiring import Inputs, NetworkView
-from hubspoke.topology import StackPlan, stack_id
+from hubspoke.topology import StackPlan, cluster_name, stack_id
 
 # CNQ families that are Nitro instances (Amazon EC2 Instance Types guide, "Instances built on the AWS Nitro
 # System") but newer than the instance lists of the pinned Control Tower rules CT.EC2.PR.16 and CT.EC2.PR.19
