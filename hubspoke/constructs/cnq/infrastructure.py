@@ -205,8 +205,8 @@ class CnqCluster(Construct):
         # Qumulo's default of 16 reaching a cluster made with 4) that its rollback would leave behind,
         # retained and empty, on every retry. Retain stays, not RetainExceptOnCreate (CloudFormation Template
         # Reference, "DeletionPolicy attribute": deleted when the operation that created the resource rolls
-        # back): a failure after add_object_storage_uris would delete buckets Qumulo already writes to. A
-        # DependsOn added to an existing bucket changes no property, so it updates nothing.
+        # back): a failure after add_object_storage_uris would delete buckets Qumulo already writes to.
+        # ASSUMED: a DependsOn added to an existing bucket changes no property, so CloudFormation updates nothing.
         for bucket in self.buckets:
             bucket.node.add_dependency(guard)
         return guard
