@@ -56,7 +56,9 @@ for address in $addresses; do
   # A failed delete is fine only if the address is gone (the reload may have dropped it already). One the OS
   # keeps would answer for an address Qumulo moves to another node (two hosts, one IP): the install stops
   # here, visibly, rather than run a node that does that silently.
-  if ip -4 -o address show dev "$device" | grep -q " inet $address/"; then
+  # Listed first, then searched: with pipefail, `ip | grep -q` can fail on SIGPIPE when grep stops early.
+  held=$(ip -4 -o address show dev "$device") || fail "cannot list the addresses of $device (ip address show)"
+  if grep -q " inet $address/" <<< "$held"; then
     fail "cannot remove floating IP $address from $device (ip address del failed); the OS must not hold it"
   fi
   log "$address was not on $device"
