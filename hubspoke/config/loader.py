@@ -184,6 +184,15 @@ def _describe(error: ErrorDetails) -> Problem:
         return Problem(
             field, f"{value} exceeds 8500, the most inter-Region VPC peering carries; set 8500 or less"
         )
+    if name == "soft_capacity_limit_tb" and kind == "greater_than_equal":
+        # Releases before issue 22 accepted any positive limit; Qumulo's range starts at 50 TB
+        # (qumulo-terraform-aws @ 8a6e4d57, variables.tf soft_capacity_limit_tb "50 to 50000").
+        return Problem(
+            field,
+            f"{value} TB is below Qumulo's minimum soft capacity limit, 50 TB; set 50 or more. On a cluster "
+            "an earlier hubspoke release deployed with less, the raise is an ordinary capacity increase "
+            "(docs/runbooks/qumulo-core.md, 'Soft capacity limits below 50 TB')",
+        )
     if kind == "string_pattern_mismatch" and name in _EXAMPLES:
         return Problem(field, f"'{value}' is not valid here; write {_EXAMPLES[name]}")
     if name == "count" and kind == "greater_than_equal":

@@ -185,7 +185,7 @@ class CacheVolumesConfig(Model):
     read_cache: VolumeSetConfig = NO_VOLUMES
 
 
-# Qumulo's bucket rule divides the soft capacity limit by 500 TB and keeps at least 16 (see bucket_count).
+# Qumulo's GCP bucket rule (inferred for AWS, see bucket_count): the soft capacity limit / 500 TB, at least 16.
 BUCKET_TB = 500
 MIN_BUCKETS = 16
 DEFAULT_FLOATING_IPS_PER_NODE = 3
@@ -242,8 +242,9 @@ class StorageConfig(Model):
     # existing cluster keeps its addresses (Qumulo's own default is 3 in total).
     floating_ip_count: Annotated[int, Field(ge=3, le=100)] | None = None
     # S3 buckets the persistent storage is spread over. Default: Qumulo's rule, max(16, ceil(TB / 500))
-    # (qumulo-terraform-gcp @ a30b449c, persistent-storage/module/main.tf number_buckets_calc and _min), which
-    # grows with soft_capacity_limit_tb. Qumulo allows another count only in a development environment
+    # (qumulo-terraform-gcp @ a30b449c, persistent-storage/module/main.tf:47-49, number_buckets_calc and
+    # _min), which grows with soft_capacity_limit_tb. That rule is stored only for GCP; that Qumulo's AWS
+    # persistent storage uses it too is inferred (ASSUMED), hence bucket_count. Qumulo allows another count only in a development environment
     # (bucket_count_override "Requires dev_environment=true"): validation warns below the rule. Buckets are
     # only ever added (runtime/capacity.py); a cluster made with 4 keeps 4 by pinning bucket_count: 4.
     bucket_count: Annotated[int, Field(ge=1, le=100)] | None = None

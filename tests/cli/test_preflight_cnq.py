@@ -255,3 +255,120 @@ def test_the_floating_ips_fit_the_node_interfaces(
     if status == "fail":
         assert "allows 30 IPv4 addresses per interface" in row.detail
         assert row.fix == "set hub.storage.floating_ip_count to at most 87, or raise node_count"
+
+
+# --- An existing cluster meeting issue 22's two changed defaults (first_boot, the bucket rule) ---------------
+
+STORAGE_STACK = (
+    "hubspoke-dev-storage-us-east-2"  # written out: environment prefix, kind, Region (topology.py)
+)
+HUB_CLUSTER = "dev-use2"  # Qumulo cluster name dev.yaml's hub gets (docs/runbooks/qumulo-core.md)
+
+
+def _deployed(world: World, *, buckets: int, node_script: str | None, nodes: int = 3) -> None:
+    """The hub's Storage stack as an earlier release left it: `buckets` persistent-storage buckets (logical IDs
+    as CDK names them, Cnq/PersistentStorage<n> plus an 8-character hash), the access-log bucket, and nodes
+    launched with `node_script`, tagged as the node-shape guard finds them (hubspoke:cnq-cluster)."""
+    template = {
+        "Resources": {
+            **{f"CnqPersistentStorage{i}{i:08X}": {"Type": "AWS::S3::Bucket"} for i in range(1, buckets + 1)},
+            "CnqAccessLogsA1B2C3D4": {"Type": "AWS::S3::Bucket"},
+        }
+    }
+    world.clients("cloudformation", "us-east-2").create_stack(
+        StackName=STORAGE_STACK, TemplateBody=json.dumps(template)
+    )
+    if node_script is None:
+        return
+    world.clients("ec2", "us-east-2").run_instances(
+        ImageId=pinned_ami("us-east-2"), MinCount=nodes, MaxCount=nodes, InstanceType="i4i.8xlarge",
+        UserData=node_script,
+        TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "hubspoke:cnq-cluster", "Value": HUB_CLUSTER}]}],
+    )  # fmt: skip
+
+
+def _hub_script(tmp_path: Path, *, legacy: bool) -> str:
+    """What a node of the hub was launched with: the first-boot script of that mode (seeding, not the oracle)."""
+    from hubspoke.constructs.cnq.node import node_boot_script
+
+    config = load(write_config(tmp_path, minimal())).config
+    return node_boot_script(config.hub.storage, region="us-east-2", environment="dev", cluster=HUB_CLUSTER,
+                            peer_mtu_path="/hubspoke/dev/peer-mtu/", legacy=legacy)  # fmt: skip
+
+
+def _shape_rows(tmp_path: Path, world: World, **storage: Any) -> list[CheckResult]:
+    data = minimal()
+    data["hub"]["storage"].update(storage)
+    config = load(write_config(tmp_path, data)).config
+    results = run_preflight(
+        config,
+        Unsupported(world.clients, ubuntu_images={r: pinned_ami(r) for r in ("us-east-2", "us-west-2")}),
+    )
+    return _rows(results, "cnq deployed shape", "us-east-2")  # fmt: skip
+
+
+def test_a_cluster_of_an_earlier_release_with_defaults_gets_both_pins(world: World, tmp_path: Path) -> None:
+    """Review of issue 22 item 1: 4 buckets (the earlier default) and the legacy node script deployed; the
+    defaults now are Qumulo's 16 buckets and first_boot: current. Preflight fails with the exact lines to write."""
+    _ready(world)
+    _deployed(world, buckets=4, node_script=_hub_script(tmp_path, legacy=True))
+    rows = _shape_rows(tmp_path, world)
+    assert [r.status for r in rows] == ["fail", "fail"]
+    buckets, script = rows
+    assert "holds 4 persistent-storage buckets" in buckets.detail and "add 12" in buckets.detail
+    assert "hub.storage.bucket_count: 4" in buckets.fix and "hub.storage.bucket_count: 16" in buckets.fix
+    assert "legacy first-boot script" in script.detail and script.fix.startswith(
+        "set hub.storage.first_boot: legacy"
+    )
+
+
+def test_the_pins_written_pass_and_an_explicit_increase_only_warns(world: World, tmp_path: Path) -> None:
+    _ready(world)
+    _deployed(world, buckets=4, node_script=_hub_script(tmp_path, legacy=True))
+    assert [r.status for r in _shape_rows(tmp_path, world, first_boot="legacy", bucket_count=4)] == [
+        "pass",
+        "pass",
+    ]
+    grow, _ = _shape_rows(tmp_path, world, first_boot="legacy", bucket_count=6)
+    assert grow.status == "warn" and "adds 2 buckets" in grow.detail and "irreversible" in grow.detail
+    assert grow.fix == "if that is not meant, set hub.storage.bucket_count: 4"
+
+
+def test_fewer_buckets_than_deployed_fail_and_unknown_user_data_names_the_guard(
+    world: World, tmp_path: Path
+) -> None:
+    _ready(world)
+    _deployed(world, buckets=16, node_script="#!/bin/bash\necho another release\n")
+    buckets, script = _shape_rows(tmp_path, world, bucket_count=8)
+    assert buckets.status == "fail" and buckets.fix == "set hub.storage.bucket_count: 16"
+    assert script.status == "fail" and "node-shape guard will refuse" in script.detail
+
+
+def test_before_the_first_deploy_there_is_nothing_to_keep(world: World, tmp_path: Path) -> None:
+    _ready(world)
+    [row] = _shape_rows(tmp_path, world)
+    assert row.status == "pass" and "no Storage stack" in row.detail
+
+
+def test_a_current_cluster_on_the_defaults_passes(world: World, tmp_path: Path) -> None:
+    _ready(world)
+    _deployed(world, buckets=16, node_script=_hub_script(tmp_path, legacy=False))
+    assert [r.status for r in _shape_rows(tmp_path, world)] == ["pass", "pass"]
+
+
+def test_the_bucket_logical_ids_preflight_counts_are_the_templates(
+    dev_templates: Any, dev_config: Any
+) -> None:
+    """The pattern preflight counts deployed buckets by matches every persistent-storage bucket of the
+    synthesized Storage stacks (the KMS-encrypted ones) and nothing else."""
+    from hubspoke.cli.preflight.cnq import PERSISTENT_STORAGE_LOGICAL_ID
+
+    for region in ("us-east-2", "us-west-2"):
+        resources = dev_templates[f"storage-{region}"]["Resources"]
+        matched = {
+            k
+            for k, r in resources.items()
+            if r["Type"] == "AWS::S3::Bucket" and PERSISTENT_STORAGE_LOGICAL_ID.match(k)
+        }
+        kms = {k for k, r in resources.items() if r["Type"] == "AWS::S3::Bucket" and "aws:kms" in json.dumps(r["Properties"].get("BucketEncryption"))}  # fmt: skip
+        assert matched == kms and len(kms) == dev_config.region_config(region).storage.buckets

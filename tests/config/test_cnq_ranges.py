@@ -65,6 +65,13 @@ def test_soft_capacity_is_qumulos_range(tmp_path: Path, tb: int, ok: bool) -> No
             tmp_path, soft_capacity_limit_tb=tb))  # fmt: skip
 
 
+def test_a_limit_below_50_tb_says_what_to_do(tmp_path: Path) -> None:
+    """Configs an earlier release accepted below Qumulo's 50 TB: the message names the minimum and the fix."""
+    [problem] = [p for p in _problems(tmp_path, soft_capacity_limit_tb=20) if "soft_capacity" in p]
+    assert problem.startswith("hub.storage.soft_capacity_limit_tb")
+    assert "20 TB" in problem and "set 50 or more" in problem and "qumulo-core.md" in problem
+
+
 @pytest.mark.parametrize(("count", "ok"), [(2, False), (4, True), (100, True), (101, False)])
 def test_floating_ip_count_is_a_cluster_total_up_to_100(tmp_path: Path, count: int, ok: bool) -> None:
     """'Number of floating IPs. Must be 0, or between 3 and 100' (qumulo-terraform-aws @ 8a6e4d57, variables.tf

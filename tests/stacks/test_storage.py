@@ -256,6 +256,28 @@ def test_every_node_waits_for_the_node_shape_guard(case: tuple[HubSpokeConfig, T
         assert modify[0]["Condition"]["StringEqualsIgnoreCase"] == {"ec2:Attribute": "DisableApiTermination"}
 
 
+def test_no_persistent_storage_bucket_is_created_before_the_guard_passes(
+    case: tuple[HubSpokeConfig, Templates],
+) -> None:
+    """A deploy the node-shape guard refuses must not leave new buckets behind: CloudFormation creates a
+    resource only after those in its DependsOn (Template Reference, "DependsOn attribute"), so every
+    persistent-storage bucket (the KMS-encrypted ones) names the guard. They stay Retain, not
+    RetainExceptOnCreate ("DeletionPolicy attribute"): a rollback after add_object_storage_uris would
+    otherwise delete buckets Qumulo writes to."""
+    config, templates = case
+    for region_code, template in storage_templates(config, templates).items():
+        [(guard_id, _)] = list(properties(template, NODE_SHAPE_RESOURCE))
+        buckets = [
+            (logical_id, bucket)
+            for logical_id, bucket in resources(template, "AWS::S3::Bucket")
+            if "aws:kms" in json.dumps(bucket["Properties"].get("BucketEncryption"))
+        ]
+        assert len(buckets) == config.region_config(region_code).storage.buckets
+        for logical_id, bucket in buckets:
+            assert guard_id in bucket.get("DependsOn", []), f"{region_code} {logical_id}"
+            assert bucket["DeletionPolicy"] == "Retain", f"{region_code} {logical_id}"
+
+
 def test_node_protection_is_the_last_step_and_reads_only_its_own_stack(
     case: tuple[HubSpokeConfig, Templates],
 ) -> None:

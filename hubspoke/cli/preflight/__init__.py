@@ -36,6 +36,7 @@ from hubspoke.cli.preflight.checks import (
     check_peering_quota,
 )
 from hubspoke.cli.preflight.cnq import (
+    check_deployed_cluster,
     check_floating_ip_room,
     check_host_configuration,
     check_release,
@@ -205,6 +206,13 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
             "floating ip room",
             "ec2",
             lambda: [check_floating_ip_room(clients("ec2", name), config=config, region=region)],
+        )
+        rows += guarded(
+            "cnq deployed shape",
+            "cloudformation",
+            lambda: check_deployed_cluster(
+                clients("cloudformation", name), clients("ec2", name), config=config, region=region
+            ),
         )
         rows += guarded(
             "ubuntu image",

@@ -9,16 +9,25 @@ and Canonical's AWS account 099720109477, which owns its Ubuntu images.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib.metadata as metadata
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from hubspoke.cli.checks import pages
 from hubspoke.cli.preflight.checks import CheckResult, region_path
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.config.schema import QUMULO_HOST_CONFIGURATION
 from hubspoke.config.storage_rules import QUMULO_CORE_MIN_VERSION
+from hubspoke.constructs.cnq.node import node_boot_script
+from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
+from hubspoke.mtu import peer_mtu_parameter_path
+from hubspoke.names import cnq_cluster_name
+from hubspoke.topology import stack_name
 
 # Qumulo's own AWS deployments default to Ubuntu 24.04 (qumulo-terraform-aws, variable ami_id); every
 # instance family Qumulo supports (hubspoke.config.storage_rules.CNQ_INSTANCE_FAMILIES) is x86_64.
@@ -267,3 +276,123 @@ def check_floating_ip_room(ec2: Any, *, config: HubSpokeConfig, region: RegionCo
         "pass",
         f"{need} of {room} IPv4 addresses per {storage.instance_type} interface (primary + floating IPs)",
     )
+
+
+# The persistent-storage buckets' logical IDs in a Storage stack: CDK joins the construct path (Cnq, then
+# PersistentStorage<n>: stacks/storage.py and constructs/cnq/infrastructure.py) and appends an 8-character
+# hash (tests/cli/test_preflight_cnq.py checks this against the synthesized template).
+PERSISTENT_STORAGE_LOGICAL_ID = re.compile(r"^CnqPersistentStorage\d+[0-9A-F]{8}$")
+_LIVE_NODES = ["pending", "running", "stopping", "stopped"]
+
+
+def _deployed_buckets(cloudformation: Any, stack: str) -> int | None:
+    """The persistent-storage buckets the deployed Storage stack holds; None before its first deploy."""
+    try:
+        found = list(pages(cloudformation, "list_stack_resources", "StackResourceSummaries", StackName=stack))
+    except ClientError as exc:
+        # CloudFormation answers a stack that does not exist with ValidationError "... does not exist".
+        if exc.response.get("Error", {}).get("Code") == "ValidationError" and "does not exist" in str(exc):
+            return None
+        raise
+    return sum(
+        1
+        for r in found
+        if r.get("ResourceType") == "AWS::S3::Bucket"
+        and PERSISTENT_STORAGE_LOGICAL_ID.match(str(r.get("LogicalResourceId", "")))
+    )
+
+
+def _node_user_data(ec2: Any, cluster: str) -> set[str]:
+    """sha256 of the user data each live node of `cluster` was launched with, found by the tag the node-shape
+    guard reads (DescribeInstances by tag, DescribeInstanceAttribute userData, base64)."""
+    reservations = pages(
+        ec2,
+        "describe_instances",
+        "Reservations",
+        Filters=[
+            {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
+            {"Name": "instance-state-name", "Values": _LIVE_NODES},
+        ],
+    )
+    found = set()
+    for instance in (i for r in reservations for i in r["Instances"]):
+        answer = ec2.describe_instance_attribute(InstanceId=instance["InstanceId"], Attribute="userData")
+        encoded = (answer.get("UserData") or {}).get("Value") or ""
+        found.add(hashlib.sha256(base64.b64decode(encoded)).hexdigest())
+    return found
+
+
+def check_deployed_cluster(
+    cloudformation: Any, ec2: Any, *, config: HubSpokeConfig, region: RegionConfig
+) -> list[CheckResult]:
+    """What this config would change on a cluster already deployed here that the user did not ask for: the
+    nodes' first-boot script (the node-shape guard refuses new user data on running nodes) and more buckets
+    (Qumulo cannot remove persistent storage, so an add is for good). Two defaults moved in issue 22."""
+    name, storage = region.region, region.storage
+    field = f"{region_path(config, region)}.storage"
+    check = "cnq deployed shape"
+    stack = stack_name(config, "storage", name)
+    have = _deployed_buckets(cloudformation, stack)
+    if have is None:
+        return [CheckResult(name, check, "pass", f"no Storage stack {stack} yet: nothing deployed to keep")]
+    rows: list[CheckResult] = []
+    want = storage.buckets
+    if want > have and storage.bucket_count is None:
+        rows.append(CheckResult(
+            name, check, "fail",
+            f"{stack} holds {have} persistent-storage buckets; this config states no bucket_count, so Qumulo's rule "
+            f"for {storage.soft_capacity_limit_tb} TB, max(16, ceil(TB / 500)) = {want}, would add {want - have} "
+            "buckets to the cluster for good (Qumulo cannot remove persistent storage)",
+            f"to keep the cluster as it is, set {field}.bucket_count: {have}; to grow it, set "
+            f"{field}.bucket_count: {want} (docs/runbooks/qumulo-core.md, 'Upgrading an existing cluster')",
+        ))  # fmt: skip
+    elif want > have:
+        rows.append(CheckResult(
+            name, check, "warn",
+            f"{field}.bucket_count {want} adds {want - have} buckets to the {have} in {stack}: irreversible "
+            "(Qumulo cannot remove persistent storage)",
+            f"if that is not meant, set {field}.bucket_count: {have}",
+        ))  # fmt: skip
+    elif want < have:
+        rows.append(CheckResult(
+            name, check, "fail",
+            f"{stack} holds {have} persistent-storage buckets and this config {want}: Qumulo cannot remove "
+            "persistent storage, so the deploy would be refused",
+            f"set {field}.bucket_count: {have}",
+        ))  # fmt: skip
+    else:
+        rows.append(CheckResult(name, check, "pass", f"{have} persistent-storage buckets, as deployed"))
+    cluster = cnq_cluster_name(config.environment, name)
+    running = _node_user_data(ec2, cluster)
+    if not running:
+        return [*rows, CheckResult(name, check, "pass", f"no running node of {cluster} to compare")]
+    scripts = {
+        mode: hashlib.sha256(
+            node_boot_script(storage, region=name, environment=config.environment, cluster=cluster,
+                             peer_mtu_path=peer_mtu_parameter_path(config), legacy=mode == "legacy").encode()
+        ).hexdigest()
+        for mode in ("current", "legacy")
+    }  # fmt: skip
+    other = "legacy" if storage.first_boot == "current" else "current"
+    if running == {scripts[storage.first_boot]}:
+        rows.append(
+            CheckResult(name, check, "pass", f"the nodes of {cluster} run this config's first-boot script")
+        )
+    elif running == {scripts[other]}:
+        rows.append(CheckResult(
+            name, check, "fail",
+            f"the nodes of {cluster} were launched with the {other} first-boot script; first_boot: "
+            f"{storage.first_boot} changes their user data, which the node-shape guard refuses (CloudFormation "
+            "would stop every node at once)",
+            f"set {field}.first_boot: {other} (docs/runbooks/qumulo-core.md, 'Floating IPs and cloud-init')",
+        ))  # fmt: skip
+    else:
+        rows.append(CheckResult(
+            name, check, "fail",
+            f"the nodes of {cluster} run a first-boot script that neither first_boot value renders from this "
+            "config (another hubspoke release built them, or cache_volumes changed): the node-shape guard will "
+            "refuse the deploy",
+            "deploy this Region's Storage stack from the hubspoke release that built the nodes, or set "
+            f"{field}.cache_volumes back (docs/runbooks/qumulo-core.md, 'When the node-shape guard refuses')",
+        ))  # fmt: skip
+    return rows

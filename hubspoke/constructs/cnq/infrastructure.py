@@ -22,10 +22,9 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from hubspoke.config.cnq_volumes import cache_volumes
 from hubspoke.config.schema import QumuloCoreConfig, StorageConfig
 from hubspoke.constructs.buckets import events_to_eventbridge
-from hubspoke.constructs.cnq.node import render_boot_script
+from hubspoke.constructs.cnq.node import install_names, node_boot_script
 from hubspoke.constructs.cnq.node.volumes import node_volumes
 from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.resources import NODE_SHAPE_RESOURCE
@@ -33,7 +32,6 @@ from hubspoke.constructs.cnq.runtime.resources import NODE_SHAPE_RESOURCE
 if TYPE_CHECKING:
     from hubspoke.constructs.cnq.provisioning import CnqProvisioner
 from hubspoke.constructs.keys import retained_key
-from hubspoke.names import cnq_parameter_prefix
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import NFS, QUMULO_PORTAL, QUMULO_REST, RPCBIND, SSH
 
@@ -105,18 +103,17 @@ class CnqCluster(Construct):
         )
         self.security_group = self._security_group(vpc, client_cidrs, storage.admin_cidr)
         self.role = self._role()
-        prefix = cnq_parameter_prefix(environment, name)
-        boot, boot_inputs = self._install_access(
-            storage.qumulo_core, prefix, peer_mtu_path, published_peer_routes
+        boot_inputs = self._install_access(
+            storage.qumulo_core, install_names(environment, name), peer_mtu_path, published_peer_routes
         )
         self.volumes = node_volumes(storage)
-        script = render_boot_script(
+        script = node_boot_script(
+            storage,
             region=Stack.of(self).region,
+            environment=environment,
+            cluster=name,
             peer_mtu_path=peer_mtu_path,
-            ebs_volumes=len(self.volumes),
-            read_cache_volumes=cache_volumes(storage).read_cache.count,
             legacy=storage.first_boot == "legacy",
-            **boot,
         )
         self.user_data_sha256 = hashlib.sha256(script.encode()).hexdigest()
         self.subnet_id = subnet.subnet_id
@@ -204,6 +201,14 @@ class CnqCluster(Construct):
         )
         for node in self.nodes:
             node.node.add_dependency(guard)
+        # Buckets too: a deploy the guard refuses must not first create buckets (a raised bucket_count, or
+        # Qumulo's default of 16 reaching a cluster made with 4) that its rollback would leave behind,
+        # retained and empty, on every retry. Retain stays, not RetainExceptOnCreate (CloudFormation Template
+        # Reference, "DeletionPolicy attribute": deleted when the operation that created the resource rolls
+        # back): a failure after add_object_storage_uris would delete buckets Qumulo already writes to.
+        # ASSUMED: a DependsOn added to an existing bucket changes no property, so CloudFormation updates nothing.
+        for bucket in self.buckets:
+            bucket.node.add_dependency(guard)
         return guard
 
     def _node_volumes(self) -> ec2.CfnLaunchTemplate:
@@ -248,22 +253,26 @@ class CnqCluster(Construct):
         )
 
     def _install_access(
-        self, core: QumuloCoreConfig, prefix: str, peer_mtu_path: str, published: Sequence[tuple[str, str]]
-    ) -> tuple[dict[str, str], list[Construct]]:
-        """What the first boot reads (the release to install, the peer routes), the role's read-only access to
-        it, and the names the boot script is rendered with."""
+        self,
+        core: QumuloCoreConfig,
+        names: dict[str, str],
+        peer_mtu_path: str,
+        published: Sequence[tuple[str, str]],
+    ) -> list[Construct]:
+        """What the first boot reads (the release to install, the peer routes) under `names` (node.install_names),
+        and the role's read-only access to it."""
         stack = Stack.of(self)
         install = ssm.StringParameter(
             self,
             "QumuloCoreInstall",
-            parameter_name=f"{prefix}/qumulo-core",
+            parameter_name=names["install_parameter"],
             string_value=f"{core.package_uri} {core.version}",
             description=f"CNQ {self.name}: the staged Qumulo Core package and its release",
         )
         log_group = logs.LogGroup(
             self,
             "InstallLogs",
-            log_group_name=f"{prefix}/install",
+            log_group_name=names["log_group"],
             retention=logs.RetentionDays.ONE_YEAR,
             removal_policy=RemovalPolicy.DESTROY,
         )
@@ -301,9 +310,7 @@ class CnqCluster(Construct):
                 f"Resource::arn:<AWS::Partition>:ssm:{stack.region}:{stack.account}:parameter/{path}/*",
             ],
         )
-        # Literal names, not Refs: the user data must not depend on anything but config (node/__init__.py).
-        names = {"install_parameter": f"{prefix}/qumulo-core", "log_group": f"{prefix}/install"}
-        return names, [install, log_group, *routes]
+        return [install, log_group, *routes]
 
     def _buckets(self, count: int) -> list[s3.Bucket]:
         logs = s3.Bucket(

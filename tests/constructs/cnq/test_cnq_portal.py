@@ -212,6 +212,32 @@ def test_a_change_to_read_only_waits_for_the_spoke_to_drain(
     assert hub.called("PATCH", r"^/v2/portal/hubs/") == 1, "the type is sent once, not at every poll"
 
 
+@pytest.mark.parametrize("target", ["PORTAL_READ_ONLY", "PORTAL_READ_WRITE"])
+def test_a_type_change_completes_when_only_the_hubs_record_shows_it(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, target: str
+) -> None:
+    """Qumulo documents the drain (qumulo/commands/portal.py TYPE_HELP) but not whether the spoke's record
+    shows a type set on the hub (ASSUMED either): with the spoke keeping its old type, the Update completes
+    once the spoke is ACTIVE again after the drain, instead of waiting out the 50-minute deadline."""
+    start = "read_write" if target == "PORTAL_READ_ONLY" else "read_only"
+    drive(formed.portal_event(hub, spoke, Mode=start))
+    spoke.drain_polls, spoke.spoke_reflects_type = 2, False
+    before = _ours(spoke)["type"]
+    update = formed.portal_event(hub, spoke, "Update", Mode=target.removeprefix("PORTAL_").lower())
+    merged = {**update, **on_event(update, ROOMY)}
+    seen = []
+    for _ in range(12):
+        answer = is_complete(merged, ROOMY)
+        seen.append(spoke._spoke_view(_ours(spoke))["status"])
+        if answer["IsComplete"]:
+            break
+    assert answer["IsComplete"], seen
+    assert _ours(spoke)["type"] == before != target, "the spoke's record never showed the new type"
+    assert [h["type"] for h in hub.hubs.values()] == [target]
+    if target == "PORTAL_READ_ONLY":
+        assert "QUIESCING" in seen and seen[-1] == "ACTIVE", "done only after the drain"
+
+
 def test_delete_with_hub_up_ends_the_relationship_on_both_sides(
     formed: World, hub: FakeQumulo, spoke: FakeQumulo
 ) -> None:

@@ -90,7 +90,7 @@ def node(tmp_path: Path) -> Node:
     n.stub("uname", f'echo "{KERNEL}"')
     n.stub("apt-cache")  # the archive still has every package asked about
     n.stub("lsblk", lsblk(21))
-    for tool in ("systemctl", "udevadm", "snap", "apparmor_parser"):
+    for tool in ("systemctl", "udevadm", "snap", "apparmor_parser", "netplan", "networkctl"):
         n.stub(tool)
     n.stub(
         "curl",
@@ -272,8 +272,49 @@ def test_the_os_never_owns_the_floating_ips(node: Node) -> None:
     calls = node.calls
     deleted = [c for c in calls if c.startswith("ip -4 address del")]
     assert deleted == [f"ip -4 address del {a}/18 dev ens5" for a in FLOATING], "the primary stays"
+    # netplan generate(8): it "does not apply the generated configuration"; networkctl(1) reload makes
+    # networkd re-read it. Both before the deletes, or a networkd restart re-adds the addresses.
+    generate, reload = calls.index("netplan generate"), calls.index("networkctl reload")
+    assert generate < reload < calls.index(deleted[0])
     deb = str(root / "var/lib/hubspoke/qumulo-core.deb")
     assert calls.index(deleted[-1]) < calls.index(f"{APT} install -y {deb}")
+
+
+IP_WITH_STUCK_ADDRESS = f"""
+case "$*" in
+  "-4 route show"*) echo "default via 10.20.0.1 dev ens5" ;;
+  "-4 address del {FLOATING[1]}/18 dev ens5") exit 2 ;;
+  "-4 -o address show dev ens5") echo "2: ens5    inet {PRIMARY}/18 brd 10.20.63.255 scope global dynamic ens5" ;;
+esac
+"""
+
+
+def test_a_floating_ip_already_gone_is_logged_not_fatal(node: Node) -> None:
+    """`ip address del` fails on an address the reload already dropped (not in `ip -o address show`)."""
+    node.stub("ip", IP_WITH_STUCK_ADDRESS)
+    result = node.run(script())
+    assert result.returncode == 0, result.stderr
+    assert f"HUBSPOKE-CNQ: {FLOATING[1]} was not on ens5" in result.stdout
+    assert "INSTALL-FAILED" not in node.console
+
+
+def test_a_floating_ip_the_os_keeps_stops_the_install(node: Node) -> None:
+    """A delete that fails with the address still on the interface would leave the OS answering for an
+    address Qumulo moves to another node: the install stops with the reason, before Qumulo Core installs."""
+    node.stub("ip", IP_WITH_STUCK_ADDRESS.replace(
+        f'echo "2: ens5    inet {PRIMARY}/18', f'printf "%s\\n" "2: ens5    inet {FLOATING[1]}/18 scope global secondary ens5" "2: ens5    inet {PRIMARY}/18'))  # fmt: skip
+    result = node.run(script())
+    assert result.returncode == 1
+    assert f"HUBSPOKE-CNQ-INSTALL-FAILED: cannot remove floating IP {FLOATING[1]} from ens5" in node.console
+    assert not any(c.startswith(f"{APT} install -y") and c.endswith(".deb") for c in node.calls)
+
+
+def test_a_failed_networkd_reload_stops_the_install(node: Node) -> None:
+    node.stub("networkctl", "exit 1")
+    result = node.run(script())
+    assert result.returncode == 1
+    assert "HUBSPOKE-CNQ-INSTALL-FAILED: networkctl reload failed" in node.console
+    assert not [c for c in node.calls if c.startswith("ip -4 address del")]
 
 
 def test_a_node_without_its_interface_fails_with_the_reason(node: Node) -> None:

@@ -28,7 +28,8 @@ Qumulo's docs (_includes/content-reuse/admin-guides/cloud-data-fabric/, Qumulo/d
   Quiescing or Pausing until the drain finishes" (qumulo-api 7.10.2.1, qumulo/commands/portal.py
   TYPE_HELP, portal_modify_hub --type); read-write takes effect at once. Modelled as the hub record taking
   the new type, while the spoke keeps its old type and reports status QUIESCING (PAUSING) for
-  `drain_polls` reads of it (ASSUMED: the field, its spelling and the pace).
+  `drain_polls` reads of it (ASSUMED: the field, its spelling and the pace). Whether the spoke's record
+  then shows the new type is not documented either: `spoke_reflects_type` serves both readings.
 Portal traffic (TCP 3713, "Network connectivity on TCP port 3713" in the page's prerequisites) is never
 sent: a fake finds its peer in FakeQumulo.peers by portal-host address; `portal_port_open` False stands
 for that port blocked while the REST API answers.
@@ -72,6 +73,9 @@ class PortalMixin:
     stall_delete_without_hub: bool
     # Reads of a spoke portal that still show QUIESCING/PAUSING after a change to read-only/paused (ASSUMED).
     drain_polls: int
+    # False: the spoke's record keeps its old type after a type change set on the hub, and only the hub's
+    # record shows it (ASSUMED: Qumulo documents neither reading; both are served).
+    spoke_reflects_type: bool
     _lock: threading.RLock
 
     def _new_id(self) -> str:
@@ -91,6 +95,7 @@ class PortalMixin:
         self.deleting_polls = 1
         self.stall_delete_without_hub = False
         self.drain_polls = 2
+        self.spoke_reflects_type = True
         self.free_threshold = (
             0.05  # "maintains a minimum of 5% free capacity" by default (cache management page)
         )
@@ -180,7 +185,7 @@ class PortalMixin:
         if spoke.get("drain"):
             target, left = spoke["drain"]
             spoke["drain"] = (target, left - 1) if left > 0 else None
-            if left <= 0:
+            if left <= 0 and self.spoke_reflects_type:
                 spoke["type"] = target
         return spoke
 
@@ -312,7 +317,9 @@ class PortalMixin:
         record = hub["spoke"].spokes.get(hub["spoke_id"])
         if "type" in body and record is not None and record["type"] != body["type"]:
             if body["type"] == "PORTAL_READ_WRITE":  # nothing to drain
-                record.update(type=body["type"], drain=None)
+                record.update(drain=None)
+                if hub["spoke"].spoke_reflects_type:
+                    record["type"] = body["type"]
             else:
                 record["drain"] = (body["type"], hub["spoke"].drain_polls)
         view = self._hub_view(hub)

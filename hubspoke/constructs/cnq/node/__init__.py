@@ -10,7 +10,11 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from hubspoke.config.cnq_volumes import cache_volumes
+from hubspoke.config.schema import StorageConfig
+from hubspoke.constructs.cnq.node.volumes import node_volumes
 from hubspoke.mtu import render_peer_mtu_pin
+from hubspoke.names import cnq_parameter_prefix
 
 TEMPLATE = Path(__file__).with_name("boot.sh")
 # The step that keeps the floating IPs out of the OS's network config (issue 22 item 7).
@@ -57,3 +61,25 @@ def render_boot_script(
             raise ValueError(f"{TEMPLATE} must contain {marker} exactly once")
         text = text.replace(marker, value)
     return text
+
+
+def install_names(environment: str, cluster: str) -> dict[str, str]:
+    """The SSM parameter naming the release and the install log group, as literal names: the user data must
+    not depend on anything but config."""
+    prefix = cnq_parameter_prefix(environment, cluster)
+    return {"install_parameter": f"{prefix}/qumulo-core", "log_group": f"{prefix}/install"}
+
+
+def node_boot_script(
+    storage: StorageConfig, *, region: str, environment: str, cluster: str, peer_mtu_path: str, legacy: bool
+) -> str:
+    """The user data of every node of `cluster`, from config alone: what the Storage template gives the nodes
+    and what `hubspoke preflight` compares with the running ones."""
+    return render_boot_script(
+        region=region,
+        peer_mtu_path=peer_mtu_path,
+        ebs_volumes=len(node_volumes(storage)),
+        read_cache_volumes=cache_volumes(storage).read_cache.count,
+        legacy=legacy,
+        **install_names(environment, cluster),
+    )
