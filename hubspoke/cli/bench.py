@@ -40,6 +40,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=0.5,
         help="steady state: window median within (1 + tolerance) x the final level (default 0.5)",
     )
+    report.add_argument(
+        "--job-hours",
+        type=float,
+        metavar="H",
+        help="a training job's length: adds what the first phase's warm-up is of it (an upper bound on GPU time "
+        'lost to a cold cache), for `hubspoke cost --job-hours` (docs/cost.md, "Cold start or prewarm")',
+    )
+    report.add_argument(
+        "--gpu-usd-per-hour",
+        type=float,
+        metavar="USD",
+        help="with --job-hours: the GPU nodes' price per hour (`hubspoke plan --config <config-file>` lists it)",
+    )
     report.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
     report.set_defaults(run=run_report)
 
@@ -47,6 +60,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run_report(args: argparse.Namespace) -> int:
     if args.window <= 0 or args.tolerance < 0:
         print("bench report: --window must be > 0 and --tolerance >= 0", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.job_hours is not None and not args.job_hours > 0:
+        print(f"bench report: --job-hours {args.job_hours} must be above 0, e.g. 24", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.gpu_usd_per_hour is not None and (args.job_hours is None or not args.gpu_usd_per_hour >= 0):
+        print("bench report: --gpu-usd-per-hour needs --job-hours and a price of at least 0", file=sys.stderr)
         return EXIT_BAD_INPUT
     refused = missing_extra(["matplotlib"], extra="plots", command="hubspoke bench report")
     if refused is not None:
@@ -67,13 +86,49 @@ def run_report(args: argparse.Namespace) -> int:
     from hubspoke.bench.plot import write_png
 
     write_png(summaries, plot, title=title)
+    warmup = (
+        None if args.job_hours is None else warmup_share(summaries[0], args.job_hours, args.gpu_usd_per_hour)
+    )
     if args.json:
-        doc = {"plot": str(plot), "phases": [_as_json(s) for s in summaries]}
+        doc: dict[str, object] = {"plot": str(plot), "phases": [_as_json(s) for s in summaries]}
+        if warmup is not None:
+            doc["warmup"] = warmup
         print(json.dumps(doc, indent=2))
     else:
         print(render_text(summaries))
+        if warmup is not None:
+            print(_warmup_text(warmup))
         print(f"plot: {plot}")
     return 0
+
+
+def warmup_share(cold: PhaseSummary, job_hours: float, gpu_usd_per_hour: float | None) -> dict[str, object]:
+    """The first phase's warm-up against a job of `job_hours`: the time its reads took to reach steady state is
+    an upper bound on the GPU time a cold cache costs that job (the GPUs wait at most as long as the reads are
+    slow; the reference run's loader kept them at 80-90 %, docs/design.md §1). None: never steady."""
+    seconds = cold.time_to_steady_s
+    share = None if seconds is None else seconds / (job_hours * 3600)
+    usd = None if seconds is None or gpu_usd_per_hour is None else seconds / 3600 * gpu_usd_per_hour
+    return {
+        "phase": cold.name,
+        "job_hours": job_hours,
+        "warmup_seconds": seconds,
+        "share": share,
+        "usd_at_most": usd,
+    }
+
+
+def _warmup_text(w: dict[str, object]) -> str:
+    if w["warmup_seconds"] is None:
+        return (
+            f"warm-up of {w['phase']}: never reached steady state in this run; run it longer before judging a job "
+            f"of {w['job_hours']:g} h"
+        )
+    usd = "" if w["usd_at_most"] is None else f", at most ${w['usd_at_most']:,.2f} of GPU time"
+    return (
+        f"warm-up of {w['phase']}: {w['warmup_seconds']:.0f} s, at most {w['share']:.2%} of a {w['job_hours']:g} h "
+        f"job{usd} (hubspoke cost --job-hours compares it with prewarming)"
+    )
 
 
 def render_text(summaries: list[PhaseSummary]) -> str:

@@ -64,3 +64,18 @@ def test_report_without_the_plots_extra_names_it(
     assert main(["bench", "report", str(SAMPLE), "--plot", str(plot)]) == 2
     assert "pip install 'hubspoke[plots]'" in capsys.readouterr().err
     assert not plot.exists()
+
+
+def test_report_prices_the_warm_up_for_a_job_of_a_given_length(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The synthetic sample's cold phase reaches steady state after 90 s (tests/data/bench/README.md: about 60 ms
+    per read for the first minute, 8 ms for the next 30 s, then 4 ms). For a 24-hour job that is 90 / 86,400 = 0.104 %,
+    and at $200 per GPU hour at most 90 / 3600 x 200 = $5.00 of GPU time."""
+    argv = ["bench", "report", str(SAMPLE), "--plot", str(tmp_path / "r.png"), "--json"]
+    assert main([*argv, "--job-hours", "24", "--gpu-usd-per-hour", "200"]) == 0
+    warmup = json.loads(capsys.readouterr().out)["warmup"]
+    assert warmup["phase"] == "cold" and warmup["warmup_seconds"] == 90
+    assert round(warmup["share"], 5) == round(90 / 86400, 5) and round(warmup["usd_at_most"], 2) == 5.00
+    assert main([*argv[:-1], "--gpu-usd-per-hour", "200"]) == 2, "a price without a job length"
+    assert "--job-hours" in capsys.readouterr().err
