@@ -60,6 +60,9 @@ ADMIN_SECRET = Output("AdminSecretArn", "storage", "the Secrets Manager ARN of t
 # Compute (every Region with HyperPod): read by operators and `hubspoke verify`, by no stack.
 EKS_CLUSTER_NAME = Output("EksClusterName", "compute", "the EKS cluster's name")
 HYPERPOD_CLUSTER_ARN = Output("HyperPodClusterArn", "compute", "the SageMaker HyperPod cluster's ARN")
+TRAINING_IMAGE_REPOSITORY = Output(
+    "TrainingImageRepositoryUri", "compute", "the URI of the Region's ECR repository for the training image"
+)
 
 OUTPUTS: tuple[Output, ...] = (
     VPC_ID,
@@ -74,6 +77,7 @@ OUTPUTS: tuple[Output, ...] = (
     ADMIN_SECRET,
     EKS_CLUSTER_NAME,
     HYPERPOD_CLUSTER_ARN,
+    TRAINING_IMAGE_REPOSITORY,
 )
 
 

@@ -20,7 +20,7 @@ from tests.conftest import Shape, get_stack_outputs, synth_warnings
 
 NETWORK = {"VpcId", "PeerPathSecurityGroupId", "AcceleratorSubnetId", "FlowLogGroupName"}
 STORAGE = {"FloatingIps", "RestAddress", "AdminSecretArn"}
-COMPUTE = {"EksClusterName", "HyperPodClusterArn"}
+COMPUTE = {"EksClusterName", "HyperPodClusterArn", "TrainingImageRepositoryUri"}
 
 
 def expected_outputs(config: HubSpokeConfig, kind: str, region: str) -> set[str]:

@@ -74,8 +74,24 @@ RegionCode = Annotated[str, AfterValidator(_region)]
 AccountId = Annotated[str, Field(pattern=r"^\d{12}$")]
 AzId = Annotated[str, Field(pattern=r"^[a-z]+\d-az\d+$")]
 Quantity = Annotated[str, Field(pattern=r"^[1-9]\d*(Gi|Ti)$")]
-# registry/repository:tag or @sha256:digest, as docker push printed it.
-ImageRef = Annotated[str, Field(pattern=r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})$")]
+
+
+def _not_latest(value: str) -> str:
+    # `latest` is the tag every untagged push moves: two pods of one job could pull different images.
+    if value.endswith(":latest"):
+        raise ValueError(
+            "`:latest` names whatever was pushed last; use the digest `hubspoke image build` printed "
+            "(repository@sha256:...) or another immutable tag"
+        )
+    return value
+
+
+# registry/repository:tag or @sha256:digest, as docker push printed it; never `:latest`.
+ImageRef = Annotated[
+    str,
+    Field(pattern=r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})$"),
+    AfterValidator(_not_latest),
+]
 
 
 def effective_account(region_account: Any, environment_account: Any) -> Any:
@@ -246,8 +262,9 @@ class ComputeConfig(Model):
     training_plan_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:sagemaker:")] | None = None
     dataset_volume_size: Quantity = "50Ti"
     checkpoint_volume_size: Quantity = "2Ti"
-    # The training image users build from workload/Dockerfile; default: hubspoke-training:latest in the
-    # Region's own ECR registry (images pulled across Regions pay transfer on every node start).
+    # The training image users build from workload/Dockerfile. Default: the digest `hubspoke image build`
+    # recorded for this Region's own ECR repository (images pulled across Regions pay transfer on every node
+    # start).
     training_image: ImageRef | None = None
 
 

@@ -16,8 +16,9 @@ from hubspoke.constructs.hyperpod.cluster import HyperPodCluster, efa_security_g
 from hubspoke.constructs.hyperpod.dependencies import HyperPodDependencies
 from hubspoke.constructs.hyperpod.eks import HyperPodEks
 from hubspoke.constructs.hyperpod.lifecycle import write_lifecycle_scripts
+from hubspoke.constructs.image_repository import TrainingImageRepository
 from hubspoke.k8s.storage import storage_manifests
-from hubspoke.outputs import EKS_CLUSTER_NAME, FLOATING_IPS, HYPERPOD_CLUSTER_ARN
+from hubspoke.outputs import EKS_CLUSTER_NAME, FLOATING_IPS, HYPERPOD_CLUSTER_ARN, TRAINING_IMAGE_REPOSITORY
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.wiring import Inputs, NetworkView
@@ -112,10 +113,13 @@ class ComputeStack(PlannedStack):
             retention=logs.RetentionDays.ONE_YEAR,
             removal_policy=RemovalPolicy.DESTROY,
         )
+        # The nodes pull the training image from their own Region: `hubspoke image build` pushes to each.
+        images = TrainingImageRepository(self, "TrainingImages", config=config)
         _accept_lifecycle_bucket_findings(hyperpod)
         _accept_execution_role_findings(hyperpod)
         self.publish(EKS_CLUSTER_NAME, plane.cluster.cluster_name)
         self.publish(HYPERPOD_CLUSTER_ARN, hyperpod.cluster.attr_cluster_arn)
+        self.publish(TRAINING_IMAGE_REPOSITORY, images.repository.repository_uri)
 
 
 def _accept_execution_role_findings(hyperpod: HyperPodCluster) -> None:

@@ -34,6 +34,7 @@ RENDER_ARGS: dict[str, list[list[str]]] = {
     "prewarm": [["--rest-address", "10.20.64.10"]],
     "bench": [["--run", "r1"]],
 }
+IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/hubspoke-dev-training@sha256:" + "ab" * 32
 BASE_IMAGE_EXECUTABLES = {"python", "torchrun"}
 INSTALLED_BY = {"hyperpodrun": "hyperpod-elastic-agent"}
 
@@ -58,7 +59,8 @@ def _commands(capsys: pytest.CaptureFixture[str]) -> list[list[str]]:
     commands = []
     for kind, variants in RENDER_ARGS.items():
         for variant in variants:
-            assert main(["render", kind, "--config", str(DEV), "--region", "us-west-2", *variant]) == 0
+            argv = ["render", kind, "--config", str(DEV), "--region", "us-west-2", "--image", IMAGE, *variant]
+            assert main(argv) == 0
             docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
             found = [c["command"] for d in docs for c in _containers(d)]
             assert found, f"render {kind} {variant}: no container command"
