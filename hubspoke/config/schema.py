@@ -339,7 +339,17 @@ REFERENCE_READ_BYTES_PER_SECOND = (4096 + 1) * 2 * 115
 class OpsConfig(Model):
     """Who is told when the hub goes away, and the floors the alarms hold."""
 
+    # Who the alarms reach: addresses (SNS email subscriptions, each confirmed by its owner) and existing SNS
+    # topics (an on-call or chat integration). config/ops_rules.py refuses alarms that reach nobody unless
+    # alarms_notify_nobody says so in the file.
     alarm_emails: list[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = []
+    # arn:PARTITION:sns:REGION:ACCOUNT:NAME (SNS Developer Guide, "Amazon SNS resource ARNs"); a topic receives the
+    # alarms of its own Region only, and its owner's topic policy must let CloudWatch publish (docs/operations.md).
+    alarm_topic_arns: list[
+        Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")]
+    ] = []
+    # The explicit opt-out: the alarms exist (dashboard, alarm history) but notify nobody.
+    alarms_notify_nobody: bool = False
     # A choice, not a source: a job below this fraction of its own best 5-minute samples/s (8 of 10 minutes)
     # is starving. The reference run varied by under 2 % once warm (115-117 samples/s).
     throughput_floor_fraction: Annotated[float, Field(gt=0, lt=1)] = 0.8

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import ArnFormat, Duration, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
@@ -47,7 +47,8 @@ MINUTE = Duration.minutes(1)
 
 
 class AlarmTopic(Construct):
-    """An SNS topic encrypted with its own customer key, subscribed by config.ops.alarm_emails.
+    """An SNS topic encrypted with its own customer key, subscribed by config.ops.alarm_emails; the alarms it
+    serves also notify the config's existing topics (ops.alarm_topic_arns) of the stack's Region.
 
     Example::
 
@@ -126,14 +127,30 @@ class AlarmTopic(Construct):
         )
         for email in config.ops.alarm_emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
-        self.action = actions.SnsAction(self.topic)
+        if Token.is_unresolved(stack.region):
+            raise ValueError(f"{stack.node.path} needs a concrete Region to pick its alarm topics")
+        # Existing topics (on-call, chat) are alarm actions of their own, not subscriptions: SNS subscribes
+        # endpoints (email, SQS, Lambda, HTTPS, ...), not topics (SNS Developer Guide, "Subscribing to an Amazon
+        # SNS topic", protocols). Only topics of this Region (config/ops_rules.py, ASSUMED there); their owner's
+        # topic policy must let cloudwatch.amazonaws.com publish (docs/operations.md, "Who is told").
+        external = [arn for arn in config.ops.alarm_topic_arns if arn.split(":")[3] == stack.region]
+        self.actions = [actions.SnsAction(self.topic)] + [
+            actions.SnsAction(sns.Topic.from_topic_arn(self, f"External{i}", arn))
+            for i, arn in enumerate(external)
+        ]
 
-    def notify(self, alarm: cloudwatch.AlarmBase, name: str) -> cloudwatch.AlarmBase:
-        """Send `alarm` (CloudWatch name `name`) to this topic; only alarms the topic policy names may."""
+    def notify(
+        self, alarm: cloudwatch.AlarmBase, name: str, *, insufficient_data: bool = False
+    ) -> cloudwatch.AlarmBase:
+        """Send `alarm` (CloudWatch name `name`) to this topic and the config's topics of this Region; only alarms
+        the topic policy names may. `insufficient_data`: also when it goes to INSUFFICIENT_DATA (its data stopped).
+        """
         if name not in self.alarm_names:
             raise ValueError(f"alarm {name} is not one this topic's policy lets publish")
-        alarm.add_alarm_action(self.action)
-        alarm.add_ok_action(self.action)
+        alarm.add_alarm_action(*self.actions)
+        alarm.add_ok_action(*self.actions)
+        if insufficient_data:
+            alarm.add_insufficient_data_action(*self.actions)
         return alarm
 
 
@@ -149,6 +166,7 @@ def _alarm(
     description: str,
     breaching: int | None = None,
     comparison: cloudwatch.ComparisonOperator = cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+    on_silence: bool = False,
 ) -> cloudwatch.Alarm:
     # `breaching` < `periods` makes an "M out of N" alarm: M breaching datapoints, not necessarily
     # consecutive, among the latest N (CloudWatch User Guide, "Evaluating an alarm",
@@ -166,7 +184,7 @@ def _alarm(
         alarm_description=f"{description} Runbook: {planned.runbook}",
     )
     if planned.notifies:
-        topic.notify(alarm, planned.name)
+        topic.notify(alarm, planned.name, insufficient_data=on_silence)
     else:
         acknowledge(
             alarm,
@@ -177,10 +195,24 @@ def _alarm(
     return alarm
 
 
+# The canary's alarms on a fresh deploy. PutMetricAlarm: "When this operation creates an alarm, the alarm state is
+# immediately set to INSUFFICIENT_DATA. The alarm is then evaluated ... Any actions associated with the new state
+# are then executed" (CloudWatch API Reference). With missing data treated as breaching, an evaluation range with
+# no datapoint at all goes to ALARM (CloudWatch User Guide, "How alarm state is evaluated when data is missing",
+# awsdocs/amazon-cloudwatch-user-guide@b355497, doc_source/AlarmThatSendsEmail.md, the all-missing row), so every
+# fresh deploy paged before the canary's first datapoint. Treated as missing, the same range stays
+# INSUFFICIENT_DATA: no page until a probe has reported. Silence later still pages: from OK, an evaluation range
+# with no datapoint goes to INSUFFICIENT_DATA, whose action notifies; "the actions happen only on state
+# transitions" (same page, "Alarm actions"), and a new alarm that stays INSUFFICIENT_DATA makes none. ASSUMED:
+# that "the new state" of a created alarm that is still INSUFFICIENT_DATA runs no INSUFFICIENT_DATA action; if it
+# did, a fresh deploy would send one INSUFFICIENT_DATA message per canary alarm (docs/operations.md says so).
+CANARY_MISSING_DATA = cloudwatch.TreatMissingData.MISSING
+
+
 def hub_unreachable(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary, hub_region: str
 ) -> cloudwatch.Alarm:
-    """Every probe of the hub failed for a few minutes, or the canary went silent."""
+    """Every probe of the hub failed for a few minutes (ALARM), or the canary went silent (INSUFFICIENT_DATA)."""
     return _alarm(
         scope,
         planned,
@@ -188,18 +220,19 @@ def hub_unreachable(
         metric=canary.metric(canary_metrics.HUB_REACHABLE, statistic="Maximum", period=MINUTE),
         threshold=1,
         periods=HUB_UNREACHABLE_MINUTES,
-        # Silence from the canary is as bad as a failed probe: the hub's state is unknown.
-        missing=cloudwatch.TreatMissingData.BREACHING,
+        missing=CANARY_MISSING_DATA,
+        on_silence=True,
         description=f"The hub CNQ ({hub_region}) has not answered on TCP "
-        f"{'/'.join(map(str, canary.ports))} from {planned.region} for {HUB_UNREACHABLE_MINUTES} minutes "
-        "(or the canary stopped reporting). Cache hits keep serving; misses stall.",
+        f"{'/'.join(map(str, canary.ports))} from {planned.region} for {HUB_UNREACHABLE_MINUTES} minutes. "
+        "Cache hits keep serving; misses stall. INSUFFICIENT_DATA: the canary stopped reporting, so the hub's "
+        "state is unknown.",
     )
 
 
 def portal_not_active(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary
 ) -> cloudwatch.Alarm:
-    """The spoke's portal left ACTIVE (or could not be read) for a few minutes."""
+    """The spoke's portal left ACTIVE (or could not be read) for a few minutes, or the canary went silent."""
     return _alarm(
         scope,
         planned,
@@ -207,9 +240,10 @@ def portal_not_active(
         metric=canary.metric(canary_metrics.PORTAL_STATUS, statistic="Minimum", period=MINUTE),
         threshold=canary_metrics.PORTAL_STATUS_ACTIVE,
         periods=PORTAL_NOT_ACTIVE_MINUTES,
-        missing=cloudwatch.TreatMissingData.BREACHING,
+        missing=CANARY_MISSING_DATA,
+        on_silence=True,
         description=f"The spoke portal of {planned.region} is not ACTIVE (2 = ACTIVE, 1 = DEGRADED, "
-        "0 = INACTIVE, -1 = unreadable).",
+        "0 = INACTIVE, -1 = unreadable). INSUFFICIENT_DATA: the canary stopped reporting.",
     )
 
 

@@ -29,8 +29,10 @@ Alarms (doc_source/AlarmThatSendsEmail.md, "Evaluating an alarm", "How alarm sta
 missing"): an alarm looks at an evaluation range longer than Evaluation Periods (N); with no missing point it
 judges the latest N; with some missing but at least N real points, the latest N real points; with fewer than N
 real points, all real points plus missing ones filled per TreatMissingData up to N. ALARM when at least
-Datapoints to Alarm (M) are breaching. The range's length is not documented: the caller passes it. Only
-`breaching` and `notBreaching` are implemented (test_cloudwatch_alarm.py reproduces the documented tables).
+Datapoints to Alarm (M) are breaching. The range's length is not documented: the caller passes it. `breaching`
+and `notBreaching` are implemented (test_cloudwatch_alarm.py reproduces the documented tables); of `missing`
+only its documented all-missing row: "If all data points in the alarm evaluation range are missing, the alarm
+transitions to INSUFFICIENT_DATA" (anything else under `missing` raises NotImplementedError).
 """
 
 from __future__ import annotations
@@ -266,17 +268,23 @@ def alarm_state(
     datapoints_to_alarm: int,
     treat_missing_data: str,
 ) -> str:
-    """The state ("ALARM" or "OK") after the evaluation range `points`, oldest first, None where no value."""
-    if treat_missing_data not in ("breaching", "notBreaching"):
+    """The state ("ALARM", "OK" or "INSUFFICIENT_DATA") after the evaluation range `points`, oldest first, None
+    where no value."""
+    if treat_missing_data not in ("breaching", "notBreaching", "missing"):
         raise NotImplementedError(f"TreatMissingData {treat_missing_data}")
     if len(points) < evaluation_periods:
         raise ValueError("the evaluation range is at least Evaluation Periods long")
     breaches = _BREACHES[comparison]
     real = [breaches(p, threshold) for p in points if p is not None]
+    # With N real points the treatment "is not needed and is ignored" (the guide), whatever it is.
     if None not in points[-evaluation_periods:]:
         judged = real[-evaluation_periods:]
     elif len(real) >= evaluation_periods:
         judged = real[-evaluation_periods:]  # "the most recent real data points", reaching back
+    elif treat_missing_data == "missing":
+        if not real:
+            return "INSUFFICIENT_DATA"
+        raise NotImplementedError("TreatMissingData missing with some points missing")
     else:
         judged = real + [treat_missing_data == "breaching"] * (evaluation_periods - len(real))
     return "ALARM" if sum(judged) >= datapoints_to_alarm else "OK"
