@@ -156,7 +156,9 @@ def _pushed_digest(push_output: str, inspect_output: str, uri: str) -> str:
     return str(pushed[-1])
 
 
-def build_and_push(config: HubSpokeConfig, *, base: str, tag: str, context: Path) -> dict[str, str]:
+def build_and_push(
+    config: HubSpokeConfig, *, base: str, tag: str, context: Path, profile: str | None = None
+) -> dict[str, str]:
     """Build once, push to every compute Region; Region -> `repository@sha256:...`."""
     from hubspoke.compute_metrics import training_image_repository
     from hubspoke.images import registry, repository_uri
@@ -179,7 +181,8 @@ def build_and_push(config: HubSpokeConfig, *, base: str, tag: str, context: Path
     for region in (r for r in config.regions() if r.compute.enabled):
         host = registry(config, region)
         # The password goes from one program to the other through this process, never onto a command line.
-        password = _run(["aws", "ecr", "get-login-password", "--region", region.region])
+        as_profile = ["--profile", profile] if profile else []
+        password = _run(["aws", "ecr", "get-login-password", "--region", region.region, *as_profile])
         _run(
             ["docker", "login", "--username", "AWS", "--password-stdin", host],
             stdin=password,
@@ -232,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"hubspoke image build: {why}", file=sys.stderr)
         return EXIT_FAILED
     try:
-        images = build_and_push(config, base=args.base, tag=tag, context=context)
+        images = build_and_push(config, base=args.base, tag=tag, context=context, profile=args.profile)
     except StepFailed as exc:
         print(f"hubspoke image build: {exc}", file=sys.stderr)
         return EXIT_FAILED

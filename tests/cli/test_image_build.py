@@ -261,3 +261,19 @@ def test_the_default_tag_is_the_commit_of_a_clean_tree_only(tmp_path: Path) -> N
     (tmp_path / "f").write_text("2")
     with pytest.raises(ValueError, match="uncommitted changes"):
         git_tag(tmp_path)
+
+
+def test_the_profile_reaches_the_aws_cli_too(
+    fakes: Path, ecr: Any, config_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--profile chooses the credentials of the ECR reads (boto3) and of the login (the AWS CLI's --profile)."""
+    _repositories(ecr, "us-east-2", "us-west-2")
+    monkeypatch.setattr(
+        "hubspoke.cli.checks.session_clients", lambda profile: lambda s, r: boto3.client(s, region_name=r)
+    )
+    assert _build(config_path, "--profile", "ops") == 0
+    logins = [c["argv"] for c in _calls(fakes) if c["argv"][:2] == ["aws", "ecr"]]
+    assert logins == [
+        ["aws", "ecr", "get-login-password", "--region", region, "--profile", "ops"]
+        for region in ("us-east-2", "us-west-2")
+    ]
