@@ -1,4 +1,4 @@
-"""Where a Region's GPU metrics and training logs land in CloudWatch: names the Ops dashboard imports.
+"""Where a Region's GPU metrics and training logs land in CloudWatch, and its training image: physical names.
 
 The Compute stack installs the Amazon CloudWatch Observability EKS add-on (Container Insights with
 enhanced observability); it publishes NVIDIA GPU metrics from every HyperPod node into the
@@ -35,6 +35,11 @@ def eks_cluster_name(config: HubSpokeConfig, region: RegionConfig) -> str:
 def hyperpod_cluster_name(config: HubSpokeConfig, region: RegionConfig) -> str:
     """The SageMaker HyperPod cluster's name (its node logs go to /aws/sagemaker/Clusters/<name>/<id>)."""
     return eks_cluster_name(config, region)
+
+
+def training_image_repository(config: HubSpokeConfig) -> str:
+    """The ECR repository (same name in every compute Region) that `hubspoke image build` pushes the training image to."""
+    return f"{environment_prefix(config.environment)}-training"
 
 
 def application_log_group(config: HubSpokeConfig, region: RegionConfig) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import ArnFormat, Duration, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
@@ -47,7 +47,8 @@ MINUTE = Duration.minutes(1)
 
 
 class AlarmTopic(Construct):
-    """An SNS topic encrypted with its own customer key, subscribed by config.ops.alarm_emails.
+    """An SNS topic encrypted with its own customer key, subscribed by config.ops.alarm_emails; the alarms it
+    serves also notify the config's existing topics (ops.alarm_topic_arns) of the stack's Region.
 
     Example::
 
@@ -126,14 +127,30 @@ class AlarmTopic(Construct):
         )
         for email in config.ops.alarm_emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
-        self.action = actions.SnsAction(self.topic)
+        if Token.is_unresolved(stack.region):
+            raise ValueError(f"{stack.node.path} needs a concrete Region to pick its alarm topics")
+        # Existing topics (on-call, chat) are alarm actions of their own, not subscriptions: SNS subscribes
+        # endpoints (email, SQS, Lambda, HTTPS, ...), not topics (SNS Developer Guide, "Subscribing to an Amazon
+        # SNS topic", protocols). Only topics of this Region (config/ops_rules.py, ASSUMED there); their owner's
+        # topic policy must let cloudwatch.amazonaws.com publish (docs/operations.md, "Who is told").
+        external = [arn for arn in config.ops.alarm_topic_arns if arn.split(":")[3] == stack.region]
+        self.actions = [actions.SnsAction(self.topic)] + [
+            actions.SnsAction(sns.Topic.from_topic_arn(self, f"External{i}", arn))
+            for i, arn in enumerate(external)
+        ]
 
-    def notify(self, alarm: cloudwatch.AlarmBase, name: str) -> cloudwatch.AlarmBase:
-        """Send `alarm` (CloudWatch name `name`) to this topic; only alarms the topic policy names may."""
+    def notify(
+        self, alarm: cloudwatch.AlarmBase, name: str, *, insufficient_data: bool = False
+    ) -> cloudwatch.AlarmBase:
+        """Send `alarm` (CloudWatch name `name`) to this topic and the config's topics of this Region; only alarms
+        the topic policy names may. `insufficient_data`: also when it goes to INSUFFICIENT_DATA (its data stopped).
+        """
         if name not in self.alarm_names:
             raise ValueError(f"alarm {name} is not one this topic's policy lets publish")
-        alarm.add_alarm_action(self.action)
-        alarm.add_ok_action(self.action)
+        alarm.add_alarm_action(*self.actions)
+        alarm.add_ok_action(*self.actions)
+        if insufficient_data:
+            alarm.add_insufficient_data_action(*self.actions)
         return alarm
 
 
@@ -149,6 +166,7 @@ def _alarm(
     description: str,
     breaching: int | None = None,
     comparison: cloudwatch.ComparisonOperator = cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+    on_silence: bool = False,
 ) -> cloudwatch.Alarm:
     # `breaching` < `periods` makes an "M out of N" alarm: M breaching datapoints, not necessarily
     # consecutive, among the latest N (CloudWatch User Guide, "Evaluating an alarm",
@@ -166,7 +184,7 @@ def _alarm(
         alarm_description=f"{description} Runbook: {planned.runbook}",
     )
     if planned.notifies:
-        topic.notify(alarm, planned.name)
+        topic.notify(alarm, planned.name, insufficient_data=on_silence)
     else:
         acknowledge(
             alarm,
@@ -201,7 +219,7 @@ def _silence_breaches(metric: cloudwatch.Metric, *, value: float, label: str) ->
 def hub_unreachable(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary, hub_region: str
 ) -> cloudwatch.Alarm:
-    """Every probe of the hub failed for a few minutes, or the canary went silent."""
+    """Every probe of the hub failed for a few minutes (ALARM), or the canary went silent (INSUFFICIENT_DATA)."""
     return _alarm(
         scope,
         planned,
@@ -217,15 +235,16 @@ def hub_unreachable(
         # FILL leaves nothing missing; should the whole query come back empty, that breaches too.
         missing=cloudwatch.TreatMissingData.BREACHING,
         description=f"The hub CNQ ({hub_region}) has not answered on TCP "
-        f"{'/'.join(map(str, canary.ports))} from {planned.region} for {HUB_UNREACHABLE_MINUTES} minutes "
-        "(or the canary stopped reporting). Cache hits keep serving; misses stall.",
+        f"{'/'.join(map(str, canary.ports))} from {planned.region} for {HUB_UNREACHABLE_MINUTES} minutes. "
+        "Cache hits keep serving; misses stall. INSUFFICIENT_DATA: the canary stopped reporting, so the hub's "
+        "state is unknown.",
     )
 
 
 def portal_not_active(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary
 ) -> cloudwatch.Alarm:
-    """The spoke's portal left ACTIVE (or could not be read) for a few minutes."""
+    """The spoke's portal left ACTIVE (or could not be read) for a few minutes, or the canary went silent."""
     return _alarm(
         scope,
         planned,
@@ -239,7 +258,7 @@ def portal_not_active(
         periods=PORTAL_NOT_ACTIVE_MINUTES,
         missing=cloudwatch.TreatMissingData.BREACHING,
         description=f"The spoke portal of {planned.region} is not ACTIVE (2 = ACTIVE, 1 = DEGRADED, "
-        "0 = INACTIVE, -1 = unreadable).",
+        "0 = INACTIVE, -1 = unreadable). INSUFFICIENT_DATA: the canary stopped reporting.",
     )
 
 

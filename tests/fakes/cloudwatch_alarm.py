@@ -304,17 +304,23 @@ def alarm_state(
     datapoints_to_alarm: int,
     treat_missing_data: str,
 ) -> str:
-    """The state ("ALARM" or "OK") after the evaluation range `points`, oldest first, None where no value."""
-    if treat_missing_data not in ("breaching", "notBreaching"):
+    """The state ("ALARM", "OK" or "INSUFFICIENT_DATA") after the evaluation range `points`, oldest first, None
+    where no value."""
+    if treat_missing_data not in ("breaching", "notBreaching", "missing"):
         raise NotImplementedError(f"TreatMissingData {treat_missing_data}")
     if len(points) < evaluation_periods:
         raise ValueError("the evaluation range is at least Evaluation Periods long")
     breaches = _BREACHES[comparison]
     real = [breaches(p, threshold) for p in points if p is not None]
+    # With N real points the treatment "is not needed and is ignored" (the guide), whatever it is.
     if None not in points[-evaluation_periods:]:
         judged = real[-evaluation_periods:]
     elif len(real) >= evaluation_periods:
         judged = real[-evaluation_periods:]  # "the most recent real data points", reaching back
+    elif treat_missing_data == "missing":
+        if not real:
+            return "INSUFFICIENT_DATA"
+        raise NotImplementedError("TreatMissingData missing with some points missing")
     else:
         judged = real + [treat_missing_data == "breaching"] * (evaluation_periods - len(real))
     return "ALARM" if sum(judged) >= datapoints_to_alarm else "OK"

@@ -78,7 +78,8 @@ def test_hub_outage_is_detected_within_three_minutes(shape: Shape) -> None:
         # tests/constructs/test_canary_alarms.py judges the timing.
         assert [q["Expression"] for q in hub["Metrics"] if "Expression" in q] == ["FILL(m, 0)"]
         assert hub["DatapointsToAlarm"] == hub["EvaluationPeriods"]
-        assert hub["TreatMissingData"] == "breaching", "a silent canary must not look like a healthy hub"
+        # A silent canary must not look like a healthy hub: INSUFFICIENT_DATA notifies (test_canary_alarms_...).
+        assert hub["TreatMissingData"] == "missing" and hub["InsufficientDataActions"]
         portal = alarms[f"{prefix}-portal-not-active"]
         assert [m["MetricName"] for m in alarm_metrics(portal)] == [canary_metrics.PORTAL_STATUS]
         assert portal["Threshold"] == canary_metrics.PORTAL_STATUS_ACTIVE
@@ -192,3 +193,64 @@ def test_canary_asset_carries_the_sdk_and_its_handler() -> None:
     assert (folder / "qumulo" / "rest_client.py").is_file()
     assert not list(folder.rglob("__pycache__"))
     del fn
+
+
+def test_existing_topics_receive_the_alarms_of_their_own_region(config_from: Any) -> None:
+    """ops.alarm_topic_arns: each notifying alarm's ALARM and OK actions name the config's topic of its own Region
+    (and the environment's own topic), never another Region's (config/ops_rules.py; ASSUMED there)."""
+    east = "arn:aws:sns:us-east-2:111122223333:on-call"
+    west = "arn:aws:sns:us-west-2:111122223333:on-call"
+    config = config_from(minimal(ops={"alarm_topic_arns": [east, west]}))
+    templates = synth(config)
+    for sid, mine, other in (("ops-us-west-2", west, east), ("dashboard-us-east-2", east, west)):
+        template = templates[sid]
+        assert not list(properties(template, "AWS::SNS::Subscription"))  # no address: no email subscription
+        notifying = [
+            p
+            for kind in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
+            for _, p in properties(template, kind)
+            if p.get("AlarmActions")
+        ]
+        assert notifying, sid
+        for alarm in notifying:
+            for actions in (alarm["AlarmActions"], alarm["OKActions"]):
+                assert mine in actions and other not in actions, (sid, alarm["AlarmName"])
+                assert any(isinstance(a, dict) and "Ref" in a for a in actions)  # the environment's topic too
+
+
+def test_canary_alarms_do_not_page_before_the_first_datapoint_but_do_when_the_canary_goes_quiet(
+    dev_config: HubSpokeConfig, dev_templates: dict[str, Any]
+) -> None:
+    """CloudWatch API Reference, PutMetricAlarm: a created alarm starts in INSUFFICIENT_DATA, is evaluated, and the
+    actions of the new state run. User Guide, "How alarm state is evaluated when data is missing" (the all-missing
+    row): breaching -> ALARM, missing -> INSUFFICIENT_DATA; "Alarm actions": actions happen only on state
+    transitions. So with `missing`, a fresh deploy stays INSUFFICIENT_DATA (no transition, no page) until the
+    canary's first datapoint; with `breaching` it went to ALARM and paged. The evaluation range is taken as 5
+    one-minute points (the guide's example for 3 evaluation periods)."""
+    from tests.fakes.cloudwatch_alarm import alarm_state
+
+    ops = dev_templates["ops-us-west-2"]
+    alarms = {p["AlarmName"]: p for _, p in properties(ops, "AWS::CloudWatch::Alarm")}
+    prefix = stack_name(dev_config, "ops", "us-west-2")
+    for key, healthy in (("hub-unreachable", 1.0), ("portal-not-active", 2.0)):
+        alarm = alarms[f"{prefix}-{key}"]
+
+        def state(points: list[float | None], alarm: dict[str, Any] = alarm) -> str:
+            return alarm_state(
+                points,
+                threshold=alarm["Threshold"],
+                comparison=alarm["ComparisonOperator"],
+                evaluation_periods=alarm["EvaluationPeriods"],
+                datapoints_to_alarm=alarm["DatapointsToAlarm"],
+                treat_missing_data=alarm["TreatMissingData"],
+            )
+
+        fresh = [None] * 5
+        # Before the first datapoint: the state a new alarm starts in, so no transition and no action.
+        assert state(fresh) == "INSUFFICIENT_DATA", key
+        # The canary reports a healthy hub: OK (one notification of OK is not a page; it is the OK action).
+        assert state([healthy] * 5) == "OK", key
+        # The canary goes quiet after that: OK -> INSUFFICIENT_DATA, whose action notifies.
+        assert alarm["InsufficientDataActions"] == alarm["AlarmActions"], key
+        # Probes that fail page as before.
+        assert state([0.0] * 5) == "ALARM", key
