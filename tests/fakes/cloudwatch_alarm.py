@@ -476,3 +476,16 @@ def composite_state(rule: str, states: Mapping[str, str]) -> str:
     if at != len(tokens):
         raise ValueError(f"unexpected {tokens[at][0]} in {rule!r}")
     return "ALARM" if result else "OK"
+
+
+def composite_states_in_any_order(rule: str, before: Mapping[str, str], after: Mapping[str, str]) -> set[str]:
+    """Every state the composite passes through while its inputs move from `before` to `after`, one at a time in
+    any order. ASSUMED: the User Guide does not say that alarms evaluated in the same minute change state at the
+    same instant, and a composite judges its rule on each input's change ("Create a composite alarm": its state
+    follows the rule whenever an alarm it names changes), so any intermediate mix can be seen and acted on."""
+    changed = [name for name in after if after[name] != before.get(name)]
+    seen = set()
+    for mask in range(1 << len(changed)):
+        states = dict(before) | {name: after[name] for i, name in enumerate(changed) if mask >> i & 1}
+        seen.add(composite_state(rule, states))
+    return seen
