@@ -250,9 +250,10 @@ def _silence_breaches(metric: cloudwatch.Metric, *, value: float, label: str) ->
     math", FILL; awsdocs/amazon-cloudwatch-user-guide@b355497, doc_source/using-metric-math.md), so silence
     breaches from its first minute and the alarm fires after Evaluation Periods minutes whatever the range.
     The same page warns that a latest minute whose data arrives late is filled too: one such minute is one
-    breaching point of the three, not an alarm (tests/constructs/test_canary_alarms.py). Whether FILL fills a
-    metric with no data in the whole query is not documented either way: if it does, this alarm is in ALARM on a
-    fresh deploy, hence it notifies nobody and pages only through a composite gated on the canary's first record.
+    breaching point of the three, not an alarm (tests/constructs/test_canary_alarms.py). Before the canary's
+    first record the alarm is in ALARM whether FILL fills a query with no data at all (not documented) or leaves
+    it empty (missing data breaching), hence it notifies nobody and pages only through a composite gated on the
+    canary's records.
     """
     return cloudwatch.MathExpression(
         expression=f"FILL(m, {value:g})", using_metrics={"m": metric}, label=label, period=MINUTE

@@ -154,8 +154,8 @@ def test_a_fresh_deploy_never_pages_before_or_at_the_canarys_first_records(
     pages: list[Page], late: bool
 ) -> None:
     """Issue 23 item 4: "a fresh deploy must not page before the canary's first datapoint". Before any record the
-    probes alarm is in ALARM (FILL fills the whole query in the model; whether CloudWatch's FILL fills an empty
-    metric is undocumented, so INSUFFICIENT_DATA is judged too) and the gate INSUFFICIENT_DATA (no datapoint at
+    probes alarm is in ALARM (FILL fills the whole query in the model; were the query left empty, missing data
+    breaching gives ALARM too; INSUFFICIENT_DATA, the created state, is judged as well) and the gate INSUFFICIENT_DATA (no datapoint at
     all: "missing" keeps it there, doc_source/AlarmThatSendsEmail.md); OK(gate) is false, so no page. When the
     canary's first records come in healthy, no order of the two alarms' changes pages either."""
     first = 30
