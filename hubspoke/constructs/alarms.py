@@ -320,18 +320,21 @@ def _canary_page(
     gate: cloudwatch.IAlarm,
     description: str,
 ) -> cloudwatch.CompositeAlarm:
-    """`ALARM(probes) AND OK(gate)`: the probes' page, never before the canary's first record.
+    """`ALARM(probes) AND OK(gate)`: the probes' page, never before the canary's first records.
 
-    A created alarm starts in INSUFFICIENT_DATA and actions run only on state changes (CloudWatch API Reference,
-    PutMetricAlarm / PutCompositeAlarm); OK(gate) is FALSE while the gate is INSUFFICIENT_DATA (User Guide,
-    "Create a composite alarm", rule functions), so a fresh deploy cannot page whatever the probes alarm does.
-    No OK action: after a day of silence the gate goes INSUFFICIENT_DATA and this composite returns to OK
+    A created composite alarm is INSUFFICIENT_DATA, is evaluated, and runs the actions of its new state; that is
+    the only time it is ever INSUFFICIENT_DATA (botocore 1.44.8 cloudwatch service-2.json, PutCompositeAlarm).
+    OK(gate) is FALSE while the gate is INSUFFICIENT_DATA or ALARM (User Guide, "Create a composite alarm", rule
+    functions), so a fresh deploy evaluates to OK whatever the probes alarm does, and with no OK action sends
+    nothing. No OK action because after a day of silence the gate leaves OK and this composite returns to OK
     although nothing is known to have recovered; an OK notification then would resolve the incident in an
     on-call tool while the hub's state is unknown (docs/operations.md, "What each alarm catches").
     """
     alarm = cloudwatch.CompositeAlarm(
         scope,
-        "".join(p.capitalize() for p in planned.key.split("-")),
+        # Not the metric alarm's former logical ID: CloudFormation refuses to change the type of a resource
+        # ("Update of resource type is not permitted", aws/aws-sam-cli#6786), so the page gets its own.
+        "".join(p.capitalize() for p in planned.key.split("-")) + "Page",
         composite_alarm_name=planned.name,
         alarm_rule=cloudwatch.AlarmRule.all_of(
             cloudwatch.AlarmRule.from_alarm(probes, cloudwatch.AlarmState.ALARM),
