@@ -17,6 +17,13 @@ HUB_UNREACHABLE = "hub-unreachable"
 # (hubspoke/constructs/alarms.py); verify judges the same window.
 HUB_UNREACHABLE_MINUTES = 3
 PORTAL_NOT_ACTIVE = "portal-not-active"
+# The canary's two pages are composites, `ALARM(<probes>) AND OK(<gate>)`: the probe alarms count a silent
+# minute as breaching (so silence pages in 3 minutes), which would also page a fresh deploy before the canary's
+# first record; the gate is OK only once the canary has reported within the last day, INSUFFICIENT_DATA before.
+# All three notify nobody by themselves.
+CANARY_SILENT_FOR_A_DAY = "canary-silent-for-a-day"
+HUB_PROBES_FAILING = "hub-probes-failing"
+PORTAL_PROBES_NOT_ACTIVE = "portal-probes-not-active"
 # The training job's own throughput is the primary signal (docs/operations.md, "Alarms"): ranks waiting in
 # synchronous collectives keep GPU utilization high while the loader starves.
 TRAINING_STALLED = "training-stalled"
@@ -34,7 +41,13 @@ DATASET_NOT_FULLY_CACHED = "dataset-not-fully-cached"
 # (at 0.9 warmed, a tenth of every epoch). Any threshold under 1 lets a cold stretch page as "cache broken";
 # 1 only loses the page while a version is being prewarmed, when misses are expected anyway.
 FULLY_CACHED_FRACTION = 1.0
-_SILENT_INPUTS = (CACHE_HIT_RATIO_BELOW_FLOOR, DATASET_NOT_FULLY_CACHED)
+_SILENT_INPUTS = (
+    CANARY_SILENT_FOR_A_DAY,
+    HUB_PROBES_FAILING,
+    PORTAL_PROBES_NOT_ACTIVE,
+    CACHE_HIT_RATIO_BELOW_FLOOR,
+    DATASET_NOT_FULLY_CACHED,
+)
 # What each key means for the runbook an operator follows, where the cause is most often found.
 _TRAINING_RUNBOOKS = {
     "spoke": {
@@ -74,9 +87,16 @@ def planned_alarms(config: HubSpokeConfig) -> tuple[PlannedAlarm, ...]:
         keys: list[tuple[str, str]] = []
         if plan.kind == "ops":
             spoke = config.spoke(plan.region)
+            # Inputs before the composites that read them.
             keys = [
-                (HUB_UNREACHABLE, "docs/runbooks/hub-outage.md"),
-                (PORTAL_NOT_ACTIVE, "docs/runbooks/hub-outage.md"),
+                (key, "docs/runbooks/hub-outage.md")
+                for key in (
+                    CANARY_SILENT_FOR_A_DAY,
+                    HUB_PROBES_FAILING,
+                    HUB_UNREACHABLE,
+                    PORTAL_PROBES_NOT_ACTIVE,
+                    PORTAL_NOT_ACTIVE,
+                )
             ]
             if plan.region in computes:
                 keys += list(_TRAINING_RUNBOOKS["spoke"].items())

@@ -28,6 +28,7 @@ __all__ = [
     "peer_mtu_parameter_path",
     "peer_role_name",
     "stack_name",
+    "training_image_repository",
     "training_log_group",
 ]
 
@@ -64,6 +65,11 @@ def eks_cluster_name(config: HubSpokeConfig, region: RegionConfig) -> str:
 def hyperpod_cluster_name(config: HubSpokeConfig, region: RegionConfig) -> str:
     """The SageMaker HyperPod cluster's name (its node logs go to /aws/sagemaker/Clusters/<name>/<id>)."""
     return eks_cluster_name(config, region)
+
+
+def training_image_repository(config: HubSpokeConfig) -> str:
+    """The ECR repository (same name in every compute Region) that `hubspoke image build` pushes the image to."""
+    return f"{environment_prefix(config.environment)}-training"
 
 
 def application_log_group(config: HubSpokeConfig, region: RegionConfig) -> str:

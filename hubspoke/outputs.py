@@ -70,6 +70,9 @@ EKS_ENDPOINT = Output("EksEndpoint", "compute", "the EKS API server endpoint URL
 ACCESS_HOST_INSTANCE = Output(
     "AccessHostInstanceId", "compute", "the SSM access host's instance ID (with access.access_host only)"
 )
+TRAINING_IMAGE_REPOSITORY = Output(
+    "TrainingImageRepositoryUri", "compute", "the URI of the Region's ECR repository for the training image"
+)
 
 OUTPUTS: tuple[Output, ...] = (
     VPC_ID,
@@ -87,6 +90,7 @@ OUTPUTS: tuple[Output, ...] = (
     HYPERPOD_CLUSTER_ARN,
     EKS_ENDPOINT,
     ACCESS_HOST_INSTANCE,
+    TRAINING_IMAGE_REPOSITORY,
 )
 
 

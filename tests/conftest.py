@@ -78,10 +78,16 @@ def pinned_ami(region: str) -> str:
 
 
 def with_pins(data: dict[str, Any]) -> dict[str, Any]:
-    """`data` with the storage pins issue 13 made required filled in wherever storage is left enabled.
+    """`data` with the storage pins issue 13 made required filled in wherever storage is left enabled, and the
+    alarm recipients issue 23 made required: the explicit opt-out, where the test names no recipient.
 
     Keys a test wrote itself win, so a test of a missing or wrong pin writes it (or builds raw YAML).
     """
+    ops = data.get("ops")
+    if ops is None or (
+        isinstance(ops, dict) and not ops.get("alarm_emails") and not ops.get("alarm_topic_arns")
+    ):
+        data.setdefault("ops", {}).setdefault("alarms_notify_nobody", True)
     regions = [data["hub"]] if isinstance(data.get("hub"), dict) else []
     regions += [s for s in data.get("spokes") or [] if isinstance(s, dict)]
     for region in regions:

@@ -20,7 +20,7 @@ from tests.conftest import Shape, get_stack_outputs, synth_warnings
 
 NETWORK = {"VpcId", "PeerPathSecurityGroupId", "AcceleratorSubnetId", "FlowLogGroupName"}
 STORAGE = {"FloatingIps", "RestAddress", "AdminSecretArn"}
-COMPUTE = {"EksClusterName", "HyperPodClusterArn", "EksEndpoint"}
+COMPUTE = {"EksClusterName", "HyperPodClusterArn", "EksEndpoint", "TrainingImageRepositoryUri"}
 # Only where the SSM access host is deployed (access.access_host, default: when administrators are listed).
 ACCESS_HOST = "AccessHostInstanceId"
 

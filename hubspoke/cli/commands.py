@@ -22,6 +22,9 @@ COMMANDS: dict[str, Command] = {
     "render": Command(
         "hubspoke.cli.render", "print Kubernetes manifests for one Region (pipe to kubectl apply -f -)"
     ),
+    "image": Command(
+        "hubspoke.cli.image", "build the training image and push it to every compute Region by digest"
+    ),
     "bench": Command("hubspoke.cli.bench", "analyse cold/warm read benchmarks"),
     "plan": Command(
         "hubspoke.cli.plan",

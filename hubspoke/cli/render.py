@@ -19,6 +19,8 @@ import yaml
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import HubSpokeConfig, RegionConfig, format_problem, load
 from hubspoke.config.raw import Problem
+from hubspoke.images import record_path
+from hubspoke.k8s.job import NoTrainingImage
 
 EXIT_BAD_INPUT = 2
 
@@ -109,15 +111,49 @@ def run(args: argparse.Namespace) -> int:
         print(format_problem(path, problem), file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
+        if hasattr(args, "image"):
+            args.image = _recorded_image(args.image, path, config, region)
         manifests = renderer.render(args, config, region, field)
     except RenderError as exc:
         print(format_problem(path, exc.problem), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except NoTrainingImage:
+        problem = Problem(
+            f"{field}.compute.training_image",
+            f"no training image for {region.region}: run `hubspoke image build --config {path}` (it pushes to "
+            f"the Region's ECR repository and records the digest in {record_path(path)}), or set this field to "
+            "an image pinned by digest, or pass --image",
+        )
+        print(format_problem(path, problem), file=sys.stderr)
         return EXIT_BAD_INPUT
     sys.stdout.write(
         f"# hubspoke render {args.render_kind}: {config.environment} {region.region} from {path}\n"
     )
     sys.stdout.write(yaml.dump_all(manifests, Dumper=_PlainDumper, sort_keys=False, explicit_start=True))
     return 0
+
+
+def _recorded_image(
+    given: str | None, path: Path, config: HubSpokeConfig, region: RegionConfig
+) -> str | None:
+    """--image, else compute.training_image, else the digest `hubspoke image build` recorded beside the config."""
+    from hubspoke.images import BadRecord, read_record
+
+    if given or region.compute.training_image:
+        return given or str(region.compute.training_image)
+    record_file = record_path(path)
+    try:
+        record = read_record(record_file)
+    except BadRecord as exc:
+        raise RenderError("--image", str(exc)) from None
+    if record is not None and record.environment != config.environment:
+        raise RenderError(
+            "--image",
+            f"{record_file} records images of environment {record.environment}, not {config.environment}: "
+            f"run `hubspoke image build --config {path}`",
+        )
+    # None: the renderer's own checks speak first, then image_for refuses (NoTrainingImage, caught in run).
+    return None if record is None else record.images.get(region.region)
 
 
 def _job_arguments(parser: argparse.ArgumentParser) -> None:
@@ -130,7 +166,8 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
         help="pytorchjob: Kubeflow training operator; hyperpod: HyperPod training operator (default pytorchjob)",
     )
     parser.add_argument(
-        "--image", help="training image (default: compute.training_image, else the Region's ECR)"
+        "--image",
+        help="training image (default: compute.training_image, else the digest `hubspoke image build` recorded)",
     )
     parser.add_argument(
         "--job-name",

@@ -30,7 +30,9 @@ def _prewarm_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"files warmed at once (default {DEFAULT_PARALLEL})",
     )
     parser.add_argument(
-        "--image", help="image with workload/ (default: compute.training_image, else the Region's ECR)"
+        "--image",
+        help="image with workload/ (default: compute.training_image, else the digest `hubspoke image build` "
+        "recorded)",
     )
     parser.add_argument(
         "--max-bytes-per-second",
@@ -94,7 +96,9 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--phases", default="cold,warm", help="one full read per phase (default cold,warm)")
     parser.add_argument("--max-seconds", type=int, help="stop each phase after this long")
     parser.add_argument(
-        "--image", help="image with workload/ (default: compute.training_image, else the Region's ECR)"
+        "--image",
+        help="image with workload/ (default: compute.training_image, else the digest `hubspoke image build` "
+        "recorded)",
     )
 
 

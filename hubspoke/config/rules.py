@@ -1,6 +1,6 @@
 """Rules that span fields (overlaps, duplicates, Region facts, quotas); each adds its findings to one list.
 
-Each topic has its module (network_rules, storage_rules, compute_rules, quotas, traffic_rules) reading the raw YAML
+Each topic has its module (network_rules, storage_rules, compute_rules, quotas, traffic_rules, ops_rules) reading the raw YAML
 (config/raw.py); this is the list they run in, in the order their messages are printed.
 """
 
@@ -22,6 +22,7 @@ from hubspoke.config.network_rules import (
     secondary_cidrs_associable,
     vpc_cidrs_do_not_overlap,
 )
+from hubspoke.config.ops_rules import alarms_reach_somebody
 from hubspoke.config.quotas import (
     peer_path_rules_within_quota,
     peering_quota,
@@ -79,6 +80,7 @@ RULES: tuple[Rule, ...] = (
     flow_log_filters_fit,
     peer_path_rules_within_quota,
     routes_within_quota,
+    alarms_reach_somebody,
 )
 
 

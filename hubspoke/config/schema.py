@@ -81,8 +81,24 @@ RegionCode = Annotated[str, AfterValidator(_region)]
 AccountId = Annotated[str, Field(pattern=r"^\d{12}$")]
 AzId = Annotated[str, Field(pattern=r"^[a-z]+\d-az\d+$")]
 Quantity = Annotated[str, Field(pattern=r"^[1-9]\d*(Gi|Ti)$")]
-# registry/repository:tag or @sha256:digest, as docker push printed it.
-ImageRef = Annotated[str, Field(pattern=r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})$")]
+
+
+def _not_latest(value: str) -> str:
+    # `latest` is the tag every untagged push moves: two pods of one job could pull different images.
+    if value.endswith(":latest"):
+        raise ValueError(
+            "`:latest` names whatever was pushed last; use the digest `hubspoke image build` printed "
+            "(repository@sha256:...) or another immutable tag"
+        )
+    return value
+
+
+# registry/repository:tag or @sha256:digest, as docker push printed it; never `:latest`.
+ImageRef = Annotated[
+    str,
+    Field(pattern=r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})$"),
+    AfterValidator(_not_latest),
+]
 
 
 def effective_account(region_account: Any, environment_account: Any) -> Any:
@@ -336,8 +352,9 @@ class ComputeConfig(Model):
     training_plan_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:sagemaker:")] | None = None
     dataset_volume_size: Quantity = "50Ti"
     checkpoint_volume_size: Quantity = "2Ti"
-    # The training image users build from workload/Dockerfile; default: hubspoke-training:latest in the
-    # Region's own ECR registry (images pulled across Regions pay transfer on every node start).
+    # The training image users build from workload/Dockerfile. Default: the digest `hubspoke image build`
+    # recorded for this Region's own ECR repository (images pulled across Regions pay transfer on every node
+    # start).
     training_image: ImageRef | None = None
 
 
@@ -451,7 +468,17 @@ class DatasetConfig(Model):
 class OpsConfig(Model):
     """Who is told when the hub goes away, and the floors the alarms hold."""
 
+    # Who the alarms reach: addresses (SNS email subscriptions, each confirmed by its owner) and existing SNS
+    # topics (an on-call or chat integration). config/ops_rules.py refuses alarms that reach nobody unless
+    # alarms_notify_nobody says so in the file.
     alarm_emails: list[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = []
+    # arn:PARTITION:sns:REGION:ACCOUNT:NAME (SNS Developer Guide, "Amazon SNS resource ARNs"); a topic receives the
+    # alarms of its own Region only, and its owner's topic policy must let CloudWatch publish (docs/operations.md).
+    alarm_topic_arns: list[
+        Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")]
+    ] = []
+    # The explicit opt-out: the alarms exist (dashboard, alarm history) but notify nobody.
+    alarms_notify_nobody: bool = False
     # A choice, not a source: a job below this fraction of its own best 5-minute samples/s (8 of 10 minutes)
     # is starving. The reference run varied by under 2 % once warm (115-117 samples/s).
     throughput_floor_fraction: Annotated[float, Field(gt=0, lt=1)] = 0.8

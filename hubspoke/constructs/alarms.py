@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import ArnFormat, Duration, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
@@ -44,10 +44,14 @@ LOW_BREACHING_MINUTES = 8
 # Three 5-minute periods in a row, so one period skewed by flow-log timing does not count alone.
 HIT_RATIO_PERIODS = 3
 MINUTE = Duration.minutes(1)
+# Why an input of a composite notifies nobody: an action of its own would ...
+_CACHE_INPUT = "page on every cold first pass, when the hit ratio is near 0 and the dataset not yet whole in the cache by design"
+_CANARY_INPUT = "page on a fresh deploy, before the canary's first record"
 
 
 class AlarmTopic(Construct):
-    """An SNS topic encrypted with its own customer key, subscribed by config.ops.alarm_emails.
+    """An SNS topic encrypted with its own customer key, subscribed by config.ops.alarm_emails; the alarms it
+    serves also notify the config's existing topics (ops.alarm_topic_arns) of the stack's Region.
 
     Example::
 
@@ -126,14 +130,26 @@ class AlarmTopic(Construct):
         )
         for email in config.ops.alarm_emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
-        self.action = actions.SnsAction(self.topic)
+        if Token.is_unresolved(stack.region):
+            raise ValueError(f"{stack.node.path} needs a concrete Region to pick its alarm topics")
+        # Existing topics (on-call, chat) are alarm actions of their own, not subscriptions: SNS subscribes
+        # endpoints (email, SQS, Lambda, HTTPS, ...), not topics (SNS Developer Guide, "Subscribing to an Amazon
+        # SNS topic", protocols). Only topics of this Region (config/ops_rules.py, ASSUMED there); their owner's
+        # topic policy must let cloudwatch.amazonaws.com publish (docs/operations.md, "Who is told").
+        external = [arn for arn in config.ops.alarm_topic_arns if arn.split(":")[3] == stack.region]
+        self.actions = [actions.SnsAction(self.topic)] + [
+            actions.SnsAction(sns.Topic.from_topic_arn(self, f"External{i}", arn))
+            for i, arn in enumerate(external)
+        ]
 
-    def notify(self, alarm: cloudwatch.AlarmBase, name: str) -> cloudwatch.AlarmBase:
-        """Send `alarm` (CloudWatch name `name`) to this topic; only alarms the topic policy names may."""
+    def notify(self, alarm: cloudwatch.AlarmBase, name: str, *, ok: bool = True) -> cloudwatch.AlarmBase:
+        """Send `alarm` (CloudWatch name `name`) to this topic and the config's topics of this Region when it goes to
+        ALARM and, unless `ok` is False, back to OK; only alarms the topic policy names may."""
         if name not in self.alarm_names:
             raise ValueError(f"alarm {name} is not one this topic's policy lets publish")
-        alarm.add_alarm_action(self.action)
-        alarm.add_ok_action(self.action)
+        alarm.add_alarm_action(*self.actions)
+        if ok:
+            alarm.add_ok_action(*self.actions)
         return alarm
 
 
@@ -149,6 +165,7 @@ def _alarm(
     description: str,
     breaching: int | None = None,
     comparison: cloudwatch.ComparisonOperator = cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+    silent_because: str = "",
 ) -> cloudwatch.Alarm:
     # `breaching` < `periods` makes an "M out of N" alarm: M breaching datapoints, not necessarily
     # consecutive, among the latest N (CloudWatch User Guide, "Evaluating an alarm",
@@ -168,14 +185,56 @@ def _alarm(
     if planned.notifies:
         topic.notify(alarm, planned.name)
     else:
+        if not silent_because:
+            raise ValueError(f"alarm {planned.key} notifies nobody: say why (silent_because)")
         acknowledge(
             alarm,
             "CT.CLOUDWATCH.PR.1",
             reason="an input of a composite alarm, which is the one that notifies: an action of its own would "
-            "page on every cold first pass, when the hit ratio is near 0 and the dataset not yet whole in the "
-            "cache by design (docs/operations.md)",
+            f"{silent_because} (docs/operations.md)",
         )
     return alarm
+
+
+# The gate's period: CloudWatch's longest ("A period can be as short as one second or as long as one day (86,400
+# seconds)", CloudWatch User Guide, "CloudWatch concepts", Periods; awsdocs/amazon-cloudwatch-user-guide@b355497,
+# doc_source/cloudwatch_concepts.md), one evaluation period: the total evaluation period may not exceed one day
+# (doc_source/AlarmThatSendsEmail.md, "Common features of CloudWatch alarms"; botocore 1.44.8 cloudwatch
+# service-2.json, PutMetricAlarm Period, allows 7 days for periods of an hour or more).
+CANARY_GATE_PERIOD = Duration.days(1)
+# The gate turns OK at the canary's third record of the day, not its first. Before the first record the probe
+# alarms may be in ALARM (FILL of an empty query); they leave it at the first healthy record (two breaching points
+# of three). Had the gate turned OK at that same record, whichever of the two alarms CloudWatch evaluated first
+# would decide the composite, and gate-first pages a healthy fresh deploy (tests/constructs/test_canary_alarms.py,
+# inputs evaluated in either order). Two records later the probe alarms have been judged at least once after the
+# first record, even when each record arrives a minute late. One record per run, one run a minute (HubCanary).
+CANARY_GATE_RECORDS = 3
+
+
+def canary_silent_for_a_day(
+    scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary
+) -> cloudwatch.Alarm:
+    """OK once the canary has reported a few times within the last day; INSUFFICIENT_DATA before its first record
+    ever and after a day of silence (notifies nobody: the gate of the canary's composites)."""
+    return _alarm(
+        scope,
+        planned,
+        topic=topic,
+        # Every canary run publishes one HubReachable value; a day with no record has no SampleCount datapoint at
+        # all, so with missing data treated as missing the alarm is INSUFFICIENT_DATA (User Guide, "How alarm
+        # state is evaluated when data is missing", all points missing), in ALARM after one or two records, OK
+        # from the third.
+        metric=canary.metric(
+            canary_metrics.HUB_REACHABLE, statistic="SampleCount", period=CANARY_GATE_PERIOD
+        ),
+        threshold=CANARY_GATE_RECORDS,
+        periods=1,
+        missing=cloudwatch.TreatMissingData.MISSING,
+        description=f"OK: the hub canary has published at least {CANARY_GATE_RECORDS} records within the last day. "
+        "INSUFFICIENT_DATA (none) or ALARM (fewer): the stack is new or the canary stopped; while it is not OK the "
+        f"composites {alarms.HUB_UNREACHABLE} and {alarms.PORTAL_NOT_ACTIVE} cannot page. Notifies nobody.",
+        silent_because=_CANARY_INPUT,
+    )
 
 
 def _silence_breaches(metric: cloudwatch.Metric, *, value: float, label: str) -> cloudwatch.MathExpression:
@@ -191,17 +250,20 @@ def _silence_breaches(metric: cloudwatch.Metric, *, value: float, label: str) ->
     math", FILL; awsdocs/amazon-cloudwatch-user-guide@b355497, doc_source/using-metric-math.md), so silence
     breaches from its first minute and the alarm fires after Evaluation Periods minutes whatever the range.
     The same page warns that a latest minute whose data arrives late is filled too: one such minute is one
-    breaching point of the three, not an alarm (tests/constructs/test_canary_alarms.py).
+    breaching point of the three, not an alarm (tests/constructs/test_canary_alarms.py). Before the canary's
+    first record the alarm is in ALARM whether FILL fills a query with no data at all (not documented) or leaves
+    it empty (missing data breaching), hence it notifies nobody and pages only through a composite gated on the
+    canary's records.
     """
     return cloudwatch.MathExpression(
         expression=f"FILL(m, {value:g})", using_metrics={"m": metric}, label=label, period=MINUTE
     )
 
 
-def hub_unreachable(
+def hub_probes_failing(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary, hub_region: str
 ) -> cloudwatch.Alarm:
-    """Every probe of the hub failed for a few minutes, or the canary went silent."""
+    """Every probe of the hub failed, or the canary was silent, for a few minutes (notifies nobody)."""
     return _alarm(
         scope,
         planned,
@@ -217,15 +279,18 @@ def hub_unreachable(
         # FILL leaves nothing missing; should the whole query come back empty, that breaches too.
         missing=cloudwatch.TreatMissingData.BREACHING,
         description=f"The hub CNQ ({hub_region}) has not answered on TCP "
-        f"{'/'.join(map(str, canary.ports))} from {planned.region} for {HUB_UNREACHABLE_MINUTES} minutes "
-        "(or the canary stopped reporting). Cache hits keep serving; misses stall.",
+        f"{'/'.join(map(str, canary.ports))} from {planned.region}, or the canary has not reported, for "
+        f"{HUB_UNREACHABLE_MINUTES} minutes. Notifies nobody: the composite {alarms.HUB_UNREACHABLE} pages when "
+        "the canary has reported within the last day as well.",
+        silent_because=_CANARY_INPUT,
     )
 
 
-def portal_not_active(
+def portal_probes_not_active(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary
 ) -> cloudwatch.Alarm:
-    """The spoke's portal left ACTIVE (or could not be read) for a few minutes."""
+    """The spoke's portal was not ACTIVE (or unreadable), or the canary was silent, for a few minutes (notifies
+    nobody)."""
     return _alarm(
         scope,
         planned,
@@ -239,7 +304,88 @@ def portal_not_active(
         periods=PORTAL_NOT_ACTIVE_MINUTES,
         missing=cloudwatch.TreatMissingData.BREACHING,
         description=f"The spoke portal of {planned.region} is not ACTIVE (2 = ACTIVE, 1 = DEGRADED, "
-        "0 = INACTIVE, -1 = unreadable).",
+        f"0 = INACTIVE, -1 = unreadable), or the canary has not reported, for {PORTAL_NOT_ACTIVE_MINUTES} minutes. "
+        f"Notifies nobody: the composite {alarms.PORTAL_NOT_ACTIVE} pages when the canary has reported within "
+        "the last day as well.",
+        silent_because=_CANARY_INPUT,
+    )
+
+
+def _canary_page(
+    scope: Construct,
+    planned: PlannedAlarm,
+    *,
+    topic: AlarmTopic,
+    probes: cloudwatch.IAlarm,
+    gate: cloudwatch.IAlarm,
+    description: str,
+) -> cloudwatch.CompositeAlarm:
+    """`ALARM(probes) AND OK(gate)`: the probes' page, never before the canary's first records.
+
+    A created composite alarm is INSUFFICIENT_DATA, is evaluated, and runs the actions of its new state; that is
+    the only time it is ever INSUFFICIENT_DATA (botocore 1.44.8 cloudwatch service-2.json, PutCompositeAlarm).
+    OK(gate) is FALSE while the gate is INSUFFICIENT_DATA or ALARM (User Guide, "Create a composite alarm", rule
+    functions), so a fresh deploy evaluates to OK whatever the probes alarm does, and with no OK action sends
+    nothing. No OK action because after a day of silence the gate leaves OK and this composite returns to OK
+    although nothing is known to have recovered; an OK notification then would resolve the incident in an
+    on-call tool while the hub's state is unknown (docs/operations.md, "What each alarm catches").
+    """
+    alarm = cloudwatch.CompositeAlarm(
+        scope,
+        # Not the metric alarm's former logical ID: CloudFormation refuses to change the type of a resource
+        # ("Update of resource type is not permitted", aws/aws-sam-cli#6786), so the page gets its own.
+        "".join(p.capitalize() for p in planned.key.split("-")) + "Page",
+        composite_alarm_name=planned.name,
+        alarm_rule=cloudwatch.AlarmRule.all_of(
+            cloudwatch.AlarmRule.from_alarm(probes, cloudwatch.AlarmState.ALARM),
+            cloudwatch.AlarmRule.from_alarm(gate, cloudwatch.AlarmState.OK),
+        ),
+        alarm_description=f"{description} Sends no OK: check recovery with hubspoke verify. "
+        f"Runbook: {planned.runbook}",
+    )
+    topic.notify(alarm, planned.name, ok=False)
+    return alarm
+
+
+def hub_unreachable(
+    scope: Construct,
+    planned: PlannedAlarm,
+    *,
+    topic: AlarmTopic,
+    probes: cloudwatch.IAlarm,
+    gate: cloudwatch.IAlarm,
+    hub_region: str,
+) -> cloudwatch.CompositeAlarm:
+    """The hub has not answered, or the canary that has reported within the last day went silent, for 3 minutes."""
+    return _canary_page(
+        scope,
+        planned,
+        topic=topic,
+        probes=probes,
+        gate=gate,
+        description=f"The hub CNQ ({hub_region}) has not answered the canary of {planned.region} for "
+        f"{HUB_UNREACHABLE_MINUTES} minutes, or the canary stopped reporting (the hub's state is unknown). "
+        "Cache hits keep serving; misses stall.",
+    )
+
+
+def portal_not_active(
+    scope: Construct,
+    planned: PlannedAlarm,
+    *,
+    topic: AlarmTopic,
+    probes: cloudwatch.IAlarm,
+    gate: cloudwatch.IAlarm,
+) -> cloudwatch.CompositeAlarm:
+    """The spoke's portal has not been ACTIVE, or the canary went silent, for 3 minutes."""
+    return _canary_page(
+        scope,
+        planned,
+        topic=topic,
+        probes=probes,
+        gate=gate,
+        description=f"The spoke portal of {planned.region} has not been ACTIVE for {PORTAL_NOT_ACTIVE_MINUTES} "
+        "minutes, or the canary stopped reporting.",
     )
 
 
@@ -261,6 +407,7 @@ def cache_hit_ratio_below_floor(
         f"for {HIT_RATIO_PERIODS * HIT_RATIO_PERIOD_MINUTES} minutes while clients read at least "
         f"{min_read:g} GB per {HIT_RATIO_PERIOD_MINUTES} minutes. Every cold first pass does this: it notifies "
         "nobody; the composite cache-hit-ratio-low pages when the job slows down as well.",
+        silent_because=_CACHE_INPUT,
     )
 
 
@@ -288,6 +435,7 @@ def dataset_not_fully_cached(
         description=f"The training job in {region.region} reports that prewarm has warmed less than "
         f"{alarms.FULLY_CACHED_FRACTION:g} of its pinned dataset version's bytes, or reports none. Misses are "
         "expected then: it notifies nobody; while it is in ALARM the composite cache-hit-ratio-low cannot page.",
+        silent_because=_CACHE_INPUT,
     )
 
 

@@ -6,7 +6,8 @@ import posixpath
 from typing import Any
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
-from hubspoke.k8s.job import TRAIN_SCRIPT, default_image
+from hubspoke.k8s.job import TRAIN_SCRIPT
+from hubspoke.k8s.job import image_for as _image_for
 from hubspoke.k8s.names import NAMESPACE
 from hubspoke.k8s.storage import PART_OF, Manifest
 
@@ -17,7 +18,7 @@ EXIT_BAD_INPUT = 2
 
 
 def image_for(config: HubSpokeConfig, region: RegionConfig, override: str | None) -> str:
-    return override or region.compute.training_image or default_image(config, region)
+    return _image_for(override, region)
 
 
 def cpu_job(

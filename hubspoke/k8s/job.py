@@ -44,7 +44,6 @@ TRAIN_SCRIPT = "/opt/hubspoke/train.py"
 # training operator to run jobs"). tests/workload/test_launch.py runs that agent's LogAgent with these rules
 # over a real two-node run of train.py.
 PROGRESS_LOG_PATTERN = r".*step \d+ loss \d+\.\d+.*"
-IMAGE_REPOSITORY = "hubspoke-training"
 
 
 @dataclass(frozen=True)
@@ -122,9 +121,24 @@ def pinned_dataset(
     return PinnedDataset(dataset.name, chosen, dataset.token_bytes, dataset.vocab_size, allow_change)
 
 
-def default_image(config: HubSpokeConfig, region: RegionConfig) -> str:
-    """The image in the Region's own ECR registry: pulls stay in the Region."""
-    return f"{config.account_of(region)}.dkr.ecr.{region.region}.amazonaws.com/{IMAGE_REPOSITORY}:latest"
+class NoTrainingImage(ValueError):
+    """No image was given and the config names none: there is nothing immutable to run."""
+
+
+def image_for(image: str | None, region: RegionConfig) -> str:
+    """The image a job runs: the one given (`hubspoke render` passes the build it recorded), else the config's.
+
+    Never a default tag such as `:latest`: a tag another push can move makes two pods of one job run different
+    code. `hubspoke image build` pushes to the Region's own repository (pulls stay in the Region) and records the
+    digest; `hubspoke render` passes it here.
+    """
+    chosen = image or region.compute.training_image
+    if chosen is None:
+        raise NoTrainingImage(
+            f"no training image for {region.region}: run `hubspoke image build --config FILE` (it records the "
+            "digest that render uses), or set compute.training_image, or pass --image"
+        )
+    return chosen
 
 
 def _script_args(
@@ -192,6 +206,9 @@ def _pod_template(
     container: dict[str, Any] = {
         "name": container_name,
         "image": image,
+        # IfNotPresent: the image is named by digest (or an immutable tag), so a node that holds it holds exactly
+        # this image, and a restarted pod starts without a pull (Kubernetes docs, "Images": with a digest the
+        # image never changes; Always would only add a registry round trip to every restart).
         "imagePullPolicy": "IfNotPresent",
         "command": command,
         "env": [
@@ -305,7 +322,7 @@ def pytorch_job(
     template = _pod_template(
         region=region,
         container_name=KUBEFLOW_CONTAINER,
-        image=image or region.compute.training_image or default_image(config, region),
+        image=image_for(image, region),
         command=[
             "torchrun",
             f"--nnodes={group.count}",
@@ -351,7 +368,7 @@ def hyperpod_job(
     template = _pod_template(
         region=region,
         container_name=KUBEFLOW_CONTAINER,
-        image=image or region.compute.training_image or default_image(config, region),
+        image=image_for(image, region),
         command=[
             "hyperpodrun",
             f"--nnodes={group.count}",

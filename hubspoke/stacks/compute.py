@@ -16,6 +16,7 @@ from hubspoke.constructs.hyperpod.cluster import HyperPodCluster, efa_security_g
 from hubspoke.constructs.hyperpod.dependencies import HyperPodDependencies
 from hubspoke.constructs.hyperpod.eks import HyperPodEks
 from hubspoke.constructs.hyperpod.lifecycle import write_lifecycle_scripts
+from hubspoke.constructs.image_repository import TrainingImageRepository
 from hubspoke.k8s.storage import storage_manifests
 from hubspoke.names import eks_cluster_name, hyperpod_cluster_name
 from hubspoke.outputs import (
@@ -24,6 +25,7 @@ from hubspoke.outputs import (
     EKS_ENDPOINT,
     FLOATING_IPS,
     HYPERPOD_CLUSTER_ARN,
+    TRAINING_IMAGE_REPOSITORY,
 )
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
@@ -128,6 +130,8 @@ class ComputeStack(PlannedStack):
             retention=logs.RetentionDays.ONE_YEAR,
             removal_policy=RemovalPolicy.DESTROY,
         )
+        # The nodes pull the training image from their own Region: `hubspoke image build` pushes to each.
+        images = TrainingImageRepository(self, "TrainingImages", config=config)
         _accept_lifecycle_bucket_findings(hyperpod)
         _accept_execution_role_findings(hyperpod)
         self.publish(EKS_CLUSTER_NAME, plane.cluster.cluster_name)
@@ -135,6 +139,7 @@ class ComputeStack(PlannedStack):
         self.publish(EKS_ENDPOINT, plane.cluster.cluster_endpoint)
         if self.access.host is not None:
             self.publish(ACCESS_HOST_INSTANCE, self.access.host.instance_id)
+        self.publish(TRAINING_IMAGE_REPOSITORY, images.repository.repository_uri)
 
 
 def _accept_execution_role_findings(hyperpod: HyperPodCluster) -> None:

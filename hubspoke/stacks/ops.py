@@ -13,9 +13,12 @@ from hubspoke.constructs.alarms import (
     AlarmTopic,
     cache_hit_ratio_below_floor,
     cache_hit_ratio_low,
+    canary_silent_for_a_day,
     dataset_not_fully_cached,
+    hub_probes_failing,
     hub_unreachable,
     portal_not_active,
+    portal_probes_not_active,
 )
 from hubspoke.constructs.canary.infrastructure import HubCanary, runtime_code
 from hubspoke.constructs.canary.traffic import TrafficMetrics
@@ -81,12 +84,31 @@ class OpsStack(PlannedStack):
         self.alarms: dict[str, cloudwatch.AlarmBase] = {}
         for planned in mine:
             alarm: cloudwatch.AlarmBase
-            if planned.key == alarms.HUB_UNREACHABLE:
-                alarm = hub_unreachable(
+            if planned.key == alarms.CANARY_SILENT_FOR_A_DAY:
+                alarm = canary_silent_for_a_day(self, planned, topic=self.topic, canary=self.canary)
+            elif planned.key == alarms.HUB_PROBES_FAILING:
+                alarm = hub_probes_failing(
                     self, planned, topic=self.topic, canary=self.canary, hub_region=config.hub.region
                 )
+            elif planned.key == alarms.HUB_UNREACHABLE:
+                alarm = hub_unreachable(
+                    self,
+                    planned,
+                    topic=self.topic,
+                    probes=self.alarms[alarms.HUB_PROBES_FAILING],
+                    gate=self.alarms[alarms.CANARY_SILENT_FOR_A_DAY],
+                    hub_region=config.hub.region,
+                )
+            elif planned.key == alarms.PORTAL_PROBES_NOT_ACTIVE:
+                alarm = portal_probes_not_active(self, planned, topic=self.topic, canary=self.canary)
             elif planned.key == alarms.PORTAL_NOT_ACTIVE:
-                alarm = portal_not_active(self, planned, topic=self.topic, canary=self.canary)
+                alarm = portal_not_active(
+                    self,
+                    planned,
+                    topic=self.topic,
+                    probes=self.alarms[alarms.PORTAL_PROBES_NOT_ACTIVE],
+                    gate=self.alarms[alarms.CANARY_SILENT_FOR_A_DAY],
+                )
             elif planned.key in TRAINING_ALARMS:
                 alarm = TRAINING_ALARMS[planned.key](
                     self, planned, topic=self.topic, config=config, region=spoke

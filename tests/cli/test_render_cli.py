@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -27,11 +28,93 @@ dataset:
 """
 
 
+def digest_ref(region: str, hex_pair: str = "ab") -> str:
+    return f"123456789012.dkr.ecr.{region}.amazonaws.com/hubspoke-dev-training@sha256:{hex_pair * 32}"
+
+
+def write_record(config_path: Path, environment: str = "dev", **images: str) -> Path:
+    """What `hubspoke image build` leaves beside the config (docs/cli.md, "hubspoke image build")."""
+    record = config_path.with_name(config_path.stem + ".images.json")
+    record.write_text(
+        json.dumps(
+            {
+                "environment": environment,
+                "tag": "0123abc",
+                "base": "base@sha256:" + "0" * 64,
+                "images": images,
+            }
+        )
+    )
+    return record
+
+
 @pytest.fixture
-def dev_yaml(tmp_path: Path) -> Path:
+def bare_yaml(tmp_path: Path) -> Path:
+    """The dev config with no image built yet."""
     path = tmp_path / "dev.yaml"
     path.write_text(yaml.safe_dump(with_pins(yaml.safe_load(DEV))))
     return path
+
+
+@pytest.fixture
+def dev_yaml(bare_yaml: Path) -> Path:
+    write_record(bare_yaml, **{"us-east-2": digest_ref("us-east-2"), "us-west-2": digest_ref("us-west-2")})
+    return bare_yaml
+
+
+def test_job_runs_the_recorded_digest_of_its_own_region(
+    dev_yaml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for region in ("us-east-2", "us-west-2"):
+        assert main(["render", "job", "--config", str(dev_yaml), "--region", region]) == 0
+        (job,) = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+        (container,) = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+        assert container["image"] == digest_ref(region)
+        assert container["imagePullPolicy"] == "IfNotPresent"
+
+
+def test_given_image_and_config_image_come_before_the_record(
+    dev_yaml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    given = digest_ref("us-west-2", "cd")
+    assert main(["render", "job", "--config", str(dev_yaml), "--region", "us-west-2", "--image", given]) == 0
+    assert f"image: {given}" in capsys.readouterr().out
+    data = yaml.safe_load(dev_yaml.read_text())
+    data["spokes"][0]["compute"] = {"training_image": digest_ref("us-west-2", "ef")}
+    dev_yaml.write_text(yaml.safe_dump(data))
+    assert main(["render", "job", "--config", str(dev_yaml), "--region", "us-west-2"]) == 0
+    assert f"image: {digest_ref('us-west-2', 'ef')}" in capsys.readouterr().out
+
+
+def test_no_image_built_exits_2_with_the_command_that_builds_it(
+    bare_yaml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["render", "job", "--config", str(bare_yaml), "--region", "us-west-2"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"{bare_yaml}: spokes[0].compute.training_image: ")
+    assert f"hubspoke image build --config {bare_yaml}" in captured.err
+    assert "Traceback" not in captured.err and ":latest" not in captured.err
+
+
+def test_a_record_of_another_environment_or_without_digests_is_refused(
+    bare_yaml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_record(bare_yaml, "prod", **{"us-west-2": digest_ref("us-west-2")})
+    assert main(["render", "job", "--config", str(bare_yaml), "--region", "us-west-2"]) == 2
+    assert "environment prod, not dev" in capsys.readouterr().err
+    write_record(bare_yaml, **{"us-west-2": "123456789012.dkr.ecr.us-west-2.amazonaws.com/x:latest"})
+    assert main(["render", "job", "--config", str(bare_yaml), "--region", "us-west-2"]) == 2
+    assert "without a digest" in capsys.readouterr().err
+
+
+def test_latest_in_the_config_is_refused(bare_yaml: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = yaml.safe_load(bare_yaml.read_text())
+    data["spokes"][0]["compute"] = {"training_image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:latest"}
+    bare_yaml.write_text(yaml.safe_dump(data))
+    assert main(["render", "job", "--config", str(bare_yaml), "--region", "us-west-2"]) == 2
+    err = capsys.readouterr().err
+    assert "spokes[0].compute.training_image" in err and "digest" in err
 
 
 @pytest.mark.parametrize(

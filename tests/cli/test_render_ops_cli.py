@@ -10,10 +10,12 @@ import yaml
 from hubspoke.cli.main import main
 
 DEV = Path(__file__).resolve().parents[2] / "config" / "dev.yaml"
+# As `hubspoke image build` records it (tests/cli/test_render_cli.py tests the record itself).
+IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/hubspoke-dev-training@sha256:" + "ab" * 32
 
 
 def _render(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict], str]:
-    code = main(["render", *argv])
+    code = main(["render", *argv, "--image", IMAGE])
     out, err = capsys.readouterr()
     docs = [d for d in yaml.safe_load_all(out) if d] if code == 0 else []
     return code, docs, err

@@ -270,7 +270,9 @@ def test_alarm_in_alarm_fails_with_its_runbook(deployed: DeployedWorld, deployed
     description = next(
         r["Properties"]["AlarmDescription"]
         for r in deployed.templates["ops-us-west-2"]["Resources"].values()
-        if r["Type"] == "AWS::CloudWatch::Alarm" and r["Properties"]["AlarmName"].endswith("hub-unreachable")
+        # A composite of the probes alarm and the canary's gate (docs/operations.md, "A fresh deploy does not page").
+        if r["Type"] == "AWS::CloudWatch::CompositeAlarm"
+        and r["Properties"]["AlarmName"].endswith("hub-unreachable")
     )
     assert description.endswith("Runbook: docs/runbooks/hub-outage.md")
     assert _only(results, "alarm gpu-utilization-low", "us-east-2").status == "warn"
@@ -295,6 +297,20 @@ def test_a_composite_alarm_is_read_and_its_silent_input_only_warns(
     deployed.alarm("us-west-2", "hubspoke-dev-ops-us-west-2-cache-hit-ratio-low", "ALARM", "both inputs")
     low = _only(verify(deployed, deployed_config), "alarm cache-hit-ratio-low")
     assert low.status == "fail" and low.fix == "follow docs/runbooks/cache-warm-up.md"
+
+
+def test_the_canary_pages_inputs_in_alarm_only_warn(deployed: DeployedWorld, deployed_config: Path) -> None:
+    """`…-hub-probes-failing` reads FILL and is in ALARM on a fresh deploy before the canary's first records; it
+    notifies nobody and pages only through the composite `…-hub-unreachable` (docs/operations.md, "A fresh deploy
+    does not page"): a warning that says when it is expected, not a failure; the gate likewise."""
+    for key in ("hub-probes-failing", "canary-silent-for-a-day"):
+        deployed.alarm("us-west-2", f"hubspoke-dev-ops-us-west-2-{key}", "ALARM", "3 out of 3 datapoints < 1")
+    results = verify(deployed, deployed_config)
+    for key in ("hub-probes-failing", "canary-silent-for-a-day"):
+        row = _only(results, f"alarm {key}")
+        assert row.status == "warn" and "notifies nobody" in row.detail, row
+        assert "after a deploy" in row.fix and row.fix.endswith("docs/runbooks/hub-outage.md"), row.fix
+    assert _only(results, "alarm hub-unreachable").status != "fail"
 
 
 def test_an_active_addon_with_health_issues_is_not_reported_healthy(

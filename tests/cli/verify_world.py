@@ -414,7 +414,7 @@ class DeployedWorld:
             props = {
                 k: v
                 for k, v in resource["Properties"].items()
-                if k not in ("AlarmActions", "OKActions", "Tags")
+                if k not in ("AlarmActions", "OKActions", "InsufficientDataActions", "Tags")
             }
             cloudwatch.put_metric_alarm(**props)
             # A freshly created alarm is INSUFFICIENT_DATA until evaluated; a healthy world has evaluated.

@@ -304,17 +304,23 @@ def alarm_state(
     datapoints_to_alarm: int,
     treat_missing_data: str,
 ) -> str:
-    """The state ("ALARM" or "OK") after the evaluation range `points`, oldest first, None where no value."""
-    if treat_missing_data not in ("breaching", "notBreaching"):
+    """The state ("ALARM", "OK" or "INSUFFICIENT_DATA") after the evaluation range `points`, oldest first, None
+    where no value."""
+    if treat_missing_data not in ("breaching", "notBreaching", "missing"):
         raise NotImplementedError(f"TreatMissingData {treat_missing_data}")
     if len(points) < evaluation_periods:
         raise ValueError("the evaluation range is at least Evaluation Periods long")
     breaches = _BREACHES[comparison]
     real = [breaches(p, threshold) for p in points if p is not None]
+    # With N real points the treatment "is not needed and is ignored" (the guide), whatever it is.
     if None not in points[-evaluation_periods:]:
         judged = real[-evaluation_periods:]
     elif len(real) >= evaluation_periods:
         judged = real[-evaluation_periods:]  # "the most recent real data points", reaching back
+    elif treat_missing_data == "missing":
+        if not real:
+            return "INSUFFICIENT_DATA"
+        raise NotImplementedError("TreatMissingData missing with some points missing")
     else:
         judged = real + [treat_missing_data == "breaching"] * (evaluation_periods - len(real))
     return "ALARM" if sum(judged) >= datapoints_to_alarm else "OK"
@@ -470,3 +476,16 @@ def composite_state(rule: str, states: Mapping[str, str]) -> str:
     if at != len(tokens):
         raise ValueError(f"unexpected {tokens[at][0]} in {rule!r}")
     return "ALARM" if result else "OK"
+
+
+def composite_states_in_any_order(rule: str, before: Mapping[str, str], after: Mapping[str, str]) -> set[str]:
+    """Every state the composite passes through while its inputs move from `before` to `after`, one at a time in
+    any order. ASSUMED: the User Guide does not say that alarms evaluated in the same minute change state at the
+    same instant, and a composite judges its rule on each input's change ("Create a composite alarm": its state
+    follows the rule whenever an alarm it names changes), so any intermediate mix can be seen and acted on."""
+    changed = [name for name in after if after[name] != before.get(name)]
+    seen = set()
+    for mask in range(1 << len(changed)):
+        states = dict(before) | {name: after[name] for i, name in enumerate(changed) if mask >> i & 1}
+        seen.add(composite_state(rule, states))
+    return seen

@@ -12,7 +12,7 @@ from hubspoke import training_metrics
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, DATASET_MOUNT_PATH, NAMESPACE
 from hubspoke.k8s.accelerators import UnknownAccelerator
-from hubspoke.k8s.job import JOB_KINDS, PROGRESS_LOG_PATTERN, TrainingSettings, training_job
+from hubspoke.k8s.job import JOB_KINDS, PROGRESS_LOG_PATTERN, NoTrainingImage, TrainingSettings, training_job
 from tests.k8s.crd_schemas import HYPERPOD_JOB_SCHEMA, PYTORCHJOB_SCHEMA, k8s_validate, pod_templates
 
 SCHEMAS = {"pytorchjob": PYTORCHJOB_SCHEMA, "hyperpod": HYPERPOD_JOB_SCHEMA}
@@ -169,13 +169,23 @@ def test_script_gets_the_reference_settings_and_mount_paths(dev_config: HubSpoke
     assert 2 * 8 * int(args["num-workers"]) * int(args["prefetch-factor"]) == 256
 
 
-def test_image_defaults_to_the_regions_own_registry(dev_config: HubSpokeConfig) -> None:
+def test_image_is_the_given_one_else_the_configs_and_never_a_default_tag(dev_config: HubSpokeConfig) -> None:
     for code in REGIONS:
         job = training_job(dev_config, dev_config.region_config(code))
-        image = pod_templates(job)[0]["spec"]["containers"][0]["image"]
-        assert f".dkr.ecr.{code}.amazonaws.com/" in image
-    job = training_job(dev_config, dev_config.hub, image="registry.example/train:v2")
-    assert pod_templates(job)[0]["spec"]["containers"][0]["image"] == "registry.example/train:v2"
+        container = pod_templates(job)[0]["spec"]["containers"][0]
+        assert container["image"] == dev_config.region_config(code).compute.training_image
+        # Named by digest, so a node that holds the image holds this one (Kubernetes docs, "Images").
+        assert container["imagePullPolicy"] == "IfNotPresent"
+    job = training_job(dev_config, dev_config.hub, image="registry.example/train@sha256:" + "cd" * 32)
+    assert (
+        pod_templates(job)[0]["spec"]["containers"][0]["image"]
+        == "registry.example/train@sha256:" + "cd" * 32
+    )
+    bare = dev_config.hub.model_copy(
+        update={"compute": dev_config.hub.compute.model_copy(update={"training_image": None})}
+    )
+    with pytest.raises(NoTrainingImage, match="hubspoke image build"):
+        training_job(dev_config, bare)
 
 
 def test_unknown_instance_type_is_refused_with_a_fix(dev_config: HubSpokeConfig) -> None:

@@ -45,9 +45,9 @@ def test_an_alarm_topic_without_a_cloudwatch_publish_grant_is_caught(
         if v["Type"] in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
         and v["Properties"].get("AlarmActions")
     ]
-    # A spoke's Ops stack pages on hub-unreachable, portal-not-active, training-stalled, throughput-low,
-    # gpu-utilization-low and the composite cache-hit-ratio-low (docs/operations.md); the hit ratio's own
-    # metric alarm notifies nobody.
+    # A spoke's Ops stack pages on the composites hub-unreachable and portal-not-active, training-stalled,
+    # throughput-low, gpu-utilization-low and the composite cache-hit-ratio-low (docs/operations.md); the
+    # composites' inputs (the hit ratio's, the canary's probes and gate) notify nobody.
     assert sorted(hits) == sorted(notifying) and len(notifying) == 6
 
 

@@ -111,6 +111,11 @@ def _volume_key(t: dict[str, Any]) -> str:
     return str(storage["VolumeKmsKeyId"]["Fn::GetAtt"][0])
 
 
+def _ecr_key(t: dict[str, Any]) -> str:
+    (repo,) = [r for _, r in _resources(t, "AWS::ECR::Repository")]
+    return str(repo["Properties"]["EncryptionConfiguration"]["KmsKey"]["Fn::GetAtt"][0])
+
+
 def secrets_key_with_grant_deny(t: dict[str, Any]) -> None:
     t["Resources"][_secrets_key(t)]["Properties"]["KeyPolicy"]["Statement"].append(dict(CT_KMS_PR_3))
 
@@ -209,7 +214,8 @@ def test_eks_and_hyperpod_keys_admit_the_grant_either_way_and_other_keys_keep_ct
     """EKS User Guide, "Encrypt Kubernetes secrets with KMS on existing clusters" (note on create-key) and the
     Control Tower controls reference, CT.EKS.PR.2 usage considerations: "kms:GrantIsForAWSResource is not
     supported for the CreateCluster action". The CT.KMS.PR.3 statement denies exactly that grant; the secrets key
-    and the HyperPod volume key (whose grants no page we could read describes) admit it under both readings.
+    and the HyperPod volume key (whose grants no page we could read describes) admit it under both readings, and so
+    does the ECR key of the training images (the repository's creator makes its grants, ECR User Guide).
     Every other key keeps CT.KMS.PR.3."""
     assert not _denied({"Statement": [CT_KMS_PR_3]}, FLAGGED) and _denied(
         {"Statement": [CT_KMS_PR_3]}, UNFLAGGED
@@ -219,7 +225,9 @@ def test_eks_and_hyperpod_keys_admit_the_grant_either_way_and_other_keys_keep_ct
     service_keys = set()
     for sid in compute:
         template = dev_templates[sid]
-        for key_id in (_secrets_key(template), _volume_key(template)):
+        # The training-image key too: Amazon ECR User Guide, "Encryption at rest": ECR sends two CreateGrant
+        # requests when the repository is created, in the name of its creator; no page says they are flagged.
+        for key_id in (_secrets_key(template), _volume_key(template), _ecr_key(template)):
             policy = template["Resources"][key_id]["Properties"]["KeyPolicy"]
             assert not _denied(policy, FLAGGED) and not _denied(policy, UNFLAGGED), f"{sid}/{key_id}"
             service_keys.add((sid, key_id))

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from hubspoke.config import HubSpokeConfig
-from tests.conftest import Templates, resources, synth
+from tests.conftest import Templates, minimal, resources, synth
 from tests.shapes import SHAPES
 
 CLOUDWATCH = "cloudwatch.amazonaws.com"
@@ -67,8 +67,13 @@ def _denies_cloudwatch(statement: dict[str, Any], action: str) -> bool:
     return condition != {"Bool": {"aws:SecureTransport": "false"}}
 
 
-def _check_alarm_delivery(template: dict[str, Any], region: str, account: str) -> int:
-    """Assert every alarm's actions reach CloudWatch-publishable, CloudWatch-usable topics; count the alarms."""
+def _check_alarm_delivery(
+    template: dict[str, Any], region: str, account: str, external: tuple[str, ...] = ()
+) -> int:
+    """Assert every alarm's actions reach CloudWatch-publishable, CloudWatch-usable topics; count the alarms.
+
+    `external`: the config's own topics (ops.alarm_topic_arns); their policies are their owners' (docs/operations.md,
+    "Who is told"), so only their Region is checked here, and every alarm must still reach one topic of ours."""
     res = template["Resources"]
     topic_policies = [r["Properties"] for _, r in resources(template, "AWS::SNS::TopicPolicy")]
     checked = 0
@@ -92,7 +97,12 @@ def _check_alarm_delivery(template: dict[str, Any], region: str, account: str) -
                 f"{alarm_id} notifies nobody and is no input of a composite alarm that does"
             )
             continue
+        ours = [a for a in actions if isinstance(a, dict)]
+        assert ours, f"{alarm_id} notifies only topics hubspoke cannot check"
         for action in actions:
+            if isinstance(action, str):
+                assert action in external and action.split(":")[3] == region, f"{alarm_id}: {action}"
+                continue
             topic_id = action["Ref"]
             assert res[topic_id]["Type"] == "AWS::SNS::Topic"
             statements = [
@@ -134,10 +144,10 @@ def test_every_dev_alarm_can_notify(dev_config: HubSpokeConfig, dev_templates: T
     counted = {
         sid: _check_alarm_delivery(dev_templates[sid], region, ACCOUNT) for sid, region in regions.items()
     }
-    # docs/operations.md, "Alarms": per spoke Ops stack hub-unreachable, portal-not-active, training-stalled,
-    # training-throughput-low, gpu-utilization-low and the composite cache-hit-ratio-low notify (its input
-    # cache-hit-ratio-below-floor does not); the hub's training alarms (stalled, throughput, GPU) are on the
-    # dashboard stack.
+    # docs/operations.md, "Alarms": per spoke Ops stack the composites hub-unreachable and portal-not-active,
+    # training-stalled, training-throughput-low, gpu-utilization-low and the composite cache-hit-ratio-low notify
+    # (the composites' inputs do not); the hub's training alarms (stalled, throughput, GPU) are on the dashboard
+    # stack.
     assert counted == {"ops-us-west-2": 6, "dashboard-us-east-2": 3}
 
 
@@ -148,3 +158,15 @@ def test_every_alarm_of_every_shape_can_notify(shape: str, config_from: Any) -> 
         region = sid.split("-", 1)[1]
         if sid.startswith(("ops-", "dashboard-")):
             _check_alarm_delivery(template, config.region_config(region).region, config.account)
+
+
+def test_alarms_also_reach_the_configs_topics_of_their_region(config_from: Any) -> None:
+    east = "arn:aws:sns:us-east-2:111122223333:on-call"
+    west = "arn:aws:sns:us-west-2:111122223333:on-call"
+    config = config_from(minimal(ops={"alarm_topic_arns": [east, west]}))
+    templates = synth(config)
+    assert _check_alarm_delivery(templates["ops-us-west-2"], "us-west-2", config.account, (east, west)) == 6
+    assert (
+        _check_alarm_delivery(templates["dashboard-us-east-2"], "us-east-2", config.account, (east, west))
+        == 3
+    )

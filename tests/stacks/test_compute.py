@@ -20,6 +20,9 @@ from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
 from hubspoke.topology import plan_stacks, stack_name
 from tests.conftest import ROOT, Shape, Templates, minimal, resources, synth
 
+# Any image pinned by digest: these tests read the job's arguments, not its image.
+ANY_IMAGE = "registry.example/train@sha256:" + "ab" * 32
+
 Template = dict[str, Any]
 
 
@@ -366,7 +369,7 @@ def job_agent_endpoints(config: HubSpokeConfig, code: str) -> set[str]:
     found = set()
     pinned = with_dataset_pin(config)
     for kind in JOB_KINDS:
-        job = training_job(pinned, pinned.region_config(code), kind=kind)
+        job = training_job(pinned, pinned.region_config(code), kind=kind, image=ANY_IMAGE)
         specs = job["spec"].get("pytorchReplicaSpecs")
         for replica in specs.values() if specs else job["spec"]["replicaSpecs"]:
             for container in replica["template"]["spec"]["containers"]:

@@ -34,6 +34,7 @@ RENDER_ARGS: dict[str, list[list[str]]] = {
     "prewarm": [["--rest-address", "10.20.64.10"]],
     "bench": [["--run", "r1"]],
 }
+IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/hubspoke-dev-training@sha256:" + "ab" * 32
 BASE_IMAGE_EXECUTABLES = {"python", "torchrun"}
 INSTALLED_BY = {"hyperpodrun": "hyperpod-elastic-agent"}
 
@@ -58,7 +59,8 @@ def _commands(capsys: pytest.CaptureFixture[str]) -> list[list[str]]:
     commands = []
     for kind, variants in RENDER_ARGS.items():
         for variant in variants:
-            assert main(["render", kind, "--config", str(DEV), "--region", "us-west-2", *variant]) == 0
+            argv = ["render", kind, "--config", str(DEV), "--region", "us-west-2", "--image", IMAGE, *variant]
+            assert main(argv) == 0
             docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
             found = [c["command"] for d in docs for c in _containers(d)]
             assert found, f"render {kind} {variant}: no container command"
@@ -150,3 +152,98 @@ def test_every_rendered_command_runs_from_what_the_image_holds(capsys: pytest.Ca
                 assert image_path in files, f"{' '.join(command[:3])}... needs {image_path}; COPY it"
                 assert _let_through(files[image_path]), f"{files[image_path]} is excluded by .dockerignore"
     assert {"train.py", "prewarm.py", "bench_reader.py"} <= scripts_seen
+
+
+# torch versions at the edges of what the image accepts, from the sources (not from torch_check.py):
+# - hyperpod-elastic-agent 1.1.3, PKG-INFO on PyPI: "Requires-Dist: torch<2.12.0,>=2.4.0"; pip's `<2.12.0` also
+#   excludes 2.12 pre-releases (PEP 440, "Exclusive ordered comparison").
+# - train.py: `from torch.distributed.fsdp import fully_shard` (PyTorch docs page
+#   "torch.distributed.fsdp.fully_shard", created 2024-12-04 for 2.6) and scaled_dot_product_attention's
+#   enable_gqa (documented signature). So 2.6 and newer.
+ACCEPTED = ["2.6.0", "2.6.0a0+ecf3bae40a.nv25.01", "2.7.1+cu128", "2.11.0", "2.11.9+cu130"]
+REFUSED = ["2.4.0", "2.5.1+cu124", "2.12.0", "2.12.0a0+git", "2.12.1", "3.0.0", "1.13.1"]
+CHECK = ROOT / "workload" / "torch_check.py"
+
+
+def _torch_check() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("torch_check", CHECK)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _check(*argv: str, path: Path | None = None) -> tuple[int, str, str]:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(path) if path else ""}
+    done = subprocess.run(
+        [sys.executable, str(CHECK), *argv], capture_output=True, text=True, env=env, check=False, timeout=60
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("version", ACCEPTED)
+def test_torch_check_accepts_versions_both_bounds_allow(version: str) -> None:
+    problem = _torch_check().problem
+
+    assert problem(version) is None
+
+
+@pytest.mark.parametrize("version", REFUSED)
+def test_torch_check_refuses_versions_outside_either_bound(version: str) -> None:
+    problem = _torch_check().problem
+
+    why = problem(version)
+    assert why is not None and version in why
+    # The message says which side is wrong and what to choose instead.
+    assert ("hyperpod-elastic-agent" in why) == version.startswith(("2.12", "3."))
+    assert "2.6 to 2.11" in why
+
+
+def _stub_torch(root: Path, version: str, *, fully_shard: bool = True, gqa: bool = True) -> Path:
+    """A stand-in `torch` package with the version and the two features train.py needs (or without them)."""
+    (root / "torch" / "nn").mkdir(parents=True)
+    (root / "torch" / "distributed" / "fsdp").mkdir(parents=True)
+    (root / "torch" / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    (root / "torch" / "nn" / "__init__.py").write_text("")
+    signature = "enable_gqa=False" if gqa else "scale=None"
+    (root / "torch" / "nn" / "functional.py").write_text(
+        f"def scaled_dot_product_attention():\n    '''scaled_dot_product_attention(query, ..., {signature})'''\n"
+    )
+    (root / "torch" / "distributed" / "__init__.py").write_text("")
+    (root / "torch" / "distributed" / "fsdp" / "__init__.py").write_text(
+        "def fully_shard(module):\n    return module\n" if fully_shard else ""
+    )
+    return root
+
+
+def test_torch_check_reads_the_installed_torch_and_its_features(tmp_path: Path) -> None:
+    code, out, _ = _check(path=_stub_torch(tmp_path / "ok", "2.7.1+cu128"))
+    assert code == 0 and "2.7.1+cu128 fits" in out
+    code, _, err = _check(path=_stub_torch(tmp_path / "new", "2.12.0"))
+    assert code == 1 and "hyperpod-elastic-agent 1.1.3 requires torch>=2.4.0,<2.12.0" in err
+    code, _, err = _check(path=_stub_torch(tmp_path / "nofsdp", "2.8.0", fully_shard=False))
+    assert code == 1 and "fully_shard" in err
+    code, _, err = _check(path=_stub_torch(tmp_path / "nogqa", "2.8.0", gqa=False))
+    assert code == 1 and "enable_gqa" in err
+
+
+def test_the_build_checks_torch_before_and_after_installing_the_agent() -> None:
+    """The check runs in the image build (a failing RUN fails `docker build`), around the agent's install."""
+    files = _image_files()
+    assert files.get("/opt/hubspoke/torch_check.py") == "workload/torch_check.py"
+    assert _let_through("workload/torch_check.py")
+    instructions = _instructions()
+    copy_at = next(i for i, line in enumerate(instructions) if "torch_check.py /opt/hubspoke" in line)
+    (run,) = [line for line in instructions if line.startswith("RUN ") and "hyperpod-elastic-agent" in line]
+    assert instructions.index(run) > copy_at
+    steps = [s.strip() for s in run[len("RUN ") :].split("&&")]
+    assert steps[0] == steps[-1] == "python /opt/hubspoke/torch_check.py"
+    assert any('"hyperpod-elastic-agent==1.1.3"' in s for s in steps[1:-1])
+    # FROM the base the build command pins by digest, nothing else.
+    assert [line for line in instructions if line.startswith("FROM ")] == ["FROM ${BASE_IMAGE}"]

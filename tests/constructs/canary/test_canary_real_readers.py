@@ -3,7 +3,7 @@ against the CNQ world: the spoke's admin secret in moto's Secrets Manager, in th
 makes it (GenerateSecretString without a template: the secret string is the bare password, AWS::SecretsManager
 ::Secret), and a portal formed by the provisioning handler between two Qumulo contract fakes.
 
-The oracle is the alarm that consumes the metric: config/dev.yaml's synthesized `portal-not-active` alarm
+The oracle is the alarm that consumes the metric: config/dev.yaml's synthesized `portal-probes-not-active` alarm
 (its threshold and comparison read from the template), not the canary's own constants.
 """
 
@@ -35,9 +35,10 @@ def portal_alarm_fires(templates: Templates, value: float) -> bool:
     [alarm] = [
         a
         for _, a in properties(templates[f"ops-{SPOKE.region}"], "AWS::CloudWatch::Alarm")
-        if a["AlarmName"].endswith("-portal-not-active")
+        if a["AlarmName"].endswith("-portal-probes-not-active")  # the input of the portal-not-active page
     ]
-    assert alarm["MetricName"] == canary_metrics.PORTAL_STATUS
+    [stat] = [q["MetricStat"] for q in alarm["Metrics"] if "MetricStat" in q]
+    assert stat["Metric"]["MetricName"] == canary_metrics.PORTAL_STATUS
     return bool(COMPARE[alarm["ComparisonOperator"]](value, alarm["Threshold"]))
 
 

@@ -1,0 +1,248 @@
+"""`hubspoke image build --config FILE --base IMAGE@sha256:...`: build the training image once, push it to every
+compute Region's ECR repository, and record each Region's digest where `hubspoke render` finds it.
+
+The steps are the ones the Amazon ECR User Guide gives ("Pushing a Docker image to an Amazon ECR private
+repository"): authenticate Docker to the registry with `aws ecr get-login-password --region R | docker login
+--username AWS --password-stdin ACCOUNT.dkr.ecr.R.amazonaws.com` ("Private registry authentication"), tag the
+image with the repository URI, `docker push`. The digest is the registry's: `docker push` prints
+`<tag>: digest: sha256:<hex> size: <n>` and `docker inspect` lists it in RepoDigests once pushed; the two
+must agree. Docker and the AWS CLI are run as programs (found on PATH); boto3 only reads ECR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hubspoke.cli.commands import COMMANDS
+from hubspoke.config import HubSpokeConfig, format_problem, load
+from hubspoke.config.raw import Problem
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+DOCKERFILE = Path("workload") / "Dockerfile"
+# What `docker push` prints when the registry accepted the manifest.
+_PUSHED = re.compile(r"digest: (sha256:[0-9a-f]{64}) size: \d+")
+# A tag ECR and Docker accept: 1-128 of [A-Za-z0-9_.-], not starting with . or - (Docker reference grammar,
+# distribution/reference: tag := [\w][\w.-]{0,127}).
+_TAG = re.compile(r"^\w[\w.-]{0,127}$")
+
+
+class StepFailed(Exception):
+    """A program the build runs exited non-zero; carries what to show (never a password)."""
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "image",
+        help=COMMANDS["image"].summary,
+        description="Build and push the training image (workload/Dockerfile).",
+    )
+    actions = parser.add_subparsers(dest="image_action", required=True, metavar="ACTION")
+    build = actions.add_parser(
+        "build",
+        help="build workload/Dockerfile from a base pinned by digest, push it to every compute Region by digest",
+        description="Build workload/Dockerfile once from --base (pinned by digest), tag it with the git commit "
+        "(or --tag), push it to the ECR repository of every Region with compute, and record each Region's "
+        "digest in <config>.images.json beside the config, where `hubspoke render` reads it. Needs docker and "
+        "the AWS CLI on PATH and credentials that may push to the repositories; run from the repository root. "
+        "Exit 0 when every Region has the image, 1 when a step failed, 2 for bad input.",
+        epilog="Example:\n  hubspoke image build --config config/dev.yaml "
+        "--base 763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training@sha256:<64 hex>",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    build.add_argument("--config", required=True, type=Path, metavar="PATH")
+    build.add_argument(
+        "--base",
+        required=True,
+        metavar="IMAGE@sha256:DIGEST",
+        help="the base image, pinned by digest (a PyTorch 2.6-2.11 GPU training image)",
+    )
+    build.add_argument(
+        "--tag", help="the immutable tag to push (default: the git commit; refused when the tree has changes)"
+    )
+    build.add_argument(
+        "--profile", metavar="NAME", help="AWS profile (default: AWS_PROFILE or the default chain)"
+    )
+    build.set_defaults(run=run)
+
+
+def _bad(path: Path, field: str, message: str) -> int:
+    print(format_problem(path, Problem(field, message)), file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _run(argv: Sequence[str], *, stdin: str | None = None, show: Sequence[str] | None = None) -> str:
+    """Run a program, echo what runs (`show`, without secrets), return its stdout; StepFailed when it fails."""
+    print("+ " + " ".join(show or argv), file=sys.stderr)
+    try:
+        done = subprocess.run(list(argv), input=stdin, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise StepFailed(f"{argv[0]} is not on PATH: install it (docs/runbooks/compute.md)") from None
+    if done.returncode != 0:
+        raise StepFailed(f"{' '.join(show or argv)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    return done.stdout
+
+
+def git_tag(root: Path) -> str:
+    """The commit the image is built from; refused when the tree differs from it (the tag would lie)."""
+    head = _run(["git", "-C", str(root), "rev-parse", "HEAD"]).strip()
+    changes = _run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"]).strip()
+    if changes:
+        raise ValueError(
+            "the working tree has uncommitted changes, so the commit would not name what is built: commit them "
+            "or pass --tag"
+        )
+    return head
+
+
+def _check_repositories(
+    config: HubSpokeConfig, regions: Sequence[str], tag: str, profile: str | None
+) -> str | None:
+    """Why the push cannot start (no repository: the compute stack is not deployed; the tag exists), or None."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from hubspoke.cli.checks import session_clients
+    from hubspoke.names import training_image_repository
+
+    clients = session_clients(profile)
+    name = training_image_repository(config)
+    for region in regions:
+        ecr = clients("ecr", region)
+        try:
+            ecr.describe_repositories(repositoryNames=[name])
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "RepositoryNotFoundException":
+                return (
+                    f"there is no ECR repository {name} in {region}: deploy that Region's compute stack first "
+                    "(it creates the repository)"
+                )
+            return f"cannot read ECR repository {name} in {region}: {exc}"
+        except BotoCoreError as exc:
+            return f"cannot reach ECR in {region}: {exc}"
+        try:
+            found = ecr.describe_images(repositoryName=name, imageIds=[{"imageTag": tag}])["imageDetails"]
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ImageNotFoundException":
+                return f"cannot read the images of {name} in {region}: {exc}"
+            found = []
+        if found:
+            return (
+                f"{name} in {region} already holds tag {tag} (digest {found[0]['imageDigest']}); tags there are "
+                "immutable: pass another --tag, or commit and build again"
+            )
+    return None
+
+
+def _pushed_digest(push_output: str, inspect_output: str, uri: str) -> str:
+    """The digest the registry gave `uri`: docker push's line, confirmed by docker inspect's RepoDigests."""
+    pushed = _PUSHED.findall(push_output)
+    repo_digests: Any = json.loads(inspect_output or "null") or []
+    inspected = [d.split("@", 1)[1] for d in repo_digests if isinstance(d, str) and d.startswith(uri + "@")]
+    if not pushed or not inspected:
+        raise StepFailed(
+            f"docker did not report the digest of {uri} (push said {pushed}, inspect {inspected})"
+        )
+    if pushed[-1] not in inspected:
+        raise StepFailed(f"docker push reported {pushed[-1]} for {uri}, docker inspect {inspected}")
+    return str(pushed[-1])
+
+
+def build_and_push(
+    config: HubSpokeConfig, *, base: str, tag: str, context: Path, profile: str | None = None
+) -> dict[str, str]:
+    """Build once, push to every compute Region; Region -> `repository@sha256:...`."""
+    from hubspoke.images import registry, repository_uri
+    from hubspoke.names import training_image_repository
+
+    local = f"{training_image_repository(config)}:{tag}"
+    _run(
+        [
+            "docker",
+            "build",
+            "--file",
+            str(DOCKERFILE),
+            "--build-arg",
+            f"BASE_IMAGE={base}",
+            "--tag",
+            local,
+            str(context),
+        ]
+    )
+    images = {}
+    for region in (r for r in config.regions() if r.compute.enabled):
+        host = registry(config, region)
+        # The password goes from one program to the other through this process, never onto a command line.
+        as_profile = ["--profile", profile] if profile else []
+        password = _run(["aws", "ecr", "get-login-password", "--region", region.region, *as_profile])
+        _run(
+            ["docker", "login", "--username", "AWS", "--password-stdin", host],
+            stdin=password,
+        )
+        uri = repository_uri(config, region)
+        _run(["docker", "tag", local, f"{uri}:{tag}"])
+        pushed = _run(["docker", "push", f"{uri}:{tag}"])
+        inspected = _run(["docker", "inspect", "--format", "{{json .RepoDigests}}", f"{uri}:{tag}"])
+        images[region.region] = f"{uri}@{_pushed_digest(pushed, inspected, uri)}"
+    return images
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Replace `path` whole or not at all: a half-written record would point render at nothing."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
+        handle.write(text + "\n")
+    os.replace(handle.name, path)
+
+
+def run(args: argparse.Namespace) -> int:
+    from hubspoke.images import DIGEST_REF, ImageRecord, record_path
+
+    path: Path = args.config
+    config = load(path).config  # ConfigError -> exit 2 in main
+    if not DIGEST_REF.match(args.base):
+        return _bad(
+            path,
+            "--base",
+            f"{args.base} is not pinned by digest: pass IMAGE@sha256:<64 hex> (docs/runbooks/compute.md, "
+            "'Build and push the training image', shows how to read a base image's digest)",
+        )
+    regions = [r.region for r in config.regions() if r.compute.enabled]
+    if not regions:
+        return _bad(path, "compute.enabled", "no Region has compute, so no repository to push to")
+    context = Path.cwd()
+    if not (context / DOCKERFILE).is_file():
+        return _bad(path, "--config", f"no {DOCKERFILE} here: run from the repository root")
+    tag = args.tag
+    if tag is None:
+        try:
+            tag = git_tag(context)
+        except (ValueError, StepFailed) as exc:
+            return _bad(path, "--tag", str(exc))
+    elif not _TAG.match(tag):
+        return _bad(path, "--tag", f"{tag!r} is not a Docker tag: use 1-128 of A-Z a-z 0-9 _ . -")
+    if tag == "latest":
+        return _bad(path, "--tag", "latest is the tag every untagged push moves: use the commit or a version")
+    why = _check_repositories(config, regions, tag, args.profile)
+    if why:
+        print(f"hubspoke image build: {why}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        images = build_and_push(config, base=args.base, tag=tag, context=context, profile=args.profile)
+    except StepFailed as exc:
+        print(f"hubspoke image build: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    record = ImageRecord(environment=config.environment, tag=tag, base=args.base, images=images)
+    record_file = record_path(path)
+    _write_atomically(record_file, record.to_json())
+    print(f"Pushed {tag} to {len(images)} Region(s); recorded in {record_file} (hubspoke render uses it):")
+    for region, ref in images.items():
+        print(f"  {region}: {ref}")
+    return 0

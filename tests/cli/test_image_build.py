@@ -1,0 +1,279 @@
+"""`hubspoke image build`: the exact programs it runs, in order, against a fake docker and aws on PATH and moto's
+ECR; what it records; and that bad input or a failed step leaves no record behind.
+
+Sources (the oracle, written out here):
+- Amazon ECR User Guide, "Private registry authentication": `aws ecr get-login-password --region REGION |
+  docker login --username AWS --password-stdin AWS_ACCOUNT_ID.dkr.ecr.REGION.amazonaws.com`.
+- Amazon ECR User Guide, "Pushing a Docker image": `docker tag` to `REGISTRY/REPOSITORY:TAG`, then `docker push`.
+- docker push prints `TAG: digest: sha256:<64 hex> size: <n>` for the pushed manifest; `docker inspect`
+  RepoDigests lists `REPOSITORY@sha256:<hex>` for every registry the image was pushed to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+from moto import mock_aws
+
+from hubspoke.cli.main import main
+from tests.conftest import ROOT, with_pins
+
+ACCOUNT = "123456789012"
+REPO = "hubspoke-dev-training"
+BASE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training@sha256:" + "1" * 64
+TAG = "0a1b2c3"
+CONFIG = {
+    "environment": "dev",
+    "account": ACCOUNT,
+    "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
+    "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16"}],
+}
+
+# One program for both fakes: it logs argv (and docker login's stdin) and answers as the real tool does.
+FAKE = r"""
+import hashlib, json, os, sys
+log = os.environ["FAKE_LOG"]
+name = os.path.basename(sys.argv[0])
+args = sys.argv[1:]
+entry = {"argv": [name, *args]}
+if name == "docker" and args[:1] == ["login"]:
+    entry["stdin"] = sys.stdin.read()
+with open(log, "a") as handle:
+    handle.write(json.dumps(entry) + "\n")
+fail = os.environ.get("FAKE_FAIL", "")
+if fail and fail in " ".join([name, *args]):
+    print("denied: simulated failure", file=sys.stderr)
+    sys.exit(1)
+if name == "aws" and args[:2] == ["ecr", "get-login-password"]:
+    print("PASSWORD-" + args[args.index("--region") + 1])
+elif name == "docker" and args[:1] == ["push"]:
+    ref = args[1]
+    digest = "sha256:" + hashlib.sha256(ref.encode()).hexdigest()
+    print(f"The push refers to repository [{ref.rsplit(':', 1)[0]}]")
+    print(f"{ref.rsplit(':', 1)[1]}: digest: {digest} size: 4321")
+elif name == "docker" and args[:1] == ["inspect"]:
+    ref = args[-1]
+    digest = os.environ.get("FAKE_INSPECT_DIGEST") or "sha256:" + hashlib.sha256(ref.encode()).hexdigest()
+    print(json.dumps([ref.rsplit(":", 1)[0] + "@" + digest]))
+"""
+
+
+def digest_of(ref: str) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(ref.encode()).hexdigest()
+
+
+@pytest.fixture
+def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """docker and aws on PATH that record what they were asked; returns the log."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("docker", "aws"):
+        script = bin_dir / tool
+        script.write_text(f"#!{sys.executable}\n{FAKE}")
+        script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    monkeypatch.chdir(ROOT)  # the command builds workload/Dockerfile from the repository root
+    return log
+
+
+@pytest.fixture
+def ecr(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-2",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        yield lambda region: boto3.client("ecr", region_name=region)
+
+
+@pytest.fixture
+def config_path(tmp_path: Path) -> Path:
+    path = tmp_path / "dev.yaml"
+    path.write_text(yaml.safe_dump(with_pins(CONFIG)))
+    return path
+
+
+def _repositories(ecr: Any, *regions: str) -> None:
+    for region in regions:
+        ecr(region).create_repository(repositoryName=REPO, imageTagMutability="IMMUTABLE")
+
+
+def _calls(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _build(config_path: Path, *extra: str) -> int:
+    return main(["image", "build", "--config", str(config_path), "--base", BASE, "--tag", TAG, *extra])
+
+
+def test_builds_once_and_pushes_to_every_compute_region_by_digest(
+    fakes: Path, ecr: Any, config_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _repositories(ecr, "us-east-2", "us-west-2")
+    assert _build(config_path) == 0
+    expected: list[list[str]] = [
+        ["docker", "build", "--file", "workload/Dockerfile", "--build-arg", f"BASE_IMAGE={BASE}",
+         "--tag", f"{REPO}:{TAG}", str(ROOT)],
+    ]  # fmt: skip
+    for region in ("us-east-2", "us-west-2"):
+        registry = f"{ACCOUNT}.dkr.ecr.{region}.amazonaws.com"
+        ref = f"{registry}/{REPO}:{TAG}"
+        expected += [
+            ["aws", "ecr", "get-login-password", "--region", region],
+            ["docker", "login", "--username", "AWS", "--password-stdin", registry],
+            ["docker", "tag", f"{REPO}:{TAG}", ref],
+            ["docker", "push", ref],
+            ["docker", "inspect", "--format", "{{json .RepoDigests}}", ref],
+        ]
+    calls = _calls(fakes)
+    assert [c["argv"] for c in calls] == expected
+    # The password reaches docker on stdin, and is never printed.
+    logins = [c for c in calls if c["argv"][:2] == ["docker", "login"]]
+    assert [c["stdin"].strip() for c in logins] == ["PASSWORD-us-east-2", "PASSWORD-us-west-2"]
+    captured = capsys.readouterr()
+    assert "PASSWORD" not in captured.out + captured.err
+    record = json.loads((config_path.parent / "dev.images.json").read_text())
+    assert record == {
+        "environment": "dev",
+        "tag": TAG,
+        "base": BASE,
+        "images": {
+            region: f"{ACCOUNT}.dkr.ecr.{region}.amazonaws.com/{REPO}@"
+            + digest_of(f"{ACCOUNT}.dkr.ecr.{region}.amazonaws.com/{REPO}:{TAG}")
+            for region in ("us-east-2", "us-west-2")
+        },
+    }
+
+
+def test_render_then_runs_the_recorded_digest(
+    fakes: Path, ecr: Any, config_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _repositories(ecr, "us-east-2", "us-west-2")
+    assert _build(config_path) == 0
+    capsys.readouterr()
+    assert main(["render", "job", "--config", str(config_path), "--region", "us-west-2"]) == 0
+    (job,) = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    (container,) = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    uri = f"{ACCOUNT}.dkr.ecr.us-west-2.amazonaws.com/{REPO}"
+    assert container["image"] == f"{uri}@{digest_of(f'{uri}:{TAG}')}"
+    assert container["imagePullPolicy"] == "IfNotPresent"
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["--base", "nvcr.io/nvidia/pytorch:25.01-py3", "--tag", TAG], "--base"),
+        (["--base", BASE, "--tag", "latest"], "--tag"),
+        (["--base", BASE, "--tag=.hidden"], "--tag"),
+    ],
+)
+def test_bad_input_exits_2_runs_nothing_and_records_nothing(
+    fakes: Path, ecr: Any, config_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], field: str
+) -> None:
+    _repositories(ecr, "us-east-2", "us-west-2")
+    assert main(["image", "build", "--config", str(config_path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{config_path}: {field}: ") and "Traceback" not in err
+    assert _calls(fakes) == []
+    assert not (config_path.parent / "dev.images.json").exists()
+
+
+def test_a_region_without_its_repository_stops_before_building(
+    fakes: Path, ecr: Any, config_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _repositories(ecr, "us-east-2")  # us-west-2's compute stack not deployed yet
+    assert _build(config_path) == 1
+    assert "no ECR repository hubspoke-dev-training in us-west-2: deploy" in capsys.readouterr().err
+    assert _calls(fakes) == []
+
+
+def test_a_tag_already_pushed_is_refused_because_tags_are_immutable(
+    fakes: Path, ecr: Any, config_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _repositories(ecr, "us-east-2", "us-west-2")
+    manifest = json.dumps(
+        {"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json"}
+    )
+    ecr("us-west-2").put_image(repositoryName=REPO, imageManifest=manifest, imageTag=TAG)
+    assert _build(config_path) == 1
+    assert f"already holds tag {TAG}" in capsys.readouterr().err
+    assert _calls(fakes) == []
+
+
+def test_a_failed_push_leaves_no_record(
+    fakes: Path,
+    ecr: Any,
+    config_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _repositories(ecr, "us-east-2", "us-west-2")
+    monkeypatch.setenv("FAKE_FAIL", "push 123456789012.dkr.ecr.us-west-2")
+    assert _build(config_path) == 1
+    assert "exited 1: denied: simulated failure" in capsys.readouterr().err
+    assert not (config_path.parent / "dev.images.json").exists()
+
+
+def test_push_and_inspect_must_agree_on_the_digest(
+    fakes: Path,
+    ecr: Any,
+    config_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _repositories(ecr, "us-east-2", "us-west-2")
+    monkeypatch.setenv("FAKE_INSPECT_DIGEST", "sha256:" + "f" * 64)
+    assert _build(config_path) == 1
+    assert "docker push reported" in capsys.readouterr().err
+    assert not (config_path.parent / "dev.images.json").exists()
+
+
+def test_the_default_tag_is_the_commit_of_a_clean_tree_only(tmp_path: Path) -> None:
+    from hubspoke.cli.image import git_tag
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(tmp_path), *args], check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "f").write_text("1")
+    git("add", "f")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "x")
+    assert git_tag(tmp_path) == git("rev-parse", "HEAD")
+    (tmp_path / "f").write_text("2")
+    with pytest.raises(ValueError, match="uncommitted changes"):
+        git_tag(tmp_path)
+
+
+def test_the_profile_reaches_the_aws_cli_too(
+    fakes: Path, ecr: Any, config_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--profile chooses the credentials of the ECR reads (boto3) and of the login (the AWS CLI's --profile)."""
+    _repositories(ecr, "us-east-2", "us-west-2")
+    monkeypatch.setattr(
+        "hubspoke.cli.checks.session_clients", lambda profile: lambda s, r: boto3.client(s, region_name=r)
+    )
+    assert _build(config_path, "--profile", "ops") == 0
+    logins = [c["argv"] for c in _calls(fakes) if c["argv"][:2] == ["aws", "ecr"]]
+    assert logins == [
+        ["aws", "ecr", "get-login-password", "--region", region, "--profile", "ops"]
+        for region in ("us-east-2", "us-west-2")
+    ]
