@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 
@@ -28,7 +27,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, command in COMMANDS.items():
         if name == chosen:
-            importlib.import_module(command.module).add_parser(sub)
+            command.load().add_parser(sub)
         else:
             sub.add_parser(name, help=command.summary, add_help=False)
     return parser
