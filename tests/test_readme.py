@@ -6,6 +6,7 @@ import re
 import types
 import typing
 from collections.abc import Iterator
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -48,3 +49,15 @@ def test_every_config_key_is_in_the_configuration_reference() -> None:
         and k.replace(".compute.instance_groups", ".compute.instance_groups[]") not in documented
     )
     assert not missing, f"docs/configuration.md lacks: {missing}"
+
+
+def test_the_smallest_file_the_readme_shows_is_valid(tmp_path: Path) -> None:
+    """README "Configuration" shows the smallest valid file: a new user copies it, so it must pass validation."""
+    from hubspoke.config import load
+
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("```yaml", readme.index("\n## Configuration\n")) + len("```yaml\n")
+    block = readme[start : readme.index("```\n", start)]
+    path = tmp_path / "env.yaml"
+    path.write_text(block)
+    assert load(path).config.environment == "dev"
