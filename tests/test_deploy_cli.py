@@ -19,10 +19,15 @@ CONFIGS = sorted((ROOT / "config").glob("*.yaml"))
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 
 
+# The smoke profile runs CNQ on i4i.xlarge on purpose (its lowest cost), which Qumulo supports for development
+# only: validation says so (hubspoke/config/storage_rules.py), and the profile is documented as a development deploy.
+EXPECTED_WARNINGS = {"smoke": {"hub.storage.instance_type", "spokes[0].storage.instance_type"}}
+
+
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
-def test_every_shipped_config_validates_without_warnings(path: Path) -> None:
+def test_every_shipped_config_validates_without_unexpected_warnings(path: Path) -> None:
     loaded = load(path)
-    assert not loaded.warnings, loaded.warnings
+    assert {w.field for w in loaded.warnings} == EXPECTED_WARNINGS.get(path.stem, set()), loaded.warnings
 
 
 @pytest.mark.thorough

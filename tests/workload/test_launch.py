@@ -154,6 +154,9 @@ keys = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK")
 Path(sys.argv[1], os.environ["RANK"] + ".json").write_text(json.dumps({k: os.environ[k] for k in keys}))
 """
 
+# Any image pinned by digest: these tests read the job's command and rules, not its image.
+ANY_IMAGE = "registry.example/train@sha256:" + "ab" * 32
+
 
 @pytest.mark.thorough
 def test_pytorchjob_under_the_pinned_operators_environment_runs_one_rank_per_gpu(
@@ -164,7 +167,7 @@ def test_pytorchjob_under_the_pinned_operators_environment_runs_one_rank_per_gpu
     EC2 P5 instance page) and the ranks must be all of 0..15. Before the fix torchrun's default of one process
     per node gave a world of 2."""
     region = dev_config.region_config("us-west-2")
-    job = training_job(dev_config, region, kind="pytorchjob")
+    job = training_job(dev_config, region, kind="pytorchjob", image=ANY_IMAGE)
     container = _container(job)
     env = operator_env(job)
     assert "PET_NPROC_PER_NODE" not in env, "the operator at the pinned commit does not set it for this job"
@@ -187,7 +190,9 @@ def test_pytorchjob_under_the_pinned_operators_environment_runs_one_rank_per_gpu
 
 
 def _rules(settings: TrainingSettings, dev_config: HubSpokeConfig) -> list[dict[str, Any]]:
-    job = training_job(dev_config, dev_config.region_config("us-west-2"), kind="hyperpod", settings=settings)
+    job = training_job(
+        dev_config, dev_config.region_config("us-west-2"), kind="hyperpod", settings=settings, image=ANY_IMAGE
+    )
     rules: list[dict[str, Any]] = job["spec"]["runPolicy"]["logMonitoringConfiguration"]
     return rules
 
@@ -242,9 +247,9 @@ def test_every_node_passes_the_hyperpod_agents_log_monitoring_in_a_two_node_run(
     data, ckpt = tmp_path / "data", tmp_path / "ckpt"
     _write_shards(data, [400, 400])
     launcher = _launcher(
-        _container(training_job(dev_config, dev_config.region_config("us-west-2"), kind="hyperpod"))[
-            "command"
-        ]
+        _container(
+            training_job(dev_config, dev_config.region_config("us-west-2"), kind="hyperpod", image=ANY_IMAGE)
+        )["command"]
     )
     tee = [a for a in launcher if a.startswith("--tee")]
     assert tee, "the rendered hyperpodrun command writes the workers' output to files"
