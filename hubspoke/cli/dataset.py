@@ -32,6 +32,7 @@ from hubspoke.dataset_manifest import (
     Manifest,
     ManifestError,
     check_segment,
+    parse,
     to_json,
     validate,
 )
@@ -283,21 +284,47 @@ class HubLoad:
         raise AssertionError("unreachable")
 
     def _create(self) -> dict[str, Any]:
-        if not self._exists(self.parent):
-            parent, _, leaf = self.parent.rpartition("/")
-            self.client.fs.create_directory(name=leaf, dir_path=parent or "/")
-        self.client.fs.create_directory(name=self.version, dir_path=self.parent)
-        keys = self.keys.create()
+        """Create the version directory, a key and the relationship; on any failure, including Ctrl-C
+        (KeyboardInterrupt is a BaseException), undo what this call made, so the same command works again
+        instead of finding an orphan version directory or a stray key (IAM allows two per user)."""
+        made_parent = made_target = False
+        keys: ShiftKeys | None = None
         try:
+            if not self._exists(self.parent):
+                parent, _, leaf = self.parent.rpartition("/")
+                self.client.fs.create_directory(name=leaf, dir_path=parent or "/")
+                made_parent = True
+            self.client.fs.create_directory(name=self.version, dir_path=self.parent)
+            made_target = True
+            keys = self.keys.create()
             created = self._create_relationship(keys)
-        except Exception:
-            # Refused (an unreadable bucket, a missing privilege): leave nothing half-made, so the same command
-            # works once the cause is fixed instead of finding an orphan version directory or a stray key.
-            self.client.fs.delete(path=self.target)
-            self.keys.delete(keys.access_key_id)
+        except BaseException:
+            self._undo(keys, made_target=made_target, made_parent=made_parent)
             raise
         self.out.write(f"created Shift-From relationship {created['id']}: {self.source} -> {self.target}\n")
         return self._status(str(created["id"]))
+
+    def _undo(self, keys: ShiftKeys | None, *, made_target: bool, made_parent: bool) -> None:
+        """Best effort: each step runs even when an earlier one fails (a failed directory delete must not keep
+        the key alive); what could not be undone is printed with how to do it by hand."""
+        steps: list[tuple[str, Callable[[], None]]] = []
+        if keys is not None:
+            steps.append((f"access key {keys.access_key_id}", lambda: self.keys.delete(keys.access_key_id)))
+        if made_target:
+            steps.append((self.target, lambda: self.client.fs.delete(path=self.target)))
+        if made_parent:
+            steps.append((self.parent, lambda: self.client.fs.delete(path=self.parent)))
+        for what, step in steps:
+            try:
+                step()
+            except Exception as exc:  # reported, and the other steps still run
+                self.out.write(f"could not remove {what} ({exc}); remove it by hand\n")
+
+    def _finish_cleanup(self, status: dict[str, Any]) -> None:
+        """A sealed version needs its relationship no more (the guide: delete those you will not reuse), nor
+        the key it holds. Also run on a sealed version whose earlier run was stopped before this step."""
+        self.client.object_replication.delete_object_relationship(status["id"])
+        self.keys.delete(str(status["access_key_id"]))
 
     # ----- the load
     def run(self) -> Manifest:
@@ -305,6 +332,16 @@ class HubLoad:
 
         try:
             if self._exists(f"{self.target}/{MANIFEST_NAME}"):
+                leftover = self._relationship()
+                if leftover is not None:
+                    # An earlier run sealed the version and was stopped before its cleanup: finish it, so no
+                    # relationship and no key outlive the load.
+                    self._finish_cleanup(leftover)
+                    self.out.write(
+                        f"{self.target} was sealed; removed its leftover relationship {leftover['id']} and "
+                        f"access key {leftover.get('access_key_id')}\n"
+                    )
+                    return self._sealed_manifest()
                 raise LoadError(
                     f"{self.target} is already loaded and sealed; versions are immutable, load a new --version",
                     code=EXIT_BAD_INPUT,
@@ -328,9 +365,8 @@ class HubLoad:
             status = self._wait(status)
             manifest = self._seal()
             # The guide: delete a relationship you will not reuse, to free its ~100 bytes per object. A sealed
-            # version never takes another copy.
-            self.client.object_replication.delete_object_relationship(status["id"])
-            self.keys.delete(str(status["access_key_id"]))
+            # version never takes another copy. A run stopped here is finished by the next run (above).
+            self._finish_cleanup(status)
             return manifest
         except RequestError as error:
             raise LoadError(
@@ -389,7 +425,21 @@ class HubLoad:
             raise LoadError(f"{self.target}/{relative}: read {sink.size} bytes of {size}; run again to retry")
         return sink.digest.hexdigest()
 
+    def _sealed_manifest(self) -> Manifest:
+        """The version's MANIFEST.json, read back through the REST API."""
+        sink = io.BytesIO()
+        self.client.fs.read_file(sink, path=f"{self.target}/{MANIFEST_NAME}")
+        try:
+            return parse(sink.getvalue(), source=f"{self.target}/{MANIFEST_NAME}")
+        except ManifestError as exc:
+            raise LoadError(str(exc)) from None
+
     def _seal(self) -> Manifest:
+        # A run stopped while sealing leaves the temporary manifest: delete it before the walk, or the
+        # manifest would list it and every job would then refuse the version (its file is gone by then).
+        temporary = f".{MANIFEST_NAME}.partial"
+        if self._exists(f"{self.target}/{temporary}"):
+            self.client.fs.delete(path=f"{self.target}/{temporary}")
         files = self._files()
         total = sum(size for _, size in files)
         self.out.write(f"checksumming {len(files)} files ({total / 1e9:.2f} GB) through the hub's REST API\n")
@@ -407,9 +457,6 @@ class HubLoad:
             raise LoadError(str(exc)) from None
         # Temporary file, then a rename that refuses an existing target (clobber=False): a reader never sees
         # half a manifest, and two loads cannot both seal the version.
-        temporary = f".{MANIFEST_NAME}.partial"
-        if self._exists(f"{self.target}/{temporary}"):
-            self.client.fs.delete(path=f"{self.target}/{temporary}")
         self.client.fs.create_file(name=temporary, dir_path=self.target)
         self.client.fs.write_file(data_file=io.BytesIO(to_json(manifest)), path=f"{self.target}/{temporary}")
         self.client.fs.rename(
