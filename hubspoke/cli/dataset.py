@@ -17,6 +17,7 @@ import hashlib
 import io
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +44,10 @@ REST_PORT = 8000
 DIRECTION = "COPY_FROM_OBJECT"
 # One read per request while checksumming: bounded so a slow link never holds one request for long.
 READ_CHUNK = 64 * 1024 * 1024
+# Files hashed at once, each over its own REST connection (SDK RestClient.clone, qumulo-api 7.10.2.1
+# qumulo/rest_client.py). ASSUMED: a few streams read faster than one from CNQ; not measured on a cluster,
+# so --hash-workers sets it.
+DEFAULT_HASH_WORKERS = 4
 _SOURCE = re.compile(r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:/(.*))?$")
 
 
@@ -214,6 +219,7 @@ class HubLoad:
         poll_seconds: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
         key_attempts: int = 6,
+        hash_workers: int = DEFAULT_HASH_WORKERS,
     ):
         self.client, self.source, self.keys, self.out = client, source, keys, out
         self.name, self.version = check_segment("--name", name), check_segment("--version", version)
@@ -221,6 +227,7 @@ class HubLoad:
         self.target = self.parent + "/" + version
         self.bucket_region, self.token_bytes, self.vocab_size = bucket_region, token_bytes, vocab_size
         self.poll_seconds, self.sleep, self.key_attempts = poll_seconds, sleep, key_attempts
+        self.hash_workers = hash_workers
 
     # ----- the cluster, through the SDK
     def _exists(self, path: str) -> bool:
@@ -415,15 +422,34 @@ class HubLoad:
                 found.append((path[len(prefix) :] if path.startswith(prefix) else path, int(entry["size"])))
         return found
 
-    def _sha256(self, relative: str, size: int) -> str:
+    def _sha256(self, relative: str, size: int, client: Any = None) -> str:
+        client = self.client if client is None else client
         sink = _Sha256Sink()
         for offset in range(0, max(size, 1), READ_CHUNK):
-            self.client.fs.read_file(
+            client.fs.read_file(
                 sink, path=f"{self.target}/{relative}", offset=offset, length=min(READ_CHUNK, size - offset)
             )
         if sink.size != size:
             raise LoadError(f"{self.target}/{relative}: read {sink.size} bytes of {size}; run again to retry")
         return sink.digest.hexdigest()
+
+    def _hash_all(self, files: list[tuple[str, int]]) -> list[FileEntry]:
+        """Every file's SHA-256, `hash_workers` files at once, each worker on its own REST connection (an SDK
+        connection is one HTTP connection, not to be shared between threads); in the walk's order."""
+        if self.hash_workers <= 1 or len(files) <= 1:
+            return [FileEntry(path, size, self._sha256(path, size)) for path, size in files]
+        from concurrent.futures import ThreadPoolExecutor
+
+        local = threading.local()
+
+        def one(item: tuple[str, int]) -> FileEntry:
+            if not hasattr(local, "client"):
+                local.client = self.client.clone()
+            path, size = item
+            return FileEntry(path, size, self._sha256(path, size, local.client))
+
+        with ThreadPoolExecutor(max_workers=self.hash_workers, thread_name_prefix="sha256") as pool:
+            return list(pool.map(one, files))
 
     def _sealed_manifest(self) -> Manifest:
         """The version's MANIFEST.json, read back through the REST API."""
@@ -443,7 +469,7 @@ class HubLoad:
         files = self._files()
         total = sum(size for _, size in files)
         self.out.write(f"checksumming {len(files)} files ({total / 1e9:.2f} GB) through the hub's REST API\n")
-        entries = [FileEntry(path, size, self._sha256(path, size)) for path, size in files]
+        entries = self._hash_all(files)
         try:
             manifest = validate(
                 name=self.name,
@@ -521,6 +547,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the hub's REST API (default: the hub Storage stack's RestAddress output, port 8000)",
     )
     loader.add_argument("--poll-seconds", type=float, default=30.0, help="seconds between status reads (30)")
+    loader.add_argument(
+        "--hash-workers",
+        type=int,
+        default=DEFAULT_HASH_WORKERS,
+        help=f"files checksummed at once when sealing, one REST connection each (default {DEFAULT_HASH_WORKERS})",
+    )
     loader.set_defaults(run=run)
 
 
@@ -558,6 +590,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except ManifestError as exc:
         return _problem(path, "--vocab-size", str(exc).split(": ", 1)[1])
+    if not 1 <= args.hash_workers <= 32:
+        return _problem(path, "--hash-workers", f"{args.hash_workers}: give 1 to 32 files at once")
     try:
         client, keys = connect(config, args)
         HubLoad(
@@ -572,6 +606,7 @@ def run(args: argparse.Namespace) -> int:
             keys=keys,
             out=sys.stdout,
             poll_seconds=args.poll_seconds,
+            hash_workers=args.hash_workers,
         ).run()
     except LoadError as exc:
         print(f"hubspoke dataset load: {exc}", file=sys.stderr)

@@ -313,6 +313,7 @@ def test_a_seal_interrupted_after_writing_the_temporary_manifest_is_resealed_wit
     class Client:
         fs = Fs()
         object_replication = real.object_replication
+        clone = real.clone
 
     first.client = Client()
     with pytest.raises(KeyboardInterrupt):
@@ -424,3 +425,30 @@ def test_a_run_stopped_between_seal_and_cleanup_is_finished_by_the_rerun(
     # With nothing left over, a third run is refused as before.
     with pytest.raises(LoadError, match="already loaded and sealed"):
         _iam_load(hub, iam_user).run()
+
+
+def test_checksums_are_computed_several_files_at_once_each_on_its_own_connection(hub: FakeQumulo) -> None:
+    """The seal reads every byte back; with hash_workers=3 the three files are hashed at the same time (a
+    barrier of three would time out if they were hashed one after another), over clones of the SDK client
+    (RestClient.clone, qumulo-api 7.10.2.1), and the checksums are still hashlib's of the S3 bytes."""
+    import threading
+
+    load = _load(hub, io.StringIO())
+    load.hash_workers = 3
+    barrier = threading.Barrier(3, timeout=10)
+    clients: set[int] = set()
+    real = load._sha256
+
+    def together(relative: str, size: int, client: Any = None) -> str:
+        clients.add(id(client))
+        barrier.wait()
+        return real(relative, size, client)
+
+    load._sha256 = together  # type: ignore[method-assign]
+    manifest = load.run()
+    expected = {k.removeprefix("c4/llama3/"): v for k, v in OBJECTS.items() if k.startswith("c4/llama3/")}
+    assert {f.path: f.sha256 for f in manifest.files} == {
+        p: hashlib.sha256(d).hexdigest() for p, d in expected.items()
+    }
+    assert [f.path for f in manifest.files] == sorted(expected)
+    assert len(clients) == 3 and id(load.client) not in clients
