@@ -1,4 +1,4 @@
-"""The cache-prewarm Job for a spoke Region: workload/prewarm.py driving Qumulo fetch-data over the dataset tree.
+"""The cache-prewarm Job for a spoke Region: workload/prewarm.py driving Qumulo fetch-data over one pinned version.
 
 The Job talks to the spoke cluster's REST API only; it does not mount the dataset. Its resume journal lives
 on the Region's checkpoint volume, not in a ConfigMap: the journal grows with the file count (a ConfigMap stops

@@ -413,8 +413,7 @@ def test_nothing_to_train_is_said_with_the_fix_and_work_left_is_not_refused(tmp_
 def test_a_rerun_of_a_finished_job_refuses_loudly_instead_of_training_zero_steps(tmp_path: Path) -> None:
     """Same job name (same checkpoint directory), same --max-steps: the run has finished. It must not exit 0
     after resuming and training nothing; it fails with exit 2 and says what to do."""
-    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
-    _write_shards(data, [400])
+    data, ckpt = _dataset(tmp_path, [400]), tmp_path / "ckpt"  # a sealed version: train.py refuses others
     assert _run(data, ckpt, "--max-steps=2", "--num-workers=0").returncode == 0
     rerun = _run(data, ckpt, "--max-steps=2", "--num-workers=0")
     assert rerun.returncode == 2, rerun.stderr
@@ -428,8 +427,7 @@ def test_a_rerun_of_a_finished_job_refuses_loudly_instead_of_training_zero_steps
 def test_a_rerun_whose_data_is_used_up_refuses_loudly(tmp_path: Path) -> None:
     """A run that stopped because the data ran out (before --max-steps) left a checkpoint at its last step:
     resuming it has no batch left, which is zero steps again."""
-    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
-    _write_shards(data, [81])  # (81 - 1) // 16 = 5 windows: 2 steps of 2
+    data, ckpt = _dataset(tmp_path, [81]), tmp_path / "ckpt"  # (81 - 1) // 16 = 5 windows: 2 steps of 2
     first = _run(data, ckpt, "--max-steps=10", "--num-workers=0")
     assert first.returncode == 0 and "dataset exhausted at step 2" in first.stderr, first.stderr
     rerun = _run(data, ckpt, "--max-steps=10", "--num-workers=0")
