@@ -83,10 +83,16 @@ def read(path: Path) -> CacheStatus | None:
         ) from None
 
 
-def describes(status: CacheStatus, data_dir: Path) -> bool:
-    """Whether `status` is about the dataset a job reads at `data_dir`: a status that names a version (prewarm ran
-    with --manifest) must match the directory's last two parts, <name>/<version> (the layout of
-    hubspoke/dataset_manifest.py); one without a version covers whatever is under the root it warmed."""
+def describes(
+    status: CacheStatus, data_dir: Path, *, name: str | None = None, version: str | None = None
+) -> bool:
+    """Whether `status` is about the dataset a job reads. A job that pins a version (`name`, `version`) counts
+    only a status naming that same version: a status without one (prewarm of a whole tree, or one written
+    before prewarm pinned versions) says nothing about which bytes are warm, so it does not count. A job that
+    pins nothing (--data-dir alone) counts a status whose version is the directory's last two parts,
+    <name>/<version> (the layout of hubspoke/dataset_manifest.py), or one without a version."""
+    if name is not None or version is not None:
+        return (status.name, status.version) == (name, version)
     if status.name is None or status.version is None:
         return True
     return Path(data_dir).parts[-2:] == (status.name, status.version)

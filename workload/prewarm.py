@@ -12,8 +12,9 @@ SDK against the spoke cluster. The cluster reads from the hub over the portal; n
 - Resume: --state is an append-only JSON-lines journal (finished files with their size, and the offset reached
   inside large files every --journal-every-bytes). A re-run skips finished files whose size is unchanged
   and restarts large files from their last offset. A torn last line (pod killed mid-write) is ignored.
-- Manifest (--manifest, the pinned version's MANIFEST.json, hubspoke/dataset_manifest.py): only the files it
-  lists are warmed, and the spoke's listing must hold each at its manifest size, else nothing is warmed and the
+- Manifest (--version-manifest: <root>/MANIFEST.json read through the same REST API, so --root must be the
+  pinned version's directory <dataset_path>/<name>/<version> and the manifest must name that name and version;
+  or --manifest, a local copy; hubspoke/dataset_manifest.py): only the files it lists are warmed, and the spoke's listing must hold each at its manifest size, else nothing is warmed and the
   exit code is 1. --verify-sha256 with --dataset-dir (the version's directory on a read-only NFS mount)
   hashes every file after warming it: that reads the whole version once more, through the spoke's cache.
 - Bandwidth cap: --max-bytes-per-second, a token bucket charged with the bytes each fetch-data call reports
@@ -37,7 +38,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -330,6 +331,8 @@ class Options:
     progress_every_s: float = 30.0
     max_bytes_per_second: float | None = None
     manifest: Any = None  # a dataset_manifest.Manifest: warm exactly its files, at its sizes
+    # Read <root>/MANIFEST.json through the REST API instead (the rendered Job: it mounts no dataset).
+    version_manifest: bool = False
     status: Path | None = None
     publish: Callable[[float], None] | None = None  # the cached fraction, to CloudWatch
 
@@ -349,6 +352,36 @@ def manifest_files(
         else:
             files.append(FileEntry(path, entry.bytes))
     return sorted(files, key=lambda f: f.path), problems
+
+
+def read_version_manifest(client: Any, options: Options) -> Any:
+    """<root>/MANIFEST.json through the REST API (SDK fs.read_file), checked to name the version <root> is.
+
+    ValueError (one line) when the version is not sealed (no manifest: a load still copying, or no such
+    version on the hub) or its manifest names another name/version."""
+    import io
+
+    import manifest as dataset_manifest
+
+    where = options.root.rstrip("/") + "/" + dataset_manifest.MANIFEST_NAME
+
+    def read() -> bytes:
+        sink = io.BytesIO()
+        client.fs.read_file(sink, path=where)
+        return sink.getvalue()
+
+    try:
+        text = with_retries(f"read {where}", read, retries=options.retries, base_delay_s=options.base_delay_s)
+    except FileFailed as exc:
+        raise ValueError(f"{exc} (is the version loaded and sealed? docs/datasets.md)") from None
+    found = dataset_manifest.parse(text, source=where)
+    expected = tuple(options.root.rstrip("/").split("/")[-2:])
+    if (found.name, found.version) != expected:
+        raise ValueError(
+            f"{where} names {found.name}/{found.version}, not {'/'.join(expected)}: the directory is not the "
+            "version it claims; load the version again"
+        )
+    return found
 
 
 def _report(progress: Progress, options: Options, *, complete: bool) -> None:
@@ -395,10 +428,11 @@ def prewarm(
     journal: Journal,
     options: Options,
     *,
-    log: IO[str] = sys.stderr,
+    log: IO[str] | None = None,
     list_files: Callable[[Any, str], Iterator[FileEntry]] = walk,
 ) -> int:
-    """Warm every file under options.root not yet in the journal; returns the exit code."""
+    """Warm every file under options.root not yet in the journal; returns the exit code. `log`: stderr."""
+    log = sys.stderr if log is None else log  # looked up per call, so a redirected stderr is honoured
     try:
         lister = with_retries(
             "log in", make_client, retries=options.retries, base_delay_s=options.base_delay_s
@@ -412,6 +446,12 @@ def prewarm(
     except (FatalError, FileFailed) as exc:
         print(f"prewarm: cannot list the dataset: {exc}", file=log)
         return 1
+    if options.version_manifest:
+        try:
+            options = replace(options, manifest=read_version_manifest(lister, options))
+        except (FatalError, FileFailed, ValueError) as exc:
+            print(f"prewarm: {exc}; nothing warmed", file=log, flush=True)
+            return 1
     if options.manifest is not None:
         files, problems = manifest_files(options.manifest, options.root, files)
         if problems:
@@ -541,6 +581,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="after warming, hash every file under --dataset-dir against the manifest (reads it all)",
     )
     parser.add_argument(
+        "--version-manifest",
+        action="store_true",
+        help="read <root>/MANIFEST.json through the REST API (--root is <dataset_path>/<name>/<version>)",
+    )
+    parser.add_argument(
         "--dataset-dir", type=Path, help="the version's directory on an NFS mount of the spoke"
     )
     parser.add_argument(
@@ -573,7 +618,14 @@ def _emf_publisher(
     if not env.get(AGENT_ENDPOINT_ENV):
         return None
     sink = EmfSink(env[AGENT_ENDPOINT_ENV], warn=lambda m: print(f"prewarm: {m}", file=sys.stderr))
-    labels = {"Dataset": manifest.name, "Version": manifest.version} if manifest is not None else {}
+    if manifest is not None:
+        labels = {"Dataset": manifest.name, "Version": manifest.version}
+    elif args.version_manifest:
+        # Checked against the manifest read from the spoke before any fraction is published.
+        name, version = args.root.rstrip("/").split("/")[-2:]
+        labels = {"Dataset": name, "Version": version}
+    else:
+        labels = {}
 
     def publish(fraction: float) -> None:
         sink.send(
@@ -604,6 +656,10 @@ def main(argv: Sequence[str] | None = None, env: dict[str, str] | None = None) -
         problems.append("QUMULO_PASSWORD is not set; mount it from the Kubernetes Secret (see the runbook)")
     if args.max_bytes_per_second is not None and args.max_bytes_per_second <= 0:
         problems.append("--max-bytes-per-second must be positive (leave it out for no cap)")
+    if args.version_manifest and args.manifest is not None:
+        problems.append("--version-manifest and --manifest: give one (the first reads it from the spoke)")
+    if args.version_manifest and len(args.root.strip("/").split("/")) < 2:
+        problems.append(f"--version-manifest needs --root <dataset_path>/<name>/<version>, not {args.root}")
     if args.verify_sha256 and (args.manifest is None or args.dataset_dir is None):
         problems.append("--verify-sha256 needs --manifest and --dataset-dir (the version on an NFS mount)")
     manifest = None
@@ -637,6 +693,7 @@ def main(argv: Sequence[str] | None = None, env: dict[str, str] | None = None) -
                 progress_every_s=args.progress_seconds,
                 max_bytes_per_second=args.max_bytes_per_second,
                 manifest=manifest,
+                version_manifest=args.version_manifest,
                 status=args.status or status_path(args.state),
                 publish=_emf_publisher(args, manifest, env),
             ),

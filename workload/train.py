@@ -146,7 +146,9 @@ def cached_fraction(args: argparse.Namespace) -> float | None:
     except cache_status.StatusError as exc:
         log(str(exc))
         return None
-    if status is None or not cache_status.describes(status, args.data_dir):
+    if status is None or not cache_status.describes(
+        status, args.data_dir, name=args.dataset_name, version=args.dataset_version
+    ):
         return None
     return status.fraction
 
@@ -392,7 +394,9 @@ def train(args: argparse.Namespace) -> int:
                 args.wait_for_cached_fraction,
                 timeout_s=args.wait_timeout_seconds,
                 log=log,
-                describes=lambda status: cache_status.describes(status, args.data_dir),
+                describes=lambda status: cache_status.describes(
+                    status, args.data_dir, name=args.dataset_name, version=args.dataset_version
+                ),
             )
         except (TimeoutError, cache_status.StatusError) as exc:
             log(f"not starting: {exc}")

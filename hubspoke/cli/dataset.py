@@ -17,6 +17,7 @@ import hashlib
 import io
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from hubspoke.dataset_manifest import (
     Manifest,
     ManifestError,
     check_segment,
+    parse,
     to_json,
     validate,
 )
@@ -42,6 +44,10 @@ REST_PORT = 8000
 DIRECTION = "COPY_FROM_OBJECT"
 # One read per request while checksumming: bounded so a slow link never holds one request for long.
 READ_CHUNK = 64 * 1024 * 1024
+# Files hashed at once, each over its own REST connection (SDK RestClient.clone, qumulo-api 7.10.2.1
+# qumulo/rest_client.py). ASSUMED: a few streams read faster than one from CNQ; not measured on a cluster,
+# so --hash-workers sets it.
+DEFAULT_HASH_WORKERS = 4
 _SOURCE = re.compile(r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:/(.*))?$")
 
 
@@ -213,6 +219,7 @@ class HubLoad:
         poll_seconds: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
         key_attempts: int = 6,
+        hash_workers: int = DEFAULT_HASH_WORKERS,
     ):
         self.client, self.source, self.keys, self.out = client, source, keys, out
         self.name, self.version = check_segment("--name", name), check_segment("--version", version)
@@ -220,6 +227,7 @@ class HubLoad:
         self.target = self.parent + "/" + version
         self.bucket_region, self.token_bytes, self.vocab_size = bucket_region, token_bytes, vocab_size
         self.poll_seconds, self.sleep, self.key_attempts = poll_seconds, sleep, key_attempts
+        self.hash_workers = hash_workers
 
     # ----- the cluster, through the SDK
     def _exists(self, path: str) -> bool:
@@ -283,21 +291,47 @@ class HubLoad:
         raise AssertionError("unreachable")
 
     def _create(self) -> dict[str, Any]:
-        if not self._exists(self.parent):
-            parent, _, leaf = self.parent.rpartition("/")
-            self.client.fs.create_directory(name=leaf, dir_path=parent or "/")
-        self.client.fs.create_directory(name=self.version, dir_path=self.parent)
-        keys = self.keys.create()
+        """Create the version directory, a key and the relationship; on any failure, including Ctrl-C
+        (KeyboardInterrupt is a BaseException), undo what this call made, so the same command works again
+        instead of finding an orphan version directory or a stray key (IAM allows two per user)."""
+        made_parent = made_target = False
+        keys: ShiftKeys | None = None
         try:
+            if not self._exists(self.parent):
+                parent, _, leaf = self.parent.rpartition("/")
+                self.client.fs.create_directory(name=leaf, dir_path=parent or "/")
+                made_parent = True
+            self.client.fs.create_directory(name=self.version, dir_path=self.parent)
+            made_target = True
+            keys = self.keys.create()
             created = self._create_relationship(keys)
-        except Exception:
-            # Refused (an unreadable bucket, a missing privilege): leave nothing half-made, so the same command
-            # works once the cause is fixed instead of finding an orphan version directory or a stray key.
-            self.client.fs.delete(path=self.target)
-            self.keys.delete(keys.access_key_id)
+        except BaseException:
+            self._undo(keys, made_target=made_target, made_parent=made_parent)
             raise
         self.out.write(f"created Shift-From relationship {created['id']}: {self.source} -> {self.target}\n")
         return self._status(str(created["id"]))
+
+    def _undo(self, keys: ShiftKeys | None, *, made_target: bool, made_parent: bool) -> None:
+        """Best effort: each step runs even when an earlier one fails (a failed directory delete must not keep
+        the key alive); what could not be undone is printed with how to do it by hand."""
+        steps: list[tuple[str, Callable[[], None]]] = []
+        if keys is not None:
+            steps.append((f"access key {keys.access_key_id}", lambda: self.keys.delete(keys.access_key_id)))
+        if made_target:
+            steps.append((self.target, lambda: self.client.fs.delete(path=self.target)))
+        if made_parent:
+            steps.append((self.parent, lambda: self.client.fs.delete(path=self.parent)))
+        for what, step in steps:
+            try:
+                step()
+            except Exception as exc:  # reported, and the other steps still run
+                self.out.write(f"could not remove {what} ({exc}); remove it by hand\n")
+
+    def _finish_cleanup(self, status: dict[str, Any]) -> None:
+        """A sealed version needs its relationship no more (the guide: delete those you will not reuse), nor
+        the key it holds. Also run on a sealed version whose earlier run was stopped before this step."""
+        self.client.object_replication.delete_object_relationship(status["id"])
+        self.keys.delete(str(status["access_key_id"]))
 
     # ----- the load
     def run(self) -> Manifest:
@@ -305,6 +339,16 @@ class HubLoad:
 
         try:
             if self._exists(f"{self.target}/{MANIFEST_NAME}"):
+                leftover = self._relationship()
+                if leftover is not None:
+                    # An earlier run sealed the version and was stopped before its cleanup: finish it, so no
+                    # relationship and no key outlive the load.
+                    self._finish_cleanup(leftover)
+                    self.out.write(
+                        f"{self.target} was sealed; removed its leftover relationship {leftover['id']} and "
+                        f"access key {leftover.get('access_key_id')}\n"
+                    )
+                    return self._sealed_manifest()
                 raise LoadError(
                     f"{self.target} is already loaded and sealed; versions are immutable, load a new --version",
                     code=EXIT_BAD_INPUT,
@@ -328,9 +372,8 @@ class HubLoad:
             status = self._wait(status)
             manifest = self._seal()
             # The guide: delete a relationship you will not reuse, to free its ~100 bytes per object. A sealed
-            # version never takes another copy.
-            self.client.object_replication.delete_object_relationship(status["id"])
-            self.keys.delete(str(status["access_key_id"]))
+            # version never takes another copy. A run stopped here is finished by the next run (above).
+            self._finish_cleanup(status)
             return manifest
         except RequestError as error:
             raise LoadError(
@@ -379,21 +422,54 @@ class HubLoad:
                 found.append((path[len(prefix) :] if path.startswith(prefix) else path, int(entry["size"])))
         return found
 
-    def _sha256(self, relative: str, size: int) -> str:
+    def _sha256(self, relative: str, size: int, client: Any = None) -> str:
+        client = self.client if client is None else client
         sink = _Sha256Sink()
         for offset in range(0, max(size, 1), READ_CHUNK):
-            self.client.fs.read_file(
+            client.fs.read_file(
                 sink, path=f"{self.target}/{relative}", offset=offset, length=min(READ_CHUNK, size - offset)
             )
         if sink.size != size:
             raise LoadError(f"{self.target}/{relative}: read {sink.size} bytes of {size}; run again to retry")
         return sink.digest.hexdigest()
 
+    def _hash_all(self, files: list[tuple[str, int]]) -> list[FileEntry]:
+        """Every file's SHA-256, `hash_workers` files at once, each worker on its own REST connection (an SDK
+        connection is one HTTP connection, not to be shared between threads); in the walk's order."""
+        if self.hash_workers <= 1 or len(files) <= 1:
+            return [FileEntry(path, size, self._sha256(path, size)) for path, size in files]
+        from concurrent.futures import ThreadPoolExecutor
+
+        local = threading.local()
+
+        def one(item: tuple[str, int]) -> FileEntry:
+            if not hasattr(local, "client"):
+                local.client = self.client.clone()
+            path, size = item
+            return FileEntry(path, size, self._sha256(path, size, local.client))
+
+        with ThreadPoolExecutor(max_workers=self.hash_workers, thread_name_prefix="sha256") as pool:
+            return list(pool.map(one, files))
+
+    def _sealed_manifest(self) -> Manifest:
+        """The version's MANIFEST.json, read back through the REST API."""
+        sink = io.BytesIO()
+        self.client.fs.read_file(sink, path=f"{self.target}/{MANIFEST_NAME}")
+        try:
+            return parse(sink.getvalue(), source=f"{self.target}/{MANIFEST_NAME}")
+        except ManifestError as exc:
+            raise LoadError(str(exc)) from None
+
     def _seal(self) -> Manifest:
+        # A run stopped while sealing leaves the temporary manifest: delete it before the walk, or the
+        # manifest would list it and every job would then refuse the version (its file is gone by then).
+        temporary = f".{MANIFEST_NAME}.partial"
+        if self._exists(f"{self.target}/{temporary}"):
+            self.client.fs.delete(path=f"{self.target}/{temporary}")
         files = self._files()
         total = sum(size for _, size in files)
         self.out.write(f"checksumming {len(files)} files ({total / 1e9:.2f} GB) through the hub's REST API\n")
-        entries = [FileEntry(path, size, self._sha256(path, size)) for path, size in files]
+        entries = self._hash_all(files)
         try:
             manifest = validate(
                 name=self.name,
@@ -407,9 +483,6 @@ class HubLoad:
             raise LoadError(str(exc)) from None
         # Temporary file, then a rename that refuses an existing target (clobber=False): a reader never sees
         # half a manifest, and two loads cannot both seal the version.
-        temporary = f".{MANIFEST_NAME}.partial"
-        if self._exists(f"{self.target}/{temporary}"):
-            self.client.fs.delete(path=f"{self.target}/{temporary}")
         self.client.fs.create_file(name=temporary, dir_path=self.target)
         self.client.fs.write_file(data_file=io.BytesIO(to_json(manifest)), path=f"{self.target}/{temporary}")
         self.client.fs.rename(
@@ -474,6 +547,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the hub's REST API (default: the hub Storage stack's RestAddress output, port 8000)",
     )
     loader.add_argument("--poll-seconds", type=float, default=30.0, help="seconds between status reads (30)")
+    loader.add_argument(
+        "--hash-workers",
+        type=int,
+        default=DEFAULT_HASH_WORKERS,
+        help=f"files checksummed at once when sealing, one REST connection each (default {DEFAULT_HASH_WORKERS})",
+    )
     loader.set_defaults(run=run)
 
 
@@ -511,6 +590,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except ManifestError as exc:
         return _problem(path, "--vocab-size", str(exc).split(": ", 1)[1])
+    if not 1 <= args.hash_workers <= 32:
+        return _problem(path, "--hash-workers", f"{args.hash_workers}: give 1 to 32 files at once")
     try:
         client, keys = connect(config, args)
         HubLoad(
@@ -525,6 +606,7 @@ def run(args: argparse.Namespace) -> int:
             keys=keys,
             out=sys.stdout,
             poll_seconds=args.poll_seconds,
+            hash_workers=args.hash_workers,
         ).run()
     except LoadError as exc:
         print(f"hubspoke dataset load: {exc}", file=sys.stderr)

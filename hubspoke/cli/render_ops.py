@@ -24,6 +24,12 @@ def _prewarm_arguments(parser: argparse.ArgumentParser) -> None:
         "-l hubspoke/volume=dataset -o jsonpath='{.items[0].spec.nfs.server}')",
     )
     parser.add_argument(
+        "--dataset-version",
+        metavar="VERSION",
+        help="warm this sealed version of dataset.name instead of dataset.version (default: the config's pin; "
+        "give the version the job reads)",
+    )
+    parser.add_argument(
         "--parallel",
         type=int,
         default=DEFAULT_PARALLEL,
@@ -44,8 +50,15 @@ def _prewarm_arguments(parser: argparse.ArgumentParser) -> None:
 def _prewarm(
     args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
 ) -> Sequence[dict[str, Any]]:
+    from hubspoke.dataset_manifest import ManifestError, check_segment
+    from hubspoke.k8s.job import DatasetNotPinned
     from hubspoke.k8s.prewarm import prewarm_job
 
+    if args.dataset_version is not None:
+        try:
+            check_segment("dataset version", args.dataset_version)
+        except ManifestError as exc:
+            raise RenderError("--dataset-version", str(exc)) from None
     if region.region == config.hub.region:
         spokes = ", ".join(s.region for s in config.spokes) or "none configured"
         raise RenderError(
@@ -73,16 +86,21 @@ def _prewarm(
     cap = args.max_bytes_per_second
     if cap is not None and not cap > 0:
         raise RenderError("--max-bytes-per-second", f"{cap:g} is not positive; leave it out for no cap")
-    return [
-        prewarm_job(
-            config,
-            region,
-            rest_address=str(address),
-            parallel=args.parallel,
-            image=args.image,
-            max_bytes_per_second=cap,
-        )
-    ]
+    try:
+        return [
+            prewarm_job(
+                config,
+                region,
+                rest_address=str(address),
+                dataset_version=args.dataset_version,
+                parallel=args.parallel,
+                image=args.image,
+                max_bytes_per_second=cap,
+            )
+        ]
+    except DatasetNotPinned as exc:
+        key, _, message = str(exc).partition(": ")
+        raise RenderError(key, message) from None
 
 
 def _bench_arguments(parser: argparse.ArgumentParser) -> None:

@@ -430,6 +430,14 @@ DatasetSegment = Annotated[str, Field(pattern=SEGMENT_PATTERN)]
 # S3 bucket names (Amazon S3 User Guide, "General purpose bucket naming rules": 3 to 63 characters, lowercase
 # letters, digits, dots and hyphens, beginning and ending with a letter or digit).
 BucketName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")]
+# A KMS key ARN (AWS KMS Developer Guide, "Key identifiers (KeyId)": arn:<partition>:kms:<region>:<account>:
+# key/<key id>, a multi-Region key's id starting mrk-); an alias ARN is refused: an IAM grant names keys.
+KmsKeyArn = Annotated[
+    str,
+    Field(
+        pattern=r"^arn:aws(-cn|-us-gov)?:kms:[a-z0-9-]+:[0-9]{12}:key/([0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|mrk-[0-9a-f]{32})$"
+    ),
+]
 # The reference run, LLaMA 3 on tokenized C4, reads token IDs of Meta's Llama 3 tokenizer: 128,256 of them
 # (vocab_size in Meta's Llama 3 params.json; meta-llama/llama3@0053e6b llama/tokenizer.py adds 256 reserved
 # special tokens after the 128K BPE ranks, Meta's "Introducing Meta Llama 3": "a tokenizer with a vocabulary
@@ -451,6 +459,10 @@ class DatasetConfig(Model):
     # The only buckets `hubspoke dataset load` copies from (Qumulo Shift-From); the hub's Shift user may read
     # these and nothing else.
     source_buckets: list[BucketName] = []
+    # The KMS keys of source buckets encrypted with SSE-KMS: the Shift user may kms:Decrypt with exactly these
+    # (S3 User Guide, "Using server-side encryption with AWS KMS keys"). Empty: SSE-S3 or unencrypted buckets
+    # only. ASSUMED: Shift-From reads SSE-KMS objects given the grant (Qumulo's guide says nothing of it).
+    source_kms_key_arns: list[KmsKeyArn] = []
 
     @model_validator(mode="after")
     def _vocab_fits(self) -> DatasetConfig:
@@ -462,6 +474,10 @@ class DatasetConfig(Model):
             )
         if len(set(self.source_buckets)) != len(self.source_buckets):
             raise ValueError("source_buckets names a bucket twice; list each once")
+        if self.source_kms_key_arns and not self.source_buckets:
+            raise ValueError(
+                "source_kms_key_arns without source_buckets grants nothing a load uses; list the buckets too"
+            )
         return self
 
 

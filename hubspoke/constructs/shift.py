@@ -6,14 +6,18 @@ from Amazon S3", "Prerequisites" and "Restrictions"; SDK qumulo.rest.object_repl
 create_object_relationship takes access_key_id and secret_access_key). An access key belongs to an IAM
 user, so the hub gets one, in a group holding the guide's minimal permissions (its "Example IAM Policy":
 s3:ListBucket on the bucket, s3:GetObject on its objects) on each bucket of dataset.source_buckets and nothing
-more. The stack creates no access key: `hubspoke dataset load` creates one per load and deletes it when the
-load is sealed, so no long-lived key exists and no secret passes through a template.
+more; with dataset.source_kms_key_arns, also kms:Decrypt on exactly those keys (S3 User Guide, "Using
+server-side encryption with AWS KMS keys (SSE-KMS)": downloading an SSE-KMS object needs kms:Decrypt on its key;
+ASSUMED: that Shift-From's GETs work on SSE-KMS objects, Qumulo's guide is silent on bucket encryption). The
+stack creates no access key: `hubspoke dataset load` creates one per load and deletes it when the load is
+sealed or given up (docs/datasets.md), and no secret passes through a template.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -24,26 +28,35 @@ class ShiftFromUser(Construct):
     """An IAM user, without keys, allowed to list and get the objects of `buckets` through its group."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, environment: str, buckets: Sequence[str]
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        environment: str,
+        buckets: Sequence[str],
+        kms_keys: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
+        # The stack's partition (aws, aws-cn, aws-us-gov), as hubspoke/constructs/cross_account.py does.
+        partition = Stack.of(self).partition
         if not buckets:
             raise ValueError("ShiftFromUser needs at least one bucket (dataset.source_buckets)")
         # Permissions through a group, not on the user (Control Tower CT.IAM.PR.4 refuses a policy on a user).
         self.group = iam.Group(self, "Readers", path=f"/hubspoke/{environment}/")
         self.user = iam.User(self, "User", path=f"/hubspoke/{environment}/", groups=[self.group])
-        policy = iam.Policy(
-            self,
-            "ReadSources",
-            statements=[
-                iam.PolicyStatement(
-                    actions=["s3:ListBucket"], resources=[f"arn:aws:s3:::{bucket}" for bucket in buckets]
-                ),
-                iam.PolicyStatement(
-                    actions=["s3:GetObject"], resources=[f"arn:aws:s3:::{bucket}/*" for bucket in buckets]
-                ),
-            ],
-        )
+        statements = [
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[f"arn:{partition}:s3:::{bucket}" for bucket in buckets],
+            ),
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[f"arn:{partition}:s3:::{bucket}/*" for bucket in buckets],
+            ),
+        ]
+        if kms_keys:
+            statements.append(iam.PolicyStatement(actions=["kms:Decrypt"], resources=list(kms_keys)))
+        policy = iam.Policy(self, "ReadSources", statements=statements)
         policy.attach_to_group(self.group)
         acknowledge(
             policy,
@@ -51,5 +64,6 @@ class ShiftFromUser(Construct):
             reason="s3:GetObject on the objects of each configured source bucket: the guide's policy scopes it "
             "to one folder, but which folder a load copies is chosen per load, not at deploy time; only the "
             "buckets listed in dataset.source_buckets are named.",
-            findings=[f"Resource::arn:aws:s3:::{bucket}/*" for bucket in buckets],
+            # cdk-nag names the partition token <AWS::Partition> in its finding IDs.
+            findings=[f"Resource::arn:<AWS::Partition>:s3:::{bucket}/*" for bucket in buckets],
         )

@@ -168,11 +168,13 @@ def _script_args(
         f"--environment={config.environment}",
         f"--region={region.region}",
         f"--job-name={s.job_name}",
-        *_cache_args(config, region, s),
+        *_cache_args(config, region, s, dataset),
     ]
 
 
-def _cache_args(config: HubSpokeConfig, region: RegionConfig, s: TrainingSettings) -> list[str]:
+def _cache_args(
+    config: HubSpokeConfig, region: RegionConfig, s: TrainingSettings, dataset: PinnedDataset
+) -> list[str]:
     """In a spoke with a CNQ cache: read prewarm's status (the cached fraction goes out with the job's records,
     for the cache alarms), and wait for it when asked. The hub reads its own data: nothing is cached there."""
     from hubspoke.k8s.prewarm import status_path
@@ -186,7 +188,8 @@ def _cache_args(config: HubSpokeConfig, region: RegionConfig, s: TrainingSetting
         if s.wait_for_cached_fraction is None
         else [f"--wait-for-cached-fraction={s.wait_for_cached_fraction:g}"]
     )
-    return [f"--cache-status={status_path(region)}", *wait]
+    # The status of the version this job reads (prewarm writes one per version), so another version's never counts.
+    return [f"--cache-status={status_path(region, dataset)}", *wait]
 
 
 def _pod_template(

@@ -1,4 +1,4 @@
-"""The cache-prewarm Job for a spoke Region: workload/prewarm.py driving Qumulo fetch-data over the dataset tree.
+"""The cache-prewarm Job for a spoke Region: workload/prewarm.py driving Qumulo fetch-data over one pinned version.
 
 The Job talks to the spoke cluster's REST API only; it does not mount the dataset. Its resume journal lives
 on the Region's checkpoint volume, not in a ConfigMap: the journal grows with the file count (a ConfigMap stops
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.k8s.cpu_job import cpu_job, image_for
+from hubspoke.k8s.job import PinnedDataset, pinned_dataset
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH
 from hubspoke.k8s.storage import Manifest
 
@@ -22,15 +23,22 @@ DEFAULT_PARALLEL = 16
 STATE_DIR = f"{CHECKPOINT_MOUNT_PATH}/.hubspoke/prewarm"
 
 
-def state_path(region: RegionConfig) -> str:
-    """The journal path inside the pod; one per Region and dataset path, so a new dataset starts afresh."""
+def state_path(region: RegionConfig, dataset: PinnedDataset) -> str:
+    """The journal path inside the pod: one per Region, dataset path and pinned version, so a new version's
+    warm-up starts afresh (its files are other bytes, even where their paths match the old version's)."""
     slug = region.storage.dataset_path.strip("/").replace("/", "-") or "root"
-    return f"{STATE_DIR}/{region.region}-{slug}.jsonl"
+    return f"{STATE_DIR}/{region.region}-{slug}-{dataset.name}-{dataset.version}.jsonl"
 
 
-def status_path(region: RegionConfig) -> str:
-    """prewarm's status file (workload/cache_status.py) inside the pods; the training job reads it from here."""
-    return f"{state_path(region)}.status.json"
+def status_path(region: RegionConfig, dataset: PinnedDataset) -> str:
+    """prewarm's status file (workload/cache_status.py) inside the pods, per version: the training job pinned to
+    that version reads it from here, and never finds another version's status under its name."""
+    return f"{state_path(region, dataset)}.status.json"
+
+
+def version_root(region: RegionConfig, dataset: PinnedDataset) -> str:
+    """The pinned version's directory on the spoke (the hub's layout, seen through the portal)."""
+    return f"{region.storage.dataset_path.rstrip('/')}/{dataset.name}/{dataset.version}"
 
 
 def prewarm_job(
@@ -38,11 +46,15 @@ def prewarm_job(
     region: RegionConfig,
     *,
     rest_address: str,
+    dataset_version: str | None = None,
     parallel: int = DEFAULT_PARALLEL,
     image: str | None = None,
     max_bytes_per_second: float | None = None,
 ) -> Manifest:
-    """The Job for one spoke Region; `rest_address` is one of the spoke CNQ's floating IPs."""
+    """The Job for one spoke Region, warming the config's pinned dataset version (`dataset_version` overrides
+    the version, as for `render job`); `rest_address` is one of the spoke CNQ's floating IPs. DatasetNotPinned
+    when the config pins no dataset."""
+    dataset = pinned_dataset(config.dataset, version=dataset_version)
     return cpu_job(
         config=config,
         region=region,
@@ -51,9 +63,12 @@ def prewarm_job(
         image=image_for(config, region, image),
         args=[
             f"--host={rest_address}",
-            f"--root={region.storage.dataset_path}",
-            f"--state={state_path(region)}",
-            f"--status={status_path(region)}",
+            # Only the pinned version, its file list and sizes from its MANIFEST.json read through the REST API
+            # (the pod mounts no dataset); the status then names the version.
+            f"--root={version_root(region, dataset)}",
+            "--version-manifest",
+            f"--state={state_path(region, dataset)}",
+            f"--status={status_path(region, dataset)}",
             f"--parallel={parallel}",
             f"--environment={config.environment}",
             f"--region={region.region}",

@@ -118,7 +118,11 @@ class StorageStack(PlannedStack):
         self.shift = None
         if is_hub and config.dataset.source_buckets:
             self.shift = ShiftFromUser(
-                self, "ShiftFrom", environment=config.environment, buckets=config.dataset.source_buckets
+                self,
+                "ShiftFrom",
+                environment=config.environment,
+                buckets=config.dataset.source_buckets,
+                kms_keys=config.dataset.source_kms_key_arns,
             )
             self.publish(SHIFT_USER, self.shift.user.user_name)
         self.node_protection = self._protect_nodes_last()

@@ -292,3 +292,163 @@ def test_a_missing_qumulo_privilege_is_reported_in_one_line(hub: FakeQumulo) -> 
         refused.value
     )
     assert hub.called("POST", r"/v3/replication/object-relationships/$") == 1, "a 403 is not retried"
+
+
+# ----- interrupted runs leave nothing that blocks the next one (review of issue 24)
+def test_a_seal_interrupted_after_writing_the_temporary_manifest_is_resealed_without_it(
+    hub: FakeQumulo,
+) -> None:
+    """A run stopped between writing `.MANIFEST.json.partial` and renaming it (Ctrl-C, a lost session): the
+    re-run must not list the temporary file in the manifest, else the version names a file that no longer
+    exists and every job refuses it."""
+    first = _load(hub, io.StringIO())
+    real = first.client
+
+    class Fs:
+        def __getattr__(self, name: str) -> Any:
+            if name == "rename":
+                raise KeyboardInterrupt
+            return getattr(real.fs, name)
+
+    class Client:
+        fs = Fs()
+        object_replication = real.object_replication
+        clone = real.clone
+
+    first.client = Client()
+    with pytest.raises(KeyboardInterrupt):
+        first.run()
+    assert "/dataset/c4-llama3/v2/.MANIFEST.json.partial" in hub.files  # the state the review reproduced
+    manifest = _load(hub, io.StringIO()).run()
+    assert sorted(f.path for f in manifest.files) == [
+        "tokenizer.json",
+        "train/part-000.bin",
+        "train/part-001.bin",
+    ]
+    sealed = json.loads(hub.read_back("/dataset/c4-llama3/v2/MANIFEST.json"))
+    assert not any("partial" in f["path"] for f in sealed["files"])
+
+
+@pytest.fixture
+def iam_user(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A Shift user in moto's IAM: IamKeys makes and deletes real (moto) access keys."""
+    import boto3
+    from moto import mock_aws
+
+    from tests.cli.preflight_world import isolate_from_real_aws
+
+    isolate_from_real_aws(monkeypatch)
+    with mock_aws():
+        iam = boto3.client("iam")
+        iam.create_user(UserName="shift-user")
+        yield iam
+
+
+def _iam_load(fake: FakeQumulo, iam: Any, version: str = "v2") -> HubLoad:
+    from hubspoke.cli.dataset import IamKeys
+
+    fake.s3_readers.clear()
+    fake.s3_open_buckets.add("hubspoke-datasets")  # the fake cannot see moto's keys
+    load = _load(fake, io.StringIO(), version=version)
+    load.keys = IamKeys(iam, "shift-user")
+    return load
+
+
+def _keys(iam: Any) -> list[str]:
+    return [k["AccessKeyId"] for k in iam.list_access_keys(UserName="shift-user")["AccessKeyMetadata"]]
+
+
+def test_the_two_key_limit_leaves_no_version_directory_and_the_rerun_loads(
+    hub: FakeQumulo, iam_user: Any
+) -> None:
+    """IAM allows two access keys per user (IAM User Guide, "IAM and AWS STS quotas"): with two in use the load
+    is refused, and must not leave <name>/<version> behind (the re-run would refuse "exists and no load is
+    copying into it")."""
+    busy = [iam_user.create_access_key(UserName="shift-user")["AccessKey"]["AccessKeyId"] for _ in range(2)]
+    with pytest.raises(LoadError, match="two access keys already"):
+        _iam_load(hub, iam_user).run()
+    assert "/dataset/c4-llama3/v2" not in hub.files and "/dataset/c4-llama3" not in hub.files
+    for key in busy:
+        iam_user.delete_access_key(UserName="shift-user", AccessKeyId=key)
+    assert len(_iam_load(hub, iam_user).run().files) == 3
+    assert _keys(iam_user) == []
+
+
+def test_ctrl_c_while_creating_the_relationship_deletes_the_key_and_the_directory(
+    hub: FakeQumulo, iam_user: Any
+) -> None:
+    load = _iam_load(hub, iam_user)
+
+    def interrupted(_keys: ShiftKeys) -> dict[str, Any]:
+        assert len(_keys_of(iam_user)) == 1  # the key exists at this point
+        raise KeyboardInterrupt
+
+    _keys_of = _keys
+    load._create_relationship = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        load.run()
+    assert _keys(iam_user) == [] and "/dataset/c4-llama3/v2" not in hub.files
+
+
+def test_a_failing_directory_delete_does_not_keep_the_key(hub: FakeQumulo, iam_user: Any) -> None:
+    """Qumulo refuses the bucket, then refuses the clean-up delete too: the key is deleted all the same."""
+    load = _iam_load(hub, iam_user)
+    hub.s3_open_buckets.clear()
+    load.key_attempts = 1
+    hub.fail("DELETE", r"/v1/files/", times=5)
+    with pytest.raises(LoadError, match="object_store_access_error"):
+        load.run()
+    assert _keys(iam_user) == []
+    assert "could not remove /dataset/c4-llama3/v2" in load.out.getvalue()  # type: ignore[attr-defined]
+
+
+def test_a_run_stopped_between_seal_and_cleanup_is_finished_by_the_rerun(
+    hub: FakeQumulo, iam_user: Any
+) -> None:
+    """Killed after the rename sealed the version but before the relationship and key were deleted: the
+    re-run of the sealed version deletes both and answers with the sealed manifest (exit 0), instead of
+    stopping at "already sealed" and leaving them forever."""
+    first = _iam_load(hub, iam_user)
+
+    def killed(_status: dict[str, Any]) -> None:
+        raise KeyboardInterrupt
+
+    first._finish_cleanup = killed  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        first.run()
+    assert len(hub.relationships) == 1 and len(_keys(iam_user)) == 1
+    again = _iam_load(hub, iam_user)
+    manifest = again.run()
+    assert hub.relationships == {} and _keys(iam_user) == []
+    assert manifest.version == "v2" and len(manifest.files) == 3
+    assert "leftover relationship" in again.out.getvalue()  # type: ignore[attr-defined]
+    # With nothing left over, a third run is refused as before.
+    with pytest.raises(LoadError, match="already loaded and sealed"):
+        _iam_load(hub, iam_user).run()
+
+
+def test_checksums_are_computed_several_files_at_once_each_on_its_own_connection(hub: FakeQumulo) -> None:
+    """The seal reads every byte back; with hash_workers=3 the three files are hashed at the same time (a
+    barrier of three would time out if they were hashed one after another), over clones of the SDK client
+    (RestClient.clone, qumulo-api 7.10.2.1), and the checksums are still hashlib's of the S3 bytes."""
+    import threading
+
+    load = _load(hub, io.StringIO())
+    load.hash_workers = 3
+    barrier = threading.Barrier(3, timeout=10)
+    clients: set[int] = set()
+    real = load._sha256
+
+    def together(relative: str, size: int, client: Any = None) -> str:
+        clients.add(id(client))
+        barrier.wait()
+        return real(relative, size, client)
+
+    load._sha256 = together  # type: ignore[method-assign]
+    manifest = load.run()
+    expected = {k.removeprefix("c4/llama3/"): v for k, v in OBJECTS.items() if k.startswith("c4/llama3/")}
+    assert {f.path: f.sha256 for f in manifest.files} == {
+        p: hashlib.sha256(d).hexdigest() for p, d in expected.items()
+    }
+    assert [f.path for f in manifest.files] == sorted(expected)
+    assert len(clients) == 3 and id(load.client) not in clients

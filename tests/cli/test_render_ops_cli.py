@@ -30,6 +30,25 @@ def test_render_prewarm_for_the_spoke(capsys: pytest.CaptureFixture[str]) -> Non
     command = docs[0]["spec"]["template"]["spec"]["containers"][0]["command"]
     assert "--host=10.20.64.10" in command
     assert not any(a.startswith("--max-bytes-per-second") for a in command), "no cap unless asked for"
+    # config/dev.yaml pins dataset c4-llama3/v1: prewarm warms that version and reads its manifest over REST.
+    assert "--root=/dataset/c4-llama3/v1" in command and "--version-manifest" in command
+
+
+def test_render_prewarm_of_another_version_and_without_a_pin(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["--region", "us-west-2", "--rest-address", "10.20.64.10"]
+    code, docs, _ = _render(capsys, "prewarm", "--config", str(DEV), *argv, "--dataset-version", "v2")
+    assert code == 0
+    assert "--root=/dataset/c4-llama3/v2" in docs[0]["spec"]["template"]["spec"]["containers"][0]["command"]
+    code, _, err = _render(capsys, "prewarm", "--config", str(DEV), *argv, "--dataset-version", "../v1")
+    assert code == 2 and err.startswith(f"{DEV}: --dataset-version: ")
+    raw = yaml.safe_load(DEV.read_text())
+    del raw["dataset"]["version"]
+    unpinned = tmp_path / "dev.yaml"
+    unpinned.write_text(yaml.safe_dump(raw))
+    code, _, err = _render(capsys, "prewarm", "--config", str(unpinned), *argv)
+    assert code == 2 and err.startswith(f"{unpinned}: dataset.version: ") and "Traceback" not in err
 
 
 def test_render_prewarm_with_a_bandwidth_cap(capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,6 +34,8 @@ TWO_SPOKES: dict[str, Any] = with_pins(
         "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
         # The caller of every verify test (moto's default credentials, an IAM user) administers the clusters.
         "access": {"administrators": [CALLER]},
+        # The version the "dataset cached" row names as the one it judged.
+        "dataset": {"name": "c4-llama3", "version": "v1"},
         "spokes": [
             {"region": "us-west-2", "cidr": "10.20.0.0/16"},
             {

@@ -172,3 +172,15 @@ def test_one_ami_id_pinned_in_two_regions_is_refused_with_the_command_for_the_se
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "spokes[0].storage.ami_id" in result.stderr
+
+
+def test_a_hub_that_loads_datasets_cannot_be_without_nat(tmp_path: Path) -> None:
+    """Shift-From reads the source buckets from the hub's CNQ nodes (s3.<bucket Region>.amazonaws.com, SDK
+    qumulo/commands/object_replication.py): a bucket in another Region is reachable only through the hub's NAT
+    (the S3 gateway endpoint serves its own Region only: VPC User Guide, "Gateway endpoints for Amazon S3").
+    The CNQ egress rule already refuses `nat: none` on the hub, naming the fix."""
+    data = minimal()
+    data["hub"]["nat"] = "none"
+    data["dataset"] = {"source_buckets": ["c4-tokenized"]}
+    lines = problems(tmp_path, data)
+    assert any(line.startswith("hub.nat: none") and "nat: single" in line for line in lines), lines

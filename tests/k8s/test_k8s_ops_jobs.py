@@ -10,6 +10,7 @@ import pytest
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, DATASET_MOUNT_PATH, NAMESPACE
 from hubspoke.k8s.bench import bench_job
+from hubspoke.k8s.job import DatasetNotPinned, PinnedDataset, pinned_dataset
 from hubspoke.k8s.prewarm import DEFAULT_PARALLEL as JOB_PARALLEL
 from hubspoke.k8s.prewarm import QUMULO_SECRET, prewarm_job, state_path
 from tests.k8s.crd_schemas import k8s_validate
@@ -74,9 +75,15 @@ def test_prewarm_uses_rest_not_the_dataset_mount_and_resumes_from_the_checkpoint
     assert _claims(job) == {CHECKPOINT_CLAIM: False}
     command = _container(job)["command"]
     assert "--host=10.20.64.10" in command and "--parallel=4" in command
-    assert f"--root={spoke.storage.dataset_path}" in command
+    # The pinned version only (config dataset.name/version), its manifest read through REST.
+    assert (
+        f"--root={spoke.storage.dataset_path}/{dev_config.dataset.name}/{dev_config.dataset.version}"
+        in command
+    )
+    assert "--version-manifest" in command
     state = next(a.split("=", 1)[1] for a in command if a.startswith("--state="))
-    assert state == state_path(spoke) and state.startswith(CHECKPOINT_MOUNT_PATH + "/")
+    pinned = pinned_dataset(dev_config.dataset)
+    assert state == state_path(spoke, pinned) and state.startswith(CHECKPOINT_MOUNT_PATH + "/")
     # Retries resume from the journal, so the Job may retry.
     assert job["spec"]["backoffLimit"] > 0
     secrets = {e["valueFrom"]["secretKeyRef"]["name"] for e in _container(job)["env"] if "valueFrom" in e}
@@ -115,8 +122,32 @@ def test_state_file_differs_per_dataset(dataset_path: str) -> None:
             ],
         }
     )
-    path = state_path(config.spokes[0])
+    v1, v2 = PinnedDataset("c4", "v1", 4, 128256), PinnedDataset("c4", "v2", 4, 128256)
+    path = state_path(config.spokes[0], v1)
     assert "us-west-2" in path and dataset_path.strip("/").split("/")[-1] in path
+    # docs/operations.md: a new version's warm-up starts afresh, with its own journal and status.
+    assert state_path(config.spokes[0], v2) != path
+
+
+def test_prewarm_pins_the_version_the_job_reads(dev_config: HubSpokeConfig) -> None:
+    """Review of issue 24: prewarm warmed every version under /dataset and its status named none. It now warms
+    the config's pin, or --dataset-version's, and its status path is the one that version's job reads."""
+    from hubspoke.k8s.job import training_job
+    from tests.stacks.test_dashboard import job_argument
+
+    spoke = dev_config.region_config("us-west-2")
+    command = _container(prewarm_job(dev_config, spoke, rest_address="10.20.64.10", dataset_version="v9"))[
+        "command"
+    ]
+    assert f"--root={spoke.storage.dataset_path}/{dev_config.dataset.name}/v9" in command
+    status = next(a.split("=", 1)[1] for a in command if a.startswith("--status="))
+    assert job_argument(training_job(dev_config, spoke, dataset_version="v9"), "cache-status") == status
+    assert job_argument(training_job(dev_config, spoke), "cache-status") != status
+    unpinned = dev_config.model_copy(
+        update={"dataset": dev_config.dataset.model_copy(update={"version": None})}
+    )
+    with pytest.raises(DatasetNotPinned, match=r"dataset\.version"):
+        prewarm_job(unpinned, spoke, rest_address="10.20.64.10")
 
 
 def test_the_training_job_reads_the_status_file_prewarm_writes(dev_config: HubSpokeConfig) -> None:
@@ -134,7 +165,9 @@ def test_the_training_job_reads_the_status_file_prewarm_writes(dev_config: HubSp
     command = _container(prewarm_job(dev_config, spoke, rest_address="10.20.64.10"))["command"]
     status = next(a.split("=", 1)[1] for a in command if a.startswith("--status="))
     # The script's own default agrees, so a hand-run prewarm with only --state feeds the same job.
-    assert status == str(prewarm_script.status_path(Path(state_path(spoke))))
+    assert status == str(
+        prewarm_script.status_path(Path(state_path(spoke, pinned_dataset(dev_config.dataset))))
+    )
     assert job_argument(training_job(dev_config, spoke), "cache-status") == status
     assert job_argument(training_job(dev_config, spoke), "wait-for-cached-fraction") == ""
     waiting = training_job(dev_config, spoke, settings=TrainingSettings(wait_for_cached_fraction=1.0))

@@ -396,3 +396,61 @@ def test_the_cached_fraction_reaches_the_cloudwatch_agent_as_emf(spoke: FakeQumu
     )
     assert last[tm.DATASET_CACHED_FRACTION] == 1.0
     assert cache_status.read(prewarm.status_path(state)).fraction == 1.0  # type: ignore[union-attr]
+
+
+# --- the rendered Job's way: one pinned version, its manifest read through the REST API (review of issue 24) ---
+
+
+def _two_versions(fake: FakeQumulo) -> dict[str, int]:
+    """v1 (warm earlier) and v2 of c4 on the spoke, v2 sealed by a MANIFEST.json the fake serves over REST."""
+    v2 = {"/dataset/c4/v2/shard-000.bin": 5 * MIB, "/dataset/c4/v2/shard-001.bin": 2 * MIB}
+    fake.add_file("/dataset/c4/v1/shard-000.bin", 9 * MIB)
+    for path, size in v2.items():
+        fake.add_file(path, size)
+    files = [dataset_manifest.FileEntry(p.removeprefix("/dataset/c4/v2/"), n, SHA) for p, n in v2.items()]
+    sealed = dataset_manifest.validate(name="c4", version="v2", token_bytes=4, vocab_size=128256, files=files)
+    fake.add_file("/dataset/c4/v2/MANIFEST.json", 0, dataset_manifest.to_json(sealed))
+    return v2
+
+
+def _main_v2(
+    fake: FakeQumulo, state: Path, capfd: pytest.CaptureFixture[str], root: str = "/dataset/c4/v2"
+) -> tuple[int, str]:
+    """prewarm.main as the rendered Job runs it; its log goes to the process's stderr."""
+    argv = ["--host", "127.0.0.1", "--port", str(fake.port), "--root", root, "--state", str(state)]
+    code = prewarm.main([*argv, "--version-manifest"], env={"QUMULO_PASSWORD": "secret"})
+    return code, capfd.readouterr().err
+
+
+def test_the_pinned_version_alone_is_warmed_from_its_manifest_read_over_rest(
+    tree: FakeQumulo, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Only <dataset_path>/c4/v2's manifest files are fetched (not v1, not the rest of /dataset), and the status
+    names c4/v2, so cache_status.describes counts it for a job pinned to c4/v2 and for no other version."""
+    v2 = _two_versions(tree)
+    state = tmp_path / "state.jsonl"
+    code, log = _main_v2(tree, state, capfd)
+    assert code == 0, log
+    assert {p: n for p, n in tree.fetched_bytes.items() if n} == v2
+    status = cache_status.read(prewarm.status_path(state))
+    assert status is not None and (status.name, status.version, status.fraction) == ("c4", "v2", 1.0)
+    assert cache_status.describes(status, Path("/dataset"), name="c4", version="v2")
+    assert not cache_status.describes(status, Path("/dataset"), name="c4", version="v1")
+
+
+def test_a_version_whose_sizes_or_name_disagree_with_its_manifest_is_not_warmed(
+    tree: FakeQumulo, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    _two_versions(tree)
+    tree.files["/dataset/c4/v2/shard-001.bin"]["size"] = 3 * MIB  # the spoke lists another size
+    code, log = _main_v2(tree, tmp_path / "a.jsonl", capfd)
+    assert code == 1 and "the manifest says 2097152" in log and "nothing warmed" in log
+    # A directory whose manifest names another version.
+    tree.add_file("/dataset/c4/v3/MANIFEST.json", 0, tree.read_back("/dataset/c4/v2/MANIFEST.json"))
+    code, log = _main_v2(tree, tmp_path / "b.jsonl", capfd, root="/dataset/c4/v3")
+    assert code == 1 and "names c4/v2, not c4/v3" in log
+    # An unsealed version (no manifest yet: still loading).
+    tree.add_file("/dataset/c4/v4/shard-000.bin", MIB)
+    code, log = _main_v2(tree, tmp_path / "c.jsonl", capfd, root="/dataset/c4/v4")
+    assert code == 1 and "/dataset/c4/v4/MANIFEST.json" in log and "sealed" in log
+    assert not any(tree.fetched_bytes.values())

@@ -413,8 +413,7 @@ def test_nothing_to_train_is_said_with_the_fix_and_work_left_is_not_refused(tmp_
 def test_a_rerun_of_a_finished_job_refuses_loudly_instead_of_training_zero_steps(tmp_path: Path) -> None:
     """Same job name (same checkpoint directory), same --max-steps: the run has finished. It must not exit 0
     after resuming and training nothing; it fails with exit 2 and says what to do."""
-    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
-    _write_shards(data, [400])
+    data, ckpt = _dataset(tmp_path, [400]), tmp_path / "ckpt"  # a sealed version: train.py refuses others
     assert _run(data, ckpt, "--max-steps=2", "--num-workers=0").returncode == 0
     rerun = _run(data, ckpt, "--max-steps=2", "--num-workers=0")
     assert rerun.returncode == 2, rerun.stderr
@@ -428,8 +427,7 @@ def test_a_rerun_of_a_finished_job_refuses_loudly_instead_of_training_zero_steps
 def test_a_rerun_whose_data_is_used_up_refuses_loudly(tmp_path: Path) -> None:
     """A run that stopped because the data ran out (before --max-steps) left a checkpoint at its last step:
     resuming it has no batch left, which is zero steps again."""
-    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
-    _write_shards(data, [81])  # (81 - 1) // 16 = 5 windows: 2 steps of 2
+    data, ckpt = _dataset(tmp_path, [81]), tmp_path / "ckpt"  # (81 - 1) // 16 = 5 windows: 2 steps of 2
     first = _run(data, ckpt, "--max-steps=10", "--num-workers=0")
     assert first.returncode == 0 and "dataset exhausted at step 2" in first.stderr, first.stderr
     rerun = _run(data, ckpt, "--max-steps=10", "--num-workers=0")
@@ -437,33 +435,60 @@ def test_a_rerun_whose_data_is_used_up_refuses_loudly(tmp_path: Path) -> None:
     assert "resumes at step 2" in rerun.stderr and "used the data up" in rerun.stderr
 
 
-def _status(path: Path, warm: int, total: int = 1000) -> None:
+def _status(
+    path: Path, warm: int, total: int = 1000, *, name: str | None = "c4", version: str | None = "v1"
+) -> None:
     sys.path.insert(0, str(WORKLOAD))
     import cache_status
 
     cache_status.write(
-        path, cache_status.CacheStatus("/dataset/", None, None, total, warm, warm == total, time.time())
+        path,
+        cache_status.CacheStatus("/dataset/c4/v1/", name, version, total, warm, warm == total, time.time()),
     )
+
+
+PIN = ("--dataset-name=c4", "--dataset-version=v1")
 
 
 @pytest.mark.thorough
 def test_records_carry_prewarm_s_cached_fraction(tmp_path: Path) -> None:
     """The composite cache alarm reads DatasetCachedFraction from the job's records (hubspoke/alarms.py)."""
-    data, ckpt, status = tmp_path / "data", tmp_path / "ckpt", tmp_path / "status.json"
-    _write_shards(data, [400])
+    ckpt, status = tmp_path / "ckpt", tmp_path / "status.json"
+    _dataset(tmp_path, [400])
     _status(status, 250)
-    run = _run(data, ckpt, "--max-steps=2", "--num-workers=0", f"--cache-status={status}")
+    run = _run(
+        tmp_path / "dataset", ckpt, *PIN, "--max-steps=2", "--num-workers=0", f"--cache-status={status}"
+    )
     assert run.returncode == 0, run.stderr
     [record] = _records(run.stdout)
     assert record[training_metrics.DATASET_CACHED_FRACTION] == 0.25
 
 
 @pytest.mark.thorough
+@pytest.mark.parametrize(("name", "version"), [(None, None), ("c4", "v0")])
+def test_a_status_that_does_not_name_the_pinned_version_is_not_republished(
+    tmp_path: Path, name: str | None, version: str | None
+) -> None:
+    """Review of issue 24: v1 warm, a job pinned to another version must not publish 1.0 from a status that
+    names no version (a whole-tree prewarm) or another one, or the cache-hit composite could page on a cold
+    first pass. No fraction at all reads as "not fully cached" to the alarm (missing data breaches)."""
+    ckpt, status = tmp_path / "ckpt", tmp_path / "status.json"
+    _dataset(tmp_path, [400])
+    _status(status, 1000, name=name, version=version)
+    run = _run(
+        tmp_path / "dataset", ckpt, *PIN, "--max-steps=2", "--num-workers=0", f"--cache-status={status}"
+    )
+    assert run.returncode == 0, run.stderr
+    [record] = _records(run.stdout)
+    assert training_metrics.DATASET_CACHED_FRACTION not in record
+
+
+@pytest.mark.thorough
 def test_a_job_told_to_wait_for_a_whole_cache_does_not_start_on_half_of_one(tmp_path: Path) -> None:
-    data, ckpt, status = tmp_path / "data", tmp_path / "ckpt", tmp_path / "status.json"
-    _write_shards(data, [400])
+    data, ckpt, status = tmp_path / "dataset", tmp_path / "ckpt", tmp_path / "status.json"
+    _dataset(tmp_path, [400])
     _status(status, 500)
-    wait = ["--wait-for-cached-fraction=1", "--wait-timeout-seconds=0", f"--cache-status={status}"]
+    wait = [*PIN, "--wait-for-cached-fraction=1", "--wait-timeout-seconds=0", f"--cache-status={status}"]
     run = _run(data, ckpt, "--max-steps=2", "--num-workers=0", *wait)
     assert run.returncode == 1
     assert "not starting" in run.stderr and "0.500 warm" in run.stderr

@@ -3,6 +3,12 @@
 prewarm (workload/prewarm.py) publishes DatasetCachedFraction while it runs and the training job republishes
 it with every throughput record (hubspoke/training_metrics.py); the cache-hit alarm judges the hit ratio only
 once it reaches alarms.FULLY_CACHED_FRACTION. Verify reads the newest value with CloudWatch GetMetricData.
+
+Which version: the metric's dimensions are Environment and Region only (hubspoke/training_metrics.py), so the
+value cannot say which version it measured. The row judges the config's pin (dataset.name/version): the
+rendered prewarm Job warms that pin, and a training job republishes only a status naming its own version
+(workload/cache_status.describes). A prewarm or job rendered with --dataset-version reports under the same
+metric; the row says so rather than claim more than the metric holds.
 """
 
 from __future__ import annotations
@@ -62,8 +68,21 @@ def _newest(ctx: Context, region: str) -> tuple[datetime, float] | None:
     return max(points, key=lambda p: p[0]) if points else None
 
 
+def _pin(ctx: Context) -> str:
+    """The version the row judges, as the user reads it."""
+    d = ctx.config.dataset
+    if d.name is None or d.version is None:
+        return "the dataset (the config pins no version)"
+    return f"{d.name}/{d.version}"
+
+
+# Said with every reported value: the metric cannot tell versions apart.
+_LIMIT = "taken as the config's pin: the metric has no version dimension, a --dataset-version Job reports under it too"
+
+
 def _row(ctx: Context, region: RegionConfig) -> CheckResult:
     code = region.region
+    pin = _pin(ctx)
     render = f"hubspoke render prewarm --config {ctx.config_path} --region {code} --rest-address <spoke IP>"
     newest = _newest(ctx, code)
     if newest is None:
@@ -79,13 +98,13 @@ def _row(ctx: Context, region: RegionConfig) -> CheckResult:
     at = f"{when:%Y-%m-%d %H:%M} UTC"
     if fraction >= FULLY_CACHED_FRACTION:
         return CheckResult(
-            code, CHECK, "pass", f"prewarm reports the whole dataset warm ({fraction:.3f}, {at})"
+            code, CHECK, "pass", f"prewarm reports {pin} whole ({fraction:.3f}, {at}; {_LIMIT})"
         )
     return CheckResult(
         code,
         CHECK,
         "warn",
-        f"prewarm reports {fraction:.1%} of the dataset warm ({at}): reads of the rest go to the hub, and the "
-        f"cache-hit alarm waits for {FULLY_CACHED_FRACTION:g}",
+        f"prewarm reports {fraction:.1%} of {pin} warm ({at}; {_LIMIT}): reads of the rest go to the hub, "
+        f"and the cache-hit alarm waits for {FULLY_CACHED_FRACTION:g}",
         f"run or resume the prewarm Job (it skips what is warm): {render} | kubectl apply -f - ({_RUNBOOK})",
     )
