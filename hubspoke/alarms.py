@@ -12,11 +12,11 @@ from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.names import alarm_name
 from hubspoke.topology import plan_stacks
 
-HUB_UNREACHABLE = "hub-unreachable"
-# The hub-unreachable alarm fires when this many one-minute canary datapoints in a row are breaching
+HUB_UNREACHABLE = "hub-unreachable-page"
+# The hub-unreachable-page alarm fires when this many one-minute canary datapoints in a row are breaching
 # (hubspoke/constructs/alarms.py); verify judges the same window.
 HUB_UNREACHABLE_MINUTES = 3
-PORTAL_NOT_ACTIVE = "portal-not-active"
+PORTAL_NOT_ACTIVE = "portal-not-active-page"
 # The canary's two pages are composites, `ALARM(<probes>) AND OK(<gate>)`: the probe alarms count a silent
 # minute as breaching (so silence pages in 3 minutes), which would also page a fresh deploy before the canary's
 # first record; the gate is OK only once the canary has reported within the last day, INSUFFICIENT_DATA before.

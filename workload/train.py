@@ -380,6 +380,15 @@ def train(args: argparse.Namespace) -> int:
     except Refused as exc:
         print(f"train.py: refused: {exc}", file=sys.stderr, flush=True)
         return EXIT_REFUSED
+    # A finished job name, known from the checkpoint directory alone: refused before the process group and the
+    # model, so each attempt torchrun and the operator make before giving up costs seconds, not a model build and
+    # a checkpoint load on every GPU (the launchers retry any failed exit: torchrun --max-restarts, then the pods).
+    finished = latest_checkpoint(args.checkpoint_dir)
+    if finished is not None and finished[0] >= args.max_steps:
+        refusal = nothing_to_train(args, finished[0], 1)
+        if int(os.environ.get("LOCAL_RANK", "0")) == 0:  # once in every pod's log
+            print(f"error: {refusal}", file=sys.stderr, flush=True)
+        return EXIT_NOTHING_TO_TRAIN
     rank, world, device = init_distributed(args.backend)
     log(
         f"dataset {dataset_manifest.name}/{dataset_manifest.version}: {len(dataset_manifest.files)} files, "

@@ -39,7 +39,7 @@ class OpsStack(PlannedStack):
     Example::
 
         ops = OpsStack(stage, "ops-us-west-2", config=config, plan=plan)
-        ops.alarms["hub-unreachable"]
+        ops.alarms["hub-unreachable-page"]
     """
 
     def __init__(

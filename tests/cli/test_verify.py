@@ -78,7 +78,13 @@ def test_healthy_environment_passes_every_check(
             assert (region, check) in present, (region, check)
     for region in ("us-west-2", "eu-west-1"):
         assert (region, "peering") in present
-    for check in ("canary", "hub reachable", "portal", "alarm hub-unreachable", "alarm portal-not-active"):
+    for check in (
+        "canary",
+        "hub reachable",
+        "portal",
+        "alarm hub-unreachable-page",
+        "alarm portal-not-active-page",
+    ):
         assert ("us-west-2", check) in present
     for region in ("us-east-2", "us-west-2"):
         for check in ("hyperpod", "hyperpod group", "hyperpod nodes", "eks", "eks add-ons"):

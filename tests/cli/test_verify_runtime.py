@@ -253,7 +253,7 @@ def test_kubernetes_without_a_usable_kubeconfig_is_not_checked(
 
 def test_alarm_in_alarm_fails_with_its_runbook(deployed: DeployedWorld, deployed_config: Path) -> None:
     deployed.alarm(
-        "us-west-2", "hubspoke-dev-ops-us-west-2-hub-unreachable", "ALARM", "3 out of 3 datapoints < 1"
+        "us-west-2", "hubspoke-dev-ops-us-west-2-hub-unreachable-page", "ALARM", "3 out of 3 datapoints < 1"
     )
     deployed.alarm(
         "us-east-2", "hubspoke-dev-dashboard-us-east-2-gpu-utilization-low", "INSUFFICIENT_DATA", "no data"
@@ -262,17 +262,17 @@ def test_alarm_in_alarm_fails_with_its_runbook(deployed: DeployedWorld, deployed
         AlarmNames=["hubspoke-dev-ops-us-west-2-cache-hit-ratio-low"]
     )
     results = verify(deployed, deployed_config)
-    hub = _only(results, "alarm hub-unreachable")
+    hub = _only(results, "alarm hub-unreachable-page")
     assert hub.status == "fail" and "3 out of 3 datapoints < 1" in hub.detail
-    # The runbook for this alarm, as the runbook index names it (docs/runbooks/README.md: "…-hub-unreachable
-    # or …-portal-not-active alarm" -> hub-outage.md); the Ops template's description says the same.
+    # The runbook for this alarm, as the runbook index names it (docs/runbooks/README.md: "…-hub-unreachable-page
+    # or …-portal-not-active-page alarm" -> hub-outage.md); the Ops template's description says the same.
     assert hub.fix == "follow docs/runbooks/hub-outage.md"
     description = next(
         r["Properties"]["AlarmDescription"]
         for r in deployed.templates["ops-us-west-2"]["Resources"].values()
         # A composite of the probes alarm and the canary's gate (docs/operations.md, "A fresh deploy does not page").
         if r["Type"] == "AWS::CloudWatch::CompositeAlarm"
-        and r["Properties"]["AlarmName"].endswith("hub-unreachable")
+        and r["Properties"]["AlarmName"].endswith("hub-unreachable-page")
     )
     assert description.endswith("Runbook: docs/runbooks/hub-outage.md")
     assert _only(results, "alarm gpu-utilization-low", "us-east-2").status == "warn"
@@ -301,7 +301,7 @@ def test_a_composite_alarm_is_read_and_its_silent_input_only_warns(
 
 def test_the_canary_pages_inputs_in_alarm_only_warn(deployed: DeployedWorld, deployed_config: Path) -> None:
     """`…-hub-probes-failing` reads FILL and is in ALARM on a fresh deploy before the canary's first records; it
-    notifies nobody and pages only through the composite `…-hub-unreachable` (docs/operations.md, "A fresh deploy
+    notifies nobody and pages only through the composite `…-hub-unreachable-page` (docs/operations.md, "A fresh deploy
     does not page"): a warning that says when it is expected, not a failure; the gate likewise."""
     for key in ("hub-probes-failing", "canary-silent-for-a-day"):
         deployed.alarm("us-west-2", f"hubspoke-dev-ops-us-west-2-{key}", "ALARM", "3 out of 3 datapoints < 1")
@@ -310,7 +310,7 @@ def test_the_canary_pages_inputs_in_alarm_only_warn(deployed: DeployedWorld, dep
         row = _only(results, f"alarm {key}")
         assert row.status == "warn" and "notifies nobody" in row.detail, row
         assert "after a deploy" in row.fix and row.fix.endswith("docs/runbooks/hub-outage.md"), row.fix
-    assert _only(results, "alarm hub-unreachable").status != "fail"
+    assert _only(results, "alarm hub-unreachable-page").status != "fail"
 
 
 def test_an_active_addon_with_health_issues_is_not_reported_healthy(
@@ -359,7 +359,7 @@ def test_metric_data_that_is_not_complete_is_not_read_as_silence(
 def test_the_hub_reachable_window_ends_now_not_at_the_newest_datapoint(
     deployed: DeployedWorld, deployed_config: Path
 ) -> None:
-    """The hub-unreachable alarm judges the last 3 one-minute periods before it evaluates, a minute without data
+    """The hub-unreachable-page alarm judges the last 3 one-minute periods before it evaluates, a minute without data
     counting as breaching (docs/operations.md, "Alarms"). A canary whose newest report, about 2 minutes before
     verify runs, said the hub was down, and that has said nothing since, has 1 minute down and 2 without data in
     the last 3: the alarm fires, so verify fails it (measured from the newest datapoint, the fixture's older 'up'

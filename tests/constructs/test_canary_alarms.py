@@ -1,4 +1,4 @@
-"""The canary's pages (hub-unreachable, portal-not-active), judged as CloudWatch evaluates them every minute.
+"""The canary's pages (hub-unreachable-page, portal-not-active-page), judged as CloudWatch evaluates them every minute.
 
 Each page is a composite alarm, `ALARM(<probes>) AND OK(<gate>)`, over two synthesized metric alarms that run
 through tests/fakes/cloudwatch_alarm.py's `evaluate_every_minute` (sliding evaluation, evaluation range,
@@ -36,8 +36,8 @@ HEALTHY = {"HubReachable": 1.0, "PortalStatus": 2.0}
 FAILING = {"HubReachable": 0.0, "PortalStatus": 1.0}  # no hub answers; the portal DEGRADED
 # page -> (its probes input, the canary metric that input reads); the gate of both: canary-silent-for-a-day.
 PAGES = {
-    "hub-unreachable": ("hub-probes-failing", "HubReachable"),
-    "portal-not-active": ("portal-probes-not-active", "PortalStatus"),
+    "hub-unreachable-page": ("hub-probes-failing", "HubReachable"),
+    "portal-not-active-page": ("portal-probes-not-active", "PortalStatus"),
 }
 GATE = "canary-silent-for-a-day"
 Records = dict[str, dict[int, list[float]]]

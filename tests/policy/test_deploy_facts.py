@@ -45,7 +45,7 @@ def test_an_alarm_topic_without_a_cloudwatch_publish_grant_is_caught(
         if v["Type"] in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
         and v["Properties"].get("AlarmActions")
     ]
-    # A spoke's Ops stack pages on the composites hub-unreachable and portal-not-active, training-stalled,
+    # A spoke's Ops stack pages on the composites hub-unreachable-page and portal-not-active-page, training-stalled,
     # throughput-low, gpu-utilization-low and the composite cache-hit-ratio-low (docs/operations.md); the
     # composites' inputs (the hit ratio's, the canary's probes and gate) notify nobody.
     assert sorted(hits) == sorted(notifying) and len(notifying) == 6

@@ -144,7 +144,7 @@ def test_every_dev_alarm_can_notify(dev_config: HubSpokeConfig, dev_templates: T
     counted = {
         sid: _check_alarm_delivery(dev_templates[sid], region, ACCOUNT) for sid, region in regions.items()
     }
-    # docs/operations.md, "Alarms": per spoke Ops stack the composites hub-unreachable and portal-not-active,
+    # docs/operations.md, "Alarms": per spoke Ops stack the composites hub-unreachable-page and portal-not-active-page,
     # training-stalled, training-throughput-low, gpu-utilization-low and the composite cache-hit-ratio-low notify
     # (the composites' inputs do not); the hub's training alarms (stalled, throughput, GPU) are on the dashboard
     # stack.

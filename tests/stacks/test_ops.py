@@ -98,8 +98,8 @@ def test_hub_outage_is_detected_within_three_minutes(shape: Shape) -> None:
         gate = alarms[f"{prefix}-canary-silent-for-a-day"]
         assert gate["TreatMissingData"] == "missing" and "AlarmActions" not in gate
         for key, probes in (
-            ("hub-unreachable", hub),
-            ("portal-not-active", alarms[f"{prefix}-portal-probes-not-active"]),
+            ("hub-unreachable-page", hub),
+            ("portal-not-active-page", alarms[f"{prefix}-portal-probes-not-active"]),
         ):
             page, names, _ = canary_page(ops, prefix, key)
             assert names == [probes["AlarmName"], gate["AlarmName"]], key
@@ -127,7 +127,7 @@ def test_every_alarm_notifies_an_encrypted_topic(shape: Shape) -> None:
                 assert {a["Ref"] for a in alarm["AlarmActions"]} == set(topics), name
                 # The canary's pages send no OK: a day of silence returns them to OK with nothing recovered
                 # (docs/operations.md, "What each alarm catches"; tests/constructs/test_canary_alarms.py).
-                if name.endswith(("-hub-unreachable", "-portal-not-active")):
+                if name.endswith(("-hub-unreachable-page", "-portal-not-active-page")):
                     assert "OKActions" not in alarm, name
                 else:
                     assert {a["Ref"] for a in alarm["OKActions"]} == set(topics), name
@@ -249,7 +249,7 @@ def test_existing_topics_receive_the_alarms_of_their_own_region(config_from: Any
         assert notifying, sid
         for alarm in notifying:
             # The canary's pages alone send no OK (test_every_alarm_notifies_an_encrypted_topic).
-            paged_only = alarm["AlarmName"].endswith(("-hub-unreachable", "-portal-not-active"))
+            paged_only = alarm["AlarmName"].endswith(("-hub-unreachable-page", "-portal-not-active-page"))
             assert ("OKActions" in alarm) != paged_only, alarm["AlarmName"]
             for actions in (alarm["AlarmActions"], alarm.get("OKActions", alarm["AlarmActions"])):
                 assert mine in actions and other not in actions, (sid, alarm["AlarmName"])
@@ -293,8 +293,8 @@ def test_canary_alarms_do_not_page_before_the_first_datapoint_but_do_when_the_ca
     reported_gate = state(gate, [24 * 60.0])
     assert reported_gate == "OK"
     for key, probes_key, healthy, failing, filler in (
-        ("hub-unreachable", "hub-probes-failing", 1.0, 0.0, 0.0),
-        ("portal-not-active", "portal-probes-not-active", 2.0, 1.0, 0.0),
+        ("hub-unreachable-page", "hub-probes-failing", 1.0, 0.0, 0.0),
+        ("portal-not-active-page", "portal-probes-not-active", 2.0, 1.0, 0.0),
     ):
         probes = alarms[f"{prefix}-{probes_key}"]
         assert "AlarmActions" not in probes and "OKActions" not in probes, key

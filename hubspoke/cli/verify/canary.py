@@ -239,7 +239,7 @@ def _reachable(
     *,
     now: datetime,
 ) -> CheckResult:
-    """The last minutes of HubReachable judged as the hub-unreachable alarm judges them.
+    """The last minutes of HubReachable judged as the hub-unreachable-page alarm judges them.
 
     The alarm breaches when the one-minute Maximum is below 1 for HUB_UNREACHABLE_MINUTES minutes in a row,
     a minute without data counting as breaching (hubspoke/constructs/alarms.py, docs/operations.md): a

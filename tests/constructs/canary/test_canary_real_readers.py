@@ -35,7 +35,9 @@ def portal_alarm_fires(templates: Templates, value: float) -> bool:
     [alarm] = [
         a
         for _, a in properties(templates[f"ops-{SPOKE.region}"], "AWS::CloudWatch::Alarm")
-        if a["AlarmName"].endswith("-portal-probes-not-active")  # the input of the portal-not-active page
+        if a["AlarmName"].endswith(
+            "-portal-probes-not-active"
+        )  # the input of the portal-not-active-page page
     ]
     [stat] = [q["MetricStat"] for q in alarm["Metrics"] if "MetricStat" in q]
     assert stat["Metric"]["MetricName"] == canary_metrics.PORTAL_STATUS
