@@ -32,8 +32,10 @@ class TrainingImageRepository(Construct):
         super().__init__(scope, construct_id)
         # Amazon ECR User Guide, "Encryption at rest": with a customer managed key, ECR sends two CreateGrant
         # requests when the repository is created, in the name of the principal that creates it (the
-        # deployment role), which must hold kms:CreateGrant on the key. Those grants are not flagged as for an
-        # AWS resource, so the key goes without the CT.KMS.PR.3 deny that would refuse them.
+        # deployment role), which must hold kms:CreateGrant on the key. ASSUMED: those grants may reach KMS
+        # without kms:GrantIsForAWSResource (KMS sets it when an integrated service calls CreateGrant, and ECR
+        # calls in the creator's name; no page says which applies), so the key goes without the CT.KMS.PR.3 deny
+        # that would refuse them under the second reading; without the deny, either reading succeeds.
         self.key = retained_key(
             self,
             "Key",
