@@ -38,7 +38,7 @@ from hyperpod_elastic_agent.logagent.log_agent import LogAgent, LogState
 
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s.job import TRAIN_SCRIPT, TrainingSettings, training_job
-from tests.workload.test_train import _write_shards
+from tests.workload.test_train import _dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = ROOT / "workload"
@@ -244,8 +244,8 @@ def test_every_node_passes_the_hyperpod_agents_log_monitoring_in_a_two_node_run(
     only, as the elastic agent does. At the end every node's agent must have matched the progress line
     (HEALTHY) and never flagged HANGING or FAULTED. Before the fix node 1 printed nothing at all (progress on
     global rank 0 only) and node 0 printed it on stderr: both stayed WAITING, then HANGING after the cut-off."""
-    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
-    _write_shards(data, [400, 400])
+    ckpt = tmp_path / "ckpt"
+    data = _dataset(tmp_path, [400, 400])  # a sealed version, as train.py requires (docs/datasets.md)
     launcher = _launcher(
         _container(
             training_job(dev_config, dev_config.region_config("us-west-2"), kind="hyperpod", image=ANY_IMAGE)
