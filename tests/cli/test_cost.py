@@ -185,21 +185,27 @@ def test_cold_start_against_prewarm_by_hand() -> None:
     assert small.warmup_seconds == 1000 and small.warmup_usd is None and small.prewarm_pays_while_gpus_idle
 
 
-def test_cli_cold_start_prices_the_spokes_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> None:
-    """--job-hours adds the cold-start table; the GPU rate is the spoke's HyperPod groups from the run-rate."""
-    from hubspoke.config import load
-    from hubspoke.run_rate import run_rate
+def test_cli_cold_start_prices_the_spokes_gpu_nodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--job-hours adds the cold-start table, priced at the spoke's own HyperPod nodes: the hub here runs two
+    ml.p5.48xlarge and the spoke one, so a rate taken from the hub, or from both, gives another figure. The
+    price is the table's row for that type and Region (hubspoke/prices.py, a dated list price)."""
+    from hubspoke.prices import price
 
-    config_path = ROOT / "config" / "dev.yaml"
+    data = minimal()
+    one = {
+        "count": 1,
+        "on_start_deep_health_checks": ["InstanceStress"],
+    }  # a single node cannot run NCCL checks
+    data["spokes"][0]["compute"] = {"instance_groups": [one]}
+    config_path = write_config(tmp_path, data)
     argv = ["cost", "--config", str(config_path), "--dataset-tb", "50", "--job-hours", "24", "--json"]
     assert main(argv) == 0
     [start] = json.loads(capsys.readouterr().out)["cold_start"]
-    spoke_gpus = [
-        line.usd_per_hour
-        for line in run_rate(load(config_path).config)
-        if line.region == "us-west-2" and line.what.startswith("HyperPod")
-    ]
-    assert start["spoke"] == "us-west-2" and start["gpu_usd_per_hour"] == sum(spoke_gpus)
-    assert math.isclose(start["prewarm_idle_gpu_usd"], start["prewarm_hours"] * sum(spoke_gpus))
+    p5 = price("hyperpod", "ml.p5.48xlarge", "us-west-2")
+    assert p5 is not None
+    assert start["spoke"] == "us-west-2" and math.isclose(start["gpu_usd_per_hour"], 1 * p5.usd)
+    assert math.isclose(start["prewarm_idle_gpu_usd"], start["prewarm_hours"] * p5.usd)
     assert main(["cost", "--config", str(config_path), "--dataset-tb", "50"]) == 0
     assert "Cold start" not in capsys.readouterr().out, "without --job-hours, no cold-start table"
