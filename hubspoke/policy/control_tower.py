@@ -46,22 +46,14 @@ from aws_cdk import (
 from cdklabs.cdk_validator_cfnguard import CfnGuardValidator
 from constructs import IConstruct
 
-# Where `HUBSPOKE_CACHE_DIR` is unset: the XDG cache directory, as pip and the CDK CLI's own notices use it.
-CACHE_ENV = "HUBSPOKE_CACHE_DIR"
+from hubspoke.cache import cache_dir, writable
+
 # This module's source is part of every key: a change to how rules are indexed, selected or verdicts stored
 # makes a new rule index and new verdicts, never a reuse of old ones.
 _SELECTION = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 # Where the plugin keeps the Control Tower rules inside its package (CfnGuardValidator's defaultRulesPath).
 _RULES_IN_PACKAGE = "package/rules/control-tower/cfn-guard/"
 _RESOURCE_TYPE = re.compile(r"AWS::[A-Za-z0-9]+::[A-Za-z0-9]+")
-
-
-def cache_dir() -> Path:
-    """hubspoke's cache: `$HUBSPOKE_CACHE_DIR`, else `$XDG_CACHE_HOME/hubspoke`, else `~/.cache/hubspoke`."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hubspoke"
 
 
 def plugin_tarball() -> Path:
@@ -95,7 +87,7 @@ class RuleSet:
         """The rule set of `tarball` (the installed plugin's by default), extracted under `root` if not yet."""
         tarball = tarball or plugin_tarball()
         fingerprint = hashlib.sha256(tarball.read_bytes() + _SELECTION.encode()).hexdigest()
-        directory = _writable(root or cache_dir()) / "cfn-guard" / fingerprint[:32]
+        directory = writable(root or cache_dir()) / "cfn-guard" / fingerprint[:32]
         index = directory / "index.json"
         if not index.exists():
             _extract_rules(tarball, directory)
@@ -114,22 +106,6 @@ class RuleSet:
     def verdict_path(self, template_bytes: bytes) -> Path:
         key = hashlib.sha256(f"{self.fingerprint}\0".encode() + template_bytes)
         return self.directory / "verdicts" / f"{key.hexdigest()}.json"
-
-
-def _writable(root: Path) -> Path:
-    """`root`, created; where it cannot be (a read-only home), one temporary directory for this process,
-    removed when it ends: nothing outlives the synth."""
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=root, prefix=".probe-"):
-            return root
-    except OSError:
-        global _FALLBACK
-        _FALLBACK = _FALLBACK or tempfile.TemporaryDirectory(prefix="hubspoke-cache-")
-        return Path(_FALLBACK.name)
-
-
-_FALLBACK: tempfile.TemporaryDirectory[str] | None = None
 
 
 def _extract_rules(tarball: Path, directory: Path) -> None:

@@ -147,7 +147,7 @@ def _app_with_a_finding() -> App:
 def test_a_cached_finding_stops_synth_as_a_fresh_one_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judged: list[str]
 ) -> None:
-    monkeypatch.setenv(control_tower.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("HUBSPOKE_CACHE_DIR", str(tmp_path / "cache"))
     for _ in range(2):
         with pytest.raises(Exception, match="ValidationFailed") as caught:
             _app_with_a_finding().synth()
@@ -162,7 +162,7 @@ def test_an_unwritable_cache_still_finds_and_writes_nothing_there(
     for the life of the process."""
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("")
-    monkeypatch.setenv(control_tower.CACHE_ENV, str(blocked / "cache"))
+    monkeypatch.setenv("HUBSPOKE_CACHE_DIR", str(blocked / "cache"))
     template = _write(tmp_path / "bare.template.json", _bucket(versioned=False))
     for _ in range(2):
         assert (VERSIONING_RULE, "Data") in _rules_hit(
@@ -170,15 +170,3 @@ def test_an_unwritable_cache_still_finds_and_writes_nothing_there(
         )
     assert len(judged) == 1
     assert not (blocked / "cache").exists()
-
-
-def test_the_cache_is_where_the_docs_say(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """README, "Caches": HUBSPOKE_CACHE_DIR, else $XDG_CACHE_HOME/hubspoke, else ~/.cache/hubspoke."""
-    monkeypatch.setenv("HUBSPOKE_CACHE_DIR", str(tmp_path / "a"))
-    assert control_tower.cache_dir() == tmp_path / "a"
-    monkeypatch.delenv("HUBSPOKE_CACHE_DIR")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
-    assert control_tower.cache_dir() == tmp_path / "x" / "hubspoke"
-    monkeypatch.delenv("XDG_CACHE_HOME")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert control_tower.cache_dir() == tmp_path / "home" / ".cache" / "hubspoke"

@@ -3,13 +3,22 @@
 The asset holds the runtime/ folder as the package `cnq_provisioner` plus every installed distribution
 that qumulo-api needs and the Lambda Python runtime does not ship. Only pure-Python distributions are
 accepted: a compiled one built for this machine could not run on Lambda, so synth fails and says so.
+
+A bundle is built once per content and kept in hubspoke's cache (`hubspoke.cache`, "lambda-bundles/"),
+keyed by the bytes of every file that goes into it, their paths, the Python version markers are evaluated
+for and this module's own source; later synths hard-link it into the asset (a copy where the cache is on
+another filesystem or owned by another user). Creating the SDK's ~250 files was about a tenth of a warm synth
+(docs/development.md, "Where a synth's time goes"); any changed byte is a new key and a new bundle.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.metadata as metadata
+import os
 import shutil
+import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -19,6 +28,7 @@ from aws_cdk import aws_lambda as lambda_
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from hubspoke.cache import cache_dir, writable
 from hubspoke.constructs.provider import LAMBDA_PYTHON
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -54,9 +64,9 @@ def required_distributions(root: str, *, python_version: str) -> list[metadata.D
     return sorted(found.values(), key=lambda d: canonicalize_name(d.metadata["Name"]))
 
 
-def copy_distribution(dist: metadata.Distribution, output: Path) -> int:
-    """Copy the installed files of `dist` (from its RECORD) into `output`; return how many were copied."""
-    copied = 0
+def _distribution_files(dist: metadata.Distribution) -> list[tuple[PurePosixPath, Path]]:
+    """(path in the bundle, installed file) for what `dist` ships to Lambda, from its RECORD; refuses native code."""
+    files = []
     for entry in dist.files or []:
         relative = PurePosixPath(str(entry))
         if relative.parts[0] == ".." or "__pycache__" in relative.parts or relative.suffix == ".pyc":
@@ -66,34 +76,110 @@ def copy_distribution(dist: metadata.Distribution, output: Path) -> int:
                 f"{dist.metadata['Name']} contains compiled code ({relative}); it cannot be bundled from this "
                 "machine for Lambda. Pin a pure-Python version or build the asset for the Lambda platform"
             )
-        source = Path(str(dist.locate_file(entry)))
+        files.append((relative, Path(str(dist.locate_file(entry)))))
+    return files
+
+
+def copy_distribution(dist: metadata.Distribution, output: Path) -> int:
+    """Copy the installed files of `dist` (from its RECORD) into `output`; return how many were copied."""
+    files = _distribution_files(dist)
+    for relative, source in files:
         target = output / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
-        copied += 1
-    return copied
+    return len(files)
+
+
+def _source_files(source: Path, package: str) -> list[tuple[PurePosixPath, Path]]:
+    """(path in the bundle, file) for the runtime folder as the package `package`, without bytecode."""
+    return [
+        (PurePosixPath(package, *path.relative_to(source).parts), path)
+        for path in sorted(source.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    ]
+
+
+# This module's source is part of every key: a change to what goes into a bundle is never served an old one.
+_BUNDLER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def bundle_key(files: list[tuple[PurePosixPath, Path]], *, python_version: str) -> str:
+    """The cache key of a bundle made of `files`: every path and byte in it, the Python version, this module."""
+    digest = hashlib.sha256(f"{_BUNDLER}\0{python_version}\0".encode())
+    for relative, path in sorted(files):
+        content = path.read_bytes()
+        digest.update(f"{relative}\0{len(content)}\0".encode())
+        digest.update(content)
+    return digest.hexdigest()
+
+
+def _cached_bundle(files: list[tuple[PurePosixPath, Path]], key: str, root: Path) -> Path:
+    """The bundle of `files` under `root`/lambda-bundles/`key`, built there first if no synth has yet.
+
+    Built in a temporary folder beside it and renamed into place, so a reader never sees half a bundle; two
+    synths racing build the same content and the second's rename loses harmlessly.
+    """
+    bundles = writable(root) / "lambda-bundles"
+    bundle = bundles / key
+    if bundle.is_dir():
+        return bundle
+    bundles.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".build-", dir=bundles))
+    try:
+        for relative, path in files:
+            target = staging / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+            # The installed file's mode, readable by all: a cache shared by several users stays readable by each.
+            os.chmod(target, (path.stat().st_mode & 0o755) | 0o644)
+        os.chmod(staging, 0o755)
+        os.rename(staging, bundle)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not bundle.is_dir():
+            raise
+    return bundle
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    """A hard link where the filesystem allows one (same device, linkable by this user), else a copy."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 @jsii.implements(ILocalBundling)
 class InstalledEnvironmentBundling:
-    """Local bundling: the runtime folder as a package, plus the distributions it needs, copied as installed."""
+    """Local bundling: the runtime folder as a package, plus the distributions it needs, as installed."""
 
-    def __init__(self, *, source: Path, package: str, root_distribution: str, python_version: str) -> None:
+    def __init__(
+        self,
+        *,
+        source: Path,
+        package: str,
+        root_distribution: str,
+        python_version: str,
+        cache_root: Path | None = None,
+    ) -> None:
         self.source = source
         self.package = package
         self.root_distribution = root_distribution
         self.python_version = python_version
+        self.cache_root = cache_root
+
+    def files(self) -> list[tuple[PurePosixPath, Path]]:
+        """Every file of the bundle: (path in the bundle, where it is read from)."""
+        files = _source_files(self.source, self.package)
+        for dist in required_distributions(self.root_distribution, python_version=self.python_version):
+            files.extend(_distribution_files(dist))
+        return files
 
     def try_bundle(self, output_dir: str, *, image: Any = None, **_: Any) -> bool:
-        output = Path(output_dir)
-        shutil.copytree(
-            self.source,
-            output / self.package,
-            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-            dirs_exist_ok=True,
-        )
-        for dist in required_distributions(self.root_distribution, python_version=self.python_version):
-            copy_distribution(dist, output)
+        files = self.files()
+        key = bundle_key(files, python_version=self.python_version)
+        bundle = _cached_bundle(files, key, self.cache_root or cache_dir())
+        shutil.copytree(bundle, output_dir, copy_function=_link_or_copy, dirs_exist_ok=True)
         return True
 
 

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_lambda as lambda_
 
+from hubspoke.constructs.cnq import bundling
 from hubspoke.constructs.cnq.bundling import (
     IS_COMPLETE_HANDLER,
     ON_EVENT_HANDLER,
     RUNTIME,
+    RUNTIME_DIR,
+    InstalledEnvironmentBundling,
     provisioner_code,
     required_distributions,
 )
@@ -82,3 +88,58 @@ def test_bundle_imports_with_only_what_lambda_provides(tmp_path: Path) -> None:
         [sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, timeout=120, check=False
     )
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _local(source: Path, cache: Path, python_version: str = "3.12") -> InstalledEnvironmentBundling:
+    return InstalledEnvironmentBundling(
+        source=source, package="pkg", root_distribution="qumulo-api", python_version=python_version,
+        cache_root=cache,
+    )  # fmt: skip
+
+
+def test_a_cached_bundle_is_the_bundle_a_fresh_build_makes(tmp_path: Path) -> None:
+    """The second synth links the first's bundle (same inodes) and gets byte for byte the same files."""
+    local = _local(RUNTIME_DIR, tmp_path / "cache")
+    first, second = tmp_path / "first", tmp_path / "second"
+    local.try_bundle(str(first))
+    local.try_bundle(str(second))
+    assert _tree(first) == _tree(second)
+    assert (second / "pkg" / "provisioner.py").read_bytes() == (RUNTIME_DIR / "provisioner.py").read_bytes()
+    assert (second / "qumulo" / "rest_client.py").is_file()
+    [bundle] = (tmp_path / "cache" / "lambda-bundles").iterdir()
+    cached = bundle / "qumulo" / "rest_client.py"
+    assert (second / "qumulo" / "rest_client.py").stat().st_ino == cached.stat().st_ino, "linked, not rebuilt"
+
+
+def test_a_changed_byte_or_python_version_is_never_served_the_old_bundle(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    shutil.copytree(RUNTIME_DIR, source, ignore=shutil.ignore_patterns("__pycache__"))
+    cache = tmp_path / "cache"
+    _local(source, cache).try_bundle(str(tmp_path / "before"))
+    handler = source / "provisioner.py"
+    handler.write_text(handler.read_text() + "\n# changed\n")
+    _local(source, cache).try_bundle(str(tmp_path / "after"))
+    assert (tmp_path / "after" / "pkg" / "provisioner.py").read_text().endswith("# changed\n")
+    assert not (tmp_path / "before" / "pkg" / "provisioner.py").read_text().endswith("# changed\n")
+    _local(source, cache, python_version="3.13").try_bundle(str(tmp_path / "other-python"))
+    assert len(list((cache / "lambda-bundles").iterdir())) == 3
+
+
+def test_a_failed_build_leaves_no_bundle_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build that stops half way (a full disk) is never found under its key by the next synth."""
+    real, copies = shutil.copyfile, []
+
+    def full_disk(source: Any, target: Any, **kwargs: Any) -> Any:
+        copies.append(target)
+        if len(copies) > 5:
+            raise OSError(28, "No space left on device")
+        return real(source, target, **kwargs)
+
+    monkeypatch.setattr(bundling.shutil, "copyfile", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        _local(RUNTIME_DIR, tmp_path / "cache").try_bundle(str(tmp_path / "out"))
+    assert list((tmp_path / "cache" / "lambda-bundles").iterdir()) == []
