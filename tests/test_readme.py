@@ -183,3 +183,32 @@ def test_the_smallest_file_the_readme_shows_is_valid(tmp_path: Path) -> None:
     path = tmp_path / "env.yaml"
     path.write_text(block)
     assert load(path).config.environment == "dev"
+
+
+def _number(text: str) -> float:
+    return float(text.rstrip(",").replace(",", ""))
+
+
+def test_a_range_a_description_states_is_the_fields_own() -> None:
+    """A description that states the field's range ("30 to 55") restates its Field(ge=..., le=...) bounds for the
+    reader: when a bound changes, the words must follow (a range starting elsewhere is another fact, e.g. gp3's
+    IOPS within the field's EBS-wide bounds)."""
+    stated = []
+    for model in {m for m in vars(schema).values() if inspect.isclass(m) and issubclass(m, schema.Model)}:
+        if model is schema.Model:
+            continue
+        properties = model.model_json_schema(mode="validation")["properties"]
+        for name, field in model.model_fields.items():
+            prop = properties[name]
+            alternatives = [prop, *prop.get("anyOf", [])]
+            low = next((p["minimum"] for p in alternatives if "minimum" in p), None)
+            high = next((p["maximum"] for p in alternatives if "maximum" in p), None)
+            for start, end in re.findall(r"(\d[\d,]*) to (\d[\d,]*)", field.description or ""):
+                if low is not None and _number(start) == low:
+                    stated.append(f"{model.__name__}.{name}")
+                    assert _number(end) == high, f"{model.__name__}.{name}: '{start} to {end}' but le={high}"
+    assert {
+        "StorageConfig.formation_timeout_minutes",
+        "VolumeSetConfig.size_gib",
+        "InstanceGroupConfig.count",
+    } <= set(stated)

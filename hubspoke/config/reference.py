@@ -131,7 +131,7 @@ def splice(document: str) -> str:
     """The document with its generated block replaced by what render() gives now."""
     start, end = document.find(BEGIN), document.find(END)
     if start < 0 or end < start:
-        raise ValueError(f"{REFERENCE.name} lacks the markers {BEGIN!r} ... {END!r}")
+        raise ValueError(f"the markers {BEGIN!r} and {END!r} are missing")
     return document[:start] + render() + document[end + len(END) :]
 
 
@@ -141,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", nargs="?", type=Path, default=REFERENCE)
     args = parser.parse_args(argv)
     current = args.path.read_text()
-    wanted = splice(current)
+    try:
+        wanted = splice(current)
+    except ValueError as error:
+        print(f"{args.path}: {error}; put them around the key table", file=sys.stderr)
+        return 2
     if args.check:
         if current != wanted:
             print(

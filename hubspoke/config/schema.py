@@ -21,6 +21,8 @@ from hubspoke.regions import REGIONS, partition_regions
 VPC_MAX_PREFIX = 16
 VPC_MIN_PREFIX = 20
 SECONDARY_MIN_PREFIX = 28
+# A Region without az_ids gets private subnets in this many of its AZs (the first of regions.py's list).
+DEFAULT_AZ_COUNT = 2
 
 
 def _network(value: str) -> ipaddress.IPv4Network:
@@ -540,7 +542,7 @@ class RegionConfig(Model):
         default=None,
         description="AZ **IDs** (e.g. `usw2-az1`) for the private subnets; fixed after the first deploy "
         "([why](runbooks/deploy-environment.md#keys-fixed-at-the-first-deploy))",
-        json_schema_extra=shown_as("the Region's first two"),
+        json_schema_extra=shown_as(f"the Region's first {DEFAULT_AZ_COUNT}"),
     )
     accelerator_az_id: AzId | None = Field(
         default=None,
@@ -577,7 +579,7 @@ class RegionConfig(Model):
 
     @property
     def resolved_az_ids(self) -> tuple[str, ...]:
-        return tuple(self.az_ids) if self.az_ids else REGIONS[self.region].default_az_ids[:2]
+        return tuple(self.az_ids) if self.az_ids else REGIONS[self.region].default_az_ids[:DEFAULT_AZ_COUNT]
 
     @property
     def resolved_accelerator_az_id(self) -> str:
