@@ -12,7 +12,7 @@ CONFIGS := $(wildcard config/*.yaml)
 # checkov lives in its own venv: its pins conflict with the project's (tools/checkov-requirements.txt).
 CHECKOV := .tools/checkov/bin/checkov
 
-.PHONY: setup synth lint-templates test test-fast test-thorough mutation lint typecheck benchmark clean
+.PHONY: setup synth lint-templates test test-fast test-thorough mutation lint typecheck docs benchmark clean
 
 setup: $(VENV)/.installed node_modules/.installed .tools/checkov/.installed
 
@@ -57,6 +57,11 @@ lint:
 
 typecheck:
 	mypy
+
+# docs/configuration.md's key table, rendered from the schema's field descriptions (hubspoke/config/reference.py);
+# tests/test_readme.py fails when the committed file differs.
+docs: $(VENV)/.installed
+	$(PY) -m hubspoke.config.reference
 
 # Two test tiers (docs/development.md, "Tests"). `make test`: ruff, mypy and the fast tier, a test for every shipped behaviour,
 # on two pytest-xdist workers (PYTEST_WORKERS=0 runs in one process). `make test-thorough`: everything there is,

@@ -1,4 +1,8 @@
-"""The shape of config/<env>.yaml: every key, its type and its documented default (README, 'Configuration')."""
+"""The shape of config/<env>.yaml: every key, its type, its default and what it does.
+
+Each field's `description` is its entry in docs/configuration.md, which `make docs` generates from this module
+(hubspoke/config/reference.py); `# comments` beside a field say why, with their sources, for maintainers.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic.json_schema import JsonDict
 
 from hubspoke.dataset_manifest import SEGMENT_PATTERN
 from hubspoke.regions import REGIONS, partition_regions
@@ -16,6 +21,8 @@ from hubspoke.regions import REGIONS, partition_regions
 VPC_MAX_PREFIX = 16
 VPC_MIN_PREFIX = 20
 SECONDARY_MIN_PREFIX = 28
+# A Region without az_ids gets private subnets in this many of its AZs (the first of regions.py's list).
+DEFAULT_AZ_COUNT = 2
 
 
 def _network(value: str) -> ipaddress.IPv4Network:
@@ -106,6 +113,11 @@ def effective_account(region_account: Any, environment_account: Any) -> Any:
     return region_account or environment_account
 
 
+def shown_as(text: str) -> JsonDict:
+    """A default the reference states in words: computed from other keys, or no literal value (`json_schema_extra`)."""
+    return {"default_text": text}
+
+
 class Model(BaseModel):
     """Base for every config section: unknown keys are errors, values are immutable, types are not coerced."""
 
@@ -141,9 +153,14 @@ class QumuloCoreConfig(Model):
     """The Qumulo Core release every node of the Region installs, staged in S3 the way Qumulo's guide says."""
 
     # A release as Nexus names it and as GET /v1/version reports it ("Qumulo Core 7.10.2.1").
-    version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+(\.\d+)?$")]
-    # The `qumulo-core-install/` folder; the package is <install_uri><version>/qumulo-core.deb.
-    install_uri: Annotated[str, AfterValidator(_install_uri)]
+    version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+(\.\d+)?$")] = Field(
+        description="the Qumulo Core release every node installs; 7.9.2.1 or newer, the same in every Region"
+    )
+    # The package is <install_uri><version>/qumulo-core.deb.
+    install_uri: Annotated[str, AfterValidator(_install_uri)] = Field(
+        description="the `qumulo-core-install/` folder in S3 where that release is staged "
+        "([runbooks/qumulo-core.md](runbooks/qumulo-core.md))"
+    )
 
     @property
     def bucket(self) -> str:
@@ -166,15 +183,27 @@ class QumuloCoreConfig(Model):
 class VolumeSetConfig(Model):
     """`count` identical EBS volumes on every CNQ node, besides its boot volume."""
 
-    count: Annotated[int, Field(ge=0, le=96)]
-    size_gib: Annotated[int, Field(ge=1, le=16384)]
+    count: Annotated[int, Field(ge=0, le=96)] = Field(description="volumes per node, 0 to 96")
+    size_gib: Annotated[int, Field(ge=1, le=16384)] = Field(
+        description="size of each volume in GiB, 1 to 16,384"
+    )
     # Qumulo's AWS deployments offer gp2, gp3 or io2 for the cache and gp2 or gp3 for DKV (aws-terraform-cnq 6.3,
     # q_write_cache_type, q_boot_dkv_type).
-    type: Literal["gp3", "gp2", "io2"] = "gp3"
+    type: Literal["gp3", "gp2", "io2"] = Field(
+        default="gp3", description="EBS volume type: `gp3`, `gp2` or `io2`"
+    )
     # EBS: gp3 takes 3000 to 16000 IOPS and 125 to 1000 MiB/s; io2 needs its IOPS; gp2 takes neither
     # (the same ranges in Qumulo's q_write_cache_iops and q_write_cache_tput).
-    iops: Annotated[int, Field(ge=100, le=256000)] | None = None
-    throughput_mibps: Annotated[int, Field(ge=125, le=1000)] | None = None
+    iops: Annotated[int, Field(ge=100, le=256000)] | None = Field(
+        default=None,
+        description="provisioned IOPS: 3,000 to 16,000 on `gp3`, required on `io2`, refused on `gp2`",
+        json_schema_extra=shown_as("EBS's default"),
+    )
+    throughput_mibps: Annotated[int, Field(ge=125, le=1000)] | None = Field(
+        default=None,
+        description="throughput in MiB/s, 125 to 1,000, on `gp3` only",
+        json_schema_extra=shown_as("EBS's default"),
+    )
 
     @model_validator(mode="after")
     def _performance_fits_type(self) -> VolumeSetConfig:
@@ -196,9 +225,15 @@ class CacheVolumesConfig(Model):
     """The EBS volumes of every CNQ node besides its boot volume: write cache, DKV and (without instance
     store) read cache, as Qumulo's AWS deployments attach them (hubspoke/config/cnq_volumes.py)."""
 
-    write_cache: VolumeSetConfig
-    dkv: VolumeSetConfig = QUMULO_DKV
-    read_cache: VolumeSetConfig = NO_VOLUMES
+    write_cache: VolumeSetConfig = Field(description="the write-cache volumes; keys below")
+    dkv: VolumeSetConfig = Field(
+        default=QUMULO_DKV, description="Qumulo's DKV volumes; same keys as `write_cache`"
+    )
+    read_cache: VolumeSetConfig = Field(
+        default=NO_VOLUMES,
+        description="read-cache volumes, for types without instance store; same keys as `write_cache`",
+        json_schema_extra=shown_as("none (`count: 0`)"),
+    )
 
 
 # Qumulo's GCP bucket rule (inferred for AWS, see bucket_count): the soft capacity limit / 500 TB, at least 16.
@@ -216,24 +251,45 @@ def qumulo_bucket_rule(soft_capacity_limit_tb: int) -> int:
 class StorageConfig(Model):
     """The Region's Cloud Native Qumulo cluster (hub or spoke)."""
 
-    enabled: bool = True
-    # Qumulo allows 1 node, or 3 to 24 (checked in rules.py). The reference hub ran 4 nodes.
-    node_count: int = 4
+    enabled: bool = Field(default=True, description="deploy a Cloud Native Qumulo cluster in this Region")
+    # Checked in rules.py. The reference hub ran 4 nodes.
+    node_count: int = Field(default=4, description="1, or 3 to 24 (Qumulo's limits)")
     # i4i is in Qumulo's supported families and matches the reference hub's r5.8xlarge in vCPU and memory.
-    instance_type: str = "i4i.8xlarge"
-    # A stock Ubuntu LTS image pinned per Region (required with storage, rules.py): a deploy-time lookup would
-    # re-resolve on every update and replace every node at once. `hubspoke preflight` prints the current one.
-    ami_id: Annotated[str, Field(pattern=r"^ami-[0-9a-f]{8,17}$")] | None = None
+    instance_type: str = Field(
+        default="i4i.8xlarge",
+        description="outside Qumulo's supported families only a warning; `*.xlarge` sizes warn too "
+        "(Qumulo supports them for development)",
+    )
+    # Required with storage (rules.py): a deploy-time lookup would re-resolve on every update and replace every
+    # node at once.
+    ami_id: Annotated[str, Field(pattern=r"^ami-[0-9a-f]{8,17}$")] | None = Field(
+        default=None,
+        description="a stock Ubuntu 24.04 LTS image pinned for the Region; `hubspoke ami --region <region>` prints "
+        "the current one, `hubspoke preflight --config <config-file>` warns when it grows old (never resolved at "
+        "deploy time: a new image would replace every node)",
+        json_schema_extra=shown_as("required with storage"),
+    )
     # Required with storage (rules.py): there is no default release or staging bucket.
-    qumulo_core: QumuloCoreConfig | None = None
+    qumulo_core: QumuloCoreConfig | None = Field(
+        default=None,
+        description="the Qumulo Core release the nodes install, staged in S3 the way Qumulo's guide says; keys below",
+        json_schema_extra=shown_as("required with storage"),
+    )
     # How long the stack waits for boot, install and first quorum. Qumulo's own provider waits 30 minutes
     # (qumulo-terraform-aws, provider_timeout_minutes); CloudFormation gives a custom resource at most
     # 60 (ServiceTimeout 1..3600 s) and the provider needs a few to report. ASSUMED margin, hence a setting.
-    formation_timeout_minutes: Annotated[int, Field(ge=30, le=55)] = 50
+    formation_timeout_minutes: Annotated[int, Field(ge=30, le=55)] = Field(
+        default=50,
+        description="how long a deploy waits for boot, install and first quorum (30 to 55: CloudFormation gives "
+        "a custom resource at most 60)",
+    )
     # Qumulo's range: 50 to 50,000 TB (Qumulo/qumulo-terraform-aws @ 8a6e4d57, variables.tf soft_capacity_limit_tb
     # "Soft capacity limit in TB (50 to 50000)"; Qumulo/qumulo-terraform-gcp @ a30b449c, persistent-storage
     # variables.tf soft_capacity_limit validation). Raising it later adds buckets first (bucket_count below).
-    soft_capacity_limit_tb: Annotated[int, Field(ge=50, le=50_000)] = 100
+    soft_capacity_limit_tb: Annotated[int, Field(ge=50, le=50_000)] = Field(
+        default=100,
+        description="the cluster's soft capacity limit, 50 to 50,000 (Qumulo's range); only ever raised",
+    )
     # Qumulo's object-backed product types for AWS clusters (qumulo-api 7.10.2.1, qumulo/commands/cluster.py,
     # --product-type help; qumulo/rest/cluster.py ObjectBackedProductType); fixed at formation ("immutable
     # after creation", qumulo-terraform-aws @ 8a6e4d57, variables.tf cluster_product_type), so the provisioner
@@ -243,49 +299,91 @@ class StorageConfig(Model):
         "ACTIVE_WITH_INTELLIGENT_STORAGE",
         "ARCHIVE_WITH_IA_STORAGE",
         "ARCHIVE_WITH_GIR_STORAGE",
-    ] = "ACTIVE_WITH_STANDARD_STORAGE"
-    dataset_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = "/dataset"
-    # Region-local export for training checkpoints; outside dataset_path (rules.py) so it is never part
-    # of the portal and FSDP checkpoint bursts never cross the peering.
-    checkpoint_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = "/checkpoints"
-    # SSH and the REST API (8000) from outside the VPC only from here; none by default.
-    admin_cidr: Cidr | None = None
+    ] = Field(
+        default="ACTIVE_WITH_STANDARD_STORAGE",
+        description="Qumulo's product type for an AWS cluster (`ACTIVE_WITH_STANDARD_STORAGE`, "
+        "`ACTIVE_WITH_INTELLIGENT_STORAGE`, `ARCHIVE_WITH_IA_STORAGE`, `ARCHIVE_WITH_GIR_STORAGE`); fixed when the "
+        "cluster forms, a change is refused",
+    )
+    dataset_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = Field(
+        default="/dataset", description="the dataset directory (on a spoke: where the portal maps the hub's)"
+    )
+    # Outside dataset_path (rules.py) so it is never part of the portal and FSDP checkpoint bursts never cross
+    # the peering.
+    checkpoint_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = Field(
+        default="/checkpoints", description="Region-local checkpoint export, outside the portal"
+    )
+    # The REST API listens on 8000.
+    admin_cidr: Cidr | None = Field(
+        default=None, description="SSH and REST from outside the VPC only from here"
+    )
     # The cluster's floating IPs, a total Qumulo moves between nodes; clients, the portal and the REST address
     # use them. Qumulo's AWS range is "0, or between 3 and 100" (qumulo-terraform-aws @ 8a6e4d57, variables.tf
     # floating_ip_count); hubspoke needs at least one per node (its main.tf raises a count below node_count
     # to node_count) and never 0 (the portal and REST address are floating IPs). They are spread over the
     # nodes' interfaces as evenly as possible. Default: 3 per node, what earlier releases created, so an
     # existing cluster keeps its addresses (Qumulo's own default is 3 in total).
-    floating_ip_count: Annotated[int, Field(ge=3, le=100)] | None = None
+    floating_ip_count: Annotated[int, Field(ge=3, le=100)] | None = Field(
+        default=None,
+        description="the cluster's floating IPs in total, for NFS clients, the portal and the REST address: at "
+        "least one per node, at most 100 (Qumulo's limit), spread evenly over the nodes",
+        json_schema_extra=shown_as(f"{DEFAULT_FLOATING_IPS_PER_NODE} per node"),
+    )
     # S3 buckets the persistent storage is spread over. Default: Qumulo's rule, max(16, ceil(TB / 500))
     # (qumulo-terraform-gcp @ a30b449c, persistent-storage/module/main.tf:47-49, number_buckets_calc and
     # _min), which grows with soft_capacity_limit_tb. That rule is stored only for GCP; that Qumulo's AWS
     # persistent storage uses it too is inferred (ASSUMED), hence bucket_count. Qumulo allows another count only in a development environment
     # (bucket_count_override "Requires dev_environment=true"): validation warns below the rule. Buckets are
     # only ever added (runtime/capacity.py); a cluster made with 4 keeps 4 by pinning bucket_count: 4.
-    bucket_count: Annotated[int, Field(ge=1, le=100)] | None = None
-    # Default: Qumulo's own layout for instance_type (hubspoke.config.cnq_volumes); required for a type
-    # Qumulo publishes none for (rules.py).
-    cache_volumes: CacheVolumesConfig | None = None
+    bucket_count: Annotated[int, Field(ge=1, le=100)] | None = Field(
+        default=None,
+        description="S3 buckets the persistent storage is spread over (Qumulo's rule); fewer only warns (Qumulo's "
+        "development override); a cluster formed with 4 by an earlier release keeps 4 by stating `bucket_count: "
+        "4`, or grows to the rule on its next deploy ([runbooks/qumulo-core.md](runbooks/qumulo-core.md))",
+        json_schema_extra=shown_as(f"max({MIN_BUCKETS}, ceil(soft_capacity_limit_tb / {BUCKET_TB}))"),
+    )
     # The nodes' first-boot script. "current" keeps the floating IPs out of the OS's network config
     # (node/network.sh) and sets the read-cache override on layouts with EBS read cache. "legacy" renders,
     # byte for byte, the script of releases before it, for a cluster whose nodes were launched with that one:
     # a new script is new user data, which the node-shape guard refuses on running nodes (CloudFormation
     # would stop them all at once). Such a cluster fixes its running nodes in place, one at a time
     # (docs/runbooks/qumulo-core.md, "Floating IPs and cloud-init").
-    first_boot: Literal["current", "legacy"] = "current"
+    first_boot: Literal["current", "legacy"] = Field(
+        default="current",
+        description="the nodes' first-boot script: `current` keeps the floating IPs out of the OS's network "
+        "config; `legacy` renders the script of earlier releases for a cluster whose nodes were launched with it "
+        '([runbooks/qumulo-core.md](runbooks/qumulo-core.md), "Floating IPs and cloud-init")',
+    )
     # How many network hops an IMDSv2 token travels from the nodes. Issue 22's review of Qumulo's earlier
     # CNQ-on-AWS launch settings reports 3 (that source is not stored here: ASSUMED, hence a setting);
     # Qumulo Core runs in a container (systemd-container) and moves floating IPs through the EC2 API, which a
     # limit of 1 could cut off if the container is a hop away. A change applies without interruption
     # (CloudFormation, AWS::EC2::Instance MetadataOptions HttpPutResponseHopLimit: "No interruption").
-    imds_hop_limit: Annotated[int, Field(ge=1, le=64)] = 3
+    imds_hop_limit: Annotated[int, Field(ge=1, le=64)] = Field(
+        default=3,
+        description="IMDSv2 token hop limit on the nodes (1 to 64); 3 as reported of Qumulo's earlier CNQ-on-AWS "
+        "launch settings (ASSUMED, not in a stored source): Qumulo Core runs in a container and moves floating "
+        "IPs through the EC2 API. Changing it does not interrupt the nodes",
+    )
     # The most soft capacity (TB) one node of instance_type supports. Qumulo's GCP module refuses a limit
     # above it times the nodes ("The number of and type of instances chosen will not support the
     # soft_capacity_limit requested", qumulo-terraform-gcp @ a30b449c, qcluster main.tf
     # check_capacity_constraint, gce_map nodeCap); Qumulo's AWS figures are in its closed provider, not in a
     # stored source, so none is assumed: state the figure Qumulo gives for the type and validation checks it.
-    capacity_per_node_tb: Annotated[int, Field(ge=1)] | None = None
+    capacity_per_node_tb: Annotated[int, Field(ge=1)] | None = Field(
+        default=None,
+        description="the most soft capacity one node of `instance_type` supports, as Qumulo gives it for the type; "
+        "when stated, validation refuses a `soft_capacity_limit_tb` above it times `node_count` (as Qumulo's GCP "
+        "module checks its per-type figure). No AWS figure is assumed",
+    )
+    # Default: Qumulo's own layout for instance_type (hubspoke.config.cnq_volumes); required for a type
+    # Qumulo publishes none for (rules.py).
+    cache_volumes: CacheVolumesConfig | None = Field(
+        default=None,
+        description="the EBS volumes of every node besides its 256 GiB boot volume; required for a type Qumulo's "
+        'AWS layout does not list ([runbooks/qumulo-core.md](runbooks/qumulo-core.md), "Node volumes"); keys below',
+        json_schema_extra=shown_as("Qumulo's layout for `instance_type`"),
+    )
 
     @property
     def buckets(self) -> int:
@@ -312,22 +410,32 @@ class StorageConfig(Model):
 class PortalConfig(Model):
     """How a spoke's Cloud Data Fabric portal caches the hub."""
 
-    mode: Literal["read_only", "read_write"] = "read_only"
-    # Fraction of the spoke's capacity kept free; Qumulo evicts cached blocks below it.
-    eviction_free_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.1
+    mode: Literal["read_only", "read_write"] = Field(
+        default="read_only", description="`read_only` or `read_write`"
+    )
+    eviction_free_threshold: Annotated[float, Field(gt=0, lt=1)] = Field(
+        default=0.1, description="fraction of spoke capacity kept free by evicting cached data"
+    )
 
 
 class InstanceGroupConfig(Model):
     """One HyperPod instance group."""
 
-    name: Annotated[str, Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")] = "accelerated-worker-group-1"
+    name: Annotated[str, Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")] = Field(
+        default="accelerated-worker-group-1", description="the instance group's name in the HyperPod cluster"
+    )
     # SageMaker's ClusterInstanceType values (botocore sagemaker service model) include hyphenated families
     # such as ml.p6-b200.48xlarge and ml.p6e-gb200.36xlarge.
-    instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+$")] = (
-        "ml.p5.48xlarge"
+    instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+$")] = Field(
+        default="ml.p5.48xlarge",
+        description="the SageMaker HyperPod instance type of every node in the group",
     )
-    count: Annotated[int, Field(ge=1, le=1000)] = 2
-    ebs_volume_gb: Annotated[int, Field(ge=1, le=16384)] = 500
+    count: Annotated[int, Field(ge=1, le=1000)] = Field(
+        default=2, description="nodes in the group, 1 to 1,000"
+    )
+    ebs_volume_gb: Annotated[int, Field(ge=1, le=16384)] = Field(
+        default=500, description="the extra EBS volume of every node, in GB"
+    )
     # On-start deep health checks (CreateCluster OnStartDeepHealthChecks; DeepHealthCheckType in botocore's
     # sagemaker service model also lists MultiNodeTrainingValidation, which hubspoke has no source for yet).
     # InstanceStress is the instance-level test of about 2 hours a new node runs before it is Running
@@ -336,26 +444,50 @@ class InstanceGroupConfig(Model):
     # stack's node waiter then has no Checking waits (hubspoke/deploy_time.py node_wait_phases).
     on_start_deep_health_checks: Annotated[
         list[Literal["InstanceStress", "InstanceConnectivity"]], AfterValidator(_once_each)
-    ] = ["InstanceStress", "InstanceConnectivity"]
+    ] = Field(
+        default=["InstanceStress", "InstanceConnectivity"],
+        description="the deep health checks a new node runs before it is Running; `[]` for none, about 2 hours "
+        "less per new node; `InstanceConnectivity` needs `count` 2 or more: [runbooks/compute.md](runbooks/compute.md)",
+    )
 
 
 class ComputeConfig(Model):
     """The Region's SageMaker HyperPod cluster on EKS and its Kubernetes storage."""
 
-    enabled: bool = True
-    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = "1.33"
-    # Must not overlap any VPC CIDR of the environment (rules.py): pods would lose the route to it.
-    service_cidr: Cidr = "172.20.0.0/16"
-    # EKS API endpoint is private; public access only from these CIDRs (none by default).
-    public_access_cidrs: list[Cidr] = []
-    instance_groups: Annotated[list[InstanceGroupConfig], Field(min_length=1)] = [InstanceGroupConfig()]
-    training_plan_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:sagemaker:")] | None = None
-    dataset_volume_size: Quantity = "50Ti"
-    checkpoint_volume_size: Quantity = "2Ti"
-    # The training image users build from workload/Dockerfile. Default: the digest `hubspoke image build`
-    # recorded for this Region's own ECR repository (images pulled across Regions pay transfer on every node
-    # start).
-    training_image: ImageRef | None = None
+    enabled: bool = Field(
+        default=True, description="deploy EKS + HyperPod here (refused where HyperPod is not offered)"
+    )
+    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = Field(
+        default="1.33", description="EKS version, one HyperPod supports"
+    )
+    # Checked in rules.py: pods would lose the route to an overlapping VPC.
+    service_cidr: Cidr = Field(
+        default="172.20.0.0/16", description="Kubernetes service CIDR; must not overlap any VPC"
+    )
+    public_access_cidrs: list[Cidr] = Field(
+        default=[], description="EKS API endpoint is private unless CIDRs are listed"
+    )
+    instance_groups: Annotated[list[InstanceGroupConfig], Field(min_length=1)] = Field(
+        default=[InstanceGroupConfig()],
+        description="the HyperPod cluster's instance groups; keys below",
+        json_schema_extra=shown_as("one group"),
+    )
+    training_plan_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:sagemaker:")] | None = Field(
+        default=None, description="a SageMaker training plan to run the instance group on"
+    )
+    dataset_volume_size: Quantity = Field(
+        default="50Ti", description="size of the ReadWriteMany dataset volume"
+    )
+    checkpoint_volume_size: Quantity = Field(
+        default="2Ti", description="size of the Region-local checkpoint volume"
+    )
+    # Built from workload/Dockerfile. The default is the digest `hubspoke image build` recorded for this
+    # Region's own ECR repository: images pulled across Regions pay transfer on every node start.
+    training_image: ImageRef | None = Field(
+        default=None,
+        description="image of the reference training job",
+        json_schema_extra=shown_as("the Region's ECR"),
+    )
 
 
 class QuotasConfig(Model):
@@ -366,40 +498,88 @@ class QuotasConfig(Model):
     # quotas", Security groups). CNQ node interfaces carry two groups (their own and the cross-Region one), so
     # at most 500. Validation counts the cross-Region rules the topology needs against it; preflight reads the
     # applied value.
-    security_group_rules: Annotated[int, Field(ge=60, le=500)] = 60
+    security_group_rules: Annotated[int, Field(ge=60, le=500)] = Field(
+        default=60,
+        description='the account\'s "Inbound or outbound rules per security group" (L-0EA8095F) in this Region, '
+        "when raised: validation refuses a topology whose cross-Region rules exceed it, preflight checks the "
+        "applied value (at most 500)",
+    )
     # Amazon VPC "IPv4 CIDR blocks per VPC" (L-83CA0A9D): 5 by default, adjustable up to 50 (Amazon VPC User
     # Guide, "Amazon VPC quotas", VPC and subnets). The primary block counts. Validation refuses more blocks on a
     # VPC than this states.
-    vpc_cidr_blocks: Annotated[int, Field(ge=5, le=50)] = 5
+    vpc_cidr_blocks: Annotated[int, Field(ge=5, le=50)] = Field(
+        default=5,
+        description='the account\'s "IPv4 CIDR blocks per VPC" (L-83CA0A9D) in this Region, when raised: '
+        "validation refuses more blocks (primary and `secondary_cidrs`) on the VPC than this (at most 50)",
+    )
     # Amazon VPC "Routes per route table" (L-93826ACB): 50 by default, adjustable up to 1,000 (Amazon VPC User
     # Guide, "Amazon VPC quotas", Route tables). Each private route table holds a route per peer CIDR over the
     # peering (on the hub: every spoke's blocks). Validation refuses more routes than this states.
-    routes_per_route_table: Annotated[int, Field(ge=50, le=1000)] = 50
+    routes_per_route_table: Annotated[int, Field(ge=50, le=1000)] = Field(
+        default=50,
+        description='the account\'s "Routes per route table" (L-93826ACB; Amazon VPC User Guide, "Amazon VPC '
+        'quotas": 50 by default, adjustable up to 1,000) in this Region, when raised: validation refuses private '
+        "route tables needing more routes (one per peer CIDR over the peering, every spoke's blocks on the hub, "
+        "plus the local, S3-endpoint and NAT routes) than this",
+    )
 
 
 class RegionConfig(Model):
     """One Region of the environment: its VPC and what runs in it."""
 
-    region: RegionCode
-    cidr: VpcCidr
-    account: AccountId | None = None
-    secondary_cidrs: list[SecondaryCidr] = []
-    # AZ IDs for the private subnets; default: the Region's first two (regions.py).
-    az_ids: Annotated[list[AzId], Field(min_length=1, max_length=4)] | None = None
-    # The AZ ID where accelerator capacity (and the local CNQ) lives; default: the first of az_ids.
-    accelerator_az_id: AzId | None = None
-    nat: Literal["single", "per_az", "none"] = "single"
+    region: RegionCode = Field(description="Region code; one spoke per Region, never the hub's")
+    cidr: VpcCidr = Field(description="VPC CIDR, `/16` to `/20` (the subnet layout needs `/20`)")
+    account: AccountId | None = Field(
+        default=None,
+        description="the Region's account; a different one makes a cross-account peering",
+        json_schema_extra=shown_as("top-level `account`"),
+    )
+    secondary_cidrs: list[SecondaryCidr] = Field(
+        default=[], description="more VPC CIDR blocks (`/16` to `/28`), routed over the peering too"
+    )
+    # The default comes from regions.py (resolved_az_ids).
+    az_ids: Annotated[list[AzId], Field(min_length=1, max_length=4)] | None = Field(
+        default=None,
+        description="AZ **IDs** (e.g. `usw2-az1`) for the private subnets; fixed after the first deploy "
+        "([why](runbooks/deploy-environment.md#keys-fixed-at-the-first-deploy))",
+        json_schema_extra=shown_as(f"the Region's first {DEFAULT_AZ_COUNT}"),
+    )
+    accelerator_az_id: AzId | None = Field(
+        default=None,
+        description="AZ ID of the accelerator subnet: HyperPod and the local CNQ live here; fixed after the first "
+        "deploy ([why](runbooks/deploy-environment.md#keys-fixed-at-the-first-deploy))",
+        json_schema_extra=shown_as("first of `az_ids`"),
+    )
+    nat: Literal["single", "per_az", "none"] = Field(
+        default="single",
+        description="`single`, `per_az` or `none` (no egress to the internet; refused where storage is enabled: "
+        "CNQ must reach Qumulo's endpoints)",
+    )
     # CloudWatch Logs retention values of a year or more: Control Tower's CT.CLOUDWATCH.PR.2, which every synth
     # runs (cdklabs-cdk-validator-cfnguard 0.0.62, rules/control-tower/cfn-guard/cloudwatch/
     # ct-cloudwatch-pr-2.guard), refuses a log group kept for less than 365 days.
-    flow_logs_retention_days: Literal[365, 731, 1827, 3653] = 365
-    storage: StorageConfig = StorageConfig()
-    compute: ComputeConfig = ComputeConfig()
-    quotas: QuotasConfig = QuotasConfig()
+    flow_logs_retention_days: Literal[365, 731, 1827, 3653] = Field(
+        default=365,
+        description="VPC flow log retention: 365, 731, 1827 or 3653 days (Control Tower's CT.CLOUDWATCH.PR.2 "
+        "refuses less)",
+    )
+    quotas: QuotasConfig = Field(
+        default=QuotasConfig(),
+        description="AWS quotas of the Region's account the topology relies on, when raised above the default; "
+        "keys below",
+    )
+    storage: StorageConfig = Field(
+        default=StorageConfig(),
+        description="the Region's Cloud Native Qumulo cluster (hub or spoke); keys below",
+    )
+    compute: ComputeConfig = Field(
+        default=ComputeConfig(),
+        description="the Region's SageMaker HyperPod cluster on EKS and its Kubernetes storage; keys below",
+    )
 
     @property
     def resolved_az_ids(self) -> tuple[str, ...]:
-        return tuple(self.az_ids) if self.az_ids else REGIONS[self.region].default_az_ids[:2]
+        return tuple(self.az_ids) if self.az_ids else REGIONS[self.region].default_az_ids[:DEFAULT_AZ_COUNT]
 
     @property
     def resolved_accelerator_az_id(self) -> str:
@@ -417,7 +597,10 @@ class HubConfig(RegionConfig):
 class SpokeConfig(RegionConfig):
     """A spoke Region: caches the hub through a portal and trains next to the cache."""
 
-    portal: PortalConfig = PortalConfig()
+    portal: PortalConfig = Field(
+        default=PortalConfig(),
+        description="how the spoke's Cloud Data Fabric portal caches the hub; keys below",
+    )
 
 
 # What the reference job reads (docs/design.md §1: 4096-token windows, 115-116 samples/s on a warm spoke): each
@@ -449,20 +632,42 @@ REFERENCE_TOKEN_BYTES: Literal[2, 4] = 4
 class DatasetConfig(Model):
     """The dataset version training jobs pin, the token format they expect of it, and the buckets loads read."""
 
-    # The version jobs read: <dataset_path>/<name>/<version> on the hub, sealed by its MANIFEST.json
-    # (docs/datasets.md). Required to render a training job; no default on purpose (a run pins a version).
-    name: DatasetSegment | None = None
-    version: DatasetSegment | None = None
-    # What the job expects; train.py refuses a version whose manifest says otherwise.
-    token_bytes: Literal[2, 4] = REFERENCE_TOKEN_BYTES
-    vocab_size: Annotated[int, Field(ge=1)] = REFERENCE_VOCAB_SIZE
-    # The only buckets `hubspoke dataset load` copies from (Qumulo Shift-From); the hub's Shift user may read
-    # these and nothing else.
-    source_buckets: list[BucketName] = []
-    # The KMS keys of source buckets encrypted with SSE-KMS: the Shift user may kms:Decrypt with exactly these
-    # (S3 User Guide, "Using server-side encryption with AWS KMS keys"). Empty: SSE-S3 or unencrypted buckets
-    # only. ASSUMED: Shift-From reads SSE-KMS objects given the grant (Qumulo's guide says nothing of it).
-    source_kms_key_arns: list[KmsKeyArn] = []
+    # Sealed by its MANIFEST.json (docs/datasets.md). No default on purpose: a run pins a version.
+    name: DatasetSegment | None = Field(
+        default=None,
+        description="the dataset jobs read: `<dataset_path>/<name>/<version>` on the hub "
+        "([datasets.md](datasets.md)); letters, digits, `.`, `_`, `-`, at most 63",
+        json_schema_extra=shown_as("none; required to render a training job"),
+    )
+    version: DatasetSegment | None = Field(
+        default=None,
+        description="the sealed version jobs read; `render job --dataset-version` overrides it for one job",
+        json_schema_extra=shown_as("none; required to render a training job"),
+    )
+    token_bytes: Literal[2, 4] = Field(
+        default=REFERENCE_TOKEN_BYTES,
+        description="token width the job expects (2 or 4); `train.py` refuses a version whose manifest says "
+        "otherwise. 4: LLaMA 3's token IDs exceed 65,535",
+    )
+    vocab_size: Annotated[int, Field(ge=1)] = Field(
+        default=REFERENCE_VOCAB_SIZE,
+        description="vocabulary the job's model is built for (LLaMA 3's tokenizer); `train.py` refuses a version "
+        "whose manifest says otherwise",
+    )
+    # The hub's Shift user may read these and nothing else.
+    source_buckets: list[BucketName] = Field(
+        default=[],
+        description="the S3 buckets `dataset load` may copy from with Qumulo Shift-From "
+        "([datasets.md](datasets.md#loading-a-version-from-s3)); a source in any other bucket is refused",
+    )
+    source_kms_key_arns: list[KmsKeyArn] = Field(
+        default=[],
+        description="the KMS key ARNs (`arn:<partition>:kms:<region>:<account>:key/<id>`) of source buckets "
+        'encrypted with SSE-KMS: the Shift user may `kms:Decrypt` with exactly these (S3 User Guide, "Using '
+        'server-side encryption with AWS KMS keys"); empty means SSE-S3 or unencrypted buckets only. **ASSUMED**: '
+        "Shift-From reads SSE-KMS objects given the grant (Qumulo's guide does not mention bucket encryption). "
+        "Needs `source_buckets`",
+    )
 
     @model_validator(mode="after")
     def _vocab_fits(self) -> DatasetConfig:
@@ -484,36 +689,59 @@ class DatasetConfig(Model):
 class OpsConfig(Model):
     """Who is told when the hub goes away, and the floors the alarms hold."""
 
-    # Who the alarms reach: addresses (SNS email subscriptions, each confirmed by its owner) and existing SNS
-    # topics (an on-call or chat integration). config/ops_rules.py refuses alarms that reach nobody unless
-    # alarms_notify_nobody says so in the file.
-    alarm_emails: list[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = []
+    # config/ops_rules.py refuses alarms that reach nobody unless alarms_notify_nobody says so in the file.
+    alarm_emails: list[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = Field(
+        default=[],
+        description="addresses told of every alarm (each confirms SNS's subscription email); validation refuses "
+        "alarms that reach nobody",
+    )
     # arn:PARTITION:sns:REGION:ACCOUNT:NAME (SNS Developer Guide, "Amazon SNS resource ARNs"); a topic receives the
     # alarms of its own Region only, and its owner's topic policy must let CloudWatch publish (docs/operations.md).
     alarm_topic_arns: list[
         Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")]
-    ] = []
+    ] = Field(
+        default=[],
+        description="existing SNS topics (on-call, chat) told of the alarms of their own Region; one per Region "
+        "with alarms when no address is given; a topic in another account needs a topic policy on its owner's "
+        'side ([operations.md](operations.md), "Who is told")',
+    )
     # The explicit opt-out: the alarms exist (dashboard, alarm history) but notify nobody.
-    alarms_notify_nobody: bool = False
+    alarms_notify_nobody: bool = Field(
+        default=False,
+        description="`true` accepts, in writing, alarms that notify nobody (config/dev.yaml ships with it: replace "
+        "it with an address or topic)",
+    )
     # A choice, not a source: a job below this fraction of its own best 5-minute samples/s (8 of 10 minutes)
     # is starving. The reference run varied by under 2 % once warm (115-117 samples/s).
-    throughput_floor_fraction: Annotated[float, Field(gt=0, lt=1)] = 0.8
-    gpu_utilization_floor_percent: Annotated[int, Field(ge=1, le=100)] = 80
-    cache_hit_ratio_floor: Annotated[float, Field(gt=0, le=1)] = 0.9
+    throughput_floor_fraction: Annotated[float, Field(gt=0, lt=1)] = Field(
+        default=0.8,
+        description="training throughput alarm: samples/s below this fraction of the run's own best 5 minutes",
+    )
+    gpu_utilization_floor_percent: Annotated[int, Field(ge=1, le=100)] = Field(
+        default=80, description="GPU utilization alarm floor while a job runs (a secondary signal)"
+    )
+    cache_hit_ratio_floor: Annotated[float, Field(gt=0, le=1)] = Field(
+        default=0.9, description="cache hit-ratio floor; it pages only while the throughput alarm is in ALARM"
+    )
     # NFS reads (decimal GB per 5-minute period) below which a spoke's hit ratio is not computed: the portal's
     # background traffic divided by a trickle of reads is meaningless. The default is a tenth of what the
     # reference job reads per period (0.028 GB): a job slowed tenfold by misses still has a ratio, which the
     # paging alarm needs (it pages on a low ratio while the job is slow). It assumes that background stays
     # well under (1 - floor) x this per period, which no Qumulo source states (docs/operations.md, "Derived
     # cache hit ratio"); a low ratio alone notifies nobody.
-    cache_hit_ratio_min_read_gb: Annotated[float, Field(gt=0)] = round(
-        REFERENCE_READ_BYTES_PER_SECOND * 300 / 10 / 1e9, 3
+    cache_hit_ratio_min_read_gb: Annotated[float, Field(gt=0)] = Field(
+        default=round(REFERENCE_READ_BYTES_PER_SECOND * 300 / 10 / 1e9, 3),
+        description="NFS reads per 5 minutes (GB) below which no hit ratio is computed: a tenth of what the "
+        "reference job reads (about 94 kB/s)",
     )
-    # Reserve one concurrent execution for each spoke's canary so a busy account cannot throttle it. Off by
-    # default: Lambda keeps at least 100 executions unreserved (Lambda Developer Guide, "Configuring reserved
-    # concurrency"), so an account with a low concurrency limit (new accounts often have 10) refuses any
-    # reservation and the Ops stack rolls back; `hubspoke preflight` checks the account when this is on.
-    reserve_canary_concurrency: bool = False
+    # So a busy account cannot throttle the canary. Off by default: Lambda keeps at least 100 executions
+    # unreserved (Lambda Developer Guide, "Configuring reserved concurrency"), so an account with a low
+    # concurrency limit (new accounts often have 10) refuses any reservation and the Ops stack rolls back.
+    reserve_canary_concurrency: bool = Field(
+        default=False,
+        description="reserve one concurrent execution for each canary; Lambda keeps 100 unreserved, so accounts "
+        "with a low limit (new ones often have 10) refuse it: preflight checks the account",
+    )
 
 
 # --- Cluster access (issue 23): who administers the private EKS clusters and how they reach the endpoint ---
@@ -563,13 +791,25 @@ ACCESS_HOST_ARCHITECTURES: dict[str, Literal["arm64", "x86_64"]] = {
 class AccessConfig(Model):
     """Who administers every compute cluster of the environment, and the access host they reach its endpoint by."""
 
-    # IAM roles (preferred) or users given an EKS access entry with cluster admin on every compute cluster.
-    administrators: list[PrincipalArn] = []
-    # An SSM-managed host in a private subnet, for Session Manager port forwarding to the private EKS endpoint.
-    # Default: deployed when administrators are listed (they need it to reach a private endpoint).
-    access_host: bool | None = None
-    access_host_instance_type: Literal["t4g.nano", "t4g.micro", "t3.nano", "t3.micro", "c7g.medium"] = (
-        "t4g.nano"
+    administrators: list[PrincipalArn] = Field(
+        default=[],
+        description="IAM role (preferred) or user ARNs given an EKS access entry with `AmazonEKSClusterAdminPolicy` "
+        "on every compute cluster; a role ARN may carry a path; STS session ARNs are refused with the role ARN to "
+        "write",
+    )
+    # For Session Manager port forwarding. On by default with administrators: they need it to reach a private
+    # endpoint.
+    access_host: bool | None = Field(
+        default=None,
+        description="an SSM-managed host per compute Region (private subnet, no inbound rule) that kubectl is "
+        "tunnelled through (`hubspoke connect --config <config-file> --region <region>` prints the steps) to the "
+        "private EKS endpoint",
+        json_schema_extra=shown_as("on when administrators are listed"),
+    )
+    access_host_instance_type: Literal["t4g.nano", "t4g.micro", "t3.nano", "t3.micro", "c7g.medium"] = Field(
+        default="t4g.nano",
+        description="`t4g.nano`, `t4g.micro`, `t3.nano`, `t3.micro`, or `c7g.medium` for accounts enforcing "
+        "Control Tower CT.EC2.PR.19",
     )
 
     @model_validator(mode="after")
@@ -595,16 +835,38 @@ class AccessConfig(Model):
 class HubSpokeConfig(Model):
     """One environment: a hub Region, its spoke Regions, and the settings they share."""
 
-    environment: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,15}$")]
-    account: AccountId
-    hub: HubConfig
-    spokes: list[SpokeConfig] = []
+    environment: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,15}$")] = Field(
+        description="short lowercase name; stack names are `hubspoke-<environment>-<kind>-<region>`"
+    )
+    account: AccountId = Field(
+        description="12-digit account ID, quoted; a Region may override it with its own `account`"
+    )
     # Inter-Region peering carries at most 8500 bytes (EC2 User Guide, "Network MTU").
-    inter_region_mtu: Annotated[int, Field(ge=1280, le=8500)] = 8500
-    tags: dict[str, str] = {}
-    dataset: DatasetConfig = DatasetConfig()
-    ops: OpsConfig = OpsConfig()
-    access: AccessConfig = AccessConfig()
+    inter_region_mtu: Annotated[int, Field(ge=1280, le=8500)] = Field(
+        default=8500,
+        description="MTU of every path over the peering; inter-Region peering carries at most 8500",
+    )
+    tags: dict[str, str] = Field(default={}, description="extra tags on every stack")
+    hub: HubConfig = Field(
+        description="the hub Region, where the dataset lives; its keys start with `.` below"
+    )
+    spokes: list[SpokeConfig] = Field(
+        default=[], description="the spoke Regions, one per Region; the same keys as `hub`, and `portal`"
+    )
+    access: AccessConfig = Field(
+        default=AccessConfig(),
+        description="who administers every compute cluster, and the access host they reach its endpoint by; "
+        "keys below",
+    )
+    dataset: DatasetConfig = Field(
+        default=DatasetConfig(),
+        description="the dataset version training jobs pin, the token format they expect of it, and the buckets "
+        "loads read; keys below",
+    )
+    ops: OpsConfig = Field(
+        default=OpsConfig(),
+        description="who is told when the hub goes away, and the floors the alarms hold; keys below",
+    )
 
     def regions(self) -> Iterator[RegionConfig]:
         """The hub first, then every spoke in config order."""
