@@ -20,7 +20,7 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.policy.acks import acknowledge, acknowledge_lambdas_in_vpc, apply_at_end, apply_now
+from hubspoke.policy.acks import acknowledge, acknowledge_lambdas_in_vpc, applied_at_end
 from hubspoke.policy.control_tower import ControlTowerControls
 from hubspoke.policy.plugin import HubSpokePolicy
 from hubspoke.policy.rules import METADATA_KEY
@@ -132,26 +132,25 @@ class HubSpokeStage(Stage):
         # Weak references (Fn::GetStackOutput) everywhere: no Lambda-backed export writers across
         # Regions, and no exports that lock a producer stack (aws-cdk #27902, #34813).
         CrossStackReferences.of(self).consume(ReferenceStrength.WEAK)
-        # Checkov skips and the CT.LAMBDA.PR.3 acknowledgment are applied in one walk once every stack exists,
-        # not by an aspect that calls back into Python for each construct (hubspoke.policy.acks).
-        apply_at_end(self)
-        self.stacks: dict[str, Stack] = {}
-        for plan in plan_stacks(config):
-            builder = BUILDERS.get(plan.kind)
-            if builder is None:
-                raise ValueError(
-                    f"hubspoke.topology plans a {plan.kind} stack, but stage.BUILDERS cannot build one"
-                )
-            stack = builder(self, plan, config=config)
-            for dep in plan.depends_on:
-                if dep not in self.stacks:
-                    raise ValueError(f"stack {plan.id} depends on {dep}, which is not planned before it")
-                stack.add_stack_dependency(self.stacks[dep])
-            self._describe(stack, plan)
-            self._refresh(stack)
-            self.stacks[plan.id] = stack
-        self._accept_environment_wide_findings()
-        apply_now(self)
+        # Acknowledgments wait in Python and are applied in one walk once every stack exists, not by an aspect
+        # that calls back into Python for each construct (hubspoke.policy.acks).
+        with applied_at_end(self):
+            self.stacks: dict[str, Stack] = {}
+            for plan in plan_stacks(config):
+                builder = BUILDERS.get(plan.kind)
+                if builder is None:
+                    raise ValueError(
+                        f"hubspoke.topology plans a {plan.kind} stack, but stage.BUILDERS cannot build one"
+                    )
+                stack = builder(self, plan, config=config)
+                for dep in plan.depends_on:
+                    if dep not in self.stacks:
+                        raise ValueError(f"stack {plan.id} depends on {dep}, which is not planned before it")
+                    stack.add_stack_dependency(self.stacks[dep])
+                self._describe(stack, plan)
+                self._refresh(stack)
+                self.stacks[plan.id] = stack
+            self._accept_environment_wide_findings()
         # cdk-nag, Control Tower's proactive controls (the cfn-guard rules its hooks run; the plugin ships the
         # cfn-guard binary) and our pack; any finding not acknowledged through hubspoke.policy.acks stops synth.
         Validations.of(self).add_plugins(

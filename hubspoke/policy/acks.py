@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import jsii
 from aws_cdk import Acknowledgment, Aspects, CfnResource, IAspect, Stack, Stage, Validations
@@ -62,7 +63,7 @@ def acknowledge(
     elif rule in CONTROL_TOWER_RULES and not findings and not resource_types:
         ids = [f"{CONTROL_TOWER_PLUGIN}::{CONTROL_TOWER_RULES[rule]}"]
     elif _CHECKOV_ID.match(rule) and not findings and resource_types:
-        _acknowledgments(scope).skip(scope, rule, reason, frozenset(resource_types))
+        _target(scope).skip(scope, rule, reason, frozenset(resource_types))
         return
     else:
         raise ValueError(
@@ -70,38 +71,57 @@ def acknowledge(
             f"{NAG_PACK}- rule (with findings), a Control Tower control in CONTROL_TOWER_RULES, or a checkov ID "
             "with the resource_types it applies to"
         )
-    Validations.of(scope).acknowledge(*(Acknowledgment(id=i, reason=reason) for i in ids))
+    acks = [Acknowledgment(id=i, reason=reason) for i in ids]
+    if _BUILDING:
+        _BUILDING[-1].defer(scope, acks)
+    else:
+        Validations.of(scope).acknowledge(*acks)
 
 
 @jsii.implements(IAspect)
 class _Acknowledgments:
-    """Every checkov skip and CT.LAMBDA.PR.3 acknowledgment of one Stage, applied in one pass over its constructs.
+    """Every acknowledgment of one Stage that can wait, applied in one pass over its constructs.
 
     One pass instead of one aspect per acknowledgment: each aspect visit is a call from the jsii kernel back into
     Python, and a dozen aspects over an environment's ~900 constructs were a third of synth. A Stage that builds
-    all its constructs in its constructor (HubSpokeStage) walks them itself once they exist (`apply_at_end`,
-    `apply_now`), with no aspect at all; any other Stage gets this object as its one aspect. The skips land in the
-    order per-scope aspects gave them (CDK applies an ancestor's aspects before a descendant's, each scope's in
-    the order added), so the templates do not change.
+    all its constructs in its constructor (HubSpokeStage) does so inside `applied_at_end`: its acknowledgments are
+    recorded in Python with no call into the kernel and applied once every construct exists, one Validations call
+    per acknowledged construct (a bucket's three controls are one call, not six); any other Stage gets this
+    object as its one aspect. The skips land in the order per-scope aspects gave them (CDK applies an ancestor's
+    aspects before a descendant's, each scope's in the order added), so the templates do not change.
     """
 
     def __init__(self) -> None:
-        # (scope path, rule, reason, resource types), in the order acknowledged.
-        self._skips: list[tuple[str, str, str, frozenset[str]]] = []
-        self._lambda_scopes: list[str] = []
+        # (scope, rule, reason, resource types), in the order acknowledged.
+        self._skips: list[tuple[IConstruct, str, str, frozenset[str]]] = []
+        self._lambda_scopes: list[IConstruct] = []
+        # Control Tower and cdk-nag acknowledgments waiting for the end of the Stage's build, by construct.
+        self._deferred: dict[int, tuple[IConstruct, list[Acknowledgment]]] = {}
+        self._paths: dict[int, str] = {}
+        self._walking = False
         self.applied = False
 
     def skip(self, scope: IConstruct, rule: str, reason: str, resource_types: frozenset[str]) -> None:
         self._refuse_late(scope)
-        self._skips.append((scope.node.path, rule, reason, resource_types))
+        self._skips.append((scope, rule, reason, resource_types))
 
     def lambdas_in_vpc(self, scope: IConstruct) -> None:
         self._refuse_late(scope)
-        self._lambda_scopes.append(scope.node.path)
+        self._lambda_scopes.append(scope)
+
+    def defer(self, scope: IConstruct, acks: list[Acknowledgment]) -> None:
+        self._refuse_late(scope)
+        self._deferred.setdefault(id(scope), (scope, []))[1].extend(acks)
 
     def _refuse_late(self, scope: IConstruct) -> None:
         if self.applied:
             raise RuntimeError(f"{scope.node.path}: acknowledged after its Stage applied its acknowledgments")
+
+    def _path(self, scope: IConstruct) -> str:
+        # Two kernel calls per construct (node, path), asked once however many acknowledgments it has.
+        if id(scope) not in self._paths:
+            self._paths[id(scope)] = scope.node.path
+        return self._paths[id(scope)]
 
     def visit(self, node: IConstruct) -> None:
         # isinstance and the L1 class's resource type are answered in Python; a resource costs calls into the
@@ -114,17 +134,40 @@ class _Acknowledgments:
         if not typed and not function:
             return
         path = node.node.path
-        if function and any(_below(path, s) for s in self._lambda_scopes):
+        if function and any(_below(path, self._path(s)) for s in self._lambda_scopes):
             vpc = Stack.of(node).resolve(node.vpc_config)  # type: ignore[attr-defined]
             if isinstance(vpc, dict) and vpc.get("subnetIds") and vpc.get("securityGroupIds"):
-                acknowledge(node, "CT.LAMBDA.PR.3", reason=LAMBDA_IN_VPC)
-        matching = [s for s in typed if _below(path, s[0])]
+                ack = Acknowledgment(id=f"{CONTROL_TOWER_PLUGIN}::{CONTROL_TOWER_RULES['CT.LAMBDA.PR.3']}",
+                                     reason=LAMBDA_IN_VPC)  # fmt: skip
+                if self._walking:
+                    self.defer(node, [ack])
+                else:  # visited as an aspect: CDK is synthesizing, nothing would apply it later
+                    Validations.of(node).acknowledge(ack)
+        matching = [(self._path(s[0]), *s[1:]) for s in typed if _below(path, self._path(s[0]))]
         # Ancestors' acknowledgments first, as CDK would have applied their aspects (stable sort).
         matching.sort(key=lambda s: s[0].count("/") + bool(s[0]))
         for _, rule, reason, _types in matching:
             existing = node.get_metadata(CHECKOV_METADATA) or {}
             skips = [s for s in existing.get("skip", []) if s.get("id") != rule]
             node.add_metadata(CHECKOV_METADATA, {"skip": [*skips, {"id": rule, "comment": reason}]})
+
+    def apply(self, stage: Stage) -> None:
+        """Walk `stage` once, then hand CDK each construct's waiting acknowledgments in one call."""
+        self._walking = True
+        for node in stage.node.find_all():
+            self.visit(node)
+        for scope, acks in self._deferred.values():
+            Validations.of(scope).acknowledge(*acks)
+        self.applied = True
+
+
+# The acknowledgments of the Stage being built inside `applied_at_end`, innermost last.
+_BUILDING: list[_Acknowledgments] = []
+
+
+def _target(scope: IConstruct) -> _Acknowledgments:
+    """Where an acknowledgment of `scope` goes: the Stage being built, else `scope`'s Stage (found in the kernel)."""
+    return _BUILDING[-1] if _BUILDING else _acknowledgments(scope)
 
 
 _TYPE_OF_CLASS: dict[type, str | None] = {}
@@ -158,17 +201,18 @@ def _acknowledgments(scope: IConstruct) -> _Acknowledgments:
     return found
 
 
-def apply_at_end(stage: Stage) -> None:
-    """`stage` builds every construct in its constructor and calls `apply_now` at its end: no aspect is added."""
-    stage._hubspoke_acknowledgments = _Acknowledgments()  # type: ignore[attr-defined]
-
-
-def apply_now(stage: Stage) -> None:
-    """Apply `stage`'s acknowledgments to every construct it holds now; later ones are refused (apply_at_end)."""
-    found: _Acknowledgments = stage._hubspoke_acknowledgments  # type: ignore[attr-defined]
-    for node in stage.node.find_all():
-        found.visit(node)
-    found.applied = True
+@contextmanager
+def applied_at_end(stage: Stage) -> Iterator[None]:
+    """Build every construct of `stage` inside: its acknowledgments wait in Python and are applied when the block
+    ends, with no aspect; one made later is refused. A block left by an exception applies nothing."""
+    found = _Acknowledgments()
+    stage._hubspoke_acknowledgments = found  # type: ignore[attr-defined]
+    _BUILDING.append(found)
+    try:
+        yield
+    finally:
+        _BUILDING.remove(found)
+    found.apply(stage)
 
 
 LAMBDA_IN_VPC = (
@@ -181,4 +225,4 @@ LAMBDA_IN_VPC = (
 def acknowledge_lambdas_in_vpc(scope: IConstruct) -> None:
     """CT.LAMBDA.PR.3 cannot follow cross-stack subnet IDs: acknowledge it for functions that have a VpcConfig,
     and only those, so a function outside any VPC still fails synth."""
-    _acknowledgments(scope).lambdas_in_vpc(scope)
+    _target(scope).lambdas_in_vpc(scope)

@@ -7,6 +7,7 @@ CDK's policy-validation report (synth fails on an unacknowledged finding).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -20,7 +21,7 @@ from aws_cdk import App, Stack, Stage, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_lambda as lambda_
 
-from hubspoke.policy.acks import CONTROL_TOWER_RULES, acknowledge, acknowledge_lambdas_in_vpc
+from hubspoke.policy.acks import CONTROL_TOWER_RULES, acknowledge, acknowledge_lambdas_in_vpc, applied_at_end
 from hubspoke.policy.control_tower import ControlTowerControls
 from tests.conftest import Templates
 
@@ -70,23 +71,30 @@ def test_acknowledgments_without_a_reason_or_a_known_rule_are_refused(
         acknowledge(Stack(App(), "S"), rule, **kwargs)
 
 
-def _stage_with_functions(*, acknowledged: bool) -> tuple[App, Stage]:
+def _stage_with_functions(*, acknowledged: bool, at_end: bool = False) -> tuple[App, Stage]:
+    """Two functions, one in a VPC; `at_end` builds them as HubSpokeStage does (acks.applied_at_end)."""
     app = App()
     stage = Stage(app, "Env")
-    stack = Stack(stage, "Fns", env={"account": "123456789012", "region": "us-west-2"})
-    isolated = ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
-    vpc = ec2.Vpc(stack, "Vpc", max_azs=1, nat_gateways=0, subnet_configuration=[isolated])
-    code = lambda_.Code.from_inline("def handler(event, context): pass")
-    runtime = lambda_.Runtime.PYTHON_3_12
-    in_vpc = lambda_.Function(stack, "InVpc", runtime=runtime, handler="index.handler", code=code, vpc=vpc)
-    # Subnet IDs read from another stack, as our stacks read them (the rule cannot follow them).
-    weak = {
-        "Fn::GetStackOutput": {"StackName": "hubspoke-dev-network-us-west-2", "OutputName": "PrivateSubnet"}
-    }
-    in_vpc.node.default_child.add_property_override("VpcConfig.SubnetIds", [weak])  # type: ignore[union-attr]
-    lambda_.Function(stack, "Outside", runtime=runtime, handler="index.handler", code=code)
-    if acknowledged:
-        acknowledge_lambdas_in_vpc(stage)
+    with applied_at_end(stage) if at_end else contextlib.nullcontext():
+        stack = Stack(stage, "Fns", env={"account": "123456789012", "region": "us-west-2"})
+        isolated = ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        vpc = ec2.Vpc(stack, "Vpc", max_azs=1, nat_gateways=0, subnet_configuration=[isolated])
+        code = lambda_.Code.from_inline("def handler(event, context): pass")
+        runtime = lambda_.Runtime.PYTHON_3_12
+        in_vpc = lambda_.Function(
+            stack, "InVpc", runtime=runtime, handler="index.handler", code=code, vpc=vpc
+        )
+        # Subnet IDs read from another stack, as our stacks read them (the rule cannot follow them).
+        weak = {
+            "Fn::GetStackOutput": {
+                "StackName": "hubspoke-dev-network-us-west-2",
+                "OutputName": "PrivateSubnet",
+            }
+        }
+        in_vpc.node.default_child.add_property_override("VpcConfig.SubnetIds", [weak])  # type: ignore[union-attr]
+        lambda_.Function(stack, "Outside", runtime=runtime, handler="index.handler", code=code)
+        if acknowledged:
+            acknowledge_lambdas_in_vpc(stage)
     Validations.of(stage).add_plugins(ControlTowerControls())
     return app, stage
 
@@ -95,9 +103,11 @@ def test_only_functions_in_a_vpc_are_acknowledged_for_ct_lambda_pr_3(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """CT.LAMBDA.PR.3's local rule rejects cross-stack subnet IDs; the acknowledgment covers functions that have
-    a VpcConfig and nothing else, so a function outside any VPC still stops synth."""
-    for acknowledged, failing in ((False, ["InVpc", "Outside"]), (True, ["Outside"])):
-        app, _ = _stage_with_functions(acknowledged=acknowledged)
+    a VpcConfig and nothing else, so a function outside any VPC still stops synth. The same whether an aspect
+    applies it or the Stage's walk at the end of its build (which hands CDK the acknowledgment it kept)."""
+    cases = ((False, False, ["InVpc", "Outside"]), (True, False, ["Outside"]), (True, True, ["Outside"]))
+    for acknowledged, at_end, failing in cases:
+        app, _ = _stage_with_functions(acknowledged=acknowledged, at_end=at_end)
         # An acknowledged finding must not turn the others into printed-only warnings: synth raises. The
         # report is in the exception (in-memory apps) or printed before it (CLI-run apps).
         with pytest.raises(Exception, match="ValidationFailed") as caught:
@@ -177,16 +187,29 @@ def test_a_stage_that_applies_its_acknowledgments_at_the_end_adds_no_aspect_and_
     from aws_cdk import Aspects
     from aws_cdk import aws_logs as logs
 
-    from hubspoke.policy.acks import apply_at_end, apply_now
-
     stage = Stage(App(), "Env")
     stack = Stack(stage, "S")
-    apply_at_end(stage)
-    group = logs.CfnLogGroup(stack, "Logs")
-    acknowledge(stack, "CKV_AWS_158", reason=LONG_REASON, resource_types=["AWS::Logs::LogGroup"])
-    acknowledge(stack, "CKV_AWS_115", reason=LONG_REASON, resource_types=["AWS::Lambda::Function"])
-    apply_now(stage)
+    with applied_at_end(stage):
+        group = logs.CfnLogGroup(stack, "Logs")
+        acknowledge(stack, "CKV_AWS_158", reason=LONG_REASON, resource_types=["AWS::Logs::LogGroup"])
+        acknowledge(stack, "CKV_AWS_115", reason=LONG_REASON, resource_types=["AWS::Lambda::Function"])
+        assert group.get_metadata("checkov") is None, "nothing is applied before the block ends"
     assert group.get_metadata("checkov") == {"skip": [{"id": "CKV_AWS_158", "comment": LONG_REASON}]}
     assert not Aspects.of(stage).all
     with pytest.raises(RuntimeError, match="after its Stage applied"):
         acknowledge(stack, "CKV_AWS_116", reason=LONG_REASON, resource_types=["AWS::Lambda::Function"])
+
+
+def test_a_stage_whose_build_fails_leaves_later_acknowledgments_immediate() -> None:
+    """An exception inside the block applies nothing and leaves no Stage 'being built' behind: the next
+    acknowledgment, in another app, reaches CDK at once instead of a dead Stage's queue."""
+    from aws_cdk import aws_logs as logs
+
+    stage = Stage(App(), "Broken")
+    with pytest.raises(ValueError, match="boom"), applied_at_end(stage):
+        raise ValueError("boom")
+    other = Stack(Stage(App(), "Env"), "S")
+    group = logs.CfnLogGroup(other, "Logs")
+    acknowledge(other, "CKV_AWS_158", reason=LONG_REASON, resource_types=["AWS::Logs::LogGroup"])
+    App.of(other).synth()  # type: ignore[union-attr]
+    assert group.get_metadata("checkov") == {"skip": [{"id": "CKV_AWS_158", "comment": LONG_REASON}]}
