@@ -99,6 +99,8 @@ class _Acknowledgments:
         self._deferred: dict[int, tuple[IConstruct, list[Acknowledgment]]] = {}
         self._paths: dict[int, str] = {}
         self._walking = False
+        # The path of the Stage being walked: an acknowledgment made on it covers every node of the walk.
+        self._root: str | None = None
         self.applied = False
 
     def skip(self, scope: IConstruct, rule: str, reason: str, resource_types: frozenset[str]) -> None:
@@ -133,8 +135,18 @@ class _Acknowledgments:
         typed = [s for s in self._skips if not s[3] or resource_type in s[3]]
         if not typed and not function:
             return
-        path = node.node.path
-        if function and any(_below(path, self._path(s)) for s in self._lambda_scopes):
+        # The node's own path costs two kernel calls: asked only when an acknowledgment below the root needs it.
+        path = None
+
+        def covers(scope: IConstruct) -> bool:
+            nonlocal path
+            scope_path = self._path(scope)
+            if scope_path == self._root:
+                return True
+            path = node.node.path if path is None else path
+            return _below(path, scope_path)
+
+        if function and any(covers(s) for s in self._lambda_scopes):
             vpc = Stack.of(node).resolve(node.vpc_config)  # type: ignore[attr-defined]
             if isinstance(vpc, dict) and vpc.get("subnetIds") and vpc.get("securityGroupIds"):
                 ack = Acknowledgment(id=f"{CONTROL_TOWER_PLUGIN}::{CONTROL_TOWER_RULES['CT.LAMBDA.PR.3']}",
@@ -143,17 +155,21 @@ class _Acknowledgments:
                     self.defer(node, [ack])
                 else:  # visited as an aspect: CDK is synthesizing, nothing would apply it later
                     Validations.of(node).acknowledge(ack)
-        matching = [(self._path(s[0]), *s[1:]) for s in typed if _below(path, self._path(s[0]))]
-        # Ancestors' acknowledgments first, as CDK would have applied their aspects (stable sort).
+        matching = [(self._path(s[0]), *s[1:]) for s in typed if covers(s[0])]
+        if not matching:
+            return
+        # Ancestors' acknowledgments first, as CDK would have applied their aspects (stable sort); a later one
+        # for the same check replaces an earlier one. One write of the result, not one per acknowledgment.
         matching.sort(key=lambda s: s[0].count("/") + bool(s[0]))
+        skips = list((node.get_metadata(CHECKOV_METADATA) or {}).get("skip", []))
         for _, rule, reason, _types in matching:
-            existing = node.get_metadata(CHECKOV_METADATA) or {}
-            skips = [s for s in existing.get("skip", []) if s.get("id") != rule]
-            node.add_metadata(CHECKOV_METADATA, {"skip": [*skips, {"id": rule, "comment": reason}]})
+            skips = [s for s in skips if s.get("id") != rule] + [{"id": rule, "comment": reason}]
+        node.add_metadata(CHECKOV_METADATA, {"skip": skips})
 
     def apply(self, stage: Stage) -> None:
         """Walk `stage` once, then hand CDK each construct's waiting acknowledgments in one call."""
         self._walking = True
+        self._root = stage.node.path
         for node in stage.node.find_all():
             self.visit(node)
         for scope, acks in self._deferred.values():
