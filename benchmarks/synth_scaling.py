@@ -1,10 +1,10 @@
 """Synth time and template size as spokes are added, measured in one run on this machine.
 
 Reports ratios, not seconds: these machines are shared and noisy. Each synth runs in its own Python
-process (jsii start-up included, as `cdk synth` pays it), REPEATS times; the median counts. Every hubspoke case
-runs with cdk-nag, Control Tower's controls and our pack: warm (after one uncounted synth has filled the
-Control Tower verdict cache, as on every synth after a user's first) and, for config/dev.yaml, cold too (an
-empty cache each time).
+process (jsii start-up included, as `cdk synth` pays it), REPEATS times, round-robin over the cases; the
+median counts. Every hubspoke case runs with cdk-nag, Control Tower's controls and our pack: warm (after one
+uncounted synth has filled hubspoke's cache of Control Tower verdicts and Lambda bundles, as on every synth
+after a user's first) and, for config/dev.yaml, cold too (an empty cache each time).
     .venv/bin/python benchmarks/synth_scaling.py [--repeats N] [--json OUT]
 """
 
@@ -132,18 +132,23 @@ def main() -> int:
             path = work / f"spokes{n}.yaml"
             path.write_text(yaml.safe_dump(topology(n)))
             cases[f"{n} spoke(s)"] = HUBSPOKE_APP.replace("{config!r}", repr(str(path)))
-        results: dict[str, dict[str, Any]] = {}
         for name, program in cases.items():
-            times, outdir = [], None
             if name != "dev, cold cache" and "empty" not in name:
                 run_synth(
                     program, work
-                )  # warm-up, not counted: fills the verdict cache as a first synth does
-            for _ in range(args.repeats):
-                elapsed, outdir = run_synth(program, work, cold=name == "dev, cold cache")
-                times.append(elapsed)
-            assert outdir is not None
-            results[name] = {"median_s": statistics.median(times), **template_stats(outdir)}
+                )  # warm-up, not counted: fills the caches as a user's first synth does
+        # Round-robin: every case once per round, so a neighbour's load on this shared machine falls on all
+        # cases alike and the ratios stay honest.
+        times: dict[str, list[float]] = {name: [] for name in cases}
+        outdirs: dict[str, Path] = {}
+        for _ in range(args.repeats):
+            for name, program in cases.items():
+                elapsed, outdirs[name] = run_synth(program, work, cold=name == "dev, cold cache")
+                times[name].append(elapsed)
+        results: dict[str, dict[str, Any]] = {
+            name: {"median_s": statistics.median(times[name]), **template_stats(outdirs[name])}
+            for name in cases
+        }
     empty = results["empty app"]["median_s"]
     one = results["1 spoke(s)"]["median_s"] if "1 spoke(s)" in results else float("nan")
     print(f"{'case':<18}{'median s':>10}{'ratio':>18}{'templates':>11}{'max res.':>10}{'max bytes':>11}")
