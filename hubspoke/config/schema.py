@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from hubspoke.dataset_manifest import SEGMENT_PATTERN
+from hubspoke.eks_addons import DEFAULT_KUBERNETES_VERSION
 from hubspoke.regions import REGIONS, partition_regions
 
 # AWS allows VPC CIDR blocks from /16 to /28; our subnet layout needs /20 or larger (see layout.py).
@@ -343,7 +344,8 @@ class ComputeConfig(Model):
     """The Region's SageMaker HyperPod cluster on EKS and its Kubernetes storage."""
 
     enabled: bool = True
-    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = "1.33"
+    # A deployed cluster moves one minor per deploy: state it in the config (docs/runbooks/compute.md).
+    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = DEFAULT_KUBERNETES_VERSION
     # Must not overlap any VPC CIDR of the environment (rules.py): pods would lose the route to it.
     service_cidr: Cidr = "172.20.0.0/16"
     # EKS API endpoint is private; public access only from these CIDRs (none by default).

@@ -137,32 +137,69 @@ def test_hyperpod_group_smaller_than_configured_fails(
     assert "target 2 nodes, config 4" in row.detail and "2 of 4 nodes running" in row.detail
 
 
-def test_eks_version_and_addons_settling_or_off_the_pin(
-    deployed: DeployedWorld, deployed_config: Path, tmp_path: Path
-) -> None:
-    from hubspoke.config import load
-    from tests.cli.verify_fixtures import TWO_SPOKES
-    from tests.conftest import write_config
-
+def test_eks_addons_settling_or_off_the_pin(deployed: DeployedWorld, deployed_config: Path) -> None:
     addons = deployed.clients.addons["us-west-2", "hubspoke-dev-us-west-2"]
     addons["cert-manager"] |= {"status": "CREATING"}
     addons["vpc-cni"] |= {"addonVersion": "v1.19.0-eksbuild.1"}
-    data = {
-        **TWO_SPOKES,
-        "spokes": [
-            dict(TWO_SPOKES["spokes"][0], compute={"kubernetes_version": "1.32"}),
-            TWO_SPOKES["spokes"][1],
-        ],
-    }
-    older = write_config(tmp_path, data)
-    results = verify(deployed, older, config=load(older).config)
-    assert "Kubernetes 1.33, config 1.32" in _only(results, "eks").detail
+    results = verify(deployed, deployed_config)
+    assert _only(results, "eks").status == "pass"
     warned = {r.detail for r in rows(results, "eks add-ons", "us-west-2") if r.status == "warn"}
-    # The pin of vpc-cni is one version for every Kubernetes version (eks_addons.py, from the EKS table).
     assert warned == {
         "cert-manager v1.0.0-eksbuild.1 is CREATING",
         "vpc-cni runs v1.19.0-eksbuild.1, the pin is v1.20.1-eksbuild.3",
     }
+
+
+def _with_spoke_version(tmp_path: Path, version: str) -> Path:
+    from tests.cli.verify_fixtures import TWO_SPOKES
+    from tests.conftest import write_config
+
+    data = {
+        **TWO_SPOKES,
+        "spokes": [
+            dict(TWO_SPOKES["spokes"][0], compute={"kubernetes_version": version}),
+            TWO_SPOKES["spokes"][1],
+        ],
+    }
+    return write_config(tmp_path, data)
+
+
+def test_eks_config_one_minor_ahead_is_the_next_deploys_upgrade(
+    deployed: DeployedWorld, deployed_config: Path, tmp_path: Path
+) -> None:
+    """EKS updates a control plane one minor version at a time (EKS User Guide, "Update existing cluster to new
+    Kubernetes version"): a config one minor above the live cluster (EKS DescribeCluster cluster.version, here
+    the default 1.35 the world was deployed with) is what the next deploy does, said as a warning, not a fault."""
+    from hubspoke.config import load
+
+    assert deployed.eks_cluster("us-west-2").version == "1.35"
+    ahead = _with_spoke_version(tmp_path, "1.36")
+    row = _only(verify(deployed, ahead, config=load(ahead).config), "eks")
+    assert row.status == "warn", row.detail
+    assert "Kubernetes 1.35; the config says 1.36" in row.detail
+    assert "next deploy upgrades the control plane" in row.detail
+    assert "spokes[0].compute.kubernetes_version back to 1.35" in row.fix
+
+
+@pytest.mark.parametrize(
+    ("version", "fix"),
+    [
+        # Two minors ahead: EKS refuses the jump, so the fix is the one step it allows.
+        ("1.37", "set spokes[0].compute.kubernetes_version to 1.36 and deploy, then raise it one minor"),
+        # Behind the cluster: EKS has no downgrade; the config must follow the cluster.
+        ("1.34", "set spokes[0].compute.kubernetes_version to 1.35, the cluster's version"),
+    ],
+)
+def test_eks_config_the_next_deploy_cannot_reach_fails_with_the_step(
+    deployed: DeployedWorld, tmp_path: Path, version: str, fix: str
+) -> None:
+    from hubspoke.config import load
+
+    path = _with_spoke_version(tmp_path, version)
+    row = _only(verify(deployed, path, config=load(path).config), "eks")
+    assert row.status == "fail", row.detail
+    assert f"runs Kubernetes 1.35, the config says {version}" in row.detail
+    assert row.fix.startswith(fix), row.fix
 
 
 def test_eks_cluster_not_active_and_addons_unhealthy(deployed: DeployedWorld, deployed_config: Path) -> None:
@@ -185,7 +222,7 @@ def test_eks_cluster_not_active_and_addons_unhealthy(deployed: DeployedWorld, de
     assert "status UPDATING" in _only(results, "eks").detail
     failed = {r.detail for r in rows(results, "eks add-ons", "us-west-2") if r.status == "fail"}
     assert failed == {
-        "coredns v1.12.1-eksbuild.2 is DEGRADED: InsufficientNumberOfReplicas: 0 of 2 replicas ready",
+        "coredns v1.14.3-eksbuild.3 is DEGRADED: InsufficientNumberOfReplicas: 0 of 2 replicas ready",
         "amazon-cloudwatch-observability is not installed on hubspoke-dev-us-west-2",
     }
 
