@@ -90,6 +90,7 @@ def test_healthy_environment_passes_every_check(
         for check in ("hyperpod", "hyperpod group", "hyperpod nodes", "eks", "eks add-ons"):
             assert (region, check) in present
         assert (region, "kubernetes nodes") in present and (region, "kubernetes volumes") in present
+        assert (region, "volume addresses") in present
         assert (region, "alarm gpu-utilization-low") in present
     # Every add-on installed and ACTIVE at its pin, for the default Kubernetes 1.35 (this config names none). The
     # pins: kube-proxy and CoreDNS from the Amazon EKS User Guide's add-on tables for 1.35 (newest stored

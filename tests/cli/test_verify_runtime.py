@@ -269,6 +269,54 @@ def test_kubernetes_nodes_that_never_joined_fail(
     assert "hubspoke-dataset does not exist" in _only(results, "kubernetes volumes").detail
 
 
+def _storage_ips(deployed: DeployedWorld, region: str) -> list[str]:
+    (stack,) = deployed.clients("cloudformation", region).describe_stacks(
+        StackName=f"hubspoke-dev-storage-{region}"
+    )["Stacks"]
+    return next(o["OutputValue"] for o in stack["Outputs"] if o["OutputKey"] == "FloatingIps").split(",")
+
+
+def test_volumes_on_addresses_the_storage_stack_no_longer_outputs_fail_with_the_refresh(
+    deployed: DeployedWorld, deployed_config: Path, kube: Kube
+) -> None:
+    """The Compute stack wrote the CNQ floating IPs into the PersistentVolumes (spec.nfs.server) from the Storage
+    stack's FloatingIps output, resolved only when the Compute stack is deployed (CloudFormation, "Fn::GetStackOutput").
+    After the Storage stack's addresses change, verify compares what the cluster holds (Kubernetes core/v1
+    PersistentVolumeList) with the output: the volumes on old addresses fail, and the fix says the claims and
+    volumes must go first (a PersistentVolume's source is immutable after creation) and then the refresh."""
+    old = _storage_ips(deployed, "us-west-2")
+    row = _only(verify(deployed, deployed_config, kube), "volume addresses")
+    assert row.status == "pass" and old[0] in row.detail, row.detail
+    deployed.redeploy_with("storage-us-west-2", FloatingIps="10.20.99.1,10.20.99.2,10.20.99.3")
+    results = verify(deployed, deployed_config, kube)
+    row = _only(results, "volume addresses")
+    assert row.status == "fail", row.detail
+    assert (
+        f"hubspoke-dataset-us-west-2 mounts {old[0]}, not one of 10.20.99.1,10.20.99.2,10.20.99.3"
+        in row.detail
+    )
+    assert "hubspoke-checkpoints-us-west-2 mounts" in row.detail
+    assert "delete the claims and volumes" in row.fix
+    assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/compute-us-west-2" in row.fix
+    # The hub's own volumes are on the hub's unchanged addresses.
+    assert _only(results, "volume addresses", "us-east-2").status == "pass"
+
+
+def test_a_volume_still_on_a_current_address_passes_and_a_missing_one_fails(
+    deployed: DeployedWorld, deployed_config: Path, kube: Kube
+) -> None:
+    """A floating IP that is still in the list works wherever it sits in it: a reordered output is no fault. A
+    volume the cluster does not hold fails with the deploy that applies it."""
+    ips = _storage_ips(deployed, "us-west-2")
+    deployed.redeploy_with("storage-us-west-2", FloatingIps=",".join(["10.20.99.9", *reversed(ips)]))
+    assert _only(verify(deployed, deployed_config, kube), "volume addresses").status == "pass"
+    server = kube.servers["us-west-2"]
+    server.volumes = [v for v in server.volumes if v["metadata"]["name"] != "hubspoke-checkpoints-us-west-2"]
+    row = _only(verify(deployed, deployed_config, kube), "volume addresses")
+    assert row.status == "fail" and row.detail == "no PersistentVolume hubspoke-checkpoints-us-west-2"
+    assert "--exclusively hubspoke-dev/compute-us-west-2" in row.fix
+
+
 def test_kubernetes_without_a_usable_kubeconfig_is_not_checked(
     deployed: DeployedWorld, deployed_config: Path, kube: Kube, tmp_path: Path
 ) -> None:

@@ -17,9 +17,15 @@ from hubspoke.cli.verify.kube import KubeApi, KubeUnavailable, connect
 from hubspoke.cli.verify.live import Context, Unavailable
 from hubspoke.config import RegionConfig
 from hubspoke.eks_addons import ADDONS, addon_version
-from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
+from hubspoke.k8s.names import (
+    CHECKPOINT_CLAIM,
+    DATASET_CLAIM,
+    NAMESPACE,
+    checkpoint_volume_name,
+    dataset_volume_name,
+)
 from hubspoke.names import eks_cluster_name, hyperpod_cluster_name
-from hubspoke.outputs import ACCESS_HOST_INSTANCE
+from hubspoke.outputs import ACCESS_HOST_INSTANCE, FLOATING_IPS
 from hubspoke.topology import stack_id
 
 _COMPUTE_RUNBOOK = "docs/runbooks/compute.md"
@@ -479,7 +485,8 @@ def _access_host(ctx: Context, region: RegionConfig) -> CheckResult:
 
 def _kubernetes(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> list[CheckResult]:
     code = region.region
-    checks = ["kubernetes nodes"] + (["kubernetes volumes"] if region.storage.enabled else [])
+    storage = ["kubernetes volumes", "volume addresses"] if region.storage.enabled else []
+    checks = ["kubernetes nodes", *storage]
     vpc = cluster.get("resourcesVpcConfig") or {}
     private = vpc.get("endpointPublicAccess") is False
     try:
@@ -494,6 +501,7 @@ def _kubernetes(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> 
         rows = [_ready_nodes(code, api, sum(g.count for g in region.compute.instance_groups))]
         if region.storage.enabled:
             rows.append(_bound_claims(code, api))
+            rows.append(_volume_addresses(ctx, region, api))
         return rows
     except KubeUnavailable as exc:
         why = exc.reason + (" (the endpoint is private: normal outside the VPC)" if private else "")
@@ -556,4 +564,72 @@ def _bound_claims(code: str, api: KubeApi) -> CheckResult:
         )
     return CheckResult(
         code, "kubernetes volumes", "pass", f"{DATASET_CLAIM} and {CHECKPOINT_CLAIM} Bound in {NAMESPACE}"
+    )
+
+
+def _volume_addresses(ctx: Context, region: RegionConfig, api: KubeApi) -> CheckResult:
+    """The NFS servers the volumes mount are the Region's CNQ floating IPs its Storage stack outputs now.
+
+    The Compute stack writes them into the PersistentVolumes from Fn::GetStackOutput of that output, resolved
+    when the stack is created or updated (CloudFormation Template Reference, "Fn::GetStackOutput"): after the
+    CNQ cluster's addresses change, the volumes keep mounting the old ones until the Compute stack is deployed
+    again, and even then Kubernetes refuses to change a volume's source in place ("spec.persistentvolumesource
+    is immutable after creation", the API server's PersistentVolume update validation). Which address each
+    volume gets is the stack's (hubspoke/stacks/compute.py, local_floating_ips); any current one mounts. Kubernetes
+    core/v1 PersistentVolumeList: items[].metadata.name, items[].spec.nfs.server.
+    """
+    code = region.region
+    storage = stack_id("storage", code)
+    try:
+        joined = ctx.stacks.output(storage, FLOATING_IPS.key())
+    except Unavailable as exc:
+        return CheckResult(
+            code, "volume addresses", "not checked", str(exc), "see the stack rows of that stack"
+        )
+    ips = [ip for ip in joined.split(",") if ip]
+    if not ips:
+        return CheckResult(
+            code,
+            "volume addresses",
+            "fail",
+            f"{ctx.stacks.plan(storage).name} outputs no floating IP ({FLOATING_IPS.key()} is {joined!r})",
+            f"the Storage stack rows; {_COMPUTE_RUNBOOK}",
+        )
+    names = (dataset_volume_name(region), checkpoint_volume_name(region))
+    servers = {
+        str(v.get("metadata", {}).get("name")): ((v.get("spec") or {}).get("nfs") or {}).get("server")
+        for v in api.items("/api/v1/persistentvolumes")
+    }
+    missing = [name for name in names if name not in servers]
+    # A mounted address still in the list works wherever it sits in it (a floating IP moves between nodes).
+    stale = [
+        f"{n} mounts {servers[n]}, not one of {joined}"
+        for n in names
+        if n in servers and servers[n] not in ips
+    ]
+    if missing and not stale:
+        return CheckResult(
+            code,
+            "volume addresses",
+            "fail",
+            f"no PersistentVolume {', '.join(missing)}",
+            f"the volumes are applied by the Compute stack ({_COMPUTE_RUNBOOK}): "
+            f"{ctx.deploy_command(stack_id('compute', code))}",
+        )
+    if stale:
+        return CheckResult(
+            code,
+            "volume addresses",
+            "fail",
+            f"the volumes mount addresses {ctx.stacks.plan(storage).name} no longer outputs: "
+            + "; ".join(stale),
+            f'{_COMPUTE_RUNBOOK}, "Volumes on stale CNQ addresses": with no job running, delete the claims and '
+            f"volumes, then {ctx.refresh_command(stack_id('compute', code))}",
+        )
+    return CheckResult(
+        code,
+        "volume addresses",
+        "pass",
+        f"{names[0]} and {names[1]} mount {code}'s current CNQ floating IPs "
+        f"({servers[names[0]]}, {servers[names[1]]})",
     )
