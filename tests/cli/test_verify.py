@@ -82,6 +82,7 @@ def test_healthy_environment_passes_every_check(
         "canary",
         "hub reachable",
         "portal",
+        "portal hub addresses",
         "alarm hub-unreachable-page",
         "alarm portal-not-active-page",
     ):

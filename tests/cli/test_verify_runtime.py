@@ -82,6 +82,40 @@ def test_canary_without_a_portal_reading_fails(deployed: DeployedWorld, deployed
     assert row.status == "fail" and "no PortalStatus" in row.detail
 
 
+def test_portal_on_hub_addresses_the_hub_no_longer_outputs_fails_with_the_storage_refresh(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The spoke's Storage stack gave the portal the hub's FloatingIps when it last deployed (Fn::GetStackOutput);
+    the canary, which can reach the spoke's REST API, publishes PortalHubHostsCurrent 0 when a hub host of the
+    portal is not among its HUB_ADDRESSES. Verify fails the row with the refresh of the spoke's Storage stack, whose
+    portal resource modifies the portal's hub hosts; an unread portal is not judged."""
+    deployed.canary("us-west-2", minutes_ago=[1], portal_hubs_current=False)
+    row = _only(verify(deployed, deployed_config), "portal hub addresses")
+    assert row.status == "fail" and "hubspoke-dev-storage-us-east-2 no longer outputs" in row.detail
+    assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/storage-us-west-2" in row.fix
+    # Later reports, each in a one-minute period of its own (a period's Minimum would mix them).
+    later = datetime.now(UTC) + timedelta(minutes=3)
+    deployed.canary("us-west-2", minutes_ago=[1], portal_hubs_current=True, now=later)
+    assert _only(_at(deployed, deployed_config, later), "portal hub addresses").status == "pass"
+    latest = later + timedelta(minutes=3)
+    deployed.canary("us-west-2", minutes_ago=[1], portal="unreadable", now=latest)
+    row = _only(_at(deployed, deployed_config, latest), "portal hub addresses")
+    assert row.status == "not checked" and "no PortalHubHostsCurrent" in row.detail
+
+
+def test_portal_hub_addresses_are_not_judged_against_stale_canary_inputs(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The canary compares the portal with its HUB_ADDRESSES; once those are not the hub's output ("canary inputs"
+    fails), a 1 from it proves nothing about the hub's current addresses."""
+    deployed.canary("us-west-2", minutes_ago=[1], portal_hubs_current=True)
+    deployed.redeploy_with("storage-us-east-2", FloatingIps="10.10.99.1,10.10.99.2,10.10.99.3")
+    results = verify(deployed, deployed_config)
+    assert _only(results, "canary inputs").status == "fail"
+    row = _only(results, "portal hub addresses")
+    assert row.status == "not checked" and "inputs are not its producers' outputs" in row.detail
+
+
 @pytest.mark.parametrize(
     ("portal", "wording"),
     [
