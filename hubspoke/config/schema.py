@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from pydantic.json_schema import JsonDict
 
 from hubspoke.dataset_manifest import SEGMENT_PATTERN
+from hubspoke.eks_addons import DEFAULT_KUBERNETES_VERSION
 from hubspoke.regions import REGIONS, partition_regions
 
 # AWS allows VPC CIDR blocks from /16 to /28; our subnet layout needs /20 or larger (see layout.py).
@@ -458,7 +459,9 @@ class ComputeConfig(Model):
         default=True, description="deploy EKS + HyperPod here (refused where HyperPod is not offered)"
     )
     kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = Field(
-        default="1.33", description="EKS version, one HyperPod supports"
+        default=DEFAULT_KUBERNETES_VERSION,
+        description="EKS version, one HyperPod supports; a deployed cluster moves one minor per deploy, so an "
+        "environment states its version ([runbooks/compute.md](runbooks/compute.md#upgrading-kubernetes))",
     )
     # Checked in rules.py: pods would lose the route to an overlapping VPC.
     service_cidr: Cidr = Field(

@@ -31,12 +31,14 @@ def publish_canary(
     portal: str | None = "ACTIVE",
     now: datetime | None = None,
     hub_addresses: str = "127.0.0.1",
+    portal_hubs_current: bool | None = True,
 ) -> None:
     """Run the real canary handler once per minute given and publish its EMF lines as CloudWatch would.
 
     The hub's addresses are loopback ports: one listening on 127.0.0.1 (reachable) or none (refused),
     so the handler measures what it would in the spoke VPC; any other loopback address refuses. The
-    portal reader answers `portal`; None runs the canary without a spoke REST address (no portal metric).
+    portal reader answers `portal`; None runs the canary without a spoke REST address (no portal metric), and
+    `portal_hubs_current` whether the portal's hub hosts are all among the hub addresses (None: not read).
     """
     moment = now or datetime.now(UTC)
     with _Listener() as open_port:
@@ -55,7 +57,12 @@ def publish_canary(
                 {},
                 env,
                 credentials=lambda _arn: ("admin", "password"),
-                portal_reader=lambda **_: PortalReading(PORTAL_VALUES[portal or "unreadable"], str(portal)),
+                portal_reader=lambda **_: PortalReading(
+                    PORTAL_VALUES[portal or "unreadable"],
+                    str(portal),
+                    # An unreadable portal publishes no hub-hosts metric (canary runtime, portal.py).
+                    hubs_current=None if portal == "unreadable" else portal_hubs_current,
+                ),
                 emit=lines.append,
                 clock=lambda m=minutes: (moment - timedelta(minutes=m)).timestamp(),
             )

@@ -144,6 +144,8 @@ class Unsupported(Hooked):
     quota_services: frozenset[str] = frozenset({"sagemaker"})
     eks_versions: list[dict[str, Any]] = field(
         default_factory=lambda: [
+            eks_version("1.35"),
+            eks_version("1.34"),
             eks_version("1.33"),
             eks_version("1.32"),
             eks_version("1.29", "EXTENDED_SUPPORT"),
@@ -152,12 +154,26 @@ class Unsupported(Hooked):
     # EKS DescribeAddonVersions: add-on name -> {addonVersion: the Kubernetes versions it is compatible with}
     # (AddonVersionInfo.compatibilities[].clusterVersion, botocore eks 2017-11-01), as this world's EKS lists
     # them. moto 5.2.5 has no DescribeAddonVersions. By default the versions the EKS User Guide's add-on tables
-    # gave for 1.33 (read 2026-11-30) and the CloudWatch build hubspoke pins.
+    # gave for 1.33 (read 2026-11-30) and for 1.34 and 1.35 (kube-proxy and CoreDNS tables, read 2026-12-01), and
+    # the CloudWatch build hubspoke pins. vpc-cni's build for 1.34 and 1.35 is no table's (its table stops at
+    # 1.33): this world offers it, as hubspoke/eks_addons.py assumes EKS does.
     addon_versions: dict[str, dict[str, list[str]]] = field(
         default_factory=lambda: {
-            "vpc-cni": {"v1.20.1-eksbuild.3": ["1.33", "1.32"], "v1.19.6-eksbuild.7": ["1.33", "1.32"]},
-            "kube-proxy": {"v1.33.0-eksbuild.2": ["1.33"], "v1.32.6-eksbuild.2": ["1.32"]},
-            "coredns": {"v1.12.1-eksbuild.2": ["1.33", "1.32"]},
+            "vpc-cni": {
+                "v1.20.1-eksbuild.3": ["1.35", "1.34", "1.33", "1.32"],
+                "v1.19.6-eksbuild.7": ["1.33", "1.32"],
+            },
+            "kube-proxy": {
+                "v1.35.3-eksbuild.13": ["1.35"],
+                "v1.34.6-eksbuild.13": ["1.34"],
+                "v1.33.0-eksbuild.2": ["1.33"],
+                "v1.32.6-eksbuild.2": ["1.32"],
+            },
+            "coredns": {
+                "v1.14.3-eksbuild.3": ["1.36", "1.35"],
+                "v1.13.2-eksbuild.11": ["1.34"],
+                "v1.12.1-eksbuild.2": ["1.33", "1.32"],
+            },
             "amazon-cloudwatch-observability": {"v6.4.0-eksbuild.1": ["1.33", "1.32"]},
         }
     )

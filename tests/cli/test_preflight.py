@@ -162,7 +162,7 @@ def test_accelerator_az_without_p5_fails_and_names_an_az_that_has_it(world: Worl
 def test_kubernetes_version_in_extended_support_that_hyperpod_does_not_list_says_both(
     world: World, tmp_path: Path
 ) -> None:
-    """Extended support (EKS: billed extra) and HyperPod's list (its EKS prerequisites: 1.28 to 1.34) are
+    """Extended support (EKS: billed extra) and HyperPod's list (its EKS prerequisites: 1.30 to 1.35) are
     separate facts; a version with both problems gets both in one warning, not only the first found."""
     world.bootstrap("us-east-2")
     hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": "1.27"}}
@@ -177,16 +177,19 @@ def test_kubernetes_version_in_extended_support_that_hyperpod_does_not_list_says
     assert "extended support" in row.detail and "HyperPod" in row.detail
 
 
-@pytest.mark.parametrize(("version", "status"), [("1.33", "pass"), ("1.35", "warn"), ("1.27", "warn")])
+@pytest.mark.parametrize(
+    ("version", "status"),
+    [("1.33", "pass"), ("1.35", "pass"), ("1.36", "warn"), ("1.29", "warn"), ("1.27", "warn")],
+)
 def test_kubernetes_version_hyperpod_does_not_list_warns(
     world: World, tmp_path: Path, version: str, status: str
 ) -> None:
     """EKS may offer a version HyperPod does not support: the SageMaker developer guide's "Getting started with
-    Amazon EKS support in SageMaker HyperPod" lists 1.28 to 1.34 (newest stored snapshot); outside it, a warning
-    that names the field."""
+    Amazon EKS support in SageMaker HyperPod" lists "1.30, 1.31, 1.32, 1.33, 1.34, and 1.35" (newest stored
+    snapshot, read 2026-12-01; older ones began at 1.28); outside it, a warning that names the field."""
     world.bootstrap("us-east-2")
     hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": version}}
-    versions = [eks_version(v) for v in ("1.27", "1.33", "1.35")]
+    versions = [eks_version(v) for v in ("1.27", "1.29", "1.33", "1.35", "1.36")]
     results = run_checks(
         preflight_config(tmp_path, hub=hub),
         Unsupported(world.clients, eks_versions=versions),
@@ -225,8 +228,11 @@ def test_kubernetes_version_offered_by_eks(
     world: World, tmp_path: Path, versions: list[Any], status: str, undefined: bool
 ) -> None:
     world.bootstrap("us-east-2")
+    hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": "1.33"}}
     results = run_checks(
-        preflight_config(tmp_path), Unsupported(world.clients, eks_versions=versions), only={"us-east-2"}
+        preflight_config(tmp_path, hub=hub),
+        Unsupported(world.clients, eks_versions=versions),
+        only={"us-east-2"},
     )
     (row,) = rows_of(results, "kubernetes version")
     assert row.status == status
@@ -461,3 +467,24 @@ def test_a_pinned_addon_version_eks_does_not_offer_fails_before_the_deploy(
     assert {r.detail.split()[0] for r in found if r.status == "pass"} == {"vpc-cni", "kube-proxy", "coredns"}
     asked = [p for op, p in clients.asked if op == "DescribeAddonVersions"]
     assert all(p["kubernetesVersion"] == "1.33" for p in asked)
+
+
+def test_the_assumed_vpc_cni_pin_of_the_default_version_is_checked_before_the_deploy(
+    world: World, tmp_path: Path
+) -> None:
+    """No stored EKS table gives a vpc-cni build for Kubernetes 1.35 (the table stops at 1.33), so its pin is
+    ASSUMED (hubspoke/eks_addons.py). An account whose EKS offers vpc-cni for 1.35 only from v1.21.0 fails the
+    row before anything is created, and the config that names no version is asked about 1.35, the default."""
+    world.deployed_dev()
+    offered = Unsupported(world.clients).addon_versions
+    offered["vpc-cni"] = {"v1.21.0-eksbuild.2": ["1.35"], "v1.20.1-eksbuild.3": ["1.33", "1.32"]}
+    clients = Unsupported(world.clients, addon_versions=offered)
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-east-2"})
+    found = rows_of(results, "eks add-on versions", "us-east-2")
+    (failed,) = [r for r in found if r.status == "fail"]
+    assert "vpc-cni v1.20.1-eksbuild.3" in failed.detail and "v1.21.0-eksbuild.2" in failed.detail
+    assert "VERSIONED['1.35']['vpc-cni']" in failed.fix
+    # kube-proxy and CoreDNS for 1.35 are the EKS tables' builds, which this world offers.
+    assert {r.detail.split()[0] for r in found if r.status == "pass"} == {"kube-proxy", "coredns"}
+    asked = [p for op, p in clients.asked if op == "DescribeAddonVersions"]
+    assert asked and all(p["kubernetesVersion"] == "1.35" for p in asked)

@@ -82,6 +82,7 @@ def test_healthy_environment_passes_every_check(
         "canary",
         "hub reachable",
         "portal",
+        "portal hub addresses",
         "alarm hub-unreachable-page",
         "alarm portal-not-active-page",
     ):
@@ -90,18 +91,20 @@ def test_healthy_environment_passes_every_check(
         for check in ("hyperpod", "hyperpod group", "hyperpod nodes", "eks", "eks add-ons"):
             assert (region, check) in present
         assert (region, "kubernetes nodes") in present and (region, "kubernetes volumes") in present
+        assert (region, "volume addresses") in present
         assert (region, "alarm gpu-utilization-low") in present
-    # Every add-on installed and ACTIVE at its pin. The pins are the Amazon EKS User Guide's add-on version
-    # tables for Kubernetes 1.33 (read 2026-11-30): vpc-cni's latest build for 1.27 to 1.33, kube-proxy and
-    # CoreDNS for 1.33, and the CloudWatch observability add-on of chart 6.4.0 (aws-observability/helm-charts).
-    # The unpinned ones run what EKS picked at create time: the world reports v1.0.0-eksbuild.1 for them.
+    # Every add-on installed and ACTIVE at its pin, for the default Kubernetes 1.35 (this config names none). The
+    # pins: kube-proxy and CoreDNS from the Amazon EKS User Guide's add-on tables for 1.35 (newest stored
+    # snapshots, read 2026-12-01), vpc-cni the table's build for 1.27 to 1.33 (ASSUMED offered for 1.35 too).
+    # The unpinned ones, CloudWatch observability among them for 1.35, run what EKS picked at create time: the
+    # world reports v1.0.0-eksbuild.1 for them.
     for region in ("us-east-2", "us-west-2"):
         (addons,) = rows(results, "eks add-ons", region)
         assert dict(a.split(" ") for a in addons.detail.removeprefix("ACTIVE: ").split(", ")) == {
             "vpc-cni": "v1.20.1-eksbuild.3",
-            "kube-proxy": "v1.33.0-eksbuild.2",
-            "coredns": "v1.12.1-eksbuild.2",
-            "amazon-cloudwatch-observability": "v6.4.0-eksbuild.1",
+            "kube-proxy": "v1.35.3-eksbuild.13",
+            "coredns": "v1.14.3-eksbuild.3",
+            "amazon-cloudwatch-observability": "v1.0.0-eksbuild.1",
             "eks-pod-identity-agent": "v1.0.0-eksbuild.1",
             "cert-manager": "v1.0.0-eksbuild.1",
             "amazon-sagemaker-hyperpod-training-operator": "v1.0.0-eksbuild.1",

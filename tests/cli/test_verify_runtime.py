@@ -82,6 +82,40 @@ def test_canary_without_a_portal_reading_fails(deployed: DeployedWorld, deployed
     assert row.status == "fail" and "no PortalStatus" in row.detail
 
 
+def test_portal_on_hub_addresses_the_hub_no_longer_outputs_fails_with_the_storage_refresh(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The spoke's Storage stack gave the portal the hub's FloatingIps when it last deployed (Fn::GetStackOutput);
+    the canary, which can reach the spoke's REST API, publishes PortalHubHostsCurrent 0 when a hub host of the
+    portal is not among its HUB_ADDRESSES. Verify fails the row with the refresh of the spoke's Storage stack, whose
+    portal resource modifies the portal's hub hosts; an unread portal is not judged."""
+    deployed.canary("us-west-2", minutes_ago=[1], portal_hubs_current=False)
+    row = _only(verify(deployed, deployed_config), "portal hub addresses")
+    assert row.status == "fail" and "hubspoke-dev-storage-us-east-2 no longer outputs" in row.detail
+    assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/storage-us-west-2" in row.fix
+    # Later reports, each in a one-minute period of its own (a period's Minimum would mix them).
+    later = datetime.now(UTC) + timedelta(minutes=3)
+    deployed.canary("us-west-2", minutes_ago=[1], portal_hubs_current=True, now=later)
+    assert _only(_at(deployed, deployed_config, later), "portal hub addresses").status == "pass"
+    latest = later + timedelta(minutes=3)
+    deployed.canary("us-west-2", minutes_ago=[1], portal="unreadable", now=latest)
+    row = _only(_at(deployed, deployed_config, latest), "portal hub addresses")
+    assert row.status == "not checked" and "no PortalHubHostsCurrent" in row.detail
+
+
+def test_portal_hub_addresses_are_not_judged_against_stale_canary_inputs(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The canary compares the portal with its HUB_ADDRESSES; once those are not the hub's output ("canary inputs"
+    fails), a 1 from it proves nothing about the hub's current addresses."""
+    deployed.canary("us-west-2", minutes_ago=[1], portal_hubs_current=True)
+    deployed.redeploy_with("storage-us-east-2", FloatingIps="10.10.99.1,10.10.99.2,10.10.99.3")
+    results = verify(deployed, deployed_config)
+    assert _only(results, "canary inputs").status == "fail"
+    row = _only(results, "portal hub addresses")
+    assert row.status == "not checked" and "inputs are not its producers' outputs" in row.detail
+
+
 @pytest.mark.parametrize(
     ("portal", "wording"),
     [
@@ -137,32 +171,69 @@ def test_hyperpod_group_smaller_than_configured_fails(
     assert "target 2 nodes, config 4" in row.detail and "2 of 4 nodes running" in row.detail
 
 
-def test_eks_version_and_addons_settling_or_off_the_pin(
-    deployed: DeployedWorld, deployed_config: Path, tmp_path: Path
-) -> None:
-    from hubspoke.config import load
-    from tests.cli.verify_fixtures import TWO_SPOKES
-    from tests.conftest import write_config
-
+def test_eks_addons_settling_or_off_the_pin(deployed: DeployedWorld, deployed_config: Path) -> None:
     addons = deployed.clients.addons["us-west-2", "hubspoke-dev-us-west-2"]
     addons["cert-manager"] |= {"status": "CREATING"}
     addons["vpc-cni"] |= {"addonVersion": "v1.19.0-eksbuild.1"}
-    data = {
-        **TWO_SPOKES,
-        "spokes": [
-            dict(TWO_SPOKES["spokes"][0], compute={"kubernetes_version": "1.32"}),
-            TWO_SPOKES["spokes"][1],
-        ],
-    }
-    older = write_config(tmp_path, data)
-    results = verify(deployed, older, config=load(older).config)
-    assert "Kubernetes 1.33, config 1.32" in _only(results, "eks").detail
+    results = verify(deployed, deployed_config)
+    assert _only(results, "eks").status == "pass"
     warned = {r.detail for r in rows(results, "eks add-ons", "us-west-2") if r.status == "warn"}
-    # The pin of vpc-cni is one version for every Kubernetes version (eks_addons.py, from the EKS table).
     assert warned == {
         "cert-manager v1.0.0-eksbuild.1 is CREATING",
         "vpc-cni runs v1.19.0-eksbuild.1, the pin is v1.20.1-eksbuild.3",
     }
+
+
+def _with_spoke_version(tmp_path: Path, version: str) -> Path:
+    from tests.cli.verify_fixtures import TWO_SPOKES
+    from tests.conftest import write_config
+
+    data = {
+        **TWO_SPOKES,
+        "spokes": [
+            dict(TWO_SPOKES["spokes"][0], compute={"kubernetes_version": version}),
+            TWO_SPOKES["spokes"][1],
+        ],
+    }
+    return write_config(tmp_path, data)
+
+
+def test_eks_config_one_minor_ahead_is_the_next_deploys_upgrade(
+    deployed: DeployedWorld, deployed_config: Path, tmp_path: Path
+) -> None:
+    """EKS updates a control plane one minor version at a time (EKS User Guide, "Update existing cluster to new
+    Kubernetes version"): a config one minor above the live cluster (EKS DescribeCluster cluster.version, here
+    the default 1.35 the world was deployed with) is what the next deploy does, said as a warning, not a fault."""
+    from hubspoke.config import load
+
+    assert deployed.eks_cluster("us-west-2").version == "1.35"
+    ahead = _with_spoke_version(tmp_path, "1.36")
+    row = _only(verify(deployed, ahead, config=load(ahead).config), "eks")
+    assert row.status == "warn", row.detail
+    assert "Kubernetes 1.35; the config says 1.36" in row.detail
+    assert "next deploy upgrades the control plane" in row.detail
+    assert "spokes[0].compute.kubernetes_version back to 1.35" in row.fix
+
+
+@pytest.mark.parametrize(
+    ("version", "fix"),
+    [
+        # Two minors ahead: EKS refuses the jump, so the fix is the one step it allows.
+        ("1.37", "set spokes[0].compute.kubernetes_version to 1.36 and deploy, then raise it one minor"),
+        # Behind the cluster: EKS has no downgrade; the config must follow the cluster.
+        ("1.34", "set spokes[0].compute.kubernetes_version to 1.35, the cluster's version"),
+    ],
+)
+def test_eks_config_the_next_deploy_cannot_reach_fails_with_the_step(
+    deployed: DeployedWorld, tmp_path: Path, version: str, fix: str
+) -> None:
+    from hubspoke.config import load
+
+    path = _with_spoke_version(tmp_path, version)
+    row = _only(verify(deployed, path, config=load(path).config), "eks")
+    assert row.status == "fail", row.detail
+    assert f"runs Kubernetes 1.35, the config says {version}" in row.detail
+    assert row.fix.startswith(fix), row.fix
 
 
 def test_eks_cluster_not_active_and_addons_unhealthy(deployed: DeployedWorld, deployed_config: Path) -> None:
@@ -185,7 +256,7 @@ def test_eks_cluster_not_active_and_addons_unhealthy(deployed: DeployedWorld, de
     assert "status UPDATING" in _only(results, "eks").detail
     failed = {r.detail for r in rows(results, "eks add-ons", "us-west-2") if r.status == "fail"}
     assert failed == {
-        "coredns v1.12.1-eksbuild.2 is DEGRADED: InsufficientNumberOfReplicas: 0 of 2 replicas ready",
+        "coredns v1.14.3-eksbuild.3 is DEGRADED: InsufficientNumberOfReplicas: 0 of 2 replicas ready",
         "amazon-cloudwatch-observability is not installed on hubspoke-dev-us-west-2",
     }
 
@@ -230,6 +301,54 @@ def test_kubernetes_nodes_that_never_joined_fail(
     results = verify(deployed, deployed_config, kube)
     assert "1 nodes registered, the HyperPod groups have 2" in _only(results, "kubernetes nodes").detail
     assert "hubspoke-dataset does not exist" in _only(results, "kubernetes volumes").detail
+
+
+def _storage_ips(deployed: DeployedWorld, region: str) -> list[str]:
+    (stack,) = deployed.clients("cloudformation", region).describe_stacks(
+        StackName=f"hubspoke-dev-storage-{region}"
+    )["Stacks"]
+    return next(o["OutputValue"] for o in stack["Outputs"] if o["OutputKey"] == "FloatingIps").split(",")
+
+
+def test_volumes_on_addresses_the_storage_stack_no_longer_outputs_fail_with_the_refresh(
+    deployed: DeployedWorld, deployed_config: Path, kube: Kube
+) -> None:
+    """The Compute stack wrote the CNQ floating IPs into the PersistentVolumes (spec.nfs.server) from the Storage
+    stack's FloatingIps output, resolved only when the Compute stack is deployed (CloudFormation, "Fn::GetStackOutput").
+    After the Storage stack's addresses change, verify compares what the cluster holds (Kubernetes core/v1
+    PersistentVolumeList) with the output: the volumes on old addresses fail, and the fix says the claims and
+    volumes must go first (a PersistentVolume's source is immutable after creation) and then the refresh."""
+    old = _storage_ips(deployed, "us-west-2")
+    row = _only(verify(deployed, deployed_config, kube), "volume addresses")
+    assert row.status == "pass" and old[0] in row.detail, row.detail
+    deployed.redeploy_with("storage-us-west-2", FloatingIps="10.20.99.1,10.20.99.2,10.20.99.3")
+    results = verify(deployed, deployed_config, kube)
+    row = _only(results, "volume addresses")
+    assert row.status == "fail", row.detail
+    assert (
+        f"hubspoke-dataset-us-west-2 mounts {old[0]}, not one of 10.20.99.1,10.20.99.2,10.20.99.3"
+        in row.detail
+    )
+    assert "hubspoke-checkpoints-us-west-2 mounts" in row.detail
+    assert "delete the claims and volumes" in row.fix
+    assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/compute-us-west-2" in row.fix
+    # The hub's own volumes are on the hub's unchanged addresses.
+    assert _only(results, "volume addresses", "us-east-2").status == "pass"
+
+
+def test_a_volume_still_on_a_current_address_passes_and_a_missing_one_fails(
+    deployed: DeployedWorld, deployed_config: Path, kube: Kube
+) -> None:
+    """A floating IP that is still in the list works wherever it sits in it: a reordered output is no fault. A
+    volume the cluster does not hold fails with the deploy that applies it."""
+    ips = _storage_ips(deployed, "us-west-2")
+    deployed.redeploy_with("storage-us-west-2", FloatingIps=",".join(["10.20.99.9", *reversed(ips)]))
+    assert _only(verify(deployed, deployed_config, kube), "volume addresses").status == "pass"
+    server = kube.servers["us-west-2"]
+    server.volumes = [v for v in server.volumes if v["metadata"]["name"] != "hubspoke-checkpoints-us-west-2"]
+    row = _only(verify(deployed, deployed_config, kube), "volume addresses")
+    assert row.status == "fail" and row.detail == "no PersistentVolume hubspoke-checkpoints-us-west-2"
+    assert "--exclusively hubspoke-dev/compute-us-west-2" in row.fix
 
 
 def test_kubernetes_without_a_usable_kubeconfig_is_not_checked(

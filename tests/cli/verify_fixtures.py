@@ -20,7 +20,7 @@ from hubspoke.cli.checks import session_clients
 from hubspoke.config import HubSpokeConfig, load
 from tests.cli.verify_world import ACCOUNT, DeployedWorld, MotoGaps
 from tests.conftest import synth, with_pins, write_config
-from tests.fakes.kube_api import FakeKubeApi, claim, node
+from tests.fakes.kube_api import FakeKubeApi, claim, node, volume
 from tests.fakes.tls import loopback_certificate
 
 # moto's default credentials as AWS would name them (verify_world._iam_user_arn).
@@ -177,13 +177,14 @@ class Kube:
 
 @pytest.fixture
 def kube(deployed: DeployedWorld, tmp_path: Path) -> Iterator[Kube]:
-    """Every compute Region's cluster: 2 Ready nodes (the HyperPod group's count) and both claims Bound.
+    """Every compute Region's cluster: 2 Ready nodes (the HyperPod group's count), both claims Bound, and both
+    volumes on the Region's CNQ floating IPs as its Storage stack outputs them (the Compute stack applied them).
 
     The kubeconfig is what `aws eks update-kubeconfig` writes (cluster and context named by the cluster's
     ARN), with the stand-in's URL as server, its certificate as certificate-authority-data, and an exec
     credential plugin printing an ExecCredential, as `aws eks get-token` does.
     """
-    from hubspoke.k8s.storage import checkpoint_claim, dataset_claim
+    from hubspoke.k8s.storage import checkpoint_claim, checkpoint_volume, dataset_claim, dataset_volume
 
     servers: dict[str, FakeKubeApi] = {}
     clusters, users, contexts = [], [], []
@@ -191,9 +192,19 @@ def kube(deployed: DeployedWorld, tmp_path: Path) -> Iterator[Kube]:
         for region in deployed.config.regions():
             if not region.compute.enabled:
                 continue
+            (storage,) = deployed.clients("cloudformation", region.region).describe_stacks(
+                StackName=f"hubspoke-dev-storage-{region.region}"
+            )["Stacks"]
+            ips = next(o["OutputValue"] for o in storage["Outputs"] if o["OutputKey"] == "FloatingIps").split(
+                ","
+            )
             fake = FakeKubeApi(
                 nodes=[node(f"hyperpod-i-0{n}{region.region}") for n in range(2)],
                 claims=[claim(dataset_claim(region)), claim(checkpoint_claim(region))],
+                volumes=[
+                    volume(dataset_volume(region, floating_ips=ips)),
+                    volume(checkpoint_volume(region, floating_ips=ips)),
+                ],
             )
             servers[region.region] = stack.enter_context(fake)
             arn = deployed.clients("eks", region.region).describe_cluster(

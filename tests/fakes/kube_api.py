@@ -1,6 +1,7 @@
-"""A loopback stand-in for the two Kubernetes API reads `hubspoke verify` makes: list nodes, list claims.
+"""A loopback stand-in for the Kubernetes API reads `hubspoke verify` makes: list nodes, claims, volumes.
 
-Shapes follow the Kubernetes API reference (v1.33, core/v1): NodeList and PersistentVolumeClaimList with
+Shapes follow the Kubernetes API reference (v1.33, core/v1): NodeList, PersistentVolumeClaimList (namespaced)
+and PersistentVolumeList (cluster-scoped, GET /api/v1/persistentvolumes) with
 apiVersion, kind, metadata.resourceVersion and items; an error is a metav1.Status with code, reason and
 message. Refusals follow the API server: no or a wrong bearer token answers 401 Unauthorized; an unknown
 path 404 NotFound; anything but GET 405 MethodNotAllowed. Lists honour `limit` and hand out a `continue`
@@ -62,6 +63,16 @@ def claim(manifest: dict[str, Any], *, phase: str = "Bound") -> dict[str, Any]:
     }
 
 
+def volume(manifest: dict[str, Any], *, phase: str = "Bound") -> dict[str, Any]:
+    """A PersistentVolume as the API server returns it: the applied manifest plus uid and status.phase
+    (Available | Bound | Released | Failed | Pending)."""
+    return {
+        **manifest,
+        "metadata": {**manifest["metadata"], "uid": f"uid-{manifest['metadata']['name']}"},
+        "status": {"phase": phase},
+    }
+
+
 @dataclass
 class FakeKubeApi:
     """Serves nodes and claims on 127.0.0.1 over HTTPS (or HTTP) to whoever presents `token`."""
@@ -70,6 +81,7 @@ class FakeKubeApi:
     tls: bool = True
     nodes: list[dict[str, Any]] = field(default_factory=list)
     claims: list[dict[str, Any]] = field(default_factory=list)
+    volumes: list[dict[str, Any]] = field(default_factory=list)
     # The API server may return fewer items than `limit` asks for, with a continue token; 0: never fewer.
     page_size: int = 0
     intercepted: str = ""  # "", "html" or "cut"
@@ -143,6 +155,8 @@ class FakeKubeApi:
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         if parts.path == "/api/v1/nodes":
             return 200, _page("NodeList", self.nodes, query, self.page_size)
+        if parts.path == "/api/v1/persistentvolumes":
+            return 200, _page("PersistentVolumeList", self.volumes, query, self.page_size)
         found = _CLAIMS.match(parts.path)
         if found:
             namespace = found.group(1)

@@ -2,8 +2,8 @@
 
 Per configured Region (hub first), in plan order: the account, every planned stack (state, outputs, stale
 readers), the network (VPC CIDRs, peering, routes, cross-Region ingress), the spoke's canary (hub reachable,
-portal ACTIVE, recent reports), compute (HyperPod, EKS, add-ons, Kubernetes nodes and claims) and the
-alarms. Same rows, exit codes and credential handling as `hubspoke preflight` (hubspoke/cli/checks.py).
+portal ACTIVE and on the hub's current addresses, recent reports), compute (HyperPod, EKS and its version step,
+add-ons, Kubernetes nodes, claims and the volumes' CNQ addresses) and the alarms. Same rows, exit codes and credential handling as `hubspoke preflight` (hubspoke/cli/checks.py).
 """
 
 from __future__ import annotations
@@ -106,8 +106,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=COMMANDS["verify"].summary,
         description="Read-only checks of a deployed environment against its config, per Region in plan order: "
         "stacks (complete, outputs present, no stale reader), network (VPC CIDRs, peering, routes, "
-        "cross-Region ingress), the spoke canary (hub reachable, portal ACTIVE), compute (HyperPod, EKS, "
-        "add-ons, Kubernetes nodes and volumes when a kubeconfig reaches the cluster) and alarms. "
+        "cross-Region ingress), the spoke canary (hub reachable, portal ACTIVE and on the hub's current "
+        "addresses), compute (HyperPod, EKS and its version, add-ons, Kubernetes nodes and volumes when a "
+        "kubeconfig reaches the cluster) and alarms. "
         "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input.",
         epilog="Example:\n  AWS_PROFILE=ml-dev hubspoke verify --config config/dev.yaml\n"
         "  hubspoke verify --config config/dev.yaml --region us-west-2 --json",

@@ -26,6 +26,7 @@ _STATUS_NAMES = {v: k for k, v in metrics.PORTAL_STATUS_VALUES.items()} | {
     metrics.PORTAL_STATUS_UNKNOWN: "unreadable"
 }
 _HUB_OUTAGE = "docs/runbooks/hub-outage.md"
+_HUB_HOSTS = "portal hub addresses"
 _PORTAL = "docs/runbooks/portal.md"
 
 
@@ -35,10 +36,17 @@ def canary_rows(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
     if not ctx.stacks.planned(ops):
         why = "the hub has no CNQ" if not ctx.config.hub.storage.enabled else "this spoke has no CNQ"
         return [CheckResult(code, "canary", "not checked", f"no canary here: {why}, so no Ops stack")]
-    return [
-        *checked(code, "canary", "cloudwatch", lambda: _rows(ctx, spoke)),
-        *checked(code, "canary inputs", "lambda", lambda: _inputs(ctx, spoke)),
-    ]
+    rows = checked(code, "canary", "cloudwatch", lambda: _rows(ctx, spoke))
+    inputs = checked(code, "canary inputs", "lambda", lambda: _inputs(ctx, spoke))
+    if any(r.status != "pass" for r in inputs):
+        # The portal's hub hosts are judged against the canary's HUB_ADDRESSES: only as good as those are.
+        rows = [
+            CheckResult(code, _HUB_HOSTS, "not checked", "the canary's inputs are not its producers' outputs")
+            if r.check == _HUB_HOSTS
+            else r
+            for r in rows
+        ]
+    return [*rows, *inputs]
 
 
 # What the canary function's environment carries, by the storage output each value was read from
@@ -142,6 +150,7 @@ def _series(ctx: Context, spoke: str) -> dict[str, list[tuple[datetime, float]]]
         "reachable": (metrics.HUB_REACHABLE, "Maximum"),
         "fraction": (metrics.NODES_REACHABLE_FRACTION, "Minimum"),
         "portal": (metrics.PORTAL_STATUS, "Minimum"),
+        "hubhosts": (metrics.PORTAL_HUB_HOSTS_CURRENT, "Minimum"),
     }
     queries = [
         {
@@ -221,6 +230,7 @@ def _rows(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
     rows = [CheckResult(code, "canary", "pass", f"last report at {last:%H:%M} UTC ({_minutes(age)} min ago)")]
     rows.append(_reachable(code, ctx.config.hub.region, reachable, series["fraction"], now=ctx.now))
     rows.append(_portal(code, series["portal"], last))
+    rows.append(_hub_hosts(ctx, spoke, series["hubhosts"], last))
     return rows
 
 
@@ -228,6 +238,7 @@ def _unknown(code: str, why: str) -> list[CheckResult]:
     return [
         CheckResult(code, "hub reachable", "not checked", why),
         CheckResult(code, "portal", "not checked", why),
+        CheckResult(code, _HUB_HOSTS, "not checked", why),
     ]
 
 
@@ -300,6 +311,46 @@ def _portal(code: str, portal: list[tuple[datetime, float]], last_report: dateti
     else:
         detail = f"the spoke portal is {name}, not ACTIVE"
     return CheckResult(code, "portal", "fail", detail, f"follow {_PORTAL}")
+
+
+def _hub_hosts(
+    ctx: Context, spoke: RegionConfig, reported: list[tuple[datetime, float]], last_report: datetime
+) -> CheckResult:
+    """The spoke portal's hub hosts are the hub's current floating IPs, as the canary reads the portal.
+
+    The spoke's Storage stack gives the portal the hub's FloatingIps through Fn::GetStackOutput, resolved when
+    that stack is created or updated (CloudFormation Template Reference, "Fn::GetStackOutput"): after the hub's
+    addresses change, the portal keeps the old ones until the stack's portal resource runs again. Verify cannot
+    reach the spoke's REST API; the canary can, and publishes PortalHubHostsCurrent: whether every hub host of
+    the portal is one of its HUB_ADDRESSES, which the "canary inputs" row compares with the hub's output.
+    """
+    code = spoke.region
+    if not reported or reported[0][0] < last_report:
+        return CheckResult(
+            code,
+            _HUB_HOSTS,
+            "not checked",
+            "the canary's last report has no PortalHubHostsCurrent (the portal was unreadable, the canary has "
+            "no spoke REST address, or it predates the metric)",
+            f"the portal row; redeploy the Ops stack of {code} if the canary is older",
+        )
+    if reported[0][1] >= 1:
+        return CheckResult(
+            code,
+            _HUB_HOSTS,
+            "pass",
+            f"the spoke portal's hub hosts are {ctx.config.hub.region}'s current floating IPs",
+        )
+    storage = stack_id("storage", code)
+    return CheckResult(
+        code,
+        _HUB_HOSTS,
+        "fail",
+        f"the spoke portal points at hub addresses {ctx.stacks.plan(stack_id('storage', ctx.config.hub.region)).name} "
+        "no longer outputs (or at none of its current ones): the canary's log line names them (portal_detail)",
+        f"the refresh deploy of {ctx.stacks.plan(storage).name}, whose portal resource modifies the portal's hub "
+        f"hosts: {ctx.refresh_command(storage)}; {_PORTAL}",
+    )
 
 
 def _minutes(span: timedelta) -> int:

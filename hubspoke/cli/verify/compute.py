@@ -17,9 +17,15 @@ from hubspoke.cli.verify.kube import KubeApi, KubeUnavailable, connect
 from hubspoke.cli.verify.live import Context, Unavailable
 from hubspoke.config import RegionConfig
 from hubspoke.eks_addons import ADDONS, addon_version
-from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
+from hubspoke.k8s.names import (
+    CHECKPOINT_CLAIM,
+    DATASET_CLAIM,
+    NAMESPACE,
+    checkpoint_volume_name,
+    dataset_volume_name,
+)
 from hubspoke.names import eks_cluster_name, hyperpod_cluster_name
-from hubspoke.outputs import ACCESS_HOST_INSTANCE
+from hubspoke.outputs import ACCESS_HOST_INSTANCE, FLOATING_IPS
 from hubspoke.topology import stack_id
 
 _COMPUTE_RUNBOOK = "docs/runbooks/compute.md"
@@ -246,12 +252,12 @@ def _eks(ctx: Context, region: RegionConfig) -> tuple[dict[str, Any] | None, Che
     problems = []
     if cluster.get("status") != "ACTIVE":
         problems.append(f"status {cluster.get('status')}")
-    wanted = region.compute.kubernetes_version
-    if cluster.get("version") != wanted:
-        problems.append(f"Kubernetes {cluster.get('version')}, config {wanted}")
     problems += [
         f"{i.get('code')}: {i.get('message')}" for i in (cluster.get("health") or {}).get("issues", [])
     ]
+    live = str(cluster.get("version", ""))
+    if problems and live != region.compute.kubernetes_version:
+        problems.append(f"Kubernetes {live}, config {region.compute.kubernetes_version}")
     if problems:
         return cluster, CheckResult(
             code,
@@ -260,7 +266,54 @@ def _eks(ctx: Context, region: RegionConfig) -> tuple[dict[str, Any] | None, Che
             f"{name}: " + "; ".join(problems),
             f"{_COMPUTE_RUNBOOK}; a version change: {ctx.deploy_command(stack_id('compute', code))}",
         )
-    return cluster, CheckResult(code, "eks", "pass", f"{name} ACTIVE, Kubernetes {wanted}")
+    return cluster, _version_row(ctx, region, name, live)
+
+
+def _minor(version: str) -> int | None:
+    """The minor number of a "1.NN" Kubernetes version (EKS DescribeCluster cluster.version), else None."""
+    major, _, minor = version.partition(".")
+    return int(minor) if major == "1" and minor.isdigit() else None
+
+
+def _version_row(ctx: Context, region: RegionConfig, name: str, live: str) -> CheckResult:
+    """The live control plane's version against compute.kubernetes_version, as the next deploy would move it.
+
+    EKS updates a control plane one minor version at a time and never down (EKS User Guide, "Update existing
+    cluster to new Kubernetes version": "you can update only one minor version at a time ... You must first
+    update your version 1.28 cluster to version 1.29"; awsdocs/amazon-eks-user-guide@4d52b4d0,
+    latest/ug/clusters/update-cluster.adoc). So a config one minor ahead is the next deploy's upgrade, and any
+    other difference makes that deploy fail (and roll back) at the cluster.
+    """
+    code = region.region
+    wanted = region.compute.kubernetes_version
+    field = f"{_field(ctx, region)}.compute.kubernetes_version"
+    deploy = ctx.deploy_command(stack_id("compute", code))
+    if live == wanted:
+        return CheckResult(code, "eks", "pass", f"{name} ACTIVE, Kubernetes {wanted}")
+    have, want = _minor(live), _minor(wanted)
+    if have is not None and want is not None and want == have + 1:
+        return CheckResult(
+            code,
+            "eks",
+            "warn",
+            f"{name} ACTIVE, Kubernetes {live}; the config says {wanted}: the next deploy upgrades the control "
+            "plane (one minor, as EKS allows)",
+            f'intended? follow {_COMPUTE_RUNBOOK}, "Upgrading Kubernetes" (no job running; the add-on pins '
+            f"follow the version), then {deploy}; else set {field} back to {live}",
+        )
+    if have is not None and want is not None and want < have:
+        why = "EKS cannot downgrade a control plane"
+        fix = f"set {field} to {live}, the cluster's version"
+    else:
+        why = "EKS upgrades one minor version per update, so the deploy would fail at the cluster"
+        step = f"1.{have + 1}" if have is not None else "the next minor"
+        fix = (
+            f"set {field} to {step} and deploy, then raise it one minor per deploy "
+            f'({_COMPUTE_RUNBOOK}, "Upgrading Kubernetes")'
+        )
+    return CheckResult(
+        code, "eks", "fail", f"{name} runs Kubernetes {live}, the config says {wanted}: {why}", fix
+    )
 
 
 def _addons(ctx: Context, region: RegionConfig) -> list[CheckResult]:
@@ -432,7 +485,8 @@ def _access_host(ctx: Context, region: RegionConfig) -> CheckResult:
 
 def _kubernetes(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> list[CheckResult]:
     code = region.region
-    checks = ["kubernetes nodes"] + (["kubernetes volumes"] if region.storage.enabled else [])
+    storage = ["kubernetes volumes", "volume addresses"] if region.storage.enabled else []
+    checks = ["kubernetes nodes", *storage]
     vpc = cluster.get("resourcesVpcConfig") or {}
     private = vpc.get("endpointPublicAccess") is False
     try:
@@ -447,6 +501,7 @@ def _kubernetes(ctx: Context, region: RegionConfig, cluster: dict[str, Any]) -> 
         rows = [_ready_nodes(code, api, sum(g.count for g in region.compute.instance_groups))]
         if region.storage.enabled:
             rows.append(_bound_claims(code, api))
+            rows.append(_volume_addresses(ctx, region, api))
         return rows
     except KubeUnavailable as exc:
         why = exc.reason + (" (the endpoint is private: normal outside the VPC)" if private else "")
@@ -509,4 +564,72 @@ def _bound_claims(code: str, api: KubeApi) -> CheckResult:
         )
     return CheckResult(
         code, "kubernetes volumes", "pass", f"{DATASET_CLAIM} and {CHECKPOINT_CLAIM} Bound in {NAMESPACE}"
+    )
+
+
+def _volume_addresses(ctx: Context, region: RegionConfig, api: KubeApi) -> CheckResult:
+    """The NFS servers the volumes mount are the Region's CNQ floating IPs its Storage stack outputs now.
+
+    The Compute stack writes them into the PersistentVolumes from Fn::GetStackOutput of that output, resolved
+    when the stack is created or updated (CloudFormation Template Reference, "Fn::GetStackOutput"): after the
+    CNQ cluster's addresses change, the volumes keep mounting the old ones until the Compute stack is deployed
+    again, and even then Kubernetes refuses to change a volume's source in place ("spec.persistentvolumesource
+    is immutable after creation", the API server's PersistentVolume update validation). Which address each
+    volume gets is the stack's (hubspoke/stacks/compute.py, local_floating_ips); any current one mounts. Kubernetes
+    core/v1 PersistentVolumeList: items[].metadata.name, items[].spec.nfs.server.
+    """
+    code = region.region
+    storage = stack_id("storage", code)
+    try:
+        joined = ctx.stacks.output(storage, FLOATING_IPS.key())
+    except Unavailable as exc:
+        return CheckResult(
+            code, "volume addresses", "not checked", str(exc), "see the stack rows of that stack"
+        )
+    ips = [ip for ip in joined.split(",") if ip]
+    if not ips:
+        return CheckResult(
+            code,
+            "volume addresses",
+            "fail",
+            f"{ctx.stacks.plan(storage).name} outputs no floating IP ({FLOATING_IPS.key()} is {joined!r})",
+            f"the Storage stack rows; {_COMPUTE_RUNBOOK}",
+        )
+    names = (dataset_volume_name(region), checkpoint_volume_name(region))
+    servers = {
+        str(v.get("metadata", {}).get("name")): ((v.get("spec") or {}).get("nfs") or {}).get("server")
+        for v in api.items("/api/v1/persistentvolumes")
+    }
+    missing = [name for name in names if name not in servers]
+    # A mounted address still in the list works wherever it sits in it (a floating IP moves between nodes).
+    stale = [
+        f"{n} mounts {servers[n]}, not one of {joined}"
+        for n in names
+        if n in servers and servers[n] not in ips
+    ]
+    if missing and not stale:
+        return CheckResult(
+            code,
+            "volume addresses",
+            "fail",
+            f"no PersistentVolume {', '.join(missing)}",
+            f"the volumes are applied by the Compute stack ({_COMPUTE_RUNBOOK}): "
+            f"{ctx.deploy_command(stack_id('compute', code))}",
+        )
+    if stale:
+        return CheckResult(
+            code,
+            "volume addresses",
+            "fail",
+            f"the volumes mount addresses {ctx.stacks.plan(storage).name} no longer outputs: "
+            + "; ".join(stale),
+            f'{_COMPUTE_RUNBOOK}, "Volumes on stale CNQ addresses": with no job running, delete the claims and '
+            f"volumes, then {ctx.refresh_command(stack_id('compute', code))}",
+        )
+    return CheckResult(
+        code,
+        "volume addresses",
+        "pass",
+        f"{names[0]} and {names[1]} mount {code}'s current CNQ floating IPs "
+        f"({servers[names[0]]}, {servers[names[1]]})",
     )

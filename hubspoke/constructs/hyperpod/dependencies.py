@@ -16,9 +16,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from aws_cdk.lambda_layer_awscli import AwsCliLayer
-from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
 from constructs import Construct
 
+from hubspoke.constructs.hyperpod.eks import KubectlLayer
 from hubspoke.constructs.provider import (
     LAMBDA_BASIC,
     LAMBDA_PYTHON,
@@ -87,7 +87,7 @@ class HyperPodDependencies(Construct):
             runtime=LAMBDA_PYTHON,
             handler="dependencies.on_event",
             code=lambda_.Code.from_asset(str(RUNTIME_DIR), exclude=["__pycache__", "*.pyc"]),
-            layers=[KubectlV33Layer(self, "KubectlLayer"), AwsCliLayer(self, "AwsCliLayer")],
+            layers=[KubectlLayer(self, "KubectlLayer"), AwsCliLayer(self, "AwsCliLayer")],
             memory_size=1024,
             timeout=Duration.minutes(CHART_INSTALL_BOUND_MINUTES),
             # The endpoint is private: run next to it, in the group its ENIs carry (HyperPodEks), egress via NAT.

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from aws_cdk import Annotations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+from aws_cdk.lambda_layer_kubectl_v34 import KubectlV34Layer
 from constructs import Construct
 
 from hubspoke.constructs.hyperpod.addons import core_addons
@@ -18,10 +18,15 @@ from hubspoke.constructs.hyperpod.nag import acknowledge_eks_internals
 from hubspoke.constructs.keys import retained_key
 from hubspoke.policy.acks import acknowledge
 
-# The kubectl Lambda layer pinned in pyproject.toml; its client must be within one minor version of the
-# control plane (Kubernetes version skew policy), so a version far from it is refused here.
-KUBECTL_LAYER_VERSION = "1.33"
-SUPPORTED_SKEW = ("1.32", "1.33", "1.34")
+# The kubectl Lambda layer pinned in pyproject.toml (aws-cdk.lambda-layer-kubectl-v34 2.2.2; the layer's
+# description says kubectl 1.34.5, helm 4.1.3); the chart installer (dependencies.py) uses the same class. The client must be within one
+# minor version of the control plane (Kubernetes version skew policy; EKS User Guide, "Update existing cluster to
+# new Kubernetes version": "a 1.29 kubectl client works with Kubernetes 1.28, 1.29, and 1.30 clusters"), so a
+# version outside that is refused here. 1.34 is the one layer whose skew holds every version of the upgrade from
+# the former default 1.33 to the default 1.35 (eks_addons.DEFAULT_KUBERNETES_VERSION), one minor per deploy.
+KubectlLayer = KubectlV34Layer
+KUBECTL_LAYER_VERSION = "1.34"
+SUPPORTED_SKEW = ("1.33", "1.34", "1.35")
 
 
 # Amazon EKS User Guide, "Encrypt Kubernetes secrets with KMS on existing clusters" (the Note on create-key), and
@@ -105,7 +110,7 @@ class HyperPodEks(Construct):
             default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
             default_capacity=0,
             kubectl_provider_options=eks.KubectlProviderOptions(
-                kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
+                kubectl_layer=KubectlLayer(self, "KubectlLayer"),
                 private_subnets=list(subnets),
                 # Our group (the endpoint's ENIs carry it; its self-rule admits the handler), not the
                 # EKS-made cluster group: Control Tower's CT.LAMBDA.PR.3 rule accepts a security group of

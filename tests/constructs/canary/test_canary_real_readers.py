@@ -58,9 +58,9 @@ def canary(world: World, spoke: FakeQumulo, monkeypatch: pytest.MonkeyPatch) -> 
         "ADMIN_SECRET_ARN": world.arns["spoke"], "REST_TIMEOUT_SECONDS": "5",
     }  # fmt: skip
 
-    def round_() -> dict[str, Any]:
+    def round_(**overrides: str) -> dict[str, Any]:
         lines: list[str] = []
-        handler.run({}, env, emit=lines.append)
+        handler.run({}, env | overrides, emit=lines.append)
         [line] = lines
         assert SPOKE_PASSWORD not in line, "the password never reaches the log"
         return dict(json.loads(line))
@@ -97,6 +97,8 @@ def test_a_password_the_cluster_refuses_is_published_as_unknown_with_qumulos_ans
     line = canary()
     assert line[canary_metrics.PORTAL_STATUS] == canary_metrics.PORTAL_STATUS_UNKNOWN
     assert "Error 401" in line["portal_detail"], line["portal_detail"]
+    # Nothing was read, so nothing is said about the portal's hub hosts either.
+    assert canary_metrics.PORTAL_HUB_HOSTS_CURRENT not in line
 
 
 def test_a_secret_in_another_region_is_not_found_and_says_so(
@@ -110,3 +112,24 @@ def test_a_secret_in_another_region_is_not_found_and_says_so(
         line["portal_detail"].startswith("admin secret: ")
         and "ResourceNotFoundException" in line["portal_detail"]
     )
+
+
+def test_a_portal_on_hub_addresses_the_canary_no_longer_has_publishes_zero(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, canary: Any
+) -> None:
+    """The portal keeps the hub hosts it was formed with (GET /v2/portal/spokes/ through qumulo-api: hub_hosts).
+    When the hub's floating IPs change, the canary's HUB_ADDRESSES (the hub's current output, which verify's
+    "canary inputs" row checks) no longer hold them all: PortalHubHostsCurrent is 0 and the detail names the
+    stale ones; with the addresses the portal was formed with it is 1."""
+    drive(formed.portal_event(hub, spoke))
+    line = canary()
+    assert line[canary_metrics.PORTAL_HUB_HOSTS_CURRENT] == 1, line["portal_detail"]
+    moved = [HUB_FLOATING[0], "10.10.99.9"]
+    line = canary(HUB_ADDRESSES=",".join(moved))
+    assert line[canary_metrics.PORTAL_HUB_HOSTS_CURRENT] == 0
+    for stale in HUB_FLOATING[1:]:
+        assert stale in line["portal_detail"], line["portal_detail"]
+    # None of the portal's hosts among them: no portal towards the hub at all, still 0.
+    line = canary(HUB_ADDRESSES="10.10.99.8,10.10.99.9")
+    assert line[canary_metrics.PORTAL_HUB_HOSTS_CURRENT] == 0
+    assert line[canary_metrics.PORTAL_STATUS] == canary_metrics.PORTAL_STATUS_UNKNOWN

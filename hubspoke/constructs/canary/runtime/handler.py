@@ -86,6 +86,8 @@ def run(
     }
     if portal is not None:
         values[metrics.PORTAL_STATUS] = portal.value
+        if portal.hubs_current is not None:
+            values[metrics.PORTAL_HUB_HOSTS_CURRENT] = int(portal.hubs_current)
     failures = [f"{p.address}:{p.port} {p.error}" for p in reach.probes if not p.ok]
     properties = {
         "hub_addresses": list(reach.addresses),

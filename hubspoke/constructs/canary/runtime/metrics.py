@@ -24,6 +24,10 @@ CONNECT_LATENCY = "HubConnectLatency"
 """TCP connect time of every successful probe, in milliseconds (one value per probe)."""
 PORTAL_STATUS = "PortalStatus"
 """The spoke portal's status as a number: see PORTAL_STATUS_VALUES."""
+PORTAL_HUB_HOSTS_CURRENT = "PortalHubHostsCurrent"
+"""1 when every hub host of the spoke's portals towards the hub is one of the canary's HUB_ADDRESSES (the hub's
+floating IPs as the Ops stack last read them), 0 when one is not or no portal points at any of them; not
+published when the portal could not be read."""
 
 # Qumulo REST API, GET /v2/portal/spokes/: `status` is INACTIVE, DEGRADED or ACTIVE ("fully connected portal
 # ready for use"). Ordered so that "below ACTIVE" is one alarm threshold; the REST API not answering, or the
@@ -37,6 +41,7 @@ UNITS: Mapping[str, str] = {
     NODES_REACHABLE_FRACTION: "None",
     CONNECT_LATENCY: "Milliseconds",
     PORTAL_STATUS: "None",
+    PORTAL_HUB_HOSTS_CURRENT: "None",
 }
 
 # EMF allows at most 100 values for one metric in one line.

