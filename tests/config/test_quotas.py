@@ -17,6 +17,7 @@ import pytest
 
 from hubspoke.config import load
 from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota, routes_within_quota
+from hubspoke.config.sections import partial_view
 from hubspoke.regions import REGIONS
 from tests.config.test_loader import problems
 from tests.conftest import minimal, write_config
@@ -105,12 +106,12 @@ def _spokes(count: int) -> dict[str, Any]:
 
 @pytest.mark.parametrize("count", [0, 1, PEERINGS_DEFAULT])
 def test_spokes_within_the_default_peering_quota_pass(count: int) -> None:
-    assert list(peering_quota(_spokes(count))) == []
+    assert list(peering_quota(partial_view(_spokes(count)))) == []
 
 
 @pytest.mark.parametrize("count", [PEERINGS_DEFAULT + 1, PEERINGS_MAX])
 def test_spokes_over_the_default_peering_quota_warn_with_the_increase(count: int) -> None:
-    [problem] = peering_quota(_spokes(count))
+    [problem] = peering_quota(partial_view(_spokes(count)))
     assert (problem.field, problem.severity) == ("spokes", "warning")
     assert (
         f"{count} spokes exceed the default quota of {PEERINGS_DEFAULT} active peerings per VPC"
@@ -121,7 +122,7 @@ def test_spokes_over_the_default_peering_quota_warn_with_the_increase(count: int
 
 @pytest.mark.parametrize("count", [PEERINGS_MAX + 1, 200])
 def test_spokes_over_the_peering_maximum_are_refused(count: int) -> None:
-    [problem] = peering_quota(_spokes(count))
+    [problem] = peering_quota(partial_view(_spokes(count)))
     assert (problem.field, problem.severity) == ("spokes", "error")
     assert f"{count} spokes need {count} peerings on the hub VPC" in problem.message
     assert f"AWS allows at most {PEERINGS_MAX}: split the environment" in problem.message
@@ -129,7 +130,7 @@ def test_spokes_over_the_peering_maximum_are_refused(count: int) -> None:
 
 def test_a_spokes_value_that_is_not_a_list_counts_no_peerings() -> None:
     """The schema reports the wrong type; the quota rule must not count a string's characters."""
-    assert list(peering_quota({"spokes": "x" * 60})) == []
+    assert list(peering_quota(partial_view({"spokes": "x" * 60}))) == []
 
 
 # Rules a hub CIDR adds to each spoke's cross-Region group: TCP 3713 (the hub's portal connections) and ICMP 3/4
@@ -150,7 +151,7 @@ def _raw(hub_cidrs: int, spoke_cidrs: int, **hub: Any) -> dict[str, Any]:
 
 def test_a_spokes_group_counts_every_hub_cidr() -> None:
     """31 hub CIDRs need 62 rules in each spoke's group: over the default 60, at the spoke's own path."""
-    problems_ = list(peer_path_rules_within_quota(_raw(31, 1)))
+    problems_ = list(peer_path_rules_within_quota(partial_view(_raw(31, 1))))
     assert [p.field for p in problems_] == ["spokes[0].quotas.security_group_rules"]
     needed = 31 * RULES_PER_HUB_CIDR
     assert (
@@ -160,11 +161,11 @@ def test_a_spokes_group_counts_every_hub_cidr() -> None:
     assert problems_[0].message.endswith(
         f"then set spokes[0].quotas.security_group_rules: {needed}; or peer fewer CIDRs"
     )
-    assert list(peer_path_rules_within_quota(_raw(30, 1))) == []
+    assert list(peer_path_rules_within_quota(partial_view(_raw(30, 1)))) == []
 
 
 def test_the_hubs_group_counts_every_spoke_cidr_and_names_its_region() -> None:
-    [problem] = peer_path_rules_within_quota(_raw(1, 16))
+    [problem] = peer_path_rules_within_quota(partial_view(_raw(1, 16)))
     assert problem.field == "hub.quotas.security_group_rules"
     assert (
         f"the cross-Region security group in us-east-2 needs {16 * RULES_PER_SPOKE_CIDR} inbound rules "
@@ -176,17 +177,20 @@ def test_the_hubs_group_counts_every_spoke_cidr_and_names_its_region() -> None:
 def test_a_quota_that_is_not_a_number_is_left_to_the_schema(quota: Any) -> None:
     """The schema reports a non-integer quota (YAML `true` included); the count rule neither crashes on it nor
     compares a count with it."""
-    assert list(peer_path_rules_within_quota(_raw(1, 16, quotas={"security_group_rules": quota}))) == []
+    assert (
+        list(peer_path_rules_within_quota(partial_view(_raw(1, 16, quotas={"security_group_rules": quota}))))
+        == []
+    )
 
 
 def test_the_cap_is_reached_only_past_what_two_groups_allow() -> None:
     at_cap = MAX_RULES_WITH_TWO_GROUPS // RULES_PER_SPOKE_CIDR  # 125 spoke CIDRs: 500 rules, grantable
-    [problem] = peer_path_rules_within_quota(_raw(1, at_cap))
+    [problem] = peer_path_rules_within_quota(partial_view(_raw(1, at_cap)))
     assert (
         "request 'Inbound or outbound rules per security group' (L-0EA8095F) of at least 500"
         in problem.message
     )
-    [problem] = peer_path_rules_within_quota(_raw(1, at_cap + 1))
+    [problem] = peer_path_rules_within_quota(partial_view(_raw(1, at_cap + 1)))
     assert problem.field == "hub.quotas.security_group_rules"
     assert problem.message == (
         f"the cross-Region security group in us-east-2 would need {(at_cap + 1) * RULES_PER_SPOKE_CIDR} inbound "
@@ -200,17 +204,17 @@ def test_every_group_past_the_cap_is_reported() -> None:
     """Validation reports all errors at once (docs/design.md §3): two spokes whose groups would each need 502 rules
     are both named."""
     raw = _raw(251, 2)
-    assert [p.field for p in peer_path_rules_within_quota(raw)] == [
+    assert [p.field for p in peer_path_rules_within_quota(partial_view(raw))] == [
         "spokes[0].quotas.security_group_rules",
         "spokes[1].quotas.security_group_rules",
     ]
 
 
 def test_a_region_without_a_code_is_named_by_its_path() -> None:
-    """The rules read raw YAML (the schema reports the missing `region`): the message still says which one."""
+    """The rules still run where the schema reports the missing `region`: the message still says which one."""
     raw = _raw(1, 16)
     del raw["hub"]["region"]
-    [problem] = peer_path_rules_within_quota(raw)
+    [problem] = peer_path_rules_within_quota(partial_view(raw))
     assert "the cross-Region security group in hub needs 64 inbound rules" in problem.message
 
 
@@ -241,7 +245,7 @@ def test_the_hub_is_reported_before_the_spokes_in_config_order() -> None:
     """Findings name Regions in the order the whole tool lists them: the hub first, then every spoke in config
     order (HubSpokeConfig.regions; docs/operations.md, the dashboard's columns). 31 hub CIDRs and 16 spokes put
     every group over the default 60: the hub's (16 x 4 = 64 rules) and each spoke's (31 x 2 = 62)."""
-    fields = [p.field for p in peer_path_rules_within_quota(_raw(31, 16))]
+    fields = [p.field for p in peer_path_rules_within_quota(partial_view(_raw(31, 16)))]
     assert fields == [
         "hub.quotas.security_group_rules",
         *(f"spokes[{i}].quotas.security_group_rules" for i in range(16)),
@@ -285,10 +289,12 @@ def test_more_peer_routes_than_the_route_table_quota_need_the_raised_quota_state
 
 def test_a_spokes_route_tables_count_every_hub_block() -> None:
     """A hub of 50 blocks puts 50 routes over the peering into a spoke's private route tables, plus its own."""
-    [problem] = [p for p in routes_within_quota(_raw(50, 1)) if p.field.startswith("spokes[0].")]
+    [problem] = [
+        p for p in routes_within_quota(partial_view(_raw(50, 1))) if p.field.startswith("spokes[0].")
+    ]
     assert problem.field == "spokes[0].quotas.routes_per_route_table"
     assert "50 over the peering" in problem.message
-    assert list(routes_within_quota(_raw(1, 1))) == []
+    assert list(routes_within_quota(partial_view(_raw(1, 1)))) == []
 
 
 @pytest.mark.parametrize("value", [DEFAULT_ROUTES_PER_TABLE - 1, MAX_ROUTES_PER_TABLE + 1])
