@@ -102,7 +102,7 @@ ImageRef = Annotated[
 
 
 def effective_account(region_account: Any, environment_account: Any) -> Any:
-    """A Region's account: its own when set, else the environment's (raw YAML values or parsed ones)."""
+    """A Region's account: its own when set, else the environment's."""
     return region_account or environment_account
 
 
@@ -217,14 +217,14 @@ class StorageConfig(Model):
     """The Region's Cloud Native Qumulo cluster (hub or spoke)."""
 
     enabled: bool = True
-    # Qumulo allows 1 node, or 3 to 24 (checked in rules.py). The reference hub ran 4 nodes.
+    # Qumulo allows 1 node, or 3 to 24 (checked in storage_rules.py). The reference hub ran 4 nodes.
     node_count: int = 4
     # i4i is in Qumulo's supported families and matches the reference hub's r5.8xlarge in vCPU and memory.
     instance_type: str = "i4i.8xlarge"
-    # A stock Ubuntu LTS image pinned per Region (required with storage, rules.py): a deploy-time lookup would
+    # A stock Ubuntu LTS image pinned per Region (required with storage, storage_rules.py): a deploy-time lookup would
     # re-resolve on every update and replace every node at once. `hubspoke preflight` prints the current one.
     ami_id: Annotated[str, Field(pattern=r"^ami-[0-9a-f]{8,17}$")] | None = None
-    # Required with storage (rules.py): there is no default release or staging bucket.
+    # Required with storage (storage_rules.py): there is no default release or staging bucket.
     qumulo_core: QumuloCoreConfig | None = None
     # How long the stack waits for boot, install and first quorum. Qumulo's own provider waits 30 minutes
     # (qumulo-terraform-aws, provider_timeout_minutes); CloudFormation gives a custom resource at most
@@ -245,7 +245,7 @@ class StorageConfig(Model):
         "ARCHIVE_WITH_GIR_STORAGE",
     ] = "ACTIVE_WITH_STANDARD_STORAGE"
     dataset_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = "/dataset"
-    # Region-local export for training checkpoints; outside dataset_path (rules.py) so it is never part
+    # Region-local export for training checkpoints; outside dataset_path (storage_rules.py) so it is never part
     # of the portal and FSDP checkpoint bursts never cross the peering.
     checkpoint_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = "/checkpoints"
     # SSH and the REST API (8000) from outside the VPC only from here; none by default.
@@ -265,7 +265,7 @@ class StorageConfig(Model):
     # only ever added (runtime/capacity.py); a cluster made with 4 keeps 4 by pinning bucket_count: 4.
     bucket_count: Annotated[int, Field(ge=1, le=100)] | None = None
     # Default: Qumulo's own layout for instance_type (hubspoke.config.cnq_volumes); required for a type
-    # Qumulo publishes none for (rules.py).
+    # Qumulo publishes none for (storage_rules.py).
     cache_volumes: CacheVolumesConfig | None = None
     # The nodes' first-boot script. "current" keeps the floating IPs out of the OS's network config
     # (node/network.sh) and sets the read-cache override on layouts with EBS read cache. "legacy" renders,
@@ -344,7 +344,7 @@ class ComputeConfig(Model):
 
     enabled: bool = True
     kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = "1.33"
-    # Must not overlap any VPC CIDR of the environment (rules.py): pods would lose the route to it.
+    # Must not overlap any VPC CIDR of the environment (network_rules.py): pods would lose the route to it.
     service_cidr: Cidr = "172.20.0.0/16"
     # EKS API endpoint is private; public access only from these CIDRs (none by default).
     public_access_cidrs: list[Cidr] = []
