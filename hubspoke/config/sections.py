@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create
 from hubspoke.config.schema import (
     AzId,
     ComputeConfig,
+    HubConfig,
     HubSpokeConfig,
     Model,
     OpsConfig,
@@ -128,7 +129,7 @@ def partial_view(data: Mapping[str, Any]) -> ConfigView:
     spokes = data.get("spokes")
     return ConfigView(
         account=top.get("account"),
-        hub=_region_view("hub", data.get("hub"), RegionConfig),
+        hub=_region_view("hub", data.get("hub"), HubConfig),
         spokes=tuple(
             region
             for i, item in enumerate(spokes if isinstance(spokes, list) else [])
