@@ -16,7 +16,12 @@ import botocore
 import pytest
 
 from hubspoke.config import load
-from hubspoke.config.quotas import peer_path_rules_within_quota, peering_quota, routes_within_quota
+from hubspoke.config.quotas import (
+    peer_path_rules_within_quota,
+    peering_quota,
+    routes_within_quota,
+    vpc_cidr_blocks_within_quota,
+)
 from hubspoke.config.sections import partial_view
 from hubspoke.regions import REGIONS
 from tests.config.test_loader import problems
@@ -303,3 +308,98 @@ def test_a_stated_routes_quota_outside_what_aws_allows_is_refused(tmp_path: Path
     data["hub"]["quotas"] = {"routes_per_route_table": value}
     lines = problems(tmp_path, data)
     assert any(line.startswith("hub.quotas.routes_per_route_table: ") for line in lines), lines
+
+
+def _routes_refusal(
+    path: str, code: str, peers: int, whose: str, other: int, origin: str, allowed: int
+) -> str:
+    """The refusal as the route rule words it: the routes counted (the peer routes, then the VPC's own local
+    routes, the S3 endpoint's and the NAT default route), the quota and the increase to request."""
+    needed = peers + other
+    return (
+        f"each private route table in {code} needs {needed} routes ({peers} over the peering, one for {whose}, "
+        f"and {other} local, S3 endpoint and NAT routes), over {origin} of {allowed} 'Routes per route table' "
+        "(L-93826ACB, default 50, at most 1,000): peer fewer CIDRs, or request an increase (`aws service-quotas "
+        "request-service-quota-increase --service-code vpc --quota-code L-93826ACB --desired-value "
+        f"{needed} --region {code}`) and state it as {path}.quotas.routes_per_route_table: {needed}"
+    )
+
+
+def test_each_route_table_counts_its_local_s3_and_nat_routes() -> None:
+    """A hub of 50 blocks and one single-block spoke: the spoke's tables hold 50 peer routes, its 1 local route,
+    the S3 gateway endpoint's and the NAT default route (53); the hub's hold 1 peer route, 50 local ones and the
+    same two (53). Both are over the default 50 (Amazon VPC quotas, L-93826ACB), each named with its own count."""
+    found = list(routes_within_quota(partial_view(_raw(50, 1))))
+    assert [(p.field, p.message) for p in found] == [
+        (
+            "hub.quotas.routes_per_route_table",
+            _routes_refusal("hub", "us-east-2", 1, "every spoke CIDR", 50 + 2, "the AWS default", 50),
+        ),
+        (
+            "spokes[0].quotas.routes_per_route_table",
+            _routes_refusal("spokes[0]", "us-west-2", 50, "every hub CIDR", 1 + 2, "the AWS default", 50),
+        ),
+    ]
+
+
+def test_without_nat_a_route_table_has_no_default_route_to_count() -> None:
+    """`nat: none` leaves the NAT default route out: a spoke of 1 block peering 48 hub blocks needs 48 + 1 + 1
+    = 50 routes, within the default, and 51 with a NAT route, over it (the hub's 1 + 48 + 1 without NAT fit)."""
+    raw = _raw(48, 1, nat="none")
+    assert [p.field for p in routes_within_quota(partial_view(raw))] == [
+        "spokes[0].quotas.routes_per_route_table"
+    ]
+    raw["spokes"][0]["nat"] = "none"
+    assert list(routes_within_quota(partial_view(raw))) == []
+
+
+def test_a_stated_routes_quota_is_named_as_the_files() -> None:
+    raw = _raw(50, 1)
+    raw["spokes"][0]["quotas"] = {"routes_per_route_table": 52}
+    [problem] = [p for p in routes_within_quota(partial_view(raw)) if p.field.startswith("spokes[0].")]
+    assert problem.message == _routes_refusal(
+        "spokes[0]", "us-west-2", 50, "every hub CIDR", 3, "the quota this file states", 52
+    )
+    raw["spokes"][0]["quotas"] = {"routes_per_route_table": 53}
+    assert [p.field for p in routes_within_quota(partial_view(raw))] == ["hub.quotas.routes_per_route_table"]
+
+
+def test_a_refused_quotas_section_is_left_to_the_schema() -> None:
+    """The schema reports a quota that is not a number; the route rule skips that Region and checks the others."""
+    raw = _raw(50, 1)
+    raw["hub"]["quotas"] = {"routes_per_route_table": "many"}
+    assert [p.field for p in routes_within_quota(partial_view(raw))] == [
+        "spokes[0].quotas.routes_per_route_table"
+    ]
+    raw["hub"]["quotas"] = {"vpc_cidr_blocks": "many"}
+    assert [p.field for p in vpc_cidr_blocks_within_quota(partial_view(raw))] == []
+
+
+def test_a_region_without_a_code_gets_a_placeholder_in_the_commands() -> None:
+    raw = _raw(50, 1)
+    del raw["spokes"][0]["region"]
+    [problem] = [p for p in routes_within_quota(partial_view(raw)) if p.field.startswith("spokes[0].")]
+    assert "each private route table in <region> needs 53 routes" in problem.message
+    assert problem.message.endswith(
+        "--region <region>`) and state it as spokes[0].quotas.routes_per_route_table: 53"
+    )
+
+
+def test_the_cidr_block_refusal_in_full() -> None:
+    """IPv4 CIDR blocks per VPC (L-83CA0A9D), 5 by default, the primary included (Amazon VPC quotas): a spoke of
+    6 blocks is refused with the increase to request; the hub before it, with 5, is not; a stated 6 is relied on."""
+    raw = _raw(5, 1)
+    raw["spokes"][0]["secondary_cidrs"] = [f"10.{200 + n}.0.0/16" for n in range(5)]
+    [problem] = vpc_cidr_blocks_within_quota(partial_view(raw))
+    assert (problem.field, problem.message) == (
+        "spokes[0].secondary_cidrs",
+        "6 CIDR blocks on this VPC (the primary and 5 secondary) exceed the quota of 5 'IPv4 CIDR blocks per VPC' "
+        "(L-83CA0A9D, default 5): list fewer, or request an increase (`aws service-quotas "
+        "request-service-quota-increase --service-code vpc --quota-code L-83CA0A9D --desired-value 6 --region "
+        "us-west-2`) and state it as spokes[0].quotas.vpc_cidr_blocks: 6",
+    )
+    del raw["spokes"][0]["region"]
+    [problem] = vpc_cidr_blocks_within_quota(partial_view(raw))
+    assert "--region <region>`" in problem.message
+    raw["spokes"][0]["quotas"] = {"vpc_cidr_blocks": 6}
+    assert list(vpc_cidr_blocks_within_quota(partial_view(raw))) == []
