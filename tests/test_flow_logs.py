@@ -178,3 +178,35 @@ def test_the_hubs_own_blocks_may_share_a_24() -> None:
         "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16"}],
     }
     assert list(hub_and_spokes_do_not_share_a_24(partial_view(raw))) == []
+
+
+def test_a_spoke_without_a_valid_block_does_not_stop_the_count_of_the_next() -> None:
+    """The schema refuses spoke 0's CIDR; the filter count still reaches spoke 1, which needs more than 60."""
+    hub, over = ["10.10.0.0/16"], ["10.21.0.0/16", *_own_17s(150, 18)]
+    assert sum(_filters(over, hub)) > 60
+    raw = {
+        "hub": {"region": "us-east-2", "cidr": hub[0]},
+        "spokes": [
+            {"region": "us-west-2", "cidr": "banana"},
+            {"region": "eu-west-1", "cidr": over[0], "secondary_cidrs": over[1:]},
+        ],
+    }
+    assert [p.field for p in flow_log_filters_fit(partial_view(raw))] == ["spokes[1].secondary_cidrs"]
+
+
+def test_no_count_without_valid_blocks_on_both_sides() -> None:
+    """A spoke's filters pair its blocks with the hub's: where the schema refused every block of one side, there is
+    nothing to count (the schema reports the block), however many the other side has (40 /17s need far more than
+    60 filters on their own)."""
+    many = ["10.20.0.0/16", *_own_17s(100, 40)]
+    assert sum(_filters(many[1:], [])) > 60 and sum(_filters([], many[1:])) > 60
+    refused_hub = {
+        "hub": {"region": "us-east-2", "cidr": "banana"},
+        "spokes": [{"region": "us-west-2", "cidr": many[0], "secondary_cidrs": many[1:]}],
+    }
+    assert list(flow_log_filters_fit(partial_view(refused_hub))) == []
+    refused_spoke = {
+        "hub": {"region": "us-east-2", "cidr": many[0], "secondary_cidrs": many[1:]},
+        "spokes": [{"region": "us-west-2", "cidr": "banana"}],
+    }
+    assert list(flow_log_filters_fit(partial_view(refused_spoke))) == []
