@@ -126,3 +126,23 @@ def test_regions_aws_added_are_known_from_botocores_endpoint_data(tmp_path: Path
     assert any("HyperPod" in w.message and "ap-east-2" in w.message for w in loaded.warnings)
     typo = minimal(spokes=[{"region": "ap-southeast-66", "cidr": "10.30.0.0/16"}])
     assert any("did you mean ap-southeast-6" in p for p in problems(tmp_path, typo))
+
+
+def test_spokes_in_one_region_are_found_past_a_refused_hub_or_region() -> None:
+    """The schema reports the refused hub and spoke 0's unknown Region; spokes 1 and 2, both in us-west-2, are
+    still one spoke too many."""
+    from hubspoke.config.network_rules import one_spoke_per_region
+
+    raw = {
+        "hub": "nonsense",
+        "spokes": [
+            {"region": "xx-nowhere-1", "cidr": "10.20.0.0/16"},
+            {"region": "us-west-2", "cidr": "10.30.0.0/16"},
+            {"region": "us-west-2", "cidr": "10.40.0.0/16"},
+        ],
+    }
+    [problem] = one_spoke_per_region(partial_view(raw))
+    assert (problem.field, problem.message) == (
+        "spokes[2].region",
+        "us-west-2 is already a spoke at spokes[1]; one spoke per Region: merge or remove one",
+    )

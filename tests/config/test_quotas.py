@@ -365,14 +365,16 @@ def test_a_stated_routes_quota_is_named_as_the_files() -> None:
 
 
 def test_a_refused_quotas_section_is_left_to_the_schema() -> None:
-    """The schema reports a quota that is not a number; the route rule skips that Region and checks the others."""
+    """The schema reports a quota that is not a number; the quota rules skip that Region and check the others
+    (the hub's 50 blocks are over its default 5 blocks, but its quotas section was refused)."""
     raw = _raw(50, 1)
     raw["hub"]["quotas"] = {"routes_per_route_table": "many"}
     assert [p.field for p in routes_within_quota(partial_view(raw))] == [
         "spokes[0].quotas.routes_per_route_table"
     ]
     raw["hub"]["quotas"] = {"vpc_cidr_blocks": "many"}
-    assert [p.field for p in vpc_cidr_blocks_within_quota(partial_view(raw))] == []
+    raw["spokes"][0]["secondary_cidrs"] = [f"10.{200 + n}.0.0/16" for n in range(5)]
+    assert [p.field for p in vpc_cidr_blocks_within_quota(partial_view(raw))] == ["spokes[0].secondary_cidrs"]
 
 
 def test_a_region_without_a_code_gets_a_placeholder_in_the_commands() -> None:
