@@ -77,7 +77,7 @@ MODULES = (
                 "loader",
                 (
                     "hubspoke/config/loader.py",
-                    "hubspoke/config/raw.py",
+                    "hubspoke/config/sections.py",
                     "hubspoke/config/layout.py",
                     "hubspoke/config/cnq_volumes.py",
                 ),

@@ -26,7 +26,7 @@ from typing import Any, Protocol, TextIO
 
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import HubSpokeConfig, format_problem, load
-from hubspoke.config.raw import Problem
+from hubspoke.config.sections import Problem
 from hubspoke.dataset_manifest import (
     MANIFEST_NAME,
     FileEntry,

@@ -24,7 +24,7 @@ from typing import Any
 
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import HubSpokeConfig, format_problem, load
-from hubspoke.config.raw import Problem
+from hubspoke.config.sections import Problem
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2

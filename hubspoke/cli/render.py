@@ -18,7 +18,7 @@ import yaml
 
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import HubSpokeConfig, RegionConfig, format_problem, load
-from hubspoke.config.raw import Problem
+from hubspoke.config.sections import Problem
 from hubspoke.images import record_path
 from hubspoke.k8s.job import NoTrainingImage
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import ConfigError, format_problem, load
-from hubspoke.config.raw import Problem
+from hubspoke.config.sections import Problem
 from hubspoke.regions import opt_in_note
 
 

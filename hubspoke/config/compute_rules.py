@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
-from hubspoke.config.raw import Problem, default, enabled, regions, section
-from hubspoke.config.schema import ComputeConfig, InstanceGroupConfig
+from hubspoke.config.sections import ConfigView, Problem, RegionView
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
 
 
-def compute_only_where_hyperpod_runs(raw: Mapping[str, Any]) -> Iterator[Problem]:
-    for path, region in regions(raw):
-        code = region.get("region")
-        if code not in REGIONS and isinstance(code, str) and enabled(section(region, "compute")):
+def _computes(region: RegionView) -> bool:
+    """Whether the schema accepted the Region's compute section and it is enabled."""
+    return region.compute is not None and region.compute.enabled
+
+
+def compute_only_where_hyperpod_runs(config: ConfigView) -> Iterator[Problem]:
+    for region in config.regions():
+        path, code = region.path, region.region
+        if code is None or not _computes(region):
+            continue
+        if code not in REGIONS:
             yield Problem(
                 f"{path}.compute",
                 f"hubspoke does not know whether SageMaker HyperPod is offered in {code} (a Region newer than "
@@ -21,7 +26,7 @@ def compute_only_where_hyperpod_runs(raw: Mapping[str, Any]) -> Iterator[Problem
                 "deploy; set compute.enabled: false if it is not offered",
                 severity="warning",
             )
-        if code in REGIONS and code not in HYPERPOD_REGIONS and enabled(section(region, "compute")):
+        if code in REGIONS and code not in HYPERPOD_REGIONS:
             yield Problem(
                 f"{path}.compute",
                 f"SageMaker HyperPod is not offered in {code} (hubspoke/regions.py, 2026-11-30); "
@@ -29,63 +34,49 @@ def compute_only_where_hyperpod_runs(raw: Mapping[str, Any]) -> Iterator[Problem
             )
 
 
-def compute_mounts_local_storage(raw: Mapping[str, Any]) -> Iterator[Problem]:
+def compute_mounts_local_storage(config: ConfigView) -> Iterator[Problem]:
     """The dataset and checkpoint volumes point at the Region's own CNQ, so compute needs it there."""
-    for path, region in regions(raw):
-        if enabled(section(region, "compute")) and not enabled(section(region, "storage")):
+    for region in config.regions():
+        if _computes(region) and region.storage is not None and not region.storage.enabled:
             yield Problem(
-                f"{path}.compute",
+                f"{region.path}.compute",
                 "compute mounts the dataset from this Region's own CNQ, but storage.enabled is false: "
                 "enable storage here or set compute.enabled: false",
             )
 
 
-def compute_needs_egress(raw: Mapping[str, Any]) -> Iterator[Problem]:
+def compute_needs_egress(config: ConfigView) -> Iterator[Problem]:
     """HyperPod nodes and the compute stack's in-VPC functions reach AWS APIs through the NAT gateway.
 
     The VPC has an S3 gateway endpoint only; without NAT, nodes cannot pull images from ECR nor reach the EKS,
     SageMaker and CloudWatch endpoints (SageMaker HyperPod developer guide, "Setting up SageMaker HyperPod
     clusters with a custom Amazon VPC": a VPC without internet access needs interface endpoints for each).
     """
-    for path, region in regions(raw):
-        if enabled(section(region, "compute")) and region.get("nat") == "none":
+    for region in config.regions():
+        if _computes(region) and region.nat == "none":
             yield Problem(
-                f"{path}.nat",
+                f"{region.path}.nat",
                 "none leaves the HyperPod nodes and the compute stack's functions without a route to ECR, EKS, "
                 "SageMaker and CloudWatch (hubspoke adds no interface endpoints): set nat: single (or per_az), "
                 "or compute.enabled: false for this Region",
             )
 
 
-def connectivity_check_needs_two_nodes(raw: Mapping[str, Any]) -> Iterator[Problem]:
+def connectivity_check_needs_two_nodes(config: ConfigView) -> Iterator[Problem]:
     """InstanceConnectivity runs NCCL tests across a group's nodes: a group of one has nothing to test against.
 
     SageMaker developer guide, "Deep health checks" for Slurm (docs.aws.eu/sagemaker/latest/dg/
     sagemaker-hyperpod-resiliency-slurm-deep-health-checks.html): InstanceConnectivity "requires at least 2
     nodes". The EKS page (sagemaker-hyperpod-eks-resiliency-deep-health-checks) says nothing of a minimum:
-    ASSUMED the same for EKS, the same NCCL test. An omitted key means the schema's default (raw.py default).
+    ASSUMED the same for EKS, the same NCCL test. An omitted key is the schema's default (both checks, 2 nodes).
     """
-    for path, region in regions(raw):
-        compute = section(region, "compute")
-        if not enabled(compute):
+    for region in config.regions():
+        if region.compute is None or not region.compute.enabled:
             continue
-        groups = compute.get("instance_groups", default(ComputeConfig, "instance_groups"))
-        for i, group in enumerate(groups if isinstance(groups, list) else []):
-            if isinstance(group, InstanceGroupConfig):
-                group = group.model_dump()
-            if not isinstance(group, Mapping):
-                continue
-            checks = group.get(
-                "on_start_deep_health_checks", default(InstanceGroupConfig, "on_start_deep_health_checks")
-            )
-            count = group.get("count", default(InstanceGroupConfig, "count"))
-            if (
-                isinstance(checks, list)
-                and "InstanceConnectivity" in checks
-                and isinstance(count, int)
-                and count < 2
-            ):
-                field = f"{path}.compute.instance_groups[{i}].on_start_deep_health_checks"
+        for i, group in enumerate(region.compute.instance_groups):
+            count = group.count
+            if "InstanceConnectivity" in group.on_start_deep_health_checks and count < 2:
+                field = f"{region.path}.compute.instance_groups[{i}].on_start_deep_health_checks"
                 yield Problem(
                     field,
                     f"InstanceConnectivity runs NCCL tests across a group's nodes and requires at least 2 nodes "

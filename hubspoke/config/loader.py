@@ -15,8 +15,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from hubspoke.config import rules
-from hubspoke.config.raw import Problem
 from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.config.sections import Problem, partial_view, view
 
 # Field-specific advice where pydantic's own words would not tell the user what to write.
 _EXAMPLES = {
@@ -31,6 +31,13 @@ _EXAMPLES = {
 }
 # A field that takes a mapping, where YAML gave a list (a "- " in front of its keys) or a scalar.
 _MAPPING_FIX = "a mapping (key: value lines under it), not a list: remove the '- ' in front of its keys"
+# Keys earlier releases read, with what replaces them: said beside the schema's "unknown key".
+_RETIRED: dict[tuple[str, ...], str] = {
+    ("storage", "floating_ips_per_node"): (
+        "replaced by storage.floating_ip_count, the cluster's total as Qumulo counts it (3 to 100): "
+        "write floating_ip_count: <node_count x floating_ips_per_node> to keep today's addresses"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -229,8 +236,13 @@ def load(path: Path | str) -> LoadedConfig:
     try:
         config = HubSpokeConfig.model_validate(raw)
     except ValidationError as exc:
-        problems += [_describe(e) for e in exc.errors()]
-    findings = rules.check(raw)
+        for error in exc.errors():
+            problems.append(_describe(error))
+            retired = _RETIRED.get(tuple(p for p in error["loc"] if isinstance(p, str))[-2:])
+            if error["type"] == "extra_forbidden" and retired:
+                problems.append(Problem(_dotted(tuple(error["loc"])), retired))
+    # The rules read the typed config; where the schema refused a part they read the rest (every problem at once).
+    findings = rules.check(view(config) if config is not None else partial_view(raw))
     problems += [p for p in findings if p.severity == "error"]
     if problems or config is None:
         raise ConfigError(path, problems)

@@ -4,28 +4,17 @@ endpoint open to the whole internet."""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
-from hubspoke.config.raw import Problem, cidr_fields, default, enabled, net, regions, section
-from hubspoke.config.schema import ComputeConfig
+from hubspoke.config.sections import ConfigView, Problem
 from hubspoke.regions import REGIONS, partition_regions
 
-SERVICE_CIDR = default(ComputeConfig, "service_cidr")
 
-
-def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
+def vpc_cidrs_do_not_overlap(config: ConfigView) -> Iterator[Problem]:
     """Peered VPCs must not overlap (VPC peering guide); we check every pair, peered or not."""
     seen: list[tuple[str, ipaddress.IPv4Network]] = []
-    for path, region in regions(raw):
-        blocks = [(f"{path}.cidr", region.get("cidr"))]
-        secondary = region.get("secondary_cidrs")
-        if isinstance(secondary, list):
-            blocks += [(f"{path}.secondary_cidrs[{i}]", c) for i, c in enumerate(secondary)]
-        for field, value in blocks:
-            block = net(value)
-            if block is None:
-                continue
+    for region in config.regions():
+        for field, block in region.cidr_fields():
             for other_field, other in seen:
                 if block.overlaps(other):
                     yield Problem(
@@ -41,11 +30,11 @@ def vpc_cidrs_do_not_overlap(raw: Mapping[str, Any]) -> Iterator[Problem]:
     # (it is most likely the new one, and one block clashes with every cluster's default at once): one problem on
     # the block, a free block first. A service CIDR the config sets is the user's choice: the problem is on it.
     services: list[tuple[str, ipaddress.IPv4Network, bool]] = []
-    for path, region in regions(raw):
-        compute = section(region, "compute")
-        service = net(compute.get("service_cidr", SERVICE_CIDR))
-        if service is not None and enabled(compute):
-            services.append((path, service, "service_cidr" in compute))
+    for region in config.regions():
+        compute = region.compute
+        if compute is not None and compute.enabled:
+            service = ipaddress.IPv4Network(compute.service_cidr)
+            services.append((region.path, service, "service_cidr" in compute.model_fields_set))
     replaces = (
         "changing a deployed cluster's service_cidr replaces that EKS cluster (it is set only at creation)"
     )
@@ -101,12 +90,12 @@ def _free_service_cidr(taken: list[tuple[str, ipaddress.IPv4Network]]) -> str:
     return "a /16 of 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"
 
 
-def one_spoke_per_region(raw: Mapping[str, Any]) -> Iterator[Problem]:
-    hub_region = section(raw, "hub").get("region")
+def one_spoke_per_region(config: ConfigView) -> Iterator[Problem]:
+    hub_region = config.hub.region if config.hub is not None else None
     first: dict[str, str] = {}
-    for path, region in regions(raw):
-        code = region.get("region")
-        if path == "hub" or not isinstance(code, str):
+    for spoke in config.spokes:
+        path, code = spoke.path, spoke.region
+        if code is None:
             continue
         if code == hub_region:
             yield Problem(
@@ -122,46 +111,47 @@ def one_spoke_per_region(raw: Mapping[str, Any]) -> Iterator[Problem]:
             first[code] = path
 
 
-def az_ids_belong_to_region(raw: Mapping[str, Any]) -> Iterator[Problem]:
-    for path, region in regions(raw):
-        code = region.get("region", "")
-        facts = REGIONS.get(code)
+def az_ids_belong_to_region(config: ConfigView) -> Iterator[Problem]:
+    for region in config.regions():
+        path, code = region.path, region.region
+        facts = REGIONS.get(code) if code is not None else None
         if facts is None:
             # A Region botocore knows but hubspoke/regions.py does not: no default AZs to fall back on.
-            if isinstance(code, str) and code in partition_regions() and not region.get("az_ids"):
+            if code is not None and code in partition_regions() and not region.az_ids:
                 yield Problem(
                     f"{path}.az_ids",
                     f"hubspoke has no default AZ IDs for {code} (hubspoke/regions.py): list two, e.g. from "
                     f"`aws ec2 describe-availability-zones --region {code} --query AvailabilityZones[].ZoneId`",
                 )
             continue
-        az_ids = region.get("az_ids")
-        fields = (
-            [(f"{path}.az_ids[{i}]", v) for i, v in enumerate(az_ids)] if isinstance(az_ids, list) else []
-        )
-        fields.append((f"{path}.accelerator_az_id", region.get("accelerator_az_id")))
+        az_ids = region.az_ids
+        fields: list[tuple[str, str | None]] = [
+            (f"{path}.az_ids[{i}]", v) for i, v in enumerate(az_ids or [])
+        ]
+        fields.append((f"{path}.accelerator_az_id", region.accelerator_az_id))
         for field, value in fields:
-            if isinstance(value, str) and not facts.owns_az_id(value):
+            if value is not None and not facts.owns_az_id(value):
                 yield Problem(
                     field,
                     f"AZ ID '{value}' is not in {facts.code}; its AZ IDs look like {facts.default_az_ids[0]}",
                 )
-        if isinstance(az_ids, list) and len(set(az_ids)) != len(az_ids):
+        ids = [a for a in az_ids or [] if a is not None]
+        if len(set(ids)) != len(ids):
             yield Problem(f"{path}.az_ids", "lists an AZ ID twice; list each AZ once")
 
 
-def public_endpoint_not_open_to_world(raw: Mapping[str, Any]) -> Iterator[Problem]:
-    for path, region in regions(raw):
-        cidrs = section(region, "compute").get("public_access_cidrs")
-        for i, value in enumerate(cidrs if isinstance(cidrs, list) else []):
-            block = net(value)
-            if block is not None and block.prefixlen == 0:
+def public_endpoint_not_open_to_world(config: ConfigView) -> Iterator[Problem]:
+    for region in config.regions():
+        path = region.path
+        cidrs = region.compute.public_access_cidrs if region.compute is not None else []
+        for i, value in enumerate(cidrs):
+            if ipaddress.IPv4Network(value).prefixlen == 0:
                 yield Problem(
                     f"{path}.compute.public_access_cidrs[{i}]",
                     "opens the EKS API to the whole internet; list your admin network's CIDR instead",
                 )
-        admin = net(section(region, "storage").get("admin_cidr"))
-        if admin is not None and admin.prefixlen == 0:
+        admin = region.storage.admin_cidr if region.storage is not None else None
+        if admin is not None and ipaddress.IPv4Network(admin).prefixlen == 0:
             yield Problem(
                 f"{path}.storage.admin_cidr",
                 "opens SSH and the Qumulo REST API to the whole internet; use your admin network's CIDR",
@@ -185,11 +175,11 @@ _RESTRICTED_SECONDARY: tuple[tuple[ipaddress.IPv4Network | None, tuple[ipaddress
 _FIRST_TEN_15, _FIRST_TEN_16 = ipaddress.IPv4Network("10.0.0.0/15"), ipaddress.IPv4Network("10.0.0.0/16")
 
 
-def secondary_cidrs_associable(raw: Mapping[str, Any]) -> Iterator[Problem]:
+def secondary_cidrs_associable(config: ConfigView) -> Iterator[Problem]:
     """A secondary block AWS refuses to associate with the VPC's primary block fails the Network stack at deploy."""
-    for path, region in regions(raw):
-        blocks = cidr_fields(path, region)
-        if not blocks or blocks[0][0] != f"{path}.cidr":
+    for region in config.regions():
+        blocks = region.cidr_fields()
+        if not blocks or blocks[0][0] != f"{region.path}.cidr":
             continue
         primary = blocks[0][1]
         restricted = next(

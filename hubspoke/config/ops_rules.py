@@ -2,46 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
-from hubspoke.config.raw import Problem, enabled, regions, section
+from hubspoke.config.sections import ConfigView, Problem
 
 
-def _alarm_regions(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _alarm_regions(config: ConfigView) -> list[tuple[str, str]]:
     """(dotted path, Region code) of every Region whose stacks hold alarms (hubspoke/alarms.py planned_alarms):
-    the hub when it trains (its training alarms), a spoke whose CNQ caches the hub's (its Ops stack)."""
+    the hub when it trains (its training alarms), a spoke whose CNQ caches the hub's (its Ops stack). A Region
+    whose code, storage or compute section the schema refused is left out (the schema reports it)."""
     found = []
     hub_storage = False
-    for path, region in regions(raw):
-        code = region.get("region")
-        if not isinstance(code, str):
+    for region in config.regions():
+        code = region.region
+        if code is None:
             continue
-        if path == "hub":
-            hub_storage = enabled(section(region, "storage"))
-            if enabled(section(region, "compute")):
-                found.append((path, code))
-        elif hub_storage and enabled(section(region, "storage")):
-            found.append((path, code))
+        if region.is_hub:
+            hub_storage = region.storage is not None and region.storage.enabled
+            if region.compute is not None and region.compute.enabled:
+                found.append((region.path, code))
+        elif hub_storage and region.storage is not None and region.storage.enabled:
+            found.append((region.path, code))
     return found
 
 
-def _topic_region(arn: Any) -> str | None:
-    parts = arn.split(":") if isinstance(arn, str) else []
+def _topic_region(arn: str) -> str | None:
+    parts = arn.split(":")
     return parts[3] if len(parts) == 6 and parts[2] == "sns" else None
 
 
-def alarms_reach_somebody(raw: Mapping[str, Any]) -> Iterator[Problem]:
+def alarms_reach_somebody(config: ConfigView) -> Iterator[Problem]:
     """An alarm nobody hears is no alarm: every Region with alarms needs an address or a topic of its own Region.
 
     A topic receives only the alarms of its own Region: ASSUMED, no CloudWatch page we read says whether an alarm
     action may name a topic in another Region, so hubspoke never does (docs/operations.md, "Who is told").
     """
-    ops = section(raw, "ops")
-    emails = ops.get("alarm_emails") or []
-    topics = ops.get("alarm_topic_arns") or []
-    nobody = ops.get("alarms_notify_nobody") is True
-    alarm_regions = _alarm_regions(raw)
+    ops = config.ops
+    if ops is None:
+        return
+    emails, topics, nobody = ops.alarm_emails, ops.alarm_topic_arns, ops.alarms_notify_nobody
+    alarm_regions = _alarm_regions(config)
     topic_regions = {_topic_region(t) for t in topics} - {None}
     if nobody and (emails or topics):
         yield Problem(

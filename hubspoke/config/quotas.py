@@ -3,11 +3,10 @@ metric filters per log group. Past a quota CloudFormation fails mid-deploy; vali
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
-from hubspoke.config.raw import Problem, default, regions, section, vpc_cidrs
 from hubspoke.config.schema import QuotasConfig
+from hubspoke.config.sections import ConfigView, Problem, RegionView
 from hubspoke.ports import FROM_HUB, FROM_SPOKE
 
 # VPC quotas: active peering connections per VPC, default and hard maximum.
@@ -19,24 +18,23 @@ SECURITY_GROUP_RULES_QUOTA_CODE = "L-0EA8095F"
 # the rules quota may not exceed 1,000, so raising rules past 200 needs this one lowered first.
 SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE = "L-2AFB9258"
 RULES_TIMES_GROUPS_LIMIT = 1000
-DEFAULT_SECURITY_GROUP_RULES = default(QuotasConfig, "security_group_rules")
+DEFAULT_SECURITY_GROUP_RULES = QuotasConfig().security_group_rules
 MAX_SECURITY_GROUP_RULES = next(
     m.le for m in QuotasConfig.model_fields["security_group_rules"].metadata if hasattr(m, "le")
 )
 
 
 VPC_CIDR_BLOCKS_QUOTA_CODE = "L-83CA0A9D"
-DEFAULT_VPC_CIDR_BLOCKS = default(QuotasConfig, "vpc_cidr_blocks")
 
 
-def vpc_cidr_blocks_within_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
+def vpc_cidr_blocks_within_quota(config: ConfigView) -> Iterator[Problem]:
     """A VPC's primary and secondary blocks fit 'IPv4 CIDR blocks per VPC' (5 unless the config states more)."""
-    for path, region in regions(raw):
-        blocks = len(vpc_cidrs(region))
-        stated = section(region, "quotas").get("vpc_cidr_blocks")
-        allowed = stated if isinstance(stated, int) else DEFAULT_VPC_CIDR_BLOCKS
+    for region in config.regions():
+        if region.quotas is None:
+            continue
+        path, blocks, allowed = region.path, len(region.vpc_cidrs()), region.quotas.vpc_cidr_blocks
         if blocks > allowed:
-            code = region.get("region", "<region>")
+            code = region.region or "<region>"
             yield Problem(
                 f"{path}.secondary_cidrs",
                 f"{blocks} CIDR blocks on this VPC (the primary and {blocks - 1} secondary) exceed the quota of "
@@ -48,10 +46,13 @@ def vpc_cidr_blocks_within_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
 
 
 ROUTES_PER_ROUTE_TABLE_QUOTA_CODE = "L-93826ACB"
-DEFAULT_ROUTES_PER_ROUTE_TABLE = default(QuotasConfig, "routes_per_route_table")
 
 
-def private_route_table_routes(raw: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+def _by_path(config: ConfigView) -> dict[str, RegionView]:
+    return {region.path: region for region in config.regions()}
+
+
+def private_route_table_routes(config: ConfigView) -> dict[str, tuple[int, int]]:
     """(peer routes, other routes) of each Region's private route tables, hub first, then spokes in config order.
 
     Peer routes: one per peer CIDR over the peering (constructs/peering.py PeerSide): every spoke's blocks on the
@@ -60,38 +61,36 @@ def private_route_table_routes(raw: Mapping[str, Any]) -> dict[str, tuple[int, i
     count), the S3 gateway endpoint's route (constructs/vpc.py) and the default route to a NAT gateway unless
     `nat: none`.
     """
-    by_path = dict(regions(raw))
+    by_path = _by_path(config)
     if "hub" not in by_path:
         return {}
-    spoke_cidrs = sum(len(vpc_cidrs(r)) for path, r in by_path.items() if path != "hub")
-    hub_cidrs = len(vpc_cidrs(by_path["hub"]))
+    spoke_cidrs = sum(len(r.vpc_cidrs()) for path, r in by_path.items() if path != "hub")
+    hub_cidrs = len(by_path["hub"].vpc_cidrs())
     counts: dict[str, tuple[int, int]] = {}
     for path, region in by_path.items():
-        other = len(vpc_cidrs(region)) + 1 + (0 if region.get("nat") == "none" else 1)
+        other = len(region.vpc_cidrs()) + 1 + (0 if region.nat == "none" else 1)
         counts[path] = (spoke_cidrs if path == "hub" else hub_cidrs, other)
     return counts
 
 
-def routes_within_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
+def routes_within_quota(config: ConfigView) -> Iterator[Problem]:
     """Each private route table's routes fit 'Routes per route table' (50 unless the config states more).
 
     Past the quota the Link (hub side) or Network (spoke side) stack fails mid-deploy creating a route.
     """
-    by_path = dict(regions(raw))
-    for path, (peers, other) in private_route_table_routes(raw).items():
+    by_path = _by_path(config)
+    for path, (peers, other) in private_route_table_routes(config).items():
         region = by_path[path]
-        stated = section(region, "quotas").get("routes_per_route_table")
-        allowed = (
-            stated
-            if isinstance(stated, int) and not isinstance(stated, bool)
-            else DEFAULT_ROUTES_PER_ROUTE_TABLE
-        )
+        if region.quotas is None:
+            continue
+        allowed = region.quotas.routes_per_route_table
         needed = peers + other
         if needed <= allowed:
             continue
-        code = region.get("region", "<region>")
+        code = region.region or "<region>"
         whose = "every spoke CIDR" if path == "hub" else "every hub CIDR"
-        origin = "the quota this file states" if isinstance(stated, int) else "the AWS default"
+        stated = "routes_per_route_table" in region.quotas.model_fields_set
+        origin = "the quota this file states" if stated else "the AWS default"
         yield Problem(
             f"{path}.quotas.routes_per_route_table",
             f"each private route table in {code} needs {needed} routes ({peers} over the peering, one for {whose}, "
@@ -103,9 +102,8 @@ def routes_within_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
         )
 
 
-def peering_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
-    spokes = raw.get("spokes")
-    count = len(spokes) if isinstance(spokes, list) else 0
+def peering_quota(config: ConfigView) -> Iterator[Problem]:
+    count = config.spoke_count
     if count > PEERINGS_MAX_QUOTA:
         yield Problem(
             "spokes",
@@ -121,35 +119,40 @@ def peering_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
         )
 
 
-def peer_path_rules(raw: Mapping[str, Any]) -> dict[str, int]:
+def peer_path_rules(config: ConfigView) -> dict[str, int]:
     """Inbound rules each Region's cross-Region security group needs: one per peer CIDR and port (ports.py)."""
-    by_path = dict(regions(raw))
+    by_path = _by_path(config)
     if "hub" not in by_path:
         return {}
-    spoke_cidrs = sum(len(vpc_cidrs(r)) for path, r in by_path.items() if path != "hub")
+    spoke_cidrs = sum(len(r.vpc_cidrs()) for path, r in by_path.items() if path != "hub")
     # The hub first, then the spokes in config order: the order the findings are printed in.
     counts = {"hub": spoke_cidrs * len(FROM_SPOKE)}
-    counts.update({path: len(vpc_cidrs(by_path["hub"])) * len(FROM_HUB) for path in by_path if path != "hub"})
+    counts.update(
+        {path: len(by_path["hub"].vpc_cidrs()) * len(FROM_HUB) for path in by_path if path != "hub"}
+    )
     return counts
 
 
-def peer_path_rules_within_quota(raw: Mapping[str, Any]) -> Iterator[Problem]:
+def peer_path_rules_within_quota(config: ConfigView) -> Iterator[Problem]:
     """Every peer CIDR adds one rule per port to the other side's group; CloudFormation fails past the quota.
 
     The quota is per security group (Amazon VPC User Guide, "Amazon VPC quotas": 60 inbound rules by default,
     L-0EA8095F); a Link stack that would add the 61st rule fails at deploy time, after the spoke's network.
     """
-    by_path = dict(regions(raw))
-    for path, needed in peer_path_rules(raw).items():
+    by_path = _by_path(config)
+    for path, needed in peer_path_rules(config).items():
         region = by_path[path]
-        code = region.get("region", path)
-        quotas = section(region, "quotas")
-        quota = quotas.get("security_group_rules", DEFAULT_SECURITY_GROUP_RULES)
-        if not isinstance(quota, int) or isinstance(quota, bool) or needed <= quota:
+        code = region.region or path
+        quotas = region.quotas
+        if quotas is None or needed <= (quota := quotas.security_group_rules):
             continue
         peers = "every spoke CIDR" if path == "hub" else "every hub CIDR"
         ports = len(FROM_SPOKE) if path == "hub" else len(FROM_HUB)
-        stated = "the AWS default" if "security_group_rules" not in quotas else "the quota this file states"
+        stated = (
+            "the quota this file states"
+            if "security_group_rules" in quotas.model_fields_set
+            else "the AWS default"
+        )
         if needed > MAX_SECURITY_GROUP_RULES:
             yield Problem(
                 f"{path}.quotas.security_group_rules",

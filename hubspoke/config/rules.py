@@ -1,13 +1,11 @@
 """Rules that span fields (overlaps, duplicates, Region facts, quotas); each adds its findings to one list.
 
-Each topic has its module (network_rules, storage_rules, compute_rules, quotas, traffic_rules, ops_rules) reading the raw YAML
-(config/raw.py); this is the list they run in, in the order their messages are printed.
+Each topic has its module (network_rules, storage_rules, compute_rules, quotas, traffic_rules, ops_rules) reading
+the typed config, a refused part absent (config/sections.py); this is the list they run in, in the order their
+messages are printed.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from typing import Any
 
 from hubspoke.config.compute_rules import (
     compute_mounts_local_storage,
@@ -29,7 +27,7 @@ from hubspoke.config.quotas import (
     routes_within_quota,
     vpc_cidr_blocks_within_quota,
 )
-from hubspoke.config.raw import Problem, Rule
+from hubspoke.config.sections import ConfigView, Problem, Rule
 from hubspoke.config.storage_rules import (
     ami_pinned_in_one_region,
     buckets_follow_qumulos_rule,
@@ -84,5 +82,5 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def check(raw: Mapping[str, Any]) -> list[Problem]:
-    return [problem for rule in RULES for problem in rule(raw)]
+def check(config: ConfigView) -> list[Problem]:
+    return [problem for rule in RULES for problem in rule(config)]

@@ -110,7 +110,7 @@ ImageRef = Annotated[
 
 
 def effective_account(region_account: Any, environment_account: Any) -> Any:
-    """A Region's account: its own when set, else the environment's (raw YAML values or parsed ones)."""
+    """A Region's account: its own when set, else the environment's."""
     return region_account or environment_account
 
 
@@ -253,7 +253,7 @@ class StorageConfig(Model):
     """The Region's Cloud Native Qumulo cluster (hub or spoke)."""
 
     enabled: bool = Field(default=True, description="deploy a Cloud Native Qumulo cluster in this Region")
-    # Checked in rules.py. The reference hub ran 4 nodes.
+    # Checked in storage_rules.py. The reference hub ran 4 nodes.
     node_count: int = Field(default=4, description="1, or 3 to 24 (Qumulo's limits)")
     # i4i is in Qumulo's supported families and matches the reference hub's r5.8xlarge in vCPU and memory.
     instance_type: str = Field(
@@ -261,7 +261,7 @@ class StorageConfig(Model):
         description="outside Qumulo's supported families only a warning; `*.xlarge` sizes warn too "
         "(Qumulo supports them for development)",
     )
-    # Required with storage (rules.py): a deploy-time lookup would re-resolve on every update and replace every
+    # Required with storage (storage_rules.py): a deploy-time lookup would re-resolve on every update and replace every
     # node at once.
     ami_id: Annotated[str, Field(pattern=r"^ami-[0-9a-f]{8,17}$")] | None = Field(
         default=None,
@@ -270,7 +270,7 @@ class StorageConfig(Model):
         "deploy time: a new image would replace every node)",
         json_schema_extra=shown_as("required with storage"),
     )
-    # Required with storage (rules.py): there is no default release or staging bucket.
+    # Required with storage (storage_rules.py): there is no default release or staging bucket.
     qumulo_core: QumuloCoreConfig | None = Field(
         default=None,
         description="the Qumulo Core release the nodes install, staged in S3 the way Qumulo's guide says; keys below",
@@ -309,7 +309,7 @@ class StorageConfig(Model):
     dataset_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = Field(
         default="/dataset", description="the dataset directory (on a spoke: where the portal maps the hub's)"
     )
-    # Outside dataset_path (rules.py) so it is never part of the portal and FSDP checkpoint bursts never cross
+    # Outside dataset_path (storage_rules.py) so it is never part of the portal and FSDP checkpoint bursts never cross
     # the peering.
     checkpoint_path: Annotated[str, Field(pattern=r"^/[^\s]*$")] = Field(
         default="/checkpoints", description="Region-local checkpoint export, outside the portal"
@@ -378,7 +378,7 @@ class StorageConfig(Model):
         "module checks its per-type figure). No AWS figure is assumed",
     )
     # Default: Qumulo's own layout for instance_type (hubspoke.config.cnq_volumes); required for a type
-    # Qumulo publishes none for (rules.py).
+    # Qumulo publishes none for (storage_rules.py).
     cache_volumes: CacheVolumesConfig | None = Field(
         default=None,
         description="the EBS volumes of every node besides its 256 GiB boot volume; required for a type Qumulo's "
@@ -463,7 +463,7 @@ class ComputeConfig(Model):
         description="EKS version, one HyperPod supports; a deployed cluster moves one minor per deploy, so an "
         "environment states its version ([runbooks/compute.md](runbooks/compute.md#upgrading-kubernetes))",
     )
-    # Checked in rules.py: pods would lose the route to an overlapping VPC.
+    # Checked in network_rules.py: pods would lose the route to an overlapping VPC.
     service_cidr: Cidr = Field(
         default="172.20.0.0/16", description="Kubernetes service CIDR; must not overlap any VPC"
     )

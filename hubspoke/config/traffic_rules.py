@@ -1,28 +1,25 @@
 """Rules for the spokes' traffic metrics (hubspoke/flow_logs.py): their patterns must count the right bytes
-and fit one flow-log group. Same conventions as rules.py and raw.py (raw YAML mapping in, one Problem per finding)."""
+and fit one flow-log group. Same conventions as rules.py and sections.py (the typed config in, one Problem per
+finding)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
-from hubspoke.config.raw import Problem, cidr_fields, regions, vpc_cidrs
+from hubspoke.config.sections import ConfigView, Problem
 from hubspoke.flow_logs import LOG_GROUP_FILTER_QUOTA, MAX_FILTERS_PER_LOG_GROUP, traffic_patterns
 
 
-def hub_and_spokes_do_not_share_a_24(raw: Mapping[str, Any]) -> Iterator[Problem]:
+def hub_and_spokes_do_not_share_a_24(config: ConfigView) -> Iterator[Problem]:
     """Flow-log patterns match addresses as text, so a block smaller than /24 is matched as its whole /24
     (hubspoke/flow_logs.py): a hub block and a spoke block in one /24 would count each other's bytes."""
-    hub = raw.get("hub")
-    if not isinstance(hub, Mapping):
+    if config.hub is None:
         return
     hub_blocks = [
-        (f, n, n.supernet(new_prefix=24) if n.prefixlen > 24 else n) for f, n in cidr_fields("hub", hub)
+        (f, n, n.supernet(new_prefix=24) if n.prefixlen > 24 else n) for f, n in config.hub.cidr_fields()
     ]
-    for path, region in regions(raw):
-        if path == "hub":
-            continue
-        for field, net in cidr_fields(path, region):
+    for spoke in config.spokes:
+        for field, net in spoke.cidr_fields():
             widened = net.supernet(new_prefix=24) if net.prefixlen > 24 else net
             for hub_field, hub_net, hub_widened in hub_blocks:
                 if widened.overlaps(hub_widened) and not net.overlaps(hub_net):
@@ -34,13 +31,13 @@ def hub_and_spokes_do_not_share_a_24(raw: Mapping[str, Any]) -> Iterator[Problem
                     )
 
 
-def flow_log_filters_fit(raw: Mapping[str, Any]) -> Iterator[Problem]:
+def flow_log_filters_fit(config: ConfigView) -> Iterator[Problem]:
     """A spoke's traffic metrics (hubspoke/flow_logs.py) must fit the metric filters of one log group."""
-    hub = raw.get("hub")
-    hub_cidrs = vpc_cidrs(hub) if isinstance(hub, Mapping) else []
-    for where, region in regions(raw):
-        own = vpc_cidrs(region)
-        if where == "hub" or not own or not hub_cidrs or not isinstance(hub, Mapping):
+    hub = config.hub
+    hub_cidrs = hub.vpc_cidrs() if hub is not None else []
+    for region in config.spokes:
+        where, own = region.path, region.vpc_cidrs()
+        if not own or not hub_cidrs or hub is None:
             continue
         kinds = traffic_patterns(own_cidrs=own, hub_cidrs=hub_cidrs)
         # Bytes from and to the hub each need the hub's patterns; NFS replies need the spoke's own.
@@ -48,7 +45,7 @@ def flow_log_filters_fit(raw: Mapping[str, Any]) -> Iterator[Problem]:
         if hub_share + own_share <= MAX_FILTERS_PER_LOG_GROUP:
             continue
         blamed, blamed_path = (hub, "hub") if hub_share >= own_share else (region, where)
-        field = f"{blamed_path}.{'secondary_cidrs' if blamed.get('secondary_cidrs') else 'cidr'}"
+        field = f"{blamed_path}.{'secondary_cidrs' if blamed.secondary_cidrs else 'cidr'}"
         yield Problem(
             field,
             f"the traffic metrics of spoke {where} need {hub_share + own_share} metric filters on its flow-log "

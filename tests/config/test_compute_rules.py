@@ -68,6 +68,37 @@ def test_connectivity_check_on_one_node_is_refused_naming_the_field_and_both_fix
         load(write_config(tmp_path, _spoke(compute={"instance_groups": [group]})))
 
 
+def test_a_region_without_compute_does_not_stop_the_checks_of_the_next(tmp_path: Path) -> None:
+    """The hub runs no HyperPod (compute off); the spoke after it is still checked, for its Region and its groups."""
+    hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"enabled": False}}
+    lines = problems(tmp_path, minimal(hub=hub, spokes=[{"region": "af-south-1", "cidr": "10.20.0.0/16"}]))
+    assert any(
+        line.startswith("spokes[0].compute: SageMaker HyperPod is not offered in af-south-1")
+        for line in lines
+    )
+    spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "compute": {"instance_groups": [{"count": 1}]}}
+    lines = problems(tmp_path, minimal(hub=hub, spokes=[spoke]))
+    assert [line.split(": ", 1)[0] for line in lines] == [
+        "spokes[0].compute.instance_groups[0].on_start_deep_health_checks"
+    ]
+
+
+def test_a_region_hubspoke_does_not_know_is_a_warning_naming_preflight(tmp_path: Path) -> None:
+    """ap-east-2 is in botocore's endpoint data but not in hubspoke/regions.py: whether HyperPod runs there is
+    for `hubspoke preflight` to settle, so a warning on the Region's compute, not a refusal."""
+    spoke = {"region": "ap-east-2", "cidr": "10.30.0.0/16", "az_ids": ["ape2-az1", "ape2-az2"]}
+    loaded = load(write_config(tmp_path, minimal(spokes=[minimal()["spokes"][0], spoke])))
+    assert [(w.field, w.severity, w.message) for w in loaded.warnings] == [
+        (
+            "spokes[1].compute",
+            "warning",
+            "hubspoke does not know whether SageMaker HyperPod is offered in ap-east-2 (a Region newer than "
+            "hubspoke/regions.py): `hubspoke preflight` checks the account's HyperPod quotas there before you "
+            "deploy; set compute.enabled: false if it is not offered",
+        )
+    ]
+
+
 @pytest.mark.thorough
 def test_a_refused_config_exits_2_without_a_traceback(tmp_path: Path) -> None:
     """The CLI's answer to bad input: the message on stderr, exit code 2, no traceback."""

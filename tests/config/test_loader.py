@@ -161,7 +161,7 @@ def test_warnings_do_not_fail(tmp_path: Path) -> None:
 
 
 def test_cross_field_rules_use_the_schemas_defaults(tmp_path: Path) -> None:
-    """Rules read raw YAML, where an omitted or null key means the schema's default; they must agree with it.
+    """Rules read the typed config, where an omitted or null key is the schema's default; they must agree with it.
 
     A spoke with `account: null` is in the environment's account (as the schema parses it), so its CNQ
     portal is allowed; rules used to read the null as another account.
@@ -181,11 +181,76 @@ def test_cross_field_rules_use_the_schemas_defaults(tmp_path: Path) -> None:
         load(write_config(tmp_path, clash, "clash.yaml"))
 
 
-def test_rules_treat_an_omitted_enabled_as_the_schema_does() -> None:
-    """rules._enabled reads one default for both sections: the schema must keep them equal."""
-    from hubspoke.config.schema import ComputeConfig, StorageConfig
+def test_a_refused_section_hides_only_the_rules_that_need_it(tmp_path: Path) -> None:
+    """Every problem in one run (docs/design.md §3): a hub.storage.node_count the schema refuses (a word, not a
+    number) and two spokes whose VPC blocks overlap (VPC peering guide: peered VPCs need disjoint CIDRs) are
+    reported together, with the storage pins a new spoke still lacks; the hub's refused storage section is
+    absent to the rules, so none of them reports on it."""
+    data = minimal()
+    data["hub"]["storage"]["node_count"] = "four"
+    data["spokes"].append({"region": "eu-west-1", "cidr": "10.20.0.0/20"})
+    assert problems(tmp_path, data) == [
+        "hub.storage.node_count: input should be a valid integer, got str 'four'; expected see README.md, "
+        "'Configuration'",
+        "spokes[1].cidr: 10.20.0.0/20 overlaps spokes[0].cidr (10.20.0.0/16); peered VPCs need disjoint CIDRs: "
+        "pick a block outside 10.20.0.0/16",
+        "spokes[1].storage.ami_id: required with storage: pin a stock Ubuntu 24.04 LTS image for eu-west-1; "
+        "`hubspoke ami --region eu-west-1` prints the current one as the line to paste (ami_id: ami-...)",
+        "spokes[1].storage.qumulo_core: required with storage: the Qumulo Core release the nodes install and "
+        "where it is staged, e.g. {version: 7.10.2.1, install_uri: s3://my-bucket/my-prefix/qumulo-core-install/} "
+        "(docs/runbooks/qumulo-core.md)",
+    ]
 
-    assert StorageConfig().enabled is ComputeConfig().enabled is True
+
+def test_a_node_count_qumulo_refuses_and_an_overlap_are_reported_together(tmp_path: Path) -> None:
+    """Cloud Native Qumulo runs 1 node or 3 to 24 (storage_rules.cnq_node_count): 2 is a number the schema takes
+    and a rule refuses, beside a spoke overlapping the hub."""
+    data = minimal()
+    data["hub"]["storage"]["node_count"] = 2
+    data["spokes"][0]["cidr"] = "10.10.0.0/16"
+    assert problems(tmp_path, data) == [
+        "spokes[0].cidr: 10.10.0.0/16 overlaps hub.cidr (10.10.0.0/16); peered VPCs need disjoint CIDRs: pick a "
+        "block outside 10.10.0.0/16",
+        "hub.storage.node_count: 2 nodes: Cloud Native Qumulo runs 1 node or 3 to 24; use 1 or a number from 3 "
+        "to 24",
+    ]
+
+
+def test_an_unknown_key_does_not_hide_the_other_sections_findings(tmp_path: Path) -> None:
+    """A typo in a spoke's storage refuses that section alone: the spoke's CIDR overlap is still reported."""
+    data = minimal()
+    data["spokes"][0]["storage"]["bogus"] = 1
+    data["spokes"][0]["cidr"] = "10.10.0.0/16"
+    found = problems(tmp_path, data)
+    assert [line.split(": ", 1)[0] for line in found] == ["spokes[0].storage.bogus", "spokes[0].cidr"], found
+
+
+@pytest.mark.parametrize("name", ["dev.yaml", "smoke.yaml"])
+def test_a_valid_files_rules_read_the_same_from_its_parts(name: str) -> None:
+    """The rules see a valid file whole (sections.view) and a refused one part by part (sections.partial_view):
+    on a file both can read, the two must give the rules the same config, so the same findings."""
+    import yaml
+
+    from hubspoke.config import rules
+    from hubspoke.config.sections import partial_view, view
+
+    path = Path(__file__).resolve().parents[2] / "config" / name
+    loaded = load(path)
+    whole = rules.check(view(loaded.config))
+    assert rules.check(partial_view(yaml.safe_load(path.read_text()))) == whole
+    assert whole == list(loaded.warnings)
+
+
+def test_the_parts_carry_the_schemas_defaults() -> None:
+    """An omitted section is the schema's default in the partial view as in the model (StorageConfig() runs 4
+    nodes, README 'Configuration'), and a refused one is absent."""
+    from hubspoke.config.sections import partial_view
+
+    seen = partial_view({"hub": {"region": "us-east-2", "cidr": "banana", "quotas": {"vpc_cidr_blocks": 1}}})
+    assert seen.hub is not None
+    assert (seen.hub.region, seen.hub.cidr, seen.hub.quotas) == ("us-east-2", None, None)
+    assert seen.hub.storage is not None and seen.hub.storage.node_count == 4
+    assert seen.hub.nat == "single" and seen.spokes == () and seen.spoke_count == 0
 
 
 def test_flow_logs_kept_for_less_than_a_year_are_refused_before_synth(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Network rules at the cases no other test reached: duplicate AZ IDs, the accelerator AZ's Region, CNQ's admin
-CIDR open to the world, and raw YAML with one broken field next to a finding.
+CIDR open to the world, and a file with one field the schema refuses next to a finding.
 
 Sources: Amazon EC2 User Guide, "Availability Zone IDs" (an AZ ID names its Region: usw2-az1 is us-west-2's);
 docs/configuration.md (`storage.admin_cidr` opens SSH and the Qumulo REST API; `compute.public_access_cidrs`
@@ -13,6 +13,7 @@ from typing import Any
 
 from hubspoke.config import load
 from hubspoke.config.network_rules import az_ids_belong_to_region, vpc_cidrs_do_not_overlap
+from hubspoke.config.sections import partial_view
 from tests.config.test_loader import problems
 from tests.conftest import minimal, write_config
 
@@ -48,12 +49,12 @@ def test_the_eks_api_open_to_the_world_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_region_the_rule_cannot_place_does_not_hide_the_next_ones() -> None:
-    """Raw YAML: the schema reports the unknown Region; the AZ rule still checks the spokes after it."""
+    """The schema reports the unknown Region; the AZ rule still checks the spokes after it."""
     raw = {
         "hub": {"region": "xx-nowhere-1", "cidr": "10.10.0.0/16"},
         "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16", "az_ids": ["use2-az1"]}],
     }
-    assert [p.field for p in az_ids_belong_to_region(raw)] == ["spokes[0].az_ids[0]"]
+    assert [p.field for p in az_ids_belong_to_region(partial_view(raw))] == ["spokes[0].az_ids[0]"]
 
 
 def test_a_broken_primary_cidr_does_not_hide_an_overlapping_secondary() -> None:
@@ -61,7 +62,7 @@ def test_a_broken_primary_cidr_does_not_hide_an_overlapping_secondary() -> None:
         "hub": {"region": "us-east-2", "cidr": "not-a-cidr", "secondary_cidrs": ["10.20.0.0/16"]},
         "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16"}],
     }
-    [problem] = vpc_cidrs_do_not_overlap(raw)
+    [problem] = vpc_cidrs_do_not_overlap(partial_view(raw))
     assert problem.field == "spokes[0].cidr"
     assert problem.message.startswith("10.20.0.0/16 overlaps hub.secondary_cidrs[0] (10.20.0.0/16)")
 
@@ -125,3 +126,23 @@ def test_regions_aws_added_are_known_from_botocores_endpoint_data(tmp_path: Path
     assert any("HyperPod" in w.message and "ap-east-2" in w.message for w in loaded.warnings)
     typo = minimal(spokes=[{"region": "ap-southeast-66", "cidr": "10.30.0.0/16"}])
     assert any("did you mean ap-southeast-6" in p for p in problems(tmp_path, typo))
+
+
+def test_spokes_in_one_region_are_found_past_a_refused_hub_or_region() -> None:
+    """The schema reports the refused hub and spoke 0's unknown Region; spokes 1 and 2, both in us-west-2, are
+    still one spoke too many."""
+    from hubspoke.config.network_rules import one_spoke_per_region
+
+    raw = {
+        "hub": "nonsense",
+        "spokes": [
+            {"region": "xx-nowhere-1", "cidr": "10.20.0.0/16"},
+            {"region": "us-west-2", "cidr": "10.30.0.0/16"},
+            {"region": "us-west-2", "cidr": "10.40.0.0/16"},
+        ],
+    }
+    [problem] = one_spoke_per_region(partial_view(raw))
+    assert (problem.field, problem.message) == (
+        "spokes[2].region",
+        "us-west-2 is already a spoke at spokes[1]; one spoke per Region: merge or remove one",
+    )

@@ -184,3 +184,82 @@ def test_a_hub_that_loads_datasets_cannot_be_without_nat(tmp_path: Path) -> None
     data["dataset"] = {"source_buckets": ["c4-tokenized"]}
     lines = problems(tmp_path, data)
     assert any(line.startswith("hub.nat: none") and "nat: single" in line for line in lines), lines
+
+
+def test_a_refused_hub_storage_leaves_every_storage_rule_checking_the_spokes() -> None:
+    """Every problem at once (docs/design.md §3): the hub's storage section is refused by the schema (a word for
+    node_count), so no storage rule reads it, and each still checks the spokes after it. Spoke 0 breaks one
+    storage rule after another; the expected findings are the documented limits: 1 or 3 to 24 nodes, Qumulo's
+    families (not r5) and its *.xlarge development sizes, checkpoints outside the dataset, Qumulo Core 7.9.2.1
+    or newer, egress through NAT, node volumes spelled out for a type Qumulo publishes no layout for, at least
+    max(16, ceil(100 / 500)) = 16 buckets, 100 TB over 2 nodes of 10 TB each, a portal within one account.
+    Spoke 1 pins the AMI ID of spoke 0 (AMI IDs are per Region)."""
+    from hubspoke.config import rules
+    from hubspoke.config.sections import partial_view
+
+    broken = {
+        "node_count": 2,
+        "instance_type": "r5.xlarge",
+        "checkpoint_path": "/dataset/checkpoints",
+        "qumulo_core": {**QUMULO_CORE, "version": "7.1.0"},
+        "ami_id": "ami-0123456789abcdef0",
+    }
+    raw = {
+        "environment": "dev",
+        "account": "123456789012",
+        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16", "storage": {"node_count": "four"}},
+        "spokes": [
+            {"region": "us-west-2", "cidr": "10.20.0.0/16", "account": "210987654321", "nat": "none",
+             "storage": broken, "compute": {"enabled": False}},
+            {"region": "eu-west-1", "cidr": "10.30.0.0/16", "compute": {"enabled": False},
+             "storage": {"ami_id": "ami-0123456789abcdef0", "qumulo_core": {**QUMULO_CORE, "version": "7.1.0"},
+                         "bucket_count": 2, "capacity_per_node_tb": 10}},
+        ],
+        "ops": {"alarms_notify_nobody": True},
+    }  # fmt: skip
+    found = [(p.field, p.severity) for p in rules.check(partial_view(raw))]
+    assert found == [
+        ("spokes[0].storage.node_count", "error"),
+        ("spokes[0].storage.instance_type", "warning"),
+        ("spokes[0].storage", "error"),
+        ("spokes[0].storage.checkpoint_path", "error"),
+        ("spokes[1].storage.ami_id", "error"),
+        ("spokes[0].storage.qumulo_core.version", "error"),
+        ("spokes[1].storage.qumulo_core.version", "error"),
+        ("spokes[0].nat", "error"),
+        ("spokes[0].storage.cache_volumes", "error"),
+        ("spokes[1].storage.bucket_count", "warning"),
+        ("spokes[0].storage.instance_type", "warning"),
+        ("spokes[1].storage.soft_capacity_limit_tb", "error"),
+    ]
+
+
+def test_a_region_a_storage_rule_passes_over_does_not_end_its_checks() -> None:
+    """The hub pins neither image nor release, and the environment's account is refused by the schema (the hub
+    states its own, spoke 0 has none): the rules that pass over them still compare spoke 1 with spoke 0 (one AMI
+    ID in two Regions, two Qumulo Core releases across a portal) and refuse spoke 1's portal into another
+    account."""
+    from hubspoke.config import rules
+    from hubspoke.config.sections import partial_view
+
+    off = {"enabled": False}
+    raw = {
+        "environment": "dev",
+        "account": 5,
+        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16", "account": "123456789012", "storage": {},
+                "compute": off},
+        "spokes": [
+            {"region": "us-west-2", "cidr": "10.20.0.0/16", "compute": off,
+             "storage": {"ami_id": "ami-0123456789abcdef0", "qumulo_core": QUMULO_CORE}},
+            {"region": "eu-west-1", "cidr": "10.30.0.0/16", "account": "210987654321", "compute": off,
+             "storage": {"ami_id": "ami-0123456789abcdef0", "qumulo_core": {**QUMULO_CORE, "version": "7.10.2.2"}}},
+        ],
+        "ops": {"alarms_notify_nobody": True},
+    }  # fmt: skip
+    assert [p.field for p in rules.check(partial_view(raw))] == [
+        "spokes[1].storage",
+        "hub.storage.ami_id",
+        "hub.storage.qumulo_core",
+        "spokes[1].storage.ami_id",
+        "spokes[1].storage.qumulo_core.version",
+    ]
