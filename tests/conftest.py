@@ -110,6 +110,33 @@ def minimal(**overrides: Any) -> dict[str, Any]:
     return with_pins(data)
 
 
+# Topics of an existing alerting setup, one per Region of options() (ops.alarm_topic_arns).
+EAST_TOPIC = "arn:aws:sns:us-east-2:111122223333:on-call"
+WEST_TOPIC = "arn:aws:sns:us-west-2:111122223333:on-call"
+
+
+def options() -> dict[str, Any]:
+    """minimal() with several options that do not touch each other's resources, for the fast tier's tests of one
+    option each: they share this one whole-environment synth instead of one synth per option. Each test asserts
+    the value it reads here. Not for tests of defaults or of options that change the same resources.
+
+    - ops.alarm_topic_arns: EAST_TOPIC and WEST_TOPIC; ops.cache_hit_ratio_min_read_gb: 5;
+    - the spoke's EKS endpoint public to 198.51.100.0/24 (compute.public_access_cidrs);
+    - a hub /17 with a /25 secondary and a spoke /20: blocks that do not end on an octet.
+    """
+    return minimal(
+        hub={"region": "us-east-2", "cidr": "10.10.0.0/17", "secondary_cidrs": ["10.12.5.0/25"]},
+        spokes=[
+            {
+                "region": "us-west-2",
+                "cidr": "10.20.16.0/20",
+                "compute": {"public_access_cidrs": ["198.51.100.0/24"]},
+            }
+        ],
+        ops={"alarm_topic_arns": [EAST_TOPIC, WEST_TOPIC], "cache_hit_ratio_min_read_gb": 5},
+    )
+
+
 @functools.cache
 def code_fingerprint() -> str:
     """Everything a synth's output can depend on besides the config: the package (code, scripts, bundled

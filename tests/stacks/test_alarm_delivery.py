@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from hubspoke.config import HubSpokeConfig
-from tests.conftest import Templates, minimal, resources, synth
+from tests.conftest import Templates, options, resources, synth
 from tests.shapes import SHAPES
 
 CLOUDWATCH = "cloudwatch.amazonaws.com"
@@ -161,9 +161,10 @@ def test_every_alarm_of_every_shape_can_notify(shape: str, config_from: Any) -> 
 
 
 def test_alarms_also_reach_the_configs_topics_of_their_region(config_from: Any) -> None:
-    east = "arn:aws:sns:us-east-2:111122223333:on-call"
-    west = "arn:aws:sns:us-west-2:111122223333:on-call"
-    config = config_from(minimal(ops={"alarm_topic_arns": [east, west]}))
+    data = options()  # the shared synth of several options (tests/conftest.py)
+    east, west = "arn:aws:sns:us-east-2:111122223333:on-call", "arn:aws:sns:us-west-2:111122223333:on-call"
+    assert data["ops"]["alarm_topic_arns"] == [east, west]
+    config = config_from(data)
     templates = synth(config)
     assert _check_alarm_delivery(templates["ops-us-west-2"], "us-west-2", config.account, (east, west)) == 6
     assert (

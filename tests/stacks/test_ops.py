@@ -13,7 +13,7 @@ from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.canary.traffic import namespace as traffic_namespace
 from hubspoke.stacks.ops import CANARY_PORTS
 from hubspoke.topology import stack_name
-from tests.conftest import Shape, minimal, properties, synth
+from tests.conftest import Shape, minimal, options, properties, synth
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -233,9 +233,10 @@ def test_canary_asset_carries_the_sdk_and_its_handler() -> None:
 def test_existing_topics_receive_the_alarms_of_their_own_region(config_from: Any) -> None:
     """ops.alarm_topic_arns: each notifying alarm's ALARM and OK actions name the config's topic of its own Region
     (and the environment's own topic), never another Region's (config/ops_rules.py; ASSUMED there)."""
-    east = "arn:aws:sns:us-east-2:111122223333:on-call"
-    west = "arn:aws:sns:us-west-2:111122223333:on-call"
-    config = config_from(minimal(ops={"alarm_topic_arns": [east, west]}))
+    data = options()  # the shared synth of several options (tests/conftest.py)
+    east, west = "arn:aws:sns:us-east-2:111122223333:on-call", "arn:aws:sns:us-west-2:111122223333:on-call"
+    assert data["ops"]["alarm_topic_arns"] == [east, west] and not data["ops"].get("alarm_emails")
+    config = config_from(data)
     templates = synth(config)
     for sid, mine, other in (("ops-us-west-2", west, east), ("dashboard-us-east-2", east, west)):
         template = templates[sid]
