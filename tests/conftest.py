@@ -137,6 +137,30 @@ def options() -> dict[str, Any]:
     )
 
 
+def varied() -> dict[str, Any]:
+    """Two spokes with their own sizes, an admin CIDR, a read-write spoke without compute, a lower peer MTU, a
+    shorter wait, alarm e-mails and training floors: tests/stacks/test_storage.py's storage invariants and
+    tests/stacks/test_ops.py's e-mail and floor options share this one synth (neither touches the other's
+    resources; each test asserts the values it reads here)."""
+    return minimal(
+        inter_region_mtu=8000,
+        hub={"region": "us-east-2", "cidr": "10.10.0.0/16", "secondary_cidrs": ["100.64.0.0/20"],
+             "storage": {"node_count": 5, "instance_type": "i7i.4xlarge", "ami_id": "ami-0123456789abcdef0",
+                         "admin_cidr": "192.168.10.0/24", "formation_timeout_minutes": 40}},
+        spokes=[
+            {"region": "us-west-2", "cidr": "10.20.0.0/16", "storage": {"node_count": 3, "instance_type": "m6idn.8xlarge"}},
+            {"region": "eu-west-1", "cidr": "10.30.0.0/16", "portal": {"mode": "read_write", "eviction_free_threshold": 0.2},
+             "compute": {"enabled": False}},
+        ],
+        ops={
+            "alarm_emails": ["oncall@example.com"],
+            "gpu_utilization_floor_percent": 70,
+            "cache_hit_ratio_floor": 0.8,
+            "throughput_floor_fraction": 0.6,
+        },
+    )  # fmt: skip
+
+
 @functools.cache
 def code_fingerprint() -> str:
     """Everything a synth's output can depend on besides the config: the package (code, scripts, bundled
