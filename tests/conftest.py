@@ -47,6 +47,35 @@ def _share_botocore_loader() -> None:
 
 _share_botocore_loader()
 
+
+def _share_botocore_client_classes() -> None:
+    """One client class per service model and class-building handlers, instead of one per client: the CLI tests
+    create a few hundred clients, and building a client's class (a method and docstring object per operation,
+    botocore/client.py ClientCreator._create_client_class) was a quarter of their time. The class is a function
+    of the service model and of what the `creating-client-class.<service>` handlers add, so both are the key
+    (a session whose handlers differ, as boto3's for S3, gets its own class); the model stays referenced, so
+    its id is never reused. Each method's docstring keeps the first session's emitter, read only for docs."""
+    import botocore.client
+
+    build = botocore.client.ClientCreator._create_client_class
+    classes: dict[tuple[Any, ...], tuple[Any, type]] = {}
+
+    def shared(self: Any, service_name: str, service_model: Any) -> type:
+        emitter = self._event_emitter
+        event = f"creating-client-class.{service_model.service_id.hyphenize()}"
+        aliased = emitter._alias_event_name(event) if hasattr(emitter, "_alias_event_name") else event
+        handlers = tuple(getattr(emitter, "_emitter", emitter)._handlers.prefix_search(aliased))
+        model = service_model._service_description
+        key = (service_name, id(model), handlers)
+        if key not in classes:
+            classes[key] = (model, build(self, service_name, service_model))
+        return classes[key][1]
+
+    botocore.client.ClientCreator._create_client_class = shared  # type: ignore[method-assign]
+
+
+_share_botocore_client_classes()
+
 Templates = dict[str, dict[str, Any]]
 _SYNTH_CACHE: dict[str, Templates] = {}
 _WARNINGS: dict[str, list[str]] = {}
