@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from hubspoke.config import HubSpokeConfig
-from tests.conftest import Templates, options, resources, synth
+from tests.conftest import Templates, options, resources, synth, varied
 from tests.shapes import SHAPES
 
 CLOUDWATCH = "cloudwatch.amazonaws.com"
@@ -154,14 +154,15 @@ def test_every_dev_alarm_can_notify(dev_config: HubSpokeConfig, dev_templates: T
 @pytest.mark.parametrize(
     "shape",
     # The shapes in the thorough tier, as every shape-wide invariant (tests/conftest.py shape_params); the fast
-    # tier checks the verify tests' two-spoke environment, a second spoke without storage or compute, whose
-    # synth the fast tier makes anyway.
-    ["two-spokes", *(pytest.param(name, marks=pytest.mark.thorough) for name in sorted(SHAPES))],
+    # tier checks two environments whose synths it makes anyway: the verify tests' (a second spoke without
+    # storage or compute) and the storage tests' varied one (a second spoke with storage and without compute).
+    ["two-spokes", "varied", *(pytest.param(name, marks=pytest.mark.thorough) for name in sorted(SHAPES))],
 )
 def test_every_alarm_of_every_shape_can_notify(shape: str, config_from: Any) -> None:
     from tests.cli.verify_fixtures import TWO_SPOKES
 
-    config = config_from(TWO_SPOKES if shape == "two-spokes" else SHAPES[shape])
+    fast = {"two-spokes": TWO_SPOKES, "varied": varied()}
+    config = config_from(fast.get(shape) or SHAPES[shape])
     for sid, template in synth(config).items():
         region = sid.split("-", 1)[1]
         if sid.startswith(("ops-", "dashboard-")):
