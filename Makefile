@@ -70,12 +70,13 @@ test: setup lint
 	@$(MAKE) --no-print-directory -j2 --output-sync=target typecheck test-fast
 
 # --dist loadfile: each test file runs in one worker, so a module's fixtures (a deployed fake world, a synth to
-# a directory) are built once, not once in each worker that gets some of its tests.
+# a directory) are built once, not once in each worker that gets some of its tests. The thorough tier keeps
+# xdist's default: its balance with whole files per worker is not measured.
 test-fast: setup
 	pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -m "not thorough"
 
 test-thorough: setup
-	HYPOTHESIS_PROFILE=thorough pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --hypothesis-show-statistics
+	HYPOTHESIS_PROFILE=thorough pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --hypothesis-show-statistics
 
 # mutmut over each module against its own tests (tools/mutation.py): the score per module and file, reviewed
 # equivalent mutants subtracted (tools/mutation_equivalents.txt); fails if a module scores below 90 %. Slow (tens
