@@ -74,8 +74,11 @@ export MYPY_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hubspoke/mypy
 test: setup lint
 	@$(MAKE) --no-print-directory -j2 --output-sync=target typecheck test-fast
 
+# --dist loadfile: each test file runs in one worker, so a module's fixtures (a deployed fake world, a synth to
+# a directory) are built once, not once in each worker that gets some of its tests. The thorough tier keeps
+# xdist's default: its balance with whole files per worker is not measured.
 test-fast: setup
-	pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) -m "not thorough"
+	pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -m "not thorough"
 
 test-thorough: setup
 	HYPOTHESIS_PROFILE=thorough pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --hypothesis-show-statistics

@@ -47,6 +47,35 @@ def _share_botocore_loader() -> None:
 
 _share_botocore_loader()
 
+
+def _share_botocore_client_classes() -> None:
+    """One client class per service model and class-building handlers, instead of one per client: the CLI tests
+    create a few hundred clients, and building a client's class (a method and docstring object per operation,
+    botocore/client.py ClientCreator._create_client_class) was a quarter of their time. The class is a function
+    of the service model and of what the `creating-client-class.<service>` handlers add, so both are the key
+    (a session whose handlers differ, as boto3's for S3, gets its own class); the model stays referenced, so
+    its id is never reused. Each method's docstring keeps the first session's emitter, read only for docs."""
+    import botocore.client
+
+    build = botocore.client.ClientCreator._create_client_class
+    classes: dict[tuple[Any, ...], tuple[Any, type]] = {}
+
+    def shared(self: Any, service_name: str, service_model: Any) -> type:
+        emitter = self._event_emitter
+        event = f"creating-client-class.{service_model.service_id.hyphenize()}"
+        aliased = emitter._alias_event_name(event) if hasattr(emitter, "_alias_event_name") else event
+        handlers = tuple(getattr(emitter, "_emitter", emitter)._handlers.prefix_search(aliased))
+        model = service_model._service_description
+        key = (service_name, id(model), handlers)
+        if key not in classes:
+            classes[key] = (model, build(self, service_name, service_model))
+        return classes[key][1]
+
+    botocore.client.ClientCreator._create_client_class = shared  # type: ignore[method-assign]
+
+
+_share_botocore_client_classes()
+
 Templates = dict[str, dict[str, Any]]
 _SYNTH_CACHE: dict[str, Templates] = {}
 _WARNINGS: dict[str, list[str]] = {}
@@ -108,6 +137,57 @@ def minimal(**overrides: Any) -> dict[str, Any]:
     }
     data.update(overrides)
     return with_pins(data)
+
+
+# Topics of an existing alerting setup, one per Region of options() (ops.alarm_topic_arns).
+EAST_TOPIC = "arn:aws:sns:us-east-2:111122223333:on-call"
+WEST_TOPIC = "arn:aws:sns:us-west-2:111122223333:on-call"
+
+
+def options() -> dict[str, Any]:
+    """minimal() with several options that do not touch each other's resources, for the fast tier's tests of one
+    option each: they share this one whole-environment synth instead of one synth per option. Each test asserts
+    the value it reads here. Not for tests of defaults or of options that change the same resources.
+
+    - ops.alarm_topic_arns: EAST_TOPIC and WEST_TOPIC; ops.cache_hit_ratio_min_read_gb: 5;
+    - the spoke's EKS endpoint public to 198.51.100.0/24 (compute.public_access_cidrs);
+    - a hub /17 with a /25 secondary and a spoke /20: blocks that do not end on an octet.
+    """
+    return minimal(
+        hub={"region": "us-east-2", "cidr": "10.10.0.0/17", "secondary_cidrs": ["10.12.5.0/25"]},
+        spokes=[
+            {
+                "region": "us-west-2",
+                "cidr": "10.20.16.0/20",
+                "compute": {"public_access_cidrs": ["198.51.100.0/24"]},
+            }
+        ],
+        ops={"alarm_topic_arns": [EAST_TOPIC, WEST_TOPIC], "cache_hit_ratio_min_read_gb": 5},
+    )
+
+
+def varied() -> dict[str, Any]:
+    """Two spokes with their own sizes, an admin CIDR, a read-write spoke without compute, a lower peer MTU, a
+    shorter wait, alarm e-mails and training floors: tests/stacks/test_storage.py's storage invariants and
+    tests/stacks/test_ops.py's e-mail and floor options share this one synth (neither touches the other's
+    resources; each test asserts the values it reads here)."""
+    return minimal(
+        inter_region_mtu=8000,
+        hub={"region": "us-east-2", "cidr": "10.10.0.0/16", "secondary_cidrs": ["100.64.0.0/20"],
+             "storage": {"node_count": 5, "instance_type": "i7i.4xlarge", "ami_id": "ami-0123456789abcdef0",
+                         "admin_cidr": "192.168.10.0/24", "formation_timeout_minutes": 40}},
+        spokes=[
+            {"region": "us-west-2", "cidr": "10.20.0.0/16", "storage": {"node_count": 3, "instance_type": "m6idn.8xlarge"}},
+            {"region": "eu-west-1", "cidr": "10.30.0.0/16", "portal": {"mode": "read_write", "eviction_free_threshold": 0.2},
+             "compute": {"enabled": False}},
+        ],
+        ops={
+            "alarm_emails": ["oncall@example.com"],
+            "gpu_utilization_floor_percent": 70,
+            "cache_hit_ratio_floor": 0.8,
+            "throughput_floor_fraction": 0.6,
+        },
+    )  # fmt: skip
 
 
 @functools.cache

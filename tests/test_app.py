@@ -77,27 +77,47 @@ def test_cdk_synth_fails_on_an_unacknowledged_finding(tmp_path: Path) -> None:
     assert codes["hubspoke"] != 0
 
 
+# Both apps of the fast twin in one process (one Python and jsii start-up instead of two): the plain App first,
+# which must synthesize under the CLI's context, then new_app, which must stop.
+_BOTH_APPS_WITH_A_FINDING = """
+import sys
+from aws_cdk import App, Stack, Stage, Validations
+from aws_cdk import aws_lambda as lambda_
+from hubspoke.policy.control_tower import ControlTowerControls
+from hubspoke.stage import new_app, synth_or_exit
+
+def with_a_finding(app):
+    stage = Stage(app, "Env")
+    stack = Stack(stage, "S")
+    lambda_.Function(stack, "Outside", runtime=lambda_.Runtime.PYTHON_3_12, handler="index.handler",
+                     code=lambda_.Code.from_inline("def handler(event, context): pass"))
+    Validations.of(stage).add_plugins(ControlTowerControls())
+    return app
+
+with_a_finding(App(outdir=sys.argv[1])).synth()
+print("the plain app synthesized", file=sys.stderr)
+synth_or_exit(with_a_finding(new_app(outdir=sys.argv[2])))
+"""
+
+
 def test_new_app_fails_on_a_finding_under_the_context_the_cdk_cli_passes(tmp_path: Path) -> None:
     """The fast tier's twin of the CLI test above, without the CLI: the app run as the pinned CDK CLI runs it,
     with "@aws-cdk/core:failSynthOnValidationErrors": false in CDK_CONTEXT_JSON (aws-cdk 2.1148.1,
     lib/index.js contextFromSettings; aws-cdk-lib's App reads CDK_CONTEXT_JSON when it is constructed). A plain
     App then synthesizes despite the finding; new_app must still stop."""
-    program = tmp_path / "app_with_a_finding.py"
-    program.write_text(_APP_WITH_A_FINDING)
+    program = tmp_path / "apps_with_a_finding.py"
+    program.write_text(_BOTH_APPS_WITH_A_FINDING)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTHONPATH"] = str(ROOT)
     env["CDK_CONTEXT_JSON"] = '{"@aws-cdk/core:failSynthOnValidationErrors": false}'
-    codes = {}
-    for app in ("plain", "hubspoke"):
-        env["CDK_OUTDIR"] = str(tmp_path / f"out-{app}")
-        result = subprocess.run(
-            [sys.executable, str(program), app],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        codes[app] = result.returncode
-    assert codes == {"plain": 0, "hubspoke": 1}, result.stderr[-2000:]
+    result = subprocess.run(
+        [sys.executable, str(program), str(tmp_path / "out-plain"), str(tmp_path / "out-hubspoke")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "the plain app synthesized" in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 1, result.stderr[-2000:]
     assert "CT.LAMBDA.PR.3" in result.stderr and "Traceback" not in result.stderr, result.stderr[-2000:]

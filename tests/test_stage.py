@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from hubspoke.config import HubSpokeConfig
-from tests.conftest import synth
+from hubspoke.config import HubSpokeConfig, load
+from tests.cli.verify_fixtures import TWO_SPOKES
+from tests.conftest import synth, write_config
 
 
 def topology(*spokes: tuple[str, str]) -> dict[str, Any]:
@@ -19,6 +20,7 @@ def topology(*spokes: tuple[str, str]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.thorough
 def test_adding_and_removing_a_spoke_changes_no_other_template(config_from: Any) -> None:
     one = synth(config_from(topology(("us-west-2", "10.20.0.0/16"))))
     two = synth(config_from(topology(("us-west-2", "10.20.0.0/16"), ("eu-west-1", "10.30.0.0/16"))))
@@ -31,6 +33,19 @@ def test_adding_and_removing_a_spoke_changes_no_other_template(config_from: Any)
         assert one[sid] == two[sid], f"{sid} changed when a spoke was added"
     for sid in (s for s in other if not s.startswith("dashboard-")):
         assert other[sid] == two[sid], f"{sid} changed when a spoke was removed"
+
+
+def test_adding_a_spoke_changes_no_other_template(tmp_path: Any) -> None:
+    """The fast tier's twin of the test above, one synth instead of three: the verify tests' two-spoke
+    environment (synthesized once per run for them) against the same environment without its second spoke."""
+    two = synth(load(write_config(tmp_path, TWO_SPOKES, "two.yaml")).config)
+    first = {**TWO_SPOKES, "spokes": TWO_SPOKES["spokes"][:1]}
+    assert first["spokes"][0]["region"] == "us-west-2"
+    one = synth(load(write_config(tmp_path, first, "one.yaml")).config)
+    added = set(two) - set(one)
+    assert added and all(sid.endswith("eu-west-1") for sid in added) and not set(one) - set(two)
+    for sid in (s for s in one if not s.startswith("dashboard-")):
+        assert one[sid] == two[sid], f"{sid} changed when a spoke was added"
 
 
 def test_a_planned_kind_without_a_builder_is_an_error(
@@ -73,6 +88,7 @@ def _refreshed(config: HubSpokeConfig, token: str | None) -> dict[str, set[str]]
     return handles
 
 
+@pytest.mark.thorough
 def test_a_refresh_token_makes_every_stack_an_update_and_no_token_leaves_templates_alone(
     dev_config: HubSpokeConfig,
 ) -> None:
@@ -81,5 +97,41 @@ def test_a_refresh_token_makes_every_stack_an_update_and_no_token_leaves_templat
     logical ID follows the token, and a new token is always a change."""
     plain, first, second = (_refreshed(dev_config, t) for t in (None, "1764500000", "1764500060"))
     assert all(not ids for ids in plain.values())
-    assert all(len(ids) == 1 for ids in first.values()) and first.keys() == plain.keys()
+    assert all(len(ids) == 1 for ids in first.values()), first
+    assert first.keys() == plain.keys()
+    assert all(first[sid] != second[sid] for sid in first)
+
+
+def test_a_refresh_token_gives_every_planned_stack_one_handle_named_after_it(
+    dev_config: HubSpokeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast tier's twin of the test above, without synthesizing: every builder replaced by one that makes an
+    empty stack, so what is left is the Stage's own loop and its refresh (the whole synth's oracle holds for
+    the resources it adds)."""
+    from aws_cdk import CfnResource, Stack
+
+    from hubspoke import stage
+
+    for kind in list(stage.BUILDERS):
+        monkeypatch.setitem(stage.BUILDERS, kind, lambda scope, plan, *, config: Stack(scope, plan.id))
+
+    def handles(token: str | None) -> dict[str, set[str]]:
+        app = stage.new_app()
+        if token:
+            app.node.set_context("refresh", token)
+        built = stage.HubSpokeStage(app, config=dev_config)
+        return {
+            sid: {
+                c.node.id
+                for c in s.node.children
+                if isinstance(c, CfnResource)
+                and c.cfn_resource_type == "AWS::CloudFormation::WaitConditionHandle"
+            }
+            for sid, s in built.stacks.items()
+        }
+
+    plain, first, second = (handles(t) for t in (None, "1764500000", "1764500060"))
+    assert len(plain) > 1 and all(not ids for ids in plain.values())
+    assert all(len(ids) == 1 for ids in first.values()), first
+    assert first.keys() == plain.keys()
     assert all(first[sid] != second[sid] for sid in first)

@@ -28,7 +28,7 @@ import pytest
 
 from hubspoke import compute_metrics, training_metrics
 from hubspoke.config import HubSpokeConfig
-from tests.conftest import Templates, minimal, properties, synth
+from tests.conftest import Templates, minimal, options, properties, synth
 from tests.fakes.clock import ManualClock
 from tests.fakes.cloudwatch_alarm import (
     Series,
@@ -432,7 +432,9 @@ def test_hit_ratio_metric_alarm(
 def test_hit_ratio_minimum_read_volume_comes_from_config(
     config_from: Callable[[dict[str, Any]], HubSpokeConfig],
 ) -> None:
-    templates = synth(config_from(minimal(ops={"cache_hit_ratio_min_read_gb": 5})))
+    data = options()  # the shared synth of several options (tests/conftest.py)
+    assert data["ops"]["cache_hit_ratio_min_read_gb"] == 5
+    templates = synth(config_from(data))
     for props in ratio_alarms(templates):
         # 10 MB/s is 3 GB per period: under the configured 5 GB, so no ratio, even at 0 % hits.
         assert "ALARM" not in judged(props, periods(lambda t: reading(10e6, miss=1.0), 10), 10)

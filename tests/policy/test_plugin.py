@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -11,6 +14,40 @@ from hubspoke.policy.acks import acknowledge
 from hubspoke.stage import HubSpokeStage, new_app
 
 
+def _network_only_stage(config: HubSpokeConfig, outdir: str) -> tuple[App, HubSpokeStage]:
+    """dev's Stage with its real network, peer-access and link stacks and every other stack empty: the plugins
+    judge what the Stage holds, and the network stacks alone cost a third of a whole synth."""
+    from hubspoke import stage
+
+    real = dict(stage.BUILDERS)
+    for kind in ("storage", "compute", "ops", "dashboard"):
+        stage.BUILDERS[kind] = lambda scope, plan, *, config: Stack(scope, plan.id)
+    try:
+        app = new_app(outdir=outdir)
+        return app, HubSpokeStage(app, config=config)
+    finally:
+        stage.BUILDERS.update(real)
+
+
+def test_world_open_security_group_stops_synth_of_the_network_stacks(
+    dev_config: HubSpokeConfig, tmp_path: Path
+) -> None:
+    """The fast tier's twin of the whole-environment test below: the same Stage, plugins and planted rule over
+    dev's network stacks. Every violation the report lists is on the planted group, so it alone stops synth."""
+    app, stage = _network_only_stage(dev_config, str(tmp_path / "open"))
+    sg = stage.stacks["network-us-east-2"].node.find_child("PeerPath")
+    assert isinstance(sg, ec2.SecurityGroup)
+    sg.add_ingress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(22))
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+    report = json.loads((tmp_path / "open" / "validation-report.json").read_text())
+    violations = [v for plugin in report["pluginReports"] for v in plugin["violations"]]
+    assert {"AwsSolutions-EC23", "HubSpoke-NoWorldIngress"} <= {v["ruleName"] for v in violations}
+    paths = {c["constructPath"] for v in violations for c in v["violatingConstructs"]}
+    assert paths == {f"{stage.stage_name}/network-us-east-2/PeerPath/Resource"}, paths
+
+
+@pytest.mark.thorough
 def test_world_open_security_group_stops_synth(dev_config: HubSpokeConfig, tmp_path) -> None:  # type: ignore[no-untyped-def]
     app = new_app(outdir=str(tmp_path))
     stage = HubSpokeStage(app, config=dev_config)

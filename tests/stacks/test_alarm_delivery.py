@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from hubspoke.config import HubSpokeConfig
-from tests.conftest import Templates, minimal, resources, synth
+from tests.conftest import Templates, options, resources, synth, varied
 from tests.shapes import SHAPES
 
 CLOUDWATCH = "cloudwatch.amazonaws.com"
@@ -151,9 +151,18 @@ def test_every_dev_alarm_can_notify(dev_config: HubSpokeConfig, dev_templates: T
     assert counted == {"ops-us-west-2": 6, "dashboard-us-east-2": 3}
 
 
-@pytest.mark.parametrize("shape", sorted(SHAPES))
+@pytest.mark.parametrize(
+    "shape",
+    # The shapes in the thorough tier, as every shape-wide invariant (tests/conftest.py shape_params); the fast
+    # tier checks two environments whose synths it makes anyway: the verify tests' (a second spoke without
+    # storage or compute) and the storage tests' varied one (a second spoke with storage and without compute).
+    ["two-spokes", "varied", *(pytest.param(name, marks=pytest.mark.thorough) for name in sorted(SHAPES))],
+)
 def test_every_alarm_of_every_shape_can_notify(shape: str, config_from: Any) -> None:
-    config = config_from(SHAPES[shape])
+    from tests.cli.verify_fixtures import TWO_SPOKES
+
+    fast = {"two-spokes": TWO_SPOKES, "varied": varied()}
+    config = config_from(fast.get(shape) or SHAPES[shape])
     for sid, template in synth(config).items():
         region = sid.split("-", 1)[1]
         if sid.startswith(("ops-", "dashboard-")):
@@ -161,9 +170,10 @@ def test_every_alarm_of_every_shape_can_notify(shape: str, config_from: Any) -> 
 
 
 def test_alarms_also_reach_the_configs_topics_of_their_region(config_from: Any) -> None:
-    east = "arn:aws:sns:us-east-2:111122223333:on-call"
-    west = "arn:aws:sns:us-west-2:111122223333:on-call"
-    config = config_from(minimal(ops={"alarm_topic_arns": [east, west]}))
+    data = options()  # the shared synth of several options (tests/conftest.py)
+    east, west = "arn:aws:sns:us-east-2:111122223333:on-call", "arn:aws:sns:us-west-2:111122223333:on-call"
+    assert data["ops"]["alarm_topic_arns"] == [east, west]
+    config = config_from(data)
     templates = synth(config)
     assert _check_alarm_delivery(templates["ops-us-west-2"], "us-west-2", config.account, (east, west)) == 6
     assert (

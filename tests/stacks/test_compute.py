@@ -18,7 +18,7 @@ from hubspoke.config.schema import DatasetConfig
 from hubspoke.k8s.job import JOB_KINDS, training_job
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
 from hubspoke.topology import plan_stacks, stack_name
-from tests.conftest import ROOT, Shape, Templates, minimal, resources, synth
+from tests.conftest import ROOT, Shape, Templates, options, resources, synth
 
 # Any image pinned by digest: these tests read the job's arguments, not its image.
 ANY_IMAGE = "registry.example/train@sha256:" + "ab" * 32
@@ -342,8 +342,9 @@ def test_listed_public_access_cidrs_open_the_endpoint_and_still_synthesize(confi
     """README: `compute.public_access_cidrs` makes the EKS API endpoint public to those CIDRs only. Control Tower's
     CT.EKS.PR.1 (ct-eks-pr-1.guard) wants EndpointPublicAccess false, so a synth that runs it (every synth here)
     must carry the acknowledgment, and only when CIDRs are listed (the dev shape lists none and is private)."""
-    data = minimal()
-    data["spokes"][0]["compute"] = {"public_access_cidrs": ["198.51.100.0/24"]}
+    data = options()  # the shared synth of several options (tests/conftest.py)
+    assert data["spokes"][0]["compute"] == {"public_access_cidrs": ["198.51.100.0/24"]}
+    assert data["hub"]["region"] == "us-east-2" and "compute" not in data["hub"]
     built = synth(config_from(data))
     for code, public in (("us-west-2", True), ("us-east-2", False)):
         (cluster,) = [

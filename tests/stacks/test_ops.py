@@ -13,7 +13,7 @@ from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.canary.traffic import namespace as traffic_namespace
 from hubspoke.stacks.ops import CANARY_PORTS
 from hubspoke.topology import stack_name
-from tests.conftest import Shape, minimal, properties, synth
+from tests.conftest import Shape, options, properties, synth, varied
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -172,20 +172,18 @@ def test_every_alarm_reads_a_metric_that_something_publishes(shape: Shape) -> No
 
 
 def test_alarm_emails_subscribe_and_floors_come_from_config(config_from: Any) -> None:
-    config = config_from(
-        minimal(
-            spokes=[
-                {"region": "us-west-2", "cidr": "10.20.0.0/16"},
-                {"region": "eu-west-1", "cidr": "10.30.0.0/16", "compute": {"enabled": False}},
-            ],
-            ops={
-                "alarm_emails": ["oncall@example.com"],
-                "gpu_utilization_floor_percent": 70,
-                "cache_hit_ratio_floor": 0.8,
-                "throughput_floor_fraction": 0.6,
-            },
-        )
-    )
+    data = varied()  # the storage tests' synth (tests/conftest.py), with these options
+    assert data["ops"] == {
+        "alarm_emails": ["oncall@example.com"],
+        "gpu_utilization_floor_percent": 70,
+        "cache_hit_ratio_floor": 0.8,
+        "throughput_floor_fraction": 0.6,
+    }
+    assert [(s["region"], s.get("compute")) for s in data["spokes"]] == [
+        ("us-west-2", None),
+        ("eu-west-1", {"enabled": False}),
+    ]
+    config = config_from(data)
     templates = synth(config)
     for spoke in ("us-west-2", "eu-west-1"):
         ops = templates[f"ops-{spoke}"]
@@ -233,9 +231,10 @@ def test_canary_asset_carries_the_sdk_and_its_handler() -> None:
 def test_existing_topics_receive_the_alarms_of_their_own_region(config_from: Any) -> None:
     """ops.alarm_topic_arns: each notifying alarm's ALARM and OK actions name the config's topic of its own Region
     (and the environment's own topic), never another Region's (config/ops_rules.py; ASSUMED there)."""
-    east = "arn:aws:sns:us-east-2:111122223333:on-call"
-    west = "arn:aws:sns:us-west-2:111122223333:on-call"
-    config = config_from(minimal(ops={"alarm_topic_arns": [east, west]}))
+    data = options()  # the shared synth of several options (tests/conftest.py)
+    east, west = "arn:aws:sns:us-east-2:111122223333:on-call", "arn:aws:sns:us-west-2:111122223333:on-call"
+    assert data["ops"]["alarm_topic_arns"] == [east, west] and not data["ops"].get("alarm_emails")
+    config = config_from(data)
     templates = synth(config)
     for sid, mine, other in (("ops-us-west-2", west, east), ("dashboard-us-east-2", east, west)):
         template = templates[sid]

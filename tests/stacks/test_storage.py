@@ -25,11 +25,11 @@ from tests.conftest import (
     ROOT,
     Templates,
     load_shape,
-    minimal,
     properties,
     resources,
     shape_params,
     synth,
+    varied,
     with_pins,
     write_config,
 )
@@ -60,18 +60,9 @@ def storage_templates(config: HubSpokeConfig, templates: Templates) -> dict[str,
 
 @pytest.fixture(scope="module")
 def varied_config(tmp_path_factory: pytest.TempPathFactory) -> HubSpokeConfig:
-    """Two spokes with their own sizes, an admin CIDR, a read-write spoke, a lower peer MTU, a shorter wait."""
-    data = minimal(
-        inter_region_mtu=8000,
-        hub={"region": "us-east-2", "cidr": "10.10.0.0/16", "secondary_cidrs": ["100.64.0.0/20"],
-             "storage": {"node_count": 5, "instance_type": "i7i.4xlarge", "ami_id": "ami-0123456789abcdef0",
-                         "admin_cidr": "192.168.10.0/24", "formation_timeout_minutes": 40}},
-        spokes=[
-            {"region": "us-west-2", "cidr": "10.20.0.0/16", "storage": {"node_count": 3, "instance_type": "m6idn.8xlarge"}},
-            {"region": "eu-west-1", "cidr": "10.30.0.0/16", "portal": {"mode": "read_write", "eviction_free_threshold": 0.2},
-             "compute": {"enabled": False}},
-        ],
-    )  # fmt: skip
+    """Two spokes with their own sizes, an admin CIDR, a read-write spoke, a lower peer MTU, a shorter wait
+    (tests/conftest.py varied(), whose synth tests/stacks/test_ops.py shares)."""
+    data = varied()
     return load(write_config(tmp_path_factory.mktemp("config"), data)).config
 
 

@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -133,7 +134,13 @@ def _run(
         env.pop(var, None)
     if agent_endpoint is not None:
         env[training_metrics.AGENT_ENDPOINT_ENV] = agent_endpoint
-    args = [
+    args = _run_args(data, ckpt, *extra)
+    return subprocess.run(args, capture_output=True, text=True, timeout=240, env=env, check=False)
+
+
+def _run_args(data: Path, ckpt: Path, *extra: str) -> list[str]:
+    """The command line of a small CPU run of train.py."""
+    return [
         sys.executable,
         str(WORKLOAD / "train.py"),
         f"--data-dir={data}",
@@ -151,12 +158,46 @@ def _run(
         "--metrics-seconds=3600",
         *extra,
     ]
-    return subprocess.run(args, capture_output=True, text=True, timeout=240, env=env, check=False)
 
 
-def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) -> None:
+def _in_process(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """_run's arguments, train.main called in this process (torch is imported already: a run costs its steps,
+    not a second interpreter's imports); the process group it makes is gone when it returns or fails."""
+    from socket import socket
+
+    import train
+
+    def run(data: Path, ckpt: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+        with socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", training_metrics.AGENT_ENDPOINT_ENV):
+            monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv("MASTER_PORT", str(port))
+        capfd.readouterr()
+        argv = _run_args(data, ckpt, *extra)[2:]  # without the interpreter and the script
+        try:
+            code = train.main(argv)
+        finally:
+            if torch.distributed.is_initialized():
+                torch.distributed.destroy_process_group()
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(argv, code, out, err)
+
+    return run
+
+
+@pytest.mark.parametrize("how", ["in-process", pytest.param("subprocess", marks=pytest.mark.thorough)])
+def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs of train.py: FSDP training with checkpoints and EMF, then a resume. In the fast tier train.main
+    runs in the test's process; the thorough tier runs the script as the container does."""
+    run = _in_process(monkeypatch, capfd) if how == "in-process" else _run
     data, ckpt = _dataset(tmp_path, [400, 400]), tmp_path / "ckpt"
-    first = _run(data, ckpt, "--max-steps=4", "--num-workers=2", "--prefetch-factor=2")
+    first = run(data, ckpt, "--max-steps=4", "--num-workers=2", "--prefetch-factor=2")
     assert first.returncode == 0, first.stderr
     assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000003", "step_00000004"]
     assert all((ckpt / name / ".metadata").exists() for name in ("step_00000003", "step_00000004"))
@@ -182,7 +223,7 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(tmp_path: Path) ->
     for name in ("step_00000003", "step_00000004"):
         assert json.loads((ckpt / name / "dataset.json").read_text()) == {"name": "c4", "version": "v1"}
 
-    second = _run(data, ckpt, "--max-steps=6", "--num-workers=0")
+    second = run(data, ckpt, "--max-steps=6", "--num-workers=0")
     assert second.returncode == 0, second.stderr
     assert "resumed from" in second.stderr and "step 4" in second.stderr
     assert [r["Step"] for r in _records(second.stdout)] == [6]

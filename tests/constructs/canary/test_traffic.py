@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hubspoke.config import HubSpokeConfig, load
-from tests.conftest import Templates, minimal, properties, synth, write_config
+from tests.conftest import Templates, options, properties, synth, write_config
 from tests.fakes.cloudwatch_filter import match
 
 IN, OUT, NFS = "InterRegionBytesIn", "InterRegionBytesOut", "NfsReadBytesLogged"
@@ -79,10 +79,9 @@ def test_values_are_quoted_as_the_vpc_guides_example_and_fit_one_pattern(dev_tem
 @pytest.fixture(scope="module")
 def narrow_hub(tmp_path_factory: pytest.TempPathFactory) -> tuple[HubSpokeConfig, Templates]:
     """A hub /17 with a /25 secondary, and a spoke /20: blocks that do not end on an octet."""
-    data = minimal(
-        hub={"region": "us-east-2", "cidr": "10.10.0.0/17", "secondary_cidrs": ["10.12.5.0/25"]},
-        spokes=[{"region": "us-west-2", "cidr": "10.20.16.0/20"}],
-    )
+    data = options()  # the shared synth of several options (tests/conftest.py)
+    assert (data["hub"]["cidr"], data["hub"]["secondary_cidrs"]) == ("10.10.0.0/17", ["10.12.5.0/25"])
+    assert [s["cidr"] for s in data["spokes"]] == ["10.20.16.0/20"]
     config = load(write_config(tmp_path_factory.mktemp("narrow"), data)).config
     return config, synth(config)
 
