@@ -84,3 +84,27 @@ VERSIONED: dict[str, dict[str, str]] = {
 def addon_version(name: str, kubernetes_version: str) -> str | None:
     """The pinned version of an add-on for this Kubernetes version, or None for EKS's default."""
     return VERSIONED.get(kubernetes_version, {}).get(name)
+
+
+def _minor(version: str) -> int | None:
+    """The minor number of a "1.NN" Kubernetes version, else None."""
+    major, _, minor = version.partition(".")
+    return int(minor) if major == "1" and minor.isdigit() else None
+
+
+def upgrade_refusal(live: str, wanted: str) -> tuple[str, str] | None:
+    """Why EKS would refuse to move a `live` control plane to `wanted`, and the version to set instead; None when
+    the deploy keeps the version or takes the one step EKS allows.
+
+    EKS updates a control plane one minor version at a time and never down (EKS User Guide, "Update existing
+    cluster to new Kubernetes version": "you can update only one minor version at a time ... You must first
+    update your version 1.28 cluster to version 1.29"; awsdocs/amazon-eks-user-guide@4d52b4d0,
+    latest/ug/clusters/update-cluster.adoc).
+    """
+    have, want = _minor(live), _minor(wanted)
+    if live == wanted or (have is not None and want is not None and want == have + 1):
+        return None
+    if have is not None and want is not None and want < have:
+        return "EKS cannot downgrade a control plane", live
+    step = f"1.{have + 1}" if have is not None else live
+    return "EKS upgrades one minor version per update, so the deploy would fail at the cluster", step

@@ -10,11 +10,13 @@ import pytest
 from botocore.stub import Stubber
 
 from hubspoke.cli.main import main
-from hubspoke.cli.preflight import session_clients
+from hubspoke.cli.preflight import run_preflight, session_clients
 from hubspoke.cli.preflight.checks import (
     CLI_BOOTSTRAP_VERSION,
     PEERING_QUOTA_CODE,
 )
+from hubspoke.config import HubSpokeConfig, load
+from hubspoke.names import eks_cluster_name
 from tests.cli.preflight_world import (
     Unsupported,
     World,
@@ -159,18 +161,25 @@ def test_accelerator_az_without_p5_fails_and_names_an_az_that_has_it(world: Worl
     assert rows_of(results, "accelerator az", "us-east-2")[0].status == "pass"
 
 
+def _with_version(tmp_path: Path, version: str) -> HubSpokeConfig:
+    """A hub with compute at `version`. Validation refuses versions outside the kubectl layer's skew (1.33 to
+    1.35), so one outside it is set on the loaded config: preflight's own rows must still judge it, for the day
+    the layer and HyperPod's list part ways."""
+    hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": "1.33"}}
+    config = load(preflight_config(tmp_path, hub=hub)).config
+    compute = config.hub.compute.model_copy(update={"kubernetes_version": version})
+    return config.model_copy(update={"hub": config.hub.model_copy(update={"compute": compute})})
+
+
 def test_kubernetes_version_in_extended_support_that_hyperpod_does_not_list_says_both(
     world: World, tmp_path: Path
 ) -> None:
     """Extended support (EKS: billed extra) and HyperPod's list (its EKS prerequisites: 1.30 to 1.35) are
     separate facts; a version with both problems gets both in one warning, not only the first found."""
     world.bootstrap("us-east-2")
-    hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": "1.27"}}
     versions = [eks_version("1.27", "EXTENDED_SUPPORT"), eks_version("1.33")]
-    results = run_checks(
-        preflight_config(tmp_path, hub=hub),
-        Unsupported(world.clients, eks_versions=versions),
-        only={"us-east-2"},
+    results = run_preflight(
+        _with_version(tmp_path, "1.27"), Unsupported(world.clients, eks_versions=versions), only={"us-east-2"}
     )
     (row,) = rows_of(results, "kubernetes version")
     assert row.status == "warn"
@@ -188,10 +197,9 @@ def test_kubernetes_version_hyperpod_does_not_list_warns(
     Amazon EKS support in SageMaker HyperPod" lists "1.30, 1.31, 1.32, 1.33, 1.34, and 1.35" (newest stored
     snapshot, read 2026-12-01; older ones began at 1.28); outside it, a warning that names the field."""
     world.bootstrap("us-east-2")
-    hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": version}}
     versions = [eks_version(v) for v in ("1.27", "1.29", "1.33", "1.35", "1.36")]
-    results = run_checks(
-        preflight_config(tmp_path, hub=hub),
+    results = run_preflight(
+        _with_version(tmp_path, version),
         Unsupported(world.clients, eks_versions=versions),
         only={"us-east-2"},
     )
@@ -488,3 +496,40 @@ def test_the_assumed_vpc_cni_pin_of_the_default_version_is_checked_before_the_de
     assert {r.detail.split()[0] for r in found if r.status == "pass"} == {"kube-proxy", "coredns"}
     asked = [p for op, p in clients.asked if op == "DescribeAddonVersions"]
     assert asked and all(p["kubernetesVersion"] == "1.35" for p in asked)
+
+
+@pytest.mark.parametrize(
+    ("live", "wanted", "status", "to_set"),
+    [("1.33", "1.33", "pass", None), ("1.33", "1.34", "pass", None), ("1.33", "1.35", "fail", "1.34"),
+     ("1.35", "1.34", "fail", "1.35")],
+)  # fmt: skip
+def test_a_deployed_cluster_the_config_would_move_more_than_one_minor_fails_before_the_deploy(
+    world: World, tmp_path: Path, live: str, wanted: str, status: str, to_set: str | None
+) -> None:
+    """EKS updates a control plane "only one minor version at a time" and never down (EKS User Guide, "Update
+    existing cluster to new Kubernetes version"). A config that left the version to the former default 1.33
+    and now gets 1.35 would fail the deploy at the cluster and roll back: preflight says so, naming the step."""
+    world.bootstrap("us-east-2")
+    hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": wanted}}
+    path = preflight_config(tmp_path, hub=hub)
+    config = load(path).config
+    world.clients("eks", "us-east-2").create_cluster(
+        name=eks_cluster_name(config, config.hub),
+        version=live,
+        roleArn="arn:aws:iam::123456789012:role/eks",
+        resourcesVpcConfig={"subnetIds": []},
+    )
+    results = run_checks(path, Unsupported(world.clients), only={"us-east-2"})
+    (row,) = rows_of(results, "deployed kubernetes")
+    assert row.status == status, row.detail
+    if to_set:
+        assert f"runs Kubernetes {live}" in row.detail
+        assert row.fix.startswith(f"set hub.compute.kubernetes_version to {to_set} ")
+
+
+def test_no_cluster_yet_is_created_at_the_configured_version(world: World, tmp_path: Path) -> None:
+    world.bootstrap("us-east-2")
+    hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": "1.35"}}
+    results = run_checks(preflight_config(tmp_path, hub=hub), Unsupported(world.clients), only={"us-east-2"})
+    (row,) = rows_of(results, "deployed kubernetes")
+    assert row.status == "pass" and "created at 1.35" in row.detail

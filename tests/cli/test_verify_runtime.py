@@ -203,36 +203,41 @@ def test_eks_config_one_minor_ahead_is_the_next_deploys_upgrade(
 ) -> None:
     """EKS updates a control plane one minor version at a time (EKS User Guide, "Update existing cluster to new
     Kubernetes version"): a config one minor above the live cluster (EKS DescribeCluster cluster.version, here
-    the default 1.35 the world was deployed with) is what the next deploy does, said as a warning, not a fault."""
+    set to 1.34 under a config of 1.35) is what the next deploy does, said as a warning, not a fault."""
     from hubspoke.config import load
 
-    assert deployed.eks_cluster("us-west-2").version == "1.35"
-    ahead = _with_spoke_version(tmp_path, "1.36")
+    deployed.eks_cluster("us-west-2").version = "1.34"
+    ahead = _with_spoke_version(tmp_path, "1.35")
     row = _only(verify(deployed, ahead, config=load(ahead).config), "eks")
     assert row.status == "warn", row.detail
-    assert "Kubernetes 1.35; the config says 1.36" in row.detail
+    assert "Kubernetes 1.34; the config says 1.35" in row.detail
     assert "next deploy upgrades the control plane" in row.detail
-    assert "spokes[0].compute.kubernetes_version back to 1.35" in row.fix
+    assert "spokes[0].compute.kubernetes_version back to 1.34" in row.fix
 
 
 @pytest.mark.parametrize(
-    ("version", "fix"),
+    ("live", "version", "fix"),
     [
         # Two minors ahead: EKS refuses the jump, so the fix is the one step it allows.
-        ("1.37", "set spokes[0].compute.kubernetes_version to 1.36 and deploy, then raise it one minor"),
+        (
+            "1.33",
+            "1.35",
+            "set spokes[0].compute.kubernetes_version to 1.34 and deploy, then raise it one minor",
+        ),
         # Behind the cluster: EKS has no downgrade; the config must follow the cluster.
-        ("1.34", "set spokes[0].compute.kubernetes_version to 1.35, the cluster's version"),
+        ("1.35", "1.34", "set spokes[0].compute.kubernetes_version to 1.35, the cluster's version"),
     ],
 )
 def test_eks_config_the_next_deploy_cannot_reach_fails_with_the_step(
-    deployed: DeployedWorld, tmp_path: Path, version: str, fix: str
+    deployed: DeployedWorld, tmp_path: Path, live: str, version: str, fix: str
 ) -> None:
     from hubspoke.config import load
 
+    deployed.eks_cluster("us-west-2").version = live
     path = _with_spoke_version(tmp_path, version)
     row = _only(verify(deployed, path, config=load(path).config), "eks")
     assert row.status == "fail", row.detail
-    assert f"runs Kubernetes 1.35, the config says {version}" in row.detail
+    assert f"runs Kubernetes {live}, the config says {version}" in row.detail
     assert row.fix.startswith(fix), row.fix
 
 

@@ -32,6 +32,7 @@ from hubspoke.cli.preflight.checks import (
     check_availability_zones,
     check_bootstrap,
     check_cidrs,
+    check_deployed_kubernetes,
     check_kubernetes_version,
     check_peering_quota,
 )
@@ -233,6 +234,11 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
             "kubernetes version",
             "eks",
             lambda: [check_kubernetes_version(clients("eks", name), config=config, region=region)],
+        )
+        rows += guarded(
+            "deployed kubernetes",
+            "eks",
+            lambda: [check_deployed_kubernetes(clients("eks", name), config=config, region=region)],
         )
         rows += guarded(
             "eks add-on versions",

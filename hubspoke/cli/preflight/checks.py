@@ -12,10 +12,12 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 # The row, its status, the denied-call row and the paginator walk are shared with `hubspoke verify`.
-from hubspoke.cli.checks import CheckResult, Status, denied_or_error
+from hubspoke.cli.checks import CheckResult, Status, denied_or_error, error_code
 from hubspoke.cli.checks import pages as _pages
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.config.quotas import PEERINGS_DEFAULT_QUOTA, PEERINGS_MAX_QUOTA
+from hubspoke.eks_addons import upgrade_refusal
+from hubspoke.names import eks_cluster_name
 from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
 
 __all__ = ["CheckResult", "Status", "denied_or_error"]
@@ -371,6 +373,40 @@ def check_kubernetes_version(eks: Any, *, config: HubSpokeConfig, region: Region
             "; ".join(fixes),
         )
     return CheckResult(name, "kubernetes version", "pass", f"EKS offers {wanted} ({status or 'listed'})")
+
+
+def check_deployed_kubernetes(eks: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
+    """A deployed control plane can reach the configured version in this deploy: EKS moves one minor at a time.
+
+    A config that relied on the former default (1.33) and states no version would ask a deployed cluster for
+    1.35; EKS refuses that at the cluster and the stack rolls back, so say so before the deploy.
+    """
+    name = region.region
+    cluster_name = eks_cluster_name(config, region)
+    wanted = region.compute.kubernetes_version
+    try:
+        # EKS DescribeCluster: cluster.version (botocore eks 2017-11-01 model); ResourceNotFoundException when
+        # no cluster has that name in the Region.
+        live = str(eks.describe_cluster(name=cluster_name)["cluster"].get("version", ""))
+    except ClientError as exc:
+        if error_code(exc) != "ResourceNotFoundException":
+            raise
+        return CheckResult(
+            name, "deployed kubernetes", "pass", f"no cluster {cluster_name} yet: created at {wanted}"
+        )
+    field = f"{region_path(config, region)}.compute.kubernetes_version"
+    refusal = upgrade_refusal(live, wanted)
+    if refusal is None:
+        change = "unchanged" if live == wanted else f"this deploy upgrades it to {wanted} (one minor)"
+        return CheckResult(name, "deployed kubernetes", "pass", f"{cluster_name} runs {live}: {change}")
+    why, step = refusal
+    return CheckResult(
+        name,
+        "deployed kubernetes",
+        "fail",
+        f"{cluster_name} runs Kubernetes {live}, the config says {wanted}: {why}",
+        f"set {field} to {step} (docs/runbooks/compute.md, 'Upgrading Kubernetes')",
+    )
 
 
 def _version_key(version: str) -> tuple[int, ...]:

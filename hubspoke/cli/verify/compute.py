@@ -16,7 +16,7 @@ from hubspoke.cli.checks import CheckResult, error_code, guarded, pages
 from hubspoke.cli.verify.kube import KubeApi, KubeUnavailable, connect
 from hubspoke.cli.verify.live import Context, Unavailable
 from hubspoke.config import RegionConfig
-from hubspoke.eks_addons import ADDONS, addon_version
+from hubspoke.eks_addons import ADDONS, addon_version, upgrade_refusal
 from hubspoke.k8s.names import (
     CHECKPOINT_CLAIM,
     DATASET_CLAIM,
@@ -269,29 +269,18 @@ def _eks(ctx: Context, region: RegionConfig) -> tuple[dict[str, Any] | None, Che
     return cluster, _version_row(ctx, region, name, live)
 
 
-def _minor(version: str) -> int | None:
-    """The minor number of a "1.NN" Kubernetes version (EKS DescribeCluster cluster.version), else None."""
-    major, _, minor = version.partition(".")
-    return int(minor) if major == "1" and minor.isdigit() else None
-
-
 def _version_row(ctx: Context, region: RegionConfig, name: str, live: str) -> CheckResult:
-    """The live control plane's version against compute.kubernetes_version, as the next deploy would move it.
-
-    EKS updates a control plane one minor version at a time and never down (EKS User Guide, "Update existing
-    cluster to new Kubernetes version": "you can update only one minor version at a time ... You must first
-    update your version 1.28 cluster to version 1.29"; awsdocs/amazon-eks-user-guide@4d52b4d0,
-    latest/ug/clusters/update-cluster.adoc). So a config one minor ahead is the next deploy's upgrade, and any
-    other difference makes that deploy fail (and roll back) at the cluster.
-    """
+    """The live control plane's version against compute.kubernetes_version, as the next deploy would move it: a
+    config one minor ahead is that deploy's upgrade, any other difference makes it fail (and roll back) at the
+    cluster (hubspoke.eks_addons.upgrade_refusal)."""
     code = region.region
     wanted = region.compute.kubernetes_version
     field = f"{_field(ctx, region)}.compute.kubernetes_version"
     deploy = ctx.deploy_command(stack_id("compute", code))
     if live == wanted:
         return CheckResult(code, "eks", "pass", f"{name} ACTIVE, Kubernetes {wanted}")
-    have, want = _minor(live), _minor(wanted)
-    if have is not None and want is not None and want == have + 1:
+    refusal = upgrade_refusal(live, wanted)
+    if refusal is None:
         return CheckResult(
             code,
             "eks",
@@ -301,16 +290,13 @@ def _version_row(ctx: Context, region: RegionConfig, name: str, live: str) -> Ch
             f'intended? follow {_COMPUTE_RUNBOOK}, "Upgrading Kubernetes" (no job running; the add-on pins '
             f"follow the version), then {deploy}; else set {field} back to {live}",
         )
-    if have is not None and want is not None and want < have:
-        why = "EKS cannot downgrade a control plane"
-        fix = f"set {field} to {live}, the cluster's version"
-    else:
-        why = "EKS upgrades one minor version per update, so the deploy would fail at the cluster"
-        step = f"1.{have + 1}" if have is not None else "the next minor"
-        fix = (
-            f"set {field} to {step} and deploy, then raise it one minor per deploy "
-            f'({_COMPUTE_RUNBOOK}, "Upgrading Kubernetes")'
-        )
+    why, step = refusal
+    fix = (
+        f"set {field} to {live}, the cluster's version"
+        if step == live
+        else f"set {field} to {step} and deploy, then raise it one minor per deploy "
+        f'({_COMPUTE_RUNBOOK}, "Upgrading Kubernetes")'
+    )
     return CheckResult(
         code, "eks", "fail", f"{name} runs Kubernetes {live}, the config says {wanted}: {why}", fix
     )
