@@ -6,8 +6,8 @@ accepted: a compiled one built for this machine could not run on Lambda, so synt
 
 A bundle is built once per content and kept in hubspoke's cache (`hubspoke.cache`, "lambda-bundles/"),
 keyed by the bytes of every file that goes into it, their paths, the Python version markers are evaluated
-for and this module's own source; later synths hard-link it into the asset (a copy where the cache is on
-another filesystem or owned by another user). Creating the SDK's ~250 files was about a tenth of a warm synth
+for and this module's own source; later synths check it byte for byte and hard-link it into the asset (a copy
+where the cache is on another filesystem or owned by another user). Creating the SDK's ~250 files was about a tenth of a warm synth
 (docs/development.md, "Where a synth's time goes"); any changed byte is a new key and a new bundle.
 """
 
@@ -103,18 +103,35 @@ def _source_files(source: Path, package: str) -> list[tuple[PurePosixPath, Path]
 _BUNDLER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
-def bundle_key(files: list[tuple[PurePosixPath, Path]], *, python_version: str) -> str:
-    """The cache key of a bundle made of `files`: every path and byte in it, the Python version, this module."""
+def _digests(files: list[tuple[PurePosixPath, Path]]) -> dict[str, str]:
+    """The sha-256 of every file of a bundle, by its path in the bundle."""
+    return {str(relative): hashlib.sha256(path.read_bytes()).hexdigest() for relative, path in files}
+
+
+def bundle_key(digests: dict[str, str], *, python_version: str) -> str:
+    """The cache key of a bundle: every path and byte in it (their digests), the Python version, this module."""
     digest = hashlib.sha256(f"{_BUNDLER}\0{python_version}\0".encode())
-    for relative, path in sorted(files):
-        content = path.read_bytes()
-        digest.update(f"{relative}\0{len(content)}\0".encode())
-        digest.update(content)
+    for relative, content in sorted(digests.items()):
+        digest.update(f"{relative}\0{content}\0".encode())
     return digest.hexdigest()
 
 
-def _cached_bundle(files: list[tuple[PurePosixPath, Path]], key: str, root: Path) -> Path:
-    """The bundle of `files` under `root`/lambda-bundles/`key`, built there first if no synth has yet.
+def _intact(bundle: Path, digests: dict[str, str]) -> bool:
+    """Whether `bundle` holds exactly the files of `digests`, byte for byte.
+
+    The asset's files are hard links to the cache's: an edit made in cdk.out lands here too, and a folder can lose
+    files. Checked on every hit (reading the bundle once), so neither ships in a later synth."""
+    found = {str(p.relative_to(bundle)): p for p in bundle.rglob("*") if p.is_file()}
+    return found.keys() == digests.keys() and all(
+        hashlib.sha256(found[name].read_bytes()).hexdigest() == digest for name, digest in digests.items()
+    )
+
+
+def _cached_bundle(
+    files: list[tuple[PurePosixPath, Path]], digests: dict[str, str], key: str, root: Path
+) -> Path:
+    """The bundle of `files` under `root`/lambda-bundles/`key`, built there first if no synth has yet (or if the
+    one there is no longer intact).
 
     Built in a temporary folder beside it and renamed into place, so a reader never sees half a bundle; two
     synths racing build the same content and the second's rename loses harmlessly.
@@ -122,7 +139,9 @@ def _cached_bundle(files: list[tuple[PurePosixPath, Path]], key: str, root: Path
     bundles = writable(root) / "lambda-bundles"
     bundle = bundles / key
     if bundle.is_dir():
-        return bundle
+        if _intact(bundle, digests):
+            return bundle
+        shutil.rmtree(bundle, ignore_errors=True)
     bundles.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".build-", dir=bundles))
     try:
@@ -177,8 +196,9 @@ class InstalledEnvironmentBundling:
 
     def try_bundle(self, output_dir: str, *, image: Any = None, **_: Any) -> bool:
         files = self.files()
-        key = bundle_key(files, python_version=self.python_version)
-        bundle = _cached_bundle(files, key, self.cache_root or cache_dir())
+        digests = _digests(files)
+        key = bundle_key(digests, python_version=self.python_version)
+        bundle = _cached_bundle(files, digests, key, self.cache_root or cache_dir())
         shutil.copytree(bundle, output_dir, copy_function=_link_or_copy, dirs_exist_ok=True)
         return True
 

@@ -143,3 +143,27 @@ def test_a_failed_build_leaves_no_bundle_behind(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(OSError, match="No space"):
         _local(RUNTIME_DIR, tmp_path / "cache").try_bundle(str(tmp_path / "out"))
     assert list((tmp_path / "cache" / "lambda-bundles").iterdir()) == []
+
+
+@pytest.mark.parametrize("damage", ["edited", "deleted", "added"])
+def test_a_cached_bundle_changed_after_it_was_made_is_rebuilt_not_shipped(
+    tmp_path: Path, damage: str
+) -> None:
+    """The asset's files are hard links to the cache: an edit in cdk.out/asset.* is an edit of the cache. The next
+    synth must ship the source's bytes again, not the edit (the reviewer's finding on the first cache)."""
+    local = _local(RUNTIME_DIR, tmp_path / "cache")
+    local.try_bundle(str(tmp_path / "first"))
+    shipped = tmp_path / "first" / "pkg" / "provisioner.py"
+    if damage == "edited":
+        shipped.write_text("raise SystemExit('debugging edit')\n")  # through the hard link
+    elif damage == "deleted":
+        [bundle] = (tmp_path / "cache" / "lambda-bundles").iterdir()
+        (bundle / "pkg" / "provisioner.py").unlink()
+    else:
+        [bundle] = (tmp_path / "cache" / "lambda-bundles").iterdir()
+        (bundle / "pkg" / "stray.py").write_text("x = 1\n")
+    local.try_bundle(str(tmp_path / "second"))
+    assert _tree(tmp_path / "second") == {
+        **{k: v for k, v in _tree(tmp_path / "second").items() if not k.startswith("pkg/")},
+        **{f"pkg/{k}": v for k, v in _tree(RUNTIME_DIR).items() if "__pycache__" not in k},
+    }
