@@ -61,7 +61,9 @@ def test_a_kubernetes_version_outside_the_kubectl_layers_skew_is_refused_before_
         "minor per deploy: docs/runbooks/compute.md, 'Upgrading Kubernetes')"
     ]
     for accepted in ("1.33", "1.34", "1.35"):
-        load(write_config(tmp_path, _spoke(compute={"kubernetes_version": accepted}), name=f"{accepted}.yaml"))
+        load(
+            write_config(tmp_path, _spoke(compute={"kubernetes_version": accepted}), name=f"{accepted}.yaml")
+        )
 
 
 def test_connectivity_check_on_one_node_is_refused_naming_the_field_and_both_fixes(tmp_path: Path) -> None:
