@@ -211,10 +211,21 @@ def _describe(error: ErrorDetails) -> Problem:
         got = type(value).__name__
         return Problem(field, f"got a {got} ({value!r}); write {_EXAMPLES.get(name, _MAPPING_FIX)}")
     if kind.endswith("_type") or kind in ("model_type", "dict_type", "list_type"):
-        hint = _EXAMPLES.get(name, "see README.md, 'Configuration'")
+        hint = (
+            f"expected {_EXAMPLES[name]}"
+            if name in _EXAMPLES
+            else "docs/configuration.md gives every key's type"
+        )
         got = type(value).__name__ if value is not None else "nothing"
-        quote = " (quote it)" if kind == "string_type" and isinstance(value, int | float) else ""
-        return Problem(field, f"{error['msg'].lower()}, got {got} {value!r}{quote}; expected {hint}")
+        quote = ""
+        if kind == "string_type" and isinstance(value, int | float):
+            # YAML 1.1 reads an unquoted 1.30 as the float 1.3: the digits the user wrote are already lost.
+            quote = (
+                " (quote it: YAML reads unquoted 1.30 as the number 1.3)"
+                if isinstance(value, float)
+                else " (quote it)"
+            )
+        return Problem(field, f"{error['msg'].lower()}, got {got} {value!r}{quote}; {hint}")
     return Problem(field, f"{error['msg']} (got {value!r})")
 
 

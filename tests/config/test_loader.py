@@ -190,8 +190,8 @@ def test_a_refused_section_hides_only_the_rules_that_need_it(tmp_path: Path) -> 
     data["hub"]["storage"]["node_count"] = "four"
     data["spokes"].append({"region": "eu-west-1", "cidr": "10.20.0.0/20"})
     assert problems(tmp_path, data) == [
-        "hub.storage.node_count: input should be a valid integer, got str 'four'; expected see README.md, "
-        "'Configuration'",
+        "hub.storage.node_count: input should be a valid integer, got str 'four'; docs/configuration.md gives "
+        "every key's type",
         "spokes[1].cidr: 10.20.0.0/20 overlaps spokes[0].cidr (10.20.0.0/16); peered VPCs need disjoint CIDRs: "
         "pick a block outside 10.20.0.0/16",
         "spokes[1].storage.ami_id: required with storage: pin a stock Ubuntu 24.04 LTS image for eu-west-1; "
@@ -320,3 +320,17 @@ def test_yaml_and_file_errors_point_at_the_real_cause(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load(binary)
     assert "not UTF-8 text" in str(caught.value) and "permissions" not in str(caught.value)
+
+
+def test_an_unquoted_version_is_told_to_quote_it_and_where_types_are_documented(tmp_path: Path) -> None:
+    """YAML 1.1 (PyYAML's safe_load) reads `1.30` as the float 1.3: the message says so and points at the
+    configuration reference, not a README section that does not list types (a new user's report)."""
+    data = minimal(spokes=[{"region": "us-west-2", "cidr": "10.20.0.0/16"}])
+    lines = problems(
+        tmp_path, {**data, "spokes": [{**data["spokes"][0], "compute": {"kubernetes_version": 1.3}}]}
+    )
+    [line] = [line for line in lines if "kubernetes_version" in line]
+    assert line == (
+        "spokes[0].compute.kubernetes_version: input should be a valid string, got float 1.3 (quote it: YAML reads "
+        "unquoted 1.30 as the number 1.3); docs/configuration.md gives every key's type"
+    )
