@@ -7,6 +7,8 @@ change of this table is a deliberate upgrade, reviewed in the snapshot diff.
 
 from __future__ import annotations
 
+from datetime import date
+
 VPC_CNI = "vpc-cni"
 KUBE_PROXY = "kube-proxy"
 COREDNS = "coredns"
@@ -37,6 +39,22 @@ HYPERPOD_KUBERNETES_VERSIONS: frozenset[str] = frozenset({"1.30", "1.31", "1.32"
 # one minor per deploy (docs/runbooks/compute.md, "Upgrading Kubernetes"), so raising this is never silent for
 # a config that states its version, and config/*.yaml do.
 DEFAULT_KUBERNETES_VERSION = "1.35"
+
+# The last day of EKS standard support per version (same sources as the default above). After it a cluster still
+# on the version is in extended support, billed at the extended rate (hubspoke/prices.py) unless its upgrade policy
+# is STANDARD, which hubspoke does not set (AWS::EKS::Cluster UpgradePolicy: "The default value is EXTENDED").
+STANDARD_SUPPORT_ENDS: dict[str, date] = {
+    "1.33": date(2026, 7, 29),
+    "1.34": date(2026, 12, 2),
+    "1.35": date(2027, 3, 27),
+}
+
+
+def in_extended_support(version: str, on: date) -> bool:
+    """Whether a cluster at `version` is past EKS standard support `on` that day (False for a version not listed)."""
+    ends = STANDARD_SUPPORT_ENDS.get(version)
+    return ends is not None and on > ends
+
 
 # The kubectl in the Lambda layer pyproject.toml pins (aws-cdk.lambda-layer-kubectl-v34 2.2.2; its description
 # says kubectl 1.34.5), which the kubectl provider and the chart installer run. A client works within one minor of

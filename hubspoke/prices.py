@@ -19,6 +19,11 @@ _SAGEMAKER = (
 _EC2 = "Amazon EC2 On-Demand pricing, Linux (https://aws.amazon.com/ec2/pricing/on-demand/)"
 _VPC = "Amazon VPC pricing, 'NAT gateway' per hour (https://aws.amazon.com/vpc/pricing/)"
 _EKS = "Amazon EKS pricing, cluster on standard support, per hour (https://aws.amazon.com/eks/pricing/)"
+# $0.60: AWS's notice quoted in WGBH-MLA/chowda#217 ("will be charged at $0.60 per cluster hour"); the pricing
+# page itself was not among the stored pages, hence ASSUMED.
+_EKS_EXTENDED = (
+    "Amazon EKS pricing, cluster on extended support, per hour (https://aws.amazon.com/eks/pricing/)"
+)
 _TRANSFER = (
     "Amazon EC2 On-Demand pricing, 'Data Transfer', inter-Region, billed once by the sending Region "
     "(https://aws.amazon.com/ec2/pricing/on-demand/)"
@@ -91,6 +96,12 @@ PRICES: tuple[ListPrice, ...] = (
         for r in _US_PAIR
     ),
     *(ListPrice("eks", "cluster", r, 0.10, "USD per cluster-hour", _EKS, "2026-11", True) for r in _US_PAIR),
+    *(
+        ListPrice(
+            "eks", "cluster-extended-support", r, 0.60, "USD per cluster-hour", _EKS_EXTENDED, "2026-11", True
+        )
+        for r in _US_PAIR
+    ),
     # Inter-Region transfer out of a Region, "<sender>>*" for every other Region unless a pair has its own row
     # (the page lists, per sending Region, the rate to other AWS Regions and the exceptions). Regions not
     # listed have no price here: outside the US the rates differ by several times (e.g. South America).

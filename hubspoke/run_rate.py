@@ -8,8 +8,10 @@ inter-Region transfer (`hubspoke cost`), Lambda, CloudWatch, Secrets Manager, an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.eks_addons import in_extended_support
 from hubspoke.prices import ListPrice, PriceKind, price
 
 NOT_COUNTED = (
@@ -38,8 +40,10 @@ def nat_gateways(region: RegionConfig) -> int:
     return {"single": 1, "per_az": len(region.resolved_az_ids), "none": 0}[region.nat]
 
 
-def run_rate(config: HubSpokeConfig) -> list[Line]:
-    """One line per priced thing the config deploys, hub first, then the spokes in config order."""
+def run_rate(config: HubSpokeConfig, *, on: date | None = None) -> list[Line]:
+    """One line per priced thing the config deploys, hub first, then the spokes in config order; an EKS control
+    plane past its version's standard support `on` that day (today by default) at the extended-support rate."""
+    on = on or date.today()
     lines: list[Line] = []
 
     def add(region: str, what: str, count: int, kind: PriceKind, item: str) -> None:
@@ -51,7 +55,17 @@ def run_rate(config: HubSpokeConfig) -> list[Line]:
         if region.compute.enabled:
             for group in region.compute.instance_groups:
                 add(code, f"HyperPod group {group.name}", group.count, "hyperpod", group.instance_type)
-            add(code, "EKS control plane", 1, "eks", "cluster")
+            version = region.compute.kubernetes_version
+            if in_extended_support(version, on):
+                add(
+                    code,
+                    f"EKS control plane ({version}, extended support)",
+                    1,
+                    "eks",
+                    "cluster-extended-support",
+                )
+            else:
+                add(code, "EKS control plane", 1, "eks", "cluster")
         if region.storage.enabled:
             add(code, "CNQ nodes", region.storage.node_count, "ec2", region.storage.instance_type)
         add(code, f"NAT gateway ({region.nat})", nat_gateways(region), "nat", "nat-gateway")

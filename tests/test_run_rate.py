@@ -14,15 +14,16 @@ from tests.conftest import ROOT, minimal, write_config
 
 def test_dev_deploys_four_p5_nodes_hub_and_spoke(dev_config: HubSpokeConfig) -> None:
     """config/dev.yaml leaves compute.enabled at its default (true) in the hub too, so the hub and the spoke
-    each deploy the default group, 2 x ml.p5.48xlarge (docs/configuration.md): 4 p5 nodes, 32 GPUs."""
+    each deploy the default group, 2 x ml.p5.48xlarge (docs/configuration.md): 4 p5 nodes, 32 GPUs. Its
+    clusters state Kubernetes 1.33, past EKS standard support since 2026-07-29: extended-support rate."""
     lines = {(line.region, line.item): line.count for line in run_rate(dev_config)}
     assert lines == {
         ("us-east-2", "ml.p5.48xlarge"): 2,
-        ("us-east-2", "cluster"): 1,
+        ("us-east-2", "cluster-extended-support"): 1,
         ("us-east-2", "i4i.8xlarge"): 4,
         ("us-east-2", "nat-gateway"): 1,
         ("us-west-2", "ml.p5.48xlarge"): 2,
-        ("us-west-2", "cluster"): 1,
+        ("us-west-2", "cluster-extended-support"): 1,
         ("us-west-2", "i4i.8xlarge"): 4,
         ("us-west-2", "nat-gateway"): 1,
     }
@@ -30,11 +31,12 @@ def test_dev_deploys_four_p5_nodes_hub_and_spoke(dev_config: HubSpokeConfig) -> 
 
 def test_dev_run_rate_by_hand(dev_config: HubSpokeConfig) -> None:
     """The rows of hubspoke/prices.py as written on 2026-11 (all ASSUMED: not re-read offline): ml.p5.48xlarge
-    $98.32, i4i.8xlarge $2.746, NAT gateway $0.045, EKS cluster $0.10 per hour, in us-east-2 and us-west-2.
-    4 x 98.32 + 8 x 2.746 + 2 x 0.045 + 2 x 0.10 = 393.28 + 21.968 + 0.09 + 0.2 = 415.538."""
+    $98.32, i4i.8xlarge $2.746, NAT gateway $0.045, EKS cluster $0.60 per hour on extended support (dev states
+    1.33, past standard support), in us-east-2 and us-west-2.
+    4 x 98.32 + 8 x 2.746 + 2 x 0.045 + 2 x 0.60 = 393.28 + 21.968 + 0.09 + 1.2 = 416.538."""
     usd, complete = total(run_rate(dev_config))
     assert complete
-    assert usd == pytest.approx(415.538)
+    assert usd == pytest.approx(416.538)
 
 
 def test_a_region_without_prices_is_listed_and_marks_the_total_incomplete(tmp_path: Path) -> None:
@@ -74,8 +76,23 @@ def test_transfer_is_priced_by_pair_or_not_at_all() -> None:
 
 def test_smoke_profile_costs_dollars_not_a_p5_bill() -> None:
     """config/smoke.yaml: per Region 1 x ml.g5.8xlarge ($3.06), 1 x i4i.xlarge ($0.343), a NAT gateway ($0.045)
-    and an EKS cluster ($0.10), all ASSUMED 2026-11 list prices: 2 x 3.548 = $7.096 per hour."""
+    and an EKS cluster at 1.33 on extended support ($0.60), all ASSUMED 2026-11 list prices:
+    2 x 4.048 = $8.096 per hour."""
     config = load(ROOT / "config" / "smoke.yaml").config
     usd, complete = total(run_rate(config))
     assert complete
-    assert usd == pytest.approx(7.096)
+    assert usd == pytest.approx(8.096)
+
+
+def test_a_control_plane_past_standard_support_is_priced_at_the_extended_rate(tmp_path: Path) -> None:
+    """EKS standard support for 1.33 ended 2026-07-29 (the EKS version calendar, as hubspoke/eks_addons.py cites
+    it); after it a cluster costs $0.60 per cluster hour (AWS's extended-support notice: "charged at $0.60 per
+    cluster hour") instead of $0.10. The same config the day before and the day after."""
+    from datetime import date
+
+    config = load(ROOT / "config" / "smoke.yaml").config  # states 1.33 in both Regions
+    before = [line for line in run_rate(config, on=date(2026, 7, 29)) if "EKS" in line.what]
+    after = [line for line in run_rate(config, on=date(2026, 7, 30)) if "EKS" in line.what]
+    assert [line.usd_per_hour for line in before] == [0.10, 0.10]
+    assert [line.usd_per_hour for line in after] == [0.60, 0.60]
+    assert all("1.33, extended support" in line.what for line in after)

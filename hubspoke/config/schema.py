@@ -460,7 +460,7 @@ class ComputeConfig(Model):
     )
     kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = Field(
         default=DEFAULT_KUBERNETES_VERSION,
-        description="EKS version, quoted (`\"1.35\"`): one hubspoke's kubectl layer reaches (`1.33`, `1.34` or "
+        description='EKS version, quoted (`"1.35"`): one hubspoke\'s kubectl layer reaches (`1.33`, `1.34` or '
         "`1.35`; HyperPod's own list is wider, 1.30 to 1.35); a deployed cluster moves one minor per deploy, so an "
         "environment states its version, hub and spokes each "
         "([runbooks/compute.md](runbooks/compute.md#upgrading-kubernetes))",

@@ -146,7 +146,7 @@ def test_dev_plan_states_duration_concurrency_run_rate_and_gpus(capsys: pytest.C
     """What a CDK user needs before `cdk deploy`: the deploy command that runs unattended (--require-approval
     never: the pinned CLI otherwise stops at each IAM or security-group change and fails without a TTY or with
     --concurrency above 1, aws-cdk 2.1148.1 lib/index.js), the critical path (216 minutes expected for dev,
-    tests/test_deploy_time.py by hand) with the concurrency reaching it (3), the run-rate ($415.54/hour,
+    tests/test_deploy_time.py by hand) with the concurrency reaching it (3), the run-rate ($416.54/hour,
     tests/test_run_rate.py by hand) and that the hub deploys p5 nodes too (4 in all)."""
     assert main(["plan", "--config", str(ROOT / "config" / "dev.yaml")]) == 0
     out = capsys.readouterr().out
@@ -155,7 +155,7 @@ def test_dev_plan_states_duration_concurrency_run_rate_and_gpus(capsys: pytest.C
     assert "`cdk deploy --all` selects nothing here" in out
     assert "Critical path (3 h 36 min expected): network-us-east-2 -> storage-us-east-2" in out
     assert "First deploy: 3 h 36 min expected, at most 6 h 44 min" in out
-    assert "Run-rate while deployed: $415.54/hour" in out
+    assert "Run-rate while deployed: $416.54/hour" in out
     assert "HyperPod nodes: 4 x ml.p5.48xlarge: 2 x ml.p5.48xlarge in us-east-2 (hub), 2 x" in out
 
 
