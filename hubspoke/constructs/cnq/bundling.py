@@ -80,16 +80,6 @@ def _distribution_files(dist: metadata.Distribution) -> list[tuple[PurePosixPath
     return files
 
 
-def copy_distribution(dist: metadata.Distribution, output: Path) -> int:
-    """Copy the installed files of `dist` (from its RECORD) into `output`; return how many were copied."""
-    files = _distribution_files(dist)
-    for relative, source in files:
-        target = output / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
-    return len(files)
-
-
 def _source_files(source: Path, package: str) -> list[tuple[PurePosixPath, Path]]:
     """(path in the bundle, file) for the runtime folder as the package `package`, without bytecode."""
     return [

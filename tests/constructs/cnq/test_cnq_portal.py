@@ -191,6 +191,19 @@ def test_update_converges_mode_and_eviction(formed: World, hub: FakeQumulo, spok
     assert _ours(spoke)["type"] == "PORTAL_READ_WRITE" and spoke.free_threshold == 0.25
 
 
+def _poll(update: dict[str, Any], spoke: FakeQumulo, polls: int = 12) -> tuple[dict[str, Any], list[str]]:
+    """Run an Update's on_event, then is_complete until it completes (at most `polls` times): the last answer
+    and the spoke's status at each poll."""
+    merged = {**update, **on_event(update, ROOMY)}
+    seen = []
+    for _ in range(polls):
+        answer = is_complete(merged, ROOMY)
+        seen.append(spoke._spoke_view(_ours(spoke))["status"])
+        if answer["IsComplete"]:
+            break
+    return answer, seen
+
+
 def test_a_change_to_read_only_waits_for_the_spoke_to_drain(
     formed: World, hub: FakeQumulo, spoke: FakeQumulo
 ) -> None:
@@ -200,13 +213,7 @@ def test_a_change_to_read_only_waits_for_the_spoke_to_drain(
     drive(formed.portal_event(hub, spoke, Mode="read_write"))
     spoke.drain_polls = 3
     update = formed.portal_event(hub, spoke, "Update", Mode="read_only")
-    merged = {**update, **on_event(update, ROOMY)}
-    seen = []
-    for _ in range(12):
-        answer = is_complete(merged, ROOMY)
-        seen.append(spoke._spoke_view(_ours(spoke))["status"])
-        if answer["IsComplete"]:
-            break
+    answer, seen = _poll(update, spoke)
     assert answer["IsComplete"] and _ours(spoke)["type"] == "PORTAL_READ_ONLY"
     assert "QUIESCING" in seen, "the spoke drained before it served read-only"
     assert hub.called("PATCH", r"^/v2/portal/hubs/") == 1, "the type is sent once, not at every poll"
@@ -224,13 +231,7 @@ def test_a_type_change_completes_when_only_the_hubs_record_shows_it(
     spoke.drain_polls, spoke.spoke_reflects_type = 2, False
     before = _ours(spoke)["type"]
     update = formed.portal_event(hub, spoke, "Update", Mode=target.removeprefix("PORTAL_").lower())
-    merged = {**update, **on_event(update, ROOMY)}
-    seen = []
-    for _ in range(12):
-        answer = is_complete(merged, ROOMY)
-        seen.append(spoke._spoke_view(_ours(spoke))["status"])
-        if answer["IsComplete"]:
-            break
+    answer, seen = _poll(update, spoke)
     assert answer["IsComplete"], seen
     assert _ours(spoke)["type"] == before != target, "the spoke's record never showed the new type"
     assert [h["type"] for h in hub.hubs.values()] == [target]
