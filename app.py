@@ -4,7 +4,7 @@ import os
 import sys
 
 from hubspoke.config import ConfigError, format_problem, load_environments
-from hubspoke.stage import HubSpokeStage, new_app, selection_hint, synth_or_exit
+from hubspoke.stage import HubSpokeStage, exit_without_teardown, new_app, selection_hint, synth_or_exit
 from hubspoke.topology import stage_id
 
 app = new_app()
@@ -21,3 +21,4 @@ synth_or_exit(app)
 # Run by the CDK CLI (which sets CDK_CLI_VERSION for the app): say how to select the stacks, since --all cannot.
 if os.environ.get("CDK_CLI_VERSION") and environments:
     print(selection_hint([stage_id(loaded.config) for loaded in environments]), file=sys.stderr)
+exit_without_teardown()

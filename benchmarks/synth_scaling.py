@@ -1,7 +1,7 @@
 """Synth time and template size as spokes are added, measured in one run on this machine.
 
 Reports ratios, not seconds: these machines are shared and noisy. Each synth runs in its own Python
-process (jsii start-up included, as `cdk synth` pays it), REPEATS times, round-robin over the cases; the
+process as the CDK CLI runs an app (hubspoke's case is app.py itself; jsii start-up and exit included), REPEATS times, round-robin over the cases; the
 median counts. Every hubspoke case runs with cdk-nag, Control Tower's controls and our pack: warm (after one
 uncounted synth has filled hubspoke's cache of Control Tower verdicts and Lambda bundles, as on every synth
 after a user's first) and, for config/dev.yaml, cold too (an empty cache each time).
@@ -34,29 +34,25 @@ from hubspoke.regions import HYPERPOD_REGIONS, REGIONS  # noqa: E402
 # CloudFormation quotas: 500 resources per stack, 1 MB template body (via S3). Goal: half of each.
 MAX_RESOURCES, MAX_BYTES = 500, 1_000_000
 
+# Each case is a Python program run as the CDK CLI runs an app: the output directory in CDK_OUTDIR, context in
+# CDK_CONTEXT_JSON (aws-cdk-lib core/lib/app.js reads both).
 EMPTY_APP = """
 from aws_cdk import App, Stack
-app = App(outdir={outdir!r})
+app = App()
 Stack(app, "Empty")
 app.synth()
 """
 
-# Built exactly as app.py builds it (hubspoke.stage.new_app).
 # The same empty app as our app.py builds it: CDK's built-in template validation off (see new_app).
 EMPTY_APP_LIKE_OURS = """
 from aws_cdk import App, Stack
-app = App(outdir={outdir!r}, builtin_cloud_formation_validation=False)
+app = App(builtin_cloud_formation_validation=False)
 Stack(app, "Empty")
 app.synth()
 """
 
-HUBSPOKE_APP = """
-from hubspoke.config import load
-from hubspoke.stage import HubSpokeStage, new_app
-app = new_app(outdir={outdir!r})
-HubSpokeStage(app, config=load({config!r}).config)
-app.synth()
-"""
+# hubspoke: app.py itself, with `-c config=PATH` as the CLI passes it.
+HUBSPOKE_APP = (ROOT / "app.py").read_text()
 
 
 def topology(spokes: int) -> dict[str, Any]:
@@ -83,17 +79,21 @@ def topology(spokes: int) -> dict[str, Any]:
     return {"environment": f"bench{spokes}", "account": "123456789012", "hub": hub, "spokes": spoke_entries}
 
 
-def run_synth(program: str, workdir: Path, *, cold: bool = False) -> tuple[float, float, Path]:
+def run_synth(
+    program: str, workdir: Path, *, config: Path | None = None, cold: bool = False
+) -> tuple[float, float, Path]:
     """One synth in its own process: (wall seconds, CPU seconds of it and its jsii node process, outdir).
     `cold` gives it an empty hubspoke cache (a first synth)."""
     outdir = Path(tempfile.mkdtemp(dir=workdir))
     env = {**os.environ, "PATH": f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{os.environ['PATH']}"}
     # Every warm case shares one cache that starts empty, so the first repeat fills it as a user's first synth.
     env["HUBSPOKE_CACHE_DIR"] = str(Path(tempfile.mkdtemp(dir=workdir)) if cold else workdir / "cache")
+    env["CDK_OUTDIR"] = str(outdir)
+    env["CDK_CONTEXT_JSON"] = json.dumps({"config": str(config)} if config else {})
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", program.format(outdir=str(outdir), config="{config}")],
+        [sys.executable, "-c", program],
         cwd=ROOT,
         env=env,
         check=True,
@@ -128,30 +128,32 @@ def main() -> int:
     all_spokes = len(REGIONS) - 1
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        dev = HUBSPOKE_APP.replace("{config!r}", repr(str(ROOT / "config" / "dev.yaml")))
-        cases: dict[str, str] = {
-            "empty app": EMPTY_APP,
-            "empty, no cfn-val": EMPTY_APP_LIKE_OURS,
-            "config/dev.yaml": dev,
-            "dev, cold cache": dev,
+        dev = ROOT / "config" / "dev.yaml"
+        # name -> (program, config it synthesizes)
+        cases: dict[str, tuple[str, Path | None]] = {
+            "empty app": (EMPTY_APP, None),
+            "empty, no cfn-val": (EMPTY_APP_LIKE_OURS, None),
+            "config/dev.yaml": (HUBSPOKE_APP, dev),
+            "dev, cold cache": (HUBSPOKE_APP, dev),
         }
         for n in () if args.dev_only else (1, 10, all_spokes):
             path = work / f"spokes{n}.yaml"
             path.write_text(yaml.safe_dump(topology(n)))
-            cases[f"{n} spoke(s)"] = HUBSPOKE_APP.replace("{config!r}", repr(str(path)))
-        for name, program in cases.items():
+            cases[f"{n} spoke(s)"] = (HUBSPOKE_APP, path)
+        for name, (program, config) in cases.items():
             if name != "dev, cold cache" and "empty" not in name:
-                run_synth(
-                    program, work
-                )  # warm-up, not counted: fills the caches as a user's first synth does
+                # warm-up, not counted: fills the caches as a user's first synth does
+                run_synth(program, work, config=config)
         # Round-robin: every case once per round, so a neighbour's load on this shared machine falls on all
         # cases alike and the ratios stay honest.
         times: dict[str, list[float]] = {name: [] for name in cases}
         cpus: dict[str, list[float]] = {name: [] for name in cases}
         outdirs: dict[str, Path] = {}
         for _ in range(args.repeats):
-            for name, program in cases.items():
-                elapsed, cpu, outdirs[name] = run_synth(program, work, cold=name == "dev, cold cache")
+            for name, (program, config) in cases.items():
+                elapsed, cpu, outdirs[name] = run_synth(
+                    program, work, config=config, cold=name == "dev, cold cache"
+                )
                 times[name].append(elapsed)
                 cpus[name].append(cpu)
         results: dict[str, dict[str, Any]] = {

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import os
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from aws_cdk import (
     App,
@@ -59,7 +62,14 @@ BUILDERS: dict[StackKind, Builder] = {
 # CDK feature flags every synth (app.py and the tests alike) needs, beyond cdk.json's weak references:
 # server access logs delivered under a bucket policy instead of the legacy LogDeliveryWrite ACL, which
 # cfn-lint flags (W3045) and Control Tower's CT.S3.PR.5 refuses (aws-cdk-lib FEATURE_FLAGS.md).
-CONTEXT = {"@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True}
+# No creation stack trace in cdk.out's metadata: from a Python app it holds only the jsii kernel's own frames
+# ("...jsii runtime, node internals...", one per resource, seen in every *.metadata.json), and capturing it
+# was a tenth of a synth. `cdk synth --debug` still records it with Python's frames (the CLI sets CDK_DEBUG and
+# JSII_HOST_STACK_TRACES; aws-cdk-lib core/lib/cfn-element.js records when this is unset or debug mode is on).
+CONTEXT = {
+    "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True,
+    "aws:cdk:disable-creation-stack-traces": True,
+}
 # The app itself fails on an unacknowledged finding, whoever runs it. The pinned CDK CLI (2.1148.1,
 # lib/index.js contextFromSettings) passes "@aws-cdk/core:failSynthOnValidationErrors": false and reads
 # cdk.out/validation-report.json itself, but only for the stacks it selected: `cdk synth` of an app whose
@@ -98,6 +108,20 @@ def synth_or_exit(app: App) -> None:
         print(f"synth stopped: {exc}. Fix each finding above, or accept it with a reason through "
               "hubspoke/policy/acks.py.", file=sys.stderr)  # fmt: skip
         sys.exit(1)
+
+
+def exit_without_teardown() -> NoReturn:
+    """End app.py after its synth without tearing the interpreter down: the cloud assembly is written by then.
+
+    Freeing aws-cdk-lib's bindings (hundreds of thousands of objects) took 0.6 to 0.8 s of every synth, more
+    than a tenth of it (benchmarks/synth_scaling.py). Exit handlers still run, so the jsii kernel is stopped as
+    jsii stops it (jsii/_kernel/providers/process.py registers its stop with atexit) and output is flushed;
+    mypy ends its runs the same way (mypy/util.py, hard_exit). Never call it from a process that goes on.
+    """
+    atexit._run_exitfuncs()  # CPython's own exit path runs these, then tears down; the teardown is skipped
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def selection_hint(stages: list[str]) -> str:

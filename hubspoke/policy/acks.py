@@ -161,7 +161,9 @@ class _Acknowledgments:
         # Ancestors' acknowledgments first, as CDK would have applied their aspects (stable sort); a later one
         # for the same check replaces an earlier one. One write of the result, not one per acknowledgment.
         matching.sort(key=lambda s: s[0].count("/") + bool(s[0]))
-        skips = list((node.get_metadata(CHECKOV_METADATA) or {}).get("skip", []))
+        # This module is the one writer of the key (CHECKOV_METADATA) and a walk visits each node once, so a walk
+        # starts from nothing; an aspect may visit a node its Stage's walk already wrote, so it reads first.
+        skips = [] if self._walking else list((node.get_metadata(CHECKOV_METADATA) or {}).get("skip", []))
         for _, rule, reason, _types in matching:
             skips = [s for s in skips if s.get("id") != rule] + [{"id": rule, "comment": reason}]
         node.add_metadata(CHECKOV_METADATA, {"skip": skips})

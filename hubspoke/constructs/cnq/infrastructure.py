@@ -331,6 +331,7 @@ class CnqCluster(Construct):
             reason="this bucket receives the persistent-storage buckets' access logs; logging it into itself "
             "would loop and logging it elsewhere only moves the question",
         )
+        block_all = s3.BlockPublicAccess.BLOCK_ALL  # one kernel call, not one per bucket
         buckets = [
             s3.Bucket(
                 self,
@@ -339,7 +340,7 @@ class CnqCluster(Construct):
                 encryption_key=self.key,
                 bucket_key_enabled=True,
                 enforce_ssl=True,
-                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                block_public_access=block_all,
                 server_access_logs_bucket=logs,
                 server_access_logs_prefix=f"persistent-storage-{index}/",
                 removal_policy=RemovalPolicy.RETAIN,
