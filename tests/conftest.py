@@ -76,6 +76,30 @@ def _share_botocore_client_classes() -> None:
 
 _share_botocore_client_classes()
 
+
+def _share_botocore_service_models() -> None:
+    """One ServiceModel per service model document, instead of one per client. botocore caches what it derives
+    from a model on the ServiceModel object (operation models, error shapes, the endpoint-discovery operation:
+    botocore/model.py, instance_cache and CachedProperty), and ClientCreator._load_service_model makes a new one
+    for every client, so each client re-derived them: finding the endpoint-discovery operation alone builds an
+    OperationModel for each of EC2's operations (botocore/client.py _register_endpoint_discovery), 3 ms a client.
+    The document comes from the shared loader above and is not modified, so neither is what derives from it."""
+    import botocore.client
+
+    load = botocore.client.ClientCreator._load_service_model
+    models: dict[tuple[Any, ...], Any] = {}
+
+    def shared(self: Any, service_name: str, api_version: str | None = None) -> Any:
+        key = (service_name, api_version, id(self._loader))
+        if key not in models:
+            models[key] = (self._loader, load(self, service_name, api_version))  # the loader stays referenced
+        return models[key][1]
+
+    botocore.client.ClientCreator._load_service_model = shared  # type: ignore[method-assign]
+
+
+_share_botocore_service_models()
+
 Templates = dict[str, dict[str, Any]]
 _SYNTH_CACHE: dict[str, Templates] = {}
 _WARNINGS: dict[str, list[str]] = {}
