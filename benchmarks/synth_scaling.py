@@ -54,6 +54,18 @@ app.synth()
 # hubspoke: app.py itself, with `-c config=PATH` as the CLI passes it.
 HUBSPOKE_APP = (ROOT / "app.py").read_text()
 
+# The context every case gets, as the pinned CDK CLI passes it to an app: cdk.json's, then the CLI's defaults
+# (aws-cdk 2.1148.1, lib/index.js contextFromSettings: path and asset metadata, version reporting, bundling of
+# every stack, and validation errors left to the CLI).
+CLI_CONTEXT = {
+    **json.loads((ROOT / "cdk.json").read_text()).get("context", {}),
+    "aws:cdk:enable-path-metadata": True,
+    "aws:cdk:enable-asset-metadata": True,
+    "aws:cdk:version-reporting": True,
+    "aws:cdk:bundling-stacks": ["**"],
+    "@aws-cdk/core:failSynthOnValidationErrors": False,
+}
+
 
 def topology(spokes: int) -> dict[str, Any]:
     others = [code for code in sorted(REGIONS) if code != "us-east-2"]
@@ -89,7 +101,7 @@ def run_synth(
     # Every warm case shares one cache that starts empty, so the first repeat fills it as a user's first synth.
     env["HUBSPOKE_CACHE_DIR"] = str(Path(tempfile.mkdtemp(dir=workdir)) if cold else workdir / "cache")
     env["CDK_OUTDIR"] = str(outdir)
-    env["CDK_CONTEXT_JSON"] = json.dumps({"config": str(config)} if config else {})
+    env["CDK_CONTEXT_JSON"] = json.dumps({**CLI_CONTEXT, **({"config": str(config)} if config else {})})
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
