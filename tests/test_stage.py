@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hubspoke.config import HubSpokeConfig, load
 from tests.cli.verify_fixtures import TWO_SPOKES
-from tests.conftest import synth, write_config
+from tests.conftest import ROOT, synth, write_config
 
 
 def topology(*spokes: tuple[str, str]) -> dict[str, Any]:
@@ -135,3 +139,50 @@ def test_a_refresh_token_gives_every_planned_stack_one_handle_named_after_it(
     assert all(len(ids) == 1 for ids in first.values()), first
     assert first.keys() == plain.keys()
     assert all(first[sid] != second[sid] for sid in first)
+
+
+# app.py's ending, on the smallest app new_app builds: one stack with one resource.
+_ONE_STACK_APP = """
+import sys
+from aws_cdk import Stack, aws_sns as sns
+from hubspoke.stage import exit_without_teardown, new_app
+app = new_app(outdir=sys.argv[1])
+sns.Topic(Stack(app, "S"), "T")
+app.synth()
+print("synthesized", file=sys.stderr, end="")
+exit_without_teardown()
+"""
+
+
+def _run_one_stack_app(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    out, tmp = tmp_path / "cdk.out", tmp_path / "tmp"
+    tmp.mkdir()
+    # TMPDIR: Python's tempfile and Node's os.tmpdir() both make their scratch directories there.
+    result = subprocess.run(
+        [sys.executable, "-c", _ONE_STACK_APP, str(out)],
+        cwd=ROOT, env={**os.environ, "TMPDIR": str(tmp), **env}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    return result, out, tmp
+
+
+def test_the_exit_after_synth_stops_jsii_and_leaves_no_trace_but_the_assembly(tmp_path: Path) -> None:
+    """exit_without_teardown skips the interpreter's teardown, not the exit handlers: jsii's (which stops the
+    kernel and removes the temporary directory it unpacked its runtime into, jsii/_kernel/providers/process.py
+    `stop`) runs, output is flushed, the exit code is 0. The cloud assembly holds no creation stack traces
+    (hubspoke.stage.CONTEXT): aws-cdk-lib writes them as `aws:cdk:creationStack` metadata."""
+    result, out, tmp = _run_one_stack_app(tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr.endswith("synthesized"), result.stderr[-2000:]
+    assert sorted(p.name for p in tmp.iterdir()) == [], "a temporary directory outlived the app"
+    assert (out / "S.template.json").exists()
+    assert "aws:cdk:creationStack" not in "".join(p.read_text() for p in out.rglob("*.json"))
+
+
+@pytest.mark.thorough
+def test_cdk_debug_still_records_creation_stack_traces(tmp_path: Path) -> None:
+    """`cdk synth --debug` sets CDK_DEBUG=true for the app (aws-cdk 2.1148.1, lib/index.js
+    synthParametersFromSettings); aws-cdk-lib records creation stacks in debug mode whatever the context says
+    (core/lib/cfn-element.js: `!tryGetContext(DISABLE_CREATION_STACK_TRACES) || debugModeEnabled()`)."""
+    result, out, _ = _run_one_stack_app(tmp_path, CDK_DEBUG="true")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "aws:cdk:creationStack" in "".join(p.read_text() for p in out.rglob("*.json"))
