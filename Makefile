@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine with Python 3.11+, Node and make:
 #   make synth   venv + pinned packages + pinned CDK CLI and Node 22, then synth every config/ and check policy
-#   make test    lint, types and the fast test tier (two to three minutes on 2 cores); make test-thorough runs every test
+#   make test    lint, types and the fast test tier (two to three minutes on 2 cores); make test-thorough runs
+#                every test
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
@@ -67,8 +68,9 @@ docs: $(VENV)/.installed
 # on two pytest-xdist workers (PYTEST_WORKERS=0 runs in one process). `make test-thorough`: everything there is,
 # the fast tier included: server twins of the fakes, every topology shape, hundreds of drawn topologies
 # (Hypothesis' `thorough` profile, tests/conftest.py), sandboxed and subprocess runs, external linters.
-# mypy runs beside the tests (cold, about 10 s on one core: pyproject.toml has it read only the aws_cdk modules we import); its cache lives in the
-# user's cache, so another checkout of the same pins reuses it (mypy revalidates entries by content hash).
+# mypy runs beside the tests (cold, about 10 s on one core: pyproject.toml has it read only the aws_cdk modules
+# hubspoke imports); its cache lives in the user's cache, so another checkout of the same pins reuses it (mypy
+# revalidates entries by content hash).
 PYTEST_WORKERS ?= 2
 export MYPY_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hubspoke/mypy
 test: setup lint

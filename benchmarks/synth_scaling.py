@@ -1,8 +1,8 @@
 """Synth time and template size as spokes are added, measured in one run on this machine.
 
 Reports ratios, not seconds: these machines are shared and noisy. Each synth runs in its own Python
-process as the CDK CLI runs an app (hubspoke's case is app.py itself; jsii start-up and exit included), REPEATS times, round-robin over the cases; the
-median counts. Every hubspoke case runs with cdk-nag, Control Tower's controls and our pack: warm (after one
+process as the CDK CLI runs an app (hubspoke's case is app.py itself; jsii start-up and exit included),
+REPEATS times, round-robin over the cases; the median counts. Every hubspoke case runs with cdk-nag, Control Tower's controls and our pack: warm (after one
 uncounted synth has filled hubspoke's cache of Control Tower verdicts and Lambda bundles, as on every synth
 after a user's first) and, for config/dev.yaml, cold too (an empty cache each time).
     .venv/bin/python benchmarks/synth_scaling.py [--repeats N] [--json OUT]

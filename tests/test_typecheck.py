@@ -1,7 +1,8 @@
 """mypy's view of aws-cdk-lib: every aws_cdk module hubspoke imports is type-checked, not skipped.
 
-pyproject.toml skips aws_cdk's modules but those it names (a cold mypy read all 352 of them: 54 s, now 9). Skipping one
-hubspoke imports would silently make its classes Any, so a wrong argument to, say, ec2.Port.tcp would pass.
+pyproject.toml skips aws_cdk's modules but those it names (a cold mypy read all 352 of them: 54 s, now 9).
+Skipping one hubspoke imports would silently make its classes Any, so a wrong argument to, say, ec2.Port.tcp
+would pass.
 """
 
 from __future__ import annotations
