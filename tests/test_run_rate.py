@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -11,12 +12,15 @@ from hubspoke.prices import PRICES, transfer_price
 from hubspoke.run_rate import run_rate, total
 from tests.conftest import ROOT, minimal, write_config
 
+# The day the figures below were worked out: 1.33 (dev, smoke) is past its standard support (2026-07-29).
+PRICED_ON = date(2026, 12, 1)
+
 
 def test_dev_deploys_four_p5_nodes_hub_and_spoke(dev_config: HubSpokeConfig) -> None:
     """config/dev.yaml leaves compute.enabled at its default (true) in the hub too, so the hub and the spoke
     each deploy the default group, 2 x ml.p5.48xlarge (docs/configuration.md): 4 p5 nodes, 32 GPUs. Its
     clusters state Kubernetes 1.33, past EKS standard support since 2026-07-29: extended-support rate."""
-    lines = {(line.region, line.item): line.count for line in run_rate(dev_config)}
+    lines = {(line.region, line.item): line.count for line in run_rate(dev_config, on=PRICED_ON)}
     assert lines == {
         ("us-east-2", "ml.p5.48xlarge"): 2,
         ("us-east-2", "cluster-extended-support"): 1,
@@ -34,7 +38,7 @@ def test_dev_run_rate_by_hand(dev_config: HubSpokeConfig) -> None:
     $98.32, i4i.8xlarge $2.746, NAT gateway $0.045, EKS cluster $0.60 per hour on extended support (dev states
     1.33, past standard support), in us-east-2 and us-west-2.
     4 x 98.32 + 8 x 2.746 + 2 x 0.045 + 2 x 0.60 = 393.28 + 21.968 + 0.09 + 1.2 = 416.538."""
-    usd, complete = total(run_rate(dev_config))
+    usd, complete = total(run_rate(dev_config, on=PRICED_ON))
     assert complete
     assert usd == pytest.approx(416.538)
 
@@ -79,7 +83,7 @@ def test_smoke_profile_costs_dollars_not_a_p5_bill() -> None:
     and an EKS cluster at 1.33 on extended support ($0.60), all ASSUMED 2026-11 list prices:
     2 x 4.048 = $8.096 per hour."""
     config = load(ROOT / "config" / "smoke.yaml").config
-    usd, complete = total(run_rate(config))
+    usd, complete = total(run_rate(config, on=PRICED_ON))
     assert complete
     assert usd == pytest.approx(8.096)
 
@@ -88,7 +92,6 @@ def test_a_control_plane_past_standard_support_is_priced_at_the_extended_rate(tm
     """EKS standard support for 1.33 ended 2026-07-29 (the EKS version calendar, as hubspoke/eks_addons.py cites
     it); after it a cluster costs $0.60 per cluster hour (AWS's extended-support notice: "charged at $0.60 per
     cluster hour") instead of $0.10. The same config the day before and the day after."""
-    from datetime import date
 
     config = load(ROOT / "config" / "smoke.yaml").config  # states 1.33 in both Regions
     before = [line for line in run_rate(config, on=date(2026, 7, 29)) if "EKS" in line.what]
