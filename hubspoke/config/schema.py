@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from pydantic.json_schema import JsonDict
 
 from hubspoke.dataset_manifest import SEGMENT_PATTERN
-from hubspoke.eks_addons import DEFAULT_KUBERNETES_VERSION
+from hubspoke.eks_addons import DEFAULT_KUBERNETES_VERSION, HYPERPOD_KUBERNETES_VERSIONS, KUBECTL_SKEW
 from hubspoke.regions import REGIONS, partition_regions
 
 # AWS allows VPC CIDR blocks from /16 to /28; our subnet layout needs /20 or larger (see layout.py).
@@ -452,6 +452,10 @@ class InstanceGroupConfig(Model):
     )
 
 
+# The versions HyperPod lists, oldest first (for the reference's wording).
+_HYPERPOD_VERSIONS = sorted(HYPERPOD_KUBERNETES_VERSIONS, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
 class ComputeConfig(Model):
     """The Region's SageMaker HyperPod cluster on EKS and its Kubernetes storage."""
 
@@ -460,8 +464,10 @@ class ComputeConfig(Model):
     )
     kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = Field(
         default=DEFAULT_KUBERNETES_VERSION,
-        description='EKS version, quoted (`"1.35"`): one hubspoke\'s kubectl layer reaches (`1.33`, `1.34` or '
-        "`1.35`; HyperPod's own list is wider, 1.30 to 1.35); a deployed cluster moves one minor per deploy, so an "
+        description=f'EKS version, quoted (`"{DEFAULT_KUBERNETES_VERSION}"`): one hubspoke\'s kubectl layer reaches '
+        f"({', '.join(f'`{v}`' for v in KUBECTL_SKEW)}; HyperPod's own list is wider, "
+        f"{_HYPERPOD_VERSIONS[0]} to {_HYPERPOD_VERSIONS[-1]}); "
+        "a deployed cluster moves one minor per deploy, so an "
         "environment states its version, hub and spokes each "
         "([runbooks/compute.md](runbooks/compute.md#upgrading-kubernetes))",
     )
