@@ -4,20 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hubspoke.config.sections import ConfigView, Problem, RegionView
+from hubspoke.config.sections import ConfigView, Problem
 from hubspoke.eks_addons import KUBECTL_LAYER_VERSION, KUBECTL_SKEW
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS
-
-
-def _computes(region: RegionView) -> bool:
-    """Whether the schema accepted the Region's compute section and it is enabled."""
-    return region.compute is not None and region.compute.enabled
 
 
 def compute_only_where_hyperpod_runs(config: ConfigView) -> Iterator[Problem]:
     for region in config.regions():
         path, code = region.path, region.region
-        if code is None or not _computes(region):
+        if code is None or region.compute_on is None:
             continue
         if code not in REGIONS:
             yield Problem(
@@ -38,7 +33,7 @@ def compute_only_where_hyperpod_runs(config: ConfigView) -> Iterator[Problem]:
 def compute_mounts_local_storage(config: ConfigView) -> Iterator[Problem]:
     """The dataset and checkpoint volumes point at the Region's own CNQ, so compute needs it there."""
     for region in config.regions():
-        if _computes(region) and region.storage is not None and not region.storage.enabled:
+        if region.compute_on is not None and region.storage is not None and not region.storage.enabled:
             yield Problem(
                 f"{region.path}.compute",
                 "compute mounts the dataset from this Region's own CNQ, but storage.enabled is false: "
@@ -54,7 +49,7 @@ def compute_needs_egress(config: ConfigView) -> Iterator[Problem]:
     clusters with a custom Amazon VPC": a VPC without internet access needs interface endpoints for each).
     """
     for region in config.regions():
-        if _computes(region) and region.nat == "none":
+        if region.compute_on is not None and region.nat == "none":
             yield Problem(
                 f"{region.path}.nat",
                 "none leaves the HyperPod nodes and the compute stack's functions without a route to ECR, EKS, "
@@ -72,9 +67,9 @@ def connectivity_check_needs_two_nodes(config: ConfigView) -> Iterator[Problem]:
     ASSUMED the same for EKS, the same NCCL test. An omitted key is the schema's default (both checks, 2 nodes).
     """
     for region in config.regions():
-        if region.compute is None or not region.compute.enabled:
+        if (compute := region.compute_on) is None:
             continue
-        for i, group in enumerate(region.compute.instance_groups):
+        for i, group in enumerate(compute.instance_groups):
             count = group.count
             if "InstanceConnectivity" in group.on_start_deep_health_checks and count < 2:
                 field = f"{region.path}.compute.instance_groups[{i}].on_start_deep_health_checks"
@@ -91,10 +86,9 @@ def kubernetes_version_within_kubectl_skew(config: ConfigView) -> Iterator[Probl
     """The kubectl layer that applies the manifests and charts works within one minor of the control plane
     (hubspoke.eks_addons.KUBECTL_SKEW): outside it, synth would stop, or a deploy would fail on its first apply."""
     for region in config.regions():
-        if not _computes(region):
+        if (compute := region.compute_on) is None:
             continue
-        assert region.compute is not None
-        version = region.compute.kubernetes_version
+        version = compute.kubernetes_version
         if version not in KUBECTL_SKEW:
             yield Problem(
                 f"{region.path}.compute.kubernetes_version",

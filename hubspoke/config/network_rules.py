@@ -31,8 +31,7 @@ def vpc_cidrs_do_not_overlap(config: ConfigView) -> Iterator[Problem]:
     # the block, a free block first. A service CIDR the config sets is the user's choice: the problem is on it.
     services: list[tuple[str, ipaddress.IPv4Network, bool]] = []
     for region in config.regions():
-        compute = region.compute
-        if compute is not None and compute.enabled:
+        if (compute := region.compute_on) is not None:
             service = ipaddress.IPv4Network(compute.service_cidr)
             services.append((region.path, service, "service_cidr" in compute.model_fields_set))
     replaces = (

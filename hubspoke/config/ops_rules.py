@@ -18,10 +18,10 @@ def _alarm_regions(config: ConfigView) -> list[tuple[str, str]]:
         if code is None:
             continue
         if region.is_hub:
-            hub_storage = region.storage is not None and region.storage.enabled
-            if region.compute is not None and region.compute.enabled:
+            hub_storage = region.storage_on is not None
+            if region.compute_on is not None:
                 found.append((region.path, code))
-        elif hub_storage and region.storage is not None and region.storage.enabled:
+        elif hub_storage and region.storage_on is not None:
             found.append((region.path, code))
     return found
 

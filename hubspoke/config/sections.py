@@ -65,6 +65,16 @@ class RegionView:
     def is_hub(self) -> bool:
         return self.path == "hub"
 
+    @property
+    def compute_on(self) -> ComputeConfig | None:
+        """The compute section when the schema accepted it and it is enabled, else None."""
+        return self.compute if self.compute is not None and self.compute.enabled else None
+
+    @property
+    def storage_on(self) -> StorageConfig | None:
+        """The storage section when the schema accepted it and it is enabled, else None."""
+        return self.storage if self.storage is not None and self.storage.enabled else None
+
     def cidr_fields(self) -> list[tuple[str, ipaddress.IPv4Network]]:
         """The VPC blocks the schema accepted, with the field each sits in (`<path>.cidr`,
         `<path>.secondary_cidrs[i]`), primary first."""

@@ -28,8 +28,8 @@ def _version(value: str) -> tuple[int, ...]:
 def _storage_regions(config: ConfigView) -> Iterator[tuple[RegionView, StorageConfig]]:
     """Each Region whose storage section the schema accepted and enables, with that section."""
     for region in config.regions():
-        if region.storage is not None and region.storage.enabled:
-            yield region, region.storage
+        if (storage := region.storage_on) is not None:
+            yield region, storage
 
 
 def cnq_node_count(config: ConfigView) -> Iterator[Problem]:
@@ -65,7 +65,7 @@ def portal_stays_in_one_account(config: ConfigView) -> Iterator[Problem]:
         account = config.account_of(spoke)
         if account is None or hub_account is None:
             continue  # an account the schema refused: it says so
-        if account != hub_account and spoke.storage is not None and spoke.storage.enabled:
+        if account != hub_account and spoke.storage_on is not None:
             yield Problem(
                 f"{spoke.path}.storage",
                 f"a CNQ spoke in account {account} cannot reach the hub's admin secret in account {hub_account} "
@@ -192,7 +192,7 @@ def spoke_storage_needs_hub_storage(config: ConfigView) -> Iterator[Problem]:
     if hub is None or hub.storage is None or hub.storage.enabled:
         return
     for spoke in config.spokes:
-        if spoke.storage is not None and spoke.storage.enabled:
+        if spoke.storage_on is not None:
             yield Problem(
                 f"{spoke.path}.storage",
                 "a CNQ spoke caches the hub's CNQ through a portal, but hub.storage.enabled is false: enable "
