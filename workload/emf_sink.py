@@ -71,6 +71,14 @@ def _resolve(address: Address, timeout: float) -> list[Address]:
     return list(found) if not worker.is_alive() else []
 
 
+def write_line(stream: TextIO, line: str) -> None:
+    """`line` and its newline in one write, then flushed: the training loop's progress lines share stdout with
+    the throughput thread's records, and print() writes the text and the newline in two calls, between which the
+    other thread's line can land (a record glued to a progress line is no longer a line of its own)."""
+    stream.write(line + "\n")
+    stream.flush()
+
+
 class EmfSink:
     """Sends EMF lines to the CloudWatch agent over TCP, falling back to stdout whenever it is unreachable."""
 
@@ -114,7 +122,7 @@ class EmfSink:
             except OSError as error:
                 self._close()
                 self._report(f"sending to the CloudWatch agent at {self.endpoint} failed ({error})")
-        print(line, file=self._stdout or sys.stdout, flush=True)
+        write_line(self._stdout or sys.stdout, line)
         return False
 
     def close(self) -> None:

@@ -32,7 +32,7 @@ import cache_status
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from emf_sink import EmfSink
+from emf_sink import EmfSink, write_line
 from llama import PRESETS, Llama, shape
 from manifest import Manifest, ManifestError, check_files, dataset_root, load
 from shards import RankSampler, TokenShards
@@ -222,7 +222,9 @@ def log(message: str) -> None:
 
 def progress(step: int, loss: float) -> None:
     """The line the HyperPodPyTorchJob's log monitoring matches (hubspoke/k8s/job.py PROGRESS_LOG_PATTERN)."""
-    print(f"[rank {dist.get_rank() if dist.is_initialized() else 0}] step {step} loss {loss:.4f}", flush=True)
+    write_line(
+        sys.stdout, f"[rank {dist.get_rank() if dist.is_initialized() else 0}] step {step} loss {loss:.4f}"
+    )
 
 
 def nothing_to_train(args: argparse.Namespace, start_step: int, steps_left_in_data: int) -> str | None:

@@ -142,3 +142,26 @@ def test_the_jobs_endpoint_names_the_agent_service_and_port() -> None:
     host, port = emf_sink.parse_endpoint(tm.AGENT_ENDPOINT)
     assert host == f"{tm.AGENT_SERVICE}.{tm.AGENT_NAMESPACE}"
     assert port == tm.AGENT_PORT == 25888  # the port the add-on's operator publishes EMF on
+
+
+class _Writes(io.StringIO):
+    """A stream that remembers each write call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.calls.append(text)
+        return super().write(text)
+
+
+def test_a_stdout_record_is_one_write_so_another_threads_line_cannot_land_inside_it() -> None:
+    """The training loop's progress lines and the throughput thread's records share stdout (workload/train.py);
+    a record written in two calls (text, then newline, as print() does) could end up glued to a progress line,
+    which is no longer a line of its own (a CI run of test_train lost a record that way)."""
+    stream = _Writes()
+    sink = emf_sink.EmfSink(None, stdout=stream, warn=lambda _: None)
+    assert sink.send('{"a": 1}') is False
+    emf_sink.write_line(stream, "[rank 0] step 4 loss 1.0000")
+    assert stream.calls == ['{"a": 1}\n', "[rank 0] step 4 loss 1.0000\n"]
