@@ -33,6 +33,7 @@ from hubspoke.cli.preflight.cnq import CANONICAL_OWNER, UBUNTU_PARAMETER
 from hubspoke.config import load
 from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
 from tests.conftest import ROOT, minimal, write_config
+from tests.fakes.aws_endpoint import stop_moto_server
 
 P5 = "ml.p5.48xlarge"
 # Quota names as the SageMaker Developer Guide ("Prerequisites for using SageMaker HyperPod") lists them,
@@ -477,7 +478,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         urllib.request.urlopen(
             urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10
         )
-        server.stop()
+        stop_moto_server(server)
 
 
 @pytest.fixture

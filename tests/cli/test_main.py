@@ -10,6 +10,7 @@ import pytest
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.main import build_parser, main
 from tests.conftest import ROOT
+from tests.fakes.loopback import serve_in_background, shut
 
 HEAVY = ("botocore", "boto3", "graphviz", "wasmtime", "matplotlib", "aws_cdk", "jsii")
 
@@ -51,7 +52,6 @@ def test_aws_calls_make_three_attempts_as_documented(monkeypatch: pytest.MonkeyP
     request, total_max_attempts the number of attempts including it. A server that answers every request 500
     (retryable in botocore's standard mode) must see exactly 3 requests."""
     import http.server
-    import threading
 
     from botocore.exceptions import ClientError
 
@@ -72,12 +72,12 @@ def test_aws_calls_make_three_attempts_as_documented(monkeypatch: pytest.MonkeyP
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = serve_in_background(server, "http")
     try:
         isolate_from_real_aws(monkeypatch)
-        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_address[1]}")
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
         with pytest.raises(ClientError):
             session_clients()("sts", "us-east-1").get_caller_identity()
     finally:
-        server.shutdown()
+        shut(server)
     assert len(seen) == 3

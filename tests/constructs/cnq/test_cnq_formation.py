@@ -43,7 +43,7 @@ def test_a_create_slower_than_an_ordinary_call_is_waited_for(
 ) -> None:
     """Ordinary calls are cut short (here at 1 s); the create is not, up to Qumulo's own 300 s."""
     monkeypatch.setattr(session, "MAX_REQUEST_SECONDS", 1.0)
-    hub.slow(2.5, "POST", CREATE, times=1)
+    hub.slow(1.5, "POST", CREATE, times=1)
     drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub")))
     assert hub.state == "ACTIVE" and len(hub.create_requests) == 1
 

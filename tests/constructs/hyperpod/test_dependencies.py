@@ -8,13 +8,13 @@ from __future__ import annotations
 import http.server
 import io
 import tarfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hubspoke.constructs.hyperpod.runtime import dependencies as deps
+from tests.fakes.loopback import serve_in_background, shut
 
 CHART = "helm_chart/HyperPodHelmChart"
 
@@ -45,13 +45,10 @@ def server() -> Iterator[tuple[str, dict[str, bytes]]]:
             pass
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", routes
+        yield serve_in_background(httpd, "http"), routes
     finally:
-        httpd.shutdown()
-        thread.join(timeout=5)
+        shut(httpd)
 
 
 def test_fetch_returns_the_archive(server: tuple[str, dict[str, bytes]]) -> None:

@@ -25,7 +25,6 @@ import io
 import json
 import tarfile
 import textwrap
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from hubspoke.constructs.hyperpod import dependencies
 from tests.conftest import Shape, Templates, properties
 from tests.fakes.eks import FakeCluster, FakeEks
 from tests.fakes.kubernetes import FakeKubernetes
+from tests.fakes.loopback import serve_in_background, shut
 from tests.lambda_layers import awscli_layer_zip, kubectl_layer_zip
 from tests.lambda_runtime import LAMBDA_PATH, LambdaFunction, sandbox_mode
 
@@ -76,8 +76,7 @@ class ChartServer:
                 pass
 
         self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        self.base = serve_in_background(self._httpd, "http")
         sub = _tgz({f"{SUB_CHART}/Chart.yaml": f"apiVersion: v2\nname: {SUB_CHART}\nversion: 1.0.0\n"})
         self.routes["/charts/sub-1.0.0.tgz"] = sub
         self.routes["/charts/index.yaml"] = textwrap.dedent(f"""\
@@ -117,8 +116,7 @@ class ChartServer:
         })  # fmt: skip
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        shut(self._httpd)
 
 
 @pytest.fixture

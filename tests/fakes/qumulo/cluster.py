@@ -190,8 +190,13 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
     def down(self) -> None:
         """Refuse connections on every node (and portal traffic) until up() is called, on the same port."""
         self.reachable = False
-        for node in self.nodes.values():
-            self.down_node(node.ip)
+        # Each listener notices its shutdown at its next poll: closing them side by side waits one poll, not
+        # one per node.
+        closing = [threading.Thread(target=self.down_node, args=(ip,)) for ip in self.nodes]
+        for thread in closing:
+            thread.start()
+        for thread in closing:
+            thread.join()
 
     def down_node(self, ip: str) -> None:
         node = self.nodes[ip]
