@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from hubspoke.config import HubSpokeConfig
+from hubspoke.config import HubSpokeConfig, load
 from hubspoke.policy.rules import RULES, PolicyRule, Template, check
-from tests.conftest import ROOT, Shape, Templates
+from tests.conftest import ROOT, Shape, Templates, write_config
 
 
 def as_templates(templates: Templates) -> list[Template]:
@@ -211,6 +211,27 @@ def _with_peering_route(templates: Templates, stack: str, destination: str) -> T
     return broken
 
 
+@pytest.fixture(
+    params=["dev-templates", pytest.param("multi-spoke-synth", marks=pytest.mark.thorough)], scope="module"
+)
+def multi_spoke(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Shape:
+    """The multi-spoke shape's config (hub 10.10/16 + 10.11/16; spokes 10.20/16 + 10.21/20, 10.30/16,
+    10.40/20) over templates that route us-west-2 over its peering to the hub's 10.10.0.0/16 only.
+
+    Thorough tier: the shape's own synth. Fast tier: dev's templates, whose us-west-2 (10.20.0.0/16, as in
+    the shape) routes over its peering to dev's hub, 10.10.0.0/16, which is also the shape's hub: the rule reads
+    nothing but the spokes' Network templates and the config's CIDRs, so it judges each route below as it
+    would in the shape's synth, without a whole-environment synth (and its Control Tower run) of its own.
+    """
+    from tests.conftest import load_shape
+    from tests.shapes import SHAPES
+
+    if request.param == "multi-spoke-synth":
+        return load_shape("multi-spoke", tmp_path_factory)
+    config = load(write_config(tmp_path_factory.mktemp("multi-spoke-config"), SHAPES["multi-spoke"])).config
+    return Shape("multi-spoke", config, load_shape("dev", tmp_path_factory).templates)
+
+
 @pytest.mark.parametrize(
     "destination",
     [
@@ -220,31 +241,22 @@ def _with_peering_route(templates: Templates, stack: str, destination: str) -> T
         "192.168.0.0/16",  # nobody's: the hub would drop it
     ],
 )
-def test_a_peering_route_beyond_the_hub_is_caught(
-    tmp_path_factory: pytest.TempPathFactory, destination: str
-) -> None:
+def test_a_peering_route_beyond_the_hub_is_caught(multi_spoke: Shape, destination: str) -> None:
     """Peering is not transitive (Amazon VPC Peering Guide, "VPC peering limitations"): the hub forwards nothing a
-    spoke sends it for another VPC, so a spoke's peering route may lead only into the hub's CIDRs. The multi-spoke
-    shape (hub 10.10/16 + 10.11/16; spokes 10.20/16 + 10.21/20, 10.30/16, 10.40/20) holds each case."""
-    from tests.conftest import load_shape
-
-    shape = load_shape("multi-spoke", tmp_path_factory)
-    broken = _with_peering_route(shape.templates, "network-us-west-2", destination)
-    hits = [v for v in check(as_templates(broken), shape.config) if v.rule == "HubSpoke-NoTransitiveRoute"]
+    spoke sends it for another VPC, so a spoke's peering route may lead only into the hub's CIDRs."""
+    broken = _with_peering_route(multi_spoke.templates, "network-us-west-2", destination)
+    hits = [
+        v for v in check(as_templates(broken), multi_spoke.config) if v.rule == "HubSpoke-NoTransitiveRoute"
+    ]
     assert [v.logical_id for v in hits] == ["Injected"]
 
 
 @pytest.mark.parametrize("destination", ["10.11.0.0/16", "10.10.0.0/15", "10.10.4.0/24"])
-def test_a_peering_route_into_the_hub_passes(
-    tmp_path_factory: pytest.TempPathFactory, destination: str
-) -> None:
+def test_a_peering_route_into_the_hub_passes(multi_spoke: Shape, destination: str) -> None:
     """The refusal above is not everything: a route to the hub's secondary CIDR, to both hub CIDRs at once
     (10.10.0.0/15 is exactly 10.10.0.0/16 + 10.11.0.0/16) or to part of the hub stays within the hub."""
-    from tests.conftest import load_shape
-
-    shape = load_shape("multi-spoke", tmp_path_factory)
-    broken = _with_peering_route(shape.templates, "network-us-west-2", destination)
-    assert "HubSpoke-NoTransitiveRoute" not in rules_hit(broken, shape.config)
+    broken = _with_peering_route(multi_spoke.templates, "network-us-west-2", destination)
+    assert "HubSpoke-NoTransitiveRoute" not in rules_hit(broken, multi_spoke.config)
 
 
 @pytest.mark.parametrize(
