@@ -30,6 +30,24 @@ settings.register_profile("thorough", deadline=None, max_examples=1000)
 HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 settings.load_profile(HYPOTHESIS_PROFILE)
 
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A pytest-xdist worker ends without tearing its interpreter down, once it has reported everything.
+
+    The last hook of a worker's session: its results went to the controller at the end of pytest_sessionfinish
+    (xdist/remote.py, WorkerInteractor "workerfinished"), and every other unconfigure hook has run, pytest's
+    unraisable-exception sweep included. Freeing a worker's heap (moto worlds, synthesized templates, the
+    aws-cdk-lib bindings) kept the controller waiting 4 to 5 s after the last test of a fast-tier run
+    (faulthandler stacks: the main thread in C with no Python frame). Exit handlers still run, so jsii stops its
+    kernel and removes its temporary directories, as app.py ends (hubspoke.stage.exit_without_teardown).
+    """
+    if hasattr(config, "workerinput"):  # set on xdist workers only (xdist/remote.py)
+        from hubspoke.stage import exit_without_teardown
+
+        exit_without_teardown()
+
+
 # moto seeds every EC2 backend with its 15,556 default images unless told not to (moto/ec2/models/amis.py,
 # _load_amis; moto/settings.py, ec2_load_default_amis); no test relies on them: worlds add the images they need.
 os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
