@@ -77,10 +77,11 @@ test: setup lint
 	@$(MAKE) --no-print-directory -j2 --output-sync=target typecheck test-fast
 
 # --dist loadfile: each test file runs in one worker, so a module's fixtures (a deployed fake world, a synth to
-# a directory) are built once, not once in each worker that gets some of its tests. The thorough tier keeps
+# a directory) are built once, not once in each worker that gets some of its tests. --no-loadscope-reorder: files
+# go out in tests/conftest.py's order (long ones first), so both workers finish together. The thorough tier keeps
 # xdist's default: its balance with whole files per worker is not measured.
 test-fast: setup
-	pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -m "not thorough"
+	pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not thorough"
 
 test-thorough: setup
 	HYPOTHESIS_PROFILE=thorough pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --hypothesis-show-statistics

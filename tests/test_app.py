@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import ROOT, minimal, write_config
 
 
+@pytest.mark.long
 def test_bad_config_stops_synth_with_validate_messages(tmp_path: Path) -> None:
     data = minimal(inter_region_mtu=9001)
     bad = write_config(tmp_path, data)
@@ -100,6 +101,7 @@ synth_or_exit(with_a_finding(new_app(outdir=sys.argv[2])))
 """
 
 
+@pytest.mark.long
 def test_new_app_fails_on_a_finding_under_the_context_the_cdk_cli_passes(tmp_path: Path) -> None:
     """The fast tier's twin of the CLI test above, without the CLI: the app run as the pinned CDK CLI runs it,
     with "@aws-cdk/core:failSynthOnValidationErrors": false in CDK_CONTEXT_JSON (aws-cdk 2.1148.1,
