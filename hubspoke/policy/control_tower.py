@@ -17,7 +17,9 @@ about 80 % of a whole-environment synth. Two things make it cheap without judgin
   stored). cfn-guard judges each template on its own
   (one `--data` file's result never reads another's), so the same bytes under the same rule set get the same
   verdict; any changed byte of either is a miss and is judged afresh. The cache holds findings, not passes
-  alone: a cached finding stops synth exactly as a fresh one does.
+  alone: a cached finding stops synth exactly as a fresh one does. One exception, checked per rule set: what
+  CDK writes for its own bookkeeping (below) is left out of the key when no rule file can read it, so `cdk
+  synth`'s templates and the same stacks synthesized without the CLI's metadata share their verdicts.
 """
 
 from __future__ import annotations
@@ -55,6 +57,17 @@ _SELECTION = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 _RULES_IN_PACKAGE = "package/rules/control-tower/cfn-guard/"
 _RESOURCE_TYPE = re.compile(r"AWS::[A-Za-z0-9]+::[A-Za-z0-9]+")
 
+# CDK's bookkeeping in a template, which the CDK CLI turns on with its context (aws-cdk 2.1148.1, lib/index.js
+# contextFromSettings: path metadata, asset metadata, version reporting): the `aws:cdk:path` and `aws:asset:*`
+# keys of a resource's Metadata (aws-cdk-lib cx-api, PATH_METADATA_KEY and ASSET_RESOURCE_METADATA_*), and the
+# AWS::CDK::Metadata resource with its CDKMetadataAvailable condition (core/lib/private/metadata-resource.js).
+_BOOKKEEPING_TYPE = "AWS::CDK::Metadata"
+_BOOKKEEPING_CONDITION = "CDKMetadataAvailable"
+_BOOKKEEPING_KEYS = ("aws:cdk:", "aws:asset:")
+# A rule file could read the bookkeeping only through these words in its code (comments aside): resource or
+# template Metadata (not the EC2 property MetadataOptions), Conditions, the resource type, the keys themselves.
+_READS_BOOKKEEPING = re.compile(r"Metadata(?!Options)|Conditions|CDK::|aws:cdk:|aws:asset:")
+
 
 def plugin_tarball() -> Path:
     """The plugin's jsii tarball: its rules, its cfn-guard binary and its code, as the jsii runtime loads them."""
@@ -81,6 +94,8 @@ class RuleSet:
     fingerprint: str
     directory: Path
     rules: tuple[GuardRule, ...]
+    # True when some rule file names no type or mentions what CDK's bookkeeping holds: keys then cover it too.
+    reads_bookkeeping: bool = True
 
     @classmethod
     def load(cls, tarball: Path | None = None, *, root: Path | None = None) -> RuleSet:
@@ -91,11 +106,13 @@ class RuleSet:
         index = directory / "index.json"
         if not index.exists():
             _extract_rules(tarball, directory)
-        types = json.loads(index.read_text())
+        stored = json.loads(index.read_text())
         rules = tuple(
-            GuardRule(directory / "rules" / rel, frozenset(names)) for rel, names in sorted(types.items())
+            GuardRule(directory / "rules" / rel, frozenset(names))
+            for rel, names in sorted(stored["types"].items())
         )
-        return cls(fingerprint, directory, rules)
+        readers = stored["reads_bookkeeping"]
+        return cls(fingerprint, directory, rules, bool(readers) or any(not rule.types for rule in rules))
 
     def for_template(self, template: dict[str, Any]) -> list[GuardRule]:
         """The rule files that can report on `template`: those naming one of its resource types."""
@@ -104,8 +121,34 @@ class RuleSet:
         return [rule for rule in self.rules if rule.applies_to({t for t in present if isinstance(t, str)})]
 
     def verdict_path(self, template_bytes: bytes) -> Path:
-        key = hashlib.sha256(f"{self.fingerprint}\0".encode() + template_bytes)
+        """Where the verdict on these bytes lives: keyed by them, less CDK's bookkeeping when no rule reads it."""
+        judged = template_bytes if self.reads_bookkeeping else without_bookkeeping(template_bytes)
+        key = hashlib.sha256(f"{self.fingerprint}\0".encode() + judged)
         return self.directory / "verdicts" / f"{key.hexdigest()}.json"
+
+
+def without_bookkeeping(template_bytes: bytes) -> bytes:
+    """The template without CDK's bookkeeping, as canonical JSON: the same stacks give the same bytes whether or
+    not the CDK CLI's context added it."""
+    template = json.loads(template_bytes)
+    resources = template.get("Resources") or {}
+    for logical_id in [
+        k for k, r in resources.items() if isinstance(r, dict) and r.get("Type") == _BOOKKEEPING_TYPE
+    ]:
+        del resources[logical_id]
+    for resource in resources.values():
+        metadata = resource.get("Metadata") if isinstance(resource, dict) else None
+        if isinstance(metadata, dict):
+            for key in [k for k in metadata if k.startswith(_BOOKKEEPING_KEYS)]:
+                del metadata[key]
+            if not metadata:
+                del resource["Metadata"]
+    conditions = template.get("Conditions")
+    if isinstance(conditions, dict):
+        conditions.pop(_BOOKKEEPING_CONDITION, None)
+        if not conditions:
+            del template["Conditions"]
+    return json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
 
 
 def _extract_rules(tarball: Path, directory: Path) -> None:
@@ -114,6 +157,7 @@ def _extract_rules(tarball: Path, directory: Path) -> None:
     staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=directory.parent))
     try:
         types: dict[str, list[str]] = {}
+        readers: list[str] = []
         with tarfile.open(tarball) as archive:
             for member in archive.getmembers():
                 if not (member.isfile() and member.name.startswith(_RULES_IN_PACKAGE)):
@@ -125,10 +169,14 @@ def _extract_rules(tarball: Path, directory: Path) -> None:
                 target.write_bytes(data)
                 if rel.endswith(".guard"):
                     types[rel] = sorted(set(_RESOURCE_TYPE.findall(data.decode())))
+                    code = "\n".join(line.split("#", 1)[0] for line in data.decode().splitlines())
+                    if _READS_BOOKKEEPING.search(code):
+                        readers.append(rel)
         if not types:
             raise RuntimeError(f"{tarball} holds no Control Tower rules under {_RULES_IN_PACKAGE}")
         (staging / "verdicts").mkdir()
-        (staging / "index.json").write_text(json.dumps(types, indent=0, sort_keys=True))
+        index = {"types": types, "reads_bookkeeping": sorted(readers)}
+        (staging / "index.json").write_text(json.dumps(index, indent=0, sort_keys=True))
         try:
             staging.rename(directory)
         except OSError:
