@@ -78,8 +78,8 @@ test: setup lint
 
 # --dist loadfile: each test file runs in one worker, so a module's fixtures (a deployed fake world, a synth to
 # a directory) are built once, not once in each worker that gets some of its tests. --no-loadscope-reorder: files
-# go out in tests/conftest.py's order (long ones first), so both workers finish together. The thorough tier keeps
-# xdist's default: its balance with whole files per worker is not measured.
+# go out in tests/conftest.py's order (long ones first), so both workers finish together. The thorough tier hands
+# out single tests (xdist's default --dist load) in that same order; its balance is not measured.
 test-fast: setup
 	pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not thorough"
 

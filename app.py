@@ -10,7 +10,8 @@ import sys
 gc.set_threshold(200_000, 30, 30)
 
 from hubspoke.config import ConfigError, format_problem, load_environments  # noqa: E402 (after the GC setting)
-from hubspoke.stage import HubSpokeStage, exit_without_teardown, new_app, selection_hint, synth_or_exit  # noqa: E402
+from hubspoke.process import exit_without_teardown  # noqa: E402
+from hubspoke.stage import HubSpokeStage, new_app, selection_hint, synth_or_exit  # noqa: E402
 from hubspoke.topology import stage_id  # noqa: E402
 
 app = new_app()

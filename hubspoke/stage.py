@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import atexit
 import hashlib
-import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
 
 from aws_cdk import (
     App,
@@ -108,20 +105,6 @@ def synth_or_exit(app: App) -> None:
         print(f"synth stopped: {exc}. Fix each finding above, or accept it with a reason through "
               "hubspoke/policy/acks.py.", file=sys.stderr)  # fmt: skip
         sys.exit(1)
-
-
-def exit_without_teardown() -> NoReturn:
-    """End app.py after its synth without tearing the interpreter down: the cloud assembly is written by then.
-
-    Freeing aws-cdk-lib's bindings (hundreds of thousands of objects) took 0.6 to 0.8 s of every synth, more
-    than a tenth of it (benchmarks/synth_scaling.py). Exit handlers still run, so the jsii kernel is stopped as
-    jsii stops it (jsii/_kernel/providers/process.py registers its stop with atexit) and output is flushed;
-    mypy ends its runs the same way (mypy/util.py, hard_exit). Never call it from a process that goes on.
-    """
-    atexit._run_exitfuncs()  # CPython's own exit path runs these, then tears down; the teardown is skipped
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
 
 
 def selection_hint(stages: list[str]) -> str:

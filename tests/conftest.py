@@ -40,14 +40,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     unraisable-exception sweep included. Freeing a worker's heap (moto worlds, synthesized templates, the
     aws-cdk-lib bindings) kept the controller waiting 4 to 5 s after the last test of a fast-tier run
     (faulthandler stacks: the main thread in C with no Python frame). Exit handlers still run, so jsii stops its
-    kernel and removes its temporary directories, as app.py ends (hubspoke.stage.exit_without_teardown).
+    kernel and removes its temporary directories, as app.py ends (hubspoke.process).
     """
     if hasattr(config, "workerinput"):  # set on xdist workers only (xdist/remote.py)
-        from hubspoke.stage import exit_without_teardown
+        from hubspoke.process import exit_without_teardown
 
         exit_without_teardown()
 
 
+@pytest.hookimpl(trylast=True)  # after `-m` deselects: the thorough tier's tests count only there
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Whole files in the order `make test-fast` (--dist loadfile --no-loadscope-reorder) hands them out: files
     with a long test first, then the others by number of tests, most first.

@@ -145,7 +145,8 @@ def test_a_refresh_token_gives_every_planned_stack_one_handle_named_after_it(
 _ONE_STACK_APP = """
 import sys
 from aws_cdk import Stack, aws_sns as sns
-from hubspoke.stage import exit_without_teardown, new_app
+from hubspoke.process import exit_without_teardown
+from hubspoke.stage import new_app
 app = new_app(outdir=sys.argv[1])
 sns.Topic(Stack(app, "S"), "T")
 app.synth()

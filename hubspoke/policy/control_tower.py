@@ -17,9 +17,9 @@ about 80 % of a whole-environment synth. Two things make it cheap without judgin
   stored). cfn-guard judges each template on its own
   (one `--data` file's result never reads another's), so the same bytes under the same rule set get the same
   verdict; any changed byte of either is a miss and is judged afresh. The cache holds findings, not passes
-  alone: a cached finding stops synth exactly as a fresh one does. One exception, checked per rule set: what
-  CDK writes for its own bookkeeping (below) is left out of the key when no rule file can read it, so `cdk
-  synth`'s templates and the same stacks synthesized without the CLI's metadata share their verdicts.
+  alone: a cached finding stops synth exactly as a fresh one does. One exception: what CDK writes for its own
+  bookkeeping (below) is left out of the key when none of the rule files run on the template can read it, so
+  `cdk synth`'s templates and the same stacks synthesized without the CLI's metadata share their verdicts.
 """
 
 from __future__ import annotations
@@ -64,9 +64,25 @@ _RESOURCE_TYPE = re.compile(r"AWS::[A-Za-z0-9]+::[A-Za-z0-9]+")
 _BOOKKEEPING_TYPE = "AWS::CDK::Metadata"
 _BOOKKEEPING_CONDITION = "CDKMetadataAvailable"
 _BOOKKEEPING_KEYS = ("aws:cdk:", "aws:asset:")
-# A rule file could read the bookkeeping only through these words in its code (comments aside): resource or
-# template Metadata (not the EC2 property MetadataOptions), Conditions, the resource type, the keys themselves.
-_READS_BOOKKEEPING = re.compile(r"Metadata(?!Options)|Conditions|CDK::|aws:cdk:|aws:asset:")
+# A rule file reads the bookkeeping if its code (comments aside) names it: resource or template Metadata (not the
+# EC2 property MetadataOptions), Conditions, the resource type, the keys themselves...
+_NAMES_BOOKKEEPING = re.compile(r"Metadata(?!Options)|Conditions|CDK::|aws:cdk:|aws:asset:")
+# ...or if it reaches resources other than by type, by a name it found, or to ask whether there are any: every
+# top-level `Resources` of the shipped files is one of these (a property named Resources follows a dot).
+_RESOURCES = re.compile(r"(?<![.\w])Resources\b")
+_TYPED_OR_KEYED = re.compile(
+    r"Resources\s*(\.\s*\*\s*)?\[\s*(Type|keys)\s*==|Resources\s+(!\s*)?(exists|empty|not\s+empty)\b"
+)
+
+
+def reads_bookkeeping(rule_text: str) -> bool:
+    """Whether a cfn-guard rule file could see what CDK writes for its own bookkeeping (conservative: a file this
+    cannot tell about counts as reading it). A wildcard over a resource a rule selected by type (`%r.*`) would
+    reach its Metadata unnamed; no shipped rule has one (the wildcards over `this` walk lists of values)."""
+    code = "\n".join(line.split("#", 1)[0] for line in rule_text.splitlines())
+    if _NAMES_BOOKKEEPING.search(code):
+        return True
+    return any(not _TYPED_OR_KEYED.match(code, m.start()) for m in _RESOURCES.finditer(code))
 
 
 def plugin_tarball() -> Path:
@@ -81,6 +97,8 @@ class GuardRule:
 
     path: Path
     types: frozenset[str]
+    # Whether it could see CDK's bookkeeping (reads_bookkeeping); a file naming no type runs on everything.
+    reads_bookkeeping: bool = True
 
     def applies_to(self, resource_types: set[str]) -> bool:
         # A file that names no type at all is run on every template: nothing says what it could skip.
@@ -94,8 +112,6 @@ class RuleSet:
     fingerprint: str
     directory: Path
     rules: tuple[GuardRule, ...]
-    # True when some rule file names no type or mentions what CDK's bookkeeping holds: keys then cover it too.
-    reads_bookkeeping: bool = True
 
     @classmethod
     def load(cls, tarball: Path | None = None, *, root: Path | None = None) -> RuleSet:
@@ -107,12 +123,12 @@ class RuleSet:
         if not index.exists():
             _extract_rules(tarball, directory)
         stored = json.loads(index.read_text())
+        readers = set(stored["reads_bookkeeping"])
         rules = tuple(
-            GuardRule(directory / "rules" / rel, frozenset(names))
+            GuardRule(directory / "rules" / rel, frozenset(names), rel in readers or not names)
             for rel, names in sorted(stored["types"].items())
         )
-        readers = stored["reads_bookkeeping"]
-        return cls(fingerprint, directory, rules, bool(readers) or any(not rule.types for rule in rules))
+        return cls(fingerprint, directory, rules)
 
     def for_template(self, template: dict[str, Any]) -> list[GuardRule]:
         """The rule files that can report on `template`: those naming one of its resource types."""
@@ -120,9 +136,11 @@ class RuleSet:
         present = {r.get("Type") for r in resources.values() if isinstance(r, dict)}
         return [rule for rule in self.rules if rule.applies_to({t for t in present if isinstance(t, str)})]
 
-    def verdict_path(self, template_bytes: bytes) -> Path:
-        """Where the verdict on these bytes lives: keyed by them, less CDK's bookkeeping when no rule reads it."""
-        judged = template_bytes if self.reads_bookkeeping else without_bookkeeping(template_bytes)
+    def verdict_path(self, template_bytes: bytes, rules: Iterable[GuardRule]) -> Path:
+        """Where the verdict of `rules` (this set's, for this template) on these bytes lives: keyed by them, less
+        CDK's bookkeeping when none of those rules can read it."""
+        readers = any(rule.reads_bookkeeping for rule in rules)
+        judged = template_bytes if readers else without_bookkeeping(template_bytes)
         key = hashlib.sha256(f"{self.fingerprint}\0".encode() + judged)
         return self.directory / "verdicts" / f"{key.hexdigest()}.json"
 
@@ -169,8 +187,7 @@ def _extract_rules(tarball: Path, directory: Path) -> None:
                 target.write_bytes(data)
                 if rel.endswith(".guard"):
                     types[rel] = sorted(set(_RESOURCE_TYPE.findall(data.decode())))
-                    code = "\n".join(line.split("#", 1)[0] for line in data.decode().splitlines())
-                    if _READS_BOOKKEEPING.search(code):
+                    if reads_bookkeeping(data.decode()):
                         readers.append(rel)
         if not types:
             raise RuntimeError(f"{tarball} holds no Control Tower rules under {_RULES_IN_PACKAGE}")
@@ -260,11 +277,12 @@ class ControlTowerControls:
         """The verdict on one template: read from the cache when its bytes were judged under this rule set."""
         rule_set = self._rule_set = self._rule_set or RuleSet.load()
         data = Path(template_path).read_bytes()
-        cached = rule_set.verdict_path(data)
+        rules = rule_set.for_template(json.loads(data))
+        cached = rule_set.verdict_path(data, rules)
         if cached.exists():
             stored: dict[str, Any] = json.loads(cached.read_text())
             return stored
-        verdict = judge(rule_set.for_template(json.loads(data)), template_path)
+        verdict = judge(rules, template_path)
         partial = None
         try:
             with tempfile.NamedTemporaryFile("w", dir=cached.parent, delete=False, suffix=".tmp") as out:

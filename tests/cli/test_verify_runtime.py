@@ -57,11 +57,18 @@ def test_hub_unreachable_for_three_minutes_fails_with_the_runbook(
     deployed: DeployedWorld, deployed_config: Path
 ) -> None:
     """As the alarm judges it: HubReachable below 1 for 3 one-minute datapoints in a row
-    (docs/operations.md, "Alarms"); its runbook is hub-outage.md (docs/runbooks/README.md)."""
-    deployed.canary("us-west-2", minutes_ago=[1], hub_up=False)
-    one = _only(verify(deployed, deployed_config), "hub reachable")
+    (docs/operations.md, "Alarms"); its runbook is hub-outage.md (docs/runbooks/README.md).
+
+    Judged at a moment 30 s into a minute, with its own healthy minute before the outage: CloudWatch dates a
+    datapoint at the start of its minute, so against the clock the fixture's newest report (2 minutes before
+    the fixture ran) left the 3-minute window whenever the test began in a minute's last second or so, and the
+    blip read as an outage (it failed that way once in a fresh-clone run)."""
+    moment = datetime.now(UTC).replace(second=30, microsecond=0)
+    deployed.canary("us-west-2", minutes_ago=[2], now=moment)
+    deployed.canary("us-west-2", minutes_ago=[1], hub_up=False, now=moment)
+    one = _only(_at(deployed, deployed_config, moment), "hub reachable")
     assert one.status == "warn" and "in 1 of the last 3 minutes" in one.detail
-    later = datetime.now(UTC) + timedelta(minutes=4)
+    later = moment + timedelta(minutes=4)
     deployed.canary("us-west-2", minutes_ago=[1, 2, 3], hub_up=False, now=later)
     row = _only(_at(deployed, deployed_config, later), "hub reachable")
     assert row.status == "fail" and "in us-east-2 answered from us-west-2 in the last 3 minutes" in row.detail

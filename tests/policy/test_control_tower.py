@@ -110,7 +110,9 @@ def test_cdk_bookkeeping_alone_makes_no_new_verdict(tmp_path: Path, judged: list
     )
     assert "CDKMetadata" not in json.loads(Path(plain).read_text())["Resources"]
     rule_set = RuleSet.load(root=tmp_path / "cache")
-    assert not rule_set.reads_bookkeeping
+    assert not any(
+        rule.reads_bookkeeping for rule in rule_set.for_template(json.loads(Path(marked).read_text()))
+    )
     plugin = ControlTowerControls(rule_set=rule_set)
     assert (VERSIONING_RULE, "Data") in _rules_hit(plugin.validate(_Templates([plain])))
     reused = plugin.validate(_Templates([marked]))
@@ -122,10 +124,14 @@ def test_cdk_bookkeeping_alone_makes_no_new_verdict(tmp_path: Path, judged: list
 def test_a_rule_set_that_reads_metadata_keys_its_verdicts_on_every_byte(
     tmp_path: Path, judged: list[str]
 ) -> None:
-    """One rule file that mentions Metadata is enough: the template with CDK's bookkeeping is judged on its own."""
+    """One rule file run on the template that mentions Metadata is enough: the template with CDK's bookkeeping
+    is judged on its own."""
     shipped = control_tower.plugin_tarball()
     edited = tmp_path / "edited.tgz"
-    reader = b"let buckets = Resources.*[ Type == 'AWS::S3::Bucket' ]\nrule zz_metadata when %buckets !empty {\n  %buckets.Metadata exists\n}\n"
+    reader = (
+        b"let buckets = Resources.*[ Type == 'AWS::S3::Bucket' ]\n"
+        b"rule zz_metadata when %buckets !empty {\n  %buckets.Metadata exists\n}\n"
+    )
     with tarfile.open(shipped) as source, tarfile.open(edited, "w:gz") as target:
         for member in source.getmembers():
             if member.name.startswith("package/rules/"):
@@ -134,11 +140,38 @@ def test_a_rule_set_that_reads_metadata_keys_its_verdicts_on_every_byte(
         extra.size = len(reader)
         target.addfile(extra, io.BytesIO(reader))
     rule_set = RuleSet.load(edited, root=tmp_path / "cache")
-    assert rule_set.reads_bookkeeping
+    assert [r.path.name for r in rule_set.rules if r.reads_bookkeeping] == [
+        "ct-eks-pr-2.guard",
+        "zz-reads-metadata.guard",
+    ]
     plugin = ControlTowerControls(rule_set=rule_set)
     for cli_context in (False, True):
         plugin.validate(_Templates([_bucket_stack(tmp_path / str(cli_context), cli_context=cli_context)]))
     assert judged == ["S.template.json", "S.template.json"]
+
+
+@pytest.mark.parametrize(
+    ("code", "reads"),
+    [
+        (
+            "let b = Resources.*[ Type == 'AWS::S3::Bucket' ]\nrule r when %b !empty { %b.Properties.X exists }",
+            False,
+        ),
+        ("# Checks the Metadata of nothing\nlet b = Resources[ Type == 'AWS::S3::Bucket' ]", False),
+        ("let r = %doc.Resources[ keys == %name ]\nrule r { Resources exists }", False),
+        ("rule r { Resources.*[ Type == 'AWS::EC2::Instance' ].Properties.MetadataOptions exists }", False),
+        ("let b = Resources.*[ Type == 'AWS::S3::Bucket' ]\nrule r { %b.Metadata exists }", True),
+        ("rule r { Conditions exists }", True),
+        ("let m = Resources.*[ Type == 'AWS::CDK::Metadata' ]", True),
+        ("rule r { Resources.*.Properties.Tags exists }", True),  # every resource, whatever its type
+        ("let x = Resources.*[ Properties.Encrypted exists ]", True),
+    ],
+)
+def test_a_rule_file_counts_as_reading_cdks_bookkeeping_unless_it_cannot(code: str, reads: bool) -> None:
+    """cfn-guard's query forms (a type filter `Resources.*[ Type == ... ]`, a lookup `[ keys == ... ]`; the
+    shipped files' own): a file that names Metadata (not MetadataOptions), Conditions or the CDK::Metadata
+    type, or reaches resources without a type or a key, could see CDK's bookkeeping; comments never count."""
+    assert control_tower.reads_bookkeeping(code) is reads
 
 
 @pytest.mark.parametrize(

@@ -216,12 +216,13 @@ def _with_peering_route(templates: Templates, stack: str, destination: str) -> T
 )
 def multi_spoke(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Shape:
     """The multi-spoke shape's config (hub 10.10/16 + 10.11/16; spokes 10.20/16 + 10.21/20, 10.30/16,
-    10.40/20) over templates that route us-west-2 over its peering to the hub's 10.10.0.0/16 only.
+    10.40/20) over templates whose us-west-2 routes over its peering only into the hub.
 
-    Thorough tier: the shape's own synth. Fast tier: dev's templates, whose us-west-2 (10.20.0.0/16, as in
-    the shape) routes over its peering to dev's hub, 10.10.0.0/16, which is also the shape's hub: the rule reads
-    nothing but the spokes' Network templates and the config's CIDRs, so it judges each route below as it
-    would in the shape's synth, without a whole-environment synth (and its Control Tower run) of its own.
+    Thorough tier: the shape's own synth (us-west-2 routes to both hub CIDRs). Fast tier: dev's templates, whose
+    us-west-2 (10.20.0.0/16, as in the shape) routes over its peering to dev's hub, 10.10.0.0/16, the shape's
+    primary hub CIDR: the rule reads nothing but the spokes' Network templates and the config's CIDRs, so it
+    judges each injected route below as it would in the shape's synth, without a whole-environment synth (and
+    its Control Tower run) of its own.
     """
     from tests.conftest import load_shape
     from tests.shapes import SHAPES

@@ -16,6 +16,7 @@ times: the SDK warns of "disconnects and errors as the API switches from unconfi
 
 from __future__ import annotations
 
+import concurrent.futures
 import ipaddress
 import json
 import re
@@ -191,12 +192,9 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
         """Refuse connections on every node (and portal traffic) until up() is called, on the same port."""
         self.reachable = False
         # Each listener notices its shutdown at its next poll: closing them side by side waits one poll, not
-        # one per node.
-        closing = [threading.Thread(target=self.down_node, args=(ip,)) for ip in self.nodes]
-        for thread in closing:
-            thread.start()
-        for thread in closing:
-            thread.join()
+        # one per node (and an error closing one is raised here, by the pool).
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:
+            list(pool.map(self.down_node, list(self.nodes)))
 
     def down_node(self, ip: str) -> None:
         node = self.nodes[ip]
