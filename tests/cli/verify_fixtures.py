@@ -19,25 +19,27 @@ import yaml
 from hubspoke.cli.checks import session_clients
 from hubspoke.config import HubSpokeConfig, load
 from tests.cli.verify_world import ACCOUNT, DeployedWorld, MotoGaps
-from tests.conftest import synth, with_pins, write_config
+from tests.conftest import ROOT, synth, with_pins, write_config
 from tests.fakes.kube_api import FakeKubeApi, claim, node, volume
 from tests.fakes.tls import loopback_certificate
 
 # moto's default credentials as AWS would name them (verify_world._iam_user_arn).
 CALLER = f"arn:aws:iam::{ACCOUNT}:user/moto"
+_DEV = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
 # config/dev.yaml plus a second spoke that only peers: two spokes make "no route between spokes" testable,
-# and a spoke without CNQ shows what verify says where there is no canary.
+# and a spoke without CNQ shows what verify says where there is no canary. Its CNQ pins are dev's, so its
+# Storage templates are dev's and share their Control Tower verdicts (a fresh clone judges them once).
 TWO_SPOKES: dict[str, Any] = with_pins(
     {
         "environment": "dev",
         "account": ACCOUNT,
-        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16"},
+        "hub": {"region": "us-east-2", "cidr": "10.10.0.0/16", "storage": _DEV["hub"]["storage"]},
         # The caller of every verify test (moto's default credentials, an IAM user) administers the clusters.
         "access": {"administrators": [CALLER]},
         # The version the "dataset cached" row names as the one it judged.
         "dataset": {"name": "c4-llama3", "version": "v1"},
         "spokes": [
-            {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+            {"region": "us-west-2", "cidr": "10.20.0.0/16", "storage": _DEV["spokes"][0]["storage"]},
             {
                 "region": "eu-west-1",
                 "cidr": "10.30.0.0/16",
