@@ -17,9 +17,7 @@ about 80 % of a whole-environment synth. Two things make it cheap without judgin
   stored). cfn-guard judges each template on its own
   (one `--data` file's result never reads another's), so the same bytes under the same rule set get the same
   verdict; any changed byte of either is a miss and is judged afresh. The cache holds findings, not passes
-  alone: a cached finding stops synth exactly as a fresh one does. One exception: what CDK writes for its own
-  bookkeeping (below) is left out of the key when none of the rule files run on the template can read it, so
-  `cdk synth`'s templates and the same stacks synthesized without the CLI's metadata share their verdicts.
+  alone: a cached finding stops synth exactly as a fresh one does.
 """
 
 from __future__ import annotations
@@ -57,33 +55,6 @@ _SELECTION = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 _RULES_IN_PACKAGE = "package/rules/control-tower/cfn-guard/"
 _RESOURCE_TYPE = re.compile(r"AWS::[A-Za-z0-9]+::[A-Za-z0-9]+")
 
-# CDK's bookkeeping in a template, which the CDK CLI turns on with its context (aws-cdk 2.1148.1, lib/index.js
-# contextFromSettings: path metadata, asset metadata, version reporting): the `aws:cdk:path` and `aws:asset:*`
-# keys of a resource's Metadata (aws-cdk-lib cx-api, PATH_METADATA_KEY and ASSET_RESOURCE_METADATA_*), and the
-# AWS::CDK::Metadata resource with its CDKMetadataAvailable condition (core/lib/private/metadata-resource.js).
-_BOOKKEEPING_TYPE = "AWS::CDK::Metadata"
-_BOOKKEEPING_CONDITION = "CDKMetadataAvailable"
-_BOOKKEEPING_KEYS = ("aws:cdk:", "aws:asset:")
-# A rule file reads the bookkeeping if its code (comments aside) names it: resource or template Metadata (not the
-# EC2 property MetadataOptions), Conditions, the resource type, the keys themselves...
-_NAMES_BOOKKEEPING = re.compile(r"Metadata(?!Options)|Conditions|CDK::|aws:cdk:|aws:asset:")
-# ...or if it reaches resources other than by type, by a name it found, or to ask whether there are any: every
-# top-level `Resources` of the shipped files is one of these (a property named Resources follows a dot).
-_RESOURCES = re.compile(r"(?<![.\w])Resources\b")
-_TYPED_OR_KEYED = re.compile(
-    r"Resources\s*(\.\s*\*\s*)?\[\s*(Type|keys)\s*==|Resources\s+(!\s*)?(exists|empty|not\s+empty)\b"
-)
-
-
-def reads_bookkeeping(rule_text: str) -> bool:
-    """Whether a cfn-guard rule file could see what CDK writes for its own bookkeeping (conservative: a file this
-    cannot tell about counts as reading it). A wildcard over a resource a rule selected by type (`%r.*`) would
-    reach its Metadata unnamed; no shipped rule has one (the wildcards over `this` walk lists of values)."""
-    code = "\n".join(line.split("#", 1)[0] for line in rule_text.splitlines())
-    if _NAMES_BOOKKEEPING.search(code):
-        return True
-    return any(not _TYPED_OR_KEYED.match(code, m.start()) for m in _RESOURCES.finditer(code))
-
 
 def plugin_tarball() -> Path:
     """The plugin's jsii tarball: its rules, its cfn-guard binary and its code, as the jsii runtime loads them."""
@@ -97,8 +68,6 @@ class GuardRule:
 
     path: Path
     types: frozenset[str]
-    # Whether it could see CDK's bookkeeping (reads_bookkeeping); a file naming no type runs on everything.
-    reads_bookkeeping: bool = True
 
     def applies_to(self, resource_types: set[str]) -> bool:
         # A file that names no type at all is run on every template: nothing says what it could skip.
@@ -122,11 +91,9 @@ class RuleSet:
         index = directory / "index.json"
         if not index.exists():
             _extract_rules(tarball, directory)
-        stored = json.loads(index.read_text())
-        readers = set(stored["reads_bookkeeping"])
+        types = json.loads(index.read_text())
         rules = tuple(
-            GuardRule(directory / "rules" / rel, frozenset(names), rel in readers or not names)
-            for rel, names in sorted(stored["types"].items())
+            GuardRule(directory / "rules" / rel, frozenset(names)) for rel, names in sorted(types.items())
         )
         return cls(fingerprint, directory, rules)
 
@@ -136,37 +103,9 @@ class RuleSet:
         present = {r.get("Type") for r in resources.values() if isinstance(r, dict)}
         return [rule for rule in self.rules if rule.applies_to({t for t in present if isinstance(t, str)})]
 
-    def verdict_path(self, template_bytes: bytes, rules: Iterable[GuardRule]) -> Path:
-        """Where the verdict of `rules` (this set's, for this template) on these bytes lives: keyed by them, less
-        CDK's bookkeeping when none of those rules can read it."""
-        readers = any(rule.reads_bookkeeping for rule in rules)
-        judged = template_bytes if readers else without_bookkeeping(template_bytes)
-        key = hashlib.sha256(f"{self.fingerprint}\0".encode() + judged)
+    def verdict_path(self, template_bytes: bytes) -> Path:
+        key = hashlib.sha256(f"{self.fingerprint}\0".encode() + template_bytes)
         return self.directory / "verdicts" / f"{key.hexdigest()}.json"
-
-
-def without_bookkeeping(template_bytes: bytes) -> bytes:
-    """The template without CDK's bookkeeping, as canonical JSON: the same stacks give the same bytes whether or
-    not the CDK CLI's context added it."""
-    template = json.loads(template_bytes)
-    resources = template.get("Resources") or {}
-    for logical_id in [
-        k for k, r in resources.items() if isinstance(r, dict) and r.get("Type") == _BOOKKEEPING_TYPE
-    ]:
-        del resources[logical_id]
-    for resource in resources.values():
-        metadata = resource.get("Metadata") if isinstance(resource, dict) else None
-        if isinstance(metadata, dict):
-            for key in [k for k in metadata if k.startswith(_BOOKKEEPING_KEYS)]:
-                del metadata[key]
-            if not metadata:
-                del resource["Metadata"]
-    conditions = template.get("Conditions")
-    if isinstance(conditions, dict):
-        conditions.pop(_BOOKKEEPING_CONDITION, None)
-        if not conditions:
-            del template["Conditions"]
-    return json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
 
 
 def _extract_rules(tarball: Path, directory: Path) -> None:
@@ -175,7 +114,6 @@ def _extract_rules(tarball: Path, directory: Path) -> None:
     staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=directory.parent))
     try:
         types: dict[str, list[str]] = {}
-        readers: list[str] = []
         with tarfile.open(tarball) as archive:
             for member in archive.getmembers():
                 if not (member.isfile() and member.name.startswith(_RULES_IN_PACKAGE)):
@@ -187,13 +125,10 @@ def _extract_rules(tarball: Path, directory: Path) -> None:
                 target.write_bytes(data)
                 if rel.endswith(".guard"):
                     types[rel] = sorted(set(_RESOURCE_TYPE.findall(data.decode())))
-                    if reads_bookkeeping(data.decode()):
-                        readers.append(rel)
         if not types:
             raise RuntimeError(f"{tarball} holds no Control Tower rules under {_RULES_IN_PACKAGE}")
         (staging / "verdicts").mkdir()
-        index = {"types": types, "reads_bookkeeping": sorted(readers)}
-        (staging / "index.json").write_text(json.dumps(index, indent=0, sort_keys=True))
+        (staging / "index.json").write_text(json.dumps(types, indent=0, sort_keys=True))
         try:
             staging.rename(directory)
         except OSError:
@@ -277,12 +212,11 @@ class ControlTowerControls:
         """The verdict on one template: read from the cache when its bytes were judged under this rule set."""
         rule_set = self._rule_set = self._rule_set or RuleSet.load()
         data = Path(template_path).read_bytes()
-        rules = rule_set.for_template(json.loads(data))
-        cached = rule_set.verdict_path(data, rules)
+        cached = rule_set.verdict_path(data)
         if cached.exists():
             stored: dict[str, Any] = json.loads(cached.read_text())
             return stored
-        verdict = judge(rules, template_path)
+        verdict = judge(rule_set.for_template(json.loads(data)), template_path)
         partial = None
         try:
             with tempfile.NamedTemporaryFile("w", dir=cached.parent, delete=False, suffix=".tmp") as out:

@@ -7,7 +7,6 @@ every rule file), and the rule files it ships (ct-s3-pr-11.guard: CT.S3.PR.11 fa
 
 from __future__ import annotations
 
-import io
 import json
 import tarfile
 from pathlib import Path
@@ -16,7 +15,6 @@ from typing import Any
 import pytest
 from aws_cdk import App, Stack, Stage, Validations
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk.aws_s3 import CfnBucket as Bucket
 from cdklabs.cdk_validator_cfnguard import CfnGuardValidator
 
 from hubspoke.policy import control_tower
@@ -85,93 +83,6 @@ def test_a_cached_verdict_is_never_reused_under_a_changed_rule_set(tmp_path: Pat
     assert (VERSIONING_RULE, "Data") in _rules_hit(original)
     assert (VERSIONING_RULE, "Data") not in _rules_hit(changed)
     assert judged == ["bare.template.json", "bare.template.json"]
-
-
-def _bucket_stack(outdir: Path, *, cli_context: bool) -> str:
-    """An unversioned bucket's template as aws-cdk-lib writes it, with or without the bookkeeping the CDK CLI's
-    context turns on (aws-cdk 2.1148.1, lib/index.js contextFromSettings): path and asset metadata, version
-    reporting (the AWS::CDK::Metadata resource and its CDKMetadataAvailable condition)."""
-    keys = ("aws:cdk:enable-path-metadata", "aws:cdk:enable-asset-metadata", "aws:cdk:version-reporting")
-    app = App(outdir=str(outdir), context=dict.fromkeys(keys, cli_context))
-    Bucket(Stack(app, "S"), "Data")
-    return str(outdir / "S.template.json") if app.synth() else ""
-
-
-def test_cdk_bookkeeping_alone_makes_no_new_verdict(tmp_path: Path, judged: list[str]) -> None:
-    """No Control Tower rule reads what CDK writes for itself, so the verdict on a template synthesized without
-    the CLI's bookkeeping is the one on the same template with it: the plugin's own full run on the template with
-    the bookkeeping (the oracle) finds the same finding the reused verdict reports."""
-    plain = _bucket_stack(tmp_path / "plain", cli_context=False)
-    marked = _bucket_stack(tmp_path / "marked", cli_context=True)
-    body = json.loads(Path(marked).read_text())
-    assert (
-        "CDKMetadata" in body["Resources"]
-        and "aws:cdk:path" in body["Resources"][next(iter(body["Resources"]))]["Metadata"]
-    )
-    assert "CDKMetadata" not in json.loads(Path(plain).read_text())["Resources"]
-    rule_set = RuleSet.load(root=tmp_path / "cache")
-    assert not any(
-        rule.reads_bookkeeping for rule in rule_set.for_template(json.loads(Path(marked).read_text()))
-    )
-    plugin = ControlTowerControls(rule_set=rule_set)
-    assert (VERSIONING_RULE, "Data") in _rules_hit(plugin.validate(_Templates([plain])))
-    reused = plugin.validate(_Templates([marked]))
-    assert judged == ["S.template.json"], "the template with CDK's bookkeeping reused the verdict"
-    assert _rules_hit(reused) == _rules_hit(CfnGuardValidator().validate(_Templates([marked])))
-    assert {r.template_path for v in reused.violations for r in v.violating_resources} == {marked}
-
-
-def test_a_rule_set_that_reads_metadata_keys_its_verdicts_on_every_byte(
-    tmp_path: Path, judged: list[str]
-) -> None:
-    """One rule file run on the template that mentions Metadata is enough: the template with CDK's bookkeeping
-    is judged on its own."""
-    shipped = control_tower.plugin_tarball()
-    edited = tmp_path / "edited.tgz"
-    reader = (
-        b"let buckets = Resources.*[ Type == 'AWS::S3::Bucket' ]\n"
-        b"rule zz_metadata when %buckets !empty {\n  %buckets.Metadata exists\n}\n"
-    )
-    with tarfile.open(shipped) as source, tarfile.open(edited, "w:gz") as target:
-        for member in source.getmembers():
-            if member.name.startswith("package/rules/"):
-                target.addfile(member, source.extractfile(member) if member.isfile() else None)
-        extra = tarfile.TarInfo("package/rules/control-tower/cfn-guard/s3/zz-reads-metadata.guard")
-        extra.size = len(reader)
-        target.addfile(extra, io.BytesIO(reader))
-    rule_set = RuleSet.load(edited, root=tmp_path / "cache")
-    assert [r.path.name for r in rule_set.rules if r.reads_bookkeeping] == [
-        "ct-eks-pr-2.guard",
-        "zz-reads-metadata.guard",
-    ]
-    plugin = ControlTowerControls(rule_set=rule_set)
-    for cli_context in (False, True):
-        plugin.validate(_Templates([_bucket_stack(tmp_path / str(cli_context), cli_context=cli_context)]))
-    assert judged == ["S.template.json", "S.template.json"]
-
-
-@pytest.mark.parametrize(
-    ("code", "reads"),
-    [
-        (
-            "let b = Resources.*[ Type == 'AWS::S3::Bucket' ]\nrule r when %b !empty { %b.Properties.X exists }",
-            False,
-        ),
-        ("# Checks the Metadata of nothing\nlet b = Resources[ Type == 'AWS::S3::Bucket' ]", False),
-        ("let r = %doc.Resources[ keys == %name ]\nrule r { Resources exists }", False),
-        ("rule r { Resources.*[ Type == 'AWS::EC2::Instance' ].Properties.MetadataOptions exists }", False),
-        ("let b = Resources.*[ Type == 'AWS::S3::Bucket' ]\nrule r { %b.Metadata exists }", True),
-        ("rule r { Conditions exists }", True),
-        ("let m = Resources.*[ Type == 'AWS::CDK::Metadata' ]", True),
-        ("rule r { Resources.*.Properties.Tags exists }", True),  # every resource, whatever its type
-        ("let x = Resources.*[ Properties.Encrypted exists ]", True),
-    ],
-)
-def test_a_rule_file_counts_as_reading_cdks_bookkeeping_unless_it_cannot(code: str, reads: bool) -> None:
-    """cfn-guard's query forms (a type filter `Resources.*[ Type == ... ]`, a lookup `[ keys == ... ]`; the
-    shipped files' own): a file that names Metadata (not MetadataOptions), Conditions or the CDK::Metadata
-    type, or reaches resources without a type or a key, could see CDK's bookkeeping; comments never count."""
-    assert control_tower.reads_bookkeeping(code) is reads
 
 
 @pytest.mark.parametrize(
