@@ -27,6 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from hubspoke import stage  # noqa: E402
 from hubspoke.config.quotas import DEFAULT_SECURITY_GROUP_RULES, peer_path_rules  # noqa: E402
 from hubspoke.config.sections import partial_view  # noqa: E402
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS  # noqa: E402
@@ -54,17 +55,8 @@ app.synth()
 # hubspoke: app.py itself, with `-c config=PATH` as the CLI passes it.
 HUBSPOKE_APP = (ROOT / "app.py").read_text()
 
-# The context every case gets, as the pinned CDK CLI passes it to an app: cdk.json's, then the CLI's defaults
-# (aws-cdk 2.1148.1, lib/index.js contextFromSettings: path and asset metadata, version reporting, bundling of
-# every stack, and validation errors left to the CLI).
-CLI_CONTEXT = {
-    **json.loads((ROOT / "cdk.json").read_text()).get("context", {}),
-    "aws:cdk:enable-path-metadata": True,
-    "aws:cdk:enable-asset-metadata": True,
-    "aws:cdk:version-reporting": True,
-    "aws:cdk:bundling-stacks": ["**"],
-    "@aws-cdk/core:failSynthOnValidationErrors": False,
-}
+# The context every case gets, as the pinned CDK CLI passes it to an app: cdk.json's, then the CLI's own.
+CLI_CONTEXT = {**json.loads((ROOT / "cdk.json").read_text()).get("context", {}), **stage.CLI_CONTEXT}
 
 
 def topology(spokes: int) -> dict[str, Any]:

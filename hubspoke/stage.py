@@ -74,6 +74,18 @@ CONTEXT = {
 # the CLI's context (App postCliContext), this makes aws-cdk-lib throw "Validation failed" instead
 # (core/lib/private/synthesis-validation.js).
 FAIL_ON_FINDINGS = {"@aws-cdk/core:failSynthOnValidationErrors": True}
+# What the pinned CDK CLI adds to cdk.json's context when it runs app.py (aws-cdk 2.1148.1, lib/index.js
+# contextFromSettings, every setting at its default): resource path and asset metadata, the CDKMetadata
+# version-reporting resource, bundling for every stack, and validation errors left to the CLI. app.py gets it
+# from the CLI; the tests and benchmarks/synth_scaling.py pass it themselves, so that they synthesize the
+# templates `cdk synth` writes.
+CLI_CONTEXT = {
+    "aws:cdk:enable-path-metadata": True,
+    "aws:cdk:enable-asset-metadata": True,
+    "aws:cdk:version-reporting": True,
+    "aws:cdk:bundling-stacks": ["**"],
+    "@aws-cdk/core:failSynthOnValidationErrors": False,
+}
 
 
 def new_app(*, outdir: str | None = None) -> App:

@@ -332,6 +332,19 @@ def synth(config: HubSpokeConfig) -> Templates:
         return templates
 
 
+def cli_context() -> dict[str, Any]:
+    """The context `cdk synth` runs app.py with (cdk.json's, then hubspoke.stage.CLI_CONTEXT), less what app.py's
+    App sets after it (hubspoke.stage.FAIL_ON_FINDINGS): set on an App already built, a value would come last.
+
+    With it a test synthesizes the very templates `make synth` writes to cdk.out, so the Control Tower verdicts
+    `make synth` cached for them are found, not judged again (tests/test_app.py compares the two synths).
+    """
+    from hubspoke.stage import CLI_CONTEXT, FAIL_ON_FINDINGS
+
+    context = {**json.loads((ROOT / "cdk.json").read_text())["context"], **CLI_CONTEXT}
+    return {name: value for name, value in context.items() if name not in FAIL_ON_FINDINGS}
+
+
 def _synth_now(config: HubSpokeConfig, key: str) -> Templates:
     from hubspoke.stage import HubSpokeStage, new_app
 
@@ -339,6 +352,8 @@ def _synth_now(config: HubSpokeConfig, key: str) -> Templates:
     # finding, a test's deliberately broken code), so no run leaves it in the temp directory.
     with tempfile.TemporaryDirectory(prefix="hubspoke-synth-", ignore_cleanup_errors=True) as outdir:
         app = new_app(outdir=outdir)
+        for name, value in cli_context().items():
+            app.node.set_context(name, value)
         stage = HubSpokeStage(app, config=config)
         assembly = app.synth().get_nested_assembly(f"assembly-{stage.stage_name}")
         templates = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, minimal, write_config
+from tests.conftest import ROOT, Templates, minimal, write_config
 
 
 @pytest.mark.long
@@ -123,3 +124,32 @@ def test_new_app_fails_on_a_finding_under_the_context_the_cdk_cli_passes(tmp_pat
     assert "the plain app synthesized" in result.stderr, result.stderr[-2000:]
     assert result.returncode == 1, result.stderr[-2000:]
     assert "CT.LAMBDA.PR.3" in result.stderr and "Traceback" not in result.stderr, result.stderr[-2000:]
+
+
+@pytest.mark.thorough
+def test_the_tests_synthesize_what_cdk_synth_writes(tmp_path: Path, dev_templates: Templates) -> None:
+    """The tests' in-process synth (tests/conftest.py cli_context) yields the templates the pinned CDK CLI
+    writes for config/dev.yaml, metadata included: what `make synth` leaves in cdk.out is what the tests judge,
+    and the Control Tower verdicts `make synth` cached for those templates are the ones the tests read."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    out = tmp_path / "cdk.out"
+    result = subprocess.run(
+        [str(ROOT / "node_modules" / ".bin" / "cdk"), "synth", "--quiet", "-c", "config=config/dev.yaml",
+         "--output", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    manifest = json.loads((out / "assembly-hubspoke-dev" / "manifest.json").read_text())
+    written = {
+        artifact["displayName"].split("/", 1)[1]: json.loads(
+            (out / "assembly-hubspoke-dev" / artifact["properties"]["templateFile"]).read_text()
+        )
+        for artifact in manifest["artifacts"].values()
+        if artifact["type"] == "aws:cloudformation:stack"
+    }
+    assert sorted(written) == sorted(dev_templates)
+    for stack_id, template in written.items():
+        assert template == dev_templates[stack_id], stack_id
+    assert any(
+        "aws:cdk:path" in r.get("Metadata", {}) for r in written["storage-us-east-2"]["Resources"].values()
+    )

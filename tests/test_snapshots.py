@@ -1,5 +1,5 @@
 """Snapshots of every template config/dev.yaml and each topology shape (tests/shapes.py) produce, asset hashes
-masked: a diff here means infrastructure changed.
+masked and the CDK CLI's bookkeeping left out: a diff here means infrastructure changed.
 
 Review a snapshot diff like a plan; accept it with `pytest tests/test_snapshots.py --snapshot-update`.
 """
@@ -30,6 +30,48 @@ def mask(value: Any) -> Any:
     return value
 
 
+def infrastructure(template: dict[str, Any]) -> dict[str, Any]:
+    """`template` without what the CDK CLI's context adds for its own bookkeeping (hubspoke.stage.CLI_CONTEXT):
+    each resource's construct path and asset metadata (aws-cdk-lib core: "aws:cdk:path", cx-api
+    "aws:asset:*" keys) and the version-reporting CDKMetadata resource. None of it deploys anything."""
+    resources = {}
+    for logical_id, resource in template.get("Resources", {}).items():
+        if resource.get("Type") == "AWS::CDK::Metadata":
+            continue
+        resource = dict(resource)
+        if "Metadata" in resource:
+            kept = {
+                k: v
+                for k, v in resource["Metadata"].items()
+                if k != "aws:cdk:path" and not k.startswith("aws:asset:")
+            }
+            if kept:
+                resource["Metadata"] = kept
+            else:
+                del resource["Metadata"]
+        resources[logical_id] = resource
+    return {**template, "Resources": resources}
+
+
+def test_infrastructure_drops_only_the_clis_bookkeeping() -> None:
+    template = {
+        "Resources": {
+            "CDKMetadata": {"Type": "AWS::CDK::Metadata", "Properties": {"Analytics": "v2:deflate64:x"}},
+            "Fn": {"Type": "AWS::Lambda::Function", "Metadata": {"aws:cdk:path": "S/Fn", "aws:asset:path": "a",
+                                                               "checkov": {"skip": []}}},
+            "Bucket": {"Type": "AWS::S3::Bucket", "Metadata": {"aws:cdk:path": "S/Bucket"}},
+        },
+        "Outputs": {"O": {"Value": "v"}},
+    }  # fmt: skip
+    assert infrastructure(template) == {
+        "Resources": {
+            "Fn": {"Type": "AWS::Lambda::Function", "Metadata": {"checkov": {"skip": []}}},
+            "Bucket": {"Type": "AWS::S3::Bucket"},
+        },
+        "Outputs": {"O": {"Value": "v"}},
+    }
+
+
 @pytest.fixture
 def snapshot_json(snapshot: SnapshotAssertion) -> SnapshotAssertion:
     return snapshot.use_extension(JSONSnapshotExtension)
@@ -42,7 +84,7 @@ def test_mask_hides_only_hashes() -> None:
 
 def test_dev_templates(dev_templates: Templates, snapshot_json: SnapshotAssertion) -> None:
     for stack_id in sorted(dev_templates):
-        assert mask(dev_templates[stack_id]) == snapshot_json(name=stack_id)
+        assert mask(infrastructure(dev_templates[stack_id])) == snapshot_json(name=stack_id)
 
 
 @pytest.mark.thorough
@@ -53,4 +95,4 @@ def test_shape_templates(
     """Peer-access stacks, cross-account roles, secondary CIDRs and NAT modes show up only in these."""
     templates = load_shape(name, tmp_path_factory).templates
     for stack_id in sorted(templates):
-        assert mask(templates[stack_id]) == snapshot_json(name=stack_id)
+        assert mask(infrastructure(templates[stack_id])) == snapshot_json(name=stack_id)
