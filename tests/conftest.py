@@ -57,16 +57,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     long tests for last (a sandboxed Lambda run, an app run in a subprocess: 2 to 10 s each), so one worker
     still ran them while the other had finished, 6 to 10 s apart in a fast-tier run. The sort is stable: tests
     keep their order within a file.
+
+    The second file is the largest long one that needs no whole-environment synth through this module's
+    fixtures: the first worker's first file synthesizes dev, and a second worker that needed it too would wait
+    for that synth (one worker synthesizes a config, the others wait: synth()).
     """
     sizes: dict[Path, int] = {}
+    synthesizes: set[Path] = set()
+    long: set[Path] = set()
     for item in items:
         sizes[item.path] = sizes.get(item.path, 0) + 1
-    long = {
-        item.path
-        for item in items
-        if "lambda_sandbox" in getattr(item, "fixturenames", ()) or item.get_closest_marker("long")
-    }
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & {"dev_templates", "shape"}:
+            synthesizes.add(item.path)
+        if "lambda_sandbox" in fixtures or item.get_closest_marker("long"):
+            long.add(item.path)
     items.sort(key=lambda item: (item.path not in long, -sizes[item.path]))
+    files = list(dict.fromkeys(item.path for item in items))
+    second = next((f for f in files[1:] if f in long and f not in synthesizes), None)
+    if files and files[0] in synthesizes and second is not None:
+        rank: dict[Path, float] = {f: i for i, f in enumerate(files)}
+        rank[second] = 0.5
+        items.sort(key=lambda item: rank[item.path])
 
 
 # moto seeds every EC2 backend with its 15,556 default images unless told not to (moto/ec2/models/amis.py,
