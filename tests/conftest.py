@@ -11,13 +11,16 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 from hypothesis import settings
 
 from hubspoke.config import HubSpokeConfig, load
+
+if TYPE_CHECKING:
+    from aws_cdk import App
 
 ROOT = Path(__file__).resolve().parent.parent
 # jsii runs `node` from PATH: use the pinned Node 22 that `make` installs, as synth does.
@@ -357,15 +360,23 @@ def cli_context() -> dict[str, Any]:
     return {name: value for name, value in context.items() if name not in FAIL_ON_FINDINGS}
 
 
+def cli_app(outdir: str) -> App:
+    """hubspoke's App (hubspoke.stage.new_app) writing to `outdir`, with the context `cdk synth` gives app.py."""
+    from hubspoke.stage import new_app
+
+    app = new_app(outdir=outdir)
+    for name, value in cli_context().items():
+        app.node.set_context(name, value)
+    return app
+
+
 def _synth_now(config: HubSpokeConfig, key: str) -> Templates:
-    from hubspoke.stage import HubSpokeStage, new_app
+    from hubspoke.stage import HubSpokeStage
 
     # The templates are kept in memory; the assembly (65 MB of assets) goes, also when synth fails (a policy
     # finding, a test's deliberately broken code), so no run leaves it in the temp directory.
     with tempfile.TemporaryDirectory(prefix="hubspoke-synth-", ignore_cleanup_errors=True) as outdir:
-        app = new_app(outdir=outdir)
-        for name, value in cli_context().items():
-            app.node.set_context(name, value)
+        app = cli_app(outdir)
         stage = HubSpokeStage(app, config=config)
         assembly = app.synth().get_nested_assembly(f"assembly-{stage.stage_name}")
         templates = {

@@ -11,7 +11,8 @@ from aws_cdk import aws_ec2 as ec2
 
 from hubspoke.config import HubSpokeConfig
 from hubspoke.policy.acks import acknowledge
-from hubspoke.stage import HubSpokeStage, new_app
+from hubspoke.stage import HubSpokeStage
+from tests.conftest import cli_app
 
 
 def _network_only_stage(config: HubSpokeConfig, outdir: str) -> tuple[App, HubSpokeStage]:
@@ -23,7 +24,7 @@ def _network_only_stage(config: HubSpokeConfig, outdir: str) -> tuple[App, HubSp
     for kind in ("storage", "compute", "ops", "dashboard"):
         stage.BUILDERS[kind] = lambda scope, plan, *, config: Stack(scope, plan.id)
     try:
-        app = new_app(outdir=outdir)
+        app = cli_app(outdir)
         return app, HubSpokeStage(app, config=config)
     finally:
         stage.BUILDERS.update(real)
@@ -49,7 +50,7 @@ def test_world_open_security_group_stops_synth_of_the_network_stacks(
 
 @pytest.mark.thorough
 def test_world_open_security_group_stops_synth(dev_config: HubSpokeConfig, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    app = new_app(outdir=str(tmp_path))
+    app = cli_app(str(tmp_path))
     stage = HubSpokeStage(app, config=dev_config)
     net = stage.stacks["network-us-east-2"]
     sg = net.node.find_child("PeerPath")

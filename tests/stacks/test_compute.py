@@ -18,7 +18,7 @@ from hubspoke.config.schema import DatasetConfig
 from hubspoke.k8s.job import JOB_KINDS, training_job
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
 from hubspoke.topology import plan_stacks, stack_name
-from tests.conftest import ROOT, Shape, Templates, options, resources, synth
+from tests.conftest import ROOT, Shape, Templates, cli_app, options, resources, synth
 
 # Any image pinned by digest: these tests read the job's arguments, not its image.
 ANY_IMAGE = "registry.example/train@sha256:" + "ab" * 32
@@ -33,9 +33,9 @@ def dev() -> HubSpokeConfig:
 
 def synth_to(config: HubSpokeConfig, outdir: Path) -> Path:
     """Synthesize an environment into `outdir` (never the shared synth cache), policy included."""
-    from hubspoke.stage import HubSpokeStage, new_app
+    from hubspoke.stage import HubSpokeStage
 
-    app = new_app(outdir=str(outdir))
+    app = cli_app(str(outdir))
     stage = HubSpokeStage(app, config=config)
     app.synth()
     return outdir / f"assembly-{stage.stage_name}"
