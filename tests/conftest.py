@@ -356,7 +356,7 @@ def cli_context() -> dict[str, Any]:
     """
     from hubspoke.stage import CLI_CONTEXT, FAIL_ON_FINDINGS
 
-    context = {**json.loads((ROOT / "cdk.json").read_text())["context"], **CLI_CONTEXT}
+    context = {**json.loads((ROOT / "cdk.json").read_text()).get("context", {}), **CLI_CONTEXT}
     return {name: value for name, value in context.items() if name not in FAIL_ON_FINDINGS}
 
 

@@ -277,7 +277,7 @@ def test_node_protection_is_the_last_step_and_reads_only_its_own_stack(
     config, templates = case
     for region_code, template in storage_templates(config, templates).items():
         [(protection_id, protection)] = resources(template, NODE_PROTECTION_RESOURCE)
-        # CDKMetadata (the CLI's version reporting, added when the template is written) creates nothing.
+        # CDKMetadata (the CLI's version reporting, added in synth's prepare phase) creates nothing.
         metadata = {k for k, _ in resources(template, "AWS::CDK::Metadata")}
         others = set(template["Resources"]) - {protection_id} - metadata
         assert set(protection["DependsOn"]) == others, region_code

@@ -31,10 +31,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from hyperpod_elastic_agent.logagent.log_agent import LogAgent, LogState
 
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s.job import TRAIN_SCRIPT, TrainingSettings, training_job
@@ -197,25 +197,16 @@ def _rules(settings: TrainingSettings, dev_config: HubSpokeConfig) -> list[dict[
     return rules
 
 
-@pytest.fixture(scope="module")
-def log_agent() -> ModuleType:
-    """hyperpod-elastic-agent's logagent.log_agent, imported when a test here runs: the package's __init__ imports
-    torch (about 1.5 s), which collection would otherwise pay in every xdist worker."""
-    from hyperpod_elastic_agent.logagent import log_agent
-
-    return log_agent
-
-
 def _settle(agent: Any, timeout: float = 15) -> Any:
     """The agent's state for local rank 0 once it has read what is there (it polls its file every second)."""
     deadline = time.monotonic() + timeout
-    while agent.log_state[0].name == "WAITING" and time.monotonic() < deadline:
+    while agent.log_state[0] == LogState.WAITING and time.monotonic() < deadline:
         time.sleep(0.2)
     return agent.log_state[0]
 
 
 def test_the_agent_accepts_train_pys_progress_line_and_flags_a_silent_stdout(
-    dev_config: HubSpokeConfig, tmp_path: Path, log_agent: ModuleType
+    dev_config: HubSpokeConfig, tmp_path: Path
 ) -> None:
     """Fast twin of the two-node run: the real LogAgent, the rendered rules (start cut-off shortened to 1 s so
     silence shows within the test), and what train.py's progress() prints as local rank 0's stdout.log. An
@@ -233,20 +224,19 @@ def test_the_agent_accepts_train_pys_progress_line_and_flags_a_silent_stdout(
             attempt = tmp_path / name / "attempt_0"
             (attempt / "0").mkdir(parents=True)
             (attempt / "0" / "stdout.log").write_text(text)
-            agents[name] = log_agent.LogAgent(local_world_size=8)
+            agents[name] = LogAgent(local_world_size=8)
             agents[name].start(str(attempt), {0}, rules)
         time.sleep(2.0)  # past the 1 s start cut-off and a read tick
         states = {name: _settle(agent) for name, agent in agents.items()}
     finally:
         for agent in agents.values():
             agent.stop()
-    state = log_agent.LogState
-    assert states == {"prints": state.HEALTHY, "silent": state.HANGING}
+    assert states == {"prints": LogState.HEALTHY, "silent": LogState.HANGING}
 
 
 @pytest.mark.thorough
 def test_every_node_passes_the_hyperpod_agents_log_monitoring_in_a_two_node_run(
-    dev_config: HubSpokeConfig, tmp_path: Path, log_agent: ModuleType
+    dev_config: HubSpokeConfig, tmp_path: Path
 ) -> None:
     """Two torchrun "nodes" x 2 gloo processes on loopback run train.py (tiny model) with the rendered
     HyperPodPyTorchJob's log flags (`--tee`), each writing its own log dir. As each node's first attempt
@@ -300,7 +290,7 @@ def test_every_node_passes_the_hyperpod_agents_log_monitoring_in_a_two_node_run(
                 for node in range(2):
                     attempts = list((tmp_path / f"logs{node}").glob("*/attempt_0"))
                     if node not in agents and attempts:
-                        agents[node] = log_agent.LogAgent(local_world_size=2)
+                        agents[node] = LogAgent(local_world_size=2)
                         agents[node].start(str(attempts[0]), {0}, rules)
                     if node in agents:
                         seen[node].add(agents[node].log_state[0])
@@ -313,7 +303,6 @@ def test_every_node_passes_the_hyperpod_agents_log_monitoring_in_a_two_node_run(
     finally:
         for agent in agents.values():
             agent.stop()
-    state = log_agent.LogState
-    assert final == {0: state.HEALTHY, 1: state.HEALTHY}, (final, seen)
+    assert final == {0: LogState.HEALTHY, 1: LogState.HEALTHY}, (final, seen)
     for node in (0, 1):
-        assert not seen[node] & {state.HANGING, state.FAULTED}, (node, seen[node])
+        assert not seen[node] & {LogState.HANGING, LogState.FAULTED}, (node, seen[node])
