@@ -277,7 +277,9 @@ def test_node_protection_is_the_last_step_and_reads_only_its_own_stack(
     config, templates = case
     for region_code, template in storage_templates(config, templates).items():
         [(protection_id, protection)] = resources(template, NODE_PROTECTION_RESOURCE)
-        # CDKMetadata (the CLI's version reporting, added in synth's prepare phase) creates nothing.
+        # CDKMetadata (the CLI's version reporting) creates nothing and cannot be waited for: aws-cdk-lib 2.275.0
+        # adds it at synth, after every construct (core/lib/private/synthesis.js, injectMetadataResources), as a
+        # resource of type AWS::CDK::Metadata with only an Analytics property (metadata-resource.js).
         metadata = {k for k, _ in resources(template, "AWS::CDK::Metadata")}
         others = set(template["Resources"]) - {protection_id} - metadata
         assert set(protection["DependsOn"]) == others, region_code
