@@ -9,6 +9,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,15 @@ settings.register_profile("ci", deadline=None)
 settings.register_profile("thorough", deadline=None, max_examples=1000)
 HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+# The fast tier is `-m "not thorough"` (Makefile, test-fast): set per test process by pytest_configure.
+_FAST_TIER = False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _FAST_TIER
+    _FAST_TIER = config.getoption("markexpr", "") == "not thorough"
 
 
 @pytest.hookimpl(trylast=True)
@@ -289,13 +299,36 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+@functools.cache
+def _shipped_configs() -> frozenset[str]:
+    """The environments of config/*.yaml, which `make synth` judges with every control (as JSON, comparable)."""
+    return frozenset(load(path).config.model_dump_json() for path in (ROOT / "config").glob("*.yaml"))
+
+
+def judges_control_tower(config: HubSpokeConfig) -> bool:
+    """Whether the tests' synth of `config` runs Control Tower's cfn-guard rules: always, but in the fast tier
+    for the configs only the tests make (options(), varied(), the verify worlds...).
+
+    cfn-guard is about three quarters of such a synth (21 s against 5 s without it, measured on varied()), and judges
+    the templates only: the plugin adds nothing to them (tests/policy/test_control_tower.py compares the two
+    synths). The fast tier still judges config/*.yaml's environments, whose verdicts `make synth` cached; the
+    thorough tier judges every config a test synthesizes, so a control an option breaks still fails in CI.
+    """
+    return not _FAST_TIER or config.model_dump_json() in _shipped_configs()
+
+
 def _cache_key(config: HubSpokeConfig) -> str:
-    """The synth cache's key: the config, the code, and the mutant under test when mutmut runs us.
+    """The synth cache's key: the config, the code, whether Control Tower judged it, and the mutant under test
+    when mutmut runs us.
 
     mutmut forks every mutant's test run from a process that already ran the suite unmutated; without the mutant
-    in the key a test would read that unmutated synth and every mutant it covers would survive.
+    in the key a test would read that unmutated synth and every mutant it covers would survive. A synth the fast
+    tier made without Control Tower must not pass for a judged one in the thorough tier.
     """
-    return f"{os.environ.get('MUTANT_UNDER_TEST', '')}|{code_fingerprint()}|{config.model_dump_json()}"
+    judged = "controls=all" if judges_control_tower(config) else "controls=no-control-tower"
+    return (
+        f"{os.environ.get('MUTANT_UNDER_TEST', '')}|{code_fingerprint()}|{judged}|{config.model_dump_json()}"
+    )
 
 
 def _on_disk(key: str, suffix: str) -> Path:
@@ -328,7 +361,8 @@ def _to_disk(key: str) -> None:
 
 
 def synth(config: HubSpokeConfig) -> Templates:
-    """Synthesize one environment in-process (policy plugins included); templates keyed by stack id.
+    """Synthesize one environment in-process (policy plugins included, Control Tower's as judges_control_tower
+    says); templates keyed by stack id.
 
     Each distinct (code, config) is synthesized once: the first worker to need it holds a lock on its key while
     it synthesizes and writes the result under .cache/test-synth; a worker that needs it meanwhile waits and
@@ -371,11 +405,20 @@ def cli_app(outdir: str) -> App:
 
 
 def _synth_now(config: HubSpokeConfig, key: str) -> Templates:
+    from hubspoke.policy.control_tower import ControlTowerControls
     from hubspoke.stage import HubSpokeStage
 
     # The templates are kept in memory; the assembly (65 MB of assets) goes, also when synth fails (a policy
     # finding, a test's deliberately broken code), so no run leaves it in the temp directory.
-    with tempfile.TemporaryDirectory(prefix="hubspoke-synth-", ignore_cleanup_errors=True) as outdir:
+    with (
+        tempfile.TemporaryDirectory(prefix="hubspoke-synth-", ignore_cleanup_errors=True) as outdir,
+        ExitStack() as unjudged,
+    ):
+        if not judges_control_tower(config):
+            # The plugin still runs (its name, its acknowledgments), but passes every template unjudged.
+            unjudged.enter_context(pytest.MonkeyPatch.context()).setattr(
+                ControlTowerControls, "verdict", lambda self, path: {"success": True, "violations": []}
+            )
         app = cli_app(outdir)
         stage = HubSpokeStage(app, config=config)
         assembly = app.synth().get_nested_assembly(f"assembly-{stage.stage_name}")

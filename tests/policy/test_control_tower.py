@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import tarfile
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,9 +18,11 @@ from aws_cdk import App, Stack, Stage, Validations
 from aws_cdk import aws_lambda as lambda_
 from cdklabs.cdk_validator_cfnguard import CfnGuardValidator
 
+from hubspoke.config import HubSpokeConfig, load
 from hubspoke.policy import control_tower
 from hubspoke.policy.control_tower import ControlTowerControls, RuleSet, _Templates
-from tests.conftest import load_shape, shape_names
+from tests import conftest
+from tests.conftest import ROOT, load_shape, options, shape_names, write_config
 
 VERSIONING_RULE = "s3_bucket_versioning_enabled_check"  # ct-s3-pr-11.guard's rule name
 
@@ -170,3 +173,44 @@ def test_an_unwritable_cache_still_finds_and_writes_nothing_there(
         )
     assert len(judged) == 1
     assert not (blocked / "cache").exists()
+
+
+def test_the_fast_tier_judges_the_shipped_configs_and_leaves_test_only_ones_to_the_thorough_tier(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/development.md, "Tests": `make test-fast` (`-m "not thorough"`) runs Control Tower over the synths of
+    config/*.yaml only, whose verdicts `make synth` cached; any other selection (`make test-thorough`, a file
+    run on its own) judges every synth the tests make."""
+    monkeypatch.setattr(conftest, "_FAST_TIER", conftest._FAST_TIER)  # put back after the test
+    shipped = [load(path).config for path in sorted((ROOT / "config").glob("*.yaml"))]
+    assert {c.environment for c in shipped} >= {"dev"} and len(shipped) >= 2
+    only_the_tests = HubSpokeConfig.model_validate(options())
+    for markexpr, fast in (("not thorough", True), ("", False), ("thorough", False)):
+        conftest.pytest_configure(SimpleNamespace(getoption=lambda name, default=None, m=markexpr: m))  # type: ignore[arg-type]
+        assert all(conftest.judges_control_tower(config) for config in shipped), markexpr
+        assert conftest.judges_control_tower(only_the_tests) is not fast, markexpr
+
+
+@pytest.mark.thorough
+def test_a_synth_left_unjudged_is_the_judged_synth_without_its_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judged: list[str]
+) -> None:
+    """What the fast tier gives up on a test-only config is cfn-guard's verdicts, nothing else: the same
+    templates and the same warnings, and not one template judged. The unjudged synth goes first, with an empty
+    verdict cache, so a verdict it took would be judged (and counted) there, not read from the judged run."""
+    monkeypatch.setenv("HUBSPOKE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(conftest, "_FAST_TIER", conftest._FAST_TIER)
+    config = load(write_config(tmp_path, options())).config
+    runs = {}
+    for fast in (True, False):
+        conftest._FAST_TIER = fast
+        assert conftest.judges_control_tower(config) is not fast
+        key = f"{__name__}|fast={fast}"
+        before = len(judged)
+        templates = conftest._synth_now(config, key)
+        runs[fast] = (templates, conftest._WARNINGS[key], len(judged) - before)
+        for cache in (conftest._SYNTH_CACHE, conftest._WARNINGS, conftest._DEPENDENCIES):
+            cache.pop(key, None)
+    (unjudged, unjudged_warnings, none), (templates, warnings, every) = runs[True], runs[False]
+    assert none == 0 and every == len(templates) > 0, (none, every, sorted(templates))
+    assert unjudged == templates and unjudged_warnings == warnings
