@@ -300,21 +300,26 @@ def code_fingerprint() -> str:
 
 
 @functools.cache
-def _shipped_configs() -> frozenset[str]:
-    """The environments of config/*.yaml, which `make synth` judges with every control (as JSON, comparable)."""
-    return frozenset(load(path).config.model_dump_json() for path in (ROOT / "config").glob("*.yaml"))
+def _judged_in_the_fast_tier() -> frozenset[str]:
+    """The configs whose synths Control Tower judges in the fast tier (as JSON, comparable): config/*.yaml's
+    environments, which `make synth` judges too, and options() and varied(), which exist to exercise the
+    options, among them the two that need a control acknowledged (compute.public_access_cidrs: CT.EKS.PR.1;
+    an i7i storage type: CT.EC2.PR.16 and 19)."""
+    shipped = [load(path).config for path in (ROOT / "config").glob("*.yaml")]
+    exercised = [HubSpokeConfig.model_validate(data) for data in (options(), varied())]
+    return frozenset(config.model_dump_json() for config in [*shipped, *exercised])
 
 
 def judges_control_tower(config: HubSpokeConfig) -> bool:
     """Whether the tests' synth of `config` runs Control Tower's cfn-guard rules: always, but in the fast tier
-    for the configs only the tests make (options(), varied(), the verify worlds...).
+    for the configs a test makes for a topology or a comparison (the verify worlds, the storage tests' changed
+    release, a second account...), whose options options() and varied() already exercise judged.
 
-    cfn-guard is about three quarters of such a synth (21 s against 5 s without it, measured on varied()), and judges
-    the templates only: the plugin adds nothing to them (tests/policy/test_control_tower.py compares the two
-    synths). The fast tier still judges config/*.yaml's environments, whose verdicts `make synth` cached; the
-    thorough tier judges every config a test synthesizes, so a control an option breaks still fails in CI.
+    cfn-guard is about three quarters of such a synth (21 s against 5 s without it, measured on varied()), and
+    judges the templates only: the plugin adds nothing to them (tests/policy/test_control_tower.py compares the
+    two synths). The thorough tier judges every config a test synthesizes.
     """
-    return not _FAST_TIER or config.model_dump_json() in _shipped_configs()
+    return not _FAST_TIER or config.model_dump_json() in _judged_in_the_fast_tier()
 
 
 def _cache_key(config: HubSpokeConfig) -> str:

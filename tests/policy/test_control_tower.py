@@ -22,7 +22,7 @@ from hubspoke.config import HubSpokeConfig, load
 from hubspoke.policy import control_tower
 from hubspoke.policy.control_tower import ControlTowerControls, RuleSet, _Templates
 from tests import conftest
-from tests.conftest import ROOT, load_shape, options, shape_names, write_config
+from tests.conftest import ROOT, load_shape, minimal, options, shape_names, varied, write_config
 
 VERSIONING_RULE = "s3_bucket_versioning_enabled_check"  # ct-s3-pr-11.guard's rule name
 
@@ -175,20 +175,44 @@ def test_an_unwritable_cache_still_finds_and_writes_nothing_there(
     assert not (blocked / "cache").exists()
 
 
-def test_the_fast_tier_judges_the_shipped_configs_and_leaves_test_only_ones_to_the_thorough_tier(
-    monkeypatch: pytest.MonkeyPatch,
+def _a_topology_of_its_own(tmp_path: Path) -> HubSpokeConfig:
+    """A config only a test makes, for its topology: the smallest one with a second spoke that only peers."""
+    spokes = [
+        {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+        {
+            "region": "eu-west-1",
+            "cidr": "10.30.0.0/16",
+            "storage": {"enabled": False},
+            "compute": {"enabled": False},
+        },
+    ]
+    return load(write_config(tmp_path, minimal(spokes=spokes), "topology.yaml")).config
+
+
+def test_the_fast_tier_leaves_only_topology_and_comparison_configs_unjudged(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """docs/development.md, "Tests": `make test-fast` (`-m "not thorough"`) runs Control Tower over the synths of
-    config/*.yaml only, whose verdicts `make synth` cached; any other selection (`make test-thorough`, a file
-    run on its own) judges every synth the tests make."""
+    config/*.yaml, options() and varied() only; any other selection (`make test-thorough`, a file run on its
+    own) judges every synth the tests make. A synth made unjudged is cached under its own key, never passed off
+    as a judged one."""
     monkeypatch.setattr(conftest, "_FAST_TIER", conftest._FAST_TIER)  # put back after the test
-    shipped = [load(path).config for path in sorted((ROOT / "config").glob("*.yaml"))]
-    assert {c.environment for c in shipped} >= {"dev"} and len(shipped) >= 2
-    only_the_tests = HubSpokeConfig.model_validate(options())
+    judged = [load(path).config for path in sorted((ROOT / "config").glob("*.yaml"))]
+    assert {c.environment for c in judged} >= {"dev"} and len(judged) >= 2
+    judged += [
+        load(write_config(tmp_path, data, f"{n}.yaml")).config for n, data in enumerate((options(), varied()))
+    ]
+    topology = _a_topology_of_its_own(tmp_path)
+    keys = {}
     for markexpr, fast in (("not thorough", True), ("", False), ("thorough", False)):
-        conftest.pytest_configure(SimpleNamespace(getoption=lambda name, default=None, m=markexpr: m))  # type: ignore[arg-type]
-        assert all(conftest.judges_control_tower(config) for config in shipped), markexpr
-        assert conftest.judges_control_tower(only_the_tests) is not fast, markexpr
+        asked = SimpleNamespace(
+            getoption=lambda name, default=None, m=markexpr: m if name == "markexpr" else default
+        )
+        conftest.pytest_configure(asked)  # type: ignore[arg-type]
+        assert all(conftest.judges_control_tower(config) for config in judged), markexpr
+        assert conftest.judges_control_tower(topology) is not fast, markexpr
+        keys[fast] = [conftest._cache_key(config) for config in (*judged, topology)]
+    assert keys[True][:-1] == keys[False][:-1] and keys[True][-1] != keys[False][-1]
 
 
 @pytest.mark.thorough
@@ -200,7 +224,7 @@ def test_a_synth_left_unjudged_is_the_judged_synth_without_its_verdicts(
     verdict cache, so a verdict it took would be judged (and counted) there, not read from the judged run."""
     monkeypatch.setenv("HUBSPOKE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(conftest, "_FAST_TIER", conftest._FAST_TIER)
-    config = load(write_config(tmp_path, options())).config
+    config = _a_topology_of_its_own(tmp_path)
     runs = {}
     for fast in (True, False):
         conftest._FAST_TIER = fast
