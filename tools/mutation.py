@@ -105,8 +105,17 @@ MODULES = (
             "tests/constructs/canary/test_canary_real_readers.py",
         ),
     ),
-    # Every policy test synthesizes (minutes per mutant here): measured only where there is time for it.
-    Module("policy", ("hubspoke/policy/*.py",), ("tests/policy",), ("tests/policy/test_acks.py",)),
+    # Every policy test synthesizes (minutes per mutant here): measured only where there is time for it. The
+    # unjudged-synth test checks the tests' own synth helper (tests/conftest.py), with two synths per mutant.
+    Module(
+        "policy",
+        ("hubspoke/policy/*.py",),
+        ("tests/policy",),
+        (
+            "tests/policy/test_acks.py",
+            "tests/policy/test_control_tower.py::test_a_synth_left_unjudged_is_the_judged_synth_without_its_verdicts",
+        ),
+    ),
     # The pack's own rules against the tests that judge config/dev.yaml's templates (one synth of dev per mutant,
     # the synth cache being keyed by the mutant): no shape-wide synths, no checkov, no Control Tower module
     # (control_tower.py: its guard runs inside every synth and has its own tests).
