@@ -313,13 +313,15 @@ def _judged_in_the_fast_tier() -> frozenset[str]:
 def judges_control_tower(config: HubSpokeConfig) -> bool:
     """Whether the tests' synth of `config` runs Control Tower's cfn-guard rules: always, but in the fast tier
     for the configs a test makes for a topology or a comparison (the verify worlds, the storage tests' changed
-    release, a second account...), whose options options() and varied() already exercise judged.
+    release), whose options options() and varied() already exercise judged. A spoke in another account is an
+    option none of those sets (its peer-access and link-reader roles), so such a config is judged.
 
     cfn-guard is about three quarters of such a synth (21 s against 5 s without it, measured on varied()), and
     judges the templates only: the plugin adds nothing to them (tests/policy/test_control_tower.py compares the
     two synths). The thorough tier judges every config a test synthesizes.
     """
-    return not _FAST_TIER or config.model_dump_json() in _judged_in_the_fast_tier()
+    another_account = any(spoke.account not in (None, config.account) for spoke in config.spokes)
+    return not _FAST_TIER or another_account or config.model_dump_json() in _judged_in_the_fast_tier()
 
 
 def _cache_key(config: HubSpokeConfig) -> str:

@@ -202,6 +202,15 @@ def test_the_fast_tier_leaves_only_topology_and_comparison_configs_unjudged(
     judged += [
         load(write_config(tmp_path, data, f"{n}.yaml")).config for n, data in enumerate((options(), varied()))
     ]
+    # A spoke in another account: its peer-access and link-reader roles are judged in the fast tier too.
+    other_account = minimal(
+        spokes=[
+            {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+            {"region": "eu-west-1", "cidr": "10.30.0.0/16", "account": "111111111111",
+             "storage": {"enabled": False}, "compute": {"enabled": False}},
+        ]
+    )  # fmt: skip
+    judged.append(load(write_config(tmp_path, other_account, "other-account.yaml")).config)
     topology = _a_topology_of_its_own(tmp_path)
     keys = {}
     for markexpr, fast in (("not thorough", True), ("", False), ("thorough", False)):

@@ -78,7 +78,8 @@ def drive(event: dict[str, Any], *, polls: int = 60, context: Context = ROOMY) -
     raise AssertionError("unreachable")
 
 
-# Longer than every wait the test events set (DeletePatienceSeconds 0.5 in portal_event).
+# Longer than the waits the test events set by default (DeletePatienceSeconds 0.5 in portal_event); a test that
+# sets a longer one expects to finish before it.
 SETTLE_SECONDS = 2.0
 
 
