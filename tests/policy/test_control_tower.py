@@ -175,27 +175,24 @@ def test_an_unwritable_cache_still_finds_and_writes_nothing_there(
     assert not (blocked / "cache").exists()
 
 
-def _a_topology_of_its_own(tmp_path: Path) -> HubSpokeConfig:
-    """A config only a test makes, for its topology: the smallest one with a second spoke that only peers."""
+def _a_topology_of_its_own(tmp_path: Path, **second: str) -> HubSpokeConfig:
+    """A config only a test makes, for its topology: the smallest one with a second spoke that only peers
+    (with `second`'s keys, such as another account)."""
     spokes = [
         {"region": "us-west-2", "cidr": "10.20.0.0/16"},
-        {
-            "region": "eu-west-1",
-            "cidr": "10.30.0.0/16",
-            "storage": {"enabled": False},
-            "compute": {"enabled": False},
-        },
-    ]
-    return load(write_config(tmp_path, minimal(spokes=spokes), "topology.yaml")).config
+        {"region": "eu-west-1", "cidr": "10.30.0.0/16", "storage": {"enabled": False},
+         "compute": {"enabled": False}, **second},
+    ]  # fmt: skip
+    return load(write_config(tmp_path, minimal(spokes=spokes), f"topology-{len(second)}.yaml")).config
 
 
 def test_the_fast_tier_leaves_only_topology_and_comparison_configs_unjudged(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """docs/development.md, "Tests": `make test-fast` (`-m "not thorough"`) runs Control Tower over the synths of
-    config/*.yaml, options() and varied() only; any other selection (`make test-thorough`, a file run on its
-    own) judges every synth the tests make. A synth made unjudged is cached under its own key, never passed off
-    as a judged one."""
+    config/*.yaml, options(), varied() and any config with a spoke in another account only; any other selection
+    (`make test-thorough`, a file run on its own) judges every synth the tests make. A synth made unjudged is
+    cached under its own key, never passed off as a judged one."""
     monkeypatch.setattr(conftest, "_FAST_TIER", conftest._FAST_TIER)  # put back after the test
     judged = [load(path).config for path in sorted((ROOT / "config").glob("*.yaml"))]
     assert {c.environment for c in judged} >= {"dev"} and len(judged) >= 2
@@ -203,14 +200,7 @@ def test_the_fast_tier_leaves_only_topology_and_comparison_configs_unjudged(
         load(write_config(tmp_path, data, f"{n}.yaml")).config for n, data in enumerate((options(), varied()))
     ]
     # A spoke in another account: its peer-access and link-reader roles are judged in the fast tier too.
-    other_account = minimal(
-        spokes=[
-            {"region": "us-west-2", "cidr": "10.20.0.0/16"},
-            {"region": "eu-west-1", "cidr": "10.30.0.0/16", "account": "111111111111",
-             "storage": {"enabled": False}, "compute": {"enabled": False}},
-        ]
-    )  # fmt: skip
-    judged.append(load(write_config(tmp_path, other_account, "other-account.yaml")).config)
+    judged.append(_a_topology_of_its_own(tmp_path, account="111111111111"))
     topology = _a_topology_of_its_own(tmp_path)
     keys = {}
     for markexpr, fast in (("not thorough", True), ("", False), ("thorough", False)):
