@@ -19,6 +19,7 @@ import yaml
 from hypothesis import settings
 
 from hubspoke.config import HubSpokeConfig, load
+from hubspoke.config.schema import effective_account
 
 if TYPE_CHECKING:
     from aws_cdk import App
@@ -320,7 +321,9 @@ def judges_control_tower(config: HubSpokeConfig) -> bool:
     judges the templates only: the plugin adds nothing to them (tests/policy/test_control_tower.py compares the
     two synths). The thorough tier judges every config a test synthesizes.
     """
-    another_account = any(spoke.account not in (None, config.account) for spoke in config.spokes)
+    another_account = any(
+        effective_account(s.account, config.account) != config.account for s in config.spokes
+    )
     return not _FAST_TIER or another_account or config.model_dump_json() in _judged_in_the_fast_tier()
 
 
