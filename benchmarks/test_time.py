@@ -5,31 +5,47 @@ sandbox's unprivileged user must not need to read the checkout. The user's cache
 verdicts, the Lambda sandbox's trees) start empty inside it, so nothing an earlier run left on this machine
 helps; `make synth` fills them as it does in CI. Not under /tmp: the Lambda sandbox hides /tmp.
     .venv/bin/python benchmarks/test_time.py [--target test|test-thorough] [--keep]
-Prints the wall seconds of each step and, for `make test`, the pytest summary line.
+Prints the wall seconds of each step and, for `make test`, the pytest summary line, its CPU seconds, and its wall
+time as a multiple of an empty CDK app's synth timed in the same run (benchmarks/synth_scaling.py's yardstick,
+median of three before and three after): these machines' pace varies more than twofold from hour to hour, and
+that ratio is what can be compared between runs on different hours.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from synth_scaling import EMPTY_APP, run_synth
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(step: str, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
+def run(step: str, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the step and every process it waited for, standard output)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
         raise SystemExit(f"{step} failed with exit {result.returncode} after {elapsed:.0f} s")
-    return elapsed, result.stdout
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return elapsed, cpu, result.stdout
+
+
+def empty_app_seconds(workdir: Path, repeats: int = 3) -> list[float]:
+    """Wall seconds of an empty CDK app's synth, each in its own process (synth_scaling's yardstick)."""
+    return [run_synth(EMPTY_APP, workdir)[0] for _ in range(repeats)]
 
 
 def main() -> int:
@@ -49,14 +65,25 @@ def main() -> int:
     env["XDG_CACHE_HOME"] = str(scratch / "cache")
     try:
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-        setup, _ = run("make synth", ["make", "synth"], clone, env)
-        elapsed, out = run(f"make {args.target}", ["make", args.target], clone, env)
+        setup, _, _ = run("make synth", ["make", "synth"], clone, env)
+        yardstick = scratch / "empty-app"
+        yardstick.mkdir()
+        empty = empty_app_seconds(yardstick)
+        elapsed, cpu, out = run(f"make {args.target}", ["make", args.target], clone, env)
+        empty += empty_app_seconds(yardstick)
         summary = [line for line in out.splitlines() if " passed" in line or " failed" in line]
         print(
             f"clone under a directory only its owner can enter: {scratch} (mode {scratch.stat().st_mode & 0o777:o})"
         )
         print(f"make synth (set-up included, not counted): {setup:.0f} s")
-        print(f"make {args.target}: {elapsed:.0f} s wall; {summary[-1] if summary else 'no pytest summary'}")
+        print(
+            f"make {args.target}: {elapsed:.0f} s wall, {cpu:.0f} CPU-s; {summary[-1] if summary else 'no pytest summary'}"
+        )
+        pace = statistics.median(empty)
+        print(
+            f"empty CDK app synth, 3 before and 3 after: {' '.join(f'{e:.1f}' for e in empty)} s (median {pace:.1f} s);"
+            f" make {args.target} = {elapsed / pace:.0f} x the median"
+        )
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
