@@ -24,9 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from synth_scaling import EMPTY_APP, run_synth
-
 ROOT = Path(__file__).resolve().parent.parent
+# The clone's steps get the user's environment as it was; this process imports aws-cdk-lib (synth_scaling), whose
+# jsii kernel runs `node` from PATH: the pinned Node 22, as in synth.
+USER_ENVIRONMENT = dict(os.environ)
+os.environ["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{os.environ['PATH']}"
+
+from synth_scaling import EMPTY_APP, run_synth  # noqa: E402
 
 
 def run(step: str, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
@@ -59,7 +63,7 @@ def main() -> int:
     clone = scratch / "hubspoke"
     env = {
         k: v
-        for k, v in os.environ.items()
+        for k, v in USER_ENVIRONMENT.items()
         if not k.startswith(("VIRTUAL_ENV", "PYTEST_", "HUBSPOKE_")) and k != "XDG_CACHE_HOME"
     }
     env["XDG_CACHE_HOME"] = str(scratch / "cache")
