@@ -7,12 +7,6 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# Python's own default, bytecode cached beside the sources (__pycache__, ignored by git), even where the
-# environment turns it off (PYTHONDONTWRITEBYTECODE=1, as this project's CI machines set it): the tests run hundreds
-# of Python processes over the same sources (CLI and app runs, sandboxed Lambdas, workers), each of which
-# otherwise compiles every hubspoke and test module again (docs/development.md, "Test suite time"). Lambda
-# assets leave __pycache__ out (hubspoke/constructs/*: exclude), so templates do not change with it.
-unexport PYTHONDONTWRITEBYTECODE
 # jsii spawns `node` from PATH: put the pinned Node 22 (npm package "node") first, so synth never runs on Node 20.
 export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 CONFIGS := $(wildcard config/*.yaml)
