@@ -5,10 +5,10 @@ sandbox's unprivileged user must not need to read the checkout. The user's cache
 verdicts, the Lambda sandbox's trees) start empty inside it, so nothing an earlier run left on this machine
 helps; `make synth` fills them as it does in CI. Not under /tmp: the Lambda sandbox hides /tmp.
     .venv/bin/python benchmarks/test_time.py [--target test|test-thorough] [--keep]
-Prints the wall seconds of each step and, for `make test`, the pytest summary line, its CPU seconds, and its wall
-time as a multiple of an empty CDK app's synth timed in the same run (benchmarks/synth_scaling.py's yardstick,
-median of three before and three after): these machines' pace varies more than twofold from hour to hour, and
-that ratio is what can be compared between runs on different hours.
+Prints the wall seconds of each step and, for `make test`, the pytest summary line, its CPU seconds, and its time
+as a multiple of an empty CDK app's synth in the same run (benchmarks/synth_scaling.py's empty app, median of
+three before and three after, wall and CPU): these machines' pace varies more than twofold from hour to hour, and
+the empty app tells roughly which hour a run had (its own synths vary by a fifth within one run).
 """
 
 from __future__ import annotations
