@@ -83,6 +83,12 @@ def topology(spokes: int) -> dict[str, Any]:
     return {"environment": f"bench{spokes}", "account": "123456789012", "hub": hub, "spokes": spoke_entries}
 
 
+def children_cpu_seconds() -> float:
+    """User and system seconds of every child process this one has waited for (a step's cost is the difference)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_synth(
     program: str, workdir: Path, *, config: Path | None = None, cold: bool = False
 ) -> tuple[float, float, Path]:
@@ -94,7 +100,7 @@ def run_synth(
     env["HUBSPOKE_CACHE_DIR"] = str(Path(tempfile.mkdtemp(dir=workdir)) if cold else workdir / "cache")
     env["CDK_OUTDIR"] = str(outdir)
     env["CDK_CONTEXT_JSON"] = json.dumps({**CLI_CONTEXT, **({"config": str(config)} if config else {})})
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu_seconds()
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-c", program],
@@ -105,8 +111,7 @@ def run_synth(
         timeout=1800,
     )
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    cpu = children_cpu_seconds() - before
     return wall, cpu, outdir
 
 

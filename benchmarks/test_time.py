@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -30,26 +29,28 @@ ROOT = Path(__file__).resolve().parent.parent
 USER_ENVIRONMENT = dict(os.environ)
 os.environ["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{os.environ['PATH']}"
 
-from synth_scaling import EMPTY_APP, run_synth  # noqa: E402
+from synth_scaling import EMPTY_APP, children_cpu_seconds, run_synth  # noqa: E402
+
+# Empty-app synths timed before `make test`, and as many after.
+YARDSTICK_REPEATS = 3
 
 
 def run(step: str, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
     """(wall seconds, CPU seconds of the step and every process it waited for, standard output)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu_seconds()
     start = time.perf_counter()
     result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = children_cpu_seconds() - before
     if result.returncode != 0:
         sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
         raise SystemExit(f"{step} failed with exit {result.returncode} after {elapsed:.0f} s")
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return elapsed, cpu, result.stdout
 
 
-def empty_app_seconds(workdir: Path, repeats: int = 3) -> list[tuple[float, float]]:
+def empty_app_seconds(workdir: Path) -> list[tuple[float, float]]:
     """(wall, CPU) seconds of an empty CDK app's synths, each in its own process (synth_scaling's yardstick)."""
-    return [run_synth(EMPTY_APP, workdir)[:2] for _ in range(repeats)]
+    return [run_synth(EMPTY_APP, workdir)[:2] for _ in range(YARDSTICK_REPEATS)]
 
 
 def main() -> int:
@@ -86,7 +87,7 @@ def main() -> int:
         pace = statistics.median(wall for wall, _ in empty)
         pace_cpu = statistics.median(c for _, c in empty)
         print(
-            f"empty CDK app synth, 3 before and 3 after: {' '.join(f'{w:.1f}' for w, _ in empty)} s"
+            f"empty CDK app synth, {YARDSTICK_REPEATS} before and {YARDSTICK_REPEATS} after: {' '.join(f'{w:.1f}' for w, _ in empty)} s"
             f" (median {pace:.1f} s, {pace_cpu:.1f} CPU-s); make {args.target} = {elapsed / pace:.0f} x the median"
             f" ({cpu / pace_cpu:.0f} x in CPU time)"
         )
