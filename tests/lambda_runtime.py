@@ -16,7 +16,10 @@ How this machine imitates it: `unshare --mount` makes a private mount namespace 
 bundled code), /var/runtime (this module's bootstrap and the SDK the runtime provides), /var/lang/bin/python
 and /opt (the layers) are read-only and /tmp is a fresh 512 MiB tmpfs; `setpriv` then drops to uid/gid
 65534 (nobody) with no capabilities and no new privileges, and `env -i` passes only Lambda's variables.
-Nothing outside the namespace changes.
+Nothing outside the namespace changes. `invoke` starts a fresh environment for each invocation (a cold start);
+`warm()` keeps one up between invocations, its module state and /tmp kept, as Lambda keeps an environment for the
+next invocation ("Lambda execution environment lifecycle"), and the runtime ends each invocation's output with
+Lambda's "END RequestId:" log line, which tells one invocation's log from the next.
 
 The tools on Lambda's PATH are Lambda's, not this machine's (a handler that shells out to a tool found only
 here must fail here too):
@@ -45,17 +48,20 @@ readable by absolute path.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import queue
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,25 +105,30 @@ class Context:
     memory_limit_in_mb = os.environ["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"]
     log_group_name = os.environ["AWS_LAMBDA_LOG_GROUP_NAME"]
     log_stream_name = os.environ["AWS_LAMBDA_LOG_STREAM_NAME"]
-    aws_request_id = "00000000-0000-4000-8000-000000000000"
     invoked_function_arn = "arn:aws:lambda:%s:123456789012:function:%s" % (os.environ["AWS_REGION"], function_name)
-    def __init__(self, timeout):
+    def __init__(self, timeout, request_id):
         self._deadline = time.monotonic() + timeout
+        self.aws_request_id = request_id
     def get_remaining_time_in_millis(self):
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
-timeout, result_fd = float(sys.argv[1]), int(sys.argv[2])
-event = json.load(sys.stdin)
+timeout, results = float(sys.argv[1]), os.fdopen(int(sys.argv[2]), "w")
 module_name, _, function_name = os.environ["_HANDLER"].rpartition(".")
-try:
-    handler = getattr(importlib.import_module(module_name), function_name)
-    payload = {"result": handler(event, Context(timeout))}
-    text = json.dumps(payload)
-except Exception as error:
-    text = json.dumps({"errorType": type(error).__name__, "errorMessage": str(error),
-                       "stackTrace": traceback.format_tb(error.__traceback__)})
-with os.fdopen(result_fd, "w") as out:
-    out.write(text)
+handler = None
+# One event per line; the environment stays up between them, as a warm Lambda environment does.
+for number, line in enumerate(sys.stdin):
+    request_id = "00000000-0000-4000-8000-%012d" % number
+    try:
+        if handler is None:  # the init phase: a module that failed to import is tried again next time
+            handler = getattr(importlib.import_module(module_name), function_name)
+        text = json.dumps({"result": handler(json.loads(line), Context(timeout, request_id))})
+    except Exception as error:
+        text = json.dumps({"errorType": type(error).__name__, "errorMessage": str(error),
+                           "stackTrace": traceback.format_tb(error.__traceback__)})
+    for stream in (sys.stdout, sys.stderr):  # the log's END line closes each invocation's output
+        print("END RequestId: %s" % request_id, file=stream, flush=True)
+    results.write(text + "\n")
+    results.flush()
 """
 
 
@@ -162,14 +173,25 @@ class LambdaFunction:
     name: str = "hubspoke-test-function"
 
     def invoke(self, event: Mapping[str, Any]) -> Invocation:
-        mode = sandbox_mode()
-        stage = Path(tempfile.mkdtemp(prefix="hubspoke-lambda-"))
-        try:
-            return self._invoke(mode, stage, event)
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+        """One invocation in a fresh environment: a cold start."""
+        with self.warm() as environment:
+            return environment.invoke(event)
 
-    def _invoke(self, mode: str, stage: Path, event: Mapping[str, Any]) -> Invocation:
+    @contextlib.contextmanager
+    def warm(self) -> Iterator[Environment]:
+        """An execution environment kept up between invocations, as Lambda keeps a warm one ("Lambda execution
+        environment lifecycle": after an invocation Lambda freezes the environment and thaws it for the next;
+        module-level state and /tmp's files remain). A timed-out or crashed environment is replaced by a cold
+        one at the next invocation, as Lambda replaces it."""
+        environment = Environment(self)
+        try:
+            yield environment
+        finally:
+            environment.stop()
+
+    def _start(self, stage: Path) -> tuple[subprocess.Popen[str], int]:
+        """The sandbox process, its runtime waiting for events on stdin; the pipe its results come back on."""
+        mode = sandbox_mode()
         task = stage / "task"
         shutil.copytree(self.code, task, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         world_readable(stage)
@@ -193,22 +215,7 @@ class LambdaFunction:
             text=True,
         )
         os.close(write)
-        try:
-            stdout, stderr = process.communicate(json.dumps(event), timeout=self.timeout_s + 30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            stdout, stderr = process.communicate()
-            os.close(read)
-            return Invocation(
-                {"errorType": "Sandbox.Timeout", "errorMessage": "Task timed out"}, stdout, stderr
-            )
-        with os.fdopen(read) as pipe:
-            raw = pipe.read()
-        if not raw:
-            payload = {"errorType": "Runtime.ExitError", "errorMessage": f"exit {process.returncode}"}
-        else:
-            payload = json.loads(raw)
-        return Invocation(payload, stdout, stderr)
+        return process, read
 
     def _environ(self) -> list[str]:
         """The function's whole environment: Lambda's defined variables, then the configured ones."""
@@ -240,6 +247,94 @@ class LambdaFunction:
         if clash:
             raise ValueError(f"Lambda refuses to let a function set reserved variables: {sorted(clash)}")
         return [f"{k}={v}" for k, v in {**defined, **self.environment}.items()]
+
+
+class Environment:
+    """One execution environment of a function: started at the first invocation, kept up for the next."""
+
+    def __init__(self, function: LambdaFunction) -> None:
+        self.function = function
+        self.invocations = 0  # in the current environment: 1 is a cold start
+        self._stage: Path | None = None
+        self._process: subprocess.Popen[str] | None = None
+        self._results: Any = None
+        self._logs: dict[str, queue.Queue[str | None]] = {}
+
+    def invoke(self, event: Mapping[str, Any]) -> Invocation:
+        if self._process is None:
+            self._stage = Path(tempfile.mkdtemp(prefix="hubspoke-lambda-"))
+            self._process, read = self.function._start(self._stage)
+            self._results = os.fdopen(read)
+            self._logs = {name: queue.Queue() for name in _STREAMS}
+            for name, stream in (("stdout", self._process.stdout), ("stderr", self._process.stderr)):
+                threading.Thread(target=_pump, args=(stream, self._logs[name]), daemon=True).start()
+            self.invocations = 0
+        process = self._process
+        assert process.stdin is not None
+        self.invocations += 1
+        try:
+            process.stdin.write(json.dumps(event) + "\n")
+            process.stdin.flush()
+        except BrokenPipeError:
+            pass  # the environment died on its way up: the empty result below says so
+        line = self._result_line(self.function.timeout_s + 30)
+        if line is not None:
+            return Invocation(json.loads(line), *(self._log(name, until_end=True) for name in _STREAMS))
+        timed_out = process.poll() is None
+        self._kill()
+        logs = [self._log(name, until_end=False) for name in _STREAMS]
+        self.stop()
+        if timed_out:
+            return Invocation({"errorType": "Sandbox.Timeout", "errorMessage": "Task timed out"}, *logs)
+        return Invocation(
+            {"errorType": "Runtime.ExitError", "errorMessage": f"exit {process.returncode}"}, *logs
+        )
+
+    def _result_line(self, timeout: float) -> str | None:
+        """The runtime's next result, or None if it exits or the time runs out first."""
+        answer: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: answer.put(self._results.readline()), daemon=True).start()
+        try:
+            return answer.get(timeout=timeout) or None
+        except queue.Empty:
+            return None
+
+    def _log(self, name: str, *, until_end: bool) -> str:
+        """What the invocation wrote to one stream: up to the runtime's END line, or all that is left."""
+        lines = []
+        while (line := self._logs[name].get(timeout=30)) is not None:
+            if until_end and line.startswith("END RequestId: "):
+                break
+            lines.append(line)
+        return "".join(lines)
+
+    def _kill(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGKILL)
+
+    def stop(self) -> None:
+        """End the environment (every process in it) and remove what it was made of."""
+        if self._process is not None:
+            self._kill()
+            for pipe in (self._process.stdin, self._results):
+                with contextlib.suppress(OSError):
+                    pipe.close()  # type: ignore[union-attr]
+            self._process.wait()
+            self._process = None
+        if self._stage is not None:
+            shutil.rmtree(self._stage, ignore_errors=True)
+            self._stage = None
+
+
+_STREAMS = ("stdout", "stderr")
+
+
+def _pump(stream: Any, lines: queue.Queue[str | None]) -> None:
+    """Copy a stream into a queue line by line, then None at its end."""
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
 
 
 _MODE: str | None = None

@@ -99,6 +99,45 @@ def test_layers_add_their_tools_under_opt_not_on_path(tmp_path: Path) -> None:
     _assert_not_on_path(facts)
 
 
+_WARM = r"""
+import os, sys
+
+INVOCATIONS = []  # module state: kept in a warm environment, gone in a cold one
+
+def handler(event, context):
+    INVOCATIONS.append(context.aws_request_id)
+    print("invocation", len(INVOCATIONS), flush=True)
+    print("to stderr", len(INVOCATIONS), file=sys.stderr)
+    seen = os.path.exists("/tmp/left-by-an-earlier-invocation")
+    open("/tmp/left-by-an-earlier-invocation", "w").close()
+    if event.get("exit"):
+        os._exit(3)
+    return {"invocations": len(INVOCATIONS), "tmp_seen": seen, "ids": len(set(INVOCATIONS))}
+"""
+
+
+@pytest.mark.usefixtures("sandbox")
+def test_a_warm_environment_keeps_module_state_and_tmp_and_a_crash_makes_the_next_start_cold(
+    tmp_path: Path,
+) -> None:
+    """Lambda developer guide, "Lambda execution environment lifecycle": after an invocation the environment is
+    frozen and thawed for the next (objects declared outside the handler and /tmp's files remain); an
+    environment whose runtime exits is replaced, and the next invocation starts cold. Each invocation's log
+    holds only what it printed."""
+    (tmp_path / "warm.py").write_text(_WARM)
+    with LambdaFunction(code=tmp_path, handler="warm.handler").warm() as environment:
+        first, second = environment.invoke({}), environment.invoke({})
+        crashed = environment.invoke({"exit": True})
+        after = environment.invoke({})
+    assert first.result == {"invocations": 1, "tmp_seen": False, "ids": 1}
+    assert second.result == {"invocations": 2, "tmp_seen": True, "ids": 2}, "a new request ID each time"
+    assert (first.stdout, first.stderr) == ("invocation 1\n", "to stderr 1\n")
+    assert (second.stdout, second.stderr) == ("invocation 2\n", "to stderr 2\n")
+    assert crashed.error == "Runtime.ExitError: exit 3" and crashed.stdout == "invocation 3\n"
+    assert after.result == {"invocations": 1, "tmp_seen": False, "ids": 1}, "a new environment, cold"
+    assert environment.invocations == 1
+
+
 def _unavailable() -> str:
     raise SandboxUnavailable("unshare failed here: Operation not permitted")
 

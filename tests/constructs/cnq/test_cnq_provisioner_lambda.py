@@ -79,8 +79,9 @@ def _functions(templates: Templates) -> dict[str, dict[str, Any]]:
 def test_cluster_create_runs_from_the_bundle_in_lambdas_environment(
     dev_templates: Templates, code: Path, aws: tuple[str, str, list[str], str]
 ) -> None:
-    """Both entry points, each invocation in its own sandbox, as the Provider framework calls them:
-    on_event once, then is_complete with the event merged with on_event's answer until IsComplete."""
+    """Both entry points, each a function of its own in the sandbox, as the Provider framework calls them:
+    on_event once (a cold start), then is_complete with the event merged with on_event's answer until
+    IsComplete, its environment cold at the first poll and warm after, as Lambda reuses it."""
     endpoint, secret_arn, instance_ids, stack = aws
     functions = _functions(dev_templates)
     assert set(functions) == {bundling.ON_EVENT_HANDLER, bundling.IS_COMPLETE_HANDLER}
@@ -106,30 +107,29 @@ def test_cluster_create_runs_from_the_bundle_in_lambdas_environment(
             "ResourceProperties": props, "StackId": stack,
         }  # fmt: skip
 
-        def invoke(handler: str, payload: dict[str, Any]) -> dict[str, Any]:
-            function = functions[handler]
-            return (
-                LambdaFunction(
-                    code=code,
-                    handler=handler,
-                    # Test wiring only: moto's endpoint, and short polls against the fake cluster.
-                    environment={"AWS_ENDPOINT_URL": endpoint, "HUBSPOKE_POLL_SECONDS": "0.05"},
-                    timeout_s=function["Timeout"],
-                    memory_mb=function["MemorySize"],
-                    region=HUB,
-                )
-                .invoke(payload)
-                .result
+        def function(handler: str) -> LambdaFunction:
+            configured = functions[handler]
+            return LambdaFunction(
+                code=code,
+                handler=handler,
+                # Test wiring only: moto's endpoint, and short polls against the fake cluster.
+                environment={"AWS_ENDPOINT_URL": endpoint, "HUBSPOKE_POLL_SECONDS": "0.05"},
+                timeout_s=configured["Timeout"],
+                memory_mb=configured["MemorySize"],
+                region=HUB,
             )
 
-        started = invoke(bundling.ON_EVENT_HANDLER, event)
+        started = function(bundling.ON_EVENT_HANDLER).invoke(event).result
         merged = {**event, **started}
-        for _ in range(20):
-            answer = invoke(bundling.IS_COMPLETE_HANDLER, merged)
-            if answer["IsComplete"]:
-                break
-        else:
-            raise AssertionError("the cluster did not form in 20 polls")
+        with function(bundling.IS_COMPLETE_HANDLER).warm() as polls:
+            for _ in range(20):
+                answer = polls.invoke(merged).result
+                if answer["IsComplete"]:
+                    break
+            else:
+                raise AssertionError("the cluster did not form in 20 polls")
+        # Every poll after the first found the environment warm: the handler survives Lambda's reuse.
+        assert polls.invocations > 1, "formation completed at the first poll: nothing ran warm"
     assert started["PhysicalResourceId"].startswith("cnq-cluster-")
     assert hub.state == "ACTIVE" and hub.password == PASSWORD
     assert {e["export_path"] for e in hub.exports.values()} == set(synthesized["ExportPaths"])

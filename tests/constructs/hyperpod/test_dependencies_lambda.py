@@ -177,26 +177,30 @@ def test_create_update_delete_run_in_lambdas_environment(
     dev_templates: Templates, world: tuple[FakeKubernetes, FakeEks, ChartServer]
 ) -> None:
     kube, eks, charts = world
-    function = _function(dev_templates, eks)
+    # One environment for the three: Create starts it cold, Update and Delete find it warm (and what Create
+    # left in /tmp), as Lambda may reuse an environment ("Lambda execution environment lifecycle").
+    with _function(dev_templates, eks).warm() as function:
+        created = function.invoke(_event(dev_templates, charts, "Create"))
+        assert created.result["PhysicalResourceId"] == dependencies.RELEASE, created.stderr
+        assert eks.calls == [f"/clusters/{CLUSTER}"], "the kubeconfig comes from DescribeCluster"
+        assert "/charts/index.yaml" in charts.hits and "/charts/sub-1.0.0.tgz" in charts.hits
+        release = _release(kube, 1)
+        assert release is not None and release["metadata"]["labels"]["status"] == "deployed"
+        assert kube.refused == [], "every request to the API server carried a valid EKS token"
+        seen = kube.get("configmaps", "kube-system", "hubspoke-values-seen")
+        assert seen is not None
+        # The Region the dev config gives this stack, as the chart received it: a string, not a lookup's fallback.
+        assert seen["data"] == {"region": REGION, "regionKind": "string"}
 
-    created = function.invoke(_event(dev_templates, charts, "Create"))
-    assert created.result["PhysicalResourceId"] == dependencies.RELEASE, created.stderr
-    assert eks.calls == [f"/clusters/{CLUSTER}"], "the kubeconfig comes from DescribeCluster"
-    assert "/charts/index.yaml" in charts.hits and "/charts/sub-1.0.0.tgz" in charts.hits
-    release = _release(kube, 1)
-    assert release is not None and release["metadata"]["labels"]["status"] == "deployed"
-    assert kube.refused == [], "every request to the API server carried a valid EKS token"
-    seen = kube.get("configmaps", "kube-system", "hubspoke-values-seen")
-    assert seen is not None
-    # The Region the dev config gives this stack, as the chart received it: a string, not a lookup's fallback.
-    assert seen["data"] == {"region": REGION, "regionKind": "string"}
+        updated = function.invoke(_event(dev_templates, charts, "Update"))
+        assert updated.result["PhysicalResourceId"] == dependencies.RELEASE, updated.stderr
+        assert _release(kube, 2) is not None, "an update is a helm upgrade of the same release"
 
-    updated = function.invoke(_event(dev_templates, charts, "Update"))
-    assert updated.result["PhysicalResourceId"] == dependencies.RELEASE, updated.stderr
-    assert _release(kube, 2) is not None, "an update is a helm upgrade of the same release"
-
-    deleted = function.invoke(_event(dev_templates, charts, "Delete"))
-    assert deleted.ok, deleted.error
+        deleted = function.invoke(_event(dev_templates, charts, "Delete"))
+        assert deleted.ok, deleted.error
+        assert function.invocations == 3, (
+            "the three requests ran in one environment, none of them restarted it"
+        )
     assert _release(kube, 1) is None and _release(kube, 2) is None
     assert kube.get("configmaps", "kube-system", "hubspoke-values-seen") is None
 

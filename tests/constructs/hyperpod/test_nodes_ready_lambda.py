@@ -12,6 +12,7 @@ thorough tier (the `run` fixture), as one sandboxed run costs a second or more.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import urllib.request
@@ -25,7 +26,7 @@ from hubspoke.config import HubSpokeConfig
 from hubspoke.constructs.hyperpod import nodes_ready
 from tests.conftest import Templates, properties
 from tests.fakes.aws_endpoint import moto_endpoint
-from tests.lambda_runtime import Invocation, LambdaFunction
+from tests.lambda_runtime import Environment, Invocation, LambdaFunction
 
 REGION = "us-west-2"
 
@@ -63,17 +64,26 @@ def _functions(templates: Templates) -> dict[str, dict[str, Any]]:
 Run = Callable[[str, float, dict[str, Any]], Invocation]
 
 
-def _sandboxed(endpoint: str) -> Run:
-    def run(handler: str, timeout: float, event: dict[str, Any]) -> Invocation:
-        return LambdaFunction(
-            code=nodes_ready.RUNTIME_DIR,
-            handler=handler,
-            environment={"AWS_ENDPOINT_URL_SAGEMAKER": endpoint},  # test wiring: moto's endpoint
-            timeout_s=timeout,
-            region=REGION,
-        ).invoke(event)
+@contextlib.contextmanager
+def _sandboxed(endpoint: str) -> Iterator[Run]:
+    """Each handler a function of its own in the Lambda sandbox: cold at its first invocation, warm after, as
+    Lambda keeps an environment for the next invocation."""
+    with contextlib.ExitStack() as stack:
+        warm: dict[str, Environment] = {}
 
-    return run
+        def run(handler: str, timeout: float, event: dict[str, Any]) -> Invocation:
+            if handler not in warm:
+                function = LambdaFunction(
+                    code=nodes_ready.RUNTIME_DIR,
+                    handler=handler,
+                    environment={"AWS_ENDPOINT_URL_SAGEMAKER": endpoint},  # test wiring: moto's endpoint
+                    timeout_s=timeout,
+                    region=REGION,
+                )
+                warm[handler] = stack.enter_context(function.warm())
+            return warm[handler].invoke(event)
+
+        yield run
 
 
 class _Context:
@@ -115,16 +125,21 @@ def _in_process(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Run:
 
 
 @pytest.fixture(params=["in-process", pytest.param("sandbox", marks=pytest.mark.thorough)])
-def run(request: pytest.FixtureRequest, sagemaker: tuple[str, Any], monkeypatch: pytest.MonkeyPatch) -> Run:
+def run(
+    request: pytest.FixtureRequest, sagemaker: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Run]:
     """How a handler is run: in this process (fast tier) or in the Lambda sandbox (thorough tier)."""
     endpoint, _ = sagemaker
-    return _in_process(endpoint, monkeypatch) if request.param == "in-process" else _sandboxed(endpoint)
+    if request.param == "in-process":
+        yield _in_process(endpoint, monkeypatch)
+    else:
+        with _sandboxed(endpoint) as sandboxed:
+            yield sandboxed
 
 
-def _invoke(templates: Templates, endpoint: str | Run, step: str, event: dict[str, Any]) -> Any:
-    """The handler's result; `endpoint` (moto's, run sandboxed) or a runner."""
+def _invoke(templates: Templates, run: Run, step: str, event: dict[str, Any]) -> Any:
+    """The handler's result, run by `run`."""
     function = _functions(templates)[f"nodes_ready.{step}"]
-    run = _sandboxed(endpoint) if isinstance(endpoint, str) else endpoint
     return run(function["Handler"], function["Timeout"], event).result
 
 
@@ -186,15 +201,16 @@ def test_complete_only_when_every_group_has_its_nodes_running(
     wanted = dev_config.spoke(REGION).compute.instance_groups[0].count
     arn = _create(client, running=wanted - 1)
     event = _event(dev_templates, arn)
-    assert _invoke(dev_templates, endpoint, "on_event", event)["PhysicalResourceId"] == f"{arn}/nodes-ready"
-    assert _invoke(dev_templates, endpoint, "is_complete", event) == {"IsComplete": False}
-    client.delete_cluster(ClusterName=arn)
-    arn = _create(client, running=wanted)
-    done = _invoke(dev_templates, endpoint, "is_complete", _event(dev_templates, arn))
-    assert done == {"IsComplete": True, "Data": {"Nodes": str(wanted)}}
-    assert _invoke(dev_templates, endpoint, "is_complete", _event(dev_templates, arn, "Delete")) == {
-        "IsComplete": True
-    }
+    with _sandboxed(endpoint) as run:
+        assert _invoke(dev_templates, run, "on_event", event)["PhysicalResourceId"] == f"{arn}/nodes-ready"
+        assert _invoke(dev_templates, run, "is_complete", event) == {"IsComplete": False}
+        client.delete_cluster(ClusterName=arn)
+        arn = _create(client, running=wanted)
+        done = _invoke(dev_templates, run, "is_complete", _event(dev_templates, arn))
+        assert done == {"IsComplete": True, "Data": {"Nodes": str(wanted)}}
+        assert _invoke(dev_templates, run, "is_complete", _event(dev_templates, arn, "Delete")) == {
+            "IsComplete": True
+        }
 
 
 def test_counts_come_from_config_as_one_json_string(
