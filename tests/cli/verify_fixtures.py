@@ -6,7 +6,6 @@ import base64
 import copy
 import json
 import sys
-import weakref
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from hubspoke.config import HubSpokeConfig, load
 from tests.cli.verify_world import ACCOUNT, DeployedWorld, MotoGaps
 from tests.conftest import ROOT, synth, with_pins, write_config
 from tests.fakes.kube_api import FakeKubeApi, claim, node, volume
+from tests.fakes.moto_state import MotoState
 from tests.fakes.tls import loopback_certificate
 
 # moto's default credentials as AWS would name them (verify_world._iam_user_arn).
@@ -88,28 +88,14 @@ def deployed(
 
 @dataclass(frozen=True)
 class DeployedState:
-    """A deployed world as moto holds it (every backend of every account and Region) and as the test holds it
-    (physical IDs, outputs, the EKS add-ons and composite alarms moto lacks), copied so each restore is fresh.
+    """A deployed world as moto holds it and as the test holds it (physical IDs, outputs, the EKS add-ons and
+    composite alarms moto lacks), copied so each restore is fresh."""
 
-    The backends are copied whole, in one deep copy, so a model's reference to its backend (a security group's
-    `ec2_backend`, a stack's resource map) points at the copied backend; a restore copies again with those
-    backends mapped to the live ones moto hands out, so every such reference lands on the live backend.
-    """
-
-    where: list[tuple[Any, str, str]]  # (BackendDict, account, Region) of each stored backend
-    backends: list[Any]
+    moto: MotoState
     world: dict[str, Any]
 
     @classmethod
     def of(cls, world: DeployedWorld) -> DeployedState:
-        from moto.core.base_backend import BackendDict
-
-        live = [
-            (backends, account, region, backend)
-            for backends in BackendDict._instances
-            for account, regions in backends.items()
-            for region, backend in regions.items()
-        ]
         gaps = {ACCOUNT: world.clients, **world.others}
         state = {
             "physical": world.physical,
@@ -119,21 +105,13 @@ class DeployedState:
                 account: (g.addons, g.composites, g.access_entries, g.agents) for account, g in gaps.items()
             },
         }
-        stored, world_state = copy.deepcopy(([backend for *_, backend in live], state))
-        return cls([(b, a, r) for b, a, r, _ in live], stored, world_state)
+        return cls(MotoState.of(), copy.deepcopy(state))
 
     def restore(
         self, clients: MotoGaps, config: HubSpokeConfig, templates: dict[str, dict[str, Any]]
     ) -> DeployedWorld:
         """Fill the fresh mock_aws backends with a copy of the deployed state; a world around it."""
-        # The live objects moto hands out (its lookups are cached): refilled in place, never replaced.
-        lives = [backends[account][region] for backends, account, region in self.where]
-        memo: dict[int, Any] = {id(stored): live for stored, live in zip(self.backends, lives, strict=True)}
-        states = [copy.deepcopy(stored.__dict__, memo) for stored in self.backends]
-        for live, attributes in zip(lives, states, strict=True):
-            live.__dict__.clear()
-            live.__dict__.update(attributes)
-            _reindex_lambda_arns(live)
+        self.moto.restore()
         world_state = copy.deepcopy(self.world)
         world = DeployedWorld(clients, config, templates)
         world.physical, world.outputs = world_state["physical"], world_state["outputs"]
@@ -147,23 +125,6 @@ class DeployedState:
                 agents,
             )
         return world
-
-
-def _reindex_lambda_arns(backend: Any) -> None:
-    """Rebuild moto's Lambda ARN index (a WeakValueDictionary) from the functions it indexes.
-
-    copy.deepcopy of a WeakValueDictionary copies the keys but keeps the original values (CPython's
-    weakref.WeakValueDictionary.__deepcopy__), so a copied index points at the first world's functions, which
-    die with it: a later DeleteFunction then misses its ARN. moto 5.2.5 LambdaStorage (_functions, _arns).
-    """
-    storage = getattr(backend, "_lambdas", None)
-    if storage is None or not hasattr(storage, "_arns"):
-        return
-    storage._arns = weakref.WeakValueDictionary()
-    for entry in storage._functions.values():
-        for function in [entry["latest"], *entry["versions"]]:
-            if function is not None:
-                storage._arns[function.function_arn] = function
 
 
 # config path -> the world deployed there, once per test process (in-process moto only).

@@ -9,6 +9,7 @@ with on_event's answer until it says IsComplete (aws-cdk-lib custom_resources, "
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from hubspoke.config import HubSpokeConfig
 from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
 from tests.conftest import QUMULO_CORE, minimal
+from tests.fakes.moto_state import MotoState
 from tests.fakes.qumulo import FakeQumulo
 
 CONFIG = HubSpokeConfig.model_validate(minimal())
@@ -203,9 +205,25 @@ def spoke() -> Iterator[FakeQumulo]:
 
 @pytest.fixture
 def formed(world: World, hub: FakeQumulo, spoke: FakeQumulo) -> World:
-    """Both clusters formed by the handler itself, with their Region-local exports."""
+    """Both clusters formed by the handler itself, with their Region-local exports.
+
+    The first test in a process forms them through the handler; every later one gets a copy of that world
+    (moto's backends and both fakes' clusters, tests/fakes/moto_state.py and FakeQumulo.snapshot), as the
+    formation is the same for every test and costs about a second.
+    """
+    if _FORMED:
+        state, formed_world, hub_state, spoke_state = _FORMED[0]
+        state.restore()
+        hub.restore(hub_state)
+        spoke.restore(spoke_state)
+        return dataclasses.replace(formed_world, arns=dict(formed_world.arns))
     drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), floating=HUB_FLOATING,
                               exports=(CONFIG.hub.storage.dataset_path, CONFIG.hub.storage.checkpoint_path)))  # fmt: skip
     drive(world.cluster_event(spoke, "spoke", world.instances(4, "dev-spoke"), floating=SPOKE_FLOATING,
                               exports=(SPOKE.storage.checkpoint_path,)))  # fmt: skip
+    _FORMED.append((MotoState.of(), world, hub.snapshot(), spoke.snapshot()))
     return world
+
+
+# The formed world, once per test process: (moto's state, the World, the hub's and the spoke's clusters).
+_FORMED: list[tuple[MotoState, World, dict[str, Any], dict[str, Any]]] = []

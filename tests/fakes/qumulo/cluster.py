@@ -17,6 +17,7 @@ times: the SDK warns of "disconnects and errors as the API switches from unconfi
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import ipaddress
 import json
 import re
@@ -167,6 +168,31 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
             )
             for number, node in enumerate(self.nodes.values(), start=1):
                 node.member, node.node_id = True, number
+
+    # What belongs to the running fake (its listeners' port and lock), not to the cluster it stands for.
+    _RUNNING = ("_lock", "port")
+
+    def snapshot(self) -> dict[str, Any]:
+        """A copy of the cluster (nodes, quorum, exports, portals, files, calls seen), without its listeners."""
+        with self._lock:
+            listeners = {ip: node.listener for ip, node in self.nodes.items()}
+            for node in self.nodes.values():
+                node.listener = None
+            try:
+                return copy.deepcopy({k: v for k, v in vars(self).items() if k not in self._RUNNING})
+            finally:
+                for ip, listener in listeners.items():
+                    self.nodes[ip].listener = listener
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Become a copy of the snapshotted cluster, answering on this fake's own listeners."""
+        with self._lock:
+            if list(snapshot["nodes"]) != list(self.nodes):
+                raise ValueError("a snapshot restores only into a fake with the same nodes")
+            listeners = {ip: node.listener for ip, node in self.nodes.items()}
+            vars(self).update(copy.deepcopy(snapshot))
+            for ip, listener in listeners.items():
+                self.nodes[ip].listener = listener
 
     def __enter__(self) -> FakeQumulo:
         self.up()
