@@ -278,24 +278,26 @@ class Environment:
         except BrokenPipeError:
             pass  # the environment died on its way up: the empty result below says so
         line = self._result_line(self.function.timeout_s + 30)
-        if line is not None:
+        if line:
             return Invocation(json.loads(line), *(self._log(name, until_end=True) for name in _STREAMS))
-        timed_out = process.poll() is None
-        self._kill()
+        if line is None:  # no answer in time: Lambda stops the invocation and the environment with it
+            self._kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=30)  # an exiting runtime closes its pipe before it can be reaped
         logs = [self._log(name, until_end=False) for name in _STREAMS]
         self.stop()
-        if timed_out:
+        if line is None:
             return Invocation({"errorType": "Sandbox.Timeout", "errorMessage": "Task timed out"}, *logs)
         return Invocation(
             {"errorType": "Runtime.ExitError", "errorMessage": f"exit {process.returncode}"}, *logs
         )
 
     def _result_line(self, timeout: float) -> str | None:
-        """The runtime's next result, or None if it exits or the time runs out first."""
+        """The runtime's next result; "" if the runtime exited first, None if the time ran out first."""
         answer: queue.Queue[str] = queue.Queue()
         threading.Thread(target=lambda: answer.put(self._results.readline()), daemon=True).start()
         try:
-            return answer.get(timeout=timeout) or None
+            return answer.get(timeout=timeout)
         except queue.Empty:
             return None
 

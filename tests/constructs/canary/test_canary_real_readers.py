@@ -45,8 +45,9 @@ def portal_alarm_fires(templates: Templates, value: float) -> bool:
 
 
 @pytest.fixture
-def canary(world: World, spoke: FakeQumulo, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """One canary round as Lambda runs it in the spoke Region: the real loader and reader, nothing injected."""
+def canary(formed: World, spoke: FakeQumulo, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """One canary round as Lambda runs it in the spoke Region, against the formed clusters: the real loader and
+    reader, nothing injected."""
     # Lambda sets AWS_REGION and AWS_DEFAULT_REGION to the function's Region (Lambda developer guide,
     # "Defined runtime environment variables"): the spoke's, where its admin secret lives.
     monkeypatch.setenv("AWS_DEFAULT_REGION", SPOKE.region)
@@ -55,7 +56,7 @@ def canary(world: World, spoke: FakeQumulo, monkeypatch: pytest.MonkeyPatch) -> 
         "HUBSPOKE_ENVIRONMENT": "dev", "SPOKE_REGION": SPOKE.region,
         "HUB_ADDRESSES": ",".join(HUB_FLOATING), "HUB_PORTS": "2049,3713", "CONNECT_TIMEOUT_SECONDS": "0.2",
         "SPOKE_REST_ADDRESS": spoke.node_ips[0], "SPOKE_REST_PORT": str(spoke.port),
-        "ADMIN_SECRET_ARN": world.arns["spoke"], "REST_TIMEOUT_SECONDS": "5",
+        "ADMIN_SECRET_ARN": formed.arns["spoke"], "REST_TIMEOUT_SECONDS": "5",
     }  # fmt: skip
 
     def round_(**overrides: str) -> dict[str, Any]:

@@ -216,12 +216,16 @@ def formed(world: World, hub: FakeQumulo, spoke: FakeQumulo) -> World:
         state.restore()
         hub.restore(hub_state)
         spoke.restore(spoke_state)
-        return dataclasses.replace(formed_world, arns=dict(formed_world.arns))
+        # In place: a fixture that read `world` after this one (the canary's) sees the restored secrets and stack.
+        world.arns, world.stack_id = dict(formed_world.arns), formed_world.stack_id
+        return world
     drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), floating=HUB_FLOATING,
                               exports=(CONFIG.hub.storage.dataset_path, CONFIG.hub.storage.checkpoint_path)))  # fmt: skip
     drive(world.cluster_event(spoke, "spoke", world.instances(4, "dev-spoke"), floating=SPOKE_FLOATING,
                               exports=(SPOKE.storage.checkpoint_path,)))  # fmt: skip
-    _FORMED.append((MotoState.of(), world, hub.snapshot(), spoke.snapshot()))
+    _FORMED.append(
+        (MotoState.of(), dataclasses.replace(world, arns=dict(world.arns)), hub.snapshot(), spoke.snapshot())
+    )
     return world
 
 
