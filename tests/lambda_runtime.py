@@ -18,8 +18,8 @@ and /opt (the layers) are read-only and /tmp is a fresh 512 MiB tmpfs; `setpriv`
 65534 (nobody) with no capabilities and no new privileges, and `env -i` passes only Lambda's variables.
 Nothing outside the namespace changes. `invoke` starts a fresh environment for each invocation (a cold start);
 `warm()` keeps one up between invocations, its module state and /tmp kept, as Lambda keeps an environment for the
-next invocation ("Lambda execution environment lifecycle"), and the runtime ends each invocation's output with
-Lambda's "END RequestId:" log line, which tells one invocation's log from the next.
+next invocation ("Lambda execution environment lifecycle"); the runtime ends each invocation's output with the
+"END RequestId:" line Lambda's platform writes to the log, which tells one invocation's log from the next.
 
 The tools on Lambda's PATH are Lambda's, not this machine's (a handler that shells out to a tool found only
 here must fail here too):
@@ -53,6 +53,7 @@ import importlib.util
 import json
 import os
 import queue
+import re
 import shlex
 import shutil
 import signal
@@ -95,7 +96,7 @@ PYTHON = f"{LANG_DIR}/bin/python3"
 RUNTIME_PROVIDED_MODULES = ("boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil", "six")
 
 _BOOTSTRAP = r"""
-import importlib, json, os, sys, time, traceback
+import importlib, json, os, sys, time, traceback, uuid
 version = "python%d.%d" % sys.version_info[:2]
 sys.path[:0] = [os.environ["LAMBDA_TASK_ROOT"], "/opt/python/lib/%s/site-packages" % version, "/opt/python"]
 
@@ -116,8 +117,8 @@ timeout, results = float(sys.argv[1]), os.fdopen(int(sys.argv[2]), "w")
 module_name, _, function_name = os.environ["_HANDLER"].rpartition(".")
 handler = None
 # One event per line; the environment stays up between them, as a warm Lambda environment does.
-for number, line in enumerate(sys.stdin):
-    request_id = "00000000-0000-4000-8000-%012d" % number
+for line in sys.stdin:
+    request_id = str(uuid.uuid4())
     try:
         if handler is None:  # the init phase: a module that failed to import is tried again next time
             handler = getattr(importlib.import_module(module_name), function_name)
@@ -125,7 +126,9 @@ for number, line in enumerate(sys.stdin):
     except Exception as error:
         text = json.dumps({"errorType": type(error).__name__, "errorMessage": str(error),
                            "stackTrace": traceback.format_tb(error.__traceback__)})
-    for stream in (sys.stdout, sys.stderr):  # the log's END line closes each invocation's output
+    # Lambda's platform ends an invocation's log with "END RequestId: <id>"; here the runtime writes it to both
+    # streams, so the harness can tell where an invocation's output ends, even after a line left unfinished.
+    for stream in (sys.stdout, sys.stderr):
         print("END RequestId: %s" % request_id, file=stream, flush=True)
     results.write(text + "\n")
     results.flush()
@@ -181,8 +184,9 @@ class LambdaFunction:
     def warm(self) -> Iterator[Environment]:
         """An execution environment kept up between invocations, as Lambda keeps a warm one ("Lambda execution
         environment lifecycle": after an invocation Lambda freezes the environment and thaws it for the next;
-        module-level state and /tmp's files remain). A timed-out or crashed environment is replaced by a cold
-        one at the next invocation, as Lambda replaces it."""
+        module-level state and /tmp's files remain). After a timeout or a crash the next invocation starts cold
+        in a new environment, /tmp empty: one of Lambda's outcomes. Lambda may instead reset the environment and
+        keep /tmp ("Files survive Lambda timeouts, but your handler doesn't", Zac Charles); not imitated here."""
         environment = Environment(self)
         try:
             yield environment
@@ -212,7 +216,8 @@ class LambdaFunction:
             stderr=subprocess.PIPE,
             pass_fds=(write,),
             start_new_session=True,
-            text=True,
+            encoding="utf-8",
+            errors="backslashreplace",  # a handler's stray bytes show in its log, not stop the harness
         )
         os.close(write)
         return process, read
@@ -259,15 +264,24 @@ class Environment:
         self._process: subprocess.Popen[str] | None = None
         self._results: Any = None
         self._logs: dict[str, queue.Queue[str | None]] = {}
+        self._pumps: list[threading.Thread] = []
 
     def invoke(self, event: Mapping[str, Any]) -> Invocation:
         if self._process is None:
             self._stage = Path(tempfile.mkdtemp(prefix="hubspoke-lambda-"))
-            self._process, read = self.function._start(self._stage)
+            try:
+                self._process, read = self.function._start(self._stage)
+            except BaseException:
+                self.stop()
+                raise
             self._results = os.fdopen(read)
             self._logs = {name: queue.Queue() for name in _STREAMS}
-            for name, stream in (("stdout", self._process.stdout), ("stderr", self._process.stderr)):
-                threading.Thread(target=_pump, args=(stream, self._logs[name]), daemon=True).start()
+            self._pumps = [
+                threading.Thread(target=_pump, args=(stream, self._logs[name]), daemon=True)
+                for name, stream in (("stdout", self._process.stdout), ("stderr", self._process.stderr))
+            ]
+            for pump in self._pumps:
+                pump.start()
             self.invocations = 0
         process = self._process
         assert process.stdin is not None
@@ -280,10 +294,11 @@ class Environment:
         line = self._result_line(self.function.timeout_s + 30)
         if line:
             return Invocation(json.loads(line), *(self._log(name, until_end=True) for name in _STREAMS))
-        if line is None:  # no answer in time: Lambda stops the invocation and the environment with it
-            self._kill()
+        # No answer: the runtime exited, or the time ran out. The environment ends either way, with whatever the
+        # handler left running; an exiting runtime closes its pipe before it can be reaped, and its status stays.
+        self._kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=30)  # an exiting runtime closes its pipe before it can be reaped
+            process.wait(timeout=30)
         logs = [self._log(name, until_end=False) for name in _STREAMS]
         self.stop()
         if line is None:
@@ -302,16 +317,19 @@ class Environment:
             return None
 
     def _log(self, name: str, *, until_end: bool) -> str:
-        """What the invocation wrote to one stream: up to the runtime's END line, or all that is left."""
+        """What the invocation wrote to one stream: up to the runtime's END marker, or all that is left."""
         lines = []
         while (line := self._logs[name].get(timeout=30)) is not None:
-            if until_end and line.startswith("END RequestId: "):
+            end = _END.search(line) if until_end else None
+            if end:
+                lines.append(line[: end.start()])
                 break
             lines.append(line)
         return "".join(lines)
 
     def _kill(self) -> None:
-        if self._process is not None and self._process.poll() is None:
+        """Kill every process of the environment: the runtime leads its own session, its children in it."""
+        if self._process is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._process.pid, signal.SIGKILL)
 
@@ -319,10 +337,12 @@ class Environment:
         """End the environment (every process in it) and remove what it was made of."""
         if self._process is not None:
             self._kill()
-            for pipe in (self._process.stdin, self._results):
+            self._process.wait()
+            for pump in self._pumps:  # at the end of the streams, once every process holding them is gone
+                pump.join(timeout=30)
+            for pipe in (self._process.stdin, self._process.stdout, self._process.stderr, self._results):
                 with contextlib.suppress(OSError):
                     pipe.close()  # type: ignore[union-attr]
-            self._process.wait()
             self._process = None
         if self._stage is not None:
             shutil.rmtree(self._stage, ignore_errors=True)
@@ -330,6 +350,7 @@ class Environment:
 
 
 _STREAMS = ("stdout", "stderr")
+_END = re.compile(r"END RequestId: [0-9a-f-]{36}\n\Z")
 
 
 def _pump(stream: Any, lines: queue.Queue[str | None]) -> None:

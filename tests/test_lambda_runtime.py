@@ -110,6 +110,8 @@ def handler(event, context):
     print("to stderr", len(INVOCATIONS), file=sys.stderr)
     seen = os.path.exists("/tmp/left-by-an-earlier-invocation")
     open("/tmp/left-by-an-earlier-invocation", "w").close()
+    if event.get("unfinished"):
+        sys.stdout.write("a line left unfinished")
     if event.get("exit"):
         os._exit(3)
     return {"invocations": len(INVOCATIONS), "tmp_seen": seen, "ids": len(set(INVOCATIONS))}
@@ -122,17 +124,17 @@ def test_a_warm_environment_keeps_module_state_and_tmp_and_a_crash_makes_the_nex
 ) -> None:
     """Lambda developer guide, "Lambda execution environment lifecycle": after an invocation the environment is
     frozen and thawed for the next (objects declared outside the handler and /tmp's files remain); an
-    environment whose runtime exits is replaced, and the next invocation starts cold. Each invocation's log
-    holds only what it printed."""
+    environment whose runtime exits is replaced, and the next invocation starts cold (here always in a new
+    environment, /tmp empty). Each invocation's log holds only what it printed, a line left unfinished included."""
     (tmp_path / "warm.py").write_text(_WARM)
     with LambdaFunction(code=tmp_path, handler="warm.handler").warm() as environment:
-        first, second = environment.invoke({}), environment.invoke({})
+        first, second = environment.invoke({}), environment.invoke({"unfinished": True})
         crashed = environment.invoke({"exit": True})
         after = environment.invoke({})
     assert first.result == {"invocations": 1, "tmp_seen": False, "ids": 1}
     assert second.result == {"invocations": 2, "tmp_seen": True, "ids": 2}, "a new request ID each time"
     assert (first.stdout, first.stderr) == ("invocation 1\n", "to stderr 1\n")
-    assert (second.stdout, second.stderr) == ("invocation 2\n", "to stderr 2\n")
+    assert (second.stdout, second.stderr) == ("invocation 2\na line left unfinished", "to stderr 2\n")
     assert crashed.error == "Runtime.ExitError: exit 3" and crashed.stdout == "invocation 3\n"
     assert after.result == {"invocations": 1, "tmp_seen": False, "ids": 1}, "a new environment, cold"
     assert environment.invocations == 1

@@ -81,7 +81,8 @@ def test_cluster_create_runs_from_the_bundle_in_lambdas_environment(
 ) -> None:
     """Both entry points, each a function of its own in the sandbox, as the Provider framework calls them:
     on_event once (a cold start), then is_complete with the event merged with on_event's answer until
-    IsComplete, its environment cold at the first poll and warm after, as Lambda reuses it."""
+    IsComplete, its environment cold at the first poll and warm after, as Lambda reuses it; once more in a new
+    environment after that."""
     endpoint, secret_arn, instance_ids, stack = aws
     functions = _functions(dev_templates)
     assert set(functions) == {bundling.ON_EVENT_HANDLER, bundling.IS_COMPLETE_HANDLER}
@@ -130,6 +131,9 @@ def test_cluster_create_runs_from_the_bundle_in_lambdas_environment(
                 raise AssertionError("the cluster did not form in 20 polls")
         # Every poll after the first found the environment warm: the handler survives Lambda's reuse.
         assert polls.invocations > 1, "formation completed at the first poll: nothing ran warm"
+        # And a poll that lands in a new environment knows as much: progress lives in the event and the
+        # cluster, not in the warm one's memory (Lambda promises no reuse).
+        assert function(bundling.IS_COMPLETE_HANDLER).invoke(merged).result["IsComplete"] is True
     assert started["PhysicalResourceId"].startswith("cnq-cluster-")
     assert hub.state == "ACTIVE" and hub.password == PASSWORD
     assert {e["export_path"] for e in hub.exports.values()} == set(synthesized["ExportPaths"])
