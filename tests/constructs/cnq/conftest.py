@@ -216,7 +216,8 @@ def formed(world: World, hub: FakeQumulo, spoke: FakeQumulo) -> World:
         state.restore()
         hub.restore(hub_state)
         spoke.restore(spoke_state)
-        # In place: a fixture that read `world` after this one (the canary's) sees the restored secrets and stack.
+        # In place: a test or fixture that also holds `world` sees the restored secrets and stack, not the ones
+        # this test's fresh world made before the restore replaced moto's backends.
         world.arns, world.stack_id = dict(formed_world.arns), formed_world.stack_id
         return world
     drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), floating=HUB_FLOATING,
