@@ -25,7 +25,6 @@ import io
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -90,10 +89,24 @@ def operator_env(job: dict[str, Any]) -> dict[str, str]:
     return env
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@contextlib.contextmanager
+def _rendezvous_store() -> Iterator[str]:
+    """The c10d rendezvous endpoint of a two-"node" run, its store held by this process for the whole run.
+
+    Each node's agent, given an endpoint on its own host, first tries to host the store there and joins as a
+    client when the port is taken (torch 2.13, distributed/elastic/rendezvous/c10d_rendezvous_backend.py,
+    _create_tcp_store). Left to the agents, the node that hosted the store took it away when it ended: a CI run
+    on 2026-12-03 had node 0's agent fail on "Failed to recv, got 0 bytes" after its workers were done, both
+    nodes exiting 1. Bound on port 0 here, no port is freed and taken again in between either."""
+    from torch.distributed import TCPStore
+
+    store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    try:
+        yield f"127.0.0.1:{store.port}"
+        # The agents' rendezvous state is here: neither hosted a store of its own.
+        assert store.num_keys() > 1, "the nodes' agents did not rendezvous through this process's store"
+    finally:
+        del store
 
 
 def _container(job: dict[str, Any]) -> dict[str, Any]:
@@ -141,10 +154,16 @@ def _wait(procs: list[subprocess.Popen[bytes]], logs: Path, timeout: float = 600
         try:
             code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            pytest.fail(
-                f"node {i} still running after {timeout:.0f}s:\n{(logs / f'node{i}.txt').read_text()[-4000:]}"
-            )
-        assert code == 0, f"node {i} exited {code}:\n{(logs / f'node{i}.txt').read_text()[-4000:]}"
+            pytest.fail(f"node {i} still running after {timeout:.0f}s:\n{_tails(procs, logs)}")
+        assert code == 0, f"node {i} exited {code}:\n{_tails(procs, logs)}"
+
+
+def _tails(procs: list[subprocess.Popen[bytes]], logs: Path) -> str:
+    """Every node's exit code and the end of its output: one node's failure is often the other's doing."""
+    return "\n".join(
+        f"--- node {i} (exit {proc.poll()}):\n{(logs / f'node{i}.txt').read_text(errors='replace')[-3000:]}"
+        for i, proc in enumerate(procs)
+    )
 
 
 PROBE = """\
@@ -171,8 +190,6 @@ def test_pytorchjob_under_the_pinned_operators_environment_runs_one_rank_per_gpu
     container = _container(job)
     env = operator_env(job)
     assert "PET_NPROC_PER_NODE" not in env, "the operator at the pinned commit does not set it for this job"
-    # A Service name resolves to worker-0's pod in the cluster; here both "pods" are this machine.
-    env["PET_RDZV_ENDPOINT"] = f"127.0.0.1:{_free_port()}"
     env.update({e["name"]: e["value"] for e in container["env"]})
     launcher = _launcher(container["command"])
     assert launcher[0] == "torchrun"
@@ -181,8 +198,11 @@ def test_pytorchjob_under_the_pinned_operators_environment_runs_one_rank_per_gpu
     out = tmp_path / "ranks"
     out.mkdir()
     command = [TORCHRUN, *launcher[1:], str(probe), str(out)]
-    with _nodes([command, command], [{**_base_env(), **env}] * 2, tmp_path) as procs:
-        _wait(procs, tmp_path)
+    # A Service name resolves to worker-0's pod in the cluster; here both "pods" are this machine.
+    with _rendezvous_store() as endpoint:
+        env["PET_RDZV_ENDPOINT"] = endpoint
+        with _nodes([command, command], [{**_base_env(), **env}] * 2, tmp_path) as procs:
+            _wait(procs, tmp_path)
     seen = [json.loads(p.read_text()) for p in sorted(out.iterdir())]
     assert {s["WORLD_SIZE"] for s in seen} == {"16"}, seen
     assert sorted(int(s["RANK"]) for s in seen) == list(range(16))
@@ -254,55 +274,55 @@ def test_every_node_passes_the_hyperpod_agents_log_monitoring_in_a_two_node_run(
     tee = [a for a in launcher if a.startswith("--tee")]
     assert tee, "the rendered hyperpodrun command writes the workers' output to files"
     rules = _rules(TrainingSettings(), dev_config)
-    endpoint = f"127.0.0.1:{_free_port()}"
-    commands, envs = [], []
-    for node in range(2):
-        commands.append(
-            [
-                TORCHRUN,
-                "--nnodes=2",
-                "--nproc-per-node=2",
-                "--rdzv-backend=c10d",
-                f"--rdzv-endpoint={endpoint}",
-                *tee,
-                f"--log-dir={tmp_path / f'logs{node}'}",
-                str(WORKLOAD / "train.py"),
-                f"--data-dir={data}",
-                f"--checkpoint-dir={ckpt}",
-                "--model=tiny",
-                "--vocab-size=256",
-                "--seq-len=16",
-                "--batch-size=2",
-                "--num-workers=0",
-                "--backend=gloo",
-                "--max-steps=4",
-                "--log-every=2",
-                "--checkpoint-every=100",
-                "--metrics-seconds=3600",
-            ]
-        )
-        envs.append(_base_env())
-    agents: dict[int, Any] = {}
-    seen: dict[int, set[Any]] = {0: set(), 1: set()}
-    try:
-        with _nodes(commands, envs, tmp_path) as procs:
-            while any(p.poll() is None for p in procs) or len(agents) < 2:
-                for node in range(2):
-                    attempts = list((tmp_path / f"logs{node}").glob("*/attempt_0"))
-                    if node not in agents and attempts:
-                        agents[node] = LogAgent(local_world_size=2)
-                        agents[node].start(str(attempts[0]), {0}, rules)
-                    if node in agents:
-                        seen[node].add(agents[node].log_state[0])
-                if all(p.poll() is not None for p in procs) and len(agents) < 2:
-                    break
-                time.sleep(0.2)
-            _wait(procs, tmp_path)
-        assert set(agents) == {0, 1}, "both nodes wrote an attempt directory"
-        final = {node: _settle(agent) for node, agent in agents.items()}
-    finally:
-        for agent in agents.values():
-            agent.stop()
+    with _rendezvous_store() as endpoint:
+        commands, envs = [], []
+        for node in range(2):
+            commands.append(
+                [
+                    TORCHRUN,
+                    "--nnodes=2",
+                    "--nproc-per-node=2",
+                    "--rdzv-backend=c10d",
+                    f"--rdzv-endpoint={endpoint}",
+                    *tee,
+                    f"--log-dir={tmp_path / f'logs{node}'}",
+                    str(WORKLOAD / "train.py"),
+                    f"--data-dir={data}",
+                    f"--checkpoint-dir={ckpt}",
+                    "--model=tiny",
+                    "--vocab-size=256",
+                    "--seq-len=16",
+                    "--batch-size=2",
+                    "--num-workers=0",
+                    "--backend=gloo",
+                    "--max-steps=4",
+                    "--log-every=2",
+                    "--checkpoint-every=100",
+                    "--metrics-seconds=3600",
+                ]
+            )
+            envs.append(_base_env())
+        agents: dict[int, Any] = {}
+        seen: dict[int, set[Any]] = {0: set(), 1: set()}
+        try:
+            with _nodes(commands, envs, tmp_path) as procs:
+                while any(p.poll() is None for p in procs) or len(agents) < 2:
+                    for node in range(2):
+                        attempts = list((tmp_path / f"logs{node}").glob("*/attempt_0"))
+                        if node not in agents and attempts:
+                            agents[node] = LogAgent(local_world_size=2)
+                            agents[node].start(str(attempts[0]), {0}, rules)
+                        if node in agents:
+                            seen[node].add(agents[node].log_state[0])
+                    if all(p.poll() is not None for p in procs) and len(agents) < 2:
+                        break
+                    time.sleep(0.2)
+                _wait(procs, tmp_path)
+            assert set(agents) == {0, 1}, "both nodes wrote an attempt directory"
+            final = {node: _settle(agent) for node, agent in agents.items()}
+        finally:
+            for agent in agents.values():
+                agent.stop()
     assert final == {0: LogState.HEALTHY, 1: LogState.HEALTHY}, (final, seen)
     for node in (0, 1):
         assert not seen[node] & {LogState.HANGING, LogState.FAULTED}, (node, seen[node])
