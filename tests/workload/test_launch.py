@@ -95,9 +95,11 @@ def _rendezvous_store() -> Iterator[str]:
 
     Each node's agent, given an endpoint on its own host, first tries to host the store there and joins as a
     client when the port is taken (torch 2.13, distributed/elastic/rendezvous/c10d_rendezvous_backend.py,
-    _create_tcp_store). Left to the agents, the node that hosted the store took it away when it ended: a CI run
-    on 2026-12-03 had node 0's agent fail on "Failed to recv, got 0 bytes" after its workers were done, both
-    nodes exiting 1. Bound on port 0 here, no port is freed and taken again in between either."""
+    _create_tcp_store). Left to the agents, the store lived as long as the node that hosted it: a CI run on
+    2026-12-03 had node 0's agent fail on "Failed to recv, got 0 bytes" while its workers were running, both
+    nodes exiting 1; why the other node ended first was not in the output (only node 0's was shown then; every
+    node's is now, _tails). Bound on port 0 here, no port is freed and taken again in between either. The
+    rank-0 agent still hosts the workers' own store (MASTER_PORT; dynamic_rendezvous.py), as on a cluster."""
     from torch.distributed import TCPStore
 
     store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
