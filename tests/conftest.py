@@ -340,42 +340,67 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+# The stacks of options() and varied() whose templates the fast tier has Control Tower judge: where their options
+# that need a control acknowledged land (compute.public_access_cidrs: CT.EKS.PR.1 on the spoke's cluster; an i7i
+# hub: CT.EC2.PR.16 and 19 on its nodes). Their other templates hold resources of the types config/*.yaml's
+# judged templates hold, in other sizes and addresses (tests/policy/test_control_tower.py checks that), and cost
+# cfn-guard about 2.5 s each for a Storage stack (61 rule files over 170 KB); the thorough tier judges them all.
+_JUDGED_STACKS_OF_EXERCISED = {
+    "options": frozenset({"compute-us-west-2"}),
+    "varied": frozenset({"storage-us-east-2"}),
+}
+
+
 @functools.cache
-def _judged_in_the_fast_tier() -> frozenset[str]:
-    """The configs whose synths Control Tower judges in the fast tier (as JSON, comparable): config/*.yaml's
-    environments, which `make synth` judges too, and options() and varied(), which exist to exercise the
-    options, among them the two that need a control acknowledged (compute.public_access_cidrs: CT.EKS.PR.1;
-    an i7i storage type: CT.EC2.PR.16 and 19)."""
-    shipped = [load(path).config for path in (ROOT / "config").glob("*.yaml")]
-    exercised = [HubSpokeConfig.model_validate(data) for data in (options(), varied())]
-    return frozenset(config.model_dump_json() for config in [*shipped, *exercised])
+def _judged_in_the_fast_tier() -> dict[str, frozenset[str] | None]:
+    """The configs whose synths Control Tower judges in the fast tier (as JSON, comparable), each with the stacks
+    it judges (None: every one): config/*.yaml's environments, which `make synth` judges too, in full, and
+    options() and varied(), which exist to exercise the options, among them the two that need a control
+    acknowledged, in the stacks where those land."""
+    shipped: dict[str, frozenset[str] | None] = {
+        load(path).config.model_dump_json(): None for path in (ROOT / "config").glob("*.yaml")
+    }
+    exercised = {
+        HubSpokeConfig.model_validate(data).model_dump_json(): _JUDGED_STACKS_OF_EXERCISED[name]
+        for name, data in (("options", options()), ("varied", varied()))
+    }
+    return {**exercised, **shipped}
 
 
-def judges_control_tower(config: HubSpokeConfig) -> bool:
-    """Whether the tests' synth of `config` runs Control Tower's cfn-guard rules: always, but in the fast tier
-    for the configs a test makes for a topology or a comparison (the verify worlds, the storage tests' changed
-    release), whose options options() and varied() already exercise judged. A spoke in another account is an
-    option none of those sets (its peer-access and link-reader roles), so such a config is judged.
+def judged_stacks(config: HubSpokeConfig) -> frozenset[str] | None:
+    """The stacks whose templates the tests' synth of `config` has Control Tower's cfn-guard rules judge, None for
+    every one: all of them, but in the fast tier for config/*.yaml's, for the stacks of options() and varied()
+    where an option that needs an acknowledgment lands (_JUDGED_STACKS_OF_EXERCISED), and for none of a config a
+    test makes for a topology or a comparison (the verify worlds, the storage tests' changed release), whose
+    options those already exercise judged. A spoke in another account is an option none of those sets (its
+    peer-access and link-reader roles), so such a config is judged in full.
 
     cfn-guard is about three quarters of such a synth (21 s against 5 s without it, measured on varied()), and
     judges the templates only: the plugin adds nothing to them (tests/policy/test_control_tower.py compares the
-    two synths). The thorough tier judges every config a test synthesizes.
+    two synths). The thorough tier judges every template of every config a test synthesizes.
     """
     another_account = any(
         effective_account(s.account, config.account) != config.account for s in config.spokes
     )
-    return not _FAST_TIER or another_account or config.model_dump_json() in _judged_in_the_fast_tier()
+    if not _FAST_TIER or another_account:
+        return None
+    return _judged_in_the_fast_tier().get(config.model_dump_json(), frozenset())
 
 
 def _cache_key(config: HubSpokeConfig) -> str:
-    """The synth cache's key: the config, the code, whether Control Tower judged it, and the mutant under test
+    """The synth cache's key: the config, the code, which stacks Control Tower judged, and the mutant under test
     when mutmut runs us.
 
     mutmut forks every mutant's test run from a process that already ran the suite unmutated; without the mutant
     in the key a test would read that unmutated synth and every mutant it covers would survive. A synth the fast
-    tier made without Control Tower must not pass for a judged one in the thorough tier.
+    tier made with Control Tower judging some stacks or none must not pass for a judged one in the thorough tier.
     """
-    judged = "controls=all" if judges_control_tower(config) else "controls=no-control-tower"
+    stacks = judged_stacks(config)
+    judged = (
+        "controls=all" if stacks is None
+        else f"controls=control-tower-on:{','.join(sorted(stacks))}" if stacks
+        else "controls=no-control-tower"
+    )  # fmt: skip
     return (
         f"{os.environ.get('MUTANT_UNDER_TEST', '')}|{code_fingerprint()}|{judged}|{config.model_dump_json()}"
     )
@@ -411,8 +436,8 @@ def _to_disk(key: str) -> None:
 
 
 def synth(config: HubSpokeConfig) -> Templates:
-    """Synthesize one environment in-process (policy plugins included, Control Tower's as judges_control_tower
-    says); templates keyed by stack id.
+    """Synthesize one environment in-process (policy plugins included, Control Tower's over the stacks
+    judged_stacks names); templates keyed by stack id.
 
     Each distinct (code, config) is synthesized once: the first worker to need it holds a lock on its key while
     it synthesizes and writes the result under .cache/test-synth; a worker that needs it meanwhile waits and
@@ -464,13 +489,22 @@ def _synth_now(config: HubSpokeConfig, key: str) -> Templates:
         tempfile.TemporaryDirectory(prefix="hubspoke-synth-", ignore_cleanup_errors=True) as outdir,
         ExitStack() as unjudged,
     ):
-        if not judges_control_tower(config):
-            # The plugin still runs (its name, its acknowledgments), but passes every template unjudged.
-            unjudged.enter_context(pytest.MonkeyPatch.context()).setattr(
-                ControlTowerControls, "verdict", lambda self, path: {"success": True, "violations": []}
-            )
         app = cli_app(outdir)
         stage = HubSpokeStage(app, config=config)
+        judged = judged_stacks(config)
+        if judged is not None:
+            # The plugin still runs (its name, its acknowledgments), but passes the other templates unjudged.
+            templates_of = {f"{stack.artifact_id}.template.json": sid for sid, stack in stage.stacks.items()}
+            judge, stacks = ControlTowerControls.verdict, judged
+
+            def verdict(self: ControlTowerControls, path: str) -> dict[str, Any]:
+                if templates_of[Path(path).name] in stacks:
+                    return judge(self, path)
+                return {"success": True, "violations": []}
+
+            unjudged.enter_context(pytest.MonkeyPatch.context()).setattr(
+                ControlTowerControls, "verdict", verdict
+            )
         assembly = app.synth().get_nested_assembly(f"assembly-{stage.stage_name}")
         templates = {
             stack.node.id: json.loads(

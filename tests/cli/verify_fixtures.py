@@ -29,7 +29,7 @@ _DEV = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
 # config/dev.yaml plus a second spoke that only peers: two spokes make "no route between spokes" testable,
 # and a spoke without CNQ shows what verify says where there is no canary. Its CNQ pins are dev's, so its
 # Storage templates are dev's and share their Control Tower verdicts (the thorough tier judges them once; the
-# fast tier leaves a test-only config's verdicts to it: tests/conftest.py judges_control_tower).
+# fast tier leaves a test-only config's verdicts to it: tests/conftest.py judged_stacks).
 TWO_SPOKES: dict[str, Any] = with_pins(
     {
         "environment": "dev",

@@ -186,21 +186,24 @@ def _a_topology_of_its_own(tmp_path: Path, **second: str) -> HubSpokeConfig:
     return load(write_config(tmp_path, minimal(spokes=spokes), f"topology-{len(second)}.yaml")).config
 
 
-def test_the_fast_tier_leaves_only_topology_and_comparison_configs_unjudged(
+def test_the_fast_tier_judges_shipped_configs_in_full_exercised_ones_where_their_acks_land(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """docs/development.md, "Tests": `make test-fast` (`-m "not thorough"`) runs Control Tower over the synths of
-    config/*.yaml, options(), varied() and any config with a spoke in another account only; any other selection
-    (`make test-thorough`, a file run on its own) judges every synth the tests make. A synth made unjudged is
-    cached under its own key, never passed off as a judged one."""
+    """docs/development.md, "Tests": `make test-fast` (`-m "not thorough"`) runs Control Tower over every template
+    of config/*.yaml and of any config with a spoke in another account, over the spoke's Compute stack of
+    options() (its public endpoint, CT.EKS.PR.1) and the hub's Storage stack of varied() (its i7i nodes,
+    CT.EC2.PR.16 and 19), and over nothing of a config a test makes for a topology; any other selection
+    (`make test-thorough`, a file run on its own) judges every template the tests make. A synth judged in part
+    is cached under its own key, never passed off as a judged one."""
     monkeypatch.setattr(conftest, "_FAST_TIER", conftest._FAST_TIER)  # put back after the test
-    judged = [load(path).config for path in sorted((ROOT / "config").glob("*.yaml"))]
-    assert {c.environment for c in judged} >= {"dev"} and len(judged) >= 2
-    judged += [
-        load(write_config(tmp_path, data, f"{n}.yaml")).config for n, data in enumerate((options(), varied()))
-    ]
+    in_full = [load(path).config for path in sorted((ROOT / "config").glob("*.yaml"))]
+    assert {c.environment for c in in_full} >= {"dev"} and len(in_full) >= 2
     # A spoke in another account: its peer-access and link-reader roles are judged in the fast tier too.
-    judged.append(_a_topology_of_its_own(tmp_path, account="111111111111"))
+    in_full.append(_a_topology_of_its_own(tmp_path, account="111111111111"))
+    exercised = {
+        "compute-us-west-2": load(write_config(tmp_path, options(), "options.yaml")).config,
+        "storage-us-east-2": load(write_config(tmp_path, varied(), "varied.yaml")).config,
+    }
     topology = _a_topology_of_its_own(tmp_path)
     keys = {}
     for markexpr, fast in (("not thorough", True), ("", False), ("thorough", False)):
@@ -208,32 +211,59 @@ def test_the_fast_tier_leaves_only_topology_and_comparison_configs_unjudged(
             getoption=lambda name, default=None, m=markexpr: m if name == "markexpr" else default
         )
         conftest.pytest_configure(asked)  # type: ignore[arg-type]
-        assert all(conftest.judges_control_tower(config) for config in judged), markexpr
-        assert conftest.judges_control_tower(topology) is not fast, markexpr
-        keys[fast] = [conftest._cache_key(config) for config in (*judged, topology)]
-    assert keys[True][:-1] == keys[False][:-1] and keys[True][-1] != keys[False][-1]
+        assert all(conftest.judged_stacks(config) is None for config in in_full), markexpr
+        for stack, config in exercised.items():
+            assert conftest.judged_stacks(config) == ({stack} if fast else None), markexpr
+        assert conftest.judged_stacks(topology) == (frozenset() if fast else None), markexpr
+        keys[fast] = [conftest._cache_key(config) for config in (*in_full, *exercised.values(), topology)]
+    same = len(in_full)
+    assert keys[True][:same] == keys[False][:same]
+    assert all(fast != full for fast, full in zip(keys[True][same:], keys[False][same:], strict=True))
+
+
+def test_what_the_fast_tier_leaves_unjudged_of_options_and_varied_is_of_kinds_it_judges(
+    dev_templates: conftest.Templates,
+) -> None:
+    """The fast tier's claim for the templates of options() and varied() it does not judge: each resource type
+    in them that a Control Tower rule file names is held by a template of config/dev.yaml it judges too, so each
+    rule that could report on them (a rule selects resources by type: hubspoke/policy/control_tower.py) runs in
+    the fast tier on dev's resources of that type. A type no rule file names (a VPC's secondary CIDR block) can
+    only be skipped; a rule file that names none runs on every template, dev's included."""
+    named = set().union(*(rule.types for rule in RuleSet.load().rules))
+    judged_types = {r["Type"] for t in dev_templates.values() for r in t.get("Resources", {}).values()}
+    for name, data in (("options", options()), ("varied", varied())):
+        config = HubSpokeConfig.model_validate(data)
+        stacks = conftest.judged_stacks(config)
+        for sid, template in conftest.synth(config).items():
+            if stacks is not None and sid not in stacks:
+                types = {r["Type"] for r in template.get("Resources", {}).values()} & named
+                assert types <= judged_types, (name, sid, sorted(types - judged_types))
 
 
 @pytest.mark.thorough
-def test_a_synth_left_unjudged_is_the_judged_synth_without_its_verdicts(
+def test_a_synth_judged_in_part_is_the_judged_synth_with_only_those_verdicts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judged: list[str]
 ) -> None:
-    """What the fast tier gives up on a test-only config is cfn-guard's verdicts, nothing else: the same
-    templates and the same warnings, and not one template judged. The unjudged synth goes first, with an empty
-    verdict cache, so a verdict it took would be judged (and counted) there, not read from the judged run."""
+    """What the fast tier gives up on a test-only config, or on the stacks of options() and varied() it leaves,
+    is cfn-guard's verdicts on those templates, nothing else: the same templates and the same warnings, and only
+    the named stacks' templates judged. The runs go from none judged to all, with an empty verdict cache, so a
+    verdict an earlier run took would be judged (and counted) there, not read from a later one."""
     monkeypatch.setenv("HUBSPOKE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(conftest, "_FAST_TIER", conftest._FAST_TIER)
     config = _a_topology_of_its_own(tmp_path)
     runs = {}
-    for fast in (True, False):
-        conftest._FAST_TIER = fast
-        assert conftest.judges_control_tower(config) is not fast
-        key = f"{__name__}|fast={fast}"
+    for stacks in (frozenset(), frozenset({"network-eu-west-1"}), None):
+        monkeypatch.setattr(conftest, "judged_stacks", lambda c, s=stacks: s)
+        key = f"{__name__}|stacks={stacks}"
         before = len(judged)
         templates = conftest._synth_now(config, key)
-        runs[fast] = (templates, conftest._WARNINGS[key], len(judged) - before)
+        runs[stacks] = (templates, conftest._WARNINGS[key], judged[before:])
         for cache in (conftest._SYNTH_CACHE, conftest._WARNINGS, conftest._DEPENDENCIES):
             cache.pop(key, None)
-    (unjudged, unjudged_warnings, none), (templates, warnings, every) = runs[True], runs[False]
-    assert none == 0 and every == len(templates) > 0, (none, every, sorted(templates))
-    assert unjudged == templates and unjudged_warnings == warnings
+    templates, warnings, every = runs[None]
+    network = [name for name in every if "networkeuwest1" in name.lower()]
+    assert runs[frozenset()][2] == [] and network == [], (runs[frozenset()][2], every)
+    [judged_alone] = runs[frozenset({"network-eu-west-1"})][2]
+    assert "networkeuwest1" in judged_alone.lower(), judged_alone
+    assert len(every) == len(templates) - 1 > 0, (every, sorted(templates))
+    for stacks, (made, made_warnings, _) in runs.items():
+        assert made == templates and made_warnings == warnings, stacks
