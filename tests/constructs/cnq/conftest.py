@@ -23,6 +23,8 @@ from moto.cloudformation.models import cloudformation_backends
 from moto.core import DEFAULT_ACCOUNT_ID
 
 from hubspoke.config import HubSpokeConfig
+from hubspoke.constructs.cnq.provisioning import QUERY_INTERVAL
+from hubspoke.constructs.cnq.runtime import provisioner, session
 from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
 from tests.conftest import QUMULO_CORE, minimal
@@ -60,21 +62,61 @@ ROOMY = Context(60)
 TIGHT = Context(21.5)
 
 
-def drive(event: dict[str, Any], *, polls: int = 60, context: Context = ROOMY) -> dict[str, Any]:
+class VirtualClock:
+    """The handlers' clock (the `time` of runtime.session and runtime.provisioner, once installed): the real
+    one plus the time their own sleeps and the provider framework's waits between polls would have taken, so a
+    test of a deadline or a patience does not wait it out. Sockets keep real time: a test of a request timeout
+    needs the real clock."""
+
+    def __init__(self) -> None:
+        self.skipped = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.skipped
+
+    def time(self) -> float:
+        return time.time() + self.skipped
+
+    def sleep(self, seconds: float) -> None:
+        self.skipped += max(0.0, seconds)
+        time.sleep(0)  # let the fakes' server threads run, as a real wait would
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> VirtualClock:
+        monkeypatch.setattr(session, "time", self)
+        monkeypatch.setattr(provisioner, "time", self)
+        return self
+
+
+@pytest.fixture(params=["virtual", pytest.param("real", marks=pytest.mark.thorough)])
+def clock(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> VirtualClock | None:
+    """The handlers' clock for a test that waits out a deadline or a patience: virtual in the fast tier, and
+    the real one in the thorough tier's twin (None: drive polls with no wait between polls, as before)."""
+    return VirtualClock().install(monkeypatch) if request.param == "virtual" else None
+
+
+def drive(
+    event: dict[str, Any], *, polls: int = 60, context: Context = ROOMY, clock: VirtualClock | None = None
+) -> dict[str, Any]:
     """on_event, then is_complete until complete; the merged answers, as CloudFormation would see them.
 
-    At least `polls` polls and at least SETTLE_SECONDS of wall time: some steps wait out a time (the portal
-    delete's DeletePatienceSeconds), which a fast machine would not reach in a fixed number of instant polls.
+    At least `polls` polls and at least SETTLE_SECONDS of the handlers' time: some steps wait out a time (the
+    portal delete's DeletePatienceSeconds), which a fast machine would not reach in a fixed number of instant
+    polls. With a virtual clock the framework's wait between polls (the Provider's queryInterval,
+    hubspoke/constructs/cnq/provisioning.py QUERY_INTERVAL; aws-cdk-lib custom_resources, "Asynchronous
+    Providers") passes on it; on the real one the polls follow each other at once.
     """
+    now = clock.monotonic if clock else time.monotonic
     started = on_event(event, context)
     merged = {**event, **started}
-    settled = time.monotonic() + SETTLE_SECONDS
+    settled = now() + SETTLE_SECONDS
     for poll in itertools.count(1):
         answer = is_complete(merged, context)
         if answer["IsComplete"]:
             return {**started, **answer}
+        if clock:
+            clock.sleep(QUERY_INTERVAL.to_seconds())
         if poll >= polls:
-            if time.monotonic() >= settled:
+            if now() >= settled:
                 raise AssertionError(f"not complete after {poll} polls and {SETTLE_SECONDS} s")
             time.sleep(0.01)
     raise AssertionError("unreachable")

@@ -22,6 +22,7 @@ from tests.constructs.cnq.conftest import (
     SPOKE_FLOATING,
     SPOKE_PASSWORD,
     TIGHT,
+    VirtualClock,
     World,
     drive,
     mutations,
@@ -137,7 +138,7 @@ def test_another_spoke_portal_on_the_cluster_is_left_alone(
 
 
 def test_hub_unreachable_fails_at_the_deadline_and_leaves_nothing(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, clock: VirtualClock | None
 ) -> None:
     hub.down()
     event = formed.portal_event(hub, spoke)
@@ -257,14 +258,17 @@ def test_delete_with_hub_up_ends_the_relationship_on_both_sides(
 
 
 def test_delete_with_hub_down_finishes_without_force_when_qumulo_deletes_at_once(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, clock: VirtualClock | None
 ) -> None:
     """'You can delete a spoke portal in any state ... and without connectivity to the hub portal'
     (Qumulo/docs, cloud-data-fabric/configuring-portal-relationship.md, 'Step 1: Delete the Spoke Portal')."""
     drive(formed.portal_event(hub, spoke))
     hub_files = dict(hub.files)
     hub.down()
-    drive(formed.portal_event(hub, spoke, "Delete", DeletePatienceSeconds=UNREACHED_PATIENCE), context=TIGHT)
+    drive(
+        formed.portal_event(hub, spoke, "Delete", DeletePatienceSeconds=UNREACHED_PATIENCE),
+        context=TIGHT, clock=clock,
+    )  # fmt: skip
     assert not [s for s in spoke.spokes.values() if not s.get("gone")]
     assert not any("force=true" in p for _, p in spoke.calls), "Qumulo needed no force"
     assert hub.files == hub_files and len(hub.hubs) == 1, (
@@ -273,7 +277,7 @@ def test_delete_with_hub_down_finishes_without_force_when_qumulo_deletes_at_once
 
 
 def test_delete_with_hub_down_forces_a_read_only_spoke_whose_delete_stalls(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, clock: VirtualClock | None
 ) -> None:
     """Qumulo accepts the non-forced delete without the hub, and the portal may then 'stall in the
     Deleting state'; `--force` deletes 'with any status and in any state' (configuring-portal-
@@ -283,7 +287,10 @@ def test_delete_with_hub_down_forces_a_read_only_spoke_whose_delete_stalls(
     drive(formed.portal_event(hub, spoke))
     hub_files = dict(hub.files)
     hub.down()
-    drive(formed.portal_event(hub, spoke, "Delete", DeletePatienceSeconds="1.5"), context=TIGHT, polls=400)
+    drive(
+        formed.portal_event(hub, spoke, "Delete", DeletePatienceSeconds="1.5"),
+        context=TIGHT, polls=400, clock=clock,
+    )  # fmt: skip
     assert not [s for s in spoke.spokes.values() if not s.get("gone")]
     deletes = [p for m, p in spoke.calls if m == "DELETE" and p.startswith("/v2/portal/spokes/")]
     assert deletes[-1].endswith("force=true") and not any(p.endswith("force=true") for p in deletes[:-1])
@@ -303,7 +310,11 @@ def test_delete_with_hub_down_never_forces_a_read_write_spoke(
 
 
 def test_delete_when_the_spoke_is_already_gone_succeeds(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo, caplog: pytest.LogCaptureFixture
+    formed: World,
+    hub: FakeQumulo,
+    spoke: FakeQumulo,
+    caplog: pytest.LogCaptureFixture,
+    clock: VirtualClock | None,
 ) -> None:
     """No spoke cluster is left to hold a portal: the Delete succeeds, names no hub record to remove (the spoke
     portal's hub_id cannot be read any more) and touches nothing on the hub, whose data stays as it was and whose
@@ -315,7 +326,7 @@ def test_delete_when_the_spoke_is_already_gone_succeeds(
     assert hub_records, "the hub holds its record of the portal"
     spoke.down()
     with caplog.at_level(logging.WARNING, logger="hubspoke.constructs.cnq.runtime.provisioner"):
-        result = drive(formed.portal_event(hub, spoke, "Delete"), context=TIGHT)
+        result = drive(formed.portal_event(hub, spoke, "Delete"), context=TIGHT, clock=clock)
     assert (result["PhysicalResourceId"], result["HubPortalId"], result["IsComplete"]) == (
         "cnq-portal-Portal", "", True
     )  # fmt: skip
