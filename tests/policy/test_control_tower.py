@@ -228,16 +228,18 @@ def test_what_the_fast_tier_leaves_unjudged_of_options_and_varied_is_of_kinds_it
     in them that a Control Tower rule file names is held by a template of config/dev.yaml it judges too, so each
     rule that could report on them (a rule selects resources by type: hubspoke/policy/control_tower.py) runs in
     the fast tier on dev's resources of that type. A type no rule file names (a VPC's secondary CIDR block) can
-    only be skipped; a rule file that names none runs on every template, dev's included."""
+    only be skipped; a rule file that names none runs on every template, dev's included. The stacks it judges
+    must exist, or it would judge nothing of that config."""
     named = set().union(*(rule.types for rule in RuleSet.load().rules))
+    assert "AWS::EKS::Cluster" in named and "AWS::EC2::Instance" in named  # CT.EKS.PR.1's, CT.EC2.PR.16's
     judged_types = {r["Type"] for t in dev_templates.values() for r in t.get("Resources", {}).values()}
     for name, data in (("options", options()), ("varied", varied())):
-        config = HubSpokeConfig.model_validate(data)
-        stacks = conftest.judged_stacks(config)
-        for sid, template in conftest.synth(config).items():
-            if stacks is not None and sid not in stacks:
-                types = {r["Type"] for r in template.get("Resources", {}).values()} & named
-                assert types <= judged_types, (name, sid, sorted(types - judged_types))
+        templates = conftest.synth(HubSpokeConfig.model_validate(data))
+        stacks = conftest._JUDGED_STACKS_OF_EXERCISED[name]
+        assert stacks and stacks < set(templates), (name, sorted(stacks), sorted(templates))
+        for sid in set(templates) - stacks:
+            types = {r["Type"] for r in templates[sid].get("Resources", {}).values()} & named
+            assert types <= judged_types, (name, sid, sorted(types - judged_types))
 
 
 @pytest.mark.thorough

@@ -11,7 +11,9 @@ import logging
 from typing import Any
 
 import pytest
+from qumulo.rest.portal import Portal
 
+from hubspoke.constructs.cnq.provisioning import QUERY_INTERVAL
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
 from hubspoke.constructs.cnq.runtime.session import ProvisioningError, ProvisioningTimeout
 from tests.constructs.cnq.conftest import (
@@ -241,8 +243,9 @@ def test_a_type_change_completes_when_only_the_hubs_record_shows_it(
 
 
 # For the deletes that must end without force: far beyond the few polls they take, so a slow machine never
-# reaches the patience (0.5 s in portal_event) and forces one (seen on 2026-12-02 under a fresh clone's make test).
-UNREACHED_PATIENCE = "60"
+# reaches the patience (0.5 s in portal_event) and forces one (seen on 2026-12-02 under a fresh clone's make test),
+# and twenty of the framework's poll intervals on the virtual clock (QUERY_INTERVAL, 30 s).
+UNREACHED_PATIENCE = "600"
 
 
 def test_delete_with_hub_up_ends_the_relationship_on_both_sides(
@@ -277,20 +280,42 @@ def test_delete_with_hub_down_finishes_without_force_when_qumulo_deletes_at_once
 
 
 def test_delete_with_hub_down_forces_a_read_only_spoke_whose_delete_stalls(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo, clock: VirtualClock | None
+    formed: World,
+    hub: FakeQumulo,
+    spoke: FakeQumulo,
+    clock: VirtualClock | None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Qumulo accepts the non-forced delete without the hub, and the portal may then 'stall in the
     Deleting state'; `--force` deletes 'with any status and in any state' (configuring-portal-
     relationship.md @ 9b95eefa). The wait must end in the forced delete, not in re-sending the
-    accepted non-forced one until the framework's timeout (issue 22, item 2)."""
+    accepted non-forced one until the framework's timeout (issue 22, item 2). On the virtual clock the patience
+    (75 s) ends between the third and fourth of the framework's polls, 30 s apart, so the force must wait for it
+    and no longer: the poll after the non-forced delete meets the quorum re-forming, and a shorter patience
+    would be first acted on at the third poll either way."""
     spoke.stall_delete_without_hub = True
     drive(formed.portal_event(hub, spoke))
     hub_files = dict(hub.files)
     hub.down()
+    patience = 75.0 if clock else 1.5
+    forced_at = []
+    if clock:
+        # When the handler asks for the forced delete (the SDK's call, qumulo/rest/portal.py Portal).
+        delete = Portal.v2_delete_spoke_portal
+
+        def spy(self: Portal, spoke_id: int, force: bool = False) -> Any:
+            forced_at.extend([clock.skipped] if force else [])
+            return delete(self, spoke_id, force=force)
+
+        monkeypatch.setattr(Portal, "v2_delete_spoke_portal", spy)
     drive(
-        formed.portal_event(hub, spoke, "Delete", DeletePatienceSeconds="1.5"),
+        formed.portal_event(hub, spoke, "Delete", DeletePatienceSeconds=str(patience)),
         context=TIGHT, polls=400, clock=clock,
     )  # fmt: skip
+    if clock:
+        # At the first poll after the patience (a poll also waits out TIGHT's 1.5 s for the hub's login).
+        [at] = forced_at
+        assert patience <= at < patience + QUERY_INTERVAL.to_seconds() + 5, forced_at
     assert not [s for s in spoke.spokes.values() if not s.get("gone")]
     deletes = [p for m, p in spoke.calls if m == "DELETE" and p.startswith("/v2/portal/spokes/")]
     assert deletes[-1].endswith("force=true") and not any(p.endswith("force=true") for p in deletes[:-1])
