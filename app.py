@@ -1,16 +1,15 @@
 """CDK entry point: `npx cdk synth` builds every config/*.yaml; `-c config=PATH` builds one."""
 
-import gc
 import os
 import sys
 
+from hubspoke.process import collect_less_often, exit_without_teardown
+
 # One synth allocates millions of objects that live until exit (aws-cdk-lib's bindings): fewer collections,
-# as mypy does for its own runs (mypy/build.py, gc.set_threshold(200 * 1000, 30, 30)); about 0.1 to 0.2 s of
-# a synth (benchmarks/synth_scaling.py). Before the imports below, which allocate most of them.
-gc.set_threshold(200_000, 30, 30)
+# set before the imports below, which allocate most of them.
+collect_less_often()
 
 from hubspoke.config import ConfigError, format_problem, load_environments  # noqa: E402 (after the GC setting)
-from hubspoke.process import exit_without_teardown  # noqa: E402
 from hubspoke.stage import HubSpokeStage, new_app, selection_hint, synth_or_exit  # noqa: E402
 from hubspoke.topology import stage_id  # noqa: E402
 

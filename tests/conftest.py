@@ -20,6 +20,7 @@ from hypothesis import settings
 
 from hubspoke.config import HubSpokeConfig, load
 from hubspoke.config.schema import effective_account
+from hubspoke.process import collect_less_often
 
 if TYPE_CHECKING:
     from aws_cdk import App
@@ -43,6 +44,8 @@ _FAST_TIER = False
 def pytest_configure(config: pytest.Config) -> None:
     global _FAST_TIER
     _FAST_TIER = config.getoption("markexpr", "") == "not thorough"
+    # A test process keeps botocore's models, moto's worlds and the synthesized templates alive to its end.
+    collect_less_often()
 
 
 @pytest.hookimpl(trylast=True)
