@@ -227,6 +227,9 @@ def _settle(agent: Any, timeout: float = 15) -> Any:
     return agent.log_state[0]
 
 
+# Seconds of waiting for the agent's verdicts, little CPU: handed out first (the `long` marker), beside mypy's
+# start, not last, when the other worker has finished and nothing uses the idle core.
+@pytest.mark.long
 def test_the_agent_accepts_train_pys_progress_line_and_flags_a_silent_stdout(
     dev_config: HubSpokeConfig, tmp_path: Path
 ) -> None:
