@@ -22,6 +22,10 @@ from hubspoke.config import HubSpokeConfig, load
 from hubspoke.config.schema import effective_account
 from hubspoke.process import collect_less_often
 
+# A test process keeps botocore's models, moto's worlds and the synthesized templates alive to its end. Set as
+# this module is imported: before the test modules and their imports, not only once the session starts.
+collect_less_often()
+
 if TYPE_CHECKING:
     from aws_cdk import App
 
@@ -44,8 +48,6 @@ _FAST_TIER = False
 def pytest_configure(config: pytest.Config) -> None:
     global _FAST_TIER
     _FAST_TIER = config.getoption("markexpr", "") == "not thorough"
-    # A test process keeps botocore's models, moto's worlds and the synthesized templates alive to its end.
-    collect_less_often()
 
 
 @pytest.hookimpl(trylast=True)
@@ -345,8 +347,8 @@ def code_fingerprint() -> str:
 
 # The stacks of options() and varied() whose templates the fast tier has Control Tower judge: where their options
 # that need a control acknowledged land (compute.public_access_cidrs: CT.EKS.PR.1 on the spoke's cluster; an i7i
-# hub: CT.EC2.PR.16 and 19 on its nodes). Their other templates hold resources of the types config/*.yaml's
-# judged templates hold, in other sizes and addresses (tests/policy/test_control_tower.py checks that), and cost
+# hub: CT.EC2.PR.16 and 19 on its nodes). Of the resource types a rule file names, their other templates hold only
+# ones config/dev.yaml's judged templates hold (tests/policy/test_control_tower.py checks that), and they cost
 # cfn-guard about 2.5 s each for a Storage stack (61 rule files over 170 KB); the thorough tier judges them all.
 _JUDGED_STACKS_OF_EXERCISED = {
     "options": frozenset({"compute-us-west-2"}),
