@@ -214,6 +214,7 @@ Templates = dict[str, dict[str, Any]]
 _SYNTH_CACHE: dict[str, Templates] = {}
 _WARNINGS: dict[str, list[str]] = {}
 _DEPENDENCIES: dict[str, dict[str, set[str]]] = {}
+_REGIONS: dict[str, dict[str, str]] = {}
 # Whole-environment synths on disk, shared by the xdist workers and later runs of the same code (see synth()).
 SYNTH_CACHE_DIR = Path(os.environ.get("HUBSPOKE_TEST_SYNTH_CACHE", ROOT / ".cache" / "test-synth"))
 
@@ -425,6 +426,7 @@ def _from_disk(key: str) -> bool:
     _SYNTH_CACHE[key] = stored["templates"]
     _WARNINGS[key] = stored["warnings"]
     _DEPENDENCIES[key] = {sid: set(deps) for sid, deps in stored["dependencies"].items()}
+    _REGIONS[key] = stored["regions"]
     return True
 
 
@@ -434,6 +436,7 @@ def _to_disk(key: str) -> None:
         "templates": _SYNTH_CACHE[key],
         "warnings": _WARNINGS[key],
         "dependencies": {sid: sorted(deps) for sid, deps in _DEPENDENCIES[key].items()},
+        "regions": _REGIONS[key],
     }
     with tempfile.NamedTemporaryFile("w", dir=SYNTH_CACHE_DIR, suffix=".tmp", delete=False) as out:
         json.dump(stored, out)
@@ -531,6 +534,11 @@ def _synth_now(config: HubSpokeConfig, key: str) -> Templates:
             }
             for sid, stack in stage.stacks.items()
         }
+        # The Region each stack deploys to: its artifact's environment (aws://account/region).
+        _REGIONS[key] = {
+            sid: assembly.get_stack_artifact(stack.artifact_id).environment.region
+            for sid, stack in stage.stacks.items()
+        }
     _SYNTH_CACHE[key] = templates
     return templates
 
@@ -544,7 +552,7 @@ def synth_warnings(config: HubSpokeConfig) -> list[str]:
 def forget(config: HubSpokeConfig) -> None:
     """Drop `config`'s synth from the cache: for configs drawn once (the property test), not kept all session."""
     key = _cache_key(config)
-    for cache in (_SYNTH_CACHE, _WARNINGS, _DEPENDENCIES):
+    for cache in (_SYNTH_CACHE, _WARNINGS, _DEPENDENCIES, _REGIONS):
         cache.pop(key, None)
     _on_disk(key, ".json").unlink(missing_ok=True)
 
@@ -553,6 +561,12 @@ def synth_dependencies(config: HubSpokeConfig) -> dict[str, set[str]]:
     """Stack id -> the stack ids it directly depends on, as the synthesized cloud assembly records them."""
     synth(config)
     return _DEPENDENCIES[_cache_key(config)]
+
+
+def synth_regions(config: HubSpokeConfig) -> dict[str, str]:
+    """Stack id -> the Region it deploys to, as the synthesized cloud assembly records it."""
+    synth(config)
+    return _REGIONS[_cache_key(config)]
 
 
 def get_stack_outputs(value: Any) -> Iterator[dict[str, Any]]:

@@ -10,7 +10,7 @@ dependency, or a stage that stops passing it to CDK, fails here.
 from __future__ import annotations
 
 from hubspoke.topology import plan_stacks
-from tests.conftest import Shape, get_stack_outputs, synth_dependencies, upstream
+from tests.conftest import Shape, get_stack_outputs, synth_dependencies, synth_regions, upstream
 
 
 def test_stacks_deploy_in_the_designed_order(shape: Shape) -> None:
@@ -61,3 +61,18 @@ def test_every_reader_deploys_after_the_stack_it_reads(shape: Shape) -> None:
             reads += 1
             assert by_name[ref["StackName"]] in after[sid], f"{sid} reads {ref} but may deploy before it"
     assert reads > 0
+
+
+def test_every_stack_deploys_to_the_region_the_design_places_it_in(shape: Shape) -> None:
+    """docs/design.md §3: the hub Region holds its Network, Storage, Compute, the dashboard and, for each spoke,
+    the hub-side stacks that serve it (its Link; its PeerAccess role when the accounts differ), whose ids name
+    the spoke; every other stack deploys to the Region its id names. Read from the cloud assembly's stack
+    environments, the Region `cdk deploy` sends each template to."""
+    config = shape.config
+    hub = config.hub.region
+    regions = synth_regions(config)
+    assert set(regions) == set(shape.templates)
+    for sid, region in regions.items():
+        kind, named = sid.split("-", 1) if not sid.startswith("peer-access-") else ("peer-access", sid[12:])
+        assert region == (hub if kind in ("link", "peer-access", "dashboard") else named), sid
+    assert set(regions.values()) == {r.region for r in config.regions()}
