@@ -1,7 +1,7 @@
 """`npx cdk` commands checked against the pinned CDK CLI's own help (node_modules/.bin/cdk, package.json).
 
-The help is read once per test session: `cdk --help` for the commands, `cdk <command> --help` for each
-command's options, their types and its positional arguments. The CLI itself (yargs, without strict mode:
+The help is read once per build of the CLI, then kept under .cache/cdk-help for every test process: `cdk --help`
+for the commands, `cdk <command> --help` for each command's options, their types and its positional arguments. The CLI itself (yargs, without strict mode:
 node_modules/aws-cdk/lib/cli/parse-command-line-arguments.js) silently ignores an option it does not know,
 which is how a typo in a runbook survives; this check refuses any option the command's help does not list.
 Every `[array]` option there takes one value per occurrence (`nargs: 1` in that file; test_cdk_cli.py
@@ -10,9 +10,11 @@ keeps the fact checked when the CLI is bumped).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -21,6 +23,7 @@ from tests.docs.shell import Word
 
 ROOT = Path(__file__).resolve().parents[2]
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
+HELP_CACHE = ROOT / ".cache" / "cdk-help"
 VALUE_TYPES = frozenset({"string", "array", "number"})
 _OPTION_LINE = re.compile(r"^  (?P<names>-{1,2}[\w-]+(?:, -{1,2}[\w-]+)*)(?:\s{2,}|$)")
 _TYPE = re.compile(r"\[(boolean|string|array|number|count)\]")
@@ -40,12 +43,23 @@ class CdkCommand:
 
 
 def _help(*args: str) -> str:
+    """`cdk <args> --help` as the pinned CLI prints it. Each run of the CLI is a second or two of Node start-up
+    (seven runs in a session), so the text is kept per build of the CLI (its package.json, which names its
+    version) and shared by the test processes and later runs."""
+    build = hashlib.sha256((CDK.parent.parent / "aws-cdk" / "package.json").read_bytes()).hexdigest()[:16]
+    kept = HELP_CACHE / build / f"{'-'.join(('cdk', *args))}.txt"
+    if kept.exists():
+        return kept.read_text()
     env = {**os.environ, "PATH": f"{CDK.parent}{os.pathsep}{os.environ.get('PATH', '')}", "CI": "true"}
     done = subprocess.run(
         [str(CDK), *args, "--help"], capture_output=True, text=True, env=env, timeout=120, check=False
     )
     if done.returncode != 0:
         raise RuntimeError(f"`cdk {' '.join(args)} --help` failed: {done.stderr.strip()[:500]}")
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=kept.parent, suffix=".tmp", delete=False) as out:
+        out.write(done.stdout)
+    os.replace(out.name, kept)  # whole or not at all: another process may be reading it
     return done.stdout
 
 

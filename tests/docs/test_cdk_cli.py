@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 
-from tests.docs.cdk_cli import CDK, cdk_command, cdk_commands
+import pytest
+
+from tests.docs.cdk_cli import CDK, _help, cdk_command, cdk_commands
 
 
 def test_every_array_option_takes_one_value_per_occurrence() -> None:
@@ -28,3 +32,14 @@ def test_help_is_read_into_commands_options_and_positionals() -> None:
     # line after the option's name: choices are read from the option's whole (wrapped) help text.
     assert deploy.choices["--require-approval"] == ("never", "any-change", "broadening", "destructive")
     assert deploy.options["--require-approval"] == "string"
+
+
+@pytest.mark.thorough
+def test_the_kept_help_is_what_the_cli_prints_now() -> None:
+    """_help keeps each text per build of the CLI; a kept text must be the one a fresh run prints."""
+    kept = _help("deploy")
+    env = {**os.environ, "PATH": f"{CDK.parent}{os.pathsep}{os.environ.get('PATH', '')}", "CI": "true"}
+    fresh = subprocess.run(
+        [str(CDK), "deploy", "--help"], capture_output=True, text=True, env=env, timeout=120, check=True
+    )
+    assert fresh.stdout == kept
