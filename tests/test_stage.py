@@ -39,6 +39,7 @@ def test_adding_and_removing_a_spoke_changes_no_other_template(config_from: Any)
         assert other[sid] == two[sid], f"{sid} changed when a spoke was removed"
 
 
+@pytest.mark.long
 def test_adding_a_spoke_changes_no_other_template(tmp_path: Any) -> None:
     """The fast tier's twin of the test above, one synth instead of three: the verify tests' two-spoke
     environment (synthesized once per run for them) against the same environment without its second spoke."""
@@ -166,6 +167,7 @@ def _run_one_stack_app(tmp_path: Path, **env: str) -> tuple[subprocess.Completed
     return result, out, tmp
 
 
+@pytest.mark.long
 def test_the_exit_after_synth_stops_jsii_and_leaves_no_trace_but_the_assembly(tmp_path: Path) -> None:
     """exit_without_teardown skips the interpreter's teardown, not the exit handlers: jsii's (which stops the
     kernel and removes the temporary directory it unpacked its runtime into, jsii/_kernel/providers/process.py

@@ -58,6 +58,7 @@ def _run(world: DeployedWorld, path: Path, account: str, only: set[str] | None =
     )
 
 
+@pytest.mark.long
 def test_hub_credentials_find_the_cross_account_peering_from_the_hub_side(
     xacct: DeployedWorld, xacct_config: Path
 ) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from functools import cache
 
+import pytest
+
 from tests.conftest import ROOT
 from tests.docs.checker import CHECKED_TOOLS, Report, check
 from tests.docs.markdown import doc_files, snippets
@@ -20,6 +22,7 @@ def _report() -> Report:
     return check((s for path in doc_files(ROOT) for s in snippets(path)), ROOT)
 
 
+@pytest.mark.long
 def test_every_documented_command_matches_its_tool() -> None:
     findings = _report().findings
     assert not findings, f"{len(findings)} problem(s) in documented commands:\n" + "\n".join(

@@ -99,6 +99,7 @@ def _stage_with_functions(*, acknowledged: bool, at_end: bool = False) -> tuple[
     return app, stage
 
 
+@pytest.mark.long
 def test_only_functions_in_a_vpc_are_acknowledged_for_ct_lambda_pr_3(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -91,7 +91,7 @@ def test_a_cached_verdict_is_never_reused_under_a_changed_rule_set(tmp_path: Pat
 @pytest.mark.parametrize(
     ("names", "kinds"),
     [
-        pytest.param(["dev"], ("link-", "network-"), id="dev-network"),
+        pytest.param(["dev"], ("link-", "network-"), id="dev-network", marks=pytest.mark.long),
         pytest.param(shape_names(), ("",), id="every-shape", marks=pytest.mark.thorough),
     ],
 )

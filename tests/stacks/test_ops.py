@@ -208,6 +208,7 @@ def test_alarm_emails_subscribe_and_floors_come_from_config(config_from: Any) ->
         assert len(list(properties(ops, "AWS::Lambda::Function"))) == 1
 
 
+@pytest.mark.long
 def test_canary_asset_carries_the_sdk_and_its_handler() -> None:
     from aws_cdk import App, Stack
     from aws_cdk import aws_lambda as lambda_
