@@ -357,6 +357,12 @@ _JUDGED_STACKS_OF_EXERCISED = {
 }
 
 
+# Where a spoke in another account lands, the stacks the fast tier has Control Tower judge of such a config: the
+# hub's PeerAccess role for it, its Network (the peering's accepter) and its hub-side Link. Its other templates
+# are those of the same config in one account (tests/policy/test_control_tower.py compares the two synths).
+_CROSS_ACCOUNT_STACKS = ("peer-access", "network", "link")
+
+
 @functools.cache
 def _judged_in_the_fast_tier() -> dict[str, frozenset[str] | None]:
     """The configs whose synths Control Tower judges in the fast tier (as JSON, comparable), each with the stacks
@@ -378,19 +384,24 @@ def judged_stacks(config: HubSpokeConfig) -> frozenset[str] | None:
     every one: all of them, but in the fast tier for config/*.yaml's, for the stacks of options() and varied()
     where an option that needs an acknowledgment lands (_JUDGED_STACKS_OF_EXERCISED), and for none of a config a
     test makes for a topology or a comparison (the verify worlds, the storage tests' changed release), whose
-    options those already exercise judged. A spoke in another account is an option none of those sets (its
-    peer-access and link-reader roles), so such a config is judged in full.
+    options those already exercise judged. A spoke in another account is an option none of those sets: of such
+    a config it judges the stacks where that spoke's account lands (_CROSS_ACCOUNT_STACKS).
 
     cfn-guard is about three quarters of such a synth (21 s against 5 s without it, measured on varied()), and
     judges the templates only: the plugin adds nothing to them (tests/policy/test_control_tower.py compares the
     two synths). The thorough tier judges every template of every config a test synthesizes.
     """
-    another_account = any(
-        effective_account(s.account, config.account) != config.account for s in config.spokes
-    )
-    if not _FAST_TIER or another_account:
+    if not _FAST_TIER:
         return None
-    return _judged_in_the_fast_tier().get(config.model_dump_json(), frozenset())
+    judged = _judged_in_the_fast_tier()
+    if config.model_dump_json() in judged:
+        return judged[config.model_dump_json()]
+    return frozenset(
+        f"{kind}-{spoke.region}"
+        for spoke in config.spokes
+        if effective_account(spoke.account, config.account) != config.account
+        for kind in _CROSS_ACCOUNT_STACKS
+    )
 
 
 def _cache_key(config: HubSpokeConfig) -> str:

@@ -22,6 +22,7 @@ from hubspoke.config import HubSpokeConfig, load
 from hubspoke.policy import control_tower
 from hubspoke.policy.control_tower import ControlTowerControls, RuleSet, _Templates
 from tests import conftest
+from tests.cli.verify_fixtures import TWO_SPOKES
 from tests.conftest import ROOT, load_shape, minimal, options, shape_names, varied, write_config
 
 VERSIONING_RULE = "s3_bucket_versioning_enabled_check"  # ct-s3-pr-11.guard's rule name
@@ -190,19 +191,21 @@ def test_the_fast_tier_judges_shipped_configs_in_full_exercised_ones_where_their
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """docs/development.md, "Tests": `make test-fast` (`-m "not thorough"`) runs Control Tower over every template
-    of config/*.yaml and of any config with a spoke in another account, over the spoke's Compute stack of
-    options() (its public endpoint, CT.EKS.PR.1) and the hub's Storage stack of varied() (its i7i nodes,
-    CT.EC2.PR.16 and 19), and over nothing of a config a test makes for a topology; any other selection
+    of config/*.yaml, over a spoke in another account's Network, PeerAccess and Link stacks, over the spoke's
+    Compute stack of options() (its public endpoint, CT.EKS.PR.1) and the hub's Storage stack of varied() (its
+    i7i nodes, CT.EC2.PR.16 and 19), and over nothing of a config a test makes for a topology; any other selection
     (`make test-thorough`, a file run on its own) judges every template the tests make. A synth judged in part
     is cached under its own key, never passed off as a judged one."""
     monkeypatch.setattr(conftest, "_FAST_TIER", conftest._FAST_TIER)  # put back after the test
     in_full = [load(path).config for path in sorted((ROOT / "config").glob("*.yaml"))]
     assert {c.environment for c in in_full} >= {"dev"} and len(in_full) >= 2
-    # A spoke in another account: its peer-access and link-reader roles are judged in the fast tier too.
-    in_full.append(_a_topology_of_its_own(tmp_path, account="111111111111"))
     exercised = {
-        "compute-us-west-2": load(write_config(tmp_path, options(), "options.yaml")).config,
-        "storage-us-east-2": load(write_config(tmp_path, varied(), "varied.yaml")).config,
+        frozenset({"compute-us-west-2"}): load(write_config(tmp_path, options(), "options.yaml")).config,
+        frozenset({"storage-us-east-2"}): load(write_config(tmp_path, varied(), "varied.yaml")).config,
+        # A spoke in another account: where its account lands.
+        frozenset({"network-eu-west-1", "peer-access-eu-west-1", "link-eu-west-1"}): _a_topology_of_its_own(
+            tmp_path, account="111111111111"
+        ),
     }
     topology = _a_topology_of_its_own(tmp_path)
     keys = {}
@@ -212,13 +215,31 @@ def test_the_fast_tier_judges_shipped_configs_in_full_exercised_ones_where_their
         )
         conftest.pytest_configure(asked)  # type: ignore[arg-type]
         assert all(conftest.judged_stacks(config) is None for config in in_full), markexpr
-        for stack, config in exercised.items():
-            assert conftest.judged_stacks(config) == ({stack} if fast else None), markexpr
+        for stacks, config in exercised.items():
+            assert conftest.judged_stacks(config) == (stacks if fast else None), markexpr
         assert conftest.judged_stacks(topology) == (frozenset() if fast else None), markexpr
         keys[fast] = [conftest._cache_key(config) for config in (*in_full, *exercised.values(), topology)]
     same = len(in_full)
     assert keys[True][:same] == keys[False][:same]
     assert all(fast != full for fast, full in zip(keys[True][same:], keys[False][same:], strict=True))
+
+
+def test_a_spoke_in_another_account_changes_only_the_stacks_the_fast_tier_judges_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fast tier judges of a config with a spoke in another account only the stacks where that account lands:
+    every other template of it is the same config's in one account, whose options the other judged configs hold
+    (the verify tests' two-spoke world, and that world with its second spoke in another account, as
+    tests/cli/test_verify_accounts.py synthesizes them)."""
+    same = json.loads(json.dumps(TWO_SPOKES))
+    other = json.loads(json.dumps(TWO_SPOKES))
+    other["spokes"][1]["account"] = "111111111111"
+    one, two = (conftest.synth(HubSpokeConfig.model_validate(data)) for data in (same, other))
+    changed = {sid for sid in two if one.get(sid) != two[sid]}
+    region = other["spokes"][1]["region"]
+    assert changed == {f"network-{region}", f"peer-access-{region}", f"link-{region}"}, sorted(changed)
+    monkeypatch.setattr(conftest, "_FAST_TIER", True)
+    assert conftest.judged_stacks(HubSpokeConfig.model_validate(other)) == changed
 
 
 def test_what_the_fast_tier_leaves_unjudged_of_options_and_varied_is_of_kinds_it_judges(
