@@ -143,7 +143,12 @@ def lambda_var_runtime(texts: Mapping[str, str], sources: Mapping[str, Path]) ->
         # the default): the sandbox's tree is read-only, so without it every cold start compiled botocore
         # again (0.4 s of a 0.9 s boto3 import and client, measured). Python reads a .pyc only while its
         # source's size and mtime match (PEP 552's default, timestamp-based pycs), so what runs is the source.
-        compileall.compile_dir(partial, quiet=2)
+        # Beside each source, for the sandbox's plain `python -S` (no -O, no PYTHONPYCACHEPREFIX).
+        prefix, sys.pycache_prefix = sys.pycache_prefix, None
+        try:
+            compileall.compile_dir(partial, quiet=2, optimize=0)
+        finally:
+            sys.pycache_prefix = prefix
 
     return _made_once("runtime", digest, fill)
 

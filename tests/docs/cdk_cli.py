@@ -1,11 +1,11 @@
 """`npx cdk` commands checked against the pinned CDK CLI's own help (node_modules/.bin/cdk, package.json).
 
 The help is read once per build of the CLI, then kept under .cache/cdk-help for every test process: `cdk --help`
-for the commands, `cdk <command> --help` for each command's options, their types and its positional arguments. The CLI itself (yargs, without strict mode:
-node_modules/aws-cdk/lib/cli/parse-command-line-arguments.js) silently ignores an option it does not know,
-which is how a typo in a runbook survives; this check refuses any option the command's help does not list.
-Every `[array]` option there takes one value per occurrence (`nargs: 1` in that file; test_cdk_cli.py
-keeps the fact checked when the CLI is bumped).
+for the commands, `cdk <command> --help` for each command's options, their types and its positional arguments.
+The CLI itself (yargs, without strict mode: node_modules/aws-cdk/lib/cli/parse-command-line-arguments.js)
+silently ignores an option it does not know, which is how a typo in a runbook survives; this check refuses any
+option the command's help does not list. Every `[array]` option there takes one value per occurrence
+(`nargs: 1` in that file; test_cdk_cli.py keeps the fact checked when the CLI is bumped).
 """
 
 from __future__ import annotations
@@ -42,12 +42,21 @@ class CdkCommand:
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+def cli_build() -> str:
+    """The installed CLI's build: its package.json (which names its version) and the option table its help
+    prints from."""
+    package = CDK.parent.parent / "aws-cdk"
+    digest = hashlib.sha256()
+    for part in (package / "package.json", package / "lib" / "cli" / "parse-command-line-arguments.js"):
+        digest.update(part.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _help(*args: str) -> str:
     """`cdk <args> --help` as the pinned CLI prints it. Each run of the CLI is a second or two of Node start-up
-    (seven runs in a session), so the text is kept per build of the CLI (its package.json, which names its
-    version) and shared by the test processes and later runs."""
-    build = hashlib.sha256((CDK.parent.parent / "aws-cdk" / "package.json").read_bytes()).hexdigest()[:16]
-    kept = HELP_CACHE / build / f"{'-'.join(('cdk', *args))}.txt"
+    (seven runs in a session), so the text is kept per build of the CLI (cli_build) and shared by the test
+    processes and later runs."""
+    kept = HELP_CACHE / cli_build() / f"{'-'.join(('cdk', *args))}.txt"
     if kept.exists():
         return kept.read_text()
     env = {**os.environ, "PATH": f"{CDK.parent}{os.pathsep}{os.environ.get('PATH', '')}", "CI": "true"}

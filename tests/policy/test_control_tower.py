@@ -280,7 +280,7 @@ def test_a_synth_judged_in_part_is_the_judged_synth_with_only_those_verdicts(
         before = len(judged)
         templates = conftest._synth_now(config, key)
         runs[stacks] = (templates, conftest._WARNINGS[key], judged[before:])
-        for cache in (conftest._SYNTH_CACHE, conftest._WARNINGS, conftest._DEPENDENCIES):
+        for cache in (conftest._SYNTH_CACHE, conftest._WARNINGS, conftest._DEPENDENCIES, conftest._REGIONS):
             cache.pop(key, None)
     templates, warnings, every = runs[None]
     network = [name for name in every if "networkeuwest1" in name.lower()]
