@@ -63,7 +63,7 @@ def hub() -> Iterator[FakeQumulo]:
 
 
 def _client(fake: FakeQumulo) -> Any:
-    client = RestClient("127.0.0.1", fake.port, timeout=5)
+    client = RestClient(fake.node_ips[0], fake.port, timeout=5)
     client.login("admin", "secret")
     return client
 
@@ -265,7 +265,12 @@ def test_the_command_end_to_end_reads_the_hub_stack_and_loads(
             StackName="hubspoke-dev-storage-us-east-2", TemplateBody=json.dumps(template)
         )
         argv = ["dataset", "load", "--config", str(path), "--name", "c4-llama3", "--version", "v2"]
-        argv += ["--source", "s3://hubspoke-datasets/c4/llama3/", "--rest-address", f"127.0.0.1:{hub.port}"]
+        argv += [
+            "--source",
+            "s3://hubspoke-datasets/c4/llama3/",
+            "--rest-address",
+            f"{hub.node_ips[0]}:{hub.port}",
+        ]
         assert main([*argv, "--poll-seconds", "0"]) == 0, capsys.readouterr().err
         assert iam.list_access_keys(UserName="shift-user")["AccessKeyMetadata"] == []
     assert "sealed c4-llama3/v2" in capsys.readouterr().out

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInM
 
 def _size(fake: FakeQumulo, password: str, path: str) -> int:
     """The file's size as the SDK reads it (qumulo.rest.fs.get_file_attr), after logging in as admin."""
-    client = RestClient("127.0.0.1", fake.port, timeout=5)
+    client = RestClient(fake.node_ips[0], fake.port, timeout=5)
     client.login("admin", password)
     return int(client.fs.get_file_attr(path=path)["size"])
 

@@ -55,7 +55,7 @@ def _run(fake: FakeQumulo, state: Path, *, password: str = "secret", **options: 
     journal = prewarm.Journal(state)
     try:
         code = prewarm.prewarm(
-            prewarm.sdk_client_factory("127.0.0.1", fake.port, "admin", password, 5),
+            prewarm.sdk_client_factory(fake.node_ips[0], fake.port, "admin", password, 5),
             journal,
             prewarm.Options(
                 root="/dataset/", parallel=2, base_delay_s=0.01, progress_every_s=0.05, **options
@@ -177,7 +177,7 @@ def loader_order(tmp_path: Path) -> list[tuple[str, int]]:
 
 
 def test_walk_lists_every_file_under_root_in_the_loaders_order(tree: FakeQumulo, tmp_path: Path) -> None:
-    client = prewarm.sdk_client_factory("127.0.0.1", tree.port, "admin", "secret", 5)()
+    client = prewarm.sdk_client_factory(tree.node_ips[0], tree.port, "admin", "secret", 5)()
     walked = [(f.path, f.size) for f in prewarm.walk(client, "/dataset/")]
     assert walked == loader_order(tmp_path)
     directories = {p.rsplit("/", 1)[0] for p, _ in walked}
@@ -189,7 +189,7 @@ def test_prewarm_walks_the_tree_itself_and_warms_only_the_root(tree: FakeQumulo,
     journal = prewarm.Journal(tmp_path / "state.jsonl")
     try:
         code = prewarm.prewarm(
-            prewarm.sdk_client_factory("127.0.0.1", tree.port, "admin", "secret", 5),
+            prewarm.sdk_client_factory(tree.node_ips[0], tree.port, "admin", "secret", 5),
             journal,
             prewarm.Options(root="/dataset/", parallel=2, base_delay_s=0.01, progress_every_s=0.05),
             log=log,
@@ -375,7 +375,16 @@ def test_the_cached_fraction_reaches_the_cloudwatch_agent_as_emf(spoke: FakeQumu
     state = tmp_path / "state.jsonl"
     with FakeEmfAgent() as agent:
         env = {"QUMULO_PASSWORD": "secret", tm.AGENT_ENDPOINT_ENV: agent.endpoint}
-        argv = ["--host", "127.0.0.1", "--port", str(spoke.port), "--root", "/dataset", "--state", str(state)]
+        argv = [
+            "--host",
+            spoke.node_ips[0],
+            "--port",
+            str(spoke.port),
+            "--root",
+            "/dataset",
+            "--state",
+            str(state),
+        ]
         argv += [
             "--manifest",
             str(manifest_dir / "MANIFEST.json"),
@@ -417,7 +426,7 @@ def _main_v2(
     fake: FakeQumulo, state: Path, capfd: pytest.CaptureFixture[str], root: str = "/dataset/c4/v2"
 ) -> tuple[int, str]:
     """prewarm.main as the rendered Job runs it; its log goes to the process's stderr."""
-    argv = ["--host", "127.0.0.1", "--port", str(fake.port), "--root", root, "--state", str(state)]
+    argv = ["--host", fake.node_ips[0], "--port", str(fake.port), "--root", root, "--state", str(state)]
     code = prewarm.main([*argv, "--version-manifest"], env={"QUMULO_PASSWORD": "secret"})
     return code, capfd.readouterr().err
 

@@ -80,7 +80,7 @@ def test_one_round_publishes_emf_from_the_bundle_in_lambdas_environment(
         deploy_time = {
             "HUB_ADDRESSES": ",".join(HUB_NODES),
             "HUB_PORTS": ",".join(str(p) for p in hub_nodes),
-            "SPOKE_REST_ADDRESS": "127.0.0.1",
+            "SPOKE_REST_ADDRESS": spoke.node_ips[0],
             "SPOKE_REST_PORT": str(spoke.port),
             "ADMIN_SECRET_ARN": secret["ARN"],
         }

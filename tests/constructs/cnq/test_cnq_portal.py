@@ -130,7 +130,9 @@ def test_another_spoke_portal_on_the_cluster_is_left_alone(
     with FakeQumulo(name="other", portal_hosts=("10.30.64.11",)) as other:
         other.password = "Other-Passw0rd!"
         other.add_file("/archive/a.bin", 1)
-        client = __import__("qumulo.rest_client", fromlist=["RestClient"]).RestClient("127.0.0.1", spoke.port)
+        client = __import__("qumulo.rest_client", fromlist=["RestClient"]).RestClient(
+            spoke.node_ips[0], spoke.port
+        )
         client.login("admin", SPOKE_PASSWORD)
         from qumulo.rest.portal import PortalHost
 
@@ -375,12 +377,14 @@ def test_the_canary_reads_the_portal_towards_its_hub_among_others(
     drive(formed.portal_event(hub, spoke))
     with FakeQumulo(name="other", portal_hosts=("10.30.64.11",)) as other:
         other.password = "Other-Passw0rd!"
-        client = __import__("qumulo.rest_client", fromlist=["RestClient"]).RestClient("127.0.0.1", spoke.port)
+        client = __import__("qumulo.rest_client", fromlist=["RestClient"]).RestClient(
+            spoke.node_ips[0], spoke.port
+        )
         client.login("admin", SPOKE_PASSWORD)
         from qumulo.rest.portal import PortalHost
 
         client.portal.v2_create_portal("PORTAL_READ_ONLY", [PortalHost("10.30.64.11", 3713)])  # PENDING
-        args = {"address": "127.0.0.1", "port": spoke.port, "username": "admin", "password": SPOKE_PASSWORD,
+        args = {"address": spoke.node_ips[0], "port": spoke.port, "username": "admin", "password": SPOKE_PASSWORD,
                 "timeout_s": 5.0}  # fmt: skip
         ours = read_portal_status(**args, hub_hosts=list(HUB_FLOATING))
         assert "status ACTIVE" in ours.detail

@@ -96,13 +96,13 @@ class FakeNode:
 
 
 class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
-    """One Qumulo cluster (hub or spoke): its nodes on 127.0.0.1..N, all on one port."""
+    """One Qumulo cluster (hub or spoke): its nodes on 127.0.0.2..N+1, all on one port."""
 
     peers: ClassVar[dict[str, FakeQumulo]] = {}
 
     def __init__(self, *, name: str, node_count: int = 4, version: str = DEFAULT_VERSION,
                  portal_hosts: tuple[str, ...] = (), formation_polls: int = 1, host_managed: bool = True,
-                 api_switch_reads: int = 1, first_node: int = 1) -> None:  # fmt: skip
+                 api_switch_reads: int = 1, first_node: int = 2) -> None:  # fmt: skip
         self.name, self.version, self.formation_polls, self.host_managed = (
             name,
             version,
@@ -110,7 +110,12 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
             host_managed,
         )
         self.api_switch_reads = api_switch_reads
-        # Nodes on 127.0.0.<first_node>...: two clusters with disjoint numbers may share one port.
+        # Nodes on 127.0.0.<first_node>...: two clusters with disjoint numbers may share one port. Never on
+        # 127.0.0.1: the SDK connects to that address, as root, through its local-root backdoor (qumulo-api,
+        # qumulo/lib/request.py user_is_local_root: a host in LOCALHOSTS and euid 0), binding a privileged
+        # source port; no deployed caller is on a node, and the Listener refuses such connections.
+        if first_node < 2:
+            raise ValueError("fake Qumulo nodes start at 127.0.0.2 (127.0.0.1 takes the SDK's root backdoor)")
         numbers = range(first_node, first_node + node_count)
         self.nodes = {f"127.0.0.{i}": FakeNode(f"127.0.0.{i}", version) for i in numbers}
         self._password: str | None = None
@@ -227,7 +232,14 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
         node.reachable = False
         if node.listener is not None:
             node.listener.close()
-            node.listener = None
+            refused, node.listener = node.listener.backdoor_connections, None
+            if refused:
+                raise AssertionError(
+                    f"node {ip} refused {len(refused)} connection(s) from privileged source ports {refused}: "
+                    "the Qumulo SDK took its local-root backdoor (qumulo/lib/request.py user_is_local_root), "
+                    "which only a root process on a node takes; connect to 127.0.0.2 or above as a deployed "
+                    "caller would to a node's private address"
+                )
 
     def add_nodes(self, count: int, *, version: str | None = None) -> list[str]:
         """Boot `count` more nodes with Qumulo Core installed (as a larger node_count makes the stack do)."""

@@ -1,6 +1,6 @@
 """The wire side of the Qumulo contract fake: one TLS REST listener per node, Qumulo's error shape, faults.
 
-Every node of a fake cluster listens on its own loopback address (127.0.0.1, .2, ...) on the cluster's one
+Every node of a fake cluster listens on its own loopback address (127.0.0.2, .3, ...) on the cluster's one
 port, as every node of a real cluster serves the REST API on port 8000 of its own address.
 """
 
@@ -116,6 +116,8 @@ def free_port(addresses: list[str]) -> int:
 
 
 Dispatch = Callable[[str, str, str, Any, Any], Reply]
+# Ports below this one need root to bind (Linux ip(7), "privileged ports").
+_FIRST_UNPRIVILEGED_PORT = 1024
 
 
 class Listener:
@@ -124,12 +126,21 @@ class Listener:
     def __init__(self, address: str, port: int, dispatch: Dispatch) -> None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(*self_signed())
+        # Connections from a privileged source port this listener refused (the SDK's local-root path).
+        self.backdoor_connections: list[tuple[str, int]] = []
+        listener = self
 
         class Server(http.server.ThreadingHTTPServer):
             daemon_threads = True
             allow_reuse_address = True
 
             def finish_request(self, request: Any, client_address: Any) -> None:
+                if client_address[1] < _FIRST_UNPRIVILEGED_PORT:
+                    # The SDK's local-root backdoor binds a source port below 1024 (qumulo-api,
+                    # qumulo/lib/request.py get_backdoor_connection); only a root process on a node takes
+                    # it, never a Lambda or a pod. Refused, and named when the cluster is torn down.
+                    listener.backdoor_connections.append(client_address)
+                    return
                 request.settimeout(10)
                 super().finish_request(context.wrap_socket(request, server_side=True), client_address)
 
