@@ -37,12 +37,18 @@ def quoted_command_problems(fix: str) -> dict[str, list[str]]:
 
 
 def verify(
-    world: DeployedWorld, config_path: Path, kube: Kube | None = None, config: HubSpokeConfig | None = None
+    world: DeployedWorld,
+    config_path: Path,
+    kube: Kube | None = None,
+    config: HubSpokeConfig | None = None,
+    only: set[str] | None = None,
 ) -> list[CheckResult]:
+    """`hubspoke verify` over the world, every Region or (`--region`) those in `only`."""
     return run_verify(
         config or world.config,
         world.clients,
         config_path=str(config_path),
+        only=only,
         kubeconfig=(kube.kubeconfig,) if kube else (),
     )
 
@@ -150,13 +156,21 @@ def test_stack_states_other_than_complete_fail(
     deployed: DeployedWorld, deployed_config: Path, status: str, wording: str, fix: str
 ) -> None:
     deployed._moto_stack(deployed.plans["link-us-west-2"]).status = status  # states moto's API never reaches
-    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-east-2") if r.status == "fail"]
+    (row,) = [
+        r
+        for r in rows(verify(deployed, deployed_config, only={"us-east-2"}), "stack", "us-east-2")
+        if r.status == "fail"
+    ]
     assert row.detail.startswith("hubspoke-dev-link-us-west-2") and wording in row.detail and fix in row.fix
 
 
 def test_missing_stack_fails_with_its_deploy_command(deployed: DeployedWorld, deployed_config: Path) -> None:
     deployed.clients("cloudformation", "us-west-2").delete_stack(StackName="hubspoke-dev-ops-us-west-2")
-    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    (row,) = [
+        r
+        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "stack", "us-west-2")
+        if r.status == "fail"
+    ]
     assert "hubspoke-dev-ops-us-west-2 does not exist" in row.detail
     # The command `hubspoke plan` prints for that stack (docs/cli.md, "hubspoke plan").
     assert row.fix.endswith(
@@ -183,7 +197,11 @@ def test_rolled_back_create_names_the_first_failed_resource_and_the_delete(
         ],
         tied=True,
     )
-    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    (row,) = [
+        r
+        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "stack", "us-west-2")
+        if r.status == "fail"
+    ]
     assert row.detail == (
         "hubspoke-dev-storage-us-west-2 ROLLBACK_COMPLETE: PortalToHub (AWS::CloudFormation::CustomResource) "
         f"CREATE_FAILED: {cause}"
@@ -209,7 +227,7 @@ def test_complete_states_pass(deployed: DeployedWorld, deployed_config: Path, st
     deployed._moto_stack(deployed.plans["link-us-west-2"]).status = status  # states moto's API never reaches
     (row,) = [
         r
-        for r in rows(verify(deployed, deployed_config), "stack", "us-east-2")
+        for r in rows(verify(deployed, deployed_config, only={"us-east-2"}), "stack", "us-east-2")
         if "link-us-west-2" in r.detail
     ]
     assert row.status == "pass" and status in row.detail
@@ -228,7 +246,11 @@ def test_update_whose_rollback_failed_names_the_resource_blocking_it(
         failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", "Insufficient capacity for ml.p5.48xlarge")],
         rollback_failures=[("NodeRole", "AWS::IAM::Role", blocker)],
     )
-    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    (row,) = [
+        r
+        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "stack", "us-west-2")
+        if r.status == "fail"
+    ]
     assert row.detail == (
         f"hubspoke-dev-compute-us-west-2 UPDATE_ROLLBACK_FAILED: NodeRole (AWS::IAM::Role) UPDATE_FAILED: {blocker}"
     )
@@ -278,7 +300,11 @@ def test_stuck_delete_or_rollback_names_the_newest_failure(
     deployed.operation_failed(
         "storage-us-west-2", status=status, failures=failures, rollback_failures=rollback_failures
     )
-    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    (row,) = [
+        r
+        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "stack", "us-west-2")
+        if r.status == "fail"
+    ]
     assert row.detail == f"hubspoke-dev-storage-us-west-2 {status}: {blamed}"
     assert f"`{command}`" in row.fix
     assert all(problems == [] for problems in quoted_command_problems(row.fix).values()), row.fix
@@ -298,7 +324,11 @@ def test_rolled_back_update_blames_the_latest_operation_only(
         status="UPDATE_ROLLBACK_COMPLETE",
         failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", latest)],
     )
-    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    (row,) = [
+        r
+        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "stack", "us-west-2")
+        if r.status == "fail"
+    ]
     assert latest in row.detail and "old failure" not in row.detail
     assert "UPDATE_FAILED" in row.detail and "previous template" in row.fix
 
@@ -410,7 +440,11 @@ def test_a_create_that_stopped_without_rollback_can_be_retried_or_rolled_back(
         status="CREATE_FAILED",
         failures=[("PortalToHub", "AWS::CloudFormation::CustomResource", "hub not reachable on TCP 3713")],
     )
-    (row,) = [r for r in rows(verify(deployed, deployed_config), "stack", "us-west-2") if r.status == "fail"]
+    (row,) = [
+        r
+        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "stack", "us-west-2")
+        if r.status == "fail"
+    ]
     assert "nothing else is allowed" not in row.fix
     assert "--exclusively hubspoke-dev/storage-us-west-2 --no-rollback" in row.fix
     where = "--stack-name hubspoke-dev-storage-us-west-2 --region us-west-2"

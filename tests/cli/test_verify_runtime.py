@@ -21,6 +21,10 @@ from tests.cli.verify_fixtures import Kube
 from tests.cli.verify_world import DeployedWorld
 from tests.fakes.kube_api import claim, node
 
+# The training spoke, the Region most rows here are read in: a test that reads no other Region's rows runs
+# `hubspoke verify --region us-west-2` (run_verify's `only`), as an operator checking one Region would.
+SPOKE = {"us-west-2"}
+
 
 def _only(results: list[CheckResult], check: str, region: str = "us-west-2") -> CheckResult:
     (row,) = rows(results, check, region)
@@ -28,7 +32,10 @@ def _only(results: list[CheckResult], check: str, region: str = "us-west-2") -> 
 
 
 def _at(world: DeployedWorld, config: Path, later: datetime) -> list[CheckResult]:
-    return run_verify(world.config, world.clients, config_path=str(config), now=later, kubeconfig=())
+    """`hubspoke verify --region us-west-2` at a later moment: the spoke's canary rows as they will read."""
+    return run_verify(
+        world.config, world.clients, config_path=str(config), only=SPOKE, now=later, kubeconfig=()
+    )
 
 
 def test_canary_silent_for_five_minutes_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
@@ -48,7 +55,12 @@ def test_canary_silent_for_five_minutes_fails(deployed: DeployedWorld, deployed_
 def test_canary_that_never_reported_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
     earlier = datetime.now(UTC) - timedelta(hours=2)
     results = run_verify(
-        deployed.config, deployed.clients, config_path=str(deployed_config), now=earlier, kubeconfig=()
+        deployed.config,
+        deployed.clients,
+        config_path=str(deployed_config),
+        only=SPOKE,
+        now=earlier,
+        kubeconfig=(),
     )
     assert "no canary report in the last 60 minutes" in _only(results, "canary").detail
 
@@ -78,14 +90,14 @@ def test_hub_unreachable_for_three_minutes_fails_with_the_runbook(
 def test_hub_answering_from_some_addresses_only_warns(deployed: DeployedWorld, deployed_config: Path) -> None:
     """127.0.0.2 refuses (only 127.0.0.1 listens): the canary reaches the hub, through half its addresses."""
     deployed.canary("us-west-2", minutes_ago=[1], hub_addresses="127.0.0.1,127.0.0.2")
-    row = _only(verify(deployed, deployed_config), "hub reachable")
+    row = _only(verify(deployed, deployed_config, only=SPOKE), "hub reachable")
     assert row.status == "warn" and "only 50% of its floating IPs" in row.detail
 
 
 def test_canary_without_a_portal_reading_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
     """A canary run without the spoke's REST address publishes no PortalStatus (canary_feed, portal=None)."""
     deployed.canary("us-west-2", minutes_ago=[1], portal=None)
-    row = _only(verify(deployed, deployed_config), "portal")
+    row = _only(verify(deployed, deployed_config, only=SPOKE), "portal")
     assert row.status == "fail" and "no PortalStatus" in row.detail
 
 
@@ -97,7 +109,7 @@ def test_portal_on_hub_addresses_the_hub_no_longer_outputs_fails_with_the_storag
     portal is not among its HUB_ADDRESSES. Verify fails the row with the refresh of the spoke's Storage stack, whose
     portal resource modifies the portal's hub hosts; an unread portal is not judged."""
     deployed.canary("us-west-2", minutes_ago=[1], portal_hubs_current=False)
-    row = _only(verify(deployed, deployed_config), "portal hub addresses")
+    row = _only(verify(deployed, deployed_config, only=SPOKE), "portal hub addresses")
     assert row.status == "fail" and "hubspoke-dev-storage-us-east-2 no longer outputs" in row.detail
     assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/storage-us-west-2" in row.fix
     # Later reports, each in a one-minute period of its own (a period's Minimum would mix them).
@@ -117,7 +129,7 @@ def test_portal_hub_addresses_are_not_judged_against_stale_canary_inputs(
     fails), a 1 from it proves nothing about the hub's current addresses."""
     deployed.canary("us-west-2", minutes_ago=[1], portal_hubs_current=True)
     deployed.redeploy_with("storage-us-east-2", FloatingIps="10.10.99.1,10.10.99.2,10.10.99.3")
-    results = verify(deployed, deployed_config)
+    results = verify(deployed, deployed_config, only=SPOKE)
     assert _only(results, "canary inputs").status == "fail"
     row = _only(results, "portal hub addresses")
     assert row.status == "not checked" and "inputs are not its producers' outputs" in row.detail
@@ -135,7 +147,7 @@ def test_portal_not_active_fails(
     deployed: DeployedWorld, deployed_config: Path, portal: str, wording: str
 ) -> None:
     deployed.canary("us-west-2", minutes_ago=[1], portal=portal)
-    row = _only(verify(deployed, deployed_config), "portal")
+    row = _only(verify(deployed, deployed_config, only=SPOKE), "portal")
     assert row.status == "fail" and wording in row.detail and "docs/runbooks/portal.md" in row.fix
 
 
@@ -173,7 +185,7 @@ def test_hyperpod_group_smaller_than_configured_fails(
         ],
     }
     bigger = write_config(tmp_path, data)
-    row = _only(verify(deployed, bigger, config=load(bigger).config), "hyperpod group")
+    row = _only(verify(deployed, bigger, config=load(bigger).config, only=SPOKE), "hyperpod group")
     assert row.status == "fail"
     assert "target 2 nodes, config 4" in row.detail and "2 of 4 nodes running" in row.detail
 
@@ -182,7 +194,7 @@ def test_eks_addons_settling_or_off_the_pin(deployed: DeployedWorld, deployed_co
     addons = deployed.clients.addons["us-west-2", "hubspoke-dev-us-west-2"]
     addons["cert-manager"] |= {"status": "CREATING"}
     addons["vpc-cni"] |= {"addonVersion": "v1.19.0-eksbuild.1"}
-    results = verify(deployed, deployed_config)
+    results = verify(deployed, deployed_config, only=SPOKE)
     assert _only(results, "eks").status == "pass"
     warned = {r.detail for r in rows(results, "eks add-ons", "us-west-2") if r.status == "warn"}
     assert warned == {
@@ -215,7 +227,7 @@ def test_eks_config_one_minor_ahead_is_the_next_deploys_upgrade(
 
     deployed.eks_cluster("us-west-2").version = "1.34"
     ahead = _with_spoke_version(tmp_path, "1.35")
-    row = _only(verify(deployed, ahead, config=load(ahead).config), "eks")
+    row = _only(verify(deployed, ahead, config=load(ahead).config, only=SPOKE), "eks")
     assert row.status == "warn", row.detail
     assert "Kubernetes 1.34; the config says 1.35" in row.detail
     assert "next deploy upgrades the control plane" in row.detail
@@ -242,7 +254,7 @@ def test_eks_config_the_next_deploy_cannot_reach_fails_with_the_step(
 
     deployed.eks_cluster("us-west-2").version = live
     path = _with_spoke_version(tmp_path, version)
-    row = _only(verify(deployed, path, config=load(path).config), "eks")
+    row = _only(verify(deployed, path, config=load(path).config, only=SPOKE), "eks")
     assert row.status == "fail", row.detail
     assert f"runs Kubernetes {live}, the config says {version}" in row.detail
     assert row.fix.startswith(fix), row.fix
@@ -264,7 +276,7 @@ def test_eks_cluster_not_active_and_addons_unhealthy(deployed: DeployedWorld, de
         },
     }
     del addons["amazon-cloudwatch-observability"]
-    results = verify(deployed, deployed_config)
+    results = verify(deployed, deployed_config, only=SPOKE)
     assert "status UPDATING" in _only(results, "eks").detail
     failed = {r.detail for r in rows(results, "eks add-ons", "us-west-2") if r.status == "fail"}
     assert failed == {
@@ -310,7 +322,7 @@ def test_kubernetes_nodes_that_never_joined_fail(
 ) -> None:
     kube.servers["us-west-2"].nodes.pop()
     kube.servers["us-west-2"].claims.clear()
-    results = verify(deployed, deployed_config, kube)
+    results = verify(deployed, deployed_config, kube, only=SPOKE)
     assert "1 nodes registered, the HyperPod groups have 2" in _only(results, "kubernetes nodes").detail
     assert "hubspoke-dataset does not exist" in _only(results, "kubernetes volumes").detail
 
@@ -331,7 +343,7 @@ def test_volumes_on_addresses_the_storage_stack_no_longer_outputs_fail_with_the_
     PersistentVolumeList) with the output: the volumes on old addresses fail, and the fix says the claims and
     volumes must go first (a PersistentVolume's source is immutable after creation) and then the refresh."""
     old = _storage_ips(deployed, "us-west-2")
-    row = _only(verify(deployed, deployed_config, kube), "volume addresses")
+    row = _only(verify(deployed, deployed_config, kube, only=SPOKE), "volume addresses")
     assert row.status == "pass" and old[0] in row.detail, row.detail
     deployed.redeploy_with("storage-us-west-2", FloatingIps="10.20.99.1,10.20.99.2,10.20.99.3")
     results = verify(deployed, deployed_config, kube)
@@ -355,10 +367,10 @@ def test_a_volume_still_on_a_current_address_passes_and_a_missing_one_fails(
     volume the cluster does not hold fails with the deploy that applies it."""
     ips = _storage_ips(deployed, "us-west-2")
     deployed.redeploy_with("storage-us-west-2", FloatingIps=",".join(["10.20.99.9", *reversed(ips)]))
-    assert _only(verify(deployed, deployed_config, kube), "volume addresses").status == "pass"
+    assert _only(verify(deployed, deployed_config, kube, only=SPOKE), "volume addresses").status == "pass"
     server = kube.servers["us-west-2"]
     server.volumes = [v for v in server.volumes if v["metadata"]["name"] != "hubspoke-checkpoints-us-west-2"]
-    row = _only(verify(deployed, deployed_config, kube), "volume addresses")
+    row = _only(verify(deployed, deployed_config, kube, only=SPOKE), "volume addresses")
     assert row.status == "fail" and row.detail == "no PersistentVolume hubspoke-checkpoints-us-west-2"
     assert "--exclusively hubspoke-dev/compute-us-west-2" in row.fix
 
@@ -366,19 +378,21 @@ def test_a_volume_still_on_a_current_address_passes_and_a_missing_one_fails(
 def test_kubernetes_without_a_usable_kubeconfig_is_not_checked(
     deployed: DeployedWorld, deployed_config: Path, kube: Kube, tmp_path: Path
 ) -> None:
-    none = verify(deployed, deployed_config)  # no kubeconfig file at all
+    none = verify(deployed, deployed_config, only=SPOKE)  # no kubeconfig file at all
     row = _only(none, "kubernetes nodes")
     # DescribeCluster says endpointPublicAccess false (the Compute template's setting): a private endpoint.
     assert row.status == "not checked" and "the endpoint is private" in row.detail
     assert row.fix == "aws eks update-kubeconfig --region us-west-2 --name hubspoke-dev-us-west-2"
     kube.servers["us-west-2"].token = "rotated"  # the API server now refuses the plugin's token: 401
-    refused = _only(verify(deployed, deployed_config, kube), "kubernetes volumes")
+    refused = _only(verify(deployed, deployed_config, kube, only=SPOKE), "kubernetes volumes")
     assert (
         refused.status == "not checked" and "refused these credentials (401: Unauthorized)" in refused.detail
     )
     down = kube.servers["us-east-2"]
     down.__exit__()
-    unreachable = _only(verify(deployed, deployed_config, kube), "kubernetes nodes", "us-east-2")
+    unreachable = _only(
+        verify(deployed, deployed_config, kube, only={"us-east-2"}), "kubernetes nodes", "us-east-2"
+    )
     assert unreachable.status == "not checked" and f"cannot reach {down.url}" in unreachable.detail
 
 
@@ -421,12 +435,12 @@ def test_a_composite_alarm_is_read_and_its_silent_input_only_warns(
     deployed.alarm(
         "us-west-2", "hubspoke-dev-ops-us-west-2-cache-hit-ratio-below-floor", "ALARM", "3 out of 3 < 0.9"
     )
-    results = verify(deployed, deployed_config)
+    results = verify(deployed, deployed_config, only=SPOKE)
     below = _only(results, "alarm cache-hit-ratio-below-floor")
     assert below.status == "warn" and "notifies nobody" in below.detail
     assert _only(results, "alarm cache-hit-ratio-low").status == "pass"
     deployed.alarm("us-west-2", "hubspoke-dev-ops-us-west-2-cache-hit-ratio-low", "ALARM", "both inputs")
-    low = _only(verify(deployed, deployed_config), "alarm cache-hit-ratio-low")
+    low = _only(verify(deployed, deployed_config, only=SPOKE), "alarm cache-hit-ratio-low")
     assert low.status == "fail" and low.fix == "follow docs/runbooks/cache-warm-up.md"
 
 
@@ -436,7 +450,7 @@ def test_the_canary_pages_inputs_in_alarm_only_warn(deployed: DeployedWorld, dep
     does not page"): a warning that says when it is expected, not a failure; the gate likewise."""
     for key in ("hub-probes-failing", "canary-silent-for-a-day"):
         deployed.alarm("us-west-2", f"hubspoke-dev-ops-us-west-2-{key}", "ALARM", "3 out of 3 datapoints < 1")
-    results = verify(deployed, deployed_config)
+    results = verify(deployed, deployed_config, only=SPOKE)
     for key in ("hub-probes-failing", "canary-silent-for-a-day"):
         row = _only(results, f"alarm {key}")
         assert row.status == "warn" and "notifies nobody" in row.detail, row
@@ -452,7 +466,7 @@ def test_an_active_addon_with_health_issues_is_not_reported_healthy(
     addons = deployed.clients.addons["us-west-2", "hubspoke-dev-us-west-2"]
     issue = {"code": "ConfigurationConflict", "message": "Conflicts found", "resourceIds": []}
     addons["kube-proxy"] |= {"status": "ACTIVE", "health": {"issues": [issue]}}
-    results = rows(verify(deployed, deployed_config), "eks add-ons", "us-west-2")
+    results = rows(verify(deployed, deployed_config, only=SPOKE), "eks add-ons", "us-west-2")
     (warned,) = [r for r in results if r.status == "warn"]
     assert (
         warned.detail.startswith("kube-proxy ") and "ConfigurationConflict: Conflicts found" in warned.detail
@@ -477,7 +491,7 @@ def test_metric_data_that_is_not_complete_is_not_read_as_silence(
     cloudwatch = deployed.clients("cloudwatch", "us-west-2")
     cloudwatch.meta.events.register("after-call.cloudwatch.GetMetricData", internal_error)
     try:
-        results = verify(deployed, deployed_config)
+        results = verify(deployed, deployed_config, only=SPOKE)
     finally:
         cloudwatch.meta.events.unregister("after-call.cloudwatch.GetMetricData", internal_error)
     row = _only(results, "canary")
@@ -506,16 +520,16 @@ def test_dataset_cached_row_warns_until_prewarm_reports_the_whole_dataset(
     deployed: DeployedWorld, deployed_config: Path
 ) -> None:
     """docs/cli.md, "dataset cached": pass at 1 (the cache alarm's bar), warn on a partial or no report."""
-    whole = _only(verify(deployed, deployed_config), "dataset cached")
+    whole = _only(verify(deployed, deployed_config, only=SPOKE), "dataset cached")
     assert whole.status == "pass"  # the fixture's 1.0
     # The row names the version it judged and the metric's limit (no version dimension; review of issue 24).
     assert "c4-llama3/v1 whole" in whole.detail and "no version dimension" in whole.detail  # TWO_SPOKES' pin
     deployed.prewarm("us-west-2", 0.42, minutes_ago=1)  # a newer report: a new version being warmed
-    part = _only(verify(deployed, deployed_config), "dataset cached")
+    part = _only(verify(deployed, deployed_config, only=SPOKE), "dataset cached")
     assert part.status == "warn" and "42.0% of c4-llama3/v1 warm" in part.detail
     assert "hubspoke render prewarm" in part.fix
     none = _only(_at(deployed, deployed_config, datetime.now(UTC) + timedelta(days=2)), "dataset cached")
     assert none.status == "warn" and "no cached fraction reported" in none.detail
-    assert not rows(verify(deployed, deployed_config), "dataset cached", "us-east-2"), (
+    assert not rows(verify(deployed, deployed_config, only={"us-east-2"}), "dataset cached", "us-east-2"), (
         "the hub caches nothing"
     )
