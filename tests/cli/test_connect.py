@@ -176,7 +176,9 @@ def test_verify_fails_a_listed_administrator_without_an_entry(
     config = load(
         write_config(tmp_path, {**TWO_SPOKES, "access": {"administrators": [CALLER, added]}})
     ).config
-    results = run_verify(config, deployed.clients, config_path=str(deployed_config), kubeconfig=())
+    results = run_verify(
+        config, deployed.clients, config_path=str(deployed_config), only={"us-west-2"}, kubeconfig=()
+    )
     row = access_rows(results, "us-west-2")["eks access"]
     assert row.status == "fail" and added in row.detail
     assert "npx cdk deploy" in row.fix and "compute-us-west-2" in row.fix
@@ -187,7 +189,9 @@ def test_verify_warns_a_caller_without_an_entry_and_says_how_in(
 ) -> None:
     other: MotoGaps = assumed_clients(ACCOUNT)
     other.addons, other.access_entries = deployed.clients.addons, deployed.clients.access_entries
-    results = run_verify(deployed.config, other, config_path=str(deployed_config), kubeconfig=())
+    results = run_verify(
+        deployed.config, other, config_path=str(deployed_config), only={"us-west-2"}, kubeconfig=()
+    )
     row = access_rows(results, "us-west-2")["eks caller"]
     assert row.status == "warn" and "assumed-role/hubspoke-verify-tests" in row.detail
     assert "access.administrators" in row.fix
@@ -242,7 +246,8 @@ def test_verify_reads_kubernetes_through_the_tunnel_kubeconfig(tmp_path: Path) -
 
 
 def access_host_row(world: DeployedWorld, config: Path, region: str = "us-west-2") -> CheckResult:
-    results = run_verify(world.config, world.clients, config_path=str(config), kubeconfig=())
+    """The access host's row of `hubspoke verify --region REGION`."""
+    results = run_verify(world.config, world.clients, config_path=str(config), only={region}, kubeconfig=())
     [row] = [r for r in results if r.region == region and r.check == "access host"]
     return row
 
