@@ -122,7 +122,8 @@ def lambda_var_runtime(texts: Mapping[str, str], sources: Mapping[str, Path]) ->
     listing: dict[str, object] = {
         name: hashlib.sha256(text.encode()).hexdigest() for name, text in texts.items()
     }
-    # Trees made before their bytecode was compiled (below) are made again, not reused.
+    # Trees made before their bytecode was compiled (below) are made again, not reused. The key begins with a
+    # space so that no name of `texts` or `sources` (relative paths) can be it.
     listing[" bytecode"] = sys.implementation.cache_tag
     for name, source in sources.items():
         origin = source.resolve()

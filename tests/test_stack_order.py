@@ -73,6 +73,10 @@ def test_every_stack_deploys_to_the_region_the_design_places_it_in(shape: Shape)
     regions = synth_regions(config)
     assert set(regions) == set(shape.templates)
     for sid, region in regions.items():
-        kind, named = sid.split("-", 1) if not sid.startswith("peer-access-") else ("peer-access", sid[12:])
+        kind, named = (
+            sid.split("-", 1)
+            if not sid.startswith("peer-access-")
+            else ("peer-access", sid.removeprefix("peer-access-"))
+        )
         assert region == (hub if kind in ("link", "peer-access", "dashboard") else named), sid
     assert set(regions.values()) == {r.region for r in config.regions()}

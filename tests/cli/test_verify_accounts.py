@@ -14,7 +14,6 @@ VPC ID cannot be read, but the accepter's account and Region are on the peering 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +23,16 @@ from hubspoke.cli.checks import session_clients
 from hubspoke.cli.verify import run_verify
 from hubspoke.config import load
 from tests.cli.test_verify import rows
-from tests.cli.verify_fixtures import TWO_SPOKES
+from tests.cli.verify_fixtures import SPOKE_ACCOUNT, two_spokes_across_accounts
 from tests.cli.verify_world import DeployedWorld, MotoGaps
 from tests.conftest import synth, write_config
 
-SPOKE_ACCOUNT = "111111111111"
 HUB_ACCOUNT = "123456789012"
 
 
 @pytest.fixture(scope="module")
 def xacct_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = json.loads(json.dumps(TWO_SPOKES))
-    data["spokes"][1]["account"] = SPOKE_ACCOUNT
-    return write_config(tmp_path_factory.mktemp("xacct"), data, "dev.yaml")
+    return write_config(tmp_path_factory.mktemp("xacct"), two_spokes_across_accounts(), "dev.yaml")
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,17 @@ TWO_SPOKES: dict[str, Any] = with_pins(
     }
 )
 
+# The account of the second spoke where a test moves it out of the hub's (tests/cli/test_verify_accounts.py).
+SPOKE_ACCOUNT = "111111111111"
+
+
+def two_spokes_across_accounts() -> dict[str, Any]:
+    """TWO_SPOKES with its network-only spoke (eu-west-1) in SPOKE_ACCOUNT: the cross-account world, one config
+    (so one synth) for every test that needs it."""
+    data: dict[str, Any] = json.loads(json.dumps(TWO_SPOKES))
+    data["spokes"][1]["account"] = SPOKE_ACCOUNT
+    return data
+
 
 @pytest.fixture(scope="session")
 def deployed_config(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -52,10 +51,14 @@ def test_every_kept_help_is_what_the_cli_prints_now() -> None:
     cdk_commands()  # keeps `cdk --help` at least
     kept = sorted((cdk_cli.HELP_CACHE / cdk_cli.cli_build()).glob("cdk*.txt"))
     assert kept
-    env = {**os.environ, "PATH": f"{CDK.parent}{os.pathsep}{os.environ.get('PATH', '')}", "CI": "true"}
     for text in kept:
         args = text.stem.split("-")[1:]
         fresh = subprocess.run(
-            [str(CDK), *args, "--help"], capture_output=True, text=True, env=env, timeout=120, check=True
+            [str(CDK), *args, "--help"],
+            capture_output=True,
+            text=True,
+            env=cdk_cli.cli_env(),
+            timeout=120,
+            check=True,
         )
         assert fresh.stdout == text.read_text(), text.name

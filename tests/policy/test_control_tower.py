@@ -22,7 +22,7 @@ from hubspoke.config import HubSpokeConfig, load
 from hubspoke.policy import control_tower
 from hubspoke.policy.control_tower import ControlTowerControls, RuleSet, _Templates
 from tests import conftest
-from tests.cli.verify_fixtures import TWO_SPOKES
+from tests.cli.verify_fixtures import SPOKE_ACCOUNT, TWO_SPOKES, two_spokes_across_accounts
 from tests.conftest import ROOT, load_shape, minimal, options, shape_names, varied, write_config
 
 VERSIONING_RULE = "s3_bucket_versioning_enabled_check"  # ct-s3-pr-11.guard's rule name
@@ -204,7 +204,7 @@ def test_the_fast_tier_judges_shipped_configs_in_full_exercised_ones_where_their
         frozenset({"storage-us-east-2"}): load(write_config(tmp_path, varied(), "varied.yaml")).config,
         # A spoke in another account: where its account lands.
         frozenset({"network-eu-west-1", "peer-access-eu-west-1", "link-eu-west-1"}): _a_topology_of_its_own(
-            tmp_path, account="111111111111"
+            tmp_path, account=SPOKE_ACCOUNT
         ),
     }
     topology = _a_topology_of_its_own(tmp_path)
@@ -231,10 +231,8 @@ def test_a_spoke_in_another_account_changes_only_the_stacks_the_fast_tier_judges
     every other template of it is the same config's in one account, whose options the other judged configs hold
     (the verify tests' two-spoke world, and that world with its second spoke in another account, as
     tests/cli/test_verify_accounts.py synthesizes them)."""
-    same = json.loads(json.dumps(TWO_SPOKES))
-    other = json.loads(json.dumps(TWO_SPOKES))
-    other["spokes"][1]["account"] = "111111111111"
-    one, two = (conftest.synth(HubSpokeConfig.model_validate(data)) for data in (same, other))
+    other = two_spokes_across_accounts()
+    one, two = (conftest.synth(HubSpokeConfig.model_validate(data)) for data in (TWO_SPOKES, other))
     changed = {sid for sid in two if one.get(sid) != two[sid]}
     region = other["spokes"][1]["region"]
     assert changed == {f"network-{region}", f"peer-access-{region}", f"link-{region}"}, sorted(changed)
