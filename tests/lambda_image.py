@@ -123,7 +123,7 @@ def lambda_var_runtime(texts: Mapping[str, str], sources: Mapping[str, Path]) ->
         name: hashlib.sha256(text.encode()).hexdigest() for name, text in texts.items()
     }
     # Trees made before their bytecode was compiled (below) are made again, not reused. The key begins with a
-    # space so that no name of `texts` or `sources` (relative paths) can be it.
+    # space, which no name the callers give (the runtime's file and package names) does.
     listing[" bytecode"] = sys.implementation.cache_tag
     for name, source in sources.items():
         origin = source.resolve()

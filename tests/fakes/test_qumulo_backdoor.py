@@ -31,19 +31,24 @@ def test_no_node_listens_where_the_sdk_would_take_its_backdoor() -> None:
 def test_a_connection_from_a_privileged_port_is_refused_and_named_at_teardown() -> None:
     fake = FakeQumulo(name="wire")
     fake.up()
-    node = fake.node_ips[0]
-    client = socket.socket()
-    # A free privileged port from the range the SDK picks from (PRIV_PORT_BEG 900 to PRIV_PORT_END 1024).
-    for port in range(1023, 899, -1):
-        try:
-            client.bind((node, port))
-            break
-        except OSError:
-            continue
-    with client:
-        client.connect((node, fake.port))
-        client.settimeout(5)
-        # No TLS handshake, no HTTP answer: the node closes the connection.
-        assert client.recv(1) == b""
-    with pytest.raises(AssertionError, match=r"privileged source port.*user_is_local_root"):
+    try:
+        node = fake.node_ips[0]
+        client = socket.socket()
+        # A free privileged port from the range the SDK picks from (PRIV_PORT_BEG 900 to PRIV_PORT_END 1024).
+        for port in range(1023, 899, -1):
+            try:
+                client.bind((node, port))
+                break
+            except OSError:
+                continue
+        else:
+            pytest.fail("no port from 900 to 1023 is free to bind")
+        with client:
+            client.connect((node, fake.port))
+            client.settimeout(5)
+            # No TLS handshake, no HTTP answer: the node closes the connection.
+            assert client.recv(1) == b""
+        with pytest.raises(AssertionError, match=r"privileged source port.*get_backdoor_connection"):
+            fake.down()
+    finally:
         fake.down()

@@ -40,7 +40,7 @@ def test_a_restored_cluster_answers_as_the_one_it_copies_and_shares_nothing_with
 def test_a_snapshot_restores_only_into_a_fake_with_the_same_nodes() -> None:
     with (
         FakeQumulo(name="a") as four,
-        FakeQumulo(name="b", node_count=3, first_node=5) as three,
+        FakeQumulo(name="b", node_count=3, first_node=6) as three,
         pytest.raises(ValueError, match="same nodes"),
     ):
         three.restore(four.snapshot())

@@ -204,9 +204,11 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.down()
-        for host in [h for h, fake in FakeQumulo.peers.items() if fake is self]:
-            del FakeQumulo.peers[host]
+        try:
+            self.down()
+        finally:
+            for host in [h for h, fake in FakeQumulo.peers.items() if fake is self]:
+                del FakeQumulo.peers[host]
 
     def up(self) -> None:
         self.port = self.port or free_port(self.node_ips)
@@ -236,9 +238,9 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
             if refused:
                 raise AssertionError(
                     f"node {ip} refused {len(refused)} connection(s) from privileged source ports {refused}: "
-                    "the Qumulo SDK took its local-root backdoor (qumulo/lib/request.py user_is_local_root), "
-                    "which only a root process on a node takes; connect to 127.0.0.2 or above as a deployed "
-                    "caller would to a node's private address"
+                    "the path of the Qumulo SDK's local-root backdoor (qumulo/lib/request.py "
+                    "get_backdoor_connection), which only a root process on a node takes; connect from an "
+                    "ordinary port, as a Lambda or a pod reaches a node's private address"
                 )
 
     def add_nodes(self, count: int, *, version: str | None = None) -> list[str]:

@@ -134,13 +134,17 @@ class Listener:
             daemon_threads = True
             allow_reuse_address = True
 
-            def finish_request(self, request: Any, client_address: Any) -> None:
+            def verify_request(self, request: Any, client_address: Any) -> bool:
+                # The SDK's local-root backdoor binds a source port below 1024 (qumulo-api,
+                # qumulo/lib/request.py get_backdoor_connection); only a root process on a node takes it,
+                # never a Lambda or a pod. Refused here, in the accepting thread (so shutdown() has seen every
+                # one), and named when the cluster is torn down.
                 if client_address[1] < _FIRST_UNPRIVILEGED_PORT:
-                    # The SDK's local-root backdoor binds a source port below 1024 (qumulo-api,
-                    # qumulo/lib/request.py get_backdoor_connection); only a root process on a node takes
-                    # it, never a Lambda or a pod. Refused, and named when the cluster is torn down.
                     listener.backdoor_connections.append(client_address)
-                    return
+                    return False
+                return True
+
+            def finish_request(self, request: Any, client_address: Any) -> None:
                 request.settimeout(10)
                 super().finish_request(context.wrap_socket(request, server_side=True), client_address)
 
