@@ -57,6 +57,19 @@ def rows(results: list[CheckResult], check: str, region: str | None = None) -> l
     return [r for r in results if r.check == check and (region is None or r.region == region)]
 
 
+def region_rows(
+    world: DeployedWorld,
+    config_path: Path,
+    check: str,
+    region: str,
+    *,
+    kube: Kube | None = None,
+    config: HubSpokeConfig | None = None,
+) -> list[CheckResult]:
+    """One check's rows from `hubspoke verify --region REGION`: for a test that reads no other Region's rows."""
+    return rows(verify(world, config_path, kube, config, only={region}), check, region)
+
+
 def readers_of(templates: Templates, producer_name: str, output: str | None = None) -> set[str]:
     """Stack ids whose template reads `producer_name` (one output, or any) with Fn::GetStackOutput."""
 
@@ -156,21 +169,13 @@ def test_stack_states_other_than_complete_fail(
     deployed: DeployedWorld, deployed_config: Path, status: str, wording: str, fix: str
 ) -> None:
     deployed._moto_stack(deployed.plans["link-us-west-2"]).status = status  # states moto's API never reaches
-    (row,) = [
-        r
-        for r in rows(verify(deployed, deployed_config, only={"us-east-2"}), "stack", "us-east-2")
-        if r.status == "fail"
-    ]
+    (row,) = [r for r in region_rows(deployed, deployed_config, "stack", "us-east-2") if r.status == "fail"]
     assert row.detail.startswith("hubspoke-dev-link-us-west-2") and wording in row.detail and fix in row.fix
 
 
 def test_missing_stack_fails_with_its_deploy_command(deployed: DeployedWorld, deployed_config: Path) -> None:
     deployed.clients("cloudformation", "us-west-2").delete_stack(StackName="hubspoke-dev-ops-us-west-2")
-    (row,) = [
-        r
-        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "stack", "us-west-2")
-        if r.status == "fail"
-    ]
+    (row,) = [r for r in region_rows(deployed, deployed_config, "stack", "us-west-2") if r.status == "fail"]
     assert "hubspoke-dev-ops-us-west-2 does not exist" in row.detail
     # The command `hubspoke plan` prints for that stack (docs/cli.md, "hubspoke plan").
     assert row.fix.endswith(
@@ -197,11 +202,7 @@ def test_rolled_back_create_names_the_first_failed_resource_and_the_delete(
         ],
         tied=True,
     )
-    (row,) = [
-        r
-        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "stack", "us-west-2")
-        if r.status == "fail"
-    ]
+    (row,) = [r for r in region_rows(deployed, deployed_config, "stack", "us-west-2") if r.status == "fail"]
     assert row.detail == (
         "hubspoke-dev-storage-us-west-2 ROLLBACK_COMPLETE: PortalToHub (AWS::CloudFormation::CustomResource) "
         f"CREATE_FAILED: {cause}"
@@ -227,7 +228,7 @@ def test_complete_states_pass(deployed: DeployedWorld, deployed_config: Path, st
     deployed._moto_stack(deployed.plans["link-us-west-2"]).status = status  # states moto's API never reaches
     (row,) = [
         r
-        for r in rows(verify(deployed, deployed_config, only={"us-east-2"}), "stack", "us-east-2")
+        for r in region_rows(deployed, deployed_config, "stack", "us-east-2")
         if "link-us-west-2" in r.detail
     ]
     assert row.status == "pass" and status in row.detail
@@ -246,11 +247,7 @@ def test_update_whose_rollback_failed_names_the_resource_blocking_it(
         failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", "Insufficient capacity for ml.p5.48xlarge")],
         rollback_failures=[("NodeRole", "AWS::IAM::Role", blocker)],
     )
-    (row,) = [
-        r
-        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "stack", "us-west-2")
-        if r.status == "fail"
-    ]
+    (row,) = [r for r in region_rows(deployed, deployed_config, "stack", "us-west-2") if r.status == "fail"]
     assert row.detail == (
         f"hubspoke-dev-compute-us-west-2 UPDATE_ROLLBACK_FAILED: NodeRole (AWS::IAM::Role) UPDATE_FAILED: {blocker}"
     )
@@ -300,11 +297,7 @@ def test_stuck_delete_or_rollback_names_the_newest_failure(
     deployed.operation_failed(
         "storage-us-west-2", status=status, failures=failures, rollback_failures=rollback_failures
     )
-    (row,) = [
-        r
-        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "stack", "us-west-2")
-        if r.status == "fail"
-    ]
+    (row,) = [r for r in region_rows(deployed, deployed_config, "stack", "us-west-2") if r.status == "fail"]
     assert row.detail == f"hubspoke-dev-storage-us-west-2 {status}: {blamed}"
     assert f"`{command}`" in row.fix
     assert all(problems == [] for problems in quoted_command_problems(row.fix).values()), row.fix
@@ -324,11 +317,7 @@ def test_rolled_back_update_blames_the_latest_operation_only(
         status="UPDATE_ROLLBACK_COMPLETE",
         failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", latest)],
     )
-    (row,) = [
-        r
-        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "stack", "us-west-2")
-        if r.status == "fail"
-    ]
+    (row,) = [r for r in region_rows(deployed, deployed_config, "stack", "us-west-2") if r.status == "fail"]
     assert latest in row.detail and "old failure" not in row.detail
     assert "UPDATE_FAILED" in row.detail and "previous template" in row.fix
 
@@ -440,11 +429,7 @@ def test_a_create_that_stopped_without_rollback_can_be_retried_or_rolled_back(
         status="CREATE_FAILED",
         failures=[("PortalToHub", "AWS::CloudFormation::CustomResource", "hub not reachable on TCP 3713")],
     )
-    (row,) = [
-        r
-        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "stack", "us-west-2")
-        if r.status == "fail"
-    ]
+    (row,) = [r for r in region_rows(deployed, deployed_config, "stack", "us-west-2") if r.status == "fail"]
     assert "nothing else is allowed" not in row.fix
     assert "--exclusively hubspoke-dev/storage-us-west-2 --no-rollback" in row.fix
     where = "--stack-name hubspoke-dev-storage-us-west-2 --region us-west-2"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hubspoke.config import load
-from tests.cli.test_verify import quoted_command_problems, rows, verify
+from tests.cli.test_verify import quoted_command_problems, region_rows, rows, verify
 from tests.cli.verify_fixtures import TWO_SPOKES
 from tests.cli.verify_world import DeployedWorld
 from tests.conftest import ROOT, write_config
@@ -23,16 +23,14 @@ from tests.conftest import ROOT, write_config
 def test_vpc_cidrs_against_the_config(deployed: DeployedWorld, deployed_config: Path, tmp_path: Path) -> None:
     hub_vpc = deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
     deployed.clients("ec2", "us-east-2").associate_vpc_cidr_block(VpcId=hub_vpc, CidrBlock="10.11.0.0/16")
-    (extra,) = rows(verify(deployed, deployed_config, only={"us-east-2"}), "vpc", "us-east-2")
+    (extra,) = region_rows(deployed, deployed_config, "vpc", "us-east-2")
     assert extra.status == "warn" and "10.11.0.0/16" in extra.detail
     data = json.loads(json.dumps(TWO_SPOKES))
     data["hub"]["secondary_cidrs"] = ["10.12.0.0/16"]
     wider = write_config(tmp_path, data)
     (missing,) = [
         r
-        for r in rows(
-            verify(deployed, wider, config=load(wider).config, only={"us-east-2"}), "vpc", "us-east-2"
-        )
+        for r in region_rows(deployed, wider, "vpc", "us-east-2", config=load(wider).config)
         if r.status == "fail"
     ]
     assert "lacks configured CIDR(s) 10.12.0.0/16" in missing.detail
@@ -135,11 +133,7 @@ def test_missing_route_fails_with_the_command_that_restores_it(
 ) -> None:
     table, pcx = deployed.route_table("us-east-2", "use2-az1"), deployed.peering("us-west-2")
     deployed.clients("ec2", "us-east-2").delete_route(RouteTableId=table, DestinationCidrBlock="10.20.0.0/16")
-    failed = [
-        r
-        for r in rows(verify(deployed, deployed_config, only={"us-east-2"}), "routes", "us-east-2")
-        if r.status == "fail"
-    ]
+    failed = [r for r in region_rows(deployed, deployed_config, "routes", "us-east-2") if r.status == "fail"]
     assert [r.detail for r in failed] == [
         f"{table} (use2-az1) has no route to spoke us-west-2 10.20.0.0/16: that traffic is dropped"
     ]
@@ -157,11 +151,7 @@ def test_route_between_spokes_fails(deployed: DeployedWorld, deployed_config: Pa
         DestinationCidrBlock="10.30.8.0/24",
         VpcPeeringConnectionId=deployed.peering("us-west-2"),
     )
-    (row,) = [
-        r
-        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "routes", "us-west-2")
-        if r.status == "fail"
-    ]
+    (row,) = [r for r in region_rows(deployed, deployed_config, "routes", "us-west-2") if r.status == "fail"]
     assert "10.30.8.0/24 (spoke eu-west-1)" in row.detail
     assert (
         row.fix
@@ -181,9 +171,7 @@ def test_peer_cidr_routed_elsewhere_or_split_off_fails(
     ec2.replace_route(RouteTableId=first, DestinationCidrBlock="10.10.0.0/16", GatewayId=gateway)
     ec2.create_route(RouteTableId=second, DestinationCidrBlock="10.10.64.0/18", GatewayId=gateway)
     failed = {
-        r.detail
-        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "routes", "us-west-2")
-        if r.status == "fail"
+        r.detail for r in region_rows(deployed, deployed_config, "routes", "us-west-2") if r.status == "fail"
     }
     assert any(
         d.startswith(f"{first} (usw2-az1) sends hub us-east-2 10.10.0.0/16 to {gateway}") for d in failed
@@ -220,7 +208,7 @@ def test_unknown_security_group_sources_fail_with_the_revoke(
     )
     failed = {
         r.detail.split(" (", 1)[0]: r
-        for r in rows(verify(deployed, deployed_config, only={"us-east-2"}), "security group", "us-east-2")
+        for r in region_rows(deployed, deployed_config, "security group", "us-east-2")
         if r.status == "fail"
     }
     assert set(failed) == {
@@ -250,9 +238,7 @@ def test_missing_ingress_fails_with_the_authorize(deployed: DeployedWorld, deplo
         GroupId=group, IpPermissions=[portal, pmtu]
     )
     (row,) = [
-        r
-        for r in rows(verify(deployed, deployed_config, only={"us-west-2"}), "security group", "us-west-2")
-        if r.status == "fail"
+        r for r in region_rows(deployed, deployed_config, "security group", "us-west-2") if r.status == "fail"
     ]
     assert row.detail == f"{group} does not admit peer 10.10.0.0/16 on ICMP 3/4, TCP 3713"
     assert row.fix.startswith(

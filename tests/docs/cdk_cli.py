@@ -52,29 +52,30 @@ def cli_build() -> str:
     return digest.hexdigest()[:16]
 
 
-def cli_env() -> dict[str, str]:
-    """The environment the CLI's help is read in (by _help and by the thorough check of what it kept): the
-    pinned CLI's bin first on PATH, and CI=true as in CI, so a kept text does not depend on where it was read."""
-    return {**os.environ, "PATH": f"{CDK.parent}{os.pathsep}{os.environ.get('PATH', '')}", "CI": "true"}
-
-
-def _help(*args: str) -> str:
-    """`cdk <args> --help` as the pinned CLI prints it. Each run of the CLI is a second or two of Node start-up
-    (seven runs in a session), so the text is kept per build of the CLI (cli_build) and shared by the test
-    processes and later runs."""
-    kept = HELP_CACHE / cli_build() / f"{'-'.join(('cdk', *args))}.txt"
-    if kept.exists():
-        return kept.read_text()
+def run_help(*args: str) -> str:
+    """`cdk <args> --help` as the pinned CLI prints it now: its own bin first on PATH, and CI=true as in CI, so the
+    text does not depend on where it was read."""
+    env = {**os.environ, "PATH": f"{CDK.parent}{os.pathsep}{os.environ.get('PATH', '')}", "CI": "true"}
     done = subprocess.run(
-        [str(CDK), *args, "--help"], capture_output=True, text=True, env=cli_env(), timeout=120, check=False
+        [str(CDK), *args, "--help"], capture_output=True, text=True, env=env, timeout=120, check=False
     )
     if done.returncode != 0:
         raise RuntimeError(f"`cdk {' '.join(args)} --help` failed: {done.stderr.strip()[:500]}")
+    return done.stdout
+
+
+def _help(*args: str) -> str:
+    """run_help's text, kept per build of the CLI (cli_build) and shared by the test processes and later runs:
+    each run of the CLI is a second or two of Node start-up (seven runs in a session)."""
+    kept = HELP_CACHE / cli_build() / f"{'-'.join(('cdk', *args))}.txt"
+    if kept.exists():
+        return kept.read_text()
+    text = run_help(*args)
     kept.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=kept.parent, suffix=".tmp", delete=False) as out:
-        out.write(done.stdout)
+        out.write(text)
     os.replace(out.name, kept)  # whole or not at all: another process may be reading it
-    return done.stdout
+    return text
 
 
 @cache
