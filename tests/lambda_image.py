@@ -10,7 +10,11 @@ Lambda would not show) but never offers one Lambda lacks (kubectl, helm, aws, do
 A program this machine does not have (gawk here: its awk is mawk) is simply absent.
 
 /opt. Each layer's zip is extracted into /opt (Lambda developer guide, "Adding layers"); two layers that
-write the same top-level entry are refused rather than overlaid.
+write the same top-level entry are refused rather than overlaid. Each file gets the modification time its zip
+records, as Info-ZIP's unzip restores it. That matters to one thing, the time a run takes: the AWS CLI layer
+ships bytecode compiled by CPython 3.11 beside its sources, and CPython uses a .pyc only if the source's time
+matches the one in its header, so with extraction times every `aws` run would compile its modules anew (about
+0.6 s of 1.3 s here). On Lambda (python3.14) the 3.11 bytecode is never used; the same sources run either way.
 
 /var/runtime. The runtime's bootstrap and the SDK it provides, as copies the sandbox user may read wherever
 the checkout lives (lambda_var_runtime says why).
@@ -24,8 +28,10 @@ import json
 import os
 import shutil
 import stat
+import struct
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -173,10 +179,30 @@ def world_readable(path: Path) -> None:
         item.chmod(mode | extra | (stat.S_IRGRP | stat.S_IXGRP if item.is_dir() else stat.S_IRGRP))
 
 
+# Part of an extracted layer's cache key: a change to how layers are extracted must not reuse older trees.
+_LAYER_TREE_FORMAT = "mtimes"
+# Info-ZIP's extended timestamp extra field ("UT"), flag bit 0: a modification time in Unix seconds follows
+# (Info-ZIP's proginfo/extrafld.txt, "Extended Timestamp Extra Field").
+_EXTENDED_TIMESTAMP = 0x5455
+
+
+def zip_entry_mtime(info: zipfile.ZipInfo) -> float:
+    """An entry's modification time as unzip restores it: the extended timestamp if any, else the DOS time."""
+    extra = info.extra
+    while len(extra) >= 4:
+        tag, size = struct.unpack("<HH", extra[:4])
+        body = extra[4 : 4 + size]
+        if tag == _EXTENDED_TIMESTAMP and size >= 5 and body[0] & 1:
+            return float(struct.unpack("<i", body[1:5])[0])
+        extra = extra[4 + size :]
+    # The DOS time has no zone and two-second steps; unzip reads it as local time.
+    return time.mktime((*info.date_time, 0, 0, -1))
+
+
 def extracted_layer(zip_path: Path) -> Path:
-    """The layer's zip extracted once per content (cached under the temp dir), modes kept as zipped."""
+    """The layer's zip extracted once per content (cached under the temp dir), modes and times kept as zipped."""
     digest = hashlib.sha256(zip_path.read_bytes()).hexdigest()[:16]
-    target = Path(tempfile.gettempdir()) / "hubspoke-lambda-layers" / digest
+    target = Path(tempfile.gettempdir()) / "hubspoke-lambda-layers" / f"{digest}-{_LAYER_TREE_FORMAT}"
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -188,6 +214,9 @@ def extracted_layer(zip_path: Path) -> Path:
             mode = info.external_attr >> 16
             if mode:  # zipfile drops permissions; the layer's executables must stay executable
                 (partial / info.filename).chmod(stat.S_IMODE(mode))
+            if not info.is_dir():  # zipfile drops times too; a directory's changes as its files arrive
+                mtime = zip_entry_mtime(info)
+                os.utime(partial / info.filename, (mtime, mtime))
     return _publish(partial, target)
 
 

@@ -14,15 +14,18 @@ a handler must not find them.
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 import tempfile
+import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests import lambda_runtime
-from tests.lambda_image import SandboxUnavailable, cache_root
+from tests.lambda_image import SandboxUnavailable, cache_root, extracted_layer
 from tests.lambda_layers import awscli_layer_zip, kubectl_layer_zip
 from tests.lambda_runtime import LambdaFunction, require_sandbox
 
@@ -97,6 +100,37 @@ def test_layers_add_their_tools_under_opt_not_on_path(tmp_path: Path) -> None:
     facts = _probe(tmp_path, layers=[kubectl_layer_zip(), awscli_layer_zip()], files=files)
     assert facts["files"] == dict.fromkeys(files, True)
     _assert_not_on_path(facts)
+
+
+def test_the_aws_cli_layers_bytecode_stays_valid_against_its_extracted_sources() -> None:
+    """Extracted files keep the times their zip records, to the second, as Info-ZIP's unzip restores them.
+
+    Oracle: CPython's .pyc header (PEP 552: magic, flags, then the source's modification time and size, each
+    4 bytes little-endian; flags 0 means checked against those). The layer ships bytecode for odd seconds too,
+    which the zip's DOS time (two-second steps) cannot carry: only the extended timestamp can.
+    """
+    tree = extracted_layer(awscli_layer_zip())
+    checked = odd = 0
+    for pyc in sorted((tree / "awscli").glob("**/__pycache__/*.cpython-311.pyc")):
+        source = pyc.parent.parent / f"{pyc.name.split('.')[0]}.py"
+        if not source.exists():
+            continue
+        flags, mtime, size = struct.unpack("<III", pyc.read_bytes()[4:16])
+        assert flags == 0, f"{pyc} is hash-based: times would not matter"
+        assert (mtime, size) == (int(source.stat().st_mtime), source.stat().st_size), source
+        checked, odd = checked + 1, odd + mtime % 2
+    assert checked > 500 and odd > 0, (
+        "the layer's bytecode as shipped: 586 modules (aws-cdk.asset-awscli-v1 2.2.292)"
+    )
+
+
+def test_a_zip_without_extended_times_gives_its_dos_time_as_local_time(tmp_path: Path) -> None:
+    """zipfile writes only the DOS time; unzip reads it as local time (Info-ZIP's unzip, no "UT" field)."""
+    archive = tmp_path / "layer.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr(zipfile.ZipInfo("tool/run.py", date_time=(2020, 1, 2, 3, 4, 6)), "print(1)\n")
+    extracted = extracted_layer(archive) / "tool" / "run.py"
+    assert extracted.stat().st_mtime == time.mktime((2020, 1, 2, 3, 4, 6, 0, 0, -1))
 
 
 _WARM = r"""
