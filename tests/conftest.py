@@ -197,6 +197,35 @@ def _share_botocore_alias_names() -> None:
 _share_botocore_alias_names()
 
 
+def _share_botocore_endpoint_providers() -> None:
+    """One endpoint provider per service ruleset instead of one per client. Each client's resolver parses its
+    service's endpoint ruleset into rule objects (botocore/regions.py EndpointRulesetResolver.__init__ builds an
+    endpoint_provider.EndpointProvider), and resolutions are cached per provider (_resolve_endpoint's
+    lru_cache_weakref is keyed by the provider), so every client parsed and evaluated the same rules again. A
+    provider is a function of the ruleset, the partitions and the excluded parameters: the documents come from
+    the shared loader above and are not modified, and the provider keeps no other state."""
+    import botocore.endpoint_provider
+    import botocore.regions
+
+    make = botocore.endpoint_provider.EndpointProvider
+    providers: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
+
+    def shared(ruleset_data: Any, partition_data: Any, excluded_params: Any = None) -> Any:
+        key = (id(ruleset_data), id(partition_data), frozenset(excluded_params or ()))
+        if key not in providers:  # the documents stay referenced, so their ids are never reused
+            providers[key] = (
+                ruleset_data,
+                partition_data,
+                make(ruleset_data, partition_data, excluded_params),
+            )
+        return providers[key][2]
+
+    botocore.regions.EndpointProvider = shared  # type: ignore[assignment,misc]
+
+
+_share_botocore_endpoint_providers()
+
+
 def _share_moto_method_names() -> None:
     """moto's list of a response class's methods computed once per class, not on every request it serves
     (moto 5.2.5 core/responses.py call_action calls core/utils.py method_names_from_class, an inspect.getmembers
