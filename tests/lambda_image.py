@@ -208,16 +208,21 @@ def extracted_layer(zip_path: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(target.parent, 0o755)
     partial = Path(tempfile.mkdtemp(prefix=f"{digest}-", dir=target.parent))
+    extract_zip(zip_path, partial)
+    return _publish(partial, target)
+
+
+def extract_zip(zip_path: Path, destination: Path) -> None:
+    """Every entry of the zip under `destination`, with the modes and modification times it records."""
     with zipfile.ZipFile(zip_path) as archive:
         for info in archive.infolist():
-            archive.extract(info, partial)
+            archive.extract(info, destination)
             mode = info.external_attr >> 16
             if mode:  # zipfile drops permissions; the layer's executables must stay executable
-                (partial / info.filename).chmod(stat.S_IMODE(mode))
+                (destination / info.filename).chmod(stat.S_IMODE(mode))
             if not info.is_dir():  # zipfile drops times too; a directory's changes as its files arrive
                 mtime = zip_entry_mtime(info)
-                os.utime(partial / info.filename, (mtime, mtime))
-    return _publish(partial, target)
+                os.utime(destination / info.filename, (mtime, mtime))
 
 
 def _publish(partial: Path, target: Path) -> Path:

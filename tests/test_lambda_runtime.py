@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tests import lambda_runtime
-from tests.lambda_image import SandboxUnavailable, cache_root, extracted_layer
+from tests.lambda_image import SandboxUnavailable, cache_root, extract_zip
 from tests.lambda_layers import awscli_layer_zip, kubectl_layer_zip
 from tests.lambda_runtime import LambdaFunction, require_sandbox
 
@@ -102,16 +102,19 @@ def test_layers_add_their_tools_under_opt_not_on_path(tmp_path: Path) -> None:
     _assert_not_on_path(facts)
 
 
-def test_the_aws_cli_layers_bytecode_stays_valid_against_its_extracted_sources() -> None:
+@pytest.mark.thorough
+def test_the_aws_cli_layers_bytecode_stays_valid_against_its_extracted_sources(tmp_path: Path) -> None:
     """Extracted files keep the times their zip records, to the second, as Info-ZIP's unzip restores them.
 
     Oracle: CPython's .pyc header (PEP 552: magic, flags, then the source's modification time and size, each
     4 bytes little-endian; flags 0 means checked against those). The layer ships bytecode for odd seconds too,
-    which the zip's DOS time (two-second steps) cannot carry: only the extended timestamp can.
+    which the zip's DOS time (two-second steps) cannot carry: only the extended timestamp can. Extracted here,
+    not into the sandbox's cache, which a run before a change to the extraction may have filled. Fast twin: the
+    extended-timestamp test below.
     """
-    tree = extracted_layer(awscli_layer_zip())
+    extract_zip(awscli_layer_zip(), tmp_path)
     checked = odd = 0
-    for pyc in sorted((tree / "awscli").glob("**/__pycache__/*.cpython-311.pyc")):
+    for pyc in sorted((tmp_path / "awscli").glob("**/__pycache__/*.cpython-311.pyc")):
         source = pyc.parent.parent / f"{pyc.name.split('.')[0]}.py"
         if not source.exists():
             continue
@@ -124,13 +127,39 @@ def test_the_aws_cli_layers_bytecode_stays_valid_against_its_extracted_sources()
     )
 
 
-def test_a_zip_without_extended_times_gives_its_dos_time_as_local_time(tmp_path: Path) -> None:
-    """zipfile writes only the DOS time; unzip reads it as local time (Info-ZIP's unzip, no "UT" field)."""
+def test_an_extended_timestamp_gives_the_second_it_records(tmp_path: Path) -> None:
+    """Info-ZIP's extended timestamp extra field (proginfo/extrafld.txt: tag 0x5455 "UT", its size, a flags
+    byte whose bit 0 says a modification time follows, then that time as 4 bytes of Unix seconds, little-endian)
+    wins over the DOS time, to the odd second: the AWS CLI layer's entries carry one (1785770741 for
+    awscli/yaml/dumper.py in aws-cdk.asset-awscli-v1 2.2.292, the time in its bytecode's header)."""
+    entry = zipfile.ZipInfo("awscli/run.py", date_time=(2026, 8, 3, 15, 25, 42))
+    entry.extra = struct.pack("<HHBI", 0x5455, 5, 1, 1785770741)
+    with zipfile.ZipFile(tmp_path / "layer.zip", "w") as zipped:
+        zipped.writestr(entry, "print(1)\n")
+    extract_zip(tmp_path / "layer.zip", tmp_path / "tree")
+    assert (tmp_path / "tree" / "awscli" / "run.py").stat().st_mtime == 1785770741
+
+
+@pytest.mark.parametrize(
+    ("zone", "expected"),
+    # 2020-01-02 03:04:06 read in the zone: UTC, and New York's EST (UTC-5) five hours later.
+    [("UTC0", 1577934246), ("EST5EDT,M3.2.0,M11.1.0", 1577952246)],
+)
+def test_a_zip_without_extended_times_gives_its_dos_time_as_local_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zone: str, expected: int
+) -> None:
+    """zipfile writes only the DOS time, which has no zone; Info-ZIP's unzip reads it as local time."""
     archive = tmp_path / "layer.zip"
     with zipfile.ZipFile(archive, "w") as zipped:
         zipped.writestr(zipfile.ZipInfo("tool/run.py", date_time=(2020, 1, 2, 3, 4, 6)), "print(1)\n")
-    extracted = extracted_layer(archive) / "tool" / "run.py"
-    assert extracted.stat().st_mtime == time.mktime((2020, 1, 2, 3, 4, 6, 0, 0, -1))
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        extract_zip(archive, tmp_path / "tree")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert (tmp_path / "tree" / "tool" / "run.py").stat().st_mtime == expected
 
 
 _WARM = r"""
