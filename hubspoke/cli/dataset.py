@@ -37,10 +37,10 @@ from hubspoke.dataset_manifest import (
     to_json,
     validate,
 )
+from hubspoke.ports import QUMULO_REST
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
-REST_PORT = 8000
 DIRECTION = "COPY_FROM_OBJECT"
 # One read per request while checksumming: bounded so a slow link never holds one request for long.
 READ_CHUNK = 64 * 1024 * 1024
@@ -544,7 +544,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     loader.add_argument(
         "--rest-address",
         metavar="ADDRESS[:PORT]",
-        help="the hub's REST API (default: the hub Storage stack's RestAddress output, port 8000)",
+        help=f"the hub's REST API (default: the hub Storage stack's RestAddress output, port {QUMULO_REST})",
     )
     loader.add_argument("--poll-seconds", type=float, default=30.0, help="seconds between status reads (30)")
     loader.add_argument(
@@ -642,11 +642,11 @@ def connect(config: HubSpokeConfig, args: argparse.Namespace) -> tuple[Any, KeyS
     except (BotoCoreError, ClientError, KeyError, ValueError) as exc:
         raise LoadError(f"cannot read the hub's address and secrets from stack {stack}: {exc}") from None
     try:
-        client = RestClient(address, int(port or REST_PORT), timeout=60)
+        client = RestClient(address, int(port or QUMULO_REST), timeout=60)
         client.login("admin", password)
     except (RequestError, OSError) as exc:
         raise LoadError(
-            f"cannot log in to the hub's REST API at {address}:{port or REST_PORT} ({exc}); run this where that "
+            f"cannot log in to the hub's REST API at {address}:{port or QUMULO_REST} ({exc}); run this where that "
             "address is reachable (inside the hub VPC, or from storage.admin_cidr)"
         ) from None
     return client, IamKeys(boto3.client("iam"), user)

@@ -10,6 +10,7 @@ computed here with hashlib, not by the code under test.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -52,13 +53,20 @@ OBJECTS = {
 }
 
 
+@contextlib.contextmanager
+def _seeded_hub(**fake: Any) -> Iterator[FakeQumulo]:
+    """The hub cluster with an admin password, the dataset root and a source bucket KEY may read."""
+    with FakeQumulo(name="hub", **fake) as hub:
+        hub.password = "secret"
+        hub.add_file("/dataset/.keep", 0)
+        hub.s3_objects["hubspoke-datasets"] = dict(OBJECTS)
+        hub.s3_readers[KEY.access_key_id] = {"hubspoke-datasets"}
+        yield hub
+
+
 @pytest.fixture
 def hub() -> Iterator[FakeQumulo]:
-    with FakeQumulo(name="hub") as fake:
-        fake.password = "secret"
-        fake.add_file("/dataset/.keep", 0)
-        fake.s3_objects["hubspoke-datasets"] = dict(OBJECTS)
-        fake.s3_readers[KEY.access_key_id] = {"hubspoke-datasets"}
+    with _seeded_hub() as fake:
         yield fake
 
 
@@ -233,11 +241,18 @@ def test_the_command_refuses_a_version_that_is_not_a_directory_name(
     assert "--version: '../v1' must be" in capsys.readouterr().err
 
 
-def test_the_command_end_to_end_reads_the_hub_stack_and_loads(
-    tmp_path: Path, hub: FakeQumulo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def _load_through_main(
+    tmp_path: Path,
+    hub: FakeQumulo,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    rest_output: str,
+    flags: list[str],
 ) -> None:
-    """main() with the hub stack's outputs, admin secret and Shift user in moto, the REST API on the fake: the
-    load creates an access key for the user and deletes it when the version is sealed."""
+    """main() with the hub stack's outputs (RestAddress `rest_output`), admin secret and Shift user in moto and
+    the REST API on the fake: the load creates an access key for the user, deletes it when the version is
+    sealed, and the version is there."""
     import boto3
     from moto import mock_aws
 
@@ -256,7 +271,7 @@ def test_the_command_end_to_end_reads_the_hub_stack_and_loads(
         template = {
             "Resources": {"Nothing": {"Type": "AWS::SNS::Topic"}},
             "Outputs": {
-                "RestAddress": {"Value": "127.0.0.1"},
+                "RestAddress": {"Value": rest_output},
                 "AdminSecretArn": {"Value": admin},
                 "ShiftUserName": {"Value": "shift-user"},
             },
@@ -265,16 +280,29 @@ def test_the_command_end_to_end_reads_the_hub_stack_and_loads(
             StackName="hubspoke-dev-storage-us-east-2", TemplateBody=json.dumps(template)
         )
         argv = ["dataset", "load", "--config", str(path), "--name", "c4-llama3", "--version", "v2"]
-        argv += [
-            "--source",
-            "s3://hubspoke-datasets/c4/llama3/",
-            "--rest-address",
-            f"{hub.node_ips[0]}:{hub.port}",
-        ]
+        argv += ["--source", "s3://hubspoke-datasets/c4/llama3/", *flags]
         assert main([*argv, "--poll-seconds", "0"]) == 0, capsys.readouterr().err
         assert iam.list_access_keys(UserName="shift-user")["AccessKeyMetadata"] == []
     assert "sealed c4-llama3/v2" in capsys.readouterr().out
     assert "/dataset/c4-llama3/v2/MANIFEST.json" in hub.files
+
+
+def test_the_command_end_to_end_reads_the_hub_stack_and_loads(
+    tmp_path: Path, hub: FakeQumulo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--rest-address ADDRESS:PORT wins over the stack's RestAddress (here an address nothing serves)."""
+    flags = ["--rest-address", f"{hub.node_ips[0]}:{hub.port}"]
+    _load_through_main(tmp_path, hub, monkeypatch, capsys, rest_output="127.0.0.250", flags=flags)
+
+
+def test_without_rest_address_the_stack_output_is_used_on_the_rest_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No flag: the hub Storage stack's RestAddress output, a bare address, on port 8000, where the Qumulo Core
+    REST API listens (qumulo-api 7.10.2.1, qumulo/rest_client.py DEFAULT_REST_PORT and RestClient's `port`:
+    "typically 8000"). The fake's node sits on an address no other test uses, so that fixed port is its own."""
+    with _seeded_hub(first_node=240, node_count=1, port=8000) as hub:
+        _load_through_main(tmp_path, hub, monkeypatch, capsys, rest_output="127.0.0.240", flags=[])
 
 
 def test_access_lost_mid_job_fails_the_job_and_says_how_to_resume(hub: FakeQumulo) -> None:

@@ -102,7 +102,7 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
 
     def __init__(self, *, name: str, node_count: int = 4, version: str = DEFAULT_VERSION,
                  portal_hosts: tuple[str, ...] = (), formation_polls: int = 1, host_managed: bool = True,
-                 api_switch_reads: int = 1, first_node: int = 2) -> None:  # fmt: skip
+                 api_switch_reads: int = 1, first_node: int = 2, port: int = 0) -> None:  # fmt: skip
         self.name, self.version, self.formation_polls, self.host_managed = (
             name,
             version,
@@ -134,7 +134,7 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
         self.nonempty_uris: set[str] = set()
         self.calls: list[tuple[str, str]] = []
         self.reachable = True
-        self.port = 0
+        self.port = port  # 0: a port free on every node's address, chosen when the nodes come up
         self._faults: list[Fault] = []
         self._ids = iter(range(1000, 10**6))
         self._lock = threading.RLock()
