@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,18 @@ _PUSHED = re.compile(r"digest: (sha256:[0-9a-f]{64}) size: \d+")
 # A tag ECR and Docker accept: 1-128 of [A-Za-z0-9_.-], not starting with . or - (Docker reference grammar,
 # distribution/reference: tag := [\w][\w.-]{0,127}).
 _TAG = re.compile(r"^\w[\w.-]{0,127}$")
+# One image manifest per build, so the repository's lifecycle rules see one image per build
+# (constructs/image_repository.py). Without it, buildx adds a provenance attestation by default wherever the
+# builder supports attestations (the docker driver with the containerd image store, the docker-container driver;
+# buildx driver/docker/driver.go Features): the push is then an image index over the image and an attestation
+# manifest. The two children are untagged, so the 7-day untagged rule selects them while ECR refuses to delete a
+# manifest an index references (botocore ecr ImageFailureCode ImageReferencedByManifestList), and users report
+# that count rules count an index and its children as images alike (aws/containers-roadmap#2613, a user's
+# report, not AWS documentation). BUILDX_NO_DEFAULT_ATTESTATIONS turns the default off (Docker docs, "Build
+# variables"; buildx build/opt.go toSolveOpt reads it with Go's strconv.ParseBool, which takes "1") from buildx
+# 0.10.4; buildx 0.10.0 to 0.10.3 add the attestation and ignore it. Builders without attestations and the legacy
+# builder ignore it, and an explicit --provenance would still win.
+ONE_MANIFEST_BUILD = {"BUILDX_NO_DEFAULT_ATTESTATIONS": "1"}
 
 
 class StepFailed(Exception):
@@ -80,11 +92,24 @@ def _bad(path: Path, field: str, message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def _run(argv: Sequence[str], *, stdin: str | None = None, show: Sequence[str] | None = None) -> str:
+def _run(
+    argv: Sequence[str],
+    *,
+    stdin: str | None = None,
+    show: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str:
     """Run a program, echo what runs (`show`, without secrets), return its stdout; StepFailed when it fails."""
     print("+ " + " ".join(show or argv), file=sys.stderr)
     try:
-        done = subprocess.run(list(argv), input=stdin, capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            list(argv),
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, **env} if env else None,
+        )
     except FileNotFoundError:
         raise StepFailed(f"{argv[0]} is not on PATH: install it (docs/runbooks/compute.md)") from None
     if done.returncode != 0:
@@ -175,7 +200,8 @@ def build_and_push(
             "--tag",
             local,
             str(context),
-        ]
+        ],
+        env=ONE_MANIFEST_BUILD,
     )
     images = {}
     for region in (r for r in config.regions() if r.compute.enabled):

@@ -13,7 +13,9 @@ from hubspoke.names import training_image_repository
 # Untagged images are the layers of a tag pushed again (refused with IMMUTABLE tags) or of a build whose push
 # failed half-way; nothing references them by tag. A week leaves time to find out why before they go.
 UNTAGGED_DAYS = 7
-# Tagged images: every build `hubspoke image build` pushed (one per commit). Rendered jobs reference one by
+# Tagged images: every build `hubspoke image build` pushed (one per commit, one image manifest each: it turns
+# off buildx's default attestation, which would push an index over untagged children; hubspoke/cli/image.py
+# ONE_MANIFEST_BUILD). Rendered jobs reference one by
 # digest, so a deleted image breaks every manifest that names it: keep many. ECR's lifecycle rule
 # "imageCountMoreThan" expires the oldest beyond this count (Amazon ECR User Guide, "Lifecycle policy
 # properties": tagStatus any, countType imageCountMoreThan).

@@ -7,6 +7,9 @@ Sources (the oracle, written out here):
 - Amazon ECR User Guide, "Pushing a Docker image": `docker tag` to `REGISTRY/REPOSITORY:TAG`, then `docker push`.
 - docker push prints `TAG: digest: sha256:<64 hex> size: <n>` for the pushed manifest; `docker inspect`
   RepoDigests lists `REPOSITORY@sha256:<hex>` for every registry the image was pushed to.
+- Docker docs, "Build variables": BUILDX_NO_DEFAULT_ATTESTATIONS turns off the default provenance attestation;
+  buildx (build/opt.go, toSolveOpt) parses it with Go's strconv.ParseBool, whose true values are 1, t, T, TRUE,
+  true and True (Go standard library, strconv.ParseBool).
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ args = sys.argv[1:]
 entry = {"argv": [name, *args]}
 if name == "docker" and args[:1] == ["login"]:
     entry["stdin"] = sys.stdin.read()
+if name == "docker" and args[:1] == ["build"]:
+    entry["BUILDX_NO_DEFAULT_ATTESTATIONS"] = os.environ.get("BUILDX_NO_DEFAULT_ATTESTATIONS")
 with open(log, "a") as handle:
     handle.write(json.dumps(entry) + "\n")
 fail = os.environ.get("FAKE_FAIL", "")
@@ -161,6 +166,19 @@ def test_builds_once_and_pushes_to_every_compute_region_by_digest(
             for region in ("us-east-2", "us-west-2")
         },
     }
+
+
+def test_the_build_runs_with_buildx_default_attestation_off(
+    fakes: Path, ecr: Any, config_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docker build runs with buildx's default provenance attestation off, even when the user's environment
+    turned it on (what buildx then pushes is buildx's business; this fake shows only the environment)."""
+    monkeypatch.setenv("BUILDX_NO_DEFAULT_ATTESTATIONS", "false")
+    _repositories(ecr, "us-east-2", "us-west-2")
+    assert _build(config_path) == 0
+    builds = [c for c in _calls(fakes) if c["argv"][:2] == ["docker", "build"]]
+    assert len(builds) == 1
+    assert builds[0]["BUILDX_NO_DEFAULT_ATTESTATIONS"] in {"1", "t", "T", "TRUE", "true", "True"}
 
 
 def test_render_then_runs_the_recorded_digest(
