@@ -44,8 +44,11 @@ def cpu_job(
         "hubspoke/environment": config.environment,
         "hubspoke/region": region.region,
     }
+    # A container's name is a DNS_LABEL (Kubernetes API, Container.name: lowercase letters, digits and '-'), which
+    # a program's module name such as bench_reader is not.
+    container_name = tool.replace("_", "-")
     container: dict[str, Any] = {
-        "name": tool,
+        "name": container_name,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["python", f"{SCRIPT_DIR}/{tool}.py", *args],
@@ -85,7 +88,7 @@ def cpu_job(
                     {
                         "action": "FailJob",
                         "onExitCodes": {
-                            "containerName": tool,
+                            "containerName": container_name,
                             "operator": "In",
                             "values": [EXIT_BAD_INPUT],
                         },

@@ -20,6 +20,8 @@ tests/k8s/test_k8s_job_upstream.py. These v1.9.0 rules are the stricter superset
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from typing import Any
 
 import kubernetes_validate
@@ -176,8 +178,53 @@ HYPERPOD_JOB_SCHEMA: dict[str, Any] = {
 
 
 def k8s_validate(manifest: dict[str, Any], version: str) -> None:
-    """Validate against the built-in Kubernetes schemas, strict: unknown fields are errors."""
+    """Validate against the built-in Kubernetes schemas, strict: unknown fields are errors; then the pod names
+    the API server checks and the schemas only describe."""
     kubernetes_validate.validate(manifest, f"{version}.0", strict=True)
+    problems = list(_pod_name_problems(manifest))
+    assert not problems, problems
+
+
+# A DNS_LABEL (RFC 1123 label): at most 63 characters, lowercase letters, digits and '-', starting and ending
+# with a letter or digit (Kubernetes docs, "Object Names and IDs", RFC 1123 Label Names). The schemas say which
+# names are one in their descriptions only (v1.35 Container.name: "Name of the container specified as a
+# DNS_LABEL. Each container in a pod must have a unique name"; Volume.name: "Must be a DNS_LABEL and unique
+# within the pod"; VolumeMount.name: "This must match the Name of a Volume"), so `validate` lets a bad one
+# through; the API server refuses it.
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def _pod_name_problems(node: Any) -> Iterator[str]:
+    """Container and volume names that are not DNS labels or not unique, and mounts or podFailurePolicy rules
+    naming what the pod does not have (batch/v1 PodFailurePolicyOnExitCodesRequirement.containerName: "it should
+    match one the container or initContainer names in the pod template")."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _pod_name_problems(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if "containers" in node and isinstance(node["containers"], list):
+        containers = [*node["containers"], *node.get("initContainers", [])]
+        volumes = [v["name"] for v in node.get("volumes", [])]
+        for kind, names in (("container", [c["name"] for c in containers]), ("volume", volumes)):
+            yield from (f"{kind} name {n!r} is not a DNS label" for n in names if not _DNS_LABEL.fullmatch(n))
+            if len(set(names)) != len(names):
+                yield f"{kind} names repeat: {names}"
+        for container in containers:
+            for mount in container.get("volumeMounts", []):
+                if mount["name"] not in volumes:
+                    yield f"container {container['name']!r} mounts {mount['name']!r}, which is no volume"
+    spec = node.get("spec")
+    if isinstance(spec, dict) and "podFailurePolicy" in spec:
+        pod = spec["template"]["spec"]
+        present = {c["name"] for c in [*pod["containers"], *pod.get("initContainers", [])]}
+        for rule in spec["podFailurePolicy"]["rules"]:
+            named = rule.get("onExitCodes", {}).get("containerName")
+            if named is not None and named not in present:
+                yield f"podFailurePolicy names container {named!r}; the pod has {sorted(present)}"
+    for value in node.values():
+        yield from _pod_name_problems(value)
 
 
 def pod_templates(job: dict[str, Any]) -> list[dict[str, Any]]:
