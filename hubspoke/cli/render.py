@@ -120,9 +120,9 @@ def run(args: argparse.Namespace) -> int:
     except NoTrainingImage:
         problem = Problem(
             f"{field}.compute.training_image",
-            f"no training image for {region.region}: run `hubspoke image build --config {path}` (it pushes to "
-            f"the Region's ECR repository and records the digest in {record_path(path)}), or set this field to "
-            "an image pinned by digest, or pass --image",
+            f"no training image for {region.region}: run `hubspoke image build --config {path} --base "
+            "<image>@sha256:<digest>` (it pushes to the Region's ECR repository and records the digest in "
+            f"{record_path(path)}), or set this field to an image pinned by digest, or pass --image",
         )
         print(format_problem(path, problem), file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -150,7 +150,7 @@ def _recorded_image(
         raise RenderError(
             "--image",
             f"{record_file} records images of environment {record.environment}, not {config.environment}: "
-            f"run `hubspoke image build --config {path}`",
+            f"run `hubspoke image build --config {path} --base <image>@sha256:<digest>`",
         )
     # None: the renderer's own checks speak first, then image_for refuses (NoTrainingImage, caught in run).
     return None if record is None else record.images.get(region.region)

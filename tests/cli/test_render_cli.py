@@ -94,6 +94,10 @@ def test_no_image_built_exits_2_with_the_command_that_builds_it(
     assert captured.out == ""
     assert captured.err.startswith(f"{bare_yaml}: spokes[0].compute.training_image: ")
     assert f"hubspoke image build --config {bare_yaml}" in captured.err
+    # The command as given must be one `image build` accepts: it requires --config and --base (docs/cli.md).
+    suggested = captured.err.split("`")[1].split()
+    assert suggested[:3] == ["hubspoke", "image", "build"]
+    assert {"--config", "--base"} <= set(suggested)
     assert "Traceback" not in captured.err and ":latest" not in captured.err
 
 
