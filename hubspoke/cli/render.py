@@ -55,6 +55,7 @@ RENDERERS: dict[str, str] = {
     "job": "hubspoke.cli.render:JOB",
     "prewarm": "hubspoke.cli.render_ops:PREWARM",
     "bench": "hubspoke.cli.render_ops:BENCH",
+    "results": "hubspoke.cli.render_ops:RESULTS",
 }
 
 

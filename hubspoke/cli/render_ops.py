@@ -1,4 +1,4 @@
-"""`hubspoke render prewarm` and `hubspoke render bench`: the operations Jobs, registered in render.RENDERERS."""
+"""`hubspoke render prewarm`, `bench` and `results`: the operations manifests, registered in render.RENDERERS."""
 
 from __future__ import annotations
 
@@ -160,4 +160,39 @@ BENCH = Renderer(
     help="the cold/warm read benchmark Job (reads the dataset in the loader's order, records every read)",
     add_arguments=_bench_arguments,
     render=_bench,
+)
+
+
+def _results_arguments(parser: argparse.ArgumentParser) -> None:
+    from hubspoke.k8s.results import DEFAULT_HOURS
+
+    parser.add_argument(
+        "--hours",
+        type=int,
+        default=DEFAULT_HOURS,
+        help=f"how long the pod stays up before Kubernetes ends it (default {DEFAULT_HOURS})",
+    )
+    parser.add_argument(
+        "--image",
+        help="image the pod runs (default: compute.training_image, else the digest `hubspoke image build` "
+        "recorded)",
+    )
+
+
+def _results(
+    args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
+) -> Sequence[dict[str, Any]]:
+    from hubspoke.k8s.results import results_pod
+
+    if not 1 <= args.hours <= 24:
+        raise RenderError(
+            "--hours", f"{args.hours} is not between 1 and 24; the pod is for copying files off"
+        )
+    return [results_pod(config, region, hours=args.hours, image=args.image)]
+
+
+RESULTS = Renderer(
+    help="a pod that mounts the checkpoint volume read-only for an hour, to copy bench and prewarm results off",
+    add_arguments=_results_arguments,
+    render=_results,
 )

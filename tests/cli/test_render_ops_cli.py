@@ -1,4 +1,4 @@
-"""`hubspoke render prewarm|bench`: the manifests on stdout, bad input as exit 2 with the field at fault."""
+"""`hubspoke render prewarm|bench|results`: the manifests on stdout, bad input as exit 2 with the field at fault."""
 
 from __future__ import annotations
 
@@ -101,3 +101,22 @@ def test_render_bench_rejects(capsys: pytest.CaptureFixture[str], argv: list[str
     code, _, err = _render(capsys, "bench", "--config", str(DEV), "--region", "us-west-2", *argv)
     assert code == 2
     assert err.startswith(f"{DEV}: {field}: ")
+
+
+def test_render_results_for_an_hour_by_default_and_longer_when_asked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, docs, _ = _render(capsys, "results", "--config", str(DEV), "--region", "us-west-2")
+    assert code == 0
+    assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [("Pod", "hubspoke-results")]
+    assert docs[0]["spec"]["activeDeadlineSeconds"] == 3600
+    code, docs, _ = _render(capsys, "results", "--config", str(DEV), "--region", "us-east-2", "--hours", "3")
+    assert code == 0 and docs[0]["spec"]["activeDeadlineSeconds"] == 3 * 3600
+
+
+@pytest.mark.parametrize("hours", ["0", "25", "-1"])
+def test_render_results_refuses_a_lifetime_out_of_range(
+    capsys: pytest.CaptureFixture[str], hours: str
+) -> None:
+    code, _, err = _render(capsys, "results", "--config", str(DEV), "--region", "us-west-2", "--hours", hours)
+    assert code == 2 and err.startswith(f"{DEV}: --hours: ") and "Traceback" not in err

@@ -33,6 +33,7 @@ RENDER_ARGS: dict[str, list[list[str]]] = {
     "job": [["--kind", "pytorchjob"], ["--kind", "hyperpod"]],
     "prewarm": [["--rest-address", "10.20.64.10"]],
     "bench": [["--run", "r1"]],
+    "results": [[]],
 }
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/hubspoke-dev-training@sha256:" + "ab" * 32
 BASE_IMAGE_EXECUTABLES = {"python", "torchrun"}

@@ -1,0 +1,68 @@
+"""A short-lived pod that mounts the checkpoint volume read-only, so results files can be copied off it.
+
+Finished Job pods cannot be exec'd into, and the bench and prewarm Jobs write their results to the checkpoint
+volume: this pod is what `kubectl cp` or `kubectl exec ... cat` reads them through when no training pod runs.
+"""
+
+from __future__ import annotations
+
+from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.k8s.cpu_job import image_for
+from hubspoke.k8s.names import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, NAMESPACE
+from hubspoke.k8s.storage import PART_OF, Manifest
+
+POD_NAME = "hubspoke-results"
+DEFAULT_HOURS = 1
+
+
+def results_pod(
+    config: HubSpokeConfig, region: RegionConfig, *, hours: int = DEFAULT_HOURS, image: str | None = None
+) -> Manifest:
+    """The pod: idle for `hours`, then ended by Kubernetes (activeDeadlineSeconds), never restarted."""
+    seconds = hours * 3600
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": POD_NAME,
+            "namespace": NAMESPACE,
+            "labels": {
+                **PART_OF,
+                "hubspoke/tool": "results",
+                "hubspoke/environment": config.environment,
+                "hubspoke/region": region.region,
+            },
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            # The pod is a door left open on the volume: it closes itself even when nobody deletes it.
+            "activeDeadlineSeconds": seconds,
+            "containers": [
+                {
+                    "name": "results",
+                    "image": image_for(config, region, image),
+                    "imagePullPolicy": "IfNotPresent",
+                    # The training image's python, so the pod needs nothing the image does not hold.
+                    "command": ["python", "-c", f"import time; time.sleep({seconds})"],
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "128Mi"},
+                        "limits": {"memory": "128Mi"},
+                    },
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "readOnlyRootFilesystem": True,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                    "volumeMounts": [
+                        {"name": "checkpoints", "mountPath": CHECKPOINT_MOUNT_PATH, "readOnly": True}
+                    ],
+                }
+            ],
+            "volumes": [
+                {
+                    "name": "checkpoints",
+                    "persistentVolumeClaim": {"claimName": CHECKPOINT_CLAIM, "readOnly": True},
+                }
+            ],
+        },
+    }
