@@ -135,8 +135,9 @@ def image_for(image: str | None, region: RegionConfig) -> str:
     chosen = image or region.compute.training_image
     if chosen is None:
         raise NoTrainingImage(
-            f"no training image for {region.region}: run `hubspoke image build --config FILE` (it records the "
-            "digest that render uses), or set compute.training_image, or pass --image"
+            f"no training image for {region.region}: run `hubspoke image build --config FILE --base "
+            "IMAGE@sha256:DIGEST` (it records the digest that render uses), or set compute.training_image, or "
+            "pass --image"
         )
     return chosen
 
