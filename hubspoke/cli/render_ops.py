@@ -14,6 +14,14 @@ from hubspoke.config import HubSpokeConfig, RegionConfig
 _RUN_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
 
 
+def _image_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--image",
+        help="image with workload/ (default: compute.training_image, else the digest `hubspoke image build` "
+        "recorded)",
+    )
+
+
 def _prewarm_arguments(parser: argparse.ArgumentParser) -> None:
     from hubspoke.k8s.prewarm import DEFAULT_PARALLEL
 
@@ -35,11 +43,7 @@ def _prewarm_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_PARALLEL,
         help=f"files warmed at once (default {DEFAULT_PARALLEL})",
     )
-    parser.add_argument(
-        "--image",
-        help="image with workload/ (default: compute.training_image, else the digest `hubspoke image build` "
-        "recorded)",
-    )
+    _image_argument(parser)
     parser.add_argument(
         "--max-bytes-per-second",
         type=float,
@@ -113,11 +117,7 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--phases", default="cold,warm", help="one full read per phase (default cold,warm)")
     parser.add_argument("--max-seconds", type=int, help="stop each phase after this long")
-    parser.add_argument(
-        "--image",
-        help="image with workload/ (default: compute.training_image, else the digest `hubspoke image build` "
-        "recorded)",
-    )
+    _image_argument(parser)
 
 
 def _bench(
@@ -172,11 +172,7 @@ def _results_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_HOURS,
         help=f"how long the pod stays up before Kubernetes ends it (default {DEFAULT_HOURS})",
     )
-    parser.add_argument(
-        "--image",
-        help="image the pod runs (default: compute.training_image, else the digest `hubspoke image build` "
-        "recorded)",
-    )
+    _image_argument(parser)
 
 
 def _results(
