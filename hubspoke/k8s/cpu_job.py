@@ -21,6 +21,25 @@ def image_for(config: HubSpokeConfig, region: RegionConfig, override: str | None
     return _image_for(override, region)
 
 
+def tool_labels(config: HubSpokeConfig, region: RegionConfig, tool: str) -> dict[str, str]:
+    """The labels of every hubspoke tool's pods: which tool, environment and Region."""
+    return {
+        **PART_OF,
+        "hubspoke/tool": tool,
+        "hubspoke/environment": config.environment,
+        "hubspoke/region": region.region,
+    }
+
+
+def hardened() -> dict[str, Any]:
+    """A tool container's securityContext: no privilege escalation, no capabilities, a read-only root."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
 def cpu_job(
     *,
     config: HubSpokeConfig,
@@ -38,12 +57,7 @@ def cpu_job(
     node_affinity: dict[str, Any] | None = None,
 ) -> Manifest:
     """A Job running `python SCRIPT_DIR/<tool>.py ARGS`: no GPU, read-only root, no privilege."""
-    labels = {
-        **PART_OF,
-        "hubspoke/tool": tool,
-        "hubspoke/environment": config.environment,
-        "hubspoke/region": region.region,
-    }
+    labels = tool_labels(config, region, tool)
     # A container's name is a DNS_LABEL (Kubernetes API, Container.name: lowercase letters, digits and '-'), which
     # a program's module name such as bench_reader is not.
     container_name = tool.replace("_", "-")
@@ -62,11 +76,7 @@ def cpu_job(
             "requests": {"cpu": cpu, "memory": memory},
             "limits": {"memory": memory},
         },
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "securityContext": hardened(),
         "volumeMounts": volume_mounts,
     }
     pod_spec: dict[str, Any] = {

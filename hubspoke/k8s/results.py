@@ -1,15 +1,18 @@
 """A short-lived pod that mounts the checkpoint volume read-only, so results files can be copied off it.
 
-Finished Job pods cannot be exec'd into, and the bench and prewarm Jobs write their results to the checkpoint
-volume: this pod is what `kubectl cp` or `kubectl exec ... cat` reads them through when no training pod runs.
+The bench and prewarm Jobs write their results to the checkpoint volume, and a finished Job's pod has no
+running container to exec into (Kubernetes docs, "Get a Shell to a Running Container": exec needs a running
+container): this pod is what `kubectl exec ... cat` reads them through when no training pod runs. `cat` is
+coreutils', an Essential package of the Ubuntu that AWS's pytorch-training images are built on; ASSUMED for
+any other base.
 """
 
 from __future__ import annotations
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
-from hubspoke.k8s.cpu_job import image_for
+from hubspoke.k8s.cpu_job import hardened, image_for, tool_labels
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, NAMESPACE
-from hubspoke.k8s.storage import PART_OF, Manifest
+from hubspoke.k8s.storage import Manifest
 
 POD_NAME = "hubspoke-results"
 DEFAULT_HOURS = 1
@@ -26,12 +29,7 @@ def results_pod(
         "metadata": {
             "name": POD_NAME,
             "namespace": NAMESPACE,
-            "labels": {
-                **PART_OF,
-                "hubspoke/tool": "results",
-                "hubspoke/environment": config.environment,
-                "hubspoke/region": region.region,
-            },
+            "labels": tool_labels(config, region, "results"),
         },
         "spec": {
             "restartPolicy": "Never",
@@ -48,11 +46,7 @@ def results_pod(
                         "requests": {"cpu": "100m", "memory": "128Mi"},
                         "limits": {"memory": "128Mi"},
                     },
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "readOnlyRootFilesystem": True,
-                        "capabilities": {"drop": ["ALL"]},
-                    },
+                    "securityContext": hardened(),
                     "volumeMounts": [
                         {"name": "checkpoints", "mountPath": CHECKPOINT_MOUNT_PATH, "readOnly": True}
                     ],
