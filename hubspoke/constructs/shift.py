@@ -4,13 +4,15 @@ Shift-From takes an access key ID and secret access key in the relationship it c
 no instance role, no anonymous access (Qumulo administrator guide, "Using Qumulo Shift-From to Copy Objects
 from Amazon S3", "Prerequisites" and "Restrictions"; SDK qumulo.rest.object_replication.
 create_object_relationship takes access_key_id and secret_access_key). An access key belongs to an IAM
-user, so the hub gets one, in a group holding the guide's minimal permissions (its "Example IAM Policy":
-s3:ListBucket on the bucket, s3:GetObject on its objects) on each bucket of dataset.source_buckets and nothing
-more; with dataset.source_kms_key_arns, also kms:Decrypt on exactly those keys (S3 User Guide, "Using
-server-side encryption with AWS KMS keys (SSE-KMS)": downloading an SSE-KMS object needs kms:Decrypt on its key;
-ASSUMED: that Shift-From's GETs work on SSE-KMS objects, Qumulo's guide is silent on bucket encryption). The
-stack creates no access key: `hubspoke dataset load` creates one per load and deletes it when the load is
-sealed or given up (docs/datasets.md), and no secret passes through a template.
+user, so the hub gets one, in a group holding exactly the permissions the guide lists for the credentials
+(same page at Qumulo/docs@b6ddb9ae, "Prerequisites": s3:GetObject, s3:GetObjectTagging, s3:ListBucket; its
+"Example IAM Policy" puts s3:ListBucket on the bucket and the two object actions on its objects) on each
+bucket of dataset.source_buckets and nothing more; with dataset.source_kms_key_arns, also kms:Decrypt on
+exactly those keys (S3 User Guide, "Using server-side encryption with AWS KMS keys (SSE-KMS)": downloading an
+SSE-KMS object needs kms:Decrypt on its key; ASSUMED: that Shift-From's GETs work on SSE-KMS objects,
+Qumulo's guide is silent on bucket encryption). The stack creates no access key: `hubspoke dataset load`
+creates one per load and deletes it when the load is sealed or given up (docs/datasets.md), and no secret
+passes through a template.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from hubspoke.policy.acks import acknowledge
 
 
 class ShiftFromUser(Construct):
-    """An IAM user, without keys, allowed to list and get the objects of `buckets` through its group."""
+    """An IAM user, without keys, allowed to list `buckets` and get their objects and tags through its group."""
 
     def __init__(
         self,
@@ -50,7 +52,7 @@ class ShiftFromUser(Construct):
                 resources=[f"arn:{partition}:s3:::{bucket}" for bucket in buckets],
             ),
             iam.PolicyStatement(
-                actions=["s3:GetObject"],
+                actions=["s3:GetObject", "s3:GetObjectTagging"],
                 resources=[f"arn:{partition}:s3:::{bucket}/*" for bucket in buckets],
             ),
         ]
@@ -61,9 +63,9 @@ class ShiftFromUser(Construct):
         acknowledge(
             policy,
             "AwsSolutions-IAM5",
-            reason="s3:GetObject on the objects of each configured source bucket: the guide's policy scopes it "
-            "to one folder, but which folder a load copies is chosen per load, not at deploy time; only the "
-            "buckets listed in dataset.source_buckets are named.",
+            reason="s3:GetObject and s3:GetObjectTagging on the objects of each configured source bucket: the "
+            "guide's policy scopes them to one folder, but which folder a load copies is chosen per load, not "
+            "at deploy time; only the buckets listed in dataset.source_buckets are named.",
             # cdk-nag names the partition token <AWS::Partition> in its finding IDs.
             findings=[f"Resource::arn:<AWS::Partition>:s3:::{bucket}/*" for bucket in buckets],
         )

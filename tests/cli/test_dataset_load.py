@@ -26,12 +26,13 @@ from hubspoke.cli.dataset import HubLoad, LoadError, ShiftKeys, Source
 from hubspoke.cli.main import main
 from tests.conftest import with_pins
 from tests.fakes.qumulo import FakeQumulo
+from tests.fakes.qumulo.grants import shipped_shift_statements
 
 KEY = ShiftKeys("AKIAIOSFODNN7EXAMPLE", "not-a-real-secret")
 
 
 class Keys:
-    """The Shift user's keys as IAM would hand them out: KEY, granted read on the bucket like its group."""
+    """The Shift user's keys as IAM would hand them out: KEY, holding its group's shipped policy."""
 
     def __init__(self) -> None:
         self.created: list[str] = []
@@ -60,7 +61,7 @@ def _seeded_hub(**fake: Any) -> Iterator[FakeQumulo]:
         hub.password = "secret"
         hub.add_file("/dataset/.keep", 0)
         hub.s3_objects["hubspoke-datasets"] = dict(OBJECTS)
-        hub.s3_readers[KEY.access_key_id] = {"hubspoke-datasets"}
+        hub.grant(KEY.access_key_id, shipped_shift_statements(["hubspoke-datasets"]))
         yield hub
 
 
@@ -137,7 +138,7 @@ def test_an_existing_or_sealed_version_is_refused_before_anything_is_created(hub
 
 
 def test_a_bucket_the_key_cannot_read_is_refused_by_qumulo_and_reported(hub: FakeQumulo) -> None:
-    hub.s3_readers[KEY.access_key_id] = set()
+    hub.grant(KEY.access_key_id, [])
     keys = Keys()
     with pytest.raises(LoadError, match=r"the hub refused: Qumulo 400 object_store_access_error"):
         _load(hub, io.StringIO(), keys=keys).run()
@@ -147,7 +148,7 @@ def test_a_bucket_the_key_cannot_read_is_refused_by_qumulo_and_reported(hub: Fak
     assert keys.deleted == keys.created == [KEY.access_key_id]
     # Nothing half-made: the version directory is gone, so the same command works once access is granted.
     assert "/dataset/c4-llama3/v2" not in hub.files
-    hub.s3_readers[KEY.access_key_id] = {"hubspoke-datasets"}
+    hub.grant(KEY.access_key_id, shipped_shift_statements(["hubspoke-datasets"]))
     assert len(_load(hub, io.StringIO()).run().files) == 3
 
 
@@ -260,7 +261,7 @@ def _load_through_main(
 
     isolate_from_real_aws(monkeypatch)
     path = _config(tmp_path, source_buckets=["hubspoke-datasets"])
-    hub.s3_readers.clear()
+    hub.s3_policies.clear()
     hub.s3_open_buckets.add("hubspoke-datasets")  # the fake cannot see IAM: any key may read this bucket
     with mock_aws():
         admin = boto3.client("secretsmanager", region_name="us-east-2").create_secret(
@@ -309,7 +310,7 @@ def test_access_lost_mid_job_fails_the_job_and_says_how_to_resume(hub: FakeQumul
     """The guide: a fatal error fails the job and leaves `last_job.error`; the command exits 1 naming it."""
     load = _load(hub, io.StringIO())
     status = load._create()
-    hub.s3_readers[KEY.access_key_id] = set()  # e.g. the bucket policy changed under the load
+    hub.grant(KEY.access_key_id, [])  # e.g. the bucket policy changed under the load
     with pytest.raises(LoadError, match=r"failed: Access Denied.*run the same command again") as failed:
         _load(hub, io.StringIO()).run()
     assert failed.value.code == 1 and status["id"] in hub.relationships
@@ -380,7 +381,7 @@ def iam_user(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 def _iam_load(fake: FakeQumulo, iam: Any, version: str = "v2") -> HubLoad:
     from hubspoke.cli.dataset import IamKeys
 
-    fake.s3_readers.clear()
+    fake.s3_policies.clear()
     fake.s3_open_buckets.add("hubspoke-datasets")  # the fake cannot see moto's keys
     load = _load(fake, io.StringIO(), version=version)
     load.keys = IamKeys(iam, "shift-user")

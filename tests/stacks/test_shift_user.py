@@ -1,8 +1,8 @@
 """The hub's Shift-From user may read exactly the configured source buckets, and exists only where loads run.
 
 Qumulo's administrator guide ("Using Qumulo Shift-From to Copy Objects from Amazon S3", "Prerequisites" and
-"Example IAM Policy", Qumulo/docs@4087c2c) lists what a Shift-From key needs: s3:ListBucket on the bucket and
-s3:GetObject on its objects, passed as an access key ID and secret (no instance role). The key is made per load
+"Example IAM Policy", Qumulo/docs@b6ddb9ae) lists what a Shift-From key needs: s3:ListBucket on the bucket and
+s3:GetObject and s3:GetObjectTagging on its objects, passed as an access key ID and secret (no instance role). The key is made per load
 by `hubspoke dataset load`, so the template holds none. The buckets below are
 tests/shapes.py's multi-spoke `dataset.source_buckets`, written out.
 """
@@ -59,6 +59,7 @@ def test_the_hub_user_reads_the_source_buckets_and_nothing_else(multi: Templates
     assert granted == {
         "s3:ListBucket": {f"arn:<AWS::Partition>:s3:::{b}" for b in BUCKETS},
         "s3:GetObject": {f"arn:<AWS::Partition>:s3:::{b}/*" for b in BUCKETS},
+        "s3:GetObjectTagging": {f"arn:<AWS::Partition>:s3:::{b}/*" for b in BUCKETS},
     }
     # No key and no secret in the template: `hubspoke dataset load` creates a key per load and deletes it.
     assert not list(resources(hub, "AWS::IAM::AccessKey"))
@@ -97,7 +98,11 @@ def _bare(region: str, kms_keys: list[str]) -> dict[str, Any]:
 
 def _granted(template: dict[str, Any]) -> dict[str, list[Any]]:
     (policy,) = [p for _, p in properties(template, "AWS::IAM::Policy")]
-    return {s["Action"]: _arns(s["Resource"]) for s in policy["PolicyDocument"]["Statement"]}
+    return {
+        action: _arns(s["Resource"])
+        for s in policy["PolicyDocument"]["Statement"]
+        for action in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    }
 
 
 def test_the_grant_uses_the_stack_partition_and_decrypts_only_the_listed_keys() -> None:
@@ -107,6 +112,7 @@ def test_the_grant_uses_the_stack_partition_and_decrypts_only_the_listed_keys() 
     granted = _granted(_bare("cn-north-1", [KEY_ARN]))
     assert granted["s3:ListBucket"] == ["arn:<AWS::Partition>:s3:::c4-tokenized"]
     assert granted["s3:GetObject"] == ["arn:<AWS::Partition>:s3:::c4-tokenized/*"]
+    assert granted["s3:GetObjectTagging"] == ["arn:<AWS::Partition>:s3:::c4-tokenized/*"]
     assert granted["kms:Decrypt"] == [KEY_ARN]
     assert "kms:Decrypt" not in _granted(_bare("us-east-2", []))
 

@@ -11,13 +11,21 @@ empty until the listing that estimates the work is done; a finished job moves to
 when it failed; a new job skips objects already copied. Error statuses and classes are ASSUMED (the guide
 shows no error bodies), and so is the exact shape of `last_job` beyond `error`.
 
-The fake cannot see S3 or IAM: a test puts objects in `s3_objects[bucket][key]`, grants keys in `s3_readers`,
-and names in `s3_open_buckets` the buckets any key may read (a bucket policy that allows the whole account).
-A running job copies `shift_objects_per_poll` objects each time its status is read.
+The guide's current page (Qumulo/docs@b6ddb9ae, "Prerequisites") lists the permissions the keys need:
+s3:GetObject, s3:GetObjectTagging and s3:ListBucket. Creation refuses keys lacking any of them on the bucket
+(ListBucket) or on the folder's objects (the other two): the guide's creation step checks that the bucket "is
+accessible by using the specified credentials, and contains downloadable objects"; that a missing
+s3:GetObjectTagging fails there rather than in the job is ASSUMED, and so is the refusal's status and class.
+
+The fake cannot see S3 or IAM: a test puts objects in `s3_objects[bucket][key]`, gives a key the statements of
+an IAM policy with `grant(key_id, statements)` (tests/fakes/qumulo/grants.py reads them from the policy the
+stack ships), and names in `s3_open_buckets` the buckets any key may read (a bucket policy that allows the
+whole account). A running job copies `shift_objects_per_poll` objects each time its status is read.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import threading
 import uuid
 from typing import Any
@@ -26,6 +34,35 @@ from tests.fakes.qumulo.server import QumuloFault, Reply
 
 _PREFIX = r"/v3/replication/object-relationships"
 DIRECTIONS = ("COPY_TO_OBJECT", "COPY_FROM_OBJECT")
+
+
+# The guide's list ("Prerequisites", Qumulo/docs@b6ddb9ae): (action, on the bucket rather than its objects).
+SHIFT_FROM_PERMISSIONS = (("s3:GetObject", False), ("s3:GetObjectTagging", False), ("s3:ListBucket", True))
+
+
+def _listed(value: Any) -> list[str]:
+    return value if isinstance(value, list) else [value]
+
+
+def _allows(statements: list[dict[str, Any]], action: str, arn: str) -> bool:
+    """IAM's evaluation, reduced to what the Shift policy uses: an Allow whose Action and Resource match, no Deny.
+
+    IAM User Guide, "IAM JSON policy elements: Action" (action names are case-insensitive, `*` and `?`
+    wildcards) and "Resource" (ARNs case-sensitive, same wildcards); an explicit Deny wins ("Policy
+    evaluation logic"). Conditions and NotAction/NotResource are not modelled: a statement with them is refused.
+    """
+
+    def matches(statement: dict[str, Any]) -> bool:
+        if {"Condition", "NotAction", "NotResource", "NotPrincipal"} & set(statement):
+            raise ValueError(f"the fake's IAM evaluation does not model {sorted(statement)}")
+        actions = _listed(statement.get("Action", []))
+        resources = _listed(statement.get("Resource", []))
+        return any(fnmatch.fnmatch(action.lower(), a.lower()) for a in actions) and any(
+            fnmatch.fnmatchcase(arn, r) for r in resources
+        )
+
+    hits = [s["Effect"] for s in statements if matches(s)]
+    return "Allow" in hits and "Deny" not in hits
 
 
 def _folder(value: str) -> str:
@@ -62,7 +99,7 @@ class ShiftMixin:
 
     def _init_shift(self) -> None:
         self.s3_objects: dict[str, dict[str, bytes]] = {}
-        self.s3_readers: dict[str, set[str]] = {}  # access key id -> buckets it may list and get
+        self.s3_policies: dict[str, list[dict[str, Any]]] = {}  # access key id -> IAM statements it holds
         self.s3_open_buckets: set[str] = set()
         self.relationships: dict[str, dict[str, Any]] = {}
         self.shift_objects_per_poll = 1
@@ -82,9 +119,23 @@ class ShiftMixin:
         ]
 
     # ----- S3 as the fake sees it
-    def _readable(self, key_id: str, bucket: str) -> bool:
-        granted = bucket in self.s3_readers.get(key_id, set()) or bucket in self.s3_open_buckets
-        return bucket in self.s3_objects and granted
+    def grant(self, key_id: str, statements: list[dict[str, Any]]) -> None:
+        """Give an access key an IAM policy's statements (ARNs resolved, partition `aws`); [] revokes them."""
+        self.s3_policies[key_id] = [dict(s) for s in statements]
+
+    def _missing(self, key_id: str, relationship: dict[str, Any]) -> list[str]:
+        """The guide's permissions the key lacks for the relationship's bucket and folder objects."""
+        bucket = relationship["bucket"]
+        if bucket in self.s3_open_buckets:
+            return []
+        statements = self.s3_policies.get(key_id, [])
+        keys = [relationship["object_folder"] + k for k, _ in self._objects(relationship)]
+        missing = []
+        for action, on_bucket in SHIFT_FROM_PERMISSIONS:
+            arns = [f"arn:aws:s3:::{bucket}"] if on_bucket else [f"arn:aws:s3:::{bucket}/{k}" for k in keys]
+            if not all(_allows(statements, action, arn) for arn in arns):
+                missing.append(action)
+        return missing
 
     def _objects(self, relationship: dict[str, Any]) -> list[tuple[str, bytes]]:
         folder = relationship["object_folder"]
@@ -123,12 +174,8 @@ class ShiftMixin:
                     f"{path} overlaps the directory of object relationship {other['id']}",
                 )
         bucket, key_id = body["bucket"], body["access_key_id"]
-        if not self._readable(key_id, bucket):
-            raise QumuloFault(
-                400,
-                "object_store_access_error",
-                f"bucket {bucket} does not exist or is not readable with {key_id}",
-            )
+        if bucket not in self.s3_objects:
+            raise QumuloFault(400, "object_store_access_error", f"bucket {bucket} does not exist")
         relationship = {
             "direction": body["direction"],
             "access_key_id": key_id,
@@ -143,6 +190,13 @@ class ShiftMixin:
             "local_directory_id": info["id"],
             "local_directory_path": path.rstrip("/") + "/",
         }
+        missing = self._missing(key_id, relationship)
+        if missing:
+            raise QumuloFault(
+                400,
+                "object_store_access_error",
+                f"access key {key_id} is not allowed {', '.join(missing)} on s3://{bucket}",
+            )
         if not self._objects(relationship):
             raise QumuloFault(
                 400,
@@ -223,7 +277,7 @@ class ShiftMixin:
             copied = self._copied[relationship_id]
             job["unchanged"] = [k for k, v in self._objects(relationship) if copied.get(k) == len(v)]
             return
-        if not self._readable(relationship["access_key_id"], relationship["bucket"]):
+        if self._missing(relationship["access_key_id"], relationship):
             self._finish(
                 relationship_id, f"Access Denied reading bucket {relationship['bucket']}"
             )  # ASSUMED text
