@@ -11,7 +11,12 @@ from dataclasses import dataclass
 from hubspoke.config.schema import RegionConfig
 
 NAMESPACE = "training"
-DATASET_CLAIM = "hubspoke-dataset"
+# "-ro": the read-only dataset volume is a new object, not an update. A PersistentVolume's source (its `nfs`,
+# readOnly included) and a bound claim's spec are immutable after creation (kubernetes pkg/apis/core/validation,
+# ValidatePersistentVolumeUpdate and ValidatePersistentVolumeClaimUpdate), so `kubectl apply` of the read-only
+# pair over the earlier read-write one would fail every deploy; new names let the Compute stack's manifest
+# create them and prune the old pair (the data stays: Retain, and it lives in CNQ).
+DATASET_CLAIM = "hubspoke-dataset-ro"
 CHECKPOINT_CLAIM = "hubspoke-checkpoints"
 # Where containers see the volumes; the training script's defaults point here too.
 DATASET_MOUNT_PATH = "/mnt/dataset"

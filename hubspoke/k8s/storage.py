@@ -2,7 +2,8 @@
 
 Both volumes are static NFS PersistentVolumes on the Region's own Cloud Native Qumulo cluster, each
 bound to exactly one claim through claimRef/volumeName, so no default StorageClass can provision
-something else in their place.
+something else in their place. The dataset volume is read-only in itself (a sealed version is never
+written through it); the checkpoint volume is read-write.
 """
 
 from __future__ import annotations
@@ -81,7 +82,15 @@ def _volume(
     volume: str,
     region: RegionConfig,
     options: tuple[str, ...] = MOUNT_OPTIONS,
+    read_only: bool = False,
 ) -> Manifest:
+    nfs: dict[str, Any] = {"server": server, "path": path}
+    if read_only:
+        # NFSVolumeSource.readOnly "will force the NFS export to be mounted with read-only permissions"
+        # (Kubernetes API reference, core/v1 NFSVolumeSource): the kubelet mounts it ro for every pod, whatever
+        # a pod's own volumeMount says. The access mode alone would not: "access modes do not enforce write
+        # protection once the storage has been mounted" (Kubernetes docs, "Persistent Volumes", Access Modes).
+        nfs["readOnly"] = True
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
@@ -91,14 +100,14 @@ def _volume(
         },
         "spec": {
             "capacity": {"storage": size},
-            "accessModes": ["ReadWriteMany"],
+            "accessModes": _access_modes(read_only),
             # The data lives in CNQ; deleting a claim must never ask Kubernetes to scrub it.
             "persistentVolumeReclaimPolicy": "Retain",
             # Empty class: a static volume, never dynamically provisioned by a default StorageClass.
             "storageClassName": "",
             "volumeMode": "Filesystem",
             "mountOptions": list(options),
-            "nfs": {"server": server, "path": path},
+            "nfs": nfs,
             "claimRef": {
                 "apiVersion": "v1",
                 "kind": "PersistentVolumeClaim",
@@ -109,13 +118,19 @@ def _volume(
     }
 
 
-def _claim(*, name: str, volume_name: str, size: str, volume: str) -> Manifest:
+def _access_modes(read_only: bool) -> list[str]:
+    # ReadOnlyMany: "the volume can be mounted as read-only by many nodes" (Kubernetes docs, "Persistent Volumes",
+    # Access Modes); a claim binds only to a volume offering every mode it asks for, so both say the same.
+    return ["ReadOnlyMany"] if read_only else ["ReadWriteMany"]
+
+
+def _claim(*, name: str, volume_name: str, size: str, volume: str, read_only: bool = False) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": {**PART_OF, "hubspoke/volume": volume}},
         "spec": {
-            "accessModes": ["ReadWriteMany"],
+            "accessModes": _access_modes(read_only),
             "storageClassName": "",
             "volumeName": volume_name,
             "resources": {"requests": {"storage": size}},
@@ -134,6 +149,7 @@ def dataset_volume(region: RegionConfig, *, floating_ips: Sequence[str]) -> Mani
         volume="dataset",
         region=region,
         options=DATASET_MOUNT_OPTIONS,
+        read_only=True,
     )
 
 
@@ -143,6 +159,7 @@ def dataset_claim(region: RegionConfig) -> Manifest:
         volume_name=dataset_volume_name(region),
         size=region.compute.dataset_volume_size,
         volume="dataset",
+        read_only=True,
     )
 
 

@@ -324,7 +324,7 @@ def test_kubernetes_nodes_that_never_joined_fail(
     kube.servers["us-west-2"].claims.clear()
     results = verify(deployed, deployed_config, kube, only=SPOKE)
     assert "1 nodes registered, the HyperPod groups have 2" in _only(results, "kubernetes nodes").detail
-    assert "hubspoke-dataset does not exist" in _only(results, "kubernetes volumes").detail
+    assert "hubspoke-dataset-ro does not exist" in _only(results, "kubernetes volumes").detail
 
 
 def _storage_ips(deployed: DeployedWorld, region: str) -> list[str]:
@@ -350,7 +350,7 @@ def test_volumes_on_addresses_the_storage_stack_no_longer_outputs_fail_with_the_
     row = _only(results, "volume addresses")
     assert row.status == "fail", row.detail
     assert (
-        f"hubspoke-dataset-us-west-2 mounts {old[0]}, not one of 10.20.99.1,10.20.99.2,10.20.99.3"
+        f"hubspoke-dataset-ro-us-west-2 mounts {old[0]}, not one of 10.20.99.1,10.20.99.2,10.20.99.3"
         in row.detail
     )
     assert "hubspoke-checkpoints-us-west-2 mounts" in row.detail

@@ -34,7 +34,7 @@ def test_every_manifest_is_valid_kubernetes(
         k8s_validate(manifest, region.compute.kubernetes_version)
 
 
-def test_dataset_volume_is_50ti_rwx_retain_and_bound_to_its_claim(dev_config: HubSpokeConfig) -> None:
+def test_dataset_volume_is_50ti_read_only_retain_and_bound_to_its_claim(dev_config: HubSpokeConfig) -> None:
     region = dev_config.region_config("us-west-2")
     manifests = storage_manifests(region, floating_ips=SPOKE_IPS)
     volumes = {pv["spec"]["claimRef"]["name"]: pv for pv in _by_kind(manifests, "PersistentVolume")}
@@ -43,7 +43,14 @@ def test_dataset_volume_is_50ti_rwx_retain_and_bound_to_its_claim(dev_config: Hu
 
     dataset = volumes[DATASET_CLAIM]
     assert _qty(dataset["spec"]["capacity"]["storage"]) == 50 * TI
-    assert dataset["spec"]["accessModes"] == ["ReadWriteMany"]
+    # Read-only in the volume itself (issue 40 item 4): NFSVolumeSource.readOnly "will force the NFS export to be
+    # mounted with read-only permissions" (Kubernetes API reference, core/v1), and ReadOnlyMany on both sides,
+    # since a claim binds only to a volume offering the modes it asks for ("Persistent Volumes", Access Modes).
+    assert dataset["spec"]["nfs"]["readOnly"] is True
+    assert dataset["spec"]["accessModes"] == claims[DATASET_CLAIM]["spec"]["accessModes"] == ["ReadOnlyMany"]
+    checkpoints = volumes[CHECKPOINT_CLAIM]
+    assert checkpoints["spec"]["accessModes"] == ["ReadWriteMany"], "every rank writes its checkpoint shard"
+    assert not checkpoints["spec"]["nfs"].get("readOnly")
     for name, pv in volumes.items():
         pvc = claims[name]
         assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
