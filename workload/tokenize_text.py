@@ -406,11 +406,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_BAD_INPUT
         print(f"tokenize_text: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    source = summary["out"] if summary["out"].startswith("s3://") else "s3://<bucket>/<folder>/"
     print(
         f"{summary['documents']} documents, {summary['tokens']} tokens in {summary['shards']} shards under "
-        f"{summary['out']}; load them with: hubspoke dataset load --config <config-file> --name <name> "
-        f"--version <version> --source {summary['out']} --token-bytes {summary['token_bytes']} "
-        f"--vocab-size {summary['vocab_size']}"
+        f"{summary['out']}; {'' if source == summary['out'] else f'copy them to {source}, then '}load them "
+        f"with: hubspoke dataset load --config <config-file> --name <name> --version <version> "
+        f"--source {source} --token-bytes {summary['token_bytes']} --vocab-size {summary['vocab_size']}"
     )
     return 0
 
