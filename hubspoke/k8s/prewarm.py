@@ -8,6 +8,7 @@ the pod), and the checkpoint volume is already Region-local, read-write for ever
 
 from __future__ import annotations
 
+from hubspoke import training_metrics
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.k8s.cpu_job import cpu_job, image_for
 from hubspoke.k8s.job import PinnedDataset, pinned_dataset
@@ -83,6 +84,9 @@ def prewarm_job(
                 "name": "QUMULO_PASSWORD",
                 "valueFrom": {"secretKeyRef": {"name": QUMULO_SECRET, "key": "password"}},
             },
+            # DatasetCachedFraction goes to the add-on's CloudWatch agent, as the training job's metrics do: stdout
+            # EMF never becomes a metric (where the endpoint comes from: hubspoke/training_metrics.py).
+            {"name": training_metrics.AGENT_ENDPOINT_ENV, "value": training_metrics.AGENT_ENDPOINT},
         ],
         volume_mounts=[{"name": "checkpoints", "mountPath": CHECKPOINT_MOUNT_PATH}],
         volumes=[{"name": "checkpoints", "persistentVolumeClaim": {"claimName": CHECKPOINT_CLAIM}}],

@@ -1,128 +1,35 @@
-"""Every command a rendered Job runs is in the training image (workload/Dockerfile).
+"""Every command a rendered Job runs is in the training image (workload/Dockerfile), checked from its lines.
 
-For every Job `hubspoke render` knows: each script the command names under /opt/hubspoke is COPY'd there, and
-so is every module it imports, transitively, from workload/ (beside the script, where Python looks first) or
-from hubspoke/ (under PYTHONPATH); the build context's .dockerignore lets each source file through; and the
-command's executable is either the base image's (python, and torchrun, which ships with PyTorch) or installed
-by a RUN line (hyperpodrun: the HyperPod elastic agent, SageMaker developer guide, "Using the training
-operator to run jobs").
+For every container of every kind `hubspoke render` knows (tests/workload/image.py finds them; containers and
+init containers, every Region of config/dev.yaml): each script the command names is COPY'd to its path, and so
+is every module it imports, transitively, from workload/ (beside the script, where Python looks first) or from
+hubspoke/ (under PYTHONPATH); the build context's .dockerignore lets every COPY source through; every package
+those files import is the base image's (torch) or installed by a RUN line's pip install, directly or as a
+dependency; and the executable is the base image's (python; torchrun, a console script of torch) or a console
+script of a distribution a RUN line installs (hyperpodrun: the HyperPod elastic agent, SageMaker developer
+guide, "Using the training operator to run jobs"). test_image_env.py (thorough) then runs them in an
+environment built from the same lines.
 """
 
 from __future__ import annotations
 
-import ast
 import fnmatch
-import posixpath
-import re
-import shlex
-from collections.abc import Iterator
+import importlib.metadata as metadata
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
-from hubspoke.cli.main import main
-from hubspoke.cli.render import RENDERERS
+from tests.workload import image
+from tests.workload.image import ROOT, Container
 
-ROOT = Path(__file__).resolve().parents[2]
-DEV = ROOT / "config" / "dev.yaml"
-DOCKERFILE = ROOT / "workload" / "Dockerfile"
-# One invocation per Job variant of every renderer; a renderer missing here fails the test below.
-RENDER_ARGS: dict[str, list[list[str]]] = {
-    "job": [["--kind", "pytorchjob"], ["--kind", "hyperpod"]],
-    "prewarm": [["--rest-address", "10.20.64.10"]],
-    "bench": [["--run", "r1"]],
-    "results": [[]],
-}
-IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/hubspoke-dev-training@sha256:" + "ab" * 32
-BASE_IMAGE_EXECUTABLES = {"python", "torchrun"}
-INSTALLED_BY = {"hyperpodrun": "hyperpod-elastic-agent"}
-
-
-def test_every_renderer_is_rendered_here() -> None:
-    assert set(RENDER_ARGS) == set(RENDERERS)
-
-
-def _containers(node: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "containers" and isinstance(value, list):
-                yield from value
-            else:
-                yield from _containers(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _containers(item)
-
-
-def _commands(capsys: pytest.CaptureFixture[str]) -> list[list[str]]:
-    commands = []
-    for kind, variants in RENDER_ARGS.items():
-        for variant in variants:
-            argv = ["render", kind, "--config", str(DEV), "--region", "us-west-2", "--image", IMAGE, *variant]
-            assert main(argv) == 0
-            docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
-            found = [c["command"] for d in docs for c in _containers(d)]
-            assert found, f"render {kind} {variant}: no container command"
-            commands += found
-    return commands
-
-
-def _instructions() -> list[str]:
-    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-
-
-def _image_files() -> dict[str, str]:
-    """Image path -> repository path of every file a COPY puts in the image."""
-    files = {}
-    for line in _instructions():
-        if line.startswith("COPY "):
-            *sources, destination = shlex.split(line)[1:]
-            for source in sources:
-                files[posixpath.join(destination, posixpath.basename(source))] = source
-    return files
-
-
-def _pythonpath() -> list[str]:
-    for line in _instructions():
-        match = re.search(r"PYTHONPATH=(\S+)", line) if line.startswith("ENV ") else None
-        if match:
-            return match.group(1).split(":")
-    return []
-
-
-def _local_imports(source: Path) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(source.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-        elif isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-    return names
-
-
-def _needed(script: str) -> set[str]:
-    """Image paths the script at `script` needs: itself and its local imports, transitively."""
-    folder = posixpath.dirname(script)
-    todo, needed = [(script, ROOT / "workload" / posixpath.basename(script))], set()
-    while todo:
-        image_path, source = todo.pop()
-        if image_path in needed:
-            continue
-        needed.add(image_path)
-        for module in _local_imports(source):
-            parts = module.split(".")
-            if (ROOT / "workload" / f"{parts[0]}.py").exists():
-                todo.append((f"{folder}/{parts[0]}.py", ROOT / "workload" / f"{parts[0]}.py"))
-            elif parts[0] == "hubspoke":
-                for base in _pythonpath() or ["<no PYTHONPATH>"]:
-                    package = posixpath.join(base, "hubspoke")
-                    needed.add(f"{package}/__init__.py")
-                    if len(parts) > 1:
-                        todo.append((f"{package}/{parts[1]}.py", ROOT / "hubspoke" / f"{parts[1]}.py"))
-    return needed
+# The base image: an AWS Deep Learning Container "pytorch-training" GPU image (workload/Dockerfile's BASE_IMAGE)
+# holds Python and PyTorch; everything else the Jobs need must be installed by a RUN line.
+BASE_IMAGE_DISTRIBUTIONS = {"torch"}
+BASE_IMAGE_EXECUTABLES = {"python"}
 
 
 def _let_through(path: str) -> bool:
@@ -138,21 +45,134 @@ def _let_through(path: str) -> bool:
     return included
 
 
-def test_every_rendered_command_runs_from_what_the_image_holds(capsys: pytest.CaptureFixture[str]) -> None:
-    files = _image_files()
-    runs = " ".join(line for line in _instructions() if line.startswith("RUN "))
-    scripts_seen = set()
-    for command in _commands(capsys):
-        executable = command[0]
-        assert executable in BASE_IMAGE_EXECUTABLES or INSTALLED_BY.get(executable, "\0") in runs, (
-            f"{executable} is neither in the base image nor installed by a RUN line"
-        )
-        for script in (a for a in command if a.startswith("/opt/hubspoke/") and a.endswith(".py")):
-            scripts_seen.add(posixpath.basename(script))
-            for image_path in _needed(script):
-                assert image_path in files, f"{' '.join(command[:3])}... needs {image_path}; COPY it"
-                assert _let_through(files[image_path]), f"{files[image_path]} is excluded by .dockerignore"
-    assert {"train.py", "prewarm.py", "bench_reader.py"} <= scripts_seen
+def _requires(name: str, extras: frozenset[str] = frozenset()) -> list[Requirement]:
+    """The requirements of an installed distribution (this venv's metadata), with the extras asked for."""
+    found = []
+    for text in metadata.requires(name) or []:
+        requirement = Requirement(text)
+        marker = requirement.marker
+        if marker is None or any(marker.evaluate({"extra": e}) for e in {"", *extras}):
+            found.append(requirement)
+    return found
+
+
+@cache
+def _installed() -> frozenset[str]:
+    """Every distribution the image holds: the base's, the RUN lines' pip installs, and their dependencies."""
+    todo = [Requirement(s) for s in image.pip_requirements()] + [
+        Requirement(d) for d in BASE_IMAGE_DISTRIBUTIONS
+    ]
+    seen: set[str] = set()
+    while todo:
+        requirement = todo.pop()
+        name = canonicalize_name(requirement.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            todo += _requires(requirement.name, frozenset(requirement.extras))
+        except metadata.PackageNotFoundError:
+            continue  # not in the dev venv: its own dependencies are unknown here (test_image_env.py installs it)
+    return frozenset(seen)
+
+
+def _console_scripts() -> dict[str, str]:
+    """Console script -> its distribution, for every distribution in this venv."""
+    return {
+        ep.name: canonicalize_name(dist.metadata["Name"])
+        for dist in metadata.distributions()
+        for ep in dist.entry_points
+        if ep.group == "console_scripts"
+    }
+
+
+def problems(container: Container, files: dict[str, str]) -> list[str]:
+    """What the container runs that the image (`files`: image path -> repository path) does not hold."""
+    found, executable = [], container.argv[0]
+    where = f"{container.render}, container {container.name}"
+    if executable not in BASE_IMAGE_EXECUTABLES:
+        dist = _console_scripts().get(executable)
+        if dist is None or dist not in _installed():
+            found.append(f"{where}: runs {executable}, which neither the base image nor a RUN line installs")
+    sources: list[Path] = []
+    for script in container.scripts():
+        for image_path, source in image.needed(script).items():
+            if image_path not in files:
+                found.append(f"{where}: needs {image_path}; COPY it (workload/Dockerfile)")
+            sources.append(source)
+    code = container.inline_code()
+    imported = image.third_party(sources) | (image.third_party_in(code) if code else set())
+    providers = metadata.packages_distributions()
+    for module in sorted(imported):
+        dists = {canonicalize_name(d) for d in providers.get(module, [])}
+        if not dists & _installed():
+            found.append(
+                f"{where}: imports {module} ({', '.join(sorted(dists)) or 'no known distribution'}), which the "
+                "image does not install: add it, pinned, to workload/requirements.txt"
+            )
+    return found
+
+
+def test_every_rendered_container_runs_what_the_image_holds() -> None:
+    files = image.image_files()
+    containers = image.rendered()
+    assert [p for c in containers for p in problems(c, files)] == []
+    # The programs the rendered Jobs are known to run, and one kind of each launcher, were among them.
+    scripts = {s.rsplit("/", 1)[1] for c in containers for s in c.scripts()}
+    assert {"train.py", "prewarm.py", "bench_reader.py"} <= scripts
+    assert {"torchrun", "hyperpodrun", "python"} <= {c.argv[0] for c in containers}
+
+
+def test_every_copy_source_exists_and_reaches_the_build() -> None:
+    for image_path, source in image.image_files().items():
+        assert (ROOT / source).is_file(), f"COPY {source} -> {image_path}: no such file"
+        assert _let_through(source), f"{source} is excluded by workload/Dockerfile.dockerignore"
+
+
+def _container(*argv: str) -> Container:
+    return Container("render test", "c", list(argv))
+
+
+def test_the_check_refuses_a_missing_file_an_uninstalled_package_and_an_unknown_launcher() -> None:
+    """The check itself can fail: a script nobody COPY'd, a COPY'd script whose import no RUN line installs, and
+    an executable the image lacks."""
+    files = image.image_files()
+    assert problems(_container("python", "/opt/hubspoke/prewarm.py"), files) == []
+    missing = problems(_container("python", "/opt/hubspoke/no_such_program.py"), files)
+    assert missing and "needs /opt/hubspoke/no_such_program.py" in missing[0]
+    bare = problems(_container("python", "-c", "import moto"), files)
+    assert bare and "imports moto" in bare[0]
+    launcher = problems(_container("mpirun", "/opt/hubspoke/train.py"), files)
+    assert launcher and "runs mpirun" in launcher[0]
+
+
+def test_a_package_only_the_dev_venv_has_is_not_in_the_image(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With requirements.txt empty, prewarm's Qumulo SDK import is refused (the defect of issue 40)."""
+    monkeypatch.setattr(
+        image, "pip_requirements", lambda: [r for r in _real_requirements() if not r.startswith("qumulo-api")]
+    )
+    _installed.cache_clear()
+    try:
+        found = problems(_container("python", "/opt/hubspoke/prewarm.py"), image.image_files())
+    finally:
+        _installed.cache_clear()
+    assert found and "imports qumulo (qumulo-api)" in found[0]
+
+
+_real_requirements = image.pip_requirements
+
+
+def test_the_build_installs_the_requirements_file_with_torch_held() -> None:
+    """requirements.txt is COPY'd and installed by a RUN line, under a constraint naming the base's own torch
+    (pip User Guide, "Constraints Files"), with torch_check after it."""
+    files = image.image_files()
+    (target,) = [p for p, s in files.items() if s == "workload/requirements.txt"]
+    (run,) = [line for line in image.instructions() if line.startswith("RUN ") and f"-r {target}" in line]
+    steps = [s.strip() for s in run[len("RUN ") :].split("&&")]
+    (install,) = [s for s in steps if f"-r {target}" in s]
+    constraint = install.split("-c ")[1].split()[0]
+    assert any(f"> {constraint}" in s and "version('torch')" in s for s in steps[: steps.index(install)])
+    assert steps[-1] == "python /opt/hubspoke/torch_check.py"
 
 
 # torch versions at the edges of what the image accepts, from the sources (not from torch_check.py):
@@ -236,10 +256,10 @@ def test_torch_check_reads_the_installed_torch_and_its_features(tmp_path: Path) 
 
 def test_the_build_checks_torch_before_and_after_installing_the_agent() -> None:
     """The check runs in the image build (a failing RUN fails `docker build`), around the agent's install."""
-    files = _image_files()
+    files = image.image_files()
     assert files.get("/opt/hubspoke/torch_check.py") == "workload/torch_check.py"
     assert _let_through("workload/torch_check.py")
-    instructions = _instructions()
+    instructions = image.instructions()
     copy_at = next(i for i, line in enumerate(instructions) if "torch_check.py /opt/hubspoke" in line)
     (run,) = [line for line in instructions if line.startswith("RUN ") and "hyperpod-elastic-agent" in line]
     assert instructions.index(run) > copy_at
