@@ -2,17 +2,22 @@
 
 prewarm.py rewrites the file (atomically: a temporary file renamed over it) with every progress line and at its
 end; train.py reads it to republish the fraction with its throughput records (the cache alarms judge a version
-only once it is whole) and, with --wait-for-cached-fraction, to wait before it starts. The file lives beside
-prewarm's resume journal on the Region's checkpoint volume, which both Jobs mount. Stdlib only.
+only once it is whole). Run as a program (`python cache_status.py --status FILE --wait-for-cached-fraction F
+...`), it is the training pods' init container that waits for it before the monitored training process starts,
+printing a progress line every poll. The file lives beside prewarm's resume journal on the Region's checkpoint
+volume, which both Jobs mount. Stdlib only.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import os
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -132,3 +137,115 @@ def wait_for_fraction(
             )
         log(f"cache: {seen}; waiting for {minimum:g} (prewarm status {path})")
         sleep(poll_s)
+
+
+DEADLINE_FORMAT = "hubspoke-cache-wait/1"
+
+
+def anchored_deadline(path: Path, timeout_s: float, *, now: Callable[[], float] = time.time) -> float:
+    """The wall-clock deadline of a job's wait, fixed by its first attempt: every later attempt (a recreated pod,
+    a resubmitted job of the same name) reads the same file instead of waiting `timeout_s` again.
+
+    Created with a hard link of a finished temporary file, which fails if the name exists, so when the pods of
+    one job start together exactly one deadline wins and none reads half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            json.dump({"format": DEADLINE_FORMAT, "deadline": now() + timeout_s}, stream)
+        # link(2) refuses an existing name (EEXIST), over NFSv3 too (RFC 1813, LINK): the first writer wins.
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if record.get("format") != DEADLINE_FORMAT:
+            raise ValueError(record.get("format"))
+        return float(record["deadline"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise StatusError(f"{path}: not a {DEADLINE_FORMAT} file; delete it to wait afresh") from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cache_status.py",
+        description="Wait until prewarm reports a fraction of a dataset version warm in the spoke cache "
+        "(the training pods' init container).",
+    )
+    p.add_argument(
+        "--status", type=Path, required=True, help="prewarm's status file (--status of prewarm.py)"
+    )
+    p.add_argument(
+        "--wait-for-cached-fraction", type=float, required=True, help="the fraction (0..1] to wait for"
+    )
+    p.add_argument("--dataset-name", required=True, help="the dataset the job reads")
+    p.add_argument("--dataset-version", required=True, help="the version the job reads")
+    p.add_argument(
+        "--deadline-file",
+        type=Path,
+        required=True,
+        help="where the first attempt's deadline is kept (the job's checkpoint directory): a restart waits only "
+        "what is left of it",
+    )
+    p.add_argument("--timeout-seconds", type=float, default=6 * 3600.0, help="the first attempt's whole wait")
+    p.add_argument(
+        "--poll-seconds", type=float, default=30.0, help="seconds between checks and progress lines"
+    )
+    return p
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    now: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Exit 0 once the fraction is reached, 1 when the job's deadline passes first, 2 on bad arguments."""
+    args = _parser().parse_args(argv)
+    if not 0 < args.wait_for_cached_fraction <= 1 or args.timeout_seconds < 0 or args.poll_seconds <= 0:
+        print(
+            "cache_status.py: --wait-for-cached-fraction must be in (0, 1], --timeout-seconds >= 0 and "
+            "--poll-seconds > 0",
+            file=sys.stderr,
+        )
+        return 2
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+
+    try:
+        deadline = anchored_deadline(args.deadline_file, args.timeout_seconds, now=now)
+        left = deadline - now()
+        log(
+            f"cache: waiting up to {max(left, 0):.0f} s more for {args.wait_for_cached_fraction:g} of "
+            f"{args.dataset_name}/{args.dataset_version} (deadline fixed by the job's first attempt in "
+            f"{args.deadline_file})"
+        )
+        wait_for_fraction(
+            args.status,
+            args.wait_for_cached_fraction,
+            timeout_s=max(left, 0.0),
+            poll_s=args.poll_seconds,
+            log=log,
+            clock=now,
+            sleep=sleep,
+            describes=lambda status: (
+                status.name == args.dataset_name and status.version == args.dataset_version
+            ),
+        )
+    except TimeoutError as exc:
+        print(
+            f"cache_status.py: {exc}; the deadline is the job's first attempt's: delete {args.deadline_file} "
+            "to wait afresh",
+            file=sys.stderr,
+        )
+        return 1
+    except StatusError as exc:
+        print(f"cache_status.py: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

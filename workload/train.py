@@ -119,22 +119,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="prewarm's status file (workload/cache_status.py): its cached fraction goes out with every "
         "throughput record, for the cache alarms",
     )
-    p.add_argument(
-        "--wait-for-cached-fraction",
-        type=float,
-        help="before the first step, wait until prewarm reports at least this fraction (0..1) of the dataset "
-        "warm in the spoke cache (needs --cache-status; GPUs idle meanwhile)",
-    )
-    p.add_argument(
-        "--wait-timeout-seconds", type=float, default=6 * 3600.0, help="give up waiting after this long"
-    )
-    args = p.parse_args(argv)
-    if args.wait_for_cached_fraction is not None:
-        if args.cache_status is None:
-            p.error("--wait-for-cached-fraction needs --cache-status")
-        if not 0 < args.wait_for_cached_fraction <= 1:
-            p.error("--wait-for-cached-fraction must be in (0, 1]")
-    return args
+    # Waiting for the cache is not done here: the HyperPod agent would flag the silent wait as a hung start. The
+    # rendered job waits in an init container before this process starts (workload/cache_status.py).
+    return p.parse_args(argv)
 
 
 def cached_fraction(args: argparse.Namespace) -> float | None:
@@ -397,22 +384,6 @@ def train(args: argparse.Namespace) -> int:
         f"{dataset_manifest.total_bytes} bytes, {dataset_manifest.token_bytes}-byte tokens, "
         f"vocabulary {dataset_manifest.vocab_size}"
     )
-    if args.wait_for_cached_fraction is not None:
-        try:
-            # Every rank reads the same file on the checkpoint volume, so all start together.
-            cache_status.wait_for_fraction(
-                args.cache_status,
-                args.wait_for_cached_fraction,
-                timeout_s=args.wait_timeout_seconds,
-                log=log,
-                describes=lambda status: cache_status.describes(
-                    status, args.data_dir, name=args.dataset_name, version=args.dataset_version
-                ),
-            )
-        except (TimeoutError, cache_status.StatusError) as exc:
-            log(f"not starting: {exc}")
-            dist.destroy_process_group()
-            return 1
     model = build_model(args, device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
     start_step = 0

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from hubspoke import training_metrics
 from hubspoke.config.schema import DatasetConfig, HubSpokeConfig, RegionConfig
 from hubspoke.k8s.accelerators import accelerator
+from hubspoke.k8s.cache_wait import cache_wait_containers, has_cache
 from hubspoke.k8s.names import (
     CHECKPOINT_CLAIM,
     CHECKPOINT_MOUNT_PATH,
@@ -67,8 +68,10 @@ class TrainingSettings:
     # allow 600 s (awsome-distributed-training, llama3_1_8b-fsdp-hpto.yaml). ASSUMED margins: tune per run.
     progress_start_cutoff_s: int = 1800
     progress_hang_after_s: int = 600
-    # Wait before the first step until prewarm reports this fraction of the dataset warm (None: start at once).
+    # Wait before the training process starts until prewarm reports this fraction of the dataset warm (None: start
+    # at once), for at most wait_timeout_s counted from the job's first attempt.
     wait_for_cached_fraction: float | None = None
+    wait_timeout_s: float = 6 * 3600.0
 
 
 # The job name is the PyTorchJob's name, which the pinned training operator requires to be an RFC 1035 label
@@ -177,20 +180,13 @@ def _cache_args(
     config: HubSpokeConfig, region: RegionConfig, s: TrainingSettings, dataset: PinnedDataset
 ) -> list[str]:
     """In a spoke with a CNQ cache: read prewarm's status (the cached fraction goes out with the job's records,
-    for the cache alarms), and wait for it when asked. The hub reads its own data: nothing is cached there."""
+    for the cache alarms). The hub reads its own data: nothing is cached there."""
     from hubspoke.k8s.prewarm import status_path
 
-    if region.region == config.hub.region or not region.storage.enabled:
-        if s.wait_for_cached_fraction is not None:
-            raise ValueError(f"{region.region} has no spoke cache to wait for")
+    if not has_cache(config, region):
         return []
-    wait = (
-        []
-        if s.wait_for_cached_fraction is None
-        else [f"--wait-for-cached-fraction={s.wait_for_cached_fraction:g}"]
-    )
     # The status of the version this job reads (prewarm writes one per version), so another version's never counts.
-    return [f"--cache-status={status_path(region, dataset)}", *wait]
+    return [f"--cache-status={status_path(region, dataset)}"]
 
 
 def _pod_template(
@@ -200,6 +196,7 @@ def _pod_template(
     image: str,
     command: list[str],
     ports: list[dict[str, Any]],
+    init_containers: list[dict[str, Any]],
 ) -> dict[str, Any]:
     group = region.compute.instance_groups[0]
     devices = accelerator(group.instance_type)
@@ -234,6 +231,7 @@ def _pod_template(
     }
     if ports:
         container["ports"] = ports
+    pod_spec: dict[str, Any] = {"initContainers": init_containers} if init_containers else {}
     return {
         "metadata": {"labels": {**PART_OF, "hubspoke/job": "reference"}},
         "spec": {
@@ -260,6 +258,7 @@ def _pod_template(
                     }
                 }
             },
+            **pod_spec,
             "containers": [container],
             "volumes": [
                 {"name": "dataset", "persistentVolumeClaim": {"claimName": DATASET_CLAIM, "readOnly": True}},
@@ -323,10 +322,12 @@ def pytorch_job(
     group = region.compute.instance_groups[0]
     gpus = accelerator(group.instance_type).gpus
     dataset = pinned_dataset(config.dataset, version=dataset_version, allow_change=allow_dataset_change)
+    chosen = image_for(image, region)
     template = _pod_template(
         region=region,
         container_name=KUBEFLOW_CONTAINER,
-        image=image_for(image, region),
+        image=chosen,
+        init_containers=cache_wait_containers(config, region, settings, dataset, chosen),
         command=[
             "torchrun",
             f"--nnodes={group.count}",
@@ -369,10 +370,12 @@ def hyperpod_job(
     group = region.compute.instance_groups[0]
     gpus = accelerator(group.instance_type).gpus
     dataset = pinned_dataset(config.dataset, version=dataset_version, allow_change=allow_dataset_change)
+    chosen = image_for(image, region)
     template = _pod_template(
         region=region,
         container_name=KUBEFLOW_CONTAINER,
-        image=image_for(image, region),
+        image=chosen,
+        init_containers=cache_wait_containers(config, region, settings, dataset, chosen),
         command=[
             "hyperpodrun",
             f"--nnodes={group.count}",

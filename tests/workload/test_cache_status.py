@@ -1,0 +1,139 @@
+"""The training pods' cache wait (workload/cache_status.py run as the init container): progress while it waits, a
+deadline fixed by the job's first attempt, and only the job's own version counted.
+
+What it stands in for: HyperPod's log monitoring flags a job whose first progress line does not come within
+expectedStartCutOffInSeconds of the agent starting to watch it (hyperpod-elastic-agent 1.1.3, LogRule.evaluate),
+so a silent wait inside the monitored process was restarted as hung; each restart then waited a full timeout
+again. Run here as the image runs it: `python cache_status.py ...` in a subprocess, stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+WORKLOAD = Path(__file__).resolve().parents[2] / "workload"
+sys.path.insert(0, str(WORKLOAD))
+
+import cache_status  # noqa: E402
+
+
+def _status(path: Path, warm: int, *, version: str = "v1", total: int = 1000) -> None:
+    cache_status.write(
+        path,
+        cache_status.CacheStatus(f"/dataset/c4/{version}/", "c4", version, total, warm, warm == total, 0.0),
+    )
+
+
+def _argv(tmp_path: Path, *extra: str) -> list[str]:
+    return [
+        f"--status={tmp_path / 'status.json'}",
+        "--wait-for-cached-fraction=1",
+        "--dataset-name=c4",
+        "--dataset-version=v1",
+        f"--deadline-file={tmp_path / 'wait' / 'job.json'}",
+        *extra,
+    ]
+
+
+class Clock:
+    """Wall-clock seconds that advance only when the waiter sleeps."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self.t = start
+        self.slept: list[float] = []
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.t += seconds
+
+
+def test_it_prints_progress_every_poll_and_returns_once_the_version_is_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = Clock()
+    _status(tmp_path / "status.json", 500)
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        if len(clock.slept) == 3:
+            _status(tmp_path / "status.json", 1000)
+
+    assert cache_status.main(_argv(tmp_path, "--poll-seconds=30"), now=clock.now, sleep=sleep) == 0
+    lines = capsys.readouterr().out.splitlines()
+    waiting = [line for line in lines if "0.500 warm; waiting for 1" in line]
+    assert len(waiting) == 3, lines  # one line per poll: never silent
+    assert "1.000 of the dataset warm" in lines[-1]
+
+
+def test_a_restart_waits_only_what_is_left_of_the_first_attempts_deadline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = Clock()
+    _status(tmp_path / "status.json", 500)
+    argv = _argv(tmp_path, "--timeout-seconds=300", "--poll-seconds=60")
+    assert cache_status.main(argv, now=clock.now, sleep=clock.sleep) == 1
+    assert sum(clock.slept) == 300
+    assert "delete" in capsys.readouterr().err
+    # The pod is recreated 100 s later: the deadline is already past, so it fails at once instead of 300 s more.
+    clock.t += 100
+    clock.slept.clear()
+    assert cache_status.main(argv, now=clock.now, sleep=clock.sleep) == 1
+    assert clock.slept == []
+    # ... and once prewarm has finished, a restart starts at once whatever the deadline says.
+    _status(tmp_path / "status.json", 1000)
+    assert cache_status.main(argv, now=clock.now, sleep=clock.sleep) == 0
+    assert clock.slept == []
+
+
+def test_a_restart_in_the_middle_waits_the_remainder(tmp_path: Path) -> None:
+    clock = Clock()
+    first = cache_status.anchored_deadline(tmp_path / "d.json", 600, now=clock.now)
+    clock.t += 250
+    assert cache_status.anchored_deadline(tmp_path / "d.json", 600, now=clock.now) == first
+    assert first - clock.now() == 350
+
+
+def test_another_versions_status_does_not_count(tmp_path: Path) -> None:
+    clock = Clock()
+    _status(tmp_path / "status.json", 1000, version="v2")
+    assert cache_status.main(_argv(tmp_path, "--timeout-seconds=0"), now=clock.now, sleep=clock.sleep) == 1
+
+
+def test_a_torn_deadline_file_is_named_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "wait").mkdir()
+    (tmp_path / "wait" / "job.json").write_text('{"dead')
+    assert cache_status.main(_argv(tmp_path)) == 1
+    err = capsys.readouterr().err
+    assert "job.json" in err and "delete it" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("bad", ["--wait-for-cached-fraction=0", "--poll-seconds=0", "--timeout-seconds=-1"])
+def test_bad_arguments_exit_2(tmp_path: Path, bad: str) -> None:
+    assert cache_status.main([*_argv(tmp_path), bad]) == 2
+
+
+def test_the_program_runs_as_the_init_container_runs_it(tmp_path: Path) -> None:
+    """`python /opt/hubspoke/cache_status.py ...` with the image's stdlib only: a warm version exits 0 at once."""
+    _status(tmp_path / "status.json", 1000)
+    run = subprocess.run(
+        [sys.executable, str(WORKLOAD / "cache_status.py"), *_argv(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "1.000 of the dataset warm" in run.stdout
+    record = json.loads((tmp_path / "wait" / "job.json").read_text())
+    assert record["deadline"] > time.time() + 5 * 3600, "the default wait is six hours from the first attempt"
