@@ -20,7 +20,13 @@ from tests.conftest import Shape, get_stack_outputs, synth_warnings
 
 NETWORK = {"VpcId", "PeerPathSecurityGroupId", "AcceleratorSubnetId", "FlowLogGroupName"}
 STORAGE = {"FloatingIps", "RestAddress", "AdminSecretArn"}
-COMPUTE = {"EksClusterName", "HyperPodClusterArn", "EksEndpoint", "TrainingImageRepositoryUri"}
+COMPUTE = {
+    "EksClusterName",
+    "HyperPodClusterArn",
+    "EksEndpoint",
+    "TrainingImageRepositoryUri",
+    "ModelExportBucket",
+}
 # Only where the SSM access host is deployed (access.access_host, default: when administrators are listed).
 ACCESS_HOST = "AccessHostInstanceId"
 
@@ -42,7 +48,10 @@ def expected_outputs(config: HubSpokeConfig, kind: str, region: str) -> set[str]
     if kind == "compute" and config.access.host_enabled:
         return COMPUTE | {ACCESS_HOST}
     if kind == "storage" and region == config.hub.region and config.dataset.source_buckets:
-        return STORAGE | {"ShiftUserName"}  # read by `hubspoke dataset load` (docs/datasets.md)
+        # Read by `hubspoke dataset load` (docs/datasets.md): the Shift user and the loader's Qumulo login.
+        return STORAGE | {"ShiftUserName", "LoaderSecretArn"}
+    if kind == "storage" and region != config.hub.region:
+        return STORAGE | {"PrewarmSecretArn"}  # the prewarm Job's login (docs/runbooks/cache-warm-up.md)
     return {"storage": STORAGE, "compute": COMPUTE}.get(kind, set())
 
 

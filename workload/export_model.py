@@ -6,9 +6,10 @@ read-only; its S3 rights come from an EKS Pod Identity association (hubspoke/con
 - Which checkpoint: the newest complete `<checkpoints>/<run>/step_<8 digits>/`, or --step. Complete means
   DCP's `.metadata` exists: train.py writes `dataset.json` first and DCP writes `.metadata` last
   (workload/train.py, latest_checkpoint and save_checkpoint), so a directory without it is torn.
-- Where: s3://<bucket>/<prefix>/step_<n>/<file> for the checkpoint, <prefix>/results/bench/<file> for the
-  benchmark results, then <prefix>/export.json last: the export is complete once that object exists,
-  as the checkpoint is once `.metadata` does (and `.metadata` is uploaded last within its step).
+- Where: s3://<bucket>/<prefix>/step_<n>/<file> for the checkpoint, <prefix>/results/<dir>/<file> for the
+  results files (--results, and every file in each --results-dir, e.g. the benchmark's), and
+  <prefix>/export.json last: the export is complete once that object exists, as the checkpoint is once
+  `.metadata` does (and `.metadata` is uploaded last within its step).
 - Resume: an object already in the bucket with the same size and the same SHA-256 (kept in its user-defined
   metadata `x-amz-meta-sha256`, which HeadObject returns: Amazon S3 User Guide, "Working with object
   metadata") is skipped, so a re-run after a killed pod uploads only what is missing.
@@ -71,6 +72,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="append",
         default=[],
         help="a results file to copy too (repeatable), e.g. the benchmark's .jsonl files",
+    )
+    p.add_argument(
+        "--results-dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="copy every file directly in this directory too, when it exists (repeatable)",
     )
     p.add_argument("--part-size", type=int, default=DEFAULT_PART, help="bytes per part of large files")
     p.add_argument("--progress-seconds", type=float, default=30.0)
@@ -182,7 +190,8 @@ def export(options: argparse.Namespace, s3: Any) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
     step, step_dir = pick_checkpoint(options.checkpoints, options.run, options.step)
-    uploads = plan_uploads(step_dir, options.prefix, options.results)
+    found = [p for d in options.results_dir if d.is_dir() for p in sorted(d.iterdir()) if p.is_file()]
+    uploads = plan_uploads(step_dir, options.prefix, [*options.results, *found])
     total = sum(u.size for u in uploads)
     where = f"s3://{options.bucket}/{options.prefix}"
     print(f"exporting {step_dir} (step {step}): {len(uploads)} files, {total / MIB:.1f} MiB to {where}/")

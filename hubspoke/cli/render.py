@@ -56,6 +56,7 @@ RENDERERS: dict[str, str] = {
     "prewarm": "hubspoke.cli.render_ops:PREWARM",
     "bench": "hubspoke.cli.render_ops:BENCH",
     "results": "hubspoke.cli.render_ops:RESULTS",
+    "export": "hubspoke.cli.render_export:EXPORT",
 }
 
 

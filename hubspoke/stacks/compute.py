@@ -10,6 +10,7 @@ from constructs import Construct
 
 from hubspoke import training_metrics
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.constructs.dataset_loader import DatasetLoader
 from hubspoke.constructs.hyperpod.access import ClusterAccess
 from hubspoke.constructs.hyperpod.addons import OperatorAddons
 from hubspoke.constructs.hyperpod.cluster import HyperPodCluster, efa_security_group
@@ -17,14 +18,20 @@ from hubspoke.constructs.hyperpod.dependencies import HyperPodDependencies
 from hubspoke.constructs.hyperpod.eks import HyperPodEks
 from hubspoke.constructs.hyperpod.lifecycle import write_lifecycle_scripts
 from hubspoke.constructs.image_repository import TrainingImageRepository
+from hubspoke.constructs.model_export import ModelExport
+from hubspoke.k8s.export import SERVICE_ACCOUNT as EXPORT_SERVICE_ACCOUNT
+from hubspoke.k8s.names import NAMESPACE
 from hubspoke.k8s.storage import storage_manifests
 from hubspoke.names import eks_cluster_name, hyperpod_cluster_name
 from hubspoke.outputs import (
     ACCESS_HOST_INSTANCE,
+    ADMIN_SECRET,
     EKS_CLUSTER_NAME,
     EKS_ENDPOINT,
     FLOATING_IPS,
     HYPERPOD_CLUSTER_ARN,
+    MODEL_EXPORT_BUCKET,
+    SHIFT_USER,
     TRAINING_IMAGE_REPOSITORY,
 )
 from hubspoke.policy.acks import acknowledge
@@ -109,6 +116,19 @@ class ComputeStack(PlannedStack):
                 "Storage", *storage_manifests(region, floating_ips=local_floating_ips(inputs, region))
             )
             manifest.node.add_dependency(dependencies)
+            if region.region == config.hub.region and config.dataset.source_buckets:
+                # `hubspoke dataset load` runs its Job here, next to the hub's data (hubspoke/k8s/load.py).
+                hub_storage = stack_id("storage", region.region)
+                DatasetLoader(
+                    self,
+                    "DatasetLoader",
+                    cluster=plane.cluster,
+                    environment=config.environment,
+                    shift_user_name=inputs.read(hub_storage, SHIFT_USER),
+                    login_secret_arn=inputs.read(hub_storage, ADMIN_SECRET),
+                    rest_address=local_floating_ips(inputs, region)[0],
+                    after=manifest,
+                )
         # People: access entries for the configured administrators and the SSM host they tunnel through.
         self.access = ClusterAccess(
             self,
@@ -132,6 +152,14 @@ class ComputeStack(PlannedStack):
         )
         # The nodes pull the training image from their own Region: `hubspoke image build` pushes to each.
         images = TrainingImageRepository(self, "TrainingImages", config=config)
+        # Trained checkpoints leave the Region's CNQ for this bucket (`hubspoke render export`).
+        export = ModelExport(
+            self,
+            "ModelExport",
+            cluster_name=plane.cluster.cluster_name,
+            namespace=NAMESPACE,
+            service_account=EXPORT_SERVICE_ACCOUNT,
+        )
         _accept_lifecycle_bucket_findings(hyperpod)
         _accept_execution_role_findings(hyperpod)
         self.publish(EKS_CLUSTER_NAME, plane.cluster.cluster_name)
@@ -140,6 +168,7 @@ class ComputeStack(PlannedStack):
         if self.access.host is not None:
             self.publish(ACCESS_HOST_INSTANCE, self.access.host.instance_id)
         self.publish(TRAINING_IMAGE_REPOSITORY, images.repository.repository_uri)
+        self.publish(MODEL_EXPORT_BUCKET, export.bucket.bucket_name)
 
 
 def _accept_execution_role_findings(hyperpod: HyperPodCluster) -> None:

@@ -39,6 +39,7 @@ KIND_ARGS: dict[str, list[tuple[tuple[str, ...], list[str]]]] = {
     "prewarm": [(SPOKE, ["--rest-address", "10.20.64.10"])],
     "bench": [(BOTH, ["--run", "walk"])],
     "results": [(BOTH, [])],
+    "export": [(BOTH, ["--bucket", "hubspoke-dev-export-example"])],
 }
 
 

@@ -83,7 +83,9 @@ def _keys(s3: Any) -> set[str]:
 
 
 def test_exports_the_newest_complete_checkpoint_never_a_torn_one(volume: Path, s3: Any) -> None:
-    code, recording = _run(volume, s3, f"--results={volume}/.hubspoke/bench/cold1.jsonl")
+    code, recording = _run(
+        volume, s3, f"--results-dir={volume}/.hubspoke/bench", f"--results-dir={volume}/none"
+    )
     assert code == 0
     step = f"{PREFIX}/step_00000500"
     assert _keys(s3) == {
@@ -109,6 +111,8 @@ def test_a_rerun_uploads_only_what_is_missing_or_changed(volume: Path, s3: Any) 
     assert _run(volume, s3)[0] == 0
     code, again = _run(volume, s3)
     assert code == 0 and again.uploaded == []
+    code, one = _run(volume, s3, f"--results={volume}/.hubspoke/bench/cold1.jsonl")
+    assert code == 0 and one.uploaded == [f"{PREFIX}/results/bench/cold1.jsonl"]
     s3.delete_object(Bucket=BUCKET, Key=f"{PREFIX}/step_00000500/__1_0.distcp")
     # Same size, other bytes: the checksum, not only the size, decides.
     (volume / "hubspoke-reference/step_00000500/__0_0.distcp").write_bytes(b"\x09" * 1000)
