@@ -111,10 +111,6 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--run", dest="run_name", default="baseline", help="run name: names the Job and its results file"
     )
-    parser.add_argument("--readers", type=int, default=8, help="parallel readers (default 8)")
-    parser.add_argument(
-        "--block-size", default="1MiB", help="bytes per read, e.g. 4KiB or 1MiB (default 1MiB)"
-    )
     parser.add_argument("--phases", default="cold,warm", help="one full read per phase (default cold,warm)")
     parser.add_argument("--max-seconds", type=int, help="stop each phase after this long")
     _image_argument(parser)
@@ -124,31 +120,30 @@ def _bench(
     args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
 ) -> Sequence[dict[str, Any]]:
     from hubspoke.k8s.bench import bench_job
+    from hubspoke.k8s.job import DatasetNotPinned
 
     if not _RUN_NAME.match(args.run_name):
         raise RenderError(
             "--run", f"'{args.run_name}' must be 1-40 lowercase letters, digits or '-', e.g. cold-2026-11-30"
         )
-    if not 1 <= args.readers <= 256:
-        raise RenderError("--readers", "must be between 1 and 256")
-    if not re.fullmatch(r"[1-9]\d*(KiB|MiB|GiB|k|m|g)?", args.block_size, re.IGNORECASE):
-        raise RenderError("--block-size", f"'{args.block_size}' is not a size; write it like 4KiB or 1MiB")
     if not re.fullmatch(r"[a-z0-9-]+(,[a-z0-9-]+)*", args.phases):
         raise RenderError("--phases", "comma-separated lowercase names, e.g. cold,warm")
     if args.max_seconds is not None and args.max_seconds < 1:
         raise RenderError("--max-seconds", "must be 1 or more")
-    return [
-        bench_job(
-            config,
-            region,
-            run=args.run_name,
-            readers=args.readers,
-            block_size=args.block_size,
-            phases=args.phases,
-            max_seconds=args.max_seconds,
-            image=args.image,
-        )
-    ]
+    try:
+        return [
+            bench_job(
+                config,
+                region,
+                run=args.run_name,
+                phases=args.phases,
+                max_seconds=args.max_seconds,
+                image=args.image,
+            )
+        ]
+    except DatasetNotPinned as exc:
+        key, _, message = str(exc).partition(": ")
+        raise RenderError(key, message) from None
 
 
 PREWARM = Renderer(
@@ -157,7 +152,7 @@ PREWARM = Renderer(
     render=_prewarm,
 )
 BENCH = Renderer(
-    help="the cold/warm read benchmark Job (reads the dataset in the loader's order, records every read)",
+    help="the cold/warm read benchmark Job (replays one training node's dataset reads, records every read)",
     add_arguments=_bench_arguments,
     render=_bench,
 )

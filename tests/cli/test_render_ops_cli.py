@@ -91,8 +91,6 @@ def test_render_bench_in_every_region(capsys: pytest.CaptureFixture[str]) -> Non
     ("argv", "field"),
     [
         (["--run", "Bad_Name"], "--run"),
-        (["--readers", "0"], "--readers"),
-        (["--block-size", "1.5MiB"], "--block-size"),
         (["--phases", "cold,,warm"], "--phases"),
         (["--max-seconds", "0"], "--max-seconds"),
     ],

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.k8s import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, DATASET_MOUNT_PATH, NAMESPACE
+from hubspoke.k8s import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, NAMESPACE
 from hubspoke.k8s.bench import bench_job
 from hubspoke.k8s.job import DatasetNotPinned, PinnedDataset, pinned_dataset
 from hubspoke.k8s.prewarm import DEFAULT_PARALLEL as JOB_PARALLEL
@@ -95,11 +95,9 @@ def test_bench_reads_the_dataset_read_only_and_writes_results_to_checkpoints(
     dev_config: HubSpokeConfig,
 ) -> None:
     spoke = dev_config.region_config("us-west-2")
-    job = bench_job(dev_config, spoke, run="first", readers=4, block_size="4KiB")
+    job = bench_job(dev_config, spoke, run="first")
     assert _claims(job) == {DATASET_CLAIM: True, CHECKPOINT_CLAIM: False}
     command = _container(job)["command"]
-    assert f"--root={DATASET_MOUNT_PATH}" in command
-    assert "--readers=4" in command and "--block-size=4KiB" in command
     out = next(a.split("=", 1)[1] for a in command if a.startswith("--out="))
     assert out.startswith(CHECKPOINT_MOUNT_PATH + "/") and out.endswith("/first.jsonl")
     # A retried benchmark would run its "cold" phase warm: never retry.
@@ -176,3 +174,32 @@ def test_the_training_job_reads_the_status_file_prewarm_writes(dev_config: HubSp
     assert job_argument(training_job(dev_config, hub), "cache-status") == ""
     # A hand-run prewarm and the rendered Job keep the long path equally busy (benchmarks/prewarm_path.py).
     assert prewarm_script.DEFAULT_PARALLEL == JOB_PARALLEL
+
+
+@pytest.mark.parametrize("kind", ["pytorchjob", "hyperpod"])
+def test_bench_replays_one_node_of_the_rendered_training_job(dev_config: HubSpokeConfig, kind: str) -> None:
+    """Issue 40: the bench read whole files in 1 MiB blocks. It now gets the training job's own loader numbers
+    (the oracle is the rendered training job's command, not bench.py): its version, token width, windows,
+    batch, workers and prefetch, and a world of --nnodes x --nproc-per-node of which it plays one node."""
+    from hubspoke.k8s.job import training_job
+    from tests.stacks.test_dashboard import job_argument
+
+    spoke = dev_config.region_config("us-west-2")
+    train = training_job(dev_config, spoke, kind=kind)
+    bench = bench_job(dev_config, spoke, run="r1")
+    pinned = (
+        job_argument(train, "data-dir"),
+        job_argument(train, "dataset-name"),
+        job_argument(train, "dataset-version"),
+    )
+    assert job_argument(bench, "root") == "/".join(pinned)
+    for flag in ("token-bytes", "seq-len", "batch-size", "num-workers", "prefetch-factor"):
+        assert job_argument(bench, flag) == job_argument(train, flag) != "", flag
+    nodes, gpus = int(job_argument(train, "nnodes")), int(job_argument(train, "nproc-per-node"))
+    assert job_argument(bench, "world-size") == str(nodes * gpus)
+    assert job_argument(bench, "ranks") == f"0-{gpus - 1}"
+    unpinned = dev_config.model_copy(
+        update={"dataset": dev_config.dataset.model_copy(update={"version": None})}
+    )
+    with pytest.raises(DatasetNotPinned, match=r"dataset\.version"):
+        bench_job(unpinned, spoke, run="r1")
