@@ -187,37 +187,31 @@ def _drop_cached_pages(shards: Sequence[Shard]) -> None:
             os.close(fd)
 
 
-def read_worker(
-    phase: str,
-    rank: int,
-    worker: int,
-    batches: Sequence[range],
-    mine: Sequence[int],
-    *,
-    plan: Layout,
-    steps: Steps,
-    recorder: Recorder,
-    started: float,
-    stop: threading.Event,
-    budget: Callable[[int], bool],
-) -> None:
+@dataclass(frozen=True)
+class Run:
+    """What every reader thread of one phase shares."""
+
+    phase: str
+    plan: Layout
+    steps: Steps
+    recorder: Recorder
+    started: float
+    stop: threading.Event
+    budget: Callable[[int], bool]
+
+
+def read_worker(run: Run, rank: int, worker: int, batches: Sequence[range], mine: Sequence[int]) -> None:
     """One DataLoader worker of one rank: its batches in order, each sample one pread, one descriptor per shard."""
-    size = plan.read_bytes
+    size = run.plan.read_bytes
     view = memoryview(bytearray(size))
     files: dict[int, int] = {}
     try:
         for batch in mine:
-            if not steps.wait_turn(batch):
+            if not run.steps.wait_turn(batch):
                 return
             for sample in batches[batch]:
-                shard, offset = plan.locate(sample)
-                where = {
-                    "rank": rank,
-                    "worker": worker,
-                    "sample": sample,
-                    "shard": shard.index,
-                    "offset": offset,
-                }
+                shard, offset = run.plan.locate(sample)
+                where = dict(rank=rank, worker=worker, sample=sample, shard=shard.index, offset=offset)
                 t0 = time.perf_counter()
                 try:
                     fd = files.get(shard.index)
@@ -228,33 +222,22 @@ def read_worker(
                         raise OSError(f"short read: {n} of {size} bytes")
                 except OSError as exc:
                     error = f"{shard.path}: {exc.strerror or exc}"
-                    recorder.write(
-                        {
-                            "kind": "error",
-                            "phase": phase,
-                            "t": round(t0 - started, 6),
-                            **where,
-                            "error": error,
-                        }
+                    run.recorder.write(
+                        dict(
+                            kind="error", phase=run.phase, t=round(t0 - run.started, 6), **where, error=error
+                        )
                     )
                     continue
-                t1 = time.perf_counter()
-                recorder.write(
-                    {
-                        "kind": "read",
-                        "phase": phase,
-                        "t": round(t0 - started, 6),
-                        "latency_s": round(t1 - t0, 7),
-                        "bytes": n,
-                        "batch": batch,
-                        **where,
-                    }
+                latency = round(time.perf_counter() - t0, 7)
+                t = round(t0 - run.started, 6)
+                run.recorder.write(
+                    dict(kind="read", phase=run.phase, t=t, latency_s=latency, bytes=n, batch=batch, **where)
                 )
-                if not budget(n):
-                    stop.set()
-                if stop.is_set():
+                if not run.budget(n):
+                    run.stop.set()
+                if run.stop.is_set():
                     return
-            steps.received(rank, batch)
+            run.steps.received(rank, batch)
     finally:
         for fd in files.values():
             os.close(fd)
@@ -329,21 +312,13 @@ def run_phase(
     # Without workers DataLoader reads in the rank's own process, one batch at a time.
     workers = max(1, loader.num_workers)
     window = loader.prefetch_factor * loader.num_workers if loader.num_workers else 1
-    steps = Steps(loader.ranks, window, stop)
     started = time.perf_counter()
+    run = Run(phase, plan, Steps(loader.ranks, window, stop), recorder, started, stop, budget)
     threads = [
         threading.Thread(
             target=read_worker,
             name=f"rank-{r}-worker-{w}",
-            args=(phase, r, w, batches[r], range(w, len(batches[r]), workers)),
-            kwargs={
-                "plan": plan,
-                "steps": steps,
-                "recorder": recorder,
-                "started": started,
-                "stop": stop,
-                "budget": budget,
-            },
+            args=(run, r, w, batches[r], range(w, len(batches[r]), workers)),
             daemon=True,
         )
         for r in loader.ranks
