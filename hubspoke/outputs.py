@@ -162,6 +162,8 @@ def references(config: HubSpokeConfig) -> tuple[Reference, ...]:
             read(plan, *network_of(own, VPC_ID, ACCELERATOR_SUBNET, per_az=PRIVATE_SUBNET))
             if config.region_config(own).storage.enabled:
                 read(plan, stack_id("storage", own), [FLOATING_IPS.key()])
+                if own == hub.region and config.dataset.source_buckets:  # the dataset load Job's settings
+                    read(plan, stack_id("storage", own), [SHIFT_USER.key(), ADMIN_SECRET.key()])
         elif plan.kind == "ops":
             read(plan, *network_of(own, VPC_ID, FLOW_LOG_GROUP, per_az=PRIVATE_SUBNET))
             read(plan, stack_id("storage", hub.region), [FLOATING_IPS.key()])

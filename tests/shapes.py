@@ -31,8 +31,6 @@ SHAPES: dict[str, dict[str, Any]] = {
             {"region": "eu-west-1", "cidr": "10.30.0.0/16", "nat": "per_az", "compute": {"enabled": False}},
             {"region": "ap-northeast-1", "cidr": "10.40.0.0/20", **NETWORK_ONLY},
         ],
-        # The hub's Shift-From user (docs/datasets.md) exists only with source buckets: one shape has two.
-        "dataset": {"name": "c4-llama3", "version": "v1", "source_buckets": ["c4-tokenized", "c4.other-region"]},
     },
     # A spoke in another account with a secondary CIDR (network only: portals stay in one account), and one
     # without NAT.
@@ -40,6 +38,9 @@ SHAPES: dict[str, dict[str, Any]] = {
         "environment": "xacct",
         "account": "123456789012",
         "hub": {"region": "us-east-1", "cidr": "10.50.0.0/16"},
+        # The hub's Shift-From user and the load Job's role (docs/datasets.md) exist only with source buckets,
+        # which need hub compute (config/dataset_rules.py): one shape has two.
+        "dataset": {"name": "c4-llama3", "version": "v1", "source_buckets": ["c4-tokenized", "c4.other-region"]},
         "spokes": [
             {"region": "us-west-2", "cidr": "10.60.0.0/16", "secondary_cidrs": ["10.61.0.0/24"],
              "account": "210987654321", **NETWORK_ONLY},

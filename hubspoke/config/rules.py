@@ -1,8 +1,8 @@
 """Rules that span fields (overlaps, duplicates, Region facts, quotas); each adds its findings to one list.
 
-Each topic has its module (network_rules, storage_rules, compute_rules, quotas, traffic_rules, ops_rules) reading
-the typed config, a refused part absent (config/sections.py); this is the list they run in, in the order their
-messages are printed.
+Each topic has its module (network_rules, storage_rules, compute_rules, quotas, traffic_rules, ops_rules,
+dataset_rules) reading the typed config, a refused part absent (config/sections.py); this is the list they run
+in, in the order their messages are printed.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from hubspoke.config.compute_rules import (
     connectivity_check_needs_two_nodes,
     kubernetes_version_within_kubectl_skew,
 )
+from hubspoke.config.dataset_rules import loads_run_on_hub_compute
 from hubspoke.config.network_rules import (
     az_ids_belong_to_region,
     one_spoke_per_region,
@@ -81,6 +82,7 @@ RULES: tuple[Rule, ...] = (
     peer_path_rules_within_quota,
     routes_within_quota,
     alarms_reach_somebody,
+    loads_run_on_hub_compute,
 )
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create
 from hubspoke.config.schema import (
     AzId,
     ComputeConfig,
+    DatasetConfig,
     HubConfig,
     HubSpokeConfig,
     Model,
@@ -97,6 +98,7 @@ class ConfigView:
     # How many entries `spokes` lists, a refused one included (the hub peers with each).
     spoke_count: int = 0
     ops: OpsConfig | None = None
+    dataset: DatasetConfig | None = None
 
     def regions(self) -> Iterator[RegionView]:
         """The hub first (when the schema accepted its shape), then every spoke in config order."""
@@ -126,6 +128,7 @@ def view(config: HubSpokeConfig) -> ConfigView:
         spokes=tuple(region(f"spokes[{i}]", s) for i, s in enumerate(config.spokes)),
         spoke_count=len(config.spokes),
         ops=config.ops,
+        dataset=config.dataset,
     )
 
 
@@ -135,7 +138,7 @@ def partial_view(data: Mapping[str, Any]) -> ConfigView:
     The schema's own errors are the loader's to report (it validates the whole file); here they only decide
     what is absent.
     """
-    top = _valid_fields(HubSpokeConfig, data, ("account", "ops"))
+    top = _valid_fields(HubSpokeConfig, data, ("account", "ops", "dataset"))
     spokes = data.get("spokes")
     return ConfigView(
         account=top.get("account"),
@@ -147,6 +150,7 @@ def partial_view(data: Mapping[str, Any]) -> ConfigView:
         ),
         spoke_count=len(spokes) if isinstance(spokes, list) else 0,
         ops=top.get("ops"),
+        dataset=top.get("dataset"),
     )
 
 

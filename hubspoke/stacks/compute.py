@@ -10,6 +10,7 @@ from constructs import Construct
 
 from hubspoke import training_metrics
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.constructs.dataset_loader import DatasetLoader
 from hubspoke.constructs.hyperpod.access import ClusterAccess
 from hubspoke.constructs.hyperpod.addons import OperatorAddons
 from hubspoke.constructs.hyperpod.cluster import HyperPodCluster, efa_security_group
@@ -24,11 +25,13 @@ from hubspoke.k8s.storage import storage_manifests
 from hubspoke.names import eks_cluster_name, hyperpod_cluster_name
 from hubspoke.outputs import (
     ACCESS_HOST_INSTANCE,
+    ADMIN_SECRET,
     EKS_CLUSTER_NAME,
     EKS_ENDPOINT,
     FLOATING_IPS,
     HYPERPOD_CLUSTER_ARN,
     MODEL_EXPORT_BUCKET,
+    SHIFT_USER,
     TRAINING_IMAGE_REPOSITORY,
 )
 from hubspoke.policy.acks import acknowledge
@@ -113,6 +116,19 @@ class ComputeStack(PlannedStack):
                 "Storage", *storage_manifests(region, floating_ips=local_floating_ips(inputs, region))
             )
             manifest.node.add_dependency(dependencies)
+            if region.region == config.hub.region and config.dataset.source_buckets:
+                # `hubspoke dataset load` runs its Job here, next to the hub's data (hubspoke/k8s/load.py).
+                hub_storage = stack_id("storage", region.region)
+                DatasetLoader(
+                    self,
+                    "DatasetLoader",
+                    cluster=plane.cluster,
+                    environment=config.environment,
+                    shift_user_name=inputs.read(hub_storage, SHIFT_USER),
+                    login_secret_arn=inputs.read(hub_storage, ADMIN_SECRET),
+                    rest_address=local_floating_ips(inputs, region)[0],
+                    after=manifest,
+                )
         # People: access entries for the configured administrators and the SSM host they tunnel through.
         self.access = ClusterAccess(
             self,

@@ -289,11 +289,14 @@ def test_node_bound_addons_wait_for_running_nodes(shape: Shape) -> None:
 
 
 def _manifests(template: Template) -> list[dict[str, Any]]:
-    [(_, res)] = resources(template, "Custom::AWSCDK-EKS-KubernetesResource")
-    body = res["Properties"]["Manifest"]
-    if isinstance(body, dict):  # deploy-time floating IPs make the JSON a join of literal and token parts
-        body = "".join(p if isinstance(p, str) else "203.0.113.10" for p in body["Fn::Join"][1])
-    return json.loads(body)
+    """Every object the stack applies (the Region's storage; on a hub with source buckets, the load Job's too)."""
+    docs: list[dict[str, Any]] = []
+    for _, res in resources(template, "Custom::AWSCDK-EKS-KubernetesResource"):
+        body = res["Properties"]["Manifest"]
+        if isinstance(body, dict):  # deploy-time floating IPs make the JSON a join of literal and token parts
+            body = "".join(p if isinstance(p, str) else "203.0.113.10" for p in body["Fn::Join"][1])
+        docs += json.loads(body)
+    return docs
 
 
 def test_applied_volumes_are_50ti_rwx_retain_and_bound(shape: Shape) -> None:

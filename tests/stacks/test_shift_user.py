@@ -4,7 +4,7 @@ Qumulo's administrator guide ("Using Qumulo Shift-From to Copy Objects from Amaz
 "Example IAM Policy", Qumulo/docs@b6ddb9ae) lists what a Shift-From key needs: s3:ListBucket on the bucket and
 s3:GetObject and s3:GetObjectTagging on its objects, passed as an access key ID and secret (no instance role). The key is made per load
 by `hubspoke dataset load`, so the template holds none. The buckets below are
-tests/shapes.py's multi-spoke `dataset.source_buckets`, written out.
+tests/shapes.py's cross-account `dataset.source_buckets`, written out.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ BUCKETS = ["c4-tokenized", "c4.other-region"]
 
 @pytest.fixture(scope="module")
 def multi(tmp_path_factory: pytest.TempPathFactory) -> Templates:
-    return load_shape("multi-spoke", tmp_path_factory).templates
+    return load_shape("cross-account", tmp_path_factory).templates
 
 
 def _statements(template: dict[str, Any], group_id: str) -> list[dict[str, Any]]:
@@ -46,7 +46,7 @@ def _arns(value: Any) -> list[str]:
 
 @pytest.mark.thorough
 def test_the_hub_user_reads_the_source_buckets_and_nothing_else(multi: Templates) -> None:
-    hub = multi["storage-us-east-2"]
+    hub = multi["storage-us-east-1"]
     (user_id,) = [name for name, _ in resources(hub, "AWS::IAM::User")]
     (group_id,) = [name for name, _ in resources(hub, "AWS::IAM::Group")]
     assert dict(properties(hub, "AWS::IAM::User"))[user_id]["Groups"] == [{"Ref": group_id}]
@@ -69,7 +69,7 @@ def test_the_hub_user_reads_the_source_buckets_and_nothing_else(multi: Templates
 @pytest.mark.thorough
 def test_spokes_have_no_shift_user(multi: Templates) -> None:
     for name, template in multi.items():
-        if name.startswith("storage-") and name != "storage-us-east-2":
+        if name.startswith("storage-") and name != "storage-us-east-1":
             assert not list(resources(template, "AWS::IAM::User")), name
 
 
