@@ -33,7 +33,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
@@ -240,43 +240,56 @@ def load_encoder(loc: Location, *, token_bytes: int, eos: str | None) -> Encoder
 
 
 class ShardWriter:
-    """Cuts the token stream into fixed-size shards and puts each under its final name only once complete."""
+    """Streams the tokens into fixed-size shards; each gets its final name only once complete and synced."""
 
     def __init__(self, out: Location, *, token_bytes: int, shard_tokens: int, scratch: Path):
-        self.out, self.shard_tokens, self.scratch = out, shard_tokens, scratch
+        self.out, self.shard_tokens = out, shard_tokens
+        # Local shards are renamed within the output folder; S3 ones are uploaded from scratch.
+        self.staging = scratch if out.is_s3 else Path(out.text)
         # array typecodes are at least this wide; pick the one exactly token_bytes wide on this platform.
         self.typecode = next(t for t in "HILQ" if array(t).itemsize == token_bytes)
-        self.pending = array(self.typecode)
+        self.file: IO[bytes] | None = None
+        self.tmp = ""
+        self.filled = 0  # tokens in the open shard
         self.written: list[Location] = []
         self.tokens = 0
 
     def add(self, ids: list[int]) -> None:
-        self.pending.extend(ids)
-        while len(self.pending) >= self.shard_tokens:
-            self._flush(self.pending[: self.shard_tokens])
-            del self.pending[: self.shard_tokens]
+        data = array(self.typecode, ids)
+        if sys.byteorder == "big":  # the format is little-endian whatever the host
+            data.byteswap()
+        start = 0
+        while start < len(data):
+            if self.file is None:
+                fd, self.tmp = tempfile.mkstemp(prefix=".partial-", dir=self.staging)
+                self.file = os.fdopen(fd, "wb")
+            take = min(len(data) - start, self.shard_tokens - self.filled)
+            data[start : start + take].tofile(self.file)
+            self.filled, start = self.filled + take, start + take
+            if self.filled == self.shard_tokens:
+                self._finish()
 
     def close(self) -> None:
-        if self.pending:
-            self._flush(self.pending)
-            self.pending = array(self.typecode)
+        if self.file is not None:
+            self._finish()
 
-    def _flush(self, ids: array) -> None:
-        target = self.out.child(_SHARD_NAME.format(len(self.written)))
-        if sys.byteorder == "big":  # the format is little-endian whatever the host
-            ids = array(self.typecode, ids)
-            ids.byteswap()
-        self.put(target, ids.tobytes())
-        self.tokens += len(ids)
+    def _finish(self) -> None:
+        assert self.file is not None
+        self.file.close()
+        self.file = None
+        self.tokens, self.filled = self.tokens + self.filled, 0
+        self._place(self.tmp, self.out.child(_SHARD_NAME.format(len(self.written))))
 
     def put(self, target: Location, data: bytes) -> None:
-        folder = Path(self.out.text) if not self.out.is_s3 else self.scratch
-        fd, tmp = tempfile.mkstemp(prefix=".partial-", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=".partial-", dir=self.staging)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        self._place(tmp, target)
+
+    def _place(self, tmp: str, target: Location) -> None:
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())  # on disk before it has a final name
             self.written.append(target)
             if target.is_s3:
                 _s3().upload_file(tmp, target.bucket, target.key)
@@ -285,7 +298,11 @@ class ShardWriter:
         finally:
             Path(tmp).unlink(missing_ok=True)
 
-    def remove_written(self) -> None:
+    def abort(self) -> None:
+        """Delete everything this run wrote: the open shard and every finished one."""
+        if self.file is not None:
+            self.file.close()
+            Path(self.tmp).unlink(missing_ok=True)
         for target in self.written:
             if target.is_s3:
                 _s3().delete_object(Bucket=target.bucket, Key=target.key)
@@ -357,7 +374,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             writer.put(out.child(TOKENIZER_COPY), encoder.raw)
             writer.put(out.child(SIDECAR), (json.dumps(summary, indent=1) + "\n").encode())
         except BaseException:
-            writer.remove_written()  # nothing half-done stays behind: a rerun starts from an empty folder
+            writer.abort()  # nothing half-done stays behind: a rerun starts from an empty folder
             if created:
                 Path(out.text).rmdir()
             raise

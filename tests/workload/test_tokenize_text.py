@@ -10,6 +10,7 @@ tokens for vocabularies up to 65,536); moto for S3.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from moto import mock_aws
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
 WORKLOAD = Path(__file__).resolve().parents[2] / "workload"
 sys.path.insert(0, str(WORKLOAD))
@@ -54,6 +55,7 @@ def tokenizer_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _stream(tokenizer_file: Path, docs: list[str]) -> list[int]:
     tok = Tokenizer.from_file(str(tokenizer_file))
     eos = tok.token_to_id(EOS)
+    assert eos is not None
     return [i for d in docs for i in [*tok.encode(d).ids, eos]]
 
 
@@ -95,7 +97,7 @@ def _read_like_train(root: Path, seq_len: int, token_bytes: int) -> list[list[in
             inputs, labels = data[i]
             tokens += inputs.tolist()
             assert labels.tolist() == [*tokens[len(tokens) - seq_len + 1 :], labels[-1].item()]
-        tokens.append(labels[-1].item())
+        tokens.append(int(labels[-1]))
         shards.append(tokens)
     return shards
 
@@ -201,7 +203,8 @@ def test_bad_records_refused_and_nothing_left(
     bad.write_text(lines)
     out = tmp_path / "out"
     # The good file fills shards first: the refusal must take them back.
-    assert _run(tokenizer_file, [str(good), str(bad)], out, "--shard-tokens", "16", "--field", field) == 2
+    argv = ["--shard-tokens", "16", "--batch-documents", "4", "--field", field]
+    assert _run(tokenizer_file, [str(good), str(bad)], out, *argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and expected in err and str(bad) in err
     assert not out.exists()
@@ -306,7 +309,60 @@ def test_s3_in_and_out_match_the_local_run(
             s3.get_object(Bucket="datasets", Key=f"tiny/v1/{path.name}")["Body"].read() == path.read_bytes()
         )
 
+    # A bad record in the second input takes back what the first one wrote.
+    s3.put_object(Bucket="raw", Key="bad/a.jsonl", Body=(tmp_path / "a.jsonl").read_bytes())
+    s3.put_object(Bucket="raw", Key="bad/b.jsonl", Body=b'{"body": "no text"}\n')
+    bad = _run(
+        "s3://raw/tok/tokenizer.json",
+        ["s3://raw/bad/"],
+        "s3://datasets/tiny/v3/",
+        "--shard-tokens",
+        "16",
+        "--batch-documents",
+        "4",
+    )
+    assert bad == 2 and "Contents" not in s3.list_objects_v2(Bucket="datasets", Prefix="tiny/v3/")
     # A second run into the same folder is refused; a missing object is bad input, one line.
     assert _run("s3://raw/tok/tokenizer.json", ["s3://raw/c4/"], "s3://datasets/tiny/v1/") == 2
     assert _run("s3://raw/tok/tokenizer.json", ["s3://raw/c4/missing.jsonl"], "s3://datasets/tiny/v2/") == 2
     assert "Contents" not in s3.list_objects_v2(Bucket="datasets", Prefix="tiny/v2/")
+
+
+def test_the_tokenizers_own_separator_when_no_eos_is_named(tokenizer_file: Path, tmp_path: Path) -> None:
+    # A post-processor that ends every document with <eos> (tokenizers/processors TemplateProcessing).
+    tok = Tokenizer.from_file(str(tokenizer_file))
+    eos = tok.token_to_id(EOS)
+    tok.post_processor = processors.TemplateProcessing(single=f"$A {EOS}", special_tokens=[(EOS, eos)])
+    tok.save(str(tmp_path / "tokenizer.json"))
+    jsonl = _write_jsonl(tmp_path / "a.jsonl", DOCS)
+    argv = [
+        "--tokenizer",
+        str(tmp_path / "tokenizer.json"),
+        "--input",
+        str(jsonl),
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert tokenize_text.main([*argv, "--token-bytes", "2"]) == 0
+    data = (tmp_path / "o" / "shard-000000.bin").read_bytes()
+    ids = [int.from_bytes(data[i : i + 2], "little") for i in range(0, len(data), 2)]
+    assert ids == _stream(tokenizer_file, DOCS)
+
+
+def test_a_failed_write_leaves_nothing(
+    tokenizer_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jsonl = _write_jsonl(tmp_path / "a.jsonl", DOCS)
+    real, calls = os.fsync, []
+
+    def failing(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 3:  # the third shard: two are already in place
+            raise OSError(28, "No space left on device")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", failing)
+    out = tmp_path / "out"
+    assert _run(tokenizer_file, [str(jsonl)], out, "--shard-tokens", "16") == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert not out.exists()
