@@ -9,14 +9,15 @@ tokens (its post-processor, e.g. Llama 3's <|begin_of_text|>) and followed by th
 a tokenizer that adds no special token needs --eos, or documents would run together. The stream is cut into
 shards of exactly --shard-tokens little-endian unsigned IDs (the last one shorter), named shard-000000.bin,
 shard-000001.bin, ... so that sorted path order (the reader's) is stream order. Each shard is written whole
-under a temporary name and renamed (local), or uploaded from a finished local file (S3 creates an object only
-when its upload completes; S3 User Guide, "Uploading objects"): no half-written shard ever has a final name.
+under a temporary name and renamed (local), or uploaded from a finished local file (botocore 1.44.8's S3 model:
+PutObject "never adds partial objects", CompleteMultipartUpload creates the object from all parts): no
+half-written shard ever has a final name.
 Last come tokenizer.json (a copy) and tokenize.json (what was run: tokens, documents, vocab_size, token_bytes);
 a folder without tokenize.json is unfinished. `hubspoke dataset load --source <out>` copies the folder into a
 version and seals it (docs/datasets.md, "Text to shards").
 
 Exit status: 0 done; 2 bad input (one line on stderr; what this run wrote is deleted); 1 an I/O failure.
-tokenizers API (tokenizers 0.23.3, tokenizers/__init__.pyi): Tokenizer.from_file / from_buffer, encode_batch
+tokenizers API (tokenizers 0.23.3, tokenizers/__init__.pyi): Tokenizer.from_buffer (from_file on bytes), encode_batch
 (add_special_tokens defaults to True), get_vocab(with_added_tokens=True), token_to_id.
 """
 
