@@ -27,6 +27,7 @@ from hubspoke.config import HubSpokeConfig, format_problem, load
 from hubspoke.config.sections import Problem
 from hubspoke.dataset_load import DEFAULT_HASH_WORKERS
 from hubspoke.dataset_manifest import ManifestError, check_segment, validate
+from hubspoke.k8s.load import SETTINGS
 from hubspoke.k8s.names import NAMESPACE
 from hubspoke.shift_from import EXIT_BAD_INPUT, EXIT_FAILED, LoadError, Source
 
@@ -156,7 +157,9 @@ def run(
         sys.stdout.write(yaml.safe_dump(job, sort_keys=False, explicit_start=True))
         return 0
     try:
-        return _start_and_follow(job, kube=kube, sleep=sleep, config_path=path, hub=config.hub.region)
+        return _start_and_follow(
+            job, kube=kube, sleep=sleep, config_path=path, hub=config.hub.region, deploy=_deploy(config, path)
+        )
     except LoadError as exc:
         print(f"hubspoke dataset load: {exc}", file=sys.stderr)
         return exc.code
@@ -201,6 +204,16 @@ def _render(
         )
 
 
+def _deploy(config: HubSpokeConfig, path: Path) -> str:
+    """The command that deploys the hub's Compute stack alone, as `hubspoke connect` prints it."""
+    from hubspoke.cli.plan import cdk_command
+    from hubspoke.topology import stack_id, stage_id
+
+    return cdk_command(
+        "deploy", str(path), "--exclusively", f"{stage_id(config)}/{stack_id('compute', config.hub.region)}"
+    )
+
+
 def _checked(done: subprocess.CompletedProcess[str], what: str, *, config_path: Path, hub: str) -> str:
     if done.returncode != 0:
         said = (done.stderr or done.stdout or "").strip().splitlines()
@@ -224,7 +237,13 @@ def _state(job: dict[str, Any] | None) -> str | None:
 
 
 def _start_and_follow(
-    job: dict[str, Any], *, kube: Kubectl, sleep: Callable[[float], None], config_path: Path, hub: str
+    job: dict[str, Any],
+    *,
+    kube: Kubectl,
+    sleep: Callable[[float], None],
+    config_path: Path,
+    hub: str,
+    deploy: str,
 ) -> int:
     name = job["metadata"]["name"]
     where = ["--namespace", NAMESPACE]
@@ -234,6 +253,14 @@ def _start_and_follow(
         text = _checked(done, "get job", config_path=config_path, hub=hub).strip()
         return json.loads(text) if text else None
 
+    # The Job's settings and service account come with the hub's Compute stack (hubspoke/constructs/
+    # dataset_loader.py); without them its pod could never start, so say so before creating anything.
+    done = kube(["get", "configmap", SETTINGS, *where, "--ignore-not-found", "--output", "name"], None, True)
+    if not _checked(done, "get configmap", config_path=config_path, hub=hub).strip():
+        raise LoadError(
+            f"the hub's cluster has no ConfigMap {NAMESPACE}/{SETTINGS}, which the hub's Compute stack creates "
+            f"when dataset.source_buckets is set: deploy that stack ({deploy}), then run this again"
+        )
     existing = current()
     state = _state(existing)
     if state == "running":

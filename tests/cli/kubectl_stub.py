@@ -1,7 +1,8 @@
 """A recording kubectl for `hubspoke dataset load` tests: runs as the `kubectl` executable on PATH.
 
 Every call is appended to $KUBECTL_STUB_DIR/calls.jsonl (argv and stdin); the cluster is $KUBECTL_STUB_DIR/
-state.json: {"jobs": {name: Job}, "log": [lines], "outcome": [conditions], "unreachable": bool}. What it answers
+state.json: {"jobs": {name: Job}, "configmaps": [names], "log": [lines], "outcome": [conditions],
+"unreachable": bool}. What it answers
 follows kubectl's documented behaviour for the verbs used (kubectl reference): `get job N --ignore-not-found -o
 json` prints nothing for a missing Job; `apply -f -` creates the Job read from stdin; `logs --follow job/N`
 prints the pod's log, after which this stub gives the Job the scenario's `outcome` conditions; `delete job N`
@@ -30,7 +31,10 @@ def main(argv: list[str]) -> int:
         return 1
     jobs = state.setdefault("jobs", {})
     verb = argv[0]
-    if verb == "get":
+    if verb == "get" and argv[1] == "configmap":
+        if argv[2] in state.get("configmaps", []):
+            print(f"configmap/{argv[2]}")
+    elif verb == "get":
         name = argv[2]
         if name in jobs:
             print(json.dumps(jobs[name]))

@@ -72,7 +72,9 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cluster:
     home, bin_dir = tmp_path / "kube", tmp_path / "bin"
     home.mkdir()
     bin_dir.mkdir()
-    (home / "state.json").write_text(json.dumps({"jobs": {}, "log": [], "outcome": COMPLETE}))
+    # The hub's Compute stack deployed with source buckets: the load Job's settings exist.
+    state = {"jobs": {}, "configmaps": ["hubspoke-dataset-loader"], "log": [], "outcome": COMPLETE}
+    (home / "state.json").write_text(json.dumps(state))
     kubectl = bin_dir / "kubectl"
     kubectl.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STUB}" "$@"\n')
     kubectl.chmod(0o755)
@@ -136,10 +138,10 @@ def test_a_load_applies_the_job_follows_its_log_and_exits_0(
     assert main(_argv(path)) == 0
     out = capfd.readouterr().out
     assert "started load Job" in out and " 42.0 %" in out and "sealed c4-llama3/v2" in out
-    assert cluster.verbs == ["get", "apply", "logs", "get"]
+    assert cluster.verbs == ["get", "get", "apply", "logs", "get"]
     (job,) = cluster.jobs.values()
     assert job["spec"]["template"]["spec"]["serviceAccountName"]
-    logs = cluster.calls[2]["argv"]
+    logs = cluster.calls[3]["argv"]
     assert logs[:3] == ["logs", "--follow", f"job/{job['metadata']['name']}"] and "training" in logs
 
 
@@ -154,8 +156,8 @@ def test_a_rerun_after_a_failed_job_replaces_it_and_resumes(
     assert main(_argv(path)) == 0
     out = capfd.readouterr().out
     assert "replaced the finished load Job" in out and "resuming the load" in out
-    assert cluster.verbs[4:] == ["get", "delete", "apply", "logs", "get"]
-    assert "--cascade=foreground" in cluster.calls[5]["argv"]
+    assert cluster.verbs[5:] == ["get", "get", "delete", "apply", "logs", "get"]
+    assert "--cascade=foreground" in cluster.calls[7]["argv"]
 
 
 def test_a_rerun_while_the_job_runs_follows_it_without_a_second_job(
@@ -167,7 +169,7 @@ def test_a_rerun_while_the_job_runs_follows_it_without_a_second_job(
     cluster.set(jobs={running["metadata"]["name"]: {**running, "status": {"active": 1}}})
     assert main(_argv(path)) == 0
     assert "following the running load Job" in capfd.readouterr().out
-    assert cluster.verbs == ["get", "logs", "get"]
+    assert cluster.verbs == ["get", "get", "logs", "get"]
 
 
 def test_a_running_job_with_other_options_is_not_touched(
@@ -180,7 +182,7 @@ def test_a_running_job_with_other_options_is_not_touched(
     cluster.set(jobs={running["metadata"]["name"]: {**running, "status": {"active": 1}}})
     assert main(_argv(path)) == 2
     assert "already loading this version with other options" in capfd.readouterr().err
-    assert cluster.verbs == ["get"]
+    assert cluster.verbs == ["get", "get"]
 
 
 def test_a_refusal_inside_the_job_exits_2(
@@ -202,4 +204,18 @@ def test_an_unreachable_cluster_says_how_to_connect_and_applies_nothing(
     err = capfd.readouterr().err
     assert f"hubspoke connect --config {path} --region us-east-2" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+    assert cluster.verbs == ["get"] and cluster.jobs == {}
+
+
+def test_a_cluster_without_the_loaders_settings_names_the_deploy_and_applies_nothing(
+    tmp_path: Path, cluster: Cluster, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A hub Compute stack deployed before source buckets were listed has no ConfigMap for the Job: its pod
+    could not start (a configMapKeyRef to a missing ConfigMap), so the command stops before creating it."""
+    path = _config(tmp_path, source_buckets=["hubspoke-datasets"])
+    cluster.set(configmaps=[])
+    assert main(_argv(path)) == 1
+    err = capfd.readouterr().err
+    assert "no ConfigMap training/hubspoke-dataset-loader" in err
+    assert f"npx cdk deploy -c config={path} --exclusively hubspoke-dev/compute-us-east-2" in err
     assert cluster.verbs == ["get"] and cluster.jobs == {}
