@@ -4,7 +4,9 @@ Runs in the hub Region's cluster (hubspoke/k8s/load.py renders the Job; `hubspok
 to the hub's CNQ: the REST API (port 8000) answers only inside the hub VPC. The AWS calls (the Qumulo login
 secret, the Shift user's access keys) run as the Job's service account through EKS Pod Identity (Amazon EKS API
 Reference, CreatePodIdentityAssociation: "Amazon EKS sets environment variables in the containers of the pod"
-that the AWS SDKs read). The work itself is hubspoke.dataset_load.HubLoad, which the tests run too.
+that the AWS SDKs read: botocore/credentials.py ContainerProvider, AWS_CONTAINER_CREDENTIALS_FULL_URI and
+AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE, in the boto3 workload/requirements.txt pins). The work itself is
+hubspoke.dataset_load.HubLoad, which the tests run too.
 
 Exit 0 when the version is sealed, 1 when the load failed and running it again resumes, 2 for a refusal no
 retry can fix (the Job's podFailurePolicy fails the Job at once on 2).
