@@ -57,8 +57,8 @@ PEERING_CONNECTION = Output("PeeringConnectionId", "network", "the spoke's peeri
 FLOATING_IPS = Output("FloatingIps", "storage", "the CNQ cluster's floating IPs, comma-separated")
 REST_ADDRESS = Output("RestAddress", "storage", "one CNQ address serving the REST API (port 8000)")
 ADMIN_SECRET = Output("AdminSecretArn", "storage", "the Secrets Manager ARN of the CNQ admin password")
-# Read by `hubspoke dataset load`, by no stack; only the hub's Storage stack has it, and only with
-# dataset.source_buckets (hubspoke/constructs/shift.py).
+# Read by the hub's Compute stack, for the dataset load Job's role and settings (hubspoke/constructs/
+# dataset_loader.py); only the hub's Storage stack has it, and only with dataset.source_buckets (constructs/shift.py).
 SHIFT_USER = Output(
     "ShiftUserName", "storage", "the IAM user Qumulo Shift-From reads source buckets as (hub)"
 )
