@@ -37,6 +37,8 @@ POD_RUNNING_TIMEOUT = "15m"
 # Log follows before giving up on a Job that neither completes nor fails: one per pod the Job may start
 # (backoffLimit 2 in hubspoke/k8s/load.py, so 3 pods) and one spare.
 FOLLOWS = 4
+# Status reads, 5 s apart, while the Job controller catches up with a pod that ended (2 minutes).
+SETTLE_POLLS = 24
 
 Kubectl = Callable[[Sequence[str], "str | None", bool], subprocess.CompletedProcess[str]]
 
@@ -225,6 +227,11 @@ def _checked(done: subprocess.CompletedProcess[str], what: str, *, config_path: 
     return done.stdout or ""
 
 
+def _count(job: dict[str, Any] | None, field: str) -> int:
+    """JobStatus `active`, `failed` or `succeeded`: pods running, or ended in that phase (absent means 0)."""
+    return int(((job or {}).get("status") or {}).get(field) or 0)
+
+
 def _state(job: dict[str, Any] | None) -> str | None:
     """None (no Job), "Complete", "Failed" or "running", from the Job's status conditions (Kubernetes API,
     JobStatus.conditions: types Complete and Failed with status "True" end a Job)."""
@@ -286,14 +293,21 @@ def _start_and_follow(
         _checked(done, "apply", config_path=config_path, hub=hub)
         print(f"started load Job {name} in namespace {NAMESPACE} on the hub's cluster", flush=True)
     for _ in range(FOLLOWS):
+        failed_before = _count(current(), "failed")
         # The log goes straight to this terminal; its lines are the load's progress.
         kube(
             ["logs", "--follow", f"job/{name}", *where, f"--pod-running-timeout={POD_RUNNING_TIMEOUT}"],
             None,
             False,
         )
-        final = current()
-        state = _state(final)
+        # The pod has ended; the Job controller then marks the Job finished, or counts the failed pod and starts
+        # another (Kubernetes docs, "Jobs": backoffLimit). Wait for either before following again.
+        for _ in range(SETTLE_POLLS):
+            final = current()
+            state = _state(final)
+            if state != "running" or (_count(final, "failed") > failed_before and _count(final, "active")):
+                break
+            sleep(5)
         if state == "Complete":
             return 0
         if state == "Failed":
@@ -314,7 +328,7 @@ def _start_and_follow(
             raise LoadError(
                 f"load Job {name} is gone (deleted while it ran?); run the same command again to resume"
             )
-        sleep(5)  # a pod ended and the Job starts another: follow the new one
+        print(f"a pod of load Job {name} ended early; following the one the Job started next", flush=True)
     raise LoadError(
         f"load Job {name} is still running; follow it with `kubectl logs --follow job/{name} -n {NAMESPACE}` or "
         "run this command again"

@@ -2,7 +2,7 @@
 
 Every call is appended to $KUBECTL_STUB_DIR/calls.jsonl (argv and stdin); the cluster is $KUBECTL_STUB_DIR/
 state.json: {"jobs": {name: Job}, "configmaps": [names], "log": [lines], "outcome": [conditions],
-"unreachable": bool}. What it answers
+"outcomes": [JobStatus], "unreachable": bool}. What it answers
 follows kubectl's documented behaviour for the verbs used (kubectl reference): `get job N --ignore-not-found -o
 json` prints nothing for a missing Job; `apply -f -` creates the Job read from stdin; `logs --follow job/N`
 prints the pod's log, after which this stub gives the Job the scenario's `outcome` conditions; `delete job N`
@@ -46,7 +46,10 @@ def main(argv: list[str]) -> int:
         name = argv[2].removeprefix("job/")
         for line in state.get("log", []):
             print(line, flush=True)
-        jobs[name]["status"] = {"conditions": state.get("outcome", [])}
+        # The Job's status once this pod has ended: the next of `outcomes` (a JobStatus each), else `outcome`'s
+        # conditions.
+        outcomes = state.get("outcomes") or []
+        jobs[name]["status"] = outcomes.pop(0) if outcomes else {"conditions": state.get("outcome", [])}
     elif verb == "delete":
         jobs.pop(argv[2], None)
     else:

@@ -138,10 +138,10 @@ def test_a_load_applies_the_job_follows_its_log_and_exits_0(
     assert main(_argv(path)) == 0
     out = capfd.readouterr().out
     assert "started load Job" in out and " 42.0 %" in out and "sealed c4-llama3/v2" in out
-    assert cluster.verbs == ["get", "get", "apply", "logs", "get"]
+    assert cluster.verbs == ["get", "get", "apply", "get", "logs", "get"]
     (job,) = cluster.jobs.values()
     assert job["spec"]["template"]["spec"]["serviceAccountName"]
-    logs = cluster.calls[3]["argv"]
+    logs = cluster.calls[4]["argv"]
     assert logs[:3] == ["logs", "--follow", f"job/{job['metadata']['name']}"] and "training" in logs
 
 
@@ -156,8 +156,8 @@ def test_a_rerun_after_a_failed_job_replaces_it_and_resumes(
     assert main(_argv(path)) == 0
     out = capfd.readouterr().out
     assert "replaced the finished load Job" in out and "resuming the load" in out
-    assert cluster.verbs[5:] == ["get", "get", "delete", "apply", "logs", "get"]
-    assert "--cascade=foreground" in cluster.calls[7]["argv"]
+    assert cluster.verbs[6:] == ["get", "get", "delete", "apply", "get", "logs", "get"]
+    assert "--cascade=foreground" in cluster.calls[8]["argv"]
 
 
 def test_a_rerun_while_the_job_runs_follows_it_without_a_second_job(
@@ -169,7 +169,7 @@ def test_a_rerun_while_the_job_runs_follows_it_without_a_second_job(
     cluster.set(jobs={running["metadata"]["name"]: {**running, "status": {"active": 1}}})
     assert main(_argv(path)) == 0
     assert "following the running load Job" in capfd.readouterr().out
-    assert cluster.verbs == ["get", "get", "logs", "get"]
+    assert cluster.verbs == ["get", "get", "get", "logs", "get"]
 
 
 def test_a_running_job_with_other_options_is_not_touched(
@@ -219,3 +219,15 @@ def test_a_cluster_without_the_loaders_settings_names_the_deploy_and_applies_not
     assert "no ConfigMap training/hubspoke-dataset-loader" in err
     assert f"npx cdk deploy -c config={path} --exclusively hubspoke-dev/compute-us-east-2" in err
     assert cluster.verbs == ["get"] and cluster.jobs == {}
+
+
+def test_a_pod_lost_mid_load_is_followed_by_the_one_the_job_starts_next(
+    tmp_path: Path, cluster: Cluster, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A pod that ends early (a node drained) counts as failed and the Job starts another (Kubernetes docs,
+    "Jobs", backoffLimit); the command follows the new one and exits with the Job's outcome."""
+    path = _config(tmp_path, source_buckets=["hubspoke-datasets"])
+    cluster.set(outcomes=[{"active": 1, "failed": 1}, {"conditions": COMPLETE, "failed": 1, "succeeded": 1}])
+    assert main(_argv(path)) == 0
+    assert "ended early; following the one the Job started next" in capfd.readouterr().out
+    assert cluster.verbs.count("logs") == 2 and cluster.verbs.count("apply") == 1
