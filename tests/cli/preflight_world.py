@@ -175,9 +175,23 @@ class Unsupported(Hooked):
                 "v1.13.2-eksbuild.11": ["1.34"],
                 "v1.12.1-eksbuild.2": ["1.33", "1.32"],
             },
-            "amazon-cloudwatch-observability": {"v6.4.0-eksbuild.1": ["1.33", "1.32"]},
+            "amazon-cloudwatch-observability": {
+                "v6.4.0-eksbuild.1": ["1.33", "1.32"],
+                "v6.5.0-eksbuild.1": ["1.35", "1.34", "1.33"],
+            },
+            # The add-ons hubspoke leaves to EKS's default: builds in EKS's `v<version>-eksbuild.<n>` form (EKS
+            # User Guide, "EKS Pod Identity Agent", Update information), illustrative numbers, offered for the
+            # versions HyperPod lists from 1.33 up (SageMaker developer guide, HyperPod EKS prerequisites).
+            "eks-pod-identity-agent": {"v1.3.9-eksbuild.5": ["1.35", "1.34", "1.33"]},
+            "cert-manager": {"v1.18.2-eksbuild.2": ["1.35", "1.34", "1.33"]},
+            "amazon-sagemaker-hyperpod-training-operator": {"v1.2.0-eksbuild.1": ["1.35", "1.34", "1.33"]},
         }
     )
+    # KMS ListAliases returns at most `Limit` aliases per page, 50 when the request names none, between 1 and
+    # 100 when it does (botocore kms 2014-11-01, ListAliasesRequest.Limit); moto 5.2.5 answers every alias at
+    # once, so this world pages moto's answer (Marker in, NextMarker and Truncated out).
+    kms_alias_page: int = 50
+    _listing_aliases: bool = False
     # Lambda AccountLimit: the AWS default account limit is 1,000 (Lambda quotas page). The unreserved pool before
     # the reservations of the functions this world holds, which GetAccountSettings subtracts.
     lambda_limit: dict[str, int] = field(
@@ -253,16 +267,18 @@ class Unsupported(Hooked):
                 raise Refused(f"nextToken {exc} was never issued") from None
 
         def addon_versions(params: dict[str, Any]) -> dict[str, Any]:
+            # Both filters are optional in the model (DescribeAddonVersionsRequest); preflight always names the
+            # add-on, and without kubernetesVersion EKS lists the versions for every Kubernetes version.
             name, k8s = params.get("addonName"), params.get("kubernetesVersion")
-            if not name or not k8s:
-                raise Refused(f"DescribeAddonVersions without addonName and kubernetesVersion: {params}")
+            if not name:
+                raise Refused(f"DescribeAddonVersions without addonName: {params}")
             versions = [
                 {
                     "addonVersion": v,
                     "compatibilities": [{"clusterVersion": c, "defaultVersion": False} for c in cs],
                 }
                 for v, cs in self.addon_versions.get(str(name), {}).items()
-                if k8s in cs
+                if k8s is None or k8s in cs
             ]
             infos = [{"addonName": name, "type": "networking", "addonVersions": versions}] if versions else []
             try:
@@ -307,6 +323,26 @@ class Unsupported(Hooked):
                     return {"ClusterArn": arn, "ClusterName": name, "ClusterStatus": "InService", **described}
             return None  # moto answers
 
+        def aliases(params: dict[str, Any]) -> dict[str, Any] | None:
+            if self._listing_aliases:
+                return None  # the call below, made to read moto's whole list
+            size = params.get("Limit", self.kms_alias_page)
+            if not 1 <= size <= 100:
+                raise Refused(f"ListAliases Limit {size} is outside the documented 1..100")
+            self._listing_aliases = True
+            try:
+                every = self.base("kms", region).list_aliases()["Aliases"]
+            finally:
+                self._listing_aliases = False
+            try:
+                page = _paged(
+                    every, params.get("Marker"), "Aliases", "NextMarker", min(size, self.kms_alias_page)
+                )
+            except UnknownToken as exc:
+                return _error("InvalidMarkerException", f"Invalid Marker {exc}")
+            page["Truncated"] = "NextMarker" in page
+            return page
+
         def caller_identity(params: dict[str, Any]) -> dict[str, Any] | None:
             if region not in self.not_enabled:
                 return None  # moto answers
@@ -325,6 +361,7 @@ class Unsupported(Hooked):
             "eks": {"DescribeClusterVersions": versions, "DescribeAddonVersions": addon_versions},
             "lambda": {"GetAccountSettings": account_settings},
             "ssm": {"GetParameter": ubuntu_parameter},
+            "kms": {"ListAliases": aliases},
         }.get(service, {})
 
     def hook(self, client: Any, service: str, region: str) -> None:
@@ -423,6 +460,10 @@ class World:
             self.stage(pinned.storage.qumulo_core.package_uri, pinned.region)
         for region in ("us-east-2", "us-west-2"):
             self.bootstrap(region)
+        # config/dev.yaml's access.administrators: an IAM role at the root path (IAM CreateRole, Path "/").
+        self.clients("iam", "us-east-1").create_role(
+            RoleName="hubspoke-dev-cluster-admins", AssumeRolePolicyDocument="{}"
+        )
         hub = self.vpc("us-east-2", "10.10.0.0/16", own_env="dev")
         spoke = self.vpc("us-west-2", "10.20.0.0/16", own_env="dev")
         self.peer("us-west-2", spoke, hub, peer_region="us-east-2")

@@ -452,52 +452,6 @@ def test_only_a_missing_quota_falls_back_to_the_documented_default(
     assert row.status == status and says in row.detail, row
 
 
-def test_a_pinned_addon_version_eks_does_not_offer_fails_before_the_deploy(
-    world: World, tmp_path: Path
-) -> None:
-    """EKS DescribeAddonVersions lists each add-on's versions with the Kubernetes versions they are compatible
-    with (botocore eks 2017-11-01: addons[].addonVersions[].compatibilities[].clusterVersion). An account whose
-    EKS offers amazon-cloudwatch-observability only up to v6.3.0 for 1.33 cannot create the pinned v6.4.0-eksbuild.1:
-    preflight says so, with the versions offered; the other pins pass."""
-    world.deployed_dev()
-    offered = Unsupported(world.clients).addon_versions
-    offered["amazon-cloudwatch-observability"] = {
-        "v6.3.0-eksbuild.1": ["1.33"],
-        "v6.2.0-eksbuild.1": ["1.33"],
-    }
-    clients = Unsupported(world.clients, addon_versions=offered)
-    results = run_checks(ROOT / "config" / "dev.yaml", clients, only={"us-west-2"})
-    found = rows_of(results, "eks add-on versions", "us-west-2")
-    (failed,) = [r for r in found if r.status == "fail"]
-    assert "amazon-cloudwatch-observability v6.4.0-eksbuild.1" in failed.detail
-    assert "v6.3.0-eksbuild.1, v6.2.0-eksbuild.1" in failed.detail
-    assert "--addon-name amazon-cloudwatch-observability --kubernetes-version 1.33" in failed.fix
-    assert {r.detail.split()[0] for r in found if r.status == "pass"} == {"vpc-cni", "kube-proxy", "coredns"}
-    asked = [p for op, p in clients.asked if op == "DescribeAddonVersions"]
-    assert all(p["kubernetesVersion"] == "1.33" for p in asked)
-
-
-def test_the_assumed_vpc_cni_pin_of_the_default_version_is_checked_before_the_deploy(
-    world: World, tmp_path: Path
-) -> None:
-    """No stored EKS table gives a vpc-cni build for Kubernetes 1.35 (the table stops at 1.33), so its pin is
-    ASSUMED (hubspoke/eks_addons.py). An account whose EKS offers vpc-cni for 1.35 only from v1.21.0 fails the
-    row before anything is created, and the config that names no version is asked about 1.35, the default."""
-    world.deployed_dev()
-    offered = Unsupported(world.clients).addon_versions
-    offered["vpc-cni"] = {"v1.21.0-eksbuild.2": ["1.35"], "v1.20.1-eksbuild.3": ["1.33", "1.32"]}
-    clients = Unsupported(world.clients, addon_versions=offered)
-    results = run_checks(preflight_config(tmp_path), clients, only={"us-east-2"})
-    found = rows_of(results, "eks add-on versions", "us-east-2")
-    (failed,) = [r for r in found if r.status == "fail"]
-    assert "vpc-cni v1.20.1-eksbuild.3" in failed.detail and "v1.21.0-eksbuild.2" in failed.detail
-    assert "VERSIONED['1.35']['vpc-cni']" in failed.fix
-    # kube-proxy and CoreDNS for 1.35 are the EKS tables' builds, which this world offers.
-    assert {r.detail.split()[0] for r in found if r.status == "pass"} == {"kube-proxy", "coredns"}
-    asked = [p for op, p in clients.asked if op == "DescribeAddonVersions"]
-    assert asked and all(p["kubernetesVersion"] == "1.35" for p in asked)
-
-
 @pytest.mark.parametrize(
     ("live", "wanted", "status", "to_set"),
     [("1.33", "1.33", "pass", None), ("1.33", "1.34", "pass", None), ("1.33", "1.35", "fail", "1.34"),

@@ -26,9 +26,9 @@ from hubspoke.cli.checks import (
 )
 from hubspoke.cli.checks import guarded as guarded_check
 from hubspoke.cli.commands import COMMANDS
+from hubspoke.cli.preflight.addons import check_addon_versions, check_administrators
 from hubspoke.cli.preflight.checks import (
     check_account,
-    check_addon_versions,
     check_availability_zones,
     check_bootstrap,
     check_cidrs,
@@ -245,6 +245,12 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
             "eks",
             lambda: check_addon_versions(clients("eks", name), config=config, region=region),
         )
+        if config.access.administrators:
+            rows += guarded(
+                "administrators exist",
+                "iam",
+                lambda: check_administrators(clients("iam", name), config=config, region=region),
+            )
     return rows
 
 
@@ -254,7 +260,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=COMMANDS["preflight"].summary,
         description="Read-only AWS checks per Region: account, CDK bootstrap, CIDR overlaps, peering quota, "
         "AZ IDs and accelerator offerings, the staged Qumulo Core package and the pinned Ubuntu image, "
-        "SageMaker cluster quota, EKS Kubernetes version. "
+        "SageMaker cluster quota, EKS Kubernetes version and add-ons, the administrators' IAM principals. "
         "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input.",
         epilog="Example:\n  AWS_PROFILE=ml-dev hubspoke preflight --config config/dev.yaml\n"
         "  hubspoke preflight --config config/dev.yaml --region us-west-2 --json",

@@ -357,7 +357,7 @@ def check_kubernetes_version(eks: Any, *, config: HubSpokeConfig, region: Region
             f"set {field} to {standard[-1]}" if standard else "upgrade when a newer version is offered"
         )
     if wanted not in HYPERPOD_KUBERNETES_VERSIONS:
-        listed = sorted(HYPERPOD_KUBERNETES_VERSIONS, key=_version_key)
+        listed = sorted(HYPERPOD_KUBERNETES_VERSIONS, key=version_key)
         problems.append(
             f"HyperPod's EKS prerequisites list only {listed[0]} to {listed[-1]}: CreateCluster may refuse {wanted}"
         )
@@ -409,50 +409,5 @@ def check_deployed_kubernetes(eks: Any, *, config: HubSpokeConfig, region: Regio
     )
 
 
-def _version_key(version: str) -> tuple[int, ...]:
+def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(n) for n in "".join(c if c.isdigit() else " " for c in version).split())
-
-
-def check_addon_versions(eks: Any, *, config: HubSpokeConfig, region: RegionConfig) -> list[CheckResult]:
-    """Every pinned add-on version (hubspoke/eks_addons.py) is one EKS offers for the configured Kubernetes version.
-
-    A wrong pin fails only when CloudFormation creates the add-on; the CloudWatch one comes after the node waits
-    (up to about 1 h 50 min), and its failure rolls back EKS and HyperPod with it. EKS DescribeAddonVersions
-    (botocore eks 2017-11-01): addons[].addonVersions[].addonVersion, each with compatibilities[].clusterVersion.
-    """
-    from hubspoke.eks_addons import ADDONS, addon_version
-
-    name, wanted = region.region, region.compute.kubernetes_version
-    rows = []
-    for addon in ADDONS:
-        pin = addon_version(addon, wanted)
-        if pin is None:
-            continue  # EKS picks its default for the cluster's version at create time
-        offered = {
-            v["addonVersion"]
-            for info in _pages(
-                eks, "describe_addon_versions", "addons", addonName=addon, kubernetesVersion=wanted
-            )
-            if info.get("addonName") == addon
-            for v in info.get("addonVersions", [])
-            if any(c.get("clusterVersion") == wanted for c in v.get("compatibilities", []))
-        }
-        if pin in offered:
-            rows.append(
-                CheckResult(name, "eks add-on versions", "pass", f"{addon} {pin} is offered for {wanted}")
-            )
-            continue
-        newest = sorted(offered, key=_version_key, reverse=True)[:3]
-        rows.append(
-            CheckResult(
-                name,
-                "eks add-on versions",
-                "fail",
-                f"{addon} {pin} (pinned in hubspoke/eks_addons.py) is not offered for Kubernetes {wanted} in "
-                f"{name}; EKS offers {', '.join(newest) or 'no version of it'}",
-                f"pin one EKS offers in hubspoke/eks_addons.py (VERSIONED['{wanted}']['{addon}']), or "
-                f"`aws eks describe-addon-versions --addon-name {addon} --kubernetes-version {wanted} "
-                f"--region {name}` lists them",
-            )
-        )
-    return rows

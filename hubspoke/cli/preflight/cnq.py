@@ -60,9 +60,11 @@ def _aws_managed_s3_key(kms: Any, key_id: str) -> bool | None:
     """Whether `key_id` is the Region's AWS managed key for S3 (alias aws/s3); None if KMS would not say.
 
     ListAliases lists AWS managed aliases with their TargetKeyId (KMS API reference, ListAliases); S3 names
-    the object's key as an ARN or ID in SSEKMSKeyId (S3 API, HeadObject)."""
+    the object's key as an ARN or ID in SSEKMSKeyId (S3 API, HeadObject). ListAliases answers at most 50
+    aliases per page unless asked for up to 100 (KMS API reference, ListAliases, Limit) and is paginated
+    (botocore kms 2014-11-01 paginators-1.json: Marker, NextMarker, Truncated): every page is read."""
     try:
-        aliases = kms.list_aliases()["Aliases"]
+        aliases = list(pages(kms, "list_aliases", "Aliases"))
     except ClientError:
         return None
     target = next(
