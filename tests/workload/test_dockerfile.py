@@ -76,6 +76,7 @@ def _installed() -> frozenset[str]:
     return frozenset(seen)
 
 
+@cache
 def _console_scripts() -> dict[str, str]:
     """Console script -> its distribution, for every distribution in this venv."""
     return {
@@ -84,6 +85,12 @@ def _console_scripts() -> dict[str, str]:
         for ep in dist.entry_points
         if ep.group == "console_scripts"
     }
+
+
+@cache
+def _providers() -> dict[str, list[str]]:
+    """Top-level module -> the distributions in this venv that provide it."""
+    return dict(metadata.packages_distributions())
 
 
 def problems(container: Container, files: dict[str, str]) -> list[str]:
@@ -102,7 +109,7 @@ def problems(container: Container, files: dict[str, str]) -> list[str]:
             sources.append(source)
     code = container.inline_code()
     imported = image.third_party(sources) | (image.third_party_in(code) if code else set())
-    providers = metadata.packages_distributions()
+    providers = _providers()
     for module in sorted(imported):
         dists = {canonicalize_name(d) for d in providers.get(module, [])}
         if not dists & _installed():
@@ -134,8 +141,8 @@ def _container(*argv: str) -> Container:
 
 
 def test_the_check_refuses_a_missing_file_an_uninstalled_package_and_an_unknown_launcher() -> None:
-    """The check itself can fail: a script nobody COPY'd, a COPY'd script whose import no RUN line installs, and
-    an executable the image lacks."""
+    """The check itself can fail: a script nobody COPY'd, a program importing what no RUN line installs, and an
+    executable the image lacks."""
     files = image.image_files()
     assert problems(_container("python", "/opt/hubspoke/prewarm.py"), files) == []
     missing = problems(_container("python", "/opt/hubspoke/no_such_program.py"), files)
@@ -146,8 +153,12 @@ def test_the_check_refuses_a_missing_file_an_uninstalled_package_and_an_unknown_
     assert launcher and "runs mpirun" in launcher[0]
 
 
+_real_requirements = image.pip_requirements
+
+
 def test_a_package_only_the_dev_venv_has_is_not_in_the_image(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With requirements.txt empty, prewarm's Qumulo SDK import is refused (the defect of issue 40)."""
+    """Without qumulo-api among the install lines' requirements, prewarm's import of the Qumulo SDK is refused:
+    the defect issue 40 found (the SDK was in the dev venv, not in the image)."""
     monkeypatch.setattr(
         image, "pip_requirements", lambda: [r for r in _real_requirements() if not r.startswith("qumulo-api")]
     )
@@ -157,9 +168,6 @@ def test_a_package_only_the_dev_venv_has_is_not_in_the_image(monkeypatch: pytest
     finally:
         _installed.cache_clear()
     assert found and "imports qumulo (qumulo-api)" in found[0]
-
-
-_real_requirements = image.pip_requirements
 
 
 def test_the_build_installs_the_requirements_file_with_torch_held() -> None:
