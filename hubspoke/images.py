@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
-from hubspoke.names import training_image_repository
 
 # An image pinned by content: `name@sha256:<64 hex>` (OCI image spec, "Digests": algorithm sha256, lowercase
 # hex of 64 characters).
@@ -25,11 +24,6 @@ def registry(config: HubSpokeConfig, region: RegionConfig) -> str:
     """The Region's private ECR registry host (Amazon ECR User Guide, "Private registry": the URL is
     https://aws_account_id.dkr.ecr.region.amazonaws.com)."""
     return f"{config.account_of(region)}.dkr.ecr.{region.region}.amazonaws.com"
-
-
-def repository_uri(config: HubSpokeConfig, region: RegionConfig) -> str:
-    """The URI of the Region's training-image repository, as the compute stack's output carries it."""
-    return f"{registry(config, region)}/{training_image_repository(config)}"
 
 
 def record_path(config_path: Path) -> Path:

@@ -68,7 +68,8 @@ def hyperpod_cluster_name(config: HubSpokeConfig, region: RegionConfig) -> str:
 
 
 def training_image_repository(config: HubSpokeConfig) -> str:
-    """The ECR repository (same name in every compute Region) that `hubspoke image build` pushes the image to."""
+    """The local image name `hubspoke image build` tags its build with; each Region's ECR repository has a name
+    CloudFormation generated (the compute stack's TrainingImageRepositoryUri output)."""
     return f"{environment_prefix(config.environment)}-training"
 
 

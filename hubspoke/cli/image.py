@@ -129,18 +129,49 @@ def git_tag(root: Path) -> str:
     return head
 
 
-def _check_repositories(
-    config: HubSpokeConfig, regions: Sequence[str], tag: str, profile: str | None
-) -> str | None:
-    """Why the push cannot start (no repository: the compute stack is not deployed; the tag exists), or None."""
+def repository_uris(
+    config: HubSpokeConfig, regions: Sequence[str], profile: str | None
+) -> dict[str, str] | str:
+    """Each Region's repository URI from its compute stack's TrainingImageRepositoryUri output (CloudFormation
+    generates the repository's name per create), or why it cannot be read."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from hubspoke.cli.checks import session_clients
-    from hubspoke.names import training_image_repository
+    from hubspoke.cli.connect import NotReady, compute_plan, read_outputs
+    from hubspoke.images import registry
+    from hubspoke.outputs import TRAINING_IMAGE_REPOSITORY
 
     clients = session_clients(profile)
-    name = training_image_repository(config)
+    uris = {}
     for region in regions:
+        plan = compute_plan(config, region)
+        assert plan is not None, "the caller passes Regions with compute"
+        try:
+            outputs = read_outputs(clients, plan)
+        except NotReady as exc:
+            return f"{exc.reason}: deploy that Region's compute stack first (it creates the repository)"
+        except (BotoCoreError, ClientError) as exc:
+            return f"cannot read stack {plan.name} in {region}: {exc}"
+        uri = outputs.get(TRAINING_IMAGE_REPOSITORY.key(), "")
+        host = registry(config, config.region_config(region))
+        if not uri.startswith(host + "/"):
+            return (
+                f"stack {plan.name} in {region} has no {TRAINING_IMAGE_REPOSITORY.key()} output in {host} "
+                f"(got {uri!r}): deploy that Region's compute stack again"
+            )
+        uris[region] = uri
+    return uris
+
+
+def _check_repositories(uris: Mapping[str, str], tag: str, profile: str | None) -> str | None:
+    """Why the push cannot start (the repository is gone; the tag exists), or None."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from hubspoke.cli.checks import session_clients
+
+    clients = session_clients(profile)
+    for region, uri in uris.items():
+        name = uri.split("/", 1)[1]
         ecr = clients("ecr", region)
         try:
             ecr.describe_repositories(repositoryNames=[name])
@@ -182,10 +213,15 @@ def _pushed_digest(push_output: str, inspect_output: str, uri: str) -> str:
 
 
 def build_and_push(
-    config: HubSpokeConfig, *, base: str, tag: str, context: Path, profile: str | None = None
+    config: HubSpokeConfig,
+    *,
+    uris: Mapping[str, str],
+    base: str,
+    tag: str,
+    context: Path,
+    profile: str | None = None,
 ) -> dict[str, str]:
-    """Build once, push to every compute Region; Region -> `repository@sha256:...`."""
-    from hubspoke.images import registry, repository_uri
+    """Build once, push to each Region's repository (`uris`); Region -> `repository@sha256:...`."""
     from hubspoke.names import training_image_repository
 
     local = f"{training_image_repository(config)}:{tag}"
@@ -204,20 +240,19 @@ def build_and_push(
         env=ONE_MANIFEST_BUILD,
     )
     images = {}
-    for region in (r for r in config.regions() if r.compute.enabled):
-        host = registry(config, region)
+    for region, uri in uris.items():
+        host = uri.split("/", 1)[0]
         # The password goes from one program to the other through this process, never onto a command line.
         as_profile = ["--profile", profile] if profile else []
-        password = _run(["aws", "ecr", "get-login-password", "--region", region.region, *as_profile])
+        password = _run(["aws", "ecr", "get-login-password", "--region", region, *as_profile])
         _run(
             ["docker", "login", "--username", "AWS", "--password-stdin", host],
             stdin=password,
         )
-        uri = repository_uri(config, region)
         _run(["docker", "tag", local, f"{uri}:{tag}"])
         pushed = _run(["docker", "push", f"{uri}:{tag}"])
         inspected = _run(["docker", "inspect", "--format", "{{json .RepoDigests}}", f"{uri}:{tag}"])
-        images[region.region] = f"{uri}@{_pushed_digest(pushed, inspected, uri)}"
+        images[region] = f"{uri}@{_pushed_digest(pushed, inspected, uri)}"
     return images
 
 
@@ -256,12 +291,16 @@ def run(args: argparse.Namespace) -> int:
         return _bad(path, "--tag", f"{tag!r} is not a Docker tag: use 1-128 of A-Z a-z 0-9 _ . -")
     if tag == "latest":
         return _bad(path, "--tag", "latest is the tag every untagged push moves: use the commit or a version")
-    why = _check_repositories(config, regions, tag, args.profile)
+    uris = repository_uris(config, regions, args.profile)
+    why = uris if isinstance(uris, str) else _check_repositories(uris, tag, args.profile)
     if why:
         print(f"hubspoke image build: {why}", file=sys.stderr)
         return EXIT_FAILED
+    assert isinstance(uris, dict)
     try:
-        images = build_and_push(config, base=args.base, tag=tag, context=context, profile=args.profile)
+        images = build_and_push(
+            config, uris=uris, base=args.base, tag=tag, context=context, profile=args.profile
+        )
     except StepFailed as exc:
         print(f"hubspoke image build: {exc}", file=sys.stderr)
         return EXIT_FAILED

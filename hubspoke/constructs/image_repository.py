@@ -8,7 +8,6 @@ from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.keys import retained_key
-from hubspoke.names import training_image_repository
 
 # Untagged images are the layers of a tag pushed again (refused with IMMUTABLE tags) or of a build whose push
 # failed half-way; nothing references them by tag. A week leaves time to find out why before they go.
@@ -23,7 +22,7 @@ KEEP_IMAGES = 100
 
 
 class TrainingImageRepository(Construct):
-    """A private ECR repository: immutable tags, scanned on push, encrypted with its own key, kept on delete.
+    """A private ECR repository: generated name, immutable tags, scanned on push, own key, kept on delete.
 
     Example::
 
@@ -49,7 +48,10 @@ class TrainingImageRepository(Construct):
         self.repository = ecr.Repository(
             self,
             "Repository",
-            repository_name=training_image_repository(config),
+            # No repository_name: CloudFormation generates one per create ("Name type"), so the repository a
+            # rolled-back create or a deleted stack keeps never blocks the next create (DeletionPolicy attribute:
+            # Retain keeps it; RetainExceptOnCreate would not free the name after a delete). `hubspoke image
+            # build` reads the name from the stack's TrainingImageRepositoryUri output.
             # Control Tower CT.ECR.PR.2 (scan on push) and CT.ECR.PR.3 (immutable tags): a tag names one image
             # forever, so a job that references a tag runs what was tested under it.
             image_scan_on_push=True,

@@ -2,8 +2,8 @@
 
 Rules take every template of one environment at once (the peering rule needs both sides) and the
 config that produced them. No CDK import: tests run the same rules as invariants over cdk.out. Each topic
-lives in its own module: network, cnq, hyperpod, waiters (custom-resource waits) and deploy_facts (what a
-first deploy into an account depends on).
+lives in its own module: network, cnq, hyperpod, waiters (custom-resource waits), deploy_facts (what a
+first deploy into an account depends on) and retry (what the deploy after a failed or deleted one depends on).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from hubspoke.policy.deploy_facts import DEPLOY_FACT_RULES
 from hubspoke.policy.hyperpod import HYPERPOD_RULES
 from hubspoke.policy.model import METADATA_KEY, PolicyRule, Template, Violation
 from hubspoke.policy.network import NETWORK_RULES
+from hubspoke.policy.retry import RETRY_RULES
 from hubspoke.policy.waiters import custom_resource_waits_within_service_timeout
 
 __all__ = ["METADATA_KEY", "RULES", "PolicyRule", "Template", "Violation", "check"]
@@ -26,6 +27,7 @@ RULES: tuple[PolicyRule, ...] = (
     *ACCESS_RULES,
     custom_resource_waits_within_service_timeout,
     *DEPLOY_FACT_RULES,
+    *RETRY_RULES,
 )
 
 

@@ -32,7 +32,11 @@ from hubspoke.cli.main import main
 from tests.conftest import ROOT, with_pins
 
 ACCOUNT = "123456789012"
-REPO = "hubspoke-dev-training"
+# The local image name the build tags (hubspoke.names.training_image_repository), and a name CloudFormation
+# generated for a Region's repository: the command reads it from the compute stack's TrainingImageRepositoryUri
+# output (CloudFormation User Guide, "Name type": without a name CloudFormation generates a unique one).
+LOCAL = "hubspoke-dev-training"
+REPO = "hubspoke-dev-compute-trainingimagesrepository-a1b2c3d4e5f6"
 BASE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training@sha256:" + "1" * 64
 TAG = "0a1b2c3"
 CONFIG = {
@@ -116,9 +120,28 @@ def config_path(tmp_path: Path) -> Path:
     return path
 
 
+def _compute_stack(region: str, outputs: dict[str, str]) -> None:
+    """The Region's compute stack in moto's CloudFormation, with `outputs` (its name as `cdk deploy` gives it)."""
+    from hubspoke.config import load
+    from hubspoke.topology import plan_stacks
+
+    config = load(ROOT / "config" / "dev.yaml").config
+    [plan] = [p for p in plan_stacks(config) if p.kind == "compute" and p.region == region]
+    template = {
+        "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    boto3.client("cloudformation", region_name=region).create_stack(
+        StackName=plan.name, TemplateBody=json.dumps(template)
+    )
+
+
 def _repositories(ecr: Any, *regions: str) -> None:
+    """Each Region's deployed compute stack: its repository and the output naming it."""
     for region in regions:
         ecr(region).create_repository(repositoryName=REPO, imageTagMutability="IMMUTABLE")
+        uri = f"{ACCOUNT}.dkr.ecr.{region}.amazonaws.com/{REPO}"
+        _compute_stack(region, {"TrainingImageRepositoryUri": uri})
 
 
 def _calls(log: Path) -> list[dict[str, Any]]:
@@ -136,7 +159,7 @@ def test_builds_once_and_pushes_to_every_compute_region_by_digest(
     assert _build(config_path) == 0
     expected: list[list[str]] = [
         ["docker", "build", "--file", "workload/Dockerfile", "--build-arg", f"BASE_IMAGE={BASE}",
-         "--tag", f"{REPO}:{TAG}", str(ROOT)],
+         "--tag", f"{LOCAL}:{TAG}", str(ROOT)],
     ]  # fmt: skip
     for region in ("us-east-2", "us-west-2"):
         registry = f"{ACCOUNT}.dkr.ecr.{region}.amazonaws.com"
@@ -144,7 +167,7 @@ def test_builds_once_and_pushes_to_every_compute_region_by_digest(
         expected += [
             ["aws", "ecr", "get-login-password", "--region", region],
             ["docker", "login", "--username", "AWS", "--password-stdin", registry],
-            ["docker", "tag", f"{REPO}:{TAG}", ref],
+            ["docker", "tag", f"{LOCAL}:{TAG}", ref],
             ["docker", "push", ref],
             ["docker", "inspect", "--format", "{{json .RepoDigests}}", ref],
         ]
@@ -214,12 +237,36 @@ def test_bad_input_exits_2_runs_nothing_and_records_nothing(
     assert not (config_path.parent / "dev.images.json").exists()
 
 
-def test_a_region_without_its_repository_stops_before_building(
+def test_a_region_without_its_compute_stack_stops_before_building(
     fakes: Path, ecr: Any, config_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _repositories(ecr, "us-east-2")  # us-west-2's compute stack not deployed yet
     assert _build(config_path) == 1
-    assert "no ECR repository hubspoke-dev-training in us-west-2: deploy" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "does not exist in us-west-2: deploy that Region's compute stack first" in err
+    assert _calls(fakes) == []
+
+
+def test_a_stack_whose_repository_is_gone_stops_before_building(
+    fakes: Path, ecr: Any, config_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The output names a repository that no longer exists (deleted by hand): the command says so, runs nothing."""
+    _repositories(ecr, "us-east-2")
+    _compute_stack(
+        "us-west-2", {"TrainingImageRepositoryUri": f"{ACCOUNT}.dkr.ecr.us-west-2.amazonaws.com/gone"}
+    )
+    assert _build(config_path) == 1
+    assert "no ECR repository gone in us-west-2: deploy" in capsys.readouterr().err
+    assert _calls(fakes) == []
+
+
+def test_a_stack_without_the_repository_output_stops_before_building(
+    fakes: Path, ecr: Any, config_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _repositories(ecr, "us-east-2")
+    _compute_stack("us-west-2", {})
+    assert _build(config_path) == 1
+    assert "has no TrainingImageRepositoryUri output" in capsys.readouterr().err
     assert _calls(fakes) == []
 
 

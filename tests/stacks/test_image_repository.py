@@ -29,8 +29,9 @@ def test_one_repository_per_compute_region(dev_config: HubSpokeConfig, dev_templ
     for sid, template in dev_templates.items():
         count = len(list(resources(template, "AWS::ECR::Repository")))
         assert count == (1 if sid in compute else 0), sid
-    # Named per environment, so two environments in one account and Region do not collide.
-    assert _repository(dev_templates)["Properties"]["RepositoryName"] == "hubspoke-dev-training"
+    # No RepositoryName: CloudFormation generates one per create (User Guide, "Name type"), so the retained
+    # repository of a rolled-back or deleted stack never blocks the next create, and environments do not collide.
+    assert "RepositoryName" not in _repository(dev_templates)["Properties"]
 
 
 def test_repository_is_scanned_immutable_encrypted_and_retained(dev_templates: Templates) -> None:
@@ -59,5 +60,9 @@ def test_lifecycle_expires_untagged_and_keeps_the_newest(dev_templates: Template
 
 
 def test_repository_uri_is_an_output(dev_templates: Templates) -> None:
+    """`hubspoke image build` reads the generated name from this output: the URI ends in `/<the repository's
+    name>`, which Ref of an AWS::ECR::Repository returns (CloudFormation, AWS::ECR::Repository return values)."""
     outputs = dev_templates["compute-us-west-2"]["Outputs"]
-    assert "TrainingImageRepositoryUri" in outputs
+    [logical_id] = [k for k, _ in resources(dev_templates["compute-us-west-2"], "AWS::ECR::Repository")]
+    parts = outputs["TrainingImageRepositoryUri"]["Value"]["Fn::Join"][1]
+    assert parts[-2:] == ["/", {"Ref": logical_id}]

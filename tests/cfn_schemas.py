@@ -1,0 +1,77 @@
+"""What CloudFormation's resource schemas say about each type, read from the ones cfn-lint bundles (test support).
+
+Source: cfn-lint 1.58.0 (pinned in pyproject.toml), cfnlint/data/schemas/providers/us-east-1.json (resource type ->
+schema file) and cfnlint/data/schemas/resources/<file>.json: the CloudFormation registry schemas, whose
+`createOnlyProperties` are the properties whose change requires replacement (CloudFormation CLI, "Resource type
+schema": "createOnlyProperties: ... a property that can only be specified on create; changing it causes the
+resource to be replaced") and `readOnlyProperties` those CloudFormation sets itself.
+
+Regenerate hubspoke/policy/physical_names.json after a cfn-lint bump:
+`.venv/bin/python -m tests.cfn_schemas > hubspoke/policy/physical_names.json`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import cfnlint
+
+SCHEMAS = Path(cfnlint.__file__).parent / "data" / "schemas"
+# us-east-1 lists the most resource types of the bundled providers.
+PROVIDER = SCHEMAS / "providers" / "us-east-1.json"
+# CloudFormation User Guide, "Name type": a resource's custom name is its `Name` property or the one named after
+# its type (BucketName, RepositoryName, RoleName, DBInstanceIdentifier...); if you don't give one, CloudFormation
+# generates a unique physical ID. The schemas do not flag that property, so it is the create-only, settable,
+# plain-string top-level property called Name, or <X>Name / <X>Identifier where the type's own name ends in X
+# (AWS::EC2::SecurityGroup GroupName, AWS::CloudWatch::CompositeAlarm AlarmName): a ClusterName on an
+# AWS::EKS::Addon names its cluster, not the add-on.
+_SUFFIXES = ("Name", "Identifier")
+
+
+@functools.cache
+def schema(resource_type: str) -> dict[str, Any] | None:
+    """The registry schema of a resource type, None for types without one (Custom::, AWS::CDK::Metadata)."""
+    files = json.loads(PROVIDER.read_text())
+    name = files.get(resource_type)
+    return None if name is None else dict(json.loads((SCHEMAS / "resources" / f"{name}.json").read_text()))
+
+
+def _top_level(pointers: list[str]) -> set[str]:
+    return {p.split("/")[2] for p in pointers if p.count("/") == 2 and p.startswith("/properties/")}
+
+
+def create_only(resource_type: str) -> frozenset[str]:
+    """Top-level properties whose change replaces the resource ("Update requires: Replacement")."""
+    found = schema(resource_type)
+    return frozenset(_top_level(found.get("createOnlyProperties", []))) if found else frozenset()
+
+
+def name_property(resource_type: str) -> str | None:
+    """The property that gives a resource of this type a custom physical name, None when it has none."""
+    found = schema(resource_type)
+    if found is None:
+        return None
+    own = resource_type.split("::")[-1]
+    settable = create_only(resource_type) - _top_level(found.get("readOnlyProperties", []))
+    for prop in sorted(settable):
+        shape = found["properties"].get(prop, {})
+        if shape.get("type", "string") != "string" or "$ref" in shape:
+            continue
+        stem = next((prop[: -len(s)] for s in _SUFFIXES if prop.endswith(s)), None)
+        if stem is not None and own.endswith(stem):
+            return prop
+    return None
+
+
+def physical_names() -> dict[str, str]:
+    """Every AWS resource type with a custom-name property -> that property."""
+    types = json.loads(PROVIDER.read_text())
+    found = {t: name_property(t) for t in sorted(types) if t.startswith("AWS::")}
+    return {t: p for t, p in found.items() if p}
+
+
+if __name__ == "__main__":
+    print(json.dumps(physical_names(), indent=1, sort_keys=True))

@@ -1,0 +1,144 @@
+"""What the deploy after a failed or deleted one depends on, as policy rules: each passes dev and catches its
+mutated template.
+
+Sources (the oracle, written out here):
+- CloudFormation User Guide, "DeletionPolicy attribute": Retain keeps a resource when its stack is deleted or the
+  create that made it rolls back; RetainExceptOnCreate deletes it when the operation that created it rolls back.
+- CloudFormation User Guide, "Name type": custom-name properties such as AWS::ECR::Repository RepositoryName,
+  AWS::S3::Bucket BucketName, AWS::IAM::Role RoleName, AWS::RDS::DBInstance DBInstanceIdentifier; without one
+  CloudFormation generates a unique physical ID.
+- CloudFormation User Guide, "Pseudo parameters reference": AWS::StackId is the ID of the stack being created.
+- EC2 User Guide, "Work with instance user data": 16 KB in raw form, before it is base64-encoded; the size of n
+  bytes after base64-encoding is ceil(n/3)*4.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from typing import Any
+
+from hubspoke.config import HubSpokeConfig
+from hubspoke.policy.rules import Template, check
+from tests.cfn_schemas import physical_names
+from tests.conftest import ROOT, Templates
+
+EC2_USER_DATA_BYTES = 16 * 1024  # EC2 User Guide: 16 KB of raw user data
+
+
+def _hits(templates: Templates, config: HubSpokeConfig, rule: str) -> list[tuple[str, str]]:
+    return [
+        (v.template, v.logical_id)
+        for v in check([Template(k, t) for k, t in templates.items()], config)
+        if v.rule == rule
+    ]
+
+
+def test_the_name_table_is_the_one_cfn_lints_schemas_give() -> None:
+    """The pack's copy (synth cannot import cfn-lint, a dev dependency) equals the derivation from cfn-lint's
+    bundled registry schemas, and that derivation finds the names the "Name type" page lists."""
+    shipped = json.loads((ROOT / "hubspoke" / "policy" / "physical_names.json").read_text())
+    assert shipped == physical_names(), (
+        "regenerate: .venv/bin/python -m tests.cfn_schemas > hubspoke/policy/physical_names.json"
+    )
+    documented = {
+        "AWS::ECR::Repository": "RepositoryName",
+        "AWS::S3::Bucket": "BucketName",
+        "AWS::IAM::Role": "RoleName",
+        "AWS::RDS::DBInstance": "DBInstanceIdentifier",
+        "AWS::Logs::LogGroup": "LogGroupName",
+        "AWS::SecretsManager::Secret": "Name",
+        "AWS::EKS::Cluster": "Name",
+        "AWS::SageMaker::Cluster": "ClusterName",
+    }
+    assert {t: shipped.get(t) for t in documented} == documented
+    # Properties that name another resource are not the resource's own name.
+    assert "AWS::EKS::Addon" not in shipped or shipped["AWS::EKS::Addon"] != "ClusterName"
+    assert "AWS::Lambda::Permission" not in shipped
+
+
+def test_dev_templates_pass_the_retry_rules(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
+    assert _hits(dev_templates, dev_config, "HubSpoke-RetainedFixedName") == []
+    assert _hits(dev_templates, dev_config, "HubSpoke-UserDataSize") == []
+
+
+def _repository(templates: Templates) -> tuple[str, dict[str, Any]]:
+    [(logical_id, res)] = [
+        (k, v)
+        for k, v in templates["compute-us-west-2"]["Resources"].items()
+        if v["Type"] == "AWS::ECR::Repository"
+    ]
+    return logical_id, res
+
+
+def test_a_retained_repository_with_a_fixed_name_is_caught(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    """The training image repository as it was before (a fixed `hubspoke-<env>-training`, Retain) is refused; the
+    same name under RetainExceptOnCreate, or a name that changes per create, is not."""
+    broken = copy.deepcopy(dev_templates)
+    logical_id, repo = _repository(broken)
+    assert repo["DeletionPolicy"] == "Retain"
+    repo["Properties"]["RepositoryName"] = "hubspoke-dev-training"
+    assert _hits(broken, dev_config, "HubSpoke-RetainedFixedName") == [("compute-us-west-2", logical_id)]
+    # Built from what a retry keeps (the Region, the stack's name) is still fixed.
+    repo["Properties"]["RepositoryName"] = {"Fn::Join": ["-", ["training", {"Ref": "AWS::Region"}]]}
+    assert _hits(broken, dev_config, "HubSpoke-RetainedFixedName") == [("compute-us-west-2", logical_id)]
+    # From the stack's ID, new for every create: not fixed.
+    repo["Properties"]["RepositoryName"] = {"Fn::Join": ["-", ["training", {"Ref": "AWS::StackId"}]]}
+    assert _hits(broken, dev_config, "HubSpoke-RetainedFixedName") == []
+    repo["Properties"]["RepositoryName"] = "hubspoke-dev-training"
+    repo["DeletionPolicy"] = "RetainExceptOnCreate"
+    assert _hits(broken, dev_config, "HubSpoke-RetainedFixedName") == []
+
+
+def test_any_retained_named_type_is_caught_not_only_repositories(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    broken = copy.deepcopy(dev_templates)
+    resources = broken["storage-us-east-2"]["Resources"]
+    bucket = next(
+        k for k, v in resources.items() if v["Type"] == "AWS::S3::Bucket" and v["DeletionPolicy"] == "Retain"
+    )
+    resources[bucket]["Properties"]["BucketName"] = "hubspoke-dev-data"
+    assert _hits(broken, dev_config, "HubSpoke-RetainedFixedName") == [("storage-us-east-2", bucket)]
+
+
+def _with_user_data(templates: Templates, user_data: Any, *, launch_template: bool = False) -> Templates:
+    broken = copy.deepcopy(templates)
+    resources = broken["storage-us-east-2"]["Resources"]
+    if launch_template:
+        resources["Mutated"] = {
+            "Type": "AWS::EC2::LaunchTemplate",
+            "Properties": {"LaunchTemplateData": {"UserData": user_data}},
+        }
+    else:
+        node = next(k for k, v in resources.items() if v["Type"] == "AWS::EC2::Instance")
+        resources[node]["Properties"]["UserData"] = user_data
+        resources["Mutated"] = resources.pop(node)
+    return broken
+
+
+def test_user_data_over_16_kb_is_caught_counted_before_base64(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    script = "#!/bin/bash\n" + "#" * (EC2_USER_DATA_BYTES - len("#!/bin/bash\n"))
+    assert len(script.encode()) == EC2_USER_DATA_BYTES
+    at_limit = _with_user_data(dev_templates, {"Fn::Base64": script})
+    assert _hits(at_limit, dev_config, "HubSpoke-UserDataSize") == []
+    over = _with_user_data(dev_templates, {"Fn::Base64": script + "#"})
+    assert _hits(over, dev_config, "HubSpoke-UserDataSize") == [("storage-us-east-2", "Mutated")]
+    # Already base64: the decoded size counts. 15,000 bytes are 20,000 base64 characters, and pass.
+    encoded = base64.b64encode(b"#" * 15000).decode()
+    assert len(encoded) == -(-15000 // 3) * 4 > EC2_USER_DATA_BYTES
+    assert _hits(_with_user_data(dev_templates, encoded), dev_config, "HubSpoke-UserDataSize") == []
+    too_big = base64.b64encode(b"#" * (EC2_USER_DATA_BYTES + 1)).decode()
+    assert _hits(
+        _with_user_data(dev_templates, too_big, launch_template=True), dev_config, "HubSpoke-UserDataSize"
+    ) == [("storage-us-east-2", "Mutated")]
+    # Built with intrinsics: its literal text alone over the limit is enough to refuse it.
+    joined = {"Fn::Base64": {"Fn::Join": ["", [script, {"Ref": "AWS::Region"}, "#"]]}}
+    assert _hits(_with_user_data(dev_templates, joined), dev_config, "HubSpoke-UserDataSize") == [
+        ("storage-us-east-2", "Mutated")
+    ]
