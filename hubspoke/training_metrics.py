@@ -19,10 +19,13 @@ STEP_SECONDS = "StepSeconds"
 SAMPLES_PER_SECOND_BASELINE = "SamplesPerSecondBaseline"
 BASELINE_SECONDS = 300.0
 # The fraction 0..1 of the pinned dataset version's bytes (its manifest's total_bytes) that prewarm has warmed in
-# this Region's spoke cache (workload/prewarm.py publishes it while it runs and writes it to its status file;
-# train.py republishes that file's value with every throughput record, so the cache alarms can judge it while a
-# job runs).
-DATASET_CACHED_FRACTION = "DatasetCachedFraction"
+# this Region's spoke cache, lowered at the end of each prewarm run to what a re-fetched sample shows the cache
+# still holds (workload/prewarm.py publishes it while it runs and writes it to its status file; train.py
+# republishes that file's value with every throughput record, so the cache alarms can judge it while a job runs).
+# Named for that, not "cached": no Qumulo API reports what a spoke holds of one directory (the SDK's portal
+# file-system info, qumulo.rest.portal Portal.get_filesystem, has one usage_bytes per portal file system), so an
+# eviction after prewarm's last run stays unseen until it runs again.
+DATASET_PREWARMED_FRACTION = "DatasetPrewarmedFraction"
 # Rank 0 reports throughput every this many seconds (the rendered job's --metrics-seconds, train.py's
 # default). At most half a minute, so every 1-minute period of a running job holds a record the training
 # alarms can count.
@@ -34,7 +37,7 @@ UNITS = {
     TOKENS_PER_SECOND: "Count/Second",
     STEP_SECONDS: "Seconds",
     SAMPLES_PER_SECOND_BASELINE: "Count/Second",
-    DATASET_CACHED_FRACTION: "None",
+    DATASET_PREWARMED_FRACTION: "None",
 }
 
 # Where the records go. CloudWatch extracts metrics only from log events that are EMF documents themselves;

@@ -39,6 +39,12 @@ class CacheStatus:
     warm_bytes: int
     complete: bool
     updated: float  # seconds since the epoch
+    # The residency check at the end of prewarm's run (see `recheck`): "held", "missing" (the sample found bytes
+    # the cache no longer holds; warm_bytes is then the sample's estimate), "unverifiable" (the cluster's
+    # fetch-data does not say what it held) or "none" (not checked).
+    check: str = "none"
+    checked_bytes: int = 0
+    missing_bytes: int = 0
 
     @property
     def fraction(self) -> float:
@@ -81,6 +87,10 @@ def read(path: Path) -> CacheStatus | None:
             warm_bytes=int(record["warm_bytes"]),
             complete=bool(record["complete"]),
             updated=float(record["updated"]),
+            # Absent from a status written before prewarm checked residency.
+            check=str(record.get("check", "none")),
+            checked_bytes=int(record.get("checked_bytes", 0)),
+            missing_bytes=int(record.get("missing_bytes", 0)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise StatusError(
@@ -137,6 +147,65 @@ def wait_for_fraction(
             )
         log(f"cache: {seen}; waiting for {minimum:g} (prewarm status {path})")
         sleep(poll_s)
+
+
+@dataclass(frozen=True)
+class Residency:
+    """What a sample of a version's bytes says about the spoke cache: bytes checked, bytes it no longer held."""
+
+    check: str  # "held", "missing" or "unverifiable"
+    checked_bytes: int
+    missing_bytes: int
+
+    def held_estimate(self, total_bytes: int) -> int:
+        """The version's bytes the cache holds, estimated from the sample (all of them when nothing was missing)."""
+        if self.check != "missing" or self.checked_bytes <= 0:
+            return total_bytes
+        return int(total_bytes * (self.checked_bytes - self.missing_bytes) / self.checked_bytes)
+
+
+def sample_regions(
+    files: Sequence[tuple[str, int]], *, samples: int, sample_bytes: int, phase: float
+) -> list[tuple[str, int, int]]:
+    """`samples` regions (path, offset, length) evenly spread over the files' bytes taken end to end, shifted by
+    `phase` (0..1) of one stride, so every part of the version is looked at and repeated checks look elsewhere."""
+    total = sum(size for _, size in files)
+    if total <= 0 or samples <= 0:
+        return []
+    stride = total / samples
+    regions, starts, at = [], [], 0
+    for _, size in files:
+        starts.append(at)
+        at += size
+    index = 0
+    for i in range(samples):
+        point = int((i + phase) * stride)
+        while index + 1 < len(files) and starts[index + 1] <= point:
+            index += 1
+        path, size = files[index]
+        offset = min(point - starts[index], max(size - 1, 0))
+        regions.append((path, offset, min(sample_bytes, size - offset)))
+    return [r for r in dict.fromkeys(regions) if r[2] > 0]
+
+
+def recheck(fetch: Callable[[str, int, int], int], regions: Sequence[tuple[str, int, int]]) -> Residency:
+    """Ask the spoke to fetch each sampled region; what it reports fetched was not held.
+
+    `fetch(path, offset, length)` is one fetch-data call's `bytes_fetched` ("The number of bytes fetched into the
+    cache", REST API guide, files_ref_fetch-data; SDK qumulo.rest.fs.fetch_data). ASSUMED: a region the cache
+    holds reports 0. The SDK's fetch_data_loop reads the number as bytes covered instead, so the first region is
+    fetched a second time: if the repeat, which must now be held, still reports bytes, this cluster does not say
+    what it held and the answer is "unverifiable", never "held"."""
+    if not regions:
+        return Residency("held", 0, 0)
+    checked = missing = 0
+    for path, offset, length in regions:
+        checked += length
+        missing += min(length, max(0, fetch(path, offset, length)))
+    path, offset, length = regions[0]
+    if fetch(path, offset, length) > 0:
+        return Residency("unverifiable", checked, 0)
+    return Residency("missing" if missing else "held", checked, missing)
 
 
 DEADLINE_FORMAT = "hubspoke-cache-wait/1"

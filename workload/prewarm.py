@@ -21,8 +21,14 @@ SDK against the spoke cluster. The cluster reads from the hub over the portal; n
   fetched from the hub (the server picks a call's length unless --chunk-bytes does, so single calls can burst
   above the cap; the average over the run does not exceed it by more than one bucket).
 - Status: with every progress line and at the end, --status (JSON, workload/cache_status.py) gets the fraction
-  of the version's bytes warmed, and the same fraction goes to CloudWatch as DatasetCachedFraction
+  of the version's bytes warmed, and the same fraction goes to CloudWatch as DatasetPrewarmedFraction
   (hubspoke/training_metrics.py) through the CloudWatch agent when AWS_EMF_AGENT_ENDPOINT is set.
+- Residency: no Qumulo API reports what a spoke holds of one directory (the SDK's portal file-system info,
+  qumulo.rest.portal Portal.get_filesystem, has one usage_bytes for a whole portal file system). So at the end of
+  every run, a re-run included, --recheck-samples regions spread over the version are fetched again
+  (cache_status.recheck): bytes the spoke reports fetching were no longer held (evicted since they were warmed).
+  Then the journal is forgotten, the status carries the sample's estimate (below 1), and the exit code is 1, so
+  the Job's next attempt warms the version again.
 - Errors: connection errors, timeouts and Qumulo 5xx/429 answers are retried with backoff (--retries);
   anything else (a 4xx: bad path, the API missing on this version) is final for that file. A 401/403 stops
   the run at once. Exit 0 when every file is warm, 1 when any file failed, 2 on bad arguments.
@@ -153,7 +159,10 @@ class Journal:
                     record = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a torn line from a killed pod: that file is simply redone
-                if "done" in record:
+                if "forget" in record:  # the cache lost what the lines above say is warm
+                    self.done.clear()
+                    self.offsets.clear()
+                elif "done" in record:
                     self.done[record["done"]] = int(record["size"])
                     self.offsets.pop(record["done"], None)
                 elif "at" in record:
@@ -179,6 +188,10 @@ class Journal:
 
     def mark_done(self, entry: FileEntry) -> None:
         self._append({"done": entry.path, "size": entry.size})
+
+    def forget(self) -> None:
+        """The cache no longer holds what this journal says is warm: the next run starts afresh."""
+        self._append({"forget": True})
 
     def close(self) -> None:
         self._stream.close()
@@ -335,6 +348,9 @@ class Options:
     version_manifest: bool = False
     status: Path | None = None
     publish: Callable[[float], None] | None = None  # the cached fraction, to CloudWatch
+    # The residency check at the end of a run (0 regions: none); see cache_status.recheck.
+    recheck_samples: int = 64
+    recheck_bytes: int = 1 << 20
 
 
 def manifest_files(
@@ -384,18 +400,31 @@ def read_version_manifest(client: Any, options: Options) -> Any:
     return found
 
 
-def _report(progress: Progress, options: Options, *, complete: bool) -> None:
-    """The cached fraction to the status file and CloudWatch; never fails the warm-up."""
+def _report(progress: Progress, options: Options, *, complete: bool, residency: Any = None) -> None:
+    """The cached fraction to the status file and CloudWatch; never fails the warm-up. With a residency check,
+    the warm bytes are what its sample says the cache still holds."""
     import cache_status
 
+    warm = progress.bytes_done
+    if residency is not None:
+        warm = min(warm, residency.held_estimate(progress.bytes_total))
     status = cache_status.CacheStatus(
         root=options.root,
         name=getattr(options.manifest, "name", None),
         version=getattr(options.manifest, "version", None),
         total_bytes=progress.bytes_total,
-        warm_bytes=progress.bytes_done,
+        warm_bytes=warm,
         complete=complete,
         updated=time.time(),
+        **(
+            {}
+            if residency is None
+            else {
+                "check": residency.check,
+                "checked_bytes": residency.checked_bytes,
+                "missing_bytes": residency.missing_bytes,
+            }
+        ),
     )
     if options.status is not None:
         try:
@@ -404,6 +433,49 @@ def _report(progress: Progress, options: Options, *, complete: bool) -> None:
             print(f"prewarm: cannot write the status file {options.status}: {exc}", file=sys.stderr)
     if options.publish is not None:
         options.publish(status.fraction)
+
+
+def _recheck(client: Any, files: Sequence[FileEntry], options: Options, log: IO[str]) -> Any:
+    """Fetch a sample of the version again and report what the spoke no longer held (cache_status.recheck)."""
+    import random
+
+    import cache_status
+
+    def fetch(path: str, offset: int, length: int) -> int:
+        answer = with_retries(
+            f"re-check {path} at {offset}",
+            lambda: client.fs.fetch_data(offset=offset, path=path, length=length),
+            retries=options.retries,
+            base_delay_s=options.base_delay_s,
+        )
+        return int(answer.get("bytes_fetched") or 0)
+
+    regions = cache_status.sample_regions(
+        [(f.path, f.size) for f in sorted(files, key=lambda f: f.path)],
+        samples=options.recheck_samples,
+        sample_bytes=options.recheck_bytes,
+        phase=random.random(),
+    )
+    try:
+        residency = cache_status.recheck(fetch, regions)
+    except (FatalError, FileFailed) as exc:
+        print(f"prewarm: residency not checked: {exc}", file=log, flush=True)
+        return None
+    if residency.check == "unverifiable":
+        print(
+            "prewarm: residency not checked: this cluster's fetch-data reports bytes for a region it has just "
+            "fetched, so its answer does not say what it held (the status says what prewarm warmed)",
+            file=log,
+            flush=True,
+        )
+    else:
+        print(
+            f"prewarm: residency: {residency.missing_bytes} of {residency.checked_bytes} sampled bytes were no "
+            "longer held",
+            file=log,
+            flush=True,
+        )
+    return residency
 
 
 def verify_sha256(manifest: Any, directory: Path, log: IO[str]) -> list[str]:
@@ -534,7 +606,21 @@ def prewarm(
             _report(progress, options, complete=False)
             next_report += options.progress_every_s
     print(progress.line(), file=log, flush=True)
-    _report(progress, options, complete=not fatal and not progress.failed)
+    complete = not fatal and not progress.failed
+    residency = _recheck(lister, files, options, log) if complete and options.recheck_samples else None
+    lost = residency is not None and residency.check == "missing"
+    if lost:
+        journal.forget()
+    _report(progress, options, complete=complete and not lost, residency=residency)
+    if residency is not None and lost:
+        print(
+            f"prewarm: the spoke no longer holds {residency.missing_bytes} of {residency.checked_bytes} sampled "
+            "bytes (evicted since they were warmed); the journal is forgotten: run prewarm again to re-warm "
+            "the version (a Job retries by itself)",
+            file=log,
+            flush=True,
+        )
+        return 1
     if fatal:
         print(f"prewarm: stopped: {fatal[0]}", file=log, flush=True)
         return 1
@@ -595,6 +681,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="cap on the bytes fetched from the hub per second, averaged (default: no cap)",
     )
     parser.add_argument(
+        "--recheck-samples",
+        type=int,
+        default=64,
+        help="regions of the version fetched again at the end to find evicted bytes (0: no check; default 64)",
+    )
+    parser.add_argument(
+        "--recheck-bytes", type=int, default=1 << 20, help="bytes per re-checked region (default 1 MiB)"
+    )
+    parser.add_argument(
         "--status", type=Path, help="status file for train.py (default: the journal's path + .status.json)"
     )
     parser.add_argument("--environment", default=os.environ.get("HUBSPOKE_ENVIRONMENT", "unknown"))
@@ -610,10 +705,10 @@ def status_path(state: Path) -> Path:
 def _emf_publisher(
     args: argparse.Namespace, manifest: Any, env: dict[str, str]
 ) -> Callable[[float], None] | None:
-    """DatasetCachedFraction to the CloudWatch agent (hubspoke/training_metrics.py), when the endpoint is set."""
+    """DatasetPrewarmedFraction to the CloudWatch agent (hubspoke/training_metrics.py), when the endpoint is set."""
     from emf_sink import EmfSink
 
-    from hubspoke.training_metrics import AGENT_ENDPOINT_ENV, DATASET_CACHED_FRACTION, emf_line
+    from hubspoke.training_metrics import AGENT_ENDPOINT_ENV, DATASET_PREWARMED_FRACTION, emf_line
 
     if not env.get(AGENT_ENDPOINT_ENV):
         return None
@@ -630,7 +725,7 @@ def _emf_publisher(
     def publish(fraction: float) -> None:
         sink.send(
             emf_line(
-                {DATASET_CACHED_FRACTION: fraction},
+                {DATASET_PREWARMED_FRACTION: fraction},
                 environment=args.environment,
                 region=args.region,
                 **labels,
@@ -654,6 +749,8 @@ def main(argv: Sequence[str] | None = None, env: dict[str, str] | None = None) -
         problems.append("--retries must be >= 0 and --request-timeout >= 1")
     if not env.get("QUMULO_PASSWORD"):
         problems.append("QUMULO_PASSWORD is not set; mount it from the Kubernetes Secret (see the runbook)")
+    if args.recheck_samples < 0 or args.recheck_bytes < 1:
+        problems.append("--recheck-samples must be >= 0 and --recheck-bytes >= 1")
     if args.max_bytes_per_second is not None and args.max_bytes_per_second <= 0:
         problems.append("--max-bytes-per-second must be positive (leave it out for no cap)")
     if args.version_manifest and args.manifest is not None:
@@ -695,6 +792,8 @@ def main(argv: Sequence[str] | None = None, env: dict[str, str] | None = None) -
                 manifest=manifest,
                 version_manifest=args.version_manifest,
                 status=args.status or status_path(args.state),
+                recheck_samples=args.recheck_samples,
+                recheck_bytes=args.recheck_bytes,
                 publish=_emf_publisher(args, manifest, env),
             ),
         )

@@ -45,7 +45,7 @@ from torch.utils.data import DataLoader
 from hubspoke.training_metrics import (
     AGENT_ENDPOINT_ENV,
     BASELINE_SECONDS,
-    DATASET_CACHED_FRACTION,
+    DATASET_PREWARMED_FRACTION,
     REPORT_SECONDS,
     SAMPLES_PER_SECOND,
     SAMPLES_PER_SECOND_BASELINE,
@@ -333,7 +333,7 @@ def _throughput_reporter(
             values[SAMPLES_PER_SECOND_BASELINE] = rates["baseline_samples_per_second"]
         fraction = cached_fraction(args)
         if fraction is not None:
-            values[DATASET_CACHED_FRACTION] = fraction
+            values[DATASET_PREWARMED_FRACTION] = fraction
         # The dataset as record properties, not dimensions: the dashboard and alarms name one series per
         # Environment and Region (hubspoke/training_metrics.py, DIMENSIONS); Logs Insights finds the version.
         line = emf_line(

@@ -426,7 +426,7 @@ def dataset_not_fully_cached(
         topic=topic,
         # The lowest report of the minute: a job reading a version being prewarmed counts as not cached.
         metric=training_metric(
-            config, region, training_metrics.DATASET_CACHED_FRACTION, period=MINUTE, statistic="Minimum"
+            config, region, training_metrics.DATASET_PREWARMED_FRACTION, period=MINUTE, statistic="Minimum"
         ),
         threshold=alarms.FULLY_CACHED_FRACTION,
         periods=1,

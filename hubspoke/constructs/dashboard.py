@@ -228,7 +228,7 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
                 training_metric(
                     self.config,
                     column.region,
-                    training_metrics.DATASET_CACHED_FRACTION,
+                    training_metrics.DATASET_PREWARMED_FRACTION,
                     period=Duration.minutes(HIT_RATIO_PERIOD_MINUTES),
                     statistic="Minimum",
                 ).with_(label="fraction of the dataset prewarm has warmed")

@@ -16,8 +16,9 @@ from hubspoke.k8s.names import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH
 from hubspoke.k8s.storage import Manifest
 
 JOB_NAME = "hubspoke-prewarm"
-# Created by the operator from the spoke's admin secret (docs/runbooks/cache-warm-up.md).
-QUMULO_SECRET = "hubspoke-qumulo-admin"
+# Created by the operator from the spoke Storage stack's PrewarmSecretArn (docs/runbooks/cache-warm-up.md): a Qumulo
+# user that may only read and fetch (hubspoke/constructs/cnq/identity.py), not the cluster's admin.
+QUMULO_SECRET = "hubspoke-qumulo-prewarm"
 # Keeps the 70 ms, 1 GB/s cross-Region path >= 0.9 busy where 8 did not (benchmarks/prewarm_path.py, README
 # "Benchmarks"); workload/prewarm.py's own default is the same (tests/k8s/test_k8s_ops_jobs.py).
 DEFAULT_PARALLEL = 16

@@ -604,7 +604,7 @@ class DeployedWorld:
         """prewarm's cached-fraction EMF record (hubspoke/training_metrics.py), filed as CloudWatch Logs does."""
         stamp = datetime.now(UTC) - timedelta(minutes=minutes_ago)
         record = training_metrics.emf_record(
-            {training_metrics.DATASET_CACHED_FRACTION: fraction},
+            {training_metrics.DATASET_PREWARMED_FRACTION: fraction},
             environment=self.config.environment,
             region=region,
             timestamp_ms=int(stamp.timestamp() * 1000),

@@ -50,7 +50,9 @@ BASE = training_metrics.SAMPLES_PER_SECOND_BASELINE
 GPU = compute_metrics.NODE_GPU_UTILIZATION
 NFS = "NfsReadBytesLogged"  # hubspoke/constructs/canary/traffic.py: NFS read bytes, logged at both ENIs
 HUB = "InterRegionBytesIn"
-CACHED = "DatasetCachedFraction"  # hubspoke/training_metrics.py: republished by the job from prewarm's status
+# hubspoke/training_metrics.py, docs/operations.md: what prewarm warmed (and its residency sample kept), republished
+# by the job from prewarm's status
+CACHED = "DatasetPrewarmedFraction"
 
 STEP_S = 18.5 * 60 / 999  # the reference: 999 batches in 18.5 minutes
 SAMPLES_PER_STEP = 128  # 128 / 1.11 s = 115.2 samples/s, the reference's 115-117

@@ -300,7 +300,7 @@ def test_each_training_spoke_shows_how_much_of_its_dataset_is_warm(shape: Shape)
     shown = {
         series[3]
         for widget, series in graphed(body, region_of(templates[sid]))
-        if series[1] == "DatasetCachedFraction" and "hit ratio" in widget["properties"]["title"]
+        if series[1] == "DatasetPrewarmedFraction" and "hit ratio" in widget["properties"]["title"]
     }
     training_spokes = {
         s.region

@@ -137,3 +137,40 @@ def test_the_program_runs_as_the_init_container_runs_it(tmp_path: Path) -> None:
     assert "1.000 of the dataset warm" in run.stdout
     record = json.loads((tmp_path / "wait" / "job.json").read_text())
     assert record["deadline"] > time.time() + 5 * 3600, "the default wait is six hours from the first attempt"
+
+
+def test_sample_regions_cover_every_part_of_the_version() -> None:
+    files = [("/v/a", 100), ("/v/b", 10), ("/v/c", 890)]
+    regions = cache_status.sample_regions(files, samples=10, sample_bytes=5, phase=0.5)
+    assert len(regions) == 10
+    assert {p for p, _, _ in regions} == {"/v/a", "/v/c"}  # one every 100 bytes: b (10 bytes) falls between
+    for path, offset, length in regions:
+        assert offset >= 0 and offset + length <= dict(files)[path] and length == 5
+    tiny = cache_status.sample_regions([("/v/a", 3)], samples=4, sample_bytes=1 << 20, phase=0.0)
+    assert all(offset + length <= 3 for _, offset, length in tiny)
+    assert cache_status.sample_regions([], samples=4, sample_bytes=1, phase=0.0) == []
+
+
+def test_recheck_counts_what_the_spoke_reports_fetching_as_not_held() -> None:
+    held: set[tuple[str, int]] = {("/v/a", 0)}
+
+    def fetch(path: str, offset: int, length: int) -> int:
+        was = (path, offset) in held
+        held.add((path, offset))
+        return 0 if was else length
+
+    regions = [("/v/a", 0, 10), ("/v/a", 50, 10)]
+    assert cache_status.recheck(fetch, regions) == cache_status.Residency("missing", 20, 10)
+    assert cache_status.recheck(fetch, regions) == cache_status.Residency("held", 20, 0)
+    # A cluster reporting every covered byte fails its own repeat: nothing is claimed either way.
+    assert cache_status.recheck(lambda p, o, n: n, regions).check == "unverifiable"
+    assert cache_status.Residency("missing", 20, 10).held_estimate(1000) == 500
+
+
+def test_a_status_whose_sample_found_evicted_bytes_does_not_release_a_waiting_job(tmp_path: Path) -> None:
+    cache_status.write(
+        tmp_path / "status.json",
+        cache_status.CacheStatus("/dataset/c4/v1/", "c4", "v1", 1000, 600, False, 0.0, "missing", 20, 8),
+    )
+    clock = Clock()
+    assert cache_status.main(_argv(tmp_path, "--timeout-seconds=0"), now=clock.now, sleep=clock.sleep) == 1

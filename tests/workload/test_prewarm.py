@@ -79,10 +79,13 @@ def test_every_byte_of_every_file_is_fetched_once(spoke: FakeQumulo, tmp_path: P
 def test_a_rerun_skips_what_is_warm(spoke: FakeQumulo, tmp_path: Path) -> None:
     state = tmp_path / "state.jsonl"
     assert _run(spoke, state)[0] == 0
+    fetched = dict(spoke.fetched_bytes)
     calls = spoke.called("POST", "fetch-data")
     code, log = _run(spoke, state)
     assert code == 0
-    assert spoke.called("POST", "fetch-data") == calls, "nothing left to fetch"
+    assert spoke.fetched_bytes == fetched, "nothing left to fetch from the hub"
+    # Only the residency check's sample is asked for again (64 regions and the repeat of the first, at most).
+    assert spoke.called("POST", "fetch-data") - calls <= 65
     assert "3 already warm" in log
 
 
@@ -91,6 +94,7 @@ def test_resume_continues_a_large_file_from_its_journalled_offset(spoke: FakeQum
     big = "/dataset/shard-000.bin"
     # A previous run got 128 MiB into the big file, then the pod died mid-line.
     state.write_text(f'{{"at":"{big}","offset":{128 * MIB}}}\n{{"done":"/dataset/sha')
+    spoke.held[big] = [(0, 128 * MIB)]  # what that run warmed is still in the cache
     code, _ = _run(spoke, state)
     assert code == 0
     assert spoke.fetched_bytes[big] == FILES[big] - 128 * MIB
@@ -265,10 +269,10 @@ def test_a_failed_file_leaves_the_fraction_below_one(spoke: FakeQumulo, tmp_path
 def test_a_rerun_reports_what_the_journal_holds_without_fetching(spoke: FakeQumulo, tmp_path: Path) -> None:
     state = tmp_path / "state.jsonl"
     assert _run(spoke, state)[0] == 0
-    calls = spoke.called("POST", "fetch-data")
+    fetched = dict(spoke.fetched_bytes)
     published: list[float] = []
     assert _run(spoke, state, publish=published.append)[0] == 0
-    assert spoke.called("POST", "fetch-data") == calls and set(published) == {1.0}
+    assert spoke.fetched_bytes == fetched and set(published) == {1.0}
 
 
 def test_the_token_bucket_holds_the_average_rate() -> None:
@@ -365,7 +369,7 @@ def test_bounded_calls_still_warm_every_byte(spoke: FakeQumulo, tmp_path: Path) 
 
 def test_the_cached_fraction_reaches_the_cloudwatch_agent_as_emf(spoke: FakeQumulo, tmp_path: Path) -> None:
     """prewarm as the Job runs it (main, the SDK, the agent endpoint from the environment): the agent receives
-    DatasetCachedFraction records for the Region, the last one 1, with the manifest's dataset and version."""
+    DatasetPrewarmedFraction records for the Region, the last one 1, with the manifest's dataset and version."""
     from hubspoke import training_metrics as tm
     from tests.fakes.emf_agent import FakeEmfAgent
 
@@ -403,7 +407,7 @@ def test_the_cached_fraction_reaches_the_cloudwatch_agent_as_emf(spoke: FakeQumu
         "c4",
         "v1",
     )
-    assert last[tm.DATASET_CACHED_FRACTION] == 1.0
+    assert last[tm.DATASET_PREWARMED_FRACTION] == 1.0
     assert cache_status.read(prewarm.status_path(state)).fraction == 1.0  # type: ignore[union-attr]
 
 
@@ -463,3 +467,69 @@ def test_a_version_whose_sizes_or_name_disagree_with_its_manifest_is_not_warmed(
     code, log = _main_v2(tree, tmp_path / "c.jsonl", capfd, root="/dataset/c4/v4")
     assert code == 1 and "/dataset/c4/v4/MANIFEST.json" in log and "sealed" in log
     assert not any(tree.fetched_bytes.values())
+
+
+# --- residency: what the spoke still holds (issue 40 item 6) ---
+
+
+def test_an_evicted_version_is_found_by_the_sample_and_warmed_again(
+    spoke: FakeQumulo, tmp_path: Path
+) -> None:
+    """No Qumulo API reports what a spoke holds of one directory, so prewarm re-fetches a sample at the end of every
+    run: bytes the spoke reports fetching ("bytes_fetched": "The number of bytes fetched into the cache", REST API
+    guide, files_ref_fetch-data; ASSUMED: held bytes report 0) were evicted. The journal is then forgotten, the
+    status falls below 1 (a waiting job keeps waiting) and the run exits 1, so the Job's next attempt re-warms."""
+    state, status = tmp_path / "state.jsonl", tmp_path / "status.json"
+    assert _run(spoke, state, status=status)[0] == 0
+    read = cache_status.read(status)
+    assert read is not None and (read.check, read.missing_bytes, read.fraction) == ("held", 0, 1.0)
+    assert read.checked_bytes > 0
+
+    spoke.evict("/dataset/")  # capacity eviction or portal_evict_tree, after the warm-up
+    assert spoke.held_bytes("/dataset/") == 0
+    published: list[float] = []
+    code, log = _run(spoke, state, status=status, publish=published.append)
+    assert code == 1 and "no longer holds" in log and "run prewarm again" in log
+    read = cache_status.read(status)
+    assert read is not None and read.check == "missing" and not read.complete
+    assert read.fraction < 1 and published[-1] < 1
+
+    code, log = _run(spoke, state, status=status)  # the Job's next attempt
+    assert code == 0, log
+    assert "0 already warm" in log, "the forgotten journal warms everything again"
+    assert spoke.held_bytes("/dataset/") == sum(FILES.values())
+    read = cache_status.read(status)
+    assert read is not None and (read.check, read.fraction) == ("held", 1.0)
+
+
+def test_a_partly_evicted_version_reports_the_samples_estimate(spoke: FakeQumulo, tmp_path: Path) -> None:
+    state, status = tmp_path / "state.jsonl", tmp_path / "status.json"
+    assert _run(spoke, state, status=status)[0] == 0
+    spoke.evict("/dataset/shard-000.bin")  # 150 of the version's 153 MiB
+    assert _run(spoke, state, status=status, recheck_samples=153)[0] == 1
+    read = cache_status.read(status)
+    assert read is not None and 0.0 <= read.fraction <= 0.05, read
+
+
+def test_a_cluster_whose_fetch_data_reports_covered_bytes_is_not_claimed_held(
+    spoke: FakeQumulo, tmp_path: Path
+) -> None:
+    """The SDK's fetch_data_loop (qumulo-api 7.10.2.1, commands/fs.py) counts bytes_fetched against --max-bytes as
+    if it were every byte covered. Under that reading a held region still reports its bytes, so the check sees
+    its own repeat of a just-fetched region report bytes and says "unverifiable", never "held" or "missing"."""
+    spoke.fetch_reports = "covered"
+    state, status = tmp_path / "state.jsonl", tmp_path / "status.json"
+    code, log = _run(spoke, state, status=status)
+    assert code == 0, log
+    assert "residency not checked" in log
+    read = cache_status.read(status)
+    assert read is not None and (read.check, read.fraction, read.complete) == ("unverifiable", 1.0, True)
+
+
+def test_no_recheck_when_asked_for_none(spoke: FakeQumulo, tmp_path: Path) -> None:
+    state, status = tmp_path / "state.jsonl", tmp_path / "status.json"
+    assert _run(spoke, state, status=status, recheck_samples=0)[0] == 0
+    spoke.evict()
+    assert _run(spoke, state, status=status, recheck_samples=0)[0] == 0
+    read = cache_status.read(status)
+    assert read is not None and (read.check, read.fraction) == ("none", 1.0)

@@ -493,7 +493,7 @@ PIN = ("--dataset-name=c4", "--dataset-version=v1")
 
 @pytest.mark.thorough
 def test_records_carry_prewarm_s_cached_fraction(tmp_path: Path) -> None:
-    """The composite cache alarm reads DatasetCachedFraction from the job's records (hubspoke/alarms.py)."""
+    """The composite cache alarm reads DatasetPrewarmedFraction from the job's records (hubspoke/alarms.py)."""
     ckpt, status = tmp_path / "ckpt", tmp_path / "status.json"
     _dataset(tmp_path, [400])
     _status(status, 250)
@@ -502,7 +502,7 @@ def test_records_carry_prewarm_s_cached_fraction(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr
     [record] = _records(run.stdout)
-    assert record[training_metrics.DATASET_CACHED_FRACTION] == 0.25
+    assert record[training_metrics.DATASET_PREWARMED_FRACTION] == 0.25
 
 
 @pytest.mark.thorough
@@ -521,7 +521,7 @@ def test_a_status_that_does_not_name_the_pinned_version_is_not_republished(
     )
     assert run.returncode == 0, run.stderr
     [record] = _records(run.stdout)
-    assert training_metrics.DATASET_CACHED_FRACTION not in record
+    assert training_metrics.DATASET_PREWARMED_FRACTION not in record
 
 
 def test_train_py_no_longer_waits_for_the_cache() -> None:

@@ -1,6 +1,6 @@
 """Verify's cache check: how much of its dataset a training spoke holds, as prewarm last reported it.
 
-prewarm (workload/prewarm.py) publishes DatasetCachedFraction while it runs and the training job republishes
+prewarm (workload/prewarm.py) publishes DatasetPrewarmedFraction while it runs and the training job republishes
 it with every throughput record (hubspoke/training_metrics.py); the cache-hit alarm judges the hit ratio only
 once it reaches alarms.FULLY_CACHED_FRACTION. Verify reads the newest value with CloudWatch GetMetricData.
 
@@ -46,7 +46,7 @@ def _newest(ctx: Context, region: str) -> tuple[datetime, float] | None:
         "MetricStat": {
             "Metric": {
                 "Namespace": training_metrics.NAMESPACE,
-                "MetricName": training_metrics.DATASET_CACHED_FRACTION,
+                "MetricName": training_metrics.DATASET_PREWARMED_FRACTION,
                 "Dimensions": dimensions,
             },
             "Period": PERIOD_SECONDS,

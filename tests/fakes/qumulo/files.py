@@ -14,11 +14,26 @@ from tests.fakes.qumulo.server import QumuloFault, Reply
 
 
 class FilesMixin:
-    """The cluster's file tree (paths to attributes), NFS exports, and fetch-data accounting."""
+    """The cluster's file tree (paths to attributes), NFS exports, fetch-data accounting, and what its cache holds.
+
+    Holding (a spoke portal's cache): a region is held once fetch-data or a read has brought it in, until
+    `evict` drops it. Qumulo documents eviction only as capacity-driven ("removes cached data in the background
+    until it meets its configured free threshold") or an operator's portal_evict_tree (docs, "Configuring cache
+    management for spoke portals"); `evict` stands for either, with no claim about which blocks go first.
+    fetch-data answers `bytes_fetched`, "The number of bytes fetched into the cache" (REST API guide,
+    files_ref_fetch-data). ASSUMED: that counts only bytes the spoke had to fetch (held bytes count 0), the
+    reading `fetch_reports = "missing"` serves; the SDK's own fetch_data_loop (qumulo-api 7.10.2.1,
+    commands/fs.py) counts it against --max-bytes as if it were every byte covered, the reading
+    `fetch_reports = "covered"` serves. prewarm's residency check finds out which one a cluster follows.
+    """
 
     files: dict[str, dict[str, Any]]
     exports: dict[str, dict[str, Any]]
+    # Bytes fetch-data brought into the cache, per path: what crossed from the hub (test accounting, not an answer).
     fetched_bytes: dict[str, int]
+    # Byte ranges [start, end) the cache holds, per path.
+    held: dict[str, list[tuple[int, int]]]
+    fetch_reports: str
     entries_page_size: int
     _lock: threading.RLock
 
@@ -29,6 +44,8 @@ class FilesMixin:
         self.files = {"/": {"id": "2", "type": "FS_FILE_TYPE_DIRECTORY", "size": 0}}
         self.exports = {}
         self.fetched_bytes = {}
+        self.held = {}
+        self.fetch_reports = "missing"
         self.entries_page_size = 1000  # ASSUMED server default when the client sends no `limit`
 
     def _file_routes(self) -> list[tuple[str, str, Any]]:
@@ -60,6 +77,36 @@ class FilesMixin:
             if data is not None:
                 self.files[path].update(size=len(data), data=data)
             return file_id
+
+    def held_bytes(self, prefix: str = "/") -> int:
+        """Bytes the cache holds in files under `prefix`."""
+        with self._lock:
+            return sum(e - s for p, spans in self.held.items() if p.startswith(prefix) for s, e in spans)
+
+    def evict(self, prefix: str = "/", *, keep_every: int = 0) -> int:
+        """Drop what the cache holds under `prefix` (every file, or all but every `keep_every`-th in path order);
+        returns the bytes dropped."""
+        with self._lock:
+            paths = sorted(p for p in self.held if p.startswith(prefix))
+            dropped = 0
+            for index, path in enumerate(paths):
+                if keep_every and index % keep_every == 0:
+                    continue
+                dropped += sum(e - s for s, e in self.held.pop(path))
+            return dropped
+
+    def _hold(self, path: str, start: int, end: int) -> int:
+        """Mark [start, end) held; the bytes that were not held before."""
+        spans = self.held.setdefault(path, [])
+        before = sum(e - s for s, e in spans)
+        merged: list[tuple[int, int]] = []
+        for s, e in sorted([*spans, (start, end)]):
+            if merged and s <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+            else:
+                merged.append((s, e))
+        self.held[path] = merged
+        return sum(e - s for s, e in merged) - before
 
     def read_back(self, path: str) -> bytes:
         """A file's content as a test sees it on the cluster."""
@@ -108,6 +155,8 @@ class FilesMixin:
         data = self.read_back(path)
         offset = int(query.get("offset") or 0)
         end = len(data) if query.get("length") is None else offset + int(query["length"])
+        # A read through the spoke caches what it read ("recaches data on spoke portals upon access").
+        self._hold(path, offset, min(end, len(data)))
         return 200, data[offset:end]
 
     def _write_data(self, ref: str, body: Any, **_: Any) -> Reply:
@@ -163,9 +212,11 @@ class FilesMixin:
         length = int(body.get("length") or size)
         # ASSUMED: the server fetches at most 64 MiB per call and reports where to continue.
         chunk = max(0, min(64 << 20, length, size - offset))
-        self.fetched_bytes[path] = self.fetched_bytes.get(path, 0) + chunk
+        brought_in = self._hold(path, offset, offset + chunk)
+        self.fetched_bytes[path] = self.fetched_bytes.get(path, 0) + brought_in
+        reported = brought_in if self.fetch_reports == "missing" else chunk
         nxt = offset + chunk if offset + chunk < size and chunk < length else None
-        return 200, {"bytes_fetched": str(chunk), "next_offset": None if nxt is None else str(nxt)}
+        return 200, {"bytes_fetched": str(reported), "next_offset": None if nxt is None else str(nxt)}
 
     def _add_export(self, body: dict[str, Any], query: dict[str, str], **_: Any) -> Reply:
         if any(e["export_path"] == body["export_path"] for e in self.exports.values()):
