@@ -62,6 +62,14 @@ ADMIN_SECRET = Output("AdminSecretArn", "storage", "the Secrets Manager ARN of t
 SHIFT_USER = Output(
     "ShiftUserName", "storage", "the IAM user Qumulo Shift-From reads source buckets as (hub)"
 )
+# Least-privilege Qumulo logins, JSON {"username", "password"} (hubspoke/constructs/cnq/identity.py): the hub's
+# loader (with dataset.source_buckets) for `hubspoke dataset load`, each spoke's for the prewarm Job.
+LOADER_SECRET = Output(
+    "LoaderSecretArn", "storage", "the Secrets Manager ARN of the Qumulo login dataset loads use (hub)"
+)
+PREWARM_SECRET = Output(
+    "PrewarmSecretArn", "storage", "the Secrets Manager ARN of the Qumulo login the prewarm Job uses (spokes)"
+)
 # Compute (every Region with HyperPod): read by operators and `hubspoke verify`, by no stack.
 EKS_CLUSTER_NAME = Output("EksClusterName", "compute", "the EKS cluster's name")
 HYPERPOD_CLUSTER_ARN = Output("HyperPodClusterArn", "compute", "the SageMaker HyperPod cluster's ARN")
@@ -90,6 +98,8 @@ OUTPUTS: tuple[Output, ...] = (
     REST_ADDRESS,
     ADMIN_SECRET,
     SHIFT_USER,
+    LOADER_SECRET,
+    PREWARM_SECRET,
     EKS_CLUSTER_NAME,
     HYPERPOD_CLUSTER_ARN,
     EKS_ENDPOINT,
@@ -109,11 +119,13 @@ def produced(config: HubSpokeConfig, plan: StackPlan) -> tuple[str, ...]:
         if plan.region != config.hub.region:
             names.append(PEERING_CONNECTION.key())
         return tuple(names)
-    # Outputs of optional resources: the access host (access.access_host), the Shift user (the hub's storage,
-    # when dataset.source_buckets lists buckets).
+    # Outputs of optional resources: the access host (access.access_host), the Shift user and the loader login
+    # (the hub's storage, when dataset.source_buckets lists buckets), the prewarm login (spokes' storage).
     optional = {
         ACCESS_HOST_INSTANCE: config.access.host_enabled,
         SHIFT_USER: plan.region == config.hub.region and bool(config.dataset.source_buckets),
+        LOADER_SECRET: plan.region == config.hub.region and bool(config.dataset.source_buckets),
+        PREWARM_SECRET: plan.region != config.hub.region,
     }
     return tuple(o.key() for o in OUTPUTS if o.producer == plan.kind and optional.get(o, True))
 
@@ -163,7 +175,7 @@ def references(config: HubSpokeConfig) -> tuple[Reference, ...]:
             if config.region_config(own).storage.enabled:
                 read(plan, stack_id("storage", own), [FLOATING_IPS.key()])
                 if own == hub.region and config.dataset.source_buckets:  # the dataset load Job's settings
-                    read(plan, stack_id("storage", own), [SHIFT_USER.key(), ADMIN_SECRET.key()])
+                    read(plan, stack_id("storage", own), [SHIFT_USER.key(), LOADER_SECRET.key()])
         elif plan.kind == "ops":
             read(plan, *network_of(own, VPC_ID, FLOW_LOG_GROUP, per_az=PRIVATE_SUBNET))
             read(plan, stack_id("storage", hub.region), [FLOATING_IPS.key()])

@@ -48,7 +48,10 @@ def expected_outputs(config: HubSpokeConfig, kind: str, region: str) -> set[str]
     if kind == "compute" and config.access.host_enabled:
         return COMPUTE | {ACCESS_HOST}
     if kind == "storage" and region == config.hub.region and config.dataset.source_buckets:
-        return STORAGE | {"ShiftUserName"}  # read by `hubspoke dataset load` (docs/datasets.md)
+        # Read by `hubspoke dataset load` (docs/datasets.md): the Shift user and the loader's Qumulo login.
+        return STORAGE | {"ShiftUserName", "LoaderSecretArn"}
+    if kind == "storage" and region != config.hub.region:
+        return STORAGE | {"PrewarmSecretArn"}  # the prewarm Job's login (docs/runbooks/cache-warm-up.md)
     return {"storage": STORAGE, "compute": COMPUTE}.get(kind, set())
 
 

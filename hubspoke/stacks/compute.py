@@ -25,11 +25,11 @@ from hubspoke.k8s.storage import storage_manifests
 from hubspoke.names import eks_cluster_name, hyperpod_cluster_name
 from hubspoke.outputs import (
     ACCESS_HOST_INSTANCE,
-    ADMIN_SECRET,
     EKS_CLUSTER_NAME,
     EKS_ENDPOINT,
     FLOATING_IPS,
     HYPERPOD_CLUSTER_ARN,
+    LOADER_SECRET,
     MODEL_EXPORT_BUCKET,
     SHIFT_USER,
     TRAINING_IMAGE_REPOSITORY,
@@ -125,7 +125,8 @@ class ComputeStack(PlannedStack):
                     cluster=plane.cluster,
                     environment=config.environment,
                     shift_user_name=inputs.read(hub_storage, SHIFT_USER),
-                    login_secret_arn=inputs.read(hub_storage, ADMIN_SECRET),
+                    # The loader's own Qumulo login, not the admin's (hubspoke/constructs/cnq/identity.py).
+                    login_secret_arn=inputs.read(hub_storage, LOADER_SECRET),
                     rest_address=local_floating_ips(inputs, region)[0],
                     after=manifest,
                 )

@@ -7,6 +7,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig, SpokeConfig
+from hubspoke.constructs.cnq.identity import LOADER_PRIVILEGES, PREWARM_PRIVILEGES, QumuloIdentity
 from hubspoke.constructs.cnq.infrastructure import CnqCluster
 from hubspoke.constructs.cnq.provisioning import CnqProvisioner
 from hubspoke.constructs.cnq.runtime.resources import (
@@ -17,7 +18,14 @@ from hubspoke.constructs.cnq.runtime.resources import (
 from hubspoke.constructs.shift import ShiftFromUser
 from hubspoke.mtu import peer_mtu_parameter_path, peer_mtu_parameters
 from hubspoke.names import cnq_cluster_name
-from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS, SHIFT_USER
+from hubspoke.outputs import (
+    ADMIN_SECRET,
+    FLOATING_IPS,
+    LOADER_SECRET,
+    PREWARM_SECRET,
+    REST_ADDRESS,
+    SHIFT_USER,
+)
 from hubspoke.policy.acks import acknowledge
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.stacks.wiring import Inputs, NetworkView
@@ -125,7 +133,24 @@ class StorageStack(PlannedStack):
                 kms_keys=config.dataset.source_kms_key_arns,
             )
             self.publish(SHIFT_USER, self.shift.user.user_name)
+            # The load's Qumulo login: Shift-From's privileges and write access to the dataset path only.
+            loader = self._identity("Loader", "loader", LOADER_PRIVILEGES, write_path=storage.dataset_path)
+            self.publish(LOADER_SECRET, loader.secret.secret_arn)
+        if not is_hub:
+            # Prewarm's Qumulo login (hubspoke/k8s/prewarm.py): read the portal's tree and fetch it, no more.
+            self.publish(
+                PREWARM_SECRET, self._identity("Prewarm", "prewarm", PREWARM_PRIVILEGES).secret.secret_arn
+            )
         self.node_protection = self._protect_nodes_last()
+
+    def _identity(
+        self, construct_id: str, purpose: str, privileges: tuple[str, ...], *, write_path: str | None = None
+    ) -> QumuloIdentity:
+        """A least-privilege Qumulo user, converged once the cluster (and its exported paths) exists."""
+        identity = QumuloIdentity(self, construct_id, cluster=self.cluster, provisioner=self.provisioner,
+                                  purpose=purpose, privileges=privileges, write_path=write_path)  # fmt: skip
+        identity.resource.node.add_dependency(self.cluster_resource)
+        return identity
 
     def _protect_nodes_last(self) -> CustomResource:
         """Termination protection as the stack's very last step (runtime/nodes.py): a failure anywhere

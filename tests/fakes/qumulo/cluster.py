@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from tests.fakes.qumulo.auth import AuthMixin
 from tests.fakes.qumulo.files import FilesMixin
 from tests.fakes.qumulo.portal import PortalMixin
 from tests.fakes.qumulo.server import DropReply, Fault, Listener, QumuloFault, Reply, etag, free_port
@@ -95,7 +96,7 @@ class FakeNode:
     listener: Listener | None = None
 
 
-class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
+class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin, AuthMixin):
     """One Qumulo cluster (hub or spoke): its nodes on 127.0.0.2..N+1, all on one port."""
 
     peers: ClassVar[dict[str, FakeQumulo]] = {}
@@ -138,6 +139,7 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
         self._faults: list[Fault] = []
         self._ids = iter(range(1000, 10**6))
         self._lock = threading.RLock()
+        self._init_auth()
         self._init_files()
         self._init_portals()
         self._init_shift()
@@ -300,10 +302,13 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
             for route_method, pattern, action, public in self._routes():
                 match = re.fullmatch(pattern, path)
                 if match and route_method == method:
-                    if not public and headers.get("Authorization", "")[len("Bearer ") :] not in self.tokens:
+                    token = headers.get("Authorization", "")[len("Bearer ") :]
+                    if not public and token not in self.tokens:
                         raise QumuloFault(401, "http_unauthorized_error", "Need to log in first")
                     if not public and self.bouncing():  # ASSUMED shape of a quorum re-forming
                         raise QumuloFault(503, "quorum_not_ready_error", "The cluster is re-forming quorum")
+                    if not public:
+                        self._authorize(token, method, path, body)  # auth.py: the identity's rights
                     args = [unquote(g) for g in match.groups()]
                     return action(*args, body=body, query=query, node=self.nodes[node_ip], headers=headers)
         raise QumuloFault(404, "http_not_found_error", f"no route {method} {path}")
@@ -339,6 +344,7 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
             *self._file_routes(),
             *self._portal_routes(),
             *self._shift_routes(),
+            *self._auth_routes(),
         ]
         return [(*r, True) for r in public] + [(*r, False) for r in private]
 
@@ -437,13 +443,9 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin):
         # REST guide, session_login, lists only its 200; a failed authentication answers 401 Unauthorized (RFC
         # 9110 15.5.2; the guide documents it for session_retrieve-saml-login), the status qumulo.lib.request
         # singles out (RequestError, NEED_LOGIN_MESSAGE). The error class and text are ASSUMED.
-        if (
-            self._password is None
-            or body.get("username") != "admin"
-            or body.get("password") != self._password
-        ):
+        token = self.authenticate(str(body.get("username")), str(body.get("password")), self._password)
+        if self._password is None or token is None:
             raise QumuloFault(401, "authentication_failed_error", "Invalid username or password")
-        token = uuid.uuid4().hex
         self.tokens.add(token)
         return 200, {"bearer_token": token}
 

@@ -13,6 +13,8 @@ Custom::CnqCluster    forms the cluster, converges membership, floating IPs, buc
                       Delete: nothing (the data is never deleted).
 Custom::CnqPortal     a spoke's portal to its hub, its NFS export and eviction threshold. Delete: remove
                       the portal, forced after a bounded wait only when no data is at stake.
+Custom::CnqIdentity   a least-privilege Qumulo role and local user, its password from its own secret
+                      (identities.py). Delete: the user and the role, when the cluster still answers.
 Custom::CnqNodeProtection  the stack's last resource: EC2 termination protection on the nodes while the
                       stack is being created or updated; off again on Delete (rollback or stack delete).
 
@@ -32,8 +34,14 @@ from typing import Any
 import boto3
 from qumulo.lib.request import RequestError
 
-from . import capacity, cluster, exports, network, nodes, portal, shape
-from .resources import CLUSTER_RESOURCE, NODE_PROTECTION_RESOURCE, NODE_SHAPE_RESOURCE, PORTAL_RESOURCE
+from . import capacity, cluster, exports, identities, network, nodes, portal, shape
+from .resources import (
+    CLUSTER_RESOURCE,
+    IDENTITY_RESOURCE,
+    NODE_PROTECTION_RESOURCE,
+    NODE_SHAPE_RESOURCE,
+    PORTAL_RESOURCE,
+)
 from .session import (
     Deadline,
     Pending,
@@ -149,6 +157,41 @@ def _portal_spec(props: Mapping[str, Any]) -> portal.PortalSpec:
     )
 
 
+def _identity_spec(props: Mapping[str, Any]) -> tuple[identities.IdentitySpec, str]:
+    """The identity's spec and password; its username and password come from its own secret."""
+    _require(props, "ClusterName", "RestAddresses", "AdminSecretArn", "IdentitySecretArn", "Role")
+    username, password = identities.credentials(read_secret(str(props["IdentitySecretArn"])))
+    spec = identities.IdentitySpec(
+        role=str(props["Role"]), username=username, privileges=_list(props, "Privileges"),
+        write_path=str(props.get("WritePath") or "") or None,
+    )  # fmt: skip
+    return spec, password
+
+
+def _admin(props: Mapping[str, Any], deadline: Deadline) -> Any:
+    client, _ = login(_list(props, "RestAddresses"), int(props.get("RestPort") or DEFAULT_REST_PORT),
+                      read_secret(str(props["AdminSecretArn"])), deadline, what=str(props["ClusterName"]))  # fmt: skip
+    return client
+
+
+def _converge_identity(props: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
+    spec, password = _identity_spec(props)
+    identities.ensure_identity(
+        _admin(props, deadline), spec, password, addresses=_list(props, "RestAddresses"),
+        port=int(props.get("RestPort") or DEFAULT_REST_PORT), deadline=deadline,
+    )  # fmt: skip
+    return {"Username": spec.username}
+
+
+def _remove_identity(props: Mapping[str, Any], deadline: Deadline) -> None:
+    """The user and the role go; a cluster that no longer answers holds nobody to remove."""
+    try:
+        spec, _ = _identity_spec(props)
+        identities.remove_identity(_admin(props, deadline.sooner(60.0)), spec)
+    except (ProvisioningError, RequestError, OSError) as error:
+        log.warning("identity not removed (cluster or secret gone?): %s", describe(error))
+
+
 def _login(props: Mapping[str, Any], side: str, deadline: Deadline) -> Any:
     client, _ = login(
         _list(props, f"{side}RestAddresses"), _port(props, side), read_secret(str(props[f"{side}SecretArn"])),
@@ -209,6 +252,11 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             else:
                 nodes.apply_protection(aws("ec2"), aws("cloudformation"), stack_id=str(event["StackId"]),
                                        instance_ids=ids, previous=list(_list(old, "NodeInstanceIds")))  # fmt: skip
+        elif kind == IDENTITY_RESOURCE:
+            result["PhysicalResourceId"] = (
+                event.get("PhysicalResourceId") or f"cnq-identity-{props.get('Role')}"
+            )
+            _require(props, "ClusterName", "RestAddresses", "AdminSecretArn", "IdentitySecretArn", "Role")
         elif kind == PORTAL_RESOURCE:
             result["PhysicalResourceId"] = (
                 event.get("PhysicalResourceId") or f"cnq-portal-{event.get('LogicalResourceId')}"
@@ -321,12 +369,16 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     deadline = Deadline.after(min(lambda_left, budget - waited))
     try:
         status = ""
-        if kind in (CLUSTER_RESOURCE, PORTAL_RESOURCE) and request != "Delete":
+        if kind in (CLUSTER_RESOURCE, PORTAL_RESOURCE, IDENTITY_RESOURCE) and request != "Delete":
             status = nodes.require_awaited(aws("cloudformation"), str(event["StackId"]))
         if kind == CLUSTER_RESOURCE and request != "Delete":
             return {"IsComplete": True, "Data": _converge_cluster(event, deadline, status)}
         if kind == PORTAL_RESOURCE and request != "Delete":
             return {"IsComplete": True, "Data": _converge_portal(event, deadline)}
+        if kind == IDENTITY_RESOURCE:
+            if request != "Delete":
+                return {"IsComplete": True, "Data": _converge_identity(props, deadline)}
+            _remove_identity(props, deadline)
         if kind == PORTAL_RESOURCE:
             _remove_portal(event, deadline, waited)
         return {"IsComplete": True}

@@ -1,0 +1,164 @@
+"""Least-privilege Qumulo identities (a role and a local user per purpose), converged from any state by the admin.
+
+Qumulo's RBAC ("Managing Role-Based Access Control (RBAC)", Qumulo/docs@2e866167) grants privileges to roles and
+roles to users; a custom role holds only the privileges named here (REST guide, /v1/auth/roles: create, modify;
+/v1/users: add, setpassword; /v1/auth/roles/{role}/members). Each step reads first and changes only what
+differs, so a rerun after any partial run, a role edited by hand or a password changed on the cluster ends in
+the same state: the role holds exactly `privileges`, the user exists with the secret's password, and is a
+member (checked by logging in as the user: /v1/session/roles lists "all the roles assigned to the current
+user"). Files are not privileges: outside PRIVILEGE_FILE_FULL_ACCESS / PRIVILEGE_FILE_READ_ACCESS ("access to
+all files regardless of permissions", REST guide /v1/auth/roles), file access is the ACL's, so an identity that
+writes gets one inheritable ACE on its own directory (v2 ACL, /v2/files/{ref}/info/acl), nothing wider.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from qumulo.lib.request import RequestError
+
+from .session import ProvisioningError, anonymous_client, describe
+
+log = logging.getLogger(__name__)
+
+# qq auth_add_user's --primary-group "default is Users" (qumulo-api 7.10.2.1, qumulo/commands/auth.py).
+PRIMARY_GROUP = "Users"
+# ACE flags that make an ACE reach every file and directory created below (REST guide, files ACL v2 schema).
+INHERIT = ("OBJECT_INHERIT", "CONTAINER_INHERIT")
+# Everything a writer of its own tree needs (create, write, rename, delete, and the ACL a seal makes read-only),
+# but not ownership changes (REST guide, files ACL v2 schema: the rights enum).
+WRITER_RIGHTS = (
+    "READ", "READ_EA", "READ_ATTR", "READ_ACL", "WRITE_EA", "WRITE_ATTR", "WRITE_ACL", "DELETE", "EXECUTE",
+    "MODIFY", "EXTEND", "ADD_FILE", "ADD_SUBDIR", "DELETE_CHILD", "SYNCHRONIZE",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class IdentitySpec:
+    """One purpose's identity: its role (privileges) and user, and the directory it may write, if any."""
+
+    role: str
+    username: str
+    privileges: tuple[str, ...]
+    write_path: str | None = None
+
+
+def credentials(secret: str) -> tuple[str, str]:
+    """(username, password) from the identity's secret: JSON {"username", "password"} (the stack's template)."""
+    try:
+        value = json.loads(secret)
+        return str(value["username"]), str(value["password"])
+    except (ValueError, KeyError, TypeError):
+        raise ProvisioningError(
+            'the identity secret is not JSON {"username": ..., "password": ...}'
+        ) from None
+
+
+def ensure_role(client: Any, spec: IdentitySpec) -> None:
+    """The role exists and holds exactly spec.privileges (GET, then POST or PATCH /v1/auth/roles/)."""
+    wanted = sorted(spec.privileges)
+    try:
+        role = client.roles.list_role(spec.role)
+    except RequestError as error:
+        if error.status_code != 404:
+            raise
+        client.roles.create_role(spec.role, f"hubspoke: {spec.username}", wanted)
+        return
+    if sorted(role.get("privileges") or []) != wanted:
+        client.roles.modify_role(spec.role, privileges=wanted)
+
+
+def _group_id(client: Any) -> str:
+    for group in client.groups.list_groups():
+        if group.get("name") == PRIMARY_GROUP:
+            return str(group["id"])
+    raise ProvisioningError(
+        f"the cluster has no local group {PRIMARY_GROUP!r} to make the user's primary group"
+    )
+
+
+def ensure_user(client: Any, spec: IdentitySpec, password: str) -> str:
+    """The local user exists with `password` (POST /v1/users/ or /setpassword); its user id."""
+    existing = next((u for u in client.users.list_users() if u.get("name") == spec.username), None)
+    if existing is None:
+        created = client.users.add_user(spec.username, _group_id(client), password)
+        return str(created["id"])
+    # Always set: the secret is the source of truth, and Qumulo cannot say whether a password matches it.
+    client.users.set_user_password(existing["id"], password)
+    return str(existing["id"])
+
+
+def ensure_member(client: Any, spec: IdentitySpec, user_client: Any) -> None:
+    """The user holds the role: /v1/session/roles as the user, POST .../members as admin if it does not."""
+    if spec.role in (user_client.auth.my_roles() or []):
+        return
+    client.roles.add_member(spec.role, name=spec.username)
+
+
+def ensure_write_access(client: Any, spec: IdentitySpec) -> None:
+    """One inheritable ALLOWED ACE for the user on spec.write_path (GET, then PUT the v2 ACL if missing).
+
+    Shift-From's guide ("Using Qumulo Shift-From to Copy Objects from Amazon S3", "Best Practices",
+    Qumulo/docs@b6ddb9ae): the copied files belong to the system user, so the permissions they need must be
+    inheritable ones on the relationship's root before the relationship is created; this ACE on the parent of
+    every version directory is inherited by both."""
+    if spec.write_path is None:
+        return
+    identity = client.auth.find_identity(name=spec.username)
+    acl = client.fs.get_acl_v2(path=spec.write_path)
+    for ace in acl.get("aces") or []:
+        trustee = ace.get("trustee") or {}
+        if (
+            ace.get("type") == "ALLOWED"
+            and str(trustee.get("auth_id")) == str(identity["auth_id"])
+            and set(WRITER_RIGHTS) <= set(ace.get("rights") or [])
+            and set(INHERIT) <= set(ace.get("flags") or [])
+        ):
+            return
+    ace = {
+        "type": "ALLOWED",
+        "flags": list(INHERIT),
+        "trustee": dict(identity),
+        "rights": list(WRITER_RIGHTS),
+    }
+    client.fs.set_acl_v2({**acl, "aces": [*(acl.get("aces") or []), ace]}, path=spec.write_path)
+
+
+def user_login(addresses: Sequence[str], port: int, username: str, password: str, deadline: Any) -> Any:
+    """A client logged in as the identity, on the first address that answers (its login proves the password)."""
+    last: BaseException | None = None
+    for address in addresses:
+        client = anonymous_client(address, port, deadline)
+        try:
+            client.login(username, password)
+            return client
+        except OSError as error:
+            last = error
+    raise ProvisioningError(f"{username}: no node answered the login: {describe(last or OSError())}")
+
+
+def ensure_identity(
+    client: Any, spec: IdentitySpec, password: str, *, addresses: Sequence[str], port: int, deadline: Any
+) -> None:
+    """Role, user, password, membership and write access of one identity, each converged (see the module)."""
+    ensure_role(client, spec)
+    ensure_user(client, spec, password)
+    ensure_member(client, spec, user_login(addresses, port, spec.username, password, deadline))
+    ensure_write_access(client, spec)
+    log.info("identity %s (role %s) converged", spec.username, spec.role)
+
+
+def remove_identity(client: Any, spec: IdentitySpec) -> None:
+    """The user, then the role, if they exist (DELETE /v1/users/{id}, /v1/auth/roles/{role})."""
+    for user in client.users.list_users():
+        if user.get("name") == spec.username:
+            client.users.delete_user(user["id"])
+    try:
+        client.roles.delete_role(spec.role)
+    except RequestError as error:
+        if error.status_code != 404:
+            raise
