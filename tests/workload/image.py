@@ -17,6 +17,7 @@ import posixpath
 import re
 import shlex
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,9 +234,65 @@ def variants(kind: str, region_cidr: str) -> list[list[str]]:
     return [list(v) for v in dict.fromkeys(tuple(v) for v in found)]
 
 
+def _leaves(
+    parser: argparse.ArgumentParser, path: list[str]
+) -> Iterator[tuple[list[str], argparse.ArgumentParser]]:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield path, parser
+        return
+    for name, child in subs[0].choices.items():
+        yield from _leaves(child, [*path, name])
+
+
+def dry_runs(config: Path = DEV) -> list[Container]:
+    """The containers of the Jobs the other commands print with --dry-run instead of starting them (`dataset
+    load`'s), found in the CLI's parser; `config` with one dataset source bucket listed, which load requires."""
+    from hubspoke.cli.commands import COMMANDS
+    from hubspoke.cli.main import build_parser
+
+    data = yaml.safe_load(config.read_text())
+    bucket = "example-datasets"
+    data.setdefault("dataset", {})["source_buckets"] = [bucket]
+    samples = {
+        "--name": [str(data["dataset"].get("name", "example"))],
+        "--version": ["v-image-test"],
+        "--source": [f"s3://{bucket}/tokenized/"],
+        "--image": [IMAGE],
+    }
+    found = []
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / config.name
+        copy.write_text(yaml.safe_dump(data))
+        for name in COMMANDS:
+            top = build_parser([name])
+            command = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+            for path, leaf in _leaves(command, [name]):
+                options = {o: a for a in leaf._actions for o in a.option_strings}
+                if "--dry-run" not in options:
+                    continue
+                argv = [*path, "--config", str(copy), "--dry-run"]
+                for option, action in options.items():
+                    if (action.required and option != "--config") or option == "--image":
+                        assert option in samples, (
+                            f"{' '.join(path)} requires {option}: add a sample to image.py"
+                        )
+                        argv += [option, *samples[option]]
+                out, err = io.StringIO(), io.StringIO()
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    assert main(argv) == 0, f"hubspoke {' '.join(argv)}: {err.getvalue()}"
+                for document in (d for d in yaml.safe_load_all(out.getvalue()) if d):
+                    for c in _containers(document):
+                        found.append(
+                            Container(" ".join(argv), c["name"], [*c["command"], *c.get("args", [])])
+                        )
+    return found
+
+
 def rendered(config: Path = DEV) -> list[Container]:
     """Every container of every kind `hubspoke render` knows, in every variant, for every Region of `config` that
-    accepts it (render refuses some: prewarm on the hub, which caches nothing). Each variant renders somewhere."""
+    accepts it (render refuses some: prewarm on the hub, which caches nothing; each variant renders somewhere),
+    and of every Job another command prints with --dry-run."""
     found = []
     regions = list(load(config).config.regions())
     for kind in RENDERERS:
@@ -258,4 +315,4 @@ def rendered(config: Path = DEV) -> list[Container]:
                         argv_run = [*c["command"], *c.get("args", [])]
                         found.append(Container(" ".join(argv[1:]), c["name"], argv_run))
             assert rendered_in, f"render {kind} {per_region[regions[0].region][index]} rendered in no Region"
-    return found
+    return found + dry_runs(config)

@@ -1,7 +1,8 @@
 """Every command a rendered Job runs is in the training image (workload/Dockerfile), checked from its lines.
 
-For every container of every kind `hubspoke render` knows (tests/workload/image.py finds them; containers and
-init containers, every Region of config/dev.yaml): each script the command names is COPY'd to its path, and so
+For every container of every kind `hubspoke render` knows and of every Job another command prints with --dry-run
+(`dataset load`; tests/workload/image.py finds them: containers and init containers, every Region of
+config/dev.yaml): each script the command names is COPY'd to its path, and so
 is every module it imports, transitively, from workload/ (beside the script, where Python looks first) or from
 hubspoke/ (under PYTHONPATH); the build context's .dockerignore lets every COPY source through; every package
 those files import is the base image's (torch) or installed by a RUN line's pip install, directly or as a
@@ -126,7 +127,7 @@ def test_every_rendered_container_runs_what_the_image_holds() -> None:
     assert [p for c in containers for p in problems(c, files)] == []
     # The programs the rendered Jobs are known to run, and one kind of each launcher, were among them.
     scripts = {s.rsplit("/", 1)[1] for c in containers for s in c.scripts()}
-    assert {"train.py", "prewarm.py", "bench_reader.py"} <= scripts
+    assert {"train.py", "prewarm.py", "bench_reader.py", "load.py"} <= scripts
     assert {"torchrun", "hyperpodrun", "python"} <= {c.argv[0] for c in containers}
 
 

@@ -5,7 +5,7 @@ Dockerfile's own lines, read by tests/workload/image.py, not a copy of them: eve
 their image paths under a temporary root, every RUN step runs (its image paths moved under that root) with the
 environment's python first on PATH, so each `pip install` installs exactly what the line and its -r files name,
 and ENV PYTHONPATH, moved the same way, is the path the programs see. Then, for every container of every kind,
-variant and Region (image.rendered): its executable must be on that PATH (and import); each script it
+variant and Region, and of every --dry-run Job such as `dataset load`'s (image.rendered): its executable must be on that PATH (and import); each script it
 names must be there, answer --help, and import everything that it and its modules import (lazily imported
 modules too: prewarm imports the Qumulo SDK only when it logs in); a `python -c` program must compile and import
 what it imports. It fails when a rendered Job runs a file the image lacks or imports a package it does not install.
@@ -233,6 +233,6 @@ def test_every_rendered_container_starts_its_program_in_the_image(built: Built) 
     assert problems == {}, "\n".join(f"{where}:\n  " + "\n  ".join(p) for where, p in problems.items())
     # What the Jobs are known to run was among them: the three launchers and the programs.
     assert {"torchrun", "hyperpodrun", "python"} <= {key[0] for key in runs}
-    assert {"train.py", "prewarm.py", "bench_reader.py"} <= {
+    assert {"train.py", "prewarm.py", "bench_reader.py", "load.py"} <= {
         posixpath.basename(s) for c in runs.values() for s in c.scripts()
     }
