@@ -142,7 +142,7 @@ def _deliver(agent: FakeEmfAgent, world: DeployedWorld, *, wait_s: float) -> lis
     `wait_s` for a record of the whole version."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        if any(json.loads(line).get("DatasetCachedFraction") == 1 for line in agent.lines):
+        if any(json.loads(line).get("DatasetPrewarmedFraction") == 1 for line in agent.lines):
             break
         time.sleep(0.05)
     filed = [doc for doc in map(json.loads, agent.lines) if doc.get("_aws", {}).get("LogGroupName")]
@@ -167,7 +167,7 @@ def test_a_finished_prewarm_job_passes_the_dataset_cached_row(
         _cluster_dns(agent, monkeypatch)
         assert _run_pod(container, spoke, tmp_path) == 0
         filed = _deliver(agent, cold, wait_s=10)
-    assert filed and filed[-1]["DatasetCachedFraction"] == 1.0
+    assert filed and filed[-1]["DatasetPrewarmedFraction"] == 1.0
     row = _row_later(cold, deployed_config)
     assert row.status == "pass" and "c4-llama3/v1 whole" in row.detail
 
