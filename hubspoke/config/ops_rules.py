@@ -31,6 +31,28 @@ def _topic_region(arn: str) -> str | None:
     return parts[3] if len(parts) == 6 and parts[2] == "sns" else None
 
 
+# Each alarm's AlarmActions and OKActions list at most 5 ARNs (CloudWatch API Reference, PutMetricAlarm and
+# PutCompositeAlarm, AlarmActions/OKActions "Maximum number of 5 items"; botocore cloudwatch service-2.json,
+# ResourceList max 5). CloudFormation passes the list through, so a sixth fails the stack's deploy.
+ACTIONS_PER_STATE = 5
+# Every alarm that notifies publishes to its stack's own topic (hubspoke/constructs/alarms.py, AlarmTopic) as well.
+_OWN_TOPICS = 1
+
+
+def _actions_per_state(alarm_regions: list[tuple[str, str]], topics: list[str]) -> Iterator[Problem]:
+    """Too many topics of one Region: its alarms would name more actions per state than CloudWatch accepts."""
+    for path, code in alarm_regions:
+        here = [i for i, arn in enumerate(topics) if _topic_region(arn) == code]
+        if _OWN_TOPICS + len(here) > ACTIONS_PER_STATE:
+            yield Problem(
+                f"ops.alarm_topic_arns[{here[ACTIONS_PER_STATE - _OWN_TOPICS]}]",
+                f"{len(here)} topics of {code} ({path}) plus the stack's own alarm topic make {len(here) + 1} "
+                f"actions per alarm state, and CloudWatch accepts at most {ACTIONS_PER_STATE} (PutMetricAlarm "
+                f"AlarmActions, OKActions), so the deploy fails: keep at most {ACTIONS_PER_STATE - _OWN_TOPICS} "
+                f"topics of {code}, or subscribe the other endpoints to one of them",
+            )
+
+
 def alarms_reach_somebody(config: ConfigView) -> Iterator[Problem]:
     """An alarm nobody hears is no alarm: every Region with alarms needs an address or a topic of its own Region.
 
@@ -68,6 +90,7 @@ def alarms_reach_somebody(config: ConfigView) -> Iterator[Problem]:
                     f"no topic in {code} ({path}), so its alarms notify nobody: alarms publish to topics of "
                     f"their own Region; add a topic ARN of {code} or an address to ops.alarm_emails",
                 )
+    yield from _actions_per_state(alarm_regions, topics)
     for i, arn in enumerate(topics):
         region = _topic_region(arn)
         if region is not None and region not in {code for _, code in alarm_regions}:

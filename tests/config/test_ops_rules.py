@@ -105,3 +105,24 @@ def test_dev_config_opts_out_in_writing() -> None:
     text = (ROOT / "config" / "dev.yaml").read_text()
     assert "alarms_notify_nobody: true" in text and "alarm_emails:" in text
     assert load(ROOT / "config" / "dev.yaml").config.ops.alarms_notify_nobody is True
+
+
+def _west_topics(count: int) -> list[str]:
+    return [f"arn:aws:sns:us-west-2:111122223333:on-call-{i}" for i in range(count)]
+
+
+def test_more_actions_per_alarm_state_than_cloudwatch_accepts_are_refused(tmp_path: Path) -> None:
+    """CloudWatch takes at most 5 ARNs in an alarm's AlarmActions and in its OKActions (CloudWatch API Reference,
+    PutMetricAlarm / PutCompositeAlarm: "Array Members: Maximum number of 5 items"). Each alarm also publishes to
+    its stack's own topic, so 5 topics of one Region make 6 actions per state: the deploy would fail."""
+    data = _with_ops(alarm_emails=["ops@example.com"], alarm_topic_arns=[EAST, *_west_topics(5)])
+    assert problems(tmp_path, data) == [
+        "ops.alarm_topic_arns[5]: 5 topics of us-west-2 (spokes[0]) plus the stack's own alarm topic make 6 "
+        "actions per alarm state, and CloudWatch accepts at most 5 (PutMetricAlarm AlarmActions, OKActions), "
+        "so the deploy fails: keep at most 4 topics of us-west-2, or subscribe the other endpoints to one of them"
+    ]
+
+
+def test_four_topics_of_a_region_fit_beside_the_stacks_own(tmp_path: Path) -> None:
+    data = _with_ops(alarm_emails=["ops@example.com"], alarm_topic_arns=[EAST, *_west_topics(4)])
+    assert load(write_config(tmp_path, data)).config.ops.alarm_topic_arns[1:] == _west_topics(4)
