@@ -26,6 +26,10 @@ BASELINE_SECONDS = 300.0
 # file-system info, qumulo.rest.portal Portal.get_filesystem, has one usage_bytes per portal file system), so an
 # eviction after prewarm's last run stays unseen until it runs again.
 DATASET_PREWARMED_FRACTION = "DatasetPrewarmedFraction"
+# Seconds since the newest complete checkpoint of the job's checkpoint directory was written (the one a restart
+# would resume from; since the job's start while there is none), republished with every throughput record, so a
+# job that runs but never manages to save, or a restart loop that never reaches its next save, reads as old.
+CHECKPOINT_AGE_SECONDS = "CheckpointAgeSeconds"
 # Rank 0 reports throughput every this many seconds (the rendered job's --metrics-seconds, train.py's
 # default). At most half a minute, so every 1-minute period of a running job holds a record the training
 # alarms can count.
@@ -38,6 +42,7 @@ UNITS = {
     STEP_SECONDS: "Seconds",
     SAMPLES_PER_SECOND_BASELINE: "Count/Second",
     DATASET_PREWARMED_FRACTION: "None",
+    CHECKPOINT_AGE_SECONDS: "Seconds",
 }
 
 # Where the records go. CloudWatch extracts metrics only from log events that are EMF documents themselves;

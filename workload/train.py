@@ -24,7 +24,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -45,6 +46,7 @@ from torch.utils.data import DataLoader
 from hubspoke.training_metrics import (
     AGENT_ENDPOINT_ENV,
     BASELINE_SECONDS,
+    CHECKPOINT_AGE_SECONDS,
     DATASET_PREWARMED_FRACTION,
     REPORT_SECONDS,
     SAMPLES_PER_SECOND,
@@ -317,10 +319,22 @@ def build_model(
     return model
 
 
+def checkpoint_written(root: Path, *, default: float) -> float:
+    """When the newest complete checkpoint under `root` was written (its `.metadata`, which DCP writes last), in
+    seconds since the epoch; `default` when there is none."""
+    newest = latest_checkpoint(root)
+    return (newest[1] / ".metadata").stat().st_mtime if newest is not None else default
+
+
 def _throughput_reporter(
-    args: argparse.Namespace, world: int, sink: EmfSink, dataset: Manifest
+    args: argparse.Namespace,
+    world: int,
+    sink: EmfSink,
+    dataset: Manifest,
+    last_checkpoint: Callable[[], float],
 ) -> ThroughputReporter:
-    """Rank 0's throughput, on a clock, as EMF records to the agent (workload/throughput.py says why)."""
+    """Rank 0's throughput, on a clock, as EMF records to the agent (workload/throughput.py says why), with the
+    age of the checkpoint a restart would resume from (`last_checkpoint()`: when it was written)."""
 
     def report(step: int, rates: dict[str, float]) -> None:
         values = {
@@ -334,6 +348,7 @@ def _throughput_reporter(
         fraction = cached_fraction(args)
         if fraction is not None:
             values[DATASET_PREWARMED_FRACTION] = fraction
+        values[CHECKPOINT_AGE_SECONDS] = max(0.0, time.time() - last_checkpoint())
         # The dataset as record properties, not dimensions: the dashboard and alarms name one series per
         # Environment and Region (hubspoke/training_metrics.py, DIMENSIONS); Logs Insights finds the version.
         line = emf_line(
@@ -418,7 +433,13 @@ def train(args: argparse.Namespace) -> int:
         dist.destroy_process_group()
         return EXIT_NOTHING_TO_TRAIN
     sink = EmfSink(os.environ.get(AGENT_ENDPOINT_ENV), warn=log) if rank == 0 else None
-    reporter = _throughput_reporter(args, world, sink, dataset_manifest) if sink is not None else None
+    # The checkpoint a restart would resume from: the one loaded, else none yet (its age counts from now).
+    written = [checkpoint_written(args.checkpoint_dir, default=time.time())]
+    reporter = (
+        _throughput_reporter(args, world, sink, dataset_manifest, lambda: written[0])
+        if sink is not None
+        else None
+    )
 
     step, saved = start_step, start_step
     model.train()
@@ -439,13 +460,14 @@ def train(args: argparse.Namespace) -> int:
             log(
                 f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step, dataset_manifest)}"
             )
-            saved = step
+            saved, written[0] = step, time.time()
     if step < args.max_steps:
         log(f"dataset exhausted at step {step} before --max-steps {args.max_steps}")
         if step != saved:
             log(
                 f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step, dataset_manifest)}"
             )
+            written[0] = time.time()
     if reporter is not None and sink is not None:
         reporter.close()
         sink.close()

@@ -215,7 +215,10 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(
         for dimension in training_metrics.DIMENSIONS:
             assert isinstance(record[dimension], str)
         for metric in directive["Metrics"]:
-            assert record[metric["Name"]] > 0
+            if metric["Name"] != training_metrics.CHECKPOINT_AGE_SECONDS:
+                assert record[metric["Name"]] > 0
+        # The final record follows the step-4 save: the checkpoint a restart would resume from is seconds old.
+        assert 0 <= record[training_metrics.CHECKPOINT_AGE_SECONDS] < 60
         assert record["Environment"] == "dev" and record["Region"] == "us-west-2"
         assert isinstance(record["_aws"]["Timestamp"], int)
         # The version read, as properties (not dimensions: the directive above lists only DIMENSIONS).
@@ -347,6 +350,22 @@ def test_training_survives_an_agent_that_is_down(tmp_path: Path) -> None:
     assert [r["Step"] for r in _records(run.stdout)] == [4], "stdout keeps the records"
     assert (tmp_path / "ckpt" / "step_00000004" / ".metadata").exists()
     assert run.stderr.count("cannot reach the CloudWatch agent") == 1
+
+
+def test_checkpoint_age_counts_from_the_newest_complete_checkpoint(tmp_path: Path) -> None:
+    """The age train.py publishes (CheckpointAgeSeconds) starts from the `.metadata` DCP writes last: a torn newer
+    step does not make the directory look freshly saved, and an empty directory counts from the job's start."""
+    sys.path.insert(0, str(WORKLOAD))
+    import train
+
+    assert train.checkpoint_written(tmp_path, default=123.0) == 123.0
+    done, torn = tmp_path / "step_00000003", tmp_path / "step_00000006"
+    done.mkdir()
+    (done / ".metadata").write_bytes(b"x")
+    os.utime(done / ".metadata", (1_000_000.0, 1_000_000.0))
+    torn.mkdir()
+    (torn / "__0_0.distcp").write_bytes(b"x")
+    assert train.checkpoint_written(tmp_path, default=123.0) == 1_000_000.0
 
 
 def test_a_torn_checkpoint_is_never_resumed_from(tmp_path: Path) -> None:
