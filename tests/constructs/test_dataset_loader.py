@@ -77,7 +77,7 @@ def test_the_association_binds_the_jobs_service_account_in_its_namespace(shape: 
     assert granted == {
         "iam:CreateAccessKey": [user],
         "iam:DeleteAccessKey": [user],
-        "secretsmanager:GetSecretValue": ["<AdminSecretArn>"],
+        "secretsmanager:GetSecretValue": ["<LoaderSecretArn>"],
     }
 
 
@@ -98,7 +98,7 @@ def test_the_service_account_and_settings_are_applied_after_the_namespace(shape:
     assert set(refs.values()) == {settings["metadata"]["name"]} and set(refs) == set(settings["data"])
     assert (
         settings["data"]["shift-user"] == "<ShiftUserName>"
-        and settings["data"]["secret-arn"] == "<AdminSecretArn>"
+        and settings["data"]["secret-arn"] == "<LoaderSecretArn>"
     )
     assert "FloatingIps" in settings["data"]["rest-address"] or "<" in settings["data"]["rest-address"]
     [storage_id] = [rid for rid, d in docs_of.items() if any(x["kind"] == "Namespace" for x in d)]
