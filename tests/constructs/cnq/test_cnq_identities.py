@@ -184,3 +184,40 @@ def test_a_whole_dataset_load_runs_as_the_loader(tmp_path: Any) -> None:
         manifest = load.run()
         assert {f.path for f in manifest.files} == set(EXPECTED)
         assert json.loads(hub.read_back("/dataset/c4-llama3/v2/MANIFEST.json"))["version"] == "v2"
+
+
+def test_a_whole_prewarm_runs_as_the_prewarm_user(tmp_path: Any) -> None:
+    """workload/prewarm.py (walk, fetch-data, end-of-run recheck) logged in as the converged prewarm user."""
+    import sys
+    from pathlib import Path
+
+    from hubspoke.constructs.cnq.identity import PREWARM_PRIVILEGES
+    from hubspoke.constructs.cnq.runtime import identities
+    from hubspoke.constructs.cnq.runtime.session import Deadline
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "workload"))
+    import prewarm
+
+    sizes = {"/dataset/v1/a.bin": 3 << 20, "/dataset/v1/b/c.bin": 1 << 20}
+    with FakeQumulo(name="spoke", node_count=1) as spoke:
+        spoke.password = "Spoke-Passw0rd!"
+        for path, size in sizes.items():
+            spoke.add_file(path, size)
+        admin = RestClient(spoke.node_ips[0], spoke.port, timeout=5)
+        admin.login("admin", "Spoke-Passw0rd!")
+        spec = identities.IdentitySpec("hubspoke-prewarm", PREWARM["username"], PREWARM_PRIVILEGES)
+        identities.ensure_identity(admin, spec, PREWARM["password"], addresses=spoke.node_ips, port=spoke.port,
+                                   deadline=Deadline.after(30))  # fmt: skip
+        journal = prewarm.Journal(tmp_path / "journal.jsonl")
+        try:
+            make = prewarm.sdk_client_factory(
+                spoke.node_ips[0], spoke.port, PREWARM["username"], PREWARM["password"], 5
+            )
+            options = prewarm.Options(
+                root="/dataset/v1/", parallel=2, base_delay_s=0.01, progress_every_s=0.05
+            )
+            code = prewarm.prewarm(make, journal, options, log=io.StringIO())
+        finally:
+            journal.close()
+        assert code == 0
+        assert all(spoke.fetched_bytes.get(p, 0) >= size for p, size in sizes.items())
