@@ -95,7 +95,7 @@ def test_the_job_loads_seals_and_prints_progress(
 
 
 def test_a_json_login_secret_names_its_user(hub: MountedQumulo, capsys: pytest.CaptureFixture[str]) -> None:
-    """The loader identity's secret is JSON {"username", "password"}; the fake knows only admin, so another name
+    """The loader identity's secret is JSON {"username", "password"}; the fake has no user of that name, so it
     is refused by Qumulo (401) and reported in one line, exit 1."""
     good = json.dumps({"username": "admin", "password": "secret"})
     assert load.main(job_argv(hub), connect=_connect(good, Keys()), sleep=lambda _: None) == 0
