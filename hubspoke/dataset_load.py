@@ -50,6 +50,37 @@ READ_CHUNK = 16 * 1024 * 1024
 DEFAULT_HASH_WORKERS = 4
 
 
+# What lets the load put a legal hold on a file (Qumulo administrator guide, "Managing File Locks": both lock types
+# "require the FS_FILE_LOCK_WRITE privilege"; REST guide /v1/auth/roles privilege enum).
+HOLD_PRIVILEGE = "PRIVILEGE_FS_FILE_LOCK_WRITE"
+
+
+def hold_version(client: Any, target: str, manifest: Manifest, out: TextIO) -> None:
+    """Put a legal hold on every file of a sealed version and on its MANIFEST.json, so it is immutable in fact.
+
+    PATCH /v1/files/{ref}/file-lock {"legal_hold": true} (SDK qumulo.rest.fs.modify_file_lock): "A removable
+    lock under which files cannot be deleted or modified" (REST API guide, files_ref_file-lock). Removable, unlike
+    a retention period ("can be extended but never shortened or removed"), so an old version can still be
+    deleted on purpose once its holds are lifted (docs/datasets.md). Run before the load's cleanup, so a run
+    stopped in between holds the version on the next run; setting a hold again is ASSUMED to be harmless (the
+    guide calls the PATCH "apply"). The directory itself takes no lock (file locks are for regular files):
+    a file added later is not in the manifest, and no job reads it."""
+    from qumulo.lib.request import RequestError
+
+    paths = [f"{target}/{entry.path}" for entry in manifest.files] + [f"{target}/{MANIFEST_NAME}"]
+    for path in paths:
+        try:
+            client.fs.modify_file_lock(path=path, legal_hold=True)
+        except RequestError as error:
+            if error.status_code in (401, 403):
+                raise LoadError(
+                    f"the hub refused a legal hold on {path}: the load's Qumulo user needs {HOLD_PRIVILEGE}; "
+                    "the version is sealed, run the load again once it has it"
+                ) from None
+            raise
+    out.write(f"held {len(paths)} files of {target}: they cannot be modified or deleted\n")
+
+
 class HubLoad:
     """One load of an S3 folder into `<dataset_path>/<name>/<version>` through a logged-in Qumulo RestClient,
     hashed through `mount`, where the hub's `dataset_path` is mounted (read-only is enough)."""
@@ -197,6 +228,7 @@ class HubLoad:
                 if leftover is not None:
                     # An earlier run sealed the version and was stopped before its cleanup: finish it, so no
                     # relationship and no key outlive the load.
+                    hold_version(self.client, self.target, self._sealed_manifest(), self.out)
                     self._finish_cleanup(leftover)
                     self.out.write(
                         f"{self.target} was sealed; removed its leftover relationship {leftover['id']} and "
@@ -225,6 +257,7 @@ class HubLoad:
                     status = self._status(status["id"])
             status = self._wait(status)
             manifest = self._seal()
+            hold_version(self.client, self.target, manifest, self.out)
             # The guide: delete a relationship you will not reuse, to free its ~100 bytes per object. A sealed
             # version never takes another copy. A run stopped here is finished by the next run (above).
             self._finish_cleanup(status)

@@ -390,3 +390,67 @@ def test_checksums_are_computed_several_files_at_once(hub: MountedQumulo) -> Non
         p: hashlib.sha256(d).hexdigest() for p, d in EXPECTED.items()
     }
     assert [f.path for f in manifest.files] == sorted(EXPECTED)
+
+
+# --- a sealed version is immutable in fact (issue 40 item 4) ---
+
+
+def _refused_write(hub: MountedQumulo, path: str) -> str:
+    from qumulo.lib.request import RequestError
+
+    client = _client(hub)
+    try:
+        client.fs.write_file(data_file=io.BytesIO(b"changed"), path=path)
+    except RequestError as error:
+        return str(error.error_class)
+    return "written"
+
+
+def test_a_sealed_version_is_held_so_not_even_the_admin_can_change_it(hub: MountedQumulo) -> None:
+    """Qumulo's legal hold: "A removable lock under which files cannot be deleted or modified" (REST API guide,
+    files_ref_file-lock; SDK qumulo.rest.fs.modify_file_lock). Every file the manifest lists and MANIFEST.json
+    itself carry it once the load returns; a write or a delete over REST, as the admin, is refused."""
+    from qumulo.lib.request import RequestError
+
+    out = io.StringIO()
+    manifest = _load(hub, out).run()
+    version = "/dataset/c4-llama3/v2"
+    held = {p for p, info in hub.files.items() if info.get("legal_hold")}
+    assert held == {f"{version}/{f.path}" for f in manifest.files} | {f"{version}/MANIFEST.json"}
+    assert "held 4 files" in out.getvalue()
+    assert _refused_write(hub, f"{version}/train/part-000.bin") != "written"
+    with pytest.raises(RequestError):
+        _client(hub).fs.delete(path=f"{version}/MANIFEST.json")
+    assert hub.read_back(f"{version}/train/part-000.bin") == EXPECTED["train/part-000.bin"]
+
+
+def test_a_run_stopped_before_the_hold_holds_the_version_on_the_rerun(
+    hub: MountedQumulo, iam_user: Any
+) -> None:
+    first = _iam_load(hub, iam_user)
+
+    def killed(*_: Any) -> None:
+        raise KeyboardInterrupt
+
+    import hubspoke.dataset_load as dataset_load
+
+    original = dataset_load.hold_version
+    dataset_load.hold_version = killed  # type: ignore[assignment]
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            first.run()
+    finally:
+        dataset_load.hold_version = original
+    assert not any(info.get("legal_hold") for info in hub.files.values()), "sealed, not yet held"
+    _iam_load(hub, iam_user).run()
+    assert hub.files["/dataset/c4-llama3/v2/MANIFEST.json"].get("legal_hold") is True
+
+
+def test_a_load_without_the_lock_privilege_says_which_one(hub: MountedQumulo) -> None:
+    """Both lock types "require the FS_FILE_LOCK_WRITE privilege" (administrator guide, "Managing File Locks"); the
+    403 is injected here (ASSUMED class), the point is the one line naming the privilege."""
+    hub.fail("PATCH", r"/file-lock$", times=100, status=403, error_class="privilege_error")
+    with pytest.raises(LoadError) as refused:
+        _load(hub, io.StringIO()).run()
+    message = str(refused.value)
+    assert "PRIVILEGE_FS_FILE_LOCK_WRITE" in message and "\n" not in message

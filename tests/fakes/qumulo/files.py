@@ -66,7 +66,28 @@ class FilesMixin:
             ("PUT", r"/v1/files/([^/]+)/data", self._write_data),
             # files_ref DELETE (SDK: fs.delete): a file, or an empty directory
             ("DELETE", r"/v1/files/([^/]+)", self._delete),
+            # files_ref_file-lock (SDK: fs.modify_file_lock): a legal hold or a retention period on a file
+            ("PATCH", r"/v1/files/([^/]+)/file-lock", self._file_lock),
         ]
+
+    def _file_lock(self, ref: str, body: dict[str, Any], **_: Any) -> Reply:
+        """ "Apply a permanent retention period or removable legal hold preventing deletion or modification of a
+        file. The target file must already exist." (REST API guide, files_ref_file-lock). ASSUMED: a directory is
+        refused (the administrator guide: "A file lock can prevent a regular file from being modified")."""
+        path, info = self._file(ref)
+        if info["type"] != "FS_FILE_TYPE_FILE":
+            raise QumuloFault(400, "fs_not_a_file_error", f"{ref} is not a file")  # ASSUMED class
+        if "legal_hold" in body:
+            info["legal_hold"] = bool(body["legal_hold"])
+        if body.get("retention_period"):
+            info["retention_period"] = str(body["retention_period"])
+        return 200, self._attributes(path)[1]
+
+    def _refuse_if_locked(self, path: str, info: dict[str, Any]) -> None:
+        """Under a legal hold or a retention period a file "cannot be deleted or modified" (REST API guide,
+        files_ref_file-lock). ASSUMED status and class of the refusal (the guide lists no error bodies)."""
+        if info.get("legal_hold") or info.get("retention_period"):
+            raise QumuloFault(403, "fs_file_locked_error", f"{path} is locked")
 
     def add_file(self, path: str, size: int, data: bytes | None = None) -> str:
         """A file of `size` bytes; with `data`, its content (size is then len(data)), readable over REST."""
@@ -124,6 +145,8 @@ class FilesMixin:
             # ASSUMED class and status: rename without clobber refuses an existing target, as POSIX link does.
             if target in self.files and not body.get("clobber"):
                 raise QumuloFault(409, "fs_entry_exists_error", f"{target} already exists")
+            if target in self.files:
+                self._refuse_if_locked(target, self.files[target])  # a clobber deletes the target
             moved = {p: v for p, v in self.files.items() if p == source or p.startswith(source + "/")}
             for old, value in moved.items():
                 del self.files[old]
@@ -141,7 +164,8 @@ class FilesMixin:
         return 200, self._attributes(target)[1]
 
     def _delete(self, ref: str, **_: Any) -> Reply:
-        path, _ = self._file(ref if ref == "/" else ref.rstrip("/"))
+        path, info = self._file(ref if ref == "/" else ref.rstrip("/"))
+        self._refuse_if_locked(path, info)
         if any(p.startswith(path.rstrip("/") + "/") for p in self.files):
             # ASSUMED class and status (POSIX rmdir refuses a non-empty directory too).
             raise QumuloFault(409, "fs_directory_not_empty_error", f"{path} is not empty")
@@ -161,6 +185,7 @@ class FilesMixin:
 
     def _write_data(self, ref: str, body: Any, **_: Any) -> Reply:
         path, info = self._file(ref)
+        self._refuse_if_locked(path, info)
         data = body if isinstance(body, bytes) else b""
         info.update(size=len(data), data=data)
         return 200, self._attributes(path)[1]
