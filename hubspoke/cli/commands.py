@@ -98,6 +98,12 @@ def _dataset() -> CommandModule:
     return cast(CommandModule, dataset)
 
 
+def _teardown() -> CommandModule:
+    from hubspoke.cli import teardown
+
+    return cast(CommandModule, teardown)
+
+
 COMMANDS: dict[str, Command] = {
     "validate": Command(_validate, "check config files without synthesizing"),
     "render": Command(_render, "print Kubernetes manifests for one Region (pipe to kubectl apply -f -)"),
@@ -121,5 +127,9 @@ COMMANDS: dict[str, Command] = {
     "diagram": Command(_diagram, "draw the topology as SVG or PNG"),
     "dataset": Command(
         _dataset, "load a dataset version from S3 into the hub (Qumulo Shift-From) and seal it"
+    ),
+    "teardown": Command(
+        _teardown,
+        "delete the environment's stacks in reverse order, then what they retained (dry run unless --yes)",
     ),
 }

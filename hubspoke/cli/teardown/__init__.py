@@ -1,0 +1,200 @@
+"""`hubspoke teardown --config PATH`: delete an environment's stacks in reverse deploy order, then what they retain.
+
+Dry run by default. `--yes` deletes the stacks; the resources they leave behind are deleted only after the
+environment's name is typed (at the prompt, or as `--confirm <environment>`). The dataset and the exported
+models stay unless `--delete-dataset` / `--delete-models` ask for them. Every step reads the live state first,
+so a run that stopped (a refusal, a timeout, Ctrl-C) is resumed by running the same command again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from botocore.exceptions import BotoCoreError, ClientError, ProfileNotFound
+
+from hubspoke.cli.checks import Clients, add_aws_options, session_clients, unknown_regions
+from hubspoke.cli.commands import COMMANDS
+from hubspoke.cli.output import Table, fail, print_tables
+from hubspoke.cli.teardown import stacks as stack_steps
+from hubspoke.cli.teardown.removal import remove
+from hubspoke.cli.teardown.retained import Choices, Retained, find
+from hubspoke.cli.teardown.stacks import StackState, TeardownStopped
+from hubspoke.config import HubSpokeConfig, load
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "teardown",
+        help=COMMANDS["teardown"].summary,
+        description="Delete the environment's stacks in reverse deploy order (CloudFormation DeleteStack in each "
+        "stack's Region, waiting for each), then list what they retained (found by the environment's tags) and "
+        "delete it once you type the environment's name. Without --yes nothing changes: it prints what it "
+        "would do. The hub's CNQ buckets and volumes (the dataset) and the model export buckets stay unless "
+        "--delete-dataset / --delete-models ask, and so do the KMS keys that encrypt them. Run it again after "
+        "any failure: it continues from what is left. Exit 0 when done, 1 when a step failed or the name was "
+        "not confirmed, 2 for bad input.",
+        epilog="Example:\n  hubspoke teardown --config config/dev.yaml\n"
+        "  hubspoke teardown --config config/dev.yaml --yes\n"
+        "  hubspoke teardown --config config/dev.yaml --yes --confirm dev --delete-models",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_aws_options(parser)
+    parser.add_argument("--yes", action="store_true", help="delete the stacks (without it: a dry run)")
+    parser.add_argument(
+        "--confirm",
+        metavar="ENVIRONMENT",
+        help="the environment's name, typed ahead: delete the retained resources without the prompt",
+    )
+    parser.add_argument(
+        "--delete-dataset", action="store_true", help="also delete the hub's CNQ buckets and volumes"
+    )
+    parser.add_argument("--delete-models", action="store_true", help="also delete the model export buckets")
+    parser.set_defaults(run=run)
+
+
+def run(
+    args: argparse.Namespace,
+    *,
+    clients: Clients | None = None,
+    ask: Callable[[str], str] = input,
+    poll_seconds: int = stack_steps.POLL_SECONDS,
+) -> int:
+    config = load(args.config).config
+    error = unknown_regions(args, config)
+    if error:
+        return fail(error)
+    if args.json:
+        return fail("--json: teardown prints its progress as it goes; leave --json out")
+    if clients is None:
+        try:
+            clients = session_clients(args.profile)
+        except ProfileNotFound as exc:
+            return fail(f"--profile: {exc}; list profiles with `aws configure list-profiles`")
+    regions = set(args.region or (r.region for r in config.regions()))
+    choices = Choices(dataset=args.delete_dataset, models=args.delete_models)
+    try:
+        return _teardown(args, config, clients, regions, choices, ask, poll_seconds)
+    except TeardownStopped as exc:
+        print(f"stopped: {exc}", file=sys.stderr)
+        print(f"  fix: {exc.fix}", file=sys.stderr)
+        return 1
+    except (ClientError, BotoCoreError) as exc:
+        print(f"stopped: AWS answered {exc}", file=sys.stderr)
+        print(
+            "  fix: check the credentials' permissions and the network, then run the same command again",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _teardown(
+    args: argparse.Namespace,
+    config: HubSpokeConfig,
+    clients: Clients,
+    regions: set[str],
+    choices: Choices,
+    ask: Callable[[str], str],
+    poll_seconds: int,
+) -> int:
+    env = config.environment
+    plans = stack_steps.teardown_order(config, regions)
+    mismatch = _foreign_accounts(clients, config, regions)
+    if mismatch:
+        return fail(mismatch)
+    states = stack_steps.states(clients, plans)
+    print_tables([_stack_table(args, states)])
+    if not args.yes:
+        managed: dict[str, tuple[str, bool]] = {}
+        for s in states:
+            if s.stack_id:
+                managed |= stack_steps.retained_in(clients("cloudformation", s.plan.region), s.stack_id)
+        left = _find(clients, config, regions, choices, managed)
+        print_tables(
+            [
+                _retained_table(
+                    left,
+                    "Then left behind (found by the tag hubspoke:environment="
+                    f"{env}), deleted only after you type `{env}`",
+                )
+            ]
+        )
+        print(
+            f"Dry run: nothing changed. `hubspoke teardown --config {args.config} --yes` deletes the stacks."
+        )
+        return 0
+    for s in states:
+        stack_steps.delete(clients, s, say=print, poll_seconds=poll_seconds)
+    left = _find(clients, config, regions, choices, {})
+    doomed = [r for r in left if r.kept is None]
+    print_tables([_retained_table(left, f"Left behind by the stacks (tag hubspoke:environment={env})")])
+    if not doomed:
+        print("Nothing left to delete.")
+        return 0
+    typed = args.confirm
+    if typed is None:
+        try:
+            typed = ask(
+                f"Type the environment's name ({env}) to delete the {len(doomed)} resources marked "
+                "'delete', or anything else to keep them: "
+            ).strip()
+        except EOFError:
+            typed = ""
+    if typed != env:
+        print(
+            f"Not confirmed: nothing retained was deleted. Run again with --yes and type `{env}` (or pass "
+            f"--confirm {env}) to delete them.",
+            file=sys.stderr,
+        )
+        return 1
+    for r in doomed:
+        print(f"  {remove(clients, r)}")
+    print(f"Done: {len(doomed)} resources deleted or scheduled for deletion; the kept ones are listed above.")
+    return 0
+
+
+def _foreign_accounts(clients: Clients, config: HubSpokeConfig, regions: set[str]) -> str | None:
+    """The error when a chosen Region belongs to an account these credentials are not for."""
+    for region in sorted(regions):
+        expected = config.account_of(config.region_config(region))
+        actual = str(clients("sts", region).get_caller_identity()["Account"])
+        if actual != expected:
+            return (
+                f"{region} is in account {expected}, these credentials are for {actual}: run once per account "
+                f"with its --profile and --region for its Regions, spoke accounts first"
+            )
+    return None
+
+
+def _find(
+    clients: Clients,
+    config: HubSpokeConfig,
+    regions: set[str],
+    choices: Choices,
+    managed: dict[str, tuple[str, bool]],
+) -> list[Retained]:
+    # Spokes first, then the hub, as the stacks go.
+    order = [r.region for r in reversed(list(config.regions())) if r.region in regions]
+    return [r for region in order for r in find(clients, config, region, choices=choices, managed=managed)]
+
+
+def _stack_table(args: argparse.Namespace, states: list[StackState]) -> Table:
+    verb = "Deleting" if args.yes else "Would delete"
+    table = Table(
+        f"{verb} these stacks, in this order (the reverse of the deploy order)",
+        ("#", "stack", "region", "account", "now"),
+    )
+    for n, s in enumerate(states, start=1):
+        table.add(n, s.plan.name, s.plan.region, s.plan.account, s.status or "gone")
+    return table
+
+
+def _retained_table(left: list[Retained], title: str) -> Table:
+    table = Table(title, ("region", "kind", "id", "holds", "action"))
+    for r in left:
+        action = "delete" if r.kept is None else f"keep: {r.kept}"
+        if r.owner:
+            action += f" (retained when {r.owner} is deleted)"
+        table.add(r.region, r.kind, r.id, r.holds, action)
+    return table

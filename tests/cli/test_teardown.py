@@ -1,0 +1,194 @@
+"""`hubspoke teardown` against moto: the dry run, the order, the typed confirmation, what stays, and resuming.
+
+Sources for what the fake account does: CloudFormation keeps a resource whose DeletionPolicy is Retain when its
+stack is deleted (CloudFormation User Guide, "DeletionPolicy attribute"); S3 deletes only a bucket without
+objects, versions or delete markers (S3 API reference, DeleteBucket); KMS deletes a key only after a waiting
+period of 7 to 30 days (KMS API reference, ScheduleKeyDeletion); ECR's DeleteRepository with force deletes the
+images too; Secrets Manager's ForceDeleteWithoutRecovery deletes at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from moto import mock_aws
+
+from hubspoke.cli import teardown
+from hubspoke.cli.checks import session_clients
+from hubspoke.cli.main import main
+from tests.cli.preflight_world import isolate_from_real_aws
+from tests.cli.teardown_world import CLUSTERS, DEPLOY_ORDER, ENV, HUB, SPOKE, Refusals, deploy, stack_name
+from tests.conftest import minimal, write_config
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Refusals]:
+    isolate_from_real_aws(monkeypatch)
+    with mock_aws():
+        yield Refusals()
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    return write_config(tmp_path, minimal())
+
+
+def _args(config: Path, *extra: str) -> argparse.Namespace:
+    from hubspoke.cli.main import build_parser
+
+    return build_parser(["teardown"]).parse_args(["teardown", "--config", str(config), *extra])
+
+
+def _run(config: Path, refusals: Refusals, *extra: str, typed: str = "") -> int:
+    clients = refusals.wrap(session_clients())
+    return teardown.run(_args(config, *extra), clients=clients, ask=lambda _: typed, poll_seconds=0)
+
+
+def _live_stacks() -> set[str]:
+    clients = session_clients()
+    return {
+        s["StackName"]
+        for region in (HUB, SPOKE)
+        for s in clients("cloudformation", region).describe_stacks()["Stacks"]
+        if s["StackStatus"] != "DELETE_COMPLETE"
+    }
+
+
+def _buckets(region: str) -> set[str]:
+    return {b["Name"] for b in session_clients()("s3", region).list_buckets(BucketRegion=region)["Buckets"]}
+
+
+def _volumes(region: str) -> int:
+    return len(session_clients()("ec2", region).describe_volumes()["Volumes"])
+
+
+def _keys(region: str) -> dict[str, str]:
+    kms = session_clients()("kms", region)
+    return {
+        k["KeyId"]: kms.describe_key(KeyId=k["KeyId"])["KeyMetadata"]["KeyState"]
+        for k in kms.list_keys()["Keys"]
+    }
+
+
+def test_the_dry_run_changes_nothing_and_lists_what_stays(aws: Refusals, config: Path, capsys: Any) -> None:
+    deploy(session_clients())
+    assert _run(config, aws) == 0
+    out = capsys.readouterr().out
+    assert _live_stacks() == {stack_name(k, r) for k, r in DEPLOY_ORDER}
+    # Reverse deploy order: the dashboard first, the hub's network last, spoke storage before the hub's.
+    listed = [
+        line.split()[1] for line in out.splitlines() if line.strip()[:1].isdigit() and "hubspoke-dev-" in line
+    ]
+    assert listed == [stack_name(k, r) for k, r in reversed(DEPLOY_ORDER)]
+    # The access-log bucket the storage template retains is listed with its stack; the log group it deletes is not.
+    assert (
+        "cnq-access-logs-us-west-2" in out
+        and f"retained when {stack_name('storage', SPOKE)} is deleted" in out
+    )
+    assert "/test/storage-us-west-2/function" not in out
+    assert "prod-data-" not in out
+    assert "Dry run: nothing changed" in out
+
+
+def test_yes_without_the_typed_name_deletes_the_stacks_and_nothing_retained(
+    aws: Refusals, config: Path, capsys: Any
+) -> None:
+    deploy(session_clients())
+    before = {r: (_buckets(r), _volumes(r)) for r in (HUB, SPOKE)}
+    assert _run(config, aws, "--yes", typed="prod") == 1
+    assert _live_stacks() == set()
+    # The buckets the storage stacks retained are left, the rest as it was: nothing retained was deleted.
+    for region in (HUB, SPOKE):
+        assert _buckets(region) == before[region][0] | {f"cnq-access-logs-{region}"}
+        assert _volumes(region) == before[region][1]
+    assert "Not confirmed: nothing retained was deleted" in capsys.readouterr().err
+
+
+def test_the_typed_name_deletes_what_nothing_needs_and_keeps_the_dataset_and_models(
+    aws: Refusals, config: Path
+) -> None:
+    deploy(session_clients())
+    assert _run(config, aws, "--yes", typed=ENV) == 0
+    clients = session_clients()
+    # Hub: the dataset buckets and volumes stay, with the key that encrypts them; the export bucket and its key too.
+    hub = _buckets(HUB)
+    assert {"cnq-storage-0-us-east-2", "cnq-storage-1-us-east-2", "cnq-access-logs-us-east-2"} <= hub
+    assert f"hubspoke-{ENV}-compute-{HUB}-modelexportbucket-x1y2z3" in hub
+    assert f"sagemaker-hubspoke-{ENV}-{HUB}-0a1b2c3d" not in hub  # lifecycle scripts: versions and all
+    assert _volumes(HUB) == 3
+    assert sorted(_keys(HUB).values()) == ["Enabled", "Enabled"]  # the CNQ key and the export key
+    # Spoke: its cache goes, the export bucket stays; keys of what went are scheduled, not deleted at once.
+    spoke = _buckets(SPOKE)
+    assert spoke == {f"hubspoke-{ENV}-compute-{SPOKE}-modelexportbucket-x1y2z3", f"prod-data-{SPOKE}"}
+    assert _volumes(SPOKE) == 0
+    assert sorted(_keys(SPOKE).values()) == ["Enabled", "PendingDeletion"]
+    for region in (HUB, SPOKE):
+        assert clients("ecr", region).describe_repositories()["repositories"] == []
+        assert clients("secretsmanager", region).list_secrets()["SecretList"] == []
+        assert clients("logs", region).describe_log_groups()["logGroups"] == []
+
+
+def test_the_flags_delete_the_dataset_and_the_models_too(aws: Refusals, config: Path) -> None:
+    deploy(session_clients())
+    assert _run(config, aws, "--yes", "--confirm", ENV, "--delete-dataset", "--delete-models") == 0
+    for region in (HUB, SPOKE):
+        assert _buckets(region) == {f"prod-data-{region}"}
+        assert _volumes(region) == 0
+        assert set(_keys(region).values()) == {"PendingDeletion"}
+
+
+def test_a_refused_stack_stops_the_run_and_a_rerun_continues(
+    aws: Refusals, config: Path, capsys: Any
+) -> None:
+    """DeleteStack refused half-way (termination protection on the hub's storage stack): the stacks before it are
+    gone, it and the ones after stay, nothing retained is touched; the rerun, once allowed, finishes."""
+    deploy(session_clients())
+    aws.protected.add(stack_name("storage", HUB))
+    assert _run(config, aws, "--yes", "--confirm", ENV) == 1
+    err = capsys.readouterr().err
+    assert stack_name("storage", HUB) in err and "run the same command again" in err
+    after = [stack_name(k, r) for k, r in DEPLOY_ORDER][: DEPLOY_ORDER.index(("storage", HUB)) + 1]
+    assert _live_stacks() == set(after)
+    assert _volumes(SPOKE) == 3  # nothing retained deleted before every stack is gone
+    aws.protected.clear()
+    assert _run(config, aws, "--yes", "--confirm", ENV) == 0
+    assert _live_stacks() == set() and _volumes(SPOKE) == 0
+
+
+def test_a_refused_resource_stops_the_run_and_a_rerun_continues(
+    aws: Refusals, config: Path, capsys: Any
+) -> None:
+    """S3 refuses one bucket's delete: volumes deleted before it stay deleted, keys (last) are not yet scheduled;
+    the rerun finds the stacks gone and the volumes gone, and deletes the rest."""
+    deploy(session_clients())
+    lifecycle = f"sagemaker-hubspoke-{ENV}-{SPOKE}-0a1b2c3d"
+    aws.denied_buckets.add(lifecycle)
+    assert _run(config, aws, "--yes", "--confirm", ENV) == 1
+    assert lifecycle in capsys.readouterr().err
+    assert _volumes(SPOKE) == 0 and lifecycle in _buckets(SPOKE)
+    assert "PendingDeletion" not in _keys(SPOKE).values()
+    aws.denied_buckets.clear()
+    assert _run(config, aws, "--yes", "--confirm", ENV) == 0
+    assert lifecycle not in _buckets(SPOKE) and "PendingDeletion" in _keys(SPOKE).values()
+    # A third run has nothing left to do.
+    assert _run(config, aws, "--yes", "--confirm", ENV) == 0
+    assert "Nothing left to delete" in capsys.readouterr().out
+
+
+def test_credentials_for_another_account_change_nothing(aws: Refusals, tmp_path: Path, capsys: Any) -> None:
+    deploy(session_clients())
+    other = write_config(tmp_path, minimal(account="111111111111"), name="other.yaml")
+    assert _run(other, aws, "--yes", "--confirm", ENV) == 2
+    assert "these credentials are for 123456789012" in capsys.readouterr().err
+    assert len(_live_stacks()) == len(DEPLOY_ORDER)
+
+
+def test_the_command_is_registered_and_refuses_bad_input(config: Path, capsys: Any) -> None:
+    assert main(["teardown", "--config", str(config), "--region", "eu-west-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hubspoke: --region: eu-west-1 not in") and "Traceback" not in err
+    assert CLUSTERS[SPOKE] == "dev-usw2"
