@@ -80,6 +80,10 @@ class Refusals:
     protected: set[str] = field(default_factory=set)
     # Bucket names S3 refuses to delete (AccessDenied, 403: S3 API reference, DeleteBucket).
     denied_buckets: set[str] = field(default_factory=set)
+    # Stack names whose delete CloudFormation starts and then fails: DeleteStack succeeds, the stack stays, and
+    # DescribeStacks reports DELETE_FAILED (a StackStatus of the botocore cloudformation model; the
+    # StackDeleteComplete waiter fails on it).
+    failing: set[str] = field(default_factory=set)
     hooked: set[int] = field(default_factory=set)
 
     def wrap(self, clients: Clients) -> Clients:
@@ -88,6 +92,7 @@ class Refusals:
             if id(client) not in self.hooked:
                 self.hooked.add(id(client))
                 client.meta.events.register("before-call", self._answer)
+                client.meta.events.register("after-call.cloudformation.DescribeStacks", self._failed)
             return client
 
         return make
@@ -109,6 +114,8 @@ class Refusals:
                 "Error": error,
                 "ResponseMetadata": {"HTTPStatusCode": 400},
             }
+        if model.name == "DeleteStack" and any(name in text for name in self.failing):
+            return AWSResponse("https://stub", 200, {}, None), {"ResponseMetadata": {"HTTPStatusCode": 200}}
         if model.name == "DeleteBucket" and any(
             params.get("auth_path") == f"/{b}/" for b in self.denied_buckets
         ):
@@ -118,6 +125,12 @@ class Refusals:
                 "ResponseMetadata": {"HTTPStatusCode": 403},
             }
         return None
+
+    def _failed(self, parsed: dict[str, Any], **_: Any) -> None:
+        for stack in parsed.get("Stacks", []):
+            if stack.get("StackName") in self.failing:
+                stack["StackStatus"] = "DELETE_FAILED"
+                stack["StackStatusReason"] = "The following resource(s) failed to delete: [Cluster]. "
 
 
 def deploy(clients: Clients) -> None:

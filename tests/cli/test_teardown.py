@@ -159,6 +159,36 @@ def test_a_refused_stack_stops_the_run_and_a_rerun_continues(
     assert _live_stacks() == set() and _volumes(SPOKE) == 0
 
 
+def test_a_delete_that_fails_stops_the_run_and_a_rerun_retries_it(
+    aws: Refusals, config: Path, capsys: Any
+) -> None:
+    """A stack whose delete ends DELETE_FAILED (say a HyperPod cluster SageMaker could not delete): the run stops
+    there with its status, later stacks untouched; DeleteStack on a DELETE_FAILED stack retries the delete."""
+    deploy(session_clients())
+    failing = stack_name("compute", SPOKE)
+    aws.failing.add(failing)
+    assert _run(config, aws, "--yes", "--confirm", ENV) == 1
+    err = capsys.readouterr().err
+    assert f"{failing} (us-west-2) was not deleted: status DELETE_FAILED" in err
+    assert stack_name("compute", HUB) in _live_stacks() and stack_name("ops", SPOKE) not in _live_stacks()
+    aws.failing.clear()
+    assert _run(config, aws, "--yes", "--confirm", ENV) == 0
+    assert _live_stacks() == set()
+
+
+def test_no_answer_at_the_prompt_deletes_nothing_retained(aws: Refusals, config: Path) -> None:
+    deploy(session_clients())
+
+    def closed(_: str) -> str:
+        raise EOFError  # stdin closed: no terminal, nobody to type
+
+    assert (
+        teardown.run(_args(config, "--yes"), clients=aws.wrap(session_clients()), ask=closed, poll_seconds=0)
+        == 1
+    )
+    assert _volumes(SPOKE) == 3
+
+
 def test_a_refused_resource_stops_the_run_and_a_rerun_continues(
     aws: Refusals, config: Path, capsys: Any
 ) -> None:

@@ -184,7 +184,7 @@ def _secrets(sm: Any, region: str, env: str) -> list[Retained]:
     found = []
     for secret in _pages(sm, "list_secrets", "SecretList", Filters=[{"Key": "tag-value", "Values": [env]}]):
         if _tags(secret.get("Tags")).get(ENVIRONMENT_TAG) == env:
-            found.append(Retained(region, "secret", str(secret["ARN"]), "the CNQ admin password"))
+            found.append(Retained(region, "secret", str(secret["ARN"]), "a Qumulo password (admin or login)"))
     return found
 
 
