@@ -49,6 +49,15 @@ def create_only(resource_type: str) -> frozenset[str]:
     return frozenset(_top_level(found.get("createOnlyProperties", []))) if found else frozenset()
 
 
+@functools.cache
+def create_only_paths(resource_type: str) -> tuple[tuple[str, ...], ...]:
+    """Every create-only property as a path below Properties, nested ones included ("*": each list item)."""
+    found = schema(resource_type)
+    pointers = found.get("createOnlyProperties", []) if found else []
+    return tuple(tuple(p.split("/")[2:]) for p in sorted(pointers) if p.startswith("/properties/"))
+
+
+@functools.cache
 def name_property(resource_type: str) -> str | None:
     """The property that gives a resource of this type a custom physical name, None when it has none."""
     found = schema(resource_type)

@@ -15,7 +15,7 @@ What it follows, by source:
 - UpdateReplacePolicy (User Guide, "UpdateReplacePolicy attribute"): what happens to the old physical resource
   when an update replaces it: Delete (default), Retain, Snapshot.
 - Replacement (User Guide, "Update behaviors of stack resources"): a change to a property whose update requires
-  replacement (the schema's createOnlyProperties) creates a new resource, then removes the old one in the
+  replacement (the schema's createOnlyProperties, nested ones included) creates a new resource, then removes the old one in the
   cleanup phase; with a custom name that did not change, CloudFormation cannot replace it and the update fails
   (User Guide, "Name type": "If you specify a name, you cannot perform updates that require replacement").
   Values are compared resolved, so replacing a resource replaces those whose create-only properties use it.
@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.cfn_schemas import create_only, name_property
+from tests.cfn_schemas import create_only_paths, name_property
 
 ACCOUNT = "123456789012"
 KEEP_ON_DELETE = {"Retain", "RetainExceptOnCreate"}
@@ -76,6 +76,16 @@ class Stack:
     stack_id: str
     resources: dict[str, Physical] = field(default_factory=dict)
     status: str = "CREATE_COMPLETE"
+
+
+def _at(value: Any, path: tuple[str, ...]) -> Any:
+    """The value at a schema path below Properties; "*" maps over a list; None where it is absent."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if head == "*":
+        return [_at(v, rest) for v in value] if isinstance(value, list) else None
+    return _at(value.get(head), rest) if isinstance(value, Mapping) else None
 
 
 def _scope(resource_type: str, region: str) -> str:
@@ -233,9 +243,11 @@ class Account:
         return made
 
     def _fixed(self, res: Mapping[str, Any], stack: Stack, physical: Mapping[str, Physical]) -> Any:
+        """The resolved values of the resource's create-only properties: a change to any replaces it."""
         props = res.get("Properties", {})
-        chosen = sorted(create_only(res["Type"]) & set(props))
-        return json.dumps({p: self._resolve(props[p], stack, physical) for p in chosen}, sort_keys=True)
+        values = {"/".join(path): _at(props, path) for path in create_only_paths(res["Type"])}
+        present = {k: self._resolve(v, stack, physical) for k, v in values.items() if v is not None}
+        return json.dumps(present, sort_keys=True, default=str)
 
     def _let_go(self, made: Physical, policy: str, where: str) -> None:
         """Delete a physical resource (its name is free again), or keep it outside any stack."""

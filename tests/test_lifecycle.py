@@ -241,3 +241,29 @@ def test_retain_except_on_create_fixes_the_retry_but_not_the_recreate(
     account = _environment(dev_config, broken, leave_out="compute-us-west-2")
     with pytest.raises(StackFailed, match="already exists"):
         delete_then_recreate(account, dev_config, broken, "compute-us-west-2")
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "value"),
+    [
+        # compute.service_cidr: EKS sets the service CIDR only at creation (its schema: create-only).
+        ("AWS::EKS::Cluster", ("KubernetesNetworkConfig", "ServiceIpv4Cidr"), "172.21.0.0/16"),
+        # Another security group or subnet for the HyperPod cluster: VpcConfig is create-only.
+        ("AWS::SageMaker::Cluster", ("VpcConfig", "SecurityGroupIds"), ["sg-0123456789abcdef0"]),
+    ],
+)
+def test_a_change_that_replaces_a_fixed_name_cluster_fails_the_update(
+    dev_config: HubSpokeConfig, dev_templates: Templates, kind: str, path: tuple[str, str], value: Any
+) -> None:
+    """The EKS and HyperPod clusters carry fixed names (metrics and logs are keyed on them), so CloudFormation
+    refuses any change that would replace them, and the update rolls back with nothing changed. Nothing before
+    deploy compares a config with what is deployed: this is where such a change is stopped today."""
+    sid = "compute-us-west-2"
+    account = _environment(dev_config, dev_templates, leave_out=sid)
+    _deploy(account, dev_config, sid, dev_templates[sid])
+    changed = copy.deepcopy(dev_templates[sid])
+    [lid] = [k for k, v in changed["Resources"].items() if v["Type"] == kind]
+    changed["Resources"][lid]["Properties"][path[0]][path[1]] = value
+    with pytest.raises(StackFailed, match="custom-named resource requires replacing") as caught:
+        _deploy(account, dev_config, sid, changed)
+    assert caught.value.logical_id == lid
