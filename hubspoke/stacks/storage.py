@@ -88,7 +88,9 @@ class StorageStack(PlannedStack):
         self.cluster.admin_secret.grant_read(self.provisioner.function)
         self.cluster.refuse_reshaping(self.provisioner)
         # Region-local paths are created here; a spoke's dataset path is the portal's to create.
-        exports = [storage.dataset_path, storage.checkpoint_path] if is_hub else [storage.checkpoint_path]
+        # The hub's dataset read-only over NFS: versions are written inside Qumulo only (Shift-From, the REST seal).
+        read_only_exports = [storage.dataset_path] if is_hub else []
+        exports = [storage.checkpoint_path]
         self.cluster_resource = self.provisioner.resource(
             self,
             "Cluster",
@@ -105,6 +107,7 @@ class StorageStack(PlannedStack):
                 "QumuloCoreVersion": storage.qumulo_core.version,
                 "AdminSecretArn": self.cluster.admin_secret.secret_arn,
                 "ExportPaths": exports,
+                "ReadOnlyExportPaths": read_only_exports,
                 "ClientCidrs": list(region.all_cidrs),
             },
         )

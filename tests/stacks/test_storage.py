@@ -234,17 +234,64 @@ def test_every_node_waits_for_the_node_shape_guard(case: tuple[HubSpokeConfig, T
             for a in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"])
         }
         assert {"ec2:DescribeInstances", "ec2:DescribeVolumes", "ec2:DescribeInstanceAttribute"} <= reads
-        # ModifyInstanceAttribute may change termination protection only: the ec2:Attribute condition key, as
-        # AWS's managed AmazonRDSCustomServiceRolePolicy restricts the same action ("ec2:Attribute":
-        # "InstanceType"); no other statement grants the action.
-        modify = [
-            st
-            for _, policy in properties(template, "AWS::IAM::Policy")
-            for st in policy["PolicyDocument"]["Statement"]
-            if "ec2:ModifyInstanceAttribute" in json.dumps(st["Action"])
-        ]
-        assert [st["Action"] for st in modify] == ["ec2:ModifyInstanceAttribute"]
-        assert modify[0]["Condition"]["StringEqualsIgnoreCase"] == {"ec2:Attribute": "DisableApiTermination"}
+        # The protection switch rests only on keys every request context for the nodes holds (see below).
+        for _, node in resources(template, "AWS::EC2::Instance"):
+            assert _modify_allowed_by(template, _guaranteed_context(node["Properties"]["Tags"]))
+
+
+def _guaranteed_context(tags: list[dict[str, Any]]) -> dict[str, str]:
+    """The request context keys a ModifyInstanceAttribute on a node surely carries: its tags as
+    aws:ResourceTag/<key> (IAM User Guide, "AWS global condition context keys": present when the resource has
+    the tag). Not ec2:Attribute: the Service Authorization Reference lists it for EC2 Modify*Attribute, but
+    public reports find it absent from the evaluated context (ModifySnapshotAttribute), so it is not here."""
+    return {f"aws:ResourceTag/{t['Key']}": t["Value"] for t in tags}
+
+
+def _modify_allowed_by(template: dict[str, Any], context: dict[str, str]) -> bool:
+    """Whether an Allow statement for ec2:ModifyInstanceAttribute matches the context. IAM User Guide,
+    "IAM JSON policy elements: Condition": every operator and key must match (AND), any listed value (OR); a key
+    absent from the context fails a StringEquals-family operator unless ...IfExists."""
+    operators = {"StringEquals": str.__eq__, "StringEqualsIgnoreCase": lambda a, b: a.lower() == b.lower()}
+    for _, policy in properties(template, "AWS::IAM::Policy"):
+        for st in policy["PolicyDocument"]["Statement"]:
+            if st["Effect"] != "Allow" or "ec2:ModifyInstanceAttribute" not in json.dumps(st["Action"]):
+                continue
+            # an operator this model does not know counts as denying
+            matched = all(
+                operator in operators
+                and key in context
+                and any(
+                    operators[operator](context[key], v)
+                    for v in (wanted if isinstance(wanted, list) else [wanted])
+                )
+                for operator, keys in st.get("Condition", {}).items()
+                for key, wanted in keys.items()
+            )
+            if matched:
+                return True
+    return False
+
+
+def test_the_protection_switch_model_refuses_what_iam_refuses() -> None:
+    """The model above is not vacuous: a statement on a key the context lacks (ec2:Attribute, as the
+    previous policy had it) or on another cluster's tag allows nothing."""
+    statement = {
+        "Effect": "Allow",
+        "Action": "ec2:ModifyInstanceAttribute",
+        "Condition": {
+            "StringEquals": {"aws:ResourceTag/hubspoke:cnq-cluster": ["dev-use2"]},
+            "StringEqualsIgnoreCase": {"ec2:Attribute": "DisableApiTermination"},
+        },
+    }
+    template = {"Resources": {"P": {"Type": "AWS::IAM::Policy", "Properties": {
+        "PolicyDocument": {"Statement": [statement]}}}}}  # fmt: skip
+    tags = [{"Key": "hubspoke:cnq-cluster", "Value": "dev-use2"}]
+    assert not _modify_allowed_by(template, _guaranteed_context(tags))
+    del statement["Condition"]["StringEqualsIgnoreCase"]
+    assert _modify_allowed_by(template, _guaranteed_context(tags))
+    assert not _modify_allowed_by(
+        template, _guaranteed_context([{"Key": "hubspoke:cnq-cluster", "Value": "x"}])
+    )
 
 
 def test_no_persistent_storage_bucket_is_created_before_the_guard_passes(
@@ -437,10 +484,12 @@ def test_cluster_resource_carries_the_release_and_local_exports(
         first_quarter = next(ipaddress.IPv4Network(region.cidr).subnets(prefixlen_diff=2))
         assert props["FloatingNetmask"] == str(first_quarter)
         assert props["ClientCidrs"] == list(region.all_cidrs)
-        local = {region.storage.checkpoint_path}
-        if region is config.hub:
-            local.add(region.storage.dataset_path)
-        assert set(props["ExportPaths"]) == local, "a spoke's dataset path belongs to its portal"
+        assert props["ExportPaths"] == [region.storage.checkpoint_path], (
+            "a spoke's dataset belongs to its portal"
+        )
+        # The hub's dataset over NFS read-only (issue 40 item 4): a sealed version is never written through it.
+        hub_dataset = [region.storage.dataset_path] if region is config.hub else []
+        assert props["ReadOnlyExportPaths"] == hub_dataset
 
 
 def test_provisioner_runs_in_the_vpc_and_reaches_only_rest_and_https(

@@ -136,4 +136,8 @@ def test_cluster_create_runs_from_the_bundle_in_lambdas_environment(
         assert function(bundling.IS_COMPLETE_HANDLER).invoke(merged).result["IsComplete"] is True
     assert started["PhysicalResourceId"].startswith("cnq-cluster-")
     assert hub.state == "ACTIVE" and hub.password == PASSWORD
-    assert {e["export_path"] for e in hub.exports.values()} == set(synthesized["ExportPaths"])
+    read_only = {e["export_path"]: e["restrictions"][0]["read_only"] for e in hub.exports.values()}
+    assert read_only == {
+        **{p: False for p in synthesized["ExportPaths"]},
+        **{p: True for p in synthesized["ReadOnlyExportPaths"]},
+    }

@@ -306,11 +306,24 @@ def _converge_cluster(event: Mapping[str, Any], deadline: Deadline, status: str)
     before = event.get("ClampBefore")
     capacity.ensure_limit(client, dict(event.get("OldResourceProperties") or {}), dict(props),
                           None if before in (None, "") else int(before))  # fmt: skip
+    _ensure_exports(client, props)
+    log.info("cluster %s (%s) converged", spec.cluster_name, cluster_id)
+    return {"ClusterId": cluster_id}
+
+
+def _ensure_exports(client: Any, props: Mapping[str, Any]) -> None:
+    """The cluster's Region-local NFS exports: ExportPaths read-write, ReadOnlyExportPaths read-only.
+
+    The hub's dataset is exported read-only: its sealed versions are written only inside Qumulo (Shift-From, the
+    REST seal), never over NFS, and a read-only host access rule gives the allowed hosts "limited access to the
+    NFS export" (Qumulo administrator guide, "Configuring and Troubleshooting Host Access Rules for NFS
+    Exports", the Read-only option; REST restriction field read_only, qumulo.rest.nfs NFSExportRestriction).
+    An export created read-write by an earlier release is modified in place (exports.ensure_export)."""
     cidrs = _list(props, "ClientCidrs")
     for path in _list(props, "ExportPaths"):
         exports.ensure_export(client, exports.ExportSpec(path, cidrs, read_only=False, create_path=True))
-    log.info("cluster %s (%s) converged", spec.cluster_name, cluster_id)
-    return {"ClusterId": cluster_id}
+    for path in _list(props, "ReadOnlyExportPaths"):
+        exports.ensure_export(client, exports.ExportSpec(path, cidrs, read_only=True, create_path=True))
 
 
 def _converge_portal(event: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
