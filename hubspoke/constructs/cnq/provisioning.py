@@ -193,20 +193,17 @@ class CnqProvisioner(Construct):
                 conditions={"StringEquals": tagged},
             )
         )
-        # Only termination protection may change (runtime/nodes.py passes DisableApiTermination alone). The
-        # ec2:Attribute condition key names the attribute a ModifyInstanceAttribute request sets, as AWS's own
-        # managed policy AmazonRDSCustomServiceRolePolicy uses it ("ec2:Attribute": "InstanceType", the request
-        # parameter's name). ASSUMED: its value for our request is the parameter name DisableApiTermination
-        # (the API's Attribute enum spells it disableApiTermination), so compared ignoring case; a wrong guess
-        # fails the NodeProtection step with AccessDenied naming ec2:ModifyInstanceAttribute, never widens.
+        # Scoped by the nodes' cluster tag alone, a key the Service Authorization Reference ("Actions, resources,
+        # and condition keys for Amazon EC2", ModifyInstanceAttribute on instance) lists and the nodes carry.
+        # Not ec2:Attribute: that page lists it, yet public reports find it absent from Modify*Attribute request
+        # contexts, and an absent key would deny every Storage deploy at NodeProtection. So this allows any
+        # attribute change (type, user data, groups, protection...) on this stack's tagged nodes only; the
+        # handler sends DisableApiTermination alone (runtime/nodes.py), and the role can tag nothing.
         role.add_to_policy(
             iam.PolicyStatement(
                 actions=["ec2:ModifyInstanceAttribute"],
                 resources=[instances],
-                conditions={
-                    "StringEquals": tagged,
-                    "StringEqualsIgnoreCase": {"ec2:Attribute": "DisableApiTermination"},
-                },
+                conditions={"StringEquals": tagged},
             )
         )
         # The node-shape guard reads what the nodes run (runtime/shape.py); Describe* has no resource scope.
