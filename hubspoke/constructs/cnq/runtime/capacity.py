@@ -97,23 +97,33 @@ def current_clamp(client: Any) -> int:
 
 
 def ensure_limit(client: Any, old: dict[str, Any], new: dict[str, Any], before: int | None) -> None:
-    """PUT /v1/capacity/clamp once for an update that raises the limit, then Pending while quorum re-forms.
+    """Converge the soft capacity limit of an update that raises it: PUT /v1/capacity/clamp at most once.
 
     Called from is_complete after ensure_formed found every node ACTIVE and ensure_uris found every bucket
-    in, so the clamp changes only with the quorum whole, as Qumulo's AWS provisioner orders it
-    (aws-terraform-cnq, modules/qprovisioner/scripts/provision.sh: add_object_storage_uris, wait for
-    ACTIVE and full quorum, capacity_clamp_set, wait for ACTIVE). `before` is the clamp on_event read when
-    the request arrived: Qumulo stores the clamp rounded down to whole pstores ("a pstore count that
-    produces a byte count closest to the requested bytes without going over"), so the stored value never
-    equals the request and only a change from `before` shows the PUT took effect ("quorum will be
-    abandoned and the change will appear in the new quorum", qq capacity_clamp_set). ASSUMED: a raise
-    smaller than one pstore leaves the stored value unchanged and is sent at each poll; Qumulo applies
-    nothing then ("If the change is applied successfully, quorum will be abandoned").
+    in, so the clamp changes only with the quorum whole, as Qumulo's provisioner orders it
+    (qumulo-terraform-gcp @ a30b449c, provision.py add_object_buckets -> update_capacity_limit, which waits
+    for ACTIVE after capacity_clamp_set). Qumulo stores "a pstore count that produces a byte count closest
+    to the requested bytes without going over", and "a value below the current provisioned capacity has no
+    effect" (qumulo-api 7.10.2.1, qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS). No source
+    gives the pstore size, so the cluster's own answer decides: the clamp on_event read (`before`) changed,
+    or the clamp is at the request already, means done; otherwise one PUT, and the clamp read back at once
+    says whether it took effect (Pending while "quorum will be abandoned") or not, which means the cluster
+    already holds the closest pstore count: a raise rolled back after Qumulo applied it and deployed again,
+    or a raise smaller than one pstore. ASSUMED: the stored value reads back right after the PUT (if it
+    reads back late, the request completes while the quorum re-forms, and later steps retry its 5xx).
     """
     old_bytes, new_bytes = int(old.get("UsableCapacityBytes") or 0), int(new.get("UsableCapacityBytes") or 0)
     if before is None or not old_bytes or new_bytes <= old_bytes:
         return
-    if current_clamp(client) != before:
+    current = current_clamp(client)
+    if current != before or current >= new_bytes:
         return
     client.capacity.put_capacity_clamp(new_bytes)
+    stored = current_clamp(client)
+    if stored == current:
+        log.warning(
+            "soft capacity limit: the cluster keeps %d bytes for the %d requested (the closest whole pstore "
+            "count without going over); nothing more to change", current, new_bytes,
+        )  # fmt: skip
+        return
     raise Pending(f"soft capacity limit {new_bytes / 1e12:g} TB requested; quorum re-forming")

@@ -1,0 +1,61 @@
+"""Custom::CnqCluster converges from the states a second deploy meets (issue 41 item 2), against the fake.
+
+CloudFormation's rollback Update carries the previous values as ResourceProperties and the failed new ones
+as OldResourceProperties (CloudFormation User Guide, "Custom resource request objects"); the redeploy after
+it carries them the other way round again, while the cluster still holds what the first try gave it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.constructs.cnq.conftest import World, drive
+from tests.fakes.qumulo import PSTORE_BYTES, FakeQumulo
+
+pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
+TB = 10**12
+
+
+def _update(world: World, hub: FakeQumulo, instances: list[str], old: dict[str, Any], **new: Any) -> dict:
+    event = world.cluster_event(hub, "hub", instances, request="Update", **new)
+    event["OldResourceProperties"] = old["ResourceProperties"]
+    return event
+
+
+def test_a_raise_deployed_again_after_its_rollback_completes(world: World, hub: FakeQumulo) -> None:
+    """The first raise reached Qumulo ("quorum will be abandoned and the change will appear in the new
+    quorum") and was rolled back, which cannot lower it ("a value below the current provisioned capacity has
+    no effect"; qumulo-api 7.10.2.1, qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS). The
+    same raise deployed again finds the cluster holding it: it completes, and the clamp is not changed."""
+    instances = world.instances(4, "dev-hub")
+    formed = world.cluster_event(hub, "hub", instances)
+    drive(formed)
+    world.stack_status("UPDATE_IN_PROGRESS")
+    raised = _update(world, hub, instances, formed, capacity_tb=250)
+    drive(raised)
+    held = hub.capacity_clamp
+    assert held == 250 * TB // PSTORE_BYTES * PSTORE_BYTES
+    world.stack_status("UPDATE_ROLLBACK_IN_PROGRESS")
+    drive(_update(world, hub, instances, raised, capacity_tb=100))
+    world.stack_status("UPDATE_IN_PROGRESS")
+    puts = hub.called("PUT", r"^/v1/capacity/clamp")
+    drive(_update(world, hub, instances, formed, capacity_tb=250), polls=8)
+    assert hub.capacity_clamp == held
+    assert hub.called("PUT", r"^/v1/capacity/clamp") - puts <= 1, "never re-sent at every poll"
+
+
+def test_a_raise_smaller_than_one_pstore_completes(world: World, hub: FakeQumulo) -> None:
+    """Qumulo stores "a pstore count that produces a byte count closest to the requested bytes without going
+    over" (capacity_clamp_set): a raise inside the same pstore changes nothing, and the update completes."""
+    instances = world.instances(4, "dev-hub")
+    formed = world.cluster_event(hub, "hub", instances)
+    drive(formed)
+    clamp = hub.capacity_clamp
+    # 100 TB + 0.1 TB: the same whole count of the fake's pstores (tests/fakes/qumulo/cluster.py, ASSUMED size).
+    nudged = str(100 * TB + PSTORE_BYTES // 3)
+    assert int(nudged) // PSTORE_BYTES * PSTORE_BYTES == clamp, "the raise stays within one pstore"
+    drive(_update(world, hub, instances, formed, UsableCapacityBytes=nudged), polls=8)
+    assert hub.capacity_clamp == clamp
+    assert hub.called("PUT", r"^/v1/capacity/clamp") <= 1
