@@ -18,12 +18,19 @@ from constructs import Construct
 from hubspoke.constructs.cnq.infrastructure import PASSWORD_EXCLUDED, CnqCluster
 from hubspoke.constructs.cnq.provisioning import CnqProvisioner
 from hubspoke.constructs.cnq.runtime.resources import IDENTITY_RESOURCE
+from hubspoke.dataset_load import HOLD_PRIVILEGE
 from hubspoke.policy.acks import acknowledge
 
 # Identities and their privileges, each from the vendor's page that names it.
 # Shift-From ("Using Qumulo Shift-From to Copy Objects from Amazon S3", "Prerequisites", Qumulo/docs@b6ddb9ae):
 # WRITE "to create a Shift relationship", READ "to view the status"; the load's file writes come from its ACE.
-LOADER_PRIVILEGES = ("PRIVILEGE_REPLICATION_OBJECT_READ", "PRIVILEGE_REPLICATION_OBJECT_WRITE")
+# Sealing holds every file of the version (hubspoke/dataset_load.py, hold_version): both file lock types "require
+# the FS_FILE_LOCK_WRITE privilege" (administrator guide, "Managing File Locks").
+LOADER_PRIVILEGES = (
+    "PRIVILEGE_REPLICATION_OBJECT_READ",
+    "PRIVILEGE_REPLICATION_OBJECT_WRITE",
+    HOLD_PRIVILEGE,
+)
 # Prewarm lists the version's tree and asks the spoke to fetch each file (qumulo.rest.fs read_directory and
 # fetch_data): reading every file of the portal whatever its ACL is PRIVILEGE_FILE_READ_ACCESS ("read access to
 # all files regardless of permissions", REST guide /v1/auth/roles). ASSUMED: fetch-data needs no other

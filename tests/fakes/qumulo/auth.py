@@ -60,6 +60,8 @@ ROUTE_PRIVILEGES: tuple[tuple[str | None, str, str | None], ...] = (
     ("GET", r"/v1/groups/.*", "PRIVILEGE_LOCAL_GROUP_READ"),
     ("POST", r"/v1/identity/find", "PRIVILEGE_IDENTITY_READ"),  # "Use Qumulo's identity lookup"
     ("GET", r"/v1/session/roles", None),
+    # "Managing File Locks": both lock types "require the FS_FILE_LOCK_WRITE privilege" (then the ACL as well).
+    ("PATCH", r"/v1/files/[^/]+/file-lock", "PRIVILEGE_FS_FILE_LOCK_WRITE"),
     (None, r"/v[12]/files/.*", None),  # file routes: the ACL decides (_check_file)
 )
 # Built-in local groups and the admin user: ASSUMED ids (Windows' well-known relative IDs).
