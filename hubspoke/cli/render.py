@@ -183,8 +183,9 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
         "--wait-for-cached-fraction",
         type=_fraction,
         metavar="F",
-        help="spokes only: the job waits before its first step until prewarm reports this fraction (0..1] of "
-        "the dataset warm (GPUs idle meanwhile; default: start at once)",
+        help="spokes only: an init container waits before training starts until prewarm reports this fraction "
+        "(0..1] of the dataset warm, for at most 6 hours from the job's first attempt (GPUs idle meanwhile; "
+        "default: start at once)",
     )
 
     parser.add_argument(
