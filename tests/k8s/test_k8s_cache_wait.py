@@ -81,3 +81,12 @@ def test_no_wait_no_init_container(dev_config: HubSpokeConfig, kind: str) -> Non
 def test_the_hub_has_no_cache_to_wait_for(dev_config: HubSpokeConfig) -> None:
     with pytest.raises(ValueError, match="no spoke cache"):
         training_job(dev_config, dev_config.hub, settings=WAIT)
+
+
+def test_the_waiting_pytorchjob_is_valid_under_the_pinned_operators_crd(dev_config: HubSpokeConfig) -> None:
+    """The operator the cluster really runs (training-operator v1-855e096, the stored CRD that
+    tests/k8s/test_k8s_job_upstream.py checks against) keeps the init container: nothing pruned."""
+    from tests.k8s.test_k8s_job_upstream import _pytorchjob_validator
+
+    job = training_job(dev_config, dev_config.region_config("us-west-2"), kind="pytorchjob", settings=WAIT)
+    _pytorchjob_validator().validate(job)
