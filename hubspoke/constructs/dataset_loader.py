@@ -90,6 +90,8 @@ class DatasetLoader(Construct):
             service_account=SERVICE_ACCOUNT,
             role_arn=self.role.role_arn,
         )
+        # The role's policies outlive the association (tests/test_role_grant_order.py).
+        self.association.node.add_dependency(self.role)
         settings = {
             "rest-address": rest_address,
             "shift-user": shift_user_name,

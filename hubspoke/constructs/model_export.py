@@ -94,6 +94,8 @@ class ModelExport(Construct):
             service_account=service_account,
             role_arn=self.role.role_arn,
         )
+        # The role's policies outlive the association (tests/test_role_grant_order.py).
+        self.association.node.add_dependency(self.role)
 
     def _role(self, *, namespace: str, service_account: str) -> iam.Role:
         # The trust policy EKS Pod Identity needs (sts:AssumeRole and sts:TagSession for pods.eks.amazonaws.com),

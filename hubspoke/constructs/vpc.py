@@ -78,7 +78,7 @@ class RegionVpc(Construct):
                 self.private_route_tables[az].ref for az in region.resolved_az_ids
             ],
         )
-        ec2.FlowLog(
+        flow_log = ec2.FlowLog(
             self,
             "FlowLog",
             resource_type=ec2.FlowLogResourceType.from_vpc(self.vpc),
@@ -89,6 +89,10 @@ class RegionVpc(Construct):
             # 10-minute records land whole in one 5-minute period and not the next, making the ratio jump.
             max_aggregation_interval=ec2.FlowLogMaxAggregationInterval.ONE_MINUTE,
         )
+        # Delivery runs as the role; its policy is created before and deleted after the flow log
+        # (tests/test_role_grant_order.py).
+        if flow_log.iam_role is not None:
+            flow_log.node.find_child("FlowLog").node.add_dependency(flow_log.iam_role)
         accel = region.resolved_accelerator_az_id
         self.accelerator_subnet = ec2.Subnet.from_subnet_attributes(
             self,

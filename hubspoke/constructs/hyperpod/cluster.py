@@ -207,6 +207,11 @@ class HyperPodCluster(Construct):
         )
         # Explicit: the scripts must be in S3 before any node boots.
         self.cluster.node.add_dependency(self.upload)
+        # Every policy of the execution role (its DefaultPolicy: ENIs, S3, KMS) is created before and deleted after
+        # the cluster, so a rollback or teardown never strands the nodes' interfaces mid-delete; AWS's template
+        # keeps the same on the role (aws-samples/awsome-distributed-training at 7217859, 1.architectures/
+        # 7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/sagemaker-iam-role-stack.yaml: Policies inline).
+        self.cluster.node.add_dependency(self.role)
         # With continuous provisioning the cluster is InService before its nodes run: node-bound work waits here.
         self.nodes_ready = HyperPodNodesReady(
             self,
