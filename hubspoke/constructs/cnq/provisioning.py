@@ -22,7 +22,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from hubspoke.constructs.cnq.bundling import IS_COMPLETE_HANDLER, ON_EVENT_HANDLER, RUNTIME, provisioner_code
-from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
+from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG, CREATE_SENT_TAG
 from hubspoke.constructs.provider import LOG_RETENTION, https_egress_group, vpc_provider
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import QUMULO_REST
@@ -48,8 +48,8 @@ class CnqProvisioner(Construct):
 
     Egress: Qumulo's REST port towards `rest_cidrs` (its own VPC and, in a spoke, the hub over the
     peering) and HTTPS for the AWS APIs (Secrets Manager, EC2, CloudFormation; the framework's Lambda and
-    Step Functions); nothing else. EC2 writes are limited to the termination protection of instances tagged
-    with one of `clusters`; CloudFormation to reading this stack's own status.
+    Step Functions); nothing else. EC2 writes are limited to the termination protection and the create record
+    (one tag key) of instances tagged with one of `clusters`; CloudFormation to reading this stack's own status.
     """
 
     def __init__(
@@ -204,6 +204,18 @@ class CnqProvisioner(Construct):
                 actions=["ec2:ModifyInstanceAttribute"],
                 resources=[instances],
                 conditions={"StringEquals": tagged},
+            )
+        )
+        # The record that the cluster-create call was sent (runtime/nodes.py CreateTag): this one tag key only
+        # (aws:TagKeys, "Controlling access based on tag keys", IAM User Guide), on the stack's own nodes.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["ec2:CreateTags"],
+                resources=[instances],
+                conditions={
+                    "StringEquals": tagged,
+                    "ForAllValues:StringEquals": {"aws:TagKeys": [CREATE_SENT_TAG]},
+                },
             )
         )
         # The node-shape guard reads what the nodes run (runtime/shape.py); Describe* has no resource scope.

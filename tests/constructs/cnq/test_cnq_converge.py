@@ -59,3 +59,19 @@ def test_a_raise_smaller_than_one_pstore_completes(world: World, hub: FakeQumulo
     drive(_update(world, hub, instances, formed, UsableCapacityBytes=nudged), polls=8)
     assert hub.capacity_clamp == clamp
     assert hub.called("PUT", r"^/v1/capacity/clamp") <= 1
+
+
+def test_added_nodes_are_active_in_the_quorum_before_the_update_completes(
+    world: World, hub: FakeQumulo
+) -> None:
+    """Qumulo's provisioner waits until an added node itself reports ACTIVE (qumulo-terraform-gcp @ a30b449c,
+    provision.py add_cluster_nodes: wait_for_active_quorum on the first new node); the membership list
+    names a joining node before it has switched modes (the fake lags it `api_switch_reads` reads)."""
+    instances = world.instances(4, "dev-hub")
+    formed = world.cluster_event(hub, "hub", instances)
+    drive(formed)
+    hub.api_switch_reads = 12
+    new = hub.add_nodes(2)
+    drive(_update(world, hub, instances + world.instances(2, "dev-hub"), formed))
+    assert [hub.nodes[ip].unconfigured_reads for ip in new] == [0, 0], "every new node has switched modes"
+    assert hub.state == "ACTIVE" and hub.members == hub.node_ips

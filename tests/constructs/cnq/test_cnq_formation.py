@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 import time
 
+import boto3
 import pytest
 from qumulo.rest_client import RestClient
 
 from hubspoke.constructs.cnq.runtime import session
+from hubspoke.constructs.cnq.runtime.contract import CREATE_SENT_TAG
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
 from hubspoke.constructs.cnq.runtime.session import ProvisioningError, ProvisioningTimeout
 from tests.constructs.cnq.conftest import ROOMY, World, drive
@@ -24,19 +26,27 @@ pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInM
 CREATE = r"^/v5/cluster/object-backed/create"
 
 
-def test_nodes_still_unconfigured_after_the_202_do_not_fail_the_create(world: World, hub: FakeQumulo) -> None:
-    """The poll after the 202 still sees UNCONFIGURED nodes and sends create again; the already-configured
-    answer means 'accepted', and the cluster forms from the first create."""
-    assert hub.api_switch_reads >= 1, "the fake lags the switch by default"
-    drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub")))
+@pytest.mark.parametrize("switch_reads", [1, 12])
+def test_nodes_still_unconfigured_after_the_202_are_waited_for_not_sent_the_create_again(
+    world: World, hub: FakeQumulo, switch_reads: int
+) -> None:
+    """The polls after the 202 still see UNCONFIGURED nodes, for as long as they switch modes; Qumulo's
+    provisioner sends the create once and then waits for ACTIVE (qumulo-terraform-gcp @ a30b449c,
+    provision.py create_new_cluster), and so does the handler: the first node's instance carries the record."""
+    hub.api_switch_reads = switch_reads
+    instances = world.instances(4, "dev-hub")
+    drive(world.cluster_event(hub, "hub", instances))
     assert hub.state == "ACTIVE" and len(hub.create_requests) == 1
-    assert hub.called("POST", CREATE) >= 2, "the create was sent again while the nodes said UNCONFIGURED"
+    assert hub.called("POST", CREATE) == 1, "the create is sent once"
+    tags = boto3.client("ec2").describe_tags(Filters=[{"Name": "resource-id", "Values": [instances[0]]}])
+    assert CREATE_SENT_TAG in {t["Key"] for t in tags["Tags"]}
 
 
 def test_a_create_whose_answer_is_lost_is_waited_for(world: World, hub: FakeQumulo) -> None:
     hub.drop_reply("POST", CREATE)
     drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub")))
     assert hub.state == "ACTIVE" and len(hub.create_requests) == 1
+    assert hub.called("POST", CREATE) == 1, "a create that may have landed is not sent again"
 
 
 def test_a_create_slower_than_an_ordinary_call_is_waited_for(

@@ -464,7 +464,10 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin, AuthMixin):
         self.membership_requests.append(target)
         next_id = max((n.node_id for n in self.nodes.values()), default=0) + 1
         for offset, node in enumerate(joining):  # node ids go to new nodes in request order (qq's warning)
-            node.member, node.node_id = True, next_id + offset
+            # A joining node switches modes as a created one does (ASSUMED the same lag): it answers
+            # UNCONFIGURED for a while, and only its own ACTIVE shows it in quorum (Qumulo's provisioner waits for
+            # that: qumulo-terraform-gcp @ a30b449c, provision.py add_cluster_nodes).
+            node.member, node.node_id, node.unconfigured_reads = True, next_id + offset, self.api_switch_reads
         for ip in self.members:
             if ip not in target:  # REST guide: REMOVED, still configured for this cluster
                 self.nodes[ip].member, self.nodes[ip].removed = False, True

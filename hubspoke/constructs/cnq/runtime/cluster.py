@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from qumulo.lib.request import RequestError
 
+from .contract import CREATE_SENT_TAG
 from .session import Deadline, Pending, ProvisioningError, anonymous_client, describe
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,16 @@ class ClusterSpec:
     product_type: str
     version: str
     rest_port: int
+
+
+class CreateLedger(Protocol):
+    """Where a create, once sent, is written down (runtime/nodes.py: a tag on the first node's instance)."""
+
+    def sent(self) -> str | None:
+        """When the create was sent to this first node, None if never."""
+
+    def record(self) -> None:
+        """Write down that the create was sent (or may have been: no answer came)."""
 
 
 @dataclass(frozen=True)
@@ -134,13 +145,15 @@ def _refuse_removed(spec: ClusterSpec, views: Sequence[NodeView]) -> None:
         )
 
 
-def _create(spec: ClusterSpec, password: str, deadline: Deadline) -> None:
-    """POST /v5/cluster/object-backed/create to node 1; a lost answer is not a failure (raises Pending).
+def _create(spec: ClusterSpec, password: str, deadline: Deadline, ledger: CreateLedger) -> None:
+    """POST /v5/cluster/object-backed/create to node 1, once: written down before any answer is read.
 
-    The SDK waits through "disconnects and errors as the API switches from unconfigured to configured
-    mode" after a create (qumulo/commands/cluster.py, wait_for_first_quorum_following_cluster_create), so a
-    reset, a timeout, a 5xx, or an already-configured answer to a create sent again all mean: look at the
-    nodes again at the next poll. Only another 4xx answer (a refused request) is final.
+    Qumulo's provisioner sends it once and then only waits for ACTIVE (qumulo-terraform-gcp @ a30b449c,
+    provision.py create_new_cluster: qq create_object_backed_cluster, then wait_for_active_quorum); the SDK
+    warns of "disconnects and errors as the API switches from unconfigured to configured mode"
+    (qumulo/commands/cluster.py, wait_for_first_quorum_following_cluster_create), so a reset, a timeout or a
+    5xx may hide a create that landed. Only a refused connection (nothing sent) or a 4xx refusal other than
+    "already configured" leaves no record: the first can be sent again, the second is final.
     """
     first = anonymous_client(spec.node_ips[0], spec.rest_port, deadline, cap=CREATE_REQUEST_SECONDS)
     try:
@@ -157,19 +170,27 @@ def _create(spec: ClusterSpec, password: str, deadline: Deadline) -> None:
     except RequestError as error:
         if error.status_code < 500 and error.error_class != ALREADY_CONFIGURED:
             raise ProvisioningError(f"cluster {spec.cluster_name}: create: {describe(error)}") from error
+        ledger.record()
         raise Pending(
             f"cluster {spec.cluster_name}: create answered {describe(error)}; the nodes are switching to "
             "configured mode"
         ) from error
-    except OSError as error:  # reset, refused after the switch, or our timeout: the create may have landed
+    except ConnectionRefusedError as error:  # nothing reached the node: it may be sent at the next poll
+        raise Pending(f"cluster {spec.cluster_name}: node 1 refused the create's connection") from error
+    except OSError as error:  # reset, or our timeout: the create may have landed
+        ledger.record()
         raise Pending(
             f"cluster {spec.cluster_name}: no answer to create ({describe(error)}); checking the nodes again"
         ) from error
+    ledger.record()
     raise Pending(f"cluster {spec.cluster_name}: creation requested, first quorum forming")
 
 
-def ensure_formed(spec: ClusterSpec, password: str, deadline: Deadline) -> str:
-    """Create the object-backed cluster if every node is still unconfigured; return its UUID once ACTIVE.
+def ensure_formed(
+    spec: ClusterSpec, password: str, deadline: Deadline, ledger: CreateLedger
+) -> tuple[str, list[NodeView]]:
+    """Create the object-backed cluster if every node is still unconfigured and no create was sent; return
+    its UUID once its members are ACTIVE, with every node's view.
 
     POST /v5/cluster/object-backed/create (qumulo.rest.cluster.create_object_backed_cluster), sent to the
     first node with that node's EC2 instance ID, as Qumulo's provisioner does; Pending until its quorum
@@ -185,14 +206,21 @@ def ensure_formed(spec: ClusterSpec, password: str, deadline: Deadline) -> str:
             "replace the stray nodes or remove them from the configuration"
         )
     if not cluster_ids:
+        sent = ledger.sent()
+        if sent:
+            raise Pending(
+                f"cluster {spec.cluster_name}: create sent at {sent}, the nodes still answer UNCONFIGURED while "
+                f"they switch modes; it is not sent again (if they never switch, the create did not take: "
+                f"remove the tag {CREATE_SENT_TAG} from {spec.node_instance_ids[0]} and deploy again)"
+            )
         log.info("forming cluster %s from %d nodes", spec.cluster_name, len(spec.node_ips))
-        _create(spec, password, deadline)
+        _create(spec, password, deadline, ledger)
     not_active = [v.ip for v in views if v.configured and v.state != "ACTIVE"]
     if not_active:
         raise Pending(
             f"cluster {spec.cluster_name}: quorum forming (not ACTIVE yet: {', '.join(not_active)})"
         )
-    return cluster_ids.pop()
+    return cluster_ids.pop(), views
 
 
 def _membership(client: Any) -> list[str]:
@@ -201,15 +229,23 @@ def _membership(client: Any) -> list[str]:
     return [str(n["node_ip"]) for n in membership.get("node_ips_and_fault_domains") or []]
 
 
-def ensure_membership(client: Any, spec: ClusterSpec) -> None:
-    """Add or remove nodes so that the members are exactly spec.node_ips.
+def ensure_membership(client: Any, spec: ClusterSpec, views: Sequence[NodeView]) -> None:
+    """Add or remove nodes so that the members are exactly spec.node_ips, each of them ACTIVE.
 
     POST /v2/cluster/object-backed/nodes (qumulo.rest.cluster.modify_object_backed_nodes) with the target
     membership, as Qumulo's provisioner runs `qq modify_object_backed_cluster_membership` for both adding
-    and removing nodes; then Pending until the new quorum holds every target node.
+    and removing nodes; then Pending until the new quorum holds every target node: Qumulo's provisioner
+    waits until an added node itself reports ACTIVE (qumulo-terraform-gcp @ a30b449c, provision.py
+    add_cluster_nodes: wait_for_active_quorum on the first new node), and `views` (this poll's survey) shows
+    every node's own GET /v1/node/state.
     """
     current = _membership(client)
     if set(current) == set(spec.node_ips):
+        waiting = [v.ip for v in views if v.ip in current and v.state != "ACTIVE"]
+        if waiting:
+            raise Pending(
+                f"cluster {spec.cluster_name}: member(s) {', '.join(waiting)} not ACTIVE in the quorum yet"
+            )
         return
     if len(current) == 1 or len(spec.node_ips) == 1:
         # ASSUMED: Qumulo documents no path between a single-node cluster and a multi-node one.

@@ -6,3 +6,6 @@ imports nothing, so neither side loads the other's dependencies to learn a tag n
 
 # Every node carries this tag with its cluster's name; the provisioner's EC2 permissions are scoped to it.
 CLUSTER_TAG = "hubspoke:cnq-cluster"
+# Written on the first node's instance when the cluster-create call was sent to it (runtime/cluster.py), so
+# no later poll sends it again; the provisioner may set only this tag, on the stack's own nodes.
+CREATE_SENT_TAG = "hubspoke:cnq-create-sent"

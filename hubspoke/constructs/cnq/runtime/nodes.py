@@ -10,10 +10,13 @@ or a stack delete, which can then terminate the nodes (the data lives in the ret
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from .contract import CREATE_SENT_TAG
 from .session import ProvisioningError
 
 log = logging.getLogger(__name__)
@@ -88,3 +91,24 @@ def lift_protection(ec2: Any, instance_ids: Iterable[str]) -> None:
             if error.response.get("Error", {}).get("Code") != "InvalidInstanceID.NotFound":
                 raise
             log.info("%s no longer exists", instance_id)
+
+
+@dataclass(frozen=True)
+class CreateTag:
+    """The cluster-create ledger (cluster.CreateLedger) as a tag on the first node's instance: it lives as
+    long as that node, so a rebuilt first node (a failed first create rolled back) starts with none. Qumulo's
+    own provisioners keep such state outside the cluster too (qumulo-terraform-gcp @ a30b449c, provision.py
+    FirestoreManager: "new-cluster", "last-run-status")."""
+
+    ec2: Any
+    instance_id: str
+
+    def sent(self) -> str | None:
+        reservations = self.ec2.describe_instances(InstanceIds=[self.instance_id])["Reservations"]
+        tags = [t for r in reservations for i in r["Instances"] for t in i.get("Tags") or []]
+        return next((str(t["Value"]) for t in tags if t["Key"] == CREATE_SENT_TAG), None)
+
+    def record(self) -> None:
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.ec2.create_tags(Resources=[self.instance_id], Tags=[{"Key": CREATE_SENT_TAG, "Value": now}])
+        log.info("cluster create sent to %s (tag %s=%s)", self.instance_id, CREATE_SENT_TAG, now)

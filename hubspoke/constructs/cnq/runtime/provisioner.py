@@ -297,9 +297,10 @@ def _converge_cluster(event: Mapping[str, Any], deadline: Deadline, status: str)
     props = event["ResourceProperties"]
     spec = _cluster_spec(props)
     password = read_secret(str(props["AdminSecretArn"]))
-    cluster_id = cluster.ensure_formed(spec, password, deadline)
+    ledger = nodes.CreateTag(aws("ec2"), spec.node_instance_ids[0])
+    cluster_id, views = cluster.ensure_formed(spec, password, deadline, ledger)
     client, _ = login(spec.node_ips, spec.rest_port, password, deadline, what=f"cluster {spec.cluster_name}")
-    cluster.ensure_membership(client, spec)
+    cluster.ensure_membership(client, spec, views)
     if spec.floating_ips:
         network.ensure_floating_ips(client, spec.floating_ips, spec.floating_netmask)
     capacity.ensure_uris(client, spec.object_storage_uris, rolling_back=status == nodes.ROLLING_BACK)
