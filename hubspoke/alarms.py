@@ -17,11 +17,9 @@ HUB_UNREACHABLE = "hub-unreachable-page"
 # (hubspoke/constructs/alarms.py); verify judges the same window.
 HUB_UNREACHABLE_MINUTES = 3
 PORTAL_NOT_ACTIVE = "portal-not-active-page"
-# The canary's two pages are composites, `ALARM(<probes>) AND OK(<gate>)`: the probe alarms count a silent
-# minute as breaching (so silence pages in 3 minutes), which would also page a fresh deploy before the canary's
-# first record; the gate is OK only once the canary has reported within the last day, INSUFFICIENT_DATA before.
-# All three notify nobody by themselves.
-CANARY_SILENT_FOR_A_DAY = "canary-silent-for-a-day"
+# The canary's two pages are composites, `ALARM(<probes>)`, of probe alarms that judge only the canary's real
+# records (a silent canary changes neither); CANARY_FAILING pages when the canary runs without publishing.
+CANARY_FAILING = "canary-failing"
 HUB_PROBES_FAILING = "hub-probes-failing"
 PORTAL_PROBES_NOT_ACTIVE = "portal-probes-not-active"
 # The training job's own throughput is the primary signal (docs/operations.md, "Alarms"): ranks waiting in
@@ -42,7 +40,6 @@ DATASET_NOT_FULLY_CACHED = "dataset-not-fully-cached"
 # 1 only loses the page while a version is being prewarmed, when misses are expected anyway.
 FULLY_CACHED_FRACTION = 1.0
 _SILENT_INPUTS = (
-    CANARY_SILENT_FOR_A_DAY,
     HUB_PROBES_FAILING,
     PORTAL_PROBES_NOT_ACTIVE,
     CACHE_HIT_RATIO_BELOW_FLOOR,
@@ -91,7 +88,7 @@ def planned_alarms(config: HubSpokeConfig) -> tuple[PlannedAlarm, ...]:
             keys = [
                 (key, "docs/runbooks/hub-outage.md")
                 for key in (
-                    CANARY_SILENT_FOR_A_DAY,
+                    CANARY_FAILING,
                     HUB_PROBES_FAILING,
                     HUB_UNREACHABLE,
                     PORTAL_PROBES_NOT_ACTIVE,

@@ -46,7 +46,9 @@ HIT_RATIO_PERIODS = 3
 MINUTE = Duration.minutes(1)
 # Why an input of a composite notifies nobody: an action of its own would ...
 _CACHE_INPUT = "page on every cold first pass, when the hit ratio is near 0 and the dataset not yet whole in the cache by design"
-_CANARY_INPUT = "page on a fresh deploy, before the canary's first record"
+_CANARY_INPUT = (
+    "page beside the composite that pages for it (the composite keeps the page's name across deploys)"
+)
 
 
 class AlarmTopic(Construct):
@@ -196,118 +198,116 @@ def _alarm(
     return alarm
 
 
-# The gate's period: CloudWatch's longest ("A period can be as short as one second or as long as one day (86,400
-# seconds)", CloudWatch User Guide, "CloudWatch concepts", Periods; awsdocs/amazon-cloudwatch-user-guide@b355497,
-# doc_source/cloudwatch_concepts.md), one evaluation period: the total evaluation period may not exceed one day
-# (doc_source/AlarmThatSendsEmail.md, "Common features of CloudWatch alarms"; botocore 1.44.8 cloudwatch
-# service-2.json, PutMetricAlarm Period, allows 7 days for periods of an hour or more).
-CANARY_GATE_PERIOD = Duration.days(1)
-# The gate turns OK at the canary's third record of the day, not its first. Before the first record the probe
-# alarms may be in ALARM (FILL of an empty query); they leave it at the first healthy record (two breaching points
-# of three). Had the gate turned OK at that same record, whichever of the two alarms CloudWatch evaluated first
-# would decide the composite, and gate-first pages a healthy fresh deploy (tests/constructs/test_canary_alarms.py,
-# inputs evaluated in either order). Two records later the probe alarms have been judged at least once after the
-# first record, even when each record arrives a minute late. One record per run, one run a minute (HubCanary).
-CANARY_GATE_RECORDS = 3
+# The canary's own failures: minutes in which it ran (or was throttled) and published no record, or failed.
+# 5 in a row, so records up to 4 minutes late never page (the minutes they are late for count as failed runs).
+CANARY_FAILING_MINUTES = 5
 
 
-def canary_silent_for_a_day(
+def canary_failing(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary
 ) -> cloudwatch.Alarm:
-    """OK once the canary has reported a few times within the last day; INSUFFICIENT_DATA before its first record
-    ever and after a day of silence (notifies nobody: the gate of the canary's composites)."""
+    """The canary ran and published no hub record, failed or was throttled, 5 minutes in a row: the canary's
+    pages know nothing new while this is in ALARM."""
+    function = canary.function
+    per_minute = {"period": MINUTE, "statistic": "Sum"}
     return _alarm(
         scope,
         planned,
         topic=topic,
-        # Every canary run publishes one HubReachable value; a day with no record has no SampleCount datapoint at
-        # all, so with missing data treated as missing the alarm is INSUFFICIENT_DATA (User Guide, "How alarm
-        # state is evaluated when data is missing", all points missing), in ALARM after one or two records, OK
-        # from the third.
-        metric=canary.metric(
-            canary_metrics.HUB_REACHABLE, statistic="SampleCount", period=CANARY_GATE_PERIOD
+        # Lambda counts each invocation, error and throttle of the function per minute (Lambda Developer Guide,
+        # "Types of metrics for Lambda functions": Invocations excludes throttled requests, Errors includes
+        # timeouts and runtime errors). Every run publishes one HubReachable record stamped with its start
+        # (runtime/handler.py), so a healthy minute nets 0. Arithmetic counts a missing value as 0 (CloudWatch
+        # User Guide, "Using metric math"): a run without a record is 1, a failed or throttled run 1 or more, and
+        # a record of an earlier function (a re-deploy: a new FunctionName) -1. No run, no record: no point.
+        metric=cloudwatch.MathExpression(
+            expression="runs + errors + throttles - records",
+            using_metrics={
+                "runs": function.metric_invocations(**per_minute),
+                "errors": function.metric_errors(**per_minute),
+                "throttles": function.metric_throttles(**per_minute),
+                "records": canary.metric(
+                    canary_metrics.HUB_REACHABLE, statistic="SampleCount", period=MINUTE
+                ),
+            },
+            label="canary runs without a record, failed or throttled runs",
+            period=MINUTE,
         ),
-        threshold=CANARY_GATE_RECORDS,
-        periods=1,
-        missing=cloudwatch.TreatMissingData.MISSING,
-        description=f"OK: the hub canary has published at least {CANARY_GATE_RECORDS} records within the last day. "
-        "INSUFFICIENT_DATA (none) or ALARM (fewer): the stack is new or the canary stopped; while it is not OK the "
-        f"composites {alarms.HUB_UNREACHABLE} and {alarms.PORTAL_NOT_ACTIVE} cannot page. Notifies nobody.",
-        silent_because=_CANARY_INPUT,
+        threshold=1,
+        comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        periods=CANARY_FAILING_MINUTES,
+        # Before the first run of a new function nothing is missing that should be there: a fresh deploy and a
+        # re-deploy evaluate OK.
+        missing=cloudwatch.TreatMissingData.NOT_BREACHING,
+        description=f"The hub canary of {planned.region} ran without publishing its record, failed or was throttled "
+        f"for {CANARY_FAILING_MINUTES} minutes in a row: {alarms.HUB_UNREACHABLE} and {alarms.PORTAL_NOT_ACTIVE} keep "
+        "their last state meanwhile. Its log group says why.",
     )
 
 
-def _silence_breaches(metric: cloudwatch.Metric, *, value: float, label: str) -> cloudwatch.MathExpression:
-    """`metric` with each minute the canary did not report counted as `value` (a breaching one).
+def _probes_alarm(
+    scope: Construct,
+    planned: PlannedAlarm,
+    *,
+    topic: AlarmTopic,
+    metric: cloudwatch.IMetric,
+    threshold: float,
+    periods: int,
+    description: str,
+) -> cloudwatch.Alarm:
+    """A probe alarm judged only on the canary's real records: late, missed or absent ones change nothing.
 
-    TreatMissingData alone does not make silence fast: while the evaluation range still holds at least
-    Evaluation Periods real points, CloudWatch judges those and ignores the missing ones, so after healthy minutes
-    a silent canary alarms only once its last healthy point has left the range ("How alarm state is evaluated
-    when data is missing": with Evaluation Periods 3 the documented range is 5 points, `0 - - - -` is still OK
-    and the next evaluation is ALARM; the range for 1-minute periods is not documented). FILL gives every
-    minute of the query a value ("FILL replaces that missing data point with the requested value. That causes
-    the latest data point for the metric to always be the FILL value", CloudWatch User Guide, "Using metric
-    math", FILL; awsdocs/amazon-cloudwatch-user-guide@b355497, doc_source/using-metric-math.md), so silence
-    breaches from its first minute and the alarm fires after Evaluation Periods minutes whatever the range.
-    The same page warns that a latest minute whose data arrives late is filled too: one such minute is one
-    breaching point of the three, not an alarm (tests/constructs/test_canary_alarms.py). Before the canary's
-    first record the alarm is in ALARM whether FILL fills a query with no data at all (not documented) or leaves
-    it empty (missing data breaching), hence it notifies nobody and pages only through a composite gated on the
-    canary's records.
+    Missing data is `ignore`: with enough real points in the evaluation range CloudWatch judges those (any
+    treatment); with fewer it keeps the current state unless a real point is healthy ("How alarm state is
+    evaluated when data is missing", the IGNORE column; tests/fakes/cloudwatch_alarm.py). So a record that arrives
+    late or a run that is missed is no breaching minute, a silent canary neither pages nor resolves (canary-failing
+    says it is silent), and the first healthy record after an outage turns it OK. No FILL: a filled latest minute
+    can leave an alarm "stuck in either OK state or ALARM state" (User Guide, "Using metric math", FILL).
     """
-    return cloudwatch.MathExpression(
-        expression=f"FILL(m, {value:g})", using_metrics={"m": metric}, label=label, period=MINUTE
+    return _alarm(
+        scope,
+        planned,
+        topic=topic,
+        metric=metric,
+        threshold=threshold,
+        periods=periods,
+        missing=cloudwatch.TreatMissingData.IGNORE,
+        description=description,
+        silent_because=_CANARY_INPUT,
     )
 
 
 def hub_probes_failing(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary, hub_region: str
 ) -> cloudwatch.Alarm:
-    """Every probe of the hub failed, or the canary was silent, for a few minutes (notifies nobody)."""
-    return _alarm(
+    """Every probe of the hub failed in the canary's last 3 records (notifies nobody: the page reads it)."""
+    return _probes_alarm(
         scope,
         planned,
         topic=topic,
-        # Silence from the canary is as bad as a failed probe: the hub's state is unknown.
-        metric=_silence_breaches(
-            canary.metric(canary_metrics.HUB_REACHABLE, statistic="Maximum", period=MINUTE),
-            value=0,
-            label="hub reachable (1), a silent minute counted as 0",
-        ),
+        metric=canary.metric(canary_metrics.HUB_REACHABLE, statistic="Maximum", period=MINUTE),
         threshold=1,
         periods=HUB_UNREACHABLE_MINUTES,
-        # FILL leaves nothing missing; should the whole query come back empty, that breaches too.
-        missing=cloudwatch.TreatMissingData.BREACHING,
         description=f"The hub CNQ ({hub_region}) has not answered on TCP "
-        f"{'/'.join(map(str, canary.ports))} from {planned.region}, or the canary has not reported, for "
-        f"{HUB_UNREACHABLE_MINUTES} minutes. Notifies nobody: the composite {alarms.HUB_UNREACHABLE} pages when "
-        "the canary has reported within the last day as well.",
-        silent_because=_CANARY_INPUT,
+        f"{'/'.join(map(str, canary.ports))} from {planned.region} in the canary's last "
+        f"{HUB_UNREACHABLE_MINUTES} records. Notifies nobody: the composite {alarms.HUB_UNREACHABLE} pages.",
     )
 
 
 def portal_probes_not_active(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary
 ) -> cloudwatch.Alarm:
-    """The spoke's portal was not ACTIVE (or unreadable), or the canary was silent, for a few minutes (notifies
-    nobody)."""
-    return _alarm(
+    """The spoke's portal was not ACTIVE (or unreadable) in the canary's last 3 records (notifies nobody)."""
+    return _probes_alarm(
         scope,
         planned,
         topic=topic,
-        metric=_silence_breaches(
-            canary.metric(canary_metrics.PORTAL_STATUS, statistic="Minimum", period=MINUTE),
-            value=canary_metrics.PORTAL_STATUS_VALUES["INACTIVE"],
-            label="portal status (2 = ACTIVE), a silent minute counted as INACTIVE",
-        ),
+        metric=canary.metric(canary_metrics.PORTAL_STATUS, statistic="Minimum", period=MINUTE),
         threshold=canary_metrics.PORTAL_STATUS_ACTIVE,
         periods=PORTAL_NOT_ACTIVE_MINUTES,
-        missing=cloudwatch.TreatMissingData.BREACHING,
-        description=f"The spoke portal of {planned.region} is not ACTIVE (2 = ACTIVE, 1 = DEGRADED, "
-        f"0 = INACTIVE, -1 = unreadable), or the canary has not reported, for {PORTAL_NOT_ACTIVE_MINUTES} minutes. "
-        f"Notifies nobody: the composite {alarms.PORTAL_NOT_ACTIVE} pages when the canary has reported within "
-        "the last day as well.",
-        silent_because=_CANARY_INPUT,
+        description=f"The spoke portal of {planned.region} was not ACTIVE (2 = ACTIVE, 1 = DEGRADED, "
+        f"0 = INACTIVE, -1 = unreadable) in the canary's last {PORTAL_NOT_ACTIVE_MINUTES} records. Notifies "
+        f"nobody: the composite {alarms.PORTAL_NOT_ACTIVE} pages.",
     )
 
 
@@ -317,33 +317,27 @@ def _canary_page(
     *,
     topic: AlarmTopic,
     probes: cloudwatch.IAlarm,
-    gate: cloudwatch.IAlarm,
     description: str,
 ) -> cloudwatch.CompositeAlarm:
-    """`ALARM(probes) AND OK(gate)`: the probes' page, never before the canary's first records.
+    """`ALARM(probes)`: the probes' page, with OK on recovery.
 
-    A created composite alarm is INSUFFICIENT_DATA, is evaluated, and runs the actions of its new state; that is
-    the only time it is ever INSUFFICIENT_DATA (botocore 1.44.8 cloudwatch service-2.json, PutCompositeAlarm).
-    OK(gate) is FALSE while the gate is INSUFFICIENT_DATA or ALARM (User Guide, "Create a composite alarm", rule
-    functions), so a fresh deploy evaluates to OK whatever the probes alarm does, and with no OK action sends
-    nothing. No OK action because after a day of silence the gate leaves OK and this composite returns to OK
-    although nothing is known to have recovered; an OK notification then would resolve the incident in an
-    on-call tool while the hub's state is unknown (docs/operations.md, "What each alarm catches").
+    A composite so the page keeps its name and logical ID across deploys (CloudFormation refuses to change a
+    resource's type, "Update of resource type is not permitted", aws/aws-sam-cli#6786). Created, it is
+    INSUFFICIENT_DATA, is evaluated and runs the actions of its new state (botocore cloudwatch service-2.json,
+    PutCompositeAlarm): a fresh deploy's probes alarm is INSUFFICIENT_DATA (no records, `ignore`), so the rule is
+    FALSE and the page OK; a re-deploy's probes alarm judges the records before it ("If data points are missing
+    soon after you create an alarm, and the metric was being reported to CloudWatch before you created the alarm,
+    CloudWatch retrieves the most recent data points from before the alarm was created", User Guide), so it pages
+    only if those said the hub was down. Its OK is a recovery: the probes alarm leaves ALARM only on a healthy record.
     """
     alarm = cloudwatch.CompositeAlarm(
         scope,
-        # Not the metric alarm's former logical ID: CloudFormation refuses to change the type of a resource
-        # ("Update of resource type is not permitted", aws/aws-sam-cli#6786), so the page gets its own.
         "".join(p.capitalize() for p in planned.key.split("-")) + "Page",
         composite_alarm_name=planned.name,
-        alarm_rule=cloudwatch.AlarmRule.all_of(
-            cloudwatch.AlarmRule.from_alarm(probes, cloudwatch.AlarmState.ALARM),
-            cloudwatch.AlarmRule.from_alarm(gate, cloudwatch.AlarmState.OK),
-        ),
-        alarm_description=f"{description} Sends no OK: check recovery with hubspoke verify. "
-        f"Runbook: {planned.runbook}",
+        alarm_rule=cloudwatch.AlarmRule.from_alarm(probes, cloudwatch.AlarmState.ALARM),
+        alarm_description=f"{description} Runbook: {planned.runbook}",
     )
-    topic.notify(alarm, planned.name, ok=False)
+    topic.notify(alarm, planned.name)
     return alarm
 
 
@@ -353,19 +347,16 @@ def hub_unreachable(
     *,
     topic: AlarmTopic,
     probes: cloudwatch.IAlarm,
-    gate: cloudwatch.IAlarm,
     hub_region: str,
 ) -> cloudwatch.CompositeAlarm:
-    """The hub has not answered, or the canary that has reported within the last day went silent, for 3 minutes."""
+    """The hub has not answered the canary's last 3 probe rounds; OK again at its first answer."""
     return _canary_page(
         scope,
         planned,
         topic=topic,
         probes=probes,
-        gate=gate,
-        description=f"The hub CNQ ({hub_region}) has not answered the canary of {planned.region} for "
-        f"{HUB_UNREACHABLE_MINUTES} minutes, or the canary stopped reporting (the hub's state is unknown). "
-        "Cache hits keep serving; misses stall.",
+        description=f"The hub CNQ ({hub_region}) has not answered the canary of {planned.region} in its last "
+        f"{HUB_UNREACHABLE_MINUTES} records. Cache hits keep serving; misses stall.",
     )
 
 
@@ -375,17 +366,15 @@ def portal_not_active(
     *,
     topic: AlarmTopic,
     probes: cloudwatch.IAlarm,
-    gate: cloudwatch.IAlarm,
 ) -> cloudwatch.CompositeAlarm:
-    """The spoke's portal has not been ACTIVE, or the canary went silent, for 3 minutes."""
+    """The spoke's portal was not ACTIVE in the canary's last 3 records; OK again at its first ACTIVE one."""
     return _canary_page(
         scope,
         planned,
         topic=topic,
         probes=probes,
-        gate=gate,
-        description=f"The spoke portal of {planned.region} has not been ACTIVE for {PORTAL_NOT_ACTIVE_MINUTES} "
-        "minutes, or the canary stopped reporting.",
+        description=f"The spoke portal of {planned.region} was not ACTIVE in the canary's last "
+        f"{PORTAL_NOT_ACTIVE_MINUTES} records.",
     )
 
 

@@ -13,7 +13,7 @@ from hubspoke.constructs.alarms import (
     AlarmTopic,
     cache_hit_ratio_below_floor,
     cache_hit_ratio_low,
-    canary_silent_for_a_day,
+    canary_failing,
     dataset_not_fully_cached,
     hub_probes_failing,
     hub_unreachable,
@@ -84,8 +84,8 @@ class OpsStack(PlannedStack):
         self.alarms: dict[str, cloudwatch.AlarmBase] = {}
         for planned in mine:
             alarm: cloudwatch.AlarmBase
-            if planned.key == alarms.CANARY_SILENT_FOR_A_DAY:
-                alarm = canary_silent_for_a_day(self, planned, topic=self.topic, canary=self.canary)
+            if planned.key == alarms.CANARY_FAILING:
+                alarm = canary_failing(self, planned, topic=self.topic, canary=self.canary)
             elif planned.key == alarms.HUB_PROBES_FAILING:
                 alarm = hub_probes_failing(
                     self, planned, topic=self.topic, canary=self.canary, hub_region=config.hub.region
@@ -96,7 +96,6 @@ class OpsStack(PlannedStack):
                     planned,
                     topic=self.topic,
                     probes=self.alarms[alarms.HUB_PROBES_FAILING],
-                    gate=self.alarms[alarms.CANARY_SILENT_FOR_A_DAY],
                     hub_region=config.hub.region,
                 )
             elif planned.key == alarms.PORTAL_PROBES_NOT_ACTIVE:
@@ -107,7 +106,6 @@ class OpsStack(PlannedStack):
                     planned,
                     topic=self.topic,
                     probes=self.alarms[alarms.PORTAL_PROBES_NOT_ACTIVE],
-                    gate=self.alarms[alarms.CANARY_SILENT_FOR_A_DAY],
                 )
             elif planned.key in TRAINING_ALARMS:
                 alarm = TRAINING_ALARMS[planned.key](

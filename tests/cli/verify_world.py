@@ -226,6 +226,14 @@ class DeployedWorld:
             self._stack(plan)
         return self
 
+    def _names(self, plan: StackPlan, node: Any) -> Any:
+        """`node` with each {"Ref": ...} (a dimension naming the stack's own function) as a name moto takes."""
+        if isinstance(node, dict) and set(node) == {"Ref"}:
+            return self._resolve(plan, node) or node["Ref"]
+        if isinstance(node, dict):
+            return {k: self._names(plan, v) for k, v in node.items()}
+        return [self._names(plan, v) for v in node] if isinstance(node, list) else node
+
     def _resolve(self, plan: StackPlan, value: Any) -> Any:
         if isinstance(value, list):
             return [self._resolve(plan, v) for v in value]
@@ -416,7 +424,7 @@ class DeployedWorld:
                 for k, v in resource["Properties"].items()
                 if k not in ("AlarmActions", "OKActions", "InsufficientDataActions", "Tags")
             }
-            cloudwatch.put_metric_alarm(**props)
+            cloudwatch.put_metric_alarm(**self._names(plan, props))
             # A freshly created alarm is INSUFFICIENT_DATA until evaluated; a healthy world has evaluated.
             cloudwatch.set_alarm_state(
                 AlarmName=props["AlarmName"], StateValue="OK", StateReason="evaluated in the test world"

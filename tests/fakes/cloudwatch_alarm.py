@@ -303,10 +303,12 @@ def alarm_state(
     evaluation_periods: int,
     datapoints_to_alarm: int,
     treat_missing_data: str,
+    current: str = "INSUFFICIENT_DATA",
 ) -> str:
     """The state ("ALARM", "OK" or "INSUFFICIENT_DATA") after the evaluation range `points`, oldest first, None
-    where no value."""
-    if treat_missing_data not in ("breaching", "notBreaching", "missing"):
+    where no value; `current` the state before (what `ignore` keeps; a created alarm is INSUFFICIENT_DATA, botocore
+    cloudwatch service-2.json, PutMetricAlarm)."""
+    if treat_missing_data not in ("breaching", "notBreaching", "missing", "ignore"):
         raise NotImplementedError(f"TreatMissingData {treat_missing_data}")
     if len(points) < evaluation_periods:
         raise ValueError("the evaluation range is at least Evaluation Periods long")
@@ -321,6 +323,15 @@ def alarm_state(
         if not real:
             return "INSUFFICIENT_DATA"
         raise NotImplementedError("TreatMissingData missing with some points missing")
+    elif treat_missing_data == "ignore":
+        # "ignore: The current alarm state is maintained" (the guide), but not always: its tables give, for
+        # fewer real points than Evaluation Periods, OK where a real point is not breaching (3 of 3: `0 - - - -`;
+        # 2 of 3: `0 - X - -`, `- - - - 0`) and "Retain current state" where every real point breaches or there
+        # is none (`- - - - X`, `X - - - -`, `- - - - -`). ALARM when the real breaching points alone reach
+        # Datapoints to Alarm follows the guide's rule for all treatments; no table row shows it for ignore.
+        if sum(real) >= datapoints_to_alarm:
+            return "ALARM"
+        return "OK" if not all(real) else current
     else:
         judged = real + [treat_missing_data == "breaching"] * (evaluation_periods - len(real))
     return "ALARM" if sum(judged) >= datapoints_to_alarm else "OK"
@@ -373,8 +384,10 @@ def evaluate_every_minute(
     *,
     minutes: Sequence[int],
     evaluation_range: int,
+    initial: str = "INSUFFICIENT_DATA",
 ) -> list[str]:
-    """The state of a templated alarm at the end of each of `minutes`, evaluated as CloudWatch slides it.
+    """The state of a templated alarm at the end of each of `minutes`, evaluated as CloudWatch slides it, from
+    `initial` (a created alarm's INSUFFICIENT_DATA; `ignore` keeps the state before).
 
     `records`: per metric name, the raw values published in each minute. At the end of minute `now`, period k
     (0 the newest) holds the records of minutes now - (k + 1) * Period + 1 .. now - k * Period (module
@@ -384,7 +397,8 @@ def evaluate_every_minute(
     period = period_minutes(props)
     n = props["EvaluationPeriods"]
     grid = list(range(-evaluation_range + 1, 1))  # period index: 0 the newest, -1 the one before, ...
-    history = []
+    history: list[str] = []
+    state = initial
     for now in minutes:
         series: dict[str, Series] = {}
         for metric_id, (_, name, statistic) in inputs.items():
@@ -398,16 +412,16 @@ def evaluate_every_minute(
                 if values:
                     series[metric_id][stamp] = _STATISTICS[statistic](values)
         result = evaluate(expression, series, grid=grid)
-        history.append(
-            alarm_state(
-                [result.get(stamp) for stamp in grid],
-                threshold=props["Threshold"],
-                comparison=props["ComparisonOperator"],
-                evaluation_periods=n,
-                datapoints_to_alarm=props.get("DatapointsToAlarm", n),
-                treat_missing_data=props.get("TreatMissingData", "missing"),
-            )
+        state = alarm_state(
+            [result.get(stamp) for stamp in grid],
+            threshold=props["Threshold"],
+            comparison=props["ComparisonOperator"],
+            evaluation_periods=n,
+            datapoints_to_alarm=props.get("DatapointsToAlarm", n),
+            treat_missing_data=props.get("TreatMissingData", "missing"),
+            current=state,
         )
+        history.append(state)
     return history
 
 

@@ -141,6 +141,40 @@ def test_alarm_state_with_missing_data_as_documented(
         assert state == documented, f"{row}, {m} of 3, missing {treatment}"
 
 
+# The IGNORE column of the same tables (awsdocs/amazon-cloudwatch-user-guide@cd4004c, doc_source/
+# AlarmThatSendsEmail.md, "How alarm state is evaluated when data is missing"): (row, M, documented state), None
+# for "Retain current state".
+DOCUMENTED_IGNORE_ROWS = [
+    ("0 - X - X", 3, "OK"),
+    ("0 - - - -", 3, "OK"),
+    ("- - - - -", 3, None),
+    ("0 X X - X", 3, "ALARM"),
+    ("- - - - X", 3, None),
+    ("0 - X - X", 2, "ALARM"),
+    ("0 0 X 0 X", 2, "ALARM"),
+    ("0 - X - -", 2, "OK"),
+    ("- - - - 0", 2, "OK"),
+    ("- - - - X", 2, None),
+]
+
+
+@pytest.mark.parametrize(("row", "m", "documented"), DOCUMENTED_IGNORE_ROWS)
+def test_ignore_keeps_the_state_only_where_the_guide_says_so(
+    row: str, m: int, documented: str | None
+) -> None:
+    for current in ("OK", "ALARM", "INSUFFICIENT_DATA"):
+        state = alarm_state(
+            points(row),
+            threshold=1,
+            comparison="GreaterThanThreshold",
+            evaluation_periods=3,
+            datapoints_to_alarm=m,
+            treat_missing_data="ignore",
+            current=current,
+        )
+        assert state == (documented or current), f"{row}, {m} of 3, from {current}"
+
+
 # "ALARM(CPUUtilizationTooHigh) AND ALARM(DiskReadOpsTooHigh)": ALARM only if both are in ALARM.
 # "ALARM(CPUUtilizationTooHigh) AND NOT ALARM(DeploymentInProgress)".
 # "(ALARM(CPUUtilizationTooHigh) OR ALARM(DiskReadOpsTooHigh)) AND OK(NetworkOutTooHigh)".

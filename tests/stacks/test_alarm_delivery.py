@@ -144,11 +144,11 @@ def test_every_dev_alarm_can_notify(dev_config: HubSpokeConfig, dev_templates: T
     counted = {
         sid: _check_alarm_delivery(dev_templates[sid], region, ACCOUNT) for sid, region in regions.items()
     }
-    # docs/operations.md, "Alarms": per spoke Ops stack the composites hub-unreachable-page and portal-not-active-page,
-    # training-stalled, training-throughput-low, gpu-utilization-low and the composite cache-hit-ratio-low notify
+    # docs/operations.md, "Alarms": per spoke Ops stack canary-failing, the composites hub-unreachable-page and
+    # portal-not-active-page, training-stalled, training-throughput-low, gpu-utilization-low and the composite cache-hit-ratio-low notify
     # (the composites' inputs do not); the hub's training alarms (stalled, throughput, GPU) are on the dashboard
     # stack.
-    assert counted == {"ops-us-west-2": 6, "dashboard-us-east-2": 3}
+    assert counted == {"ops-us-west-2": 7, "dashboard-us-east-2": 3}
 
 
 @pytest.mark.parametrize(
@@ -175,7 +175,7 @@ def test_alarms_also_reach_the_configs_topics_of_their_region(config_from: Any) 
     assert data["ops"]["alarm_topic_arns"] == [east, west]
     config = config_from(data)
     templates = synth(config)
-    assert _check_alarm_delivery(templates["ops-us-west-2"], "us-west-2", config.account, (east, west)) == 6
+    assert _check_alarm_delivery(templates["ops-us-west-2"], "us-west-2", config.account, (east, west)) == 7
     assert (
         _check_alarm_delivery(templates["dashboard-us-east-2"], "us-east-2", config.account, (east, west))
         == 3

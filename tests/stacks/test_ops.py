@@ -85,25 +85,19 @@ def test_hub_outage_is_detected_within_three_minutes(shape: Shape) -> None:
         prefix = stack_name(config, "ops", spoke.region)
         hub = alarms[f"{prefix}-hub-probes-failing"]
         assert [m["MetricName"] for m in alarm_metrics(hub)] == [canary_metrics.HUB_REACHABLE]
-        # docs/operations.md, "Hub unreachable": three breaching minutes in a row, written here, not imported.
-        [period] = {q["MetricStat"]["Period"] for q in hub["Metrics"] if "MetricStat" in q}
-        assert period * hub["EvaluationPeriods"] <= 3 * 60
-        # A silent minute breaches at once (FILL), not when the evaluation range runs out of healthy points:
-        # tests/constructs/test_canary_alarms.py judges the timing.
-        assert [q["Expression"] for q in hub["Metrics"] if "Expression" in q] == ["FILL(m, 0)"]
+        # docs/operations.md, "Hub unreachable": three failing records in a row, written here, not imported.
+        assert hub["Period"] * hub["EvaluationPeriods"] <= 3 * 60
         assert hub["DatapointsToAlarm"] == hub["EvaluationPeriods"]
-        assert hub["TreatMissingData"] == "breaching" and "AlarmActions" not in hub
-        # A silent canary must not look like a healthy hub, nor may a fresh deploy page before the canary's first
-        # record: the page is the composite, gated on a canary that reported today (test_canary_alarms_...).
-        gate = alarms[f"{prefix}-canary-silent-for-a-day"]
-        assert gate["TreatMissingData"] == "missing" and "AlarmActions" not in gate
+        # Judged on real records only: late or missing ones neither page nor resolve (tests/constructs/
+        # test_canary_alarms.py judges the timing); canary-failing watches the canary itself.
+        assert hub["TreatMissingData"] == "ignore" and "AlarmActions" not in hub
         for key, probes in (
             ("hub-unreachable-page", hub),
             ("portal-not-active-page", alarms[f"{prefix}-portal-probes-not-active"]),
         ):
             page, names, _ = canary_page(ops, prefix, key)
-            assert names == [probes["AlarmName"], gate["AlarmName"]], key
-            assert page["AlarmActions"], key
+            assert names == [probes["AlarmName"]], key
+            assert page["AlarmActions"] and page["OKActions"], key
         portal = alarms[f"{prefix}-portal-probes-not-active"]
         assert [m["MetricName"] for m in alarm_metrics(portal)] == [canary_metrics.PORTAL_STATUS]
         assert portal["Threshold"] == canary_metrics.PORTAL_STATUS_ACTIVE
@@ -125,18 +119,10 @@ def test_every_alarm_notifies_an_encrypted_topic(shape: Shape) -> None:
                     silent.append(name)
                     continue
                 assert {a["Ref"] for a in alarm["AlarmActions"]} == set(topics), name
-                # The canary's pages send no OK: a day of silence returns them to OK with nothing recovered
-                # (docs/operations.md, "What each alarm catches"; tests/constructs/test_canary_alarms.py).
-                if name.endswith(("-hub-unreachable-page", "-portal-not-active-page")):
-                    assert "OKActions" not in alarm, name
-                else:
-                    assert {a["Ref"] for a in alarm["OKActions"]} == set(topics), name
+                assert {a["Ref"] for a in alarm["OKActions"]} == set(topics), name
         # The hit-ratio alarms watch a training job's reads: only where the spoke trains (alarms.planned_alarms).
         prefix = stack_name(shape.config, "ops", spoke.region)
-        canary = [
-            f"{prefix}-{k}"
-            for k in ("canary-silent-for-a-day", "hub-probes-failing", "portal-probes-not-active")
-        ]
+        canary = [f"{prefix}-{k}" for k in ("hub-probes-failing", "portal-probes-not-active")]
         quiet = [f"{prefix}-cache-hit-ratio-below-floor", f"{prefix}-dataset-not-fully-cached"]
         assert sorted(silent) == sorted(canary + (quiet if spoke.compute.enabled else []))
         for _, key in properties(ops, "AWS::KMS::Key"):
@@ -164,6 +150,16 @@ def test_every_alarm_reads_a_metric_that_something_publishes(shape: Shape) -> No
                     assert (
                         name in compute_metrics.GPU_METRICS
                     )  # the CloudWatch observability add-on (Compute stack)
+                elif ns == "AWS/Lambda":
+                    # Lambda's own per-function metrics (Lambda Developer Guide, "Types of metrics for Lambda
+                    # functions"), of the canary's function: canary-failing.
+                    [dimension] = metric["Dimensions"]
+                    assert dimension["Name"] == "FunctionName" and name in (
+                        "Invocations",
+                        "Errors",
+                        "Throttles",
+                    )
+                    assert dimension["Value"]["Ref"] in dict(properties(ops, "AWS::Lambda::Function"))
                 else:
                     pytest.fail(f"alarm reads {ns}/{name}, which nothing in hubspoke publishes")
         # The training signals (GPUs, the traffic-derived hit ratio) are watched where the spoke trains.
@@ -201,7 +197,7 @@ def test_alarm_emails_subscribe_and_floors_come_from_config(config_from: Any) ->
             # No training job to slow down: a low ratio alone is every cold first pass, so nothing pages on it
             # here; the dashboard still graphs it.
             assert set(alarms) == {
-                "canary-silent-for-a-day",
+                "canary-failing",
                 "hub-probes-failing",
                 "portal-probes-not-active",
             }, "no job to watch where compute is off"
@@ -248,73 +244,6 @@ def test_existing_topics_receive_the_alarms_of_their_own_region(config_from: Any
         ]
         assert notifying, sid
         for alarm in notifying:
-            # The canary's pages alone send no OK (test_every_alarm_notifies_an_encrypted_topic).
-            paged_only = alarm["AlarmName"].endswith(("-hub-unreachable-page", "-portal-not-active-page"))
-            assert ("OKActions" in alarm) != paged_only, alarm["AlarmName"]
-            for actions in (alarm["AlarmActions"], alarm.get("OKActions", alarm["AlarmActions"])):
+            for actions in (alarm["AlarmActions"], alarm["OKActions"]):
                 assert mine in actions and other not in actions, (sid, alarm["AlarmName"])
                 assert any(isinstance(a, dict) and "Ref" in a for a in actions)  # the environment's topic too
-
-
-def test_canary_alarms_do_not_page_before_the_first_datapoint_but_do_when_the_canary_goes_quiet(
-    dev_config: HubSpokeConfig, dev_templates: dict[str, Any]
-) -> None:
-    """CloudWatch API Reference, PutMetricAlarm: a created alarm starts in INSUFFICIENT_DATA, is evaluated, and the
-    actions of the new state run. User Guide, "How alarm state is evaluated when data is missing" (the all-missing
-    row): breaching -> ALARM, missing -> INSUFFICIENT_DATA; "Alarm actions": actions happen only on state
-    transitions; "Create a composite alarm": OK(x) is TRUE only while x is OK. The probes input reads FILL(m, v),
-    so before the canary's first record it sees only filled, breaching points and is in ALARM, but notifies nobody;
-    the gate (SampleCount over a day, missing) is INSUFFICIENT_DATA, so the paging composite stays OK. Once the
-    canary has reported, a silent canary (filled points) and failing probes page. The evaluation range is taken as
-    5 one-minute points (the guide's example for 3 evaluation periods); tests/constructs/test_canary_alarms.py
-    judges other ranges and every minute."""
-    from tests.fakes.cloudwatch_alarm import alarm_state, composite_state
-
-    ops = dev_templates["ops-us-west-2"]
-    alarms = {p["AlarmName"]: p for _, p in properties(ops, "AWS::CloudWatch::Alarm")}
-    prefix = stack_name(dev_config, "ops", "us-west-2")
-
-    def state(alarm: dict[str, Any], points: list[float | None]) -> str:
-        return alarm_state(
-            points,
-            threshold=alarm["Threshold"],
-            comparison=alarm["ComparisonOperator"],
-            evaluation_periods=alarm["EvaluationPeriods"],
-            datapoints_to_alarm=alarm["DatapointsToAlarm"],
-            treat_missing_data=alarm["TreatMissingData"],
-        )
-
-    gate = alarms[f"{prefix}-canary-silent-for-a-day"]
-    assert "AlarmActions" not in gate and "OKActions" not in gate
-    # Before the first record: no datapoint of the day at all.
-    fresh_gate = state(gate, [None])
-    assert fresh_gate == "INSUFFICIENT_DATA"
-    # A day in which the canary ran every minute (one HubReachable record per run).
-    reported_gate = state(gate, [24 * 60.0])
-    assert reported_gate == "OK"
-    for key, probes_key, healthy, failing, filler in (
-        ("hub-unreachable-page", "hub-probes-failing", 1.0, 0.0, 0.0),
-        ("portal-not-active-page", "portal-probes-not-active", 2.0, 1.0, 0.0),
-    ):
-        probes = alarms[f"{prefix}-{probes_key}"]
-        assert "AlarmActions" not in probes and "OKActions" not in probes, key
-        page, _, rule = canary_page(ops, prefix, key)
-        assert page["AlarmActions"], key
-
-        def paging(
-            probes_state: str, gate_state: str, rule: str = rule, name: str = probes["AlarmName"]
-        ) -> str:
-            return composite_state(rule, {name: probes_state, gate["AlarmName"]: gate_state})
-
-        # Fresh deploy: FILL fills every minute (or, undocumented, leaves the query empty): the composite stays OK.
-        for before_first in (state(probes, [filler] * 5), state(probes, [None] * 5)):
-            assert paging(before_first, fresh_gate) == "OK", key
-        assert state(probes, [filler] * 5) == "ALARM", key  # the input alone would have paged
-        # The canary reports a healthy spoke: no page.
-        assert paging(state(probes, [healthy] * 5), reported_gate) == "OK", key
-        # The canary goes quiet after healthy minutes: FILL counts the silent minutes, and the composite pages.
-        assert paging(state(probes, [healthy, healthy, filler, filler, filler]), reported_gate) == "ALARM", (
-            key
-        )
-        # Probes that fail page as before.
-        assert paging(state(probes, [failing] * 5), reported_gate) == "ALARM", key

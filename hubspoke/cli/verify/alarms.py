@@ -17,9 +17,8 @@ _ALARM_TYPES = ["MetricAlarm", "CompositeAlarm"]
 _EXPECTED_ALARM = {
     alarms.CACHE_HIT_RATIO_BELOW_FLOOR: "while a cache is cold",
     alarms.DATASET_NOT_FULLY_CACHED: "while a cache is cold",
-    alarms.HUB_PROBES_FAILING: "in the first minutes after a deploy, before the canary reports",
-    alarms.PORTAL_PROBES_NOT_ACTIVE: "in the first minutes after a deploy, before the canary reports",
-    alarms.CANARY_SILENT_FOR_A_DAY: "in the first minutes after a deploy, before the canary's third record",
+    alarms.HUB_PROBES_FAILING: f"with {alarms.HUB_UNREACHABLE}, whose row says whether it pages",
+    alarms.PORTAL_PROBES_NOT_ACTIVE: f"with {alarms.PORTAL_NOT_ACTIVE}, whose row says whether it pages",
 }
 
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 
 from hubspoke.constructs.canary.runtime import metrics
-from hubspoke.constructs.canary.runtime.handler import run
+from hubspoke.constructs.canary.runtime.handler import run, secrets_client
 from hubspoke.constructs.canary.runtime.portal import PortalReading
+from tests.conftest import Templates, properties
 
 # 127.0.0.0/8 is loopback on Linux: distinct addresses stand in for distinct hub nodes on the same ports.
 NODES = ("127.0.0.11", "127.0.0.12", "127.0.0.13", "127.0.0.14")
@@ -80,10 +83,18 @@ def _env(ports: tuple[int, ...], **extra: str) -> dict[str, str]:
 
 
 def _run(env: dict[str, str], **kwargs: object) -> tuple[dict[str, object], dict[str, object]]:
+    """The run's result and its EMF lines merged: the probe line first, then the portal's when configured."""
     lines: list[str] = []
     result = run({}, env, emit=lines.append, **kwargs)  # type: ignore[arg-type]
-    assert len(lines) == 1, "one EMF line per invocation"
-    return result, json.loads(lines[0])
+    documents = [json.loads(line) for line in lines]
+    assert len(documents) == (2 if env.get("SPOKE_REST_ADDRESS") else 1), lines
+    assert metrics.HUB_REACHABLE in documents[0], "the probe result is the first line"
+    for document in documents:
+        _published(document)
+    merged: dict[str, object] = {}
+    for document in documents:
+        merged.update(document)
+    return result, merged
 
 
 def _published(line: dict[str, object]) -> set[str]:
@@ -205,3 +216,59 @@ def test_event_overrides_targets(ports: tuple[int, int]) -> None:
 def test_emf_rejects_a_metric_it_does_not_declare() -> None:
     with pytest.raises(ValueError, match="not a canary metric"):
         metrics.emf_line(environment="e", spoke="s", values={"Bogus": 1}, timestamp_ms=0)
+
+
+def test_the_probe_result_is_published_before_a_slow_portal_read(ports: tuple[int, int]) -> None:
+    """issue 42: a secret or REST read that hangs (a spoke-side NAT or endpoint problem) must not delay or lose the
+    hub's record. The reader blocks until the hub line is out; the portal line then says it did not finish."""
+    lines: list[str] = []
+    hub_line_out = threading.Event()
+    saw_hub_line_first: list[bool] = []
+
+    def emit(line: str) -> None:
+        lines.append(line)
+        hub_line_out.set()
+
+    def slow_reader(**_: object) -> PortalReading:
+        saw_hub_line_first.append(hub_line_out.wait(timeout=5))
+        time.sleep(2)  # longer than the run has left for it
+        return PortalReading(metrics.PORTAL_STATUS_VALUES["ACTIVE"], "late")
+
+    env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", SPOKE_REST_PORT="8000", ADMIN_SECRET_ARN="arn:x")
+    started = time.monotonic()
+    with listeners(NODES, ports):
+        # 3.8 s left in the invocation: the handler keeps 3 s (RESERVE_MS) to publish, so under 1 s for the portal.
+        run(
+            {},
+            env,
+            emit=emit,
+            remaining_ms=3800,
+            portal_reader=slow_reader,
+            credentials=lambda arn: ("a", "p"),
+        )
+    assert time.monotonic() - started < 2, "the run did not wait for the hung portal read"
+    assert saw_hub_line_first == [True]
+    hub, portal = (json.loads(line) for line in lines)
+    assert hub[metrics.HUB_REACHABLE] == 1
+    assert portal[metrics.PORTAL_STATUS] == metrics.PORTAL_STATUS_UNKNOWN
+    assert "did not finish" in portal["portal_detail"]
+
+
+def test_the_secret_read_is_bounded_well_inside_the_function_timeout(dev_templates: Templates) -> None:
+    """botocore's defaults are 60 s to connect and 60 s to read with 3 attempts (botocore 1.44.18 config.py, Config;
+    retries/standard.py), more than the whole function. The client's own bounds, times its attempts, plus the
+    standard mode's longest first backoff (1 s for throttling, ExponentialBackoff, and up to 5 s a retry-after
+    header adds) must leave room for the two REST calls of the portal read inside the synthesized Timeout."""
+    client = secrets_client("us-west-2")
+    config = client.meta.config
+    attempts = config.retries["total_max_attempts"]
+    worst = attempts * (config.connect_timeout + config.read_timeout) + (attempts - 1) * (1 + 5)
+    (function,) = [
+        p
+        for stack, template in dev_templates.items()
+        if stack.startswith("ops-")
+        for _, p in properties(template, "AWS::Lambda::Function")
+        if p.get("Handler") == "runtime.handler.handler"
+    ]
+    rest_calls = 2 * float(function["Environment"]["Variables"]["REST_TIMEOUT_SECONDS"])
+    assert worst + rest_calls < function["Timeout"] - 3, (worst, rest_calls, function["Timeout"])

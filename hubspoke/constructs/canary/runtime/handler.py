@@ -18,6 +18,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from . import metrics
@@ -30,13 +31,23 @@ DEFAULT_REST_TIMEOUT_S = 5.0
 RESERVE_MS = 3000
 # The secret is read at most this often; a rotated password is picked up within this time.
 CREDENTIALS_TTL_S = 900.0
+# The Secrets Manager call, bounded well inside the function's 30 s (infrastructure.py): botocore's defaults are
+# 60 s to connect and 60 s to read, with 3 attempts in its standard retry mode (botocore 1.44.18 config.py, Config
+# connect_timeout, read_timeout, retries; endpoint.py DEFAULT_TIMEOUT). Two attempts of 2 + 3 s and the standard
+# mode's first backoff (rand(0, 1) x min(scale x 2^0, 20) with scale 1 s for throttling, plus up to 5 s a
+# x-amz-retry-after header may ask: retries/standard.py ExponentialBackoff) take at most 16 s.
+SECRET_CONNECT_TIMEOUT_S = 2.0
+SECRET_READ_TIMEOUT_S = 3.0
+SECRET_ATTEMPTS = 2
+# The portal line waits at most this long for the secret and the two REST calls (login, list), then says why not.
+PORTAL_WAIT_S = 22.0
 
 Credentials = tuple[str, str]
 _credentials_cache: dict[str, tuple[float, Credentials]] = {}
 
 
 def handler(event: Mapping[str, Any] | None, context: Any) -> dict[str, Any]:
-    """Lambda entry point: one probe round, one EMF line on stdout, the same numbers returned."""
+    """Lambda entry point: one probe round, EMF lines on stdout (the hub's first), the same numbers returned."""
     return run(event or {}, os.environ, remaining_ms=_remaining_ms(context))
 
 
@@ -62,48 +73,69 @@ def run(
     rest_timeout = _bounded(float(env.get("REST_TIMEOUT_SECONDS", DEFAULT_REST_TIMEOUT_S)), remaining_ms)
     rest_address = env.get("SPOKE_REST_ADDRESS", "")
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="portal") as pool:
-        portal_future = (
-            pool.submit(
-                _read_portal,
-                env,
-                rest_address,
-                rest_timeout,
-                credentials or _secret_credentials,
-                portal_reader,
-                addresses,
-            )
-            if rest_address
-            else None
+    started_ms = int(clock() * 1000)  # every record of the run carries its start, the minute Lambda counts it
+    environment, spoke = env.get("HUBSPOKE_ENVIRONMENT", "unknown"), env.get("SPOKE_REGION", "unknown")
+    # Not a `with` block: leaving one waits for the portal read however long it hangs.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="portal")
+    portal_future = (
+        pool.submit(
+            _read_portal,
+            env,
+            rest_address,
+            rest_timeout,
+            credentials or _secret_credentials,
+            portal_reader,
+            addresses,
         )
-        reach = probe_all(addresses, ports, timeout_s=connect_timeout)
-        portal = portal_future.result() if portal_future else None
-
+        if rest_address
+        else None
+    )
+    reach = probe_all(addresses, ports, timeout_s=connect_timeout)
     values: dict[str, float | list[float]] = {
         metrics.HUB_REACHABLE: int(reach.hub_reachable),
         metrics.NODES_REACHABLE_FRACTION: round(reach.reachable_fraction, 4),
         metrics.CONNECT_LATENCY: reach.latencies_ms,
     }
-    if portal is not None:
-        values[metrics.PORTAL_STATUS] = portal.value
-        if portal.hubs_current is not None:
-            values[metrics.PORTAL_HUB_HOSTS_CURRENT] = int(portal.hubs_current)
     failures = [f"{p.address}:{p.port} {p.error}" for p in reach.probes if not p.ok]
-    properties = {
+    properties: dict[str, Any] = {
         "hub_addresses": list(reach.addresses),
         "ports": ports,
         "failed_probes": failures,
-        "portal_detail": portal.detail if portal else "not configured",
     }
+    # The probe result first, in a line of its own: a slow secret or REST read (a spoke-side NAT or endpoint
+    # problem) must not delay or lose what the hub alarms read.
     emit(
         metrics.emf_line(
-            environment=env.get("HUBSPOKE_ENVIRONMENT", "unknown"),
-            spoke=env.get("SPOKE_REGION", "unknown"),
+            environment=environment,
+            spoke=spoke,
             values=values,
-            timestamp_ms=int(clock() * 1000),
+            timestamp_ms=started_ms,
             properties=properties,
         )
     )
+    portal: PortalReading | None = None
+    if portal_future is not None:
+        try:
+            portal = portal_future.result(
+                timeout=_bounded(PORTAL_WAIT_S, remaining_ms, since=started_ms, clock=clock)
+            )
+        except FutureTimeout:
+            portal = PortalReading(metrics.PORTAL_STATUS_UNKNOWN, "portal read did not finish in time")
+        portal_values: dict[str, float | list[float]] = {metrics.PORTAL_STATUS: portal.value}
+        if portal.hubs_current is not None:
+            portal_values[metrics.PORTAL_HUB_HOSTS_CURRENT] = int(portal.hubs_current)
+        emit(
+            metrics.emf_line(
+                environment=environment,
+                spoke=spoke,
+                values=portal_values,
+                timestamp_ms=started_ms,
+                properties={"portal_detail": portal.detail},
+            )
+        )
+        values.update(portal_values)
+    pool.shutdown(wait=False)
+    properties["portal_detail"] = portal.detail if portal else "not configured"
     return {**values, **properties}
 
 
@@ -140,9 +172,7 @@ def _secret_credentials(secret_arn: str) -> Credentials:
     cached = _credentials_cache.get(secret_arn)
     if cached and time.monotonic() - cached[0] < CREDENTIALS_TTL_S:
         return cached[1]
-    import boto3
-
-    value = boto3.client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"]
+    value = secrets_client().get_secret_value(SecretId=secret_arn)["SecretString"]
     try:
         parsed = json.loads(value)
     except json.JSONDecodeError:
@@ -156,17 +186,38 @@ def _secret_credentials(secret_arn: str) -> Credentials:
     return creds
 
 
+def secrets_client(region: str | None = None) -> Any:
+    """A Secrets Manager client whose every call ends well inside the canary's own timeout."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        connect_timeout=SECRET_CONNECT_TIMEOUT_S,
+        read_timeout=SECRET_READ_TIMEOUT_S,
+        retries={"total_max_attempts": SECRET_ATTEMPTS, "mode": "standard"},
+    )
+    return boto3.client("secretsmanager", region_name=region, config=config)
+
+
 def _list(override: Any, fallback: str) -> list[str]:
     if isinstance(override, list):
         return [str(v).strip() for v in override if str(v).strip()]
     return [v.strip() for v in fallback.split(",") if v.strip()]
 
 
-def _bounded(timeout_s: float, remaining_ms: int | None) -> float:
-    """A timeout that still leaves RESERVE_MS of the invocation for publishing."""
+def _bounded(
+    timeout_s: float,
+    remaining_ms: int | None,
+    *,
+    since: int | None = None,
+    clock: Callable[[], float] = time.time,
+) -> float:
+    """A timeout that still leaves RESERVE_MS of the invocation for publishing (`since`: counting the time spent
+    from that instant, ms, on)."""
     if remaining_ms is None:
         return timeout_s
-    return max(0.1, min(timeout_s, (remaining_ms - RESERVE_MS) / 1000.0))
+    spent_ms = int(clock() * 1000) - since if since is not None else 0
+    return max(0.1, min(timeout_s, (remaining_ms - spent_ms - RESERVE_MS) / 1000.0))
 
 
 def _remaining_ms(context: Any) -> int | None:
