@@ -38,6 +38,8 @@ MINUTE = Duration.minutes(1)
 # Flow-log records cover up to 1 minute and are timestamped at their start, so a minute's sum holds some of
 # the neighbouring minutes' bytes: 5-minute sums (like the hit ratio's periods) even that out.
 TRAFFIC_PERIOD_MINUTES = 5
+# Room for a Region's dozen alarms in the status grid.
+ALARM_STATUS_HEIGHT = 4
 
 
 @dataclass(frozen=True)
@@ -86,11 +88,19 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
         self.column_width = max(MIN_COLUMN_WIDTH, GRID_WIDTH // len(self.columns))
         self.watched = [c for c in self.columns if c.watched]
         self.alarm_names: dict[str, list[str]] = {}
+        accounts = {p.id: p.account for p in plans}
+        # Literal ARNs: the body names nothing of other stacks (tests/stacks/test_dashboard.py), and every Region
+        # hubspoke deploys to is of the aws partition (hubspoke/regions.py, partition_regions).
+        self.alarm_arns: dict[str, list[str]] = {}
         for alarm in planned_alarms(config):
+            self.alarm_arns.setdefault(alarm.region, []).append(
+                f"arn:aws:cloudwatch:{alarm.region}:{accounts[alarm.stack_id]}:alarm:{alarm.name}"
+            )
             shown = f"`{alarm.name}`" + ("" if alarm.notifies else " (notifies nobody)")
             self.alarm_names.setdefault(alarm.region, []).append(shown)
         rows: Sequence[Callable[[RegionColumn], cloudwatch.IWidget]] = (
             self._header,
+            self._alarm_states,
             self._reachability,
             self._portal,
             self._hit_ratio,
@@ -133,6 +143,23 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
             )
         lines.append("Alarms: " + (", ".join(alarms) if alarms else "none in this Region."))
         return self._text("\n\n".join(lines), height=HEADER_HEIGHT)
+
+    def _alarm_states(self, column: RegionColumn) -> cloudwatch.IWidget:
+        """Every planned alarm of the Region and its state (red ALARM, grey INSUFFICIENT_DATA, CloudWatch User
+        Guide, "Adding an alarm to a dashboard"). ASSUMED: an alarm status widget shows alarms of another Region
+        of the same account by ARN, as metric widgets read other Regions; no page says so for alarms."""
+        arns = self.alarm_arns.get(column.region.region, [])
+        if not arns:
+            return self._not_here(column, "Alarms", "No alarms in this Region.")
+        return cloudwatch.AlarmStatusWidget(
+            title=f"Alarms, {column.region.region}",
+            alarms=[
+                cloudwatch.Alarm.from_alarm_arn(self, f"Alarm{column.region.region}{i}", arn)
+                for i, arn in enumerate(arns)
+            ],
+            width=self.column_width,
+            height=ALARM_STATUS_HEIGHT,
+        )
 
     def _reachability(self, column: RegionColumn) -> cloudwatch.IWidget:
         env = self.config.environment

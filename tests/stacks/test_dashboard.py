@@ -169,6 +169,8 @@ def test_every_region_has_a_column_in_every_row(shape: Shape) -> None:
                 assert widget["properties"]["region"] == region, (
                     f"row y={y}: {region}'s column reads elsewhere"
                 )
+            elif widget["type"] == "alarm":  # the Region's alarm states (tests/constructs/test_dashboard.py)
+                assert all(f":cloudwatch:{region}:" in arn for arn in widget["properties"]["alarms"]), y
             else:
                 assert region in widget["properties"]["markdown"]
     # Each spoke's own canary and traffic metrics, and each compute Region's GPUs, are graphed.
