@@ -13,6 +13,7 @@ from hubspoke.constructs.cnq.provisioning import CnqProvisioner
 from hubspoke.constructs.cnq.runtime.resources import (
     CLUSTER_RESOURCE,
     NODE_PROTECTION_RESOURCE,
+    PERSISTENT_STORAGE_RESOURCE,
     PORTAL_RESOURCE,
 )
 from hubspoke.constructs.shift import ShiftFromUser
@@ -145,6 +146,7 @@ class StorageStack(PlannedStack):
                 PREWARM_SECRET, self._identity("Prewarm", "prewarm", PREWARM_PRIVILEGES).secret.secret_arn
             )
         self.node_protection = self._protect_nodes_last()
+        self.persistent_storage = self._add_buckets_last(storage.soft_capacity_limit_tb * BYTES_PER_TB)
 
     def _identity(
         self, construct_id: str, purpose: str, privileges: tuple[str, ...], *, write_path: str | None = None
@@ -156,8 +158,8 @@ class StorageStack(PlannedStack):
         return identity
 
     def _protect_nodes_last(self) -> CustomResource:
-        """Termination protection as the stack's very last step (runtime/nodes.py): a failure anywhere
-        else, the portal included, rolls back nodes that were never protected."""
+        """Termination protection as the stack's last step but one, before the buckets (runtime/nodes.py): a
+        failure anywhere else, the portal included, rolls back nodes that were never protected."""
         protection = self.provisioner.resource(
             self,
             "NodeProtection",
@@ -168,6 +170,30 @@ class StorageStack(PlannedStack):
             if child is not protection:
                 protection.node.add_dependency(child)
         return protection
+
+    def _add_buckets_last(self, usable_bytes: int) -> CustomResource:
+        """Buckets an update added reach Qumulo, and the capacity limit rises, as the stack's very last step
+        (runtime/provisioner.py, Custom::CnqPersistentStorage): Qumulo cannot give a bucket back, so a failure
+        anywhere else rolls back buckets no cluster writes to yet. Qumulo's own CNQ deployments update the
+        buckets (persistent storage) as a unit of their own before the cluster (Qumulo/docs @ 0765db6d,
+        cnq-guide-aws/deployment-agnostic-post-deployment-actions.md, "Increasing the Soft Capacity Limit")."""
+        last = self.provisioner.resource(
+            self,
+            "PersistentStorage",
+            resource_type=PERSISTENT_STORAGE_RESOURCE,
+            properties={
+                "ClusterName": self.cluster.name,
+                "NodeIps": self.cluster.node_ips,
+                "NodeInstanceIds": self.cluster.node_instance_ids,
+                "ObjectStorageUris": self.cluster.object_storage_uris,
+                "UsableCapacityBytes": str(usable_bytes),
+                "AdminSecretArn": self.cluster.admin_secret.secret_arn,
+            },
+        )
+        for child in self.node.children:
+            if child is not last:
+                last.node.add_dependency(child)
+        return last
 
     def _portal(self, config: HubSpokeConfig, spoke: SpokeConfig) -> CustomResource:
         hub = config.hub

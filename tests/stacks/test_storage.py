@@ -15,7 +15,11 @@ import pytest
 import yaml
 
 from hubspoke.config import HubSpokeConfig, load
-from hubspoke.constructs.cnq.runtime.resources import NODE_PROTECTION_RESOURCE, NODE_SHAPE_RESOURCE
+from hubspoke.constructs.cnq.runtime.resources import (
+    NODE_PROTECTION_RESOURCE,
+    NODE_SHAPE_RESOURCE,
+    PERSISTENT_STORAGE_RESOURCE,
+)
 from hubspoke.stacks.storage import (
     CLUSTER_RESOURCE,
     PORTAL_RESOURCE,
@@ -320,15 +324,17 @@ def test_node_protection_is_the_last_step_and_reads_only_its_own_stack(
     case: tuple[HubSpokeConfig, Templates],
 ) -> None:
     """A failure anywhere in a Storage stack, the portal included, must roll back unprotected nodes: the
-    protection resource depends on every other resource of its template and lists every node."""
+    protection resource depends on every other resource of its template but the bucket step (which comes
+    after it, test_new_buckets_reach_qumulo_in_the_last_step) and lists every node."""
     config, templates = case
     for region_code, template in storage_templates(config, templates).items():
         [(protection_id, protection)] = resources(template, NODE_PROTECTION_RESOURCE)
+        [(buckets_id, _)] = resources(template, PERSISTENT_STORAGE_RESOURCE)
         # CDKMetadata (the CLI's version reporting) creates nothing and cannot be waited for: aws-cdk-lib 2.275.0
         # adds it at synth, after every construct (core/lib/private/synthesis.js, injectMetadataResources), as a
         # resource of type AWS::CDK::Metadata with only an Analytics property (metadata-resource.js).
         metadata = {k for k, _ in resources(template, "AWS::CDK::Metadata")}
-        others = set(template["Resources"]) - {protection_id} - metadata
+        others = set(template["Resources"]) - {protection_id, buckets_id} - metadata
         assert set(protection["DependsOn"]) == others, region_code
         nodes = [{"Ref": k} for k, _ in resources(template, "AWS::EC2::Instance")]
         assert protection["Properties"]["NodeInstanceIds"] == nodes
@@ -341,6 +347,21 @@ def test_node_protection_is_the_last_step_and_reads_only_its_own_stack(
         assert [(r["Action"], r["Resource"]) for r in reads] == [
             ("cloudformation:DescribeStacks", {"Ref": "AWS::StackId"})
         ]
+
+
+def test_new_buckets_reach_qumulo_in_the_last_step(case: tuple[HubSpokeConfig, Templates]) -> None:
+    """Qumulo cannot give a bucket back (qumulo-api 7.10.2.1, qumulo/rest/object_storage.py: get_uris and
+    add_uris only), so the step that hands it the buckets depends on every other resource of the Storage
+    stack: whatever else an update changes has succeeded before, and only a failure of that step itself can
+    roll the update back after the buckets reached the cluster. It lists every bucket the cluster lists."""
+    config, templates = case
+    for region_code, template in storage_templates(config, templates).items():
+        [(buckets_id, step)] = resources(template, PERSISTENT_STORAGE_RESOURCE)
+        metadata = {k for k, _ in resources(template, "AWS::CDK::Metadata")}
+        assert set(step["DependsOn"]) == set(template["Resources"]) - {buckets_id} - metadata, region_code
+        [(_, cluster)] = list(resources(template, CLUSTER_RESOURCE))
+        assert step["Properties"]["ObjectStorageUris"] == cluster["Properties"]["ObjectStorageUris"]
+        assert step["Properties"]["UsableCapacityBytes"] == cluster["Properties"]["UsableCapacityBytes"]
 
 
 def test_every_bucket_key_and_secret_is_retained_and_encrypted(

@@ -122,6 +122,14 @@ def drive(
     raise AssertionError("unreachable")
 
 
+def deploy(world: World, cluster_event: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """A Storage stack's deploy as far as the cluster goes: Custom::CnqCluster, then, as the stack's last
+    resource, Custom::CnqPersistentStorage (hubspoke/stacks/storage.py); the cluster's answer."""
+    result = drive(cluster_event, **kwargs)
+    drive(world.storage_event(cluster_event), **kwargs)
+    return result
+
+
 # Longer than the waits the test events set by default (DeletePatienceSeconds 0.5 in portal_event); a test that
 # sets a longer one expects to finish before it.
 SETTLE_SECONDS = 2.0
@@ -189,6 +197,18 @@ class World:
         return {"RequestType": request, "ResourceType": "Custom::CnqCluster", "LogicalResourceId": "Cluster",
                 "PhysicalResourceId": f"cnq-cluster-dev-{fake.name}", "ResourceProperties": props,
                 "StackId": self.stack_id, "StartedAt": str(time.time())}  # fmt: skip
+
+    def storage_event(self, cluster_event: dict[str, Any]) -> dict[str, Any]:
+        """The Custom::CnqPersistentStorage request of the same deploy (hubspoke/stacks/storage.py: the buckets
+        and the capacity limit, from the cluster's properties), its OldResourceProperties included."""
+        keys = ("ClusterName", "NodeIps", "NodeInstanceIds", "ObjectStorageUris", "UsableCapacityBytes",
+                "AdminSecretArn", "QumuloCoreVersion", "RestPort", "WaitSeconds")  # fmt: skip
+        event = {**cluster_event, "ResourceType": "Custom::CnqPersistentStorage",
+                 "LogicalResourceId": "PersistentStorage", "PhysicalResourceId": "cnq-storage-dev"}  # fmt: skip
+        for field in ("ResourceProperties", "OldResourceProperties"):
+            if field in cluster_event:
+                event[field] = {k: v for k, v in cluster_event[field].items() if k in keys}
+        return event
 
     def portal_event(self, hub: FakeQumulo, spoke: FakeQumulo, request: str = "Create",
                      **overrides: str) -> dict[str, Any]:  # fmt: skip

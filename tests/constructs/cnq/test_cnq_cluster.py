@@ -19,6 +19,7 @@ from tests.constructs.cnq.conftest import (
     HUB_PASSWORD,
     ROOMY,
     World,
+    deploy,
     drive,
     mutations,
     polls_until_complete,
@@ -148,8 +149,8 @@ def test_single_node_and_multi_node_do_not_convert(world: World) -> None:
 def test_more_buckets_are_added_to_persistent_storage(world: World, hub: FakeQumulo) -> None:
     """POST /v2/object-storage/add-uris, as Qumulo's provisioner runs add_object_storage_uris."""
     instances = world.instances(4, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
-    drive(world.cluster_event(hub, "hub", instances, request="Update", buckets=6))
+    deploy(world, world.cluster_event(hub, "hub", instances))
+    deploy(world, world.cluster_event(hub, "hub", instances, request="Update", buckets=6))
     assert len(hub.object_storage_uris) == 6 and hub.called("POST", r"^/v2/object-storage/add-uris") == 1
 
 
@@ -167,11 +168,12 @@ def test_fewer_buckets_are_refused_before_anything_is_touched(world: World, hub:
 def test_a_higher_capacity_limit_is_sent_once(world: World, hub: FakeQumulo) -> None:
     """capacity_clamp_set: stored rounded down to whole pstores, quorum abandoned and formed again."""
     instances = world.instances(4, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
+    deploy(world, world.cluster_event(hub, "hub", instances))
+    puts = hub.called("PUT", r"^/v1/capacity/clamp")
     update = world.cluster_event(hub, "hub", instances, request="Update", capacity_tb=250)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
-    drive(update)
-    assert hub.called("PUT", r"^/v1/capacity/clamp") == 1, "sent once, not once per poll"
+    deploy(world, update)
+    assert hub.called("PUT", r"^/v1/capacity/clamp") - puts == 1, "sent once, not once per poll"
     assert hub.capacity_clamp == 250 * 10**12 // PSTORE_BYTES * PSTORE_BYTES
 
 
@@ -229,12 +231,15 @@ def test_new_buckets_go_in_before_the_capacity_limit_rises(world: World, hub: Fa
     """Qumulo's provisioner adds buckets, then raises the clamp (qumulo-terraform-gcp @ a30b449c,
     provision.py add_object_buckets -> update_capacity_limit)."""
     instances = world.instances(4, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
+    deploy(world, world.cluster_event(hub, "hub", instances))
     update = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=250)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
-    drive(update)
+    before = len(mutations(hub))
+    deploy(world, update)
     order = [
-        p for m, p in mutations(hub) if p.startswith(("/v2/object-storage/add-uris", "/v1/capacity/clamp"))
+        p
+        for m, p in mutations(hub)[before:]
+        if p.startswith(("/v2/object-storage/add-uris", "/v1/capacity/clamp"))
     ]
     assert order == ["/v2/object-storage/add-uris", "/v1/capacity/clamp"]
     assert len(hub.object_storage_uris) == 6
@@ -242,11 +247,11 @@ def test_new_buckets_go_in_before_the_capacity_limit_rises(world: World, hub: Fa
 
 def _raised(world: World, hub: FakeQumulo, instances: list[str]) -> dict:
     """The cluster after a forward Update that raised capacity and added buckets (both reached Qumulo)."""
-    drive(world.cluster_event(hub, "hub", instances))
+    deploy(world, world.cluster_event(hub, "hub", instances))
     world.stack_status("UPDATE_IN_PROGRESS")
     update = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=250)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
-    drive(update)
+    deploy(world, update)
     return update
 
 
@@ -269,7 +274,7 @@ def test_a_rollback_after_a_raise_is_a_no_op_with_a_warning(
     rollback = world.cluster_event(hub, "hub", instances, request="Update", **shrunk)
     rollback["OldResourceProperties"] = raised["ResourceProperties"]
     caplog.set_level(logging.WARNING)
-    drive(rollback)
+    deploy(world, rollback)
     assert mutations(hub)[before:] == [], "nothing is sent to the cluster"
     assert (hub.capacity_clamp, hub.object_storage_uris) == (clamp, uris)
     assert "keeps" in caplog.text and "rollback" in caplog.text, "the operator is told what stays"
@@ -293,10 +298,11 @@ def test_the_capacity_limit_rises_only_once_the_quorum_is_back_after_adding_buck
     node in quorum, and only then capacity_clamp_set (aws-terraform-cnq, modules/qprovisioner/scripts/
     provision.sh, the bucket add). The wait belongs in is_complete, whose failures are retried."""
     instances = world.instances(4, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
+    deploy(world, world.cluster_event(hub, "hub", instances))
     update = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=250)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
-    drive(update)
+    hub.clamp_put_states.clear()
+    deploy(world, update)
     assert hub.clamp_put_states == ["ACTIVE"], "one clamp change, sent with the quorum whole"
     assert hub.capacity_clamp == 250 * 10**12 // PSTORE_BYTES * PSTORE_BYTES
     assert len(hub.object_storage_uris) == 6
@@ -308,11 +314,11 @@ def test_a_capacity_raise_that_cannot_reach_the_cluster_is_retried_by_the_poll(
     """A quorum that is still re-forming answers 5xx or not at all; on_event's failures are final, so
     the clamp change is made by is_complete, which retries them."""
     instances = world.instances(4, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
+    deploy(world, world.cluster_event(hub, "hub", instances))
     hub.fail("PUT", r"^/v1/capacity/clamp", times=2, status=503, error_class="quorum_not_ready_error")
     update = world.cluster_event(hub, "hub", instances, request="Update", capacity_tb=250)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
-    drive(update)
+    deploy(world, update)
     assert hub.capacity_clamp == 250 * 10**12 // PSTORE_BYTES * PSTORE_BYTES
 
 
@@ -359,10 +365,10 @@ def test_a_cluster_formed_with_four_buckets_grows_to_qumulos_sixteen(world: Worl
     The Update converges by adding the 12 missing buckets in one add-uris call ("adds new URIs to the list
     ... and ignores the existing URIs", REST guide) and waiting for the quorum to come back."""
     instances = world.instances(4, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
+    deploy(world, world.cluster_event(hub, "hub", instances))
     update = world.cluster_event(hub, "hub", instances, request="Update", buckets=16)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
-    drive(update)
+    deploy(world, update)
     assert len(hub.object_storage_uris) == 16
     assert hub.called("POST", r"^/v2/object-storage/add-uris") == 1
     assert hub.state == "ACTIVE"

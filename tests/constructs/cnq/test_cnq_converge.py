@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.constructs.cnq.conftest import World, drive
+from hubspoke.constructs.cnq.runtime.session import ProvisioningError
+from tests.constructs.cnq.conftest import World, deploy, drive, mutations
 from tests.fakes.qumulo import PSTORE_BYTES, FakeQumulo
 
 pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
@@ -31,17 +32,17 @@ def test_a_raise_deployed_again_after_its_rollback_completes(world: World, hub: 
     same raise deployed again finds the cluster holding it: it completes, and the clamp is not changed."""
     instances = world.instances(4, "dev-hub")
     formed = world.cluster_event(hub, "hub", instances)
-    drive(formed)
+    deploy(world, formed)
     world.stack_status("UPDATE_IN_PROGRESS")
     raised = _update(world, hub, instances, formed, capacity_tb=250)
-    drive(raised)
+    deploy(world, raised)
     held = hub.capacity_clamp
     assert held == 250 * TB // PSTORE_BYTES * PSTORE_BYTES
     world.stack_status("UPDATE_ROLLBACK_IN_PROGRESS")
-    drive(_update(world, hub, instances, raised, capacity_tb=100))
+    deploy(world, _update(world, hub, instances, raised, capacity_tb=100))
     world.stack_status("UPDATE_IN_PROGRESS")
     puts = hub.called("PUT", r"^/v1/capacity/clamp")
-    drive(_update(world, hub, instances, formed, capacity_tb=250), polls=8)
+    deploy(world, _update(world, hub, instances, formed, capacity_tb=250), polls=8)
     assert hub.capacity_clamp == held
     assert hub.called("PUT", r"^/v1/capacity/clamp") - puts <= 1, "never re-sent at every poll"
 
@@ -51,14 +52,14 @@ def test_a_raise_smaller_than_one_pstore_completes(world: World, hub: FakeQumulo
     over" (capacity_clamp_set): a raise inside the same pstore changes nothing, and the update completes."""
     instances = world.instances(4, "dev-hub")
     formed = world.cluster_event(hub, "hub", instances)
-    drive(formed)
-    clamp = hub.capacity_clamp
+    deploy(world, formed)
+    clamp, puts = hub.capacity_clamp, hub.called("PUT", r"^/v1/capacity/clamp")
     # 100 TB + 0.1 TB: the same whole count of the fake's pstores (tests/fakes/qumulo/cluster.py, ASSUMED size).
     nudged = str(100 * TB + PSTORE_BYTES // 3)
     assert int(nudged) // PSTORE_BYTES * PSTORE_BYTES == clamp, "the raise stays within one pstore"
-    drive(_update(world, hub, instances, formed, UsableCapacityBytes=nudged), polls=8)
+    deploy(world, _update(world, hub, instances, formed, UsableCapacityBytes=nudged), polls=8)
     assert hub.capacity_clamp == clamp
-    assert hub.called("PUT", r"^/v1/capacity/clamp") <= 1
+    assert hub.called("PUT", r"^/v1/capacity/clamp") - puts <= 1
 
 
 def test_added_nodes_are_active_in_the_quorum_before_the_update_completes(
@@ -75,3 +76,38 @@ def test_added_nodes_are_active_in_the_quorum_before_the_update_completes(
     drive(_update(world, hub, instances + world.instances(2, "dev-hub"), formed))
     assert [hub.nodes[ip].unconfigured_reads for ip in new] == [0, 0], "every new node has switched modes"
     assert hub.state == "ACTIVE" and hub.members == hub.node_ips
+
+
+def test_a_rolled_back_update_leaves_no_bucket_qumulo_writes_to(world: World, hub: FakeQumulo) -> None:
+    """Qumulo cannot give a bucket back (qumulo-api 7.10.2.1, qumulo/rest/object_storage.py: get_uris and
+    add_uris only). The buckets an update adds reach the cluster only in the stack's last resource, after
+    every other one (hubspoke/stacks/storage.py): an update that fails before it (here a later export refused)
+    rolls back with the cluster still on the buckets the stack keeps."""
+    instances = world.instances(4, "dev-hub")
+    formed = world.cluster_event(hub, "hub", instances)
+    deploy(world, formed)
+    uris = list(hub.object_storage_uris)
+    world.stack_status("UPDATE_IN_PROGRESS")
+    hub.fail("POST", r"^/v3/nfs/exports/", status=400, error_class="nfs_export_quota_error")
+    grown = _update(world, hub, instances, formed, buckets=6, exports=("/later",))
+    with pytest.raises(ProvisioningError, match="nfs_export_quota_error"):
+        deploy(world, grown)
+    assert hub.object_storage_uris == uris, "no bucket reached Qumulo before the update could still fail"
+    world.stack_status("UPDATE_ROLLBACK_IN_PROGRESS")
+    deploy(world, _update(world, hub, instances, grown))
+    assert hub.object_storage_uris == uris
+
+
+def test_the_bucket_step_refuses_fewer_buckets_and_names_the_import_runbook(
+    world: World, hub: FakeQumulo
+) -> None:
+    """A bucket the cluster holds but the stack lost (an orphan from before the bucket step was last) is
+    named with the fix an operator can follow: import it back (docs/runbooks/qumulo-core.md)."""
+    instances = world.instances(4, "dev-hub")
+    six = world.cluster_event(hub, "hub", instances, buckets=6)
+    deploy(world, six)
+    before = len(mutations(hub))
+    event = world.storage_event(world.cluster_event(hub, "hub", instances, buckets=4))
+    with pytest.raises(ProvisioningError, match=r"import each back .*'A bucket outside the stack'"):
+        drive(event)
+    assert mutations(hub)[before:] == []

@@ -41,7 +41,10 @@ def add_missing_uris(client: Any, wanted: Sequence[str]) -> list[str]:
 
 
 def ensure_uris(client: Any, wanted: Sequence[str], *, rolling_back: bool = False) -> None:
-    """Add the buckets the stack created since formation (POST /v2/object-storage/add-uris); never remove."""
+    """Add the buckets the stack created since formation (POST /v2/object-storage/add-uris); never remove.
+
+    Custom::CnqPersistentStorage calls it as the Storage stack's last resource, so nothing after the add can
+    fail the update and roll back the buckets (and the nodes' grants on them) while Qumulo writes to them."""
     have = current_uris(client)
     dropped = sorted(set(have) - set(wanted))
     if dropped and rolling_back:
@@ -52,9 +55,9 @@ def ensure_uris(client: Any, wanted: Sequence[str], *, rolling_back: bool = Fals
         )  # fmt: skip
     elif dropped:
         raise ProvisioningError(
-            f"the cluster stores data in {len(dropped)} bucket(s) the stack no longer lists ({', '.join(dropped)}); "
-            "Qumulo cannot remove persistent storage: set storage.bucket_count back to "
-            f"{len(have)} (the buckets are retained, nothing was deleted)"
+            f"the cluster stores data in {len(dropped)} bucket(s) the stack does not list ({', '.join(dropped)}), "
+            "and Qumulo cannot remove persistent storage: import each back into the stack as its "
+            "PersistentStorage<N> bucket (docs/runbooks/qumulo-core.md, 'A bucket outside the stack')"
         )
     new = add_missing_uris(client, wanted)
     if new:
@@ -96,11 +99,12 @@ def current_clamp(client: Any) -> int:
     return int(client.capacity.get_capacity_clamp() or 0)
 
 
-def ensure_limit(client: Any, old: dict[str, Any], new: dict[str, Any], before: int | None) -> None:
-    """Converge the soft capacity limit of an update that raises it: PUT /v1/capacity/clamp at most once.
+def ensure_limit(client: Any, wanted: int, before: int | None) -> None:
+    """Converge the soft capacity limit to `wanted` bytes: PUT /v1/capacity/clamp at most once per request.
 
-    Called from is_complete after ensure_formed found every node ACTIVE and ensure_uris found every bucket
-    in, so the clamp changes only with the quorum whole, as Qumulo's provisioner orders it
+    `before` is the clamp on_event read, None when the request does not raise the limit. Called from
+    is_complete (Custom::CnqPersistentStorage) with every node ACTIVE and every bucket in, so the clamp
+    changes only with the quorum whole, as Qumulo's provisioner orders it
     (qumulo-terraform-gcp @ a30b449c, provision.py add_object_buckets -> update_capacity_limit, which waits
     for ACTIVE after capacity_clamp_set). Qumulo stores "a pstore count that produces a byte count closest
     to the requested bytes without going over", and "a value below the current provisioned capacity has no
@@ -112,18 +116,17 @@ def ensure_limit(client: Any, old: dict[str, Any], new: dict[str, Any], before: 
     or a raise smaller than one pstore. ASSUMED: the stored value reads back right after the PUT (if it
     reads back late, the request completes while the quorum re-forms, and later steps retry its 5xx).
     """
-    old_bytes, new_bytes = int(old.get("UsableCapacityBytes") or 0), int(new.get("UsableCapacityBytes") or 0)
-    if before is None or not old_bytes or new_bytes <= old_bytes:
+    if before is None:
         return
     current = current_clamp(client)
-    if current != before or current >= new_bytes:
+    if current != before or current >= wanted:
         return
-    client.capacity.put_capacity_clamp(new_bytes)
+    client.capacity.put_capacity_clamp(wanted)
     stored = current_clamp(client)
     if stored == current:
         log.warning(
             "soft capacity limit: the cluster keeps %d bytes for the %d requested (the closest whole pstore "
-            "count without going over); nothing more to change", current, new_bytes,
+            "count without going over); nothing more to change", current, wanted,
         )  # fmt: skip
         return
-    raise Pending(f"soft capacity limit {new_bytes / 1e12:g} TB requested; quorum re-forming")
+    raise Pending(f"soft capacity limit {wanted / 1e12:g} TB requested; quorum re-forming")

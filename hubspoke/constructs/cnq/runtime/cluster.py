@@ -223,6 +223,18 @@ def ensure_formed(
     return cluster_ids.pop(), views
 
 
+def require_active(spec: ClusterSpec, deadline: Deadline) -> None:
+    """Pending unless every node answers ACTIVE as a member of one cluster (a quorum re-forming after
+    add_object_storage_uris or capacity_clamp_set: Qumulo's provisioner waits for ACTIVE after each,
+    qumulo-terraform-gcp @ a30b449c, provision.py update_capacity_limit -> wait_for_active_quorum)."""
+    views = survey(spec, deadline)
+    waiting = [v.ip for v in views if v.state != "ACTIVE"]
+    if waiting or len({v.cluster_id for v in views}) != 1:
+        raise Pending(
+            f"cluster {spec.cluster_name}: quorum re-forming (not ACTIVE yet: {', '.join(waiting)})"
+        )
+
+
 def _membership(client: Any) -> list[str]:
     """GET /v2/cluster/object-backed/nodes (qumulo.rest.cluster.get_object_backed_nodes): member IPs."""
     membership = client.cluster.get_object_backed_nodes()["membership"]

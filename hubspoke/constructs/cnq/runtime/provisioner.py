@@ -7,10 +7,13 @@ reads the cluster and does one bounded step, so formation (boot, install, create
 squeezed into one 15-minute Lambda. A raised error's text is the failure reason CloudFormation shows.
 
 Custom::CnqNodeShape  refuses a change CloudFormation would apply to every node at once (shape.py).
-Custom::CnqCluster    forms the cluster, converges membership, floating IPs, buckets, capacity, exports
-                      (a capacity raise: on_event reads the clamp, is_complete changes it with the
-                      quorum whole, after the buckets).
-                      Delete: nothing (the data is never deleted).
+Custom::CnqCluster    forms the cluster (with the buckets and capacity of its create), converges
+                      membership, floating IPs and exports. Delete: nothing (the data is never deleted).
+Custom::CnqPersistentStorage  the stack's last resource: gives the cluster the buckets an update added, then
+                      raises the capacity limit (on_event reads the clamp, is_complete changes it with the
+                      quorum whole). Last, because Qumulo can never give a bucket back: an update that fails
+                      anywhere else rolls back before any new bucket reached the cluster, so no rollback
+                      leaves a bucket Qumulo writes to outside the stack. Delete: nothing.
 Custom::CnqPortal     a spoke's portal to its hub, its NFS export and eviction threshold. Delete: remove
                       the portal, forced after a bounded wait only when no data is at stake.
 Custom::CnqIdentity   a least-privilege Qumulo role and local user, its password from its own secret
@@ -40,6 +43,7 @@ from .resources import (
     IDENTITY_RESOURCE,
     NODE_PROTECTION_RESOURCE,
     NODE_SHAPE_RESOURCE,
+    PERSISTENT_STORAGE_RESOURCE,
     PORTAL_RESOURCE,
 )
 from .session import (
@@ -112,6 +116,19 @@ def _cluster_spec(props: Mapping[str, Any]) -> cluster.ClusterSpec:
         version=str(props["QumuloCoreVersion"]),
         rest_port=int(props.get("RestPort") or DEFAULT_REST_PORT),
     )
+
+
+def _storage_spec(props: Mapping[str, Any]) -> cluster.ClusterSpec:
+    """Custom::CnqPersistentStorage's properties: the nodes to reach, the buckets and the capacity limit."""
+    _require(props, "ClusterName", "NodeIps", "NodeInstanceIds", "ObjectStorageUris", "AdminSecretArn",
+             "UsableCapacityBytes")  # fmt: skip
+    return cluster.ClusterSpec(
+        cluster_name=str(props["ClusterName"]), node_ips=_list(props, "NodeIps"),
+        node_instance_ids=_list(props, "NodeInstanceIds"), floating_ips=(), floating_netmask="",
+        object_storage_uris=_list(props, "ObjectStorageUris"),
+        usable_capacity_bytes=int(props["UsableCapacityBytes"]), product_type=_product_type(props),
+        version=str(props.get("QumuloCoreVersion") or ""), rest_port=int(props.get("RestPort") or DEFAULT_REST_PORT),
+    )  # fmt: skip
 
 
 # What releases before storage.product_type formed every cluster as (their resource had no ProductType).
@@ -204,19 +221,30 @@ def _login(props: Mapping[str, Any], side: str, deadline: Deadline) -> Any:
 def _cluster_event(
     request: str, props: Mapping[str, Any], old: Mapping[str, Any], deadline: Deadline, stack_id: str
 ) -> dict[str, str]:
-    """Checks once per request; for a capacity raise, the clamp as it was (is_complete changes it)."""
+    """Checks once per request, before anything in the stack is touched."""
     _cluster_spec(props)  # a malformed request fails here, before anything waits
     if request != "Update":
         return {}
     rolling_back = nodes.stack_status(aws("cloudformation"), stack_id) == nodes.ROLLING_BACK
     capacity.refuse_shrinking(dict(old), dict(props), rolling_back=rolling_back)
     _refuse_product_type_change(old, props, rolling_back=rolling_back)
-    if int(old.get("UsableCapacityBytes") or 0) < int(props.get("UsableCapacityBytes") or 0):
-        spec = _cluster_spec(props)
-        client, _ = login(spec.node_ips, spec.rest_port, read_secret(str(props["AdminSecretArn"])), deadline,
-                          what=f"cluster {spec.cluster_name}")  # fmt: skip
-        return {"ClampBefore": str(capacity.current_clamp(client))}
     return {}
+
+
+def _storage_event(
+    request: str, props: Mapping[str, Any], old: Mapping[str, Any], deadline: Deadline, stack_id: str
+) -> dict[str, str]:
+    """The clamp as it was, for a request that raises the limit (an Update above the old value, or the step's
+    Create, which a stack formed before this step existed gets with a raise in the same deploy)."""
+    spec = _storage_spec(props)
+    if request == "Update":
+        rolling_back = nodes.stack_status(aws("cloudformation"), stack_id) == nodes.ROLLING_BACK
+        capacity.refuse_shrinking(dict(old), dict(props), rolling_back=rolling_back)
+        if int(old.get("UsableCapacityBytes") or 0) >= spec.usable_capacity_bytes:
+            return {}
+    client, _ = login(spec.node_ips, spec.rest_port, read_secret(str(props["AdminSecretArn"])), deadline,
+                      what=f"cluster {spec.cluster_name}")  # fmt: skip
+    return {"ClampBefore": str(capacity.current_clamp(client))}
 
 
 def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -244,6 +272,10 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-cluster-{name}"
             if request != "Delete":
                 result.update(_cluster_event(request, props, old, deadline, str(event.get("StackId") or "")))
+        elif kind == PERSISTENT_STORAGE_RESOURCE:
+            result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-storage-{name}"
+            if request != "Delete":
+                result.update(_storage_event(request, props, old, deadline, str(event.get("StackId") or "")))
         elif kind == NODE_PROTECTION_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-protection-{name}"
             ids = list(_list(props, "NodeInstanceIds"))
@@ -293,7 +325,7 @@ def _hub_portal_id(props: Mapping[str, Any], spec: portal.PortalSpec, deadline: 
 
 
 # ---------------------------------------------------------------- polled
-def _converge_cluster(event: Mapping[str, Any], deadline: Deadline, status: str) -> dict[str, Any]:
+def _converge_cluster(event: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
     props = event["ResourceProperties"]
     spec = _cluster_spec(props)
     password = read_secret(str(props["AdminSecretArn"]))
@@ -303,10 +335,6 @@ def _converge_cluster(event: Mapping[str, Any], deadline: Deadline, status: str)
     cluster.ensure_membership(client, spec, views)
     if spec.floating_ips:
         network.ensure_floating_ips(client, spec.floating_ips, spec.floating_netmask)
-    capacity.ensure_uris(client, spec.object_storage_uris, rolling_back=status == nodes.ROLLING_BACK)
-    before = event.get("ClampBefore")
-    capacity.ensure_limit(client, dict(event.get("OldResourceProperties") or {}), dict(props),
-                          None if before in (None, "") else int(before))  # fmt: skip
     _ensure_exports(client, props)
     log.info("cluster %s (%s) converged", spec.cluster_name, cluster_id)
     return {"ClusterId": cluster_id}
@@ -325,6 +353,20 @@ def _ensure_exports(client: Any, props: Mapping[str, Any]) -> None:
         exports.ensure_export(client, exports.ExportSpec(path, cidrs, read_only=False, create_path=True))
     for path in _list(props, "ReadOnlyExportPaths"):
         exports.ensure_export(client, exports.ExportSpec(path, cidrs, read_only=True, create_path=True))
+
+
+def _converge_storage(event: Mapping[str, Any], deadline: Deadline, status: str) -> dict[str, Any]:
+    """The buckets the cluster lacks, then the capacity limit (Qumulo's order: qumulo-terraform-gcp @ a30b449c,
+    provision.py add_object_buckets -> update_capacity_limit), with the quorum whole before each."""
+    props = event["ResourceProperties"]
+    spec = _storage_spec(props)
+    cluster.require_active(spec, deadline)
+    password = read_secret(str(props["AdminSecretArn"]))
+    client, _ = login(spec.node_ips, spec.rest_port, password, deadline, what=f"cluster {spec.cluster_name}")
+    capacity.ensure_uris(client, spec.object_storage_uris, rolling_back=status == nodes.ROLLING_BACK)
+    before = event.get("ClampBefore")
+    capacity.ensure_limit(client, spec.usable_capacity_bytes, None if before in (None, "") else int(before))
+    return {"Buckets": str(len(spec.object_storage_uris))}
 
 
 def _converge_portal(event: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
@@ -383,10 +425,13 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     deadline = Deadline.after(min(lambda_left, budget - waited))
     try:
         status = ""
-        if kind in (CLUSTER_RESOURCE, PORTAL_RESOURCE, IDENTITY_RESOURCE) and request != "Delete":
+        converging = (CLUSTER_RESOURCE, PERSISTENT_STORAGE_RESOURCE, PORTAL_RESOURCE, IDENTITY_RESOURCE)
+        if kind in converging and request != "Delete":
             status = nodes.require_awaited(aws("cloudformation"), str(event["StackId"]))
         if kind == CLUSTER_RESOURCE and request != "Delete":
-            return {"IsComplete": True, "Data": _converge_cluster(event, deadline, status)}
+            return {"IsComplete": True, "Data": _converge_cluster(event, deadline)}
+        if kind == PERSISTENT_STORAGE_RESOURCE and request != "Delete":
+            return {"IsComplete": True, "Data": _converge_storage(event, deadline, status)}
         if kind == PORTAL_RESOURCE and request != "Delete":
             return {"IsComplete": True, "Data": _converge_portal(event, deadline)}
         if kind == IDENTITY_RESOURCE:
