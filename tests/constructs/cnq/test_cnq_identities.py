@@ -20,6 +20,13 @@ import pytest
 from qumulo.lib.request import RequestError
 from qumulo.rest_client import RestClient
 
+from hubspoke.constructs.cnq.identity import LOADER_PRIVILEGES
+from hubspoke.constructs.cnq.runtime.identities import (
+    IdentitySpec,
+    ensure_role,
+    ensure_user,
+    ensure_write_access,
+)
 from hubspoke.constructs.cnq.runtime.session import ProvisioningError
 from tests.constructs.cnq.conftest import CONFIG, HUB_PASSWORD, SPOKE, World, drive, mutations
 from tests.fakes.qumulo import FakeQumulo
@@ -221,3 +228,87 @@ def test_a_whole_prewarm_runs_as_the_prewarm_user(tmp_path: Any) -> None:
             journal.close()
         assert code == 0
         assert all(spoke.fetched_bytes.get(p, 0) >= size for p, size in sizes.items())
+
+
+# ----- what NFS readers see of what the loader writes (the pods, the load's own checksum, training)
+# "Everyone" read, as the Shift-From guide's "Best Practices" says copied files get by default ("Using Qumulo
+# Shift-From to Copy Objects from Amazon S3", Qumulo/docs@0765db6d); the Everyone auth_id from the SDK
+# (qumulo/lib/identity_util.py EVERYONE_ID = 0x200000000), written out here.
+EVERYONE_AUTH_ID = "8589934592"
+
+
+def _admin(fake: FakeQumulo) -> Any:
+    client = RestClient(fake.node_ips[0], fake.port, timeout=5)
+    client.login("admin", "secret")
+    return client
+
+
+def _converge_loader(admin: Any, dataset: str) -> IdentitySpec:
+    spec = IdentitySpec(role="hubspoke-loader", username=LOADER["username"],
+                        privileges=tuple(LOADER_PRIVILEGES), write_path=dataset)  # fmt: skip
+    ensure_role(admin, spec)
+    ensure_user(admin, spec, LOADER["password"])
+    admin.roles.add_member(spec.role, name=spec.username)
+    ensure_write_access(admin, spec)
+    return spec
+
+
+@pytest.mark.parametrize("everyone", [True, False], ids=["converged", "without-everyone-read"])
+def test_what_the_loader_writes_is_read_by_its_checksum_and_by_training_over_nfs(
+    tmp_path: Any, everyone: bool
+) -> None:
+    """The load, logged in as the loader identity, checksums over an ACL-enforcing mount as a pod (non-root UID),
+    and training's TokenShards reads a shard the same way. Without the Everyone ACE (the ACL before this fix),
+    both are refused: the mount follows the ACL, inheritance happens at creation (tests/fakes/qumulo/auth.py)."""
+    from hubspoke.dataset_load import HubLoad
+    from hubspoke.shift_from import LoadError, Source
+    from tests.fakes.qumulo.grants import shipped_shift_statements
+    from tests.fakes.qumulo.mount import MountedQumulo, as_pod
+    from tests.test_dataset_load import BUCKET, KEY, OBJECTS, Keys
+    from workload.shards import TokenShards
+
+    mount = tmp_path / "mnt"
+    with MountedQumulo(name="hub", fs_path="/dataset", directory=mount, nfs_acl=True) as hub:
+        hub.password = "secret"
+        hub.add_file("/dataset/.keep", 0)
+        hub.s3_objects[BUCKET] = dict(OBJECTS)
+        hub.grant(KEY.access_key_id, shipped_shift_statements([BUCKET]))
+        admin = _admin(hub)
+        _converge_loader(admin, "/dataset")
+        acl = admin.fs.get_acl_v2(path="/dataset")
+        assert any(str(a["trustee"]["auth_id"]) == EVERYONE_AUTH_ID for a in acl["aces"]), acl
+        if not everyone:
+            aces = [a for a in acl["aces"] if str(a["trustee"]["auth_id"]) != EVERYONE_AUTH_ID]
+            admin.fs.set_acl_v2({**acl, "aces": aces}, path="/dataset")
+        load = HubLoad(_as(hub, LOADER), dataset_path="/dataset", name="c4-llama3", version="v1",
+                       source=Source.parse(f"s3://{BUCKET}/c4/llama3/"), bucket_region="us-east-2", token_bytes=4,
+                       vocab_size=128256, keys=Keys(), mount=str(mount), out=io.StringIO(), poll_seconds=0,
+                       sleep=lambda _: None)  # fmt: skip
+        shard = mount / "c4-llama3" / "v1" / "train"
+        if everyone:
+            as_pod(load.run)
+            sample = as_pod(lambda: TokenShards(shard, seq_len=8, token_bytes=4)[0])
+            assert sample[0].tolist()[:2] == [1, 1]  # part-000.bin: uint32 ones
+        else:
+            with pytest.raises(LoadError, match=r"cannot read .* through the dataset mount"):
+                as_pod(load.run)
+            with pytest.raises(PermissionError):
+                as_pod(lambda: TokenShards(shard, seq_len=8, token_bytes=4)[0])
+
+
+def test_a_dataset_directory_made_before_the_loader_ace_is_converged_too(hub: FakeQumulo) -> None:
+    """A <dataset_path>/<name> made before the identity (by an earlier release or by hand) inherits nothing later:
+    convergence puts both ACEs on each directory directly under the write path, so the loader adds versions there
+    and what it writes is readable by Everyone."""
+    hub.password = "secret"
+    hub.add_file(f"{DATASET}/.keep", 0)
+    admin = _admin(hub)
+    admin.fs.create_directory(name="c4-llama3", dir_path=f"{DATASET}/")
+    _converge_loader(admin, DATASET)
+    version = _as(hub, LOADER).fs.create_directory(name="v1", dir_path=f"{DATASET}/c4-llama3/")["path"]
+    hub.add_file(version.rstrip("/") + "/part-000.bin", 8)
+    assert hub.may_read(version.rstrip("/") + "/part-000.bin")
+    again = admin.fs.get_acl_v2(path=f"{DATASET}/c4-llama3")
+    _converge_loader(admin, DATASET)  # converged: a rerun changes nothing
+    assert admin.fs.get_acl_v2(path=f"{DATASET}/c4-llama3") == again
+

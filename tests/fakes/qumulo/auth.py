@@ -6,7 +6,9 @@ roles assigned to the current user"; the v2 ACL schema). Behaviour from "Managin
 (RBAC)" (Qumulo/docs@2e866167): privileges come through roles, and "for changes to take effect, a user account
 with newly assigned roles must log out ... and then log back in": a session keeps the privileges it logged in
 with. Which privilege a route needs is from the page that names it (ROUTE_PRIVILEGES); files need the ACL's
-rights unless the session holds PRIVILEGE_FILE_FULL_ACCESS / PRIVILEGE_FILE_READ_ACCESS ("access to all files
+rights (the file's own ACL: a new file or directory gets a copy of its parent's inheritable ACEs when it is
+created, flagged INHERITED, as Qumulo's ACL model does: "Container inherit"/"Object inherit" are NFSv4's d/f
+flags, "Managing NFSv4.1 ACLs", Qumulo/docs@0765db6d; the SDK's INHERITED flag, qumulo/commands/fs.py) unless the session holds PRIVILEGE_FILE_FULL_ACCESS / PRIVILEGE_FILE_READ_ACCESS ("access to all files
 regardless of permissions", REST guide /v1/auth/roles), and Shift-From needs none ("regardless of file and
 directory permissions", same page, PRIVILEGE_REPLICATION_OBJECT_WRITE).
 
@@ -71,6 +73,8 @@ GROUPS = (
     {"id": "514", "name": "Guests"},
 )
 ADMIN_ID = "500"
+# The Everyone trustee's auth_id (qumulo-api 7.10.2.1, qumulo/lib/identity_util.py EVERYONE_ID = 0x200000000).
+EVERYONE_AUTH_ID = str(0x200000000)
 _EMPTY_ACL = {"control": ["PRESENT"], "posix_special_permissions": [], "aces": []}
 
 
@@ -88,7 +92,9 @@ class AuthMixin:
         self.local_users: dict[str, dict[str, Any]] = {}  # id -> user, password included
         self.roles: dict[str, dict[str, Any]] = {}  # name -> {name, description, privileges, members (names)}
         self.sessions: dict[str, tuple[str, frozenset[str]]] = {}  # token -> (username, privileges at login)
-        self.acls: dict[str, dict[str, Any]] = {}  # path -> v2 ACL set through the API
+        self.acls: dict[
+            str, dict[str, Any]
+        ] = {}  # path -> v2 ACL, set through the API or inherited at creation
         self._user_ids = iter(range(1001, 10**6))
 
     def _auth_routes(self) -> list[tuple[str, str, Any]]:
@@ -173,20 +179,37 @@ class AuthMixin:
         if not self._ace_grants(username, target, right):
             raise QumuloFault(403, "fs_access_denied_error", f"{username} lacks {right} on {target}")
 
-    def _ace_grants(self, username: str, path: str, right: str) -> bool:
-        """An ALLOWED ACE for the user with `right` on the path, or an inheritable one on an ancestor."""
+    def _ace_grants(self, username: str | None, path: str, right: str) -> bool:
+        """An ALLOWED ACE with `right` in the path's own ACL for the user or Everyone (None: a reader no local user
+        maps to, as an NFS client's UID with no mapping). Inheritance happened at creation (_inherit_acl)."""
         user = next((u for u in self.local_users.values() if u["name"] == username), None)
-        if user is None:
-            return False
-        parts = [p for p in path.split("/") if p]
-        chain = ["/"] + ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
-        for at in chain:
-            for ace in self.acls.get(at, _EMPTY_ACL)["aces"]:
-                inherits = at == path or {"OBJECT_INHERIT", "CONTAINER_INHERIT"} & set(ace.get("flags") or [])
-                mine = str((ace.get("trustee") or {}).get("auth_id")) == user["id"]
-                if ace.get("type") == "ALLOWED" and mine and inherits and right in (ace.get("rights") or []):
-                    return True
+        trustees = {EVERYONE_AUTH_ID} | ({user["id"]} if user else set())
+        for ace in self.acls.get(path, _EMPTY_ACL)["aces"]:
+            mine = str((ace.get("trustee") or {}).get("auth_id")) in trustees
+            if ace.get("type") == "ALLOWED" and mine and right in (ace.get("rights") or []):
+                return True
         return False
+
+    def may_read(self, path: str, username: str | None = None) -> bool:
+        """Whether `username` (None: an unmapped NFS reader) may read the file at path (no file privilege)."""
+        with self._lock:
+            return self._ace_grants(username, path, "READ")
+
+    def _inherit_acl(self, path: str) -> None:
+        """A new entry's ACL: its parent's inheritable ACEs (CONTAINER_INHERIT to a directory, OBJECT_INHERIT to a
+        file, which keeps no inherit flags), each flagged INHERITED (qumulo/commands/fs.py INHERITED_FLAG)."""
+        parent = path.rsplit("/", 1)[0] or "/"
+        is_dir = self.files[path]["type"] == "FS_FILE_TYPE_DIRECTORY"
+        aces = []
+        for ace in self.acls.get(parent, _EMPTY_ACL)["aces"]:
+            flags = set(ace.get("flags") or [])
+            if ("CONTAINER_INHERIT" if is_dir else "OBJECT_INHERIT") in flags:
+                kept = flags - {"INHERITED"} if is_dir else set()
+                aces.append({**ace, "flags": sorted(kept | {"INHERITED"})})
+        if aces:
+            self.acls[path] = {**_EMPTY_ACL, "aces": aces}
+        else:
+            self.acls.pop(path, None)
 
     def _get_acl(self, ref: str, **_: Any) -> Reply:
         path, _info = self._file(ref if ref == "/" else ref.rstrip("/"))

@@ -7,6 +7,7 @@ source states is marked ASSUMED.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -36,6 +37,7 @@ class FilesMixin:
     fetch_reports: str
     entries_page_size: int
     _lock: threading.RLock
+    _inherit_acl: Callable[[str], None]  # AuthMixin's: a new entry's ACL from its parent's inheritable ACEs
 
     def _new_id(self) -> str:
         raise NotImplementedError
@@ -95,6 +97,7 @@ class FilesMixin:
             self._mkdirs(path.rsplit("/", 1)[0] or "/")
             file_id = self._new_id()
             self.files[path] = {"id": file_id, "type": "FS_FILE_TYPE_FILE", "size": size}
+            self._inherit_acl(path)
             if data is not None:
                 self.files[path].update(size=len(data), data=data)
             return file_id
@@ -148,9 +151,12 @@ class FilesMixin:
             if target in self.files:
                 self._refuse_if_locked(target, self.files[target])  # a clobber deletes the target
             moved = {p: v for p, v in self.files.items() if p == source or p.startswith(source + "/")}
+            acls: dict[str, Any] = getattr(self, "acls", {})
             for old, value in moved.items():
                 del self.files[old]
                 self.files[target + old[len(source) :]] = value
+                if old in acls:  # an entry keeps its own ACL when renamed
+                    acls[target + old[len(source) :]] = acls.pop(old)
             return 200, self._attributes(target)[1]
         if action not in ("CREATE_DIRECTORY", "CREATE_FILE"):
             raise QumuloFault(400, "http_bad_request_error", f"unknown action {action!r}")
@@ -159,6 +165,7 @@ class FilesMixin:
             raise QumuloFault(409, "fs_entry_exists_error", f"{target} already exists")
         kind = "FS_FILE_TYPE_DIRECTORY" if action == "CREATE_DIRECTORY" else "FS_FILE_TYPE_FILE"
         self.files[target] = {"id": self._new_id(), "type": kind, "size": 0}
+        self._inherit_acl(target)
         if kind == "FS_FILE_TYPE_FILE":
             self.files[target]["data"] = b""
         return 200, self._attributes(target)[1]
@@ -170,6 +177,7 @@ class FilesMixin:
             # ASSUMED class and status (POSIX rmdir refuses a non-empty directory too).
             raise QumuloFault(409, "fs_directory_not_empty_error", f"{path} is not empty")
         del self.files[path]
+        getattr(self, "acls", {}).pop(path, None)
         return 200, None
 
     def _read_data(self, ref: str, query: dict[str, str], **_: Any) -> Reply:
@@ -194,7 +202,9 @@ class FilesMixin:
         parts = [p for p in path.split("/") if p]
         for i in range(1, len(parts) + 1):
             sub = "/" + "/".join(parts[:i])
-            self.files.setdefault(sub, {"id": self._new_id(), "type": "FS_FILE_TYPE_DIRECTORY", "size": 0})
+            if sub not in self.files:
+                self.files[sub] = {"id": self._new_id(), "type": "FS_FILE_TYPE_DIRECTORY", "size": 0}
+                self._inherit_acl(sub)
         return self.files[path.rstrip("/") or "/"]["id"]
 
     def _file(self, ref: str) -> tuple[str, dict[str, Any]]:
@@ -227,9 +237,10 @@ class FilesMixin:
         remaining = [c for c in children if after is None or c[0] > after]
         page = remaining[:limit]
         files = [{**self._attributes(child)[1], "name": name} for name, child in page]
-        more = len(remaining) > limit
-        nxt = f"/v1/files/{quote(ref, safe='')}/entries/?{urlencode({'after': page[-1][0], 'limit': limit})}"
-        return 200, {"files": files, "paging": {"next": nxt if more else "", "prev": ""}}
+        nxt = ""  # the last page (an empty directory's only page too)
+        if len(remaining) > limit:
+            nxt = f"/v1/files/{quote(ref, safe='')}/entries/?{urlencode({'after': page[-1][0], 'limit': limit})}"
+        return 200, {"files": files, "paging": {"next": nxt, "prev": ""}}
 
     def _fetch_data(self, ref: str, body: dict[str, Any], **_: Any) -> Reply:
         path, info = self._file(ref)

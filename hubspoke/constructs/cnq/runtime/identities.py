@@ -8,7 +8,8 @@ the same state: the role holds exactly `privileges`, the user exists with the se
 member (checked by logging in as the user: /v1/session/roles lists "all the roles assigned to the current
 user"). Files are not privileges: outside PRIVILEGE_FILE_FULL_ACCESS / PRIVILEGE_FILE_READ_ACCESS ("access to
 all files regardless of permissions", REST guide /v1/auth/roles), file access is the ACL's, so an identity that
-writes gets one inheritable ACE on its own directory (v2 ACL, /v2/files/{ref}/info/acl), nothing wider.
+writes gets one inheritable ACE on its own directory (v2 ACL, /v2/files/{ref}/info/acl), nothing wider, beside
+an inheritable read-only ACE for Everyone, so NFS readers (pods, which read as their UID) read what it writes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from qumulo.lib.identity_util import EVERYONE_ID
 from qumulo.lib.request import RequestError
 
 from .session import ProvisioningError, anonymous_client, describe
@@ -35,6 +37,12 @@ WRITER_RIGHTS = (
     "READ", "READ_EA", "READ_ATTR", "READ_ACL", "WRITE_EA", "WRITE_ATTR", "WRITE_ACL", "DELETE", "EXECUTE",
     "MODIFY", "EXTEND", "ADD_FILE", "ADD_SUBDIR", "DELETE_CHILD", "SYNCHRONIZE",
 )  # fmt: skip
+
+# Reading and traversing, nothing that changes a file: POSIX_READ_RIGHTS plus EXECUTE and SYNCHRONIZE
+# (qumulo-api 7.10.2.1, qumulo/commands/fs.py: ALL_RIGHTS, POSIX_READ_RIGHTS; "Execute/Traverse").
+READER_RIGHTS = ("READ", "READ_ATTR", "READ_EA", "READ_ACL", "EXECUTE", "SYNCHRONIZE")
+# The Everyone trustee (qumulo/lib/identity_util.py: EVERYONE_ID, WORLD_DOMAIN).
+EVERYONE = {"domain": "WORLD", "auth_id": EVERYONE_ID}
 
 
 @dataclass(frozen=True)
@@ -99,33 +107,49 @@ def ensure_member(client: Any, spec: IdentitySpec, user_client: Any) -> None:
     client.roles.add_member(spec.role, name=spec.username)
 
 
+def _granted(acl: dict[str, Any], trustee: dict[str, Any], rights: Sequence[str]) -> bool:
+    """Whether the ACL has an inheritable ALLOWED ACE giving `trustee` at least `rights`."""
+    return any(
+        ace.get("type") == "ALLOWED"
+        and str((ace.get("trustee") or {}).get("auth_id")) == str(trustee["auth_id"])
+        and set(rights) <= set(ace.get("rights") or [])
+        and set(INHERIT) <= set(ace.get("flags") or [])
+        for ace in acl.get("aces") or []
+    )
+
+
+def _ensure_aces(client: Any, path: str, wanted: Sequence[tuple[dict[str, Any], Sequence[str]]]) -> None:
+    """Each (trustee, rights) as an inheritable ALLOWED ACE on path: GET the v2 ACL, PUT it only if one is missing."""
+    acl = client.fs.get_acl_v2(path=path)
+    missing = [
+        {"type": "ALLOWED", "flags": list(INHERIT), "trustee": dict(trustee), "rights": list(rights)}
+        for trustee, rights in wanted
+        if not _granted(acl, trustee, rights)
+    ]
+    if missing:
+        client.fs.set_acl_v2({**acl, "aces": [*(acl.get("aces") or []), *missing]}, path=path)
+
+
 def ensure_write_access(client: Any, spec: IdentitySpec) -> None:
-    """One inheritable ALLOWED ACE for the user on spec.write_path (GET, then PUT the v2 ACL if missing).
+    """Inheritable ACEs on spec.write_path: the user's WRITER_RIGHTS and Everyone's READER_RIGHTS; the same on each
+    directory already directly under it (a dataset name made before this ACE existed inherits nothing later).
 
     Shift-From's guide ("Using Qumulo Shift-From to Copy Objects from Amazon S3", "Best Practices",
-    Qumulo/docs@b6ddb9ae): the copied files belong to the system user, so the permissions they need must be
-    inheritable ones on the relationship's root before the relationship is created; this ACE on the parent of
-    every version directory is inherited by both."""
+    Qumulo/docs@0765db6d): the copied files belong to the system user, "by default, everyone is granted read
+    permissions", and the permissions they need must be inheritable ones on the relationship's root before the
+    relationship is created. An ACL set here replaces inheritance from above, so Everyone's read is set with it:
+    without it pods (NFS, their own UID), the load's checksum over its mount, training, prewarm and bench are
+    refused. Inheritance happens when an entry is created, so existing children are converged one level down;
+    deeper entries belong to sealed versions, which the load made with these ACEs already."""
     if spec.write_path is None:
         return
     identity = client.auth.find_identity(name=spec.username)
-    acl = client.fs.get_acl_v2(path=spec.write_path)
-    for ace in acl.get("aces") or []:
-        trustee = ace.get("trustee") or {}
-        if (
-            ace.get("type") == "ALLOWED"
-            and str(trustee.get("auth_id")) == str(identity["auth_id"])
-            and set(WRITER_RIGHTS) <= set(ace.get("rights") or [])
-            and set(INHERIT) <= set(ace.get("flags") or [])
-        ):
-            return
-    ace = {
-        "type": "ALLOWED",
-        "flags": list(INHERIT),
-        "trustee": dict(identity),
-        "rights": list(WRITER_RIGHTS),
-    }
-    client.fs.set_acl_v2({**acl, "aces": [*(acl.get("aces") or []), ace]}, path=spec.write_path)
+    wanted = [(identity, WRITER_RIGHTS), (EVERYONE, READER_RIGHTS)]
+    _ensure_aces(client, spec.write_path, wanted)
+    # SDK qumulo.rest.fs.enumerate_entire_directory: every entry, following the pages.
+    for child in client.fs.enumerate_entire_directory(path=spec.write_path.rstrip("/") + "/"):
+        if child.get("type") == "FS_FILE_TYPE_DIRECTORY":
+            _ensure_aces(client, str(child["path"]), wanted)
 
 
 def user_login(addresses: Sequence[str], port: int, username: str, password: str, deadline: Any) -> Any:
