@@ -312,3 +312,14 @@ def test_a_dataset_directory_made_before_the_loader_ace_is_converged_too(hub: Fa
     _converge_loader(admin, DATASET)  # converged: a rerun changes nothing
     assert admin.fs.get_acl_v2(path=f"{DATASET}/c4-llama3") == again
 
+
+def test_a_privilege_the_cluster_does_not_offer_is_named_in_one_line(hub: FakeQumulo) -> None:
+    """GET /v1/auth/privileges/ (SDK qumulo.rest.roles.list_privileges) lists what this cluster's version offers;
+    an identity needing one it lacks is refused naming it, before any role is created."""
+    hub.password = "secret"
+    hub.offered_privileges.discard("PRIVILEGE_FS_FILE_LOCK_WRITE")
+    admin = _admin(hub)
+    with pytest.raises(ProvisioningError, match=r"does not offer PRIVILEGE_FS_FILE_LOCK_WRITE;") as refused:
+        _converge_loader(admin, DATASET)
+    assert "\n" not in str(refused.value)
+    assert hub.roles == {}

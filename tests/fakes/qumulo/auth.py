@@ -55,6 +55,7 @@ _OBJECT = r"/v3/replication/object-relationships/.*"
 ROUTE_PRIVILEGES: tuple[tuple[str | None, str, str | None], ...] = (
     ("GET", _OBJECT, "PRIVILEGE_REPLICATION_OBJECT_READ"),
     (None, _OBJECT, "PRIVILEGE_REPLICATION_OBJECT_WRITE"),
+    ("GET", r"/v1/auth/privileges/", "PRIVILEGE_ROLE_READ"),
     ("GET", r"/v1/auth/roles/.*", "PRIVILEGE_ROLE_READ"),
     (None, r"/v1/auth/roles/.*", "PRIVILEGE_ROLE_WRITE"),
     ("GET", r"/v1/users/.*", "PRIVILEGE_LOCAL_USER_READ"),
@@ -95,6 +96,8 @@ class AuthMixin:
         self.acls: dict[
             str, dict[str, Any]
         ] = {}  # path -> v2 ACL, set through the API or inherited at creation
+        # What GET /v1/auth/privileges/ lists: a test removes one to stand for an older cluster version.
+        self.offered_privileges: set[str] = set(PRIVILEGES)
         self._user_ids = iter(range(1001, 10**6))
 
     def _auth_routes(self) -> list[tuple[str, str, Any]]:
@@ -117,6 +120,8 @@ class AuthMixin:
             ("GET", r"/v1/groups/", lambda **_: (200, [dict(g) for g in GROUPS])),
             ("POST", r"/v1/identity/find", self._find_identity),
             ("GET", r"/v1/session/roles", self._my_roles),
+            # SDK qumulo.rest.roles.list_privileges: a list of {"name", "description"} (REST guide, auth_privileges).
+            ("GET", r"/v1/auth/privileges/", lambda **_: (200, self._privilege_list())),
             ("GET", r"/v2/files/([^/]+)/info/acl", self._get_acl),
             ("PUT", r"/v2/files/([^/]+)/info/acl", self._put_acl),
         ]
@@ -210,6 +215,9 @@ class AuthMixin:
             self.acls[path] = {**_EMPTY_ACL, "aces": aces}
         else:
             self.acls.pop(path, None)
+
+    def _privilege_list(self) -> list[dict[str, str]]:
+        return [{"name": p, "description": ""} for p in sorted(self.offered_privileges)]
 
     def _get_acl(self, ref: str, **_: Any) -> Reply:
         path, _info = self._file(ref if ref == "/" else ref.rstrip("/"))

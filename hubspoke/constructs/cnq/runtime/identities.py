@@ -66,8 +66,23 @@ def credentials(secret: str) -> tuple[str, str]:
         ) from None
 
 
+def check_privileges(client: Any, spec: IdentitySpec) -> None:
+    """Refuse in one line when the cluster does not offer a privilege the role needs, rather than a 4xx later.
+
+    GET /v1/auth/privileges/ (qumulo-api 7.10.2.1, qumulo.rest.roles.list_privileges) lists what this cluster's
+    version offers, each {"name", "description"}; the privilege enum grows across versions (REST guide)."""
+    offered = {str(p.get("name")) for p in client.roles.list_privileges() or []}
+    missing = sorted(set(spec.privileges) - offered)
+    if missing:
+        raise ProvisioningError(
+            f"role {spec.role}: this cluster does not offer {', '.join(missing)}; upgrade Qumulo Core to a version "
+            "that lists them in GET /v1/auth/privileges/"
+        )
+
+
 def ensure_role(client: Any, spec: IdentitySpec) -> None:
     """The role exists and holds exactly spec.privileges (GET, then POST or PATCH /v1/auth/roles/)."""
+    check_privileges(client, spec)
     wanted = sorted(spec.privileges)
     try:
         role = client.roles.list_role(spec.role)
