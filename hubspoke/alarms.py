@@ -39,6 +39,20 @@ DATASET_NOT_FULLY_CACHED = "dataset-not-fully-cached"
 # (at 0.9 warmed, a tenth of every epoch). Any threshold under 1 lets a cold stretch page as "cache broken";
 # 1 only loses the page while a version is being prewarmed, when misses are expected anyway.
 FULLY_CACHED_FRACTION = 1.0
+# Node and fabric health where the Region trains (hubspoke/constructs/node_health.py): GPUs that running pods hold
+# but leave idle, a checkpoint older than a restart should lose, EFA devices dropping packets, and HyperPod finding
+# nodes unhealthy again and again (each such event also reaches the topic as it happens).
+GPUS_IDLE_WHILE_HELD = "gpus-idle-while-held"
+CHECKPOINT_TOO_OLD = "checkpoint-too-old"
+EFA_PACKETS_DROPPED = "efa-packets-dropped"
+NODES_UNHEALTHY_REPEATEDLY = "nodes-unhealthy-repeatedly"
+_NODE_HEALTH_RUNBOOKS = {
+    GPUS_IDLE_WHILE_HELD: "docs/runbooks/compute.md",
+    CHECKPOINT_TOO_OLD: "docs/runbooks/checkpoints.md",
+    EFA_PACKETS_DROPPED: "docs/runbooks/compute.md",
+    NODES_UNHEALTHY_REPEATEDLY: "docs/runbooks/compute.md",
+}
+NODE_HEALTH_ALARMS: tuple[str, ...] = tuple(_NODE_HEALTH_RUNBOOKS)
 _SILENT_INPUTS = (
     HUB_PROBES_FAILING,
     PORTAL_PROBES_NOT_ACTIVE,
@@ -104,9 +118,10 @@ def planned_alarms(config: HubSpokeConfig) -> tuple[PlannedAlarm, ...]:
                         (DATASET_NOT_FULLY_CACHED, "docs/runbooks/cache-warm-up.md"),
                         (CACHE_HIT_RATIO_LOW, "docs/runbooks/cache-warm-up.md"),
                     ]
+                keys += list(_NODE_HEALTH_RUNBOOKS.items())
         elif plan.kind == "dashboard" and plan.region in computes:
             # The hub has no Ops stack (a canary there would watch itself): its training alarms live here.
-            keys = list(_TRAINING_RUNBOOKS["hub"].items())
+            keys = list(_TRAINING_RUNBOOKS["hub"].items()) + list(_NODE_HEALTH_RUNBOOKS.items())
         alarms += [
             PlannedAlarm(key, plan.region, plan.id, plan.name, runbook, notifies=key not in _SILENT_INPUTS)
             for key, runbook in keys

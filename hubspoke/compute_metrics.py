@@ -22,3 +22,32 @@ GPU_METRICS: tuple[str, ...] = (
 # Cluster-wide series (one per cluster) and per-node series; a dashboard graphs the first, alarms on it.
 CLUSTER_DIMENSIONS: tuple[str, ...] = ("ClusterName",)
 NODE_DIMENSIONS: tuple[str, ...] = ("ClusterName", "InstanceId", "NodeName")
+
+# Node and fabric health, from the same add-on (CloudWatch User Guide, "Amazon EKS and Kubernetes Container
+# Insights with enhanced observability metrics": the EFA table, add-on v1.5.2 and later with the EFA device
+# plugin, which HyperPod's dependencies chart installs; the "Amazon SageMaker AI HyperPod metrics" table, add-on
+# v2.0.1 and later). Each is published at [ClusterName] and per node; hubspoke reads the ClusterName series.
+# node_efa_rx_dropped: packets received and then dropped by a node's EFA devices, unit Count/Second.
+NODE_EFA_RX_DROPPED = "node_efa_rx_dropped"
+NODE_EFA_RX_BYTES = "node_efa_rx_bytes"
+NODE_EFA_TX_BYTES = "node_efa_tx_bytes"
+# One series per HyperPod node-health label value (sagemaker.amazonaws.com/node-health-status): 1 on a node in
+# that state, 0 otherwise, unit Count (same page; amazon-cloudwatch-agent's HyperPod scraper emits every state per
+# node, statusToMetricName).
+HYPERPOD_SCHEDULABLE = "hyperpod_node_health_status_schedulable"
+HYPERPOD_UNSCHEDULABLE = "hyperpod_node_health_status_unschedulable"
+HYPERPOD_PENDING_REBOOT = "hyperpod_node_health_status_unschedulable_pending_reboot"
+HYPERPOD_PENDING_REPLACEMENT = "hyperpod_node_health_status_unschedulable_pending_replacement"
+HYPERPOD_HEALTH_METRICS: tuple[str, ...] = (
+    HYPERPOD_SCHEDULABLE,
+    HYPERPOD_UNSCHEDULABLE,
+    HYPERPOD_PENDING_REBOOT,
+    HYPERPOD_PENDING_REPLACEMENT,
+)
+# "The number of GPU(s) being used by the running pods on the node" (same page, node metrics, [ClusterName] and
+# per node): GPUs a running pod holds, whether or not it computes; 0 when no pod holds one.
+NODE_GPU_USAGE_TOTAL = "node_gpu_usage_total"
+# "The total number of container restarts in a pod", dimensions [PodName, Namespace, ClusterName] only (same
+# page): no cluster-wide series, so the dashboard searches the training namespace's pods.
+POD_NUMBER_OF_CONTAINER_RESTARTS = "pod_number_of_container_restarts"
+POD_DIMENSIONS: tuple[str, ...] = ("ClusterName", "Namespace", "PodName")

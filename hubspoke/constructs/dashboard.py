@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -27,6 +28,7 @@ from hubspoke.constructs.metrics import (
     hit_ratio,
     training_metric,
 )
+from hubspoke.constructs.node_health import HEALTH_ROWS, health_graph
 from hubspoke.names import dashboard_name
 from hubspoke.topology import StackPlan
 
@@ -107,6 +109,7 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
             self._inter_region_bytes,
             self._gpu,
             self._samples,
+            *(partial(self._health, row=row) for row in HEALTH_ROWS),
         )
         for row in rows:
             self.add_widgets(*(row(column) for column in self.columns))
@@ -326,3 +329,9 @@ class EnvironmentDashboard(cloudwatch.Dashboard):
             ],
             left_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
         )
+
+    def _health(self, column: RegionColumn, row: str) -> cloudwatch.IWidget:
+        """One of node_health.DASHBOARD_ROWS: node health labels, EFA and pod restarts, checkpoint age."""
+        if not column.computes:
+            return self._not_here(column, row, "No Compute stack (HyperPod) here.")
+        return self._graph(column, **health_graph(self.config, column.region, row))

@@ -10,6 +10,7 @@ from hubspoke import alarms
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.alarms import TRAINING_ALARMS, AlarmTopic
 from hubspoke.constructs.dashboard import EnvironmentDashboard
+from hubspoke.constructs.node_health import NodeHealth
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.topology import StackPlan, plan_stacks
 
@@ -41,7 +42,15 @@ class DashboardStack(PlannedStack):
             topic = AlarmTopic(
                 self, "Alarms", config=config, purpose=f"hub {config.hub.region} operations", alarms=mine
             )
+            health = [a for a in mine if a.key in alarms.NODE_HEALTH_ALARMS]
+            if health:
+                self.node_health = NodeHealth(
+                    self, "NodeHealth", config=config, region=config.hub, topic=topic, planned=health
+                )
+                self.alarms.update(self.node_health.alarms)
             for planned in mine:
+                if planned.key in alarms.NODE_HEALTH_ALARMS:
+                    continue
                 if planned.key not in TRAINING_ALARMS:
                     raise ValueError(f"the Dashboard stack has no definition of alarm {planned.key}")
                 self.alarms[planned.key] = TRAINING_ALARMS[planned.key](

@@ -22,6 +22,7 @@ from hubspoke.constructs.alarms import (
 )
 from hubspoke.constructs.canary.infrastructure import HubCanary, runtime_code
 from hubspoke.constructs.canary.traffic import TrafficMetrics
+from hubspoke.constructs.node_health import NodeHealth
 from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import NFS, QUMULO_PORTAL
@@ -107,6 +108,8 @@ class OpsStack(PlannedStack):
                     topic=self.topic,
                     probes=self.alarms[alarms.PORTAL_PROBES_NOT_ACTIVE],
                 )
+            elif planned.key in alarms.NODE_HEALTH_ALARMS:
+                continue  # defined together by NodeHealth, below
             elif planned.key in TRAINING_ALARMS:
                 alarm = TRAINING_ALARMS[planned.key](
                     self, planned, topic=self.topic, config=config, region=spoke
@@ -127,6 +130,12 @@ class OpsStack(PlannedStack):
             else:
                 raise ValueError(f"the Ops stack has no definition of alarm {planned.key}")
             self.alarms[planned.key] = alarm
+        health = [a for a in mine if a.key in alarms.NODE_HEALTH_ALARMS]
+        if health:
+            self.node_health = NodeHealth(
+                self, "NodeHealth", config=config, region=spoke, topic=self.topic, planned=health
+            )
+            self.alarms.update(self.node_health.alarms)
         acknowledge(
             self.canary.role,
             "AwsSolutions-IAM5",

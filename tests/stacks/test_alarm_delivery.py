@@ -148,7 +148,8 @@ def test_every_dev_alarm_can_notify(dev_config: HubSpokeConfig, dev_templates: T
     # portal-not-active-page, training-stalled, training-throughput-low, gpu-utilization-low and the composite cache-hit-ratio-low notify
     # (the composites' inputs do not); the hub's training alarms (stalled, throughput, GPU) are on the dashboard
     # stack.
-    assert counted == {"ops-us-west-2": 7, "dashboard-us-east-2": 3}
+    # Where a Region trains, its four node and fabric health alarms notify too (tests/constructs/test_node_health.py).
+    assert counted == {"ops-us-west-2": 7 + 4, "dashboard-us-east-2": 3 + 4}
 
 
 @pytest.mark.parametrize(
@@ -175,8 +176,10 @@ def test_alarms_also_reach_the_configs_topics_of_their_region(config_from: Any) 
     assert data["ops"]["alarm_topic_arns"] == [east, west]
     config = config_from(data)
     templates = synth(config)
-    assert _check_alarm_delivery(templates["ops-us-west-2"], "us-west-2", config.account, (east, west)) == 7
+    assert (
+        _check_alarm_delivery(templates["ops-us-west-2"], "us-west-2", config.account, (east, west)) == 7 + 4
+    )
     assert (
         _check_alarm_delivery(templates["dashboard-us-east-2"], "us-east-2", config.account, (east, west))
-        == 3
+        == 3 + 4
     )

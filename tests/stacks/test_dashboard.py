@@ -15,6 +15,8 @@ from hubspoke.constructs.hyperpod.addons import CLOUDWATCH_OBSERVABILITY
 from hubspoke.k8s.job import training_job
 from hubspoke.policy.rules import METADATA_KEY
 from tests.conftest import Shape, Templates, minimal, properties, synth_dependencies, synth_regions
+from tests.constructs.test_node_health import KEYS as NODE_HEALTH_KEYS
+from tests.constructs.test_node_health import NODE_HEALTH_CLUSTER_SERIES
 from tests.stacks.test_compute import with_dataset_pin
 from tests.stacks.test_ops import alarm_metrics
 
@@ -138,6 +140,13 @@ def published(config: HubSpokeConfig, templates: Templates) -> set[Series]:
                     (compute_metrics.NAMESPACE, name, frozenset({("ClusterName", cluster)}), region)
                     for name in compute_metrics.GPU_METRICS
                 }
+                # Node and fabric health: the names the add-on's documentation gives for enhanced observability
+                # with accelerated compute (tests/constructs/test_node_health.py says where).
+                if kubernetes.get("enhanced_container_insights"):
+                    series |= {
+                        (compute_metrics.NAMESPACE, name, frozenset({("ClusterName", cluster)}), region)
+                        for name in NODE_HEALTH_CLUSTER_SERIES
+                    }
             emf = settings["agent"]["config"]["logs"]["metrics_collected"].get("emf")
             pinned = with_dataset_pin(config)
             job = training_job(pinned, pinned.region_config(region), image=ANY_IMAGE)
@@ -148,6 +157,10 @@ def published(config: HubSpokeConfig, templates: Templates) -> set[Series]:
                     region=job_argument(job, "region"),
                 )
                 series |= emf_series(record, region)
+        # EventBridge's own metrics of every rule (EventBridge User Guide, "Monitoring Amazon EventBridge").
+        for rule_id, _ in properties(template, "AWS::Events::Rule"):
+            rule = json.dumps({"Ref": rule_id})
+            series.add(("AWS/Events", "TriggeredRules", frozenset({("RuleName", rule)}), region))
     return series
 
 
@@ -204,7 +217,10 @@ def test_every_metric_a_widget_shows_is_published(shape: Shape) -> None:
     assert namespaces == expected
     for _, alarm in properties(templates[sid], "AWS::CloudWatch::Alarm"):
         for metric in alarm_metrics(alarm):
-            dims = frozenset((d["Name"], d["Value"]) for d in metric["Dimensions"])
+            dims = frozenset(
+                (d["Name"], d["Value"] if isinstance(d["Value"], str) else json.dumps(d["Value"]))
+                for d in metric["Dimensions"]
+            )
             assert (metric["Namespace"], metric["MetricName"], dims, region_of(templates[sid])) in available
 
 
@@ -230,7 +246,9 @@ def test_hub_training_alarms_live_with_the_dashboard(
         for _, p in properties(template, "AWS::CloudWatch::Alarm")
     }
     # Samples/s first, GPUs second (docs/operations.md; tests/constructs/test_alarms.py judges the behaviour).
-    assert set(alarms) == {"training-stalled", "training-throughput-low", "gpu-utilization-low"}
+    assert set(alarms) == {"training-stalled", "training-throughput-low", "gpu-utilization-low"} | set(
+        NODE_HEALTH_KEYS
+    )  # node and fabric health: tests/constructs/test_node_health.py
     gpu = alarms["gpu-utilization-low"]
     assert gpu["Threshold"] == dev_config.ops.gpu_utilization_floor_percent
     assert (gpu["DatapointsToAlarm"], gpu["EvaluationPeriods"]) == (8, 10)
@@ -241,8 +259,11 @@ def test_hub_training_alarms_live_with_the_dashboard(
     topics = dict(properties(template, "AWS::SNS::Topic"))
     for name, alarm in alarms.items():
         assert {a["Ref"] for a in alarm["AlarmActions"]} == set(topics), name
-        assert "docs/runbooks/compute.md" in alarm["AlarmDescription"], name
+        runbook = "checkpoints.md" if name == "checkpoint-too-old" else "compute.md"
+        assert f"docs/runbooks/{runbook}" in alarm["AlarmDescription"], name
         training = [m for m in alarm_metrics(alarm) if m["Namespace"] == training_metrics.NAMESPACE]
+        if not training and name in NODE_HEALTH_KEYS:
+            continue  # reads Container Insights or EventBridge only
         assert {(d["Name"], d["Value"]) for m in training for d in m["Dimensions"]} == {
             ("Environment", "dev"),
             ("Region", dev_config.hub.region),

@@ -14,6 +14,7 @@ from hubspoke.constructs.canary.traffic import namespace as traffic_namespace
 from hubspoke.stacks.ops import CANARY_PORTS
 from hubspoke.topology import stack_name
 from tests.conftest import Shape, options, properties, synth, varied
+from tests.constructs.test_node_health import DOCUMENTED as NODE_HEALTH_DOCUMENTED
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +55,7 @@ def test_every_spoke_has_a_scheduled_canary_in_its_vpc(shape: Shape) -> None:
         env = fn["Environment"]["Variables"]
         assert env["SPOKE_REGION"] == spoke.region
         assert env["HUB_PORTS"] == ",".join(map(str, CANARY_PORTS)) and set(CANARY_PORTS) == {2049, 3713}
-        [(_, rule)] = properties(ops, "AWS::Events::Rule")
+        [rule] = [r for _, r in properties(ops, "AWS::Events::Rule") if "ScheduleExpression" in r]
         assert rule["ScheduleExpression"] == "rate(1 minute)"
         assert rule["Targets"][0]["Arn"] == {"Fn::GetAtt": [fn_id, "Arn"]}
         # The canary may only reach the hub on the probed ports, the local REST API and HTTPS.
@@ -147,9 +148,11 @@ def test_every_alarm_reads_a_metric_that_something_publishes(shape: Shape) -> No
                 elif ns == training_metrics.NAMESPACE:
                     assert name in training_metrics.UNITS and "training_metrics" in train
                 elif ns == compute_metrics.NAMESPACE:
-                    assert (
-                        name in compute_metrics.GPU_METRICS
-                    )  # the CloudWatch observability add-on (Compute stack)
+                    # the CloudWatch observability add-on (Compute stack); node and fabric health: the names its
+                    # documentation gives, written in tests/constructs/test_node_health.py
+                    assert name in compute_metrics.GPU_METRICS or (ns, name) in NODE_HEALTH_DOCUMENTED
+                elif (ns, name) in NODE_HEALTH_DOCUMENTED:
+                    pass  # EventBridge's TriggeredRules of the node-health rule (test_node_health.py)
                 elif ns == "AWS/Lambda":
                     # Lambda's own per-function metrics (Lambda Developer Guide, "Types of metrics for Lambda
                     # functions"), of the canary's function: canary-failing.
