@@ -126,6 +126,10 @@ class HubLoad:
             raise
         return True
 
+    def _empty(self, path: str) -> bool:
+        """Whether the directory has no entries (SDK fs.enumerate_entire_directory)."""
+        return next(iter(self.client.fs.enumerate_entire_directory(path=path + "/")), None) is None
+
     def _relationship(self) -> dict[str, Any] | None:
         """The Shift-From relationship into this version's directory, with its status, if one exists."""
         statuses = self.client.object_replication.list_object_relationship_statuses()
@@ -186,8 +190,10 @@ class HubLoad:
                 parent, _, leaf = self.parent.rpartition("/")
                 self.client.fs.create_directory(name=leaf, dir_path=parent or "/")
                 made_parent = True
-            self.client.fs.create_directory(name=self.version, dir_path=self.parent)
-            made_target = True
+            # An existing one is the empty directory of a stopped run that `run` takes over (not made here).
+            if made_parent or not self._exists(self.target):
+                self.client.fs.create_directory(name=self.version, dir_path=self.parent)
+                made_target = True
             keys = self.keys.create()
             created = self._create_relationship(keys)
         except BaseException:
@@ -242,11 +248,15 @@ class HubLoad:
             status = self._relationship()
             if status is None:
                 if self._exists(self.target):
-                    raise LoadError(
-                        f"{self.target} exists and no load is copying into it; versions are never written "
-                        "twice: choose a new --version",
-                        code=EXIT_BAD_INPUT,
-                    )
+                    if not self._empty(self.target):
+                        raise LoadError(
+                            f"{self.target} exists and no load is copying into it; versions are never written "
+                            "twice: choose a new --version",
+                            code=EXIT_BAD_INPUT,
+                        )
+                    # A run killed between making the directory and its relationship (SIGKILL after the grace
+                    # period) leaves it empty: nothing was copied, so this run takes it over.
+                    self.out.write(f"taking over {self.target}: empty, and no load is copying into it\n")
                 status = self._create()
             else:
                 self._check_same_source(status)

@@ -9,13 +9,19 @@ AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE, in the boto3 workload/requirements.txt p
 hubspoke.dataset_load.HubLoad, which the tests run too.
 
 Exit 0 when the version is sealed, 1 when the load failed and running it again resumes, 2 for a refusal no
-retry can fix (the Job's podFailurePolicy fails the Job at once on 2).
+retry can fix (the Job's podFailurePolicy fails the Job at once on 2), 143 when stopped by SIGTERM.
+
+Deleting or evicting the pod sends SIGTERM, then SIGKILL after the grace period (Kubernetes docs, "Pod
+Lifecycle", "Termination of Pods"); Python's default for SIGTERM ends the process without unwinding, so it is
+turned into KeyboardInterrupt: the load's undo (a new IAM access key, of two per user, and the empty version
+directory) runs as for Ctrl-C. A SIGKILL still leaves them; the next run takes over the empty directory.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -96,6 +102,16 @@ def rest_login(address: str, username: str, password: str) -> Any:
     return client
 
 
+# 128 + SIGTERM's number: what a shell reports for a process SIGTERM ended (signal(7): SIGTERM is 15).
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    """SIGTERM as Ctrl-C, once: a second SIGTERM must not interrupt the undo the first one started."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -103,6 +119,7 @@ def main(
     sleep: Callable[[float], None] | None = None,
 ) -> int:
     args = parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         source = Source.parse(args.source)
         secret, keys = connect(args)
@@ -130,6 +147,12 @@ def main(
     except ManifestError as exc:
         print(f"load: {exc}", file=sys.stderr, flush=True)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("load: stopped by SIGTERM or Ctrl-C; run the same command again to resume",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return EXIT_TERMINATED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0
 
 

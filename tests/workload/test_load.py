@@ -172,3 +172,64 @@ def test_the_image_holds_the_program_the_job_runs_and_every_module_it_imports() 
     assert {"/opt/hubspoke/lib/hubspoke/dataset_load.py", "/opt/hubspoke/lib/hubspoke/shift_from.py"} <= set(
         needed
     )
+
+
+# The pod's program with the test's AWS side: the Shift user's keys are printed when made and removed.
+_POD = """
+import sys
+sys.path.insert(0, "workload")
+import load
+from hubspoke.shift_from import ShiftKeys
+
+class Keys:
+    def create(self):
+        print("created AKIAIOSFODNN7EXAMPLE", flush=True)
+        return ShiftKeys("AKIAIOSFODNN7EXAMPLE", "not-a-real-secret")
+
+    def delete(self, access_key_id):
+        print("deleted", access_key_id, flush=True)
+
+sys.exit(load.main(sys.argv[1:], connect=lambda args: ("secret", Keys())))
+"""
+
+
+def test_sigterm_undoes_the_key_and_the_version_directory(hub: MountedQumulo) -> None:
+    """Deleting the pod sends SIGTERM, then SIGKILL after the grace period (Kubernetes docs, "Pod Lifecycle",
+    "Termination of Pods"). The program runs as a process, is sent SIGTERM while Qumulo keeps refusing the new key
+    (no grant: retried poll-seconds apart) and must delete the key and the directories it made, exit 143."""
+    import signal
+    import subprocess
+
+    hub.grant(KEY.access_key_id, [])  # Qumulo refuses the relationship: the load retries, sleeping 30 s
+    argv = [*job_argv(hub), "--poll-seconds", "30"]
+    root = Path(__file__).resolve().parents[2]
+    pod = subprocess.Popen([sys.executable, "-c", _POD, *argv], cwd=root, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert pod.stdout is not None
+    seen = []
+    for line in pod.stdout:
+        seen.append(line)
+        if "retrying" in line:
+            break
+    assert "/dataset/c4-llama3/v2" in hub.files, seen
+    pod.send_signal(signal.SIGTERM)
+    out, err = pod.communicate(timeout=30)
+    assert pod.returncode == 128 + 15, (pod.returncode, err)
+    assert f"deleted {KEY.access_key_id}" in "".join(seen) + out
+    assert "/dataset/c4-llama3/v2" not in hub.files and "/dataset/c4-llama3" not in hub.files
+    assert "run the same command again" in err
+
+
+def test_a_rerun_takes_over_an_empty_version_directory_no_relationship_uses(
+    hub: MountedQumulo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SIGKILL (after the grace period) leaves the empty version directory: the next run takes it over; a
+    directory holding anything is still refused (versions are never written twice)."""
+    hub.add_file("/dataset/c4-llama3/v2/.gone", 0)
+    del hub.files["/dataset/c4-llama3/v2/.gone"]
+    keys = Keys()
+    assert load.main(job_argv(hub), connect=_connect("secret", keys), sleep=lambda _: None) == 0
+    assert "taking over /dataset/c4-llama3/v2" in capsys.readouterr().out
+    hub.add_file("/dataset/c4-llama3/v3/stray.bin", 4)
+    assert load.main(job_argv(hub, version="v3"), connect=_connect("secret", keys)) == 2
+    assert "exists and no load is copying into it" in capsys.readouterr().err
