@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from hubspoke import training_metrics
 from hubspoke.config.schema import DatasetConfig, HubSpokeConfig, RegionConfig
+from hubspoke.k8s import auto_resume
 from hubspoke.k8s.accelerators import accelerator
 from hubspoke.k8s.cache_wait import cache_wait_containers, has_cache
 from hubspoke.k8s.names import (
@@ -62,6 +63,11 @@ class TrainingSettings:
     job_name: str = "hubspoke-reference"
     # torchrun restarts of the whole worker group after a failure, before the pod itself fails.
     max_restarts: int = 3
+    # Whole-job restarts after a node fault, each after HyperPod replaced the node: the PyTorchJob's
+    # job-max-retry-count annotation, the HyperPodPyTorchJob's jobMaxRetryCount. ASSUMED budget: tune per run.
+    max_job_retries: int = 10
+    # The PyTorchJob's backoffLimit, which counts container restarts (None: none; hubspoke/k8s/auto_resume.py).
+    container_restart_limit: int | None = None
     # HyperPodPyTorchJob log monitoring. First progress line: model build, FSDP init, a resume read of the
     # checkpoint and the first steps on a cold cache (60 ms per read for the first ~100 batches, docs/design.md §1).
     # Between lines: 10 steps (~35 s at the reference 115 samples/s) or a checkpoint write; AWS's samples
@@ -337,10 +343,12 @@ def pytorch_job(
         ],
         ports=[],
     )
+    metadata = _metadata(config, region, settings, dataset)
+    metadata["annotations"] = auto_resume.annotations(max_job_retries=settings.max_job_retries)
     return {
         "apiVersion": KUBEFLOW_API,
         "kind": "PyTorchJob",
-        "metadata": _metadata(config, region, settings, dataset),
+        "metadata": metadata,
         "spec": {
             "nprocPerNode": str(gpus),
             "elasticPolicy": {
@@ -349,7 +357,7 @@ def pytorch_job(
                 "maxReplicas": group.count,
                 "maxRestarts": settings.max_restarts,
             },
-            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3},
+            "runPolicy": auto_resume.run_policy(container_restart_limit=settings.container_restart_limit),
             "pytorchReplicaSpecs": {
                 "Worker": {"replicas": group.count, "restartPolicy": "OnFailure", "template": template}
             },
@@ -399,7 +407,7 @@ def hyperpod_job(
             "nprocPerNode": str(gpus),
             "replicaSpecs": [{"name": "pods", "replicas": group.count, "template": template}],
             "runPolicy": {
-                "jobMaxRetryCount": 10,
+                "jobMaxRetryCount": settings.max_job_retries,
                 "restartPolicy": {
                     "numRestartBeforeFullJobRestart": 3,
                     "evalPeriodSeconds": 3600,

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 from hubspoke.config.schema import RegionConfig
 
-NAMESPACE = "training"
+# HyperPod resumes a PyTorchJob after a node fault only in the kubeflow namespace or one prefixed with hyperpod
+# (SageMaker developer guide, "Running jobs using the SageMaker HyperPod CLI", Enabling job auto-resume).
+NAMESPACE = "hyperpod-training"
 # "-ro": the read-only dataset volume is a new object, not an update. A PersistentVolume's source (its `nfs`,
 # readOnly included) and a bound claim's spec are immutable after creation (kubernetes pkg/apis/core/validation,
 # ValidatePersistentVolumeUpdate and ValidatePersistentVolumeClaimUpdate), so `kubectl apply` of the read-only
@@ -40,9 +42,12 @@ def claim_names(region: RegionConfig | None = None) -> ClaimNames:
     return ClaimNames(NAMESPACE, DATASET_CLAIM, CHECKPOINT_CLAIM, DATASET_MOUNT_PATH, CHECKPOINT_MOUNT_PATH)
 
 
+# A volume's name carries its claim's namespace, so moving the namespace makes new volumes: the old claim's delete
+# leaves a Retain volume Released, "not yet available for another claim" (Kubernetes docs, "Persistent Volumes",
+# Retain), and the new claim would stay Pending. The old volumes are pruned; the data is in CNQ.
 def dataset_volume_name(region: RegionConfig) -> str:
-    return f"{DATASET_CLAIM}-{region.region}"
+    return f"{NAMESPACE}-{DATASET_CLAIM}-{region.region}"
 
 
 def checkpoint_volume_name(region: RegionConfig) -> str:
-    return f"{CHECKPOINT_CLAIM}-{region.region}"
+    return f"{NAMESPACE}-{CHECKPOINT_CLAIM}-{region.region}"

@@ -122,7 +122,7 @@ def test_dry_run_prints_the_job_and_runs_no_kubectl(
     path = _config(tmp_path, source_buckets=["hubspoke-datasets"])
     assert main(_argv(path, "--dry-run")) == 0
     (job,) = [d for d in yaml.safe_load_all(capfd.readouterr().out) if d]
-    assert job["kind"] == "Job" and job["metadata"]["namespace"] == "training"
+    assert job["kind"] == "Job" and job["metadata"]["namespace"] == "hyperpod-training"
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert container["image"] == IMAGE
     assert "--source=s3://hubspoke-datasets/c4/llama3/" in container["command"]
@@ -142,7 +142,7 @@ def test_a_load_applies_the_job_follows_its_log_and_exits_0(
     (job,) = cluster.jobs.values()
     assert job["spec"]["template"]["spec"]["serviceAccountName"]
     logs = cluster.calls[4]["argv"]
-    assert logs[:3] == ["logs", "--follow", f"job/{job['metadata']['name']}"] and "training" in logs
+    assert logs[:3] == ["logs", "--follow", f"job/{job['metadata']['name']}"] and "hyperpod-training" in logs
 
 
 def test_a_rerun_after_a_failed_job_replaces_it_and_resumes(
@@ -216,7 +216,7 @@ def test_a_cluster_without_the_loaders_settings_names_the_deploy_and_applies_not
     cluster.set(configmaps=[])
     assert main(_argv(path)) == 1
     err = capfd.readouterr().err
-    assert "no ConfigMap training/hubspoke-dataset-loader" in err
+    assert "no ConfigMap hyperpod-training/hubspoke-dataset-loader" in err
     assert f"npx cdk deploy -c config={path} --exclusively hubspoke-dev/compute-us-east-2" in err
     assert cluster.verbs == ["get"] and cluster.jobs == {}
 

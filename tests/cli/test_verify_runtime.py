@@ -350,10 +350,10 @@ def test_volumes_on_addresses_the_storage_stack_no_longer_outputs_fail_with_the_
     row = _only(results, "volume addresses")
     assert row.status == "fail", row.detail
     assert (
-        f"hubspoke-dataset-ro-us-west-2 mounts {old[0]}, not one of 10.20.99.1,10.20.99.2,10.20.99.3"
+        f"hyperpod-training-hubspoke-dataset-ro-us-west-2 mounts {old[0]}, not one of 10.20.99.1,10.20.99.2,10.20.99.3"
         in row.detail
     )
-    assert "hubspoke-checkpoints-us-west-2 mounts" in row.detail
+    assert "hyperpod-training-hubspoke-checkpoints-us-west-2 mounts" in row.detail
     assert "delete the claims and volumes" in row.fix
     assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/compute-us-west-2" in row.fix
     # The hub's own volumes are on the hub's unchanged addresses.
@@ -369,9 +369,16 @@ def test_a_volume_still_on_a_current_address_passes_and_a_missing_one_fails(
     deployed.redeploy_with("storage-us-west-2", FloatingIps=",".join(["10.20.99.9", *reversed(ips)]))
     assert _only(verify(deployed, deployed_config, kube, only=SPOKE), "volume addresses").status == "pass"
     server = kube.servers["us-west-2"]
-    server.volumes = [v for v in server.volumes if v["metadata"]["name"] != "hubspoke-checkpoints-us-west-2"]
+    server.volumes = [
+        v
+        for v in server.volumes
+        if v["metadata"]["name"] != "hyperpod-training-hubspoke-checkpoints-us-west-2"
+    ]
     row = _only(verify(deployed, deployed_config, kube, only=SPOKE), "volume addresses")
-    assert row.status == "fail" and row.detail == "no PersistentVolume hubspoke-checkpoints-us-west-2"
+    assert (
+        row.status == "fail"
+        and row.detail == "no PersistentVolume hyperpod-training-hubspoke-checkpoints-us-west-2"
+    )
     assert "--exclusively hubspoke-dev/compute-us-west-2" in row.fix
 
 

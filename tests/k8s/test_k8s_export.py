@@ -33,8 +33,8 @@ def test_the_manifests_are_valid_kubernetes(dev_config: HubSpokeConfig, code: st
 
 def test_the_job_runs_as_the_associated_service_account(dev_config: HubSpokeConfig) -> None:
     account, job = _job(dev_config)
-    assert (account["kind"], account["metadata"]["namespace"]) == ("ServiceAccount", "training")
-    assert job["metadata"]["namespace"] == "training"
+    assert (account["kind"], account["metadata"]["namespace"]) == ("ServiceAccount", "hyperpod-training")
+    assert job["metadata"]["namespace"] == "hyperpod-training"
     assert job["spec"]["template"]["spec"]["serviceAccountName"] == account["metadata"]["name"]
 
 

@@ -24,7 +24,7 @@ def test_the_pod_is_valid_kubernetes(dev_config: HubSpokeConfig, code: str) -> N
 def test_the_pod_reads_only_the_checkpoint_claim_and_holds_no_privilege(dev_config: HubSpokeConfig) -> None:
     pod = results_pod(dev_config, dev_config.region_config("us-west-2"))
     spec = pod["spec"]
-    assert pod["metadata"]["namespace"] == "training"
+    assert pod["metadata"]["namespace"] == "hyperpod-training"
     # The claim the bench and prewarm Jobs write results to (hubspoke/k8s/names.py names it; docs/cli.md too).
     assert spec["volumes"] == [
         {
