@@ -209,7 +209,6 @@ def canary_failing(
     """The canary ran and published no hub record, failed or was throttled, 5 minutes in a row: the canary's
     pages know nothing new while this is in ALARM."""
     function = canary.function
-    per_minute = {"period": MINUTE, "statistic": "Sum"}
     return _alarm(
         scope,
         planned,
@@ -223,9 +222,9 @@ def canary_failing(
         metric=cloudwatch.MathExpression(
             expression="runs + errors + throttles - records",
             using_metrics={
-                "runs": function.metric_invocations(**per_minute),
-                "errors": function.metric_errors(**per_minute),
-                "throttles": function.metric_throttles(**per_minute),
+                "runs": function.metric_invocations(period=MINUTE, statistic="Sum"),
+                "errors": function.metric_errors(period=MINUTE, statistic="Sum"),
+                "throttles": function.metric_throttles(period=MINUTE, statistic="Sum"),
                 "records": canary.metric(
                     canary_metrics.HUB_REACHABLE, statistic="SampleCount", period=MINUTE
                 ),

@@ -42,6 +42,7 @@ from moto.backends import get_backend
 from hubspoke import training_metrics
 from hubspoke.config import HubSpokeConfig
 from hubspoke.topology import StackPlan, plan_stacks
+from tests.cli.alarm_history import AlarmHistory
 from tests.cli.canary_feed import publish_canary, put_emf
 from tests.cli.composite_alarms import CompositeAlarms
 from tests.cli.preflight_world import Hooked
@@ -88,6 +89,8 @@ class MotoGaps(Hooked):
     asked: list[tuple[str, str]] = field(default_factory=list)
     # Region -> its composite alarms, which moto lacks (tests/cli/composite_alarms.py).
     composites: dict[str, CompositeAlarms] = field(default_factory=dict)
+    # Region -> its alarm history, which moto lacks (tests/cli/alarm_history.py).
+    history: dict[str, AlarmHistory] = field(default_factory=dict)
     # (region, cluster name) -> the principal ARNs of its access entries (EKS ListAccessEntries; moto lacks it).
     access_entries: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     # region -> instance ID -> PingStatus of its SSM Agent (SSM DescribeInstanceInformation; moto lacks it).
@@ -96,6 +99,7 @@ class MotoGaps(Hooked):
     def hook(self, client: Any, service: str, region: str) -> None:
         if service == "cloudwatch":
             self.composites.setdefault(region, CompositeAlarms()).hook(client)
+            self.history.setdefault(region, AlarmHistory()).hook(client)
         if service == "eks":
             client.meta.events.register("before-call.eks.ListAddons", self._answer(region))
             client.meta.events.register("before-call.eks.DescribeAddon", self._answer(region))

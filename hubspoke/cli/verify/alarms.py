@@ -7,6 +7,7 @@ from typing import Any
 from hubspoke import alarms
 from hubspoke.alarms import PlannedAlarm, planned_alarms
 from hubspoke.cli.checks import CheckResult, guarded
+from hubspoke.cli.verify.delivery import delivery_rows
 from hubspoke.cli.verify.live import Context
 from hubspoke.config import RegionConfig
 
@@ -26,13 +27,20 @@ def alarm_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     planned = [a for a in planned_alarms(ctx.config) if a.region == region.region]
     if not planned:
         return []
-    return guarded(region.region, "alarms", "cloudwatch", lambda: _rows(ctx, region.region, planned))
+    live: dict[str, dict[str, Any]] = {}
+    rows = guarded(region.region, "alarms", "cloudwatch", lambda: _rows(ctx, region.region, planned, live))
+    # Apart: a denied SNS or history read fails its own row, not the alarm rows above.
+    return rows + guarded(
+        region.region, "alarm delivery", "sns", lambda: delivery_rows(ctx, region.region, planned, live)
+    )
 
 
-def _rows(ctx: Context, region: str, planned: list[PlannedAlarm]) -> list[CheckResult]:
+def _rows(
+    ctx: Context, region: str, planned: list[PlannedAlarm], live: dict[str, dict[str, Any]]
+) -> list[CheckResult]:
+    """One row per planned alarm; `live` receives the alarms DescribeAlarms returned, by name."""
     cloudwatch = ctx.clients("cloudwatch", region)
     names = [a.name for a in planned]
-    live: dict[str, dict[str, Any]] = {}
     for start in range(0, len(names), _NAMES_PER_CALL):
         # CloudWatch DescribeAlarms: without AlarmTypes it returns metric alarms only, "even if composite
         # alarms ... exist" (botocore cloudwatch service-2.json, AlarmTypes), and cache-hit-ratio-low is a

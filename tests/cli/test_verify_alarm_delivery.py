@@ -1,0 +1,116 @@
+"""`hubspoke verify`'s alarm delivery rows (issue 42 item 4): unconfirmed or deleted subscriptions of the alarm
+topics, and alarm actions CloudWatch failed to execute, from its alarm history.
+
+Sources, written here and not imported: SNS "automatically deletes unconfirmed subscriptions after 48 hours" (SNS
+Developer Guide, "Deleting an Amazon SNS subscription and topic"); GetTopicAttributes' SubscriptionsPending counts
+them and Subscribe answers "pending confirmation" where a confirmed one has its ARN (botocore sns service-2.json).
+CloudWatch keeps alarm history two weeks (User Guide, "Using Amazon CloudWatch alarms"); a failed action is an
+Action item "Failed to execute action <topic>. Received error: ..." (as users quote the console:
+aws-solutions/automated-security-response-on-aws#43, ASFHyP3/hyp3#762), a success "Successfully executed action"
+(aws/aws-sdk-java#1723). moto 5.2.5 has no DescribeAlarmHistory (tests/cli/alarm_history.py keeps it) and never
+leaves an email subscription pending, so that state is written into moto's backend objects.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from moto.backends import get_backend
+
+from hubspoke.cli.checks import CheckResult
+from tests.cli.test_verify import rows, verify
+from tests.cli.verify_world import ACCOUNT, DeployedWorld
+
+REGION = "us-west-2"
+PAGE = "hubspoke-dev-ops-us-west-2-training-stalled"  # a notifying alarm of the spoke's Ops stack
+
+
+def _verify(world: DeployedWorld, config_path: Path, **config: object) -> list[CheckResult]:
+    changed = (
+        world.config.model_copy(update={"ops": world.config.ops.model_copy(update=config)})
+        if config
+        else None
+    )
+    return verify(world, config_path, config=changed, only={REGION})
+
+
+def _topic_with(world: DeployedWorld, *emails: str) -> str:
+    """An alarm topic the page notifies, subscribed by `emails` (moto confirms at once)."""
+    sns = world.clients("sns", REGION)
+    topic = sns.create_topic(Name="hubspoke-dev-alarms")["TopicArn"]
+    for email in emails:
+        sns.subscribe(TopicArn=topic, Protocol="email", Endpoint=email)
+    world.clients("cloudwatch", REGION).put_metric_alarm(
+        AlarmName=PAGE,
+        Namespace="HubSpoke/Training",
+        MetricName="SamplesPerSecond",
+        Statistic="Maximum",
+        Period=60,
+        EvaluationPeriods=10,
+        Threshold=0,
+        ComparisonOperator="LessThanOrEqualToThreshold",
+        AlarmActions=[topic],
+        OKActions=[topic],
+    )
+    return topic
+
+
+def _pending(topic: str, email: str) -> None:
+    """As SNS holds a subscription awaiting its confirmation link: no ARN yet, counted in SubscriptionsPending."""
+    backend = get_backend("sns")[ACCOUNT][REGION]
+    [subscription] = [s for s in backend.subscriptions.values() if s.endpoint == email]
+    subscription.arn = "PendingConfirmation"
+    subscription.attributes["PendingConfirmation"] = "true"
+    backend.topics[topic].subscriptions_pending = 1
+
+
+def test_a_healthy_world_has_no_failed_alarm_action(deployed: DeployedWorld, deployed_config: Path) -> None:
+    [row] = rows(_verify(deployed, deployed_config), "alarm actions", REGION)
+    assert row.status == "pass" and "14 days" in row.detail
+
+
+def test_confirmed_subscriptions_pass(deployed: DeployedWorld, deployed_config: Path) -> None:
+    _topic_with(deployed, "ops@example.com")
+    [row] = rows(_verify(deployed, deployed_config, alarm_emails=["ops@example.com"]), "alarm subscriptions")
+    assert row.status == "pass" and "1 confirmed" in row.detail
+
+
+def test_an_unconfirmed_subscription_warns_that_sns_deletes_it(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    topic = _topic_with(deployed, "ops@example.com")
+    _pending(topic, "ops@example.com")
+    [row] = rows(_verify(deployed, deployed_config, alarm_emails=["ops@example.com"]), "alarm subscriptions")
+    assert row.status == "warn", row
+    assert "ops@example.com" in row.detail and "48 hours" in row.detail
+    assert "Subscription Confirmation" in row.fix
+
+
+def test_a_deleted_subscription_fails_with_the_command_that_restores_it(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """An address the config names with no subscription left: SNS deleted it unconfirmed (or it never was)."""
+    topic = _topic_with(deployed, "other@example.com")
+    [row] = rows(_verify(deployed, deployed_config, alarm_emails=["ops@example.com"]), "alarm subscriptions")
+    assert row.status == "fail" and "ops@example.com" in row.detail and "48 hours" in row.detail
+    assert topic in row.fix
+
+
+def test_a_failed_alarm_action_fails_naming_the_alarm_and_the_error(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    now = datetime.now(UTC)
+    topic = f"arn:aws:sns:{REGION}:{ACCOUNT}:on-call"
+    history = deployed.clients.history[REGION]
+    history.succeeded_action(PAGE, topic, now - timedelta(hours=2))
+    history.failed_action("someone-elses-alarm", topic, now - timedelta(hours=1))
+    history.failed_action(PAGE, topic, now - timedelta(days=15))  # older than CloudWatch keeps
+    assert rows(_verify(deployed, deployed_config), "alarm actions", REGION)[0].status == "pass"
+    history.failed_action(
+        "hubspoke-dev-ops-us-west-2-hub-unreachable-page", topic, now - timedelta(minutes=30), composite=True
+    )
+    [row] = rows(_verify(deployed, deployed_config), "alarm actions", REGION)
+    assert row.status == "fail", row
+    assert "hub-unreachable-page" in row.detail and "not authorized to perform: SNS:Publish" in row.detail
+    assert "Who is told" in row.fix
