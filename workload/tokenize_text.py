@@ -1,7 +1,7 @@
 """Raw text (JSONL or Parquet, local or s3://) to the token shards workload/shards.py reads, with your tokenizer.
 
     python tokenize_text.py --tokenizer tokenizer.json --token-bytes 4 \\
-        --input s3://my-raw/c4/ --out s3://my-datasets/c4-llama3/v1/
+        --input s3://my-raw/c4/ --out s3://hubspoke-dev-datasets/c4-llama3/v1/
 
 Documents stream in input order (each --input in the order given; a folder's or prefix's `*.jsonl` and
 `*.parquet` files in sorted key order; rows in file order). Each is encoded with the tokenizer's own special

@@ -71,7 +71,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ),
         epilog=(
             "Example: hubspoke dataset load --config config/dev.yaml --name c4-llama3 --version v2 "
-            "--source s3://my-datasets/c4/llama3/"
+            "--source s3://hubspoke-dev-datasets/c4/llama3/"
         ),
     )
     loader.add_argument("--config", required=True, type=Path, metavar="PATH")
