@@ -7,7 +7,8 @@ forwards a local port to the endpoint on 443 with the AWS-StartPortForwardingSes
 forwarding to a remote host). kubectl then talks to https://localhost:<port> but must still check the server
 certificate against the endpoint's name, which the kubeconfig cluster field `tls-server-name` does (Kubernetes
 reference, `kubectl config set-cluster --tls-server-name`). `aws eks update-kubeconfig` names the cluster entry
-by the cluster's ARN and, with `--role-arn`, signs its tokens as that role (AWS CLI reference, update-kubeconfig).
+by the cluster's ARN and, with `--role-arn`, signs its tokens as that role; `--alias` names the context it makes
+current instead of the ARN (AWS CLI reference, update-kubeconfig; awscli customizations/eks/update_kubeconfig.py).
 Reads the compute stack's outputs (hubspoke.outputs: EksClusterName, EksEndpoint, AccessHostInstanceId) and the
 caller's identity; prints, runs nothing.
 """
@@ -38,7 +39,8 @@ from hubspoke.topology import StackPlan, plan_stacks, stage_id
 # User Guide, "Start a session": port forwarding to a remote host; an AWS-owned document).
 FORWARD_DOCUMENT = "AWS-StartPortForwardingSessionToRemoteHost"
 API_PORT = 443
-# A local port above 1023 needs no privileges; any free one works (--local-port).
+# A local port above 1023 needs no privileges; any free one works (--local-port). Each Region gets its own default,
+# 8443 plus its place in the config (hub first), so the hub's and a spoke's tunnels can run at once.
 DEFAULT_LOCAL_PORT = 8443
 EXIT_NOT_READY = 1
 
@@ -69,10 +71,17 @@ class Steps:
     kubeconfig: str
     through_tunnel: str
     check: str
+    context: str
+    switch: str
 
 
 def compute_plan(config: HubSpokeConfig, region: str) -> StackPlan | None:
     return next((p for p in plan_stacks(config) if p.kind == "compute" and p.region == region), None)
+
+
+def default_local_port(config: HubSpokeConfig, region: str) -> int:
+    """The Region's own default tunnel port: 8443 for the hub, then one more per spoke in config order."""
+    return DEFAULT_LOCAL_PORT + [r.region for r in config.regions()].index(region)
 
 
 def read_outputs(clients: Clients, plan: StackPlan) -> dict[str, str]:
@@ -94,12 +103,14 @@ def steps(
     *,
     config_path: str,
     region: str,
-    local_port: int = DEFAULT_LOCAL_PORT,
+    local_port: int | None = None,
     role_arn: str | None = None,
 ) -> Steps:
     """The tunnel, kubeconfig and check commands for `region`; NotReady when the stack lacks what they need."""
     plan = compute_plan(config, region)
     assert plan is not None, "the caller checks the Region has compute"
+    if local_port is None:
+        local_port = default_local_port(config, region)
     deploy = cdk_command("deploy", config_path, "--exclusively", f"{stage_id(config)}/{plan.id}")
     try:
         outputs = read_outputs(clients, plan)
@@ -136,13 +147,15 @@ def steps(
     )
     session = ["aws", "ssm", "start-session", "--region", region, "--target", instance]
     tunnel = shlex.join([*session, "--document-name", FORWARD_DOCUMENT, "--parameters", parameters])
-    update = ["aws", "eks", "update-kubeconfig", "--region", region, "--name", name]
+    # The context is named after the cluster, readable in `kubectl config get-contexts`; the cluster entry keeps the ARN.
+    update = ["aws", "eks", "update-kubeconfig", "--region", region, "--name", name, "--alias", name]
     kubeconfig = shlex.join([*update, *(["--role-arn", role] if role else [])])
     local = f"https://localhost:{local_port}"
     through = shlex.join(
         ["kubectl", "config", "set-cluster", cluster_arn, "--server", local, "--tls-server-name", host]
     )
     check = shlex.join(["kubectl", "get", "nodes"])
+    switch = shlex.join(["kubectl", "config", "use-context", name])
     return Steps(
         region,
         name,
@@ -157,6 +170,8 @@ def steps(
         kubeconfig,
         through,
         check,
+        name,
+        switch,
     )
 
 
@@ -198,6 +213,8 @@ def render(s: Steps, *, config_path: str) -> str:
         "4. Check, while the tunnel runs:",
         f"   {s.check}",
         f"   hubspoke verify --config {shlex.quote(config_path)} --region {s.region}",
+        "5. Back to this cluster after connecting to another Region (step 2 made it kubectl's current context):",
+        f"   {s.switch}",
     ]
     return "\n".join(lines)
 
@@ -222,9 +239,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--local-port",
         type=int,
-        default=DEFAULT_LOCAL_PORT,
         metavar="PORT",
-        help=f"local end of the tunnel (default {DEFAULT_LOCAL_PORT}; 1024-65535)",
+        help=f"local end of the tunnel (default {DEFAULT_LOCAL_PORT} for the hub, one more per spoke in config "
+        "order; 1024-65535)",
     )
     parser.add_argument(
         "--role-arn",
@@ -246,9 +263,10 @@ def run(args: argparse.Namespace, *, clients: Clients | None = None) -> int:
             f"--region: {args.region} has no compute in {args.config} (compute.enabled: false); "
             f"Regions with a cluster: {', '.join(with_compute) or 'none'}"
         )
-    if not 1024 <= args.local_port <= 65535:
+    if args.local_port is not None and not 1024 <= args.local_port <= 65535:
         return fail(
-            f"--local-port: {args.local_port} is outside 1024-65535; the default is {DEFAULT_LOCAL_PORT}"
+            f"--local-port: {args.local_port} is outside 1024-65535; leave it out for "
+            f"{default_local_port(config, args.region)}"
         )
     if clients is None:
         try:

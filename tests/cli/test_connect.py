@@ -6,7 +6,10 @@ Sources of the literals: Systems Manager User Guide, "Start a session" (document
 AWS-StartPortForwardingSessionToRemoteHost, parameters host / portNumber / localPortNumber); EKS User Guide,
 "Accessing a private only API server" (port 443); Kubernetes reference, `kubectl config set-cluster`
 (`--server`, `--tls-server-name`); AWS CLI reference, `aws eks update-kubeconfig` (cluster entry named by the
-cluster ARN arn:aws:eks:<region>:<account>:cluster/<name>, `--role-arn`).
+cluster ARN arn:aws:eks:<region>:<account>:cluster/<name>, `--role-arn`; `--alias` names the context, which it
+makes current: awscli 1.45.11 customizations/eks/update_kubeconfig.py and kubeconfig.py); Kubernetes reference,
+`kubectl config use-context`. Ports: the world's config lists us-east-2 (hub), us-west-2, eu-west-1, and each
+Region's default must differ so two tunnels can run at once (8443 for the hub, one more per spoke in order).
 """
 
 from __future__ import annotations
@@ -70,20 +73,27 @@ def test_prints_the_tunnel_kubeconfig_and_check_for_the_region(
     assert json.loads(tunnel[tunnel.index("--parameters") + 1]) == {
         "host": [host],
         "portNumber": ["443"],
-        "localPortNumber": ["8443"],
+        "localPortNumber": ["8444"],
     }
     # The caller (moto's user) is listed under access.administrators: its own identity signs, no --role-arn.
     assert shlex.split(printed["kubeconfig"]) == [
-        "aws", "eks", "update-kubeconfig", "--region", "us-west-2", "--name", CLUSTER,
+        "aws", "eks", "update-kubeconfig", "--region", "us-west-2", "--name", CLUSTER, "--alias", CLUSTER,
     ]  # fmt: skip
     assert shlex.split(printed["through_tunnel"]) == [
         "kubectl", "config", "set-cluster", f"arn:aws:eks:us-west-2:{ACCOUNT}:cluster/{CLUSTER}",
-        "--server", "https://localhost:8443", "--tls-server-name", host,
+        "--server", "https://localhost:8444", "--tls-server-name", host,
     ]  # fmt: skip
+    assert shlex.split(printed["switch"]) == ["kubectl", "config", "use-context", CLUSTER]
     assert CALLER in printed["note"]
     # Every printed command is one its tool accepts (botocore's models and the CLI's customizations, kubectl's
     # conventions): the same bar as the commands quoted in the docs.
-    for line in (printed["tunnel"], printed["kubeconfig"], printed["through_tunnel"], printed["check"]):
+    for line in (
+        printed["tunnel"],
+        printed["kubeconfig"],
+        printed["through_tunnel"],
+        printed["check"],
+        printed["switch"],
+    ):
         assert problems_of(line) == [], line
 
 
@@ -99,6 +109,17 @@ def test_text_lists_the_steps_in_order(
     assert order == sorted(order)
     assert '"localPortNumber": ["9443"]' in out and "https://localhost:9443" in out
     assert f"hubspoke verify --config {deployed_config} --region us-east-2" in out
+    assert "kubectl config use-context hubspoke-dev-us-east-2" in out
+
+
+def test_the_hub_and_a_spoke_tunnel_on_different_default_ports(
+    deployed: DeployedWorld, deployed_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ports = {}
+    for region in ("us-east-2", "us-west-2"):
+        assert connect(deployed, deployed_config, "--region", region, "--json") == 0
+        ports[region] = json.loads(capsys.readouterr().out)["local_port"]
+    assert ports == {"us-east-2": 8443, "us-west-2": 8444}
 
 
 def test_a_caller_not_listed_gets_the_listed_role(
