@@ -14,7 +14,7 @@ AUTO_RESUME_ANNOTATION = "sagemaker.amazonaws.com/enable-job-auto-resume"
 MAX_RETRY_ANNOTATION = "sagemaker.amazonaws.com/job-max-retry-count"
 
 
-def annotations(*, max_job_retries: int) -> dict[str, str]:
+def job_annotations(*, max_job_retries: int) -> dict[str, str]:
     """The PyTorchJob's auto-resume annotations: on, and at most `max_job_retries` whole-job restarts."""
     return {AUTO_RESUME_ANNOTATION: "true", MAX_RETRY_ANNOTATION: str(max_job_retries)}
 
