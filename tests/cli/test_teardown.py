@@ -222,3 +222,20 @@ def test_the_command_is_registered_and_refuses_bad_input(config: Path, capsys: A
     err = capsys.readouterr().err
     assert err.startswith("hubspoke: --region: eu-west-1 not in") and "Traceback" not in err
     assert CLUSTERS[SPOKE] == "dev-usw2"
+
+
+def test_the_dry_run_without_credentials_prints_the_order_then_the_fix(
+    monkeypatch: pytest.MonkeyPatch, config: Path, capsys: Any
+) -> None:
+    """A new user's first dry run: no credentials anywhere (FAKE_CREDENTIALS and instance metadata off). The
+    order needs only the config, so it is printed; reading the stacks then stops with exit 1 (docs/cli.md,
+    "teardown") and a fix naming the account and where the permissions are listed."""
+    isolate_from_real_aws(monkeypatch, credentials=False)
+    assert main(["teardown", "--config", str(config)]) == 1
+    captured = capsys.readouterr()
+    listed = [line.split()[1] for line in captured.out.splitlines() if line.strip()[:1].isdigit()]
+    assert listed == [stack_name(k, r) for k, r in reversed(DEPLOY_ORDER)]
+    assert "credentials for account 123456789012" in captured.out
+    assert "Traceback" not in captured.err
+    assert "fix: use credentials for account 123456789012" in captured.err
+    assert 'docs/cli.md, "teardown"' in captured.err

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from botocore.exceptions import BotoCoreError, ClientError, ProfileNotFound
 
-from hubspoke.cli.checks import Clients, add_aws_options, session_clients, unknown_regions
+from hubspoke.cli.checks import CREDENTIALS_FIX, Clients, add_aws_options, session_clients, unknown_regions
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import Table, fail, print_tables
 from hubspoke.cli.teardown import stacks as stack_steps
@@ -22,6 +22,10 @@ from hubspoke.cli.teardown.removal import remove
 from hubspoke.cli.teardown.retained import Choices, Retained, find
 from hubspoke.cli.teardown.stacks import StackState, TeardownStopped
 from hubspoke.config import HubSpokeConfig, load
+from hubspoke.topology import StackPlan
+
+# What the fix line points at: the IAM actions teardown calls, listed where a person reads them.
+PERMISSIONS_DOC = 'docs/cli.md, "teardown"'
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,12 +71,18 @@ def run(
         return fail(error)
     if args.json:
         return fail("--json: teardown prints its progress as it goes; leave --json out")
+    regions = set(args.region or (r.region for r in config.regions()))
+    plans = stack_steps.teardown_order(config, regions)
+    accounts = ", ".join(sorted({p.account for p in plans})) or config.account
+    if not args.yes:
+        # The order comes from the config alone, so a dry run shows it even before credentials work.
+        print_tables([_order_table(plans)])
+        print(f"Reading their state and what they retain needs credentials for account {accounts}.")
     if clients is None:
         try:
             clients = session_clients(args.profile)
         except ProfileNotFound as exc:
             return fail(f"--profile: {exc}; list profiles with `aws configure list-profiles`")
-    regions = set(args.region or (r.region for r in config.regions()))
     choices = Choices(dataset=args.delete_dataset, models=args.delete_models)
     try:
         return _teardown(args, config, clients, regions, choices, ask, poll_seconds)
@@ -83,7 +93,8 @@ def run(
     except (ClientError, BotoCoreError) as exc:
         print(f"stopped: AWS answered {exc}", file=sys.stderr)
         print(
-            "  fix: check the credentials' permissions and the network, then run the same command again",
+            f"  fix: use credentials for account {accounts} ({CREDENTIALS_FIX}) allowed the actions in "
+            f"{PERMISSIONS_DOC}, check the network, then run the same command again",
             file=sys.stderr,
         )
         return 1
@@ -104,7 +115,7 @@ def _teardown(
     if mismatch:
         return fail(mismatch)
     states = stack_steps.states(clients, plans)
-    print_tables([_stack_table(args, states)])
+    print_tables([_stack_table(states)] if args.yes else [_now_table(states)])
     if not args.yes:
         managed: dict[str, tuple[str, bool]] = {}
         for s in states:
@@ -179,14 +190,30 @@ def _find(
     return [r for region in order for r in find(clients, config, region, choices=choices, managed=managed)]
 
 
-def _stack_table(args: argparse.Namespace, states: list[StackState]) -> Table:
-    verb = "Deleting" if args.yes else "Would delete"
+def _stack_table(states: list[StackState]) -> Table:
     table = Table(
-        f"{verb} these stacks, in this order (the reverse of the deploy order)",
+        "Deleting these stacks, in this order (the reverse of the deploy order)",
         ("#", "stack", "region", "account", "now"),
     )
     for n, s in enumerate(states, start=1):
         table.add(n, s.plan.name, s.plan.region, s.plan.account, s.status or "gone")
+    return table
+
+
+def _order_table(plans: list[StackPlan]) -> Table:
+    table = Table(
+        "Would delete these stacks, in this order (the reverse of the deploy order)",
+        ("#", "stack", "region", "account"),
+    )
+    for n, p in enumerate(plans, start=1):
+        table.add(n, p.name, p.region, p.account)
+    return table
+
+
+def _now_table(states: list[StackState]) -> Table:
+    table = Table("Their state now", ("stack", "now"))
+    for s in states:
+        table.add(s.plan.name, s.status or "gone")
     return table
 
 
