@@ -28,8 +28,8 @@ def _prewarm_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rest-address",
         required=True,
-        help="a floating IP of the Region's CNQ (the NFS server of its dataset PV: kubectl get pv "
-        "-l hubspoke/volume=dataset -o jsonpath='{.items[0].spec.nfs.server}')",
+        help="a floating IP of the Region's CNQ: its Storage stack's RestAddress output "
+        "(docs/runbooks/cache-warm-up.md)",
     )
     parser.add_argument(
         "--dataset-version",
