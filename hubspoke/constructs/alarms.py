@@ -460,6 +460,14 @@ def cache_hit_ratio_low(
     return alarm
 
 
+# A training alarm judges only the minutes a job reported. Silence keeps its state (`ignore`: with fewer real
+# points than Evaluation Periods CloudWatch keeps the state unless a real point is healthy, "How alarm state is
+# evaluated when data is missing", tests/fakes/cloudwatch_alarm.py): an idle cluster never pages, and a job that
+# stalled or slowed and then died (the process group's timeout ends its reports) stays paged, with no OK, until
+# a healthy job's record or a person (SetAlarmState OK, kept through the silence) clears it.
+_JOB_SILENCE = cloudwatch.TreatMissingData.IGNORE
+
+
 def _where(config: HubSpokeConfig, region: RegionConfig, *, stalled: bool = False) -> tuple[str, str]:
     """How a training alarm names its Region, and what usually causes the slowdown there."""
     if region.region == config.hub.region:
@@ -494,8 +502,7 @@ def training_stalled(
         threshold=0,
         comparison=cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD,
         periods=STALLED_MINUTES,
-        # No job, no report: an idle or finished cluster is not a stall.
-        missing=cloudwatch.TreatMissingData.NOT_BREACHING,
+        missing=_JOB_SILENCE,
         description=f"The training job in {where} reported 0 samples/s for {STALLED_MINUTES} minutes in a "
         f"row: it runs and no step finishes. {why}",
     )
@@ -521,7 +528,7 @@ def training_throughput_low(
         periods=LOW_WINDOW_MINUTES,
         breaching=LOW_BREACHING_MINUTES,
         # Minutes without both reports (no job, or its first minutes before a baseline) are not judged.
-        missing=cloudwatch.TreatMissingData.NOT_BREACHING,
+        missing=_JOB_SILENCE,
         description=f"The training job in {where} ran below {floor:g} of its own best "
         f"{BASELINE_SECONDS / 60:g}-minute samples/s in {LOW_BREACHING_MINUTES} of {LOW_WINDOW_MINUTES} "
         f"minutes (a stall counts: 0 samples/s). {why}",
@@ -548,7 +555,7 @@ def gpu_utilization_low(
         periods=LOW_WINDOW_MINUTES,
         breaching=LOW_BREACHING_MINUTES,
         # No training job, no datapoint: an idle or finished cluster is not an alarm.
-        missing=cloudwatch.TreatMissingData.NOT_BREACHING,
+        missing=_JOB_SILENCE,
         description=f"GPU utilization in {where}, average over the cluster's GPUs, below {floor} % in "
         f"{LOW_BREACHING_MINUTES} of {LOW_WINDOW_MINUTES} minutes while a training job reports samples/s. "
         "A secondary signal: ranks waiting in collectives read as busy, so a starving loader often does not "

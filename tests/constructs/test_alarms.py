@@ -140,27 +140,34 @@ def alarms_named(templates: Templates, key: str) -> Iterator[tuple[str, dict[str
                     yield stack, props
 
 
-def states(props: dict[str, Any], data: Timeline, periods: int, evaluation_range: int) -> list[str]:
-    """The alarm's state after each period."""
+def states(
+    props: dict[str, Any],
+    data: Timeline,
+    periods: int,
+    evaluation_range: int,
+    initial: str = "INSUFFICIENT_DATA",
+) -> list[str]:
+    """The alarm's state after each period, from `initial`."""
     expression, inputs = alarm_from_template(props)
     series: dict[str, Series] = {}
     for metric_id, (_, name, statistic) in inputs.items():
         series[metric_id] = {t: _STATISTICS[statistic](r) for t, r in data.get(name, {}).items() if r}
     result = evaluate(expression, series)
     n = props["EvaluationPeriods"]
-    history = []
+    history: list[str] = []
+    state = initial  # a created alarm's INSUFFICIENT_DATA (PutMetricAlarm), or what a person set
     for now in range(periods):
         window = [result.get(t) for t in range(now - evaluation_range + 1, now + 1)]
-        history.append(
-            alarm_state(
-                window,
-                threshold=props["Threshold"],
-                comparison=props["ComparisonOperator"],
-                evaluation_periods=n,
-                datapoints_to_alarm=props.get("DatapointsToAlarm", n),
-                treat_missing_data=props.get("TreatMissingData", "missing"),
-            )
+        state = alarm_state(
+            window,
+            threshold=props["Threshold"],
+            comparison=props["ComparisonOperator"],
+            evaluation_periods=n,
+            datapoints_to_alarm=props.get("DatapointsToAlarm", n),
+            treat_missing_data=props.get("TreatMissingData", "missing"),
+            current=state,
         )
+        history.append(state)
     return history
 
 
@@ -338,20 +345,32 @@ def test_gpu_alarm_tolerates_two_good_minutes_in_ten(
         assert ("ALARM" in judged(props, data, minutes)) is fires, stack
 
 
-def test_training_alarms_return_to_ok_once_a_stalled_job_is_stopped(
+def test_a_stalled_job_that_dies_stays_paged_until_a_healthy_job_or_a_person_clears_it(
     training_alarms: dict[str, list[tuple[str, dict[str, Any]]]],
 ) -> None:
-    """Deleting the stalled job ends its reports: the alarms clear once the stall leaves their window."""
+    """issue 42: the process group's timeout ends a stalled job's reports, and the alarms, treating silence as not
+    breaching, returned to OK and sent OK while the job was dead. Silence now keeps the state (`ignore`, the
+    guide's IGNORE column): ALARM through an hour of silence, OK at the next job's first healthy minutes, and a
+    person's SetAlarmState OK ("lasts only until the next alarm comparison", User Guide) survives the silence."""
     records = job(after_start(lambda t: None), minutes=START + 15)
-    minutes = START + 60
+    minutes = START + 75
     data = timeline(records, gpu=lambda m: 0.0, minutes=minutes)
+    healthy = timeline(job(steady(STEP_S), minutes=START + 20), gpu=lambda m: HEALTHY_GPU, minutes=START + 20)
+    resumed = {
+        name: {**series, **{START + 75 + t: v for t, v in healthy[name].items()}}
+        for name, series in data.items()
+    }
     for key in ("training-stalled", "training-throughput-low"):
         for stack, props in training_alarms[key]:
             n = props["EvaluationPeriods"]
             for evaluation_range in (n, n + 5, 2 * n):
                 history = states(props, data, minutes, evaluation_range)
-                assert "ALARM" in history[START : START + 15], (key, stack)
-                assert history[-1] == "OK", f"{key} {stack}: still alarming long after the job was deleted"
+                paged = history.index("ALARM")
+                assert set(history[paged:]) == {"ALARM"}, f"{key} {stack}: silence resolved the incident"
+                after = states(props, resumed, minutes + START + 20, evaluation_range)
+                assert after[-1] == "OK", f"{key} {stack}: a healthy job does not clear it"
+                cleared = states(props, {}, 60, evaluation_range, initial="OK")
+                assert set(cleared) == {"OK"}, f"{key} {stack}: a person's OK does not hold through silence"
 
 
 def test_a_running_job_reports_in_every_minute_the_alarms_count(
