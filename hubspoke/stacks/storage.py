@@ -87,6 +87,7 @@ class StorageStack(PlannedStack):
             wait=Duration.minutes(storage.formation_timeout_minutes),
         )
         self.cluster.admin_secret.grant_read(self.provisioner.function)
+        self.cluster.assign_floating_ips(self.provisioner)
         self.cluster.refuse_reshaping(self.provisioner)
         # Region-local paths are created here; a spoke's dataset path is the portal's to create.
         # The hub's dataset read-only over NFS: versions are written inside Qumulo only (Shift-From, the REST seal).

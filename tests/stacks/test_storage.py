@@ -126,9 +126,13 @@ def test_nodes_as_configured_imdsv2_encrypted_retained_volumes(
         for _, node in resources(template, "AWS::EC2::Instance"):
             assert f"EBS_VOLUMES={len(mappings)}\n" in _boot_script(node["Properties"])
         enis = [res["Properties"] for _, res in resources(template, "AWS::EC2::NetworkInterface")]
-        # Without floating_ip_count, 3 per node, as releases before it created (so an existing cluster keeps its
-        # addresses); with it, the total spread evenly (test_floating_ip_count_is_the_clusters_total).
-        assert [e["SecondaryPrivateIpAddressCount"] for e in enis] == [3] * storage.node_count
+        # Qumulo moves the floating IPs between interfaces: no count for CloudFormation to reconcile on any of
+        # them (runtime/floating.py). Custom::CnqFloatingIps assigns, without floating_ip_count, 3 per node, as
+        # releases before it created (so an existing cluster keeps its addresses).
+        assert not any("SecondaryPrivateIpAddressCount" in e for e in enis)
+        [(_, assign)] = resources(template, "Custom::CnqFloatingIps")
+        assert assign["Properties"]["Counts"] == ["3"] * storage.node_count
+        assert len(assign["Properties"]["NetworkInterfaceIds"]) == storage.node_count
 
 
 def _boot_script(node: dict[str, Any]) -> str:

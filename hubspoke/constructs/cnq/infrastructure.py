@@ -3,7 +3,8 @@
 Layout follows Qumulo's CNQ deployments: stock Ubuntu nodes that install Qumulo Core from the Debian
 package staged in S3 (Qumulo's CNQ-on-AWS guide), one ENI per node carrying the primary IP plus floating
 IPs (secondary private IPs that Qumulo moves between nodes through the EC2 API), data in S3 buckets behind
-a customer KMS key, nodes in the same AZ as the Region's accelerators so reads never cross AZs.
+a customer KMS key, nodes in the same AZ as the Region's accelerators so reads never cross AZs. The floating
+IPs are assigned by Custom::CnqFloatingIps, not declared per interface (runtime/floating.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from hubspoke.constructs.buckets import events_to_eventbridge
 from hubspoke.constructs.cnq.node import install_names, node_boot_script
 from hubspoke.constructs.cnq.node.volumes import node_volumes
 from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
-from hubspoke.constructs.cnq.runtime.resources import NODE_SHAPE_RESOURCE
+from hubspoke.constructs.cnq.runtime.resources import FLOATING_IPS_RESOURCE, NODE_SHAPE_RESOURCE
 
 if TYPE_CHECKING:
     from hubspoke.constructs.cnq.provisioning import CnqProvisioner
@@ -54,7 +55,8 @@ class CnqCluster(Construct):
         cluster = CnqCluster(stack, "Cnq", storage=region.storage, name="dev-use2", environment="dev",
                              vpc=net.vpc, subnet=net.accelerator_subnet, client_cidrs=region.all_cidrs,
                              peer_path_sg=net.peer_path_security_group, peer_mtu_path="/hubspoke/dev/peer-mtu/")
-        cluster.floating_ips, cluster.admin_secret, cluster.object_storage_uris
+        cluster.assign_floating_ips(provisioner)  # then cluster.floating_ips
+        cluster.admin_secret, cluster.object_storage_uris
         cluster.refuse_reshaping(provisioner)
 
     Buckets, key, secret and node volumes are retained when the stack is deleted or they are replaced.
@@ -123,7 +125,6 @@ class CnqCluster(Construct):
         self.node_ips: list[str] = []
         self.node_instance_ids: list[str] = []
         self.nodes: list[ec2.CfnInstance] = []
-        floating: list[str] = []
         enis: list[ec2.CfnNetworkInterface] = []
         for index in range(1, storage.node_count + 1):
             eni = ec2.CfnNetworkInterface(
@@ -131,7 +132,10 @@ class CnqCluster(Construct):
                 f"Node{index}Eni",
                 subnet_id=subnet.subnet_id,
                 group_set=[self.security_group.security_group_id, peer_path_sg.security_group_id],
-                secondary_private_ip_address_count=storage.floating_ips_on_node(index - 1),
+                # No SecondaryPrivateIpAddressCount: Qumulo moves the floating IPs between interfaces, so the
+                # count is not CloudFormation's to reconcile (runtime/floating.py, Custom::CnqFloatingIps).
+                # ASSUMED: on an interface an earlier release created, the removed property leaves its addresses
+                # (no source says); if it does not, Custom::CnqFloatingIps assigns the total again (new addresses).
                 description=f"CNQ {name} node {index}: primary and floating IPs",
             )
             node = ec2.CfnInstance(
@@ -171,11 +175,43 @@ class CnqCluster(Construct):
             self.node_ips.append(eni.attr_primary_private_ip_address)
             self.node_instance_ids.append(node.ref)
             self.nodes.append(node)
-            floating.append(Fn.join(FLOATING_IP_SEPARATOR, eni.attr_secondary_private_ip_addresses))
             enis.append(eni)
-        self.floating_ips_joined = Fn.join(FLOATING_IP_SEPARATOR, floating)
-        self.floating_ips = Fn.split(FLOATING_IP_SEPARATOR, self.floating_ips_joined)
+        self.enis = enis
         self._grant_floating_ip_moves(enis)
+        # Set by assign_floating_ips, once the provisioner exists.
+        self.floating_ips_joined: str = ""
+        self.floating_ips: list[str] = []
+
+    def assign_floating_ips(self, provisioner: CnqProvisioner) -> CustomResource:
+        """The floating IPs, assigned to each interface when it is new and never reconciled per interface
+        (Custom::CnqFloatingIps, runtime/floating.py); sets floating_ips and floating_ips_joined."""
+        stack = Stack.of(self)
+        assign = provisioner.resource(
+            self,
+            "FloatingIps",
+            resource_type=FLOATING_IPS_RESOURCE,
+            properties={
+                "ClusterName": self.name,
+                "NetworkInterfaceIds": [eni.attr_id for eni in self.enis],
+                "Counts": [str(self.storage.floating_ips_on_node(i)) for i in range(len(self.enis))],
+            },
+        )
+        provisioner.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ec2:AssignPrivateIpAddresses"],
+                resources=[
+                    stack.format_arn(service="ec2", resource="network-interface", resource_name=eni.ref)
+                    for eni in self.enis
+                ],
+            )
+        )
+        # Describe calls have no resource-level permissions in EC2.
+        provisioner.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["ec2:DescribeNetworkInterfaces"], resources=["*"])
+        )
+        self.floating_ips_joined = assign.get_att_string("Addresses")
+        self.floating_ips = Fn.split(FLOATING_IP_SEPARATOR, self.floating_ips_joined)
+        return assign
 
     def refuse_reshaping(self, provisioner: CnqProvisioner) -> CustomResource:
         """A guard every node depends on: it fails an update that would replace or stop all nodes at once.

@@ -14,6 +14,8 @@ Custom::CnqPersistentStorage  the stack's last resource: gives the cluster the b
                       quorum whole). Last, because Qumulo can never give a bucket back: an update that fails
                       anywhere else rolls back before any new bucket reached the cluster, so no rollback
                       leaves a bucket Qumulo writes to outside the stack. Delete: nothing.
+Custom::CnqFloatingIps  assigns the floating IPs (secondary IPs) to new node interfaces at once (on_event),
+                      then keeps only the cluster's total: Qumulo moves them between interfaces (floating.py).
 Custom::CnqPortal     a spoke's portal to its hub, its NFS export and eviction threshold. Delete: remove
                       the portal, forced after a bounded wait only when no data is at stake.
 Custom::CnqIdentity   a least-privilege Qumulo role and local user, its password from its own secret
@@ -37,9 +39,10 @@ from typing import Any
 import boto3
 from qumulo.lib.request import RequestError
 
-from . import capacity, cluster, exports, identities, network, nodes, portal, shape
+from . import capacity, cluster, exports, floating, identities, network, nodes, portal, shape
 from .resources import (
     CLUSTER_RESOURCE,
+    FLOATING_IPS_RESOURCE,
     IDENTITY_RESOURCE,
     NODE_PROTECTION_RESOURCE,
     NODE_SHAPE_RESOURCE,
@@ -247,6 +250,20 @@ def _storage_event(
     return {"ClampBefore": str(capacity.current_clamp(client))}
 
 
+def _floating_ips(request: str, props: Mapping[str, Any], old: Mapping[str, Any], stack_id: str) -> str:
+    """The cluster's floating IPs, joined: assigned to new interfaces, never reconciled per interface."""
+    _require(props, "ClusterName", "NetworkInterfaceIds", "Counts")
+    rolling_back = (
+        request == "Update" and nodes.stack_status(aws("cloudformation"), stack_id) == nodes.ROLLING_BACK
+    )
+    addresses = floating.converge(
+        aws("ec2"), _list(props, "NetworkInterfaceIds"), [int(c) for c in _list(props, "Counts")],
+        old_ids=_list(old, "NetworkInterfaceIds"), old_total=sum(int(c) for c in _list(old, "Counts")),
+        rolling_back=rolling_back,
+    )  # fmt: skip
+    return ",".join(addresses)
+
+
 def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     """Provider framework onEvent: validate, do the once-per-request work, hand over to is_complete."""
     request, kind = str(event["RequestType"]), str(event.get("ResourceType", ""))
@@ -272,6 +289,12 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-cluster-{name}"
             if request != "Delete":
                 result.update(_cluster_event(request, props, old, deadline, str(event.get("StackId") or "")))
+        elif kind == FLOATING_IPS_RESOURCE:
+            result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-floating-{name}"
+            if request != "Delete":
+                result["Data"] = {
+                    "Addresses": _floating_ips(request, props, old, str(event.get("StackId") or ""))
+                }
         elif kind == PERSISTENT_STORAGE_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-storage-{name}"
             if request != "Delete":
