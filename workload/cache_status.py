@@ -123,15 +123,28 @@ def wait_for_fraction(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     describes: Callable[[CacheStatus], bool] = lambda status: True,
+    max_age_s: float | None = None,
+    wall: Callable[[], float] = time.time,
 ) -> CacheStatus:
     """Block until prewarm reports at least `minimum` of the dataset warmed; TimeoutError after `timeout_s`.
 
     `describes`: whether a status is about the job's dataset; one about another version does not count (it is
-    a different set of bytes)."""
+    a different set of bytes). `max_age_s`: a status whose `updated` (wall clock, `wall`) is older does not count
+    either: the cache may have evicted since, and only a fresh prewarm run (its residency re-check) says."""
     deadline = clock() + timeout_s
     while True:
-        status = read(path)
-        if status is not None and describes(status):
+        try:
+            status = read(path)
+        except StatusError as exc:  # prewarm's next write replaces it: wait on, as for no status
+            log(f"cache: {exc}")
+            status = None
+        age = wall() - status.updated if status is not None else 0.0
+        if status is not None and describes(status) and max_age_s is not None and age > max_age_s:
+            seen = (
+                f"a status {age:.0f} s old (over {max_age_s:g} s: it may predate an eviction), waiting for a fresh "
+                "prewarm run"
+            )
+        elif status is not None and describes(status):
             if status.fraction >= minimum:
                 log(f"cache: prewarm reports {status.fraction:.3f} of the dataset warm (>= {minimum:g})")
                 return status
@@ -209,6 +222,10 @@ def recheck(fetch: Callable[[str, int, int], int], regions: Sequence[tuple[str, 
 
 
 DEADLINE_FORMAT = "hubspoke-cache-wait/1"
+# A prewarm run rewrites its status every progress line and at its end, and a re-run on a warm version costs a
+# listing and its residency re-check (minutes), so an hour-old status is cheap to refresh while an older one may
+# predate an eviction. ASSUMED (no source gives an eviction rate); `hubspoke render job --max-cache-status-age`.
+DEFAULT_MAX_STATUS_AGE_S = 3600.0
 
 
 def anchored_deadline(path: Path, timeout_s: float, *, now: Callable[[], float] = time.time) -> float:
@@ -259,6 +276,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--timeout-seconds", type=float, default=6 * 3600.0, help="the first attempt's whole wait")
     p.add_argument(
+        "--max-status-age",
+        type=float,
+        default=DEFAULT_MAX_STATUS_AGE_S,
+        help="seconds after which prewarm's status no longer counts (it may predate an eviction)",
+    )
+    p.add_argument(
+        "--at-deadline",
+        choices=("start", "fail"),
+        default="start",
+        help="start: warn and let training start on a cold cache; fail: write --refusal-file, which train.py "
+        "refuses to start on (either way this container exits 0: a failed init container is restarted)",
+    )
+    p.add_argument("--refusal-file", type=Path, help="with --at-deadline fail: where the refusal is written")
+    p.add_argument(
         "--poll-seconds", type=float, default=30.0, help="seconds between checks and progress lines"
     )
     return p
@@ -270,12 +301,23 @@ def main(
     now: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """Exit 0 once the fraction is reached, 1 when the job's deadline passes first, 2 on bad arguments."""
+    """Exit 0 once the fraction is reached or the deadline passes (see --at-deadline), 1 on an unreadable status
+    or deadline file, 2 on bad arguments.
+
+    Never 1 at the deadline: Kubernetes restarts a failed init container unless the pod's restartPolicy is Never
+    (Kubernetes docs, "Init Containers"), and the training pods use OnFailure (PyTorchJob) or Always (HyperPod), so
+    a failing wait would hold the GPUs idle forever."""
     args = _parser().parse_args(argv)
-    if not 0 < args.wait_for_cached_fraction <= 1 or args.timeout_seconds < 0 or args.poll_seconds <= 0:
+    if (
+        not 0 < args.wait_for_cached_fraction <= 1
+        or args.timeout_seconds < 0
+        or args.poll_seconds <= 0
+        or args.max_status_age <= 0
+        or (args.at_deadline == "fail" and args.refusal_file is None)
+    ):
         print(
-            "cache_status.py: --wait-for-cached-fraction must be in (0, 1], --timeout-seconds >= 0 and "
-            "--poll-seconds > 0",
+            "cache_status.py: --wait-for-cached-fraction must be in (0, 1], --timeout-seconds >= 0, "
+            "--poll-seconds > 0, --max-status-age > 0, and --at-deadline fail needs --refusal-file",
             file=sys.stderr,
         )
         return 2
@@ -302,14 +344,23 @@ def main(
             describes=lambda status: (
                 status.name == args.dataset_name and status.version == args.dataset_version
             ),
+            max_age_s=args.max_status_age,
+            wall=now,
         )
     except TimeoutError as exc:
+        if args.at_deadline == "fail":
+            reason = f"the cache wait's deadline passed: {exc}"
+            args.refusal_file.parent.mkdir(parents=True, exist_ok=True)
+            args.refusal_file.write_text(reason + "\n", encoding="utf-8")
+            print(
+                f"cache_status.py: {reason}; train.py will refuse to start (--at-deadline fail)", flush=True
+            )
+            return 0
+        # One loud line: bounded idle GPU time beats a wait restarted forever; the cold reads are slower only.
         print(
-            f"cache_status.py: {exc}; the deadline is the job's first attempt's: delete {args.deadline_file} "
-            "to wait afresh",
-            file=sys.stderr,
+            f"cache_status.py: WARNING: {exc}; STARTING TRAINING ON A COLD CACHE", file=sys.stderr, flush=True
         )
-        return 1
+        return 0
     except StatusError as exc:
         print(f"cache_status.py: {exc}", file=sys.stderr)
         return 1

@@ -123,6 +123,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     # Waiting for the cache is not done here: the HyperPod agent would flag the silent wait as a hung start. The
     # rendered job waits in an init container before this process starts (workload/cache_status.py).
+    p.add_argument(
+        "--cache-wait-refusal",
+        type=Path,
+        help="refuse to start when this file exists: the cache wait's deadline passed with --at-deadline fail",
+    )
     return p.parse_args(argv)
 
 
@@ -376,6 +381,9 @@ def _throughput_reporter(
 
 def train(args: argparse.Namespace) -> int:
     try:
+        # The init container exits 0 even then (a failed one is restarted forever): the refusal is made here.
+        if args.cache_wait_refusal is not None and args.cache_wait_refusal.exists():
+            raise Refused(args.cache_wait_refusal.read_text(encoding="utf-8").strip())
         dataset_manifest, data_root = open_dataset(args)
         # From here on --data-dir is the version's own directory: what the loader reads, what the messages name,
         # and what prewarm's status must describe (cache_status.describes matches its last two parts).

@@ -187,6 +187,19 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
         "(0..1] of the dataset warm, for at most 6 hours from the job's first attempt (GPUs idle meanwhile; "
         "default: start at once)",
     )
+    parser.add_argument(
+        "--at-cache-deadline",
+        choices=("start", "fail"),
+        help="with --wait-for-cached-fraction, when the 6 hours pass: start training on the cold cache after a "
+        "warning (default), or fail (train.py refuses to start)",
+    )
+    parser.add_argument(
+        "--max-cache-status-age",
+        type=float,
+        metavar="SECONDS",
+        help="with --wait-for-cached-fraction, a prewarm status older than this does not count (default 3600: "
+        "re-running prewarm on a warm version is quick, an older status may predate an eviction)",
+    )
 
     parser.add_argument(
         "--dataset-version",
@@ -231,6 +244,19 @@ def _job(
             "--wait-for-cached-fraction waits for a spoke's cache, and this Region has none: leave it out",
         )
     settings = TrainingSettings(wait_for_cached_fraction=args.wait_for_cached_fraction)
+    if (
+        args.at_cache_deadline or args.max_cache_status_age is not None
+    ) and args.wait_for_cached_fraction is None:
+        raise RenderError(
+            "--at-cache-deadline",
+            "--at-cache-deadline and --max-cache-status-age need --wait-for-cached-fraction",
+        )
+    if args.max_cache_status_age is not None:
+        if args.max_cache_status_age <= 0:
+            raise RenderError("--max-cache-status-age", "give a positive number of seconds, for example 3600")
+        settings = replace(settings, cache_status_max_age_s=args.max_cache_status_age)
+    if args.at_cache_deadline:
+        settings = replace(settings, wait_at_deadline=args.at_cache_deadline)
     if args.job_name is not None:
         problem = job_name_problem(args.job_name)
         if problem:

@@ -23,10 +23,16 @@ def has_cache(config: HubSpokeConfig, region: RegionConfig) -> bool:
     return region.region != config.hub.region and region.storage.enabled
 
 
-def cache_wait_deadline_path(s: TrainingSettings) -> str:
-    """Where a job's wait keeps the deadline its first attempt set: on the checkpoint volume, keyed by the job name
-    (the run: the same name resumes it), so a recreated pod or a resubmitted job waits only what is left."""
-    return f"{CHECKPOINT_MOUNT_PATH}/.hubspoke/cache-wait/{s.job_name}.json"
+def cache_wait_deadline_path(s: TrainingSettings, dataset: PinnedDataset) -> str:
+    """Where a submission's wait keeps the deadline its first attempt set: on the checkpoint volume, keyed by the job
+    name, the dataset version and the submission (a value made at each render), so a recreated or restarted pod of
+    one submission waits only what is left, and a new submission (a new render) waits afresh."""
+    return f"{CHECKPOINT_MOUNT_PATH}/.hubspoke/cache-wait/{s.job_name}-{dataset.version}-{s.submission}.json"
+
+
+def cache_wait_refusal_path(s: TrainingSettings, dataset: PinnedDataset) -> str:
+    """Where a submission's wait, run with --at-deadline fail, leaves the refusal train.py then exits 2 on."""
+    return cache_wait_deadline_path(s, dataset).removesuffix(".json") + ".refused"
 
 
 def cache_wait_containers(
@@ -41,7 +47,12 @@ def cache_wait_containers(
     container's hyperpodrun, which Kubernetes starts only after every init container has completed
     (Kubernetes docs, "Init Containers"). A wait inside train.py printed no progress line and was restarted as
     hung after the start cut-off; out here it is not monitored, prints a line every poll, and an in-place
-    process restart (hyperpodrun, torchrun) does not repeat it at all."""
+    process restart (hyperpodrun, torchrun) does not repeat it at all.
+
+    At the deadline it exits 0 either way: Kubernetes restarts a failed init container unless the pod's
+    restartPolicy is Never ("Init Containers"), and these pods use OnFailure (PyTorchJob) or Always (HyperPod), so
+    a failing wait would hold the GPUs idle forever. By default training then starts on a cold cache (bounded idle
+    time); with wait_at_deadline "fail" train.py refuses (exit 2) and the job's retry budget ends it."""
     from hubspoke.k8s.prewarm import status_path
 
     if s.wait_for_cached_fraction is None:
@@ -60,10 +71,20 @@ def cache_wait_containers(
                 f"--wait-for-cached-fraction={s.wait_for_cached_fraction:g}",
                 f"--dataset-name={dataset.name}",
                 f"--dataset-version={dataset.version}",
-                f"--deadline-file={cache_wait_deadline_path(s)}",
+                f"--deadline-file={cache_wait_deadline_path(s, dataset)}",
                 f"--timeout-seconds={s.wait_timeout_s:g}",
+                f"--max-status-age={s.cache_status_max_age_s:g}",
+                f"--at-deadline={s.wait_at_deadline}",
+                *(
+                    [f"--refusal-file={cache_wait_refusal_path(s, dataset)}"]
+                    if s.wait_at_deadline == "fail"
+                    else []
+                ),
             ],
-            "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
+            "env": [
+                {"name": "PYTHONUNBUFFERED", "value": "1"},
+                {"name": "HUBSPOKE_SUBMISSION", "value": s.submission},
+            ],
             "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "128Mi"}},
             # The status and the deadline both live on the checkpoint volume; the dataset is not needed.
             "volumeMounts": [{"name": "checkpoints", "mountPath": CHECKPOINT_MOUNT_PATH}],

@@ -8,14 +8,15 @@ keep 256 batches in flight.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hubspoke import training_metrics
 from hubspoke.config.schema import DatasetConfig, HubSpokeConfig, RegionConfig
 from hubspoke.k8s import auto_resume
 from hubspoke.k8s.accelerators import accelerator
-from hubspoke.k8s.cache_wait import cache_wait_containers, has_cache
+from hubspoke.k8s.cache_wait import cache_wait_containers, cache_wait_refusal_path, has_cache
 from hubspoke.k8s.names import (
     CHECKPOINT_CLAIM,
     CHECKPOINT_MOUNT_PATH,
@@ -78,6 +79,12 @@ class TrainingSettings:
     # at once), for at most wait_timeout_s counted from the job's first attempt.
     wait_for_cached_fraction: float | None = None
     wait_timeout_s: float = 6 * 3600.0
+    # At the deadline: "start" on a cold cache after a warning, or "fail" (train.py refuses); see cache_wait.py.
+    wait_at_deadline: Literal["start", "fail"] = "start"
+    # Prewarm's status counts only this fresh (workload/cache_status.py DEFAULT_MAX_STATUS_AGE_S says why).
+    cache_status_max_age_s: float = 3600.0
+    # One per render: keys the wait's deadline, so a new submission of the same job name waits afresh.
+    submission: str = field(default_factory=lambda: secrets.token_hex(6))
 
 
 # The job name is the PyTorchJob's name, which the pinned training operator requires to be an RFC 1035 label
@@ -192,7 +199,12 @@ def _cache_args(
     if not has_cache(config, region):
         return []
     # The status of the version this job reads (prewarm writes one per version), so another version's never counts.
-    return [f"--cache-status={status_path(region, dataset)}"]
+    refusal = (
+        [f"--cache-wait-refusal={cache_wait_refusal_path(s, dataset)}"]
+        if s.wait_for_cached_fraction is not None and s.wait_at_deadline == "fail"
+        else []
+    )
+    return [f"--cache-status={status_path(region, dataset)}", *refusal]
 
 
 def _pod_template(

@@ -309,3 +309,18 @@ def test_waiting_for_a_cache_that_cannot_be_whole_exits_2(
     assert code == 2
     captured = capsys.readouterr()
     assert message in captured.err and captured.out == "" and "Traceback" not in captured.err
+
+
+def test_the_cache_wait_deadline_and_status_age_are_render_options(
+    dev_yaml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["render", "job", "--config", str(dev_yaml), "--region", "us-west-2"]
+    assert main([*argv, "--wait-for-cached-fraction", "1.0"]) == 0
+    out = capsys.readouterr().out
+    assert "--at-deadline=start" in out and "--max-status-age=3600" in out
+    fail = ["--wait-for-cached-fraction", "1.0", "--at-cache-deadline", "fail", "--max-cache-status-age", "600"]
+    assert main([*argv, *fail]) == 0
+    out = capsys.readouterr().out
+    assert "--at-deadline=fail" in out and "--max-status-age=600" in out and "--cache-wait-refusal=" in out
+    assert main([*argv, "--at-cache-deadline", "fail"]) == 2
+    assert "need --wait-for-cached-fraction" in capsys.readouterr().err

@@ -49,12 +49,11 @@ def test_the_wait_is_an_init_container_valid_for_the_crd_and_kubernetes(
         assert args["status"] == _args(main)["cache-status"] == status_path(spoke, _pin(dev_config))
         assert args["wait-for-cached-fraction"] == "1" and args["timeout-seconds"] == "7200"
         assert (args["dataset-name"], args["dataset-version"]) == ("c4-llama3", "v1")
-        # The deadline lives on the checkpoint volume, keyed by the job name: a recreated pod or a resubmitted job
-        # of the same run waits only what is left of the first attempt's.
-        assert (
-            args["deadline-file"].startswith(CHECKPOINT_MOUNT_PATH + "/")
-            and WAIT.job_name in args["deadline-file"]
-        )
+        # The deadline lives on the checkpoint volume, keyed by the job name, version and submission: a recreated
+        # pod of this submission waits only what is left of the first attempt's.
+        assert args["deadline-file"].startswith(CHECKPOINT_MOUNT_PATH + "/")
+        assert all(key in args["deadline-file"] for key in (WAIT.job_name, "v1", WAIT.submission))
+        assert args["at-deadline"] == "start" and "refusal-file" not in args
         assert {m["mountPath"] for m in init["volumeMounts"]} == {CHECKPOINT_MOUNT_PATH}
         assert not any(
             (v.get("persistentVolumeClaim") or {}).get("claimName") == DATASET_CLAIM
@@ -90,3 +89,36 @@ def test_the_waiting_pytorchjob_is_valid_under_the_pinned_operators_crd(dev_conf
 
     job = training_job(dev_config, dev_config.region_config("us-west-2"), kind="pytorchjob", settings=WAIT)
     _pytorchjob_validator().validate(job)
+
+
+def _deadline_files(job: dict[str, Any]) -> set[str]:
+    return {_args(t["spec"]["initContainers"][0])["deadline-file"] for t in pod_templates(job)}
+
+
+@pytest.mark.parametrize("kind", JOB_KINDS)
+def test_each_submission_waits_afresh_and_its_pods_share_one_deadline(
+    dev_config: HubSpokeConfig, kind: str
+) -> None:
+    """The job name is the same for every submission (hubspoke-reference by default): a deadline keyed by it alone
+    made a later submission start past an old deadline. Each render is a submission of its own."""
+    spoke = dev_config.region_config("us-west-2")
+    first = training_job(
+        dev_config, spoke, kind=kind, settings=TrainingSettings(wait_for_cached_fraction=1.0)
+    )  # type: ignore[arg-type]
+    again = training_job(
+        dev_config, spoke, kind=kind, settings=TrainingSettings(wait_for_cached_fraction=1.0)
+    )  # type: ignore[arg-type]
+    assert len(_deadline_files(first)) == 1 and _deadline_files(first) != _deadline_files(again)
+
+
+@pytest.mark.parametrize("kind", JOB_KINDS)
+def test_at_deadline_fail_renders_the_refusal_train_py_reads(dev_config: HubSpokeConfig, kind: str) -> None:
+    spoke = dev_config.region_config("us-west-2")
+    settings = TrainingSettings(
+        wait_for_cached_fraction=1.0, wait_at_deadline="fail", cache_status_max_age_s=600
+    )
+    for template in pod_templates(training_job(dev_config, spoke, kind=kind, settings=settings)):  # type: ignore[arg-type]
+        init, main = _args(template["spec"]["initContainers"][0]), _args(template["spec"]["containers"][0])
+        assert init["at-deadline"] == "fail" and init["max-status-age"] == "600"
+        assert init["refusal-file"] == main["cache-wait-refusal"]
+        assert init["refusal-file"].startswith(CHECKPOINT_MOUNT_PATH + "/")

@@ -22,11 +22,15 @@ sys.path.insert(0, str(WORKLOAD))
 
 import cache_status  # noqa: E402
 
+START = 1_000_000.0  # Clock's start: a status written then is fresh
 
-def _status(path: Path, warm: int, *, version: str = "v1", total: int = 1000) -> None:
+
+def _status(path: Path, warm: int, *, version: str = "v1", total: int = 1000, updated: float = START) -> None:
     cache_status.write(
         path,
-        cache_status.CacheStatus(f"/dataset/c4/{version}/", "c4", version, total, warm, warm == total, 0.0),
+        cache_status.CacheStatus(
+            f"/dataset/c4/{version}/", "c4", version, total, warm, warm == total, updated
+        ),
     )
 
 
@@ -44,7 +48,7 @@ def _argv(tmp_path: Path, *extra: str) -> list[str]:
 class Clock:
     """Wall-clock seconds that advance only when the waiter sleeps."""
 
-    def __init__(self, start: float = 1_000_000.0) -> None:
+    def __init__(self, start: float = START) -> None:
         self.t = start
         self.slept: list[float] = []
 
@@ -80,16 +84,16 @@ def test_a_restart_waits_only_what_is_left_of_the_first_attempts_deadline(
     clock = Clock()
     _status(tmp_path / "status.json", 500)
     argv = _argv(tmp_path, "--timeout-seconds=300", "--poll-seconds=60")
-    assert cache_status.main(argv, now=clock.now, sleep=clock.sleep) == 1
+    assert cache_status.main(argv, now=clock.now, sleep=clock.sleep) == 0
     assert sum(clock.slept) == 300
-    assert "delete" in capsys.readouterr().err
-    # The pod is recreated 100 s later: the deadline is already past, so it fails at once instead of 300 s more.
+    assert "STARTING TRAINING ON A COLD CACHE" in capsys.readouterr().err
+    # The pod is recreated 100 s later: the deadline is already past, so it goes on at once instead of 300 s more.
     clock.t += 100
     clock.slept.clear()
-    assert cache_status.main(argv, now=clock.now, sleep=clock.sleep) == 1
+    assert cache_status.main(argv, now=clock.now, sleep=clock.sleep) == 0
     assert clock.slept == []
     # ... and once prewarm has finished, a restart starts at once whatever the deadline says.
-    _status(tmp_path / "status.json", 1000)
+    _status(tmp_path / "status.json", 1000, updated=clock.t)
     assert cache_status.main(argv, now=clock.now, sleep=clock.sleep) == 0
     assert clock.slept == []
 
@@ -102,10 +106,16 @@ def test_a_restart_in_the_middle_waits_the_remainder(tmp_path: Path) -> None:
     assert first - clock.now() == 350
 
 
-def test_another_versions_status_does_not_count(tmp_path: Path) -> None:
+def capsys_err(capsys: pytest.CaptureFixture[str]) -> str:
+    captured = capsys.readouterr()
+    return captured.out + captured.err
+
+
+def test_another_versions_status_does_not_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     clock = Clock()
     _status(tmp_path / "status.json", 1000, version="v2")
-    assert cache_status.main(_argv(tmp_path, "--timeout-seconds=0"), now=clock.now, sleep=clock.sleep) == 1
+    assert cache_status.main(_argv(tmp_path, "--timeout-seconds=0"), now=clock.now, sleep=clock.sleep) == 0
+    assert "not this job's dataset" in capsys_err(capsys)
 
 
 def test_a_torn_deadline_file_is_named_not_a_traceback(
@@ -118,14 +128,18 @@ def test_a_torn_deadline_file_is_named_not_a_traceback(
     assert "job.json" in err and "delete it" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("bad", ["--wait-for-cached-fraction=0", "--poll-seconds=0", "--timeout-seconds=-1"])
+@pytest.mark.parametrize(
+    "bad",
+    ["--wait-for-cached-fraction=0", "--poll-seconds=0", "--timeout-seconds=-1", "--max-status-age=0",
+     "--at-deadline=fail"],
+)  # fmt: skip
 def test_bad_arguments_exit_2(tmp_path: Path, bad: str) -> None:
     assert cache_status.main([*_argv(tmp_path), bad]) == 2
 
 
 def test_the_program_runs_as_the_init_container_runs_it(tmp_path: Path) -> None:
     """`python /opt/hubspoke/cache_status.py ...` with the image's stdlib only: a warm version exits 0 at once."""
-    _status(tmp_path / "status.json", 1000)
+    _status(tmp_path / "status.json", 1000, updated=time.time())
     run = subprocess.run(
         [sys.executable, str(WORKLOAD / "cache_status.py"), *_argv(tmp_path)],
         capture_output=True,
@@ -167,10 +181,56 @@ def test_recheck_counts_what_the_spoke_reports_fetching_as_not_held() -> None:
     assert cache_status.Residency("missing", 20, 10).held_estimate(1000) == 500
 
 
-def test_a_status_whose_sample_found_evicted_bytes_does_not_release_a_waiting_job(tmp_path: Path) -> None:
+def test_a_status_whose_sample_found_evicted_bytes_does_not_release_a_waiting_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cache_status.write(
         tmp_path / "status.json",
-        cache_status.CacheStatus("/dataset/c4/v1/", "c4", "v1", 1000, 600, False, 0.0, "missing", 20, 8),
+        cache_status.CacheStatus("/dataset/c4/v1/", "c4", "v1", 1000, 600, False, START, "missing", 20, 8),
     )
     clock = Clock()
-    assert cache_status.main(_argv(tmp_path, "--timeout-seconds=0"), now=clock.now, sleep=clock.sleep) == 1
+    assert cache_status.main(_argv(tmp_path, "--timeout-seconds=0"), now=clock.now, sleep=clock.sleep) == 0
+    assert "0.600 warm" in capsys_err(capsys)
+
+
+def test_at_the_deadline_the_wait_exits_0_so_the_pod_is_not_restarted_forever(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kubernetes restarts a failed init container unless restartPolicy is Never ("Init Containers"); the workers
+    use OnFailure (PyTorchJob) or Always (HyperPod). So the deadline ends the wait with exit 0 and one loud line;
+    with --at-deadline fail it writes the refusal train.py then refuses to start on."""
+    clock = Clock()
+    argv = _argv(tmp_path, "--timeout-seconds=60", "--poll-seconds=30")
+    assert cache_status.main(argv, now=clock.now, sleep=clock.sleep) == 0
+    warning = [line for line in capsys.readouterr().err.splitlines() if "COLD CACHE" in line]
+    assert len(warning) == 1 and "WARNING" in warning[0]
+    refusal = tmp_path / "wait" / "job.refused"
+    failing = _argv(tmp_path, "--at-deadline=fail", f"--refusal-file={refusal}")
+    assert cache_status.main(failing, now=clock.now, sleep=clock.sleep) == 0
+    assert "deadline passed" in refusal.read_text()
+
+
+def test_a_status_older_than_the_max_age_is_not_taken_as_warm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A warm status written before an eviction says nothing now: past --max-status-age the wait goes on until a
+    fresh prewarm run rewrites it (or the deadline)."""
+    clock = Clock()
+    _status(tmp_path / "status.json", 1000, updated=START - 7200)
+    argv = _argv(tmp_path, "--timeout-seconds=120", "--poll-seconds=30", "--max-status-age=3600")
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        if len(clock.slept) == 2:
+            _status(tmp_path / "status.json", 1000, updated=clock.t)
+
+    assert cache_status.main(argv, now=clock.now, sleep=sleep) == 0
+    out = capsys.readouterr().out
+    assert "7200 s old" in out and "1.000 of the dataset warm" in out.splitlines()[-1]
+    assert len(clock.slept) == 2
+    # A longer max age counts the old status at once.
+    clock.slept.clear()
+    _status(tmp_path / "status.json", 1000, updated=START - 7200)
+    argv = _argv(tmp_path, "--timeout-seconds=120", "--max-status-age=86400")
+    (tmp_path / "wait" / "job.json").unlink()
+    assert cache_status.main(argv, now=clock.now, sleep=clock.sleep) == 0 and clock.slept == []

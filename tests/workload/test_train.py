@@ -552,3 +552,15 @@ def test_train_py_no_longer_waits_for_the_cache() -> None:
     with pytest.raises(SystemExit) as exited:
         train.parse_args(["--data-dir=/d", "--checkpoint-dir=/c", "--wait-for-cached-fraction=1"])
     assert exited.value.code == 2
+
+
+def test_a_cache_wait_that_ran_out_with_at_deadline_fail_is_refused_before_anything_else(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The init container exits 0 at its deadline (a failed one is restarted forever, Kubernetes "Init
+    Containers"); with --at-deadline fail it leaves a refusal that train.py turns into its bad-input exit 2."""
+    refusal = tmp_path / "wait.refused"
+    refusal.write_text("the cache wait's deadline passed: 0.500 warm\n")
+    err = _refusal(capsys, f"--data-dir={tmp_path / 'absent'}", f"--checkpoint-dir={tmp_path / 'ckpt'}",
+                   f"--cache-wait-refusal={refusal}")  # fmt: skip
+    assert "deadline passed" in err
