@@ -40,11 +40,13 @@ class CacheStatus:
     complete: bool
     updated: float  # seconds since the epoch
     # The residency check at the end of prewarm's run (see `recheck`): "held", "missing" (the sample found bytes
-    # the cache no longer holds; warm_bytes is then the sample's estimate), "unverifiable" (the cluster's
+    # the cache no longer holds; held_estimate, and warm_bytes too when prewarm re-warms on it), "unverifiable" (the cluster's
     # fetch-data does not say what it held) or "none" (not checked).
     check: str = "none"
     checked_bytes: int = 0
     missing_bytes: int = 0
+    # The version's bytes the sample estimates held (None: not checked); advisory unless prewarm re-warms on it.
+    held_estimate: int | None = None
 
     @property
     def fraction(self) -> float:
@@ -91,6 +93,7 @@ def read(path: Path) -> CacheStatus | None:
             check=str(record.get("check", "none")),
             checked_bytes=int(record.get("checked_bytes", 0)),
             missing_bytes=int(record.get("missing_bytes", 0)),
+            held_estimate=None if record.get("held_estimate") is None else int(record["held_estimate"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise StatusError(

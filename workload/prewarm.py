@@ -27,8 +27,10 @@ SDK against the spoke cluster. The cluster reads from the hub over the portal; n
   qumulo.rest.portal Portal.get_filesystem, has one usage_bytes for a whole portal file system). So at the end of
   every run, a re-run included, --recheck-samples regions spread over the version are fetched again
   (cache_status.recheck): bytes the spoke reports fetching were no longer held (evicted since they were warmed).
-  Then the journal is forgotten, the status carries the sample's estimate (below 1), and the exit code is 1, so
-  the Job's next attempt warms the version again.
+  That rule is ASSUMED (a held but cold region might report bytes too), so the verdict is advisory by default:
+  the status and the log carry the sample's estimate, the journal stays and the exit code is 0. With
+  --rewarm-on-missing the journal is forgotten, the status's fraction is the estimate (below 1) and the exit code
+  is 1, so the Job's next attempt warms the version again.
 - Errors: connection errors, timeouts and Qumulo 5xx/429 answers are retried with backoff (--retries);
   anything else (a 4xx: bad path, the API missing on this version) is final for that file. A 401/403 stops
   the run at once. Exit 0 when every file is warm, 1 when any file failed, 2 on bad arguments.
@@ -351,6 +353,8 @@ class Options:
     # The residency check at the end of a run (0 regions: none); see cache_status.recheck.
     recheck_samples: int = 64
     recheck_bytes: int = 1 << 20
+    # Act on a "missing" verdict (forget the journal, report the estimate as the fraction, exit 1); else advisory.
+    rewarm_on_missing: bool = False
 
 
 def manifest_files(
@@ -402,12 +406,13 @@ def read_version_manifest(client: Any, options: Options) -> Any:
 
 def _report(progress: Progress, options: Options, *, complete: bool, residency: Any = None) -> None:
     """The cached fraction to the status file and CloudWatch; never fails the warm-up. With a residency check,
-    the warm bytes are what its sample says the cache still holds."""
+    the status carries its estimate; the warm bytes become it only with options.rewarm_on_missing."""
     import cache_status
 
     warm = progress.bytes_done
-    if residency is not None:
-        warm = min(warm, residency.held_estimate(progress.bytes_total))
+    estimate = None if residency is None else residency.held_estimate(progress.bytes_total)
+    if estimate is not None and options.rewarm_on_missing:
+        warm = min(warm, estimate)
     status = cache_status.CacheStatus(
         root=options.root,
         name=getattr(options.manifest, "name", None),
@@ -423,6 +428,7 @@ def _report(progress: Progress, options: Options, *, complete: bool, residency: 
                 "check": residency.check,
                 "checked_bytes": residency.checked_bytes,
                 "missing_bytes": residency.missing_bytes,
+                "held_estimate": estimate,
             }
         ),
     )
@@ -609,6 +615,15 @@ def prewarm(
     complete = not fatal and not progress.failed
     residency = _recheck(lister, files, options, log) if complete and options.recheck_samples else None
     lost = residency is not None and residency.check == "missing"
+    if lost and not options.rewarm_on_missing:
+        print(
+            f"prewarm: advisory: the sample estimates {residency.held_estimate(progress.bytes_total)} of "
+            f"{progress.bytes_total} bytes held; the rule behind it is ASSUMED (a held but cold region may report "
+            "bytes), so the journal stays; --rewarm-on-missing re-warms instead",
+            file=log,
+            flush=True,
+        )
+        lost = False
     if lost:
         journal.forget()
     _report(progress, options, complete=complete and not lost, residency=residency)
@@ -688,6 +703,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--recheck-bytes", type=int, default=1 << 20, help="bytes per re-checked region (default 1 MiB)"
+    )
+    parser.add_argument(
+        "--rewarm-on-missing",
+        action="store_true",
+        help="when the re-check finds bytes not held: forget the journal, report the estimate and exit 1 so the "
+        "Job warms again (default: report it only; the rule is ASSUMED)",
     )
     parser.add_argument(
         "--status", type=Path, help="status file for train.py (default: the journal's path + .status.json)"
@@ -794,6 +815,7 @@ def main(argv: Sequence[str] | None = None, env: dict[str, str] | None = None) -
                 status=args.status or status_path(args.state),
                 recheck_samples=args.recheck_samples,
                 recheck_bytes=args.recheck_bytes,
+                rewarm_on_missing=args.rewarm_on_missing,
                 publish=_emf_publisher(args, manifest, env),
             ),
         )

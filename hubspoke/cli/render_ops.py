@@ -49,6 +49,12 @@ def _prewarm_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="cap on what prewarm fetches from the hub, bytes per second on average (default: no cap)",
     )
+    parser.add_argument(
+        "--rewarm-on-missing",
+        action="store_true",
+        help="when prewarm's closing sample finds bytes the spoke no longer holds, warm the version again "
+        "(default: report its estimate only; the rule behind the sample is ASSUMED, docs/operations.md)",
+    )
 
 
 def _prewarm(
@@ -100,6 +106,7 @@ def _prewarm(
                 parallel=args.parallel,
                 image=args.image,
                 max_bytes_per_second=cap,
+                rewarm_on_missing=args.rewarm_on_missing,
             )
         ]
     except DatasetNotPinned as exc:

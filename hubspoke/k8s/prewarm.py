@@ -52,6 +52,7 @@ def prewarm_job(
     parallel: int = DEFAULT_PARALLEL,
     image: str | None = None,
     max_bytes_per_second: float | None = None,
+    rewarm_on_missing: bool = False,
 ) -> Manifest:
     """The Job for one spoke Region, warming the config's pinned dataset version (`dataset_version` overrides
     the version, as for `render job`); `rest_address` is one of the spoke CNQ's floating IPs. DatasetNotPinned
@@ -75,6 +76,8 @@ def prewarm_job(
             f"--environment={config.environment}",
             f"--region={region.region}",
             *([] if max_bytes_per_second is None else [f"--max-bytes-per-second={max_bytes_per_second:.0f}"]),
+            # The closing sample's eviction verdict re-warms only when asked (workload/prewarm.py: ASSUMED rule).
+            *(["--rewarm-on-missing"] if rewarm_on_missing else []),
         ],
         env=[
             {

@@ -60,6 +60,22 @@ def test_render_prewarm_with_a_bandwidth_cap(capsys: pytest.CaptureFixture[str])
     )
 
 
+def test_render_prewarm_rewarms_on_the_samples_verdict_only_when_asked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The sample's eviction rule is ASSUMED, so the rendered Job treats its verdict as advisory by default."""
+    argv = ["--region", "us-west-2", "--rest-address", "10.20.64.10"]
+    code, docs, _ = _render(capsys, "prewarm", "--config", str(DEV), *argv)
+    assert (
+        code == 0
+        and "--rewarm-on-missing" not in docs[0]["spec"]["template"]["spec"]["containers"][0]["command"]
+    )
+    code, docs, _ = _render(capsys, "prewarm", "--config", str(DEV), *argv, "--rewarm-on-missing")
+    assert (
+        code == 0 and "--rewarm-on-missing" in docs[0]["spec"]["template"]["spec"]["containers"][0]["command"]
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "field"),
     [

@@ -477,10 +477,11 @@ def test_an_evicted_version_is_found_by_the_sample_and_warmed_again(
 ) -> None:
     """No Qumulo API reports what a spoke holds of one directory, so prewarm re-fetches a sample at the end of every
     run: bytes the spoke reports fetching ("bytes_fetched": "The number of bytes fetched into the cache", REST API
-    guide, files_ref_fetch-data; ASSUMED: held bytes report 0) were evicted. The journal is then forgotten, the
-    status falls below 1 (a waiting job keeps waiting) and the run exits 1, so the Job's next attempt re-warms."""
+    guide, files_ref_fetch-data; ASSUMED: held bytes report 0) were evicted. With --rewarm-on-missing the journal
+    is then forgotten, the status falls below 1 (a waiting job keeps waiting) and the run exits 1, so the Job's next
+    attempt re-warms."""
     state, status = tmp_path / "state.jsonl", tmp_path / "status.json"
-    assert _run(spoke, state, status=status)[0] == 0
+    assert _run(spoke, state, status=status, rewarm_on_missing=True)[0] == 0
     read = cache_status.read(status)
     assert read is not None and (read.check, read.missing_bytes, read.fraction) == ("held", 0, 1.0)
     assert read.checked_bytes > 0
@@ -488,13 +489,13 @@ def test_an_evicted_version_is_found_by_the_sample_and_warmed_again(
     spoke.evict("/dataset/")  # capacity eviction or portal_evict_tree, after the warm-up
     assert spoke.held_bytes("/dataset/") == 0
     published: list[float] = []
-    code, log = _run(spoke, state, status=status, publish=published.append)
+    code, log = _run(spoke, state, status=status, publish=published.append, rewarm_on_missing=True)
     assert code == 1 and "no longer holds" in log and "run prewarm again" in log
     read = cache_status.read(status)
     assert read is not None and read.check == "missing" and not read.complete
     assert read.fraction < 1 and published[-1] < 1
 
-    code, log = _run(spoke, state, status=status)  # the Job's next attempt
+    code, log = _run(spoke, state, status=status, rewarm_on_missing=True)  # the Job's next attempt
     assert code == 0, log
     assert "0 already warm" in log, "the forgotten journal warms everything again"
     assert spoke.held_bytes("/dataset/") == sum(FILES.values())
@@ -506,9 +507,40 @@ def test_a_partly_evicted_version_reports_the_samples_estimate(spoke: FakeQumulo
     state, status = tmp_path / "state.jsonl", tmp_path / "status.json"
     assert _run(spoke, state, status=status)[0] == 0
     spoke.evict("/dataset/shard-000.bin")  # 150 of the version's 153 MiB
-    assert _run(spoke, state, status=status, recheck_samples=153)[0] == 1
+    assert _run(spoke, state, status=status, recheck_samples=153, rewarm_on_missing=True)[0] == 1
     read = cache_status.read(status)
     assert read is not None and 0.0 <= read.fraction <= 0.05, read
+
+
+def test_by_default_the_samples_verdict_is_advisory(spoke: FakeQumulo, tmp_path: Path) -> None:
+    """The rule that a held region reports 0 bytes_fetched is ASSUMED: a held but cold region reporting bytes would
+    flag a warm cache as evicted and re-warm it forever. So by default the estimate goes to the status and the log
+    only; the journal stays (nothing is fetched again) and the run exits 0."""
+    state, status = tmp_path / "state.jsonl", tmp_path / "status.json"
+    assert _run(spoke, state, status=status)[0] == 0
+    spoke.evict("/dataset/shard-000.bin")  # 150 of the version's 153 MiB
+    spoke.fetched_bytes.clear()
+    code, log = _run(spoke, state, status=status, recheck_samples=153)
+    assert code == 0, log
+    assert "advisory" in log and "--rewarm-on-missing" in log
+    read = cache_status.read(status)
+    assert read is not None and read.check == "missing" and read.complete and read.fraction == 1.0
+    assert read.held_estimate is not None and read.held_estimate <= 0.05 * sum(FILES.values()), read
+    # The journal was kept: a re-run fetches only the next sample, no whole file again.
+    spoke.fetched_bytes.clear()
+    assert _run(spoke, state, status=status, recheck_samples=4)[0] == 0
+    assert "3 already warm" in _run(spoke, state, status=status, recheck_samples=4)[1]
+
+
+def test_the_rewarm_flag_reaches_the_options(tmp_path: Path) -> None:
+    assert (
+        prewarm.build_parser()
+        .parse_args(["--host=h", "--root=/d", f"--state={tmp_path}/s"])
+        .rewarm_on_missing
+        is False
+    )
+    args = ["--host=h", "--root=/d", f"--state={tmp_path}/s", "--rewarm-on-missing"]
+    assert prewarm.build_parser().parse_args(args).rewarm_on_missing is True
 
 
 def test_a_cluster_whose_fetch_data_reports_covered_bytes_is_not_claimed_held(
