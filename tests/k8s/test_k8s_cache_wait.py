@@ -102,12 +102,11 @@ def test_each_submission_waits_afresh_and_its_pods_share_one_deadline(
     """The job name is the same for every submission (hubspoke-reference by default): a deadline keyed by it alone
     made a later submission start past an old deadline. Each render is a submission of its own."""
     spoke = dev_config.region_config("us-west-2")
-    first = training_job(
-        dev_config, spoke, kind=kind, settings=TrainingSettings(wait_for_cached_fraction=1.0)
-    )  # type: ignore[arg-type]
-    again = training_job(
-        dev_config, spoke, kind=kind, settings=TrainingSettings(wait_for_cached_fraction=1.0)
-    )  # type: ignore[arg-type]
+    renders = [
+        training_job(dev_config, spoke, kind=kind, settings=TrainingSettings(wait_for_cached_fraction=1.0))  # type: ignore[arg-type]
+        for _ in range(2)
+    ]
+    first, again = renders
     assert len(_deadline_files(first)) == 1 and _deadline_files(first) != _deadline_files(again)
 
 
