@@ -70,11 +70,32 @@ def training_metric(
 
 
 def throughput_vs_baseline(config: HubSpokeConfig, region: RegionConfig) -> cloudwatch.MathExpression:
-    """Each minute's samples/s as a fraction of the run's own baseline, in minutes where the job reported both."""
+    """Each minute's samples/s as a fraction of the run's own baseline, in minutes where the job reported both and
+    did not report reading a version prewarm has not warmed whole (a cold pass is slow by design)."""
     period = Duration.minutes(1)
     return cloudwatch.MathExpression(
-        expression="IF(sps_n > 0 AND base_n > 0, sps / base)",
+        # `cold` is 1 where a record of the minute says prewarm warmed less than all of the version (the fraction's
+        # minimum below 1: frac_n x frac < frac_n), 0 where it says all, and has no point where no record carries
+        # the fraction (the hub, a job without --cache-status): there the minute is judged, as
+        # dataset-not-fully-cached's composite cannot. Only series are compared with series, so the documented
+        # rule (a missing value counts as 0, CloudWatch User Guide, "Using metric math") decides: `guard > cold`
+        # is the guard where `cold` is 0 or missing and 0 where it is 1.
+        expression="IF((sps_n > 0 AND base_n > 0) > ((frac_n * frac) < frac_n), sps / base)",
         using_metrics={
+            "frac": training_metric(
+                config,
+                region,
+                training_metrics.DATASET_PREWARMED_FRACTION,
+                period=period,
+                statistic="Minimum",
+            ),
+            "frac_n": training_metric(
+                config,
+                region,
+                training_metrics.DATASET_PREWARMED_FRACTION,
+                period=period,
+                statistic="SampleCount",
+            ),
             "sps": training_metric(config, region, period=period),
             "sps_n": training_metric(config, region, period=period, statistic="SampleCount"),
             "base": training_metric(

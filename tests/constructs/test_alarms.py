@@ -543,8 +543,10 @@ def test_a_cold_first_pass_at_full_speed_does_not_page(dev_templates: Templates)
 def test_a_slow_cold_first_pass_never_pages_as_a_broken_cache(
     dev_templates: Templates, case: str, cached: Callable[[int], float | None]
 ) -> None:
-    """A cold pass slows the job (60 ms per miss, docs/design.md §1), so the ratio and throughput alarms are both
-    in ALARM: the composite stays quiet while the pinned version is not known to be whole in the cache."""
+    """A cold pass slows the job (60 ms per miss, docs/design.md §1), so the ratio alarm is in ALARM: the composite
+    stays quiet while the pinned version is not known to be whole in the cache. issue 42: training-throughput-low
+    knows the cold pass too: minutes whose records report a prewarmed fraction under 1 are not judged, so it pages
+    only where no record says the version is cold (no prewarm status: the slowdown has no known cause)."""
     found = list(
         composite(
             dev_templates,
@@ -557,7 +559,8 @@ def test_a_slow_cold_first_pass_never_pages_as_a_broken_cache(
     assert found
     for stack, inputs, paging in found:
         assert "ALARM" in inputs["cache-hit-ratio-below-floor"], (case, stack)
-        assert "ALARM" in inputs["training-throughput-low"], (case, stack)
+        known_cold = case != "no prewarm status beside the job"
+        assert ("ALARM" in inputs["training-throughput-low"]) is not known_cold, (case, stack)
         assert "ALARM" not in paging, (case, stack)
 
 
