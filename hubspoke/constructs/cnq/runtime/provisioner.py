@@ -30,16 +30,17 @@ Properties arrive as strings (CloudFormation's custom-resource contract); lists 
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Mapping
 from typing import Any
 
-import boto3
 from qumulo.lib.request import RequestError
 
-from . import capacity, cluster, exports, floating, identities, network, nodes, portal, shape
+from . import cluster_requests, exports, identities, nodes, portal, shape
+from .props import DEFAULT_REST_PORT, aws, read_secret
+from .props import require as _require
+from .props import strings as _list
 from .resources import (
     CLUSTER_RESOURCE,
     FLOATING_IPS_RESOURCE,
@@ -70,90 +71,12 @@ for _chatty in ("qumulo", "botocore", "boto3", "urllib3"):
 REPORT_RESERVE_SECONDS = 20.0
 # Our own overall deadline ends this much before the framework's, so the failure names what was awaited.
 OVERALL_RESERVE_SECONDS = 60.0
-DEFAULT_REST_PORT = 8000
 DEFAULT_PORTAL_PORT = 3713
 DEFAULT_WAIT_SECONDS = 1800.0
 # How long a portal delete waits for the hub before forcing (when forcing is safe).
 DEFAULT_DELETE_PATIENCE_SECONDS = 300.0
 # CloudFormation User Guide, "Custom resource request objects": RequestType is Create, Update or Delete.
 REQUEST_TYPES = ("Create", "Update", "Delete")
-
-
-@functools.cache
-def aws(service: str, region: str | None = None) -> Any:
-    """One boto3 client per service and Region for the life of the Lambda container (each costs a model load)."""
-    return boto3.client(service, region_name=region)
-
-
-def read_secret(arn: str) -> str:
-    """The SecretString of `arn`, from the secret's own Region (a spoke reads its hub's secret)."""
-    value = aws("secretsmanager", arn.split(":")[3]).get_secret_value(SecretId=arn)["SecretString"]
-    return str(value)
-
-
-def _list(props: Mapping[str, Any], key: str) -> tuple[str, ...]:
-    value = props.get(key) or []
-    if isinstance(value, str):
-        value = [v for v in value.split(",") if v]
-    return tuple(str(v).strip() for v in value)
-
-
-def _require(props: Mapping[str, Any], *keys: str) -> None:
-    missing = [k for k in keys if props.get(k) in (None, "", [])]
-    if missing:
-        raise ProvisioningError(f"missing resource properties: {', '.join(missing)}")
-
-
-def _cluster_spec(props: Mapping[str, Any]) -> cluster.ClusterSpec:
-    _require(props, "ClusterName", "NodeIps", "NodeInstanceIds", "ObjectStorageUris", "AdminSecretArn",
-             "QumuloCoreVersion", "FloatingNetmask")  # fmt: skip
-    return cluster.ClusterSpec(
-        cluster_name=str(props["ClusterName"]),
-        node_ips=_list(props, "NodeIps"),
-        node_instance_ids=_list(props, "NodeInstanceIds"),
-        floating_ips=_list(props, "FloatingIps"),
-        floating_netmask=str(props["FloatingNetmask"]),
-        object_storage_uris=_list(props, "ObjectStorageUris"),
-        usable_capacity_bytes=int(props["UsableCapacityBytes"]),
-        product_type=_product_type(props),
-        version=str(props["QumuloCoreVersion"]),
-        rest_port=int(props.get("RestPort") or DEFAULT_REST_PORT),
-    )
-
-
-def _storage_spec(props: Mapping[str, Any]) -> cluster.ClusterSpec:
-    """Custom::CnqPersistentStorage's properties: the nodes to reach, the buckets and the capacity limit."""
-    _require(props, "ClusterName", "NodeIps", "NodeInstanceIds", "ObjectStorageUris", "AdminSecretArn",
-             "UsableCapacityBytes")  # fmt: skip
-    return cluster.ClusterSpec(
-        cluster_name=str(props["ClusterName"]), node_ips=_list(props, "NodeIps"),
-        node_instance_ids=_list(props, "NodeInstanceIds"), floating_ips=(), floating_netmask="",
-        object_storage_uris=_list(props, "ObjectStorageUris"),
-        usable_capacity_bytes=int(props["UsableCapacityBytes"]), product_type=_product_type(props),
-        version=str(props.get("QumuloCoreVersion") or ""), rest_port=int(props.get("RestPort") or DEFAULT_REST_PORT),
-    )  # fmt: skip
-
-
-# What releases before storage.product_type formed every cluster as (their resource had no ProductType).
-FORMED_BEFORE_PRODUCT_TYPE = "ACTIVE_WITH_STANDARD_STORAGE"
-
-
-def _product_type(props: Mapping[str, Any]) -> str:
-    return str(props.get("ProductType") or FORMED_BEFORE_PRODUCT_TYPE)
-
-
-def _refuse_product_type_change(
-    old: Mapping[str, Any], new: Mapping[str, Any], *, rolling_back: bool
-) -> None:
-    """The product type is set when the cluster forms and cannot change ("immutable after creation",
-    qumulo-terraform-aws @ 8a6e4d57, variables.tf cluster_product_type; the SDK has no call that changes it:
-    qumulo-api 7.10.2.1 passes product_type only to create_object_backed_cluster)."""
-    before, after = _product_type(old), _product_type(new)
-    if before != after and not rolling_back:
-        raise ProvisioningError(
-            f"storage.product_type {before} -> {after}: Qumulo fixes the product type when the cluster forms; "
-            f"set storage.product_type back to {before} (a new type needs a new cluster)"
-        )
 
 
 def _port(props: Mapping[str, Any], side: str) -> int:
@@ -221,49 +144,6 @@ def _login(props: Mapping[str, Any], side: str, deadline: Deadline) -> Any:
 
 
 # ---------------------------------------------------------------- once per request
-def _cluster_event(
-    request: str, props: Mapping[str, Any], old: Mapping[str, Any], deadline: Deadline, stack_id: str
-) -> dict[str, str]:
-    """Checks once per request, before anything in the stack is touched."""
-    _cluster_spec(props)  # a malformed request fails here, before anything waits
-    if request != "Update":
-        return {}
-    rolling_back = nodes.stack_status(aws("cloudformation"), stack_id) == nodes.ROLLING_BACK
-    capacity.refuse_shrinking(dict(old), dict(props), rolling_back=rolling_back)
-    _refuse_product_type_change(old, props, rolling_back=rolling_back)
-    return {}
-
-
-def _storage_event(
-    request: str, props: Mapping[str, Any], old: Mapping[str, Any], deadline: Deadline, stack_id: str
-) -> dict[str, str]:
-    """The clamp as it was, for a request that raises the limit (an Update above the old value, or the step's
-    Create, which a stack formed before this step existed gets with a raise in the same deploy)."""
-    spec = _storage_spec(props)
-    if request == "Update":
-        rolling_back = nodes.stack_status(aws("cloudformation"), stack_id) == nodes.ROLLING_BACK
-        capacity.refuse_shrinking(dict(old), dict(props), rolling_back=rolling_back)
-        if int(old.get("UsableCapacityBytes") or 0) >= spec.usable_capacity_bytes:
-            return {}
-    client, _ = login(spec.node_ips, spec.rest_port, read_secret(str(props["AdminSecretArn"])), deadline,
-                      what=f"cluster {spec.cluster_name}")  # fmt: skip
-    return {"ClampBefore": str(capacity.current_clamp(client))}
-
-
-def _floating_ips(request: str, props: Mapping[str, Any], old: Mapping[str, Any], stack_id: str) -> str:
-    """The cluster's floating IPs, joined: assigned to new interfaces, never reconciled per interface."""
-    _require(props, "ClusterName", "NetworkInterfaceIds", "Counts")
-    rolling_back = (
-        request == "Update" and nodes.stack_status(aws("cloudformation"), stack_id) == nodes.ROLLING_BACK
-    )
-    addresses = floating.converge(
-        aws("ec2"), _list(props, "NetworkInterfaceIds"), [int(c) for c in _list(props, "Counts")],
-        old_ids=_list(old, "NetworkInterfaceIds"), old_total=sum(int(c) for c in _list(old, "Counts")),
-        rolling_back=rolling_back,
-    )  # fmt: skip
-    return ",".join(addresses)
-
-
 def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     """Provider framework onEvent: validate, do the once-per-request work, hand over to is_complete."""
     request, kind = str(event["RequestType"]), str(event.get("ResourceType", ""))
@@ -288,17 +168,27 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         elif kind == CLUSTER_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-cluster-{name}"
             if request != "Delete":
-                result.update(_cluster_event(request, props, old, deadline, str(event.get("StackId") or "")))
+                result.update(
+                    cluster_requests.cluster_event(
+                        request, props, old, deadline, str(event.get("StackId") or "")
+                    )
+                )
         elif kind == FLOATING_IPS_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-floating-{name}"
             if request != "Delete":
                 result["Data"] = {
-                    "Addresses": _floating_ips(request, props, old, str(event.get("StackId") or ""))
+                    "Addresses": cluster_requests.floating_ips(
+                        request, props, old, str(event.get("StackId") or "")
+                    )
                 }
         elif kind == PERSISTENT_STORAGE_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-storage-{name}"
             if request != "Delete":
-                result.update(_storage_event(request, props, old, deadline, str(event.get("StackId") or "")))
+                result.update(
+                    cluster_requests.storage_event(
+                        request, props, old, deadline, str(event.get("StackId") or "")
+                    )
+                )
         elif kind == NODE_PROTECTION_RESOURCE:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-protection-{name}"
             ids = list(_list(props, "NodeInstanceIds"))
@@ -348,50 +238,6 @@ def _hub_portal_id(props: Mapping[str, Any], spec: portal.PortalSpec, deadline: 
 
 
 # ---------------------------------------------------------------- polled
-def _converge_cluster(event: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
-    props = event["ResourceProperties"]
-    spec = _cluster_spec(props)
-    password = read_secret(str(props["AdminSecretArn"]))
-    ledger = nodes.CreateTag(aws("ec2"), spec.node_instance_ids[0])
-    cluster_id, views = cluster.ensure_formed(spec, password, deadline, ledger)
-    client, _ = login(spec.node_ips, spec.rest_port, password, deadline, what=f"cluster {spec.cluster_name}")
-    cluster.ensure_membership(client, spec, views)
-    if spec.floating_ips:
-        network.ensure_floating_ips(client, spec.floating_ips, spec.floating_netmask)
-    _ensure_exports(client, props)
-    log.info("cluster %s (%s) converged", spec.cluster_name, cluster_id)
-    return {"ClusterId": cluster_id}
-
-
-def _ensure_exports(client: Any, props: Mapping[str, Any]) -> None:
-    """The cluster's Region-local NFS exports: ExportPaths read-write, ReadOnlyExportPaths read-only.
-
-    The hub's dataset is exported read-only: its sealed versions are written only inside Qumulo (Shift-From, the
-    REST seal), never over NFS, and a read-only host access rule gives the allowed hosts "limited access to the
-    NFS export" (Qumulo administrator guide, "Configuring and Troubleshooting Host Access Rules for NFS
-    Exports", the Read-only option; REST restriction field read_only, qumulo.rest.nfs NFSExportRestriction).
-    An export created read-write by an earlier release is modified in place (exports.ensure_export)."""
-    cidrs = _list(props, "ClientCidrs")
-    for path in _list(props, "ExportPaths"):
-        exports.ensure_export(client, exports.ExportSpec(path, cidrs, read_only=False, create_path=True))
-    for path in _list(props, "ReadOnlyExportPaths"):
-        exports.ensure_export(client, exports.ExportSpec(path, cidrs, read_only=True, create_path=True))
-
-
-def _converge_storage(event: Mapping[str, Any], deadline: Deadline, status: str) -> dict[str, Any]:
-    """The buckets the cluster lacks, then the capacity limit (Qumulo's order: qumulo-terraform-gcp @ a30b449c,
-    provision.py add_object_buckets -> update_capacity_limit), with the quorum whole before each."""
-    props = event["ResourceProperties"]
-    spec = _storage_spec(props)
-    cluster.require_active(spec, deadline)
-    password = read_secret(str(props["AdminSecretArn"]))
-    client, _ = login(spec.node_ips, spec.rest_port, password, deadline, what=f"cluster {spec.cluster_name}")
-    capacity.ensure_uris(client, spec.object_storage_uris, rolling_back=status == nodes.ROLLING_BACK)
-    before = event.get("ClampBefore")
-    capacity.ensure_limit(client, spec.usable_capacity_bytes, None if before in (None, "") else int(before))
-    return {"Buckets": str(len(spec.object_storage_uris))}
-
-
 def _converge_portal(event: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
     props = event["ResourceProperties"]
     spec = _portal_spec(props)
@@ -452,9 +298,9 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if kind in converging and request != "Delete":
             status = nodes.require_awaited(aws("cloudformation"), str(event["StackId"]))
         if kind == CLUSTER_RESOURCE and request != "Delete":
-            return {"IsComplete": True, "Data": _converge_cluster(event, deadline)}
+            return {"IsComplete": True, "Data": cluster_requests.converge_cluster(event, deadline)}
         if kind == PERSISTENT_STORAGE_RESOURCE and request != "Delete":
-            return {"IsComplete": True, "Data": _converge_storage(event, deadline, status)}
+            return {"IsComplete": True, "Data": cluster_requests.converge_storage(event, deadline, status)}
         if kind == PORTAL_RESOURCE and request != "Delete":
             return {"IsComplete": True, "Data": _converge_portal(event, deadline)}
         if kind == IDENTITY_RESOURCE:
