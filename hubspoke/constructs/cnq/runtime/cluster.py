@@ -248,7 +248,9 @@ def ensure_membership(client: Any, spec: ClusterSpec, views: Sequence[NodeView])
     membership, as Qumulo's provisioner runs `qq modify_object_backed_cluster_membership` for both adding
     and removing nodes; then Pending until the new quorum holds every target node: Qumulo's provisioner
     waits until an added node itself reports ACTIVE (qumulo-terraform-gcp @ a30b449c, provision.py
-    add_cluster_nodes: wait_for_active_quorum on the first new node), and `views` (this poll's survey) shows
+    add_cluster_nodes: wait_for_active_quorum on the first new node; its AWS one the same, Qumulo/
+    aws-terraform-cloud-q @ 2333002, modules/qprovisioner/scripts/provision.sh, node_state_get on the first
+    added node until ACTIVE), and `views` (this poll's survey) shows
     every node's own GET /v1/node/state.
     """
     current = _membership(client)
