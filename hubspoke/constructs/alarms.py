@@ -219,6 +219,8 @@ def canary_failing(
         # (runtime/handler.py), so a healthy minute nets 0. Arithmetic counts a missing value as 0 (CloudWatch
         # User Guide, "Using metric math"): a run without a record is 1, a failed or throttled run 1 or more, and
         # a record of an earlier function (a re-deploy: a new FunctionName) -1. No run, no record: no point.
+        # ASSUMED: Lambda files an invocation in the minute it starts; were a record filed a minute later, that
+        # minute nets +1 and the next -1, never 5 in a row.
         metric=cloudwatch.MathExpression(
             expression="runs + errors + throttles - records",
             using_metrics={
