@@ -88,7 +88,7 @@ def prewarm_job(
                 "name": "QUMULO_PASSWORD",
                 "valueFrom": {"secretKeyRef": {"name": QUMULO_SECRET, "key": "password"}},
             },
-            # DatasetCachedFraction goes to the add-on's CloudWatch agent, as the training job's metrics do: stdout
+            # DatasetPrewarmedFraction goes to the add-on's CloudWatch agent, as the training job's metrics do: stdout
             # EMF never becomes a metric (where the endpoint comes from: hubspoke/training_metrics.py).
             {"name": training_metrics.AGENT_ENDPOINT_ENV, "value": training_metrics.AGENT_ENDPOINT},
         ],
