@@ -16,7 +16,7 @@ import pytest
 from hubspoke.config import HubSpokeConfig, load
 from hubspoke.config.schema import DatasetConfig
 from hubspoke.k8s.job import JOB_KINDS, training_job
-from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM, NAMESPACE
+from hubspoke.k8s.names import CHECKPOINT_CLAIM, DATASET_CLAIM
 from hubspoke.topology import plan_stacks, stack_name
 from tests.conftest import ROOT, Shape, Templates, cli_app, options, resources, synth
 
@@ -299,7 +299,14 @@ def _manifests(template: Template) -> list[dict[str, Any]]:
     return docs
 
 
-def test_applied_volumes_are_50ti_rwx_retain_and_bound(shape: Shape) -> None:
+def test_applied_volumes_are_50ti_retain_bound_and_the_dataset_read_only(shape: Shape) -> None:
+    """The dataset volume is read-only in itself since b01d507 (issue 40 item 4: versions are written inside
+    Qumulo only): ReadOnlyMany, "the volume can be mounted as read-only by many nodes", and nfs.readOnly, which
+    "will force the NFS export to be mounted with read-only permissions" (Kubernetes docs, "Persistent Volumes",
+    Access Modes; API reference, core/v1 NFSVolumeSource); the checkpoint volume stays ReadWriteMany, since
+    training writes it. The claims live in hyperpod-training since 95314a1 (issue 41 item 5): HyperPod resumes a
+    job only in kubeflow or a hyperpod-prefixed namespace (SageMaker developer guide, "Running jobs using the
+    SageMaker HyperPod CLI", Enabling job auto-resume)."""
     config = shape.config
     for code in compute_regions(config):
         docs = _manifests(shape.templates[f"compute-{code}"])
@@ -309,10 +316,16 @@ def test_applied_volumes_are_50ti_rwx_retain_and_bound(shape: Shape) -> None:
         dataset = claims[DATASET_CLAIM]
         volume = volumes[dataset["spec"]["volumeName"]]
         assert volume["spec"]["capacity"]["storage"] == "50Ti"
-        assert volume["spec"]["accessModes"] == ["ReadWriteMany"]
+        assert volume["spec"]["accessModes"] == dataset["spec"]["accessModes"] == ["ReadOnlyMany"]
+        assert volume["spec"]["nfs"]["readOnly"] is True
         assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
         assert volume["spec"]["claimRef"]["name"] == DATASET_CLAIM
-        assert volume["spec"]["claimRef"]["namespace"] == dataset["metadata"]["namespace"] == NAMESPACE
+        assert (
+            volume["spec"]["claimRef"]["namespace"] == dataset["metadata"]["namespace"] == "hyperpod-training"
+        )
+        checkpoints = volumes[claims[CHECKPOINT_CLAIM]["spec"]["volumeName"]]
+        assert checkpoints["spec"]["accessModes"] == ["ReadWriteMany"]
+        assert not checkpoints["spec"]["nfs"].get("readOnly")
         for claim in claims.values():
             bound = volumes[claim["spec"]["volumeName"]]
             assert bound["spec"]["claimRef"]["name"] == claim["metadata"]["name"]
