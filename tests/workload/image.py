@@ -196,6 +196,7 @@ def _samples(region_cidr: str) -> dict[str, list[str]]:
         "--rest-address": [str(ipaddress.ip_network(region_cidr)[10])],
         "--run": ["r1"],
         "--wait-for-cached-fraction": ["1"],
+        "--max-cache-status-age": ["600"],
         "--image": [IMAGE],
         # The export bucket, which render otherwise reads from the Compute stack with AWS credentials.
         "--bucket": ["hubspoke-dev-export-example"],
@@ -204,6 +205,12 @@ def _samples(region_cidr: str) -> dict[str, list[str]]:
 
 # Options given in every variant: they name where things are, not what runs.
 ALWAYS = ("--image", "--bucket")
+# Options render refuses without another one, which their variants then carry: "--at-cache-deadline and
+# --max-cache-status-age need --wait-for-cached-fraction" (hubspoke/cli/render.py, 480625c).
+NEEDS = {
+    "--at-cache-deadline": "--wait-for-cached-fraction",
+    "--max-cache-status-age": "--wait-for-cached-fraction",
+}
 
 
 def variants(kind: str, region_cidr: str) -> list[list[str]]:
@@ -221,7 +228,8 @@ def variants(kind: str, region_cidr: str) -> list[list[str]]:
             )
             base += [option, *samples[option]]
         elif action.choices:
-            choices += [[option, str(c)] for c in action.choices]
+            needed = [NEEDS[option], *samples[NEEDS[option]]] if option in NEEDS else []
+            choices += [[*needed, option, str(c)] for c in action.choices]
         elif option in samples:
             every += [option, *samples[option]]
         elif action.nargs == 0:
