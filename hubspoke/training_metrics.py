@@ -30,6 +30,10 @@ DATASET_PREWARMED_FRACTION = "DatasetPrewarmedFraction"
 # would resume from; since the job's start while there is none), republished with every throughput record, so a
 # job that runs but never manages to save, or a restart loop that never reaches its next save, reads as old.
 CHECKPOINT_AGE_SECONDS = "CheckpointAgeSeconds"
+# 0 in every throughput record, and 1 in one last record train.py sends when it ends normally (its steps trained
+# and saved): the last value a job published tells a finished job (1) from one that died or was killed (0), which
+# both fall silent (the training-job-dead alarm, hubspoke/constructs/alarms.py).
+TRAINING_JOB_COMPLETED = "TrainingJobCompleted"
 # Rank 0 reports throughput every this many seconds (the rendered job's --metrics-seconds, train.py's
 # default). At most half a minute, so every 1-minute period of a running job holds a record the training
 # alarms can count.
@@ -43,6 +47,7 @@ UNITS = {
     SAMPLES_PER_SECOND_BASELINE: "Count/Second",
     DATASET_PREWARMED_FRACTION: "None",
     CHECKPOINT_AGE_SECONDS: "Seconds",
+    TRAINING_JOB_COMPLETED: "None",
 }
 
 # Where the records go. CloudWatch extracts metrics only from log events that are EMF documents themselves;

@@ -53,6 +53,7 @@ from hubspoke.training_metrics import (
     SAMPLES_PER_SECOND_BASELINE,
     STEP_SECONDS,
     TOKENS_PER_SECOND,
+    TRAINING_JOB_COMPLETED,
     emf_line,
 )
 
@@ -354,6 +355,7 @@ def _throughput_reporter(
         if fraction is not None:
             values[DATASET_PREWARMED_FRACTION] = fraction
         values[CHECKPOINT_AGE_SECONDS] = max(0.0, time.time() - last_checkpoint())
+        values[TRAINING_JOB_COMPLETED] = 0.0  # still running: silence after this record means it died
         # The dataset as record properties, not dimensions: the dashboard and alarms name one series per
         # Environment and Region (hubspoke/training_metrics.py, DIMENSIONS); Logs Insights finds the version.
         line = emf_line(
@@ -476,10 +478,23 @@ def train(args: argparse.Namespace) -> int:
                 f"checkpoint {save_checkpoint(model, optimizer, args.checkpoint_dir, step, dataset_manifest)}"
             )
             written[0] = time.time()
-    if reporter is not None and sink is not None:
+    if reporter is not None:
         reporter.close()
+    dist.barrier()  # every rank got here: the job, not only rank 0, ended normally
+    if sink is not None:
+        # The last record: the silence that follows is a finished job's (hubspoke/training_metrics.py).
+        sink.send(
+            emf_line(
+                {TRAINING_JOB_COMPLETED: 1.0},
+                environment=args.environment,
+                region=args.region,
+                Job=args.job_name,
+                Step=step,
+                Dataset=dataset_manifest.name,
+                DatasetVersion=dataset_manifest.version,
+            )
+        )
         sink.close()
-    dist.barrier()
     dist.destroy_process_group()
     return 0
 

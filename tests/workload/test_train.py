@@ -117,9 +117,18 @@ def test_untrained_model_predicts_near_uniform() -> None:
     assert abs(loss.item() - math.log(256)) < 0.5
 
 
-def _records(stdout: str) -> list[dict[str, object]]:
+def _all_records(stdout: str) -> list[dict[str, object]]:
     """The EMF records on stdout: one JSON object per line (the progress lines share stdout)."""
     return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+# The name as docs/operations.md gives it to the reader searching CloudWatch (not the production constant).
+COMPLETED = "TrainingJobCompleted"
+
+
+def _records(stdout: str) -> list[dict[str, object]]:
+    """The throughput records on stdout (without the completion record a normal end adds last)."""
+    return [r for r in _all_records(stdout) if r.get(COMPLETED) != 1]
 
 
 def _progress(stdout: str) -> list[str]:
@@ -215,8 +224,9 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(
         for dimension in training_metrics.DIMENSIONS:
             assert isinstance(record[dimension], str)
         for metric in directive["Metrics"]:
-            if metric["Name"] != training_metrics.CHECKPOINT_AGE_SECONDS:
+            if metric["Name"] not in (training_metrics.CHECKPOINT_AGE_SECONDS, COMPLETED):
                 assert record[metric["Name"]] > 0
+        assert record[COMPLETED] == 0, "a throughput record says the job is still running"
         # The final record follows the step-4 save: the checkpoint a restart would resume from is seconds old.
         assert 0 <= record[training_metrics.CHECKPOINT_AGE_SECONDS] < 60
         assert record["Environment"] == "dev" and record["Region"] == "us-west-2"
@@ -225,6 +235,12 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(
         assert (record["Dataset"], record["DatasetVersion"]) == ("c4", "v1")
     for name in ("step_00000003", "step_00000004"):
         assert json.loads((ckpt / name / "dataset.json").read_text()) == {"name": "c4", "version": "v1"}
+
+    # issue 42: a job that ended normally says so last, so its silence is not read as a death.
+    *_, last = _all_records(first.stdout)
+    (directive,) = last["_aws"]["CloudWatchMetrics"]
+    assert [m["Name"] for m in directive["Metrics"]] == [COMPLETED] and last[COMPLETED] == 1, last
+    assert (last["Environment"], last["Region"], last["Step"]) == ("dev", "us-west-2", 4)
 
     second = run(data, ckpt, "--max-steps=6", "--num-workers=0")
     assert second.returncode == 0, second.stderr
@@ -325,11 +341,11 @@ def test_with_an_agent_endpoint_records_go_to_the_agent_not_stdout(tmp_path: Pat
             "--num-workers=0",
             agent_endpoint=agent.endpoint,
         )
-        lines = agent.wait_for(1)
+        lines = agent.wait_for(2)
     assert run.returncode == 0, run.stderr
-    assert _records(run.stdout) == [], "records went to the agent"
+    assert _all_records(run.stdout) == [], "records went to the agent"
     records = [json.loads(line) for line in lines]
-    assert [r["Step"] for r in records] == [4]
+    assert [(r["Step"], r[COMPLETED]) for r in records] == [(4, 0), (4, 1)], "throughput, then completion"
     assert all(r["_aws"]["CloudWatchMetrics"][0]["Namespace"] == training_metrics.NAMESPACE for r in records)
     assert "CloudWatch agent" not in run.stderr
 
@@ -479,7 +495,7 @@ def test_a_rerun_of_a_finished_job_refuses_loudly_instead_of_training_zero_steps
     assert rerun.returncode == 2, rerun.stderr
     assert "already holds step 2, at or past --max-steps 2" in rerun.stderr
     assert "--job-name" in rerun.stderr and "Traceback" not in rerun.stderr
-    assert _progress(rerun.stdout) == [] and _records(rerun.stdout) == [], "no step, no throughput record"
+    assert _progress(rerun.stdout) == [] and _all_records(rerun.stdout) == [], "no step, no record"
     assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000002"], "nothing new written"
 
 
