@@ -657,6 +657,14 @@ def dev_templates(dev_config: HubSpokeConfig) -> Templates:
     return synth(dev_config)
 
 
+@pytest.fixture(scope="session")
+def dev_templates_without_source_buckets(tmp_path_factory: pytest.TempPathFactory) -> Templates:
+    """config/dev.yaml with no dataset.source_buckets (dev lists an example one since 1ca5cac): no load runs."""
+    data = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
+    del data["dataset"]["source_buckets"]
+    return synth(load(write_config(tmp_path_factory.mktemp("dev-no-buckets"), data)).config)
+
+
 @dataclass(frozen=True)
 class Shape:
     """One topology (config/dev.yaml or one of tests/shapes.py) and its synthesized templates."""

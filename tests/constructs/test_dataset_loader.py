@@ -105,8 +105,17 @@ def test_the_service_account_and_settings_are_applied_after_the_namespace(shape:
     assert storage_id in manifests[loader_id].get("DependsOn", [])
 
 
-def test_no_loader_without_source_buckets(dev_templates: Templates) -> None:
-    for name, template in dev_templates.items():
-        if name.startswith("compute-"):
-            assert not [a for _, a in properties(template, "AWS::EKS::PodIdentityAssociation")
-                        if a["ServiceAccount"] == "hubspoke-dataset-loader"], name  # fmt: skip
+def _loaders(templates: Templates) -> list[str]:
+    """The compute stacks giving the load Job's service account a Pod Identity role."""
+    return [name for name, template in templates.items() if name.startswith("compute-")
+            for _, a in properties(template, "AWS::EKS::PodIdentityAssociation")
+            if a["ServiceAccount"] == "hubspoke-dataset-loader"]  # fmt: skip
+
+
+def test_no_loader_without_source_buckets(
+    dev_templates: Templates, dev_templates_without_source_buckets: Templates
+) -> None:
+    """config/dev.yaml without its source bucket (it lists an example one since 1ca5cac) has no loader; with it,
+    the hub's compute stack has one."""
+    assert _loaders(dev_templates) == ["compute-us-east-2"]
+    assert _loaders(dev_templates_without_source_buckets) == []

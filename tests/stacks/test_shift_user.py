@@ -73,9 +73,13 @@ def test_spokes_have_no_shift_user(multi: Templates) -> None:
             assert not list(resources(template, "AWS::IAM::User")), name
 
 
-def test_without_source_buckets_there_is_no_user(dev_templates: Templates) -> None:
-    """config/dev.yaml lists no source buckets: no user, no key, no output."""
-    hub = dev_templates["storage-us-east-2"]
+def test_without_source_buckets_there_is_no_user(
+    dev_templates: Templates, dev_templates_without_source_buckets: Templates
+) -> None:
+    """config/dev.yaml without its source bucket (it lists an example one since 1ca5cac): no user, no key, no
+    output; with it, the user is there."""
+    assert list(resources(dev_templates["storage-us-east-2"], "AWS::IAM::User"))
+    hub = dev_templates_without_source_buckets["storage-us-east-2"]
     assert not list(resources(hub, "AWS::IAM::User")) and not list(resources(hub, "AWS::IAM::AccessKey"))
     assert "ShiftUserName" not in hub.get("Outputs", {})
 
