@@ -48,6 +48,16 @@ def _run(config: Path, refusals: Refusals, *extra: str, typed: str = "") -> int:
     return teardown.run(_args(config, *extra), clients=clients, ask=lambda _: typed, poll_seconds=0)
 
 
+# Without --delete-dataset the hub's Storage stack, and the Network it runs in, stay standing: once that stack is
+# gone its retained buckets and volumes can never be attached again (docs/runbooks/teardown.md, quoting Qumulo's
+# CNQ guide, "Deleting an Existing Cluster"), so keeping the dataset means keeping them.
+DATASET_STACKS = {stack_name("storage", HUB), stack_name("network", HUB)}
+
+
+def _secrets(region: str) -> set[str]:
+    return {s["Name"] for s in session_clients()("secretsmanager", region).list_secrets()["SecretList"]}
+
+
 def _live_stacks() -> set[str]:
     clients = session_clients()
     return {
@@ -83,7 +93,13 @@ def test_the_dry_run_changes_nothing_and_lists_what_stays(aws: Refusals, config:
     listed = [
         line.split()[1] for line in out.splitlines() if line.strip()[:1].isdigit() and "hubspoke-dev-" in line
     ]
-    assert listed == [stack_name(k, r) for k, r in reversed(DEPLOY_ORDER)]
+    assert listed == [
+        stack_name(k, r) for k, r in reversed(DEPLOY_ORDER) if stack_name(k, r) not in DATASET_STACKS
+    ]
+    kept = out.split("Kept standing", 1)[1]
+    assert all(f"\n{name} " in kept for name in DATASET_STACKS)
+    # Spoke storage goes with no flag of its own, and the dry run says what that costs.
+    assert "its cache and its checkpoints (no flag keeps them: export models first)" in out
     # The access-log bucket the storage template retains is listed with its stack; the log group it deletes is not.
     assert (
         "cnq-access-logs-us-west-2" in out
@@ -100,7 +116,7 @@ def test_yes_without_the_typed_name_deletes_the_stacks_and_nothing_retained(
     deploy(session_clients())
     before = {r: (_buckets(r), _volumes(r)) for r in (HUB, SPOKE)}
     assert _run(config, aws, "--yes", typed="prod") == 1
-    assert _live_stacks() == set()
+    assert _live_stacks() == DATASET_STACKS
     # The buckets the storage stacks retained are left, the rest as it was: nothing retained was deleted.
     for region in (HUB, SPOKE):
         assert _buckets(region) == before[region][0] | {f"cnq-access-logs-{region}"}
@@ -128,8 +144,11 @@ def test_the_typed_name_deletes_what_nothing_needs_and_keeps_the_dataset_and_mod
     assert sorted(_keys(SPOKE).values()) == ["Enabled", "PendingDeletion"]
     for region in (HUB, SPOKE):
         assert clients("ecr", region).describe_repositories()["repositories"] == []
-        assert clients("secretsmanager", region).list_secrets()["SecretList"] == []
-        assert clients("logs", region).describe_log_groups()["logGroups"] == []
+    # The hub's Storage and Network stacks stand, and what they hold stays: its admin secret, its flow logs.
+    assert _live_stacks() == DATASET_STACKS
+    assert _secrets(HUB) == {f"cnq-admin-{HUB}"} and _secrets(SPOKE) == set()
+    logs = {r: clients("logs", r).describe_log_groups()["logGroups"] for r in (HUB, SPOKE)}
+    assert f"/test/network-{HUB}/flow-logs" in {g["logGroupName"] for g in logs[HUB]} and logs[SPOKE] == []
 
 
 def test_the_flags_delete_the_dataset_and_the_models_too(aws: Refusals, config: Path) -> None:
@@ -139,24 +158,43 @@ def test_the_flags_delete_the_dataset_and_the_models_too(aws: Refusals, config: 
         assert _buckets(region) == {f"prod-data-{region}"}
         assert _volumes(region) == 0
         assert set(_keys(region).values()) == {"PendingDeletion"}
+        assert _secrets(region) == set()
+    assert _live_stacks() == set()
+
+
+def test_delete_dataset_without_the_typed_name_deletes_nothing_of_the_hubs_storage(
+    aws: Refusals, config: Path, capsys: Any
+) -> None:
+    """--delete-dataset asks before the hub's Storage stack goes: the other stacks are deleted, the dataset's
+    stacks, buckets, volumes and secret are all still there, and the run exits 1."""
+    deploy(session_clients())
+    hub_buckets, hub_volumes = _buckets(HUB), _volumes(HUB)
+    assert _run(config, aws, "--yes", "--delete-dataset", typed="") == 1
+    assert _live_stacks() == DATASET_STACKS
+    assert _buckets(HUB) == hub_buckets and _volumes(HUB) == hub_volumes
+    assert _secrets(HUB) == {f"cnq-admin-{HUB}"}
+    assert "none of the dataset was deleted" in capsys.readouterr().err
+    # Typed, the same command finishes: the dataset's stacks go, then what they retained.
+    assert _run(config, aws, "--yes", "--delete-dataset", typed=ENV) == 0
+    assert _live_stacks() == set() and _volumes(HUB) == 0 and _secrets(HUB) == set()
 
 
 def test_a_refused_stack_stops_the_run_and_a_rerun_continues(
     aws: Refusals, config: Path, capsys: Any
 ) -> None:
-    """DeleteStack refused half-way (termination protection on the hub's storage stack): the stacks before it are
-    gone, it and the ones after stay, nothing retained is touched; the rerun, once allowed, finishes."""
+    """DeleteStack refused half-way (termination protection on the spoke's storage stack): the stacks before it
+    are gone, it and the ones after stay, nothing retained is touched; the rerun, once allowed, finishes."""
     deploy(session_clients())
-    aws.protected.add(stack_name("storage", HUB))
+    aws.protected.add(stack_name("storage", SPOKE))
     assert _run(config, aws, "--yes", "--confirm", ENV) == 1
     err = capsys.readouterr().err
-    assert stack_name("storage", HUB) in err and "run the same command again" in err
-    after = [stack_name(k, r) for k, r in DEPLOY_ORDER][: DEPLOY_ORDER.index(("storage", HUB)) + 1]
+    assert stack_name("storage", SPOKE) in err and "run the same command again" in err
+    after = [stack_name(k, r) for k, r in DEPLOY_ORDER][: DEPLOY_ORDER.index(("storage", SPOKE)) + 1]
     assert _live_stacks() == set(after)
     assert _volumes(SPOKE) == 3  # nothing retained deleted before every stack is gone
     aws.protected.clear()
     assert _run(config, aws, "--yes", "--confirm", ENV) == 0
-    assert _live_stacks() == set() and _volumes(SPOKE) == 0
+    assert _live_stacks() == DATASET_STACKS and _volumes(SPOKE) == 0
 
 
 def test_a_delete_that_fails_stops_the_run_and_a_rerun_retries_it(
@@ -173,7 +211,7 @@ def test_a_delete_that_fails_stops_the_run_and_a_rerun_retries_it(
     assert stack_name("compute", HUB) in _live_stacks() and stack_name("ops", SPOKE) not in _live_stacks()
     aws.failing.clear()
     assert _run(config, aws, "--yes", "--confirm", ENV) == 0
-    assert _live_stacks() == set()
+    assert _live_stacks() == DATASET_STACKS
 
 
 def test_no_answer_at_the_prompt_deletes_nothing_retained(aws: Refusals, config: Path) -> None:
@@ -234,7 +272,9 @@ def test_the_dry_run_without_credentials_prints_the_order_then_the_fix(
     assert main(["teardown", "--config", str(config)]) == 1
     captured = capsys.readouterr()
     listed = [line.split()[1] for line in captured.out.splitlines() if line.strip()[:1].isdigit()]
-    assert listed == [stack_name(k, r) for k, r in reversed(DEPLOY_ORDER)]
+    assert listed == [
+        stack_name(k, r) for k, r in reversed(DEPLOY_ORDER) if stack_name(k, r) not in DATASET_STACKS
+    ]
     assert "credentials for account 123456789012" in captured.out
     assert "Traceback" not in captured.err
     assert "fix: use credentials for account 123456789012" in captured.err

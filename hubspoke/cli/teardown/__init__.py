@@ -2,7 +2,9 @@
 
 Dry run by default. `--yes` deletes the stacks; the resources they leave behind are deleted only after the
 environment's name is typed (at the prompt, or as `--confirm <environment>`). The dataset and the exported
-models stay unless `--delete-dataset` / `--delete-models` ask for them. Every step reads the live state first,
+models stay unless `--delete-dataset` / `--delete-models` ask for them; keeping the dataset keeps the hub's
+Storage stack (and its Network) standing, since its retained buckets cannot be attached to another cluster, and
+with `--delete-dataset` those stacks are deleted only after the typed name. Every step reads the live state first,
 so a run that stopped (a refusal, a timeout, Ctrl-C) is resumed by running the same command again.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 
 from botocore.exceptions import BotoCoreError, ClientError, ProfileNotFound
 
@@ -76,7 +79,8 @@ def run(
     accounts = ", ".join(sorted({p.account for p in plans})) or config.account
     if not args.yes:
         # The order comes from the config alone, so a dry run shows it even before credentials work.
-        print_tables([_order_table(plans)])
+        dataset = stack_steps.dataset_stacks(config, plans)
+        print_tables(_order_tables(plans, dataset, args.delete_dataset, config.environment))
         print(f"Reading their state and what they retain needs credentials for account {accounts}.")
     if clients is None:
         try:
@@ -114,14 +118,19 @@ def _teardown(
     mismatch = _foreign_accounts(clients, config, regions)
     if mismatch:
         return fail(mismatch)
+    dataset = stack_steps.dataset_stacks(config, plans)
     states = stack_steps.states(clients, plans)
-    print_tables([_stack_table(states)] if args.yes else [_now_table(states)])
+    first = [s for s in states if s.plan not in dataset]
+    last = [s for s in states if s.plan in dataset]
+    # Without --delete-dataset the dataset's stacks stay standing, and so does everything they hold.
+    standing = [] if choices.dataset else [s.plan for s in last]
+    print_tables([_stack_table(first)] if args.yes else [_now_table(states)])
     if not args.yes:
         managed: dict[str, tuple[str, bool]] = {}
         for s in states:
             if s.stack_id:
                 managed |= stack_steps.retained_in(clients("cloudformation", s.plan.region), s.stack_id)
-        left = _find(clients, config, regions, choices, managed)
+        left = _keep_standing(_find(clients, config, regions, choices, managed), standing)
         print_tables(
             [
                 _retained_table(
@@ -135,12 +144,17 @@ def _teardown(
             f"Dry run: nothing changed. `hubspoke teardown --config {args.config} --yes` deletes the stacks."
         )
         return 0
-    for s in states:
+    for s in first:
         stack_steps.delete(clients, s, say=print, poll_seconds=poll_seconds)
-    left = _find(clients, config, regions, choices, {})
+    if standing:
+        print_tables([_standing_table(standing)])
+    left = _keep_standing(_find(clients, config, regions, choices, {}), standing)
     doomed = [r for r in left if r.kept is None]
+    dataset_left = [s for s in last if s.status] if choices.dataset else []
     print_tables([_retained_table(left, f"Left behind by the stacks (tag hubspoke:environment={env})")])
-    if not doomed:
+    if dataset_left:
+        print_tables([_stack_table(dataset_left, "Then, once you type the name, the dataset's stacks")])
+    if not doomed and not dataset_left:
         print("Nothing left to delete.")
         return 0
     typed = args.confirm
@@ -148,17 +162,22 @@ def _teardown(
         try:
             typed = ask(
                 f"Type the environment's name ({env}) to delete the {len(doomed)} resources marked "
-                "'delete', or anything else to keep them: "
+                f"'delete'{' and the dataset' if dataset_left else ''}, or anything else to keep them: "
             ).strip()
         except EOFError:
             typed = ""
     if typed != env:
         print(
-            f"Not confirmed: nothing retained was deleted. Run again with --yes and type `{env}` (or pass "
+            f"Not confirmed: nothing retained{' and none of the dataset' if dataset_left else ''} was deleted. Run again with --yes and type `{env}` (or pass "
             f"--confirm {env}) to delete them.",
             file=sys.stderr,
         )
         return 1
+    if dataset_left:
+        for s in dataset_left:
+            stack_steps.delete(clients, s, say=print, poll_seconds=poll_seconds)
+        # The dataset's stacks retained their buckets, volumes, secrets and keys: find them again.
+        doomed = [r for r in _find(clients, config, regions, choices, {}) if r.kept is None]
     for r in doomed:
         print(f"  {remove(clients, r)}")
     print(f"Done: {len(doomed)} resources deleted or scheduled for deletion; the kept ones are listed above.")
@@ -190,24 +209,49 @@ def _find(
     return [r for region in order for r in find(clients, config, region, choices=choices, managed=managed)]
 
 
-def _stack_table(states: list[StackState]) -> Table:
-    table = Table(
-        "Deleting these stacks, in this order (the reverse of the deploy order)",
-        ("#", "stack", "region", "account", "now"),
-    )
+def _keep_standing(left: list[Retained], standing: list[StackPlan]) -> list[Retained]:
+    """`left`, with what a stack that stays standing holds (its hubspoke:stack and Region tags) marked kept."""
+    names = {(p.kind, p.region): p.name for p in standing}
+    return [
+        replace(r, kept=f"its stack {names[(r.stack, r.region)]} stays standing")
+        if r.kept is None and (r.stack, r.region) in names
+        else r
+        for r in left
+    ]
+
+
+def _standing_table(standing: list[StackPlan]) -> Table:
+    table = Table("Kept standing (--delete-dataset deletes them after you type the name)", ("stack", "why"))
+    for p in standing:
+        table.add(p.name, _why_standing(p))
+    return table
+
+
+def _why_standing(plan: StackPlan) -> str:
+    if plan.kind == "storage":
+        return "the dataset: once this stack is gone its retained buckets and volumes can never be attached again"
+    return "the hub's Storage stack needs it"
+
+
+def _stack_table(
+    states: list[StackState],
+    title: str = "Deleting these stacks, in this order (the reverse of the deploy order)",
+) -> Table:
+    table = Table(title, ("#", "stack", "region", "account", "now"))
     for n, s in enumerate(states, start=1):
         table.add(n, s.plan.name, s.plan.region, s.plan.account, s.status or "gone")
     return table
 
 
-def _order_table(plans: list[StackPlan]) -> Table:
+def _order_tables(plans: list[StackPlan], dataset: list[StackPlan], delete: bool, env: str) -> list[Table]:
+    """The stacks --yes would delete, in order; the dataset's last, after the typed name, or kept standing."""
     table = Table(
         "Would delete these stacks, in this order (the reverse of the deploy order)",
-        ("#", "stack", "region", "account"),
+        ("#", "stack", "region", "account", "when"),
     )
-    for n, p in enumerate(plans, start=1):
-        table.add(n, p.name, p.region, p.account)
-    return table
+    for n, p in enumerate([p for p in plans if delete or p not in dataset], start=1):
+        table.add(n, p.name, p.region, p.account, f"after you type `{env}`" if p in dataset else "with --yes")
+    return [table] if delete or not dataset else [table, _standing_table(dataset)]
 
 
 def _now_table(states: list[StackState]) -> Table:

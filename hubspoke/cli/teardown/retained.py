@@ -9,7 +9,7 @@ stay unless asked for, and so does every key that encrypts something that stays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from botocore.exceptions import ClientError
@@ -49,6 +49,7 @@ class Retained:
     # The live stack that still owns it (retained when that stack is deleted), if any.
     owner: str | None = None
     key: str | None = None  # the KMS key it is encrypted with, if known
+    stack: str | None = None  # its hubspoke:stack tag (the kind of stack that made it), if it has one
 
 
 @dataclass(frozen=True)
@@ -115,22 +116,46 @@ def _bucket(
     if stack == "storage" and hub:
         kept = None if choices.dataset else "the dataset: --delete-dataset deletes it"
         return Retained(
-            region, "bucket", name, "the hub's CNQ storage: the dataset", kept, DATASET, key=key_id
+            region,
+            "bucket",
+            name,
+            "the hub's CNQ storage: the dataset",
+            kept,
+            DATASET,
+            key=key_id,
+            stack=stack,
         )
     if stack == "storage":
         return Retained(
-            region, "bucket", name, "a spoke's CNQ storage: its cache and its checkpoints", key=key_id
+            region,
+            "bucket",
+            name,
+            "a spoke's CNQ storage: its cache and its checkpoints (no flag keeps them: export models first)",
+            key=key_id,
+            stack=stack,
         )
     if stack == "compute" and name.startswith(
         f"{LIFECYCLE_PREFIX}{hyperpod_cluster_name(config, config.region_config(region))}-"
     ):
         return Retained(
-            region, "bucket", name, "HyperPod lifecycle scripts (synth regenerates them)", key=key_id
+            region,
+            "bucket",
+            name,
+            "HyperPod lifecycle scripts (synth regenerates them)",
+            key=key_id,
+            stack=stack,
         )
     if stack == "compute":
         kept = None if choices.models else "exported models: --delete-models deletes it"
         return Retained(
-            region, "bucket", name, "the model export bucket or its access logs", kept, MODELS, key=key_id
+            region,
+            "bucket",
+            name,
+            "the model export bucket or its access logs",
+            kept,
+            MODELS,
+            key=key_id,
+            stack=stack,
         )
     return Retained(
         region,
@@ -139,6 +164,7 @@ def _bucket(
         f"a bucket of the {stack or 'untagged'} stack",
         "not one hubspoke retains: delete it by hand if nothing needs it",
         key=key_id,
+        stack=stack,
     )
 
 
@@ -174,17 +200,38 @@ def _repositories(ecr: Any, region: str, env: str) -> list[Retained]:
     for repo in _pages(ecr, "describe_repositories", "repositories"):
         tags = _tags(ecr.list_tags_for_resource(resourceArn=repo["repositoryArn"]).get("tags"))
         if tags.get(ENVIRONMENT_TAG) == env:
-            found.append(Retained(region, "repository", str(repo["repositoryName"]), "training images"))
+            found.append(
+                Retained(
+                    region,
+                    "repository",
+                    str(repo["repositoryName"]),
+                    "training images",
+                    stack=tags.get(STACK_TAG),
+                )
+            )
     return found
 
 
-def _secrets(sm: Any, region: str, env: str) -> list[Retained]:
+def _secrets(sm: Any, config: HubSpokeConfig, region: str, choices: Choices) -> list[Retained]:
     """ListSecrets filtered by tag value, paginated; the pair is checked here (the filters match key and value
-    separately: Secrets Manager API reference, Filter)."""
+    separately: Secrets Manager API reference, Filter). The hub's Qumulo passwords stay with the dataset."""
+    env = config.environment
     found = []
     for secret in _pages(sm, "list_secrets", "SecretList", Filters=[{"Key": "tag-value", "Values": [env]}]):
-        if _tags(secret.get("Tags")).get(ENVIRONMENT_TAG) == env:
-            found.append(Retained(region, "secret", str(secret["ARN"]), "a Qumulo password (admin or login)"))
+        tags = _tags(secret.get("Tags"))
+        if tags.get(ENVIRONMENT_TAG) != env:
+            continue
+        stack = tags.get(STACK_TAG)
+        if region == config.hub.region and stack == "storage":
+            kept = None if choices.dataset else "the dataset's cluster password: --delete-dataset deletes it"
+            holds = "a Qumulo password of the hub's cluster (admin or login)"
+            found.append(Retained(region, "secret", str(secret["ARN"]), holds, kept, DATASET, stack=stack))
+        else:
+            found.append(
+                Retained(
+                    region, "secret", str(secret["ARN"]), "a Qumulo password (admin or login)", stack=stack
+                )
+            )
     return found
 
 
@@ -194,9 +241,16 @@ def _log_groups(logs: Any, region: str, env: str) -> list[Retained]:
     found = []
     for group in _pages(logs, "describe_log_groups", "logGroups"):
         arn = str(group.get("logGroupArn") or str(group["arn"]).removesuffix(":*"))
-        if logs.list_tags_for_resource(resourceArn=arn).get("tags", {}).get(ENVIRONMENT_TAG) == env:
+        tags = logs.list_tags_for_resource(resourceArn=arn).get("tags", {})
+        if tags.get(ENVIRONMENT_TAG) == env:
             found.append(
-                Retained(region, "log group", str(group["logGroupName"]), "install, wait or flow logs")
+                Retained(
+                    region,
+                    "log group",
+                    str(group["logGroupName"]),
+                    "install, wait or flow logs",
+                    stack=tags.get(STACK_TAG),
+                )
             )
     return found
 
@@ -224,6 +278,7 @@ def _keys(kms: Any, region: str, env: str) -> list[Retained]:
                 str(meta["KeyId"]),
                 f"a KMS key of the {tags.get(STACK_TAG, '?')} stack",
                 "deletion already scheduled" if pending else None,
+                stack=tags.get(STACK_TAG),
             )
         )
     return found
@@ -247,7 +302,7 @@ def find(
         *_volumes(clients("ec2", region), config, region, choices),
         *(_bucket(config, region, *b, choices) for b in _buckets(clients("s3", region), region, env)),
         *_repositories(clients("ecr", region), region, env),
-        *_secrets(clients("secretsmanager", region), region, env),
+        *_secrets(clients("secretsmanager", region), config, region, choices),
         *_log_groups(clients("logs", region), region, env),
         *_keys(clients("kms", region), region, env),
     ]
@@ -259,8 +314,6 @@ def find(
         if owner is not None and not owner[1]:
             continue  # its stack deletes it
         if r.kind == "key" and r.kept is None and r.id in needed:
-            r = Retained(
-                r.region, r.kind, r.id, r.holds, f"encrypts {needed[r.id].id}, which stays", needed[r.id].data
-            )
-        result.append(Retained(r.region, r.kind, r.id, r.holds, r.kept, r.data, owner and owner[0], r.key))
+            r = replace(r, kept=f"encrypts {needed[r.id].id}, which stays", data=needed[r.id].data)
+        result.append(replace(r, owner=owner and owner[0]))
     return sorted(result, key=lambda r: ORDER.index(r.kind))

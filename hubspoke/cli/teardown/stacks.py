@@ -51,6 +51,24 @@ def teardown_order(config: HubSpokeConfig, regions: set[str]) -> list[StackPlan]
     return [p for p in reversed(plan_stacks(config)) if p.region in regions]
 
 
+def dataset_stacks(config: HubSpokeConfig, plans: list[StackPlan]) -> list[StackPlan]:
+    """The hub's Storage stack and every stack it needs (its Network), in `plans`' order: the dataset's stacks.
+
+    Once the hub's Storage stack is gone its retained buckets and volumes can never be attached again (Qumulo's
+    CNQ guide, "Deleting an Existing Cluster"; docs/runbooks/teardown.md), so keeping the dataset means keeping
+    these stacks standing.
+    """
+    by_id = {p.id: p for p in plan_stacks(config)}
+    needed: set[str] = set()
+    todo = [p.id for p in by_id.values() if p.kind == "storage" and p.region == config.hub.region]
+    while todo:
+        current = todo.pop()
+        if current not in needed and current in by_id:
+            needed.add(current)
+            todo.extend(by_id[current].depends_on)
+    return [p for p in plans if p.id in needed]
+
+
 def describe(cfn: Any, name: str) -> dict[str, Any] | None:
     """DescribeStacks of a live stack by name; None when it does not exist.
 
