@@ -33,6 +33,7 @@ from hubspoke.constructs.cnq.runtime.resources import FLOATING_IPS_RESOURCE, NOD
 if TYPE_CHECKING:
     from hubspoke.constructs.cnq.provisioning import CnqProvisioner
 from hubspoke.constructs.keys import retained_key
+from hubspoke.outputs import FLOATING_IPS
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import NFS, QUMULO_PORTAL, QUMULO_REST, RPCBIND, SSH
 
@@ -134,8 +135,9 @@ class CnqCluster(Construct):
                 group_set=[self.security_group.security_group_id, peer_path_sg.security_group_id],
                 # No SecondaryPrivateIpAddressCount: Qumulo moves the floating IPs between interfaces, so the
                 # count is not CloudFormation's to reconcile (runtime/floating.py, Custom::CnqFloatingIps).
-                # ASSUMED: on an interface an earlier release created, the removed property leaves its addresses
-                # (no source says); if it does not, Custom::CnqFloatingIps assigns the total again (new addresses).
+                # On an interface an earlier release created, removing it may unassign the addresses (the
+                # registry schema's update handler may call ec2:UnassignPrivateIpAddresses): Custom::CnqFloatingIps
+                # assigns back exactly those the stack's FloatingIps output lists, in that order.
                 description=f"CNQ {name} node {index}: primary and floating IPs",
             )
             node = ec2.CfnInstance(
@@ -194,6 +196,9 @@ class CnqCluster(Construct):
                 "ClusterName": self.name,
                 "NetworkInterfaceIds": [eni.attr_id for eni in self.enis],
                 "Counts": [str(self.storage.floating_ips_on_node(i)) for i in range(len(self.enis))],
+                # The stack's output of these addresses: its order is kept, and an address it lists that an
+                # interface update released is assigned back (runtime/floating.py).
+                "PublishedOutput": FLOATING_IPS.key(),
             },
         )
         provisioner.function.add_to_role_policy(

@@ -8,6 +8,7 @@ compute/module/sub-modules/qcluster/main.tf, ignore_changes includes network_int
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -101,3 +102,49 @@ def test_the_handler_answers_the_addresses_for_the_cluster_resource(world: World
               "OldResourceProperties": props}  # fmt: skip
     world.stack_status("UPDATE_IN_PROGRESS")
     assert on_event(update, ROOMY)["Data"]["Addresses"].split(",") == addresses
+
+
+def _old_release(ec2: Any, count: int, per_node: int) -> tuple[list[str], str]:
+    """Interfaces as the release before Custom::CnqFloatingIps made them (SecondaryPrivateIpAddressCount on
+    each AWS::EC2::NetworkInterface) and its FloatingIps output: each interface's SecondaryPrivateIpAddresses
+    joined, interface by interface (that release's infrastructure.py: Fn::Join of Fn::Join per interface)."""
+    vpc = ec2.create_vpc(CidrBlock="10.10.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.10.64.0/18")["Subnet"]["SubnetId"]
+    made = [ec2.create_network_interface(SubnetId=subnet, SecondaryPrivateIpAddressCount=per_node)
+            ["NetworkInterface"] for _ in range(count)]  # fmt: skip
+    output = ",".join(
+        a["PrivateIpAddress"] for eni in made for a in eni["PrivateIpAddresses"] if not a.get("Primary")
+    )
+    return [eni["NetworkInterfaceId"] for eni in made], output
+
+
+@pytest.mark.parametrize("released", [False, True], ids=["addresses-kept", "addresses-released"])
+def test_an_upgraded_stack_answers_its_published_addresses_in_the_published_order(
+    world: World, released: bool
+) -> None:
+    """The Compute stack's volumes take addresses 0 and 1 of the FloatingIps output (hubspoke/k8s/storage.py)
+    and a PersistentVolume's NFS server cannot change in place (Kubernetes API, PersistentVolumeSpec is
+    immutable after creation), so the upgrade's Create answers exactly the old output. Whether removing
+    SecondaryPrivateIpAddressCount releases the addresses is up to the interface's update handler (its registry
+    schema lists ec2:UnassignPrivateIpAddresses), so both cases: released addresses are assigned back."""
+    ec2 = boto3.client("ec2")
+    enis, old_output = _old_release(ec2, 4, 3)
+    # A failover moved one before the upgrade: the output (an attribute from the interface's create) did not change.
+    _move(ec2, old_output.split(",")[0], enis[0], enis[3])
+    if released:
+        for eni_id, addresses in floating.held(ec2, enis).items():
+            ec2.unassign_private_ip_addresses(NetworkInterfaceId=eni_id, PrivateIpAddresses=addresses)
+    cfn = boto3.client("cloudformation")
+    template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+                "Outputs": {"FloatingIps": {"Value": old_output}}}  # fmt: skip
+    stack = cfn.create_stack(StackName="hubspoke-dev-storage-old", TemplateBody=json.dumps(template))[
+        "StackId"
+    ]
+    props = {"ClusterName": "dev-hub", "NetworkInterfaceIds": enis, "Counts": ["3"] * 4,
+             "PublishedOutput": "FloatingIps", "WaitSeconds": "3000"}  # fmt: skip
+    event = {"RequestType": "Create", "ResourceType": "Custom::CnqFloatingIps", "LogicalResourceId": "FloatingIps",
+             "ResourceProperties": props, "StackId": stack}  # fmt: skip
+    assert on_event(event, ROOMY)["Data"]["Addresses"] == old_output
+    assert sorted(a for held in floating.held(ec2, enis).values() for a in held) == sorted(
+        old_output.split(",")
+    )

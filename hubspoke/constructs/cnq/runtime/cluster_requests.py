@@ -105,9 +105,20 @@ def floating_ips(request: str, props: Mapping[str, Any], old: Mapping[str, Any],
     addresses = floating.converge(
         aws("ec2"), strings(props, "NetworkInterfaceIds"), [int(c) for c in strings(props, "Counts")],
         old_ids=strings(old, "NetworkInterfaceIds"), old_total=sum(int(c) for c in strings(old, "Counts")),
-        rolling_back=rolling_back,
+        rolling_back=rolling_back, published=_published(stack_id, str(props.get("PublishedOutput") or "")),
     )  # fmt: skip
     return ",".join(addresses)
+
+
+def _published(stack_id: str, output: str) -> list[str]:
+    """The addresses the stack's `output` holds now, in order: what the cluster and the Compute stack use.
+    The output is this resource's own Addresses (hubspoke/stacks/storage.py), so while the resource runs it
+    still holds the value of the last deploy; no such output means the stack publishes none yet."""
+    if not output or not stack_id:
+        return []
+    stacks = aws("cloudformation").describe_stacks(StackName=stack_id)["Stacks"]
+    found = [o for s in stacks for o in s.get("Outputs") or [] if o.get("OutputKey") == output]
+    return [a.strip() for a in str(found[0]["OutputValue"]).split(",") if a.strip()] if found else []
 
 
 def converge_cluster(event: Mapping[str, Any], deadline: Deadline) -> dict[str, Any]:
