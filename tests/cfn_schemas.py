@@ -57,18 +57,36 @@ def create_only_paths(resource_type: str) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(p.split("/")[2:]) for p in sorted(pointers) if p.startswith("/properties/"))
 
 
+def _is_string(found: dict[str, Any], shape: dict[str, Any]) -> bool:
+    """Whether a property's shape is a plain string, following a local `$ref` into the schema's definitions."""
+    ref = shape.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/definitions/"):
+        shape = found.get("definitions", {}).get(ref.removeprefix("#/definitions/"), {})
+        return "$ref" not in shape and shape.get("type", "string") == "string"
+    return ref is None and shape.get("type", "string") == "string"
+
+
 @functools.cache
 def name_property(resource_type: str) -> str | None:
-    """The property that gives a resource of this type a custom physical name, None when it has none."""
+    """The property that gives a resource of this type a custom physical name, None when it has none.
+
+    First the schema's own word: a `primaryIdentifier` of one settable, create-only string property called
+    <X>Name or <X>Identifier (CloudFormation CLI, "Resource type schema": primaryIdentifier "uniquely identifies
+    an instance of this resource type"), which finds AWS::EC2::KeyPair KeyName and AWS::Backup::BackupVault
+    BackupVaultName; then the "Name type" pattern above for types identified by a generated ID or ARN.
+    """
     found = schema(resource_type)
     if found is None:
         return None
     own = resource_type.split("::")[-1]
     settable = create_only(resource_type) - _top_level(found.get("readOnlyProperties", []))
-    for prop in sorted(settable):
-        shape = found["properties"].get(prop, {})
-        if shape.get("type", "string") != "string" or "$ref" in shape:
-            continue
+    strings = {p for p in settable if _is_string(found, found["properties"].get(p, {}))}
+    identifier = _top_level(found.get("primaryIdentifier", []))
+    if len(found.get("primaryIdentifier", [])) == len(identifier) == 1 and identifier <= strings:
+        (prop,) = identifier
+        if prop.endswith(_SUFFIXES):
+            return prop
+    for prop in sorted(strings):
         stem = next((prop[: -len(s)] for s in _SUFFIXES if prop.endswith(s)), None)
         if stem is not None and own.endswith(stem):
             return prop

@@ -4,7 +4,8 @@ template holds what EC2 refuses at launch.
 Facts they rest on:
 - CloudFormation User Guide, "DeletionPolicy attribute": Retain keeps the resource when its stack is deleted and
   when the create that made it rolls back; RetainExceptOnCreate behaves like Retain except for the stack operation
-  that created the resource: if that operation rolls back, CloudFormation deletes the resource.
+  that created the resource: if that operation rolls back, CloudFormation deletes the resource. Either keeps it
+  when the stack is deleted, so a fixed name blocks creating the stack again after a teardown.
 - CloudFormation User Guide, "Name type": with a custom name a resource cannot be replaced, and the name is taken
   while any resource holds it, so a create that names a kept one fails ("already exists"; ECR:
   RepositoryAlreadyExistsException, botocore data/ecr/2015-09-21/service-2.json CreateRepository). Without a
@@ -26,10 +27,12 @@ from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.policy.model import PolicyRule, Template, Violation
 
 # Resource type -> its custom-name property, derived from CloudFormation's registry schemas as cfn-lint 1.58.0
-# bundles them (tests/cfn_schemas.py derives it; tests/policy/test_retry.py keeps this copy equal to it).
+# bundles them (the primaryIdentifier where it is a settable create-only name, else the "Name type" pattern:
+# tests/cfn_schemas.py derives it; tests/policy/test_retry.py keeps this copy equal to it).
 PHYSICAL_NAMES: Mapping[str, str] = json.loads(Path(__file__).with_name("physical_names.json").read_text())
-# The policies that keep a resource after its stack is gone (DeletionPolicy attribute page).
-KEEPS_ON_FAILED_CREATE = "Retain"
+# The policies that keep a resource after its stack is gone (DeletionPolicy attribute page): Retain also keeps it
+# when the create that made it rolls back, RetainExceptOnCreate only when the stack is deleted.
+KEEPS_AFTER_DELETE = ("Retain", "RetainExceptOnCreate")
 # Pseudo parameters whose value is the same for every create of the stack in one account and Region
 # (CloudFormation User Guide, "Pseudo parameters reference"); AWS::StackId is new for each create.
 _STABLE_PSEUDO = {"AWS::AccountId", "AWS::Region", "AWS::Partition", "AWS::URLSuffix", "AWS::StackName"}
@@ -72,11 +75,13 @@ def fixed_name(res: Mapping[str, Any], resources: Mapping[str, Any]) -> str | No
 def retained_resources_have_generated_names(
     templates: list[Template], config: HubSpokeConfig
 ) -> Iterator[Violation]:
-    """HubSpoke-RetainedFixedName: no resource kept by DeletionPolicy Retain has a name fixed across creates."""
+    """HubSpoke-RetainedFixedName: no resource a deleted stack keeps (Retain, RetainExceptOnCreate) has a name
+    fixed across creates."""
     for t in templates:
         resources = t.body.get("Resources", {})
         for logical_id, res in resources.items():
-            if res.get("DeletionPolicy") != KEEPS_ON_FAILED_CREATE:
+            policy = res.get("DeletionPolicy")
+            if policy not in KEEPS_AFTER_DELETE:
                 continue
             prop = fixed_name(res, resources)
             if prop is None:
@@ -85,12 +90,16 @@ def retained_resources_have_generated_names(
                 "HubSpoke-RetainedFixedName",
                 t.path,
                 logical_id,
-                f"{res['Type']} with a fixed {prop} and DeletionPolicy Retain: a create that rolls back keeps it, "
-                "and every later create of the stack fails because the name already exists (CloudFormation User "
-                "Guide, 'DeletionPolicy attribute' and 'Name type')",
-                f"leave {prop} unset so CloudFormation generates one per create and publish it as an output (the "
-                "only fix that also lets a deleted stack be created again), or use DeletionPolicy "
-                "RetainExceptOnCreate, which deletes it when the create that made it rolls back",
+                f"{res['Type']} with a fixed {prop} and DeletionPolicy {policy}: "
+                + (
+                    "a create that rolls back keeps it, and so does deleting the stack"
+                    if policy == "Retain"
+                    else "deleting the stack keeps it"
+                )
+                + ", and every later create of the stack fails because the name already exists (CloudFormation "
+                "User Guide, 'DeletionPolicy attribute' and 'Name type')",
+                f"leave {prop} unset so CloudFormation generates one per create and publish it as an output: "
+                "RetainExceptOnCreate alone does not help once the stack was deleted",
             )
 
 

@@ -3,7 +3,11 @@ mutated template.
 
 Sources (the oracle, written out here):
 - CloudFormation User Guide, "DeletionPolicy attribute": Retain keeps a resource when its stack is deleted or the
-  create that made it rolls back; RetainExceptOnCreate deletes it when the operation that created it rolls back.
+  create that made it rolls back; RetainExceptOnCreate deletes it when the operation that created it rolls back,
+  and otherwise behaves like Retain: deleting the stack keeps it.
+- CloudFormation CLI, "Resource type schema": primaryIdentifier is the property that uniquely identifies an
+  instance of the type; EC2 CreateKeyPair refuses a KeyName in use (InvalidKeyPair.Duplicate, EC2 API reference,
+  error codes), AWS Backup CreateBackupVault an existing BackupVaultName (AlreadyExistsException).
 - CloudFormation User Guide, "Name type": custom-name properties such as AWS::ECR::Repository RepositoryName,
   AWS::S3::Bucket BucketName, AWS::IAM::Role RoleName, AWS::RDS::DBInstance DBInstanceIdentifier; without one
   CloudFormation generates a unique physical ID.
@@ -66,6 +70,15 @@ def test_the_name_table_knows_the_names_of_what_we_deploy(dev_templates: Templat
     for kind in deployed | set(documented):
         assert shipped.get(kind) == name_property(kind), f"{kind}: {REGENERATE}"
     assert {t: shipped.get(t) for t in documented} == documented
+    # Named by their primaryIdentifier although the name is not <own type>Name (KeyPair: KeyName) or its shape is
+    # a $ref to a string definition (BackupVault, MWAA Environment).
+    by_identifier = {
+        "AWS::EC2::KeyPair": "KeyName",
+        "AWS::Backup::BackupVault": "BackupVaultName",
+        "AWS::MWAA::Environment": "Name",
+    }
+    assert {t: name_property(t) for t in by_identifier} == by_identifier
+    assert {t: shipped.get(t) for t in by_identifier} == by_identifier, REGENERATE
     # Properties that name another resource are not the resource's own name.
     assert shipped.get("AWS::EKS::Addon") != "ClusterName"
     assert "AWS::Lambda::Permission" not in shipped
@@ -88,8 +101,9 @@ def _repository(templates: Templates) -> tuple[str, dict[str, Any]]:
 def test_a_retained_repository_with_a_fixed_name_is_caught(
     dev_config: HubSpokeConfig, dev_templates: Templates
 ) -> None:
-    """The training image repository as it was before (a fixed `hubspoke-<env>-training`, Retain) is refused; the
-    same name under RetainExceptOnCreate, or a name that changes per create, is not."""
+    """The training image repository as it was before (a fixed `hubspoke-<env>-training`, Retain) is refused, and
+    so is the same name under RetainExceptOnCreate (deleting the stack keeps it, so re-creating the stack after a
+    teardown fails); a name that changes per create is not."""
     broken = copy.deepcopy(dev_templates)
     logical_id, repo = _repository(broken)
     assert repo["DeletionPolicy"] == "Retain"
@@ -103,6 +117,15 @@ def test_a_retained_repository_with_a_fixed_name_is_caught(
     assert _hits(broken, dev_config, "HubSpoke-RetainedFixedName") == []
     repo["Properties"]["RepositoryName"] = "hubspoke-dev-training"
     repo["DeletionPolicy"] = "RetainExceptOnCreate"
+    assert _hits(broken, dev_config, "HubSpoke-RetainedFixedName") == [("compute-us-west-2", logical_id)]
+    [fix] = [
+        v.fix
+        for v in check([Template(k, t) for k, t in broken.items()], dev_config)
+        if v.rule == "HubSpoke-RetainedFixedName"
+    ]
+    assert "leave RepositoryName unset" in fix and "use DeletionPolicy RetainExceptOnCreate" not in fix
+    # Deleted with its stack: nothing is kept, so a fixed name is no retry problem.
+    repo["DeletionPolicy"] = "Delete"
     assert _hits(broken, dev_config, "HubSpoke-RetainedFixedName") == []
 
 
@@ -116,6 +139,23 @@ def test_any_retained_named_type_is_caught_not_only_repositories(
     )
     resources[bucket]["Properties"]["BucketName"] = "hubspoke-dev-data"
     assert _hits(broken, dev_config, "HubSpoke-RetainedFixedName") == [("storage-us-east-2", bucket)]
+
+
+@pytest.mark.parametrize(
+    ("kind", "prop"), [("AWS::EC2::KeyPair", "KeyName"), ("AWS::Backup::BackupVault", "BackupVaultName")]
+)
+@pytest.mark.parametrize("policy", ["Retain", "RetainExceptOnCreate"])
+def test_types_named_by_their_primary_identifier_are_caught(
+    dev_config: HubSpokeConfig, dev_templates: Templates, kind: str, prop: str, policy: str
+) -> None:
+    """A key pair or backup vault with a fixed name, kept by either policy, blocks the next create."""
+    broken = copy.deepcopy(dev_templates)
+    broken["storage-us-east-2"]["Resources"]["Mutated"] = {
+        "Type": kind,
+        "DeletionPolicy": policy,
+        "Properties": {prop: "hubspoke-dev-fixed"},
+    }
+    assert _hits(broken, dev_config, "HubSpoke-RetainedFixedName") == [("storage-us-east-2", "Mutated")]
 
 
 def _with_user_data(templates: Templates, user_data: Any, *, launch_template: bool = False) -> Templates:
