@@ -443,8 +443,10 @@ def train(args: argparse.Namespace) -> int:
         dist.destroy_process_group()
         return EXIT_NOTHING_TO_TRAIN
     sink = EmfSink(os.environ.get(AGENT_ENDPOINT_ENV), warn=log) if rank == 0 else None
-    # The checkpoint a restart would resume from: the one loaded, else none yet (its age counts from now).
-    written = [checkpoint_written(args.checkpoint_dir, default=time.time())]
+    # The age counts the work a failure would lose: since the newest checkpoint was written or since this process
+    # started training, whichever is later (a resume of an old checkpoint has lost nothing yet: no page).
+    started = time.time()
+    written = [max(checkpoint_written(args.checkpoint_dir, default=started), started)]
     reporter = (
         _throughput_reporter(args, world, sink, dataset_manifest, lambda: written[0])
         if sink is not None

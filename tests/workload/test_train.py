@@ -384,6 +384,25 @@ def test_checkpoint_age_counts_from_the_newest_complete_checkpoint(tmp_path: Pat
     assert train.checkpoint_written(tmp_path, default=123.0) == 1_000_000.0
 
 
+def test_a_resume_of_an_old_checkpoint_reports_a_small_age(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """issue 42 review item 4: CheckpointAgeSeconds is the work a failure would lose. A job resuming a checkpoint
+    written 2 hours ago has lost nothing yet, so its first record's age is seconds, not 7200 (which would cross
+    checkpoint-too-old's 3600 s on every resume)."""
+    run = _in_process(monkeypatch, capfd)
+    data, ckpt = _dataset(tmp_path, [400, 400]), tmp_path / "ckpt"
+    assert run(data, ckpt, "--max-steps=2", "--num-workers=0").returncode == 0
+    two_hours_ago = time.time() - 2 * 3600
+    for metadata in ckpt.glob("step_*/.metadata"):
+        os.utime(metadata, (two_hours_ago, two_hours_ago))
+    second = run(data, ckpt, "--max-steps=4", "--num-workers=0", "--metrics-seconds=0.01")
+    assert second.returncode == 0, second.stderr
+    first, *_ = _records(second.stdout)
+    assert first["Step"] < 4, "a record before the resumed run's own save"
+    assert 0 <= first[training_metrics.CHECKPOINT_AGE_SECONDS] < 60, first
+
+
 def test_a_torn_checkpoint_is_never_resumed_from(tmp_path: Path) -> None:
     sys.path.insert(0, str(WORKLOAD))
     import train
