@@ -180,6 +180,14 @@ def _job_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-steps", type=int, help="the step the run stops at, counted from its first start (default 999)"
     )
     parser.add_argument(
+        "--container-restart-limit",
+        type=int,
+        metavar="N",
+        help="PyTorchJob only: fail the job after its running pods' containers restarted N times in all "
+        "(runPolicy.backoffLimit; default nodes x 10 restarts per node replacement x (job retries + 1): "
+        "a crash loop frees the GPUs, a node replacement does not fail the job)",
+    )
+    parser.add_argument(
         "--wait-for-cached-fraction",
         type=_fraction,
         metavar="F",
@@ -262,6 +270,12 @@ def _job(
         if problem:
             raise RenderError("--job-name", problem)
         settings = replace(settings, job_name=args.job_name)
+    if args.container_restart_limit is not None:
+        if args.container_restart_limit < 1:
+            raise RenderError(
+                "--container-restart-limit", "give 1 or more restarts, or leave it out for the default"
+            )
+        settings = replace(settings, container_restart_limit=args.container_restart_limit)
     if args.max_steps is not None:
         if args.max_steps < 1:
             raise RenderError(

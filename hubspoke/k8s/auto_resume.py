@@ -19,19 +19,30 @@ def job_annotations(*, max_job_retries: int) -> dict[str, str]:
     return {AUTO_RESUME_ANNOTATION: "true", MAX_RETRY_ANNOTATION: str(max_job_retries)}
 
 
-def run_policy(*, container_restart_limit: int | None) -> dict[str, Any]:
-    """The PyTorchJob's runPolicy: no backoffLimit unless one is asked for.
+def container_restart_limit(*, nodes: int, max_job_retries: int, restarts_per_replacement: int) -> int:
+    """The default backoffLimit: enough container restarts for every node fault the retry budget allows.
 
-    The Kubeflow operator counts every container restart of the job's running pods against backoffLimit
-    (training-operator@855e096, pkg/core/job.go PastBackoffLimit; the version the pinned chart deploys). While
-    HyperPod replaces one node, the other pods' containers restart on every failed rendezvous, so a small limit
-    fails the job before the node is back, and a failed job is not resumed. Without it, whole-job retries are
-    counted per node fault by the max-retry annotation, as AWS's auto-resume examples leave it
-    (aws-samples/awsome-distributed-training@7217859, 1.architectures/7.sagemaker-hyperpod-eks/task-governance/
-    1-imagenet-gpu-team-a.yaml: no backoffLimit). A crash that is no node fault then restarts under kubelet's
-    back-off until someone stops the job.
+    The Kubeflow operator fails the job once the restarts of its running pods' containers sum to backoffLimit
+    (training-operator@855e096, pkg/core/job.go PastBackoffLimit), and without one a crash-looping job holds its
+    GPUs forever. Every pod may restart on each failed rendezvous while one node is replaced, for each of the
+    max_job_retries node faults plus the first run, so the limit is their product.
     """
-    policy: dict[str, Any] = {"cleanPodPolicy": "None"}
-    if container_restart_limit is not None:
-        policy["backoffLimit"] = container_restart_limit
-    return policy
+    # nodes x restarts_per_replacement (ASSUMED ~10: kubelet's 10 s..5 min back-off over a ~30 min replacement)
+    # x (max_job_retries + 1 runs); dev: 2 x 10 x 11 = 220.
+    return nodes * restarts_per_replacement * (max_job_retries + 1)
+
+
+def run_policy(
+    *, nodes: int, max_job_retries: int, restarts_per_replacement: int, limit: int | None = None
+) -> dict[str, Any]:
+    """The PyTorchJob's runPolicy: pods kept for their logs, and a finite container-restart limit (`limit`, else
+    container_restart_limit's), which must outlive a node replacement: a job failed by its limit is not resumed.
+    """
+    backoff = limit
+    if backoff is None:
+        backoff = container_restart_limit(
+            nodes=nodes, max_job_retries=max_job_retries, restarts_per_replacement=restarts_per_replacement
+        )
+    if backoff < 1:
+        raise ValueError(f"backoffLimit {backoff}: give 1 or more container restarts")
+    return {"cleanPodPolicy": "None", "backoffLimit": backoff}

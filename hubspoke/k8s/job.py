@@ -67,8 +67,11 @@ class TrainingSettings:
     # Whole-job restarts after a node fault, each after HyperPod replaced the node: the PyTorchJob's
     # job-max-retry-count annotation, the HyperPodPyTorchJob's jobMaxRetryCount. ASSUMED budget: tune per run.
     max_job_retries: int = 10
-    # The PyTorchJob's backoffLimit, which counts container restarts (None: none; hubspoke/k8s/auto_resume.py).
+    # The PyTorchJob's backoffLimit, which counts container restarts (None: derived from the node count and the
+    # retry budget, hubspoke/k8s/auto_resume.py container_restart_limit).
     container_restart_limit: int | None = None
+    # Container restarts per pod while one node is replaced. ASSUMED: kubelet's back-off over a ~30 min replacement.
+    restarts_per_node_replacement: int = 10
     # HyperPodPyTorchJob log monitoring. First progress line: model build, FSDP init, a resume read of the
     # checkpoint and the first steps on a cold cache (60 ms per read for the first ~100 batches, docs/design.md §1).
     # Between lines: 10 steps (~35 s at the reference 115 samples/s) or a checkpoint write; AWS's samples
@@ -369,7 +372,12 @@ def pytorch_job(
                 "maxReplicas": group.count,
                 "maxRestarts": settings.max_restarts,
             },
-            "runPolicy": auto_resume.run_policy(container_restart_limit=settings.container_restart_limit),
+            "runPolicy": auto_resume.run_policy(
+                nodes=group.count,
+                max_job_retries=settings.max_job_retries,
+                restarts_per_replacement=settings.restarts_per_node_replacement,
+                limit=settings.container_restart_limit,
+            ),
             "pytorchReplicaSpecs": {
                 "Worker": {"replicas": group.count, "restartPolicy": "OnFailure", "template": template}
             },

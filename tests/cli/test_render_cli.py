@@ -251,6 +251,16 @@ def test_job_name_and_max_steps_start_a_new_run_under_a_new_checkpoint_directory
     assert "--job-name=hubspoke-run-2" in command and "--max-steps=2000" in command
 
 
+def test_the_container_restart_limit_is_a_render_option(
+    dev_yaml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """runPolicy.backoffLimit (training-operator@855e096 RunPolicy): the flag's number, as given."""
+    argv = ["render", "job", "--config", str(dev_yaml), "--region", "us-west-2"]
+    assert main([*argv, "--container-restart-limit", "40"]) == 0
+    (job,) = [doc for doc in yaml.safe_load_all(capsys.readouterr().out) if doc]
+    assert job["spec"]["runPolicy"]["backoffLimit"] == 40
+
+
 @pytest.mark.parametrize(
     ("flag", "value"),
     # RFC 1035 labels (the pinned training operator's ValidateV1PyTorchJob): no capitals, no leading digit,
@@ -262,6 +272,7 @@ def test_job_name_and_max_steps_start_a_new_run_under_a_new_checkpoint_directory
         ("--job-name", "run_2"),
         ("--job-name", "r" * 41),
         ("--max-steps", "0"),
+        ("--container-restart-limit", "0"),
     ],
 )
 def test_bad_job_name_or_step_count_exits_2_naming_the_flag(
@@ -318,7 +329,14 @@ def test_the_cache_wait_deadline_and_status_age_are_render_options(
     assert main([*argv, "--wait-for-cached-fraction", "1.0"]) == 0
     out = capsys.readouterr().out
     assert "--at-deadline=start" in out and "--max-status-age=3600" in out
-    fail = ["--wait-for-cached-fraction", "1.0", "--at-cache-deadline", "fail", "--max-cache-status-age", "600"]
+    fail = [
+        "--wait-for-cached-fraction",
+        "1.0",
+        "--at-cache-deadline",
+        "fail",
+        "--max-cache-status-age",
+        "600",
+    ]
     assert main([*argv, *fail]) == 0
     out = capsys.readouterr().out
     assert "--at-deadline=fail" in out and "--max-status-age=600" in out and "--cache-wait-refusal=" in out

@@ -11,6 +11,7 @@ Sources (the expected values below are written from them, not read from the code
 - kubeflow/training-operator@855e096 (the pinned chart's operator), pkg/core/job.go PastBackoffLimit: with
   backoffLimit set and restartPolicy OnFailure, the job fails once the restart counts of the containers of its
   Running pods sum to backoffLimit; without backoffLimit it never fails for restarts (RunPolicy.BackoffLimit nil).
+- config/dev.yaml and /work/shared/DESIGN.md: dev trains on 2 x ml.p5.48xlarge, so the job has 2 worker pods.
 """
 
 from __future__ import annotations
@@ -91,19 +92,39 @@ def _fails_for_restarts(job: dict[str, Any], restarts_per_running_pod: list[int]
 RESTARTS_WHILE_A_NODE_IS_REPLACED = [10]
 
 
+# Kubelet's crash back-off tops out at 5 minutes between restarts (Kubernetes docs, "Pod Lifecycle").
+MAX_BACKOFF_MINUTES = 5
+
+
 @pytest.mark.parametrize("code", REGIONS)
 def test_restarts_during_a_node_replacement_do_not_fail_the_job(
     dev_config: HubSpokeConfig, code: str
 ) -> None:
+    """Every node fault the retry budget allows (10 job retries, the run before them: 11 runs) costs the surviving
+    worker about 10 restarts; their sum stays under the default limit."""
     job = _default_job(dev_config, code)
-    assert not _fails_for_restarts(job, RESTARTS_WHILE_A_NODE_IS_REPLACED)
-    # The model has teeth: the earlier default (backoffLimit 3) failed the job mid-replacement, and an explicit
-    # container_restart_limit still renders one.
+    assert not _fails_for_restarts(job, [sum(RESTARTS_WHILE_A_NODE_IS_REPLACED) * 11])
+    # The model has teeth: the earlier limit (backoffLimit 3) failed the job mid-replacement, and an explicit
+    # container_restart_limit still renders as given.
     earlier = {**job, "spec": {**job["spec"], "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3}}}
     assert _fails_for_restarts(earlier, RESTARTS_WHILE_A_NODE_IS_REPLACED)
     limited = _default_job(dev_config, code, container_restart_limit=50)
     assert limited["spec"]["runPolicy"]["backoffLimit"] == 50
     assert not _fails_for_restarts(limited, RESTARTS_WHILE_A_NODE_IS_REPLACED)
+
+
+@pytest.mark.parametrize("code", REGIONS)
+def test_a_crash_looping_job_fails_and_frees_the_gpus(dev_config: HubSpokeConfig, code: str) -> None:
+    """Without a backoffLimit the operator never fails the job (RunPolicy.BackoffLimit nil), so a crash that is no
+    node fault held both p5 nodes forever. The default is 2 nodes x 10 restarts x (10 retries + 1) = 220: one
+    worker crash-looping at kubelet's 5-minute back-off fails the job in about 18 hours."""
+    job = _default_job(dev_config, code)
+    limit = job["spec"]["runPolicy"]["backoffLimit"]
+    assert limit == 2 * 10 * (10 + 1)
+    assert _fails_for_restarts(job, [limit]) and not _fails_for_restarts(job, [limit - 1])
+    assert limit * MAX_BACKOFF_MINUTES / 60 < 24
+    # It follows the retry budget: 4 retries give 2 x 10 x 5.
+    assert _default_job(dev_config, code, max_job_retries=4)["spec"]["runPolicy"]["backoffLimit"] == 100
 
 
 @pytest.mark.parametrize("code", REGIONS)
