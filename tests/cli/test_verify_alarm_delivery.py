@@ -114,3 +114,34 @@ def test_a_failed_alarm_action_fails_naming_the_alarm_and_the_error(
     assert row.status == "fail", row
     assert "hub-unreachable-page" in row.detail and "not authorized to perform: SNS:Publish" in row.detail
     assert "Who is told" in row.fix
+
+
+def test_a_failure_fixed_since_passes_and_only_a_latest_failed_attempt_fails(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """issue 42 review item 6: CloudWatch keeps an action's failure in the history two weeks (User Guide, "Using
+    Amazon CloudWatch alarms"), also after the topic's policy was fixed; a later "Successfully executed action" of
+    the same alarm to the same topic shows the fix. A success to another topic proves nothing about this one."""
+    now = datetime.now(UTC)
+    topic, chat = (f"arn:aws:sns:{REGION}:{ACCOUNT}:{name}" for name in ("on-call", "chat"))
+    history = deployed.clients.history[REGION]
+    history.failed_action(PAGE, topic, now - timedelta(days=3))
+    history.succeeded_action(PAGE, topic, now - timedelta(days=1))
+    [row] = rows(_verify(deployed, deployed_config), "alarm actions", REGION)
+    assert row.status == "pass", row
+    history.failed_action(PAGE, chat, now - timedelta(days=2))
+    history.succeeded_action(PAGE, topic, now - timedelta(hours=1))
+    [row] = rows(_verify(deployed, deployed_config), "alarm actions", REGION)
+    assert row.status == "fail" and "chat" in row.detail, row
+    history.succeeded_action(PAGE, chat, now - timedelta(minutes=5))
+    history.failed_action(PAGE, topic, now - timedelta(minutes=1))
+    [row] = rows(_verify(deployed, deployed_config), "alarm actions", REGION)
+    assert row.status == "fail" and "on-call" in row.detail and "chat" not in row.detail, row
+
+
+def test_an_alarm_topic_nobody_subscribes_to_warns(deployed: DeployedWorld, deployed_config: Path) -> None:
+    """issue 42 review item 1: a topic with no subscription delivers to nobody (SNS Developer Guide, "Subscribing
+    to an Amazon SNS topic": a topic delivers to its subscribed endpoints)."""
+    _topic_with(deployed)
+    [row] = rows(_verify(deployed, deployed_config, alarm_emails=[]), "alarm subscriptions")
+    assert row.status == "warn" and "nobody subscribes" in row.detail, row

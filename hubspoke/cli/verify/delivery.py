@@ -68,6 +68,17 @@ def _subscriptions(ctx: Context, region: str, live: dict[str, dict[str, Any]]) -
                     f"then confirm from the email within {UNCONFIRMED_KEPT_HOURS} hours",
                 )
             )
+        elif not subscriptions:
+            # Alarms also notify ops.alarm_topic_arns, but a topic nobody subscribes to tells nobody itself.
+            rows.append(
+                CheckResult(
+                    region,
+                    "alarm subscriptions",
+                    "warn",
+                    f"nobody subscribes to {name}: only the topics in ops.alarm_topic_arns (if any) are told",
+                    f"list an address in ops.alarm_emails, or subscribe an endpoint to {topic}",
+                )
+            )
         elif pending or pending_count:
             rows.append(
                 CheckResult(
@@ -106,28 +117,48 @@ def _failed(item: dict[str, Any]) -> bool:
     return state == "Failed" or str(item.get("HistorySummary", "")).startswith("Failed to execute action")
 
 
+def _target(item: dict[str, Any]) -> str:
+    """The action an Action item is about: HistoryData's notificationResource, else its summary's "action <ARN>"."""
+    try:
+        target = json.loads(item.get("HistoryData") or "{}").get("notificationResource")
+    except (ValueError, AttributeError):
+        target = None
+    if target:
+        return str(target)
+    words = str(item.get("HistorySummary", "")).split()
+    return words[words.index("action") + 1].rstrip(".") if "action" in words[:-1] else ""
+
+
 def _failed_actions(ctx: Context, region: str, planned: list[PlannedAlarm]) -> list[CheckResult]:
     cloudwatch = ctx.clients("cloudwatch", region)
     ours = {a.name for a in planned if a.notifies}
     if not ours:
         return []
-    failed = [
-        item
-        for page in cloudwatch.get_paginator("describe_alarm_history").paginate(
-            # Without AlarmTypes only metric alarms' history is returned (botocore cloudwatch service-2.json,
-            # DescribeAlarmHistory AlarmTypes), and the canary's pages are composites.
-            HistoryItemType="Action",
-            AlarmTypes=["MetricAlarm", "CompositeAlarm"],
-            StartDate=ctx.now - HISTORY,
-            EndDate=ctx.now,
-        )
-        for item in page.get("AlarmHistoryItems", [])
-        if item.get("AlarmName") in ours and _failed(item)
-    ]
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for page in cloudwatch.get_paginator("describe_alarm_history").paginate(
+        # Without AlarmTypes only metric alarms' history is returned (botocore cloudwatch service-2.json,
+        # DescribeAlarmHistory AlarmTypes), and the canary's pages are composites.
+        HistoryItemType="Action",
+        AlarmTypes=["MetricAlarm", "CompositeAlarm"],
+        StartDate=ctx.now - HISTORY,
+        EndDate=ctx.now,
+    ):
+        for item in page.get("AlarmHistoryItems", []):
+            if item.get("AlarmName") not in ours:
+                continue
+            key = (item["AlarmName"], _target(item))
+            if key not in latest or item["Timestamp"] > latest[key]["Timestamp"]:
+                latest[key] = item
+    # Only an action whose latest attempt failed still fails: a later success of the same alarm's action to the same
+    # topic shows the cause was fixed, though CloudWatch keeps the old failure two weeks.
+    failed = [item for item in latest.values() if _failed(item)]
     if not failed:
         return [
             CheckResult(
-                region, "alarm actions", "pass", f"no failed alarm action in the last {HISTORY.days} days"
+                region,
+                "alarm actions",
+                "pass",
+                f"no alarm action whose latest attempt failed in the last {HISTORY.days} days",
             )
         ]
     newest = sorted(failed, key=lambda i: i["Timestamp"], reverse=True)
@@ -140,7 +171,7 @@ def _failed_actions(ctx: Context, region: str, planned: list[PlannedAlarm]) -> l
             region,
             "alarm actions",
             "fail",
-            f"{len(failed)} alarm action(s) failed in the last {HISTORY.days} days, so nobody was told: {shown}",
+            f"{len(failed)} alarm action(s) failed on their latest attempt, so nobody was told: {shown}",
             "a topic's policy or its key's policy does not let cloudwatch.amazonaws.com publish: see "
             "docs/operations.md, 'Who is told'",
         )
