@@ -139,6 +139,7 @@ class AlarmTopic(Construct):
         # SNS topic", protocols). Only topics of this Region (config/ops_rules.py, ASSUMED there); their owner's
         # topic policy must let cloudwatch.amazonaws.com publish (docs/operations.md, "Who is told").
         external = [arn for arn in config.ops.alarm_topic_arns if arn.split(":")[3] == stack.region]
+        self.external_topic_arns = external  # told of everything the own topic is (node health events too)
         self.actions = [actions.SnsAction(self.topic)] + [
             actions.SnsAction(sns.Topic.from_topic_arn(self, f"External{i}", arn))
             for i, arn in enumerate(external)

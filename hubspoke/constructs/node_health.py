@@ -49,6 +49,9 @@ EFA_BREACHING_MINUTES = 5
 # "Events that Amazon SageMaker AI sends to Amazon EventBridge"), which could page at fewer findings.
 UNHEALTHY_EVENTS_PER_DAY = 3
 DAY = Duration.days(1)
+# "Each rule can have up to five (5) targets associated with it at one time" (botocore events service-2.json,
+# PutTargets; EventBridge User Guide, "Amazon EventBridge quotas").
+RULE_TARGETS_MAX = 5
 
 # SageMaker Developer Guide, "Events that Amazon SageMaker AI sends to Amazon EventBridge", "SageMaker HyperPod
 # cluster node health": source aws.sagemaker, detail-type below, detail.ClusterName, detail.InstanceId and
@@ -155,18 +158,23 @@ class NodeHealth(Construct):
             ),
         )
         field = events.EventField.from_path
-        self.rule.add_target(
-            _TopicTarget(
-                topic.topic.topic_arn,
-                events.RuleTargetInput.from_text(
-                    f"HyperPod cluster {field('$.detail.ClusterName')}: node {field('$.detail.InstanceId')} is "
-                    f"{field('$.detail.HealthSummary.HealthStatus')}: "
-                    f"{field('$.detail.HealthSummary.HealthStatusReason')} Repair action: "
-                    f"{field('$.detail.HealthSummary.RepairAction')}. "
-                    f"{field('$.detail.HealthSummary.Recommendation')} Runbook: {runbook}"
-                ),
-            )
+        message = events.RuleTargetInput.from_text(
+            f"HyperPod cluster {field('$.detail.ClusterName')}: node {field('$.detail.InstanceId')} is "
+            f"{field('$.detail.HealthSummary.HealthStatus')}: "
+            f"{field('$.detail.HealthSummary.HealthStatusReason')} Repair action: "
+            f"{field('$.detail.HealthSummary.RepairAction')}. "
+            f"{field('$.detail.HealthSummary.Recommendation')} Runbook: {runbook}"
         )
+        # Whoever the alarms tell is told: the own topic and the config's topics of this Region (their owners'
+        # policies must let events.amazonaws.com publish: docs/operations.md, "Who is told").
+        targets = [topic.topic.topic_arn, *topic.external_topic_arns]
+        if len(targets) > RULE_TARGETS_MAX:
+            raise ValueError(
+                f"ops.alarm_topic_arns: {len(targets) - 1} topics of {region.region} plus the own topic exceed "
+                f"EventBridge's {RULE_TARGETS_MAX} targets per rule: list fewer topics of that Region"
+            )
+        for arn in targets:
+            self.rule.add_target(_TopicTarget(arn, message))
         self._allow_events(topic)
         self.alarms: dict[str, cloudwatch.Alarm] = {
             alarms.GPUS_IDLE_WHILE_HELD: self._gpus_idle(by_key[alarms.GPUS_IDLE_WHILE_HELD]),

@@ -29,7 +29,7 @@ import pytest
 
 from hubspoke.config import HubSpokeConfig
 from hubspoke.k8s.job import training_job
-from tests.conftest import Templates, properties
+from tests.conftest import Templates, options, properties, synth
 from tests.fakes.cloudwatch_alarm import evaluate_every_minute
 from tests.stacks.test_compute import with_dataset_pin
 
@@ -229,6 +229,28 @@ def test_the_rule_delivers_to_the_encrypted_topic_and_only_it_may_publish_there(
             for action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
         }
         assert {"kms:Decrypt", "kms:GenerateDataKey*"} <= allowed, region
+
+
+def test_node_health_events_also_reach_the_configs_topics_of_their_region(config_from: Any) -> None:
+    """issue 42 review item 1: the alarms tell ops.alarm_topic_arns of their Region (on-call, chat), so HyperPod's
+    node-health findings must reach them too, with the same message (only topics of the rule's Region, as for the
+    alarms: ASSUMED there, docs/operations.md). EventBridge allows at most five targets per rule (botocore events
+    service-2.json, PutTargets: "Each rule can have up to five (5) targets")."""
+    east, west = "arn:aws:sns:us-east-2:111122223333:on-call", "arn:aws:sns:us-west-2:111122223333:on-call"
+    data = options()
+    assert data["ops"]["alarm_topic_arns"] == [east, west]
+    found = watched(synth(config_from(data)))
+    assert found
+    for region, _, template in found:
+        _, rule = node_health_rule(template)
+        [(topic_id, _)] = properties(template, "AWS::SNS::Topic")
+        targets = rule["Targets"]
+        assert [t["Arn"] for t in targets] == [
+            {"Ref": topic_id},
+            {"us-east-2": east, "us-west-2": west}[region],
+        ]
+        assert len(targets) <= 5
+        assert len({json.dumps(t["InputTransformer"], sort_keys=True) for t in targets}) == 1, region
 
 
 # --- the alarms as CloudWatch evaluates them ---
