@@ -27,6 +27,14 @@ PORTAL_PROBES_NOT_ACTIVE = "portal-probes-not-active"
 TRAINING_STALLED = "training-stalled"
 TRAINING_THROUGHPUT_LOW = "training-throughput-low"
 GPU_UTILIZATION_LOW = "gpu-utilization-low"
+# A job that falls silent without its completion record (a crash, a kill, a lost node) pages as dead: the composite
+# TRAINING_JOB_DEAD is ALARM(unfinished: the job's last record said it was running) AND ALARM(reports missing).
+TRAINING_JOB_UNFINISHED = "training-job-unfinished"
+TRAINING_REPORTS_MISSING = "training-reports-missing"
+TRAINING_JOB_DEAD = "training-job-dead"
+# A training pod's container waiting in CrashLoopBackOff: the job has no backoffLimit (hubspoke/k8s/job.py), so a
+# crash that is not a node fault restarts under the kubelet's back-off forever, holding the GPUs.
+TRAINING_CRASH_LOOP = "training-crash-loop"
 # The hit ratio alone is ~0 on any cold first pass: its metric alarm notifies nobody, and the composite
 # CACHE_HIT_RATIO_LOW pages only while the throughput alarm is in ALARM too.
 CACHE_HIT_RATIO_BELOW_FLOOR = "cache-hit-ratio-below-floor"
@@ -58,17 +66,30 @@ _SILENT_INPUTS = (
     PORTAL_PROBES_NOT_ACTIVE,
     CACHE_HIT_RATIO_BELOW_FLOOR,
     DATASET_NOT_FULLY_CACHED,
+    TRAINING_JOB_UNFINISHED,
+    TRAINING_REPORTS_MISSING,
 )
+# The job's life, the same in hub and spokes; inputs before the composite that reads them.
+_JOB_RUNBOOKS = {
+    TRAINING_JOB_UNFINISHED: "docs/runbooks/compute.md",
+    TRAINING_REPORTS_MISSING: "docs/runbooks/compute.md",
+    TRAINING_JOB_DEAD: "docs/runbooks/compute.md",
+    TRAINING_CRASH_LOOP: "docs/runbooks/compute.md",
+}
 # What each key means for the runbook an operator follows, where the cause is most often found.
 _TRAINING_RUNBOOKS = {
     "spoke": {
         TRAINING_STALLED: "docs/runbooks/hub-outage.md",
         TRAINING_THROUGHPUT_LOW: "docs/runbooks/cache-warm-up.md",
         GPU_UTILIZATION_LOW: "docs/runbooks/cache-warm-up.md",
+        **_JOB_RUNBOOKS,
     },
     "hub": {
-        key: "docs/runbooks/compute.md"
-        for key in (TRAINING_STALLED, TRAINING_THROUGHPUT_LOW, GPU_UTILIZATION_LOW)
+        **{
+            key: "docs/runbooks/compute.md"
+            for key in (TRAINING_STALLED, TRAINING_THROUGHPUT_LOW, GPU_UTILIZATION_LOW)
+        },
+        **_JOB_RUNBOOKS,
     },
 }
 

@@ -51,3 +51,8 @@ NODE_GPU_USAGE_TOTAL = "node_gpu_usage_total"
 # page): no cluster-wide series, so the dashboard searches the training namespace's pods.
 POD_NUMBER_OF_CONTAINER_RESTARTS = "pod_number_of_container_restarts"
 POD_DIMENSIONS: tuple[str, ...] = ("ClusterName", "Namespace", "PodName")
+# A pod's containers waiting in CrashLoopBackOff (the kubelet's back-off between restarts), a count per pod. Published
+# with enhanced observability at [PodName, Namespace, ClusterName] and [ClusterName] (and two finer sets), not per
+# namespace (aws/amazon-cloudwatch-agent@0316fb69, translator/translate/otel/exporter/awsemf/kubernetes.go,
+# getPodMetricDeclarations): an alarm on one namespace aggregates its pods with a Metrics Insights query.
+POD_CRASH_LOOP_BACK_OFF = "pod_container_status_waiting_reason_crash_loop_back_off"

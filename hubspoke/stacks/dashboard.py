@@ -36,7 +36,7 @@ class DashboardStack(PlannedStack):
         self.dashboard = EnvironmentDashboard(self, "Dashboard", config=config, plans=plan_stacks(config))
         # The hub has no Ops stack (a canary in the hub would only watch itself), so its training alarms live
         # here, the environment's one stack in the hub Region that is about operations.
-        self.alarms: dict[str, cloudwatch.Alarm] = {}
+        self.alarms: dict[str, cloudwatch.AlarmBase] = {}
         mine = [a for a in alarms.planned_alarms(config) if a.stack_id == plan.id]
         if mine:
             topic = AlarmTopic(

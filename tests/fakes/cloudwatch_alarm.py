@@ -337,15 +337,54 @@ def alarm_state(
     return "ALARM" if sum(judged) >= datapoints_to_alarm else "OK"
 
 
+# Metrics Insights, the one query shape an alarm on a single aggregated series documents (User Guide, "Create a
+# CloudWatch alarm based on a Metrics Insights query": SELECT FUNCTION(metricName) FROM SCHEMA(...) WHERE ...).
+# Its aggregate over every matching series' datapoints in a period is the statistic over all of them; the WHERE
+# filter is the caller's to honour (records hold only the matching series). No GROUP BY, ORDER BY or LIMIT.
+_INSIGHTS = re.compile(
+    r'SELECT (AVG|MAX|MIN|SUM|COUNT)\((\w+)\) FROM SCHEMA\("([^"]+)"(?:, *\w+)*\)(?: WHERE (.+))?'
+)
+_INSIGHTS_STATISTIC = {
+    "AVG": "Average",
+    "MAX": "Maximum",
+    "MIN": "Minimum",
+    "SUM": "Sum",
+    "COUNT": "SampleCount",
+}
+
+
+def insights_query(expression: str) -> tuple[str, str, str, dict[str, str]] | None:
+    """(namespace, metric, statistic, {dimension: value} of the WHERE's ANDed equalities) of a Metrics Insights
+    alarm query, None for a metric-math expression; refuses what the documented shape does not cover."""
+    if not expression.lstrip().upper().startswith("SELECT"):
+        return None
+    found = _INSIGHTS.fullmatch(expression.strip())
+    if not found:
+        raise NotImplementedError(
+            f"Metrics Insights beyond SELECT F(metric) FROM SCHEMA(...) WHERE: {expression}"
+        )
+    where: dict[str, str] = {}
+    for condition in (found[4] or "").split(" AND ") if found[4] else ():
+        equality = re.fullmatch(r"\s*(\w+) = '([^']*)'\s*", condition)
+        if not equality:
+            raise NotImplementedError(f"WHERE condition {condition!r}")
+        where[equality[1]] = equality[2]
+    return found[3], found[2], _INSIGHTS_STATISTIC[found[1]], where
+
+
 def alarm_from_template(props: Mapping[str, Any]) -> tuple[str, dict[str, tuple[str, str, str]]]:
     """An AWS::CloudWatch::Alarm's expression and, per id, the (namespace, metric name, statistic) it reads.
 
-    An alarm on one metric (MetricName, Statistic at the top) reads as the expression `m` over that metric.
+    An alarm on one metric (MetricName, Statistic at the top) reads as the expression `m` over that metric, and so
+    does an alarm on a Metrics Insights query (`insights_query`).
     """
     if "MetricName" in props:
         return "m", {"m": (props["Namespace"], props["MetricName"], props["Statistic"])}
     queries = props["Metrics"]
     [result] = [q for q in queries if q.get("ReturnData", True) and "Expression" in q]
+    query = insights_query(str(result["Expression"]))
+    if query is not None:
+        return "m", {"m": query[:3]}
     inputs = {
         q["Id"]: (
             q["MetricStat"]["Metric"]["Namespace"],

@@ -49,7 +49,8 @@ def test_an_alarm_topic_without_a_cloudwatch_publish_grant_is_caught(
     # throughput-low, gpu-utilization-low and the composite cache-hit-ratio-low (docs/operations.md); the
     # composites' inputs (the hit ratio's, the canary's probes and gate) notify nobody.
     # canary-failing notifies, and so do the four node and fabric health alarms (tests/constructs/test_node_health.py).
-    assert sorted(hits) == sorted(notifying) and len(notifying) == 7 + 4
+    # training-job-dead and training-crash-loop page too (tests/constructs/test_job_alarms.py).
+    assert sorted(hits) == sorted(notifying) and len(notifying) == 7 + 4 + 2
 
 
 def _extra_hub_ingress(templates: Templates, count: int) -> Templates:

@@ -149,7 +149,8 @@ def test_every_dev_alarm_can_notify(dev_config: HubSpokeConfig, dev_templates: T
     # (the composites' inputs do not); the hub's training alarms (stalled, throughput, GPU) are on the dashboard
     # stack.
     # Where a Region trains, its four node and fabric health alarms notify too (tests/constructs/test_node_health.py).
-    assert counted == {"ops-us-west-2": 7 + 4, "dashboard-us-east-2": 3 + 4}
+    # The job's pages, training-job-dead and training-crash-loop, notify in both (tests/constructs/test_job_alarms.py).
+    assert counted == {"ops-us-west-2": 7 + 4 + 2, "dashboard-us-east-2": 3 + 4 + 2}
 
 
 @pytest.mark.parametrize(
@@ -177,9 +178,10 @@ def test_alarms_also_reach_the_configs_topics_of_their_region(config_from: Any) 
     config = config_from(data)
     templates = synth(config)
     assert (
-        _check_alarm_delivery(templates["ops-us-west-2"], "us-west-2", config.account, (east, west)) == 7 + 4
+        _check_alarm_delivery(templates["ops-us-west-2"], "us-west-2", config.account, (east, west))
+        == 7 + 4 + 2
     )
     assert (
         _check_alarm_delivery(templates["dashboard-us-east-2"], "us-east-2", config.account, (east, west))
-        == 3 + 4
+        == 3 + 4 + 2
     )

@@ -248,7 +248,11 @@ def test_hub_training_alarms_live_with_the_dashboard(
     # Samples/s first, GPUs second (docs/operations.md; tests/constructs/test_alarms.py judges the behaviour).
     assert set(alarms) == {"training-stalled", "training-throughput-low", "gpu-utilization-low"} | set(
         NODE_HEALTH_KEYS
-    )  # node and fabric health: tests/constructs/test_node_health.py
+    ) | {  # node and fabric health: tests/constructs/test_node_health.py; the job's life: test_job_alarms.py
+        "training-job-unfinished",
+        "training-reports-missing",
+        "training-crash-loop",
+    }
     gpu = alarms["gpu-utilization-low"]
     assert gpu["Threshold"] == dev_config.ops.gpu_utilization_floor_percent
     assert (gpu["DatapointsToAlarm"], gpu["EvaluationPeriods"]) == (8, 10)
@@ -258,11 +262,14 @@ def test_hub_training_alarms_live_with_the_dashboard(
     }
     topics = dict(properties(template, "AWS::SNS::Topic"))
     for name, alarm in alarms.items():
-        assert {a["Ref"] for a in alarm["AlarmActions"]} == set(topics), name
+        if name in ("training-job-unfinished", "training-reports-missing"):
+            assert "AlarmActions" not in alarm, name  # inputs of the composite training-job-dead, which pages
+        else:
+            assert {a["Ref"] for a in alarm["AlarmActions"]} == set(topics), name
         runbook = "checkpoints.md" if name == "checkpoint-too-old" else "compute.md"
         assert f"docs/runbooks/{runbook}" in alarm["AlarmDescription"], name
         training = [m for m in alarm_metrics(alarm) if m["Namespace"] == training_metrics.NAMESPACE]
-        if not training and name in NODE_HEALTH_KEYS:
+        if not training and (name in NODE_HEALTH_KEYS or name == "training-crash-loop"):
             continue  # reads Container Insights or EventBridge only
         assert {(d["Name"], d["Value"]) for m in training for d in m["Dimensions"]} == {
             ("Environment", "dev"),

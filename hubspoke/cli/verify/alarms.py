@@ -20,6 +20,8 @@ _EXPECTED_ALARM = {
     alarms.DATASET_NOT_FULLY_CACHED: "while a cache is cold",
     alarms.HUB_PROBES_FAILING: f"with {alarms.HUB_UNREACHABLE}, whose row says whether it pages",
     alarms.PORTAL_PROBES_NOT_ACTIVE: f"with {alarms.PORTAL_NOT_ACTIVE}, whose row says whether it pages",
+    alarms.TRAINING_JOB_UNFINISHED: f"while a job runs; with {alarms.TRAINING_JOB_DEAD}, whose row says whether it pages",
+    alarms.TRAINING_REPORTS_MISSING: "while no job runs",
 }
 
 
