@@ -18,6 +18,7 @@ from tests.fakes.cloudwatch_alarm import (
     composite_state,
     evaluate,
     evaluate_every_minute,
+    insights_query,
 )
 
 
@@ -260,3 +261,29 @@ def test_a_silent_metric_alarms_when_its_last_real_point_leaves_the_evaluation_r
         "ALARM",
         "ALARM",
     ]  # minute 4 is `0 - - - -`, minute 5 `- - - - -`
+
+
+def test_a_metrics_insights_alarm_query_reads_as_its_aggregate_and_other_shapes_are_refused() -> None:
+    """User Guide, "Create a CloudWatch alarm based on a Metrics Insights query": an alarm on one aggregated series
+    is `SELECT FUNCTION(metricName) FROM SCHEMA(...) WHERE condition` (the page's aggregate-monitoring shape)."""
+    query = "SELECT MAX(m) FROM SCHEMA(\"NS\", A, B) WHERE A = 'x' AND B = 'y'"
+    assert insights_query(query) == ("NS", "m", "Maximum", {"A": "x", "B": "y"})
+    assert insights_query("FILL(m, 0)") is None  # metric math
+    for beyond in (
+        'SELECT MAX(m) FROM SCHEMA("NS", A) GROUP BY A',  # several series: a multi-time-series alarm
+        "SELECT MAX(m) FROM SCHEMA(\"NS\", A) WHERE A != 'x'",
+    ):
+        with pytest.raises(NotImplementedError):
+            insights_query(beyond)
+    props = {
+        "Metrics": [{"Id": "q", "Expression": query, "Period": 60, "ReturnData": True}],
+        "EvaluationPeriods": 1,
+        "Threshold": 1,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+        "TreatMissingData": "notBreaching",
+    }
+    # MAX over the matching series: one of two pods at 1 is the minute's 1.
+    history = evaluate_every_minute(
+        props, {"m": {0: [0.0, 0.0], 1: [0.0, 1.0]}}, minutes=[0, 1], evaluation_range=1
+    )
+    assert history == ["OK", "ALARM"]
