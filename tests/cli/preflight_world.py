@@ -493,6 +493,8 @@ def isolate_from_real_aws(monkeypatch: pytest.MonkeyPatch, *, credentials: bool 
         monkeypatch.delenv(name, raising=False)
     for name, value in FAKE_CREDENTIALS.items():
         monkeypatch.setenv(name, value)
+    # No kubeconfig either: preflight's namespace row reads one when a cluster exists.
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")
     if not credentials:
         monkeypatch.delenv("AWS_ACCESS_KEY_ID")
         monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")

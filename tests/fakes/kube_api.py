@@ -26,6 +26,8 @@ from urllib.parse import parse_qs, urlsplit
 from tests.fakes.tls import loopback_certificate, named_certificate
 
 _CLAIMS = re.compile(r"^/api/v1/namespaces/([a-z0-9-]+)/persistentvolumeclaims$")
+# core/v1 pods and secrets, batch/v1 jobs (Kubernetes API reference: their list paths).
+_NAMESPACED = re.compile(r"^/api(?:s/(batch)/v1|/v1)/namespaces/([a-z0-9-]+)/(pods|secrets|jobs)$")
 
 
 def node(
@@ -82,6 +84,9 @@ class FakeKubeApi:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     claims: list[dict[str, Any]] = field(default_factory=list)
     volumes: list[dict[str, Any]] = field(default_factory=list)
+    # Namespaced pods, secrets and batch/v1 jobs (each with metadata.namespace). A list in a namespace that does
+    # not exist answers an empty list, as the API server's storage lists by key prefix.
+    namespaced: list[dict[str, Any]] = field(default_factory=list)
     # The API server may return fewer items than `limit` asks for, with a continue token; 0: never fewer.
     page_size: int = 0
     intercepted: str = ""  # "", "html" or "cut"
@@ -157,6 +162,19 @@ class FakeKubeApi:
             return 200, _page("NodeList", self.nodes, query, self.page_size)
         if parts.path == "/api/v1/persistentvolumes":
             return 200, _page("PersistentVolumeList", self.volumes, query, self.page_size)
+        listed = _NAMESPACED.match(parts.path)
+        if listed:
+            group, namespace, plural = listed.groups()
+            kind = {"pods": "Pod", "secrets": "Secret", "jobs": "Job"}[plural]
+            api = "batch/v1" if group else "v1"
+            if (plural == "jobs") != bool(group):
+                return 404, _status(404, "NotFound", "the server could not find the requested resource")
+            items = [
+                o
+                for o in self.namespaced
+                if o["kind"] == kind and o["apiVersion"] == api and o["metadata"]["namespace"] == namespace
+            ]
+            return 200, _page(f"{kind}List", items, query, self.page_size)
         found = _CLAIMS.match(parts.path)
         if found:
             namespace = found.group(1)

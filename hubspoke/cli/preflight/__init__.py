@@ -44,6 +44,8 @@ from hubspoke.cli.preflight.cnq import (
     check_staged_package,
     check_ubuntu_image,
 )
+from hubspoke.cli.preflight.namespace import CHECK as CHECK_OLD_NAMESPACE
+from hubspoke.cli.preflight.namespace import check_old_namespace
 from hubspoke.cli.preflight.quotas import (
     check_hyperpod_quotas,
     check_lambda_concurrency,
@@ -244,6 +246,11 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
             "eks add-on versions",
             "eks",
             lambda: check_addon_versions(clients("eks", name), config=config, region=region),
+        )
+        rows += guarded(
+            CHECK_OLD_NAMESPACE,
+            "eks",
+            lambda: [check_old_namespace(clients("eks", name), config=config, region=region)],
         )
         if config.access.administrators:
             rows += guarded(
