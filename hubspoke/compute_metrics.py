@@ -47,6 +47,8 @@ HYPERPOD_HEALTH_METRICS: tuple[str, ...] = (
 # "The number of GPU(s) being used by the running pods on the node" (same page, node metrics, [ClusterName] and
 # per node): GPUs a running pod holds, whether or not it computes; 0 when no pod holds one.
 NODE_GPU_USAGE_TOTAL = "node_gpu_usage_total"
+# "The total number of GPU(s) available on the node" (same page, node metrics, [ClusterName] and per node).
+NODE_GPU_LIMIT = "node_gpu_limit"
 # "The total number of container restarts in a pod", dimensions [PodName, Namespace, ClusterName] only (same
 # page): no cluster-wide series, so the dashboard searches the training namespace's pods.
 POD_NUMBER_OF_CONTAINER_RESTARTS = "pod_number_of_container_restarts"

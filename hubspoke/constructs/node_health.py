@@ -38,7 +38,7 @@ GPU_IDLE_MINUTES = 20
 CHECKPOINT_MAX_AGE_MINUTES = 60
 CHECKPOINT_OLD_MINUTES = 3
 # ASSUMED: no AWS or EFA source says what drop rate a healthy EFA device shows under NCCL; received packets the
-# device drops mean no receive buffer was posted or the fabric misbehaves. One packet a second on the worst node,
+# device drops mean no receive buffer was posted or the fabric misbehaves. One packet a second on the worst device,
 # in 5 of 10 minutes, is hubspoke's choice (docs/operations.md: raise it if a healthy job trips it).
 EFA_DROPS_PER_SECOND = 1.0
 EFA_WINDOW_MINUTES = 10
@@ -81,17 +81,22 @@ def cluster_metric(
 
 
 def gpus_idle_while_held(config: HubSpokeConfig, region: RegionConfig) -> cloudwatch.MathExpression:
-    """GPU utilization in the minutes where running pods hold GPUs and GPUs reported: a job is expected there."""
+    """The held GPUs' utilization in the minutes where running pods hold GPUs and GPUs reported: a job is expected
+    there."""
     # Both guards compare a series with a number and are false where it has no point under either reading of
     # missing values (hubspoke/constructs/metrics.py, presence guards); IF drops the minutes they are false.
+    # The cluster's average counts every GPU; a GPU no pod holds computes nothing, so the held ones' average is
+    # that times GPUs available over GPUs held (node_gpu_limit / node_gpu_usage_total, summed over the nodes'
+    # reports: ASSUMED each node reports both equally often). One GPU of 16 held at 70 % reads 70, not 4.4.
     return cloudwatch.MathExpression(
-        expression="IF(held > 0 AND gpu_n > 0, gpu)",
+        expression="IF(held > 0 AND gpu_n > 0, gpu * gpus / held)",
         using_metrics={
             "gpu": gpu_utilization(config, region, period=MINUTE),
             "gpu_n": gpu_utilization(config, region, period=MINUTE, statistic="SampleCount"),
-            "held": cluster_metric(config, region, compute_metrics.NODE_GPU_USAGE_TOTAL, statistic="Maximum"),
+            "held": cluster_metric(config, region, compute_metrics.NODE_GPU_USAGE_TOTAL, statistic="Sum"),
+            "gpus": cluster_metric(config, region, compute_metrics.NODE_GPU_LIMIT, statistic="Sum"),
         },
-        label="GPU utilization while running pods hold GPUs (%)",
+        label="utilization of the GPUs running pods hold (%)",
         period=MINUTE,
     )
 
@@ -245,7 +250,7 @@ class NodeHealth(Construct):
             threshold=GPU_IDLE_PERCENT,
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             periods=GPU_IDLE_MINUTES,
-            description=f"Running pods in {self.region.region} hold GPUs, and the cluster's GPUs averaged under "
+            description=f"Running pods in {self.region.region} hold GPUs, and those GPUs averaged under "
             f"{GPU_IDLE_PERCENT} % for {GPU_IDLE_MINUTES} minutes in a row: a job is expected and nothing "
             "computes (hung before its first step, a rank gone while its pod runs, or pods left holding GPUs).",
         )
@@ -272,7 +277,8 @@ class NodeHealth(Construct):
     def _efa_drops(self, planned: PlannedAlarm) -> cloudwatch.Alarm:
         return self._alarm(
             planned,
-            # The [ClusterName] series holds every node's datapoints: Maximum is the worst node's rate.
+            # The [ClusterName] series holds a datapoint per EFA device of every node: Maximum is
+            # the worst device's rate, not a node's total.
             metric=cluster_metric(
                 self.config, self.region, compute_metrics.NODE_EFA_RX_DROPPED, statistic="Maximum"
             ),
@@ -280,9 +286,10 @@ class NodeHealth(Construct):
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             periods=EFA_WINDOW_MINUTES,
             breaching=EFA_BREACHING_MINUTES,
-            description=f"A HyperPod node in {self.region.region} dropped more than {EFA_DROPS_PER_SECOND:g} "
-            f"received EFA packets a second in {EFA_BREACHING_MINUTES} of {EFA_WINDOW_MINUTES} minutes "
-            "(node_efa_rx_dropped): collectives slow down or hang.",
+            description=f"An EFA device of a HyperPod node in {self.region.region} dropped more than "
+            f"{EFA_DROPS_PER_SECOND:g} received packets a second in {EFA_BREACHING_MINUTES} of "
+            f"{EFA_WINDOW_MINUTES} minutes (node_efa_rx_dropped, the worst device's): collectives slow down or "
+            "hang.",
         )
 
     def _unhealthy_repeatedly(self, planned: PlannedAlarm) -> cloudwatch.Alarm:
@@ -340,11 +347,11 @@ def health_graph(config: HubSpokeConfig, region: RegionConfig, row: str) -> dict
             f'ClusterName="{eks_cluster_name(config, region)}" Namespace="{TRAINING_NAMESPACE}"'
         )
         return {
-            "title": f"EFA receive drops (worst node) and training pod restarts, {code}",
+            "title": f"EFA receive drops (worst device) and training pod restarts, {code}",
             "left": [
                 cluster_metric(
                     config, region, compute_metrics.NODE_EFA_RX_DROPPED, statistic="Maximum"
-                ).with_(label="EFA packets dropped /s, worst node")
+                ).with_(label="EFA packets dropped /s, worst device")
             ],
             "right": [
                 cloudwatch.MathExpression(

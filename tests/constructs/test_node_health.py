@@ -41,6 +41,9 @@ CONTAINER_INSIGHTS = "ContainerInsights"
 DOCUMENTED = {
     (CONTAINER_INSIGHTS, "node_gpu_utilization"): {"ClusterName"},
     (CONTAINER_INSIGHTS, "node_gpu_usage_total"): {"ClusterName"},
+    (CONTAINER_INSIGHTS, "node_gpu_limit"): {
+        "ClusterName"
+    },  # "The total number of GPU(s) available on the node"
     (CONTAINER_INSIGHTS, "node_efa_rx_dropped"): {"ClusterName"},
     ("HubSpoke/Training", "CheckpointAgeSeconds"): {"Environment", "Region"},
     ("AWS/Events", "TriggeredRules"): {"RuleName"},
@@ -275,10 +278,12 @@ def spoke_alarms(dev_config: HubSpokeConfig, dev_templates: Templates) -> dict[s
 
 
 def gpus(minutes: range, *, utilization: float, held_per_node: float = 8) -> Records:
-    """What the add-on publishes for 2 p5 nodes: each GPU's utilization, each node's GPUs held by running pods."""
+    """What the add-on publishes for 2 p5 nodes: each GPU's utilization, each node's GPUs held by running pods and
+    GPUs available (8 a p5)."""
     return {
         "node_gpu_utilization": {m: [utilization] * GPUS for m in minutes},
         "node_gpu_usage_total": {m: [held_per_node] * NODES for m in minutes},
+        "node_gpu_limit": {m: [GPUS / NODES] * NODES for m in minutes},
     }
 
 
@@ -317,6 +322,28 @@ def test_gpus_held_and_idle_page_after_twenty_minutes_and_nothing_else_does(
     for reach in (n, n + 2, 2 * n + 1):
         states = evaluate_every_minute(alarm, released, minutes=range(120), evaluation_range=reach)
         assert states[29] == "ALARM" and set(states[30 + reach :]) == {"OK"}, reach
+
+
+def test_a_small_job_computing_on_its_held_gpus_does_not_page(
+    spoke_alarms: dict[str, dict[str, Any]],
+) -> None:
+    """issue 42 review item 7: a 1-GPU job at 70 % on a 16-GPU cluster. Per GPU the add-on reports 70 for the held
+    one and 0 for the 15 others (node_gpu_utilization, one datapoint per GPU); node_gpu_usage_total is "the number
+    of GPU(s) being used by the running pods on the node" (1 and 0) and node_gpu_limit "the total number of GPU(s)
+    available on the node" (8 and 8) (CloudWatch User Guide, "Amazon EKS and Kubernetes Container Insights with
+    enhanced observability metrics"). The held GPU computes: no page. The same GPU at 0 % for 20 minutes pages."""
+    alarm = spoke_alarms["gpus-idle-while-held"]
+    minutes = range(40)
+
+    def one_gpu_job(utilization: float) -> Records:
+        return {
+            "node_gpu_utilization": {m: [utilization] + [0.0] * (GPUS - 1) for m in minutes},
+            "node_gpu_usage_total": {m: [1.0, 0.0] for m in minutes},
+            "node_gpu_limit": {m: [GPUS / NODES] * NODES for m in minutes},
+        }
+
+    assert "ALARM" not in judged(alarm, one_gpu_job(70), minutes)
+    assert first_alarm(judged(alarm, one_gpu_job(0), minutes)) == 19
 
 
 def checkpoint_records(ages: dict[int, float]) -> Records:
