@@ -140,6 +140,12 @@ def _teardown(
                 )
             ]
         )
+        for spoke in [r for r in config.spokes if r.region in regions and r.storage.enabled]:
+            print(
+                f"{spoke.region}: its Storage stack, buckets and volumes go with no flag of their own, and with "
+                "them the checkpoints on its CNQ: export each run you keep first (`hubspoke render export "
+                f"--config {args.config} --region {spoke.region} --run <job-name>`)."
+            )
         print(
             f"Dry run: nothing changed. `hubspoke teardown --config {args.config} --yes` deletes the stacks."
         )
@@ -211,7 +217,8 @@ def _find(
 
 def _keep_standing(left: list[Retained], standing: list[StackPlan]) -> list[Retained]:
     """`left`, with what a stack that stays standing holds (its hubspoke:stack and Region tags) marked kept."""
-    names = {(p.kind, p.region): p.name for p in standing}
+    # Keyed as a Retained's tag is read (its stack kind may be absent), so the lookup below type-checks.
+    names: dict[tuple[str | None, str], str] = {(p.kind, p.region): p.name for p in standing}
     return [
         replace(r, kept=f"its stack {names[(r.stack, r.region)]} stays standing")
         if r.kept is None and (r.stack, r.region) in names
