@@ -41,6 +41,15 @@ def lives_in(kind: str, region: str) -> str:
 CLUSTERS = {HUB: "dev-use2", SPOKE: "dev-usw2"}
 
 
+def service_log_groups(region: str) -> list[str]:
+    """The untagged log groups EKS, HyperPod and Container Insights make for dev's cluster in `region`."""
+    return [
+        f"/aws/eks/hubspoke-{ENV}-{region}/cluster",
+        f"/aws/sagemaker/Clusters/hubspoke-{ENV}-{region}/0a1b2c3d4e5f",
+        f"/aws/containerinsights/hubspoke-{ENV}-{region}/application",
+    ]
+
+
 def stack_name(kind: str, region: str) -> str:
     return f"hubspoke-{ENV}-{kind}-{region}"
 
@@ -246,3 +255,8 @@ def _leftovers(clients: Clients, region: str) -> None:
         logGroupName=f"/test/network-{region}/flow-logs",
         tags={t["Key"]: t["Value"] for t in tags("network", region)},
     )
+    # Log groups the services create themselves, untagged, under the names docs/runbooks/teardown.md gives: EKS
+    # control-plane logs, HyperPod's per-cluster group, Container Insights'; and another environment's.
+    for name in service_log_groups(region):
+        logs.create_log_group(logGroupName=name)
+    logs.create_log_group(logGroupName=f"/aws/eks/hubspoke-prod-{region}/cluster")

@@ -21,7 +21,17 @@ from hubspoke.cli import teardown
 from hubspoke.cli.checks import session_clients
 from hubspoke.cli.main import main
 from tests.cli.preflight_world import isolate_from_real_aws
-from tests.cli.teardown_world import CLUSTERS, DEPLOY_ORDER, ENV, HUB, SPOKE, Refusals, deploy, stack_name
+from tests.cli.teardown_world import (
+    CLUSTERS,
+    DEPLOY_ORDER,
+    ENV,
+    HUB,
+    SPOKE,
+    Refusals,
+    deploy,
+    service_log_groups,
+    stack_name,
+)
 from tests.conftest import minimal, write_config
 
 
@@ -100,6 +110,11 @@ def test_the_dry_run_changes_nothing_and_lists_what_stays(aws: Refusals, config:
     assert all(f"\n{name} " in kept for name in DATASET_STACKS)
     # Spoke storage goes with no flag of its own, and the dry run says what that costs.
     assert "its cache and its checkpoints (no flag keeps them: export models first)" in out
+    assert f"{SPOKE}: its Storage stack, buckets and volumes go with no flag of their own" in out
+    assert f"hubspoke render export --config {config} --region {SPOKE} --run <job-name>" in out
+    # The log groups the services made, untagged, are listed by their documented names; another environment's not.
+    assert all(name in out for region in (HUB, SPOKE) for name in service_log_groups(region))
+    assert "hubspoke-prod-" not in out
     # The access-log bucket the storage template retains is listed with its stack; the log group it deletes is not.
     assert (
         "cnq-access-logs-us-west-2" in out
@@ -147,8 +162,15 @@ def test_the_typed_name_deletes_what_nothing_needs_and_keeps_the_dataset_and_mod
     # The hub's Storage and Network stacks stand, and what they hold stays: its admin secret, its flow logs.
     assert _live_stacks() == DATASET_STACKS
     assert _secrets(HUB) == {f"cnq-admin-{HUB}"} and _secrets(SPOKE) == set()
-    logs = {r: clients("logs", r).describe_log_groups()["logGroups"] for r in (HUB, SPOKE)}
-    assert f"/test/network-{HUB}/flow-logs" in {g["logGroupName"] for g in logs[HUB]} and logs[SPOKE] == []
+    logs = {
+        r: {g["logGroupName"] for g in clients("logs", r).describe_log_groups()["logGroups"]}
+        for r in (HUB, SPOKE)
+    }
+    assert f"/test/network-{HUB}/flow-logs" in logs[HUB]
+    # The services' own log groups go too, in both Regions; another environment's stays.
+    for region in (HUB, SPOKE):
+        assert not logs[region] & set(service_log_groups(region))
+    assert logs[SPOKE] == {f"/aws/eks/hubspoke-prod-{SPOKE}/cluster"}
 
 
 def test_the_flags_delete_the_dataset_and_the_models_too(aws: Refusals, config: Path) -> None:

@@ -140,6 +140,12 @@ def _teardown(
                 )
             ]
         )
+        for spoke in [r for r in config.spokes if r.region in regions and r.storage.enabled]:
+            print(
+                f"{spoke.region}: its Storage stack, buckets and volumes go with no flag of their own, and with "
+                "them the checkpoints on its CNQ: export each run you keep first (`hubspoke render export "
+                f"--config {args.config} --region {spoke.region} --run <job-name>`)."
+            )
         print(
             f"Dry run: nothing changed. `hubspoke teardown --config {args.config} --yes` deletes the stacks."
         )

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from hubspoke.cli.checks import Clients, error_code
 from hubspoke.cli.checks import pages as _pages
 from hubspoke.config import HubSpokeConfig
-from hubspoke.names import cnq_cluster_name, hyperpod_cluster_name
+from hubspoke.names import cnq_cluster_name, eks_cluster_name, hyperpod_cluster_name
 from hubspoke.topology import ENVIRONMENT_TAG, STACK_TAG
 
 # The tag the CNQ launch template puts on each node volume (hubspoke/constructs/cnq: TagSpecifications).
@@ -180,7 +180,7 @@ def _volumes(ec2: Any, config: HubSpokeConfig, region: str, choices: Choices) ->
             kept = f"{v.get('State')}: attached to a node (its Storage stack still stands)"
         elif hub and not choices.dataset:
             kept = "the dataset: --delete-dataset deletes it"
-        holds = f"CNQ node volume of {cluster}" + (": the dataset" if hub else "")
+        holds = f"CNQ node volume of {cluster}" + (": the dataset" if hub else ": its cache and checkpoints")
         found.append(
             Retained(
                 region,
@@ -255,6 +255,33 @@ def _log_groups(logs: Any, region: str, env: str) -> list[Retained]:
     return found
 
 
+def _service_log_groups(logs: Any, config: HubSpokeConfig, region: str) -> list[Retained]:
+    """Log groups EKS, HyperPod and Container Insights create themselves (untagged), by their documented names.
+
+    EKS User Guide, "Send control plane logs to CloudWatch Logs": /aws/eks/<cluster-name>/cluster; SageMaker
+    developer guide, HyperPod lifecycle-script logs: /aws/sagemaker/Clusters/<cluster-name>/<cluster-id>; CloudWatch
+    User Guide, Container Insights "Send logs to CloudWatch Logs": /aws/containerinsights/<cluster-name>/<type>.
+    DescribeLogGroups' logGroupNamePrefix finds each (paginated).
+    """
+    region_config = config.region_config(region)
+    if not region_config.compute.enabled:
+        return []
+    eks = eks_cluster_name(config, region_config)
+    wanted = {
+        f"/aws/eks/{eks}/cluster": "EKS control-plane logs (EKS made it)",
+        f"/aws/sagemaker/Clusters/{hyperpod_cluster_name(config, region_config)}/": "HyperPod node and "
+        "lifecycle-script logs (SageMaker made it)",
+        f"/aws/containerinsights/{eks}/": "Container Insights logs, the training job's stdout (its agent made it)",
+    }
+    found = []
+    for prefix, holds in wanted.items():
+        for group in _pages(logs, "describe_log_groups", "logGroups", logGroupNamePrefix=prefix):
+            name = str(group["logGroupName"])
+            if prefix.endswith("/") or name == prefix:
+                found.append(Retained(region, "log group", name, holds))
+    return found
+
+
 def _keys(kms: Any, region: str, env: str) -> list[Retained]:
     """Customer keys tagged with the environment (ListKeys, DescribeKey, ListResourceTags; all paginated).
 
@@ -304,12 +331,17 @@ def find(
         *_repositories(clients("ecr", region), region, env),
         *_secrets(clients("secretsmanager", region), config, region, choices),
         *_log_groups(clients("logs", region), region, env),
+        *_service_log_groups(clients("logs", region), config, region),
         *_keys(clients("kms", region), region, env),
     ]
     # A key stays while anything that stays is encrypted with it.
     needed = {r.key: r for r in found if r.key and r.kept is not None}
     result = []
+    seen: set[tuple[str, str]] = set()
     for r in found:
+        if (r.kind, r.id) in seen:
+            continue  # a tagged group under a service's name prefix: listed once
+        seen.add((r.kind, r.id))
         owner = managed.get(r.id)
         if owner is not None and not owner[1]:
             continue  # its stack deletes it
