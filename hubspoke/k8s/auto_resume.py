@@ -4,6 +4,9 @@ SageMaker developer guide, "Running jobs using kubectl" (To enable job auto-resu
 restartPolicy OnFailure, and nodes labelled Schedulable; annotation values are strings, as Kubernetes requires.
 "Running jobs using the SageMaker HyperPod CLI" (Enabling job auto-resume): the job must run in the kubeflow
 namespace or one prefixed with hyperpod (hubspoke/k8s/names.py NAMESPACE is such a name).
+"Running jobs using kubectl" requires Kubeflow Training Operator release 1.7.0, 1.8.0 or 1.8.1: the pinned chart's
+image v1-855e096 is release 1.7.0's (kubeflow/training-operator v1.7.0, manifests/overlays/standalone/
+kustomization.yaml newTag; no pkg/ or cmd/ change between commit 855e096 and the tag).
 """
 
 from __future__ import annotations
