@@ -8,9 +8,10 @@ from constructs import Construct
 
 from hubspoke import alarms
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.constructs.alarms import TRAINING_ALARMS, AlarmTopic
+from hubspoke.constructs.alarms import AlarmTopic
 from hubspoke.constructs.dashboard import EnvironmentDashboard
 from hubspoke.constructs.node_health import NodeHealth
+from hubspoke.constructs.training_alarms import TRAINING_ALARMS
 from hubspoke.stacks.base import PlannedStack
 from hubspoke.topology import StackPlan, plan_stacks
 

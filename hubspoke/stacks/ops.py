@@ -9,7 +9,6 @@ from constructs import Construct
 from hubspoke import alarms
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.alarms import (
-    TRAINING_ALARMS,
     AlarmTopic,
     cache_hit_ratio_below_floor,
     cache_hit_ratio_low,
@@ -23,6 +22,7 @@ from hubspoke.constructs.alarms import (
 from hubspoke.constructs.canary.infrastructure import HubCanary, runtime_code
 from hubspoke.constructs.canary.traffic import TrafficMetrics
 from hubspoke.constructs.node_health import NodeHealth
+from hubspoke.constructs.training_alarms import TRAINING_ALARMS
 from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import NFS, QUMULO_PORTAL
