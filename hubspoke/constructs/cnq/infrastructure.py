@@ -431,8 +431,39 @@ class CnqCluster(Construct):
         # "overflow" policies of the same role.
         for bucket in self.buckets:
             bucket.grant_read_write(role)
+            self._grant_in_bucket_policy(bucket, role)
         self.key.grant_encrypt_decrypt(role)
         return role
+
+    @staticmethod
+    def _grant_in_bucket_policy(bucket: s3.Bucket, role: iam.Role) -> None:
+        """The nodes' access to `bucket` in the bucket's own policy, retained: the role's policy is the stack's
+        to change, so rolling back the update that added a bucket would take that grant away while Qumulo
+        writes to the bucket; a retained bucket policy stays as long as the bucket. Either policy suffices in one
+        account (IAM User Guide, "Policy evaluation for requests within a single account": "If either the
+        identity-based policy or the resource-based policy within the same account allows the request ... the
+        request is still allowed")."""
+        bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ArnPrincipal(role.role_arn)],
+                # What grant_read_write gives the role (the multipart-upload actions Qumulo uses included).
+                actions=[
+                    "s3:GetObject*",
+                    "s3:GetBucket*",
+                    "s3:List*",
+                    "s3:DeleteObject*",
+                    "s3:PutObject",
+                    "s3:PutObjectLegalHold",
+                    "s3:PutObjectRetention",
+                    "s3:PutObjectTagging",
+                    "s3:PutObjectVersionTagging",
+                    "s3:Abort*",
+                ],
+                resources=[bucket.bucket_arn, bucket.arn_for_objects("*")],
+            )
+        )
+        if bucket.policy is not None:
+            bucket.policy.apply_removal_policy(RemovalPolicy.RETAIN)
 
     def _grant_floating_ip_moves(self, enis: Sequence[ec2.CfnNetworkInterface]) -> None:
         stack = Stack.of(self)

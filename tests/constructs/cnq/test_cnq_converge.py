@@ -111,3 +111,46 @@ def test_the_bucket_step_refuses_fewer_buckets_and_names_the_import_runbook(
     with pytest.raises(ProvisioningError, match=r"import each back .*'A bucket outside the stack'"):
         drive(event)
     assert mutations(hub)[before:] == []
+
+
+@pytest.mark.parametrize(
+    ("status", "error_class"),
+    [(400, "api_validation_error"), (500, "fake_injected_error")],
+    ids=["4xx", "timeout"],
+)
+def test_a_capacity_step_that_fails_after_the_add_completes_the_update(
+    world: World, hub: FakeQumulo, status: int, error_class: str
+) -> None:
+    """Once the buckets an update adds are in the cluster, a failure of the same resource would roll the update
+    back and leave them outside the stack while Qumulo writes to them (it cannot give a bucket back: qumulo-api
+    7.10.2.1, qumulo/rest/object_storage.py has get_uris and add_uris only). So the capacity raise after the add
+    (Qumulo's order: qumulo-terraform-gcp @ a30b449c, provision.py add_object_buckets -> update_capacity_limit)
+    may fail, refused (4xx) or by running out of time (5xx until the budget), and the resource still completes,
+    reporting the step's state."""
+    instances = world.instances(4, "dev-hub")
+    formed = world.cluster_event(hub, "hub", instances)
+    deploy(world, formed)
+    world.stack_status("UPDATE_IN_PROGRESS")
+    grown = world.storage_event(_update(world, hub, instances, formed, buckets=6, capacity_tb=250))
+    if status == 500:
+        grown["ResourceProperties"]["WaitSeconds"] = "61.5"  # 1.5 s after the 60 s the handler keeps back
+    hub.fail("PUT", r"^/v1/capacity/clamp", status=status, error_class=error_class, times=10**6)
+    answer = drive(grown, polls=1000)
+    assert len(hub.object_storage_uris) == 6
+    assert (
+        answer["Data"]["CapacityStep"] != "done"
+        and "capacity step did not finish" in answer["Data"]["CapacityStep"]
+    )
+
+
+def test_a_bucket_step_that_fails_before_the_add_still_fails(world: World, hub: FakeQumulo) -> None:
+    """Before anything reaches Qumulo a failure is safe to roll back, so it is reported as a failure."""
+    instances = world.instances(4, "dev-hub")
+    formed = world.cluster_event(hub, "hub", instances)
+    deploy(world, formed)
+    world.stack_status("UPDATE_IN_PROGRESS")
+    grown = world.storage_event(_update(world, hub, instances, formed, buckets=6))
+    hub.fail("POST", r"^/v2/object-storage/add-uris", status=400, error_class="api_validation_error")
+    with pytest.raises(ProvisioningError, match="api_validation_error"):
+        drive(grown)
+    assert len(hub.object_storage_uris) == 4

@@ -162,4 +162,30 @@ def converge_storage(event: Mapping[str, Any], deadline: Deadline, status: str) 
     capacity.ensure_uris(client, spec.object_storage_uris, rolling_back=status == nodes.ROLLING_BACK)
     before = event.get("ClampBefore")
     capacity.ensure_limit(client, spec.usable_capacity_bytes, None if before in (None, "") else int(before))
-    return {"Buckets": str(len(spec.object_storage_uris))}
+    return {"Buckets": str(len(spec.object_storage_uris)), "CapacityStep": "done"}
+
+
+def storage_settled(event: Mapping[str, Any], error: Exception) -> dict[str, Any] | None:
+    """The answer for a Custom::CnqPersistentStorage poll that failed (its error or its timeout) once the buckets
+    this update adds may be in the cluster: complete, with the failure reported, never fail. A failure would roll
+    the update back and take the new buckets and the nodes' grants on them out of the stack while Qumulo writes to
+    them, which it cannot stop (capacity.py). None (fail as usual) when this update adds no bucket or the cluster
+    answers that it holds none of them; a cluster that cannot be read may hold them."""
+    props, old = event.get("ResourceProperties") or {}, event.get("OldResourceProperties") or {}
+    new = [u for u in strings(props, "ObjectStorageUris") if u not in strings(old, "ObjectStorageUris")]
+    if event.get("RequestType") != "Update" or not new:
+        return None
+    try:
+        spec = storage_spec(props)
+        client, _ = login(spec.node_ips, spec.rest_port, read_secret(str(props["AdminSecretArn"])),
+                          Deadline.after(30.0), what=f"cluster {spec.cluster_name}")  # fmt: skip
+        if not set(new) & set(capacity.current_uris(client)):
+            return None
+        state = f"the {len(new)} new bucket(s) are in the cluster; the capacity step did not finish: {error}"
+    except Exception as unread:  # any failure to read means the add may have landed
+        state = (
+            f"the cluster could not say whether it holds the new bucket(s) ({unread}); first failure: {error}"
+        )
+    log.warning("persistent storage: %s; the deploy completes so no rollback takes the buckets away; deploy "
+                "again to finish the capacity limit", state)  # fmt: skip
+    return {"Buckets": str(len(strings(props, "ObjectStorageUris"))), "CapacityStep": state[:900]}

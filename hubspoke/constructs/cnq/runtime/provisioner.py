@@ -277,7 +277,21 @@ def _remove_portal(event: Mapping[str, Any], deadline: Deadline, waited: float) 
 
 
 def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    """Provider framework isComplete: one bounded step; IsComplete false while Qumulo is still working."""
+    """Provider framework isComplete: one bounded step; IsComplete false while Qumulo is still working.
+    Custom::CnqPersistentStorage never fails once an update's new buckets may be in the cluster
+    (cluster_requests.storage_settled)."""
+    try:
+        return _poll(event, context)
+    except ProvisioningError as error:
+        if event.get("ResourceType") != PERSISTENT_STORAGE_RESOURCE:
+            raise
+        settled = cluster_requests.storage_settled(event, error)
+        if settled is None:
+            raise
+        return {"IsComplete": True, "Data": settled}
+
+
+def _poll(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     request, kind = str(event["RequestType"]), str(event.get("ResourceType", ""))
     props = event.get("ResourceProperties") or {}
     started = float(event.get("StartedAt") or time.time())
