@@ -1,7 +1,7 @@
 """Every alarm an environment raises: its name, the stack that holds it and its runbook. No CDK.
 
-The Ops and Dashboard stacks create exactly these (hubspoke/constructs/alarms.py), the dashboard lists them
-per Region, and the CLI can name them without synthesizing anything.
+The Ops and Dashboard stacks create exactly these (hubspoke/constructs/alarms.py, training_alarms.py), the
+dashboard lists them per Region, and the CLI can name them without synthesizing anything.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ DATASET_PREWARMED_FRACTION = "DatasetPrewarmedFraction"
 CHECKPOINT_AGE_SECONDS = "CheckpointAgeSeconds"
 # 0 in every throughput record, and 1 in one last record train.py sends when it ends normally (its steps trained
 # and saved): the last value a job published tells a finished job (1) from one that died or was killed (0), which
-# both fall silent (the training-job-dead alarm, hubspoke/constructs/alarms.py).
+# both fall silent (the training-job-dead alarm, hubspoke/constructs/training_alarms.py).
 TRAINING_JOB_COMPLETED = "TrainingJobCompleted"
 # Rank 0 reports throughput every this many seconds (the rendered job's --metrics-seconds, train.py's
 # default). At most half a minute, so every 1-minute period of a running job holds a record the training
