@@ -48,9 +48,11 @@ DOCUMENTED = {
     ("HubSpoke/Training", "CheckpointAgeSeconds"): {"Environment", "Region"},
     ("AWS/Events", "TriggeredRules"): {"RuleName"},
 }
-# Every [ClusterName] series of node and fabric health the same page documents (the dashboard graphs them).
+# Every [ClusterName] series of node and fabric health the same page documents (the dashboard graphs them, or
+# its alarms read them: node_gpu_limit, "The total number of GPU(s) available on the node", since 4be036b).
 NODE_HEALTH_CLUSTER_SERIES = (
     "node_gpu_usage_total",
+    "node_gpu_limit",
     "node_efa_rx_dropped",
     "hyperpod_node_health_status_schedulable",
     "hyperpod_node_health_status_unschedulable",
