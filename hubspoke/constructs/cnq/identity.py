@@ -65,8 +65,10 @@ class QumuloIdentity(Construct):
                 exclude_characters=PASSWORD_EXCLUDED,
                 require_each_included_type=True,
             ),
-            # Retained like every secret here; its generated name lets a redeploy make a new one beside it.
-            removal_policy=RemovalPolicy.RETAIN,
+            # Retained (generated name: a redeploy makes a new one beside it), except by the rollback of the create
+            # that made it, which deletes it so a failed first create leaves nothing billed (CloudFormation
+            # DeletionPolicy RetainExceptOnCreate; aws-cdk-lib RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE).
+            removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
         )
         acknowledge(
             self.secret,

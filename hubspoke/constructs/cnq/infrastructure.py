@@ -86,6 +86,10 @@ class CnqCluster(Construct):
         self.name = name
         self.storage = storage
         self.key = retained_key(self, "Key", description=f"CNQ {name}: persistent storage and node volumes")
+        # Kept on update and delete, but deleted (scheduled) when the create that made it rolls back (CloudFormation
+        # Template Reference, "DeletionPolicy attribute", RetainExceptOnCreate): a failed first create then leaves
+        # no key billed; what it encrypted belonged to a cluster that never formed. Same for the admin secret.
+        self.key.apply_removal_policy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
         self.buckets = self._buckets(storage.buckets)
         self.object_storage_uris = [f"https://{b.bucket_regional_domain_name}/" for b in self.buckets]
         self.admin_secret = secretsmanager.Secret(
@@ -95,7 +99,7 @@ class CnqCluster(Construct):
             generate_secret_string=secretsmanager.SecretStringGenerator(
                 password_length=24, exclude_characters=PASSWORD_EXCLUDED, require_each_included_type=True
             ),
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
         )
         acknowledge(
             self.admin_secret,
@@ -384,6 +388,9 @@ class CnqCluster(Construct):
                 block_public_access=block_all,
                 server_access_logs_bucket=logs,
                 server_access_logs_prefix=f"persistent-storage-{index}/",
+                # Retain, not RetainExceptOnCreate: Qumulo writes to its buckets from formation on, and S3 deletes
+                # only an empty bucket (S3 API Reference, DeleteBucket), so a first create failing after formation
+                # would end in ROLLBACK_FAILED; a kept bucket's generated name never blocks the retry.
                 removal_policy=RemovalPolicy.RETAIN,
             )
             for index in range(1, count + 1)

@@ -98,3 +98,53 @@ def test_polling_stops_once_cloudformation_gave_up_on_the_create(world: World, h
     with pytest.raises(ProvisioningError, match="ROLLBACK_IN_PROGRESS: CloudFormation no longer waits"):
         is_complete(merged, ROOMY)
     assert len(hub.calls) == before and not hub.create_requests
+
+
+def _nodes_with_volumes(count: int) -> list[str]:
+    """Nodes as the launch template makes them: every EBS volume with DeleteOnTermination false."""
+    mappings = [{"DeviceName": d, "Ebs": {"VolumeSize": 8, "DeleteOnTermination": False}}
+                for d in ("/dev/sda1", "/dev/xvdb")]  # fmt: skip
+    tags = [{"ResourceType": "instance", "Tags": [{"Key": "hubspoke:cnq-cluster", "Value": "dev-hub"}]}]
+    made = boto3.client("ec2").run_instances(ImageId="ami-12c6146b", MinCount=count, MaxCount=count,
+                                             BlockDeviceMappings=mappings, TagSpecifications=tags)  # fmt: skip
+    return [i["InstanceId"] for i in made["Instances"]]
+
+
+def _left_after_termination(instances: list[str]) -> int:
+    """How many volumes outlive their terminated instances (EC2 deletes those marked DeleteOnTermination)."""
+    ec2 = boto3.client("ec2")
+    for instance_id in instances:
+        ec2.modify_instance_attribute(InstanceId=instance_id, DisableApiTermination={"Value": False})
+    ec2.terminate_instances(InstanceIds=instances)
+    return len(ec2.describe_volumes()["Volumes"])
+
+
+def test_a_first_create_that_fails_before_node_protection_leaves_no_volume(world: World, hub: FakeQumulo) -> None:
+    """The cluster's first Create marks the node volumes DeleteOnTermination (ModifyInstanceAttribute
+    BlockDeviceMappings Ebs.DeleteOnTermination, botocore ec2 model), so a formation that fails and rolls back
+    terminates the nodes with their volumes; nothing billed is left for the retry."""
+    instances = _nodes_with_volumes(4)
+    assert len(boto3.client("ec2").describe_volumes()["Volumes"]) == 8
+    on_event(world.cluster_event(hub, "hub", instances), ROOMY)
+    assert _left_after_termination(instances) == 0
+
+
+def test_node_protection_keeps_the_volumes_of_a_formed_cluster(world: World) -> None:
+    """From NodeProtection on, a replaced or deleted node's volumes are retained (DeleteOnTermination false)."""
+    instances = _nodes_with_volumes(2)
+    boto3.client("ec2").modify_instance_attribute(
+        InstanceId=instances[0], BlockDeviceMappings=[{"DeviceName": "/dev/xvdb", "Ebs": {"DeleteOnTermination": True}}]
+    )
+    drive(_protection(world, instances))
+    assert _left_after_termination(instances) == 4
+
+
+def test_a_rolled_back_first_create_deletes_the_volumes_node_protection_kept(world: World) -> None:
+    """A failure after NodeProtection (the persistent-storage step comes later) rolls the first create back
+    (ROLLBACK_IN_PROGRESS, CloudFormation User Guide "Stack status codes"): its Delete hands the volumes back to
+    their instances' termination."""
+    instances = _nodes_with_volumes(2)
+    drive(_protection(world, instances))
+    world.stack_status("ROLLBACK_IN_PROGRESS")
+    drive(_protection(world, instances, request="Delete"))
+    assert _left_after_termination(instances) == 0

@@ -49,3 +49,25 @@ def test_each_data_bucket_grants_the_nodes_in_a_policy_no_rollback_removes(dev_t
                 assert "s3:PutObject" in statement["Action"] and "s3:GetObject*" in statement["Action"]
                 granted.add(bucket)
     assert granted == set(buckets)
+
+
+def test_a_failed_first_create_deletes_the_key_and_secrets_and_keeps_only_buckets(
+    dev_templates: Templates,
+) -> None:
+    """RetainExceptOnCreate ("DeletionPolicy attribute": the resource is deleted when the operation that created
+    it rolls back, kept otherwise) on the CNQ key and its secrets, so a failed first create leaves none of them
+    billed; the data buckets stay Retain: Qumulo writes to them from formation on and S3 deletes only an empty
+    bucket (S3 API Reference, DeleteBucket), so deleting them would fail the rollback."""
+    template = dev_templates[STACK]
+    keys = [r for i, r in resources(template, "AWS::KMS::Key") if i.startswith("Cnq")]
+    secrets = [
+        r
+        for i, r in resources(template, "AWS::SecretsManager::Secret")
+        if i.startswith(("Cnq", "Loader", "Prewarm"))
+    ]
+    assert keys and secrets
+    for resource in (*keys, *secrets):
+        assert resource["DeletionPolicy"] == "RetainExceptOnCreate"
+        assert resource["UpdateReplacePolicy"] == "Retain"
+    for bucket in _data_buckets(template):
+        assert template["Resources"][bucket]["DeletionPolicy"] == "Retain"

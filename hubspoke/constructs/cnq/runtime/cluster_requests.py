@@ -71,7 +71,12 @@ def cluster_event(
     request: str, props: Mapping[str, Any], old: Mapping[str, Any], deadline: Deadline, stack_id: str
 ) -> dict[str, str]:
     """Checks once per request, before anything in the stack is touched."""
-    cluster_spec(props)  # a malformed request fails here, before anything waits
+    spec = cluster_spec(props)  # a malformed request fails here, before anything waits
+    if request == "Create" and nodes.stack_status(aws("cloudformation"), stack_id) == "CREATE_IN_PROGRESS":
+        # The stack's first create: until Custom::CnqNodeProtection keeps them, the node volumes go with their
+        # instances if the create rolls back (the launch template keeps DeleteOnTermination false: a changed
+        # template is a new version on every running node, which CloudFormation replaces).
+        nodes.set_delete_on_termination(aws("ec2"), spec.node_instance_ids, True)
     if request != "Update":
         return {}
     rolling_back = nodes.stack_status(aws("cloudformation"), stack_id) == nodes.ROLLING_BACK

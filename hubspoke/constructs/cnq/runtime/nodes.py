@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 # cancelled create, DELETE_IN_PROGRESS, ...) the answer is ignored: the Provider framework starts its
 # waiter and returns, so the waiter would otherwise go on working on nodes being terminated.
 AWAITED_STATUSES = frozenset({"CREATE_IN_PROGRESS", "UPDATE_IN_PROGRESS", "UPDATE_ROLLBACK_IN_PROGRESS"})
+# The status while a stack's first create rolls back (same page); a later rollback is UPDATE_ROLLBACK_*.
+FIRST_CREATE_ROLLING_BACK = "ROLLBACK_IN_PROGRESS"
 
 
 # CloudFormation User Guide, "Stack status codes": the status while CloudFormation rolls an update back;
@@ -61,6 +63,37 @@ def set_protection(ec2: Any, instance_ids: Iterable[str], on: bool) -> list[str]
     return changed
 
 
+def set_delete_on_termination(ec2: Any, instance_ids: Iterable[str], on: bool) -> list[str]:
+    """Set DeleteOnTermination to `on` on every EBS volume of the nodes where it differs; the instances changed.
+
+    ModifyInstanceAttribute BlockDeviceMappings [{DeviceName, Ebs: {DeleteOnTermination}}] (botocore ec2
+    2016-11-15 model, InstanceBlockDeviceMappingSpecification / EbsInstanceBlockDeviceSpecification); the
+    current value per device from DescribeInstances BlockDeviceMappings. The node volumes keep Qumulo's cache and
+    metadata for a node that is replaced or a cluster rebuilt, so a formed cluster keeps them (off); a first
+    create that fails before that lets EC2 delete them with their instances (on)."""
+    ids = list(instance_ids)
+    if not ids:
+        return []
+    changed = []
+    for reservation in ec2.describe_instances(InstanceIds=ids)["Reservations"]:
+        for instance in reservation["Instances"]:
+            devices = [
+                str(m["DeviceName"]) for m in instance.get("BlockDeviceMappings") or []
+                if "Ebs" in m and bool(m["Ebs"].get("DeleteOnTermination")) != on
+            ]  # fmt: skip
+            if devices:
+                ec2.modify_instance_attribute(
+                    InstanceId=instance["InstanceId"],
+                    BlockDeviceMappings=[
+                        {"DeviceName": d, "Ebs": {"DeleteOnTermination": on}} for d in devices
+                    ],
+                )
+                changed.append(str(instance["InstanceId"]))
+    if changed:
+        log.info("node volumes: DeleteOnTermination %s on %s", on, ", ".join(changed))
+    return changed
+
+
 def protect_all_or_none(ec2: Any, instance_ids: list[str]) -> None:
     """Protect every node; if that fails half-way, unprotect the ones done so a rollback can delete them."""
     done: list[str] = []
@@ -79,14 +112,18 @@ def apply_protection(
     update dropped, which CloudFormation terminates in its clean-up phase."""
     require_awaited(cfn, stack_id)
     set_protection(ec2, [i for i in previous if i not in instance_ids], False)
+    set_delete_on_termination(ec2, instance_ids, False)
     protect_all_or_none(ec2, instance_ids)
 
 
-def lift_protection(ec2: Any, instance_ids: Iterable[str]) -> None:
-    """Termination protection off on every node that still exists, so CloudFormation can terminate them."""
+def lift_protection(ec2: Any, instance_ids: Iterable[str], *, first_create_failed: bool = False) -> None:
+    """Termination protection off on every node that still exists, so CloudFormation can terminate them; when
+    the stack's first create rolls back (ROLLBACK_IN_PROGRESS), their volumes go with them."""
     for instance_id in instance_ids:
         try:
             set_protection(ec2, [instance_id], False)
+            if first_create_failed:
+                set_delete_on_termination(ec2, [instance_id], True)
         except ec2.exceptions.ClientError as error:
             if error.response.get("Error", {}).get("Code") != "InvalidInstanceID.NotFound":
                 raise

@@ -193,7 +193,10 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             result["PhysicalResourceId"] = event.get("PhysicalResourceId") or f"cnq-protection-{name}"
             ids = list(_list(props, "NodeInstanceIds"))
             if request == "Delete":
-                nodes.lift_protection(aws("ec2"), ids)
+                status = nodes.stack_status(aws("cloudformation"), str(event.get("StackId") or ""))
+                nodes.lift_protection(
+                    aws("ec2"), ids, first_create_failed=status == nodes.FIRST_CREATE_ROLLING_BACK
+                )
             else:
                 nodes.apply_protection(aws("ec2"), aws("cloudformation"), stack_id=str(event["StackId"]),
                                        instance_ids=ids, previous=list(_list(old, "NodeInstanceIds")))  # fmt: skip
