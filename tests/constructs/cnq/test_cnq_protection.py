@@ -119,7 +119,9 @@ def _left_after_termination(instances: list[str]) -> int:
     return len(ec2.describe_volumes()["Volumes"])
 
 
-def test_a_first_create_that_fails_before_node_protection_leaves_no_volume(world: World, hub: FakeQumulo) -> None:
+def test_a_first_create_that_fails_before_node_protection_leaves_no_volume(
+    world: World, hub: FakeQumulo
+) -> None:
     """The cluster's first Create marks the node volumes DeleteOnTermination (ModifyInstanceAttribute
     BlockDeviceMappings Ebs.DeleteOnTermination, botocore ec2 model), so a formation that fails and rolls back
     terminates the nodes with their volumes; nothing billed is left for the retry."""
@@ -133,7 +135,8 @@ def test_node_protection_keeps_the_volumes_of_a_formed_cluster(world: World) -> 
     """From NodeProtection on, a replaced or deleted node's volumes are retained (DeleteOnTermination false)."""
     instances = _nodes_with_volumes(2)
     boto3.client("ec2").modify_instance_attribute(
-        InstanceId=instances[0], BlockDeviceMappings=[{"DeviceName": "/dev/xvdb", "Ebs": {"DeleteOnTermination": True}}]
+        InstanceId=instances[0],
+        BlockDeviceMappings=[{"DeviceName": "/dev/xvdb", "Ebs": {"DeleteOnTermination": True}}],
     )
     drive(_protection(world, instances))
     assert _left_after_termination(instances) == 4
@@ -148,3 +151,33 @@ def test_a_rolled_back_first_create_deletes_the_volumes_node_protection_kept(wor
     world.stack_status("ROLLBACK_IN_PROGRESS")
     drive(_protection(world, instances, request="Delete"))
     assert _left_after_termination(instances) == 0
+
+
+def test_the_create_record_outlasts_a_throttled_tag_write(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The create has landed when the record is written, so a throttled CreateTags (RequestLimitExceeded, a code
+    botocore's standard retry mode treats as throttling: botocore 1.44.18, retries/standard.py) is retried
+    instead of failing the resource; any other error still fails it."""
+    from botocore.exceptions import ClientError
+
+    from hubspoke.constructs.cnq.runtime import nodes
+
+    monkeypatch.setattr(nodes, "TAG_BACKOFF_SECONDS", 0.0)
+    ec2 = boto3.client("ec2")
+    instance = world.instances(1, "dev-hub")[0]
+    real, refusals = ec2.create_tags, iter(["RequestLimitExceeded", "RequestLimitExceeded"])
+
+    def throttled(**kwargs: Any) -> Any:
+        code = next(refusals, None)
+        if code:
+            raise ClientError({"Error": {"Code": code, "Message": "Request limit exceeded."}}, "CreateTags")
+        return real(**kwargs)
+
+    monkeypatch.setattr(ec2, "create_tags", throttled)
+    ledger = nodes.CreateTag(ec2, instance)
+    ledger.record()
+    assert ledger.sent()
+    refusals = iter(["UnauthorizedOperation"])
+    with pytest.raises(ClientError, match="UnauthorizedOperation"):
+        ledger.record()

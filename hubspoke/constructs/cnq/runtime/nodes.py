@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -146,6 +147,27 @@ class CreateTag:
         return next((str(t["Value"]) for t in tags if t["Key"] == CREATE_SENT_TAG), None)
 
     def record(self) -> None:
+        """Write the tag, retrying a throttled CreateTags: the create has landed, so failing here would fail the
+        resource for nothing (and a re-sent create is what the record prevents)."""
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        self.ec2.create_tags(Resources=[self.instance_id], Tags=[{"Key": CREATE_SENT_TAG, "Value": now}])
+        for attempt in range(TAG_ATTEMPTS):
+            try:
+                self.ec2.create_tags(
+                    Resources=[self.instance_id], Tags=[{"Key": CREATE_SENT_TAG, "Value": now}]
+                )
+                break
+            except Exception as error:
+                code = str(getattr(error, "response", {}).get("Error", {}).get("Code", ""))
+                if code not in THROTTLED or attempt == TAG_ATTEMPTS - 1:
+                    raise
+                time.sleep(min(TAG_BACKOFF_SECONDS * 2**attempt, 8.0))
         log.info("cluster create sent to %s (tag %s=%s)", self.instance_id, CREATE_SENT_TAG, now)
+
+
+# The throttling error codes botocore's standard retry mode retries (botocore 1.44.18, retries/standard.py,
+# ThrottledRetryableChecker._THROTTLED_ERROR_CODES), those EC2 answers with included.
+THROTTLED = frozenset({"Throttling", "ThrottlingException", "ThrottledException", "RequestThrottledException",
+                       "TooManyRequestsException", "RequestLimitExceeded", "RequestThrottled", "EC2ThrottledException",
+                       "SlowDown", "PriorRequestNotComplete"})  # fmt: skip
+TAG_ATTEMPTS = 8
+TAG_BACKOFF_SECONDS = 0.5
