@@ -32,7 +32,9 @@ from tests.shapes import SHAPES
 IAM_POLICIES = {"AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::IAM::RolePolicy"}
 ACCESS_ENTRY = "AWS::EKS::AccessEntry"
 # Reference a role without acting as it: they are the grants themselves, or pass it on (an instance profile).
-NOT_ACTING = {*IAM_POLICIES, ACCESS_ENTRY, "AWS::IAM::InstanceProfile"}
+# A bucket policy names the role as its Principal (S3 User Guide, "Bucket policies for Amazon S3"): a
+# resource-based grant, retained with its bucket since 147db9a, so no rollback of the role's policy takes it away.
+NOT_ACTING = {*IAM_POLICIES, ACCESS_ENTRY, "AWS::IAM::InstanceProfile", "AWS::S3::BucketPolicy"}
 
 
 def _is_custom(kind: str) -> bool:
