@@ -185,40 +185,59 @@ def _alarm(
     return alarm
 
 
-# The canary's own failures: minutes in which it ran (or was throttled) and published no record, or failed.
-# 5 in a row, so records up to 4 minutes late never page (the minutes they are late for count as failed runs).
+# The canary's own failures: minutes in which it was queued (or was throttled or could not be invoked) and published
+# no hub record, failed, or could not read the portal. 5 in a row, so records up to 4 minutes late never page (the
+# minutes they are late for count as failed runs).
 CANARY_FAILING_MINUTES = 5
 
 
 def canary_failing(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary
 ) -> cloudwatch.Alarm:
-    """The canary ran and published no hub record, failed or was throttled, 5 minutes in a row: the canary's
-    pages know nothing new while this is in ALARM."""
+    """The canary's schedule failed to invoke it, or it ran and published no hub record, failed, was throttled or
+    could not read the portal, 5 minutes in a row: the canary's pages know nothing new while this is in ALARM."""
     function = canary.function
     return _alarm(
         scope,
         planned,
         topic=topic,
-        # Lambda counts each invocation, error and throttle of the function per minute (Lambda Developer Guide,
-        # "Types of metrics for Lambda functions": Invocations excludes throttled requests, Errors includes
-        # timeouts and runtime errors). Every run publishes one HubReachable record stamped with its start
-        # (runtime/handler.py), so a healthy minute nets 0. Arithmetic counts a missing value as 0 (CloudWatch
-        # User Guide, "Using metric math"): a run without a record is 1, a failed or throttled run 1 or more, and
-        # a record of an earlier function (a re-deploy: a new FunctionName) -1. No run, no record: no point.
-        # ASSUMED: Lambda files an invocation in the minute it starts; were a record filed a minute later, that
-        # minute nets +1 and the next -1, never 5 in a row.
+        # The schedule invokes the function asynchronously (Lambda Developer Guide, "Invoking a Lambda function
+        # asynchronously": EventBridge is among the services that do), so a run is counted when Lambda queues it:
+        # AsyncEventsReceived, "the number of events that Lambda successfully queues for processing" (same guide,
+        # "Types of metrics for Lambda functions", asynchronous invocation metrics). Invocations is not: it is
+        # "not recorded" when the request is throttled or ends in an invocation error (an ENI or IP failure), which
+        # left such minutes without data. Errors counts function errors (timeouts, runtime errors), Throttles
+        # throttled requests. FailedInvocations counts the rule's invocations "that failed permanently" (EventBridge
+        # User Guide, "Monitoring Amazon EventBridge"; the target has no retries): a removed permission or a
+        # deleted function, where Lambda sees nothing. PortalUnreadable is 1 in a record whose portal read failed
+        # (runtime/handler.py: a secret, NAT or endpoint problem of the spoke), which the portal page ignores.
+        # Every run publishes one HubReachable record stamped with its start, so a healthy minute nets 0.
+        # Arithmetic counts a missing value as 0 (CloudWatch User Guide, "Using metric math"): a run without a
+        # record is 1, a failed, throttled, uninvoked or portal-blind run 1 or more, and a record of an earlier
+        # function (a re-deploy: a new FunctionName) -1. No run, no record: no point.
+        # ASSUMED: Lambda files a queued event in the minute the schedule fires; were a record filed a minute later,
+        # that minute nets +1 and the next -1, never 5 in a row.
         metric=cloudwatch.MathExpression(
-            expression="runs + errors + throttles - records",
+            expression="runs + errors + throttles + uninvoked + unreadable - records",
             using_metrics={
-                "runs": function.metric_invocations(period=MINUTE, statistic="Sum"),
+                "runs": function.metric("AsyncEventsReceived", period=MINUTE, statistic="Sum"),
                 "errors": function.metric_errors(period=MINUTE, statistic="Sum"),
                 "throttles": function.metric_throttles(period=MINUTE, statistic="Sum"),
+                "uninvoked": cloudwatch.Metric(
+                    namespace="AWS/Events",
+                    metric_name="FailedInvocations",
+                    dimensions_map={"RuleName": canary.schedule.rule_name},
+                    period=MINUTE,
+                    statistic="Sum",
+                ),
+                "unreadable": canary.metric(
+                    canary_metrics.PORTAL_UNREADABLE, statistic="Sum", period=MINUTE
+                ),
                 "records": canary.metric(
                     canary_metrics.HUB_REACHABLE, statistic="SampleCount", period=MINUTE
                 ),
             },
-            label="canary runs without a record, failed or throttled runs",
+            label="canary runs without a record, failed, throttled, uninvoked or portal-blind runs",
             period=MINUTE,
         ),
         threshold=1,
@@ -227,9 +246,10 @@ def canary_failing(
         # Before the first run of a new function nothing is missing that should be there: a fresh deploy and a
         # re-deploy evaluate OK.
         missing=cloudwatch.TreatMissingData.NOT_BREACHING,
-        description=f"The hub canary of {planned.region} ran without publishing its record, failed or was throttled "
-        f"for {CANARY_FAILING_MINUTES} minutes in a row: {alarms.HUB_UNREACHABLE} and {alarms.PORTAL_NOT_ACTIVE} keep "
-        "their last state meanwhile. Its log group says why.",
+        description=f"The hub canary of {planned.region} could not be invoked, ran without publishing its record, "
+        f"failed, was throttled or could not read the spoke portal (its admin secret, the REST API) for "
+        f"{CANARY_FAILING_MINUTES} minutes in a row: {alarms.HUB_UNREACHABLE} and {alarms.PORTAL_NOT_ACTIVE} keep "
+        "their last state meanwhile. Its log group (portal_detail) and the schedule rule's metrics say why.",
     )
 
 
@@ -285,17 +305,32 @@ def hub_probes_failing(
 def portal_probes_not_active(
     scope: Construct, planned: PlannedAlarm, *, topic: AlarmTopic, canary: HubCanary
 ) -> cloudwatch.Alarm:
-    """The spoke's portal was not ACTIVE (or unreadable) in the canary's last 3 records (notifies nobody)."""
+    """The spoke's portal was not ACTIVE in the canary's last 3 readable records (notifies nobody)."""
     return _probes_alarm(
         scope,
         planned,
         topic=topic,
-        metric=canary.metric(canary_metrics.PORTAL_STATUS, statistic="Minimum", period=MINUTE),
+        # A failed read (-1 with PortalUnreadable 1: the secret, the spoke's REST API) says nothing about the
+        # portal: IF drops those minutes (User Guide, "Using metric math", IF without a false value), which
+        # `ignore` then skips, and canary-failing counts them (PortalUnreadable).
+        metric=cloudwatch.MathExpression(
+            # A record is readable when it is not counted unreadable: records > blind (a canary older than
+            # PortalUnreadable has none, read as 0); no record at all is no point under either reading of a
+            # missing value (hubspoke/constructs/metrics.py, presence guards). -1 for "no spoke portal" stays.
+            expression="IF(records > blind, status)",
+            using_metrics={
+                "status": canary.metric(canary_metrics.PORTAL_STATUS, statistic="Minimum", period=MINUTE),
+                "records": canary.metric(canary_metrics.PORTAL_STATUS, statistic="SampleCount", period=MINUTE),
+                "blind": canary.metric(canary_metrics.PORTAL_UNREADABLE, statistic="Sum", period=MINUTE),
+            },
+            label="portal status, readable records (2 = ACTIVE)",
+            period=MINUTE,
+        ),
         threshold=canary_metrics.PORTAL_STATUS_ACTIVE,
         periods=PORTAL_NOT_ACTIVE_MINUTES,
         description=f"The spoke portal of {planned.region} was not ACTIVE (2 = ACTIVE, 1 = DEGRADED, "
-        f"0 = INACTIVE, -1 = unreadable) in the canary's last {PORTAL_NOT_ACTIVE_MINUTES} records. Notifies "
-        f"nobody: the composite {alarms.PORTAL_NOT_ACTIVE} pages.",
+        f"0 = INACTIVE, -1 = no spoke portal) in the canary's last {PORTAL_NOT_ACTIVE_MINUTES} readable records "
+        f"(a failed read is canary-failing's). Notifies nobody: the composite {alarms.PORTAL_NOT_ACTIVE} pages.",
     )
 
 

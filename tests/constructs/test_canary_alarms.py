@@ -14,7 +14,8 @@ What docs/operations.md promises, written here, not imported: a page 3 minutes a
 the canary is silent, OK at the first healthy record, canary-failing 5 minutes into a canary that runs without
 publishing, and no page on a fresh deploy or a re-deploy. The canary publishes one record per run, one run a
 minute, stamped with the run's start (docs/operations.md, "The canary"): HubReachable 1 or 0, PortalStatus 2
-(ACTIVE) .. 0, -1 unreadable; Lambda counts the run in Invocations of the same minute.
+(ACTIVE) .. 0, -1 unreadable (then PortalUnreadable 1); the schedule invokes it asynchronously, so Lambda counts
+the run in AsyncEventsReceived and Invocations of the same minute.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ PAGES = {
     "portal-not-active-page": ("portal-probes-not-active", "PortalStatus"),
 }
 Records = dict[str, dict[int, list[float]]]
+# What Lambda counts for each run the schedule queues and runs (Lambda Developer Guide, "Types of metrics for Lambda
+# functions"): the queued event, and the invocation itself.
+LAMBDA_RUNS = ("AsyncEventsReceived", "Invocations")
 
 
 @dataclass(frozen=True)
@@ -93,14 +97,16 @@ def canary(
     first: int, until: int, then: str | None = None, *, after: int = 30, skip: tuple[int, ...] = ()
 ) -> Records:
     """Healthy records for minutes first..until, then `after` minutes of failing ones ("failing") or nothing; a
-    run in each minute with a record (Invocations), none in the minutes of `skip` (a missed run)."""
+    run in each minute with a record (AsyncEventsReceived, Invocations), none in the minutes of `skip` (a missed
+    run)."""
     out: Records = {metric: {m: [v] for m in range(first, until + 1)} for metric, v in HEALTHY.items()}
     if then == "failing":
         for metric, v in FAILING.items():
             out[metric].update({m: [v] for m in range(until + 1, until + 1 + after)})
     for metric in list(out):
         out[metric] = {m: v for m, v in out[metric].items() if m not in skip}
-    out["Invocations"] = {m: [1.0] for m in out["HubReachable"]}
+    for lambda_metric in LAMBDA_RUNS:
+        out[lambda_metric] = {m: [1.0] for m in out["HubReachable"]}
     return out
 
 
@@ -178,9 +184,10 @@ def test_a_redeploy_judges_the_records_before_it_and_does_not_page(
 ) -> None:
     """issue 42: a re-deploy within a day paged at creation. The new alarms judge the old canary's healthy records
     (User Guide: "CloudWatch retrieves the most recent data points from before the alarm was created"); the new
-    function has no Invocations yet (a new FunctionName), so the old records count -1 in canary-failing."""
+    function has no runs yet (a new FunctionName), so the old records count -1 in canary-failing."""
     old = canary(0, 100)
-    old.pop("Invocations")  # the earlier function's: another FunctionName than the new alarm reads
+    for lambda_metric in LAMBDA_RUNS:  # the earlier function's: another FunctionName than the new alarm reads
+        old.pop(lambda_metric)
     new = canary(112, 150)
     data = {name: {**old.get(name, {}), **new.get(name, {})} for name in {*old, *new}}
     minutes = list(range(103, 140))  # created at 103, two minutes after the old canary's last record
@@ -241,7 +248,7 @@ def test_a_silent_canary_neither_pages_nor_resolves_and_canary_failing_pages(
         data = canary(0, 20, then, after=10)
         last = 20 if then is None else 30
         runs = {m: [1.0] for m in range(0, last + 120)}  # Lambda keeps running it every minute
-        data["Invocations"] = runs
+        data.update(dict.fromkeys(LAMBDA_RUNS, runs))
         resumed = {name: {**series} for name, series in data.items()}
         for metric, value in HEALTHY.items():
             resumed[metric].update({m: [value] for m in range(last + 100, last + 120)})
@@ -270,3 +277,50 @@ def test_recovery_sends_ok_at_the_first_healthy_record(pages: list[Page]) -> Non
         for span in RANGES:
             got = page_states(page, data, minutes, span=span)
             assert got[minutes.index(30)] == "ALARM" and got[minutes.index(31)] == "OK", (page.key, span)
+
+
+def test_a_canary_lambda_never_runs_or_eventbridge_cannot_invoke_pages_canary_failing(
+    canary_failing: dict[str, Any],
+) -> None:
+    """issue 42 review item 2. Lambda Developer Guide, "Types of metrics for Lambda functions": Invocations is not
+    recorded when the request is throttled or results in an invocation error (an ENI or IP failure of a VPC
+    function), Errors counts function errors only, and AsyncEventsReceived counts the events Lambda successfully
+    queues (the schedule invokes asynchronously: "Invoking a Lambda function asynchronously" names EventBridge).
+    EventBridge User Guide, "Monitoring Amazon EventBridge": FailedInvocations counts a rule's invocations that
+    failed permanently (a removed permission: Lambda records nothing). Either pages 5 minutes in, and stops with
+    the canary's next healthy run."""
+    queued_not_run: Records = {"AsyncEventsReceived": {m: [1.0] for m in range(0, 60)}}
+    not_invoked: Records = {"FailedInvocations": {m: [1.0] for m in range(0, 60)}}
+    healthy_after = canary(60, 90)
+    minutes = list(range(0, 90))
+    for broken in (queued_not_run, not_invoked):
+        data = {**healthy_after, **{k: {**healthy_after.get(k, {}), **v} for k, v in broken.items()}}
+        for span in RANGES:
+            got = states(canary_failing, data, minutes, span=span)
+            assert got.index("ALARM") == CANARY_FAILING_MINUTES - 1, (broken.keys(), span)
+            assert got[-1] == "OK", (broken.keys(), span)
+
+
+def test_an_unreadable_portal_pages_canary_failing_not_portal_not_active(
+    pages: list[Page], canary_failing: dict[str, Any]
+) -> None:
+    """issue 42 review item 5: a spoke-side NAT, endpoint or Secrets Manager failure leaves the canary unable to
+    read the portal (PortalStatus -1, PortalUnreadable 1) while the hub answers. Qumulo's portal status is INACTIVE,
+    DEGRADED or ACTIVE (REST API, GET /v2/portal/spokes/): -1 is no status, so the portal page keeps its state
+    (OK, or ALARM if the portal was DEGRADED before) and canary-failing pages 5 minutes in."""
+    [portal] = [p for p in pages if p.key == "portal-not-active-page"]
+    for before in (None, "failing"):
+        data = canary(0, 20, before, after=10)
+        last = 20 if before is None else 30
+        for m in range(last + 1, last + 40):
+            data["HubReachable"][m] = [1.0]
+            data["PortalStatus"][m] = [-1.0]
+            data.setdefault("PortalUnreadable", {})[m] = [1.0]
+            for lambda_metric in LAMBDA_RUNS:
+                data[lambda_metric][m] = [1.0]
+        minutes = list(range(last - 2, last + 40))
+        for span in RANGES:
+            got = page_states(portal, data, minutes, span=span)
+            assert set(got[3:]) == {"OK" if before is None else "ALARM"}, (before, span)
+            failing = states(canary_failing, data, minutes, span=span)
+            assert minutes[failing.index("ALARM")] - last == CANARY_FAILING_MINUTES, (before, span)

@@ -100,7 +100,11 @@ def test_hub_outage_is_detected_within_three_minutes(shape: Shape) -> None:
             assert names == [probes["AlarmName"]], key
             assert page["AlarmActions"] and page["OKActions"], key
         portal = alarms[f"{prefix}-portal-probes-not-active"]
-        assert [m["MetricName"] for m in alarm_metrics(portal)] == [canary_metrics.PORTAL_STATUS]
+        # Its status, its record count and PortalUnreadable (the guard that drops failed reads: review item 5).
+        assert {m["MetricName"] for m in alarm_metrics(portal)} == {
+            canary_metrics.PORTAL_STATUS,
+            canary_metrics.PORTAL_UNREADABLE,
+        }
         assert portal["Threshold"] == canary_metrics.PORTAL_STATUS_ACTIVE
         assert portal["ComparisonOperator"] == "LessThanThreshold"
 
@@ -160,11 +164,17 @@ def test_every_alarm_reads_a_metric_that_something_publishes(shape: Shape) -> No
                     # functions"), of the canary's function: canary-failing.
                     [dimension] = metric["Dimensions"]
                     assert dimension["Name"] == "FunctionName" and name in (
-                        "Invocations",
+                        "AsyncEventsReceived",
                         "Errors",
                         "Throttles",
                     )
                     assert dimension["Value"]["Ref"] in dict(properties(ops, "AWS::Lambda::Function"))
+                elif (ns, name) == ("AWS/Events", "FailedInvocations"):
+                    # EventBridge's per-rule metric, dimension RuleName (EventBridge User Guide, "Monitoring Amazon
+                    # EventBridge"), of the canary's schedule: canary-failing.
+                    [dimension] = metric["Dimensions"]
+                    assert dimension["Name"] == "RuleName"
+                    assert dimension["Value"]["Ref"] in dict(properties(ops, "AWS::Events::Rule"))
                 else:
                     pytest.fail(f"alarm reads {ns}/{name}, which nothing in hubspoke publishes")
         # The training signals (GPUs, the traffic-derived hit ratio) are watched where the spoke trains.

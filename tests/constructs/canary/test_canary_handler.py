@@ -176,7 +176,7 @@ def test_portal_status_is_published_with_the_documented_mapping(ports: tuple[int
     env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", SPOKE_REST_PORT="18000", ADMIN_SECRET_ARN="arn:x")
     with listeners(NODES, ports):
         result, line = _run(env, portal_reader=reader, credentials=lambda arn: ("admin", "pw"))
-    assert line[metrics.PORTAL_STATUS] == 1
+    assert line[metrics.PORTAL_STATUS] == 1 and line[metrics.PORTAL_UNREADABLE] == 0
     assert seen["port"] == 18000 and seen["username"] == "admin" and seen["password"] == "pw"
     assert "pw" not in json.dumps(line), "the password never reaches the log"
     assert result["portal_detail"] == "portal 1: degraded"
@@ -189,6 +189,8 @@ def test_unreadable_secret_publishes_unknown_not_a_crash(ports: tuple[int, int])
     env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", SPOKE_REST_PORT="8000", ADMIN_SECRET_ARN="arn:x")
     _, line = _run(env, credentials=broken)
     assert line[metrics.PORTAL_STATUS] == metrics.PORTAL_STATUS_UNKNOWN
+    # Its own metric (issue 42 review item 5): canary-failing counts it, the portal page does not.
+    assert line[metrics.PORTAL_UNREADABLE] == 1
     assert "AccessDenied" in line["portal_detail"]  # type: ignore[operator]
 
 

@@ -10,7 +10,6 @@ The oracle is the alarm that consumes the metric: config/dev.yaml's synthesized 
 from __future__ import annotations
 
 import json
-import operator
 from typing import Any
 
 import boto3
@@ -24,14 +23,15 @@ from tests.constructs.cnq.conftest import formed as formed  # the CNQ world's fi
 from tests.constructs.cnq.conftest import hub as hub
 from tests.constructs.cnq.conftest import spoke as spoke
 from tests.constructs.cnq.conftest import world as world
+from tests.fakes.cloudwatch_alarm import evaluate_every_minute
 from tests.fakes.qumulo import FakeQumulo
 
 pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
-COMPARE = {"LessThanThreshold": operator.lt, "LessThanOrEqualToThreshold": operator.le}
 
 
-def portal_alarm_fires(templates: Templates, value: float) -> bool:
-    """Whether dev's portal alarm counts `value` as breaching (CloudWatch: value <op> threshold)."""
+def portal_alarm_fires(templates: Templates, line: dict[str, Any]) -> bool:
+    """Whether dev's portal alarm pages after 10 minutes of records like this canary line, judged as CloudWatch
+    evaluates the templated alarm (tests/fakes/cloudwatch_alarm.py), ranges 4 to 10 periods."""
     [alarm] = [
         a
         for _, a in properties(templates[f"ops-{SPOKE.region}"], "AWS::CloudWatch::Alarm")
@@ -39,9 +39,16 @@ def portal_alarm_fires(templates: Templates, value: float) -> bool:
             "-portal-probes-not-active"
         )  # the input of the portal-not-active-page page
     ]
-    # A plain metric alarm on the canary's records since b58cdba (no FILL metric math: issue 42 item 1).
-    assert alarm["MetricName"] == canary_metrics.PORTAL_STATUS
-    return bool(COMPARE[alarm["ComparisonOperator"]](value, alarm["Threshold"]))
+    records = {
+        name: {m: [float(line[name])] for m in range(10)}
+        for name in (canary_metrics.PORTAL_STATUS, canary_metrics.PORTAL_UNREADABLE)
+    }
+    ends = {
+        evaluate_every_minute(alarm, records, minutes=range(10), evaluation_range=span)[-1]
+        for span in (4, 5, 10)
+    }
+    [end_state] = ends
+    return end_state == "ALARM"
 
 
 @pytest.fixture
@@ -80,7 +87,7 @@ def test_an_active_portal_is_read_with_the_clusters_bare_password_secret(
     drive(formed.portal_event(hub, spoke))
     line = canary()
     assert "status ACTIVE" in line["portal_detail"], line["portal_detail"]
-    assert not portal_alarm_fires(dev_templates, line[canary_metrics.PORTAL_STATUS])
+    assert not portal_alarm_fires(dev_templates, line)
 
 
 def test_a_portal_cut_from_its_hub_makes_the_alarm_fire(
@@ -90,7 +97,7 @@ def test_a_portal_cut_from_its_hub_makes_the_alarm_fire(
     hub.down()
     line = canary()
     assert "status ACTIVE" not in line["portal_detail"], line["portal_detail"]
-    assert portal_alarm_fires(dev_templates, line[canary_metrics.PORTAL_STATUS])
+    assert portal_alarm_fires(dev_templates, line)
 
 
 def test_a_password_the_cluster_refuses_is_published_as_unknown_with_qumulos_answer(
@@ -108,12 +115,22 @@ def test_a_password_the_cluster_refuses_is_published_as_unknown_with_qumulos_ans
 
 
 def test_a_secret_in_another_region_is_not_found_and_says_so(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo, canary: Any, monkeypatch: pytest.MonkeyPatch
+    formed: World,
+    hub: FakeQumulo,
+    spoke: FakeQumulo,
+    canary: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    dev_templates: Templates,
 ) -> None:
-    """The loader reads the secret from the function's own Region: a canary deployed elsewhere reports why."""
+    """The loader reads the secret from the function's own Region: a canary deployed elsewhere reports why. The
+    portal was never read, so it is published as unreadable (issue 42 review item 5) and the portal page, whose
+    portal may well be ACTIVE, does not fire: canary-failing counts it (tests/constructs/test_canary_alarms.py)."""
+    drive(formed.portal_event(hub, spoke))
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     line = canary()
     assert line[canary_metrics.PORTAL_STATUS] == canary_metrics.PORTAL_STATUS_UNKNOWN
+    assert line[canary_metrics.PORTAL_UNREADABLE] == 1
+    assert not portal_alarm_fires(dev_templates, line)
     assert (
         line["portal_detail"].startswith("admin secret: ")
         and "ResourceNotFoundException" in line["portal_detail"]
@@ -139,3 +156,5 @@ def test_a_portal_on_hub_addresses_the_canary_no_longer_has_publishes_zero(
     line = canary(HUB_ADDRESSES="10.10.99.8,10.10.99.9")
     assert line[canary_metrics.PORTAL_HUB_HOSTS_CURRENT] == 0
     assert line[canary_metrics.PORTAL_STATUS] == canary_metrics.PORTAL_STATUS_UNKNOWN
+    # Read, and no portal towards the hub: a portal problem for the portal page, not the canary's (item 5).
+    assert line[canary_metrics.PORTAL_UNREADABLE] == 0

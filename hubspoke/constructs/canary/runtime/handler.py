@@ -120,8 +120,13 @@ def run(
                 timeout=_bounded(PORTAL_WAIT_S, remaining_ms, since=started_ms, clock=clock)
             )
         except FutureTimeout:
-            portal = PortalReading(metrics.PORTAL_STATUS_UNKNOWN, "portal read did not finish in time")
-        portal_values: dict[str, float | list[float]] = {metrics.PORTAL_STATUS: portal.value}
+            portal = PortalReading(
+                metrics.PORTAL_STATUS_UNKNOWN, "portal read did not finish in time", unreadable=True
+            )
+        portal_values: dict[str, float | list[float]] = {
+            metrics.PORTAL_STATUS: portal.value,
+            metrics.PORTAL_UNREADABLE: int(portal.unreadable),
+        }
         if portal.hubs_current is not None:
             portal_values[metrics.PORTAL_HUB_HOSTS_CURRENT] = int(portal.hubs_current)
         emit(
@@ -150,11 +155,13 @@ def _read_portal(
     # The construct always sets the port (hubspoke/ports.py); the runtime keeps no copy of it.
     port = env.get("SPOKE_REST_PORT", "")
     if not port.isdigit():
-        return PortalReading(metrics.PORTAL_STATUS_UNKNOWN, f"SPOKE_REST_PORT is {port!r}, not a port")
+        return PortalReading(
+            metrics.PORTAL_STATUS_UNKNOWN, f"SPOKE_REST_PORT is {port!r}, not a port", unreadable=True
+        )
     try:
         username, password = credentials(env.get("ADMIN_SECRET_ARN", ""))
     except Exception as exc:  # a missing grant or endpoint shows as UNKNOWN with the reason, not a crash
-        return PortalReading(metrics.PORTAL_STATUS_UNKNOWN, f"admin secret: {exc}")
+        return PortalReading(metrics.PORTAL_STATUS_UNKNOWN, f"admin secret: {exc}", unreadable=True)
     return reader(
         address=address,
         port=int(port),

@@ -28,6 +28,9 @@ PORTAL_HUB_HOSTS_CURRENT = "PortalHubHostsCurrent"
 """1 when every hub host of the spoke's portals towards the hub is one of the canary's HUB_ADDRESSES (the hub's
 floating IPs as the Ops stack last read them), 0 when one is not or no portal points at any of them; not
 published when the portal could not be read."""
+PORTAL_UNREADABLE = "PortalUnreadable"
+"""1 when the portal could not be read (PortalStatus -1 from a failed read: the admin secret, the spoke's REST API,
+the time), else 0 (also for -1 meaning no spoke portal): counted by canary-failing, never by the portal page."""
 
 # Qumulo REST API, GET /v2/portal/spokes/: `status` is INACTIVE, DEGRADED or ACTIVE ("fully connected portal
 # ready for use"). Ordered so that "below ACTIVE" is one alarm threshold; the REST API not answering, or the
@@ -42,6 +45,7 @@ UNITS: Mapping[str, str] = {
     CONNECT_LATENCY: "Milliseconds",
     PORTAL_STATUS: "None",
     PORTAL_HUB_HOSTS_CURRENT: "None",
+    PORTAL_UNREADABLE: "Count",
 }
 
 # EMF allows at most 100 values for one metric in one line.

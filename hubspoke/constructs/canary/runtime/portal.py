@@ -17,6 +17,7 @@ class PortalReading:
     value: int
     detail: str
     hubs_current: bool | None = None
+    unreadable: bool = False  # the read failed (secret, REST API, time): says nothing about the portal
 
 
 ClientFactory = Callable[[str, int, float], Any]
@@ -50,7 +51,9 @@ def read_portal_status(
         client.login(username, password)
         portals = client.portal.v2_list_spoke_portals()
     except Exception as exc:  # the canary must publish even when the spoke's API is down
-        return PortalReading(PORTAL_STATUS_UNKNOWN, f"spoke REST API {address}:{port}: {_describe(exc)}")
+        return PortalReading(
+            PORTAL_STATUS_UNKNOWN, f"spoke REST API {address}:{port}: {_describe(exc)}", unreadable=True
+        )
     current = set(hub_hosts)
     if hub_hosts:
         portals = [p for p in portals if {h.address for h in p.hub_hosts} & current]
