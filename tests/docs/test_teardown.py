@@ -24,8 +24,9 @@ def _kind(stack_id: str) -> str:
 
 
 def _family(logical_id: str) -> str:
-    """A logical ID without CDK's 8-character hash, its trailing number written `<n>`."""
-    return re.sub(r"\d+$", "<n>", re.sub(r"[0-9A-F]{8}$", "", logical_id))
+    """A logical ID without CDK's 8-character hash, its numbers written `<n>` (a bucket's, also inside its bucket
+    policy's ID: CnqPersistentStorage3Policy since 147db9a)."""
+    return re.sub(r"\d+", "<n>", re.sub(r"[0-9A-F]{8}$", "", logical_id))
 
 
 def _documented() -> set[tuple[str, str]]:
