@@ -22,7 +22,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from hubspoke.constructs.cnq.bundling import IS_COMPLETE_HANDLER, ON_EVENT_HANDLER, RUNTIME, provisioner_code
-from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG, CREATE_SENT_TAG
+from hubspoke.constructs.cnq.runtime.contract import CLAMP_SENT_TAG, CLUSTER_TAG, CREATE_SENT_TAG
 from hubspoke.constructs.provider import LOG_RETENTION, https_egress_group, vpc_provider
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import QUMULO_REST
@@ -206,7 +206,7 @@ class CnqProvisioner(Construct):
                 conditions={"StringEquals": tagged},
             )
         )
-        # The record that the cluster-create call was sent (runtime/nodes.py CreateTag): this one tag key only
+        # The records that the cluster-create call and a capacity clamp were sent (runtime/nodes.py CreateTag): these tag keys only
         # (aws:TagKeys, "Controlling access based on tag keys", IAM User Guide), on the stack's own nodes.
         role.add_to_policy(
             iam.PolicyStatement(
@@ -214,7 +214,7 @@ class CnqProvisioner(Construct):
                 resources=[instances],
                 conditions={
                     "StringEquals": tagged,
-                    "ForAllValues:StringEquals": {"aws:TagKeys": [CREATE_SENT_TAG]},
+                    "ForAllValues:StringEquals": {"aws:TagKeys": [CREATE_SENT_TAG, CLAMP_SENT_TAG]},
                 },
             )
         )

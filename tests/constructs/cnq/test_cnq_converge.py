@@ -154,3 +154,21 @@ def test_a_bucket_step_that_fails_before_the_add_still_fails(world: World, hub: 
     with pytest.raises(ProvisioningError, match="api_validation_error"):
         drive(grown)
     assert len(hub.object_storage_uris) == 4
+
+
+def test_a_raise_completes_once_the_new_quorum_shows_it_and_a_first_create_sends_none(
+    world: World, hub: FakeQumulo
+) -> None:
+    """An applied clamp abandons the quorum and "will appear in the new quorum" (qumulo-api 7.10.2.1,
+    qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS; the fake shows the old value until then), so
+    reading it back at once cannot tell whether it took effect: the update waits for the new quorum and its
+    value, with one PUT. The first create sends none: the cluster formed with this limit in the same deploy."""
+    instances = world.instances(4, "dev-hub")
+    formed = world.cluster_event(hub, "hub", instances)
+    deploy(world, formed)
+    assert hub.called("PUT", r"^/v1/capacity/clamp") == 0
+    world.stack_status("UPDATE_IN_PROGRESS")
+    drive(world.storage_event(_update(world, hub, instances, formed, capacity_tb=250)))
+    assert hub.state == "ACTIVE", "complete only once the new quorum formed"
+    assert hub.capacity_clamp == 250 * TB // PSTORE_BYTES * PSTORE_BYTES
+    assert hub.called("PUT", r"^/v1/capacity/clamp") == 1

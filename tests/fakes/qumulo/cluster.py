@@ -126,6 +126,9 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin, AuthMixin):
         self.membership_requests: list[list[str]] = []
         self.object_storage_uris: list[str] = []
         self.capacity_clamp = 0
+        # The clamp the quorum a PUT abandoned still shows until the new one forms ("the change will appear in the
+        # new quorum", qumulo-api 7.10.2.1, qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS).
+        self._clamp_before: int | None = None
         # The quorum state (`state`) at each PUT /v1/capacity/clamp: what a test checks ordering against.
         self.clamp_put_states: list[str] = []
         self.frontend_networks: list[dict[str, Any]] = []
@@ -339,7 +342,7 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin, AuthMixin):
             ("GET", r"/v1/object-storage/uris", lambda **_: (200, list(self.object_storage_uris))),
             ("POST", r"/v2/object-storage/add-uris", self._add_uris),
             # Capacity (SDK: qumulo.rest.capacity)
-            ("GET", r"/v1/capacity/clamp", lambda **_: (200, {"capacity_clamp": str(self.capacity_clamp)})),
+            ("GET", r"/v1/capacity/clamp", self._get_clamp),
             ("PUT", r"/v1/capacity/clamp", self._put_clamp),
             *self._file_routes(),
             *self._portal_routes(),
@@ -554,12 +557,19 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin, AuthMixin):
             self._forming_left = self.formation_polls
         return 200, None
 
+    def _get_clamp(self, **_: Any) -> Reply:
+        if self._clamp_before is not None and self.state == "ACTIVE":
+            self._clamp_before = None
+        shown = self.capacity_clamp if self._clamp_before is None else self._clamp_before
+        return 200, {"capacity_clamp": str(shown)}
+
     def _put_clamp(self, body: dict[str, Any], **_: Any) -> Reply:
         self.clamp_put_states.append(self.state)
         wanted = body["capacity_clamp"]
         stored = None if wanted is None else int(wanted) // PSTORE_BYTES * PSTORE_BYTES
         # "A value below the current provisioned capacity has no effect" (qq capacity_clamp_set).
         if stored is not None and stored > self.capacity_clamp:
+            self._clamp_before = self.capacity_clamp if self._clamp_before is None else self._clamp_before
             self.capacity_clamp = stored
             self._forming_left = self.formation_polls  # "quorum will be abandoned"
         return 200, None

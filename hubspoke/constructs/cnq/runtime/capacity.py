@@ -99,7 +99,7 @@ def current_clamp(client: Any) -> int:
     return int(client.capacity.get_capacity_clamp() or 0)
 
 
-def ensure_limit(client: Any, wanted: int, before: int | None) -> None:
+def ensure_limit(client: Any, wanted: int, before: int | None, ledger: Any, request_id: str) -> None:
     """Converge the soft capacity limit to `wanted` bytes: PUT /v1/capacity/clamp at most once per request.
 
     `before` is the clamp on_event read, None when the request does not raise the limit. Called from
@@ -107,26 +107,27 @@ def ensure_limit(client: Any, wanted: int, before: int | None) -> None:
     changes only with the quorum whole, as Qumulo's provisioner orders it
     (qumulo-terraform-gcp @ a30b449c, provision.py add_object_buckets -> update_capacity_limit, which waits
     for ACTIVE after capacity_clamp_set). Qumulo stores "a pstore count that produces a byte count closest
-    to the requested bytes without going over", and "a value below the current provisioned capacity has no
-    effect" (qumulo-api 7.10.2.1, qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS). No source
-    gives the pstore size, so the cluster's own answer decides: the clamp on_event read (`before`) changed,
-    or the clamp is at the request already, means done; otherwise one PUT, and the clamp read back at once
-    says whether it took effect (Pending while "quorum will be abandoned") or not, which means the cluster
-    already holds the closest pstore count: a raise rolled back after Qumulo applied it and deployed again,
-    or a raise smaller than one pstore. ASSUMED: the stored value reads back right after the PUT (if it
-    reads back late, the request completes while the quorum re-forms, and later steps retry its 5xx).
+    to the requested bytes without going over", "a value below the current provisioned capacity has no
+    effect", and an applied change abandons the quorum and "will appear in the new quorum" (qumulo-api
+    7.10.2.1, qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS). So the PUT is recorded on the
+    first node (`ledger`, nodes.CreateTag under CLAMP_SENT_TAG, valued with this request's RequestId) and
+    answered Pending; a later poll of the same request, with the quorum ACTIVE again (require_active), reads
+    the clamp: changed means done; unchanged means the cluster already holds the closest pstore count (a raise
+    rolled back after Qumulo applied it and deployed again, or a raise smaller than one pstore), and it is
+    not sent again. ASSUMED: the quorum is abandoned before the next poll (the Provider's query interval,
+    provisioning.py) reads it ACTIVE; if not, the request completes while the quorum re-forms.
     """
     if before is None:
         return
     current = current_clamp(client)
     if current != before or current >= wanted:
         return
-    client.capacity.put_capacity_clamp(wanted)
-    stored = current_clamp(client)
-    if stored == current:
+    if ledger.sent() == request_id:
         log.warning(
             "soft capacity limit: the cluster keeps %d bytes for the %d requested (the closest whole pstore "
             "count without going over); nothing more to change", current, wanted,
         )  # fmt: skip
         return
-    raise Pending(f"soft capacity limit {wanted / 1e12:g} TB requested; quorum re-forming")
+    client.capacity.put_capacity_clamp(wanted)
+    ledger.record(request_id)
+    raise Pending(f"soft capacity limit {wanted / 1e12:g} TB requested; it appears in the next quorum")

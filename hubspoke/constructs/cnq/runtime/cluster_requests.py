@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import capacity, cluster, exports, floating, network, nodes
+from .contract import CLAMP_SENT_TAG
 from .props import DEFAULT_REST_PORT, aws, read_secret, require, strings
 from .session import Deadline, ProvisioningError, login
 
@@ -91,6 +92,8 @@ def storage_event(
     """The clamp as it was, for a request that raises the limit (an Update above the old value, or the step's
     Create, which a stack formed before this step existed gets with a raise in the same deploy)."""
     spec = storage_spec(props)
+    if request == "Create" and nodes.stack_status(aws("cloudformation"), stack_id) == "CREATE_IN_PROGRESS":
+        return {}  # the stack's first create: the cluster formed with this very limit (Custom::CnqCluster)
     if request == "Update":
         rolling_back = nodes.stack_status(aws("cloudformation"), stack_id) == nodes.ROLLING_BACK
         capacity.refuse_shrinking(dict(old), dict(props), rolling_back=rolling_back)
@@ -166,7 +169,9 @@ def converge_storage(event: Mapping[str, Any], deadline: Deadline, status: str) 
     client, _ = login(spec.node_ips, spec.rest_port, password, deadline, what=f"cluster {spec.cluster_name}")
     capacity.ensure_uris(client, spec.object_storage_uris, rolling_back=status == nodes.ROLLING_BACK)
     before = event.get("ClampBefore")
-    capacity.ensure_limit(client, spec.usable_capacity_bytes, None if before in (None, "") else int(before))
+    ledger = nodes.CreateTag(aws("ec2"), spec.node_instance_ids[0], key=CLAMP_SENT_TAG)
+    capacity.ensure_limit(client, spec.usable_capacity_bytes, None if before in (None, "") else int(before),
+                          ledger, str(event.get("RequestId") or event.get("StartedAt") or ""))  # fmt: skip
     return {"Buckets": str(len(spec.object_storage_uris)), "CapacityStep": "done"}
 
 

@@ -9,3 +9,6 @@ CLUSTER_TAG = "hubspoke:cnq-cluster"
 # Written on the first node's instance when the cluster-create call was sent to it (runtime/cluster.py), so
 # no later poll sends it again; the provisioner may set only this tag, on the stack's own nodes.
 CREATE_SENT_TAG = "hubspoke:cnq-create-sent"
+# Written on the same instance with the CloudFormation RequestId whose capacity clamp was sent: a clamp shows only
+# in the next quorum, so later polls of that request read this instead of sending it again (runtime/capacity.py).
+CLAMP_SENT_TAG = "hubspoke:cnq-clamp-sent"

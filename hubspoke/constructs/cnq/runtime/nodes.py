@@ -140,28 +140,28 @@ class CreateTag:
 
     ec2: Any
     instance_id: str
+    # The same record under CLAMP_SENT_TAG says a capacity clamp was sent in one request (capacity.ensure_limit).
+    key: str = CREATE_SENT_TAG
 
     def sent(self) -> str | None:
         reservations = self.ec2.describe_instances(InstanceIds=[self.instance_id])["Reservations"]
         tags = [t for r in reservations for i in r["Instances"] for t in i.get("Tags") or []]
-        return next((str(t["Value"]) for t in tags if t["Key"] == CREATE_SENT_TAG), None)
+        return next((str(t["Value"]) for t in tags if t["Key"] == self.key), None)
 
-    def record(self) -> None:
-        """Write the tag, retrying a throttled CreateTags: the create has landed, so failing here would fail the
-        resource for nothing (and a re-sent create is what the record prevents)."""
-        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    def record(self, value: str | None = None) -> None:
+        """Write the tag (the time, or `value`), retrying a throttled CreateTags: what it records has happened,
+        so failing here would fail the resource for nothing (and re-send what the record prevents)."""
+        now = value or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         for attempt in range(TAG_ATTEMPTS):
             try:
-                self.ec2.create_tags(
-                    Resources=[self.instance_id], Tags=[{"Key": CREATE_SENT_TAG, "Value": now}]
-                )
+                self.ec2.create_tags(Resources=[self.instance_id], Tags=[{"Key": self.key, "Value": now}])
                 break
             except Exception as error:
                 code = str(getattr(error, "response", {}).get("Error", {}).get("Code", ""))
                 if code not in THROTTLED or attempt == TAG_ATTEMPTS - 1:
                     raise
                 time.sleep(min(TAG_BACKOFF_SECONDS * 2**attempt, 8.0))
-        log.info("cluster create sent to %s (tag %s=%s)", self.instance_id, CREATE_SENT_TAG, now)
+        log.info("recorded on %s: tag %s=%s", self.instance_id, self.key, now)
 
 
 # The throttling error codes botocore's standard retry mode retries (botocore 1.44.18, retries/standard.py,
