@@ -49,7 +49,8 @@ def _retained(templates: Templates) -> set[tuple[str, str]]:
         (_kind(stack_id), _family(logical_id))
         for stack_id, template in templates.items()
         for logical_id, resource in template["Resources"].items()
-        if resource.get("DeletionPolicy") == "Retain"
+        # RetainExceptOnCreate is kept by a stack delete too (CloudFormation, DeletionPolicy attribute).
+        if resource.get("DeletionPolicy") in ("Retain", "RetainExceptOnCreate")
     }
 
 
