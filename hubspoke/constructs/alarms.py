@@ -230,9 +230,7 @@ def canary_failing(
                     period=MINUTE,
                     statistic="Sum",
                 ),
-                "unreadable": canary.metric(
-                    canary_metrics.PORTAL_UNREADABLE, statistic="Sum", period=MINUTE
-                ),
+                "unreadable": canary.metric(canary_metrics.PORTAL_UNREADABLE, statistic="Sum", period=MINUTE),
                 "records": canary.metric(
                     canary_metrics.HUB_REACHABLE, statistic="SampleCount", period=MINUTE
                 ),
@@ -320,7 +318,9 @@ def portal_probes_not_active(
             expression="IF(records > blind, status)",
             using_metrics={
                 "status": canary.metric(canary_metrics.PORTAL_STATUS, statistic="Minimum", period=MINUTE),
-                "records": canary.metric(canary_metrics.PORTAL_STATUS, statistic="SampleCount", period=MINUTE),
+                "records": canary.metric(
+                    canary_metrics.PORTAL_STATUS, statistic="SampleCount", period=MINUTE
+                ),
                 "blind": canary.metric(canary_metrics.PORTAL_UNREADABLE, statistic="Sum", period=MINUTE),
             },
             label="portal status, readable records (2 = ACTIVE)",
