@@ -28,12 +28,22 @@ from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
 from hubspoke.cli.preflight import Clients, run_preflight, session_clients
-from hubspoke.cli.preflight.checks import BOOTSTRAP_PARAMETER, CheckResult
-from hubspoke.cli.preflight.cnq import CANONICAL_OWNER, UBUNTU_PARAMETER
+from hubspoke.cli.preflight.checks import CheckResult
 from hubspoke.config import load
 from hubspoke.topology import ENVIRONMENT_TAG, REGION_TAG
 from tests.conftest import ROOT, minimal, write_config
 from tests.fakes.aws_endpoint import stop_moto_server
+
+# The world answers to the names AWS and Canonical publish, written here (not imported from production) so a typo
+# in production fails a test. AWS CDK v2 Developer Guide, "cdk bootstrap" (--qualifier defaults to hnb659fds) and
+# the CDK CLI's own error "SSM parameter /cdk-bootstrap/hnb659fds/version not found. Has the environment been
+# bootstrapped?": the bootstrap stack writes its version to /cdk-bootstrap/<qualifier>/version.
+BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
+# Ubuntu, "Finding Ubuntu images with the AWS SSM Parameter Store" (discourse.ubuntu.com/t/15507): the path is
+# /aws/service/canonical/ubuntu/PRODUCT/RELEASE/stable/current/ARCH/VIRT_TYPE/VOL_TYPE/ami-id.
+UBUNTU_PARAMETER = "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id"
+# Ubuntu on AWS docs, "Find Ubuntu images on AWS": Canonical publishes its official AMIs from account 099720109477.
+CANONICAL_OWNER = "099720109477"
 
 P5 = "ml.p5.48xlarge"
 # Quota names as the SageMaker Developer Guide ("Prerequisites for using SageMaker HyperPod") lists them,
