@@ -279,3 +279,29 @@ def test_leftover_routes_warn_and_a_dead_peer_route_fails(
         dead.detail
         == f"{other_table} (use2-az2) route to 10.20.0.0/16 via {deployed.peering('us-west-2')} is blackhole"
     )
+
+
+def test_a_disassociated_cidr_is_not_live(
+    deployed: DeployedWorld, deployed_config: Path, tmp_path: Path
+) -> None:
+    """A CIDR whose association is disassociated neither satisfies the config nor warns as extra.
+
+    botocore's ec2 2016-11-15 model, shape VpcCidrBlockStateCode: associating, associated, disassociating,
+    disassociated, failing, failed; DescribeVpcs keeps listing a disassociated entry in CidrBlockAssociationSet.
+    """
+    hub_vpc = deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    ec2 = deployed.clients("ec2", "us-east-2")
+    association = ec2.associate_vpc_cidr_block(VpcId=hub_vpc, CidrBlock="10.12.0.0/16")
+    ec2.disassociate_vpc_cidr_block(AssociationId=association["CidrBlockAssociation"]["AssociationId"])
+    (listed,) = [
+        a["CidrBlockState"]["State"]
+        for a in ec2.describe_vpcs(VpcIds=[hub_vpc])["Vpcs"][0]["CidrBlockAssociationSet"]
+        if a["CidrBlock"] == "10.12.0.0/16"
+    ]
+    assert listed == "disassociated"  # the world lists it, as EC2 does, so the check has to look at the state
+    assert [r.status for r in region_rows(deployed, deployed_config, "vpc", "us-east-2")] == ["pass"]
+    data = json.loads(json.dumps(TWO_SPOKES))
+    data["hub"]["secondary_cidrs"] = ["10.12.0.0/16"]
+    wider = write_config(tmp_path, data)
+    (missing,) = region_rows(deployed, wider, "vpc", "us-east-2", config=load(wider).config)
+    assert missing.status == "fail" and "lacks configured CIDR(s) 10.12.0.0/16" in missing.detail
