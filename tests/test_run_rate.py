@@ -63,6 +63,15 @@ def test_nat_per_az_counts_one_gateway_per_private_az(tmp_path: Path) -> None:
     assert [line.count for line in nat] == [2]
 
 
+def test_nat_per_az_with_the_default_az_ids_counts_the_default_azs(tmp_path: Path) -> None:
+    """Without `az_ids` a Region's private subnets are in its first 2 AZs (docs/configuration.md, `.az_ids`,
+    default "the Region's first 2"), so `nat: per_az` stands 2 gateways, not the 0 an unset list would give."""
+    spokes = [{"region": "us-west-2", "cidr": "10.20.0.0/16", "nat": "per_az"}]
+    config = load(write_config(tmp_path, minimal(spokes=spokes))).config
+    nat = [line for line in run_rate(config) if line.item == "nat-gateway" and line.region == "us-west-2"]
+    assert [line.count for line in nat] == [2]
+
+
 def test_every_price_is_dated_sourced_and_one_row_per_item() -> None:
     keys = [(p.kind, p.item, p.region) for p in PRICES]
     assert len(keys) == len(set(keys))
