@@ -129,6 +129,40 @@ def test_published_values_never_exceed_the_limit(cidr: str, mtu: int) -> None:
             peer_mtu_parameter_value(cidr, mtu)
 
 
+@pytest.mark.parametrize(("mtu", "ok"), [(MIN_MTU - 1, False), (MIN_MTU, True), (PEERING_MTU, True)])
+def test_published_values_hold_the_ipv6_floor_at_its_edge(mtu: int, ok: bool) -> None:
+    """1280 is accepted and 1279 refused: RFC 8200 section 5, "IPv6 requires that every link in the Internet have
+    an MTU of 1280 octets or greater" (the sampled property above need not land on the edge)."""
+    if ok:
+        assert peer_mtu_parameter_value("10.20.0.0/16", mtu) == f"10.20.0.0/16 {mtu}"
+    else:
+        with pytest.raises(ValueError, match="outside 1280"):
+            peer_mtu_parameter_value("10.20.0.0/16", mtu)
+
+
+@pytest.mark.parametrize(
+    "cidr", ["10.20.0.0/33", "10.20.0.1/16", "not-a-cidr", "10.20.0.0/16 9001", "fd00::/8"]
+)
+def test_published_values_refuse_what_is_not_an_ipv4_network(cidr: str) -> None:
+    """Python docs, ipaddress.IPv4Network: ValueError for a prefix over 32, for host bits set (strict=True, the
+    default), and AddressValueError (a ValueError) for anything not IPv4; a value that passed would be read back
+    by the hosts' `while read -r cidr mtu` and pinned as whatever `ip route replace` makes of it."""
+    with pytest.raises(ValueError):
+        peer_mtu_parameter_value(cidr, PEERING_MTU)
+
+
+@pytest.mark.parametrize(("published", "pinned"), [("1279", False), ("1280", True), ("85OO", False)])
+def test_hub_holds_the_ipv6_floor_on_what_it_reads(tmp_path: Path, published: str, pinned: bool) -> None:
+    """The hosts' pin refuses a published MTU under 1280 (RFC 8200 section 5) or not a number, and pins 1280."""
+    result, calls = _run_ssm_variant(tmp_path, f"10.20.0.0/16 {published}")
+    if pinned:
+        assert result.returncode == 0, result.stderr
+        assert f"route replace 10.20.0.0/16 via 10.10.0.1 dev ens5 mtu {published}" in calls
+    else:
+        assert result.returncode == 1 and f"refusing MTU {published}" in result.stderr
+        assert not any("route replace" in c for c in calls)
+
+
 @pytest.mark.parametrize("errexit", [True, False])
 def test_the_refusal_holds_without_errexit(tmp_path: Path, errexit: bool) -> None:
     """The function refuses by returning, not by relying on its caller's `set -e`: bash ignores errexit inside a
