@@ -148,3 +148,20 @@ def test_check_files_catches_missing_resized_and_unlisted_shards(tmp_path: Path)
     os.unlink(root / "a.bin")
     with pytest.raises(manifest.ManifestError, match="missing"):
         manifest.check_files(m, root)
+
+
+def test_check_files_refuses_an_unlisted_shard_in_a_sub_folder(tmp_path: Path) -> None:
+    """The reader takes every `*.bin` under the version, sub-folders included (workload/shards.py, TokenShards:
+    Path.rglob), so a shard the manifest does not list is refused there too, not only beside MANIFEST.json."""
+    root = manifest.create_version(tmp_path, "c4", "v1")
+    (root / "part").mkdir()
+    (root / "part" / "a.bin").write_bytes(b"abcd")
+    m = manifest.scan(root, name="c4", version="v1", token_bytes=2, vocab_size=10)
+    assert [f.path for f in m.files] == ["part/a.bin"]
+    manifest.check_files(m, root)
+    (root / "part" / "deeper").mkdir()
+    (root / "part" / "deeper" / "z.bin").write_bytes(b"")
+    with pytest.raises(
+        manifest.ManifestError, match=r"1 shard\(s\) not in the manifest, first part/deeper/z\.bin"
+    ):
+        manifest.check_files(m, root)

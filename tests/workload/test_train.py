@@ -291,6 +291,11 @@ def test_the_manifest_decides_the_format_and_explicit_arguments_must_agree(
     # A shard added after sealing is refused, not read.
     (version / "late.bin").write_bytes(b"\0\0")
     assert "not in the manifest" in _refusal(capsys, *pinned)
+    # So is one in a sub-folder: the reader takes every *.bin under the version (shards.py, Path.rglob).
+    (version / "late.bin").unlink()
+    (version / "part").mkdir()
+    (version / "part" / "late.bin").write_bytes(b"\0\0")
+    assert "not in the manifest, first part/late.bin" in _refusal(capsys, *pinned)
 
 
 def test_a_resume_onto_another_version_is_refused_unless_allowed(
