@@ -7,15 +7,21 @@ with access entries").
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import boto3
+import jmespath
 import pytest
+from moto import mock_aws
 
 from hubspoke.config import load
 from tests.config.test_loader import problems
 from tests.conftest import minimal, write_config
+from tests.docs.checker import command_problems
+from tests.docs.shell import parse
 
 ROLE = "arn:aws:iam::123456789012:role/ClusterAdmins"
 
@@ -42,6 +48,26 @@ def test_a_session_arn_is_refused_with_the_role_arn_to_write(tmp_path: Path) -> 
     assert line.startswith(f"access.administrators[1]: '{session}' is an STS session")
     assert "arn:aws:iam::123456789012:role/<path/>ClusterAdmins" in line
     assert "aws iam get-role --role-name ClusterAdmins" in line
+
+
+def test_the_printed_get_role_command_prints_the_role_arn_with_its_path(tmp_path: Path) -> None:
+    """The refusal's command is one the AWS CLI accepts, and its query answers the ARN, path included.
+
+    botocore's iam 2010-05-08 model: GetRoleResponse has one member, Role, whose shape Role carries Path and Arn;
+    `--query` is JMESPath over that response (AWS CLI User Guide, "Filter output": client-side filtering). The
+    expected command is written out here, and the query is run against moto's GetRole for a role with a path.
+    """
+    session = "arn:aws:sts::123456789012:assumed-role/ClusterAdmins/jane"
+    [line] = problems(tmp_path, minimal(access={"administrators": [session]}))
+    [command] = re.findall(r"`([^`]+)`", line)
+    assert command == "aws iam get-role --role-name ClusterAdmins --query Role.Arn"
+    assert [p for c in parse(command) for p in command_problems(c)] == []
+    with mock_aws():
+        iam = boto3.client("iam", region_name="us-east-1")
+        iam.create_role(RoleName="ClusterAdmins", Path="/teams/ml/", AssumeRolePolicyDocument="{}")
+        answer = iam.get_role(RoleName="ClusterAdmins")
+    assert jmespath.search("Role.Arn", answer) == "arn:aws:iam::123456789012:role/teams/ml/ClusterAdmins"
+    assert jmespath.search(command.split("--query ")[1], answer) == jmespath.search("Role.Arn", answer)
 
 
 @pytest.mark.parametrize(
