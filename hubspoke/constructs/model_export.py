@@ -15,7 +15,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hubspoke.constructs.buckets import events_to_eventbridge
+from hubspoke.constructs.buckets import accept_access_log_bucket_findings, events_to_eventbridge
 from hubspoke.constructs.keys import retained_key
 from hubspoke.constructs.provider import logical_id
 from hubspoke.policy.acks import acknowledge
@@ -156,27 +156,4 @@ def _accept_bucket_findings(*, bucket: s3.Bucket, logs: s3.Bucket) -> None:
         "unwanted export until it ends, and once on it cannot be turned off (Amazon S3 User Guide, 'Object Lock "
         "considerations'). Versioning already keeps a year of replaced exports.",
     )
-    not_logged = (
-        "This bucket receives the model export bucket's access logs; logging it into itself would loop, and "
-        "logging it elsewhere only moves the question."
-    )
-    acknowledge(logs, "CT.S3.PR.2", reason=not_logged)
-    acknowledge(logs, "CKV_AWS_18", reason=not_logged, resource_types=["AWS::S3::Bucket"])
-    retention_is_the_owners = (
-        "Keeping, versioning or protecting access logs from deletion is the account owner's audit policy (often "
-        "a central log archive that collects them), not this stack's; the bucket is retained on delete."
-    )
-    acknowledge(logs, "CT.S3.PR.11", reason=retention_is_the_owners)
-    acknowledge(logs, "CKV_AWS_21", reason=retention_is_the_owners, resource_types=["AWS::S3::Bucket"])
-    acknowledge(
-        logs,
-        "CT.S3.PR.9",
-        reason="A bucket with Object Lock cannot receive server access logs (Amazon S3 User Guide, 'Object Lock "
-        "considerations'), which is this bucket's only use.",
-    )
-    acknowledge(
-        logs,
-        "CT.S3.PR.10",
-        reason="S3 server access logging delivers only into buckets encrypted with SSE-S3, not SSE-KMS (Amazon "
-        "S3 User Guide, 'Enabling Amazon S3 server access logging'); the logs hold request metadata only.",
-    )
+    accept_access_log_bucket_findings(logs, receives="the model export bucket's")

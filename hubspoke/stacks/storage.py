@@ -7,6 +7,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig, SpokeConfig
+from hubspoke.constructs.buckets import accept_access_log_bucket_findings
 from hubspoke.constructs.cnq.identity import LOADER_PRIVILEGES, PREWARM_PRIVILEGES, QumuloIdentity
 from hubspoke.constructs.cnq.infrastructure import CnqCluster
 from hubspoke.constructs.cnq.provisioning import CnqProvisioner
@@ -260,30 +261,7 @@ def _accept_bucket_findings(cluster: CnqCluster) -> None:
         resource_types=["AWS::SecretsManager::Secret"],
     )
     access_logs = cluster.node.find_child("AccessLogs")
-    not_logged = (
-        "This bucket receives the persistent-storage buckets' access logs; logging it into itself would loop, "
-        "and logging it elsewhere only moves the question."
-    )
-    acknowledge(access_logs, "CT.S3.PR.2", reason=not_logged)
-    retention_is_the_owners = (
-        "Keeping, versioning or protecting access logs from deletion is the account owner's audit policy (often "
-        "a central log archive that collects them), not this stack's; the bucket is retained on delete."
-    )
-    acknowledge(access_logs, "CT.S3.PR.11", reason=retention_is_the_owners)
-    acknowledge(access_logs, "CKV_AWS_21", reason=retention_is_the_owners, resource_types=["AWS::S3::Bucket"])
-    acknowledge(
-        access_logs,
-        "CT.S3.PR.9",
-        reason="A bucket with Object Lock cannot receive server access logs (Amazon S3 User Guide, 'Object Lock "
-        "considerations'), which is this bucket's only use.",
-    )
-    acknowledge(access_logs, "CKV_AWS_18", reason=not_logged, resource_types=["AWS::S3::Bucket"])
-    acknowledge(
-        access_logs,
-        "CT.S3.PR.10",
-        reason="S3 server access logging delivers only into buckets encrypted with SSE-S3, not SSE-KMS (Amazon "
-        "S3 User Guide, 'Enabling Amazon S3 server access logging'); the logs hold request metadata only.",
-    )
+    accept_access_log_bucket_findings(access_logs, receives="the persistent-storage buckets'")
 
 
 def build_storage(scope: Construct, plan: StackPlan, *, config: HubSpokeConfig) -> Stack:
