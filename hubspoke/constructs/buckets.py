@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aws_cdk import aws_s3 as s3
+from constructs import IConstruct
 
 from hubspoke.policy.acks import acknowledge
 
@@ -24,7 +25,7 @@ def events_to_eventbridge(bucket: s3.Bucket) -> None:
     cfn.add_property_override("NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled", True)
 
 
-def accept_access_log_bucket_findings(logs: s3.Bucket, *, receives: str) -> None:
+def accept_access_log_bucket_findings(logs: IConstruct, *, receives: str) -> None:
     """The Control Tower and checkov bucket controls an S3 server-access-log bucket cannot meet, with reasons;
     `receives` names whose logs it holds ("the model export bucket's")."""
     not_logged = (
