@@ -20,12 +20,14 @@ from hubspoke.constructs.cnq.runtime import floating
 from hubspoke.constructs.cnq.runtime.provisioner import on_event
 from hubspoke.constructs.cnq.runtime.session import ProvisioningError
 from tests.constructs.cnq.conftest import ROOMY, World
+from tests.fakes.ec2_addresses import draw_unused_addresses
 
 
 @pytest.fixture
 def ec2(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
         monkeypatch.setenv(name, value)
+    draw_unused_addresses(monkeypatch)
     with mock_aws():
         yield boto3.client("ec2", region_name="us-east-2")
 
