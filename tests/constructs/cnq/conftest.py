@@ -28,6 +28,7 @@ from hubspoke.constructs.cnq.runtime import provisioner, session
 from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
 from tests.conftest import QUMULO_CORE, minimal
+from tests.fakes.ec2_addresses import draw_unused_addresses
 from tests.fakes.moto_state import MotoState
 from tests.fakes.qumulo import FakeQumulo
 
@@ -232,6 +233,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     monkeypatch.setenv("AWS_DEFAULT_REGION", CONFIG.hub.region)
     for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
         monkeypatch.setenv(name, value)
+    draw_unused_addresses(monkeypatch)
     with mock_aws():
         arns = {}
         for name, region, value in (
