@@ -10,17 +10,16 @@ import argparse
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import Table, fail, print_json, print_tables
 from hubspoke.cli.preflight import Clients, session_clients
 from hubspoke.cli.preflight.cnq import UBUNTU_PARAMETER
 from hubspoke.regions import REGIONS
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "ami",
-        help=COMMANDS["ami"].summary,
+        help=summary,
         description="Read Canonical's public SSM parameter for Ubuntu 24.04 (amd64, gp3) in each Region and "
         "print the image ID as the storage.ami_id line to paste into the config. Read-only. "
         "Exit 0 when every Region answered, 1 otherwise, 2 for bad input.",

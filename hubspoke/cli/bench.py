@@ -9,16 +9,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 from hubspoke.bench.analysis import PhaseSummary, ResultsError, load, summarize
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import missing_extra
 
 EXIT_BAD_INPUT = 2
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "bench",
-        help=COMMANDS["bench"].summary,
+        help=summary,
         description="Analyse the results of the cold/warm benchmark Job (workload/bench_reader.py).",
     )
     actions = parser.add_subparsers(dest="bench_command", required=True, metavar="ACTION")

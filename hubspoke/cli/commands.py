@@ -13,9 +13,10 @@ from typing import Protocol, cast
 
 
 class CommandModule(Protocol):
-    """What a command's module offers main.py: its parser, which sets `run(args) -> exit code` as default."""
+    """What a command's module offers main.py: its parser, under the summary below, which sets
+    `run(args) -> exit code` as default."""
 
-    def add_parser(self, sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
+    def add_parser(self, sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ from botocore.exceptions import BotoCoreError, ClientError, ProfileNotFound
 
 from hubspoke.cli.access import caller
 from hubspoke.cli.checks import CREDENTIALS_FIX, Clients, session_clients
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import fail, print_json
 from hubspoke.cli.plan import cdk_command
 from hubspoke.config import HubSpokeConfig, load
@@ -219,10 +218,10 @@ def render(s: Steps, *, config_path: str) -> str:
     return "\n".join(lines)
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "connect",
-        help=COMMANDS["connect"].summary,
+        help=summary,
         description="Print the commands that connect kubectl to one Region's private EKS endpoint: a Session "
         "Manager port forward through the Region's SSM access host, `aws eks update-kubeconfig` with the role "
         "listed under access.administrators, and the kubeconfig change that sends kubectl through the tunnel. "

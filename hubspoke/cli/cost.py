@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import Table, fail, print_json, print_tables
 from hubspoke.config import load
 from hubspoke.prices import transfer_price
@@ -166,10 +165,10 @@ def spoke_cost(inputs: CostInputs, *, spoke: str, hub: str) -> SpokeCost:
     )
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "cost",
-        help=COMMANDS["cost"].summary,
+        help=summary,
         description="Inter-Region cost per spoke: warm-up transfer (one traversal of the dataset), "
         "steady-state miss transfer over the epochs, and the replication alternative (one full copy's "
         "transfer plus a second copy's storage per month), with the break-even. Formulas: docs/cost.md.",

@@ -22,7 +22,6 @@ from typing import Any
 
 import yaml
 
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import HubSpokeConfig, format_problem, load
 from hubspoke.config.sections import Problem
 from hubspoke.dataset_load import DEFAULT_HASH_WORKERS
@@ -53,10 +52,10 @@ def kubectl(
 
 
 # ----- the command
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "dataset",
-        help=COMMANDS["dataset"].summary,
+        help=summary,
         description="Load dataset versions into the hub.",
     )
     actions = parser.add_subparsers(dest="dataset_action", required=True, metavar="ACTION")

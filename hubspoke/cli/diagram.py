@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import fail, missing_extra
 from hubspoke.config import HubSpokeConfig, RegionConfig, load
 from hubspoke.config.layout import subnet_layout
@@ -26,10 +25,10 @@ _HUB_COLOUR = "#1f5f99"
 _SPOKE_COLOUR = "#2e7d32"
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "diagram",
-        help=COMMANDS["diagram"].summary,
+        help=summary,
         description="Draw Regions, VPC CIDRs, peerings (MTU), the CNQ hub and spokes with their portals, "
         "the HyperPod clusters and the ports open on the cross-Region path. The format follows the "
         "file's extension.",

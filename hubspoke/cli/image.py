@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import HubSpokeConfig, format_problem, load
 from hubspoke.config.sections import Problem
 
@@ -52,10 +51,10 @@ class StepFailed(Exception):
     """A program the build runs exited non-zero; carries what to show (never a password)."""
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "image",
-        help=COMMANDS["image"].summary,
+        help=summary,
         description="Build and push the training image (workload/Dockerfile).",
     )
     actions = parser.add_subparsers(dest="image_action", required=True, metavar="ACTION")

@@ -27,7 +27,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, command in COMMANDS.items():
         if name == chosen:
-            command.load().add_parser(sub)
+            command.load().add_parser(sub, command.summary)
         else:
             sub.add_parser(name, help=command.summary, add_help=False)
     return parser

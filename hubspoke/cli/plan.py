@@ -8,7 +8,6 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import Table, print_json, print_tables
 from hubspoke.config import HubSpokeConfig, RegionConfig, load
 from hubspoke.config.layout import subnet_layout
@@ -28,10 +27,10 @@ _TRUSTED_EXECUTION_POLICY = "arn:aws:iam::aws:policy/AdministratorAccess"
 NO_APPROVAL = ("--require-approval", "never")
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "plan",
-        help=COMMANDS["plan"].summary,
+        help=summary,
         description="Print, in deploy order, every stack the config produces (Region, account, contents), "
         "the peerings with both CIDRs and the MTU, the first deploy's critical path and the --concurrency that "
         "reaches it, the run-rate in $/hour from dated list prices, and the CDK bootstrap and deploy commands. "

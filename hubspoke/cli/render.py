@@ -16,7 +16,6 @@ from typing import Any
 
 import yaml
 
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import HubSpokeConfig, RegionConfig, format_problem, load
 from hubspoke.config.sections import Problem
 from hubspoke.images import record_path
@@ -73,10 +72,10 @@ def _load_renderer(kind: str) -> Renderer:
     return renderer
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "render",
-        help=COMMANDS["render"].summary,
+        help=summary,
         description="Print Kubernetes manifests for one Region of an environment, as YAML for kubectl apply.",
         epilog="Example: hubspoke render job --config config/dev.yaml --region us-west-2 | kubectl apply -f -",
     )

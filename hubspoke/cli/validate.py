@@ -6,16 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import ConfigError, format_problem, load
 from hubspoke.config.sections import Problem
 from hubspoke.regions import opt_in_note
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "validate",
-        help=COMMANDS["validate"].summary,
+        help=summary,
         description="Check config files: exit 0 when all are valid, 2 otherwise, every problem on its own line.",
         epilog="Example: hubspoke validate config/*.yaml",
     )

@@ -42,7 +42,7 @@ def connect(world: DeployedWorld, config: Path, *extra: str, clients: Any = None
     sub = parser.add_subparsers()
     from hubspoke.cli.connect import add_parser
 
-    add_parser(sub)
+    add_parser(sub, "connect")
     args = parser.parse_args(["connect", "--config", str(config), *extra])
     return run(args, clients=clients or world.clients)
 

@@ -25,7 +25,6 @@ from hubspoke.cli.checks import (
     session_clients,
 )
 from hubspoke.cli.checks import guarded as guarded_check
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.preflight.addons import check_addon_versions, check_administrators
 from hubspoke.cli.preflight.checks import (
     check_account,
@@ -261,10 +260,10 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
     return rows
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "preflight",
-        help=COMMANDS["preflight"].summary,
+        help=summary,
         description="Read-only AWS checks per Region: account, CDK bootstrap, CIDR overlaps, peering quota, "
         "AZ IDs and accelerator offerings, the staged Qumulo Core package and the pinned Ubuntu image, "
         "SageMaker cluster quota, EKS Kubernetes version and add-ons, the administrators' IAM principals. "

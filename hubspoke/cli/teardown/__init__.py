@@ -18,7 +18,6 @@ from dataclasses import replace
 from botocore.exceptions import BotoCoreError, ClientError, ProfileNotFound
 
 from hubspoke.cli.checks import CREDENTIALS_FIX, Clients, add_aws_options, session_clients, unknown_regions
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.output import Table, fail, print_tables
 from hubspoke.cli.teardown import stacks as stack_steps
 from hubspoke.cli.teardown.removal import remove
@@ -31,10 +30,10 @@ from hubspoke.topology import StackPlan
 PERMISSIONS_DOC = 'docs/cli.md, "teardown"'
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "teardown",
-        help=COMMANDS["teardown"].summary,
+        help=summary,
         description="Delete the environment's stacks in reverse deploy order (CloudFormation DeleteStack in each "
         "stack's Region, waiting for each), then list what they retained (found by the environment's tags) and "
         "delete it once you type the environment's name. Without --yes nothing changes: it prints what it "

@@ -24,7 +24,6 @@ from hubspoke.cli.checks import (
     run_command,
     session_clients,
 )
-from hubspoke.cli.commands import COMMANDS
 from hubspoke.cli.preflight.checks import check_account
 from hubspoke.cli.verify.alarms import alarm_rows
 from hubspoke.cli.verify.cache import cache_rows
@@ -100,10 +99,10 @@ def _region_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     return rows
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "verify",
-        help=COMMANDS["verify"].summary,
+        help=summary,
         description="Read-only checks of a deployed environment against its config, per Region in plan order: "
         "stacks (complete, outputs present, no stale reader), network (VPC CIDRs, peering, routes, "
         "cross-Region ingress), the spoke canary (hub reachable, portal ACTIVE and on the hub's current "
