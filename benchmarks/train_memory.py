@@ -50,7 +50,7 @@ import train  # noqa: E402  (workload/train.py, as the image runs it)
 
 from hubspoke.config import load  # noqa: E402
 from hubspoke.k8s.accelerators import accelerator  # noqa: E402
-from hubspoke.k8s.job import TrainingSettings  # noqa: E402
+from hubspoke.k8s.run import TrainingSettings  # noqa: E402
 
 GIB = 2**30
 GOAL_GIB = 70

@@ -177,8 +177,8 @@ def _render(
 ) -> dict[str, Any] | int:
     """The load Job, or the exit status of a refusal (the image: as `hubspoke render` finds it)."""
     from hubspoke.cli.render import RenderError, _recorded_image
-    from hubspoke.k8s.job import NoTrainingImage
     from hubspoke.k8s.load import load_job
+    from hubspoke.k8s.run import NoTrainingImage
 
     try:
         image = _recorded_image(args.image, path, config, config.hub)

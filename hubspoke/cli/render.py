@@ -19,7 +19,7 @@ import yaml
 from hubspoke.config import HubSpokeConfig, RegionConfig, format_problem, load
 from hubspoke.config.sections import Problem
 from hubspoke.images import record_path
-from hubspoke.k8s.job import NoTrainingImage
+from hubspoke.k8s.run import NoTrainingImage
 
 EXIT_BAD_INPUT = 2
 
@@ -235,7 +235,8 @@ def _job(
 ) -> Sequence[dict[str, Any]]:
     from hubspoke.dataset_manifest import ManifestError, check_segment
     from hubspoke.k8s.accelerators import UnknownAccelerator
-    from hubspoke.k8s.job import DatasetNotPinned, TrainingSettings, job_name_problem, training_job
+    from hubspoke.k8s.job import training_job
+    from hubspoke.k8s.run import DatasetNotPinned, TrainingSettings, job_name_problem
 
     if args.dataset_version is not None:
         try:

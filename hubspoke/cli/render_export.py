@@ -48,7 +48,7 @@ def _render(
     args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
 ) -> Sequence[dict[str, Any]]:
     from hubspoke.k8s.export import export_job
-    from hubspoke.k8s.job import job_name_problem
+    from hubspoke.k8s.run import job_name_problem
 
     if not region.storage.enabled:
         raise RenderError(

@@ -61,8 +61,8 @@ def _prewarm(
     args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
 ) -> Sequence[dict[str, Any]]:
     from hubspoke.dataset_manifest import ManifestError, check_segment
-    from hubspoke.k8s.job import DatasetNotPinned
     from hubspoke.k8s.prewarm import prewarm_job
+    from hubspoke.k8s.run import DatasetNotPinned
 
     if args.dataset_version is not None:
         try:
@@ -127,7 +127,7 @@ def _bench(
     args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfig, field: str
 ) -> Sequence[dict[str, Any]]:
     from hubspoke.k8s.bench import bench_job
-    from hubspoke.k8s.job import DatasetNotPinned
+    from hubspoke.k8s.run import DatasetNotPinned
 
     if not _RUN_NAME.match(args.run_name):
         raise RenderError(

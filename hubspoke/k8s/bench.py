@@ -13,8 +13,8 @@ from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.dataset_manifest import dataset_root
 from hubspoke.k8s.accelerators import accelerator
 from hubspoke.k8s.cpu_job import cpu_job, image_for
-from hubspoke.k8s.job import TrainingSettings, pinned_dataset
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, DATASET_MOUNT_PATH
+from hubspoke.k8s.run import TrainingSettings, pinned_dataset
 from hubspoke.k8s.storage import Manifest
 
 RESULTS_DIR = f"{CHECKPOINT_MOUNT_PATH}/.hubspoke/bench"

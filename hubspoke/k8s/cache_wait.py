@@ -5,13 +5,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.k8s.names import CHECKPOINT_MOUNT_PATH
-
-if TYPE_CHECKING:
-    from hubspoke.k8s.job import PinnedDataset, TrainingSettings
+from hubspoke.k8s.run import PinnedDataset, TrainingSettings, status_path
 
 # workload/cache_status.py, copied beside train.py (/opt/hubspoke) by workload/Dockerfile.
 CACHE_WAIT_SCRIPT = "/opt/hubspoke/cache_status.py"
@@ -53,8 +51,6 @@ def cache_wait_containers(
     restartPolicy is Never ("Init Containers"), and these pods use OnFailure (PyTorchJob) or Always (HyperPod), so
     a failing wait would hold the GPUs idle forever. By default training then starts on a cold cache (bounded idle
     time); with wait_at_deadline "fail" train.py refuses (exit 2) and the job's retry budget ends it."""
-    from hubspoke.k8s.prewarm import status_path
-
     if s.wait_for_cached_fraction is None:
         return []
     if not has_cache(config, region):

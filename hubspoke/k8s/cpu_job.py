@@ -6,9 +6,9 @@ import posixpath
 from typing import Any
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
-from hubspoke.k8s.job import TRAIN_SCRIPT
-from hubspoke.k8s.job import image_for as _image_for
 from hubspoke.k8s.names import NAMESPACE
+from hubspoke.k8s.run import TRAIN_SCRIPT
+from hubspoke.k8s.run import image_for as _image_for
 from hubspoke.k8s.storage import PART_OF, Manifest
 
 # The training image carries every workload/ program beside train.py (workload/Dockerfile).

@@ -11,8 +11,8 @@ from __future__ import annotations
 from hubspoke import training_metrics
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.k8s.cpu_job import cpu_job, image_for
-from hubspoke.k8s.job import PinnedDataset, pinned_dataset
 from hubspoke.k8s.names import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH
+from hubspoke.k8s.run import pinned_dataset, state_path, status_path, version_root
 from hubspoke.k8s.storage import Manifest
 
 JOB_NAME = "hubspoke-prewarm"
@@ -22,25 +22,6 @@ QUMULO_SECRET = "hubspoke-qumulo-prewarm"
 # Keeps the 70 ms, 1 GB/s cross-Region path >= 0.9 busy where 8 did not (benchmarks/prewarm_path.py, README
 # "Benchmarks"); workload/prewarm.py's own default is the same (tests/k8s/test_k8s_ops_jobs.py).
 DEFAULT_PARALLEL = 16
-STATE_DIR = f"{CHECKPOINT_MOUNT_PATH}/.hubspoke/prewarm"
-
-
-def state_path(region: RegionConfig, dataset: PinnedDataset) -> str:
-    """The journal path inside the pod: one per Region, dataset path and pinned version, so a new version's
-    warm-up starts afresh (its files are other bytes, even where their paths match the old version's)."""
-    slug = region.storage.dataset_path.strip("/").replace("/", "-") or "root"
-    return f"{STATE_DIR}/{region.region}-{slug}-{dataset.name}-{dataset.version}.jsonl"
-
-
-def status_path(region: RegionConfig, dataset: PinnedDataset) -> str:
-    """prewarm's status file (workload/cache_status.py) inside the pods, per version: the training job pinned to
-    that version reads it from here, and never finds another version's status under its name."""
-    return f"{state_path(region, dataset)}.status.json"
-
-
-def version_root(region: RegionConfig, dataset: PinnedDataset) -> str:
-    """The pinned version's directory on the spoke (the hub's layout, seen through the portal)."""
-    return f"{region.storage.dataset_path.rstrip('/')}/{dataset.name}/{dataset.version}"
 
 
 def prewarm_job(

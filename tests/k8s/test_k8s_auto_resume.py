@@ -23,7 +23,8 @@ import jsonschema
 import pytest
 
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.k8s.job import TrainingSettings, training_job
+from hubspoke.k8s.job import training_job
+from hubspoke.k8s.run import TrainingSettings
 from hubspoke.k8s.storage import storage_manifests
 from tests.k8s.crd_schemas import HYPERPOD_JOB_SCHEMA, PYTORCHJOB_SCHEMA
 

@@ -16,8 +16,8 @@ import pytest
 
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s import CHECKPOINT_MOUNT_PATH, DATASET_CLAIM
-from hubspoke.k8s.job import JOB_KINDS, TrainingSettings, training_job
-from hubspoke.k8s.prewarm import status_path
+from hubspoke.k8s.job import JOB_KINDS, training_job
+from hubspoke.k8s.run import TrainingSettings, status_path
 from tests.k8s.crd_schemas import HYPERPOD_JOB_SCHEMA, PYTORCHJOB_SCHEMA, k8s_validate, pod_templates
 
 SCHEMAS = {"pytorchjob": PYTORCHJOB_SCHEMA, "hyperpod": HYPERPOD_JOB_SCHEMA}
@@ -65,7 +65,7 @@ def test_the_wait_is_an_init_container_valid_for_the_crd_and_kubernetes(
 
 
 def _pin(config: HubSpokeConfig) -> Any:
-    from hubspoke.k8s.job import pinned_dataset
+    from hubspoke.k8s.run import pinned_dataset
 
     return pinned_dataset(config.dataset)
 

@@ -12,7 +12,8 @@ from hubspoke import training_metrics
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, DATASET_MOUNT_PATH, NAMESPACE
 from hubspoke.k8s.accelerators import UnknownAccelerator
-from hubspoke.k8s.job import JOB_KINDS, PROGRESS_LOG_PATTERN, NoTrainingImage, TrainingSettings, training_job
+from hubspoke.k8s.job import JOB_KINDS, PROGRESS_LOG_PATTERN, training_job
+from hubspoke.k8s.run import NoTrainingImage, TrainingSettings
 from tests.k8s.crd_schemas import HYPERPOD_JOB_SCHEMA, PYTORCHJOB_SCHEMA, k8s_validate, pod_templates
 
 SCHEMAS = {"pytorchjob": PYTORCHJOB_SCHEMA, "hyperpod": HYPERPOD_JOB_SCHEMA}

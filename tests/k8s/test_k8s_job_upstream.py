@@ -31,7 +31,8 @@ import yaml
 
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.hyperpod.dependencies import CHART_COMMIT
-from hubspoke.k8s.job import TRAIN_SCRIPT, training_job
+from hubspoke.k8s.job import training_job
+from hubspoke.k8s.run import TRAIN_SCRIPT
 
 CRD_FILE = Path(__file__).resolve().parents[1] / "data" / "pytorchjobs.kubeflow.org-crd-855e096.yaml"
 REGIONS = ("us-east-2", "us-west-2")

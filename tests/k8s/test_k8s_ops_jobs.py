@@ -10,9 +10,9 @@ import pytest
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s import CHECKPOINT_CLAIM, CHECKPOINT_MOUNT_PATH, DATASET_CLAIM, NAMESPACE
 from hubspoke.k8s.bench import bench_job
-from hubspoke.k8s.job import DatasetNotPinned, PinnedDataset, pinned_dataset
 from hubspoke.k8s.prewarm import DEFAULT_PARALLEL as JOB_PARALLEL
-from hubspoke.k8s.prewarm import QUMULO_SECRET, prewarm_job, state_path
+from hubspoke.k8s.prewarm import QUMULO_SECRET, prewarm_job
+from hubspoke.k8s.run import DatasetNotPinned, PinnedDataset, pinned_dataset, state_path
 from tests.k8s.crd_schemas import k8s_validate
 
 
@@ -153,7 +153,8 @@ def test_the_training_job_reads_the_status_file_prewarm_writes(dev_config: HubSp
     cache alarms); the hub's job has no cache to read about."""
     import sys as _sys
 
-    from hubspoke.k8s.job import TrainingSettings, training_job
+    from hubspoke.k8s.job import training_job
+    from hubspoke.k8s.run import TrainingSettings
     from tests.stacks.test_dashboard import job_argument
 
     _sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workload"))

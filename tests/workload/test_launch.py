@@ -36,7 +36,8 @@ import pytest
 from hyperpod_elastic_agent.logagent.log_agent import LogAgent, LogState
 
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.k8s.job import TRAIN_SCRIPT, TrainingSettings, training_job
+from hubspoke.k8s.job import training_job
+from hubspoke.k8s.run import TRAIN_SCRIPT, TrainingSettings
 from tests.workload.test_train import _dataset
 
 ROOT = Path(__file__).resolve().parents[2]
