@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from hubspoke import __version__
 from hubspoke.cli.commands import COMMANDS
 from hubspoke.config import ConfigError
 
@@ -23,6 +24,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         epilog="Example: hubspoke validate config/dev.yaml",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, command in COMMANDS.items():
