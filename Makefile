@@ -59,10 +59,12 @@ lint:
 typecheck:
 	mypy
 
-# docs/configuration.md's key table, rendered from the schema's field descriptions (hubspoke/config/reference.py);
-# tests/test_readme.py fails when the committed file differs.
+# docs/configuration.md's key table, rendered from the schema's field descriptions (hubspoke/config/reference.py),
+# and docs/cli.md's reference, from each command's --help (hubspoke/cli/reference.py); tests/test_readme.py and
+# tests/cli/test_reference.py fail when a committed file differs.
 docs: $(VENV)/.installed
 	$(PY) -m hubspoke.config.reference
+	$(PY) -m hubspoke.cli.reference
 
 # Two test tiers (docs/development.md, "Tests"). `make test`: ruff, mypy and the fast tier, a test for every shipped behaviour,
 # on two pytest-xdist workers (PYTEST_WORKERS=0 runs in one process). `make test-thorough`: everything there is,

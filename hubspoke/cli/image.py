@@ -67,7 +67,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
         "the AWS CLI on PATH and credentials that may push to the repositories; run from the repository root. "
         "Exit 0 when every Region has the image, 1 when a step failed, 2 for bad input.",
         epilog="Example:\n  hubspoke image build --config config/dev.yaml "
-        "--base 763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training@sha256:<64 hex>",
+        "--base 763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training@sha256:<digest>",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     build.add_argument("--config", required=True, type=Path, metavar="PATH")

@@ -130,3 +130,31 @@ def argparse_problem(parser: argparse.ArgumentParser, words: list[Word]) -> str 
         except _Exit as exc:
             return None if exc.status == 0 else f"exits with status {exc.status}"
     return None
+
+
+@cache
+def _full_hubspoke_parser() -> argparse.ArgumentParser:
+    from hubspoke.cli.reference import full_parser
+
+    return full_parser()
+
+
+def hubspoke_name_problem(words: list[Word]) -> str | None:
+    """None if the words name a hubspoke command and options it has (`hubspoke cost --job-hours`), whatever a run
+    would still need: how --help text names a command."""
+    parser, path = _full_hubspoke_parser(), ["hubspoke"]
+    for word in (w.text for w in words):
+        option = word.partition("=")[0]
+        if word.startswith("-"):
+            if option not in parser._option_string_actions:
+                return f"`{' '.join(path)}` has no option {option}"
+            continue
+        commands = next(
+            (a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None
+        )
+        if commands is None:
+            continue  # a value
+        if word not in commands:
+            return f"`{' '.join(path)}` has no command {word!r} (choose from {', '.join(commands)})"
+        parser, path = commands[word], [*path, word]
+    return None

@@ -13,8 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.docs import conventions
-from tests.docs.argparse_cli import argparse_problem, choice_values, hubspoke_parser, qq_parser
-from tests.docs.aws_cli import aws_problems, region_problem
+from tests.docs.argparse_cli import (
+    argparse_problem,
+    choice_values,
+    hubspoke_name_problem,
+    hubspoke_parser,
+    qq_parser,
+)
+from tests.docs.aws_cli import aws_problems, command_table, region_problem
 from tests.docs.cdk_cli import cdk_command, cdk_commands, cdk_problem
 from tests.docs.markdown import SHELL_LANGUAGES, Snippet, command_text
 from tests.docs.shell import Command, ShellSyntaxError, Word, parse
@@ -150,6 +156,22 @@ def command_problems(command: Command) -> list[str]:
     return problems
 
 
+def name_problems(command: Command) -> list[str]:
+    """What is wrong with a command --help text names (`hubspoke image build`, `aws eks update-kubeconfig`): the
+    command and its options must exist; what a run would also need is not asked for."""
+    found = tool_of(command)
+    if found is None:
+        return []
+    args = command.words[found.start :]
+    if found.tool == "hubspoke":
+        return [f"hubspoke: {p}" for p in [hubspoke_name_problem(args)] if p]
+    if found.tool == "aws":
+        names = [w.text for w in args if not w.text.startswith("-")][:2]
+        table = command_table(*names) if len(names) == 2 else None
+        return [table] if isinstance(table, str) else []
+    return command_problems(command)
+
+
 def _is_command(snippet: Snippet) -> bool:
     if snippet.kind == "block":
         return snippet.language in SHELL_LANGUAGES
@@ -199,6 +221,7 @@ def check(snippets: Iterable[Snippet], root: Path) -> Report:
                 continue
             report.checked[found.tool] += 1
             line = f"{snippet.path.relative_to(root)}:{command.line}"
-            for problem in command_problems(command):
+            judge = name_problems if snippet.generated and snippet.kind == "inline" else command_problems
+            for problem in judge(command):
                 report.findings.append(Finding(line, str(command)[:120], problem))
     return report

@@ -26,10 +26,14 @@ class Snippet:
     text: str
     kind: str  # "block" (fenced, with its language) or "inline"
     language: str = ""
+    generated: bool = False  # inside a block `make docs` renders from --help (docs/cli.md)
 
     def where(self, root: Path) -> str:
         return f"{self.path.relative_to(root)}:{self.line}"
 
+
+# The markers around what `make docs` renders (hubspoke/cli/reference.py, hubspoke/config/reference.py).
+_GENERATED = re.compile(r"<!-- BEGIN generated.*?<!-- END generated -->", re.S)
 
 _PROMPT = re.compile(r"^\s*\$ ")
 
@@ -57,7 +61,12 @@ def doc_files(root: Path) -> list[Path]:
 
 def snippets(path: Path) -> Iterator[Snippet]:
     """Every fenced block and every inline code span of one Markdown file."""
-    lines = path.read_text().splitlines(keepends=True)
+    text = path.read_text()
+    generated = [
+        (text.count("\n", 0, m.start()) + 1, text.count("\n", 0, m.end()) + 1)
+        for m in _GENERATED.finditer(text)
+    ]
+    lines = text.splitlines(keepends=True)
     prose: list[tuple[int, str]] = []  # (line number, text) outside fences
     i = 0
     while i < len(lines):
@@ -76,7 +85,9 @@ def snippets(path: Path) -> Iterator[Snippet]:
             j += 1
         yield Snippet(path, i + 2, "".join(body), "block", language)
         i = j + 1
-    yield from _inline_spans(path, prose)
+    for span in _inline_spans(path, prose):
+        inside = any(first <= span.line <= last for first, last in generated)
+        yield Snippet(span.path, span.line, span.text, span.kind, generated=inside)
 
 
 def _inline_spans(path: Path, prose: list[tuple[int, str]]) -> Iterator[Snippet]:

@@ -41,7 +41,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
         "--delete-dataset / --delete-models ask, and so do the KMS keys that encrypt them. Run it again after "
         "any failure: it continues from what is left. Exit 0 when done, 1 when a step failed or the name was "
         "not confirmed, 2 for bad input.",
-        epilog="Example:\n  hubspoke teardown --config config/dev.yaml\n"
+        # The actions the teardown modules call (boto3 client methods), for the permissions the failure message asks for.
+        epilog="IAM actions: sts:GetCallerIdentity; cloudformation:DescribeStacks, ListStackResources, GetTemplate, "
+        "DescribeStackEvents; s3:ListAllMyBuckets, GetBucketTagging, GetEncryptionConfiguration; "
+        "ec2:DescribeVolumes; ecr:DescribeRepositories, ListTagsForResource; secretsmanager:ListSecrets; "
+        "logs:DescribeLogGroups, ListTagsForResource; kms:ListKeys, DescribeKey, ListResourceTags. With --yes "
+        "also cloudformation:DeleteStack, ec2:DeleteVolume, s3:ListBucketVersions, DeleteObjectVersion, "
+        "DeleteBucket, ecr:DeleteRepository, secretsmanager:DeleteSecret, logs:DeleteLogGroup, "
+        "kms:ScheduleKeyDeletion.\n\n"
+        "Example:\n  hubspoke teardown --config config/dev.yaml\n"
         "  hubspoke teardown --config config/dev.yaml --yes\n"
         "  hubspoke teardown --config config/dev.yaml --yes --confirm dev --delete-models",
         formatter_class=argparse.RawDescriptionHelpFormatter,
