@@ -10,8 +10,7 @@ customization is not in TRANSCRIBED_HANDLERS.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass
 
 AWS_CLI_SOURCE = "aws/aws-cli@73fb33bb (v2.36.7)"
 
@@ -87,32 +86,16 @@ class ArgTable:
     source: str = ""
     takes_cli_input: bool = False
     regional: bool = True  # acts on something in one Region (so a documented command must name it)
-    output_shape: Any = None  # botocore's output shape, for checking --query (modelled operations only)
-    # Options that may not be combined with others: option -> the ones it excludes.
-    exclusive: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
-def ec2_security_group_rule(table: ArgTable) -> ArgTable:
-    """customizations/ec2/secgroupsimplify.py `_add_params`: --protocol, --port, --cidr, --source-group and
-    --group-owner (one value each) beside the modelled options, which stay (undocumented); `_check_args`:
-    none of the five combines with --ip-permissions."""
-    simple = ("protocol", "port", "cidr", "source-group", "group-owner")
-    return replace(
-        table,
-        options=table.options | dict.fromkeys(simple, VALUE),
-        exclusive={"ip-permissions": frozenset(simple)},
-    )
+# Applied in aws_cli.arg_table: argrename and toplevelbool for every operation of their services,
+# streamingoutputarg's output-file positional. Any other module named by aws_handlers.py makes the checker
+# refuse the operation until it is transcribed (only what the docs use is: ec2/secgroupsimplify is not).
+TRANSCRIBED_HANDLERS = frozenset({"argrename", "toplevelbool", "streamingoutputarg"})
 
 
-# Customizations of single operations, by module (aws_handlers.py names), applied in aws_cli.arg_table.
-TABLE_CUSTOMIZATIONS = {"ec2/secgroupsimplify": ec2_security_group_rule}
-# Applied in aws_cli.arg_table besides those: argrename and toplevelbool for every operation of their
-# services, streamingoutputarg's output-file positional. Any other module named by aws_handlers.py makes the
-# checker refuse the operation until it is transcribed here.
-TRANSCRIBED_HANDLERS = frozenset({*TABLE_CUSTOMIZATIONS, "argrename", "toplevelbool", "streamingoutputarg"})
-
-
-# customizations/s3/subcommands.py: the argument dictionaries (name, nargs, action, choices) of each command.
+# customizations/s3/subcommands.py: the argument dictionaries (name, nargs, action, choices) of the commands the
+# docs use (the others are refused until added).
 _S3 = "awscli/customizations/s3/subcommands.py"
 _REQUEST_PAYER = Opt("?", choices=("requester",))
 _FILTER = Opt(1)  # --include/--exclude: nargs 1, action AppendFilter
@@ -194,48 +177,10 @@ _COPY = {  # METADATA, COPY_PROPS, METADATA_DIRECTIVE, CASE_CONFLICT, NO_OVERWRI
     "no-overwrite": FLAG,
 }
 CUSTOM_COMMANDS: dict[tuple[str, str], ArgTable] = {
-    ("s3", "ls"): ArgTable(
-        {
-            "recursive": FLAG,
-            "page-size": VALUE,
-            "human-readable": FLAG,
-            "summarize": FLAG,
-            "request-payer": _REQUEST_PAYER,
-            "bucket-name-prefix": VALUE,
-            "bucket-region": VALUE,
-        },
-        positionals=(0, 1),
-        source=f"{_S3} ListCommand",
-    ),
     ("s3", "cp"): ArgTable(
         _TRANSFER | _COPY | {"expected-size": VALUE, "recursive": FLAG},
         positionals=(2, 2),
         source=f"{_S3} CpCommand",
-    ),
-    ("s3", "mv"): ArgTable(
-        _TRANSFER | _COPY | {"recursive": FLAG, "validate-same-s3-paths": FLAG},
-        positionals=(2, 2),
-        source=f"{_S3} MvCommand",
-    ),
-    # --delete, --size-only, --exact-timestamps: customizations/s3/syncstrategy/*.py ARGUMENT entries.
-    ("s3", "sync"): ArgTable(
-        _TRANSFER | _COPY | {"delete": FLAG, "size-only": FLAG, "exact-timestamps": FLAG},
-        positionals=(2, 2),
-        source=f"{_S3} SyncCommand",
-    ),
-    ("s3", "rm"): ArgTable(
-        {
-            "dryrun": FLAG,
-            "quiet": FLAG,
-            "recursive": FLAG,
-            "request-payer": _REQUEST_PAYER,
-            "include": _FILTER,
-            "exclude": _FILTER,
-            "only-show-errors": FLAG,
-            "page-size": VALUE,
-        },
-        positionals=(1, 1),
-        source=f"{_S3} RmCommand",
     ),
     # TAGS: `--tags <key> <value>`, nargs 2, action append.
     ("s3", "mb"): ArgTable({"tags": Opt(2)}, positionals=(1, 1), source=f"{_S3} MbCommand"),
@@ -254,10 +199,6 @@ CUSTOM_COMMANDS: dict[tuple[str, str], ArgTable] = {
         },
         required=frozenset({"name"}),
         source="awscli/customizations/eks/update_kubeconfig.py",
-    ),
-    ("eks", "get-token"): ArgTable(
-        {"cluster-name": VALUE, "role-arn": VALUE, "cluster-id": VALUE},
-        source="awscli/customizations/eks/get_token.py",
     ),
     # StartSessionCommand is a ServiceOperation over botocore's ssm StartSession model (Target required;
     # DocumentName, Reason, Parameters); only the caller changes, handing the session to the plugin (read at

@@ -43,17 +43,6 @@ BAD = [
     ),
     # awscli/data/cli.json: --output choices.
     ("aws cloudwatch describe-alarms --region us-west-2 --output tabel", "not one of"),
-    # JMESPath reads null for a misspelled field; botocore's DescribeStacks output has Stacks[].Outputs.
-    (
-        "aws cloudformation describe-stacks --region us-west-2 --stack-name s "
-        "--query \"Stacks[0].Output[?OutputKey=='A'].OutputValue\"",
-        "'Output'",
-    ),
-    (
-        "aws sagemaker list-cluster-nodes --region us-west-2 --cluster-name c "
-        "--query 'ClusterNodeSummaries[].[InstanceId,InstanceStatus.State]'",
-        "'State'",
-    ),
     ("aws logs describe-log-groups --region us-west-2 --query 'logGroups[0'", "not valid JMESPath"),
     # awscli customizations/s3 RbCommand takes one path.
     ("aws s3 rb --force --region us-west-2", "positional"),

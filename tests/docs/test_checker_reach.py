@@ -87,6 +87,8 @@ def test_python_dash_m_runs_only_a_module_that_can_be_run() -> None:
         ("aws ec2 run-instances --region us-west-2 --image-id <ami-id> --count 1", "ec2/addcount.py"),
         ("aws iot create-keys-and-certificate --region us-west-2 --set-as-active", "iot.py"),
         ("aws cloudwatch put-metric-data --region us-west-2 --namespace N --metric-name M --value 1", "putmetricdata.py"),
+        # --port, --cidr and their exclusion of --ip-permissions: customizations/ec2/secgroupsimplify.py.
+        ("aws ec2 authorize-security-group-ingress --region us-west-2 --group-id <sg-id> --port 2049", "secgroupsimplify.py"),
         # sns's renames in customizations/argrename.py are not transcribed (ec2, eks and sagemaker's are).
         ("aws sns subscribe --region us-west-2 --topic-arn <topic-arn> --protocol email", "argrename.py"),
     ],
@@ -144,19 +146,6 @@ def test_what_the_transcribed_customizations_change_is_applied() -> None:
     _refused("aws --regoin us-west-2 ec2 describe-volumes", "not a global option")
     assert _problems("aws cloudwatch get-otel-enrichment --region us-west-2") == []
     _refused("aws cloudwatch get-otel-enrichmen --region us-west-2", "not an operation")  # fmt: skip
-
-
-def test_the_security_group_rule_shorthand_and_its_exclusion() -> None:
-    """Same pin, customizations/ec2/secgroupsimplify.py: `_add_params` adds --protocol, --port, --cidr,
-    --source-group and --group-owner to the four security-group rule commands; `_check_args` refuses any of
-    them beside --ip-permissions."""
-    rule = "aws ec2 authorize-security-group-ingress --region us-west-2 --group-id <sg-id>"
-    assert _problems(f"{rule} --protocol tcp --port 2049 --cidr 10.20.0.0/16") == []
-    assert _problems(f"{rule} --ip-permissions '<json>'") == []
-    _refused(
-        f"{rule} --ip-permissions '<json>' --port 2049", "--ip-permissions cannot be combined with --port"
-    )
-    _refused(f"{rule} --protocol tcp --prot 2049", "no option --prot")
 
 
 def test_a_region_must_be_one() -> None:
