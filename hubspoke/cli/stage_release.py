@@ -20,8 +20,16 @@ from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from hubspoke.cli.checks import CREDENTIALS_FIX, Clients
-from hubspoke.cli.envfile import BadInput, profile_clients, replace_validated, set_in_regions, with_profile
+from hubspoke.cli.envfile import (
+    BadInput,
+    profile_clients,
+    replace_validated,
+    set_in_regions,
+    validate_text,
+    with_profile,
+)
 from hubspoke.cli.output import fail
+from hubspoke.cli.preflight.cnq import bundled_sdk_version
 from hubspoke.config import ConfigError, load
 
 PACKAGE = "qumulo-core.deb"
@@ -146,6 +154,16 @@ def run(args: argparse.Namespace, *, clients: Clients | None = None) -> int:
     try:
         files = _files(args.source)
         text, targets = _targets(args.config, args.version)
+        pinned = set_in_regions(text, ("storage", "qumulo_core", "version"), args.version)
+        # The pinned file must load before anything is uploaded: a release validation refuses stages nothing.
+        validate_text(args.config, pinned)
+        tested = bundled_sdk_version()
+        if args.version != tested:
+            print(
+                f"hubspoke: warning: preflight fails Qumulo Core {args.version}: hubspoke is tested with {tested} "
+                "(the bundled qumulo-api; docs/runbooks/qumulo-core.md)",
+                file=sys.stderr,
+            )
         pin = f"pin qumulo_core.version: {args.version} in {args.config} (every storage Region), then validate it"
         if args.dry_run:
             for target in targets:
@@ -156,14 +174,11 @@ def run(args: argparse.Namespace, *, clients: Clients | None = None) -> int:
         _same_account(targets, clients, args.profile)
         for target in targets:
             _stage(target, files, clients, args.profile)
-        if set_in_regions(text, ("storage", "qumulo_core", "version"), args.version) == text:
+        if pinned == text:
             print(f"{args.config}: qumulo_core.version is already {args.version}")
-            load(args.config)  # still valid as it stands
         else:
             print(pin)
-            replace_validated(
-                args.config, set_in_regions(text, ("storage", "qumulo_core", "version"), args.version)
-            )
+            replace_validated(args.config, pinned)
         print(
             f"staged and pinned Qumulo Core {args.version}; next: hubspoke preflight --config {args.config}"
         )

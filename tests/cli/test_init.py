@@ -224,3 +224,16 @@ def test_a_role_it_may_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
         stub.add_client_error("get_role", "AccessDenied", "not authorized to perform: iam:GetRole", 403)
         with pytest.raises(BadInput, match=r"--administrator .*aws iam get-role --role-name Admins"):
             init.administrator_of("arn:aws:sts::123456789012:assumed-role/Admins/me", iam)
+
+
+def test_through_the_console_entry_point(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As `hubspoke init` runs once the lead registers it in hubspoke/cli/commands.py: one line, exit 2."""
+    from hubspoke.cli import commands, main
+
+    isolate_from_real_aws(monkeypatch)
+    monkeypatch.setitem(commands.COMMANDS, "init", commands.Command(lambda: init, "init"))
+    assert main.main(["init", *FLAGS, "--output", str(tmp_path / "x.yaml"), "--profile", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "aws configure" in err

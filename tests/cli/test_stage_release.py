@@ -277,6 +277,18 @@ def test_a_config_the_loader_refuses_is_not_staged(
     assert "hub.storage.qumulo_core.version" in capsys.readouterr().err
 
 
+def test_a_release_validation_refuses_stages_nothing(
+    world: tuple[Path, Path, Recorded], capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, downloads, clients = world
+    args = parse(config, downloads)
+    args.version = "latest"  # the schema's version pattern: numbers only, e.g. 7.10.2.1
+    assert stage_release.run(args, clients=clients) == 2
+    assert "qumulo_core.version" in capsys.readouterr().err
+    assert clients.calls == Counter()
+    assert config.read_text() == CONFIG
+
+
 def test_the_edit_keeps_style_and_reaches_flow_mappings_and_anchors() -> None:
     text = (
         "hub:\n  storage:\n    qumulo_core: &core {version: '7.9.2.1', install_uri: s3://a/qumulo-core-install/}\n"
@@ -286,3 +298,35 @@ def test_the_edit_keeps_style_and_reaches_flow_mappings_and_anchors() -> None:
         'hub:\n  storage:\n    qumulo_core: &core {version: "7.10.2.1", install_uri: s3://a/qumulo-core-install/}\n'
         "spokes:\n  - storage:\n      qumulo_core: *core\n  - storage: {qumulo_core: {version: 7.10.2.1}}  # kept\n"
     )
+
+
+def test_through_the_console_entry_point(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As `hubspoke stage` runs once the lead registers it in hubspoke/cli/commands.py: one line, exit 2."""
+    from hubspoke.cli import commands, main
+
+    isolate_from_real_aws(monkeypatch)
+    monkeypatch.setitem(commands.COMMANDS, "stage", commands.Command(lambda: stage_release, "stage"))
+    config = tmp_path / "team.yaml"
+    config.write_text(CONFIG)
+    (tmp_path / "qumulo-core.deb").write_bytes(DEB)
+    (tmp_path / "host_configuration.tar.gz").write_bytes(HOST)
+    assert (
+        main.main(
+            [
+                "stage",
+                "--config",
+                str(config),
+                "--version",
+                "7.10.2.1",
+                "--from",
+                str(tmp_path),
+                "--profile",
+                "nope",
+            ]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "aws configure" in err
