@@ -9,6 +9,8 @@ look is `kubectl get jobs,pods,secrets -n training`, written here as the runbook
 
 from __future__ import annotations
 
+import base64
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,8 @@ from hubspoke.cli.checks import session_clients
 from hubspoke.cli.preflight.namespace import check_old_namespace
 from hubspoke.config import HubSpokeConfig
 from tests.cli.preflight_world import Unsupported, World, isolate_from_real_aws, rows_of, run_checks
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube_api import FakeKubeApi, pinned_kubectl_dir
+from tests.fakes.tls import loopback_certificate
 
 ROOT = Path(__file__).resolve().parents[2]
 REGION = "us-west-2"
@@ -45,13 +48,20 @@ def _cluster(eks: Any) -> dict[str, Any]:
     return dict(eks.describe_cluster(name=CLUSTER)["cluster"])
 
 
+@pytest.fixture(autouse=True)
+def _pinned_kubectl(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"{pinned_kubectl_dir()}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
 def _kubeconfig(path: Path, *, arn: str, server: str, token: str) -> Path:
+    # kubectl sends credentials to https servers only (client-go tools/clientcmd/client_config.go).
+    ca = base64.b64encode(loopback_certificate("fake-kube-apiserver").cert_pem).decode()
     path.write_text(
         yaml.safe_dump(
             {
                 "apiVersion": "v1",
                 "kind": "Config",
-                "clusters": [{"name": arn, "cluster": {"server": server}}],
+                "clusters": [{"name": arn, "cluster": {"server": server, "certificate-authority-data": ca}}],
                 "users": [{"name": arn, "user": {"token": token}}],
                 "contexts": [{"name": arn, "context": {"cluster": arn, "user": arn}}],
             }
@@ -94,7 +104,7 @@ def test_what_training_holds_is_named_and_an_empty_namespace_passes(
         _object("Pod", "worker-0", "hyperpod-training"),  # the new namespace: not counted
     ]
     region = dev_config.region_config(REGION)
-    with FakeKubeApi(tls=False, namespaced=held) as fake:
+    with FakeKubeApi(namespaced=held) as fake:
         path = _kubeconfig(tmp_path / "config", arn=cluster["arn"], server=fake.url, token=fake.token)
         row = check_old_namespace(eks, config=dev_config, region=region, kubeconfig=[path])
         assert row.status == "warn"

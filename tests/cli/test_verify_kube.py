@@ -1,14 +1,19 @@
-"""verify's kubeconfig reader against the Kubernetes API stand-in: contexts, credentials, TLS, paging, refusals.
+"""verify's Kubernetes reader, kubectl (the project's pinned 1.34.5) against the Kubernetes API stand-in.
 
-The kubeconfig rules (merge order, relative paths) are the Kubernetes docs' ("Organize cluster access using
-kubeconfig files"); the exec plugin contract is client-go's ("Client-go credential plugins").
+What is kubectl's is checked as kubectl does it: the kubeconfig rules (merge order, relative paths) of the
+Kubernetes docs ("Organize cluster access using kubeconfig files"); the exec plugin contract of client-go
+("Client-go credential plugins"); credentials only over HTTPS (client-go tools/clientcmd/client_config.go,
+DirectClientConfig.ClientConfig reads the user's auth only when the server is https); proxy-url (kubeconfig v1
+Cluster.ProxyURL). What is verify's: which context, paging, and that every failure is a reason, not a traceback.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
@@ -16,8 +21,14 @@ import yaml
 from hubspoke.cli.verify.kube import KubeUnavailable, connect, default_kubeconfig
 from tests.cli.test_verify import quoted_command_problems
 from tests.cli.verify_fixtures import exec_plugin
-from tests.fakes.kube_api import FakeKubeApi, node
-from tests.fakes.tls import loopback_certificate
+from tests.fakes.kube_api import ConnectProxy, FakeKubeApi, node, pinned_kubectl_dir
+from tests.fakes.tls import loopback_certificate, named_certificate
+
+
+@pytest.fixture(autouse=True)
+def _pinned_kubectl(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"{pinned_kubectl_dir()}{os.pathsep}{os.environ.get('PATH', '')}")
+
 
 ARN = "arn:aws:eks:us-west-2:123456789012:cluster/hubspoke-dev-us-west-2"
 ENDPOINT = "https://ABCDEF0123456789.gr7.us-west-2.eks.amazonaws.com"
@@ -60,23 +71,21 @@ def test_exec_plugin_token_over_verified_tls_and_paging(tmp_path: Path) -> None:
         )
         api = _connect(path)
         assert [n["metadata"]["name"] for n in api.items("/api/v1/nodes")] == [f"n{i}" for i in range(5)]
-    # Three pages: the client followed metadata.continue until the server gave none.
-    assert [r.split("?", 1)[1] for r in fake.requests] == [
-        "limit=500",
-        "limit=500&continue=2",
-        "limit=500&continue=4",
+    # Three pages: the client followed metadata.continue until the server gave none. kubectl sends its
+    # --request-timeout as the `timeout` parameter (client-go rest/request.go, Request.Timeout).
+    assert [parse_qs(urlsplit(r).query) for r in fake.requests] == [
+        {"limit": ["500"], "timeout": ["10s"]},
+        {"limit": ["500"], "continue": ["2"], "timeout": ["10s"]},
+        {"limit": ["500"], "continue": ["4"], "timeout": ["10s"]},
     ]
 
 
 def test_context_found_by_server_when_named_otherwise_and_first_file_wins(tmp_path: Path) -> None:
-    with FakeKubeApi(tls=False) as fake:
-        first = _kubeconfig(tmp_path / "a", server=ENDPOINT, user={"token": fake.token}, name="prod")
-        # The same names in a later file are ignored (the first file to set a name wins).
-        second = _kubeconfig(
-            tmp_path / "b", server="http://127.0.0.1:1", user={"token": "other"}, name="prod"
-        )
-        api = _connect(first, second)
-        assert api.server == ENDPOINT and api.headers["Authorization"] == f"Bearer {fake.token}"
+    first = _kubeconfig(tmp_path / "a", server=ENDPOINT, user={"token": "t"}, name="prod")
+    # The same names in a later file are ignored (the first file to set a name wins).
+    second = _kubeconfig(tmp_path / "b", server="https://127.0.0.1:1", user={"token": "other"}, name="prod")
+    api = _connect(first, second)
+    assert (api.context, api.server) == ("prod", ENDPOINT)
 
 
 def test_token_file_and_certificate_authority_paths_are_relative_to_the_kubeconfig(tmp_path: Path) -> None:
@@ -97,7 +106,9 @@ def test_token_file_and_certificate_authority_paths_are_relative_to_the_kubeconf
 def test_untrusted_server_certificate_is_refused_unless_told_to_skip(tmp_path: Path) -> None:
     with FakeKubeApi(nodes=[node("n0")]) as fake:
         strict = _kubeconfig(tmp_path / "strict", server=fake.url, user={"token": fake.token})
-        with pytest.raises(KubeUnavailable, match="CERTIFICATE_VERIFY_FAILED"):
+        with pytest.raises(
+            KubeUnavailable, match=r"cannot reach .*x509: certificate signed by unknown authority"
+        ):
             _connect(strict).items("/api/v1/nodes")
         loose = _kubeconfig(
             tmp_path / "loose",
@@ -111,11 +122,12 @@ def test_untrusted_server_certificate_is_refused_unless_told_to_skip(tmp_path: P
 @pytest.mark.parametrize(
     ("user", "reason"),
     [
-        ({"auth-provider": {"name": "oidc"}}, "auth-provider"),
-        ({"exec": {**exec_plugin("t"), "interactiveMode": "Always"}}, "needs a terminal"),
+        # kubectl's oidc provider needs its issuer (client-go plugin/pkg/client/auth/oidc).
+        ({"auth-provider": {"name": "oidc"}}, "Must provide idp-issuer-url"),
+        ({"exec": {**exec_plugin("t"), "interactiveMode": "Always"}}, "standard input is not a terminal"),
         (
             {"exec": {**exec_plugin("t"), "apiVersion": "client.authentication.k8s.io/v1alpha1"}},
-            "exec apiVersion",
+            "invalid apiVersion",
         ),
         (
             {
@@ -124,18 +136,20 @@ def test_untrusted_server_certificate_is_refused_unless_told_to_skip(tmp_path: P
                     "args": ["-c", "import sys; print('token expired', file=sys.stderr); sys.exit(1)"],
                 }
             },
-            "failed: token expired",
+            "credential plugin failed \\(token expired;",
         ),
-        ({"exec": {**exec_plugin("t"), "command": "/nonexistent/aws"}}, "did not run"),
-        ({"username": "admin", "password": "secret"}, "basic auth"),
+        ({"exec": {**exec_plugin("t"), "command": "/nonexistent/aws"}}, "no such file or directory"),
+        # kubectl has sent no basic auth since 1.19 (kubernetes CHANGELOG-1.19): the server sees nobody.
+        ({"username": "admin", "password": "secret"}, "refused these credentials"),
     ],
 )
 def test_credentials_verify_cannot_use_are_reasons_not_errors(
     tmp_path: Path, user: dict[str, Any], reason: str
 ) -> None:
-    path = _kubeconfig(tmp_path / "config", server="https://127.0.0.1:1", user=user)
-    with pytest.raises(KubeUnavailable, match=reason):
-        _connect(path)
+    with FakeKubeApi(nodes=[node("n0")]) as fake:
+        path = _kubeconfig(tmp_path / "config", server=fake.url, user=user, cluster=_ca())
+        with pytest.raises(KubeUnavailable, match=reason):
+            _connect(path).items("/api/v1/nodes")
 
 
 def test_no_file_or_no_matching_context_says_how_to_write_one(tmp_path: Path) -> None:
@@ -167,22 +181,22 @@ def test_plugin_gets_exec_info_and_no_terminal(tmp_path: Path) -> None:
         "print(json.dumps({'apiVersion': info['apiVersion'], 'kind': 'ExecCredential', 'status': {'token': 'ok'}}))\n"
     )
     plugin = {**exec_plugin("unused"), "args": ["-c", script]}
-    with FakeKubeApi(token="ok", tls=False, nodes=[node("n0")]) as fake:
-        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"exec": plugin})
+    with FakeKubeApi(token="ok", nodes=[node("n0")]) as fake:
+        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"exec": plugin}, cluster=_ca())
         assert len(_connect(path).items("/api/v1/nodes")) == 1
 
 
 @pytest.mark.parametrize(
     ("intercepted", "reason"),
-    [("html", "answered with something other than JSON"), ("cut", "the answer .* broke off")],
+    [("html", "answered with something other than JSON"), ("cut", "unexpected EOF")],
 )
 def test_an_answer_that_is_not_the_api_servers_is_a_reason_not_a_traceback(
     tmp_path: Path, intercepted: str, reason: str
 ) -> None:
     """A proxy's HTML page (200, text/html) is not JSON (json raises ValueError); an answer cut short of its
-    Content-Length makes http.client raise IncompleteRead. Both are reasons, as a refusal is."""
-    with FakeKubeApi(tls=False, intercepted=intercepted) as fake:
-        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"token": fake.token})
+    Content-Length makes kubectl fail with Go's "unexpected EOF". Both are reasons, as a refusal is."""
+    with FakeKubeApi(intercepted=intercepted) as fake:
+        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"token": fake.token}, cluster=_ca())
         with pytest.raises(KubeUnavailable, match=reason):
             _connect(path).items("/api/v1/nodes")
 
@@ -193,7 +207,7 @@ def test_the_runs_profile_reaches_the_credential_plugin_unless_the_entry_sets_on
 
     def connect_with(profile: str | None, entry_env: list[dict[str, str]] | None = None) -> Any:
         plugin = exec_plugin("mapped", profile="ml-dev") | ({"env": entry_env} if entry_env else {})
-        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"exec": plugin})
+        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"exec": plugin}, cluster=_ca())
         return connect(
             (path,),
             arn=ARN,
@@ -203,7 +217,7 @@ def test_the_runs_profile_reaches_the_credential_plugin_unless_the_entry_sets_on
             profile=profile,
         )
 
-    with FakeKubeApi(token="mapped", tls=False, nodes=[node("n0")]) as fake:
+    with FakeKubeApi(token="mapped", nodes=[node("n0")]) as fake:
         assert len(connect_with("ml-dev").items("/api/v1/nodes")) == 1
         with pytest.raises(KubeUnavailable, match="refused these credentials") as refused:
             connect_with(None).items("/api/v1/nodes")
@@ -217,3 +231,27 @@ def test_the_runs_profile_reaches_the_credential_plugin_unless_the_entry_sets_on
         f"aws eks associate-access-policy {where} --policy-arn "
         "arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy --access-scope type=cluster": [],
     }
+
+
+def test_a_server_reached_only_through_proxy_url(tmp_path: Path) -> None:
+    """kubeconfig's proxy-url (kubeconfig v1 Cluster.ProxyURL): the server's name does not resolve here and only
+    the proxy reaches it; the certificate names that host, so TLS runs end to end through the tunnel."""
+    host = "api.cluster.invalid"  # RFC 6761: .invalid never resolves
+    with FakeKubeApi(server_name=host, nodes=[node("n0")]) as fake:
+        port = int(fake.url.rsplit(":", 1)[1])
+        with ConnectProxy(target=("127.0.0.1", port)) as proxy:
+            ca = base64.b64encode(named_certificate(host).cert_pem).decode()
+            cluster = {"certificate-authority-data": ca, "proxy-url": proxy.url}
+            path = _kubeconfig(tmp_path / "config", server=f"https://{host}:{port}", user={"token": fake.token},
+                               cluster=cluster)  # fmt: skip
+            assert len(_connect(path).items("/api/v1/nodes")) == 1
+    assert proxy.asked == [f"{host}:{port}"]
+
+
+def test_credentials_go_only_to_an_https_server(tmp_path: Path) -> None:
+    """client-go reads the user's credentials only for an https server (tools/clientcmd/client_config.go,
+    DirectClientConfig.ClientConfig), so a plain-http server sees no token and refuses."""
+    with FakeKubeApi(tls=False, nodes=[node("n0")]) as fake:
+        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"token": fake.token})
+        with pytest.raises(KubeUnavailable, match="refused these credentials"):
+            _connect(path).items("/api/v1/nodes")

