@@ -48,7 +48,6 @@ from tests.docs.aws_customizations import (
     GLOBAL_OPTIONS,
     OPTIONAL_VALUE,
     PAGING_OPTIONS,
-    RENAMES_TRANSCRIBED,
     SERVICE_RENAMES,
     TRANSCRIBED_HANDLERS,
     VALUE,
@@ -56,7 +55,7 @@ from tests.docs.aws_customizations import (
     ArgTable,
     Opt,
 )
-from tests.docs.aws_handlers import COMMAND_TABLE_CHANGES, COMMAND_TABLE_SERVICES, handlers
+from tests.docs.aws_handlers import COMMAND_TABLE_CHANGES, TRANSCRIBED_SERVICES, handlers
 from tests.docs.shell import Word
 
 
@@ -137,10 +136,7 @@ def arg_table(cli_service: str, cli_operation: str) -> ArgTable:
 def untranscribed(cli_service: str, cli_operation: str) -> list[str]:
     """Customizations that change this operation's argument table and that tests/docs does not model."""
     modules = handlers(cli_service, cli_operation)
-    missing = {m for m in modules if m not in TRANSCRIBED_HANDLERS}
-    if "argrename" in modules and cli_service not in RENAMES_TRANSCRIBED:
-        missing.add("argrename")
-    return sorted(missing)
+    return sorted(m for m in modules if m not in TRANSCRIBED_HANDLERS)
 
 
 def _paginator(service: str, operation: str) -> dict[str, Any] | None:
@@ -159,19 +155,19 @@ def command_table(service: str, operation: str) -> ArgTable | str:
     """The table of `aws <service> <operation>`, or why there is none."""
     if (service, operation) in CUSTOM_COMMANDS:
         return CUSTOM_COMMANDS[(service, operation)]
-    if service == "s3":  # every `aws s3` command is hand-written (awscli/customizations/s3/subcommands.py)
+    if service in ("s3", "configure"):  # all hand-written (customizations/s3/subcommands.py, configure/)
         return (
-            f"`aws s3 {operation}` is a hand-written AWS CLI command not transcribed here: add it to "
+            f"`aws {service} {operation}` is a hand-written AWS CLI command not transcribed here: add it to "
             f"CUSTOM_COMMANDS in tests/docs/aws_customizations.py with its {AWS_CLI_SOURCE} file"
         )
-    changed = COMMAND_TABLE_CHANGES.get(service)
-    if service in COMMAND_TABLE_SERVICES and changed is None:
+    if service not in TRANSCRIBED_SERVICES:
+        if service not in cli_services():
+            return f"`aws {service}` is not a service of the AWS CLI (botocore has no model named so)"
         return (
-            f"`aws {service}` has commands added, removed or renamed by AWS CLI customizations that tests/docs "
-            f"does not model (awscli/handlers_registry.py `building-command-table.{service}`, {AWS_CLI_SOURCE}): "
-            "transcribe them into COMMAND_TABLE_CHANGES in tests/docs/aws_handlers.py"
+            f"`aws {service}`: its AWS CLI customizations are not transcribed here: add its entries of "
+            f"awscli/handlers_registry.py ({AWS_CLI_SOURCE}) to tests/docs/aws_handlers.py"
         )
-    change = (changed or {}).get(operation)
+    change = COMMAND_TABLE_CHANGES.get(service, {}).get(operation)
     if change == "removed":
         return f"`aws {service} {operation}` is removed from the AWS CLI (awscli/customizations/removals.py)"
     if change == "custom":
@@ -181,8 +177,6 @@ def command_table(service: str, operation: str) -> ArgTable | str:
         )
     if operation == "wait":
         return f"`aws {service} wait` (waiters, awscli/customizations/waiters.py) is not transcribed here"
-    if service not in cli_services():
-        return f"`aws {service}` is not a service of the AWS CLI (botocore has no model named so)"
     if operation not in operations(service):
         close = sorted(o for o in operations(service) if _similar(o, operation))
         hint = f"; did you mean {', '.join(close)}?" if close else ""

@@ -50,8 +50,7 @@ GLOBAL_OPTIONS: dict[str, Opt] = {
 }
 # awscli/handlers_registry.py MAIN_COMMAND_TABLE_OPS (RENAME): botocore service name -> CLI command.
 SERVICE_RENAMES = {"s3": "s3api", "codedeploy": "deploy", "config": "configservice"}
-# customizations/argrename.py ARGUMENT_RENAMES and HIDDEN_ALIASES: every entry of these services (complete
-# for each; a service with renames not listed in RENAMES_TRANSCRIBED is refused, tests/docs/aws_handlers.py).
+# customizations/argrename.py ARGUMENT_RENAMES and HIDDEN_ALIASES: every entry of the services the docs use.
 ARGUMENT_RENAMES = {
     "ec2.create-image.no-no-reboot": "reboot",
     "ec2.*.no-egress": "ingress",
@@ -66,7 +65,6 @@ ARGUMENT_RENAMES = {
     "sagemaker.list-aliases.version": "version-number",
     "sagemaker.update-image-version.version": "version-number",
 }
-RENAMES_TRANSCRIBED = frozenset({"ec2", "eks", "sagemaker"})
 # customizations/cliinput.py, generatecliskeleton.py (every operation: handlers_registry `building-argument-table`).
 CLI_INPUT_OPTIONS = {
     "cli-input-json": VALUE,
