@@ -109,25 +109,27 @@ class Answers:
 def _ask(args: argparse.Namespace, ask: Callable[[str], str] | None) -> Answers:
     """The answers from flags, or from prompts on a terminal; a missing one off a terminal is BadInput."""
 
-    def need(flag: str, prompt: str) -> str:
+    def need(flag: str, prompt: str, example: str) -> str:
         if ask is None:
-            raise BadInput(
-                f"{flag} is required (no terminal to ask on); e.g. {flag} {prompt.split('e.g. ')[-1]}"
-            )
-        answer = ask(f"{prompt}: ").strip()
+            raise BadInput(f"{flag} is required (no terminal to ask on); e.g. {flag} {example}")
+        answer = ask(f"{prompt}, e.g. {example}: ").strip()
         if not answer:
             raise BadInput(f"{flag}: no answer given")
         return answer
 
-    env = args.environment or need("--environment", "Environment name, e.g. team")
-    hub = args.hub_region or need("--hub-region", "Hub Region (the dataset's), e.g. us-east-2")
-    spokes = args.spoke_region or need(
-        "--spoke-region", "Spoke Regions, comma-separated, e.g. us-west-2"
-    ).split(",")
+    env = args.environment or need("--environment", "Environment name", "team")
+    hub = args.hub_region or need("--hub-region", "Hub Region (where the dataset lives)", "us-east-2")
+    spokes = args.spoke_region or need("--spoke-region", "Spoke Regions, comma-separated", "us-west-2").split(
+        ","
+    )
     spokes = [s.strip() for s in spokes if s.strip()]
     unknown = sorted({hub, *spokes} - set(REGIONS))
     if unknown:
         raise BadInput(f"unknown Region code(s) {', '.join(unknown)}; use codes such as us-west-2")
+    # One spoke per Region, never the hub's (docs/configuration.md, `.region`).
+    twice = sorted({s for s in spokes if spokes.count(s) > 1 or s == hub})
+    if twice:
+        raise BadInput(f"--spoke-region: {', '.join(twice)} given twice or as the hub; one spoke per Region")
     spoke_cidrs = args.spoke_cidr or [f"10.{20 + 10 * i}.0.0/16" for i in range(len(spokes))]
     if len(spoke_cidrs) != len(spokes):
         raise BadInput(
@@ -140,7 +142,10 @@ def _ask(args: argparse.Namespace, ask: Callable[[str], str] | None) -> Answers:
                 "--alarm-email is required: who is told when an alarm fires (or --no-alarm-recipients to accept, "
                 "in writing, alarms that notify nobody)"
             )
-        emails = [e.strip() for e in need("--alarm-email", "Alarm e-mail, e.g. you@example.com").split(",")]
+        emails = [
+            e.strip()
+            for e in need("--alarm-email", "Alarm e-mails, comma-separated", "you@example.com").split(",")
+        ]
     output = args.output or Path("config") / f"{env}.yaml"
     return Answers(
         env, hub, spokes, {hub: args.hub_cidr, **dict(zip(spokes, spoke_cidrs, strict=True))}, emails, output
@@ -347,7 +352,8 @@ def _run(answers: Answers, args: argparse.Namespace, clients: Clients, plan: lis
     loaded = write_new(answers.output, _render(answers, **facts, kubernetes=kubernetes))
     for warning in loaded.warnings:
         print(f"{answers.output}: {warning.field}: warning: {warning.message}", file=sys.stderr)
-    print(
-        f"wrote {answers.output}; next: download Qumulo Core, then `hubspoke stage --config {answers.output}`"
+    stage = with_profile(
+        f"hubspoke stage --config {answers.output} --version <release> --from <folder>", args.profile
     )
+    print(f"wrote {answers.output}; next: download Qumulo Core from Qumulo Nexus, then `{stage}`")
     return 0

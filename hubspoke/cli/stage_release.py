@@ -179,9 +179,8 @@ def run(args: argparse.Namespace, *, clients: Clients | None = None) -> int:
         else:
             print(pin)
             replace_validated(args.config, pinned)
-        print(
-            f"staged and pinned Qumulo Core {args.version}; next: hubspoke preflight --config {args.config}"
-        )
+        preflight = with_profile(f"hubspoke preflight --config {args.config}", args.profile)
+        print(f"staged and pinned Qumulo Core {args.version}; next: {preflight}")
         return 0
     except BadInput as exc:
         return fail(str(exc))

@@ -145,6 +145,7 @@ def test_refuses_a_second_file_of_the_same_environment(
             "--alarm-email",
         ),
         ([*FLAGS, "--spoke-cidr", "10.20.0.0/16", "--spoke-cidr", "10.30.0.0/16"], "one each"),
+        ([*FLAGS, "--spoke-region", "us-east-2"], "us-east-2 given twice or as the hub"),
     ],
 )
 def test_bad_flags_are_one_line(
