@@ -59,7 +59,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
         description=f"Upload {PACKAGE} and {HOST_CONFIGURATION} of one Qumulo Core release to the staging "
         "folder (storage.qumulo_core.install_uri) of every storage Region, creating a missing bucket (SSE-S3, "
         "public access blocked), then pin the release (qumulo_core.version) in the config, keeping its "
-        f"comments. Download both files first from {NEXUS}: hubspoke cannot, the portal needs a login. A rerun "
+        f"comments. Download both files first from {NEXUS}; hubspoke cannot fetch them. A rerun "
         "skips objects already staged with the same sha256. Exit 0 when staged and pinned, 1 when AWS failed "
         "(nothing pinned; run again), 2 for bad input. Manual equivalent: docs/runbooks/qumulo-core.md.",
         epilog="Example:\n  hubspoke stage --config config/team.yaml --version 7.10.2.1 --from ~/Downloads",
