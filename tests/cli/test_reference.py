@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from hubspoke.cli.commands import COMMANDS as REGISTERED
 from hubspoke.cli.reference import main, splice
 from tests.conftest import ROOT
 
@@ -61,6 +62,12 @@ def test_every_command_has_usage_options_and_an_example(command: str) -> None:
         section = _sections()[command]
     example = section.split("```sh\n", 1)[1].split("```", 1)[0]
     assert re.search(rf"(^| )hubspoke {command}\b", example), example
+
+
+def test_every_registered_command_has_a_section() -> None:
+    """A command added to hubspoke/cli/commands.py is documented by `make docs`, with nothing else to edit."""
+    headings = set(re.findall(r"^## (\S+)$", PAGE.read_text(), flags=re.M))
+    assert set(REGISTERED) - headings == set(), "run `make docs` and commit docs/cli.md"
 
 
 def test_a_stale_page_is_refused_and_rewritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
