@@ -61,10 +61,12 @@ typecheck:
 
 # docs/configuration.md's key table, rendered from the schema's field descriptions (hubspoke/config/reference.py),
 # and docs/cli.md's reference, from each command's --help (hubspoke/cli/reference.py); tests/test_readme.py and
-# tests/cli/test_reference.py fail when a committed file differs.
-docs: $(VENV)/.installed
+# tests/cli/test_reference.py fail when a committed file differs. docs/policy.md's accepted findings, from the
+# acknowledgments dev.yaml and its variants make (tools/accepted_findings.py; tests/tools/test_accepted_findings.py).
+docs: $(VENV)/.installed node_modules/.installed
 	$(PY) -m hubspoke.config.reference
 	$(PY) -m hubspoke.cli.reference
+	$(PY) tools/accepted_findings.py
 
 # Two test tiers (docs/development.md, "Tests"). `make test`: ruff, mypy and the fast tier, a test for every shipped behaviour,
 # on two pytest-xdist workers (PYTEST_WORKERS=0 runs in one process). `make test-thorough`: everything there is,
@@ -92,7 +94,7 @@ test-thorough: setup
 # equivalent mutants subtracted (tools/mutation_equivalents.txt); fails if a module scores below 90 %. Slow (tens
 # of minutes), so weekly in .github/workflows/mutation.yml, not in `make test`. MUTATION_MODULES picks some,
 # MUTATION_ARGS adds options (--show prints every undetected mutant's diff; --sample N --seed S runs a reproducible
-# random N mutants per module, with a 95 % interval). Figures and the equivalents' reasons: docs/development.md.
+# random N mutants per module, with a 95 % interval). How: docs/development.md; every score: benchmarks/mutation.md.
 MUTATION_MODULES ?=
 MUTATION_CHILDREN ?= 1
 mutation: setup

@@ -10,8 +10,11 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 
 import jsii
 from aws_cdk import Acknowledgment, Aspects, CfnResource, IAspect, Stack, Stage, Validations
@@ -45,6 +48,46 @@ CHECKOV_METADATA = "checkov"
 _CHECKOV_ID = re.compile(r"^CKV2?_AWS_\d+$")
 
 
+@dataclass(frozen=True)
+class Accepted:
+    """One acknowledgment as made: a row of docs/policy.md's generated table (tools/accepted_findings.py)."""
+
+    rule: str
+    reason: str
+    path: str  # the construct path of the acknowledged scope
+    source: str  # the file that acknowledged it, relative to the checkout: where the reason is written
+    findings: tuple[str, ...] = ()
+    resource_types: tuple[str, ...] = ()
+
+
+_CHECKOUT = Path(__file__).resolve().parents[2]
+# The lists open in `recorded()`, innermost last: each acknowledgment made meanwhile is appended to every one.
+_RECORDING: list[list[Accepted]] = []
+
+
+@contextmanager
+def recorded() -> Iterator[list[Accepted]]:
+    """Collect every acknowledgment made inside the block (a construct path costs a kernel call: only here)."""
+    found: list[Accepted] = []
+    _RECORDING.append(found)
+    try:
+        yield found
+    finally:
+        _RECORDING.remove(found)
+
+
+def _record(
+    scope: IConstruct, rule: str, reason: str, findings: list[str], resource_types: list[str]
+) -> None:
+    """Called by this module's public functions only, so their caller is two frames up."""
+    if _RECORDING:
+        caller = Path(sys._getframe(2).f_code.co_filename)
+        source = str(caller.relative_to(_CHECKOUT)) if caller.is_relative_to(_CHECKOUT) else str(caller)
+        made = Accepted(rule, reason, scope.node.path, source, tuple(findings), tuple(resource_types))
+        for found in _RECORDING:
+            found.append(made)
+
+
 def acknowledge(
     scope: IConstruct,
     rule: str,
@@ -58,6 +101,7 @@ def acknowledge(
     if len(reason.strip()) < MIN_REASON:
         raise ValueError(f"acknowledgment of {rule} needs a reason a reviewer can check, got {reason!r}")
     findings, resource_types = list(findings), list(resource_types)
+    _record(scope, rule, reason, findings, resource_types)
     if rule.startswith(f"{NAG_PACK}-") and not resource_types:
         ids = [f"{NAG_PACK}::{rule}[{f}]" for f in findings] or [f"{NAG_PACK}::{rule}"]
     elif rule in CONTROL_TOWER_RULES and not findings and not resource_types:
@@ -243,4 +287,5 @@ LAMBDA_IN_VPC = (
 def acknowledge_lambdas_in_vpc(scope: IConstruct) -> None:
     """CT.LAMBDA.PR.3 cannot follow cross-stack subnet IDs: acknowledge it for functions that have a VpcConfig,
     and only those, so a function outside any VPC still fails synth."""
+    _record(scope, "CT.LAMBDA.PR.3", LAMBDA_IN_VPC, [], [])
     _target(scope).lambdas_in_vpc(scope)
