@@ -10,10 +10,11 @@ traceback; credentials that are missing or rejected stop the run with one `crede
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -36,6 +37,7 @@ from hubspoke.config import HubSpokeConfig, load
 # kubeconfig); a check that could not run because AWS refused or was unreachable fails instead.
 Status = Literal["pass", "warn", "fail", "not checked"]
 STATUSES: tuple[Status, ...] = ("pass", "warn", "fail", "not checked")
+S = TypeVar("S")  # what a check list's entries read: a Region's config, clients and what earlier checks found
 
 CREDENTIALS_FIX = (
     "set AWS_PROFILE (or --profile) to a profile for the configured account, export AWS_ACCESS_KEY_ID and "
@@ -71,6 +73,31 @@ class CheckResult:
     status: Status
     detail: str
     fix: str = ""
+
+
+@dataclass(frozen=True)
+class Check(Generic[S]):
+    """One entry of a check list: its row name, the AWS service a failed call names ("" when it calls none), when
+    it applies to a Region's scope, and what answers it."""
+
+    name: str
+    service: str
+    applies: Callable[[S], bool]
+    answer: Callable[[S], list[CheckResult]]
+
+
+def run_listed(
+    checks: Sequence[Check[S]],
+    scope: S,
+    guard: Callable[[str, str, Callable[[], list[CheckResult]]], list[CheckResult]],
+) -> list[CheckResult]:
+    """The rows of every check that applies to `scope`, in list order; `guard` turns a check's AWS errors into its row."""
+    rows: list[CheckResult] = []
+    for check in checks:
+        if check.applies(scope):
+            answer = partial(check.answer, scope)
+            rows += guard(check.name, check.service, answer) if check.service else answer()
+    return rows
 
 
 class Clients(Protocol):

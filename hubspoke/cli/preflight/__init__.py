@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from hubspoke.cli.checks import (
+    Check,
     CheckResult,
     Clients,
     CredentialsProblem,
@@ -22,6 +24,7 @@ from hubspoke.cli.checks import (
     collapse_rejections,
     credentials_row,
     run_command,
+    run_listed,
     session_clients,
 )
 from hubspoke.cli.checks import guarded as guarded_check
@@ -95,6 +98,79 @@ class LastCall:
         return client
 
 
+@dataclass
+class Scope:
+    """What a preflight check reads: the config, the Region, its clients, and the own VPC the CIDR check found."""
+
+    config: HubSpokeConfig
+    region: RegionConfig
+    client: Callable[[str], Any]  # a client for a service in this Region
+    own_vpc: str | None = None
+
+
+def _always(_: Scope) -> bool:
+    return True
+
+
+def _storage(s: Scope) -> bool:
+    return s.region.storage.enabled
+
+
+def _compute(s: Scope) -> bool:
+    return s.region.compute.enabled
+
+
+def _cidrs(s: Scope) -> list[CheckResult]:
+    found, s.own_vpc = check_cidrs(s.client("ec2"), config=s.config, region=s.region)
+    return found
+
+
+def _one(check: Callable[..., CheckResult], *services: str) -> Callable[[Scope], list[CheckResult]]:
+    """A check answering one row from clients of `services`, the config and the Region."""
+    return lambda s: [check(*map(s.client, services), config=s.config, region=s.region)]
+
+
+def _rows(check: Callable[..., list[CheckResult]], *services: str) -> Callable[[Scope], list[CheckResult]]:
+    """A check answering several rows from clients of `services`, the config and the Region."""
+    return lambda s: check(*map(s.client, services), config=s.config, region=s.region)
+
+
+# Every check after the account's, in report order. An entry's service is the one its failed call names.
+CHECKS: tuple[Check[Scope], ...] = (
+    Check("cdk bootstrap", "ssm", _always, lambda s: [
+        check_bootstrap(s.client("ssm"), region=s.region.region, account=s.config.account_of(s.region))]),
+    Check("cidr overlap", "ec2", _always, _cidrs),
+    Check("peering quota", "service-quotas", lambda s: s.region is s.config.hub and bool(s.config.spokes),
+          lambda s: [check_peering_quota(s.client("ec2"), s.client("service-quotas"), config=s.config,
+                                         hub_vpc_id=s.own_vpc)]),
+    Check("security group rules", "service-quotas", _always, _one(check_security_group_rules, "service-quotas")),
+    Check("routes per route table", "service-quotas", _always, _one(check_route_table_routes, "service-quotas")),
+    Check("security groups per interface", "service-quotas", _always,
+          _one(check_security_groups_per_interface, "service-quotas")),
+    Check("az ids", "ec2", _always, _rows(check_availability_zones, "ec2")),
+    Check("lambda concurrency", "lambda",
+          lambda s: any(p.kind == "ops" and p.region == s.region.region for p in plan_stacks(s.config)),
+          lambda s: [check_lambda_concurrency(s.client("lambda"), config=s.config, region=s.region,
+                                              cloudformation=s.client("cloudformation"))]),
+    # One row each: an error reading one object must not hide the other's answer.
+    Check("qumulo core package", "s3", _storage, lambda s: [
+        check_staged_package(s.client("s3"), config=s.config, region=s.region, kms=s.client("kms"))]),
+    Check("qumulo host configuration", "s3", _storage,
+          lambda s: [check_host_configuration(s.client("s3"), region=s.region)]),
+    Check("qumulo core release", "", _storage, lambda s: [check_release(s.config, s.region)]),
+    Check("floating ip room", "ec2", _storage, _one(check_floating_ip_room, "ec2")),
+    Check("cnq deployed shape", "cloudformation", _storage, _rows(check_deployed_cluster, "cloudformation", "ec2")),
+    Check("ubuntu image", "ec2", _storage, _rows(check_ubuntu_image, "ssm", "ec2")),
+    Check("sagemaker quota", "service-quotas", _compute, _rows(check_hyperpod_quotas, "service-quotas", "sagemaker")),
+    Check("kubernetes version", "eks", _compute, _one(check_kubernetes_version, "eks")),
+    Check("deployed kubernetes", "eks", _compute, _one(check_deployed_kubernetes, "eks")),
+    Check("eks add-on versions", "eks", _compute, _rows(check_addon_versions, "eks")),
+    Check(CHECK_OLD_NAMESPACE, "eks", _compute, _one(check_old_namespace, "eks")),
+    Check("administrators exist", "iam", lambda s: _compute(s) and bool(s.config.access.administrators),
+          _rows(check_administrators, "iam")),
+)  # fmt: skip
+
+
 def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Clients) -> list[CheckResult]:
     name = region.region
     expected = config.account_of(region)
@@ -130,134 +206,7 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
         return rows + [
             CheckResult(name, c, "warn", "not checked: the account check did not pass") for c in later
         ]
-
-    rows += guarded(
-        "cdk bootstrap", "ssm", lambda: [check_bootstrap(clients("ssm", name), region=name, account=expected)]
-    )
-    own_vpc: list[str | None] = [None]
-
-    def cidrs() -> list[CheckResult]:
-        found, own_vpc[0] = check_cidrs(clients("ec2", name), config=config, region=region)
-        return found
-
-    rows += guarded("cidr overlap", "ec2", cidrs)
-    if region is config.hub and config.spokes:
-        rows += guarded(
-            "peering quota",
-            "service-quotas",
-            lambda: [
-                check_peering_quota(
-                    clients("ec2", name),
-                    clients("service-quotas", name),
-                    config=config,
-                    hub_vpc_id=own_vpc[0],
-                )
-            ],
-        )
-    rows += guarded(
-        "security group rules",
-        "service-quotas",
-        lambda: [check_security_group_rules(clients("service-quotas", name), config=config, region=region)],
-    )
-    rows += guarded(
-        "routes per route table",
-        "service-quotas",
-        lambda: [check_route_table_routes(clients("service-quotas", name), config=config, region=region)],
-    )
-    rows += guarded(
-        "security groups per interface",
-        "service-quotas",
-        lambda: [
-            check_security_groups_per_interface(clients("service-quotas", name), config=config, region=region)
-        ],
-    )
-    rows += guarded(
-        "az ids", "ec2", lambda: check_availability_zones(clients("ec2", name), config=config, region=region)
-    )
-    if any(p.kind == "ops" and p.region == name for p in plan_stacks(config)):
-        rows += guarded(
-            "lambda concurrency",
-            "lambda",
-            lambda: [
-                check_lambda_concurrency(
-                    clients("lambda", name),
-                    config=config,
-                    region=region,
-                    cloudformation=clients("cloudformation", name),
-                )
-            ],
-        )
-    if region.storage.enabled:
-        # One row each: an error reading one object must not hide the other's answer.
-        rows += guarded(
-            "qumulo core package",
-            "s3",
-            lambda: [
-                check_staged_package(
-                    clients("s3", name), config=config, region=region, kms=clients("kms", name)
-                )
-            ],
-        )
-        rows += guarded(
-            "qumulo host configuration",
-            "s3",
-            lambda: [check_host_configuration(clients("s3", name), region=region)],
-        )
-        rows += [check_release(config, region)]
-        rows += guarded(
-            "floating ip room",
-            "ec2",
-            lambda: [check_floating_ip_room(clients("ec2", name), config=config, region=region)],
-        )
-        rows += guarded(
-            "cnq deployed shape",
-            "cloudformation",
-            lambda: check_deployed_cluster(
-                clients("cloudformation", name), clients("ec2", name), config=config, region=region
-            ),
-        )
-        rows += guarded(
-            "ubuntu image",
-            "ec2",
-            lambda: check_ubuntu_image(
-                clients("ssm", name), clients("ec2", name), config=config, region=region
-            ),
-        )
-    if region.compute.enabled:
-        rows += guarded(
-            "sagemaker quota",
-            "service-quotas",
-            lambda: check_hyperpod_quotas(
-                clients("service-quotas", name), clients("sagemaker", name), config=config, region=region
-            ),
-        )
-        rows += guarded(
-            "kubernetes version",
-            "eks",
-            lambda: [check_kubernetes_version(clients("eks", name), config=config, region=region)],
-        )
-        rows += guarded(
-            "deployed kubernetes",
-            "eks",
-            lambda: [check_deployed_kubernetes(clients("eks", name), config=config, region=region)],
-        )
-        rows += guarded(
-            "eks add-on versions",
-            "eks",
-            lambda: check_addon_versions(clients("eks", name), config=config, region=region),
-        )
-        rows += guarded(
-            CHECK_OLD_NAMESPACE,
-            "eks",
-            lambda: [check_old_namespace(clients("eks", name), config=config, region=region)],
-        )
-        if config.access.administrators:
-            rows += guarded(
-                "administrators exist",
-                "iam",
-                lambda: check_administrators(clients("iam", name), config=config, region=region),
-            )
-    return rows
+    return rows + run_listed(CHECKS, Scope(config, region, lambda service: clients(service, name)), guarded)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
