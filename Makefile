@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine with Python 3.11+, Node and make:
 #   make synth   venv + pinned packages + pinned CDK CLI and Node 22, then synth every config/ and check policy
 #   make test    lint, types and the fast test tier (under 2 minutes on an idle 2-core machine, nearer 3 on a
-#                busy one: docs/development.md); make test-thorough runs every test
+#                busy one: benchmarks/lab-notes.md); make test-thorough runs every test
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
