@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from hubspoke.cli.checks import (
+    Check,
     CheckResult,
     Clients,
     CredentialsProblem,
@@ -22,6 +24,7 @@ from hubspoke.cli.checks import (
     credentials_row,
     guarded,
     run_command,
+    run_listed,
     session_clients,
 )
 from hubspoke.cli.preflight.checks import check_account
@@ -30,7 +33,7 @@ from hubspoke.cli.verify.cache import cache_rows
 from hubspoke.cli.verify.canary import canary_rows
 from hubspoke.cli.verify.compute import compute_rows
 from hubspoke.cli.verify.kube import default_kubeconfig
-from hubspoke.cli.verify.live import Context
+from hubspoke.cli.verify.live import Context, Scope
 from hubspoke.cli.verify.network import network_rows
 from hubspoke.cli.verify.stacks import stack_rows
 from hubspoke.config import HubSpokeConfig, RegionConfig
@@ -68,6 +71,27 @@ def run_verify(
     return collapse_rejections(results, [r.region for r in regions])
 
 
+def _stacks(s: Scope) -> list[CheckResult]:
+    return [
+        row for plan in plan_stacks(s.ctx.config) if plan.region == s.code for row in stack_rows(s.ctx, plan)
+    ]
+
+
+def _compute(s: Scope) -> bool:
+    return any(p.kind == "compute" and p.region == s.code for p in plan_stacks(s.ctx.config))
+
+
+# Every area after the account's, in report order; each guards its own rows (service "").
+AREAS: tuple[Check[Scope], ...] = (
+    Check("stacks", "", lambda s: True, _stacks),
+    Check("network", "", lambda s: True, network_rows),
+    Check("canary", "", lambda s: s.spoke, lambda s: canary_rows(s.ctx, s.region)),
+    Check("compute", "", _compute, compute_rows),
+    Check("cache", "", _compute, lambda s: cache_rows(s.ctx, s.region)),
+    Check("alarms", "", lambda s: True, lambda s: alarm_rows(s.ctx, s.region)),
+)
+
+
 def _region_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     code = region.region
     expected = ctx.config.account_of(region)
@@ -85,18 +109,7 @@ def _region_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
     if not accounts or accounts[0] != expected:
         return [*rows, CheckResult(code, "checks", "not checked", "the account check did not pass")]
     ctx.stacks.caller_account = accounts[0]
-    plans = plan_stacks(ctx.config)
-    for plan in plans:
-        if plan.region == code:
-            rows += stack_rows(ctx, plan)
-    rows += network_rows(ctx, region)
-    if code != ctx.config.hub.region:
-        rows += canary_rows(ctx, region)
-    if any(p.kind == "compute" and p.region == code for p in plans):
-        rows += compute_rows(ctx, region)
-        rows += cache_rows(ctx, region)
-    rows += alarm_rows(ctx, region)
-    return rows
+    return rows + run_listed(AREAS, Scope(ctx, region), partial(guarded, code))
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:

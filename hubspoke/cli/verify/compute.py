@@ -7,14 +7,15 @@ hubspoke/eks_addons.py, claims from hubspoke/k8s/names.py. Kubernetes is read th
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from hubspoke.cli.access import caller
-from hubspoke.cli.checks import CheckResult, error_code, guarded, pages
+from hubspoke.cli.checks import Check, CheckResult, error_code, guarded, pages, run_listed
 from hubspoke.cli.verify.kube import KubeApi, KubeUnavailable, connect
-from hubspoke.cli.verify.live import Context, Unavailable
+from hubspoke.cli.verify.live import Context, Scope, Unavailable
 from hubspoke.config import RegionConfig
 from hubspoke.eks_addons import ADDONS, addon_version, upgrade_refusal
 from hubspoke.k8s.names import (
@@ -33,31 +34,33 @@ _COMPUTE_RUNBOOK = "docs/runbooks/compute.md"
 _NO_CLUSTER = {"ResourceNotFound", "ResourceNotFoundException"}
 
 
-def compute_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
-    code = region.region
-    hyperpod: list[dict[str, Any]] = []
-    rows = guarded(code, "hyperpod", "sagemaker", lambda: _hyperpod(ctx, region, hyperpod))
-    if hyperpod:
-        # Its own guard: an EC2 error (DescribeSubnets denied, a subnet gone) names EC2, not SageMaker.
-        rows += guarded(
-            code, "hyperpod placement", "ec2", lambda: [_hyperpod_placement(ctx, region, hyperpod[0])]
-        )
-    eks: list[dict[str, Any]] = []
+def _cluster(s: Scope) -> list[CheckResult]:
+    found, row = _eks(s.ctx, s.region)
+    s.eks.extend([found] if found else [])
+    return [row]
 
-    def cluster() -> list[CheckResult]:
-        found, row = _eks(ctx, region)
-        eks.extend([found] if found else [])
-        return [row]
 
-    rows += guarded(code, "eks", "eks", cluster)
-    if eks:
-        rows += guarded(code, "eks placement", "ec2", lambda: [_eks_placement(ctx, region, eks[0])])
-        rows += guarded(code, "eks add-ons", "eks", lambda: _addons(ctx, region))
-        rows += guarded(code, "eks access", "eks", lambda: _access(ctx, region, eks[0]))
-        if ctx.config.access.host_enabled:
-            rows += guarded(code, "access host", "ec2", lambda: [_access_host(ctx, region)])
-        rows += _kubernetes(ctx, region, eks[0])
-    return rows
+def _has_eks(s: Scope) -> bool:
+    return bool(s.eks)
+
+
+COMPUTE: tuple[Check[Scope], ...] = (
+    Check("hyperpod", "sagemaker", lambda s: True, lambda s: _hyperpod(s.ctx, s.region, s.hyperpod)),
+    # Its own entry: an EC2 error (DescribeSubnets denied, a subnet gone) names EC2, not SageMaker.
+    Check("hyperpod placement", "ec2", lambda s: bool(s.hyperpod),
+          lambda s: [_hyperpod_placement(s.ctx, s.region, s.hyperpod[0])]),
+    Check("eks", "eks", lambda s: True, _cluster),
+    Check("eks placement", "ec2", _has_eks, lambda s: [_eks_placement(s.ctx, s.region, s.eks[0])]),
+    Check("eks add-ons", "eks", _has_eks, lambda s: _addons(s.ctx, s.region)),
+    Check("eks access", "eks", _has_eks, lambda s: _access(s.ctx, s.region, s.eks[0])),
+    Check("access host", "ec2", lambda s: _has_eks(s) and s.ctx.config.access.host_enabled,
+          lambda s: [_access_host(s.ctx, s.region)]),
+    Check("kubernetes", "", _has_eks, lambda s: _kubernetes(s.ctx, s.region, s.eks[0])),
+)  # fmt: skip
+
+
+def compute_rows(s: Scope) -> list[CheckResult]:
+    return run_listed(COMPUTE, s, partial(guarded, s.code))
 
 
 def _missing_cluster(exc: ClientError) -> bool:

@@ -6,12 +6,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from hubspoke.cli.checks import CheckResult, Clients, error_code, guarded
 from hubspoke.cli.plan import cdk_command, refresh_command
-from hubspoke.config import HubSpokeConfig
+from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.topology import StackPlan, plan_stacks, stage_id
 
 # Where an operator learns to bring back a resource deleted outside CloudFormation.
@@ -142,6 +143,24 @@ class Context:
     def refresh_command(self, stack_id: str) -> str:
         """The deploy that makes one reader read its producers' outputs again, as `hubspoke plan` prints it."""
         return refresh_command(self.config_path, stage_id(self.config), stack_id)
+
+
+@dataclass
+class Scope:
+    """What a verify check reads: the run, the Region, and the clusters earlier checks found there."""
+
+    ctx: Context
+    region: RegionConfig
+    hyperpod: list[dict[str, Any]] = field(default_factory=list)
+    eks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def code(self) -> str:
+        return self.region.region
+
+    @property
+    def spoke(self) -> bool:
+        return self.region.region != self.ctx.config.hub.region
 
 
 def checked(

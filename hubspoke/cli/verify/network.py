@@ -18,25 +18,27 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from hubspoke.cli.checks import CheckResult
+from hubspoke.cli.checks import Check, CheckResult, run_listed
 from hubspoke.cli.verify.ingress import security_group_rows
-from hubspoke.cli.verify.live import Context, Unavailable, checked
+from hubspoke.cli.verify.live import Context, Scope, Unavailable, checked
 from hubspoke.cli.verify.peering import network_stack, peering_from_hub, peering_rows
 from hubspoke.config import RegionConfig
 from hubspoke.config.layout import route_table_az_ids
 from hubspoke.outputs import PEERING_CONNECTION, PRIVATE_ROUTE_TABLE, VPC_ID
 
+NETWORK: tuple[Check[Scope], ...] = (
+    Check("vpc", "ec2", lambda s: True, lambda s: _vpc(s.ctx, s.region)),
+    Check("peering", "ec2", lambda s: s.spoke, lambda s: peering_rows(s.ctx, s.region)),
+    Check("routes", "ec2", lambda s: True, lambda s: _routes(s.ctx, s.region)),
+    Check("security group", "ec2", lambda s: True, lambda s: security_group_rows(s.ctx, s.region)),
+)
 
-def network_rows(ctx: Context, region: RegionConfig) -> list[CheckResult]:
-    code = region.region
-    rows = checked(code, "vpc", "ec2", lambda: _vpc(ctx, region))
-    if region.region != ctx.config.hub.region:
-        rows += checked(code, "peering", "ec2", lambda: peering_rows(ctx, region))
-    rows += checked(code, "routes", "ec2", lambda: _routes(ctx, region))
-    rows += checked(code, "security group", "ec2", lambda: security_group_rows(ctx, region))
-    return rows
+
+def network_rows(s: Scope) -> list[CheckResult]:
+    return run_listed(NETWORK, s, partial(checked, s.code))
 
 
 def _vpc(ctx: Context, region: RegionConfig) -> list[CheckResult]:
