@@ -71,7 +71,7 @@ def node_user_data_is_literal(templates: list[Template], config: HubSpokeConfig)
                     t.path,
                     logical_id,
                     "UserData is missing or built from references that can change between deploys",
-                    "render the boot script from config-derived names only (hubspoke.constructs.cnq.node)",
+                    "render the boot script from config-derived names only (hubspoke.cnq_boot)",
                 )
 
 

@@ -289,7 +289,7 @@ def _deployed(world: World, *, buckets: int, node_script: str | None, nodes: int
 
 def _hub_script(tmp_path: Path, *, legacy: bool) -> str:
     """What a node of the hub was launched with: the first-boot script of that mode (seeding, not the oracle)."""
-    from hubspoke.constructs.cnq.node import node_boot_script
+    from hubspoke.cnq_boot import node_boot_script
 
     config = load(write_config(tmp_path, minimal())).config
     return node_boot_script(config.hub.storage, region="us-east-2", environment="dev", cluster=HUB_CLUSTER,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from hubspoke.cnq_boot.volumes import node_volumes
 from hubspoke.config import ConfigError, load
-from hubspoke.constructs.cnq.node.volumes import node_volumes
 from tests.conftest import minimal, write_config
 
 

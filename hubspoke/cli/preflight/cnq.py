@@ -20,10 +20,10 @@ from botocore.exceptions import ClientError
 
 from hubspoke.cli.checks import pages
 from hubspoke.cli.preflight.checks import CheckResult, region_path
+from hubspoke.cnq_boot import node_boot_script
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.config.schema import QUMULO_HOST_CONFIGURATION
 from hubspoke.config.storage_rules import QUMULO_CORE_MIN_VERSION
-from hubspoke.constructs.cnq.node import node_boot_script
 from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.mtu import peer_mtu_parameter_path
 from hubspoke.names import cnq_cluster_name

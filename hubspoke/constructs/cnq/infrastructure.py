@@ -23,10 +23,10 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from hubspoke.cnq_boot import install_names, node_boot_script
+from hubspoke.cnq_boot.volumes import node_volumes
 from hubspoke.config.schema import QumuloCoreConfig, StorageConfig
 from hubspoke.constructs.buckets import events_to_eventbridge
-from hubspoke.constructs.cnq.node import install_names, node_boot_script
-from hubspoke.constructs.cnq.node.volumes import node_volumes
 from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.resources import FLOATING_IPS_RESOURCE, NODE_SHAPE_RESOURCE
 

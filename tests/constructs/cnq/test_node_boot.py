@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hubspoke.constructs.cnq.node import render_boot_script
+from hubspoke.cnq_boot import render_boot_script
 
 PACKAGE = "s3://staging/cnq/qumulo-core-install/7.10.2.1/qumulo-core.deb"
 PUBLISHED = "10.10.0.0/16 8500"

@@ -2,7 +2,8 @@
 
 The rendered text depends only on config-derived names, never on a release, an asset hash or another
 stack's output: CloudFormation stops and starts an instance whose UserData changes, so a script that
-changed with the Qumulo Core version would stop every node at once on an unrelated deploy.
+changed with the Qumulo Core version would stop every node at once on an unrelated deploy. For the same
+reason boot.sh's own comments still name this package's former path (hubspoke/constructs/cnq/node/).
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from hubspoke.cnq_boot.volumes import node_volumes
 from hubspoke.config.cnq_volumes import cache_volumes
 from hubspoke.config.schema import StorageConfig
-from hubspoke.constructs.cnq.node.volumes import node_volumes
 from hubspoke.mtu import render_peer_mtu_pin
 from hubspoke.names import cnq_parameter_prefix
 
