@@ -178,7 +178,7 @@ def _share_botocore_alias_names() -> None:
     handlers it registers. The aliased name is a function of the name and the aliases alone, and an emitter
     whose aliases differ keeps a cache of its own. With _share_moto_method_names below: tests/cli and
     tests/constructs in one process, interleaved before/after/after/before on 2026-12-03, 127.4 s to 120.2 s of
-    wall and 111.9 to 104.6 CPU-s (means of two runs each; docs/development.md, "Test suite time")."""
+    wall and 111.9 to 104.6 CPU-s (means of two runs each; benchmarks/lab-notes.md, "Test suite time")."""
     import botocore.hooks
     from botocore.utils import EVENT_ALIASES
 

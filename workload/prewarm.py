@@ -54,7 +54,7 @@ DEFAULT_PORT = 8000
 BACKOFF_CAP_S = 30.0
 # 16 files at once, as the rendered Job (hubspoke/k8s/prewarm.py): over the 70 ms, 1 GB/s cross-Region path,
 # 8 kept it 0.93 busy with 64 MiB per fetch-data call but 0.82 with 8 MiB; 16 kept it 0.97 and 0.93 busy
-# (benchmarks/prewarm_path.py, README "Benchmarks"). 1 MiB calls would need about 60.
+# (benchmarks/prewarm_path.py, benchmarks/results.md "Prewarm over the long path"). 1 MiB calls would need about 60.
 DEFAULT_PARALLEL = 16
 
 

@@ -83,7 +83,7 @@ class SpokeCost:
 REFERENCE_WARMUP_BATCHES = 150
 REFERENCE_BATCH_SECONDS = 18.5 * 60 / 999
 REFERENCE_COLD_GPU_UTILIZATION = 0.85  # the middle of 80-90 %, taken for all 150 batches: an upper bound
-# What prewarm moves over the long path: README "Prewarm over the long path" (2026-12-01): 0.93 of the 1.0 GB/s
+# What prewarm moves over the long path: benchmarks/results.md "Prewarm over the long path" (2026-12-01): 0.93 of the 1.0 GB/s
 # path with the default parallelism and 8 MiB calls, the lower of the two call sizes measured at parallel 16.
 PREWARM_GB_PER_SECOND = 0.93
 
@@ -239,7 +239,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
         type=float,
         default=PREWARM_GB_PER_SECOND,
         metavar="R",
-        help=f"what prewarm moves over the path (default {PREWARM_GB_PER_SECOND}: README prewarm benchmark)",
+        help=f"what prewarm moves over the path (default {PREWARM_GB_PER_SECOND}: benchmarks/results.md, prewarm)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.set_defaults(run=run)

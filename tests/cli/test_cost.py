@@ -151,7 +151,7 @@ def test_cli_bad_numbers_exit_2(extra: list[str], flag: str, capsys: pytest.Capt
 def test_cold_start_against_prewarm_by_hand() -> None:
     """docs/design.md §1, the reference run: 999 batches in 18.5 minutes (1.111 s a batch), the first 150 batches
     warming the cache at 80-90 % GPU (0.85 taken for all of them). Lost GPU time: 150 x 1.111 s x (1/0.85 - 1)
-    = 29.4 s. Prewarm first: 50 TB at 0.93 GB/s (the README's prewarm benchmark) = 50,000 / 0.93 / 3600 = 14.93 h,
+    = 29.4 s. Prewarm first: 50 TB at 0.93 GB/s (benchmarks/results.md, prewarm) = 50,000 / 0.93 / 3600 = 14.93 h,
     which idle GPUs at $100/h would cost $1,493; the warm-up costs $0.82. Prewarm does not pay while GPUs wait."""
     start = cold_start(
         spoke="us-west-2",

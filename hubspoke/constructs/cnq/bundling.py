@@ -8,7 +8,7 @@ A bundle is built once per content and kept in hubspoke's cache (`hubspoke.cache
 keyed by the bytes of every file that goes into it, their paths, the Python version markers are evaluated
 for and this module's own source; later synths check it byte for byte and hard-link it into the asset (a copy
 where the cache is on another filesystem or owned by another user). Creating the SDK's ~250 files was about a tenth of a warm synth
-(docs/development.md, "Where a synth's time goes"); any changed byte is a new key and a new bundle.
+(benchmarks/lab-notes.md, "Where a synth's time goes"); any changed byte is a new key and a new bundle.
 """
 
 from __future__ import annotations
