@@ -255,3 +255,18 @@ def test_credentials_go_only_to_an_https_server(tmp_path: Path) -> None:
         path = _kubeconfig(tmp_path / "config", server=fake.url, user={"token": fake.token})
         with pytest.raises(KubeUnavailable, match="refused these credentials"):
             _connect(path).items("/api/v1/nodes")
+
+
+def test_no_kubectl_or_a_kubeconfig_kubectl_cannot_read_is_a_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file kubectl cannot parse stops `kubectl config view` (exit 1); no kubectl at all is the same kind of
+    reason, with where to get it."""
+    broken = tmp_path / "config"
+    broken.write_text("clusters: [unclosed\n")
+    with pytest.raises(KubeUnavailable, match=f"kubectl cannot read kubeconfig {broken}"):
+        _connect(broken)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(KubeUnavailable, match="kubectl is not on PATH") as missing:
+        _connect(broken)
+    assert "Install Tools" in missing.value.fix
