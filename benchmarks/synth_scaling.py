@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from hubspoke import stage  # noqa: E402
 from hubspoke.config.quotas import DEFAULT_SECURITY_GROUP_RULES, peer_path_rules  # noqa: E402
-from hubspoke.config.sections import partial_view  # noqa: E402
+from hubspoke.config.schema import HubSpokeConfig  # noqa: E402
 from hubspoke.regions import HYPERPOD_REGIONS, REGIONS  # noqa: E402
 
 # CloudFormation quotas: 500 resources per stack, 1 MB template body (via S3). Goal: half of each.
@@ -76,7 +76,8 @@ def topology(spokes: int) -> dict[str, Any]:
 
     hub = region("us-east-2", 250)
     spoke_entries = [region(code, i + 1) for i, code in enumerate(chosen)]
-    rules = peer_path_rules(partial_view({"hub": hub, "spokes": spoke_entries}))["hub"]
+    counted = {"environment": "bench", "account": "123456789012", "hub": hub, "spokes": spoke_entries}
+    rules = peer_path_rules(HubSpokeConfig.model_validate(counted))["hub"]
     if rules > DEFAULT_SECURITY_GROUP_RULES:
         # What a deploy of this many spokes needs (README, Scaling): the config states the raised quota.
         hub["quotas"] = {"security_group_rules": rules}

@@ -65,6 +65,6 @@ def cache_volumes(storage: StorageConfig) -> CacheVolumesConfig:
     layout = storage.cache_volumes or qumulo_layout(storage.instance_type)
     if layout is None:
         raise ValueError(
-            f"storage.cache_volumes is required for {storage.instance_type} (hubspoke.config.storage_rules)"
+            f"storage.cache_volumes is required for {storage.instance_type} (hubspoke.config.schema, RegionConfig)"
         )
     return layout

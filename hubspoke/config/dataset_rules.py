@@ -1,19 +1,17 @@
-"""Config rules on datasets: where `hubspoke dataset load` runs must exist."""
+"""Environment-wide rules on datasets: where `hubspoke dataset load` runs must exist."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hubspoke.config.sections import ConfigView, Problem
+from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.config.sections import Problem
 
 
-def loads_run_on_hub_compute(config: ConfigView) -> Iterator[Problem]:
+def loads_run_on_hub_compute(config: HubSpokeConfig) -> Iterator[Problem]:
     """Source buckets mean loads; a load is a Job on the hub's cluster (hubspoke/k8s/load.py), where the hub's REST
     API and dataset export answer, and hubspoke builds no other host there."""
-    dataset, hub = config.dataset, config.hub
-    if dataset is None or not dataset.source_buckets or hub is None or hub.compute is None:
-        return
-    if hub.compute_on is None:
+    if config.dataset.source_buckets and config.hub.compute_on is None:
         yield Problem(
             "dataset.source_buckets",
             "`hubspoke dataset load` runs as a Job on the hub's cluster, but hub.compute.enabled is false: set "

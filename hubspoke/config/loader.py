@@ -12,32 +12,15 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from hubspoke.config import rules
-from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.config.sections import Problem, partial_view, view
+from hubspoke.config.schema import HubSpokeConfig, Refusals
+from hubspoke.config.sections import Problem, view
 
-# Field-specific advice where pydantic's own words would not tell the user what to write.
-_EXAMPLES = {
-    # The schema's pattern: a lowercase letter, then up to 15 lowercase letters, digits or hyphens.
-    "environment": "a short lowercase name such as dev (a letter, then at most 15 letters, digits or hyphens)",
-    "ami_id": "the image's ID, ami- and 8 to 17 hex digits; `hubspoke ami --region <code>` prints the line to paste",
-    "version": "the Qumulo Core release as numbers, e.g. 7.10.2.1 (a name such as latest is not a pinned release)",
-    "account": 'twelve digits in quotes, e.g. "123456789012"',
-    "region": "a Region code such as us-west-2",
-    "cidr": "an IPv4 CIDR such as 10.20.0.0/16",
-    "hub": "a mapping with region and cidr",
-}
 # A field that takes a mapping, where YAML gave a list (a "- " in front of its keys) or a scalar.
 _MAPPING_FIX = "a mapping (key: value lines under it), not a list: remove the '- ' in front of its keys"
-# Keys earlier releases read, with what replaces them: said beside the schema's "unknown key".
-_RETIRED: dict[tuple[str, ...], str] = {
-    ("storage", "floating_ips_per_node"): (
-        "replaced by storage.floating_ip_count, the cluster's total as Qumulo counts it (3 to 100): "
-        "write floating_ip_count: <node_count x floating_ips_per_node> to keep today's addresses"
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -146,16 +129,18 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The config section a location points into, to list its allowed keys."""
+def _field_at(loc: tuple[int | str, ...]) -> tuple[type[BaseModel] | None, FieldInfo | None]:
+    """The config section a location points into and the field it names there (its description is the fix)."""
     model: Any = HubSpokeConfig
+    info: FieldInfo | None = None
     for part in loc:
         if isinstance(part, int):
             continue
         if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
-            return None
-        model = _unwrap(model.model_fields[part].annotation)
-    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+            return None, None
+        info = model.model_fields[part]
+        model = _unwrap(info.annotation)
+    return (model if isinstance(model, type) and issubclass(model, BaseModel) else None), info
 
 
 def _unwrap(annotation: Any) -> Any:
@@ -170,63 +155,46 @@ def _unwrap(annotation: Any) -> Any:
             return annotation
 
 
-def _describe(error: ErrorDetails) -> Problem:
+def _describe(error: ErrorDetails) -> list[Problem]:
+    """Pydantic's error as the user's problems: the field's own message, or pydantic's with the field's description
+    (found by the error's whole location, never by the key's bare name) as what to write."""
     loc = tuple(error["loc"])
-    field = _dotted(loc)
-    kind = error["type"]
-    value = error.get("input")
-    name = next((p for p in reversed(loc) if isinstance(p, str)), "")
+    field, kind, value = _dotted(loc), error["type"], error.get("input")
+    if kind == "value_error":
+        refused = error.get("ctx", {}).get("error")
+        if isinstance(refused, Refusals):
+            return [Problem(_dotted((*loc, key)), message) for key, message in refused.problems]
+        return [Problem(field, error["msg"].removeprefix("Value error, "))]
     if kind == "extra_forbidden":
-        parent = _model_at(loc[:-1])
+        parent, _ = _field_at(loc[:-1])
         allowed = sorted(parent.model_fields) if parent else []
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         hint = f"did you mean '{close[0]}'?" if close else "remove it"
-        return Problem(field, f"unknown key; {hint} (allowed here: {', '.join(allowed)})")
+        return [Problem(field, f"unknown key; {hint} (allowed here: {', '.join(allowed)})")]
+    section, info = _field_at(loc)
+    expected = info.description if info is not None and info.description else "see docs/configuration.md"
     if kind == "missing":
-        example = _EXAMPLES.get(name, "see README.md, 'Configuration'")
-        return Problem(field, f"required but missing; add it: {example}")
-    if kind == "value_error":
-        return Problem(field, error["msg"].removeprefix("Value error, "))
-    if name == "inter_region_mtu" and kind == "less_than_equal":
-        return Problem(
-            field, f"{value} exceeds 8500, the most inter-Region VPC peering carries; set 8500 or less"
-        )
-    if name == "soft_capacity_limit_tb" and kind == "greater_than_equal":
-        # Releases before issue 22 accepted any positive limit; Qumulo's range starts at 50 TB
-        # (qumulo-terraform-aws @ 8a6e4d57, variables.tf soft_capacity_limit_tb "50 to 50000").
-        return Problem(
-            field,
-            f"{value} TB is below Qumulo's minimum soft capacity limit, 50 TB; set 50 or more. On a cluster "
-            "an earlier hubspoke release deployed with less, the raise is an ordinary capacity increase "
-            "(docs/runbooks/qumulo-core.md, 'Soft capacity limits below 50 TB')",
-        )
-    if kind == "string_pattern_mismatch" and name in _EXAMPLES:
-        return Problem(field, f"'{value}' is not valid here; write {_EXAMPLES[name]}")
-    if name == "count" and kind == "greater_than_equal":
-        return Problem(
-            field,
-            f"{value} nodes: a HyperPod instance group needs at least 1; set compute.enabled: false for none",
-        )
+        return [Problem(field, f"required but missing; add it: {expected}")]
+    if value is None and section is not None:
+        default = "" if info is None or info.is_required() else ", or remove the line to take the defaults"
+        return [Problem(field, f"has no value (nothing after the colon): write its keys under it{default}")]
     if kind in ("model_type", "dict_type") and isinstance(value, list | str | int | float):
-        got = type(value).__name__
-        return Problem(field, f"got a {got} ({value!r}); write {_EXAMPLES.get(name, _MAPPING_FIX)}")
-    if kind.endswith("_type") or kind in ("model_type", "dict_type", "list_type"):
-        hint = (
-            f"expected {_EXAMPLES[name]}"
-            if name in _EXAMPLES
-            else "docs/configuration.md gives every key's type"
+        return [Problem(field, f"got a {type(value).__name__} ({value!r}); write {_MAPPING_FIX}")]
+    if kind == "string_pattern_mismatch":
+        return [Problem(field, f"'{value}' is not valid here; write {expected}")]
+    quote = ""
+    if kind == "string_type" and isinstance(value, int | float):
+        # YAML 1.1 reads an unquoted 1.30 as the float 1.3: the digits the user wrote are already lost.
+        quote = (
+            " (quote it: YAML reads unquoted 1.30 as the number 1.3)"
+            if isinstance(value, float)
+            else " (quote it)"
         )
-        got = type(value).__name__ if value is not None else "nothing"
-        quote = ""
-        if kind == "string_type" and isinstance(value, int | float):
-            # YAML 1.1 reads an unquoted 1.30 as the float 1.3: the digits the user wrote are already lost.
-            quote = (
-                " (quote it: YAML reads unquoted 1.30 as the number 1.3)"
-                if isinstance(value, float)
-                else " (quote it)"
-            )
-        return Problem(field, f"{error['msg'].lower()}, got {got} {value!r}{quote}; {hint}")
-    return Problem(field, f"{error['msg']} (got {value!r})")
+    return [
+        Problem(
+            field, f"{error['msg'][:1].lower()}{error['msg'][1:]}, got {value!r}{quote}; expected {expected}"
+        )
+    ]
 
 
 def load(path: Path | str) -> LoadedConfig:
@@ -247,15 +215,13 @@ def load(path: Path | str) -> LoadedConfig:
     try:
         config = HubSpokeConfig.model_validate(raw)
     except ValidationError as exc:
-        for error in exc.errors():
-            problems.append(_describe(error))
-            retired = _RETIRED.get(tuple(p for p in error["loc"] if isinstance(p, str))[-2:])
-            if error["type"] == "extra_forbidden" and retired:
-                problems.append(Problem(_dotted(tuple(error["loc"])), retired))
-    # The rules read the typed config; where the schema refused a part they read the rest (every problem at once).
-    findings = rules.check(view(config) if config is not None else partial_view(raw))
-    problems += [p for p in findings if p.severity == "error"]
-    if problems or config is None:
+        problems = [problem for error in exc.errors() for problem in _describe(error)]
+    if config is None:
+        raise ConfigError(path, problems)
+    # The environment-wide rules read a valid config (the schema has refused nothing).
+    findings = rules.check(view(config))
+    problems = [p for p in findings if p.severity == "error"]
+    if problems:
         raise ConfigError(path, problems)
     return LoadedConfig(path, config, tuple(p for p in findings if p.severity == "warning"))
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterator
 
-from hubspoke.config.sections import ConfigView, Problem
+from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.config.sections import Problem
 from hubspoke.regions import REGIONS, partition_regions
 
 
-def vpc_cidrs_do_not_overlap(config: ConfigView) -> Iterator[Problem]:
+def vpc_cidrs_do_not_overlap(config: HubSpokeConfig) -> Iterator[Problem]:
     """Peered VPCs must not overlap (VPC peering guide); we check every pair, peered or not."""
     seen: list[tuple[str, ipaddress.IPv4Network]] = []
     for region in config.regions():
@@ -89,13 +90,11 @@ def _free_service_cidr(taken: list[tuple[str, ipaddress.IPv4Network]]) -> str:
     return "a /16 of 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"
 
 
-def one_spoke_per_region(config: ConfigView) -> Iterator[Problem]:
-    hub_region = config.hub.region if config.hub is not None else None
+def one_spoke_per_region(config: HubSpokeConfig) -> Iterator[Problem]:
+    hub_region = config.hub.region
     first: dict[str, str] = {}
     for spoke in config.spokes:
         path, code = spoke.path, spoke.region
-        if code is None:
-            continue
         if code == hub_region:
             yield Problem(
                 f"{path}.region",
@@ -110,51 +109,31 @@ def one_spoke_per_region(config: ConfigView) -> Iterator[Problem]:
             first[code] = path
 
 
-def az_ids_belong_to_region(config: ConfigView) -> Iterator[Problem]:
+def az_ids_belong_to_region(config: HubSpokeConfig) -> Iterator[Problem]:
     for region in config.regions():
         path, code = region.path, region.region
-        facts = REGIONS.get(code) if code is not None else None
+        facts = REGIONS.get(code)
         if facts is None:
             # A Region botocore knows but hubspoke/regions.py does not: no default AZs to fall back on.
-            if code is not None and code in partition_regions() and not region.az_ids:
+            if code in partition_regions() and not region.az_ids:
                 yield Problem(
                     f"{path}.az_ids",
                     f"hubspoke has no default AZ IDs for {code} (hubspoke/regions.py): list two, e.g. from "
                     f"`aws ec2 describe-availability-zones --region {code} --query AvailabilityZones[].ZoneId`",
                 )
             continue
-        az_ids = region.az_ids
-        fields: list[tuple[str, str | None]] = [
-            (f"{path}.az_ids[{i}]", v) for i, v in enumerate(az_ids or [])
-        ]
-        fields.append((f"{path}.accelerator_az_id", region.accelerator_az_id))
+        az_ids = region.az_ids or []
+        fields = [(f"{path}.az_ids[{i}]", v) for i, v in enumerate(az_ids)]
+        if region.accelerator_az_id is not None:
+            fields.append((f"{path}.accelerator_az_id", region.accelerator_az_id))
         for field, value in fields:
-            if value is not None and not facts.owns_az_id(value):
+            if not facts.owns_az_id(value):
                 yield Problem(
                     field,
                     f"AZ ID '{value}' is not in {facts.code}; its AZ IDs look like {facts.default_az_ids[0]}",
                 )
-        ids = [a for a in az_ids or [] if a is not None]
-        if len(set(ids)) != len(ids):
+        if len(set(az_ids)) != len(az_ids):
             yield Problem(f"{path}.az_ids", "lists an AZ ID twice; list each AZ once")
-
-
-def public_endpoint_not_open_to_world(config: ConfigView) -> Iterator[Problem]:
-    for region in config.regions():
-        path = region.path
-        cidrs = region.compute.public_access_cidrs if region.compute is not None else []
-        for i, value in enumerate(cidrs):
-            if ipaddress.IPv4Network(value).prefixlen == 0:
-                yield Problem(
-                    f"{path}.compute.public_access_cidrs[{i}]",
-                    "opens the EKS API to the whole internet; list your admin network's CIDR instead",
-                )
-        admin = region.storage.admin_cidr if region.storage is not None else None
-        if admin is not None and ipaddress.IPv4Network(admin).prefixlen == 0:
-            yield Problem(
-                f"{path}.storage.admin_cidr",
-                "opens SSH and the Qumulo REST API to the whole internet; use your admin network's CIDR",
-            )
 
 
 # Amazon VPC User Guide, "IPv4 CIDR block association restrictions" (awsdocs/amazon-vpc-user-guide@a16ab76,
@@ -162,6 +141,8 @@ def public_endpoint_not_open_to_world(config: ConfigView) -> Iterator[Problem]:
 # because AWS services that work across VPCs and accounts need the ranges apart.
 _RFC1918 = tuple(ipaddress.IPv4Network(c) for c in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 _SERVICE_RANGE = ipaddress.IPv4Network("198.19.0.0/16")
+# The shared address space (RFC 6598) the same page offers for secondary blocks.
+_SHARED = ipaddress.IPv4Network("100.64.0.0/10")
 _RESTRICTED_SECONDARY: tuple[tuple[ipaddress.IPv4Network | None, tuple[ipaddress.IPv4Network, ...]], ...] = (
     (_RFC1918[0], (_RFC1918[1], _RFC1918[2], _SERVICE_RANGE)),
     (_RFC1918[1], (_RFC1918[0], _RFC1918[2], ipaddress.IPv4Network("172.31.0.0/16"), _SERVICE_RANGE)),
@@ -174,7 +155,7 @@ _RESTRICTED_SECONDARY: tuple[tuple[ipaddress.IPv4Network | None, tuple[ipaddress
 _FIRST_TEN_15, _FIRST_TEN_16 = ipaddress.IPv4Network("10.0.0.0/15"), ipaddress.IPv4Network("10.0.0.0/16")
 
 
-def secondary_cidrs_associable(config: ConfigView) -> Iterator[Problem]:
+def secondary_cidrs_associable(config: HubSpokeConfig) -> Iterator[Problem]:
     """A secondary block AWS refuses to associate with the VPC's primary block fails the Network stack at deploy."""
     for region in config.regions():
         blocks = region.cidr_fields()
@@ -200,4 +181,20 @@ def secondary_cidrs_associable(config: ConfigView) -> Iterator[Problem]:
                     f"AWS does not associate {block} with a VPC whose primary block is {primary} (Amazon VPC User "
                     f"Guide, 'IPv4 CIDR block association restrictions': nothing from {clash}); pick a secondary "
                     "block from the primary's own private range or from 100.64.0.0/10",
+                )
+
+
+def vpc_cidrs_are_private(config: HubSpokeConfig) -> Iterator[Problem]:
+    """AWS creates a VPC from any block, but recommends RFC 1918's private ranges (Amazon VPC User Guide, "VPC CIDR
+    blocks": "we recommend that you specify a CIDR block from the private IPv4 address ranges as specified in RFC
+    1918"; a publicly routable block is allowed), so a public one is a warning."""
+    for region in config.regions():
+        for field, block in region.cidr_fields():
+            if not any(block.subnet_of(r) for r in (*_RFC1918, _SHARED)):
+                yield Problem(
+                    field,
+                    f"{block} is outside private address space (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, as the "
+                    "Amazon VPC User Guide recommends, 'VPC CIDR blocks'; AWS accepts it): pick a private block "
+                    "such as 10.30.0.0/16 unless you own this range and mean it",
+                    severity="warning",
                 )

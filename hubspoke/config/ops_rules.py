@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hubspoke.config.sections import ConfigView, Problem
+from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.config.sections import Problem
 
 
-def _alarm_regions(config: ConfigView) -> list[tuple[str, str]]:
+def _alarm_regions(config: HubSpokeConfig) -> list[tuple[str, str]]:
     """(dotted path, Region code) of every Region whose stacks hold alarms (hubspoke/alarms.py planned_alarms):
     the hub when it trains (its training alarms), a spoke whose CNQ caches the hub's (its Ops stack). A Region
-    whose code, storage or compute section the schema refused is left out (the schema reports it)."""
+    """
     found = []
     hub_storage = False
     for region in config.regions():
         code = region.region
-        if code is None:
-            continue
         if region.is_hub:
             hub_storage = region.storage_on is not None
             if region.compute_on is not None:
@@ -53,15 +52,13 @@ def _actions_per_state(alarm_regions: list[tuple[str, str]], topics: list[str]) 
             )
 
 
-def alarms_reach_somebody(config: ConfigView) -> Iterator[Problem]:
+def alarms_reach_somebody(config: HubSpokeConfig) -> Iterator[Problem]:
     """An alarm nobody hears is no alarm: every Region with alarms needs an address or a topic of its own Region.
 
     A topic receives only the alarms of its own Region: ASSUMED, no CloudWatch page we read says whether an alarm
     action may name a topic in another Region, so hubspoke never does (docs/operations.md, "Who is told").
     """
     ops = config.ops
-    if ops is None:
-        return
     emails, topics, nobody = ops.alarm_emails, ops.alarm_topic_arns, ops.alarms_notify_nobody
     alarm_regions = _alarm_regions(config)
     topic_regions = {_topic_region(t) for t in topics} - {None}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hubspoke.config.schema import QuotasConfig
-from hubspoke.config.sections import ConfigView, Problem, RegionView
+from hubspoke.config.schema import HubSpokeConfig, QuotasConfig, RegionConfig
+from hubspoke.config.sections import Problem
 from hubspoke.ports import FROM_HUB, FROM_SPOKE
 
 # VPC quotas: active peering connections per VPC, default and hard maximum.
@@ -27,14 +27,12 @@ MAX_SECURITY_GROUP_RULES = next(
 VPC_CIDR_BLOCKS_QUOTA_CODE = "L-83CA0A9D"
 
 
-def vpc_cidr_blocks_within_quota(config: ConfigView) -> Iterator[Problem]:
+def vpc_cidr_blocks_within_quota(config: HubSpokeConfig) -> Iterator[Problem]:
     """A VPC's primary and secondary blocks fit 'IPv4 CIDR blocks per VPC' (5 unless the config states more)."""
     for region in config.regions():
-        if region.quotas is None:
-            continue
-        path, blocks, allowed = region.path, len(region.vpc_cidrs()), region.quotas.vpc_cidr_blocks
+        path, blocks, allowed = region.path, len(region.all_cidrs), region.quotas.vpc_cidr_blocks
         if blocks > allowed:
-            code = region.region or "<region>"
+            code = region.region
             yield Problem(
                 f"{path}.secondary_cidrs",
                 f"{blocks} CIDR blocks on this VPC (the primary and {blocks - 1} secondary) exceed the quota of "
@@ -48,11 +46,11 @@ def vpc_cidr_blocks_within_quota(config: ConfigView) -> Iterator[Problem]:
 ROUTES_PER_ROUTE_TABLE_QUOTA_CODE = "L-93826ACB"
 
 
-def _by_path(config: ConfigView) -> dict[str, RegionView]:
+def _by_path(config: HubSpokeConfig) -> dict[str, RegionConfig]:
     return {region.path: region for region in config.regions()}
 
 
-def private_route_table_routes(config: ConfigView) -> dict[str, tuple[int, int]]:
+def private_route_table_routes(config: HubSpokeConfig) -> dict[str, tuple[int, int]]:
     """(peer routes, other routes) of each Region's private route tables, hub first, then spokes in config order.
 
     Peer routes: one per peer CIDR over the peering (constructs/peering.py PeerSide): every spoke's blocks on the
@@ -62,18 +60,16 @@ def private_route_table_routes(config: ConfigView) -> dict[str, tuple[int, int]]
     `nat: none`.
     """
     by_path = _by_path(config)
-    if "hub" not in by_path:
-        return {}
-    spoke_cidrs = sum(len(r.vpc_cidrs()) for path, r in by_path.items() if path != "hub")
-    hub_cidrs = len(by_path["hub"].vpc_cidrs())
+    spoke_cidrs = sum(len(r.all_cidrs) for path, r in by_path.items() if path != "hub")
+    hub_cidrs = len(by_path["hub"].all_cidrs)
     counts: dict[str, tuple[int, int]] = {}
     for path, region in by_path.items():
-        other = len(region.vpc_cidrs()) + 1 + (0 if region.nat == "none" else 1)
+        other = len(region.all_cidrs) + 1 + (0 if region.nat == "none" else 1)
         counts[path] = (spoke_cidrs if path == "hub" else hub_cidrs, other)
     return counts
 
 
-def routes_within_quota(config: ConfigView) -> Iterator[Problem]:
+def routes_within_quota(config: HubSpokeConfig) -> Iterator[Problem]:
     """Each private route table's routes fit 'Routes per route table' (50 unless the config states more).
 
     Past the quota the Link (hub side) or Network (spoke side) stack fails mid-deploy creating a route.
@@ -81,13 +77,11 @@ def routes_within_quota(config: ConfigView) -> Iterator[Problem]:
     by_path = _by_path(config)
     for path, (peers, other) in private_route_table_routes(config).items():
         region = by_path[path]
-        if region.quotas is None:
-            continue
         allowed = region.quotas.routes_per_route_table
         needed = peers + other
         if needed <= allowed:
             continue
-        code = region.region or "<region>"
+        code = region.region
         whose = "every spoke CIDR" if path == "hub" else "every hub CIDR"
         stated = "routes_per_route_table" in region.quotas.model_fields_set
         origin = "the quota this file states" if stated else "the AWS default"
@@ -102,8 +96,8 @@ def routes_within_quota(config: ConfigView) -> Iterator[Problem]:
         )
 
 
-def peering_quota(config: ConfigView) -> Iterator[Problem]:
-    count = config.spoke_count
+def peering_quota(config: HubSpokeConfig) -> Iterator[Problem]:
+    count = len(config.spokes)
     if count > PEERINGS_MAX_QUOTA:
         yield Problem(
             "spokes",
@@ -119,21 +113,17 @@ def peering_quota(config: ConfigView) -> Iterator[Problem]:
         )
 
 
-def peer_path_rules(config: ConfigView) -> dict[str, int]:
+def peer_path_rules(config: HubSpokeConfig) -> dict[str, int]:
     """Inbound rules each Region's cross-Region security group needs: one per peer CIDR and port (ports.py)."""
     by_path = _by_path(config)
-    if "hub" not in by_path:
-        return {}
-    spoke_cidrs = sum(len(r.vpc_cidrs()) for path, r in by_path.items() if path != "hub")
+    spoke_cidrs = sum(len(r.all_cidrs) for path, r in by_path.items() if path != "hub")
     # The hub first, then the spokes in config order: the order the findings are printed in.
     counts = {"hub": spoke_cidrs * len(FROM_SPOKE)}
-    counts.update(
-        {path: len(by_path["hub"].vpc_cidrs()) * len(FROM_HUB) for path in by_path if path != "hub"}
-    )
+    counts.update({path: len(by_path["hub"].all_cidrs) * len(FROM_HUB) for path in by_path if path != "hub"})
     return counts
 
 
-def peer_path_rules_within_quota(config: ConfigView) -> Iterator[Problem]:
+def peer_path_rules_within_quota(config: HubSpokeConfig) -> Iterator[Problem]:
     """Every peer CIDR adds one rule per port to the other side's group; CloudFormation fails past the quota.
 
     The quota is per security group (Amazon VPC User Guide, "Amazon VPC quotas": 60 inbound rules by default,
@@ -142,9 +132,9 @@ def peer_path_rules_within_quota(config: ConfigView) -> Iterator[Problem]:
     by_path = _by_path(config)
     for path, needed in peer_path_rules(config).items():
         region = by_path[path]
-        code = region.region or path
+        code = region.region
         quotas = region.quotas
-        if quotas is None or needed <= (quota := quotas.security_group_rules):
+        if needed <= (quota := quotas.security_group_rules):
             continue
         peers = "every spoke CIDR" if path == "hub" else "every hub CIDR"
         ports = len(FROM_SPOKE) if path == "hub" else len(FROM_HUB)

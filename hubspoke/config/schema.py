@@ -11,11 +11,17 @@ import re
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from pydantic.json_schema import JsonDict
 
+from hubspoke.config import aws_models
 from hubspoke.dataset_manifest import SEGMENT_PATTERN
-from hubspoke.eks_addons import DEFAULT_KUBERNETES_VERSION, HYPERPOD_KUBERNETES_VERSIONS, KUBECTL_SKEW
+from hubspoke.eks_addons import (
+    DEFAULT_KUBERNETES_VERSION,
+    HYPERPOD_KUBERNETES_VERSIONS,
+    KUBECTL_LAYER_VERSION,
+    KUBECTL_SKEW,
+)
 from hubspoke.regions import REGIONS, partition_regions
 
 # AWS allows VPC CIDR blocks from /16 to /28; our subnet layout needs /20 or larger (see layout.py).
@@ -65,6 +71,14 @@ def _secondary_cidr(value: str) -> str:
     return value
 
 
+def _not_the_world(value: str) -> str:
+    if value.endswith("/0"):
+        raise ValueError(
+            f"{value} opens this endpoint to the whole internet; list your admin network's CIDR instead"
+        )
+    return value
+
+
 def _region(value: str) -> str:
     known = partition_regions() | set(REGIONS)
     if value not in known:
@@ -80,6 +94,14 @@ def _once_each(value: list[str]) -> list[str]:
     if len(set(value)) != len(value):
         raise ValueError(f"list each check once: {value}")
     return value
+
+
+def _hyperpod_type(value: str) -> str:
+    return aws_models.check(value, "sagemaker", "ClusterInstanceType", "a SageMaker HyperPod instance type")
+
+
+def _ec2_type(value: str) -> str:
+    return aws_models.check(value, "ec2", "InstanceType", "an EC2 instance type")
 
 
 Cidr = Annotated[str, AfterValidator(_cidr)]
@@ -107,6 +129,20 @@ ImageRef = Annotated[
     Field(pattern=r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})$"),
     AfterValidator(_not_latest),
 ]
+
+
+class Refusals(ValueError):
+    """What a section's validator refuses, each "key: message" (the loader adds the key to the section's path)."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = [(key, message) for key, _, message in (p.partition(": ") for p in problems)]
+        super().__init__("; ".join(problems))
+
+
+def refuse(problems: list[str]) -> None:
+    """Raise every problem a section's validator found at once; nothing when there are none."""
+    if problems:
+        raise Refusals(problems)
 
 
 def effective_account(region_account: Any, environment_account: Any) -> Any:
@@ -150,11 +186,26 @@ def _install_uri(value: str) -> str:
     return value
 
 
+# The nodes install Qumulo Core with host-managed networking (runtime/network.py), the mode of Qumulo's AWS
+# Terraform (qumulo-terraform-aws @ 8a6e4d57, networking_mode "host_managed"), whose README requires 7.9.2.1.
+QUMULO_CORE_MIN_VERSION = (7, 9, 2, 1)
+
+
+def _core_release(value: str) -> str:
+    if tuple(int(p) for p in value.split(".")) < QUMULO_CORE_MIN_VERSION:
+        minimum = ".".join(map(str, QUMULO_CORE_MIN_VERSION))
+        raise ValueError(
+            f"{value} is older than {minimum}, the first release Qumulo's AWS deployment supports with the "
+            f"host-managed networking hubspoke installs: stage {minimum} or newer (docs/runbooks/qumulo-core.md)"
+        )
+    return value
+
+
 class QumuloCoreConfig(Model):
     """The Qumulo Core release every node of the Region installs, staged in S3 the way Qumulo's guide says."""
 
     # A release as Nexus names it and as GET /v1/version reports it ("Qumulo Core 7.10.2.1").
-    version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+(\.\d+)?$")] = Field(
+    version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+(\.\d+)?$"), AfterValidator(_core_release)] = Field(
         description="the Qumulo Core release every node installs; 7.9.2.1 or newer, the same in every Region"
     )
     # The package is <install_uri><version>/qumulo-core.deb.
@@ -249,14 +300,24 @@ def qumulo_bucket_rule(soft_capacity_limit_tb: int) -> int:
     return max(MIN_BUCKETS, -(-soft_capacity_limit_tb // BUCKET_TB))
 
 
+def _cnq_node_count(count: int) -> int:
+    if not (count == 1 or 3 <= count <= 24):
+        raise ValueError(
+            f"{count} nodes: Cloud Native Qumulo runs 1 node or 3 to 24; use 1 or a number from 3 to 24"
+        )
+    return count
+
+
 class StorageConfig(Model):
     """The Region's Cloud Native Qumulo cluster (hub or spoke)."""
 
     enabled: bool = Field(default=True, description="deploy a Cloud Native Qumulo cluster in this Region")
-    # Checked in storage_rules.py. The reference hub ran 4 nodes.
-    node_count: int = Field(default=4, description="1, or 3 to 24 (Qumulo's limits)")
+    # The reference hub ran 4 nodes.
+    node_count: Annotated[int, AfterValidator(_cnq_node_count)] = Field(
+        default=4, description="1, or 3 to 24 (Qumulo's limits)"
+    )
     # i4i is in Qumulo's supported families and matches the reference hub's r5.8xlarge in vCPU and memory.
-    instance_type: str = Field(
+    instance_type: Annotated[str, AfterValidator(_ec2_type)] = Field(
         default="i4i.8xlarge",
         description="outside Qumulo's supported families only a warning; `*.xlarge` sizes warn too "
         "(Qumulo supports them for development)",
@@ -315,7 +376,7 @@ class StorageConfig(Model):
         default="/checkpoints", description="Region-local checkpoint export, outside the portal"
     )
     # The REST API listens on 8000.
-    admin_cidr: Cidr | None = Field(
+    admin_cidr: Annotated[Cidr, AfterValidator(_not_the_world)] | None = Field(
         default=None, description="SSH and REST from outside the VPC only from here"
     )
     # The cluster's floating IPs, a total Qumulo moves between nodes; clients, the portal and the REST address
@@ -386,6 +447,19 @@ class StorageConfig(Model):
         json_schema_extra=shown_as("Qumulo's layout for `instance_type`"),
     )
 
+    @model_validator(mode="after")
+    def _paths_apart(self) -> StorageConfig:
+        problems = []
+        d, c = self.dataset_path.rstrip("/") + "/", self.checkpoint_path.rstrip("/") + "/"
+        if c.startswith(d) or d.startswith(c):
+            problems.append(
+                f"checkpoint_path: '{self.checkpoint_path}' overlaps dataset_path '{self.dataset_path}'; "
+                "checkpoints there would go through the portal (read-only, or written across Regions): use a path "
+                "outside it, e.g. /checkpoints"
+            )
+        refuse(problems)
+        return self
+
     @property
     def buckets(self) -> int:
         """The persistent-storage buckets: bucket_count, else Qumulo's rule for the soft capacity limit."""
@@ -425,9 +499,8 @@ class InstanceGroupConfig(Model):
     name: Annotated[str, Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")] = Field(
         default="accelerated-worker-group-1", description="the instance group's name in the HyperPod cluster"
     )
-    # SageMaker's ClusterInstanceType values (botocore sagemaker service model) include hyphenated families
-    # such as ml.p6-b200.48xlarge and ml.p6e-gb200.36xlarge.
-    instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+$")] = Field(
+    # The values of ClusterInstanceType in the installed botocore's sagemaker model (aws_models.py).
+    instance_type: Annotated[str, AfterValidator(_hyperpod_type)] = Field(
         default="ml.p5.48xlarge",
         description="the SageMaker HyperPod instance type of every node in the group",
     )
@@ -441,7 +514,7 @@ class InstanceGroupConfig(Model):
     # sagemaker service model also lists MultiNodeTrainingValidation, which hubspoke has no source for yet).
     # InstanceStress is the instance-level test of about 2 hours a new node runs before it is Running
     # (SageMaker developer guide, "Recommended resiliency configuration"); InstanceConnectivity is NCCL across
-    # nodes, refused below 2 nodes (hubspoke/config/compute_rules.py). Empty: none, nodes run at once; the
+    # nodes, refused below 2 nodes (_connectivity_has_peers). Empty: none, nodes run at once; the
     # stack's node waiter then has no Checking waits (hubspoke/deploy_time.py node_wait_phases).
     on_start_deep_health_checks: Annotated[
         list[Literal["InstanceStress", "InstanceConnectivity"]], AfterValidator(_once_each)
@@ -450,6 +523,32 @@ class InstanceGroupConfig(Model):
         description="the deep health checks a new node runs before it is Running; `[]` for none, about 2 hours "
         "less per new node; `InstanceConnectivity` needs `count` 2 or more: [runbooks/compute.md](runbooks/compute.md)",
     )
+
+    @model_validator(mode="after")
+    def _connectivity_has_peers(self) -> InstanceGroupConfig:
+        # SageMaker developer guide, "Deep health checks" (Slurm): InstanceConnectivity "requires at least 2 nodes";
+        # the EKS page states no minimum: ASSUMED the same, the same NCCL test.
+        if "InstanceConnectivity" in self.on_start_deep_health_checks and self.count < 2:
+            raise Refusals(
+                [
+                    "on_start_deep_health_checks: InstanceConnectivity runs NCCL tests across a group's nodes and "
+                    "requires at least 2 nodes (SageMaker developer guide, 'Deep health checks'), but this group has "
+                    f"count: {self.count}: remove InstanceConnectivity from the list (keep InstanceStress, or [] for "
+                    "no checks), or set count: 2 or more"
+                ]
+            )
+        return self
+
+
+def _within_kubectl_skew(version: str) -> str:
+    # The kubectl layer that applies the manifests works within one minor of the control plane (eks_addons.py).
+    if version not in KUBECTL_SKEW:
+        raise ValueError(
+            f"{version}: hubspoke's kubectl {KUBECTL_LAYER_VERSION} Lambda layer works with Kubernetes "
+            f"{', '.join(KUBECTL_SKEW)} only (one minor either side); set one of those (a deployed cluster moves one "
+            "minor per deploy: docs/runbooks/compute.md, 'Upgrading Kubernetes')"
+        )
+    return version
 
 
 # The versions HyperPod lists, oldest first (for the reference's wording).
@@ -462,20 +561,22 @@ class ComputeConfig(Model):
     enabled: bool = Field(
         default=True, description="deploy EKS + HyperPod here (refused where HyperPod is not offered)"
     )
-    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$")] = Field(
-        default=DEFAULT_KUBERNETES_VERSION,
-        description=f'EKS version, quoted (`"{DEFAULT_KUBERNETES_VERSION}"`): one hubspoke\'s kubectl layer reaches '
-        f"({', '.join(f'`{v}`' for v in KUBECTL_SKEW)}; HyperPod's own list is wider, "
-        f"{_HYPERPOD_VERSIONS[0]} to {_HYPERPOD_VERSIONS[-1]}); "
-        "a deployed cluster moves one minor per deploy, so an "
-        "environment states its version, hub and spokes each "
-        "([runbooks/compute.md](runbooks/compute.md#upgrading-kubernetes))",
+    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d{2}$"), AfterValidator(_within_kubectl_skew)] = (
+        Field(
+            default=DEFAULT_KUBERNETES_VERSION,
+            description=f'EKS version, quoted (`"{DEFAULT_KUBERNETES_VERSION}"`): one hubspoke\'s kubectl layer reaches '
+            f"({', '.join(f'`{v}`' for v in KUBECTL_SKEW)}; HyperPod's own list is wider, "
+            f"{_HYPERPOD_VERSIONS[0]} to {_HYPERPOD_VERSIONS[-1]}); "
+            "a deployed cluster moves one minor per deploy, so an "
+            "environment states its version, hub and spokes each "
+            "([runbooks/compute.md](runbooks/compute.md#upgrading-kubernetes))",
+        )
     )
     # Checked in network_rules.py: pods would lose the route to an overlapping VPC.
     service_cidr: Cidr = Field(
         default="172.20.0.0/16", description="Kubernetes service CIDR; must not overlap any VPC"
     )
-    public_access_cidrs: list[Cidr] = Field(
+    public_access_cidrs: list[Annotated[Cidr, AfterValidator(_not_the_world)]] = Field(
         default=[], description="EKS API endpoint is private unless CIDRs are listed"
     )
     instance_groups: Annotated[list[InstanceGroupConfig], Field(min_length=1)] = Field(
@@ -588,6 +689,97 @@ class RegionConfig(Model):
         description="the Region's SageMaker HyperPod cluster on EKS and its Kubernetes storage; keys below",
     )
 
+    _path: str = PrivateAttr(default="hub")
+
+    @property
+    def path(self) -> str:
+        """`hub` or `spokes[<i>]`: the prefix of every field a rule names in this Region."""
+        return self._path
+
+    @property
+    def is_hub(self) -> bool:
+        return self._path == "hub"
+
+    @property
+    def storage_on(self) -> StorageConfig | None:
+        return self.storage if self.storage.enabled else None
+
+    @property
+    def compute_on(self) -> ComputeConfig | None:
+        return self.compute if self.compute.enabled else None
+
+    def cidr_fields(self) -> list[tuple[str, ipaddress.IPv4Network]]:
+        """The VPC blocks, primary first, with the field each sits in."""
+        fields = [
+            f"{self._path}.cidr",
+            *(f"{self._path}.secondary_cidrs[{i}]" for i in range(len(self.secondary_cidrs))),
+        ]
+        return [
+            (field, ipaddress.IPv4Network(block)) for field, block in zip(fields, self.all_cidrs, strict=True)
+        ]
+
+    def undeployable(self) -> list[str]:
+        """What the Region's CNQ and HyperPod lack to deploy ("key: message"), which storage_rules.py reports:
+        pinned images, node volumes, egress, a local CNQ. A config built in code may leave them out."""
+        problems = []
+        storage = self.storage
+        if self.compute.enabled and not storage.enabled:
+            problems.append(
+                "compute: compute mounts the dataset from this Region's own CNQ, but "
+                "storage.enabled is false: enable storage here or set compute.enabled: false"
+            )
+        if storage.enabled and self.nat == "none":
+            problems.append(
+                "nat: none leaves the CNQ nodes without the outbound access Qumulo requires for "
+                "deployment and quorum (api.missionq.qumulo.com, api.nexus.qumulo.com): set nat: single (or "
+                "per_az), or storage.enabled: false for this Region"
+            )
+        # HyperPod nodes reach ECR, EKS, SageMaker and CloudWatch through NAT: the VPC has an S3 gateway endpoint
+        # only (SageMaker HyperPod developer guide, "Setting up SageMaker HyperPod clusters with a custom Amazon VPC").
+        if self.compute.enabled and self.nat == "none":
+            problems.append(
+                "nat: none leaves the HyperPod nodes and the compute stack's functions without a "
+                "route to ECR, EKS, SageMaker and CloudWatch (hubspoke adds no interface endpoints): set nat: single "
+                "(or per_az), or compute.enabled: false for this Region"
+            )
+        if not storage.enabled:
+            return problems
+        # A deploy-time image lookup would re-resolve on every update and replace every node at once.
+        if storage.ami_id is None:
+            problems.append(
+                f"storage.ami_id: required with storage: pin a stock Ubuntu 24.04 LTS image for {self.region}; "
+                f"`hubspoke ami --region {self.region}` prints the current one as the line to paste (ami_id: ami-...)"
+            )
+        if storage.qumulo_core is None:
+            problems.append(
+                "storage.qumulo_core: required with storage: the Qumulo Core release the nodes install and "
+                "where it is staged, e.g. {version: 7.10.2.1, install_uri: s3://my-bucket/my-prefix/"
+                "qumulo-core-install/} (docs/runbooks/qumulo-core.md)"
+            )
+        from hubspoke.config.cnq_volumes import QUMULO_EC2_MAP  # built from this module's models
+
+        if storage.instance_type not in QUMULO_EC2_MAP and storage.cache_volumes is None:
+            problems.append(
+                f"storage.cache_volumes: required for {storage.instance_type}: Qumulo's AWS layout (write "
+                "cache, DKV and read cache EBS volumes per node) covers other types only; set write_cache {count, "
+                "size_gib, type, iops, throughput_mibps} (docs/runbooks/qumulo-core.md, 'Node volumes') or pick a "
+                "type Qumulo lists"
+            )
+        if storage.floating_ip_count is not None and storage.floating_ip_count < storage.node_count:
+            problems.append(
+                f"storage.floating_ip_count: {storage.floating_ip_count} floating IPs for {storage.node_count} "
+                "nodes: Qumulo gives every node at least one (its AWS Terraform raises a smaller count to the node "
+                f"count): set at least {storage.node_count}"
+            )
+        per_node, tb, nodes = storage.capacity_per_node_tb, storage.soft_capacity_limit_tb, storage.node_count
+        if per_node is not None and tb > per_node * nodes:
+            problems.append(
+                f"storage.soft_capacity_limit_tb: {tb} TB over {nodes} nodes is {tb / nodes:g} TB per node, "
+                f"above capacity_per_node_tb ({per_node}): the number and type of instances will not support it "
+                f"(Qumulo); raise node_count to {-(-tb // per_node)} or pick a larger instance type"
+            )
+        return problems
+
     @property
     def resolved_az_ids(self) -> tuple[str, ...]:
         return tuple(self.az_ids) if self.az_ids else REGIONS[self.region].default_az_ids[:DEFAULT_AZ_COUNT]
@@ -621,9 +813,22 @@ REFERENCE_READ_BYTES_PER_SECOND = (4096 + 1) * 2 * 115
 
 
 DatasetSegment = Annotated[str, Field(pattern=SEGMENT_PATTERN)]
+
+
 # S3 bucket names (Amazon S3 User Guide, "General purpose bucket naming rules": 3 to 63 characters, lowercase
 # letters, digits, dots and hyphens, beginning and ending with a letter or digit).
-BucketName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")]
+def _bucket_name(value: str) -> str:
+    if value.startswith("s3://"):
+        bucket = value.removeprefix("s3://").split("/", 1)[0]
+        raise ValueError(f"'{value}' is an S3 URI; list the bucket's name only: {bucket}")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", value):
+        raise ValueError(
+            f"'{value}' is not an S3 bucket name: 3 to 63 lowercase letters, digits, dots, hyphens"
+        )
+    return value
+
+
+BucketName = Annotated[str, AfterValidator(_bucket_name)]
 # A KMS key ARN (AWS KMS Developer Guide, "Key identifiers (KeyId)": arn:<partition>:kms:<region>:<account>:
 # key/<key id>, a multi-Region key's id starting mrk-); an alias ARN is refused: an IAM grant names keys.
 KmsKeyArn = Annotated[
@@ -652,7 +857,8 @@ class DatasetConfig(Model):
     )
     version: DatasetSegment | None = Field(
         default=None,
-        description="the sealed version jobs read; `render job --dataset-version` overrides it for one job",
+        description="the sealed version jobs read, with `name`: letters, digits, `.`, `_`, `-`, at most 63; "
+        "`render job --dataset-version` overrides it for one job",
         json_schema_extra=shown_as("none; required to render a training job"),
     )
     token_bytes: Literal[2, 4] = Field(
@@ -681,27 +887,38 @@ class DatasetConfig(Model):
     )
 
     @model_validator(mode="after")
-    def _vocab_fits(self) -> DatasetConfig:
+    def _consistent(self) -> DatasetConfig:
+        problems = []
         limit = 2 ** (8 * self.token_bytes)
         if self.vocab_size > limit:
-            raise ValueError(
-                f"vocab_size {self.vocab_size} does not fit {self.token_bytes}-byte tokens (at most {limit}); "
-                "set token_bytes: 4"
+            problems.append(
+                f"vocab_size: {self.vocab_size} does not fit {self.token_bytes}-byte tokens (at most {limit}); set token_bytes: 4"
             )
         if len(set(self.source_buckets)) != len(self.source_buckets):
-            raise ValueError("source_buckets names a bucket twice; list each once")
+            problems.append("source_buckets: names a bucket twice; list each once")
         if self.source_kms_key_arns and not self.source_buckets:
-            raise ValueError(
-                "source_kms_key_arns without source_buckets grants nothing a load uses; list the buckets too"
+            problems.append(
+                "source_kms_key_arns: without source_buckets grants nothing a load uses; list the buckets too"
             )
+        if self.version is not None and self.name is None:
+            problems.append(
+                f"name: missing: version {self.version} is a version of no dataset; add dataset.name, the folder under dataset_path that holds it (docs/datasets.md)"
+            )
+        refuse(problems)
         return self
+
+
+def _email(value: str) -> str:
+    if not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", value):
+        raise ValueError(f"'{value}' is not an e-mail address; write it like you@example.com")
+    return value
 
 
 class OpsConfig(Model):
     """Who is told when the hub goes away, and the floors the alarms hold."""
 
     # config/ops_rules.py refuses alarms that reach nobody unless alarms_notify_nobody says so in the file.
-    alarm_emails: list[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = Field(
+    alarm_emails: list[Annotated[str, AfterValidator(_email)]] = Field(
         default=[],
         description="addresses told of every alarm (each confirms SNS's subscription email); validation refuses "
         "alarms that reach nobody",
@@ -847,7 +1064,8 @@ class HubSpokeConfig(Model):
     """One environment: a hub Region, its spoke Regions, and the settings they share."""
 
     environment: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,15}$")] = Field(
-        description="short lowercase name; stack names are `hubspoke-<environment>-<kind>-<region>`"
+        description="short lowercase name (a letter, then at most 15 letters, digits or hyphens); stack names are "
+        "`hubspoke-<environment>-<kind>-<region>`"
     )
     account: AccountId = Field(
         description="12-digit account ID, quoted; a Region may override it with its own `account`"
@@ -878,6 +1096,10 @@ class HubSpokeConfig(Model):
         default=OpsConfig(),
         description="who is told when the hub goes away, and the floors the alarms hold; keys below",
     )
+
+    def model_post_init(self, context: Any, /) -> None:
+        for i, spoke in enumerate(self.spokes):
+            spoke._path = f"spokes[{i}]"
 
     def regions(self) -> Iterator[RegionConfig]:
         """The hub first, then every spoke in config order."""

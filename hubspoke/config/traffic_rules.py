@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hubspoke.config.sections import ConfigView, Problem
+from hubspoke.config.schema import HubSpokeConfig
+from hubspoke.config.sections import Problem
 from hubspoke.flow_logs import LOG_GROUP_FILTER_QUOTA, MAX_FILTERS_PER_LOG_GROUP, traffic_patterns
 
 
-def hub_and_spokes_do_not_share_a_24(config: ConfigView) -> Iterator[Problem]:
+def hub_and_spokes_do_not_share_a_24(config: HubSpokeConfig) -> Iterator[Problem]:
     """Flow-log patterns match addresses as text, so a block smaller than /24 is matched as its whole /24
     (hubspoke/flow_logs.py): a hub block and a spoke block in one /24 would count each other's bytes."""
-    if config.hub is None:
-        return
     hub_blocks = [
         (f, n, n.supernet(new_prefix=24) if n.prefixlen > 24 else n) for f, n in config.hub.cidr_fields()
     ]
@@ -31,14 +30,12 @@ def hub_and_spokes_do_not_share_a_24(config: ConfigView) -> Iterator[Problem]:
                     )
 
 
-def flow_log_filters_fit(config: ConfigView) -> Iterator[Problem]:
+def flow_log_filters_fit(config: HubSpokeConfig) -> Iterator[Problem]:
     """A spoke's traffic metrics (hubspoke/flow_logs.py) must fit the metric filters of one log group."""
     hub = config.hub
-    hub_cidrs = hub.vpc_cidrs() if hub is not None else []
+    hub_cidrs = hub.all_cidrs
     for region in config.spokes:
-        where, own = region.path, region.vpc_cidrs()
-        if not own or not hub_cidrs or hub is None:
-            continue
+        where, own = region.path, region.all_cidrs
         kinds = traffic_patterns(own_cidrs=own, hub_cidrs=hub_cidrs)
         # Bytes from and to the hub each need the hub's patterns; NFS replies need the spoke's own.
         hub_share, own_share = len(kinds["from_hub"]) + len(kinds["to_hub"]), len(kinds["nfs_replies"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hubspoke.config import load
 from tests.config.test_loader import problems
-from tests.conftest import minimal, write_config
+from tests.conftest import minimal, with_pins, write_config
 
 REFUSAL = (
     "dataset.source_buckets: `hubspoke dataset load` runs as a Job on the hub's cluster, but hub.compute.enabled "
@@ -35,7 +35,7 @@ def test_the_refusal_comes_with_every_other_problem_of_the_file(tmp_path: Path) 
     """All errors at once: a spoke CIDR overlapping the hub's is reported in the same run."""
     data = _config(hub_compute=False, buckets=["c4-tokenized"])
     data["spokes"] = [{"region": "us-west-2", "cidr": "10.10.0.0/16"}]
-    lines = problems(tmp_path, data)
+    lines = problems(tmp_path, with_pins(data))
     assert REFUSAL in lines and len(lines) >= 2
 
 

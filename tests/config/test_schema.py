@@ -96,7 +96,7 @@ def test_the_dataset_pin_defaults_to_llama3s_token_format_and_refuses_what_canno
     dataset = load(write_config(tmp_path, minimal(dataset={"name": "c4", "version": "v1"}))).config.dataset
     assert (dataset.token_bytes, dataset.vocab_size) == (4, 128256)
     [line] = problems(tmp_path, minimal(dataset={"name": "c4", "version": "v1", "token_bytes": 2}))
-    assert line.startswith("dataset: vocab_size 128256 does not fit 2-byte tokens (at most 65536)")
+    assert line.startswith("dataset.vocab_size: 128256 does not fit 2-byte tokens (at most 65536)")
     load(write_config(tmp_path, minimal(dataset={"token_bytes": 2, "vocab_size": 65536})))
     [line] = problems(tmp_path, minimal(dataset={"name": "c4", "version": "../v1"}))
     assert line.startswith("dataset.version:")
@@ -118,3 +118,93 @@ def test_deep_health_checks_take_the_two_known_checks_once_each(tmp_path: Path) 
             and says in line
             for line in lines
         ), (checks, lines)
+
+
+# --- A new user's configs (issue 43): each refused, or warned, with the field and what to write ---------------
+
+
+def _group(instance_type: str) -> dict[str, Any]:
+    return _with_spoke(compute={"instance_groups": [{"instance_type": instance_type}]})
+
+
+def test_a_hyperpod_instance_type_that_does_not_exist_is_refused_with_the_nearest_one(tmp_path: Path) -> None:
+    """botocore's sagemaker model (data/sagemaker/2017-07-24/service-2.json, ClusterInstanceType) lists
+    ml.p5.48xlarge and ml.g5.8xlarge, every HyperPod type starting with ml.; neither misspelling is listed."""
+    assert problems(tmp_path, _group("ml.p5.48xlage")) == [
+        "spokes[0].compute.instance_groups[0].instance_type: 'ml.p5.48xlage' is not a SageMaker HyperPod instance "
+        "type (botocore's sagemaker model, ClusterInstanceType); did you mean ml.p5.48xlarge?"
+    ]
+    assert problems(tmp_path, _group("g5.8xlarge")) == [
+        "spokes[0].compute.instance_groups[0].instance_type: 'g5.8xlarge' is not a SageMaker HyperPod instance "
+        "type (botocore's sagemaker model, ClusterInstanceType); did you mean ml.g5.8xlarge?"
+    ]
+    load(write_config(tmp_path, _group("ml.g5.8xlarge")))
+
+
+def test_an_unknown_cnq_instance_type_is_refused_as_one_not_asked_for_volumes(tmp_path: Path) -> None:
+    """botocore's ec2 model (data/ec2/2016-11-15/service-2.json.gz, InstanceType) lists i4i.8xlarge, not
+    i4i.8xlage: the answer is the type, not "define cache volumes" for a type that does not exist."""
+    data = minimal()
+    data["hub"]["storage"]["instance_type"] = "i4i.8xlage"
+    assert problems(tmp_path, data) == [
+        "hub.storage.instance_type: 'i4i.8xlage' is not an EC2 instance type (botocore's ec2 model, InstanceType); "
+        "did you mean i4i.8xlarge?"
+    ]
+
+
+def test_a_dataset_version_without_a_name_is_refused(tmp_path: Path) -> None:
+    """Jobs read <dataset_path>/<name>/<version> (docs/datasets.md): a version alone names no folder."""
+    assert problems(tmp_path, minimal(dataset={"version": "v1"})) == [
+        "dataset.name: missing: version v1 is a version of no dataset; add dataset.name, the folder under "
+        "dataset_path that holds it (docs/datasets.md)"
+    ]
+
+
+def test_a_public_vpc_cidr_is_a_warning_naming_the_private_ranges(tmp_path: Path) -> None:
+    """Amazon VPC User Guide, "VPC CIDR blocks": AWS recommends a block from RFC 1918's private ranges (10.0.0.0/8,
+    172.16.0.0/12, 192.168.0.0/16) and allows a publicly routable one: a warning, not a refusal."""
+    loaded = load(write_config(tmp_path, _with_spoke(cidr="52.20.0.0/16")))
+    assert [(w.field, w.message) for w in loaded.warnings] == [
+        (
+            "spokes[0].cidr",
+            "52.20.0.0/16 is outside private address space (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, as the "
+            "Amazon VPC User Guide recommends, 'VPC CIDR blocks'; AWS accepts it): pick a private block such as "
+            "10.30.0.0/16 unless you own this range and mean it",
+        )
+    ]
+    assert load(write_config(tmp_path, _with_spoke(cidr="192.168.0.0/16"))).warnings == ()
+
+
+def test_an_email_that_is_not_one_says_how_to_write_it(tmp_path: Path) -> None:
+    data = minimal(ops={"alarm_emails": ["me at example.com"]})
+    assert problems(tmp_path, data) == [
+        "ops.alarm_emails[0]: 'me at example.com' is not an e-mail address; write it like you@example.com"
+    ]
+
+
+def test_an_s3_uri_as_a_source_bucket_names_the_bucket_to_write(tmp_path: Path) -> None:
+    """Amazon S3 User Guide, "General purpose bucket naming rules": a bucket name has no scheme or slash."""
+    data = minimal(dataset={"source_buckets": ["s3://my-datasets/c4/"]})
+    assert problems(tmp_path, data) == [
+        "dataset.source_buckets[0]: 's3://my-datasets/c4/' is an S3 URI; list the bucket's name only: my-datasets"
+    ]
+
+
+def test_an_emptied_section_says_to_write_its_keys_or_remove_it(tmp_path: Path) -> None:
+    """`ops:` with its lines deleted is YAML null (YAML 1.1: an empty value)."""
+    text = write_config(tmp_path, minimal()).read_text() + "ops:\n"
+    text = text.replace("ops:\n  alarms_notify_nobody: true\n", "", 1)
+    assert problems(tmp_path, text) == [
+        "ops: has no value (nothing after the colon): write its keys under it, or remove the line to take the "
+        "defaults"
+    ]
+
+
+def test_a_cnq_volume_count_is_answered_with_its_own_range(tmp_path: Path) -> None:
+    """A volume count, not a HyperPod group's: 0 to 96 volumes per node (the field's description)."""
+    data = minimal()
+    data["hub"]["storage"]["cache_volumes"] = {"write_cache": {"count": -1, "size_gib": 16}}
+    assert problems(tmp_path, data) == [
+        "hub.storage.cache_volumes.write_cache.count: input should be greater than or equal to 0, got -1; "
+        "expected volumes per node, 0 to 96"
+    ]

@@ -81,19 +81,3 @@ def test_a_service_cidr_clash_suggests_a_block_no_vpc_uses(tmp_path: Path) -> No
     suggested = ipaddress.IPv4Network(line.split("e.g. ", 1)[1].split(" ", 1)[0])
     assert not suggested.overlaps(ipaddress.IPv4Network("10.10.0.0/16"))
     assert suggested.subnet_of(ipaddress.IPv4Network("172.16.0.0/12"))
-
-
-def test_a_region_whose_primary_was_refused_does_not_stop_the_next() -> None:
-    """Without its primary block the hub's secondaries cannot be judged (the schema reports the primary); the spoke
-    after it still is (VPC User Guide, 'IPv4 CIDR block association restrictions': 172.16.0.0/12 is refused beside
-    a 10.0.0.0/8 primary)."""
-    from hubspoke.config.network_rules import secondary_cidrs_associable
-    from hubspoke.config.sections import partial_view
-
-    raw = {
-        "hub": {"region": "us-east-2", "cidr": "banana", "secondary_cidrs": ["172.16.0.0/16"]},
-        "spokes": [{"region": "us-west-2", "cidr": "10.20.0.0/16", "secondary_cidrs": ["172.16.0.0/16"]}],
-    }
-    assert [p.field for p in secondary_cidrs_associable(partial_view(raw))] == [
-        "spokes[0].secondary_cidrs[0]"
-    ]

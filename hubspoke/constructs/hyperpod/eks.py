@@ -64,7 +64,7 @@ class HyperPodEks(Construct):
         security_group: ec2.ISecurityGroup,
     ) -> None:
         super().__init__(scope, construct_id)
-        # Users meet this rule in validation (config/compute_rules.py, kubernetes_version_within_kubectl_skew);
+        # Users meet this rule in validation (config/schema.py, _within_kubectl_skew);
         # this guard is for code that builds the construct from a config it did not load.
         if kubernetes_version not in KUBECTL_SKEW:
             raise ValueError(
