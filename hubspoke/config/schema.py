@@ -355,7 +355,7 @@ class StorageConfig(Model):
     # Qumulo's object-backed product types for AWS clusters (qumulo-api 7.10.2.1, qumulo/commands/cluster.py,
     # --product-type help; qumulo/rest/cluster.py ObjectBackedProductType); fixed at formation ("immutable
     # after creation", qumulo-terraform-aws @ 8a6e4d57, variables.tf cluster_product_type), so the provisioner
-    # refuses a change. Earlier hubspoke releases formed every cluster as ACTIVE_WITH_STANDARD_STORAGE.
+    # refuses a change.
     product_type: Literal[
         "ACTIVE_WITH_STANDARD_STORAGE",
         "ACTIVE_WITH_INTELLIGENT_STORAGE",
@@ -383,8 +383,7 @@ class StorageConfig(Model):
     # use them. Qumulo's AWS range is "0, or between 3 and 100" (qumulo-terraform-aws @ 8a6e4d57, variables.tf
     # floating_ip_count); hubspoke needs at least one per node (its main.tf raises a count below node_count
     # to node_count) and never 0 (the portal and REST address are floating IPs). They are spread over the
-    # nodes' interfaces as evenly as possible. Default: 3 per node, what earlier releases created, so an
-    # existing cluster keeps its addresses (Qumulo's own default is 3 in total).
+    # nodes' interfaces as evenly as possible. Default: 3 per node, a choice (Qumulo's own default is 3 in total).
     floating_ip_count: Annotated[int, Field(ge=3, le=100)] | None = Field(
         default=None,
         description="the cluster's floating IPs in total, for NFS clients, the portal and the REST address: at "
@@ -396,12 +395,11 @@ class StorageConfig(Model):
     # _min), which grows with soft_capacity_limit_tb. That rule is stored only for GCP; that Qumulo's AWS
     # persistent storage uses it too is inferred (ASSUMED), hence bucket_count. Qumulo allows another count only in a development environment
     # (bucket_count_override "Requires dev_environment=true"): validation warns below the rule. Buckets are
-    # only ever added (runtime/capacity.py); a cluster made with 4 keeps 4 by pinning bucket_count: 4.
+    # only ever added (runtime/capacity.py).
     bucket_count: Annotated[int, Field(ge=1, le=100)] | None = Field(
         default=None,
         description="S3 buckets the persistent storage is spread over (Qumulo's rule); fewer only warns (Qumulo's "
-        "development override); a cluster formed with 4 by an earlier release keeps 4 by stating `bucket_count: "
-        "4`, or grows to the rule on its next deploy ([runbooks/qumulo-core.md](runbooks/qumulo-core.md))",
+        "development override); only ever raised ([runbooks/qumulo-core.md](runbooks/qumulo-core.md))",
         json_schema_extra=shown_as(f"max({MIN_BUCKETS}, ceil(soft_capacity_limit_tb / {BUCKET_TB}))"),
     )
     # The nodes' first-boot script. "current" keeps the floating IPs out of the OS's network config
