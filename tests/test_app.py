@@ -26,7 +26,10 @@ def test_bad_config_stops_synth_with_validate_messages(tmp_path: Path) -> None:
         timeout=120,
     )
     assert result.returncode == 2
-    assert f"{bad}: inter_region_mtu: 9001 exceeds 8500" in result.stderr
+    assert (
+        f"{bad}: inter_region_mtu: input should be less than or equal to 8500, got 9001; expected MTU"
+        in result.stderr
+    )
     assert "Traceback" not in result.stderr
     # App() creates its output folder; nothing may be written into it.
     out = tmp_path / "out"
