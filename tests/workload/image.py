@@ -255,7 +255,8 @@ def _leaves(
 
 def dry_runs(config: Path = DEV) -> list[Container]:
     """The containers of the Jobs the other commands print with --dry-run instead of starting them (`dataset
-    load`'s), found in the CLI's parser; `config` with one dataset source bucket listed, which load requires."""
+    load`'s), found in the CLI's parser (each such command sets the default dry_run_prints="manifests"; others'
+    dry runs print commands); `config` with one dataset source bucket listed, which load requires."""
     from hubspoke.cli.commands import COMMANDS
     from hubspoke.cli.main import build_parser
 
@@ -277,7 +278,7 @@ def dry_runs(config: Path = DEV) -> list[Container]:
             command = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
             for path, leaf in _leaves(command, [name]):
                 options = {o: a for a in leaf._actions for o in a.option_strings}
-                if "--dry-run" not in options:
+                if "--dry-run" not in options or leaf.get_default("dry_run_prints") != "manifests":
                     continue
                 argv = [*path, "--config", str(copy), "--dry-run"]
                 for option, action in options.items():
