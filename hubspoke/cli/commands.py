@@ -105,6 +105,12 @@ def _teardown() -> CommandModule:
     return cast(CommandModule, teardown)
 
 
+def _train() -> CommandModule:
+    from hubspoke.cli import train
+
+    return cast(CommandModule, train)
+
+
 COMMANDS: dict[str, Command] = {
     "validate": Command(_validate, "check config files without synthesizing"),
     "render": Command(_render, "print Kubernetes manifests for one Region (pipe to kubectl apply -f -)"),
@@ -128,6 +134,10 @@ COMMANDS: dict[str, Command] = {
     "diagram": Command(_diagram, "draw the topology as SVG or PNG"),
     "dataset": Command(
         _dataset, "load a dataset version from S3 into the hub (Qumulo Shift-From) and seal it"
+    ),
+    "train": Command(
+        _train,
+        "warm the spoke's cache, run the reference job to its end and export its checkpoint (tunnel included)",
     ),
     "teardown": Command(
         _teardown,

@@ -1,0 +1,202 @@
+"""`hubspoke train`: the stacks' outputs read from moto, every program through a recording runner
+(tests/cli/train_cluster.py): success, each refusal, and a failure half-way whose rerun continues.
+
+Literals come from the sources, not the code: the SSM document AWS-StartPortForwardingSessionToRemoteHost and its
+parameters host / portNumber / localPortNumber (Systems Manager User Guide, "Start a session", port forwarding to a
+remote host); `aws eks update-kubeconfig --kubeconfig` and, with a profile, the exec env AWS_PROFILE (AWS CLI
+reference; awscli customizations/eks/update_kubeconfig.py EKSClient.get_user_entry); the prewarm login's JSON
+{"username", "password"} (docs/runbooks/cache-warm-up.md reads those keys with jq).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+from moto import mock_aws
+
+from hubspoke.cli.checks import session_clients
+from hubspoke.cli.main import build_parser
+from hubspoke.cli.train import run
+from tests.cli.train_cluster import PORT, PYTORCH_DONE, PYTORCH_FAILED, PYTORCH_RUNNING, FakeCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+SPOKE = "us-west-2"
+IMAGE = f"123456789012.dkr.ecr.{SPOKE}.amazonaws.com/hubspoke-dev-training@sha256:" + "ab" * 32
+BASE = f"763104351884.dkr.ecr.{SPOKE}.amazonaws.com/pytorch-training@sha256:" + "cd" * 32
+ENDPOINT_HOST = "ABCDEF0123456789.gr7.us-west-2.eks.amazonaws.com"
+INSTANCE = "i-0123456789abcdef0"
+REST = "10.20.1.17"
+BUCKET = "hubspoke-dev-export-abc123"
+PASSWORD = "s3cret-prewarm-password"
+
+
+def _stack(region: str, name: str, outputs: dict[str, str]) -> None:
+    template = {
+        "Resources": {"Anything": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {k: {"Value": v} for k, v in outputs.items()},
+    }
+    boto3.client("cloudformation", region_name=region).create_stack(
+        StackName=name, TemplateBody=json.dumps(template)
+    )
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """config/dev.yaml (spoke us-west-2 with compute and a cache) and its deployed spoke stacks in moto."""
+    for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    config = tmp_path / "dev.yaml"
+    shutil.copy(ROOT / "config" / "dev.yaml", config)
+    with mock_aws():
+        arn = boto3.client("secretsmanager", region_name=SPOKE).create_secret(
+            Name="prewarm", SecretString=json.dumps({"username": "prewarm", "password": PASSWORD})
+        )["ARN"]
+        _stack(SPOKE, "hubspoke-dev-compute-us-west-2", {
+            "EksClusterName": "hubspoke-dev-us-west-2", "EksEndpoint": f"https://{ENDPOINT_HOST}",
+            "AccessHostInstanceId": INSTANCE, "ModelExportBucket": BUCKET,
+        })  # fmt: skip
+        _stack(SPOKE, "hubspoke-dev-storage-us-west-2", {"RestAddress": REST, "PrewarmSecretArn": arn})
+        yield config
+
+
+def train(config: Path, runner: FakeCluster, *extra: str) -> int:
+    argv = ["train", "--config", str(config), *extra]
+    return run(build_parser(argv).parse_args(argv), runner=runner, clients=session_clients(None))
+
+
+def _named(runner: FakeCluster, kind: str) -> list[dict[str, Any]]:
+    return [d for d in runner.applied() if d["kind"] == kind]
+
+
+def test_warms_trains_follows_and_exports_through_a_tunnel_it_closes(world: Path) -> None:
+    runner = FakeCluster()
+    assert train(world, runner, "--image", IMAGE, "--profile", "ml-dev") == 0
+    # The tunnel: Session Manager's port-forward document to the endpoint's 443, on the port train chose.
+    [tunnel] = [c for c in runner.calls if c[:3] == ["aws", "ssm", "start-session"]]
+    assert tunnel[tunnel.index("--target") + 1] == INSTANCE
+    assert tunnel[tunnel.index("--document-name") + 1] == "AWS-StartPortForwardingSessionToRemoteHost"
+    assert json.loads(tunnel[tunnel.index("--parameters") + 1]) == {
+        "host": [ENDPOINT_HOST], "portNumber": ["443"], "localPortNumber": [str(PORT)]
+    }  # fmt: skip
+    # --profile on every aws command (the kubeconfig's exec credentials take it from update-kubeconfig).
+    aws = [c for c in runner.calls if c[0] == "aws"]
+    assert len(aws) == 2 and all(c[c.index("--profile") + 1] == "ml-dev" for c in aws)
+    [update] = [c for c in aws if c[1:3] == ["eks", "update-kubeconfig"]]
+    kubeconfig = Path(update[update.index("--kubeconfig") + 1])
+    assert not kubeconfig.parent.exists(), "the temporary kubeconfig is removed"
+    assert all(c[c.index("--kubeconfig") + 1] == str(kubeconfig) for c in runner.calls if c[0] == "kubectl")
+    # The order: Secret, prewarm, training, export; the tunnel closed at the end.
+    kinds = [(d["kind"], d["metadata"]["name"]) for d in runner.applied()]
+    assert kinds == [
+        ("Secret", "hubspoke-qumulo-prewarm"), ("Job", "hubspoke-prewarm"), ("PyTorchJob", "hubspoke-reference"),
+        ("ServiceAccount", "hubspoke-model-export"), ("Job", "hubspoke-export-hubspoke-reference"),
+    ]  # fmt: skip
+    assert [t.up for t in runner.tunnels] == [False]
+    # The login from Secrets Manager reaches the Secret on stdin, never a command line.
+    assert _named(runner, "Secret")[0]["stringData"] == {"username": "prewarm", "password": PASSWORD}
+    assert not any(PASSWORD in " ".join(c) for c in runner.calls)
+    # The stack outputs reach the Jobs: prewarm's REST address, export's bucket; the image everywhere.
+    [prewarm] = [d for d in _named(runner, "Job") if d["metadata"]["name"] == "hubspoke-prewarm"]
+    assert f"--host={REST}" in prewarm["spec"]["template"]["spec"]["containers"][0]["command"]
+    export = _named(runner, "Job")[-1]["spec"]["template"]["spec"]["containers"][0]
+    assert f"--bucket={BUCKET}" in export["command"] and export["image"] == IMAGE
+    # The training job's log followed across both nodes, by the operator's job-name label.
+    logs = [c for c in runner.kubectl_calls if c[0] == "logs"]
+    assert ["logs", "--follow", "--selector=training.kubeflow.org/job-name=hubspoke-reference", "--prefix",
+            "--max-log-requests=2", "--namespace", "hyperpod-training"] in logs  # fmt: skip
+
+
+def test_builds_and_pushes_the_image_when_none_is_recorded(world: Path) -> None:
+    runner = FakeCluster(record=world.with_name("dev.images.json"), image=IMAGE)
+    assert train(world, runner, "--base", BASE, "--profile", "ml-dev") == 0
+    [build] = [c for c in runner.calls if "image" in c and "build" in c]
+    assert build[build.index("image") :] == [
+        "image", "build", "--config", str(world), "--base", BASE, "--profile", "ml-dev"
+    ]  # fmt: skip
+    assert {d["spec"]["template"]["spec"]["containers"][0]["image"] for d in _named(runner, "Job")} == {IMAGE}
+
+
+@pytest.mark.parametrize(
+    ("change", "extra", "says"),
+    [
+        (lambda c: c["dataset"].pop("version"), ("--image", IMAGE), "dataset.version"),
+        (lambda c: None, (), "--base"),
+        (
+            lambda c: None,
+            ("--image", IMAGE, "--region", "us-east-2", "--wait-for-cached-fraction", "1"),
+            "no cache",
+        ),
+        (lambda c: None, ("--image", IMAGE, "--bench"), "not built yet"),
+        (lambda c: None, ("--base", "pytorch:latest"), "not pinned by digest"),
+    ],
+    ids=["no-dataset-pinned", "no-image-no-base", "wait-without-cache", "bench", "base-without-digest"],
+)
+def test_refusals_run_nothing(
+    world: Path, capsys: pytest.CaptureFixture[str], change: Any, extra: tuple[str, ...], says: str
+) -> None:
+    data = yaml.safe_load(world.read_text())
+    change(data)
+    world.write_text(yaml.safe_dump(data))
+    runner = FakeCluster()
+    assert train(world, runner, *extra) == 2
+    assert says in capsys.readouterr().err
+    assert runner.calls == []
+
+
+def test_a_failed_run_exits_1_frees_its_gpus_closes_the_tunnel_and_a_rerun_continues(world: Path) -> None:
+    runner = FakeCluster()
+    runner.outcomes["hubspoke-reference"] = [PYTORCH_RUNNING, PYTORCH_FAILED]
+    assert train(world, runner, "--image", IMAGE) == 1
+    assert [d["kind"] for d in runner.applied()][-1] == "PyTorchJob", "no export after a failed run"
+    deletes = [c for c in runner.kubectl_calls if c[:2] == ["delete", "pods"]]
+    assert deletes and "--field-selector=status.phase=Running" in deletes[0]
+    assert [t.up for t in runner.tunnels] == [False]
+    # The rerun replaces the failed run (same name: it resumes from its checkpoints), then exports.
+    runner.stdin.clear()
+    assert train(world, runner, "--image", IMAGE) == 0
+    assert ["delete", "pytorchjob", "hubspoke-reference"] in [c[:3] for c in runner.kubectl_calls]
+    assert "PyTorchJob" in [d["kind"] for d in runner.applied()]
+
+
+@pytest.mark.parametrize("status", [PYTORCH_DONE, PYTORCH_RUNNING], ids=["succeeded", "running"])
+def test_a_rerun_does_not_resubmit_a_run_that_succeeded_or_is_running(world: Path, status: Any) -> None:
+    runner = FakeCluster()
+    runner.put("pytorchjob", {"kind": "PyTorchJob", "metadata": {"name": "hubspoke-reference"}}, status)
+    assert train(world, runner, "--image", IMAGE) == 0
+    assert "PyTorchJob" not in [d["kind"] for d in runner.applied()]
+    assert _named(runner, "Job")[-1]["metadata"]["name"] == "hubspoke-export-hubspoke-reference"
+
+
+def test_a_dropped_tunnel_is_reopened(world: Path) -> None:
+    runner = FakeCluster()
+    runner.drop_tunnel_at = 4
+    assert train(world, runner, "--image", IMAGE) == 0
+    assert len(runner.tunnels) == 2 and not any(t.up for t in runner.tunnels)
+
+
+def test_dry_run_prints_commands_as_comments_and_manifests_and_runs_nothing(
+    world: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runner = FakeCluster()
+    argv = ["train", "--config", str(world), "--base", BASE, "--profile", "ml-dev", "--dry-run"]
+    assert (
+        run(build_parser(argv).parse_args(argv), runner=runner, clients=lambda *a: pytest.fail("AWS read"))
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert runner.calls == []
+    comments = [line for line in out.splitlines() if line.startswith("# + ")]
+    assert shlex.split(comments[0][4:]) == [
+        "hubspoke", "image", "build", "--config", str(world), "--base", BASE, "--profile", "ml-dev"
+    ]  # fmt: skip
+    kinds = [d["kind"] for d in yaml.safe_load_all(out) if d]
+    assert kinds == ["Job", "PyTorchJob", "ServiceAccount", "Job"]

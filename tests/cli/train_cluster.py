@@ -1,0 +1,151 @@
+"""A recording Runner for `hubspoke train` tests: every program it is asked to run is recorded, kubectl answers from
+an in-memory cluster, the tunnel is a flag, and `hubspoke image build` writes the record the real one writes.
+
+kubectl's answers follow its reference for the verbs train uses: `get KIND NAME --ignore-not-found -o json` prints
+nothing (exit 0) for a missing object; `apply -f -` creates each document read from stdin; `logs --follow` returns
+when the followed pods end, after which the cluster gives the job the scenario's next status; `delete` removes.
+What ends a job is written here from its API, not imported: a batch/v1 Job ends with condition Complete or Failed
+"True" (Kubernetes API, JobStatus); a PyTorchJob with Succeeded or Failed (kubeflow training-operator
+pkg/apis/kubeflow.org/v1 common_types.go JobConditionType).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hubspoke.cli.tunnel import Runner
+
+JOB_DONE = {"conditions": [{"type": "Complete", "status": "True"}]}
+JOB_FAILED = {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}
+PYTORCH_DONE = {
+    "conditions": [{"type": "Running", "status": "False"}, {"type": "Succeeded", "status": "True"}]
+}
+PYTORCH_FAILED = {"conditions": [{"type": "Failed", "status": "True"}]}
+PYTORCH_RUNNING = {"conditions": [{"type": "Running", "status": "True"}]}
+PORT = 18443
+
+
+class FakeTunnel:
+    def __init__(self) -> None:
+        self.up = True
+
+    def running(self) -> bool:
+        return self.up
+
+    def stop(self) -> None:
+        self.up = False
+
+
+def _done(done: bool, out: str = "", err: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.CompletedProcess([], 0 if done else 1, out, err)
+
+
+class FakeCluster(Runner):
+    """The programs train runs, recorded; `objects` is the cluster: (resource, name) -> object."""
+
+    def __init__(self, *, record: Path | None = None, image: str = "", build_ok: bool = True) -> None:
+        self.calls: list[list[str]] = []
+        self.stdin: list[str] = []
+        self.tunnels: list[FakeTunnel] = []
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        # name -> the statuses a job takes, one per ended log follow (default: it succeeds).
+        self.outcomes: dict[str, list[dict[str, Any]]] = {}
+        self.record, self.image, self.build_ok = record, image, build_ok
+        self.drop_tunnel_at: int | None = None  # the kubectl call before which the tunnel drops
+
+    # ----- Runner
+    def run(
+        self, argv: Sequence[str], *, stdin: str | None = None, capture: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        argv = list(argv)
+        self.calls.append(argv)
+        if stdin is not None:
+            self.stdin.append(stdin)
+        if argv[0] == sys.executable:
+            return self._build(argv)
+        if argv[0] != "kubectl":
+            return _done(True)
+        if argv[1:3] == ["config", "set-cluster"]:
+            return _done(True)
+        assert argv[1] == "--kubeconfig" and argv[3] == "--context", argv
+        if self.drop_tunnel_at is not None and len(self.kubectl_calls) == self.drop_tunnel_at:
+            self.tunnels[-1].up = False
+        if not (self.tunnels and self.tunnels[-1].up):
+            return _done(False, err="The connection to the server localhost:18443 was refused")
+        return self._kubectl(argv[5:], stdin)
+
+    def start(self, argv: Sequence[str]) -> FakeTunnel:
+        self.calls.append(list(argv))
+        self.tunnels.append(FakeTunnel())
+        return self.tunnels[-1]
+
+    def free_port(self) -> int:
+        return PORT
+
+    def port_open(self, port: int) -> bool:
+        return port == PORT and bool(self.tunnels) and self.tunnels[-1].up
+
+    def sleep(self, seconds: float) -> None:
+        pass
+
+    # ----- what was asked
+    @property
+    def kubectl_calls(self) -> list[list[str]]:
+        return [c[5:] for c in self.calls if c[0] == "kubectl" and c[1:3] != ["config", "set-cluster"]]
+
+    def applied(self) -> list[dict[str, Any]]:
+        return [d for s in self.stdin for d in yaml.safe_load_all(s) if d]
+
+    def put(self, resource: str, manifest: dict[str, Any], status: dict[str, Any]) -> None:
+        self.objects[resource, manifest["metadata"]["name"]] = {**manifest, "status": status}
+
+    # ----- behaviour
+    def _build(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        if not self.build_ok:
+            return _done(False, err="docker build failed")
+        assert self.record is not None
+        config = argv[argv.index("--config") + 1]
+        region = self.image.split(".")[3]
+        self.record.write_text(
+            json.dumps(
+                {
+                    "environment": "dev",
+                    "tag": "abc",
+                    "base": argv[argv.index("--base") + 1],
+                    "images": {region: self.image},
+                }
+            )
+        )
+        assert Path(config).with_name(Path(config).stem + ".images.json") == self.record
+        return _done(True)
+
+    def _kubectl(self, args: list[str], stdin: str | None) -> subprocess.CompletedProcess[str]:
+        verb = args[0]
+        if verb == "get":
+            found = self.objects.get((args[1], args[2]))
+            return _done(True, json.dumps(found) if found else "")
+        if verb == "apply":
+            for document in (d for d in yaml.safe_load_all(stdin or "") if d):
+                resource = {"PyTorchJob": "pytorchjob", "Job": "job"}.get(document["kind"], document["kind"])
+                self.put(resource, document, {})
+            return _done(True)
+        if verb == "logs":
+            target = next(a for a in args if a.startswith(("job/", "--selector=")))
+            name = target.removeprefix("job/").rsplit("=", 1)[-1]
+            resource = "job" if target.startswith("job/") else "pytorchjob"
+            default = JOB_DONE if resource == "job" else PYTORCH_DONE
+            following = self.outcomes.get(name) or [default]
+            self.objects[resource, name]["status"] = following.pop(0)
+            return _done(True)
+        if verb == "delete":
+            if args[1] != "pods":
+                self.objects.pop((args[1], args[2]), None)
+            return _done(True)
+        raise AssertionError(f"kubectl {args}: not a verb train uses")
