@@ -174,21 +174,32 @@ MODULES = (
 
 # Run inside a module's scratch directory: mutmut's own generation (what `mutmut run` does first, and skips when
 # it finds the mutants already there), then every mutant's diff as `mutmut show` prints it, into a JSON file.
+# With patterns after the file (no test will run): the mutated files only, nothing copied, and only the diffs of
+# the mutants whose names match (a diff costs a parse; an equivalents check needs a few functions' mutants).
 _GENERATE = """
-import json, sys
+import fnmatch, json, sys
 from mutmut.__main__ import create_mutants
 from mutmut.mutation.data import SourceFileMutationData
 from mutmut.mutation.diff_apply import get_diff_for_mutant
 from mutmut.utils.file_utils import copy_also_copy_files, copy_src_dir, walk_mutatable_files
-copy_src_dir()
-copy_also_copy_files()
-create_mutants(1)
+patterns = sys.argv[2:]
+if patterns:
+    from mutmut.__main__ import create_file_mutants
+    for path in walk_mutatable_files():
+        result = create_file_mutants(path)
+        if result.error:
+            raise result.error
+else:
+    copy_src_dir()
+    copy_also_copy_files()
+    create_mutants(1)
 diffs = {}
 for path in walk_mutatable_files():
     data = SourceFileMutationData(path=path)
     data.load()
     for name in data.exit_code_by_key:
-        diffs[name] = get_diff_for_mutant(name, path=path)
+        if not patterns or any(fnmatch.fnmatch(name, p) for p in patterns):
+            diffs[name] = get_diff_for_mutant(name, path=path)
 with open(sys.argv[1], "w") as out:
     json.dump(diffs, out)
 """
@@ -321,6 +332,19 @@ def match_equivalents(
     return result
 
 
+def unsound_equivalents(entries: list[Equivalent]) -> Matching:
+    """Generate (run no test) the mutants of every file an entry names and match the entries to them.
+
+    What a mutation run would report as stale (no mutant has the key) or ambiguous, without its minutes of tests;
+    an entry whose mutant a test now kills shows only in a run.
+    """
+    paths = {module_of(e.function).replace(".", "/") for e in entries}
+    files = sorted(f"{m}/__init__.py" if (ROOT / m).is_dir() else f"{m}.py" for m in paths)
+    patterns = tuple(sorted({f"{e.function}__mutmut_*" for e in entries}))
+    keys = run_module(Module("equivalents", tuple(files), ()), 1, None, 0, test=False, only=patterns).keys
+    return match_equivalents(entries, keys, {})
+
+
 def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """The Wilson score interval (95 % with z = 1.96) of a proportion hits/n."""
     if n == 0:
@@ -345,11 +369,21 @@ class Run:
     drawn: list[str] | None = None
 
 
-def run_module(module: Module, max_children: int, size: int | None, seed: int, *, test: bool = True) -> Run:
+def run_module(
+    module: Module,
+    max_children: int,
+    size: int | None,
+    seed: int,
+    *,
+    test: bool = True,
+    only: tuple[str, ...] = (),
+) -> Run:
     """Every mutant's key and diff, and the mutmut status of the mutants run (all, or a sample of `size`).
 
-    Runs in a scratch directory that is removed afterwards. Without `test`, only generates the mutants.
+    Runs in a scratch directory that is removed afterwards. Without `test`, only generates the mutants, and with
+    `only` (fnmatch patterns of mutant names) keys only the mutants that match.
     """
+    assert test or only, "a run without tests keys only the mutants it is asked about"
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "mutmut" not in project.get("tool", {}), "tools/mutation.py owns mutmut's configuration"
     settings = {
@@ -373,7 +407,7 @@ def run_module(module: Module, max_children: int, size: int | None, seed: int, *
             (work / "mutants" / "node_modules").symlink_to(ROOT / "node_modules")
         diffs_file = work / "mutant-diffs.json"
         subprocess.run(
-            [sys.executable, "-c", _GENERATE, str(diffs_file)],
+            [sys.executable, "-c", _GENERATE, str(diffs_file), *(() if test else only)],
             cwd=work,
             check=True,
             stdout=subprocess.DEVNULL,
@@ -480,7 +514,9 @@ def main() -> None:
         parser.error("--sample needs at least 1 mutant")
     if args.keys is not None:
         for name in args.modules or [m.name for m in MODULES if m.default]:
-            generated = run_module(by_name[name], args.max_children, None, args.seed, test=False)
+            generated = run_module(
+                by_name[name], args.max_children, None, args.seed, test=False, only=(args.keys,)
+            )
             for mutant in sorted(n for n in generated.keys if fnmatch.fnmatch(n, args.keys)):
                 print(f"{mutant}: {' '.join(generated.keys[mutant])}\n{generated.diffs[mutant]}\n")
         return

@@ -166,3 +166,19 @@ def test_a_sample_is_reproducible_and_a_subset() -> None:
     assert tool.sample(list(reversed(names)), 30, seed=7) == drawn
     assert tool.sample(names, 30, seed=8) != drawn
     assert sorted(tool.sample(names, 500, seed=7)) == sorted(names)
+
+
+def test_every_listed_equivalent_still_names_exactly_one_mutant_of_the_current_code() -> None:
+    """Issue 45 item 1: an entry keyed to code that changed (or to a change that now occurs twice) fails here.
+
+    The oracle is mutmut's own generation of the current files (tools/mutation.py runs it, no test), not a copy
+    of the keys: the same mutants a `make mutation` run would score.
+    """
+    entries = tool.parse_equivalents((ROOT / "tools" / "mutation_equivalents.txt").read_text())
+    matching = tool.unsound_equivalents(entries)
+    problems = [f"stale: {e.function} {e.change} ({why})" for e, why in matching.stale] + [
+        f"ambiguous: {e.function} {e.change} is {len(names)} mutants" for e, names in matching.ambiguous
+    ]
+    assert problems == [], "\n".join(
+        [*problems, "`python tools/mutation.py MODULE --keys 'FUNCTION*'` prints the current keys"]
+    )
