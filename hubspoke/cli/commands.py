@@ -99,6 +99,12 @@ def _dataset() -> CommandModule:
     return cast(CommandModule, dataset)
 
 
+def _deploy() -> CommandModule:
+    from hubspoke.cli import deploy
+
+    return cast(CommandModule, deploy)
+
+
 def _teardown() -> CommandModule:
     from hubspoke.cli import teardown
 
@@ -134,6 +140,10 @@ COMMANDS: dict[str, Command] = {
     "diagram": Command(_diagram, "draw the topology as SVG or PNG"),
     "dataset": Command(
         _dataset, "load a dataset version from S3 into the hub (Qumulo Shift-From) and seal it"
+    ),
+    "deploy": Command(
+        _deploy,
+        "bootstrap where needed, then run the plan's cdk deploy showing each stack's progress (rerun after a failure)",
     ),
     "train": Command(
         _train,
