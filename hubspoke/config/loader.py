@@ -178,8 +178,10 @@ def _describe(error: ErrorDetails) -> list[Problem]:
     if value is None and section is not None:
         default = "" if info is None or info.is_required() else ", or remove the line to take the defaults"
         return [Problem(field, f"has no value (nothing after the colon): write its keys under it{default}")]
-    if kind in ("model_type", "dict_type") and isinstance(value, list | str | int | float):
-        return [Problem(field, f"got a {type(value).__name__} ({value!r}); write {_MAPPING_FIX}")]
+    if kind in ("model_type", "dict_type") and isinstance(value, list):
+        return [Problem(field, f"got a list ({value!r}); write {_MAPPING_FIX}")]
+    if kind in ("model_type", "dict_type"):
+        return [Problem(field, f"got {value!r}; write its keys under it (key: value lines), not a value")]
     if kind == "string_pattern_mismatch":
         return [Problem(field, f"'{value}' is not valid here; write {expected}")]
     quote = ""

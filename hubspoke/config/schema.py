@@ -319,8 +319,8 @@ class StorageConfig(Model):
     # i4i is in Qumulo's supported families and matches the reference hub's r5.8xlarge in vCPU and memory.
     instance_type: Annotated[str, AfterValidator(_ec2_type)] = Field(
         default="i4i.8xlarge",
-        description="outside Qumulo's supported families only a warning; `*.xlarge` sizes warn too "
-        "(Qumulo supports them for development)",
+        description="the EC2 instance type of every node; outside Qumulo's supported families only a warning; "
+        "`*.xlarge` sizes warn too (Qumulo supports them for development)",
     )
     # Required with storage (storage_rules.py): a deploy-time lookup would re-resolve on every update and replace every
     # node at once.

@@ -236,6 +236,7 @@ def _core(**change: Any) -> dict[str, Any]:
             "got 0; expected nodes in the group, 1 to 1,000",
         ),
         ({**minimal(), "hub": {**minimal()["hub"], "storage": ["x"]}}, "hub.storage", "remove the '- '"),
+        ({**minimal(), "hub": 5}, "hub", "got 5; write its keys under it (key: value lines), not a value"),
         (minimal(environment="a" * 40), "environment", "at most 15 letters, digits or hyphens"),
     ],
 )
