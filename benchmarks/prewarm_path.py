@@ -81,7 +81,8 @@ def run(*, parallel: int, chunk_bytes: int | None, files: int, file_bytes: int, 
         started = time.monotonic()
         try:
             code = prewarm.prewarm(
-                prewarm.sdk_client_factory("127.0.0.1", spoke.port, "admin", "secret", 60),
+                # The fake's nodes are on 127.0.0.2 and up (tests/fakes/qumulo/cluster.py: 127.0.0.1 is the SDK's root).
+                prewarm.sdk_client_factory(spoke.node_ips[0], spoke.port, "admin", "secret", 60),
                 journal,
                 prewarm.Options(
                     root="/dataset/",

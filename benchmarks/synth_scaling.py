@@ -6,6 +6,8 @@ REPEATS times, round-robin over the cases; the median counts. Every hubspoke cas
 uncounted synth has filled hubspoke's cache of Control Tower verdicts and Lambda bundles, as on every synth
 after a user's first) and, for config/dev.yaml, cold too (an empty cache each time).
     .venv/bin/python benchmarks/synth_scaling.py [--repeats N] [--json OUT]
+`--quick` (the thorough tier's check that it still runs): loads every config it would write, synthesizes the empty
+app and one spoke once each, prints the table; its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -76,12 +78,27 @@ def topology(spokes: int) -> dict[str, Any]:
 
     hub = region("us-east-2", 250)
     spoke_entries = [region(code, i + 1) for i, code in enumerate(chosen)]
-    counted = {"environment": "bench", "account": "123456789012", "hub": hub, "spokes": spoke_entries}
+    # Alarms must name a recipient (hubspoke/config/ops_rules.py); an address adds its subscription, as a user's
+    # would. example.com is reserved for examples (RFC 2606).
+    ops = {"alarm_emails": ["bench@example.com"]}
+    counted = {
+        "environment": "bench",
+        "account": "123456789012",
+        "hub": hub,
+        "spokes": spoke_entries,
+        "ops": ops,
+    }
     rules = peer_path_rules(HubSpokeConfig.model_validate(counted))["hub"]
     if rules > DEFAULT_SECURITY_GROUP_RULES:
         # What a deploy of this many spokes needs (README, Scaling): the config states the raised quota.
         hub["quotas"] = {"security_group_rules": rules}
-    return {"environment": f"bench{spokes}", "account": "123456789012", "hub": hub, "spokes": spoke_entries}
+    return {
+        "environment": f"bench{spokes}",
+        "account": "123456789012",
+        "hub": hub,
+        "spokes": spoke_entries,
+        "ops": ops,
+    }
 
 
 def children_cpu_seconds() -> float:
@@ -123,6 +140,25 @@ def template_stats(outdir: Path) -> dict[str, Any]:
     return {"templates": len(templates), "max_resources": max(counts), "max_bytes": max(sizes)}
 
 
+def quick(all_spokes: int) -> int:
+    """Every config the full run writes passes hubspoke's own load; one synth of the empty app and of 1 spoke."""
+    from hubspoke.config import load
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for n in (1, 10, all_spokes):
+            path = work / f"spokes{n}.yaml"
+            path.write_text(yaml.safe_dump(topology(n)))
+            load(path)
+        for name, (program, config) in {
+            "empty app": (EMPTY_APP, None),
+            "1 spoke(s)": (HUBSPOKE_APP, work / "spokes1.yaml"),
+        }.items():
+            elapsed, _, outdir = run_synth(program, work, config=config)
+            print(f"{name}: {elapsed:.1f} s, {template_stats(outdir)}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -134,8 +170,15 @@ def main() -> int:
         action="store_true",
         help="only the empty apps and config/dev.yaml (warm and cold cache)",
     )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="check it still runs: load every config, synthesize the empty app and 1 spoke once (no figures)",
+    )
     args = parser.parse_args()
     all_spokes = len(REGIONS) - 1
+    if args.quick:
+        return quick(all_spokes)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         dev = ROOT / "config" / "dev.yaml"

@@ -4,7 +4,9 @@ The clone lives in a new directory in the user's home that only its owner can en
 sandbox's unprivileged user must not need to read the checkout. The user's caches (XDG_CACHE_HOME: Control Tower
 verdicts, the Lambda sandbox's trees) start empty inside it, so nothing an earlier run left on this machine
 helps; `make synth` fills them as it does in CI. Not under /tmp: the Lambda sandbox hides /tmp.
-    .venv/bin/python benchmarks/test_time.py [--target test|test-thorough] [--keep]
+    .venv/bin/python benchmarks/test_time.py [--target test|test-thorough] [--keep] [--quick]
+`--quick` (the thorough tier's check that it still runs): the same clone and yardstick, one synth each side, and
+`make -n TARGET` (what make would run) instead of `make synth` and the target; its figures mean nothing.
 Prints the wall seconds of each step and, for `make test`, the pytest summary line, its CPU seconds, and its time
 as a multiple of an empty CDK app's synth in the same run (benchmarks/synth_scaling.py's empty app, median of
 three before and three after, wall and CPU): these machines' pace varies more than twofold from hour to hour, and
@@ -33,6 +35,8 @@ from synth_scaling import EMPTY_APP, children_cpu_seconds, run_synth  # noqa: E4
 
 # Empty-app synths timed before `make test`, and as many after.
 YARDSTICK_REPEATS = 3
+# `make -n`: make prints what it would run and runs nothing (no set-up, no synth, no test).
+QUICK_MAKE = ["make", "-n"]
 
 
 def run(step: str, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
@@ -48,9 +52,9 @@ def run(step: str, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[flo
     return elapsed, cpu, result.stdout
 
 
-def empty_app_seconds(workdir: Path) -> list[tuple[float, float]]:
+def empty_app_seconds(workdir: Path, repeats: int = YARDSTICK_REPEATS) -> list[tuple[float, float]]:
     """(wall, CPU) seconds of an empty CDK app's synths, each in its own process (synth_scaling's yardstick)."""
-    return [run_synth(EMPTY_APP, workdir)[:2] for _ in range(YARDSTICK_REPEATS)]
+    return [run_synth(EMPTY_APP, workdir)[:2] for _ in range(repeats)]
 
 
 def main() -> int:
@@ -59,7 +63,10 @@ def main() -> int:
     )
     parser.add_argument("--target", default="test", choices=["test", "test-thorough"])
     parser.add_argument("--keep", action="store_true", help="leave the clone in place")
+    parser.add_argument("--quick", action="store_true", help="check it still runs: `make -n`, no figures")
     args = parser.parse_args()
+    make = QUICK_MAKE if args.quick else ["make"]
+    repeats = 1 if args.quick else YARDSTICK_REPEATS
     scratch = Path(tempfile.mkdtemp(prefix="hubspoke-fresh-", dir=Path.home()))  # mode 0700
     clone = scratch / "hubspoke"
     env = {
@@ -70,12 +77,12 @@ def main() -> int:
     env["XDG_CACHE_HOME"] = str(scratch / "cache")
     try:
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-        setup, _, _ = run("make synth", ["make", "synth"], clone, env)
+        setup, _, _ = run("make synth", [*make, "synth"], clone, env)
         yardstick = scratch / "empty-app"
         yardstick.mkdir()
-        empty = empty_app_seconds(yardstick)
-        elapsed, cpu, out = run(f"make {args.target}", ["make", args.target], clone, env)
-        empty += empty_app_seconds(yardstick)
+        empty = empty_app_seconds(yardstick, repeats)
+        elapsed, cpu, out = run(f"make {args.target}", [*make, args.target], clone, env)
+        empty += empty_app_seconds(yardstick, repeats)
         summary = [line for line in out.splitlines() if " passed" in line or " failed" in line]
         print(
             f"clone under a directory only its owner can enter: {scratch} (mode {scratch.stat().st_mode & 0o777:o})"
@@ -87,7 +94,7 @@ def main() -> int:
         pace = statistics.median(wall for wall, _ in empty)
         pace_cpu = statistics.median(c for _, c in empty)
         print(
-            f"empty CDK app synth, {YARDSTICK_REPEATS} before and {YARDSTICK_REPEATS} after: {' '.join(f'{w:.1f}' for w, _ in empty)} s"
+            f"empty CDK app synth, {repeats} before and {repeats} after: {' '.join(f'{w:.1f}' for w, _ in empty)} s"
             f" (median {pace:.1f} s, {pace_cpu:.1f} CPU-s); make {args.target} = {elapsed / pace:.0f} x the median"
             f" ({cpu / pace_cpu:.0f} x in CPU time)"
         )

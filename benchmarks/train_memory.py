@@ -24,13 +24,15 @@ What differs from a GPU run, each on purpose and printed with the result:
 Not counted (the tracker sees tensors only): the CUDA context, NCCL's communicator buffers and the caching
 allocator's fragmentation; the headroom to 80 GB is for them.
 
-Run: `.venv/bin/python benchmarks/train_memory.py` (about a minute on 2 cores).
+Run: `.venv/bin/python benchmarks/train_memory.py` (about a minute on 2 cores). `--quick` (the thorough tier's
+check that it still runs): the same estimate of workload/llama.py's "tiny" preset, short sequences; no figure.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 import time
 from collections.abc import Iterator
@@ -143,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--baseline", action="store_true", help="the step without checkpointing or chunked loss"
     )
+    parser.add_argument(
+        "--quick", action="store_true", help="check it still runs: the tiny model (no figure)"
+    )
     args = parser.parse_args(argv)
     config = load(args.config).config
     region = next(r for r in config.regions() if r.compute.enabled)
@@ -151,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = TrainingSettings()
     # The vocabulary the job renders: the config's dataset format (LLaMA 3's 128,256 by default).
     vocab = config.dataset.vocab_size
+    if args.quick:
+        settings = dataclasses.replace(settings, model="tiny", seq_len=128, batch_size=2)
+        vocab = 1024
     peak, seconds = estimate(settings, world, vocab_size=vocab, baseline=args.baseline)
     total = peak["Total"]
     what = (
