@@ -96,6 +96,11 @@ def run(
         print(f"# Then {len(data['stacks'])} stacks deploy, {_hours(timing['expected_minutes'])} expected.")
         print("\n".join(shlex.join(argv) for argv in [*bootstraps.values(), deploy]))
         return 0
+    if not Path("cdk.json").is_file():
+        # The CDK CLI reads the app to synthesize from ./cdk.json (CDK Developer Guide, "cdk.json").
+        return fail(
+            "no cdk.json here: run hubspoke deploy from the repository root (where `make synth` runs)"
+        )
     try:
         need = _unbootstrapped(config, clients or session_clients(args.profile), list(planned))
     except ProfileNotFound as exc:

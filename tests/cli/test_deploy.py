@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from hubspoke.cli import deploy
-from hubspoke.cli.cdk_run import Progress
+from hubspoke.cli.cdk_run import Progress, subprocess_runner
 from hubspoke.cli.main import main
 from tests.cli.preflight_world import isolate_from_real_aws
 from tests.conftest import NETWORK_ONLY, ROOT, minimal, write_config
@@ -281,3 +282,40 @@ def test_progress_reads_coloured_lines_and_ignores_the_bootstrap_line() -> None:
     progress.line("\x1b[32m✅  s/a (x-a) (no changes)\x1b[39m")
     assert "unchanged s/a in 1 min 30 s (expected 5 min); 1/1 stacks done" in out.getvalue()
     assert progress.left() == [] and progress.finished == {"s/a": False}
+
+
+def test_a_bootstrap_stack_whose_create_failed_is_bootstrapped_again(aws: None) -> None:
+    """The CLI treats CDKToolkit in ROLLBACK_COMPLETE as absent (ToolkitInfo.lookup, isCreationFailure); moto
+    cannot fail a create, so DescribeStacks answers it here in the API's shape (botocore cloudformation model)."""
+
+    class RolledBack:
+        def describe_stacks(self, StackName: str) -> dict[str, Any]:
+            return {"Stacks": [{"StackName": StackName, "StackStatus": "ROLLBACK_COMPLETE"}]}
+
+    def clients(service: str, region: str) -> Any:
+        if service == "cloudformation" and region == "us-west-2":
+            return RolledBack()
+        return boto3.client(service, region_name=region)
+
+    bootstrap_in_moto("us-east-2")
+    cdk = FakeCdk([s for s, _ in DEV_STACKS])
+    code, out, _ = run(DEV, cdk, clients=clients)
+    assert code == 0 and cdk.calls == [bootstrap("us-west-2"), DEPLOY]
+    assert "(CDKToolkit failed to create (ROLLBACK_COMPLETE))" in out
+
+
+def test_outside_the_repository_root_is_refused(
+    aws: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(DEV, never)
+    assert code == 2 and out == "" and "no cdk.json here" in err and err.count("\n") == 1
+
+
+def test_the_real_runner_streams_both_streams_and_returns_the_exit_code() -> None:
+    lines: list[str] = []
+    script = "import sys; print('out', flush=True); sys.stderr.write('err\\n'); sys.exit(3)"
+    assert subprocess_runner([sys.executable, "-c", script], lines.append) == 3
+    assert lines == ["out", "err"]
+    assert subprocess_runner(["/nonexistent/npx"], lines.append) == 127
+    assert "not found" in lines[-1]
