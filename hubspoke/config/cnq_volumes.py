@@ -14,7 +14,7 @@ The numbers below are that map's, for the families it lists; any other type need
 
 from __future__ import annotations
 
-from hubspoke.config.schema import CacheVolumesConfig, StorageConfig, VolumeSetConfig
+from hubspoke.config.cnq import CacheVolumesConfig, StorageConfig, VolumeSetConfig
 
 # instance type: (wcacheSlots, wcacheSize GiB, wcacheIOPSgp3, wcacheTput MB/s, rcacheSlots)
 QUMULO_EC2_MAP: dict[str, tuple[int, int, int, int, int]] = {
