@@ -53,10 +53,11 @@ def _options(parser: argparse.ArgumentParser) -> Iterator[str]:
             continue
         if action.help == argparse.SUPPRESS:
             continue
-        spelling = formatter._format_action_invocation(action)
+        # The usage above gives each option's value; the list names the option and says what it is for.
+        spelling = ", ".join(action.option_strings) or formatter._format_action_invocation(action)
         meaning = formatter._expand_help(action) if action.help else ""
-        if action.required and action.option_strings:
-            meaning = f"required; {meaning}" if meaning else "required"
+        if action.required and action.option_strings and not meaning:
+            meaning = "required"
         yield f"- `{spelling}`" + (f": {_prose(meaning)}" if meaning else "")
 
 
