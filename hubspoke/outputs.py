@@ -1,23 +1,25 @@
-"""The contract between stacks: every value that crosses a stack boundary, by output name. No CDK.
+"""The outputs the CLI and operators read, by name, and who reads what between stacks (from cdk.out). No CDK.
 
-A stack that needs another stack's value reads a named output of that stack with Fn::GetStackOutput (a weak
-reference, docs/design.md §3). CloudFormation resolves it when the consumer is created or updated, by the name
-written here; a deployed consumer keeps asking for that name. So renaming an output, or the stack that
-produces it, breaks deployed environments: tests/test_outputs.py pins every name per stack kind, and the
-stacks can read only the references `references()` declares (hubspoke/stacks/wiring.py enforces it).
-`hubspoke plan` shows who reads what (after a producer's output changes, its consumers must be redeployed),
-and `hubspoke verify` checks the same references against the live stacks.
+Stacks never read these names: one stack uses another's attribute and CDK turns it into a weak reference,
+Fn::GetStackOutput of an output CDK adds to the producer (aws-cdk-lib 2.275 README, "Reference strength").
+The names below are read by `hubspoke verify`, `connect`, `image`, `render export` and the runbooks, so they
+are a contract: tests/test_outputs.py pins them per stack kind. Who reads what between stacks is read from the
+synthesized cloud assembly (`references`): after a producer changes, its readers must be redeployed.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from hubspoke import names
 from hubspoke.config.layout import route_table_az_ids
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.topology import StackKind, StackPlan, plan_stacks, stack_id
+from hubspoke.topology import StackKind, StackPlan, stage_id
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class Output:
         return self.name + "".join(part.capitalize() for part in re.split(r"[^a-z0-9]+", az_id))
 
 
-# Network (every Region; PeeringConnectionId only in a spoke).
+# Network (every Region; PeeringConnectionId only in a spoke): read by `hubspoke verify`.
 VPC_ID = Output("VpcId", "network", "the Region's VPC ID")
 PEER_PATH_SECURITY_GROUP = Output(
     "PeerPathSecurityGroupId", "network", "the cross-Region security group (peer CIDR ingress)"
@@ -47,18 +49,12 @@ PEER_PATH_SECURITY_GROUP = Output(
 PRIVATE_ROUTE_TABLE = Output(
     "PrivateRouteTable", "network", "a private route table ID, one per route-table AZ ID", per_az=True
 )
-PRIVATE_SUBNET = Output("PrivateSubnet", "network", "a private subnet ID, one per AZ ID", per_az=True)
-ACCELERATOR_SUBNET = Output(
-    "AcceleratorSubnetId", "network", "the accelerator subnet ID (HyperPod and CNQ nodes)"
-)
-FLOW_LOG_GROUP = Output("FlowLogGroupName", "network", "the VPC flow-log group's name")
 PEERING_CONNECTION = Output("PeeringConnectionId", "network", "the spoke's peering to the hub (spokes only)")
-# Storage (every Region with CNQ).
+# Storage (every Region with CNQ): read by `hubspoke verify`, the canary check and the runbooks.
 FLOATING_IPS = Output("FloatingIps", "storage", "the CNQ cluster's floating IPs, comma-separated")
 REST_ADDRESS = Output("RestAddress", "storage", "one CNQ address serving the REST API (port 8000)")
 ADMIN_SECRET = Output("AdminSecretArn", "storage", "the Secrets Manager ARN of the CNQ admin password")
-# Read by the hub's Compute stack, for the dataset load Job's role and settings (hubspoke/constructs/
-# dataset_loader.py); only the hub's Storage stack has it, and only with dataset.source_buckets (constructs/shift.py).
+# Only the hub's Storage stack has these, and only with dataset.source_buckets (docs/datasets.md).
 SHIFT_USER = Output(
     "ShiftUserName", "storage", "the IAM user Qumulo Shift-From reads source buckets as (hub)"
 )
@@ -90,9 +86,6 @@ OUTPUTS: tuple[Output, ...] = (
     VPC_ID,
     PEER_PATH_SECURITY_GROUP,
     PRIVATE_ROUTE_TABLE,
-    PRIVATE_SUBNET,
-    ACCELERATOR_SUBNET,
-    FLOW_LOG_GROUP,
     PEERING_CONNECTION,
     FLOATING_IPS,
     REST_ADDRESS,
@@ -113,9 +106,8 @@ def produced(config: HubSpokeConfig, plan: StackPlan) -> tuple[str, ...]:
     """Every output name the stack of `plan` carries."""
     region = config.region_config(plan.region)
     if plan.kind == "network":
-        names = [VPC_ID.key(), PEER_PATH_SECURITY_GROUP.key(), ACCELERATOR_SUBNET.key(), FLOW_LOG_GROUP.key()]
+        names = [VPC_ID.key(), PEER_PATH_SECURITY_GROUP.key()]
         names += [PRIVATE_ROUTE_TABLE.key(az) for az in route_table_az_ids(region)]
-        names += [PRIVATE_SUBNET.key(az) for az in region.resolved_az_ids]
         if plan.region != config.hub.region:
             names.append(PEERING_CONNECTION.key())
         return tuple(names)
@@ -132,60 +124,92 @@ def produced(config: HubSpokeConfig, plan: StackPlan) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Reference:
-    """One Fn::GetStackOutput: the stack `consumer` reads `output` of the stack `producer` (stack ids)."""
+    """One Fn::GetStackOutput: the stack `consumer` reads `output` of the stack `producer` (stack ids).
+
+    `carries` is what the output's value names in the producer: a resource's logical ID, or `ID.Attribute`.
+    """
 
     consumer: str
     producer: str
     output: str
+    carries: str = ""
 
 
-def references(config: HubSpokeConfig) -> tuple[Reference, ...]:
-    """Every cross-stack read of the environment, consumer by consumer in deploy order."""
-    hub = config.hub
-    refs: list[Reference] = []
-
-    def read(consumer: StackPlan, producer: str, outputs: Iterable[str]) -> None:
-        refs.extend(Reference(consumer.id, producer, name) for name in outputs)
-
-    def network_of(code: str, *outputs: Output, per_az: Output | None = None) -> tuple[str, list[str]]:
-        names = [o.key() for o in outputs]
-        if per_az is not None:
-            region = config.region_config(code)
-            azs = route_table_az_ids(region) if per_az is PRIVATE_ROUTE_TABLE else region.resolved_az_ids
-            names += [per_az.key(az) for az in azs]
-        return stack_id("network", code), names
-
-    for plan in plan_stacks(config):
-        own = plan.region
-        if (plan.kind == "network" and own != hub.region) or plan.kind == "peer-access":
-            read(plan, *network_of(hub.region, VPC_ID))
-        elif plan.kind == "link":
-            assert plan.spoke is not None
-            read(plan, stack_id("network", plan.spoke), [PEERING_CONNECTION.key()])
-            read(plan, *network_of(hub.region, PEER_PATH_SECURITY_GROUP, per_az=PRIVATE_ROUTE_TABLE))
-        elif plan.kind == "storage":
-            read(
-                plan,
-                *network_of(own, VPC_ID, ACCELERATOR_SUBNET, PEER_PATH_SECURITY_GROUP, per_az=PRIVATE_SUBNET),
-            )
-            if own != hub.region:
-                read(plan, stack_id("storage", hub.region), [FLOATING_IPS.key(), ADMIN_SECRET.key()])
-        elif plan.kind == "compute":
-            read(plan, *network_of(own, VPC_ID, ACCELERATOR_SUBNET, per_az=PRIVATE_SUBNET))
-            if config.region_config(own).storage.enabled:
-                read(plan, stack_id("storage", own), [FLOATING_IPS.key()])
-                if own == hub.region and config.dataset.source_buckets:  # the dataset load Job's settings
-                    read(plan, stack_id("storage", own), [SHIFT_USER.key(), LOADER_SECRET.key()])
-        elif plan.kind == "ops":
-            read(plan, *network_of(own, VPC_ID, FLOW_LOG_GROUP, per_az=PRIVATE_SUBNET))
-            read(plan, stack_id("storage", hub.region), [FLOATING_IPS.key()])
-            read(plan, stack_id("storage", own), [REST_ADDRESS.key(), ADMIN_SECRET.key()])
-    return tuple(refs)
+class AssemblyMissing(ValueError):
+    """The cloud assembly holds no template of the environment: `cdk synth` has not run for this config."""
 
 
-def consumers(config: HubSpokeConfig) -> dict[str, dict[str, tuple[str, ...]]]:
-    """producer stack id -> consumer stack id -> the output names it reads: what to redeploy after a change."""
-    table: dict[str, dict[str, list[str]]] = {}
-    for ref in references(config):
-        table.setdefault(ref.producer, {}).setdefault(ref.consumer, []).append(ref.output)
-    return {p: {c: tuple(names) for c, names in by.items()} for p, by in table.items()}
+def assembly_templates(config: HubSpokeConfig, assembly: Path) -> dict[str, dict[str, Any]]:
+    """Stack id -> template of the environment's stacks in the cloud assembly `assembly` (cdk.out).
+
+    Cloud assembly schema (aws-cdk-lib cloud-assembly-schema, manifest.json): a Stage is an artifact of type
+    cdk:cloud-assembly whose directory holds its own manifest.json; each aws:cloudformation:stack artifact
+    names its templateFile and its displayName (`<stage>/<stack id>`).
+    """
+    stage = stage_id(config)
+    manifest = assembly / f"assembly-{stage}" / "manifest.json"
+    if not manifest.is_file():
+        raise AssemblyMissing(
+            f"{manifest}: no synthesized templates of environment {config.environment}; run "
+            f"`npx cdk synth -c config=<config-file> '{stage}/*'` first"
+        )
+    artifacts = json.loads(manifest.read_text())["artifacts"]
+    return {
+        a["displayName"].rsplit("/", 1)[-1]: json.loads(
+            (manifest.parent / a["properties"]["templateFile"]).read_text()
+        )
+        for a in artifacts.values()
+        if a.get("type") == "aws:cloudformation:stack"
+    }
+
+
+def _get_stack_outputs(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        if "Fn::GetStackOutput" in value:
+            yield value["Fn::GetStackOutput"]
+        for v in value.values():
+            yield from _get_stack_outputs(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _get_stack_outputs(v)
+
+
+def references(config: HubSpokeConfig, templates: dict[str, dict[str, Any]]) -> tuple[Reference, ...]:
+    """Every cross-stack read in `templates` (stack id -> template): each distinct Fn::GetStackOutput once."""
+    ids = {names.stack_name(config.environment, sid): sid for sid in templates}
+    found: dict[Reference, None] = {}
+    for consumer, template in templates.items():
+        for ref in _get_stack_outputs(template):
+            producer = ids.get(ref["StackName"], ref["StackName"])
+            value = templates.get(producer, {}).get("Outputs", {}).get(ref["OutputName"], {}).get("Value")
+            found[Reference(consumer, producer, ref["OutputName"], _carried(value))] = None
+    return tuple(found)
+
+
+def _carried(value: Any) -> str:
+    if isinstance(value, dict) and "Ref" in value:
+        return str(value["Ref"])
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return ".".join(value["Fn::GetAtt"])
+    return "a value"
+
+
+def readers(config: HubSpokeConfig, assembly: Path) -> dict[str, dict[str, tuple[Reference, ...]]]:
+    """producer stack id -> consumer stack id -> what it reads: what to redeploy after a change.
+
+    Read from the synthesized cloud assembly; AssemblyMissing when `cdk synth` has not written it.
+    """
+    table: dict[str, dict[str, list[Reference]]] = {}
+    for ref in references(config, assembly_templates(config, assembly)):
+        table.setdefault(ref.producer, {}).setdefault(ref.consumer, []).append(ref)
+    return {p: {c: tuple(refs) for c, refs in by.items()} for p, by in table.items()}
+
+
+def consumers(
+    config: HubSpokeConfig, assembly: Path = Path("cdk.out")
+) -> dict[str, dict[str, tuple[str, ...]]]:
+    """producer stack id -> consumer stack id -> the output names it reads (readers(), names only)."""
+    return {
+        p: {c: tuple(r.output for r in refs) for c, refs in by.items()}
+        for p, by in readers(config, assembly).items()
+    }

@@ -40,8 +40,8 @@ from hubspoke.topology import (
     stage_id,
 )
 
-# One builder per stack kind: `builder(stage, plan, config=config) -> Stack`. Stacks exchange values only
-# through named outputs (hubspoke.outputs), never through each other's objects.
+# One builder per stack kind: `builder(stage, plan, config=config) -> Stack`. A stack uses the attributes of
+# stacks built before it (stacks.base.sibling) and CDK carries each as a weak reference.
 Builder = Callable[..., Stack]
 # `cdk deploy -c refresh=<token>`: re-resolve the weak references of the stacks deployed (see _refresh).
 REFRESH_CONTEXT = "refresh"

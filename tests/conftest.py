@@ -387,7 +387,8 @@ _JUDGED_STACKS_OF_EXERCISED = {
 
 
 # Where a spoke in another account lands, the stacks the fast tier has Control Tower judge of such a config: the
-# hub's PeerAccess role for it, its Network (the peering's accepter) and its hub-side Link. Its other templates
+# hub's PeerAccess role for it, its Network (the peering's accepter) and its hub-side Link, and the hub stacks it
+# reads (judged_stacks: CDK's reader roles). Its other templates
 # are those of the same config in one account (tests/policy/test_control_tower.py compares the two synths).
 _CROSS_ACCOUNT_STACKS = ("peer-access", "network", "link")
 
@@ -425,11 +426,15 @@ def judged_stacks(config: HubSpokeConfig) -> frozenset[str] | None:
     judged = _judged_in_the_fast_tier()
     if config.model_dump_json() in judged:
         return judged[config.model_dump_json()]
+    crossing = [s for s in config.spokes if effective_account(s.account, config.account) != config.account]
+    # CDK puts the reader role of a weak reference across accounts in the producer (aws-cdk-lib 2.275 README,
+    # "Reference strength"): the hub's Network, read by every spoke, and its Storage, read by spokes with a CNQ.
+    hub = config.hub.region
+    readers_of_storage = config.hub.storage.enabled and any(s.storage.enabled for s in crossing)
+    hub_producers = [f"network-{hub}", *([f"storage-{hub}"] if readers_of_storage else [])]
     return frozenset(
-        f"{kind}-{spoke.region}"
-        for spoke in config.spokes
-        if effective_account(spoke.account, config.account) != config.account
-        for kind in _CROSS_ACCOUNT_STACKS
+        [f"{kind}-{spoke.region}" for spoke in crossing for kind in _CROSS_ACCOUNT_STACKS]
+        + (hub_producers if crossing else [])
     )
 
 

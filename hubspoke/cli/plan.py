@@ -13,7 +13,7 @@ from hubspoke.config import HubSpokeConfig, RegionConfig, load
 from hubspoke.config.layout import subnet_layout
 from hubspoke.deploy_time import deploy_time
 from hubspoke.mtu import peer_mtu
-from hubspoke.outputs import consumers, produced
+from hubspoke.outputs import AssemblyMissing, Reference, produced, readers
 from hubspoke.regions import is_opt_in, opt_in_note
 from hubspoke.run_rate import NOT_COUNTED, run_rate, total
 from hubspoke.topology import StackPlan, cross_account, plan_stacks, stage_id
@@ -40,12 +40,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
     )
     parser.add_argument("--config", required=True, type=Path, metavar="PATH", help="environment config file")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument(
+        "--assembly",
+        type=Path,
+        default=Path("cdk.out"),
+        metavar="DIR",
+        help="cloud assembly `cdk synth` wrote, read for which stack reads which (default: cdk.out)",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     loaded = load(args.config)
-    data = build_plan(loaded.config, config_path=str(args.config))
+    data = build_plan(loaded.config, config_path=str(args.config), assembly=args.assembly)
     if args.json:
         print_json(data)
     else:
@@ -53,11 +60,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
-    """The plan as plain data: the JSON output, and the source of the tables."""
+def build_plan(
+    config: HubSpokeConfig, *, config_path: str, assembly: Path = Path("cdk.out")
+) -> dict[str, Any]:
+    """The plan as plain data: the JSON output, and the source of the tables.
+
+    Who reads what comes from the templates in `assembly` (their Fn::GetStackOutput); without them it is null.
+    """
     stage = stage_id(config)
     stacks = plan_stacks(config)
-    readers = consumers(config)
+    try:
+        reads: dict[str, dict[str, tuple[Reference, ...]]] | None = readers(config, assembly)
+        unread = None
+    except AssemblyMissing as exc:
+        reads, unread = None, str(exc)
     timing = deploy_time(config, stacks)
     concurrency = max(timing.expected.concurrency, timing.bound.concurrency)
     lines = run_rate(config)
@@ -69,6 +85,7 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
         "hub": config.hub.region,
         "spokes": [s.region for s in config.spokes],
         "opt_in_regions": [r.region for r in config.regions() if is_opt_in(r.region)],
+        "read_by_unknown": unread,
         "stacks": [
             {
                 "order": n,
@@ -83,13 +100,16 @@ def build_plan(config: HubSpokeConfig, *, config_path: str) -> dict[str, Any]:
                 "outputs": list(produced(config, plan)),
                 # Fn::GetStackOutput is resolved when the consumer deploys: after this stack's outputs
                 # change, redeploy these (CloudFormation User Guide, "Fn::GetStackOutput").
-                "read_by": [
+                "read_by": None
+                if reads is None
+                else [
                     {
                         "stack": consumer,
-                        "outputs": list(names),
+                        "outputs": [r.output for r in refs],
+                        "carries": [r.carries for r in refs],
                         "refresh": refresh_command(config_path, stage, consumer),
                     }
-                    for consumer, names in readers.get(plan.id, {}).items()
+                    for consumer, refs in reads.get(plan.id, {}).items()
                 ],
             }
             for n, plan in enumerate(stacks, start=1)
@@ -243,11 +263,11 @@ def _tables(data: dict[str, Any]) -> list[Table]:
         )
     readers = Table(
         "Weak references: when a stack's outputs change, refresh the stacks that read them, in this order",
-        ("stack", "its outputs read", "by"),
+        ("stack", "what is read (its resource)", "by"),
     )
     for s in data["stacks"]:
-        for n, reader in enumerate(s["read_by"]):
-            readers.add(s["name"] if n == 0 else "", "\n".join(reader["outputs"]), reader["stack"])
+        for n, reader in enumerate(s["read_by"] or []):
+            readers.add(s["name"] if n == 0 else "", "\n".join(reader["carries"]), reader["stack"])
     timing = data["deploy_time"]
     kinds = Table(
         f"First deploy: {_hours(timing['expected_minutes'])} expected, at most {_hours(timing['bound_minutes'])} "
@@ -318,4 +338,5 @@ def _notes(data: dict[str, Any]) -> list[str]:
         "",
         "Refresh a reader after its producer's outputs changed (a new token forces an update; see the table):",
         f"  {commands['refresh']}",
+        *([f"Who reads what is unknown: {data['read_by_unknown']}."] if data["read_by_unknown"] else []),
     ]

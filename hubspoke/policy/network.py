@@ -12,7 +12,7 @@ from typing import Any
 
 from hubspoke.config.layout import route_table_az_ids
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.outputs import PEERING_CONNECTION, PRIVATE_ROUTE_TABLE
+from hubspoke.outputs import PRIVATE_ROUTE_TABLE
 from hubspoke.policy.model import PolicyRule, Template, Violation, ingress
 from hubspoke.topology import stack_name
 
@@ -105,17 +105,21 @@ def peerings_routed_on_both_sides(templates: list[Template], config: HubSpokeCon
                 f"deploy the Link stack for {spoke.region} with a route per hub private route table",
             )
             continue
-        # The Link stack reads the hub's route tables and the spoke's peering by weak reference: the output, the
-        # stack and the Region it is read from must all be the right ones (the Link stack lives in the hub's Region).
-        want = {(table, cidr) for table in hub_tables for cidr in spoke.all_cidrs}
+        # The Link stack reads the hub's route tables and the spoke's peering by weak reference: each must
+        # name an output of the right stack, read in the right Region, whose value is the right resource.
+        hub_net = by_kind.get(("network", hub.region, None))
+        hub_outputs = hub_net.body.get("Outputs", {}) if hub_net else {}
+        hub_table_ids = {_ref(hub_outputs[k].get("Value")) for k in hub_tables if k in hub_outputs}
+        peerings = {logical_id for logical_id, _ in net.resources("AWS::EC2::VPCPeeringConnection")}
+        want = {(table, cidr) for table in hub_table_ids or hub_tables for cidr in spoke.all_cidrs}
         have = {
             (
-                _output_of(r.get("RouteTableId"), hub_network, hub.region, hub.region),
+                _read(r.get("RouteTableId"), hub_net, hub_network, hub.region, hub.region),
                 r.get("DestinationCidrBlock"),
             )
             for _, r in link.resources("AWS::EC2::Route")
-            if _output_of(r.get("VpcPeeringConnectionId"), spoke_network, spoke.region, hub.region)
-            == PEERING_CONNECTION.key()
+            if _read(r.get("VpcPeeringConnectionId"), net, spoke_network, spoke.region, hub.region)
+            in peerings
         }
         if missing := want - have:
             yield Violation(
@@ -124,7 +128,7 @@ def peerings_routed_on_both_sides(templates: list[Template], config: HubSpokeCon
                 spoke_network,
                 f"hub side lacks {len(missing)} route(s) to spoke {spoke.region} over its peering",
                 f"route every CIDR of {spoke.region} in every hub private route table "
-                f"({', '.join(sorted(hub_tables))} of {hub_network}) via {PEERING_CONNECTION.key()} of {spoke_network} "
+                f"({', '.join(sorted(hub_tables))} of {hub_network}) via the peering of {spoke_network} "
                 f"read in {spoke.region}",
             )
 
@@ -194,6 +198,14 @@ def _overlaps(net: Network, other: Network) -> bool:
 
 def _ref(value: Any) -> Any:
     return value.get("Ref") if isinstance(value, Mapping) else value
+
+
+def _read(value: Any, producer: Template | None, stack: str, region: str, home: str) -> Any:
+    """The logical ID a Fn::GetStackOutput of `producer`'s output refers to, if it reads stack `stack` in `region`."""
+    name = _output_of(value, stack, region, home)
+    if producer is None or name is None:
+        return None
+    return _ref(producer.body.get("Outputs", {}).get(name, {}).get("Value"))
 
 
 def _output_of(value: Any, stack: str, region: str, home: str) -> Any:

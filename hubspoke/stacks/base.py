@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from aws_cdk import CfnOutput, Environment, Stack
 from constructs import Construct
 
 from hubspoke.outputs import Output
-from hubspoke.topology import StackPlan
+from hubspoke.topology import StackKind, StackPlan, stack_id
+
+S = TypeVar("S", bound=Stack)
 
 
 class PlannedStack(Stack):
@@ -30,5 +34,19 @@ class PlannedStack(Stack):
         self.plan = plan
 
     def publish(self, output: Output, value: str, az_id: str | None = None) -> CfnOutput:
-        """Emit `output` (hubspoke.outputs) under its contract name: the only way a value leaves a stack."""
+        """Emit `output` (hubspoke.outputs) under its contract name, for the CLI and operators to read.
+
+        Stacks never read these: a stack uses another stack's attribute and CDK makes the weak reference
+        (Fn::GetStackOutput of an output of its own; aws-cdk-lib 2.275 README, "Reference strength").
+        """
         return CfnOutput(self, output.key(az_id), value=value, description=output.carries)
+
+
+def sibling(scope: Construct, cls: type[S], kind: StackKind, region_or_spoke: str) -> S:
+    """The stack `stack_id(kind, region_or_spoke)` of the same Stage, built before `scope`'s stack (topology order)."""
+    found = scope.node.try_find_child(stack_id(kind, region_or_spoke))
+    if not isinstance(found, cls):
+        raise ValueError(
+            f"{scope.node.path} reads stack {stack_id(kind, region_or_spoke)}, not built before it"
+        )
+    return found

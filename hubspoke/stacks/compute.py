@@ -9,7 +9,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from hubspoke import training_metrics
-from hubspoke.config.schema import HubSpokeConfig, RegionConfig
+from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.dataset_loader import DatasetLoader
 from hubspoke.constructs.hyperpod.access import ClusterAccess
 from hubspoke.constructs.hyperpod.addons import OperatorAddons
@@ -27,22 +27,19 @@ from hubspoke.outputs import (
     ACCESS_HOST_INSTANCE,
     EKS_CLUSTER_NAME,
     EKS_ENDPOINT,
-    FLOATING_IPS,
     HYPERPOD_CLUSTER_ARN,
-    LOADER_SECRET,
     MODEL_EXPORT_BUCKET,
-    SHIFT_USER,
     TRAINING_IMAGE_REPOSITORY,
 )
 from hubspoke.policy.acks import acknowledge
-from hubspoke.stacks.base import PlannedStack
-from hubspoke.stacks.wiring import Inputs, NetworkView
-from hubspoke.topology import StackPlan, stack_id
+from hubspoke.stacks.base import PlannedStack, sibling
+from hubspoke.stacks.storage import StorageStack
+from hubspoke.stacks.wiring import NetworkView
+from hubspoke.topology import StackPlan
 
 
-def local_floating_ips(inputs: Inputs, region: RegionConfig) -> list[str]:
-    """Two of the Region's own CNQ floating IPs (the same one twice when the cluster has only one)."""
-    joined = inputs.read(stack_id("storage", region.region), FLOATING_IPS)
+def local_floating_ips(joined: str) -> list[str]:
+    """Two of a CNQ cluster's floating IPs, given joined (the same one twice when the cluster has only one)."""
     # The list's length is known only at deploy; doubling it makes index 1 exist even for a single IP
     # ("a" -> "a,a"), while "a,b,..." still yields a and b: the two volumes land on different nodes.
     doubled = Fn.split(",", Fn.join(",", [joined, joined]))
@@ -65,8 +62,7 @@ class ComputeStack(PlannedStack):
             scope, construct_id, plan=plan, purpose=f"EKS and SageMaker HyperPod in {region.region}"
         )
         compute = region.compute
-        inputs = Inputs(self, config=config)
-        network = NetworkView(self, "Network", inputs=inputs, config=config, region=region.region)
+        network = NetworkView(self, "Network", stage=scope, config=config, region=region.region)
         nodes_sg = efa_security_group(self, "NodeSecurityGroup", vpc=network.vpc)
         plane = HyperPodEks(
             self,
@@ -112,22 +108,23 @@ class ComputeStack(PlannedStack):
         # Their controllers schedule onto HyperPod nodes; without nodes the add-ons never turn ACTIVE.
         operators.node.add_dependency(hyperpod.nodes_ready)
         if region.storage.enabled:
+            storage = sibling(scope, StorageStack, "storage", region.region)
+            floating_ips = local_floating_ips(storage.cluster.floating_ips_joined)
             manifest = plane.cluster.add_manifest(
-                "Storage", *storage_manifests(region, floating_ips=local_floating_ips(inputs, region))
+                "Storage", *storage_manifests(region, floating_ips=floating_ips)
             )
             manifest.node.add_dependency(dependencies)
-            if region.region == config.hub.region and config.dataset.source_buckets:
+            if storage.shift is not None and storage.loader is not None:
                 # `hubspoke dataset load` runs its Job here, next to the hub's data (hubspoke/k8s/load.py).
-                hub_storage = stack_id("storage", region.region)
                 DatasetLoader(
                     self,
                     "DatasetLoader",
                     cluster=plane.cluster,
                     environment=config.environment,
-                    shift_user_name=inputs.read(hub_storage, SHIFT_USER),
+                    shift_user_name=storage.shift.user.user_name,
                     # The loader's own Qumulo login, not the admin's (hubspoke/constructs/cnq/identity.py).
-                    login_secret_arn=inputs.read(hub_storage, LOADER_SECRET),
-                    rest_address=local_floating_ips(inputs, region)[0],
+                    login_secret_arn=storage.loader.secret.secret_arn,
+                    rest_address=floating_ips[0],
                     after=manifest,
                 )
         # People: access entries for the configured administrators and the SSM host they tunnel through.

@@ -11,17 +11,10 @@ from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.cross_account import PeerAccessRole
 from hubspoke.constructs.peering import PeerSide
 from hubspoke.mtu import peer_mtu_parameters
-from hubspoke.outputs import (
-    PEER_PATH_SECURITY_GROUP,
-    PEERING_CONNECTION,
-    PRIVATE_ROUTE_TABLE,
-    VPC_ID,
-    references,
-)
 from hubspoke.ports import FROM_SPOKE
-from hubspoke.stacks.base import PlannedStack
-from hubspoke.stacks.wiring import Inputs
-from hubspoke.topology import StackPlan, plan_stacks, stack_id
+from hubspoke.stacks.base import PlannedStack, sibling
+from hubspoke.stacks.network import NetworkStack
+from hubspoke.topology import StackPlan
 
 
 class LinkStack(PlannedStack):
@@ -31,8 +24,8 @@ class LinkStack(PlannedStack):
 
         LinkStack(stage, "link-us-west-2", config=config, plan=plan)  # deployed after the spoke's Network
 
-    Everything it needs from the hub and the spoke arrives as Fn::GetStackOutput, so neither side's
-    template mentions this stack.
+    Everything it needs from the hub and the spoke arrives as a weak reference (Fn::GetStackOutput), so
+    neither side's template mentions this stack.
     """
 
     def __init__(
@@ -43,17 +36,17 @@ class LinkStack(PlannedStack):
         super().__init__(
             scope, construct_id, plan=plan, purpose=f"hub-side routes and ingress for spoke {spoke.region}"
         )
-        inputs = Inputs(self, config=config)
-        hub_network = stack_id("network", config.hub.region)
+        hub_network = sibling(scope, NetworkStack, "network", config.hub.region)
+        peering_id = sibling(scope, NetworkStack, "network", spoke.region).peering_connection_id
+        assert peering_id is not None  # every spoke's Network stack peers to the hub
         PeerSide(
             self,
             "ToSpoke",
-            peering_id=inputs.read(stack_id("network", spoke.region), PEERING_CONNECTION),
+            peering_id=peering_id,
             route_table_ids=[
-                (az, inputs.read(hub_network, PRIVATE_ROUTE_TABLE, az))
-                for az in route_table_az_ids(config.hub)
+                (az, hub_network.private_route_table_ids[az]) for az in route_table_az_ids(config.hub)
             ],
-            security_group_id=inputs.read(hub_network, PEER_PATH_SECURITY_GROUP),
+            security_group_id=hub_network.peer_path_security_group_id,
             peer_cidrs=spoke.all_cidrs,
             peer_name=f"spoke {spoke.region}",
             ports=FROM_SPOKE,
@@ -73,6 +66,8 @@ class LinkStack(PlannedStack):
 class PeerAccessStack(PlannedStack):
     """The role a spoke in another account assumes to accept its peering into the hub VPC.
 
+    Reading the hub's outputs needs no role of ours: CDK adds one to each producer read across accounts.
+
     Example::
 
         PeerAccessStack(stage, "peer-access-us-west-2", config=config, plan=plan)  # only across accounts
@@ -86,24 +81,13 @@ class PeerAccessStack(PlannedStack):
         super().__init__(
             scope, construct_id, plan=plan, purpose=f"peer role for spoke {spoke.region} (another account)"
         )
-        hub = config.hub.region
-        plans = {p.id: p for p in plan_stacks(config)}
-        # Exactly the hub stacks that this spoke's stacks read with Fn::GetStackOutput and this role.
-        readable = sorted(
-            {
-                plans[ref.producer].name
-                for ref in references(config)
-                if plans[ref.consumer].region == spoke.region and plans[ref.producer].account == plan.account
-            }
-        )
         PeerAccessRole(
             self,
             "PeerRole",
             environment=config.environment,
             spoke=spoke.region,
             spoke_account=config.account_of(spoke),
-            hub_vpc_id=Inputs(self, config=config).read(stack_id("network", hub), VPC_ID),
-            readable_stacks=readable,
+            hub_vpc_id=sibling(scope, NetworkStack, "network", config.hub.region).vpc_id,
         )
 
 

@@ -6,22 +6,12 @@ from aws_cdk import Stack
 from constructs import Construct
 
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
-from hubspoke.constructs.cross_account import LinkReaderRole
 from hubspoke.constructs.peering import PeeringToHub, PeerPathSecurityGroup, PeerSide
 from hubspoke.constructs.vpc import RegionVpc
-from hubspoke.outputs import (
-    ACCELERATOR_SUBNET,
-    FLOW_LOG_GROUP,
-    PEER_PATH_SECURITY_GROUP,
-    PEERING_CONNECTION,
-    PRIVATE_ROUTE_TABLE,
-    PRIVATE_SUBNET,
-    VPC_ID,
-)
+from hubspoke.outputs import PEER_PATH_SECURITY_GROUP, PEERING_CONNECTION, PRIVATE_ROUTE_TABLE, VPC_ID
 from hubspoke.ports import FROM_HUB
-from hubspoke.stacks.base import PlannedStack
-from hubspoke.stacks.wiring import Inputs
-from hubspoke.topology import StackPlan, cross_account, stack_id
+from hubspoke.stacks.base import PlannedStack, sibling
+from hubspoke.topology import StackPlan
 
 
 class NetworkStack(PlannedStack):
@@ -31,7 +21,7 @@ class NetworkStack(PlannedStack):
 
         NetworkStack(stage, "network-us-east-2", config=config, plan=plan)
 
-    Every value other stacks build on leaves as a named output (hubspoke.outputs); nothing else crosses.
+    Other stacks use its attributes; CDK turns each use into a weak reference. Named outputs are the CLI's.
     """
 
     def __init__(
@@ -43,26 +33,21 @@ class NetworkStack(PlannedStack):
         )
         net = RegionVpc(self, "Network", region=region)
         peer_path = PeerPathSecurityGroup(self, "PeerPath", vpc=net.vpc)
-        self.publish(VPC_ID, net.cfn_vpc.ref)
-        self.publish(PEER_PATH_SECURITY_GROUP, peer_path.security_group_id)
-        for az, table in net.private_route_tables.items():
-            self.publish(PRIVATE_ROUTE_TABLE, table.ref, az)
-        for az in region.resolved_az_ids:
-            self.publish(PRIVATE_SUBNET, net.subnets[f"private-{az}"].ref, az)
-        self.publish(ACCELERATOR_SUBNET, net.accelerator_subnet.subnet_id)
-        self.publish(FLOW_LOG_GROUP, net.flow_log_group.log_group_name)
+        self.vpc_id = net.cfn_vpc.ref
+        self.peer_path_security_group_id = peer_path.security_group_id
+        self.private_route_table_ids = {az: t.ref for az, t in net.private_route_tables.items()}
+        self.private_subnet_ids = {az: net.subnets[f"private-{az}"].ref for az in region.resolved_az_ids}
+        self.accelerator_subnet_id = net.accelerator_subnet.subnet_id
+        self.flow_log_group_name = net.flow_log_group.log_group_name
+        self.peering_connection_id: str | None = None
+        self.publish(VPC_ID, self.vpc_id)
+        self.publish(PEER_PATH_SECURITY_GROUP, self.peer_path_security_group_id)
+        for az, table_id in self.private_route_table_ids.items():
+            self.publish(PRIVATE_ROUTE_TABLE, table_id, az)
         if region.region == config.hub.region:
             return
         spoke = config.spoke(region.region)
         hub = config.hub
-        if cross_account(config, spoke):
-            LinkReaderRole(
-                self,
-                "LinkReader",
-                environment=config.environment,
-                spoke=spoke.region,
-                hub_account=config.account_of(hub),
-            )
         # Spoke requests, hub accepts: same-account inter-Region peerings are accepted automatically,
         # cross-account ones through the hub-side peer role (AWS::EC2::VPCPeeringConnection, PeerRoleArn).
         peering = PeeringToHub(
@@ -71,8 +56,9 @@ class NetworkStack(PlannedStack):
             config=config,
             spoke=spoke,
             vpc_id=net.cfn_vpc.ref,
-            hub_vpc_id=Inputs(self, config=config).read(stack_id("network", hub.region), VPC_ID),
+            hub_vpc_id=sibling(scope, NetworkStack, "network", hub.region).vpc_id,
         )
+        self.peering_connection_id = peering.ref
         self.publish(PEERING_CONNECTION, peering.ref)
         PeerSide(
             self,

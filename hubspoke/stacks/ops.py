@@ -23,12 +23,13 @@ from hubspoke.constructs.canary.infrastructure import HubCanary, runtime_code
 from hubspoke.constructs.canary.traffic import TrafficMetrics
 from hubspoke.constructs.node_health import NodeHealth
 from hubspoke.constructs.training_alarms import TRAINING_ALARMS
-from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import NFS, QUMULO_PORTAL
-from hubspoke.stacks.base import PlannedStack
-from hubspoke.stacks.wiring import Inputs, NetworkView
-from hubspoke.topology import StackPlan, stack_id
+from hubspoke.stacks.base import PlannedStack, sibling
+from hubspoke.stacks.compute import local_floating_ips
+from hubspoke.stacks.storage import StorageStack
+from hubspoke.stacks.wiring import NetworkView
+from hubspoke.topology import StackPlan
 
 # What the canary probes on the hub: NFS (what the spoke's misses and clients need) and the portal.
 CANARY_PORTS: tuple[int, ...] = (NFS, QUMULO_PORTAL)
@@ -51,9 +52,9 @@ class OpsStack(PlannedStack):
             scope, construct_id, plan=plan, purpose=f"hub canary and alarms of spoke {spoke.region}"
         )
         self.spoke = spoke
-        inputs = Inputs(self, config=config)
-        network = NetworkView(self, "Network", inputs=inputs, config=config, region=spoke.region)
-        hub_storage, own_storage = stack_id("storage", config.hub.region), stack_id("storage", spoke.region)
+        network = NetworkView(self, "Network", stage=scope, config=config, region=spoke.region)
+        hub_storage = sibling(scope, StorageStack, "storage", config.hub.region)
+        own_storage = sibling(scope, StorageStack, "storage", spoke.region)
         mine = [a for a in alarms.planned_alarms(config) if a.stack_id == plan.id]
         self.topic = AlarmTopic(
             self, "Alarms", config=config, purpose=f"{spoke.region} operations", alarms=mine
@@ -65,12 +66,13 @@ class OpsStack(PlannedStack):
             subnets=network.private_subnets,
             environment=config.environment,
             spoke=spoke.region,
-            hub_addresses=inputs.read(hub_storage, FLOATING_IPS),
+            hub_addresses=hub_storage.cluster.floating_ips_joined,
             hub_cidrs=config.hub.all_cidrs,
             ports=CANARY_PORTS,
             code=runtime_code(),
-            spoke_rest_address=inputs.read(own_storage, REST_ADDRESS),
-            admin_secret_arn=inputs.read(own_storage, ADMIN_SECRET),
+            # The first floating IP, as the RestAddress output (cfn-lint refuses Fn::Split over Fn::GetStackOutput).
+            spoke_rest_address=local_floating_ips(own_storage.cluster.floating_ips_joined)[0],
+            admin_secret_arn=own_storage.cluster.admin_secret.secret_arn,
             reserved_concurrency=1 if config.ops.reserve_canary_concurrency else None,
         )
         self.traffic = TrafficMetrics(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from aws_cdk import CustomResource, Duration, Fn, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk.aws_secretsmanager import CfnSecret
 from constructs import Construct
 
-from hubspoke.config.schema import HubSpokeConfig, SpokeConfig
+from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.constructs.buckets import accept_access_log_bucket_findings
 from hubspoke.constructs.cnq.identity import LOADER_PRIVILEGES, PREWARM_PRIVILEGES, QumuloIdentity
 from hubspoke.constructs.cnq.infrastructure import CnqCluster
@@ -29,9 +32,9 @@ from hubspoke.outputs import (
     SHIFT_USER,
 )
 from hubspoke.policy.acks import acknowledge
-from hubspoke.stacks.base import PlannedStack
-from hubspoke.stacks.wiring import Inputs, NetworkView
-from hubspoke.topology import StackPlan, stack_id
+from hubspoke.stacks.base import PlannedStack, sibling
+from hubspoke.stacks.wiring import NetworkView
+from hubspoke.topology import StackPlan
 
 # CNQ families that are Nitro instances (Amazon EC2 Instance Types guide, "Instances built on the AWS Nitro
 # System") but newer than the instance lists of the pinned Control Tower rules CT.EC2.PR.16 and CT.EC2.PR.19
@@ -60,8 +63,7 @@ class StorageStack(PlannedStack):
         )
         storage = region.storage
         assert storage.qumulo_core is not None  # required with storage (hubspoke.config.storage_rules)
-        self.inputs = Inputs(self, config=config)
-        network = NetworkView(self, "Network", inputs=self.inputs, config=config, region=region.region)
+        network = NetworkView(self, "Network", stage=scope, config=config, region=region.region)
         self.cluster = CnqCluster(
             self,
             "Cnq",
@@ -114,7 +116,11 @@ class StorageStack(PlannedStack):
                 "ClientCidrs": list(region.all_cidrs),
             },
         )
-        self.portal_resource = None if is_hub else self._portal(config, config.spoke(region.region))
+        self.portal_resource = (
+            None
+            if is_hub
+            else self._portal(sibling(scope, StorageStack, "storage", config.hub.region), config)
+        )
         _accept_bucket_findings(self.cluster)
         if storage.instance_type.split(".")[0] in NITRO_NEWER_THAN_CONTROL_TOWER_RULES:
             for control in ("CT.EC2.PR.16", "CT.EC2.PR.19"):
@@ -125,11 +131,13 @@ class StorageStack(PlannedStack):
                     "built on the AWS Nitro System') newer than the instance list of the pinned rule; an account "
                     "whose Control Tower hook uses the same list refuses it: choose i4i there (docs/policy.md).",
                 )
+        self.admin_secret_arn = cast(CfnSecret, self.cluster.admin_secret.node.default_child).ref
         self.publish(FLOATING_IPS, self.cluster.floating_ips_joined)
         self.publish(REST_ADDRESS, Fn.select(0, self.cluster.floating_ips))
         self.publish(ADMIN_SECRET, self.cluster.admin_secret.secret_arn)
         # Datasets load into the hub only (docs/datasets.md): its Shift-From user reads the listed buckets.
-        self.shift = None
+        self.shift: ShiftFromUser | None = None
+        self.loader: QumuloIdentity | None = None
         if is_hub and config.dataset.source_buckets:
             self.shift = ShiftFromUser(
                 self,
@@ -140,8 +148,10 @@ class StorageStack(PlannedStack):
             )
             self.publish(SHIFT_USER, self.shift.user.user_name)
             # The load's Qumulo login: Shift-From's privileges and write access to the dataset path only.
-            loader = self._identity("Loader", "loader", LOADER_PRIVILEGES, write_path=storage.dataset_path)
-            self.publish(LOADER_SECRET, loader.secret.secret_arn)
+            self.loader = self._identity(
+                "Loader", "loader", LOADER_PRIVILEGES, write_path=storage.dataset_path
+            )
+            self.publish(LOADER_SECRET, self.loader.secret.secret_arn)
         if not is_hub:
             # Prewarm's Qumulo login (hubspoke/k8s/prewarm.py): read the portal's tree and fetch it, no more.
             self.publish(
@@ -197,12 +207,13 @@ class StorageStack(PlannedStack):
                 last.node.add_dependency(child)
         return last
 
-    def _portal(self, config: HubSpokeConfig, spoke: SpokeConfig) -> CustomResource:
+    def _portal(self, hub_storage: StorageStack, config: HubSpokeConfig) -> CustomResource:
         hub = config.hub
-        hub_storage = stack_id("storage", hub.region)
+        spoke = config.spoke(self.plan.region)
         # Passed joined: the handler splits it (cfn-lint rejects Fn::Split over Fn::GetStackOutput).
-        hub_floating = self.inputs.read(hub_storage, FLOATING_IPS)
-        hub_secret_arn = self.inputs.read(hub_storage, ADMIN_SECRET)
+        hub_floating = hub_storage.cluster.floating_ips_joined
+        # The L1 Ref: the L2 Secret's ARN refuses other environments unless its physical name is fixed.
+        hub_secret_arn = hub_storage.admin_secret_arn
         self.provisioner.function.add_to_role_policy(
             iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[hub_secret_arn])
         )

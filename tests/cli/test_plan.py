@@ -13,7 +13,8 @@ from hubspoke.cli.main import main
 from hubspoke.cli.plan import build_plan
 from hubspoke.config import load
 from hubspoke.topology import plan_stacks, stage_id
-from tests.conftest import NETWORK_ONLY, minimal, write_config
+from tests.conftest import NETWORK_ONLY, minimal, synth, write_config
+from tests.test_outputs import write_assembly
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,8 +110,14 @@ def test_every_weak_reference_reader_deploys_after_its_producer_and_is_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Fn::GetStackOutput resolves when the consumer deploys (CloudFormation User Guide), so plan names the
-    readers to redeploy after a producer's outputs change, and each reader comes after its producer."""
-    data = _plan(tmp_path, capsys)
+    readers to redeploy after a producer's outputs change, and each reader comes after its producer. Who reads
+    what comes from the synthesized templates (--assembly), written here as `cdk synth` lays them out."""
+    path = write_config(tmp_path, minimal())
+    config = load(path).config
+    assembly = write_assembly(tmp_path / "cdk.out", stage_id(config), synth(config))
+    assert main(["plan", "--config", str(path), "--json", "--assembly", str(assembly)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["read_by_unknown"] is None
     order = [s["id"] for s in data["stacks"]]
     by_id = {s["id"]: s for s in data["stacks"]}
     readers = {(s["id"], r["stack"]) for s in data["stacks"] for r in s["read_by"]}
@@ -119,8 +126,21 @@ def test_every_weak_reference_reader_deploys_after_its_producer_and_is_named(
     for producer, reader in readers:
         assert order.index(producer) < order.index(reader), (producer, reader)
     [link] = [r for r in by_id["network-us-west-2"]["read_by"] if r["stack"] == "link-us-west-2"]
-    assert link["outputs"] == ["PeeringConnectionId"]
+    [carried] = link["carries"]
+    assert carried.startswith("PeeringToHub")  # the peering's Ref, read under CDK's own output name
     assert not by_id["dashboard-us-east-2"]["read_by"] and not by_id["dashboard-us-east-2"]["outputs"]
+
+
+def test_without_a_synthesized_assembly_plan_says_who_reads_what_is_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, minimal())
+    assert main(["plan", "--config", str(path), "--assembly", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert "Who reads what is unknown:" in out and "run `npx cdk synth" in out
+    assert main(["plan", "--config", str(path), "--json", "--assembly", str(tmp_path / "none")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert all(s["read_by"] is None for s in data["stacks"]) and data["read_by_unknown"]
 
 
 def test_opt_in_regions_are_named_before_the_bootstrap_commands(

@@ -235,7 +235,13 @@ def test_a_spoke_in_another_account_changes_only_the_stacks_the_fast_tier_judges
     one, two = (conftest.synth(HubSpokeConfig.model_validate(data)) for data in (TWO_SPOKES, other))
     changed = {sid for sid in two if one.get(sid) != two[sid]}
     region = other["spokes"][1]["region"]
-    assert changed == {f"network-{region}", f"peer-access-{region}", f"link-{region}"}, sorted(changed)
+    # ...and the hub network the spoke reads, which gains CDK's reader role for the spoke's account (this spoke
+    # has no CNQ, so it reads no hub storage).
+    assert not HubSpokeConfig.model_validate(other).spokes[1].storage.enabled
+    hub_network = f"network-{other['hub']['region']}"
+    assert changed == {f"network-{region}", f"peer-access-{region}", f"link-{region}", hub_network}, sorted(
+        changed
+    )
     monkeypatch.setattr(conftest, "_FAST_TIER", True)
     assert conftest.judged_stacks(HubSpokeConfig.model_validate(other)) == changed
 

@@ -161,11 +161,14 @@ def test_a_missing_hub_side_route_is_reported_on_the_link_template(
     stack, which holds the hub's routes to the spoke, so that is the template named."""
     broken = copy.deepcopy(dev_templates)
     res = broken["link-us-west-2"]["Resources"]
+    hub_outputs = dev_templates["network-us-east-2"]["Outputs"]
+    # The Link reads the table through CDK's own output, whose value is the named output's (the CLI's).
     [victim] = [
         k
         for k, v in res.items()
         if v["Type"] == "AWS::EC2::Route"
-        and v["Properties"]["RouteTableId"]["Fn::GetStackOutput"]["OutputName"] == table
+        and hub_outputs[v["Properties"]["RouteTableId"]["Fn::GetStackOutput"]["OutputName"]]["Value"]
+        == hub_outputs[table]["Value"]
     ]
     del res[victim]
     [(where, message)] = _peering_violations(broken, dev_config)

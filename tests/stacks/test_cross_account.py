@@ -5,14 +5,14 @@ A spoke in another account than the hub (docs/configuration.md, `.account`) need
 - PeerAccess, in the hub account: CloudFormation in the spoke account accepts the peering into the hub VPC
   through it (AWS::EC2::VPCPeeringConnection `PeerRoleArn`: "required when you are peering a VPC in a
   different AWS account"; CloudFormation User Guide, "Walkthrough: Peer with a VPC in another AWS account":
-  the accepter account's role trusts the requester account and allows ec2:AcceptVpcPeeringConnection), and
-  the spoke's stacks read the hub's outputs through it.
-- LinkReader, in the spoke account: the hub's Link stack reads the spoke's peering ID through it.
+  the accepter account's role trusts the requester account and allows ec2:AcceptVpcPeeringConnection).
+- A reader role in each producer read from another account, which CDK adds for its weak references
+  (aws-cdk-lib 2.275 README, "Reference strength"; core/lib/private/refs.js createGetStackOutputRole).
 
 Fn::GetStackOutput (CloudFormation Template Reference): `RoleArn` is "an IAM role with
 cloudformation:DescribeStacks permission on the referenced stack", which "must be assumable by the execution
-role of the stack being created or updated": trust goes to the reading account (IAM User Guide, "AWS JSON
-policy elements: Principal": `arn:aws:iam::<account>:root` delegates to that account's own IAM policies).
+role of the stack being created or updated": CDK trusts the reading stack's execution role, which the CDK
+bootstrap names cdk-hnb659fds-cfn-exec-role-<account>-<Region> (CDK guide, "Bootstrapping").
 Service Authorization Reference, Amazon EC2: AcceptVpcPeeringConnection requires both the `vpc` and the
 `vpc-peering-connection` resource types; `ec2:AccepterVpc` and `ec2:RequesterVpc`, of type ARN, condition the
 latter; the VPC Peering Guide ("Identity and access management for VPC peering") writes AccepterVpc with
@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from hubspoke.config import HubSpokeConfig, SpokeConfig
-from hubspoke.topology import stack_name
+from hubspoke.topology import plan_stacks, stack_name
 from tests.conftest import Shape, get_stack_outputs, synth_dependencies, upstream
 
 PARTITION = "aws"  # every shape deploys to the commercial partition (AWS::Partition resolves to "aws")
@@ -44,6 +44,8 @@ def text(value: Any) -> str:
         return sep.join(text(p) for p in parts)
     if value == {"Ref": "AWS::Partition"}:
         return PARTITION
+    if "Fn::Sub" in value and isinstance(value["Fn::Sub"], str):
+        return value["Fn::Sub"].replace("${AWS::Partition}", PARTITION)
     if "Fn::GetStackOutput" in value:
         ref = value["Fn::GetStackOutput"]
         return f"<{ref['StackName']}.{ref['OutputName']}>"
@@ -108,33 +110,44 @@ def test_only_spokes_in_another_account_get_the_two_roles(shape: Shape) -> None:
         assert len(named) == (spoke.region in crossing), (spoke.region, named)
 
 
-def test_link_reader_lets_the_hub_account_describe_the_spoke_network_and_nothing_else(shape: Shape) -> None:
+def test_each_reader_role_trusts_only_the_reading_stack_and_describes_only_its_own_stack(
+    shape: Shape,
+) -> None:
     config, templates = shape.config, shape.templates
-    hub_account = config.account_of(config.hub)
-    for spoke in cross_account_spokes(config):
-        account, network = config.account_of(spoke), stack_name(config, "network", spoke.region)
-        # Who uses it: the hub's Link stack, reading the spoke's peering ID with this role.
-        arns = {
-            text(ref["RoleArn"])
-            for ref in get_stack_outputs(templates[f"link-{spoke.region}"])
-            if ref["StackName"] == network
-        }
-        [arn] = arns
-        prefix = f"arn:{PARTITION}:iam::{account}:role/"
-        assert arn.startswith(prefix), (
-            f"the Link stack must assume a role in the spoke account {account}: {arn}"
-        )
-        logical_id, role = role_named(templates[f"network-{spoke.region}"], arn.removeprefix(prefix))
-        assert trusted_accounts(role) == [
-            ("Allow", "sts:AssumeRole", f"arn:{PARTITION}:iam::{hub_account}:root")
-        ]
-        readable = f"arn:{PARTITION}:cloudformation:{spoke.region}:{account}:stack/{network}/*"
-        assert granted(templates[f"network-{spoke.region}"], logical_id, role) == {
-            ("Allow", ("cloudformation:DescribeStacks",), readable, "{}")
-        }
+    plans = {p.name: p for p in plan_stacks(config)}
+    checked = 0
+    for reader in plan_stacks(config):
+        for ref in get_stack_outputs(templates[reader.id]):
+            producer = plans[ref["StackName"]]
+            if producer.account == reader.account:
+                continue
+            prefix = f"arn:{PARTITION}:iam::{producer.account}:role/"
+            arn = text(ref["RoleArn"])
+            assert arn.startswith(prefix), f"{reader.id} must assume a role in {producer.account}: {arn}"
+            logical_id, role = role_named(templates[producer.id], arn.removeprefix(prefix))
+            execution = (
+                f"arn:{PARTITION}:iam::{reader.account}:role/cdk-hnb659fds-cfn-exec-role-{reader.account}"
+            )
+            [trust] = role["AssumeRolePolicyDocument"]["Statement"]
+            assert (trust["Effect"], trust["Action"], set(trust)) == (
+                "Allow", ["sts:AssumeRole"], {"Effect", "Action", "Principal"},
+            )  # fmt: skip
+            principals = trust["Principal"]["AWS"]
+            trusted = {text(p) for p in (principals if isinstance(principals, list) else [principals])}
+            assert f"{execution}-{reader.region}" in trusted, trusted
+            # Only execution roles of the environment's other accounts' stacks, never a whole account.
+            assert all(":role/cdk-hnb659fds-cfn-exec-role-" in t for t in trusted), trusted
+            readable = (
+                f"arn:{PARTITION}:cloudformation:{producer.region}:{producer.account}:stack/{producer.name}/*"
+            )
+            assert granted(templates[producer.id], logical_id, role) == {
+                ("Allow", ("cloudformation:DescribeStacks",), readable, "{}")
+            }
+            checked += 1
+    assert (checked > 0) == bool(cross_account_spokes(config))
 
 
-def test_peer_access_accepts_only_into_the_hub_vpc_and_reads_only_what_the_spoke_reads(shape: Shape) -> None:
+def test_peer_access_accepts_only_into_the_hub_vpc(shape: Shape) -> None:
     config, templates = shape.config, shape.templates
     hub, hub_account = config.hub.region, config.account_of(config.hub)
     hub_network = stack_name(config, "network", hub)
@@ -153,18 +166,15 @@ def test_peer_access_accepts_only_into_the_hub_vpc_and_reads_only_what_the_spoke
         logical_id, role = role_named(templates[sid], role_arn.removeprefix(prefix))
         assert trusted_accounts(role) == [("Allow", "sts:AssumeRole", f"arn:{PARTITION}:iam::{account}:root")]
 
-        # The hub's outputs the spoke account's stacks read with this role, and only those.
-        spoke_stacks = [
-            s for s in templates if s.endswith(f"-{spoke.region}") and not s.startswith(("link-", sid))
+        # The hub VPC's ID, read through the output CDK gives the hub network for it (its value: the VPC's Ref).
+        hub_template = templates[f"network-{hub}"]
+        [vpc] = [k for k, r in hub_template["Resources"].items() if r["Type"] == "AWS::EC2::VPC"]
+        [vpc_output] = [
+            k
+            for k, o in hub_template["Outputs"].items()
+            if o["Value"] == {"Ref": vpc} and k.startswith("PublishOutput")  # CDK's weak-reference outputs
         ]
-        reads = {
-            ref["StackName"]
-            for s in spoke_stacks
-            for ref in get_stack_outputs(templates[s])
-            if "RoleArn" in ref and text(ref["RoleArn"]) == role_arn
-        }
-        assert hub_network in reads, "the spoke network reads the hub VPC ID through this role"
-        hub_vpc = f"arn:{PARTITION}:ec2:{hub}:{hub_account}:vpc/<{hub_network}.VpcId>"
+        hub_vpc = f"arn:{PARTITION}:ec2:{hub}:{hub_account}:vpc/<{hub_network}.{vpc_output}>"
         accept = ("ec2:AcceptVpcPeeringConnection",)
         assert granted(templates[sid], logical_id, role) == {
             ("Allow", accept, hub_vpc, "{}"),
@@ -183,22 +193,14 @@ def test_peer_access_accepts_only_into_the_hub_vpc_and_reads_only_what_the_spoke
                     }
                 ),
             ),
-            *(
-                (
-                    "Allow",
-                    ("cloudformation:DescribeStacks",),
-                    f"arn:{PARTITION}:cloudformation:{hub}:{hub_account}:stack/{name}/*",
-                    "{}",
-                )
-                for name in reads
-            ),
         }
 
 
 def test_a_cross_account_spoke_network_deploys_after_its_peer_access_stack(shape: Shape) -> None:
-    """The peering's PeerRoleArn and the spoke's Fn::GetStackOutput both assume the peer role when the spoke
-    network is created, and the Link stack assumes the LinkReader, created with the spoke network: `cdk deploy`
-    follows the cloud assembly's stack dependencies, so each must lead (directly or through others)."""
+    """The peering's PeerRoleArn assumes the peer role when the spoke network is created, and the Link stack
+    assumes the reader role CDK creates with the spoke network. CDK adds no stack dependency for a reference
+    across accounts (refs.js resolveValue), so hubspoke.topology's must hold them: `cdk deploy` follows the
+    cloud assembly's stack dependencies, so each must lead (directly or through others)."""
     config = shape.config
     after = upstream(synth_dependencies(config))
     hub_network = f"network-{config.hub.region}"

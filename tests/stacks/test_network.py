@@ -22,6 +22,12 @@ FROM_SPOKE_RULES = {("tcp", 2049, 2049), PORTAL, ("tcp", 8000, 8000), PMTUD}
 FROM_HUB_RULES = {PORTAL, PMTUD}
 
 
+def carried(config: Any, templates: Any, ref: dict[str, Any]) -> Any:
+    """What a Fn::GetStackOutput reads: the Value of the output it names in the stack it names."""
+    [producer] = [sid for sid in templates if stack_name(config, *sid.split("-", 1)) == ref["StackName"]]
+    return templates[producer]["Outputs"][ref["OutputName"]]["Value"]
+
+
 def test_one_peering_per_spoke_and_none_elsewhere(shape: Shape) -> None:
     config, templates = shape.config, shape.templates
     peerings = {sid: list(properties(t, "AWS::EC2::VPCPeeringConnection")) for sid, t in templates.items()}
@@ -30,7 +36,10 @@ def test_one_peering_per_spoke_and_none_elsewhere(shape: Shape) -> None:
         assert props["PeerRegion"] == config.hub.region
         peer_vpc = props["PeerVpcId"]["Fn::GetStackOutput"]
         assert peer_vpc["StackName"] == stack_name(config, "network", config.hub.region)
-        assert (peer_vpc["Region"], peer_vpc["OutputName"]) == (config.hub.region, "VpcId")
+        # The same value as the hub's VpcId output (the CLI's): the VPC's Ref, read in the hub's Region.
+        assert peer_vpc["Region"] == config.hub.region
+        hub_outputs = templates[f"network-{config.hub.region}"]["Outputs"]
+        assert carried(config, templates, peer_vpc) == hub_outputs["VpcId"]["Value"]
         # AWS::EC2::VPCPeeringConnection: PeerOwnerId and PeerRoleArn only for a VPC in another account;
         # a same-account inter-Region peering is accepted automatically.
         other_account = config.account_of(spoke) != config.account_of(config.hub)
@@ -59,21 +68,26 @@ def test_hub_routes_live_in_link_stack(shape: Shape) -> None:
     hub = templates[f"network-{config.hub.region}"]
     assert not list(properties(hub, "AWS::EC2::VPCPeeringConnection"))
     assert not any("VpcPeeringConnectionId" in p for _, p in properties(hub, "AWS::EC2::Route"))
-    hub_tables = {k for k in hub["Outputs"] if k.startswith("PrivateRouteTable")}
+    hub_tables = {v["Value"]["Ref"] for k, v in hub["Outputs"].items() if k.startswith("PrivateRouteTable")}
     for spoke in config.spokes:
         link = templates[f"link-{spoke.region}"]
         routes = [p for _, p in properties(link, "AWS::EC2::Route")]
         pairs = [
-            (r["RouteTableId"]["Fn::GetStackOutput"]["OutputName"], r["DestinationCidrBlock"]) for r in routes
+            (
+                carried(config, templates, r["RouteTableId"]["Fn::GetStackOutput"])["Ref"],
+                r["DestinationCidrBlock"],
+            )
+            for r in routes
         ]
         assert sorted(pairs) == sorted((t, c) for t in hub_tables for c in spoke.all_cidrs)
         for r in routes:
             ref = r["VpcPeeringConnectionId"]["Fn::GetStackOutput"]
-            assert {k: ref[k] for k in ("StackName", "Region", "OutputName")} == {
-                "StackName": stack_name(config, "network", spoke.region),
-                "Region": spoke.region,
-                "OutputName": "PeeringConnectionId",
-            }
+            assert (ref["StackName"], ref["Region"]) == (
+                stack_name(config, "network", spoke.region),
+                spoke.region,
+            )
+            spoke_outputs = templates[f"network-{spoke.region}"]["Outputs"]
+            assert carried(config, templates, ref) == spoke_outputs["PeeringConnectionId"]["Value"]
 
 
 def _ingress(templates: Templates) -> Iterator[tuple[str, dict[str, Any]]]:
