@@ -105,6 +105,18 @@ def _deploy() -> CommandModule:
     return cast(CommandModule, deploy)
 
 
+def _init() -> CommandModule:
+    from hubspoke.cli import init
+
+    return cast(CommandModule, init)
+
+
+def _stage() -> CommandModule:
+    from hubspoke.cli import stage_release
+
+    return cast(CommandModule, stage_release)
+
+
 def _teardown() -> CommandModule:
     from hubspoke.cli import teardown
 
@@ -118,6 +130,12 @@ def _train() -> CommandModule:
 
 
 COMMANDS: dict[str, Command] = {
+    "init": Command(
+        _init, "write a new environment file from your AWS identity and Regions (never overwrites one)"
+    ),
+    "stage": Command(
+        _stage, "upload a downloaded Qumulo Core release to each Region's staging bucket and pin it"
+    ),
     "validate": Command(_validate, "check config files without synthesizing"),
     "render": Command(_render, "print Kubernetes manifests for one Region (pipe to kubectl apply -f -)"),
     "image": Command(_image, "build the training image and push it to every compute Region by digest"),
