@@ -71,7 +71,9 @@ docs: $(VENV)/.installed node_modules/.installed
 # Two test tiers (docs/development.md, "Tests"). `make test`: ruff, mypy and the fast tier, a test for every shipped behaviour,
 # on two pytest-xdist workers (PYTEST_WORKERS=0 runs in one process). `make test-thorough`: everything there is,
 # the fast tier included: server twins of the fakes, every topology shape, hundreds of drawn topologies
-# (Hypothesis' `thorough` profile, tests/conftest.py), sandboxed and subprocess runs, external linters.
+# (Hypothesis' `thorough` profile, tests/conftest.py), sandboxed and subprocess runs, external linters, every
+# benchmark in a quick mode (tests/tools/test_benchmarks.py), and the mutation gate on a fixed sample of the
+# modules in tools/mutation.py's THOROUGH_SAMPLES (tests/tools/test_mutation_gate.py).
 # mypy runs beside the tests (cold, about 10 s on one core: pyproject.toml has it read only the aws_cdk modules
 # hubspoke imports); its cache lives in the user's cache, so another checkout of the same pins reuses it (mypy
 # revalidates entries by content hash).
@@ -91,8 +93,9 @@ test-thorough: setup
 	HYPOTHESIS_PROFILE=thorough pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --hypothesis-show-statistics
 
 # mutmut over each module against its own tests (tools/mutation.py): the score per module and file, reviewed
-# equivalent mutants subtracted (tools/mutation_equivalents.txt); fails if a module scores below 90 %. Slow (tens
-# of minutes), so weekly in .github/workflows/mutation.yml, not in `make test`. MUTATION_MODULES picks some,
+# equivalent mutants subtracted (tools/mutation_equivalents.txt); fails if a module scores below its gate (90 %,
+# or a lower published floor: tools/mutation.py). Slow (tens of minutes), so weekly in
+# .github/workflows/mutation.yml; `make test-thorough` runs a fixed sample of some modules. MUTATION_MODULES picks some,
 # MUTATION_ARGS adds options (--show prints every undetected mutant's diff; --sample N --seed S runs a reproducible
 # random N mutants per module, with a 95 % interval). How: docs/development.md; every score: benchmarks/mutation.md.
 MUTATION_MODULES ?=

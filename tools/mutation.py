@@ -49,6 +49,9 @@ class Module:
     # In the default set (`make mutation` with no MUTATION_MODULES, the weekly workflow); off for slices of a
     # module already in it and for modules a full run cannot finish (run them by name, with --sample).
     default: bool = True
+    # The score under which a run fails: 90 %, or for a module published below it, that figure (a floor that
+    # only rises; benchmarks/mutation.md) until its survivors are killed or argued equivalent.
+    gate: float = 90.0
 
 
 MODULES = (
@@ -65,10 +68,17 @@ MODULES = (
             (
                 "tests/config/test_storage_rules.py::test_cli_reports_missing_pins_with_exit_2_and_no_traceback",
             ),
+            # storage-rules: published at 82.2 % (all 276 mutants), its floor until its survivors are dealt with.
+            gate=82.2 if part == "storage-rules" else 90.0,
         )
         for part, files, extra in (
             ("quotas", ("hubspoke/config/quotas.py",), ()),
-            ("schema", ("hubspoke/config/schema.py",), ()),
+            # schema.py as published, split on 2026-12-06 (commit 726a3ae) into these four.
+            (
+                "schema",
+                tuple(f"hubspoke/config/{f}.py" for f in ("schema", "fields", "cnq", "settings")),
+                (),
+            ),
             ("network-rules", ("hubspoke/config/rules.py", "hubspoke/config/network_rules.py"), ()),
             ("storage-rules", ("hubspoke/config/storage_rules.py",), ()),
             ("compute-rules", ("hubspoke/config/compute_rules.py",), ()),
@@ -151,6 +161,7 @@ MODULES = (
             "tests/policy/test_waiters.py::test_every_shapes_templates_wait_within_the_hour",
         ),
         default=False,
+        gate=75.0,  # published: 75.0 % (policy-dev --sample 20 --seed 2)
     ),
     # `hubspoke verify`: its tests run against a moto world built from a synthesized environment (one synth per
     # mutant), except the Kubernetes reader's, which talk to a local stand-in API server.
@@ -168,8 +179,16 @@ MODULES = (
         # About 4,500 mutants at a synth each: days on 2 cores, so sampled only.
         default=False,
     ),
-    Module("verify-kube", ("hubspoke/cli/verify/kube.py",), ("tests/cli/test_verify_kube.py",)),
+    Module(
+        "verify-kube",
+        ("hubspoke/cli/verify/kube.py",),
+        ("tests/cli/test_verify_kube.py",),
+        gate=69.5,  # published: 69.5 % (verify-kube, all 581)
+    ),
 )
+# The thorough tier's gate (tests/tools/test_mutation_gate.py): module -> (sample size, seed), a fixed draw the
+# tier's time allows on 2 shared cores; the other published modules are gated in `make mutation` only.
+THOROUGH_SAMPLES = {"mtu": (15, 1), "config-schema": (15, 1)}
 
 
 # Run inside a module's scratch directory: mutmut's own generation (what `mutmut run` does first, and skips when
@@ -439,7 +458,9 @@ def _toml(value: object) -> str:
 def report(module: Module, run: Run, entries: list[Equivalent], show: bool) -> tuple[float, bool]:
     """Print one module's score (and per file), its survivors, and stale or ambiguous entries.
 
-    Returns the score and whether the equivalents list is sound for this module (no stale or ambiguous entry).
+    Returns the score held to the gate and whether the equivalents list is sound for this module (no stale or
+    ambiguous entry). A full run's score is held to the gate; a sample's is the top of its 95 % interval, so a
+    sample fails only when it shows the module below its gate (a module at its gate fails about 1 draw in 40).
     """
     measured = run.drawn if run.drawn is not None else sorted(run.statuses)
     statuses = {n: run.statuses.get(n, "not checked") for n in measured}
@@ -458,10 +479,13 @@ def report(module: Module, run: Run, entries: list[Equivalent], show: bool) -> t
         f"\n== {module.name}: {len(measured)}{drawn}, {killed} killed, {len(mine)} equivalent, "
         f"{len(counted) - killed} not killed: score {score:.1f} % of non-equivalent"
     )
+    gated = score
     if run.drawn is not None:
         low, high = wilson(killed, len(counted))
+        gated = 100 * high
         print(
             f"   95 % Wilson interval over the {len(counted)} non-equivalent drawn: {100 * low:.1f} to {100 * high:.1f} %"
+            f" (its top, {gated:.1f} %, is held to the gate)"
         )
     files: dict[str, list[str]] = {}
     for name, status in counted.items():
@@ -484,7 +508,13 @@ def report(module: Module, run: Run, entries: list[Equivalent], show: bool) -> t
             f"   AMBIGUOUS equivalent entry {entry.function} {entry.change}: the same change is {len(names)} "
             f"mutants ({', '.join(names)}); it excuses none of them"
         )
-    return score, not (matching.stale or matching.ambiguous)
+    return gated, not (matching.stale or matching.ambiguous)
+
+
+def below_gate(scores: dict[str, float], min_score: float | None = None) -> list[str]:
+    """The modules scored under `min_score`, or where it is None, under their own gate (e.g. `mtu 85.0 % < 90.0 %`)."""
+    gates = {m.name: m.gate if min_score is None else min_score for m in MODULES}
+    return [f"{n} {s:.1f} % < {gates[n]:.1f} %" for n, s in scores.items() if s < gates[n]]
 
 
 def main() -> None:
@@ -497,7 +527,9 @@ def main() -> None:
     )
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--show", action="store_true", help="print the diff of every mutant not detected")
-    parser.add_argument("--min-score", type=float, default=90.0, help="exit 1 if a module scores below it")
+    parser.add_argument(
+        "--min-score", type=float, help="exit 1 if a module scores below it (default: each module's gate)"
+    )
     parser.add_argument("--sample", type=int, metavar="N", help="run N mutants drawn at random per module")
     parser.add_argument("--seed", type=int, default=0, help="the random draw's seed (default 0)")
     parser.add_argument(
@@ -529,13 +561,16 @@ def main() -> None:
         )
         if not sound:
             unsound.append(name)
-    print("\n" + "\n".join(f"{n}: {s:.1f} %" for n, s in scores.items()))
-    low = [n for n, s in scores.items() if s < args.min_score]
+    print(
+        "\n"
+        + "\n".join(f"{n}: {s:.1f} % (held to its gate, {by_name[n].gate:.1f} %)" for n, s in scores.items())
+    )
+    low = below_gate(scores, args.min_score)
     if low or unsound:
         sys.exit(
             "mutation: "
             + "; ".join(
-                [f"score below {args.min_score} % in: {', '.join(low)}"] * bool(low)
+                [f"score below its gate in: {', '.join(low)}"] * bool(low)
                 + [f"stale or ambiguous equivalents in: {', '.join(unsound)}"] * bool(unsound)
             )
         )

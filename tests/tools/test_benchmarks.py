@@ -42,6 +42,7 @@ def test_every_benchmark_has_a_quick_run() -> None:
 
 
 @pytest.mark.thorough
+@pytest.mark.long
 @pytest.mark.parametrize("script", sorted(QUICK))
 def test_the_benchmark_still_runs(script: str) -> None:
     # jsii (synths) runs `node` from PATH: the pinned Node 22, as the Makefile puts it first.

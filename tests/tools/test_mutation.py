@@ -168,6 +168,8 @@ def test_a_sample_is_reproducible_and_a_subset() -> None:
     assert sorted(tool.sample(names, 500, seed=7)) == sorted(names)
 
 
+# Several seconds (mutmut generates and diffs the named functions' mutants in a subprocess).
+@pytest.mark.long
 def test_every_listed_equivalent_still_names_exactly_one_mutant_of_the_current_code() -> None:
     """Issue 45 item 1: an entry keyed to code that changed (or to a change that now occurs twice) fails here.
 
