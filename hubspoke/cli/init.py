@@ -41,6 +41,17 @@ _ASSUMED_ROLE = re.compile(r"arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([^/]+)
 _USER = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:user/.+")
 # The staging prefix of config/dev.yaml; Qumulo's layout puts <version>/qumulo-core.deb under qumulo-core-install/.
 STAGING_PREFIX = "cnq/qumulo-core-install/"
+# The hub runs only the load Job (1 CPU, 1 GiB: hubspoke/k8s/load.py); the default 2 x ml.p5.48xlarge would idle
+# there (issue 44). Why ml.g5.8xlarge and no checks: config/smoke.yaml's header, with its sources.
+_HUB_GROUP = [
+    "  # Only the dataset load Job runs in the hub, so one small GPU node, no deep health checks (the smallest",
+    "  # type hubspoke's lifecycle script allows: config/smoke.yaml's header says why). Training runs in the spokes.",
+    "  instance_groups:",
+    "    - name: hub-loader",
+    "      instance_type: ml.g5.8xlarge",
+    "      count: 1",
+    "      on_start_deep_health_checks: []",
+]
 # The address plan of config/dev.yaml: hub 10.10/16, spokes 10.20/16, 10.30/16, ... (preflight checks overlaps).
 HUB_CIDR = "10.10.0.0/16"
 
@@ -51,11 +62,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
         help=summary,
         description="Write config/<environment>.yaml from a few answers (asked for on a terminal when a flag is "
         "missing): the account and administrator role of the caller, each Region's current Ubuntu 24.04 image, "
-        "a staging folder per Region for `hubspoke stage`, and who hears alarms. The file is validated before "
+        "a staging folder per Region for `hubspoke stage`, who hears alarms, the dataset; the hub's cluster one "
+        "ml.g5.8xlarge node, for the load Job only. The file is validated before "
         "it is written and never replaces an existing one. Reads AWS only (sts, iam, ssm). Exit 0 when written, "
         "1 when AWS failed, 2 for bad input.",
         epilog="Example:\n  hubspoke init --environment team --hub-region us-east-2 --spoke-region us-west-2 "
-        "--alarm-email you@example.com",
+        "--alarm-email you@example.com --dataset c4-llama3/v1 --source-bucket my-datasets",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--environment", metavar="NAME", help="short lowercase name, e.g. team")
@@ -70,6 +82,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
         "--no-alarm-recipients",
         action="store_true",
         help="accept, in writing, alarms that notify nobody (ops.alarms_notify_nobody)",
+    )
+    parser.add_argument(
+        "--dataset",
+        metavar="NAME/VERSION",
+        help="the dataset version jobs read (dataset.name, dataset.version)",
+    )
+    parser.add_argument(
+        "--source-bucket",
+        action="append",
+        metavar="BUCKET",
+        help="a bucket `dataset load` may copy from (dataset.source_buckets; repeatable)",
     )
     parser.add_argument("--hub-cidr", default=HUB_CIDR, metavar="CIDR", help=f"hub VPC (default {HUB_CIDR})")
     parser.add_argument(
@@ -104,6 +127,8 @@ class Answers:
     cidrs: dict[str, str]
     alarm_emails: list[str]
     output: Path
+    dataset: tuple[str, str] | None = None
+    source_buckets: tuple[str, ...] = ()
 
 
 def _ask(args: argparse.Namespace, ask: Callable[[str], str] | None) -> Answers:
@@ -147,9 +172,16 @@ def _ask(args: argparse.Namespace, ask: Callable[[str], str] | None) -> Answers:
             for e in need("--alarm-email", "Alarm e-mails, comma-separated", "you@example.com").split(",")
         ]
     output = args.output or Path("config") / f"{env}.yaml"
+    dataset = None
+    if args.dataset is not None:
+        name, slash, version = args.dataset.partition("/")
+        if not (name and slash and version) or "/" in version:
+            raise BadInput(f"--dataset: {args.dataset} is not NAME/VERSION; e.g. --dataset c4-llama3/v1")
+        dataset = (name, version)
     return Answers(
-        env, hub, spokes, {hub: args.hub_cidr, **dict(zip(spokes, spoke_cidrs, strict=True))}, emails, output
-    )
+        env, hub, spokes, {hub: args.hub_cidr, **dict(zip(spokes, spoke_cidrs, strict=True))}, emails, output,
+        dataset, tuple(args.source_bucket or ()),
+    )  # fmt: skip
 
 
 def _refuse_existing(answers: Answers) -> None:
@@ -171,6 +203,31 @@ def _refuse_existing(answers: Answers) -> None:
             raise BadInput(
                 f"--environment: {sibling} already holds environment '{answers.environment}'; choose another name"
             )
+
+
+def _dataset_block(answers: Answers) -> list[str]:
+    """The dataset section: what --dataset and --source-bucket said, else a commented example."""
+    if answers.dataset is None and not answers.source_buckets:
+        return [
+            "# The dataset training jobs read (docs/datasets.md); uncomment before the first deploy (the hub's",
+            "# Storage stack grants its Shift user read on exactly source_buckets):",
+            "# dataset:",
+            "#   name: c4-llama3",
+            "#   version: v1",
+            "#   source_buckets: [my-datasets]",
+        ]
+    buckets = ", ".join(scalar(b) for b in answers.source_buckets)
+    return [
+        "# The dataset training jobs read and `hubspoke dataset load` writes (docs/datasets.md); the hub's Storage",
+        "# stack grants its Shift user read on exactly source_buckets, so a bucket added later needs a deploy.",
+        "dataset:",
+        *(
+            [f"  name: {scalar(answers.dataset[0])}", f"  version: {scalar(answers.dataset[1])}"]
+            if answers.dataset
+            else []
+        ),
+        *([f"  source_buckets: [{buckets}]"] if answers.source_buckets else []),
+    ]
 
 
 def _plan(answers: Answers, profile: str | None) -> list[str]:
@@ -230,18 +287,21 @@ def _render(
 
     def region_block(region: str, indent: str, first: str) -> list[str]:
         bucket = f"hubspoke-{answers.environment}-staging-{account}-{region}"
-        return [
-            f"{first}region: {region}",
-            f"{indent}cidr: {scalar(answers.cidrs[region])}",
+        compute = [
             *(
                 [
-                    f"{indent}compute:",
-                    f"{indent}  # Stated, so a later hubspoke default never moves this cluster (docs/runbooks/compute.md).",
-                    f'{indent}  kubernetes_version: "{kubernetes}"',
+                    "  # Stated, so a later hubspoke default never moves this cluster (docs/runbooks/compute.md).",
+                    f'  kubernetes_version: "{kubernetes}"',
                 ]
                 if kubernetes
                 else []
             ),
+            *(_HUB_GROUP if region == answers.hub_region else []),
+        ]
+        return [
+            f"{first}region: {region}",
+            f"{indent}cidr: {scalar(answers.cidrs[region])}",
+            *([f"{indent}compute:", *(f"{indent}{line}" for line in compute)] if compute else []),
             f"{indent}storage:",
             f"{indent}  # Canonical's Ubuntu 24.04 image of {today} (`hubspoke ami`): pinned, never looked up at deploy.",
             f"{indent}  ami_id: {scalar(images[region])}",
@@ -277,11 +337,7 @@ def _render(
             *region_block(answers.hub_region, "  ", "  "),
             "spokes:",
             *spoke_lines,
-            "# The dataset training jobs read (docs/datasets.md); uncomment before `hubspoke dataset load`:",
-            "# dataset:",
-            "#   name: c4-llama3",
-            "#   version: v1",
-            "#   source_buckets: [my-datasets]",
+            *_dataset_block(answers),
             "ops:",
             *ops,
             "",

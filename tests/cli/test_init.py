@@ -238,3 +238,62 @@ def test_through_the_console_entry_point(
     assert main.main(["init", *FLAGS, "--output", str(tmp_path / "x.yaml"), "--profile", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and "aws configure" in err
+
+
+def test_the_hub_gets_one_small_node_for_the_load_job_and_the_spokes_the_training_group(
+    backend: str, tmp_path: Path
+) -> None:
+    """Issue 44: two ml.p5.48xlarge idle in the hub ($416.54/h) while the spoke trains. The hub runs only the
+    dataset load Job, so one ml.g5.8xlarge, the smallest type the lifecycle script allows, with no on-start deep
+    health checks (config/smoke.yaml's header: InstanceConnectivity needs 2 nodes, SageMaker developer guide,
+    "Deep health checks"). A spoke keeps the documented default group, 2 x ml.p5.48xlarge (docs/configuration.md)."""
+    out = tmp_path / "team.yaml"
+    assert init.run(parse(*FLAGS, "--output", str(out)), clients=role_session()) == 0
+    config = load(out).config
+    (hub,) = config.hub.compute.instance_groups
+    assert (hub.instance_type, hub.count, hub.on_start_deep_health_checks) == ("ml.g5.8xlarge", 1, [])
+    (spoke,) = config.spokes[0].compute.instance_groups
+    assert (spoke.instance_type, spoke.count) == ("ml.p5.48xlarge", 2)
+    assert config.dataset.name is None and config.dataset.source_buckets == []
+    assert "# dataset:" in out.read_text()
+
+
+def test_the_dataset_and_its_buckets_are_written_before_the_first_deploy(
+    backend: str, tmp_path: Path
+) -> None:
+    """docs/datasets.md: the hub's Storage stack grants the Shift user read on dataset.source_buckets."""
+    out = tmp_path / "team.yaml"
+    argv = [
+        *FLAGS,
+        "--dataset",
+        "c4-llama3/v1",
+        "--source-bucket",
+        "my-datasets",
+        "--source-bucket",
+        "more-data",
+    ]
+    assert init.run(parse(*argv, "--output", str(out)), clients=role_session()) == 0
+    dataset = load(out).config.dataset
+    assert (dataset.name, dataset.version) == ("c4-llama3", "v1")
+    assert dataset.source_buckets == ["my-datasets", "more-data"]
+
+
+@pytest.mark.parametrize("given", ["c4-llama3", "c4-llama3/", "/v1", "c4/llama3/v1"])
+def test_a_dataset_that_is_not_name_slash_version_is_refused_before_aws(
+    given: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    isolate_from_real_aws(monkeypatch, credentials=False)  # any AWS call would fail for want of credentials
+    assert init.run(parse(*FLAGS, "--dataset", given, "--output", str(tmp_path / "x.yaml"))) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--dataset:" in err and "NAME/VERSION" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_dataset_name_the_loader_refuses_writes_nothing(
+    backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/configuration.md, dataset.name: letters, digits, `.`, `_`, `-`; a space is none of them."""
+    argv = [*FLAGS, "--dataset", "c4 llama3/v1", "--output", str(tmp_path / "x.yaml")]
+    assert init.run(parse(*argv), clients=role_session()) == 2
+    assert "dataset.name" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
