@@ -37,6 +37,15 @@ _REGION_WORDS = {"north": "n", "south": "s", "east": "e", "west": "w", "central"
                  "southeast": "se", "northwest": "nw", "southwest": "sw"}  # fmt: skip
 
 
+# Tag keys on the CNQ nodes' instances. Every node carries CNQ_CLUSTER_TAG with its cluster's name; the
+# provisioner's EC2 permissions are scoped to it. The provisioner writes CNQ_CREATE_SENT_TAG on the first node
+# when the cluster-create call was sent (runtime/cluster.py), and CNQ_CLAMP_SENT_TAG with the CloudFormation
+# RequestId whose capacity clamp it sent (runtime/capacity.py): it may set only these two, on the stack's nodes.
+CNQ_CLUSTER_TAG = "hubspoke:cnq-cluster"
+CNQ_CREATE_SENT_TAG = "hubspoke:cnq-create-sent"
+CNQ_CLAMP_SENT_TAG = "hubspoke:cnq-clamp-sent"
+
+
 def environment_prefix(environment: str) -> str:
     """`hubspoke-<environment>`: the Stage id, and the prefix of every stack and named resource it deploys."""
     return f"hubspoke-{environment}"

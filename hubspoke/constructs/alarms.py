@@ -17,11 +17,10 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from hubspoke import alarms, training_metrics
+from hubspoke import alarms, canary_metrics, training_metrics
 from hubspoke.alarms import HUB_UNREACHABLE_MINUTES, PlannedAlarm
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.canary.infrastructure import HubCanary
-from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.keys import retained_key
 from hubspoke.constructs.metrics import HIT_RATIO_PERIOD_MINUTES, hit_ratio, training_metric
 from hubspoke.policy.acks import acknowledge

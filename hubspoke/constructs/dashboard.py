@@ -15,11 +15,10 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from hubspoke import training_metrics
+from hubspoke import canary_metrics, training_metrics
 from hubspoke.alarms import planned_alarms
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig
 from hubspoke.constructs.canary.infrastructure import canary_metric
-from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.canary.traffic import INTER_REGION_IN, INTER_REGION_OUT, traffic_metric
 from hubspoke.constructs.metrics import (
     GPU_UTILIZATION_LABEL,

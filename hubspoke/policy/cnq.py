@@ -8,14 +8,16 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hubspoke.config.schema import HubSpokeConfig
-from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
+from hubspoke.names import CNQ_CLUSTER_TAG
 from hubspoke.policy.model import PolicyRule, Template, Violation, ingress
 from hubspoke.ports import QUMULO_REPLICATION
 
 
 def _cnq_nodes(t: Template) -> Iterator[tuple[str, Mapping[str, Any]]]:
     for logical_id, props in t.resources("AWS::EC2::Instance"):
-        if any(tag.get("Key") == CLUSTER_TAG for tag in props.get("Tags", []) if isinstance(tag, Mapping)):
+        if any(
+            tag.get("Key") == CNQ_CLUSTER_TAG for tag in props.get("Tags", []) if isinstance(tag, Mapping)
+        ):
             yield logical_id, props
 
 

@@ -7,9 +7,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from hubspoke import compute_metrics, names, training_metrics
+from hubspoke import canary_metrics, compute_metrics, names, training_metrics
 from hubspoke.config import HubSpokeConfig
-from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.canary.traffic import namespace as traffic_namespace
 from hubspoke.constructs.hyperpod.addons import CLOUDWATCH_OBSERVABILITY
 from hubspoke.k8s.job import training_job

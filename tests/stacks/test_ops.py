@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from hubspoke import compute_metrics, training_metrics
+from hubspoke import canary_metrics, compute_metrics, training_metrics
 from hubspoke.config import HubSpokeConfig, SpokeConfig
-from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from hubspoke.constructs.canary.traffic import namespace as traffic_namespace
 from hubspoke.stacks.ops import CANARY_PORTS
 from hubspoke.topology import stack_name

@@ -24,9 +24,8 @@ from hubspoke.cnq_boot import node_boot_script
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.config.schema import QUMULO_HOST_CONFIGURATION
 from hubspoke.config.storage_rules import QUMULO_CORE_MIN_VERSION
-from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.mtu import peer_mtu_parameter_path
-from hubspoke.names import cnq_cluster_name
+from hubspoke.names import CNQ_CLUSTER_TAG, cnq_cluster_name
 from hubspoke.topology import stack_name
 
 # Qumulo's own AWS deployments default to Ubuntu 24.04 (qumulo-terraform-aws, variable ami_id); every
@@ -312,7 +311,7 @@ def _node_user_data(ec2: Any, cluster: str) -> set[str]:
         "describe_instances",
         "Reservations",
         Filters=[
-            {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
+            {"Name": f"tag:{CNQ_CLUSTER_TAG}", "Values": [cluster]},
             {"Name": "instance-state-name", "Values": _LIVE_NODES},
         ],
     )

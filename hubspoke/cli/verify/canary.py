@@ -2,18 +2,18 @@
 
 The CLI usually cannot reach the CNQ clusters (private IPs), but the Ops stack's canary probes the hub and
 reads the portal every minute from inside the spoke VPC and publishes HubSpoke/Canary metrics
-(constructs/canary/runtime/metrics.py). Verify reads the last hour of them with CloudWatch GetMetricData.
+(hubspoke/canary_metrics.py). Verify reads the last hour of them with CloudWatch GetMetricData.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from hubspoke import canary_metrics as metrics
 from hubspoke.alarms import HUB_UNREACHABLE_MINUTES
 from hubspoke.cli.checks import CheckResult
 from hubspoke.cli.verify.live import Context, checked
 from hubspoke.config import RegionConfig
-from hubspoke.constructs.canary.runtime import metrics
 from hubspoke.outputs import ADMIN_SECRET, FLOATING_IPS, REST_ADDRESS
 from hubspoke.topology import stack_id
 

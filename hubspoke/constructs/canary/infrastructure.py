@@ -15,12 +15,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from hubspoke.constructs.canary.runtime import metrics
+from hubspoke import canary_metrics as metrics
 from hubspoke.constructs.canary.runtime.handler import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_REST_TIMEOUT_S
 from hubspoke.constructs.cnq.bundling import RUNTIME, bundled_code
 from hubspoke.ports import QUMULO_REST
 
 RUNTIME_DIR = Path(__file__).parent
+# The hubspoke modules the asset carries beside the runtime package (standard library only).
+RUNTIME_FACTS = ("canary_metrics",)
 # RUNTIME: the bundle is resolved for that Python (dependency markers), so the canary runs on the provisioner's.
 # Probes and the REST read run in parallel; this leaves room for both timeouts, a cold start and the SDK import.
 FUNCTION_TIMEOUT = Duration.seconds(30)
@@ -158,7 +160,7 @@ class HubCanary(Construct):
     def metric(
         self, name: str, *, statistic: str = "Minimum", period: Duration | None = None
     ) -> cloudwatch.Metric:
-        """One of the canary's metrics (names in runtime/metrics.py) for this spoke."""
+        """One of the canary's metrics (names in hubspoke/canary_metrics.py) for this spoke."""
         return canary_metric(
             name, environment=self.environment, spoke=self.spoke, statistic=statistic, period=period
         )
@@ -169,7 +171,7 @@ def canary_metric(
 ) -> cloudwatch.Metric:
     """A canary metric of `spoke`, read from anywhere (the hub's dashboard too): it lives in the spoke's Region."""
     if name not in metrics.UNITS:
-        raise ValueError(f"{name} is not published by the canary; see runtime/metrics.py")
+        raise ValueError(f"{name} is not published by the canary; see hubspoke/canary_metrics.py")
     return cloudwatch.Metric(
         namespace=metrics.NAMESPACE,
         metric_name=name,
@@ -181,9 +183,10 @@ def canary_metric(
 
 
 def runtime_code() -> lambda_.Code:
-    """The Lambda asset: the `runtime` package (handler `runtime.handler.handler`) plus the qumulo-api SDK.
+    """The Lambda asset: the `runtime` package (handler `runtime.handler.handler`), the qumulo-api SDK, and
+    hubspoke/canary_metrics.py, the names it publishes under, which the Ops stack and verify read too.
 
     Bundled at synth from the installed environment, as the CNQ provisioner is: offline, no Docker, only
     pure-Python distributions, and the hash follows the bundle so an SDK upgrade ships a new asset.
     """
-    return bundled_code(RUNTIME_DIR / "runtime", "runtime")
+    return bundled_code(RUNTIME_DIR / "runtime", "runtime", facts=RUNTIME_FACTS)

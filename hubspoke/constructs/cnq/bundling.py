@@ -89,6 +89,17 @@ def _source_files(source: Path, package: str) -> list[tuple[PurePosixPath, Path]
     ]
 
 
+def _fact_files(facts: tuple[str, ...]) -> list[tuple[PurePosixPath, Path]]:
+    """(path in the bundle, file) for hubspoke's standard-library-only fact modules `facts` (names such as
+    "canary_metrics") and the package's __init__.py, which the runtime imports as `hubspoke.<name>`."""
+    if not facts:
+        return []
+    package = Path(__file__).resolve().parents[2]
+    return [
+        (PurePosixPath("hubspoke", f"{name}.py"), package / f"{name}.py") for name in ("__init__", *facts)
+    ]
+
+
 # This module's source is part of every key: a change to what goes into a bundle is never served an old one.
 _BUNDLER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
@@ -170,16 +181,18 @@ class InstalledEnvironmentBundling:
         root_distribution: str,
         python_version: str,
         cache_root: Path | None = None,
+        facts: tuple[str, ...] = (),
     ) -> None:
         self.source = source
         self.package = package
+        self.facts = facts
         self.root_distribution = root_distribution
         self.python_version = python_version
         self.cache_root = cache_root
 
     def files(self) -> list[tuple[PurePosixPath, Path]]:
         """Every file of the bundle: (path in the bundle, where it is read from)."""
-        files = _source_files(self.source, self.package)
+        files = _source_files(self.source, self.package) + _fact_files(self.facts)
         for dist in required_distributions(self.root_distribution, python_version=self.python_version):
             files.extend(_distribution_files(dist))
         return files
@@ -194,7 +207,7 @@ class InstalledEnvironmentBundling:
 
 
 @functools.cache
-def _bundling(source: Path, package: str) -> BundlingOptions:
+def _bundling(source: Path, package: str, facts: tuple[str, ...]) -> BundlingOptions:
     """One bundling per source folder for the process: aws-cdk-lib's AssetStaging caches a staged asset by a key
     that includes the bundling options (core/lib/asset-staging.js, calculateCacheKey), so every stack's asset
     after the first reuses the first's bundle instead of copying the distributions again."""
@@ -206,15 +219,16 @@ def _bundling(source: Path, package: str) -> BundlingOptions:
             package=package,
             root_distribution="qumulo-api",
             python_version=RUNTIME.name.removeprefix("python"),
+            facts=facts,
         ),
     )
 
 
-def bundled_code(source: Path, package: str) -> lambda_.Code:
-    """`source` as the package `package` plus qumulo-api and what it needs; the hash follows the bundle, so an
-    SDK upgrade ships a new asset."""
+def bundled_code(source: Path, package: str, *, facts: tuple[str, ...] = ()) -> lambda_.Code:
+    """`source` as the package `package` plus qumulo-api and what it needs, and the hubspoke fact modules
+    `facts`; the hash follows the bundle, so an SDK upgrade ships a new asset."""
     return lambda_.Code.from_asset(
-        str(source), asset_hash_type=AssetHashType.OUTPUT, bundling=_bundling(source, package)
+        str(source), asset_hash_type=AssetHashType.OUTPUT, bundling=_bundling(source, package, facts)
     )
 
 

@@ -27,8 +27,8 @@ from hubspoke.cnq_boot import install_names, node_boot_script
 from hubspoke.cnq_boot.volumes import node_volumes
 from hubspoke.config.schema import QumuloCoreConfig, StorageConfig
 from hubspoke.constructs.buckets import events_to_eventbridge
-from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.resources import FLOATING_IPS_RESOURCE, NODE_SHAPE_RESOURCE
+from hubspoke.names import CNQ_CLUSTER_TAG
 
 if TYPE_CHECKING:
     from hubspoke.constructs.cnq.provisioning import CnqProvisioner
@@ -168,7 +168,10 @@ class CnqCluster(Construct):
                 # No DisableApiTermination here: a protected node could not be rolled back after a failed
                 # first create. The Storage stack protects them as its last step (Custom::CnqNodeProtection).
                 monitoring=True,
-                tags=[CfnTag(key="Name", value=f"{name}-node{index}"), CfnTag(key=CLUSTER_TAG, value=name)],
+                tags=[
+                    CfnTag(key="Name", value=f"{name}-node{index}"),
+                    CfnTag(key=CNQ_CLUSTER_TAG, value=name),
+                ],
             )
             # The first boot reads the install parameter and the S3 prefix through the role's policy.
             node.node.add_dependency(self.role, *boot_inputs)
@@ -262,7 +265,7 @@ class CnqCluster(Construct):
         AWS::EC2::Instance Ebs vs AWS::EC2::LaunchTemplate Ebs)."""
         tags = [
             CfnTag(key="Name", value=f"{self.name}-node-volume"),
-            CfnTag(key=CLUSTER_TAG, value=self.name),
+            CfnTag(key=CNQ_CLUSTER_TAG, value=self.name),
         ]
         return ec2.CfnLaunchTemplate(
             self,

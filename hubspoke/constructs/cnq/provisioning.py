@@ -22,8 +22,9 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from hubspoke.constructs.cnq.bundling import IS_COMPLETE_HANDLER, ON_EVENT_HANDLER, RUNTIME, provisioner_code
-from hubspoke.constructs.cnq.runtime.contract import CLAMP_SENT_TAG, CLUSTER_TAG, CREATE_SENT_TAG
+from hubspoke.constructs.cnq.runtime import contract
 from hubspoke.constructs.provider import LOG_RETENTION, https_egress_group, vpc_provider
+from hubspoke.names import CNQ_CLAMP_SENT_TAG, CNQ_CLUSTER_TAG, CNQ_CREATE_SENT_TAG
 from hubspoke.policy.acks import acknowledge
 from hubspoke.ports import QUMULO_REST
 
@@ -34,6 +35,12 @@ IS_COMPLETE_TIMEOUT = Duration.minutes(5)
 QUERY_INTERVAL = Duration.seconds(30)
 # CloudFormation's own limit on one custom-resource operation (ServiceTimeout maximum).
 CUSTOM_RESOURCE_LIMIT = Duration.hours(1)
+# The tag keys the runtime reads and writes (runtime/contract.py): it ships alone, so it is told them.
+RUNTIME_ENVIRONMENT: Mapping[str, str] = {
+    contract.CLUSTER_TAG_ENV: CNQ_CLUSTER_TAG,
+    contract.CREATE_SENT_TAG_ENV: CNQ_CREATE_SENT_TAG,
+    contract.CLAMP_SENT_TAG_ENV: CNQ_CLAMP_SENT_TAG,
+}
 
 
 class CnqProvisioner(Construct):
@@ -105,6 +112,7 @@ class CnqProvisioner(Construct):
                 vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
                 security_groups=[self.security_group],
                 log_group=log_group,
+                environment=dict(RUNTIME_ENVIRONMENT),
             )
             for name, handler, timeout in (
                 ("Function", ON_EVENT_HANDLER, ON_EVENT_TIMEOUT),
@@ -185,7 +193,7 @@ class CnqProvisioner(Construct):
         """Termination protection on the stack's own nodes only, found by their cluster tag (runtime/nodes.py)."""
         stack = Stack.of(self)
         instances = stack.format_arn(service="ec2", resource="instance", resource_name="*")
-        tagged = {f"aws:ResourceTag/{CLUSTER_TAG}": list(clusters)}
+        tagged = {f"aws:ResourceTag/{CNQ_CLUSTER_TAG}": list(clusters)}
         role.add_to_policy(
             iam.PolicyStatement(
                 actions=["ec2:DescribeInstanceAttribute"],
@@ -214,7 +222,7 @@ class CnqProvisioner(Construct):
                 resources=[instances],
                 conditions={
                     "StringEquals": tagged,
-                    "ForAllValues:StringEquals": {"aws:TagKeys": [CREATE_SENT_TAG, CLAMP_SENT_TAG]},
+                    "ForAllValues:StringEquals": {"aws:TagKeys": [CNQ_CREATE_SENT_TAG, CNQ_CLAMP_SENT_TAG]},
                 },
             )
         )

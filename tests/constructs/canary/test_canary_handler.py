@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from hubspoke.constructs.canary.runtime import metrics
+from hubspoke import canary_metrics as metrics
 from hubspoke.constructs.canary.runtime.handler import run, secrets_client
 from hubspoke.constructs.canary.runtime.portal import PortalReading
 from tests.conftest import Templates, properties

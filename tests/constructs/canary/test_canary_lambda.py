@@ -14,8 +14,8 @@ from typing import Any
 import boto3
 import pytest
 
+from hubspoke import canary_metrics as metrics
 from hubspoke.constructs.canary import infrastructure
-from hubspoke.constructs.canary.runtime import metrics
 from hubspoke.constructs.cnq.bundling import InstalledEnvironmentBundling
 from tests.conftest import Templates, properties
 from tests.fakes.aws_endpoint import moto_endpoint
@@ -38,6 +38,7 @@ def code(tmp_path_factory: pytest.TempPathFactory) -> Path:
         package="runtime",
         root_distribution="qumulo-api",
         python_version=infrastructure.RUNTIME.name.removeprefix("python"),
+        facts=infrastructure.RUNTIME_FACTS,
     )
     return bundle(local, tmp_path_factory.mktemp("canary"))
 

@@ -15,8 +15,8 @@ from typing import Any
 import boto3
 import pytest
 
+from hubspoke import canary_metrics
 from hubspoke.constructs.canary.runtime import handler
-from hubspoke.constructs.canary.runtime import metrics as canary_metrics
 from tests.conftest import Templates, properties
 from tests.constructs.cnq.conftest import HUB_FLOATING, SPOKE, SPOKE_PASSWORD, World, drive
 from tests.constructs.cnq.conftest import formed as formed  # the CNQ world's fixtures, shared

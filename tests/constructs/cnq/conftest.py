@@ -25,8 +25,8 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from hubspoke.config import HubSpokeConfig
 from hubspoke.constructs.cnq.provisioning import QUERY_INTERVAL
 from hubspoke.constructs.cnq.runtime import provisioner, session
-from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
+from hubspoke.names import CNQ_CLUSTER_TAG
 from tests.conftest import QUMULO_CORE, minimal
 from tests.fakes.ec2_addresses import draw_unused_addresses
 from tests.fakes.moto_state import MotoState
@@ -163,7 +163,7 @@ class World:
         self, count: int, cluster: str, image: str = IMAGE, itype: str = INSTANCE_TYPE
     ) -> list[str]:
         ec2 = boto3.client("ec2")
-        tags = [{"ResourceType": "instance", "Tags": [{"Key": CLUSTER_TAG, "Value": cluster}]}]
+        tags = [{"ResourceType": "instance", "Tags": [{"Key": CNQ_CLUSTER_TAG, "Value": cluster}]}]
         made = ec2.run_instances(ImageId=image, MinCount=count, MaxCount=count, InstanceType=itype,
                                  TagSpecifications=tags)  # fmt: skip
         return [i["InstanceId"] for i in made["Instances"]]

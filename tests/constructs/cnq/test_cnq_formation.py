@@ -16,9 +16,9 @@ import pytest
 from qumulo.rest_client import RestClient
 
 from hubspoke.constructs.cnq.runtime import session
-from hubspoke.constructs.cnq.runtime.contract import CREATE_SENT_TAG
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
 from hubspoke.constructs.cnq.runtime.session import ProvisioningError, ProvisioningTimeout
+from hubspoke.names import CNQ_CREATE_SENT_TAG
 from tests.constructs.cnq.conftest import ROOMY, World, drive
 from tests.fakes.qumulo import FakeQumulo
 
@@ -39,7 +39,7 @@ def test_nodes_still_unconfigured_after_the_202_are_waited_for_not_sent_the_crea
     assert hub.state == "ACTIVE" and len(hub.create_requests) == 1
     assert hub.called("POST", CREATE) == 1, "the create is sent once"
     tags = boto3.client("ec2").describe_tags(Filters=[{"Name": "resource-id", "Values": [instances[0]]}])
-    assert CREATE_SENT_TAG in {t["Key"] for t in tags["Tags"]}
+    assert CNQ_CREATE_SENT_TAG in {t["Key"] for t in tags["Tags"]}
 
 
 def test_a_create_whose_answer_is_lost_is_waited_for(world: World, hub: FakeQumulo) -> None:

@@ -17,7 +17,7 @@ from moto.cloudformation.models import cloudformation_backends
 from moto.core import DEFAULT_ACCOUNT_ID
 
 from hubspoke.constructs.cnq import bundling
-from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
+from hubspoke.names import CNQ_CLUSTER_TAG
 from tests.conftest import Templates, resources
 from tests.constructs.cnq.conftest import stack_id
 from tests.fakes.aws_endpoint import moto_endpoint
@@ -57,7 +57,7 @@ def aws() -> Iterator[tuple[str, str, list[str], str]]:
             "aws_secret_access_key": "x",
         }
         secret = boto3.client("secretsmanager", **keys).create_secret(Name="cnq-hub", SecretString=PASSWORD)
-        tags = [{"ResourceType": "instance", "Tags": [{"Key": CLUSTER_TAG, "Value": "dev-use2"}]}]
+        tags = [{"ResourceType": "instance", "Tags": [{"Key": CNQ_CLUSTER_TAG, "Value": "dev-use2"}]}]
         made = boto3.client("ec2", **keys).run_instances(
             ImageId="ami-12c6146b", MinCount=4, MaxCount=4, InstanceType="i4i.8xlarge", TagSpecifications=tags
         )
@@ -113,8 +113,12 @@ def test_cluster_create_runs_from_the_bundle_in_lambdas_environment(
             return LambdaFunction(
                 code=code,
                 handler=handler,
-                # Test wiring only: moto's endpoint, and short polls against the fake cluster.
-                environment={"AWS_ENDPOINT_URL": endpoint, "HUBSPOKE_POLL_SECONDS": "0.05"},
+                # The template's variables; test wiring only on top: moto's endpoint, short polls.
+                environment={
+                    **configured.get("Environment", {}).get("Variables", {}),
+                    "AWS_ENDPOINT_URL": endpoint,
+                    "HUBSPOKE_POLL_SECONDS": "0.05",
+                },
                 timeout_s=configured["Timeout"],
                 memory_mb=configured["MemorySize"],
                 region=HUB,

@@ -14,9 +14,9 @@ from typing import Any
 import boto3
 import pytest
 
-from hubspoke.constructs.cnq.runtime.contract import CLUSTER_TAG
 from hubspoke.constructs.cnq.runtime.provisioner import on_event
 from hubspoke.constructs.cnq.runtime.session import ProvisioningError
+from hubspoke.names import CNQ_CLUSTER_TAG
 from tests.constructs.cnq.conftest import IMAGE, INSTANCE_TYPE, ROOMY, World, drive
 
 SCRIPT = "#!/bin/bash\necho node script, release 1\n"
@@ -46,7 +46,7 @@ def launch(subnet: str, count: int = 4) -> list[str]:
         UserData=SCRIPT,
         BlockDeviceMappings=[{"DeviceName": v["device"], "Ebs": {"VolumeSize": v["size_gib"], "VolumeType": v["type"],
                               "Encrypted": True, "DeleteOnTermination": False}} for v in VOLUMES],
-        TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": CLUSTER_TAG, "Value": "dev-hub"}]}],
+        TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": CNQ_CLUSTER_TAG, "Value": "dev-hub"}]}],
     )  # fmt: skip
     return [i["InstanceId"] for i in made["Instances"]]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import Templates, resources
+from tests.conftest import Templates, properties, resources
 
 STACK = "storage-us-east-2"
 
@@ -71,3 +71,30 @@ def test_a_failed_first_create_deletes_the_key_and_secrets_and_keeps_only_bucket
         assert resource["UpdateReplacePolicy"] == "Retain"
     for bucket in _data_buckets(template):
         assert template["Resources"][bucket]["DeletionPolicy"] == "Retain"
+
+
+def test_the_provisioner_functions_are_told_the_tag_keys_the_nodes_and_their_permissions_use(
+    dev_templates: Templates,
+) -> None:
+    """The runtime ships alone, so its tag keys come in its environment: both functions (on-event and
+    is-complete) carry the key the nodes are tagged with and the two keys the provisioner may write, and each is
+    the key the template's nodes and the provisioner's tag-scoped permissions name."""
+    template = dev_templates[STACK]
+    expected = {
+        "HUBSPOKE_CNQ_CLUSTER_TAG": "hubspoke:cnq-cluster",
+        "HUBSPOKE_CNQ_CREATE_SENT_TAG": "hubspoke:cnq-create-sent",
+        "HUBSPOKE_CNQ_CLAMP_SENT_TAG": "hubspoke:cnq-clamp-sent",
+    }
+    told = [
+        props["Environment"]["Variables"]
+        for _, props in properties(template, "AWS::Lambda::Function")
+        if "HUBSPOKE_CNQ_CLUSTER_TAG" in props.get("Environment", {}).get("Variables", {})
+    ]
+    assert len(told) == 2 and all(variables == expected for variables in told)
+    node_tags = {
+        tag["Key"] for _, props in properties(template, "AWS::EC2::Instance") for tag in props.get("Tags", [])
+    }
+    assert "hubspoke:cnq-cluster" in node_tags
+    assert "aws:ResourceTag/hubspoke:cnq-cluster" in str(template), (
+        "the provisioner's scope names the same key"
+    )

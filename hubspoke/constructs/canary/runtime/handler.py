@@ -21,7 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from . import metrics
+from hubspoke import canary_metrics as metrics
+
 from .portal import PortalReading, read_portal_status
 from .probe import probe_all
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .metrics import PORTAL_STATUS_UNKNOWN, PORTAL_STATUS_VALUES
+from hubspoke.canary_metrics import PORTAL_STATUS_UNKNOWN, PORTAL_STATUS_VALUES
 
 
 @dataclass(frozen=True)

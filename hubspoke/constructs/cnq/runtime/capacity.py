@@ -110,7 +110,7 @@ def ensure_limit(client: Any, wanted: int, before: int | None, ledger: Any, requ
     to the requested bytes without going over", "a value below the current provisioned capacity has no
     effect", and an applied change abandons the quorum and "will appear in the new quorum" (qumulo-api
     7.10.2.1, qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS). So the PUT is recorded on the
-    first node (`ledger`, nodes.CreateTag under CLAMP_SENT_TAG, valued with this request's RequestId) and
+    first node (`ledger`, nodes.CreateTag under the clamp-sent tag, valued with this request's RequestId) and
     answered Pending; a later poll of the same request, with the quorum ACTIVE again (require_active), reads
     the clamp: changed means done; unchanged means the cluster already holds the closest pstore count (a raise
     rolled back after Qumulo applied it and deployed again, or a raise smaller than one pstore), and it is

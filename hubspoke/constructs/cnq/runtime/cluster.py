@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from qumulo.lib.request import RequestError
 
-from .contract import CREATE_SENT_TAG
+from .contract import create_sent_tag
 from .session import Deadline, Pending, ProvisioningError, anonymous_client, describe
 
 log = logging.getLogger(__name__)
@@ -211,7 +211,7 @@ def ensure_formed(
             raise Pending(
                 f"cluster {spec.cluster_name}: create sent at {sent}, the nodes still answer UNCONFIGURED while "
                 f"they switch modes; it is not sent again (if they never switch, the create did not take: "
-                f"remove the tag {CREATE_SENT_TAG} from {spec.node_instance_ids[0]} and deploy again)"
+                f"remove the tag {create_sent_tag()} from {spec.node_instance_ids[0]} and deploy again)"
             )
         log.info("forming cluster %s from %d nodes", spec.cluster_name, len(spec.node_ips))
         _create(spec, password, deadline, ledger)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import capacity, cluster, exports, floating, network, nodes
-from .contract import CLAMP_SENT_TAG
+from .contract import clamp_sent_tag
 from .props import DEFAULT_REST_PORT, aws, read_secret, require, strings
 from .session import Deadline, ProvisioningError, login
 
@@ -169,7 +169,7 @@ def converge_storage(event: Mapping[str, Any], deadline: Deadline, status: str) 
     client, _ = login(spec.node_ips, spec.rest_port, password, deadline, what=f"cluster {spec.cluster_name}")
     capacity.ensure_uris(client, spec.object_storage_uris, rolling_back=status == nodes.ROLLING_BACK)
     before = event.get("ClampBefore")
-    ledger = nodes.CreateTag(aws("ec2"), spec.node_instance_ids[0], key=CLAMP_SENT_TAG)
+    ledger = nodes.CreateTag(aws("ec2"), spec.node_instance_ids[0], key=clamp_sent_tag())
     capacity.ensure_limit(client, spec.usable_capacity_bytes, None if before in (None, "") else int(before),
                           ledger, str(event.get("RequestId") or event.get("StartedAt") or ""))  # fmt: skip
     return {"Buckets": str(len(spec.object_storage_uris)), "CapacityStep": "done"}

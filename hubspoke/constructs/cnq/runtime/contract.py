@@ -1,14 +1,35 @@
-"""What the CNQ stacks and the provisioning Lambda agree on, importable without the Qumulo SDK or CDK.
+"""The tag keys the provisioning Lambda reads and writes, as the construct that deploys it states them.
 
-The policy pack and the constructs read these names at synth; the Lambda reads them at run time. This module
-imports nothing, so neither side loads the other's dependencies to learn a tag name.
+The keys' one home is hubspoke/names.py; the runtime ships alone (it imports nothing of hubspoke), so
+constructs/cnq/provisioning.py hands them to it in the function's environment, where the template shows them.
 """
 
-# Every node carries this tag with its cluster's name; the provisioner's EC2 permissions are scoped to it.
-CLUSTER_TAG = "hubspoke:cnq-cluster"
-# Written on the first node's instance when the cluster-create call was sent to it (runtime/cluster.py), so
-# no later poll sends it again; the provisioner may set only this tag, on the stack's own nodes.
-CREATE_SENT_TAG = "hubspoke:cnq-create-sent"
-# Written on the same instance with the CloudFormation RequestId whose capacity clamp was sent: a clamp shows only
-# in the next quorum, so later polls of that request read this instead of sending it again (runtime/capacity.py).
-CLAMP_SENT_TAG = "hubspoke:cnq-clamp-sent"
+import os
+
+CLUSTER_TAG_ENV = "HUBSPOKE_CNQ_CLUSTER_TAG"
+CREATE_SENT_TAG_ENV = "HUBSPOKE_CNQ_CREATE_SENT_TAG"
+CLAMP_SENT_TAG_ENV = "HUBSPOKE_CNQ_CLAMP_SENT_TAG"
+
+
+def _stated(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise RuntimeError(
+            f"{name} is not set: the function's environment comes from constructs/cnq/provisioning.py"
+        )
+    return value
+
+
+def cluster_tag() -> str:
+    """The tag every node carries with its cluster's name."""
+    return _stated(CLUSTER_TAG_ENV)
+
+
+def create_sent_tag() -> str:
+    """The tag that records, on the first node, that the cluster-create call was sent."""
+    return _stated(CREATE_SENT_TAG_ENV)
+
+
+def clamp_sent_tag() -> str:
+    """The tag that records, on the first node, the request whose capacity clamp was sent."""
+    return _stated(CLAMP_SENT_TAG_ENV)

@@ -14,10 +14,10 @@ import datetime
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .contract import CREATE_SENT_TAG
+from .contract import create_sent_tag
 from .session import ProvisioningError
 
 log = logging.getLogger(__name__)
@@ -140,8 +140,8 @@ class CreateTag:
 
     ec2: Any
     instance_id: str
-    # The same record under CLAMP_SENT_TAG says a capacity clamp was sent in one request (capacity.ensure_limit).
-    key: str = CREATE_SENT_TAG
+    # The same record under the clamp-sent tag says a capacity clamp was sent in one request (capacity.ensure_limit).
+    key: str = field(default_factory=create_sent_tag)
 
     def sent(self) -> str | None:
         reservations = self.ec2.describe_instances(InstanceIds=[self.instance_id])["Reservations"]

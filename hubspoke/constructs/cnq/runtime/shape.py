@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .contract import CLUSTER_TAG
+from .contract import cluster_tag
 from .session import ProvisioningError
 
 _LIVE = ["pending", "running", "stopping", "stopped"]
@@ -103,7 +103,7 @@ def check_node_shape(ec2: Any, *, cluster: str, wanted: NodeShape) -> None:
     apply by replacing or stopping every node."""
     pages = ec2.get_paginator("describe_instances").paginate(
         Filters=[
-            {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
+            {"Name": f"tag:{cluster_tag()}", "Values": [cluster]},
             {"Name": "instance-state-name", "Values": _LIVE},
         ]
     )

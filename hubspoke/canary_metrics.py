@@ -1,6 +1,8 @@
 """The canary's CloudWatch metrics: names, units, the portal-status mapping, and the embedded-metric log line.
 
-The Ops stack imports these names for its alarms and dashboard, so a widget can only show what this publishes.
+The canary Lambda publishes them, the Ops stack's alarms and dashboard and `hubspoke verify` read them, so a widget
+can only show what the canary publishes. Standard library only: the canary's asset carries this module beside its
+runtime package (constructs/canary/infrastructure.py), as the training image carries training_metrics.py.
 Embedded metric format (EMF) rather than PutMetricData: the Lambda service ships the log line to CloudWatch Logs
 itself, so the canary needs no CloudWatch VPC endpoint or NAT route to publish, and the probe detail sits beside
 the numbers for Logs Insights.
