@@ -2,9 +2,10 @@
 
 The load itself (Qumulo Shift-From into `<dataset_path>/<name>/<version>`, checksums through the dataset mount, the
 seal) is hubspoke.dataset_load, run by workload/load.py in the Job hubspoke/k8s/load.py renders: the hub's REST
-API answers only inside the hub VPC. This command checks its input, renders the Job and, unless --dry-run, applies
-it with kubectl through the access path `hubspoke connect` sets up, then follows its log (`kubectl logs -f`) and
-exits with the Job's outcome. Running it again for the same version resumes: a finished Job of that version is
+API answers only inside the hub VPC. This command checks its input, renders the Job and, unless --dry-run, opens
+the hub's tunnel and a temporary kubeconfig as `hubspoke train` does (hubspoke/cli/tunnel.py; --kube-context uses
+a context of the user's own kubeconfig instead), applies the Job, follows its log (`kubectl logs -f`) and exits
+with the Job's outcome. Running it again for the same version resumes: a finished Job of that version is
 replaced by a new one (whose program carries on where Shift-From left off); a running one is followed.
 """
 
@@ -22,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from hubspoke.cli.output import fail
+from hubspoke.cli.tunnel import Runner, StepFailed, with_profile
 from hubspoke.config import HubSpokeConfig, format_problem, load
 from hubspoke.config.sections import Problem
 from hubspoke.dataset_load import DEFAULT_HASH_WORKERS
@@ -45,7 +48,7 @@ Kubectl = Callable[[Sequence[str], "str | None", bool], subprocess.CompletedProc
 def kubectl(
     args: Sequence[str], stdin: str | None = None, capture: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    """Run kubectl with the current kubeconfig context (the one `hubspoke connect` writes)."""
+    """Run kubectl with the user's own kubeconfig (--kube-context names the context)."""
     return subprocess.run(
         ["kubectl", *args], input=stdin, text=True, capture_output=capture, check=False, timeout=None
     )
@@ -65,8 +68,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
         description=(
             "Start a Job on the hub's cluster that copies an S3 folder into <dataset_path>/<name>/<version> with "
             "Qumulo Shift-From, checksums it through the dataset volume and seals it with MANIFEST.json "
-            "(docs/datasets.md); follow its progress. Needs kubectl on the hub's cluster (hubspoke connect "
-            "--region <hub>). Run the same command again to resume."
+            "(docs/datasets.md); follow its progress. Opens the hub's Session Manager tunnel itself (as `hubspoke "
+            "connect --region <hub>` prints it) and closes it at the end. Run the same command again to resume."
         ),
         epilog=(
             "Example: hubspoke dataset load --config config/dev.yaml --name c4-llama3 --version v2 "
@@ -74,10 +77,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
         ),
     )
     loader.add_argument("--config", required=True, type=Path, metavar="PATH")
+    loader.add_argument("--name", help="the dataset's name (default: dataset.name)")
     loader.add_argument(
-        "--name", required=True, help="the dataset's name (jobs read the one in dataset.name)"
+        "--version", help="a new version; an existing one is refused (default: dataset.version)"
     )
-    loader.add_argument("--version", required=True, help="a new version; an existing one is refused")
     loader.add_argument(
         "--source", required=True, help="s3://bucket/folder/ in one of dataset.source_buckets"
     )
@@ -103,6 +106,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
         help="image with workload/ (default: hub.compute.training_image, else the digest `hubspoke image build` "
         "recorded)",
     )
+    loader.add_argument("--profile", metavar="NAME", help="AWS profile for every aws and kubectl call")
+    loader.add_argument("--role-arn", metavar="ARN", help="sign kubectl's tokens as this role (as `connect`)")
+    loader.add_argument(
+        "--kube-context",
+        metavar="NAME",
+        help="use this context of your own kubeconfig, reaching the hub already (`hubspoke connect`), and "
+        "open no tunnel",
+    )
     loader.add_argument(
         "--dry-run", action="store_true", help="print the Job as YAML for kubectl apply; start nothing"
     )
@@ -116,14 +127,24 @@ def _problem(path: Path, field: str, message: str) -> int:
 
 
 def run(
-    args: argparse.Namespace, *, kube: Kubectl = kubectl, sleep: Callable[[float], None] = time.sleep
+    args: argparse.Namespace,
+    *,
+    kube: Kubectl = kubectl,
+    sleep: Callable[[float], None] = time.sleep,
+    runner: Runner | None = None,
+    clients: Any = None,
 ) -> int:
     path: Path = args.config
     config = load(path).config
+    name = args.name or config.dataset.name
+    version = args.version or config.dataset.version
+    if name is None or version is None:
+        flag, field = ("--name", "dataset.name") if name is None else ("--version", "dataset.version")
+        return _problem(path, field, f"not set: give the version to load with {flag}, or set {field}")
     try:
         source = Source.parse(args.source)
-        check_segment("--name", args.name)
-        check_segment("--version", args.version)
+        check_segment("--name", name)
+        check_segment("--version", version)
     except LoadError as exc:
         return _problem(path, "--source", str(exc).removeprefix("--source "))
     except ManifestError as exc:
@@ -145,26 +166,97 @@ def run(
     token_bytes = args.token_bytes or config.dataset.token_bytes
     vocab_size = args.vocab_size or config.dataset.vocab_size
     try:
-        validate(
-            name=args.name, version=args.version, token_bytes=token_bytes, vocab_size=vocab_size, files=[]
-        )
+        validate(name=name, version=version, token_bytes=token_bytes, vocab_size=vocab_size, files=[])
     except ManifestError as exc:
         return _problem(path, "--vocab-size", str(exc).split(": ", 1)[1])
     if not 1 <= args.hash_workers <= 32:
         return _problem(path, "--hash-workers", f"{args.hash_workers}: give 1 to 32 files at once")
-    job = _render(args, path, config, source=source, token_bytes=token_bytes, vocab_size=vocab_size)
+    job = _render(
+        args, path, config, name=name, version=version, source=source, token_bytes=token_bytes,
+        vocab_size=vocab_size,
+    )  # fmt: skip
     if isinstance(job, int):
         return job
+    connect = shlex.join(
+        with_profile(
+            ["hubspoke", "connect", "--config", str(path), "--region", config.hub.region], args.profile
+        )
+    )
     if args.dry_run:
+        if not args.kube_context:
+            print(f"# + the tunnel and kubeconfig commands `{connect}` prints, with a temporary --kubeconfig; "
+                  "the tunnel is closed at the end")  # fmt: skip
         sys.stdout.write(yaml.safe_dump(job, sort_keys=False, explicit_start=True))
         return 0
+    if not args.kube_context:
+        return _through_tunnel(args, config, job, runner=runner or Runner(), clients=clients, sleep=sleep)
+    context = args.kube_context
+
+    def own(argv: Sequence[str], stdin: str | None, capture: bool) -> subprocess.CompletedProcess[str]:
+        # A global flag, accepted after the verb (kubectl reference, "kubectl options": --context).
+        return kube([*argv, "--context", context], stdin, capture)
+
+    hint = (
+        f"kubectl must reach the hub's cluster as context {context}: follow `{connect}` (the tunnel stays open "
+        "in its own terminal), or leave out --kube-context and this command opens the tunnel itself"
+    )
     try:
-        return _start_and_follow(
-            job, kube=kube, sleep=sleep, config_path=path, hub=config.hub.region, deploy=_deploy(config, path)
-        )
+        return _start_and_follow(job, kube=own, sleep=sleep, hint=hint, deploy=_deploy(config, path))
     except LoadError as exc:
         print(f"hubspoke dataset load: {exc}", file=sys.stderr)
         return exc.code
+
+
+def _through_tunnel(
+    args: argparse.Namespace,
+    config: HubSpokeConfig,
+    job: dict[str, Any],
+    *,
+    runner: Runner,
+    clients: Any,
+    sleep: Callable[[float], None],
+) -> int:
+    """The load through the hub's tunnel and a temporary kubeconfig (hubspoke/cli/tunnel.py), closed at the end."""
+    from botocore.exceptions import BotoCoreError, ClientError, ProfileNotFound
+
+    from hubspoke.cli.checks import CREDENTIALS_FIX, session_clients
+    from hubspoke.cli.connect import NotReady, steps
+    from hubspoke.cli.tunnel import open_cluster
+
+    try:
+        clients = clients or session_clients(args.profile)
+    except ProfileNotFound as exc:
+        return fail(f"--profile: {exc}; list profiles with `aws configure list-profiles`")
+    hint = "the tunnel was reopened once and kubectl still failed (its output is above); run this again"
+    try:
+        # Everything read from AWS first: a refusal here leaves nothing started.
+        found = steps(
+            config, clients, config_path=str(args.config), region=config.hub.region,
+            local_port=runner.free_port(), role_arn=args.role_arn,
+        )  # fmt: skip
+        with open_cluster(found, runner=runner, profile=args.profile) as cluster:
+
+            def through(
+                argv: Sequence[str], stdin: str | None, capture: bool
+            ) -> subprocess.CompletedProcess[str]:
+                return cluster.kubectl(*argv, stdin=stdin, capture=capture)
+
+            return _start_and_follow(
+                job, kube=through, sleep=sleep, hint=hint, deploy=_deploy(config, args.config)
+            )
+    except NotReady as exc:
+        print(f"hubspoke dataset load: {exc.reason}\n  fix: {exc.fix}", file=sys.stderr)
+    except (ClientError, BotoCoreError) as exc:
+        print(
+            f"hubspoke dataset load: AWS refused or could not be reached: {exc}\n  fix: {CREDENTIALS_FIX}",
+            file=sys.stderr,
+        )
+    except StepFailed as exc:
+        print(f"hubspoke dataset load: {exc}", file=sys.stderr)
+    except LoadError as exc:
+        print(f"hubspoke dataset load: {exc}", file=sys.stderr)
+        return exc.code
+    return EXIT_FAILED
 
 
 def _render(
@@ -172,6 +264,8 @@ def _render(
     path: Path,
     config: HubSpokeConfig,
     *,
+    name: str,
+    version: str,
     source: Source,
     token_bytes: int,
     vocab_size: int,
@@ -185,8 +279,8 @@ def _render(
         image = _recorded_image(args.image, path, config, config.hub)
         return load_job(
             config,
-            name=args.name,
-            version=args.version,
+            name=name,
+            version=version,
             source=str(source),
             bucket_region=args.bucket_region or config.hub.region,
             token_bytes=token_bytes,
@@ -216,14 +310,10 @@ def _deploy(config: HubSpokeConfig, path: Path) -> str:
     )
 
 
-def _checked(done: subprocess.CompletedProcess[str], what: str, *, config_path: Path, hub: str) -> str:
+def _checked(done: subprocess.CompletedProcess[str], what: str, *, hint: str) -> str:
     if done.returncode != 0:
         said = (done.stderr or done.stdout or "").strip().splitlines()
-        raise LoadError(
-            f"kubectl {what} failed ({said[-1] if said else f'exit {done.returncode}'}); kubectl must reach the "
-            f"hub's cluster: follow `hubspoke connect --config {shlex.quote(str(config_path))} --region {hub}` "
-            "(the tunnel stays open in its own terminal), then run this again"
-        )
+        raise LoadError(f"kubectl {what} failed ({said[-1] if said else f'exit {done.returncode}'}); {hint}")
     return done.stdout or ""
 
 
@@ -248,8 +338,7 @@ def _start_and_follow(
     *,
     kube: Kubectl,
     sleep: Callable[[float], None],
-    config_path: Path,
-    hub: str,
+    hint: str,
     deploy: str,
 ) -> int:
     name = job["metadata"]["name"]
@@ -257,13 +346,13 @@ def _start_and_follow(
 
     def current() -> dict[str, Any] | None:
         done = kube(["get", "job", name, *where, "--ignore-not-found", "--output", "json"], None, True)
-        text = _checked(done, "get job", config_path=config_path, hub=hub).strip()
+        text = _checked(done, "get job", hint=hint).strip()
         return json.loads(text) if text else None
 
     # The Job's settings and service account come with the hub's Compute stack (hubspoke/constructs/
     # dataset_loader.py); without them its pod could never start, so say so before creating anything.
     done = kube(["get", "configmap", SETTINGS, *where, "--ignore-not-found", "--output", "name"], None, True)
-    if not _checked(done, "get configmap", config_path=config_path, hub=hub).strip():
+    if not _checked(done, "get configmap", hint=hint).strip():
         raise LoadError(
             f"the hub's cluster has no ConfigMap {NAMESPACE}/{SETTINGS}, which the hub's Compute stack creates "
             f"when dataset.source_buckets is set: deploy that stack ({deploy}), then run this again"
@@ -285,12 +374,12 @@ def _start_and_follow(
             # A finished Job's pod template cannot change (Kubernetes API: Job spec.template is immutable), so a
             # rerun replaces it; its pods go first (--cascade=foreground) so the log followed is the new one's.
             done = kube(["delete", "job", name, *where, "--cascade=foreground", "--wait=true"], None, True)
-            _checked(done, "delete job", config_path=config_path, hub=hub)
+            _checked(done, "delete job", hint=hint)
             print(
                 f"replaced the finished load Job {name} ({state}); the new one resumes the load", flush=True
             )
         done = kube(["apply", "--filename", "-"], yaml.safe_dump(job, sort_keys=False), True)
-        _checked(done, "apply", config_path=config_path, hub=hub)
+        _checked(done, "apply", hint=hint)
         print(f"started load Job {name} in namespace {NAMESPACE} on the hub's cluster", flush=True)
     for _ in range(FOLLOWS):
         failed_before = _count(current(), "failed")

@@ -83,9 +83,13 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cluster:
     return Cluster(home)
 
 
+CONTEXT = "hubspoke-dev-us-east-2"
+
+
 def _argv(path: Path, *extra: str, source: str = "s3://hubspoke-datasets/c4/llama3/") -> list[str]:
+    """Through the user's own kubeconfig context (--kube-context): kubectl is the stub on PATH."""
     return ["dataset", "load", "--config", str(path), "--name", "c4-llama3", "--version", "v2", "--source", source,
-            "--poll-seconds", "5", *extra]  # fmt: skip
+            "--poll-seconds", "5", "--kube-context", CONTEXT, *extra]  # fmt: skip
 
 
 # ----- refusals before any kubectl call
@@ -143,6 +147,8 @@ def test_a_load_applies_the_job_follows_its_log_and_exits_0(
     assert job["spec"]["template"]["spec"]["serviceAccountName"]
     logs = cluster.calls[4]["argv"]
     assert logs[:3] == ["logs", "--follow", f"job/{job['metadata']['name']}"] and "hyperpod-training" in logs
+    # Every call names the context given (kubectl reference, "kubectl options": --context).
+    assert all(c["argv"][-2:] == ["--context", CONTEXT] for c in cluster.calls)
 
 
 def test_a_rerun_after_a_failed_job_replaces_it_and_resumes(
