@@ -104,8 +104,10 @@ def steps(
     region: str,
     local_port: int | None = None,
     role_arn: str | None = None,
+    profile: str | None = None,
 ) -> Steps:
-    """The tunnel, kubeconfig and check commands for `region`; NotReady when the stack lacks what they need."""
+    """The tunnel, kubeconfig and check commands for `region`, each aws one with `profile`; NotReady when the stack
+    lacks what they need."""
     plan = compute_plan(config, region)
     assert plan is not None, "the caller checks the Region has compute"
     if local_port is None:
@@ -145,10 +147,14 @@ def steps(
         {"host": [host], "portNumber": [str(API_PORT)], "localPortNumber": [str(local_port)]}
     )
     session = ["aws", "ssm", "start-session", "--region", region, "--target", instance]
-    tunnel = shlex.join([*session, "--document-name", FORWARD_DOCUMENT, "--parameters", parameters])
+    # The profile the caller chose goes on every aws command; update-kubeconfig writes it into the user entry's exec
+    # env as AWS_PROFILE, so kubectl's tokens are signed as it too (awscli customizations/eks/update_kubeconfig.py,
+    # EKSClient.get_user_entry).
+    chosen = ["--profile", profile] if profile else []
+    tunnel = shlex.join([*session, "--document-name", FORWARD_DOCUMENT, "--parameters", parameters, *chosen])
     # The context is named after the cluster, readable in `kubectl config get-contexts`; the cluster entry keeps the ARN.
     update = ["aws", "eks", "update-kubeconfig", "--region", region, "--name", name, "--alias", name]
-    kubeconfig = shlex.join([*update, *(["--role-arn", role] if role else [])])
+    kubeconfig = shlex.join([*update, *(["--role-arn", role] if role else []), *chosen])
     local = f"https://localhost:{local_port}"
     through = shlex.join(
         ["kubectl", "config", "set-cluster", cluster_arn, "--server", local, "--tls-server-name", host]
@@ -198,7 +204,7 @@ def _role(config: HubSpokeConfig, me: Any, role_arn: str | None) -> tuple[str | 
     )
 
 
-def render(s: Steps, *, config_path: str) -> str:
+def render(s: Steps, *, config_path: str, profile: str | None = None) -> str:
     lines = [
         f"Connect kubectl to EKS cluster {s.cluster} in {s.region} through access host {s.instance_id}.",
         f"Who: {s.note}.",
@@ -211,7 +217,8 @@ def render(s: Steps, *, config_path: str) -> str:
         f"   {s.through_tunnel}",
         "4. Check, while the tunnel runs:",
         f"   {s.check}",
-        f"   hubspoke verify --config {shlex.quote(config_path)} --region {s.region}",
+        f"   hubspoke verify --config {shlex.quote(config_path)} --region {s.region}"
+        + (f" --profile {shlex.quote(profile)}" if profile else ""),
         "5. Back to this cluster after connecting to another Region (step 2 made it kubectl's current context):",
         f"   {s.switch}",
     ]
@@ -276,7 +283,7 @@ def run(args: argparse.Namespace, *, clients: Clients | None = None) -> int:
     try:
         found = steps(
             config, clients, config_path=config_path, region=args.region, local_port=args.local_port,
-            role_arn=args.role_arn,
+            role_arn=args.role_arn, profile=args.profile,
         )  # fmt: skip
     except NotReady as exc:
         print(f"hubspoke connect: {exc.reason}\n  fix: {exc.fix}", file=sys.stderr)
@@ -290,5 +297,5 @@ def run(args: argparse.Namespace, *, clients: Clients | None = None) -> int:
     if args.json:
         print_json(asdict(found))
     else:
-        print(render(found, config_path=config_path))
+        print(render(found, config_path=config_path, profile=args.profile))
     return 0

@@ -3,8 +3,8 @@ kubeconfig that `hubspoke connect`'s commands set up, opened for the command and
 
 connect.py says what the commands are and why (its module docstring); this module runs them. Two changes to what
 connect prints for a person: the kubeconfig is a temporary file (`aws eks update-kubeconfig --kubeconfig`, AWS CLI
-reference), so the person's own ~/.kube/config is never touched, and `--profile` goes to every aws command: with a
-profile, update-kubeconfig writes it into the user entry's exec `env` as AWS_PROFILE, so kubectl's tokens are
+reference), so the person's own ~/.kube/config is never touched, and `--profile` goes to every aws command (once, as connect
+prints it with --profile): with a profile, update-kubeconfig writes it into the user entry's exec `env` as AWS_PROFILE, so kubectl's tokens are
 signed as that profile too (awscli customizations/eks/update_kubeconfig.py, EKSClient.get_user_entry). Every
 program goes through a Runner, which tests replace with a recording one.
 """
@@ -109,7 +109,8 @@ def checked(done: subprocess.CompletedProcess[str], argv: Sequence[str]) -> str:
 
 
 def with_profile(argv: Sequence[str], profile: str | None) -> list[str]:
-    return [*argv, *(["--profile", profile] if profile else [])]
+    """`argv` with `--profile profile`, unless it names a profile already (`hubspoke connect --profile` writes it)."""
+    return [*argv, *(["--profile", profile] if profile and "--profile" not in argv else [])]
 
 
 class Tunnel:

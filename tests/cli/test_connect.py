@@ -18,6 +18,7 @@ import argparse
 import base64
 import json
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,69 @@ def test_text_lists_the_steps_in_order(
     assert '"localPortNumber": ["9443"]' in out and "https://localhost:9443" in out
     assert f"hubspoke verify --config {deployed_config} --region us-east-2" in out
     assert "kubectl config use-context hubspoke-dev-us-east-2" in out
+
+
+@pytest.fixture
+def light(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Any]]:
+    """config/dev.yaml and only its us-west-2 Compute stack's outputs in moto: what connect reads."""
+    from moto import mock_aws
+
+    from hubspoke.cli.checks import session_clients
+    from tests.cli.preflight_world import isolate_from_real_aws
+    from tests.conftest import ROOT
+
+    isolate_from_real_aws(monkeypatch)
+    config = tmp_path / "dev.yaml"
+    config.write_text((ROOT / "config" / "dev.yaml").read_text())
+    outputs = {"EksClusterName": CLUSTER, "EksEndpoint": "https://ABC.gr7.us-west-2.eks.amazonaws.com",
+               "AccessHostInstanceId": "i-0123456789abcdef0"}  # fmt: skip
+    template = {
+        "Resources": {"Anything": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {k: {"Value": v} for k, v in outputs.items()},
+    }
+    with mock_aws():
+        session_clients(None)("cloudformation", "us-west-2").create_stack(
+            StackName="hubspoke-dev-compute-us-west-2", TemplateBody=json.dumps(template)
+        )
+        yield config, session_clients(None)
+
+
+def test_the_profile_goes_on_every_aws_command_it_prints(
+    light: tuple[Path, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 44: connect dropped --profile, so the kubeconfig signed as the default identity. With `--profile`,
+    update-kubeconfig writes AWS_PROFILE into the user entry's exec env (awscli customizations/eks/
+    update_kubeconfig.py, EKSClient.get_user_entry); the tunnel and verify need it as well (AWS CLI global option
+    --profile; `hubspoke verify --profile`)."""
+    config, clients = light
+    argv = ["--region", "us-west-2", "--profile", "ml-dev"]
+    assert connect(None, config, *argv, "--json", clients=clients) == 0  # type: ignore[arg-type]
+    printed = json.loads(capsys.readouterr().out)
+    for line in (printed["tunnel"], printed["kubeconfig"]):
+        words = shlex.split(line)
+        assert words.count("--profile") == 1 and words[words.index("--profile") + 1] == "ml-dev", line
+        assert problems_of(line) == [], line
+    assert connect(None, config, *argv, clients=clients) == 0  # type: ignore[arg-type]
+    assert f"hubspoke verify --config {config} --region us-west-2 --profile ml-dev" in capsys.readouterr().out
+
+
+def test_a_tunnel_opened_from_connects_steps_names_the_profile_once(light: tuple[Path, Any]) -> None:
+    """`hubspoke train` and `dataset load` open what connect's steps say (hubspoke/cli/tunnel.py), adding the
+    profile; steps that carry it already keep one --profile (the AWS CLI takes one)."""
+    from hubspoke.cli.connect import steps
+    from hubspoke.cli.tunnel import open_cluster
+    from tests.cli.train_cluster import PORT, FakeCluster
+
+    config, clients = light
+    found = steps(load(config).config, clients, config_path=str(config), region="us-west-2", local_port=PORT,
+                  profile="ml-dev")  # fmt: skip
+    runner = FakeCluster()
+    with open_cluster(found, runner=runner, profile="ml-dev"):
+        pass
+    aws = [c for c in runner.calls if c[0] == "aws"]
+    assert len(aws) == 2 and all(
+        c.count("--profile") == 1 and c[c.index("--profile") + 1] == "ml-dev" for c in aws
+    )
 
 
 def test_the_hub_and_a_spoke_tunnel_on_different_default_ports(
