@@ -41,20 +41,19 @@ def render_boot_script(
     peer_mtu_path: str,
     ebs_volumes: int,
     read_cache_volumes: int = 0,
-    legacy: bool = False,
 ) -> str:
     """boot.sh with the Region, the install parameter, the log group, the EBS volumes to wait for (boot
-    volume included) and the MTU pin filled in; `legacy` renders, byte for byte, the script of releases
-    before storage.first_boot (no network.sh, no read-cache override) for nodes launched with it."""
+    volume included), the MTU pin, network.sh and the read-cache override (where there is EBS read cache)
+    filled in."""
     values = {
         "@REGION@": shlex.quote(region),
         "@EBS_VOLUMES@": str(int(ebs_volumes)),
         "@INSTALL_PARAMETER@": shlex.quote(install_parameter),
         "@LOG_GROUP@": shlex.quote(log_group),
         "@PIN_SCRIPT@": render_peer_mtu_pin(peer_mtu_path, region).rstrip("\n"),
-        "@NETWORK@": "" if legacy else "\n" + NETWORK.read_text().rstrip("\n") + "\n",
+        "@NETWORK@": "\n" + NETWORK.read_text().rstrip("\n") + "\n",
         # The marker's whole line goes when there is nothing to set.
-        "@ATLAS_OVERRIDES@\n": "" if legacy or not read_cache_volumes else f"{READ_CACHE_OVERRIDE}\n",
+        "@ATLAS_OVERRIDES@\n": f"{READ_CACHE_OVERRIDE}\n" if read_cache_volumes else "",
     }
     text = TEMPLATE.read_text()
     for marker, value in values.items():
@@ -72,7 +71,7 @@ def install_names(environment: str, cluster: str) -> dict[str, str]:
 
 
 def node_boot_script(
-    storage: StorageConfig, *, region: str, environment: str, cluster: str, peer_mtu_path: str, legacy: bool
+    storage: StorageConfig, *, region: str, environment: str, cluster: str, peer_mtu_path: str
 ) -> str:
     """The user data of every node of `cluster`, from config alone: what the Storage template gives the nodes
     and what `hubspoke preflight` compares with the running ones."""
@@ -81,6 +80,5 @@ def node_boot_script(
         peer_mtu_path=peer_mtu_path,
         ebs_volumes=len(node_volumes(storage)),
         read_cache_volumes=cache_volumes(storage).read_cache.count,
-        legacy=legacy,
         **install_names(environment, cluster),
     )

@@ -251,18 +251,6 @@ class StorageConfig(Model):
         "development override); only ever raised ([runbooks/qumulo-core.md](runbooks/qumulo-core.md))",
         json_schema_extra=shown_as(f"max({MIN_BUCKETS}, ceil(soft_capacity_limit_tb / {BUCKET_TB}))"),
     )
-    # The nodes' first-boot script. "current" keeps the floating IPs out of the OS's network config
-    # (node/network.sh) and sets the read-cache override on layouts with EBS read cache. "legacy" renders,
-    # byte for byte, the script of releases before it, for a cluster whose nodes were launched with that one:
-    # a new script is new user data, which the node-shape guard refuses on running nodes (CloudFormation
-    # would stop them all at once). Such a cluster fixes its running nodes in place, one at a time
-    # (docs/runbooks/qumulo-core.md, "Floating IPs and cloud-init").
-    first_boot: Literal["current", "legacy"] = Field(
-        default="current",
-        description="the nodes' first-boot script: `current` keeps the floating IPs out of the OS's network "
-        "config; `legacy` renders the script of earlier releases for a cluster whose nodes were launched with it "
-        '([runbooks/qumulo-core.md](runbooks/qumulo-core.md), "Floating IPs and cloud-init")',
-    )
     # How many network hops an IMDSv2 token travels from the nodes. Issue 22's review of Qumulo's earlier
     # CNQ-on-AWS launch settings reports 3 (that source is not stored here: ASSUMED, hence a setting);
     # Qumulo Core runs in a container (systemd-container) and moves floating IPs through the EC2 API, which a

@@ -257,7 +257,7 @@ def test_the_floating_ips_fit_the_node_interfaces(
         assert row.fix == "set hub.storage.floating_ip_count to at most 87, or raise node_count"
 
 
-# --- An existing cluster meeting issue 22's two changed defaults (first_boot, the bucket rule) ---------------
+# --- An existing cluster: its buckets and its nodes' first-boot script ---------------------------------------
 
 STORAGE_STACK = (
     "hubspoke-dev-storage-us-east-2"  # written out: environment prefix, kind, Region (topology.py)
@@ -266,7 +266,7 @@ HUB_CLUSTER = "dev-use2"  # Qumulo cluster name dev.yaml's hub gets (docs/runboo
 
 
 def _deployed(world: World, *, buckets: int, node_script: str | None, nodes: int = 3) -> None:
-    """The hub's Storage stack as an earlier release left it: `buckets` persistent-storage buckets (logical IDs
+    """The hub's Storage stack as a deploy left it: `buckets` persistent-storage buckets (logical IDs
     as CDK names them, Cnq/PersistentStorage<n> plus an 8-character hash), the access-log bucket, and nodes
     launched with `node_script`, tagged as the node-shape guard finds them (hubspoke:cnq-cluster)."""
     template = {
@@ -287,13 +287,13 @@ def _deployed(world: World, *, buckets: int, node_script: str | None, nodes: int
     )  # fmt: skip
 
 
-def _hub_script(tmp_path: Path, *, legacy: bool) -> str:
-    """What a node of the hub was launched with: the first-boot script of that mode (seeding, not the oracle)."""
+def _hub_script(tmp_path: Path) -> str:
+    """What a node of the hub was launched with: the first-boot script (seeding, not the oracle)."""
     from hubspoke.cnq_boot import node_boot_script
 
     config = load(write_config(tmp_path, minimal())).config
     return node_boot_script(config.hub.storage, region="us-east-2", environment="dev", cluster=HUB_CLUSTER,
-                            peer_mtu_path="/hubspoke/dev/peer-mtu/", legacy=legacy)  # fmt: skip
+                            peer_mtu_path="/hubspoke/dev/peer-mtu/")  # fmt: skip
 
 
 def _shape_rows(tmp_path: Path, world: World, **storage: Any) -> list[CheckResult]:
@@ -307,29 +307,25 @@ def _shape_rows(tmp_path: Path, world: World, **storage: Any) -> list[CheckResul
     return _rows(results, "cnq deployed shape", "us-east-2")  # fmt: skip
 
 
-def test_a_cluster_of_an_earlier_release_with_defaults_gets_both_pins(world: World, tmp_path: Path) -> None:
-    """Review of issue 22 item 1: 4 buckets (the earlier default) and the legacy node script deployed; the
-    defaults now are Qumulo's 16 buckets and first_boot: current. Preflight fails with the exact lines to write."""
+def test_a_cluster_with_fewer_buckets_than_the_rule_gets_both_lines_to_write(
+    world: World, tmp_path: Path
+) -> None:
+    """4 buckets deployed and a config without bucket_count, whose rule (Qumulo's max(16, ceil(TB / 500)))
+    says 16: the deploy would add 12 for good, so preflight fails with the line to keep and the line to grow."""
     _ready(world)
-    _deployed(world, buckets=4, node_script=_hub_script(tmp_path, legacy=True))
+    _deployed(world, buckets=4, node_script=_hub_script(tmp_path))
     rows = _shape_rows(tmp_path, world)
-    assert [r.status for r in rows] == ["fail", "fail"]
-    buckets, script = rows
+    assert [r.status for r in rows] == ["fail", "pass"]
+    buckets, _ = rows
     assert "holds 4 persistent-storage buckets" in buckets.detail and "add 12" in buckets.detail
     assert "hub.storage.bucket_count: 4" in buckets.fix and "hub.storage.bucket_count: 16" in buckets.fix
-    assert "legacy first-boot script" in script.detail and script.fix.startswith(
-        "set hub.storage.first_boot: legacy"
-    )
 
 
 def test_the_pins_written_pass_and_an_explicit_increase_only_warns(world: World, tmp_path: Path) -> None:
     _ready(world)
-    _deployed(world, buckets=4, node_script=_hub_script(tmp_path, legacy=True))
-    assert [r.status for r in _shape_rows(tmp_path, world, first_boot="legacy", bucket_count=4)] == [
-        "pass",
-        "pass",
-    ]
-    grow, _ = _shape_rows(tmp_path, world, first_boot="legacy", bucket_count=6)
+    _deployed(world, buckets=4, node_script=_hub_script(tmp_path))
+    assert [r.status for r in _shape_rows(tmp_path, world, bucket_count=4)] == ["pass", "pass"]
+    grow, _ = _shape_rows(tmp_path, world, bucket_count=6)
     assert grow.status == "warn" and "adds 2 buckets" in grow.detail and "irreversible" in grow.detail
     assert grow.fix == "if that is not meant, set hub.storage.bucket_count: 4"
 
@@ -352,7 +348,7 @@ def test_before_the_first_deploy_there_is_nothing_to_keep(world: World, tmp_path
 
 def test_a_current_cluster_on_the_defaults_passes(world: World, tmp_path: Path) -> None:
     _ready(world)
-    _deployed(world, buckets=16, node_script=_hub_script(tmp_path, legacy=False))
+    _deployed(world, buckets=16, node_script=_hub_script(tmp_path))
     assert [r.status for r in _shape_rows(tmp_path, world)] == ["pass", "pass"]
 
 

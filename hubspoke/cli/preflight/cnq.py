@@ -328,7 +328,7 @@ def check_deployed_cluster(
 ) -> list[CheckResult]:
     """What this config would change on a cluster already deployed here that the user did not ask for: the
     nodes' first-boot script (the node-shape guard refuses new user data on running nodes) and more buckets
-    (Qumulo cannot remove persistent storage, so an add is for good). Two defaults moved in issue 22."""
+    (Qumulo cannot remove persistent storage, so an add is for good)."""
     name, storage = region.region, region.storage
     field = f"{region_path(config, region)}.storage"
     check = "cnq deployed shape"
@@ -367,32 +367,17 @@ def check_deployed_cluster(
     running = _node_user_data(ec2, cluster)
     if not running:
         return [*rows, CheckResult(name, check, "pass", f"no running node of {cluster} to compare")]
-    scripts = {
-        mode: hashlib.sha256(
-            node_boot_script(storage, region=name, environment=config.environment, cluster=cluster,
-                             peer_mtu_path=peer_mtu_parameter_path(config), legacy=mode == "legacy").encode()
-        ).hexdigest()
-        for mode in ("current", "legacy")
-    }  # fmt: skip
-    other = "legacy" if storage.first_boot == "current" else "current"
-    if running == {scripts[storage.first_boot]}:
+    script = node_boot_script(storage, region=name, environment=config.environment, cluster=cluster,
+                              peer_mtu_path=peer_mtu_parameter_path(config))  # fmt: skip
+    if running == {hashlib.sha256(script.encode()).hexdigest()}:
         rows.append(
             CheckResult(name, check, "pass", f"the nodes of {cluster} run this config's first-boot script")
         )
-    elif running == {scripts[other]}:
-        rows.append(CheckResult(
-            name, check, "fail",
-            f"the nodes of {cluster} were launched with the {other} first-boot script; first_boot: "
-            f"{storage.first_boot} changes their user data, which the node-shape guard refuses (CloudFormation "
-            "would stop every node at once)",
-            f"set {field}.first_boot: {other} (docs/runbooks/qumulo-core.md, 'Floating IPs and cloud-init')",
-        ))  # fmt: skip
     else:
         rows.append(CheckResult(
             name, check, "fail",
-            f"the nodes of {cluster} run a first-boot script that neither first_boot value renders from this "
-            "config (another hubspoke release built them, or cache_volumes changed): the node-shape guard will "
-            "refuse the deploy",
+            f"the nodes of {cluster} run a first-boot script this config does not render (another hubspoke "
+            "release built them, or cache_volumes changed): the node-shape guard will refuse the deploy",
             "deploy this Region's Storage stack from the hubspoke release that built the nodes, or set "
             f"{field}.cache_volumes back (docs/runbooks/qumulo-core.md, 'When the node-shape guard refuses')",
         ))  # fmt: skip

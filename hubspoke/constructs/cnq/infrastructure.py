@@ -120,7 +120,6 @@ class CnqCluster(Construct):
             environment=environment,
             cluster=name,
             peer_mtu_path=peer_mtu_path,
-            legacy=storage.first_boot == "legacy",
         )
         self.user_data_sha256 = hashlib.sha256(script.encode()).hexdigest()
         self.subnet_id = subnet.subnet_id

@@ -9,7 +9,6 @@ NVMe": "Amazon Elastic Block Store", "Amazon EC2 NVMe Instance Storage").
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -326,27 +325,6 @@ def test_a_node_without_its_interface_fails_with_the_reason(node: Node) -> None:
         f"HUBSPOKE-CNQ-INSTALL-FAILED: no network device has the primary interface's MAC {MAC}"
         in node.console
     )
-
-
-def test_the_legacy_script_is_the_one_earlier_nodes_were_launched_with(tmp_path: Path) -> None:
-    """storage.first_boot: legacy renders byte for byte what the release before it rendered (its renderer and
-    template, read from git at b969165), so running nodes keep their user data and the node-shape guard its
-    sha256; an m6i layout included (no read-cache override either)."""
-    repo = Path(__file__).parents[3]
-    for name in ("__init__.py", "boot.sh"):
-        text = subprocess.run(["git", "show", f"b969165:hubspoke/constructs/cnq/node/{name}"], cwd=repo,
-                              capture_output=True, text=True, check=True).stdout  # fmt: skip
-        (tmp_path / name).write_text(text)
-    spec = importlib.util.spec_from_file_location("earlier_node", tmp_path / "__init__.py")
-    assert spec is not None and spec.loader is not None
-    earlier = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(earlier)
-    kwargs = {"region": "us-west-2", "install_parameter": "/hubspoke/dev/cnq/dev-usw2/qumulo-core",
-              "log_group": "/hubspoke/dev/cnq/dev-usw2/install", "peer_mtu_path": "/hubspoke/dev/peer-mtu/",
-              "ebs_volumes": 21}  # fmt: skip
-    legacy = render_boot_script(**kwargs, read_cache_volumes=4, legacy=True)
-    assert legacy == earlier.render_boot_script(**kwargs)
-    assert render_boot_script(**kwargs) != legacy, "the current script differs (the test can fail)"
 
 
 def test_the_read_cache_override_only_where_ebs_read_cache_is() -> None:

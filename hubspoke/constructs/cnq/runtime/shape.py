@@ -117,7 +117,6 @@ def check_node_shape(ec2: Any, *, cluster: str, wanted: NodeShape) -> None:
             f"{len(running)} differ; {', '.join(sorted(changed))}): {'; '.join(first[:6])}. CloudFormation would "
             "do it to all nodes in parallel (an outage; the instance-store cache is lost; a new node script "
             "would not even run, cloud-init runs it once per instance). Set storage.ami_id, instance_type and "
-            "cache_volumes back (for a user-data change from a newer hubspoke release, storage.first_boot: legacy), "
-            "or deploy this Region's Storage stack from the hubspoke release that built "
+            "cache_volumes back, or deploy this Region's Storage stack from the hubspoke release that built "
             "the nodes (docs/runbooks/qumulo-core.md, 'When the node-shape guard refuses')"
         )
