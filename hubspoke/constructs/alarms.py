@@ -85,12 +85,10 @@ class AlarmTopic(Construct):
         self.key = retained_key(
             self, "Key", description=f"hubspoke {config.environment}: encrypts the {purpose} alarm topic"
         )
-        # CloudWatch publishes into an encrypted topic only if the topic's customer key lets it call
-        # kms:Decrypt and kms:GenerateDataKey* (AWS Knowledge Center "cloudwatch-configure-alarm-sns"; the
-        # AWS-managed alias/aws/sns key cannot be edited to allow it, hence a key of our own). The statement is
-        # the article's base one, without conditions: the article's only optional condition limits use to an
-        # organization, and an aws:SourceAccount condition is in no AWS example for this call; one that does
-        # not match fails every alarm action silently. The topic policy below limits publishers to our alarms.
+        # CloudWatch publishes into an encrypted topic only if its key allows kms:Decrypt and GenerateDataKey*
+        # (AWS Knowledge Center "cloudwatch-configure-alarm-sns"; alias/aws/sns cannot be edited): the
+        # article's statement without conditions, since a mismatched aws:SourceAccount silently fails every
+        # alarm action.
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="CloudWatchAlarmsUseTheKey",
@@ -119,10 +117,8 @@ class AlarmTopic(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
         if Token.is_unresolved(stack.region):
             raise ValueError(f"{stack.node.path} needs a concrete Region to pick its alarm topics")
-        # Existing topics (on-call, chat) are alarm actions of their own, not subscriptions: SNS subscribes
-        # endpoints (email, SQS, Lambda, HTTPS, ...), not topics (SNS Developer Guide, "Subscribing to an Amazon
-        # SNS topic", protocols). Only topics of this Region (config/ops_rules.py, ASSUMED there); their owner's
-        # topic policy must let cloudwatch.amazonaws.com publish (docs/operations.md, "Who is told").
+        # Existing topics are alarm actions, since SNS subscribes endpoints, not topics (SNS Developer Guide,
+        # "Subscribing to an Amazon SNS topic"); this Region's only (config/ops_rules.py, ASSUMED there).
         external = [arn for arn in config.ops.alarm_topic_arns if arn.split(":")[3] == stack.region]
         self.external_topic_arns = external  # told of everything the own topic is (node health events too)
         self.actions = [actions.SnsAction(self.topic)] + [
@@ -200,22 +196,9 @@ def canary_failing(
         scope,
         planned,
         topic=topic,
-        # The schedule invokes the function asynchronously (Lambda Developer Guide, "Invoking a Lambda function
-        # asynchronously": EventBridge is among the services that do), so a run is counted when Lambda queues it:
-        # AsyncEventsReceived, "the number of events that Lambda successfully queues for processing" (same guide,
-        # "Types of metrics for Lambda functions", asynchronous invocation metrics). Invocations is not: it is
-        # "not recorded" when the request is throttled or ends in an invocation error (an ENI or IP failure), which
-        # left such minutes without data. Errors counts function errors (timeouts, runtime errors), Throttles
-        # throttled requests. FailedInvocations counts the rule's invocations "that failed permanently" (EventBridge
-        # User Guide, "Monitoring Amazon EventBridge"; the target has no retries): a removed permission or a
-        # deleted function, where Lambda sees nothing. PortalUnreadable is 1 in a record whose portal read failed
-        # (runtime/handler.py: a secret, NAT or endpoint problem of the spoke), which the portal page ignores.
-        # Every run publishes one HubReachable record stamped with its start, so a healthy minute nets 0.
-        # Arithmetic counts a missing value as 0 (CloudWatch User Guide, "Using metric math"): a run without a
-        # record is 1, a failed, throttled, uninvoked or portal-blind run 1 or more, and a record of an earlier
-        # function (a re-deploy: a new FunctionName) -1. No run, no record: no point.
-        # ASSUMED: Lambda files a queued event in the minute the schedule fires; were a record filed a minute later,
-        # that minute nets +1 and the next -1, never 5 in a row.
+        # A queued run (AsyncEventsReceived; Invocations skips throttled runs) less its HubReachable record
+        # nets 0; errors, throttles, FailedInvocations and PortalUnreadable add (docs/decisions.md,
+        # "canary-failing"). ASSUMED: Lambda files a queued event in the minute the schedule fires.
         metric=cloudwatch.MathExpression(
             expression="runs + errors + throttles + uninvoked + unreadable - records",
             using_metrics={

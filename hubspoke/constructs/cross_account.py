@@ -60,11 +60,9 @@ class PeerAccessRole(iam.Role):
                 # a type mismatch IAM Access Analyzer policy validation reports).
                 conditions={
                     "ArnEquals": {"ec2:AccepterVpc": hub_vpc},
-                    # Only a request from the spoke's account and Region: the VPC Peering Guide's example for
-                    # accepting from a specific account ("Identity and access management for VPC peering",
-                    # "Accept a VPC peering connection") conditions ec2:RequesterVpc on that account's VPC ARNs.
-                    # The spoke VPC's ID is not known yet (this role exists before the spoke network that
-                    # requests the peering), so the ARN ends in vpc/*.
+                    # Only the spoke's account and Region ("Identity and access management for VPC peering",
+                    # "Accept a VPC peering connection": ec2:RequesterVpc); vpc/*, as the spoke VPC comes
+                    # later.
                     "ArnLike": {
                         "ec2:RequesterVpc": f"arn:{stack.partition}:ec2:{spoke}:{spoke_account}:vpc/*"
                     },

@@ -12,12 +12,9 @@ from hubspoke.constructs.keys import retained_key
 # Untagged images are the layers of a tag pushed again (refused with IMMUTABLE tags) or of a build whose push
 # failed half-way; nothing references them by tag. A week leaves time to find out why before they go.
 UNTAGGED_DAYS = 7
-# Tagged images: every build `hubspoke image build` pushed (one per commit, one image manifest each: it turns
-# off buildx's default attestation, which would push an index over untagged children; hubspoke/cli/image.py
-# ONE_MANIFEST_BUILD). Rendered jobs reference one by
-# digest, so a deleted image breaks every manifest that names it: keep many. ECR's lifecycle rule
-# "imageCountMoreThan" expires the oldest beyond this count (Amazon ECR User Guide, "Lifecycle policy
-# properties": tagStatus any, countType imageCountMoreThan).
+# Jobs reference images by digest, so a deleted image breaks every manifest naming it: keep the newest 100
+# (Amazon ECR User Guide, "Lifecycle policy properties": imageCountMoreThan). One manifest a build:
+# hubspoke/cli/image.py ONE_MANIFEST_BUILD turns off buildx's attestation index.
 KEEP_IMAGES = 100
 
 
@@ -31,12 +28,9 @@ class TrainingImageRepository(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, config: HubSpokeConfig) -> None:
         super().__init__(scope, construct_id)
-        # Amazon ECR User Guide, "Encryption at rest": with a customer managed key, ECR sends two CreateGrant
-        # requests when the repository is created, in the name of the principal that creates it (the
-        # deployment role), which must hold kms:CreateGrant on the key. ASSUMED: those grants may reach KMS
-        # without kms:GrantIsForAWSResource (KMS sets it when an integrated service calls CreateGrant, and ECR
-        # calls in the creator's name; no page says which applies), so the key goes without the CT.KMS.PR.3 deny
-        # that would refuse them under the second reading; without the deny, either reading succeeds.
+        # ECR's CreateGrant calls come in the creator's name (Amazon ECR User Guide, "Encryption at rest").
+        # ASSUMED: without kms:GrantIsForAWSResource, so no CT.KMS.PR.3 deny (docs/decisions.md, "Keys without
+        # CT.KMS.PR.3").
         self.key = retained_key(
             self,
             "Key",
@@ -48,12 +42,9 @@ class TrainingImageRepository(Construct):
         self.repository = ecr.Repository(
             self,
             "Repository",
-            # No repository_name: CloudFormation generates one per create ("Name type"), so the repository a
-            # rolled-back create or a deleted stack keeps never blocks the next create (DeletionPolicy attribute:
-            # Retain keeps it; RetainExceptOnCreate would not free the name after a delete). `hubspoke image
-            # build` reads the name from the stack's TrainingImageRepositoryUri output.
-            # Control Tower CT.ECR.PR.2 (scan on push) and CT.ECR.PR.3 (immutable tags): a tag names one image
-            # forever, so a job that references a tag runs what was tested under it.
+            # A generated name ("Name type") so a retained repository (DeletionPolicy attribute) never blocks
+            # the next create; `hubspoke image build` reads TrainingImageRepositoryUri. Control Tower
+            # CT.ECR.PR.2 and CT.ECR.PR.3: a tag is one image.
             image_scan_on_push=True,
             image_tag_mutability=ecr.TagMutability.IMMUTABLE,
             encryption=ecr.RepositoryEncryption.KMS,

@@ -60,13 +60,10 @@ def training_metric(
     )
 
 
-# Presence guards. Metric math treats "missing values in a time series" as 0 (CloudWatch User Guide, "Using
-# metric math", awsdocs/amazon-cloudwatch-user-guide@b355497, doc_source/using-metric-math.md), and does not
-# say whether a series compared with a number counts as 0 at the other inputs' timestamps too: read that way,
-# `sps >= 0` holds in a minute where no job reported. A SampleCount series has no point, or 0, in a minute
-# where nothing was published, so `n > 0` is false under either reading (tests/fakes/cloudwatch_alarm.py
-# evaluates both). IF(condition, value) drops the points where the condition is false (same page, "Using IF
-# expressions").
+# Presence guards: metric math reads missing values as 0 (CloudWatch User Guide, "Using metric math",
+# awsdocs/amazon-cloudwatch-user-guide@b355497), so `sps >= 0` may hold with no report, while a SampleCount's
+# `n > 0` is false either way (tests/fakes/cloudwatch_alarm.py evaluates both); IF drops false points ("Using
+# IF expressions").
 
 
 def throughput_vs_baseline(config: HubSpokeConfig, region: RegionConfig) -> cloudwatch.MathExpression:
@@ -74,12 +71,9 @@ def throughput_vs_baseline(config: HubSpokeConfig, region: RegionConfig) -> clou
     did not report reading a version prewarm has not warmed whole (a cold pass is slow by design)."""
     period = Duration.minutes(1)
     return cloudwatch.MathExpression(
-        # `cold` is 1 where a record of the minute says prewarm warmed less than all of the version (the fraction's
-        # minimum below 1: frac_n x frac < frac_n), 0 where it says all, and has no point where no record carries
-        # the fraction (the hub, a job without --cache-status): there the minute is judged, as
-        # dataset-not-fully-cached's composite cannot. Only series are compared with series, so the documented
-        # rule (a missing value counts as 0, CloudWatch User Guide, "Using metric math") decides: `guard > cold`
-        # is the guard where `cold` is 0 or missing and 0 where it is 1.
+        # `cold` is 1 where the minute's record says prewarm warmed less than the whole version, 0 where all,
+        # no point where none says (the hub): `guard > cold` keeps the guard unless cold is 1, since a missing
+        # value counts as 0 (CloudWatch User Guide, "Using metric math").
         expression="IF((sps_n > 0 AND base_n > 0) > ((frac_n * frac) < frac_n), sps / base)",
         using_metrics={
             "frac": training_metric(
@@ -134,10 +128,8 @@ def gpu_while_training(config: HubSpokeConfig, region: RegionConfig) -> cloudwat
 def hit_ratio(*, environment: str, region: str, min_read_gb: float) -> cloudwatch.MathExpression:
     """1 - bytes from the hub / NFS bytes served, in periods where the spoke served at least `min_read_gb`."""
     period = HIT_RATIO_PERIOD_MINUTES
-    # Flow logs count each NFS byte twice (server and client ENI: see traffic.py), so `nfs / 2` is what was
-    # served. The condition compares `nfs` itself: metric math's precedence between arithmetic and comparison
-    # is not documented. Below the minimum the point is dropped (IF without a false value, CloudWatch User
-    # Guide, "Using IF expressions"), so a trickle of reads cannot turn background traffic into a ratio < 0.
+    # Flow logs count NFS bytes twice (server and client ENI: traffic.py); below the minimum IF drops the
+    # point (CloudWatch User Guide, "Using IF expressions") so background traffic makes no ratio.
     logged_minimum = round(2 * min_read_gb * 1e9)
     return cloudwatch.MathExpression(
         expression=f"IF(nfs >= {logged_minimum}, 1 - hub / (nfs / 2))",

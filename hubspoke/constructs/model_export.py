@@ -116,11 +116,9 @@ class ModelExport(Construct):
             description=f"EKS Pod Identity role of the model export Job ({namespace}/{service_account})",
             assumed_by=principal,
         )
-        # HeadBucket needs s3:ListBucket, and so does a HeadObject on a missing key to answer 404 rather than 403,
-        # which is how the export tells "not uploaded yet" (Amazon S3 API Reference, HeadObject, Permissions);
-        # HeadObject and GetObject need s3:GetObject; a multipart upload needs
-        # s3:PutObject, and s3:AbortMultipartUpload to clean up after itself (Amazon S3 User Guide, "Multipart
-        # upload API and permissions").
+        # s3:ListBucket makes a missing key's HeadObject 404, not 403: "not uploaded yet" (Amazon S3 API
+        # Reference, HeadObject); multipart needs s3:PutObject and s3:AbortMultipartUpload (Amazon S3 User
+        # Guide, "Multipart upload API and permissions").
         role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn]))
         role.add_to_policy(
             iam.PolicyStatement(

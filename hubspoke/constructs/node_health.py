@@ -43,20 +43,17 @@ CHECKPOINT_OLD_MINUTES = 3
 EFA_DROPS_PER_SECOND = 1.0
 EFA_WINDOW_MINUTES = 10
 EFA_BREACHING_MINUTES = 5
-# HyperPod's health agent finding nodes unhealthy this often in a day (each finding reboots or replaces a node when
-# node recovery is Automatic, which the Compute stack sets) means the cause is not one bad instance. ASSUMED: one
-# finding is one event; SageMaker "might send multiple events for each state change" (SageMaker Developer Guide,
-# "Events that Amazon SageMaker AI sends to Amazon EventBridge"), which could page at fewer findings.
+# Findings this often a day (each reboots or replaces a node: node recovery Automatic) mean a cause beyond one
+# instance. ASSUMED: one finding is one event, though SageMaker "might send multiple events for each state
+# change" (SageMaker Developer Guide, "Events that Amazon SageMaker AI sends to Amazon EventBridge").
 UNHEALTHY_EVENTS_PER_DAY = 3
 DAY = Duration.days(1)
 # "Each rule can have up to five (5) targets associated with it at one time" (botocore events service-2.json,
 # PutTargets; EventBridge User Guide, "Amazon EventBridge quotas").
 RULE_TARGETS_MAX = 5
 
-# SageMaker Developer Guide, "Events that Amazon SageMaker AI sends to Amazon EventBridge", "SageMaker HyperPod
-# cluster node health": source aws.sagemaker, detail-type below, detail.ClusterName, detail.InstanceId and
-# detail.HealthSummary {HealthStatus, HealthStatusReason, RepairAction, Recommendation}; sent "when HyperPod detects
-# unhealthy nodes or when unhealthy nodes transition to a healthy state". Only the first kind needs a person.
+# SageMaker Developer Guide, "Events that Amazon SageMaker AI sends to Amazon EventBridge", "SageMaker
+# HyperPod cluster node health": sent on unhealthy nodes and on recovery; only the first needs a person.
 NODE_HEALTH_SOURCE = "aws.sagemaker"
 NODE_HEALTH_DETAIL_TYPE = "SageMaker HyperPod Cluster Node Health Event"
 UNHEALTHY = (
@@ -83,11 +80,9 @@ def cluster_metric(
 def gpus_idle_while_held(config: HubSpokeConfig, region: RegionConfig) -> cloudwatch.MathExpression:
     """The held GPUs' utilization in the minutes where running pods hold GPUs and GPUs reported: a job is expected
     there."""
-    # Both guards compare a series with a number and are false where it has no point under either reading of
-    # missing values (hubspoke/constructs/metrics.py, presence guards); IF drops the minutes they are false.
-    # The cluster's average counts every GPU; a GPU no pod holds computes nothing, so the held ones' average is
-    # that times GPUs available over GPUs held (node_gpu_limit / node_gpu_usage_total, summed over the nodes'
-    # reports: ASSUMED each node reports both equally often). One GPU of 16 held at 70 % reads 70, not 4.4.
+    # Both guards are false where a series has no point (hubspoke/constructs/metrics.py, presence guards). A
+    # GPU no pod holds computes nothing, so the held GPUs' average is the cluster's x node_gpu_limit /
+    # node_gpu_usage_total (ASSUMED: each node reports both equally often): one of 16 held at 70 % reads 70.
     return cloudwatch.MathExpression(
         expression="IF(held > 0 AND gpu_n > 0, gpu * gpus / held)",
         using_metrics={
@@ -192,11 +187,10 @@ class NodeHealth(Construct):
 
     def _allow_events(self, topic: AlarmTopic) -> None:
         """Let this rule, and nothing else of EventBridge, publish into the encrypted topic."""
-        # The topic's policy must let events.amazonaws.com call sns:Publish (EventBridge User Guide, "Using
-        # resource-based policies for Amazon EventBridge", Amazon SNS permissions; its examples narrow the service
-        # with aws:SourceArn, the rule's ARN). A topic encrypted with a customer managed key also needs that key's
-        # policy to let EventBridge use kms:Decrypt and kms:GenerateDataKey* (AWS Knowledge Center,
-        # "sns-not-getting-eventbridge-notification"), without conditions, as the CloudWatch statement beside it.
+        # EventBridge may publish to the topic (EventBridge User Guide, "Using resource-based policies for
+        # Amazon EventBridge", narrowed by aws:SourceArn) and use its key (AWS Knowledge Center,
+        # "sns-not-getting-eventbridge-notification"), without conditions, as the CloudWatch statement beside
+        # it.
         topic.topic.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="NodeHealthEventsPublish",

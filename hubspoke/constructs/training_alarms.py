@@ -26,11 +26,9 @@ STALLED_MINUTES = 10
 LOW_WINDOW_MINUTES = 10
 LOW_BREACHING_MINUTES = 8
 
-# A training alarm judges only the minutes a job reported. Silence keeps its state (`ignore`: with fewer real
-# points than Evaluation Periods CloudWatch keeps the state unless a real point is healthy, "How alarm state is
-# evaluated when data is missing", tests/fakes/cloudwatch_alarm.py): an idle cluster never pages, and a job that
-# stalled or slowed and then died (the process group's timeout ends its reports) stays paged, with no OK, until
-# a healthy job's record or a person (SetAlarmState OK, kept through the silence) clears it.
+# Silence keeps the state (`ignore`: CloudWatch User Guide, "How alarm state is evaluated when data is
+# missing"; tests/fakes/cloudwatch_alarm.py): an idle cluster never pages, and a job that degraded then died
+# stays paged until a healthy record or a person (SetAlarmState OK) clears it.
 _JOB_SILENCE = cloudwatch.TreatMissingData.IGNORE
 
 
@@ -242,10 +240,9 @@ def training_job_dead(
     return alarm
 
 
-# The kubelet restarts a crashed container after 10 s, 20 s, 40 s, ... up to 5 minutes, and resets the back-off
-# once a container has run 10 minutes (Kubernetes docs, "Pod Lifecycle", container restarts). One restart (a node
-# fault's) waits 10 s, two 30 s: at most 2 one-minute samples in CrashLoopBackOff. 3 in 10 minutes is a loop.
-# ASSUMED: the add-on samples pod states once a minute (its default 60 s collection interval).
+# Kubelet back-off is 10 s, 20 s, 40 s ... 5 min, reset after 10 minutes' run (Kubernetes docs, "Pod
+# Lifecycle"): a fault's restart or two sample CrashLoopBackOff at most twice, so 3 in 10 minutes is a loop.
+# ASSUMED: the add-on samples pod states once a minute.
 CRASH_LOOP_WINDOW_MINUTES = 10
 CRASH_LOOP_BREACHING_MINUTES = 3
 

@@ -108,10 +108,9 @@ class HubCanary(Construct):
             vpc=vpc,
             vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
             security_groups=[self.security_group],
-            # No reservation unless the config opts in (ops.reserve_canary_concurrency): Lambda keeps 100
-            # executions unreserved, so accounts with a low limit refuse any (Lambda Developer Guide,
-            # "Configuring reserved concurrency"). Runs do not overlap anyway: FUNCTION_TIMEOUT is shorter than
-            # the one-minute schedule, and a rare duplicate delivery only repeats a Minimum/Maximum datapoint.
+            # Reserved only when ops.reserve_canary_concurrency opts in: accounts with a low limit refuse any
+            # (Lambda Developer Guide, "Configuring reserved concurrency"); runs do not overlap
+            # (FUNCTION_TIMEOUT).
             reserved_concurrent_executions=reserved_concurrency,
             environment={
                 "HUBSPOKE_ENVIRONMENT": environment,

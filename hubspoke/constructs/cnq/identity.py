@@ -21,11 +21,10 @@ from hubspoke.constructs.cnq.runtime.resources import IDENTITY_RESOURCE
 from hubspoke.dataset_load import HOLD_PRIVILEGE
 from hubspoke.policy.acks import acknowledge
 
-# Identities and their privileges, each from the vendor's page that names it.
-# Shift-From ("Using Qumulo Shift-From to Copy Objects from Amazon S3", "Prerequisites", Qumulo/docs@b6ddb9ae):
-# WRITE "to create a Shift relationship", READ "to view the status"; the load's file writes come from its ACE.
-# Sealing holds every file of the version (hubspoke/dataset_load.py, hold_version): both file lock types "require
-# the FS_FILE_LOCK_WRITE privilege" (administrator guide, "Managing File Locks").
+# Privileges from the vendor's pages: Shift-From's WRITE and READ ("Using Qumulo Shift-From to Copy Objects
+# from Amazon S3", "Prerequisites", Qumulo/docs@b6ddb9ae); sealing's file locks "require the
+# FS_FILE_LOCK_WRITE privilege" (administrator guide, "Managing File Locks"; hubspoke/dataset_load.py
+# hold_version).
 LOADER_PRIVILEGES = (
     "PRIVILEGE_REPLICATION_OBJECT_READ",
     "PRIVILEGE_REPLICATION_OBJECT_WRITE",

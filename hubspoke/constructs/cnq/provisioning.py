@@ -201,12 +201,10 @@ class CnqProvisioner(Construct):
                 conditions={"StringEquals": tagged},
             )
         )
-        # Scoped by the nodes' cluster tag alone, a key the Service Authorization Reference ("Actions, resources,
-        # and condition keys for Amazon EC2", ModifyInstanceAttribute on instance) lists and the nodes carry.
-        # Not ec2:Attribute: that page lists it, yet public reports find it absent from Modify*Attribute request
-        # contexts, and an absent key would deny every Storage deploy at NodeProtection. So this allows any
-        # attribute change (type, user data, groups, protection...) on this stack's tagged nodes only; the
-        # handler sends DisableApiTermination alone (runtime/nodes.py), and the role can tag nothing.
+        # Scoped by the nodes' cluster tag (Service Authorization Reference, "Actions, resources, and
+        # condition keys for Amazon EC2", ModifyInstanceAttribute), not ec2:Attribute, which public reports
+        # find absent from the request and would deny every deploy; the handler sends DisableApiTermination
+        # alone (runtime/nodes.py).
         role.add_to_policy(
             iam.PolicyStatement(
                 actions=["ec2:ModifyInstanceAttribute"],

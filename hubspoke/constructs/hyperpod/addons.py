@@ -25,16 +25,10 @@ TRAINING_OPERATOR_NAMESPACE = "aws-hyperpod"
 TRAINING_OPERATOR_SERVICE_ACCOUNT = "hp-training-operator-controller-manager"
 CLOUDWATCH_SERVICE_ACCOUNT = "cloudwatch-agent"
 
-# Container Insights with enhanced observability (GPU metrics from every node), container logs, and the
-# agent's EMF listener for the training job's samples/s. The add-on's `agent.config` is the CloudWatch agent
-# configuration file; `emf` makes the agent accept EMF documents on a socket (TCP only here: the job sends
-# over TCP). A given `agent.config` replaces the one the chart would build, which also turns on Application
-# Signals (helm-charts@71a298ff, templates/linux/cloudwatch-agent-custom-resource.yaml and _helpers.tpl
-# "cloudwatch-agent.build-default-config"): this configuration switches Application Signals off, on purpose
-# (nothing here is instrumented for it); add `application_signals: {}` under logs.metrics_collected and
-# traces.traces_collected to keep it. The add-on's operator publishes EMF on the `cloudwatch-agent` Service
-# at 25888 whatever the address says, so the listener stays on the port the jobs are given
-# (hubspoke/training_metrics.py).
+# Container Insights (GPU metrics), container logs and an EMF TCP listener for the job's samples/s. A given
+# agent.config replaces the chart's, so Application Signals is off on purpose (helm-charts@71a298ff,
+# templates/linux/cloudwatch-agent-custom-resource.yaml, _helpers.tpl); EMF is served at 25888 whatever the
+# address says (hubspoke/training_metrics.py).
 CLOUDWATCH_CONFIGURATION = {
     "agent": {
         "config": {

@@ -25,17 +25,15 @@ from hubspoke.policy.acks import acknowledge
 
 LIFECYCLE_PREFIX = "lifecycle/"
 LIFECYCLE_BUCKET_PREFIX = "sagemaker-"
-# SageMaker developer guide, "Customer managed AWS KMS key encryption for SageMaker HyperPod": customer
-# managed keys are "only supported for clusters using the continuous node provisioning mode", and the key
-# policy must not be scoped by encryption context (HyperPod passes none). Our volume key uses the default
-# key policy (hubspoke/constructs/keys.py). Continuous provisioning also retries failed launches instead of
-# rolling the cluster back ("Continuous provisioning for enhanced cluster operations on Amazon EKS").
+# Customer managed keys are "only supported for clusters using the continuous node provisioning mode"
+# (SageMaker developer guide, "Customer managed AWS KMS key encryption for SageMaker HyperPod"; no encryption
+# context, so the default key policy: hubspoke/constructs/keys.py), which also retries failed launches
+# ("Continuous provisioning for enhanced cluster operations on Amazon EKS").
 NODE_PROVISIONING_MODE = "Continuous"
-# ASSUMED: whether the grants SageMaker makes on the volume key while it launches instances carry
-# kms:GrantIsForAWSResource. No page we could read offline says so (the HyperPod customer managed key page is not
-# among the stored docs), and EKS documents that its own CreateCluster grant does not. Without the flag the
-# CT.KMS.PR.3 Deny would refuse the grant and every instance launch; without the Deny, a grant made either way
-# succeeds (tests/policy/test_hyperpod_rules.py evaluates both readings). So the key goes without it.
+# ASSUMED: SageMaker's launch grants on the volume key may lack kms:GrantIsForAWSResource (no stored page
+# says; EKS's CreateCluster grant does), so the key goes without the CT.KMS.PR.3 Deny that would refuse every
+# launch (tests/policy/test_hyperpod_rules.py evaluates both readings; docs/decisions.md, "Keys without
+# CT.KMS.PR.3").
 VOLUME_KEY_GRANTS = (
     "ASSUMED: the grants SageMaker HyperPod makes on the volume key may be made in the caller's name without "
     "kms:GrantIsForAWSResource, as EKS documents its CreateCluster grant is; the CT.KMS.PR.3 Deny would then "
@@ -157,10 +155,9 @@ class HyperPodCluster(Construct):
         )
         acknowledge_bucket_deployment(Stack.of(self), bucket=self.lifecycle_bucket)
         self.role = self._execution_role(eks_cluster)
-        # No access entry for the execution role here: HyperPod creates it ("EksRoleAccessEntries ... created by
-        # HyperPod on your behalf", SageMaker API reference, ClusterMetadata), and EKS allows one access entry
-        # per principal (CreateAccessEntry, principalArn), so a second one of ours would collide with it. AWS's
-        # own templates create none either (aws/sagemaker-hyperpod-cluster-setup, hyperpod-cluster-template.yaml).
+        # No access entry for the execution role: HyperPod creates it (SageMaker API reference,
+        # ClusterMetadata EksRoleAccessEntries) and EKS allows one per principal (CreateAccessEntry); nor do
+        # AWS's templates (aws/sagemaker-hyperpod-cluster-setup, hyperpod-cluster-template.yaml).
         source = f"s3://{self.lifecycle_bucket.bucket_name}/{LIFECYCLE_PREFIX}"
         groups = [
             sagemaker.CfnCluster.ClusterInstanceGroupProperty(
@@ -207,10 +204,8 @@ class HyperPodCluster(Construct):
         )
         # Explicit: the scripts must be in S3 before any node boots.
         self.cluster.node.add_dependency(self.upload)
-        # Every policy of the execution role (its DefaultPolicy: ENIs, S3, KMS) is created before and deleted after
-        # the cluster, so a rollback or teardown never strands the nodes' interfaces mid-delete; AWS's template
-        # keeps the same on the role (aws-samples/awsome-distributed-training at 7217859, 1.architectures/
-        # 7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/sagemaker-iam-role-stack.yaml: Policies inline).
+        # The role's policies outlive the cluster so teardown never strands node interfaces, as AWS's template
+        # keeps them (aws-samples/awsome-distributed-training@7217859, sagemaker-iam-role-stack.yaml).
         self.cluster.node.add_dependency(self.role)
         # With continuous provisioning the cluster is InService before its nodes run: node-bound work waits here.
         self.nodes_ready = HyperPodNodesReady(

@@ -38,11 +38,9 @@ CHART_REPOSITORY = "aws/sagemaker-hyperpod-cli"
 CHART_COMMIT = "a00b22d17ea928a6e39a43bd2efdafe01b1005ea"
 CHART_PATH = "helm_chart/HyperPodHelmChart"
 RELEASE = "hyperpod-dependencies"
-# At the pinned commit the health-monitoring agent's chart picks its image's Region from
-# `health-monitoring-agent.region`, else from the labels of existing nodes, else us-east-1
-# (charts/health-monitoring-agent/templates/_helpers.tpl, "health-monitoring-agent.imageUri"). The chart is
-# installed before HyperPod brings any node, so without the value every Region would pull from us-east-1.
-# AWS's own installer passes it (aws/sagemaker-hyperpod-cluster-setup, helm-chart-injector lambda_function.py).
+# Without `health-monitoring-agent.region` the chart pulls from us-east-1 before any node exists
+# (charts/health-monitoring-agent/templates/_helpers.tpl, "health-monitoring-agent.imageUri"); AWS's installer
+# passes it (aws/sagemaker-hyperpod-cluster-setup, helm-chart-injector lambda_function.py).
 HEALTH_AGENT = "health-monitoring-agent"
 
 

@@ -25,13 +25,11 @@ from hubspoke.policy.acks import acknowledge
 KubectlLayer = KubectlV34Layer
 
 
-# Amazon EKS User Guide, "Encrypt Kubernetes secrets with KMS on existing clusters" (the Note on create-key), and
-# the Control Tower controls reference, CT.EKS.PR.2, "Usage considerations": a cluster with KMS envelope
-# encryption needs kms:CreateGrant for the principal calling CreateCluster, and "the condition
-# kms:GrantIsForAWSResource is not supported for the CreateCluster action". CloudFormation calls CreateCluster
-# as the CDK execution role, so CT.KMS.PR.3's Deny (GrantIsForAWSResource and PrincipalIsAWSService both false)
-# would refuse that grant and roll the Compute stack back. Its cfn-guard rule (ct-kms-pr-3.guard) accepts only
-# those two condition keys, so no narrower exception for the execution role passes it either.
+# EKS makes its CreateCluster grant as the caller, and "the condition kms:GrantIsForAWSResource is not
+# supported for the CreateCluster action" (Amazon EKS User Guide, "Encrypt Kubernetes secrets with KMS on
+# existing clusters"; Control Tower CT.EKS.PR.2): CT.KMS.PR.3's Deny would roll Compute back, and its
+# cfn-guard rule (ct-kms-pr-3.guard) admits no narrower exception (docs/decisions.md, "Keys without
+# CT.KMS.PR.3").
 SECRETS_KEY_GRANTS = (
     "EKS makes its CreateCluster grant on the secrets key in the caller's name without kms:GrantIsForAWSResource "
     "(EKS User Guide, enable-kms note; CT.EKS.PR.2 usage considerations); the CT.KMS.PR.3 Deny would refuse it "

@@ -34,20 +34,14 @@ RUNTIME_DIR = Path(__file__).parent / "runtime"
 # ServiceTimeout: 1 to 3600 seconds, default 3600), and aws-cdk-lib 2.275's Provider says of totalTimeout "The
 # maximum timeout is 1 hour" (custom-resources/lib/provider-framework/provider.d.ts). Set explicitly here.
 SERVICE_TIMEOUT = Duration.hours(1)
-# The waiter sleeps 55 minutes at most (55 attempts, one a minute), but each poll's run time comes on top
-# (up to the function's minute), so the retry count alone does not bound the wait. The handler holds its own
-# wall-clock budget of the same 55 minutes from onEvent (WaitSeconds; runtime/nodes_ready.py budget_left): no
-# poll starts that could end past it less a minute's reserve, so the failure CloudFormation shows is ours,
-# naming the missing nodes, before the 60-minute service timeout.
+# Poll run time adds to the waiter's 55 one-minute attempts, so the handler keeps its own 55-minute budget
+# (runtime/nodes_ready.py budget_left) and fails naming the missing nodes before the 60-minute service
+# timeout.
 WAIT = Duration.minutes(NODE_WAIT_MINUTES)
 POLL = Duration.minutes(1)
-# One wait of 55 minutes is too short for a p5 node: its launch (retried by continuous provisioning when
-# capacity is short), the lifecycle script, then the on-start deep health checks, which take "about 2 hours" for
-# a new instance (SageMaker developer guide, "Recommended resiliency configuration"; hubspoke/deploy_time.py
-# DEEP_HEALTH_CHECK_MINUTES). So resources wait in turn, each with its own hour (deploy_time.node_wait_phases):
-# every node launched (past Pending); then, with deep health checks, Checking waits that end early once every
-# node is Running, or at their budget while every node is still progressing (DeepHealthCheckInProgress or
-# Running), but fail on any other state; then every node Running. Each is ServiceTimeout 1 h, WaitSeconds 55 min.
+# A p5 node's launch, lifecycle script and "about 2 hours" of deep health checks outlast one 55-minute wait
+# (SageMaker developer guide, "Recommended resiliency configuration"), so resources wait in turn, an hour each
+# (deploy_time.node_wait_phases; docs/decisions.md, "Node waits").
 
 
 class HyperPodNodesReady(Construct):

@@ -32,11 +32,9 @@ DEFAULT_REST_TIMEOUT_S = 5.0
 RESERVE_MS = 3000
 # The secret is read at most this often; a rotated password is picked up within this time.
 CREDENTIALS_TTL_S = 900.0
-# The Secrets Manager call, bounded well inside the function's 30 s (infrastructure.py): botocore's defaults are
-# 60 s to connect and 60 s to read, with 3 attempts in its standard retry mode (botocore 1.44.18 config.py, Config
-# connect_timeout, read_timeout, retries; endpoint.py DEFAULT_TIMEOUT). Two attempts of 2 + 3 s and the standard
-# mode's first backoff (rand(0, 1) x min(scale x 2^0, 20) with scale 1 s for throttling, plus up to 5 s a
-# x-amz-retry-after header may ask: retries/standard.py ExponentialBackoff) take at most 16 s.
+# Bounded inside the function's 30 s: botocore's defaults are 60 s + 60 s x 3 attempts (botocore 1.44.18
+# config.py Config, endpoint.py DEFAULT_TIMEOUT); two attempts of 2 + 3 s plus the first backoff and a
+# retry-after of up to 5 s (retries/standard.py ExponentialBackoff) take at most 16 s.
 SECRET_CONNECT_TIMEOUT_S = 2.0
 SECRET_READ_TIMEOUT_S = 3.0
 SECRET_ATTEMPTS = 2

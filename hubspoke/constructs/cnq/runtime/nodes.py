@@ -21,11 +21,8 @@ from .contract import create_sent_tag
 from .session import ProvisioningError
 
 log = logging.getLogger(__name__)
-# The stack statuses in which CloudFormation still waits for a Create or Update of ours (CloudFormation
-# User Guide, "Stack status codes"). UPDATE_ROLLBACK_IN_PROGRESS carries the rollback's own Update
-# requests, which restore the previous node set. In any other status (ROLLBACK_IN_PROGRESS after a
-# cancelled create, DELETE_IN_PROGRESS, ...) the answer is ignored: the Provider framework starts its
-# waiter and returns, so the waiter would otherwise go on working on nodes being terminated.
+# Statuses in which CloudFormation still awaits our Create or Update (CloudFormation User Guide, "Stack status
+# codes"), the rollback's own Updates included; in any other the waiter would work on nodes being terminated.
 AWAITED_STATUSES = frozenset({"CREATE_IN_PROGRESS", "UPDATE_IN_PROGRESS", "UPDATE_ROLLBACK_IN_PROGRESS"})
 # The status while a stack's first create rolls back (same page); a later rollback is UPDATE_ROLLBACK_*.
 FIRST_CREATE_ROLLING_BACK = "ROLLBACK_IN_PROGRESS"

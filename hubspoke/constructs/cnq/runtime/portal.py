@@ -176,11 +176,9 @@ def ensure_portal(spoke: Any, hub: Any, spec: PortalSpec) -> int:
 
     current = spoke.portal.v2_get_spoke_portal(portal.id)
     pair = _root_paths(spoke, current).get(_norm(spec.spoke_root))
-    # A change to read-only (or paused) "drains the spoke first; the portal reports Quiescing or Pausing
-    # until the drain finishes" (qumulo-api 7.10.2.1, qumulo/commands/portal.py TYPE_HELP). The type is set on
-    # the hub's record; whether the spoke's own record then shows it is not documented (ASSUMED either), so
-    # the portal is done once the spoke is ACTIVE again after the drain and either record has the type: the
-    # hub's is the one we set and read here (v2_get_hub_portal above), the spoke's the one it serves with.
+    # Going read-only "drains the spoke first" (qumulo-api 7.10.2.1, qumulo/commands/portal.py TYPE_HELP);
+    # whether the spoke's record then shows the type is undocumented (ASSUMED either), so done is ACTIVE and
+    # either record typed (the hub's from v2_get_hub_portal above).
     typed = spec.portal_type in (current.type, hub_portal.type)
     if not (
         current.state == ACCEPTED

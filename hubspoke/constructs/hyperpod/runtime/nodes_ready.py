@@ -27,11 +27,9 @@ import boto3
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
 RUNBOOK = "docs/runbooks/compute.md, section 'HyperPod nodes did not come up'"
-# SageMaker API reference, ClusterInstanceStatus: Pending, Running, Failure, ShuttingDown, SystemUpdating,
-# DeepHealthCheckInProgress, NotFound, AttachInProgress, DetachInProgress. Running is the one state in which
-# a node serves workloads. ASSUMED (the reference lists the states, not their order): a new node is Pending
-# while it launches, then DeepHealthCheckInProgress while its on-start deep health checks run, then Running;
-# SystemUpdating is a launched node's software update. "Launched" is every state past that launch.
+# SageMaker API reference, ClusterInstanceStatus; Running alone serves workloads. ASSUMED (the reference gives
+# no order): Pending, then DeepHealthCheckInProgress, then Running; SystemUpdating is a launched node
+# updating.
 UNTIL: Mapping[str, frozenset[str]] = {
     "Launched": frozenset({"DeepHealthCheckInProgress", "Running", "SystemUpdating"}),
     "Checking": frozenset({"Running"}),
