@@ -43,13 +43,10 @@ KUBEFLOW_CONTAINER = "pytorch"
 # SageMaker HyperPod training operator (SageMaker developer guide, "Using the training operator to run jobs").
 HYPERPOD_API = "sagemaker.amazonaws.com/v1"
 HYPERPOD_AGENT_PORT = 8080  # the HyperPod elastic agent listens here
-# train.py's progress line, `[rank <r>] step <n> loss <decimal>`, printed on stdout by every node's local rank 0:
-# the HyperPod elastic agent matches the rules against local rank 0's stdout file only, on each node
-# (hyperpod-elastic-agent 1.1.3, HyperPodElasticAgent.start_log_monitoring and LogAgent._monitor_log_loop).
-# HyperPod's log monitoring restarts a job whose line stops coming or whose loss stops being a decimal (a NaN
-# loss prints "nan"); the SageMaker developer guide's example matches the loss the same way ("Using the
-# training operator to run jobs"). tests/workload/test_launch.py runs that agent's LogAgent with these rules
-# over a real two-node run of train.py.
+# train.py's progress line from local rank 0, the only stdout the HyperPod elastic agent watches
+# (hyperpod-elastic-agent 1.1.3, HyperPodElasticAgent.start_log_monitoring, LogAgent._monitor_log_loop); a NaN
+# loss ("nan") fails the match and restarts the job, as in the SageMaker developer guide ("Using the training
+# operator to run jobs"); tests/workload/test_launch.py.
 PROGRESS_LOG_PATTERN = r".*step \d+ loss \d+\.\d+.*"
 
 

@@ -13,11 +13,9 @@ from hubspoke.config.schema import RegionConfig
 # HyperPod resumes a PyTorchJob after a node fault only in the kubeflow namespace or one prefixed with hyperpod
 # (SageMaker developer guide, "Running jobs using the SageMaker HyperPod CLI", Enabling job auto-resume).
 NAMESPACE = "hyperpod-training"
-# "-ro": the read-only dataset volume is a new object, not an update. A PersistentVolume's source (its `nfs`,
-# readOnly included) and a bound claim's spec are immutable after creation (kubernetes pkg/apis/core/validation,
-# ValidatePersistentVolumeUpdate and ValidatePersistentVolumeClaimUpdate), so `kubectl apply` of the read-only
-# pair over the earlier read-write one would fail every deploy; new names let the Compute stack's manifest
-# create them and prune the old pair (the data stays: Retain, and it lives in CNQ).
+# "-ro": new names, since a PV's source and a bound claim's spec are immutable (kubernetes
+# pkg/apis/core/validation, ValidatePersistentVolumeUpdate, ValidatePersistentVolumeClaimUpdate); the old pair
+# is pruned, its data retained.
 DATASET_CLAIM = "hubspoke-dataset-ro"
 CHECKPOINT_CLAIM = "hubspoke-checkpoints"
 # Where containers see the volumes; the training script's defaults point here too.

@@ -38,10 +38,9 @@ class TrainingSettings:
     container_restart_limit: int | None = None
     # Container restarts per pod while one node is replaced. ASSUMED: kubelet's back-off over a ~30 min replacement.
     restarts_per_node_replacement: int = 10
-    # HyperPodPyTorchJob log monitoring. First progress line: model build, FSDP init, a resume read of the
-    # checkpoint and the first steps on a cold cache (60 ms per read for the first ~100 batches, docs/design.md §1).
-    # Between lines: 10 steps (~35 s at the reference 115 samples/s) or a checkpoint write; AWS's samples
-    # allow 600 s (awsome-distributed-training, llama3_1_8b-fsdp-hpto.yaml). ASSUMED margins: tune per run.
+    # Log monitoring: the first line waits for build, FSDP init, resume and cold-cache steps (docs/design.md
+    # §1); later lines come every ~35 s, AWS allows 600 s (awsome-distributed-training,
+    # llama3_1_8b-fsdp-hpto.yaml). ASSUMED margins: tune per run.
     progress_start_cutoff_s: int = 1800
     progress_hang_after_s: int = 600
     # Wait before the training process starts until prewarm reports this fraction of the dataset warm (None: start
@@ -56,11 +55,10 @@ class TrainingSettings:
     submission: str = field(default_factory=lambda: secrets.token_hex(6))
 
 
-# The job name is the PyTorchJob's name, which the pinned training operator requires to be an RFC 1035 label
-# (training-operator@855e096 pkg/apis/kubeflow.org/v1/pytorch_validation.go ValidateV1PyTorchJob,
-# NameIsDNS1035Label), and it names a Service per pod, `<job>-worker-<index>` (controller.v1/pytorch/envvar.go
-# replicaName), which Kubernetes also requires to be an RFC 1035 label of at most 63 characters ("Service"
-# concept page). ASSUMED margin: 40 leaves room for that suffix and for the HyperPod operator's own.
+# The PyTorchJob's name must be an RFC 1035 label (training-operator@855e096 pytorch_validation.go
+# NameIsDNS1035Label) and names Services `<job>-worker-<index>` (controller.v1/pytorch/envvar.go replicaName)
+# of at most 63 characters (Kubernetes, "Service"). ASSUMED margin: 40 leaves room for that suffix and
+# HyperPod's.
 JOB_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 JOB_NAME_MAX = 40
 

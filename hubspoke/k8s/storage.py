@@ -24,17 +24,14 @@ Manifest = dict[str, Any]
 
 PART_OF = {"app.kubernetes.io/part-of": "hubspoke"}
 
-# Mount options, chosen for a data loader streaming large sequential shards and for FSDP checkpoint bursts:
-# - nfsvers=3: what CNQ's group opens in its VPC (2049 + rpcbind 111, cnq/infrastructure.py) and what
-#   Qumulo serves without extra cluster settings; stateless, so a floating IP moving to another CNQ node
-#   after a node failure is invisible to the client (no v4 lease or session to recover).
-# - nconnect=16: the Linux maximum. One TCP flow between EC2 instances is capped at 5 Gbit/s outside a
-#   cluster placement group; 16 flows let one mount use the CNQ node's full bandwidth.
-# - rsize/wsize=1048576: the Linux maximum (1 MiB); fewer RPCs per GB. A server that caps lower
-#   negotiates down, so this is never wrong, only sometimes not reached.
-# - hard (+ timeo=600, retrans=2): a soft mount returns EIO on a slow reply, which the loader turns into a
-#   crashed job or a torn checkpoint; hard blocks and resumes once the floating IP has moved.
-# - noatime: reads must not turn into attribute writes (the spoke's portal is read-only by default).
+# Mount options for streaming shards and FSDP checkpoint bursts:
+# - nfsvers=3: what CNQ's group opens (2049, rpcbind 111: cnq/infrastructure.py); stateless, so a floating
+#   IP's move to another node is invisible to the client.
+# - nconnect=16, Linux's maximum: one TCP flow between instances caps at 5 Gbit/s outside a placement group.
+# - rsize/wsize=1 MiB, Linux's maximum: fewer RPCs; a server that caps lower negotiates down.
+# - hard, timeo=600, retrans=2: soft returns EIO (a crashed job, a torn checkpoint); hard resumes once the IP
+#   moves.
+# - noatime: reads make no attribute writes (the spoke's portal is read-only).
 MOUNT_OPTIONS: tuple[str, ...] = (
     "nfsvers=3",
     "proto=tcp",
@@ -48,10 +45,8 @@ MOUNT_OPTIONS: tuple[str, ...] = (
 )
 
 
-# The dataset is mounted read-only and nothing locks it: `nolock` keeps NFSv3 locking local to the client
-# (nfs(5): "applications can lock files, but such locks provide exclusion only against other applications
-# running on the same client") instead of calling the server's lock manager (NLM), whose ports the security
-# groups do not open (cnq/infrastructure.py: 2049 and rpcbind 111 only), so a stray lock would hang.
+# nolock keeps NFSv3 locks on the client (nfs(5)): the groups leave NLM's ports closed
+# (cnq/infrastructure.py), so a server lock would hang; nothing locks the read-only dataset.
 DATASET_MOUNT_OPTIONS: tuple[str, ...] = (*MOUNT_OPTIONS, "nolock")
 
 
@@ -86,10 +81,9 @@ def _volume(
 ) -> Manifest:
     nfs: dict[str, Any] = {"server": server, "path": path}
     if read_only:
-        # NFSVolumeSource.readOnly "will force the NFS export to be mounted with read-only permissions"
-        # (Kubernetes API reference, core/v1 NFSVolumeSource): the kubelet mounts it ro for every pod, whatever
-        # a pod's own volumeMount says. The access mode alone would not: "access modes do not enforce write
-        # protection once the storage has been mounted" (Kubernetes docs, "Persistent Volumes", Access Modes).
+        # readOnly makes the kubelet mount it ro for every pod (Kubernetes API reference, core/v1
+        # NFSVolumeSource); access modes "do not enforce write protection" (Kubernetes docs, "Persistent
+        # Volumes", Access Modes).
         nfs["readOnly"] = True
     return {
         "apiVersion": "v1",
