@@ -205,11 +205,9 @@ def service_key_grant_deny(templates: list[Template], config: HubSpokeConfig) ->
                 )  # fmt: skip
 
 
-# EKS installs its own self-managed copies of these when it creates a cluster; creating the managed add-on over
-# them fails with a ConfigurationConflict unless conflicts are overwritten (terraform-aws-modules/terraform-aws-eks
-# #2829). AWS's own HyperPod CloudFormation sets ResolveConflicts: OVERWRITE on each (aws-samples/awsome-
-# distributed-training@e369abdb, 1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/
-# eks-cluster-stack.yaml: VpcCNIAddOn, KubeProxyAddOn, CoreDNSAddOn, PodIdentityAddOn).
+# EKS self-installs these, so the managed add-on needs ResolveConflicts OVERWRITE
+# (terraform-aws-modules/terraform-aws-eks#2829), as AWS's HyperPod template sets
+# (aws-samples/awsome-distributed-training@e369abdb, nested-stacks/eks-cluster-stack.yaml).
 BOOTSTRAPPED_ADDONS = ("vpc-cni", "kube-proxy", "coredns")
 
 
