@@ -22,13 +22,9 @@ from hubspoke.topology import StackKind, StackPlan, plan_stacks
 # the HyperPod node waiter's phases, each waiting at most NODE_WAIT_MINUTES (hyperpod/nodes_ready.py says why).
 CHART_INSTALL_BOUND_MINUTES = 14
 NODE_WAIT_MINUTES = 55
-# "When deep health checks are enabled, whenever a new instance is added to a HyperPod cluster (at cluster
-# creation or automatic node replacement), the new instance runs the deep health check process (instance-level
-# stress test) for about 2 hours" (SageMaker developer guide, "Recommended resiliency configuration",
-# docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-resiliency-config-tips.html; the stored copy is
-# the Japanese translation, ja_jp, "約 2 時間"). "About": the waits cover it with DEEP_HEALTH_CHECK_MARGIN more
-# (ASSUMED enough; the page gives no upper bound). The page speaks of the stress test; InstanceConnectivity's
-# NCCL tests are given no duration anywhere (ASSUMED within the same margin).
+# New instances run deep health checks "for about 2 hours" (SageMaker developer guide, "Recommended resiliency
+# configuration", sagemaker-hyperpod-eks-resiliency-config-tips.html, stored in ja_jp: "約 2 時間"). ASSUMED: the
+# margin covers "about" and InstanceConnectivity's NCCL tests, which no page times.
 DEEP_HEALTH_CHECK_MINUTES = 120
 DEEP_HEALTH_CHECK_MARGIN = 0.25
 # Between "Launched" (every node past Pending, so its checks have begun) and the final "Running" wait, enough

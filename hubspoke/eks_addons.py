@@ -24,20 +24,13 @@ CORE_ADDONS: tuple[str, ...] = (VPC_CNI, KUBE_PROXY, COREDNS, POD_IDENTITY_AGENT
 OPERATOR_ADDONS: tuple[str, ...] = (CERT_MANAGER, TRAINING_OPERATOR, CLOUDWATCH_OBSERVABILITY)
 ADDONS: tuple[str, ...] = CORE_ADDONS + OPERATOR_ADDONS
 
-# The Kubernetes versions HyperPod's EKS orchestration supports: SageMaker developer guide, "Getting started with
-# Amazon EKS support in SageMaker HyperPod", Requirements 1, "Kubernetes version support" (newest stored
-# snapshot, read 2026-12-01: "1.30, 1.31, 1.32, 1.33, 1.34, and 1.35"; older ones listed 1.28 to 1.32, 1.28 to
-# 1.33 and 1.28 to 1.34). A dated snapshot, so preflight warns outside it rather than refusing: HyperPod adds
-# versions after EKS does, and drops old ones.
+# HyperPod's EKS Kubernetes versions (SageMaker developer guide, "Getting started with Amazon EKS support in
+# SageMaker HyperPod", read 2026-12-01): a dated list, so preflight warns outside it rather than refusing.
 HYPERPOD_KUBERNETES_VERSIONS: frozenset[str] = frozenset({"1.30", "1.31", "1.32", "1.33", "1.34", "1.35"})
 
-# The version a config gets when it names none (ComputeConfig.kubernetes_version). 1.35: in HyperPod's list
-# above, and in EKS standard support until 2027-03-27 (EKS User Guide, "Understand the Kubernetes version
-# lifecycle on EKS": standard support is the first 14 months after the EKS release, 2026-01-27 for 1.35; the
-# release calendar as reproduced by endoflife.date/amazon-eks and aws-samples/sample-apex-skills, read
-# 2026-12-01: 1.33 until 2026-07-29, 1.34 until 2026-12-02, 1.35 until 2027-03-27). A deployed cluster moves
-# one minor per deploy (docs/runbooks/compute.md, "Upgrading Kubernetes"), so raising this is never silent for
-# a config that states its version, and config/*.yaml do.
+# 1.35: HyperPod lists it and its EKS standard support runs to 2027-03-27 (EKS User Guide, "Understand the
+# Kubernetes version lifecycle on EKS"; endoflife.date/amazon-eks, aws-samples/sample-apex-skills,
+# 2026-12-01).
 DEFAULT_KUBERNETES_VERSION = "1.35"
 
 # The last day of EKS standard support per version (same sources as the default above). After it a cluster still
@@ -56,29 +49,16 @@ def in_extended_support(version: str, on: date) -> bool:
     return ends is not None and on > ends
 
 
-# The kubectl in the Lambda layer pyproject.toml pins (aws-cdk.lambda-layer-kubectl-v34 2.2.2; its description
-# says kubectl 1.34.5), which the kubectl provider and the chart installer run. A client works within one minor of
-# the control plane (EKS User Guide, "Update existing cluster to new Kubernetes version": "a 1.29 kubectl client
-# works with Kubernetes 1.28, 1.29, and 1.30 clusters"): validation refuses a version outside this.
+# The pinned layer's kubectl 1.34.5 (aws-cdk.lambda-layer-kubectl-v34 2.2.2) works within one minor of the
+# control plane (EKS User Guide, "Update existing cluster to new Kubernetes version"): validation refuses
+# others.
 KUBECTL_LAYER_VERSION = "1.34"
 KUBECTL_SKEW: tuple[str, ...] = ("1.33", "1.34", "1.35")
 
-# Pins per Kubernetes minor: kube-proxy and CoreDNS follow it; one of each version an upgrade passes through
-# (1.33 -> 1.34 -> 1.35). Sources, EKS User Guide add-on tables ("latest version of the Amazon EKS add-on type for
-# each Kubernetes version"):
-# - 1.33: vpc-cni v1.20.1-eksbuild.3, the table's latest for 1.27 to 1.33; kube-proxy and CoreDNS from the
-#   tables read 2026-11-30. amazon-cloudwatch-observability 6.4.0 is the chart of 2026-07-21
-#   (aws-observability/helm-charts@71a298ff; its RELEASE_NOTES tie add-on and chart versions). ASSUMED: build 1
-#   of it is offered for Kubernetes 1.33; check as docs/runbooks/compute.md, "Pinned EKS add-on versions", shows.
-# - 1.34 and 1.35: "Manage kube-proxy in Amazon EKS clusters" and "Manage CoreDNS for DNS in Amazon EKS clusters"
-#   (newest stored snapshots, which list 1.31 to 1.36, read 2026-12-01).
-# - vpc-cni for 1.34 and 1.35: no stored table lists these versions (the VPC CNI table stops at 1.33), and the
-#   policy pack refuses an unpinned vpc-cni on a HyperPod orchestrator (HubSpoke-HyperPodVpcCni). ASSUMED: the
-#   1.33 build is offered for 1.34 and 1.35 too, as it is for 1.27 to 1.33; preflight's "eks add-on versions"
-#   row checks it against DescribeAddonVersions before a deploy.
-# - Left to EKS's default for the cluster's version at create time (no entry): eks-pod-identity-agent and the
-#   operator add-ons everywhere, and amazon-cloudwatch-observability for 1.34 and 1.35 (no stored source lists
-#   a build of it for them).
+# Pins per Kubernetes minor, one set per version an upgrade passes through (docs/decisions.md, "EKS add-on
+# pins"). ASSUMED: vpc-cni's 1.33 build is offered for 1.34 and 1.35 (preflight's "eks add-on versions" row
+# checks), and amazon-cloudwatch-observability build 1 for 1.33 (aws-observability/helm-charts@71a298ff
+# RELEASE_NOTES).
 VERSIONED: dict[str, dict[str, str]] = {
     "1.33": {
         VPC_CNI: "v1.20.1-eksbuild.3",

@@ -54,16 +54,10 @@ class ListPrice:
 _US_PAIR = ("us-east-2", "us-west-2")
 
 PRICES: tuple[ListPrice, ...] = (
-    # GPU nodes. HyperPod bills each instance for as long as it is allocated (SageMaker developer guide,
-    # "SageMaker HyperPod references", "Service billing"), idle or not.
-    # ml.p5.48xlarge: $98.32 is also what older third-party tables give for EC2 p5.48xlarge, before the June
-    # 2025 P5 price cut. Searched 2026-12-01 (stored pages, no internet): no AWS page with the current SageMaker
-    # HyperPod ml.p5.48xlarge rate, nor AWS's own announcement of the cut. Third-party pages report it: "In June
-    # 2025, AWS reduced pricing ... P5 ... On-Demand pricing dropped by up to 45%" (usage.ai, "LLM Cost
-    # Optimization on AWS", updated 2026-06-30); "In June 2025, AWS cut H100 instance prices by approximately
-    # 44%" (costnimbus.com, "GPU cost management", March 2026); others still quote $98.30-98.32 in 2026
-    # (awsnegotiations.com, May 2026). "Up to" gives no figure, so the row keeps $98.32, ASSUMED and likely
-    # high: the run-rate may over-state HyperPod p5 by as much as 45 %. Re-read the SageMaker pricing page.
+    # HyperPod bills an allocated instance, idle or not (SageMaker developer guide, "SageMaker HyperPod
+    # references", "Service billing"). ml.p5.48xlarge's $98.32 predates the June 2025 P5 cut of "up to 45%"
+    # (usage.ai, costnimbus.com; awsnegotiations.com still quotes it, 2026): ASSUMED and likely high
+    # (docs/decisions.md, "Quoted run-rates"); re-read the SageMaker pricing page.
     *(
         ListPrice(
             "hyperpod",

@@ -24,11 +24,9 @@ def _r(code: str, prefix: str, azs: tuple[int, ...] = (1, 2, 3), hyperpod: bool 
     return RegionFacts(code, prefix, tuple(f"{prefix}-az{n}" for n in azs), hyperpod)
 
 
-# AZ ID prefixes: EC2 User Guide, "AZ IDs for your AWS resources" (read 2026-11).
-# HyperPod: the SageMaker developer guide's list of Regions for SageMaker HyperPod, as we knew it on
-# 2026-11-30 (18 Regions, the count the reference article of 2026-09 gives). The stored docs we could search
-# offline do not carry that page, so this table is unverified against it: re-check before relying on a new
-# Region. `hubspoke preflight` asks the account itself (p5 offerings and the cluster-usage quota).
+# AZ ID prefixes: EC2 User Guide, "AZ IDs for your AWS resources" (read 2026-11). HyperPod: the SageMaker
+# developer guide's 18 Regions as of 2026-11-30, unverified offline (not in the stored docs); preflight asks
+# the account itself.
 REGIONS: dict[str, RegionFacts] = {
     r.code: r
     for r in (
@@ -69,11 +67,9 @@ REGIONS: dict[str, RegionFacts] = {
 
 HYPERPOD_REGIONS = frozenset(code for code, facts in REGIONS.items() if facts.hyperpod)
 
-# AWS Account Management Reference Guide, "Enable or disable AWS Regions in your account": Regions launched
-# before March 20, 2019 are enabled by default (and cannot be disabled); Regions launched after it are opt-in,
-# disabled until the account enables them. These are the commercial Regions launched before that date. Every
-# other Region of the aws partition is opt-in; the account's own answer (`aws account get-region-opt-status`,
-# or STS's InvalidClientTokenId in preflight and verify) is the runtime check.
+# Commercial Regions launched before March 20, 2019, enabled by default (AWS Account Management Reference
+# Guide, "Enable or disable AWS Regions in your account"); others are opt-in, which preflight and verify
+# check.
 DEFAULT_REGIONS = frozenset(
     {
         "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "sa-east-1",
