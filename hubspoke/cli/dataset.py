@@ -24,11 +24,13 @@ from typing import Any
 import yaml
 
 from hubspoke.cli.output import fail
+from hubspoke.cli.train import IMAGE_PLACEHOLDER, _build, _build_argv
 from hubspoke.cli.tunnel import Runner, StepFailed, with_profile
 from hubspoke.config import HubSpokeConfig, format_problem, load
 from hubspoke.config.sections import Problem
 from hubspoke.dataset_load import DEFAULT_HASH_WORKERS
 from hubspoke.dataset_manifest import ManifestError, check_segment, validate
+from hubspoke.images import DIGEST_REF
 from hubspoke.k8s.load import SETTINGS
 from hubspoke.k8s.names import NAMESPACE
 from hubspoke.shift_from import EXIT_BAD_INPUT, EXIT_FAILED, LoadError, Source
@@ -106,6 +108,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
         help="image with workload/ (default: hub.compute.training_image, else the digest `hubspoke image build` "
         "recorded)",
     )
+    loader.add_argument(
+        "--base",
+        metavar="IMAGE@sha256:DIGEST",
+        help="build the image from this base when none is recorded (as `hubspoke image build --base`)",
+    )
     loader.add_argument("--profile", metavar="NAME", help="AWS profile for every aws and kubectl call")
     loader.add_argument("--role-arn", metavar="ARN", help="sign kubectl's tokens as this role (as `connect`)")
     loader.add_argument(
@@ -171,12 +178,27 @@ def run(
         return _problem(path, "--vocab-size", str(exc).split(": ", 1)[1])
     if not 1 <= args.hash_workers <= 32:
         return _problem(path, "--hash-workers", f"{args.hash_workers}: give 1 to 32 files at once")
-    job = _render(
-        args, path, config, name=name, version=version, source=source, token_bytes=token_bytes,
-        vocab_size=vocab_size,
-    )  # fmt: skip
+    if args.base is not None and not DIGEST_REF.match(args.base):
+        return fail(f"--base: {args.base} is not pinned by digest: pass IMAGE@sha256:<64 hex>")
+    settings: dict[str, Any] = dict(
+        name=name, version=version, source=source, token_bytes=token_bytes, vocab_size=vocab_size
+    )
+    job = _render(args, path, config, **settings)
     if isinstance(job, int):
         return job
+    runner = runner or Runner()
+    if job is None:  # no image yet, and --base given: build it, as `hubspoke train` does
+        if args.dry_run:
+            print("# + " + shlex.join(_build_argv(args)[0]))
+            job = _render(args, path, config, **settings, image=IMAGE_PLACEHOLDER)
+        else:
+            try:
+                built = _build(args, config, config.hub, runner)
+            except StepFailed as exc:
+                print(f"hubspoke dataset load: {exc}", file=sys.stderr)
+                return EXIT_FAILED
+            job = _render(args, path, config, **settings, image=built)
+        assert isinstance(job, dict)
     connect = shlex.join(
         with_profile(
             ["hubspoke", "connect", "--config", str(path), "--region", config.hub.region], args.profile
@@ -189,7 +211,7 @@ def run(
         sys.stdout.write(yaml.safe_dump(job, sort_keys=False, explicit_start=True))
         return 0
     if not args.kube_context:
-        return _through_tunnel(args, config, job, runner=runner or Runner(), clients=clients, sleep=sleep)
+        return _through_tunnel(args, config, job, runner=runner, clients=clients, sleep=sleep)
     context = args.kube_context
 
     def own(argv: Sequence[str], stdin: str | None, capture: bool) -> subprocess.CompletedProcess[str]:
@@ -269,14 +291,18 @@ def _render(
     source: Source,
     token_bytes: int,
     vocab_size: int,
-) -> dict[str, Any] | int:
-    """The load Job, or the exit status of a refusal (the image: as `hubspoke render` finds it)."""
+    image: str | None = None,
+) -> dict[str, Any] | int | None:
+    """The load Job, the exit status of a refusal, or None when no image is found and --base will build one (the
+    image: `image`, else as `hubspoke render` finds it)."""
     from hubspoke.cli.render import RenderError, _recorded_image
     from hubspoke.k8s.load import load_job
     from hubspoke.k8s.run import NoTrainingImage
 
     try:
-        image = _recorded_image(args.image, path, config, config.hub)
+        found = _recorded_image(args.image or image, path, config, config.hub)
+        if found is None and args.base is not None:
+            return None
         return load_job(
             config,
             name=name,
@@ -285,7 +311,7 @@ def _render(
             bucket_region=args.bucket_region or config.hub.region,
             token_bytes=token_bytes,
             vocab_size=vocab_size,
-            image=image,
+            image=found,
             poll_seconds=args.poll_seconds,
             hash_workers=args.hash_workers,
         )
@@ -295,8 +321,8 @@ def _render(
         return _problem(
             path,
             "hub.compute.training_image",
-            f"no training image for {config.hub.region}: run `hubspoke image build --config {path} --base "
-            "<image>@sha256:<digest>`, or set this field to an image pinned by digest, or pass --image",
+            f"no training image for {config.hub.region}: pass --base <image>@sha256:<digest> to build one "
+            "(docs/getting-started.md), or set this field to an image pinned by digest, or pass --image",
         )
 
 

@@ -171,3 +171,66 @@ def test_dry_run_names_the_tunnel_with_the_profile_and_runs_nothing(
     out = capsys.readouterr().out
     assert f"hubspoke connect --config {world} --region {HUB} --profile ml-dev" in out
     assert [d["kind"] for d in yaml.safe_load_all(out) if d] == ["Job"] and runner.calls == []
+
+
+BASE = "763104351884.dkr.ecr.us-east-2.amazonaws.com/pytorch-training@sha256:" + "cd" * 32
+HUB_IMAGE = "123456789012.dkr.ecr.us-east-2.amazonaws.com/hubspoke-dev-training@sha256:" + "ef" * 32
+
+
+def no_image(config: Path) -> None:
+    """The environment as `hubspoke init` writes it: no training image configured or recorded yet."""
+    data = yaml.safe_load(config.read_text())
+    del data["hub"]["compute"]["training_image"]
+    config.write_text(yaml.safe_dump(data))
+
+
+def test_with_no_image_base_builds_one_first_and_the_job_runs_it(world: Path) -> None:
+    """The load Job runs the training image (workload/load.py), so the first command that needs it builds it, as
+    `hubspoke train --base` does; the build records every compute Region's digest, so train reuses it."""
+    no_image(world)
+    runner = cluster()
+    runner.record, runner.image = world.with_name("dev.images.json"), HUB_IMAGE
+    assert load(world, runner, "--base", BASE, "--profile", "ml-dev") == 0
+    [build] = [c for c in runner.calls if "image" in c and "build" in c]
+    assert build[build.index("image") :] == [
+        "image", "build", "--config", str(world), "--base", BASE, "--profile", "ml-dev"
+    ]  # fmt: skip
+    assert runner.calls.index(build) < min(i for i, c in enumerate(runner.calls) if c[0] == "aws")
+    [job] = runner.applied()
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == HUB_IMAGE
+
+
+def test_a_failed_build_opens_no_tunnel_and_a_rerun_builds_again(
+    world: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    no_image(world)
+    runner = FakeCluster(record=world.with_name("dev.images.json"), image=HUB_IMAGE, build_ok=False)
+    runner.objects[SETTINGS] = {"kind": "ConfigMap", "metadata": {"name": SETTINGS[1]}}
+    assert load(world, runner, "--base", BASE) == 1
+    assert "image build failed" in capsys.readouterr().err
+    assert runner.tunnels == [] and runner.applied() == []
+    runner.build_ok = True
+    assert load(world, runner, "--base", BASE) == 0
+    assert len(runner.applied()) == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"), [((), "--base <image>@sha256:<digest>"), (("--base", "pytorch:latest"), "not pinned")]
+)
+def test_no_image_and_no_pinned_base_is_refused_before_any_call(
+    world: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], says: str
+) -> None:
+    no_image(world)
+    runner = cluster()
+    assert load(world, runner, *extra, clients=lambda *a: pytest.fail("AWS read")) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1 and runner.calls == []
+
+
+def test_dry_run_without_an_image_prints_the_build(world: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    no_image(world)
+    runner = cluster()
+    assert load(world, runner, "--base", BASE, "--dry-run", clients=lambda *a: pytest.fail("AWS")) == 0
+    out = capsys.readouterr().out
+    assert f"# + hubspoke image build --config {world} --base {BASE}" in out
+    assert [d["kind"] for d in yaml.safe_load_all(out) if d] == ["Job"] and runner.calls == []
