@@ -17,7 +17,7 @@ from pydantic_core import ErrorDetails
 
 from hubspoke.config import rules
 from hubspoke.config.schema import HubSpokeConfig, Refusals
-from hubspoke.config.sections import Problem, view
+from hubspoke.config.sections import Problem
 
 # A field that takes a mapping, where YAML gave a list (a "- " in front of its keys) or a scalar.
 _MAPPING_FIX = "a mapping (key: value lines under it), not a list: remove the '- ' in front of its keys"
@@ -221,7 +221,7 @@ def load(path: Path | str) -> LoadedConfig:
     if config is None:
         raise ConfigError(path, problems)
     # The environment-wide rules read a valid config (the schema has refused nothing).
-    findings = rules.check(view(config))
+    findings = rules.check(config)
     problems = [p for p in findings if p.severity == "error"]
     if problems:
         raise ConfigError(path, problems)

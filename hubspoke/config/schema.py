@@ -14,8 +14,6 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
 from hubspoke.config.cnq import (
-    QUMULO_CORE_MIN_VERSION,
-    QUMULO_HOST_CONFIGURATION,
     CacheVolumesConfig,
     PortalConfig,
     QumuloCoreConfig,
@@ -55,8 +53,6 @@ from hubspoke.regions import REGIONS
 # The names other modules read from here, defined in the section modules.
 __all__ = [
     "ACCESS_HOST_ARCHITECTURES",
-    "QUMULO_CORE_MIN_VERSION",
-    "QUMULO_HOST_CONFIGURATION",
     "VPC_MIN_PREFIX",
     "AccessConfig",
     "AzId",

@@ -19,8 +19,3 @@ class Problem:
 
 
 Rule = Callable[[HubSpokeConfig], Iterator[Problem]]
-
-
-def view(config: HubSpokeConfig) -> HubSpokeConfig:
-    """The config as the rules read it: itself (hubspoke/cli/preflight/quotas.py still calls this)."""
-    return config

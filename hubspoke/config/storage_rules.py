@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hubspoke.config.schema import (
-    QUMULO_CORE_MIN_VERSION as QUMULO_CORE_MIN_VERSION,  # preflight/cnq.py reads it
-)
 from hubspoke.config.schema import HubSpokeConfig, RegionConfig, StorageConfig, qumulo_bucket_rule
 from hubspoke.config.sections import Problem
 

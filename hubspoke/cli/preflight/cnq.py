@@ -22,8 +22,7 @@ from hubspoke.cli.checks import pages
 from hubspoke.cli.preflight.checks import CheckResult, region_path
 from hubspoke.cnq_boot import node_boot_script
 from hubspoke.config import HubSpokeConfig, RegionConfig
-from hubspoke.config.schema import QUMULO_HOST_CONFIGURATION
-from hubspoke.config.storage_rules import QUMULO_CORE_MIN_VERSION
+from hubspoke.config.cnq import QUMULO_CORE_MIN_VERSION, QUMULO_HOST_CONFIGURATION
 from hubspoke.mtu import peer_mtu_parameter_path
 from hubspoke.names import CNQ_CLUSTER_TAG, cnq_cluster_name
 from hubspoke.topology import stack_name

@@ -20,7 +20,6 @@ from hubspoke.config.quotas import (
     peer_path_rules,
     private_route_table_routes,
 )
-from hubspoke.config.sections import view
 from hubspoke.names import hyperpod_cluster_name
 from hubspoke.topology import stack_name
 
@@ -65,7 +64,7 @@ def check_security_group_rules(quotas: Any, *, config: HubSpokeConfig, region: R
     """The applied 'rules per security group' quota holds the cross-Region rules, and what the config states."""
     name = region.region
     path = region_path(config, region)
-    needed = peer_path_rules(view(config)).get(path, 0)
+    needed = peer_path_rules(config).get(path, 0)
     stated = region.quotas.security_group_rules
     return _vpc_quota_holds(
         quotas,
@@ -83,7 +82,7 @@ def check_security_group_rules(quotas: Any, *, config: HubSpokeConfig, region: R
 def check_route_table_routes(quotas: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
     """The applied 'Routes per route table' holds the routes each private route table needs, and what is stated."""
     name, check = region.region, "routes per route table"
-    peers, other = private_route_table_routes(view(config)).get(region_path(config, region), (0, 0))
+    peers, other = private_route_table_routes(config).get(region_path(config, region), (0, 0))
     needed, stated = peers + other, region.quotas.routes_per_route_table
     return _vpc_quota_holds(
         quotas,
@@ -140,7 +139,7 @@ def check_security_groups_per_interface(
     """The rules quota the config needs, times the applied 'security groups per network interface', fits 1,000."""
     name, check = region.region, "security groups per interface"
     path = region_path(config, region)
-    rules = max(peer_path_rules(view(config)).get(path, 0), region.quotas.security_group_rules)
+    rules = max(peer_path_rules(config).get(path, 0), region.quotas.security_group_rules)
     found = _applied_or_default(quotas, "vpc", SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE)
     if found is None:
         return CheckResult(
