@@ -138,9 +138,6 @@ class CnqCluster(Construct):
                 group_set=[self.security_group.security_group_id, peer_path_sg.security_group_id],
                 # No SecondaryPrivateIpAddressCount: Qumulo moves the floating IPs between interfaces, so the
                 # count is not CloudFormation's to reconcile (runtime/floating.py, Custom::CnqFloatingIps).
-                # On an interface an earlier release created, removing it may unassign the addresses (the
-                # registry schema's update handler may call ec2:UnassignPrivateIpAddresses): Custom::CnqFloatingIps
-                # assigns back exactly those the stack's FloatingIps output lists, in that order.
                 description=f"CNQ {name} node {index}: primary and floating IPs",
             )
             node = ec2.CfnInstance(
