@@ -97,7 +97,7 @@ def test_floating_ips_spread_evenly_over_the_nodes(tmp_path: Path) -> None:
     storage = _load(tmp_path, node_count=4, floating_ip_count=10).config.hub.storage
     assert [storage.floating_ips_on_node(i) for i in range(4)] == [3, 3, 2, 2]
     default = _load(tmp_path, node_count=4).config.hub.storage
-    assert [default.floating_ips_on_node(i) for i in range(4)] == [3, 3, 3, 3], "what earlier releases made"
+    assert [default.floating_ips_on_node(i) for i in range(4)] == [3, 3, 3, 3], "3 per node"
 
 
 @pytest.mark.parametrize(
