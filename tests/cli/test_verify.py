@@ -84,6 +84,25 @@ def readers_of(templates: Templates, producer_name: str, output: str | None = No
     return {stack for stack, template in templates.items() if reads(template.get("Resources", {}))}
 
 
+def outputs_read(template: dict[str, Any], producer_name: str) -> set[str]:
+    """The OutputNames one template reads from `producer_name` with Fn::GetStackOutput."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            ref = node.get("Fn::GetStackOutput")
+            if ref and ref["StackName"] == producer_name:
+                found.add(ref["OutputName"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(template.get("Resources", {}))
+    return found
+
+
 def test_healthy_environment_passes_every_check(
     deployed: DeployedWorld, deployed_config: Path, kube: Kube
 ) -> None:
@@ -334,7 +353,9 @@ def test_reader_deployed_before_its_producers_update_is_stale(
     }
     assert stale == readers_of(deployed_templates, "hubspoke-dev-network-us-east-2")
     (link,) = [r for r in rows(results, "stale reader") if r.detail.startswith("hubspoke-dev-link-us-west-2")]
-    assert "network-us-east-2" in link.detail and "PeerPathSecurityGroupId" in link.detail
+    # The outputs it reads are the ones CDK added for its weak references, as its template names them.
+    read = outputs_read(deployed_templates["link-us-west-2"], "hubspoke-dev-network-us-east-2")
+    assert read and "network-us-east-2" in link.detail and all(o in link.detail for o in read), link.detail
     # An unchanged template is not deployed (aws-cdk canSkipDeploy): the refresh token makes it an update.
     assert link.fix == (
         f"npx cdk deploy -c config={deployed_config} -c refresh=$(date +%s) --exclusively hubspoke-dev/link-us-west-2"
@@ -358,6 +379,30 @@ def test_reader_updated_after_its_producer_is_current_again(
         r for r in rows(results, "stale reader") if r.detail.startswith("hubspoke-dev-link-eu-west-1")
     ]
     assert other.status == "warn"
+
+
+def test_a_reader_is_judged_by_its_deployed_template_without_a_local_cdk_out(
+    deployed: DeployedWorld,
+    deployed_config: Path,
+    deployed_templates: Templates,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Who reads what comes from the templates CloudFormation holds (GetTemplate returns "the same template that
+    was used", botocore cloudformation GetTemplateOutput.TemplateBody), not from a synth: verify runs where no
+    cdk.out is, and a reader deployed from a version of it that reads nothing is not stale."""
+    monkeypatch.chdir(tmp_path)
+    start = datetime.now(UTC)
+    deployed.update("link-us-west-2", at=start, reading=False)
+    deployed.update("network-us-east-2", at=start + timedelta(minutes=1))
+    stale = {
+        r.detail.split(" ", 1)[0].removeprefix("hubspoke-dev-")
+        for r in rows(verify(deployed, deployed_config), "stale reader")
+        if r.status == "warn"
+    }
+    synthesized = readers_of(deployed_templates, "hubspoke-dev-network-us-east-2")
+    assert "link-us-west-2" in synthesized and "link-eu-west-1" in synthesized
+    assert stale == synthesized - {"link-us-west-2"}
 
 
 def test_producer_replaced_after_its_readers_makes_them_stale(
@@ -400,11 +445,20 @@ def test_canary_running_with_a_replaced_producers_old_addresses_fails_until_its_
 def test_output_a_reader_needs_missing_fails_and_names_the_readers(
     deployed: DeployedWorld, deployed_config: Path, deployed_templates: Templates
 ) -> None:
-    deployed.redeploy_without("network-us-east-2", "PeerPathSecurityGroupId")
+    outputs = deployed_templates["network-us-east-2"]["Outputs"]
+    # The output CDK added for the weak reference to the same attribute the named PeerPathSecurityGroupId carries.
+    (weak,) = [
+        name
+        for name, out in outputs.items()
+        if name != "PeerPathSecurityGroupId" and out["Value"] == outputs["PeerPathSecurityGroupId"]["Value"]
+    ]
+    deployed.redeploy_without("network-us-east-2", "PeerPathSecurityGroupId", weak)
     deployed.redeploy_without("compute-us-west-2", "EksClusterName")
     results = verify(deployed, deployed_config)
     (missing,) = [r for r in rows(results, "outputs", "us-east-2") if r.status == "fail"]
-    for reader in readers_of(deployed_templates, "hubspoke-dev-network-us-east-2", "PeerPathSecurityGroupId"):
+    readers = readers_of(deployed_templates, "hubspoke-dev-network-us-east-2", weak)
+    assert readers and weak in missing.detail and "PeerPathSecurityGroupId" not in missing.detail
+    for reader in readers:
         assert reader in missing.detail
     assert missing.fix.startswith(
         f"npx cdk deploy -c config={deployed_config} --exclusively hubspoke-dev/network-us-east-2"

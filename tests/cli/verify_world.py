@@ -6,8 +6,10 @@ creates their VPCs, CIDR blocks, subnets, route tables, gateways, peering, route
 through EC2 calls, resolving Ref, Fn::GetAtt and Fn::GetStackOutput as CloudFormation would; creates the EKS
 and HyperPod clusters and the alarms of the Compute, Ops and Dashboard templates with their own calls; then
 creates every planned stack in CloudFormation with a one-resource template carrying the real stack's Outputs
-(resolved to the IDs just created). The expected values in these tests therefore come from the templates,
-not from the code under test.
+(resolved to the IDs just created) and, in that resource's Metadata, every Fn::GetStackOutput of the real
+template as written: moto keeps the body as given and GetTemplate returns it, so verify reads who reads what
+from the deployed templates as it would from CloudFormation's. The expected values in these tests therefore
+come from the templates, not from the code under test.
 
 A Region in another account is deployed with credentials for that account: moto keys every resource by the
 account of the caller's access key, and its STS AssumeRole hands out keys of the role's account (moto's
@@ -26,6 +28,7 @@ What moto does not implement is filled in two ways, each said where it is done:
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import zipfile
@@ -252,6 +255,32 @@ class DeployedWorld:
             return self.outputs.get(ref["StackName"], {}).get(ref["OutputName"])
         return value if isinstance(value, str | int | float | bool) else None
 
+    def _value(self, plan: StackPlan, node: Any, changed: dict[str, str] | None = None) -> Any:
+        """An output's or variable's value as CloudFormation computes it at deploy: Fn::Join, Fn::Split and
+        Fn::Select over what `_resolve` knows; an attribute only a custom resource makes at deploy time (CNQ's
+        floating IPs) is a placeholder without commas, the same for every output that carries it."""
+        if changed and _key(node) in changed:
+            return changed[_key(node)]
+        if isinstance(node, list):
+            return [self._value(plan, v, changed) for v in node]
+        if isinstance(node, dict) and "Fn::Join" in node:
+            separator, items = node["Fn::Join"]
+            return separator.join(str(self._value(plan, v, changed)) for v in items)
+        if isinstance(node, dict) and "Fn::Split" in node:
+            separator, text = node["Fn::Split"]
+            return str(self._value(plan, text, changed)).split(separator)
+        if isinstance(node, dict) and "Fn::Select" in node:
+            index, items = node["Fn::Select"]
+            listed = self._value(plan, items, changed)
+            if int(index) < len(listed):
+                return listed[int(index)]
+            # A part of a placeholder (the ARN of a repository the world never made): another placeholder.
+        found = self._resolve(plan, node)
+        if found is None and isinstance(node, dict) and "Fn::GetAtt" in node:
+            return f"unresolved:{plan.id}/{'.'.join(node['Fn::GetAtt'][:2])}"
+        digest = hashlib.sha256(_key(node).encode()).hexdigest()[:12]
+        return f"unresolved:{plan.id}/{digest}" if found is None else found
+
     def _ec2(self, plan: StackPlan) -> None:
         template = self.templates[plan.id]
         ec2 = self.clients_for(plan.account)("ec2", plan.region)
@@ -444,23 +473,31 @@ class DeployedWorld:
     def _stack(
         self, plan: StackPlan, *, drop: tuple[str, ...] = (), replace: dict[str, str] | None = None
     ) -> None:
-        template = self.templates[plan.id]
+        outputs = self.templates[plan.id].get("Outputs", {})
+        # A replaced output stands for its resource's attribute: every output computed from it changes with it
+        # (the named FloatingIps and the weak reference's PublishOutput... carry the same Fn::GetAtt).
+        changed = {_key(outputs[n]["Value"]): v for n, v in (replace or {}).items() if n in outputs}
         values = {
-            # Values built at deploy time (Fn::Join of custom-resource attributes) stay placeholders.
-            name: str(self._resolve(plan, out["Value"]) or f"unresolved:{plan.id}/{name}")
-            for name, out in template.get("Outputs", {}).items()
+            name: str(self._value(plan, out["Value"], changed))
+            for name, out in outputs.items()
             if name not in drop
-        } | (replace or {})
+        } | {n: v for n, v in (replace or {}).items() if n not in outputs}
         self.outputs[plan.name] = values
         self.clients_for(plan.account)("cloudformation", plan.region).create_stack(
             StackName=plan.name, TemplateBody=json.dumps(self._body(plan, values))
         )
 
-    def _body(self, plan: StackPlan, values: dict[str, str], **extra: str) -> dict[str, Any]:
-        """The template moto deploys for a stack: its outputs, and the functions whose environment verify reads
-        (the canary's, with its weak references resolved as CloudFormation resolved them at this deploy)."""
+    def _body(
+        self, plan: StackPlan, values: dict[str, str], *, reading: bool = True, **extra: str
+    ) -> dict[str, Any]:
+        """The template moto deploys for a stack: its outputs, the real template's Fn::GetStackOutput (unless
+        `reading` is False: a version of the stack that read nothing), and the functions whose environment
+        verify reads (the canary's, with its weak references resolved as CloudFormation resolved them)."""
+        reads = list(_stack_outputs(self.templates[plan.id].get("Resources", {}))) if reading else []
         body: dict[str, Any] = {
-            "Resources": {"Placeholder": {"Type": "AWS::SNS::Topic"}},
+            # moto 5.2.5 never reads Metadata (moto/cloudformation names it nowhere) and GetTemplate returns
+            # the body as given (CloudFormationBackend.get_template: the stack's template).
+            "Resources": {"Placeholder": {"Type": "AWS::SNS::Topic", "Metadata": {"Reads": reads}}},
             "Outputs": {name: {"Value": value} for name, value in values.items()},
             **extra,
         }
@@ -469,8 +506,7 @@ class DeployedWorld:
             if "HUB_ADDRESSES" not in variables:
                 continue
             if plan.id not in self.environments:
-                resolved = {k: self._resolve(plan, v) for k, v in variables.items()}
-                self.environments[plan.id] = {k: str(v) for k, v in resolved.items() if v is not None}
+                self.environments[plan.id] = {k: str(self._value(plan, v)) for k, v in variables.items()}
             iam = self.clients_for(plan.account)("iam", "us-east-1")
             role = f"canary-{plan.region}"
             try:
@@ -507,14 +543,24 @@ class DeployedWorld:
         self.clients_for(plan.account)("cloudformation", plan.region).delete_stack(StackName=plan.name)
         self._stack(plan, replace=outputs)
 
-    def update(self, stack_id: str, at: datetime | None = None, *, keep_environment: bool = False) -> None:
-        """An update of the stack through UpdateStack; moto 5.2.5 keeps no LastUpdatedTime, so it is set here."""
+    def update(
+        self,
+        stack_id: str,
+        at: datetime | None = None,
+        *,
+        keep_environment: bool = False,
+        reading: bool = True,
+    ) -> None:
+        """An update of the stack through UpdateStack; moto 5.2.5 keeps no LastUpdatedTime, so it is set here.
+        `reading=False` deploys a version of it whose template reads no other stack."""
         plan = self.plans[stack_id]
         client = self.clients_for(plan.account)("cloudformation", plan.region)
         # An update resolves the stack's weak references again (the refresh's premise, docs ASSUMED).
         if not keep_environment:
             self.environments.pop(stack_id, None)
-        body = self._body(plan, self.outputs[plan.name], Description=f"updated {at or datetime.now(UTC)}")
+        body = self._body(
+            plan, self.outputs[plan.name], reading=reading, Description=f"updated {at or datetime.now(UTC)}"
+        )
         client.update_stack(StackName=plan.name, TemplateBody=json.dumps(body))
         self._moto_stack(plan).last_updated_time = at or datetime.now(UTC)
 
@@ -633,6 +679,23 @@ class DeployedWorld:
             minutes_ago=minutes_ago,
             **report,
         )
+
+
+def _key(node: Any) -> str:
+    """A template expression as a comparable string."""
+    return json.dumps(node, sort_keys=True)
+
+
+def _stack_outputs(node: Any) -> Iterable[dict[str, Any]]:
+    """Every {"Fn::GetStackOutput": ...} in a template's node, as written."""
+    if isinstance(node, dict):
+        if "Fn::GetStackOutput" in node:
+            yield node
+        for value in node.values():
+            yield from _stack_outputs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _stack_outputs(value)
 
 
 def _addon(plan: StackPlan, cluster: str, props: dict[str, Any]) -> dict[str, Any]:

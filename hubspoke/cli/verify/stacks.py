@@ -5,7 +5,8 @@ means and allows is the CloudFormation User Guide's "Stack status codes" page: a
 back (ROLLBACK_COMPLETE) can only be deleted; UPDATE_ROLLBACK_FAILED needs ContinueUpdateRollback, whose
 ResourcesToSkip takes "only resources that are in the UPDATE_FAILED state because a rollback failed"
 (botocore, ContinueUpdateRollbackInput); DeleteStack's RetainResources is "for stacks in the DELETE_FAILED
-state" (DeleteStackInput).
+state" (DeleteStackInput). Who reads what is read from the deployed stacks' own templates (GetTemplate), so a
+deployed environment is judged by what is deployed, with no local cdk.out.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from hubspoke.cli.checks import CheckResult, guarded, pages
-from hubspoke.cli.verify.live import Context, LiveStack, Unavailable
-from hubspoke.outputs import consumers, produced
-from hubspoke.topology import StackPlan
+from hubspoke.cli.verify.live import Context, LiveStack, LiveStacks, Unavailable
+from hubspoke.outputs import Reference, produced, references
+from hubspoke.topology import StackPlan, plan_stacks
 
 HEALTHY = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE", "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS"}
 # The first deploy failed and rolled back: CloudFormation allows nothing but a delete. CREATE_FAILED is not
@@ -56,7 +58,7 @@ def stack_rows(ctx: Context, plan: StackPlan) -> list[CheckResult]:
     if not found:
         return rows
     live = found[0]
-    rows += _outputs(ctx, live)
+    rows += guarded(plan.region, "outputs", "cloudformation", lambda: _outputs(ctx, live))
     rows += guarded(plan.region, "stale reader", "cloudformation", lambda: _staleness(ctx, live))
     return rows
 
@@ -211,16 +213,64 @@ def _is_stack(event: dict[str, Any], stack_name: str) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class LiveReads:
+    """Every Fn::GetStackOutput in the deployed stacks' templates, and the stacks whose template was not read."""
+
+    references: tuple[Reference, ...]
+    unseen: dict[str, str]  # stack id -> why its template was not read
+
+
+# One verify run's reads, keyed by its LiveStacks: each template is fetched once, not once per stack row.
+_READS: WeakKeyDictionary[LiveStacks, LiveReads] = WeakKeyDictionary()
+
+
+def live_reads(ctx: Context) -> LiveReads:
+    """Who reads what among the deployed stacks, from the templates CloudFormation holds for them."""
+    if ctx.stacks in _READS:
+        return _READS[ctx.stacks]
+    plans = plan_stacks(ctx.config)
+    # A planned stack that does not exist reads nothing; every planned id is given so that references()
+    # names each producer by its stack id, deployed or not.
+    templates: dict[str, dict[str, Any]] = {p.id: {} for p in plans}
+    unseen: dict[str, str] = {}
+    for plan in plans:
+        try:
+            if ctx.stacks.get(plan.id) is None:
+                continue
+        except Unavailable as exc:
+            unseen[plan.id] = str(exc)
+            continue
+        # GetTemplate, TemplateStage "Original": "the user-submitted template", here what the CDK synthesized,
+        # Fn::GetStackOutput as it wrote them; without transforms "Original and Processed return the same
+        # template" (botocore cloudformation service-2.json, GetTemplateInput.TemplateStage). botocore hands a
+        # JSON body over parsed (handlers.py, json_decode_template_body); the CDK writes JSON.
+        cloudformation = ctx.clients("cloudformation", plan.region)
+        body = cloudformation.get_template(StackName=plan.name, TemplateStage="Original")["TemplateBody"]
+        if isinstance(body, dict):
+            templates[plan.id] = body
+        else:
+            unseen[plan.id] = f"the template of {plan.name} is not JSON, so its reads are unknown"
+    reads = LiveReads(references(ctx.config, templates), unseen)
+    _READS[ctx.stacks] = reads
+    return reads
+
+
 def _outputs(ctx: Context, live: LiveStack) -> list[CheckResult]:
-    """Every output the contract (hubspoke/outputs.py) gives this stack; the ones another stack reads must exist."""
+    """The outputs the CLI reads (hubspoke/outputs.py) and those deployed stacks read must exist.
+
+    A reader resolves Fn::GetStackOutput at its create or update (CloudFormation Template Reference,
+    "Fn::GetStackOutput"): an output it reads that is gone fails its next deploy.
+    """
     plan = live.plan
-    expected = produced(ctx.config, plan)
+    reads = live_reads(ctx)
+    readers: dict[str, list[str]] = {}
+    for ref in reads.references:
+        if ref.producer == plan.id and ref.consumer not in readers.get(ref.output, []):
+            readers.setdefault(ref.output, []).append(ref.consumer)
+    expected = list(dict.fromkeys([*produced(ctx.config, plan), *readers]))
     if not expected:
         return []
-    readers: dict[str, list[str]] = {}
-    for consumer, names in consumers(ctx.config).get(plan.id, {}).items():
-        for output in names:
-            readers.setdefault(output, []).append(consumer)
     missing = [o for o in expected if o not in live.outputs]
     if not missing:
         return [
@@ -242,12 +292,15 @@ def _outputs(ctx: Context, live: LiveStack) -> list[CheckResult]:
             )
         )
     if unread:
+        # Stacks whose template could not be read might read them too: said, not guessed.
+        unknown = "".join(f"; not known for {sid}: {why}" for sid, why in reads.unseen.items())
         rows.append(
             CheckResult(
                 plan.region,
                 "outputs",
                 "warn",
-                f"{plan.name} lacks {', '.join(unread)} (read by operators and hubspoke verify, no stack)",
+                f"{plan.name} lacks {', '.join(unread)} (read by operators and hubspoke verify, no deployed "
+                f"stack{unknown})",
                 deploy,
             )
         )
@@ -262,16 +315,20 @@ def _staleness(ctx: Context, live: LiveStack) -> list[CheckResult]:
     not the values the reader resolved: a stale reader is a warning, not a failure.
     """
     plan = live.plan
-    reads = {
-        producer: names
-        for producer, by in consumers(ctx.config).items()
-        for c, names in by.items()
-        if c == plan.id
-    }
+    found = live_reads(ctx)
+    if plan.id in found.unseen:
+        return [CheckResult(plan.region, "stale reader", "not checked", found.unseen[plan.id])]
+    reads: dict[str, list[str]] = {}
+    for ref in found.references:
+        if ref.consumer == plan.id:
+            reads.setdefault(ref.producer, []).append(ref.output)
     if not reads:
         return []
     stale, unseen, current = [], [], []
     for producer, names in reads.items():
+        if not ctx.stacks.planned(producer):
+            unseen.append(f"{producer} (not a stack of this environment's plan)")
+            continue
         try:
             source = ctx.stacks.get(producer)
         except Unavailable as exc:
