@@ -39,8 +39,12 @@ YARDSTICK_REPEATS = 3
 QUICK_MAKE = ["make", "-n"]
 
 
-def run(step: str, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds of the step and every process it waited for, standard output)."""
+def run(
+    step: str, args: list[str], cwd: Path, env: dict[str, str], *, check: bool = True
+) -> tuple[float, float, str, int]:
+    """(wall seconds, CPU seconds of the step and every process it waited for, standard output, exit code).
+
+    Without `check`, a failing step is timed and reported like a passing one (its output's tail on stderr)."""
     before = children_cpu_seconds()
     start = time.perf_counter()
     result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
@@ -48,8 +52,9 @@ def run(step: str, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[flo
     cpu = children_cpu_seconds() - before
     if result.returncode != 0:
         sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
-        raise SystemExit(f"{step} failed with exit {result.returncode} after {elapsed:.0f} s")
-    return elapsed, cpu, result.stdout
+        if check:
+            raise SystemExit(f"{step} failed with exit {result.returncode} after {elapsed:.0f} s")
+    return elapsed, cpu, result.stdout, result.returncode
 
 
 def empty_app_seconds(workdir: Path, repeats: int = YARDSTICK_REPEATS) -> list[tuple[float, float]]:
@@ -77,11 +82,11 @@ def main() -> int:
     env["XDG_CACHE_HOME"] = str(scratch / "cache")
     try:
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-        setup, _, _ = run("make synth", [*make, "synth"], clone, env)
+        setup, _, _, _ = run("make synth", [*make, "synth"], clone, env)
         yardstick = scratch / "empty-app"
         yardstick.mkdir()
         empty = empty_app_seconds(yardstick, repeats)
-        elapsed, cpu, out = run(f"make {args.target}", [*make, args.target], clone, env)
+        elapsed, cpu, out, code = run(f"make {args.target}", [*make, args.target], clone, env, check=False)
         empty += empty_app_seconds(yardstick, repeats)
         summary = [line for line in out.splitlines() if " passed" in line or " failed" in line]
         print(
@@ -89,7 +94,7 @@ def main() -> int:
         )
         print(f"make synth (set-up included, not counted): {setup:.0f} s")
         print(
-            f"make {args.target}: {elapsed:.0f} s wall, {cpu:.0f} CPU-s; {summary[-1] if summary else 'no pytest summary'}"
+            f"make {args.target}{f' FAILED (exit {code})' if code else ''}: {elapsed:.0f} s wall, {cpu:.0f} CPU-s; {summary[-1] if summary else 'no pytest summary'}"
         )
         pace = statistics.median(wall for wall, _ in empty)
         pace_cpu = statistics.median(c for _, c in empty)
@@ -101,7 +106,7 @@ def main() -> int:
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    return 0
+    return 1 if code else 0
 
 
 if __name__ == "__main__":
