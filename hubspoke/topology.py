@@ -118,7 +118,13 @@ def plan_stacks(config: HubSpokeConfig) -> list[StackPlan]:
             )
     for spoke in config.spokes:
         if spoke.storage.enabled and hub_storage:
-            add("ops", spoke, deps=(spoke_storage[spoke.region],))
+            # The canary runs in the spoke's network and probes the hub's floating IPs, read from the hub's
+            # Storage stack itself (a weak reference: CDK orders it only within one account).
+            add(
+                "ops",
+                spoke,
+                deps=(stack_id("network", spoke.region), hub_storage, spoke_storage[spoke.region]),
+            )
     # The one environment-wide stack: it shows every Region, so it (and only it) changes with the spokes.
     add("dashboard", hub, deps=tuple(p.id for p in plans if p.kind in ("ops", "compute")))
     return plans

@@ -53,7 +53,15 @@ def test_full_topology_plan_is_the_designed_order(tmp_path: Path) -> None:
             a,
             (f"network-{spoke}", f"storage-{spoke}"),
         ),
-        (f"hubspoke-prod-ops-{spoke}", f"ops-{spoke}", spoke, a, (f"storage-{spoke}",)),
+        # The canary runs in the spoke's network and probes the hub's floating IPs, which it reads from the hub's
+        # Storage stack (a weak reference since 9843fa6; the assembly records these three, test_deploy_time.py).
+        (
+            f"hubspoke-prod-ops-{spoke}",
+            f"ops-{spoke}",
+            spoke,
+            a,
+            (f"network-{spoke}", f"storage-{hub}", f"storage-{spoke}"),
+        ),
         (
             f"hubspoke-prod-dashboard-{hub}",
             f"dashboard-{hub}",
@@ -136,8 +144,14 @@ def test_every_spoke_gets_its_own_network_link_and_ops(tmp_path: Path) -> None:
         "eu-west-1",
         ("network-eu-west-1", "link-eu-west-1", "storage-us-east-2"),
     )
-    assert rows["ops-us-west-2"] == ("us-west-2", ("storage-us-west-2",))
-    assert rows["ops-eu-west-1"] == ("eu-west-1", ("storage-eu-west-1",))
+    assert rows["ops-us-west-2"] == (
+        "us-west-2",
+        ("network-us-west-2", "storage-us-east-2", "storage-us-west-2"),
+    )
+    assert rows["ops-eu-west-1"] == (
+        "eu-west-1",
+        ("network-eu-west-1", "storage-us-east-2", "storage-eu-west-1"),
+    )
     assert rows["dashboard-us-east-2"] == ("us-east-2", ("ops-us-west-2", "ops-eu-west-1"))
 
 
