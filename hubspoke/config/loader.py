@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import types
 import typing
@@ -212,20 +213,50 @@ def load(path: Path | str) -> LoadedConfig:
         raise ConfigError(
             path, [Problem("(top level)", "expected a mapping of keys (environment, account, hub, spokes)")]
         )
-    problems: list[Problem] = []
-    config: HubSpokeConfig | None = None
     try:
         config = HubSpokeConfig.model_validate(raw)
     except ValidationError as exc:
         problems = [problem for error in exc.errors() for problem in _describe(error)]
-    if config is None:
-        raise ConfigError(path, problems)
+        # Every problem at once: the environment-wide rules also judge what the schema accepted, the refused
+        # values left to their defaults, when that remainder is a valid config (else they wait for a fix).
+        refused = [error["loc"] for error in exc.errors()]
+        remainder = _valid_remainder(raw, refused)
+        if remainder is not None:
+            # A rule about a refused value's default would be about a value nobody wrote: left out.
+            dropped = tuple(_dotted(loc) for loc in refused)
+            problems += [
+                p
+                for p in rules.check(remainder)
+                if p.severity == "error"
+                and not any(p.field == d or p.field.startswith(f"{d}.") for d in dropped)
+            ]
+        raise ConfigError(path, problems) from None
     # The environment-wide rules read a valid config (the schema has refused nothing).
     findings = rules.check(config)
     problems = [p for p in findings if p.severity == "error"]
     if problems:
         raise ConfigError(path, problems)
     return LoadedConfig(path, config, tuple(p for p in findings if p.severity == "warning"))
+
+
+def _valid_remainder(raw: Mapping[str, Any], locations: list[tuple[int | str, ...]]) -> HubSpokeConfig | None:
+    """The config `raw` describes with the value at each refused location dropped (its field then takes its
+    default), or None when a refused location is not a key of a mapping or the remainder is still refused."""
+    remainder = copy.deepcopy(dict(raw))
+    for loc in locations:
+        parent: Any = remainder
+        for part in loc[:-1]:
+            try:
+                parent = parent[part]
+            except (KeyError, IndexError, TypeError):
+                return None
+        if not loc or not isinstance(loc[-1], str) or not isinstance(parent, dict):
+            return None
+        parent.pop(loc[-1], None)
+    try:
+        return HubSpokeConfig.model_validate(remainder)
+    except ValidationError:
+        return None
 
 
 def load_environments(target: Path | str) -> list[LoadedConfig]:
