@@ -188,7 +188,7 @@ MODULES = (
 )
 # The thorough tier's gate (tests/tools/test_mutation_gate.py): module -> (sample size, seed), a fixed draw the
 # tier's time allows on 2 shared cores; the other published modules are gated in `make mutation` only.
-THOROUGH_SAMPLES = {"mtu": (15, 1), "config-schema": (15, 1)}
+THOROUGH_SAMPLES = {"mtu": (15, 1), "config-schema": (15, 1), "config-quotas": (15, 1), "topology": (15, 1)}
 
 
 # Run inside a module's scratch directory: mutmut's own generation (what `mutmut run` does first, and skips when
