@@ -31,7 +31,7 @@ class ModelExport(Construct):
     Example::
 
         export = ModelExport(self, "ModelExport", cluster_name=eks_cluster.cluster_name,
-                             namespace="training", service_account="hubspoke-model-export")
+                             namespace="hyperpod-training", service_account="hubspoke-model-export")
         export.bucket.bucket_name
     """
 

@@ -46,8 +46,6 @@ from hubspoke.cli.preflight.cnq import (
     check_staged_package,
     check_ubuntu_image,
 )
-from hubspoke.cli.preflight.namespace import CHECK as CHECK_OLD_NAMESPACE
-from hubspoke.cli.preflight.namespace import check_old_namespace
 from hubspoke.cli.preflight.quotas import (
     check_hyperpod_quotas,
     check_lambda_concurrency,
@@ -165,7 +163,6 @@ CHECKS: tuple[Check[Scope], ...] = (
     Check("kubernetes version", "eks", _compute, _one(check_kubernetes_version, "eks")),
     Check("deployed kubernetes", "eks", _compute, _one(check_deployed_kubernetes, "eks")),
     Check("eks add-on versions", "eks", _compute, _rows(check_addon_versions, "eks")),
-    Check(CHECK_OLD_NAMESPACE, "eks", _compute, _one(check_old_namespace, "eks")),
     Check("administrators exist", "iam", lambda s: _compute(s) and bool(s.config.access.administrators),
           _rows(check_administrators, "iam")),
 )  # fmt: skip
