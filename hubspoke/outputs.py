@@ -203,13 +203,3 @@ def readers(config: HubSpokeConfig, assembly: Path) -> dict[str, dict[str, tuple
     for ref in references(config, assembly_templates(config, assembly)):
         table.setdefault(ref.producer, {}).setdefault(ref.consumer, []).append(ref)
     return {p: {c: tuple(refs) for c, refs in by.items()} for p, by in table.items()}
-
-
-def consumers(
-    config: HubSpokeConfig, assembly: Path = Path("cdk.out")
-) -> dict[str, dict[str, tuple[str, ...]]]:
-    """producer stack id -> consumer stack id -> the output names it reads (readers(), names only)."""
-    return {
-        p: {c: tuple(r.output for r in refs) for c, refs in by.items()}
-        for p, by in readers(config, assembly).items()
-    }
