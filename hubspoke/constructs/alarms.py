@@ -46,11 +46,9 @@ class AlarmTopic(Construct):
                            alarms=[a for a in planned_alarms(config) if a.stack_id == plan.id])
         topic.notify(alarm, planned.name)
 
-    Only the planned `alarms` may publish: `enforce_ssl` writes an AWS::SNS::TopicPolicy, and a topic policy
-    replaces SNS's default one, which was what let CloudWatch publish. Without an explicit grant every alarm
-    action fails, visible only in the alarm's history (AWS Knowledge Center,
-    "cloudwatch-receive-sns-for-alarm-trigger"; SNS Developer Guide, "Example cases for Amazon SNS access
-    control": allow `cloudwatch.amazonaws.com` to `sns:Publish`, conditioned on aws:SourceArn/SourceAccount).
+    Only the planned `alarms` may publish: `enforce_ssl`'s topic policy replaces the default that let
+    CloudWatch publish (AWS Knowledge Center, "cloudwatch-receive-sns-for-alarm-trigger"; SNS Developer Guide,
+    "Example cases for Amazon SNS access control").
     """
 
     def __init__(
@@ -196,9 +194,10 @@ def canary_failing(
         scope,
         planned,
         topic=topic,
-        # A queued run (AsyncEventsReceived; Invocations skips throttled runs) less its HubReachable record
-        # nets 0; errors, throttles, FailedInvocations and PortalUnreadable add (docs/decisions.md,
-        # "canary-failing"). ASSUMED: Lambda files a queued event in the minute the schedule fires.
+        # A queued run (AsyncEventsReceived: Lambda Developer Guide, "Invoking a Lambda function
+        # asynchronously"; Invocations skips throttled runs) less its HubReachable record nets 0; errors,
+        # throttles, FailedInvocations and PortalUnreadable add (docs/decisions.md, "canary-failing").
+        # ASSUMED: Lambda files a queued event in the minute the schedule fires.
         metric=cloudwatch.MathExpression(
             expression="runs + errors + throttles + uninvoked + unreadable - records",
             using_metrics={
@@ -245,12 +244,9 @@ def _probes_alarm(
 ) -> cloudwatch.Alarm:
     """A probe alarm judged only on the canary's real records: late, missed or absent ones change nothing.
 
-    Missing data is `ignore`: with enough real points in the evaluation range CloudWatch judges those (any
-    treatment); with fewer it keeps the current state unless a real point is healthy ("How alarm state is
-    evaluated when data is missing", the IGNORE column; tests/fakes/cloudwatch_alarm.py). So a record that arrives
-    late or a run that is missed is no breaching minute, a silent canary neither pages nor resolves (canary-failing
-    says it is silent), and the first healthy record after an outage turns it OK. No FILL: a filled latest minute
-    can leave an alarm "stuck in either OK state or ALARM state" (User Guide, "Using metric math", FILL).
+    Missing data `ignore` keeps the state without real points ("How alarm state is evaluated when data is
+    missing"; tests/fakes/cloudwatch_alarm.py), and no FILL, which can leave an alarm "stuck" ("Using metric
+    math"): docs/decisions.md, "Probe alarms".
     """
     return _alarm(
         scope,
@@ -326,14 +322,11 @@ def _canary_page(
 ) -> cloudwatch.CompositeAlarm:
     """`ALARM(probes)`: the probes' page, with OK on recovery.
 
-    A composite so the page keeps its name and logical ID across deploys (CloudFormation refuses to change a
-    resource's type, "Update of resource type is not permitted", aws/aws-sam-cli#6786). Created, it is
-    INSUFFICIENT_DATA, is evaluated and runs the actions of its new state (botocore cloudwatch service-2.json,
-    PutCompositeAlarm): a fresh deploy's probes alarm is INSUFFICIENT_DATA (no records, `ignore`), so the rule is
-    FALSE and the page OK; a re-deploy's probes alarm judges the records before it ("If data points are missing
-    soon after you create an alarm, and the metric was being reported to CloudWatch before you created the alarm,
-    CloudWatch retrieves the most recent data points from before the alarm was created", User Guide), so it pages
-    only if those said the hub was down. Its OK is a recovery: the probes alarm leaves ALARM only on a healthy record.
+    A composite keeps the page's name and logical ID across deploys (CloudFormation refuses a type change,
+    aws/aws-sam-cli#6786). Created INSUFFICIENT_DATA, it runs its new state's actions (botocore cloudwatch
+    service-2.json, PutCompositeAlarm): OK on a fresh deploy, and on a re-deploy ALARM only if the records
+    before it said the hub was down, since a new alarm reads recent earlier data points (CloudWatch User
+    Guide).
     """
     alarm = cloudwatch.CompositeAlarm(
         scope,
@@ -444,10 +437,8 @@ def cache_hit_ratio_low(
 ) -> cloudwatch.CompositeAlarm:
     """The cache misses a version it holds whole while the job has slowed: ratio and throughput alarms in ALARM,
     and the not-fully-cached alarm OK (evaluated, and the version whole: INSUFFICIENT_DATA does not count)."""
-    # A composite alarm's rule combines other alarms' states with ALARM(...), AND, OR, NOT; it notifies through
-    # SNS like a metric alarm, and its inputs must be in its account and Region (CloudWatch User Guide,
-    # "Create a composite alarm", awsdocs/amazon-cloudwatch-user-guide@b355497,
-    # doc_source/Create_Composite_Alarm.md; AWS::CloudWatch::CompositeAlarm AlarmRule).
+    # A composite's inputs must be in its account and Region (CloudWatch User Guide, "Create a composite
+    # alarm", awsdocs/amazon-cloudwatch-user-guide@b355497; AWS::CloudWatch::CompositeAlarm AlarmRule).
     alarm = cloudwatch.CompositeAlarm(
         scope,
         "".join(p.capitalize() for p in planned.key.split("-")),

@@ -1,14 +1,9 @@
 """Custom-resource providers in the VPC, decided once: their Lambda runtime, log retention, HTTPS egress, the CDK
 Provider framework in the VPC with its waiter logged and traced, and the acknowledgments every such provider needs.
 
-The CNQ provisioner, the HyperPod nodes-ready waiter and the chart installer are built with it (and the canary
-runs on the same Python): a runtime bump or a new Control Tower control is one edit here.
-
-The waiter's tracing: aws-cdk-lib 2.275's Provider builds the waiter that polls `is_complete`
-(custom-resources/lib/provider-framework/waiter-state-machine.js) as a child "waiter-state-machine" holding a
-CfnStateMachine "Resource" and the "Role" it runs as, and offers no tracing option. An account whose Control
-Tower hooks enforce CT.STEPFUNCTIONS.PR.2 refuses a state machine without `TracingConfiguration.Enabled`, so
-trace_waiter sets it on the framework's resource.
+The CNQ provisioner, nodes-ready waiter and chart installer use it, so a runtime bump or a new Control Tower
+control is one edit. trace_waiter enables tracing on the framework's "waiter-state-machine" (aws-cdk-lib
+2.275, provider-framework/waiter-state-machine.js, which has no option), as CT.STEPFUNCTIONS.PR.2 requires.
 """
 
 from __future__ import annotations

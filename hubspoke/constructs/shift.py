@@ -1,18 +1,13 @@
 """The identity Qumulo Shift-From copies datasets as: an IAM user that may read the configured buckets only.
 
-Shift-From takes an access key ID and secret access key in the relationship it creates and uses nothing else:
-no instance role, no anonymous access (Qumulo administrator guide, "Using Qumulo Shift-From to Copy Objects
-from Amazon S3", "Prerequisites" and "Restrictions"; SDK qumulo.rest.object_replication.
-create_object_relationship takes access_key_id and secret_access_key). An access key belongs to an IAM
-user, so the hub gets one, in a group holding exactly the permissions the guide lists for the credentials
-(same page at Qumulo/docs@b6ddb9ae, "Prerequisites": s3:GetObject, s3:GetObjectTagging, s3:ListBucket; its
-"Example IAM Policy" puts s3:ListBucket on the bucket and the two object actions on its objects) on each
-bucket of dataset.source_buckets and nothing more; with dataset.source_kms_key_arns, also kms:Decrypt on
-exactly those keys (S3 User Guide, "Using server-side encryption with AWS KMS keys (SSE-KMS)": downloading an
-SSE-KMS object needs kms:Decrypt on its key; ASSUMED: that Shift-From's GETs work on SSE-KMS objects,
-Qumulo's guide is silent on bucket encryption). The stack creates no access key: `hubspoke dataset load`
-creates one per load and deletes it when the load is sealed or given up (docs/datasets.md), and no secret
-passes through a template.
+Shift-From takes only an access key (Qumulo administrator guide, "Using Qumulo Shift-From to Copy Objects from
+Amazon S3", "Prerequisites" and "Restrictions"; SDK
+qumulo.rest.object_replication.create_object_relationship), so the hub gets an IAM user whose group holds the
+guide's s3:GetObject, s3:GetObjectTagging and s3:ListBucket (Qumulo/docs@b6ddb9ae, "Example IAM Policy") on
+dataset.source_buckets, and kms:Decrypt on dataset.source_kms_key_arns (S3 User Guide, "Using server-side
+encryption with AWS KMS keys (SSE-KMS)"; ASSUMED: Shift-From reads SSE-KMS objects). `hubspoke dataset load`
+makes one key per load and deletes it at seal or give-up (docs/datasets.md); no secret passes through a
+template.
 """
 
 from __future__ import annotations

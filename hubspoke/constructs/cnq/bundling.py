@@ -1,14 +1,10 @@
 """Bundles the CNQ provisioning Lambda at synth from the installed environment: no network, no Docker.
 
-The asset holds the runtime/ folder as the package `cnq_provisioner` plus every installed distribution
-that qumulo-api needs and the Lambda Python runtime does not ship. Only pure-Python distributions are
-accepted: a compiled one built for this machine could not run on Lambda, so synth fails and says so.
-
-A bundle is built once per content and kept in hubspoke's cache (`hubspoke.cache`, "lambda-bundles/"),
-keyed by the bytes of every file that goes into it, their paths, the Python version markers are evaluated
-for and this module's own source; later synths check it byte for byte and hard-link it into the asset (a copy
-where the cache is on another filesystem or owned by another user). Creating the SDK's ~250 files was about a tenth of a warm synth
-(benchmarks/lab-notes.md, "Where a synth's time goes"); any changed byte is a new key and a new bundle.
+The asset is runtime/ as the package `cnq_provisioner` plus qumulo-api's pure-Python dependencies the Lambda
+runtime lacks (a compiled one fails synth: it would not run on Lambda). A bundle is cached (`hubspoke.cache`,
+"lambda-bundles/") under a key of its files' bytes and paths, the Python version and this module's source, and
+hard-linked into the asset: writing the SDK's ~250 files was about a tenth of a warm synth
+(benchmarks/lab-notes.md, "Where a synth's time goes").
 """
 
 from __future__ import annotations

@@ -30,10 +30,9 @@ LOADER_PRIVILEGES = (
     "PRIVILEGE_REPLICATION_OBJECT_WRITE",
     HOLD_PRIVILEGE,
 )
-# Prewarm lists the version's tree and asks the spoke to fetch each file (qumulo.rest.fs read_directory and
-# fetch_data): reading every file of the portal whatever its ACL is PRIVILEGE_FILE_READ_ACCESS ("read access to
-# all files regardless of permissions", REST guide /v1/auth/roles). ASSUMED: fetch-data needs no other
-# privilege (the REST guide has no fetch-data page); a refusal shows as the Job's one-line Qumulo error.
+# Prewarm reads and fetches every file whatever its ACL: PRIVILEGE_FILE_READ_ACCESS (REST guide
+# /v1/auth/roles; qumulo.rest.fs read_directory, fetch_data). ASSUMED: fetch-data needs no other privilege (no
+# REST guide page).
 PREWARM_PRIVILEGES = ("PRIVILEGE_FILE_READ_ACCESS",)
 
 

@@ -53,10 +53,9 @@ class CnqProvisioner(Construct):
                                      clusters=["dev-use2"], wait=Duration.minutes(50))
         provisioner.resource(stack, "Cluster", resource_type="Custom::CnqCluster", properties={...})
 
-    Egress: Qumulo's REST port towards `rest_cidrs` (its own VPC and, in a spoke, the hub over the
-    peering) and HTTPS for the AWS APIs (Secrets Manager, EC2, CloudFormation; the framework's Lambda and
-    Step Functions); nothing else. EC2 writes are limited to the termination protection and the create record
-    (one tag key) of instances tagged with one of `clusters`; CloudFormation to reading this stack's own status.
+    Egress: Qumulo's REST port to `rest_cidrs` and HTTPS for AWS APIs, nothing else. EC2 writes only
+    termination protection and the create-record tag of instances tagged with one of `clusters`;
+    CloudFormation only reads this stack's status.
     """
 
     def __init__(

@@ -84,10 +84,9 @@ class ClusterAccess(Construct):
                 self, vpc=vpc, subnet=subnet, instance_type=access.access_host_instance_type
             )
             self.host_security_group = self.host.connections.security_groups[0]
-            # The one rule this path needs: the host's group to the control plane's group on 443. EKS attaches
-            # the cluster security group it creates to the endpoint's network interfaces (EKS User Guide, "View
-            # Amazon EKS security group requirements for clusters"); the HyperPod nodes carry our own group,
-            # so the host reaches the API server and nothing else.
+            # Host group to control-plane group on 443 only: EKS attaches its cluster security group to the
+            # endpoint's interfaces (EKS User Guide, "View Amazon EKS security group requirements for
+            # clusters").
             self.ingress = ec2.CfnSecurityGroupIngress(
                 self,
                 "EndpointFromAccessHost",
@@ -109,10 +108,9 @@ def _access_host(scope: Construct, *, vpc: ec2.IVpc, subnet: ec2.ISubnet, instan
         description="SSM access host: no inbound rule; out on 443 to Systems Manager and the EKS endpoint",
         allow_all_outbound=False,
     )
-    # The SSM Agent opens its channel outbound on 443 to the ssm, ssmmessages and ec2messages endpoints (Systems
-    # Manager User Guide, "Step 1: Complete Session Manager prerequisites" / SSM Agent networking); the VPC
-    # reaches them through its NAT gateway (compute requires nat: single or per_az, config/compute_rules.py).
-    # The forwarded connection goes to the EKS endpoint's private addresses on 443.
+    # SSM Agent's outbound 443 to ssm, ssmmessages and ec2messages (Systems Manager User Guide, "Step 1:
+    # Complete Session Manager prerequisites") through the NAT (config/compute_rules.py), and the EKS
+    # endpoint's 443.
     group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(API_PORT), "SSM channel and the EKS API endpoint")
     cpu = (
         ec2.AmazonLinuxCpuType.ARM_64

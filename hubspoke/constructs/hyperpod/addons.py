@@ -47,12 +47,8 @@ CLOUDWATCH_CONFIGURATION = {
 def core_addons(scope: Construct, *, cluster: eks.Cluster, kubernetes_version: str) -> list[eks.Addon]:
     """Networking, DNS and pod identity: what every node needs, installed before any node joins.
 
-    EKS creates a cluster with its own self-managed vpc-cni, kube-proxy and coredns; the managed add-on must
-    overwrite them or its creation fails with a ConfigurationConflict (terraform-aws-modules/terraform-aws-eks
-    #2829). AWS's HyperPod CloudFormation sets ResolveConflicts: OVERWRITE on all four core add-ons
-    (aws-samples/awsome-distributed-training@e369abdb474e27b49975b619c88d066c15ae9960,
-    1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/eks-cluster-stack.yaml), and so does
-    this. aws_eks_v2.Addon has no property for it: the override sets AWS::EKS::Addon's own ResolveConflicts.
+    Each overwrites EKS's self-managed copy (ResolveConflicts OVERWRITE, set by override as aws_eks_v2.Addon
+    has no property; hubspoke/policy/hyperpod.py BOOTSTRAPPED_ADDONS gives the sources).
     """
     addons = []
     for name in CORE_ADDONS:

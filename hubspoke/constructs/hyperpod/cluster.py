@@ -44,15 +44,11 @@ VOLUME_KEY_GRANTS = (
 def lifecycle_bucket_name(cluster_name: str) -> str:
     """`sagemaker-<cluster>-<first 8 hex of the stack ID's UUID>`: new with every creation of the stack.
 
-    The prefix: SageMaker API reference, ClusterLifeCycleConfig.SourceS3Uri, marked Important: "Make sure that
-    the S3 bucket path starts with s3://sagemaker-", because the managed AmazonSageMakerClusterInstanceRolePolicy
-    on the nodes' role reads only buckets with that prefix (the API's own pattern, (https|s3)://([^/]+)/?(.*),
-    accepts any bucket; moto's CreateCluster refuses others). The suffix: the bucket is retained, and
-    CloudFormation keeps a retained resource even when it rolls back the create that made it, so a fixed name
-    would make every retry after a failed first create fail with "bucket already exists". The stack ID,
-    arn:...:stack/<name>/<uuid>, is new for every creation and fixed for the stack's life (CloudFormation
-    pseudo parameter AWS::StackId). Length: 10 + the cluster name (at most 9 + 16 + 1 + 14 = 40: `hubspoke-`,
-    the environment, `-`, the longest Region code in hubspoke/regions.py) + 1 + 8 = 59, under S3's 63.
+    The prefix: the nodes' AmazonSageMakerClusterInstanceRolePolicy reads only `s3://sagemaker-` buckets
+    (SageMaker API reference, ClusterLifeCycleConfig.SourceS3Uri; moto's CreateCluster refuses others). The
+    suffix: the bucket is retained, so a fixed name fails every retry after a rolled-back create; AWS::StackId
+    is new per creation. Length at most 10 + 40 + 1 + 8 = 59, under S3's 63 (hubspoke/regions.py's longest
+    code).
     """
     uuid = Fn.select(2, Fn.split("/", Aws.STACK_ID))
     return Fn.join("", [f"{LIFECYCLE_BUCKET_PREFIX}{cluster_name}-", Fn.select(0, Fn.split("-", uuid))])
@@ -259,10 +255,9 @@ class HyperPodCluster(Construct):
                 resources=[f"arn:{eks_cluster.stack.partition}:ec2:*:*:network-interface/*"],
             )
         )
-        # Image pulls from any registry: the node's own add-ons (VPC CNI, kube-proxy, CoreDNS, pod identity
-        # agent), the EFA device plugin and the health-monitoring agent live in AWS-owned accounts'
-        # repositories, not ours. As AWS's HyperPod execution role does (aws/sagemaker-hyperpod-cluster-setup
-        # at b920fcf, eks/cloudformation/sagemaker-iam-role-template.yaml: these actions on "*").
+        # Pulls from any registry: add-on, EFA plugin and health-agent images live in AWS-owned accounts, as
+        # AWS's role allows (aws/sagemaker-hyperpod-cluster-setup@b920fcf, sagemaker-iam-role-template.yaml:
+        # on "*").
         role.add_to_policy(
             iam.PolicyStatement(
                 actions=[

@@ -27,9 +27,9 @@ KubectlLayer = KubectlV34Layer
 
 # EKS makes its CreateCluster grant as the caller, and "the condition kms:GrantIsForAWSResource is not
 # supported for the CreateCluster action" (Amazon EKS User Guide, "Encrypt Kubernetes secrets with KMS on
-# existing clusters"; Control Tower CT.EKS.PR.2): CT.KMS.PR.3's Deny would roll Compute back, and its
-# cfn-guard rule (ct-kms-pr-3.guard) admits no narrower exception (docs/decisions.md, "Keys without
-# CT.KMS.PR.3").
+# existing clusters"; Control Tower CT.EKS.PR.2, "Usage considerations"): CT.KMS.PR.3's Deny would roll
+# Compute back, and its cfn-guard rule (ct-kms-pr-3.guard) admits no narrower exception (docs/decisions.md,
+# "Keys without CT.KMS.PR.3").
 SECRETS_KEY_GRANTS = (
     "EKS makes its CreateCluster grant on the secrets key in the caller's name without kms:GrantIsForAWSResource "
     "(EKS User Guide, enable-kms note; CT.EKS.PR.2 usage considerations); the CT.KMS.PR.3 Deny would refuse it "

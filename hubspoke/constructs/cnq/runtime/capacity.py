@@ -1,15 +1,11 @@
 """Persistent storage (object-storage URIs) and the soft capacity limit of a running cluster.
 
-Qumulo's provisioner adds buckets with `add_object_storage_uris` and raises the limit with
-`capacity_clamp_set`, in that order: add_object_buckets ends by calling update_capacity_limit
-(Qumulo/qumulo-terraform-gcp @ a30b449c, provision.py); the CNQ guide names only increases
-("Increasing the Soft Capacity Limit", "Adding S3 buckets"). Neither has an inverse in the SDK: qumulo.rest.object_storage has get_uris and
-add_uris only, and capacity_clamp_set says "A value below the current provisioned capacity has no
-effect" (qumulo-api 7.10.2.1, qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS). So an
-operator's decrease is refused with a message, never reported as done; the same decrease sent by
-CloudFormation while it rolls back an increase Qumulo already applied (the stack is
-UPDATE_ROLLBACK_IN_PROGRESS) is a no-op with a warning, since failing it would strand the stack in
-UPDATE_ROLLBACK_FAILED and nothing can undo the increase.
+Buckets first, then the limit, as Qumulo's provisioner does (Qumulo/qumulo-terraform-gcp @ a30b449c,
+provision.py add_object_buckets -> update_capacity_limit; CNQ guide, "Increasing the Soft Capacity Limit",
+"Adding S3 buckets"). Neither can be undone (qumulo.rest.object_storage has get_uris and add_uris only; a
+lower clamp "has no effect": qumulo-api 7.10.2.1, qumulo/commands/capacity.py,
+CapacityLimitSetCommand.SYNOPSIS), so a decrease is refused, except during UPDATE_ROLLBACK_IN_PROGRESS, where
+it is a warned no-op rather than UPDATE_ROLLBACK_FAILED.
 """
 
 from __future__ import annotations
@@ -102,20 +98,14 @@ def current_clamp(client: Any) -> int:
 def ensure_limit(client: Any, wanted: int, before: int | None, ledger: Any, request_id: str) -> None:
     """Converge the soft capacity limit to `wanted` bytes: PUT /v1/capacity/clamp at most once per request.
 
-    `before` is the clamp on_event read, None when the request does not raise the limit. Called from
-    is_complete (Custom::CnqPersistentStorage) with every node ACTIVE and every bucket in, so the clamp
-    changes only with the quorum whole, as Qumulo's provisioner orders it
-    (qumulo-terraform-gcp @ a30b449c, provision.py add_object_buckets -> update_capacity_limit, which waits
-    for ACTIVE after capacity_clamp_set). Qumulo stores "a pstore count that produces a byte count closest
-    to the requested bytes without going over", "a value below the current provisioned capacity has no
-    effect", and an applied change abandons the quorum and "will appear in the new quorum" (qumulo-api
-    7.10.2.1, qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS). So the PUT is recorded on the
-    first node (`ledger`, nodes.CreateTag under the clamp-sent tag, valued with this request's RequestId) and
-    answered Pending; a later poll of the same request, with the quorum ACTIVE again (require_active), reads
-    the clamp: changed means done; unchanged means the cluster already holds the closest pstore count (a raise
-    rolled back after Qumulo applied it and deployed again, or a raise smaller than one pstore), and it is
-    not sent again. ASSUMED: the quorum is abandoned before the next poll (the Provider's query interval,
-    provisioning.py) reads it ACTIVE; if not, the request completes while the quorum re-forms.
+    `before` is on_event's reading, None when the limit is not raised. It runs with every node ACTIVE and
+    every bucket in, as Qumulo's provisioner orders it (qumulo-terraform-gcp @ a30b449c, provision.py
+    update_capacity_limit). Qumulo rounds down to whole pstores, ignores a value below provisioned capacity
+    and applies a change in a new quorum (qumulo-api 7.10.2.1, qumulo/commands/capacity.py,
+    CapacityLimitSetCommand.SYNOPSIS), so the PUT is recorded on the first node (`ledger`, the clamp-sent tag
+    valued with the RequestId) and a later poll with the quorum ACTIVE reads the clamp, never resending:
+    unchanged means the cluster holds the closest count. ASSUMED: the quorum is abandoned before the next
+    poll.
     """
     if before is None:
         return

@@ -148,12 +148,10 @@ def _refuse_removed(spec: ClusterSpec, views: Sequence[NodeView]) -> None:
 def _create(spec: ClusterSpec, password: str, deadline: Deadline, ledger: CreateLedger) -> None:
     """POST /v5/cluster/object-backed/create to node 1, once: written down before any answer is read.
 
-    Qumulo's provisioner sends it once and then only waits for ACTIVE (qumulo-terraform-gcp @ a30b449c,
-    provision.py create_new_cluster: qq create_object_backed_cluster, then wait_for_active_quorum); the SDK
-    warns of "disconnects and errors as the API switches from unconfigured to configured mode"
-    (qumulo/commands/cluster.py, wait_for_first_quorum_following_cluster_create), so a reset, a timeout or a
-    5xx may hide a create that landed. Only a refused connection (nothing sent) or a 4xx refusal other than
-    "already configured" leaves no record: the first can be sent again, the second is final.
+    Qumulo's provisioner sends it once, then waits for ACTIVE (qumulo-terraform-gcp @ a30b449c, provision.py
+    create_new_cluster), and the SDK warns of "disconnects and errors" as the API switches mode
+    (qumulo/commands/cluster.py, wait_for_first_quorum_following_cluster_create). Only a refused connection
+    (may be resent) or a 4xx other than "already configured" (final) leaves no record.
     """
     first = anonymous_client(spec.node_ips[0], spec.rest_port, deadline, cap=CREATE_REQUEST_SECONDS)
     try:
@@ -244,14 +242,10 @@ def _membership(client: Any) -> list[str]:
 def ensure_membership(client: Any, spec: ClusterSpec, views: Sequence[NodeView]) -> None:
     """Add or remove nodes so that the members are exactly spec.node_ips, each of them ACTIVE.
 
-    POST /v2/cluster/object-backed/nodes (qumulo.rest.cluster.modify_object_backed_nodes) with the target
-    membership, as Qumulo's provisioner runs `qq modify_object_backed_cluster_membership` for both adding
-    and removing nodes; then Pending until the new quorum holds every target node: Qumulo's provisioner
-    waits until an added node itself reports ACTIVE (qumulo-terraform-gcp @ a30b449c, provision.py
-    add_cluster_nodes: wait_for_active_quorum on the first new node; its AWS one the same, Qumulo/
-    aws-terraform-cloud-q @ 2333002, modules/qprovisioner/scripts/provision.sh, node_state_get on the first
-    added node until ACTIVE), and `views` (this poll's survey) shows
-    every node's own GET /v1/node/state.
+    One POST /v2/cluster/object-backed/nodes (qumulo.rest.cluster.modify_object_backed_nodes) with the target
+    membership, then Pending until every target node reports ACTIVE in `views` (this poll's survey of GET
+    /v1/node/state), as Qumulo's provisioners wait (qumulo-terraform-gcp @ a30b449c, provision.py
+    add_cluster_nodes; Qumulo/aws-terraform-cloud-q @ 2333002, modules/qprovisioner/scripts/provision.sh).
     """
     current = _membership(client)
     if set(current) == set(spec.node_ips):

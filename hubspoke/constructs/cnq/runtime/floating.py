@@ -1,22 +1,13 @@
 """The cluster's floating IPs as secondary private IPs of its nodes' interfaces, assigned by count and never
 reconciled per interface afterwards (Custom::CnqFloatingIps).
 
-Qumulo Core moves floating IPs between the nodes' interfaces through the EC2 API (the node role may
-AssignPrivateIpAddresses / UnassignPrivateIpAddresses on them), so after a failover an interface holds more or
-fewer than it was created with. Declared on AWS::EC2::NetworkInterface as SecondaryPrivateIpAddressCount
-("Update requires: No interruption", CloudFormation Template Reference), the count is a property
-CloudFormation owns: an update of the interface or a changed share sets it back and drift detection reports
-Qumulo's moves. Qumulo's own deployments let the cloud provider's state win after create
-(qumulo-terraform-gcp @ a30b449c, compute/module/sub-modules/qcluster/main.tf: lifecycle ignore_changes
-includes network_interface), so the template declares no count: this module assigns the addresses when an
-interface is new and afterwards only keeps the cluster's total, whichever interface holds them.
-
-Upgrading a stack whose interfaces declared the count: removing the property is an update of each interface,
-whose handler may call ec2:UnassignPrivateIpAddresses (AWS::EC2::NetworkInterface registry schema, update
-handler permissions, as bundled in cfn-lint 1.58.0). The addresses the stack published before (its FloatingIps
-output, which Qumulo's network configuration and the Compute stack's volumes use, by position) are therefore
-re-assigned exactly (AssignPrivateIpAddresses PrivateIpAddresses + AllowReassignment, botocore ec2 model) and
-answered first, in the published order, so no deploy moves an address to another position.
+Qumulo Core moves them between interfaces through the EC2 API, so a template count
+(SecondaryPrivateIpAddressCount, "Update requires: No interruption") would be set back on update and reported
+as drift; Qumulo's deployments let the cloud's state win (qumulo-terraform-gcp @ a30b449c, qcluster/main.tf
+ignore_changes network_interface). So addresses are assigned to a new interface and then only the cluster's
+total is kept. Removing a declared count may unassign addresses (AWS::EC2::NetworkInterface registry schema,
+update handler permissions, cfn-lint 1.58.0), so the published FloatingIps are re-assigned exactly
+(AssignPrivateIpAddresses AllowReassignment, botocore ec2 model) and answered first, in published order.
 """
 
 from __future__ import annotations
@@ -47,12 +38,11 @@ def converge(
     old_total: int = 0, rolling_back: bool = False, published: Sequence[str] = (),
 ) -> list[str]:  # fmt: skip
     """Give each interface new to the resource (not in `old_ids`, holding none) its `counts[i]` secondary IPs,
-    as far as the cluster's total, sum(counts), is short; then top the total up if it still is (Qumulo spreads
-    the addresses over the nodes itself). Never unassigns: a lower
-    total is refused outside a rollback (the addresses are in Qumulo's network configuration and its
-    clients'). First, any `published` address (the stack's current output) none of the interfaces holds is
-    assigned back. Returns every secondary address the interfaces hold: the published ones in their published
-    order, then the others in numeric order."""
+    as far as the cluster's total, sum(counts), is short, then top the total up (Qumulo spreads them itself).
+
+    Never unassigns: a lower total is refused outside a rollback (Qumulo and its clients hold the addresses).
+    `published` addresses no interface holds are assigned back first. Returns every held secondary address,
+    the published in their order, then the others in numeric order."""
     if len(eni_ids) != len(counts):
         raise ProvisioningError(f"{len(eni_ids)} interfaces but {len(counts)} floating-IP counts")
     total = sum(counts)

@@ -1,15 +1,10 @@
 """Least-privilege Qumulo identities (a role and a local user per purpose), converged from any state by the admin.
 
-Qumulo's RBAC ("Managing Role-Based Access Control (RBAC)", Qumulo/docs@2e866167) grants privileges to roles and
-roles to users; a custom role holds only the privileges named here (REST guide, /v1/auth/roles: create, modify;
-/v1/users: add, setpassword; /v1/auth/roles/{role}/members). Each step reads first and changes only what
-differs, so a rerun after any partial run, a role edited by hand or a password changed on the cluster ends in
-the same state: the role holds exactly `privileges`, the user exists with the secret's password, and is a
-member (checked by logging in as the user: /v1/session/roles lists "all the roles assigned to the current
-user"). Files are not privileges: outside PRIVILEGE_FILE_FULL_ACCESS / PRIVILEGE_FILE_READ_ACCESS ("access to
-all files regardless of permissions", REST guide /v1/auth/roles), file access is the ACL's, so an identity that
-writes gets one inheritable ACE on its own directory (v2 ACL, /v2/files/{ref}/info/acl), nothing wider, beside
-an inheritable read-only ACE for Everyone, so NFS readers (pods, which read as their UID) read what it writes.
+Roles hold privileges and users hold roles ("Managing Role-Based Access Control (RBAC)", Qumulo/docs@2e866167;
+REST guide /v1/auth/roles, /v1/users, /v1/auth/roles/{role}/members); each step reads first and changes only
+what differs, membership checked by logging in as the user (/v1/session/roles). File access is the ACL's
+unless PRIVILEGE_FILE_FULL_ACCESS / PRIVILEGE_FILE_READ_ACCESS, so a writer gets one inheritable ACE on its
+own directory (/v2/files/{ref}/info/acl) beside a read-only ACE for Everyone, so pods read what it writes.
 """
 
 from __future__ import annotations
@@ -149,13 +144,11 @@ def ensure_write_access(client: Any, spec: IdentitySpec) -> None:
     """Inheritable ACEs on spec.write_path: the user's WRITER_RIGHTS and Everyone's READER_RIGHTS; the same on each
     directory already directly under it (a dataset name made before this ACE existed inherits nothing later).
 
-    Shift-From's guide ("Using Qumulo Shift-From to Copy Objects from Amazon S3", "Best Practices",
-    Qumulo/docs@0765db6d): the copied files belong to the system user, "by default, everyone is granted read
-    permissions", and the permissions they need must be inheritable ones on the relationship's root before the
-    relationship is created. An ACL set here replaces inheritance from above, so Everyone's read is set with it:
-    without it pods (NFS, their own UID), the load's checksum over its mount, training, prewarm and bench are
-    refused. Inheritance happens when an entry is created, so existing children are converged one level down;
-    deeper entries belong to sealed versions, which the load made with these ACEs already."""
+    Shift-From's files need inheritable permissions on the root before the relationship is created ("Using
+    Qumulo Shift-From to Copy Objects from Amazon S3", "Best Practices", Qumulo/docs@0765db6d); an ACL set
+    here replaces inheritance, so Everyone's read is set with it, or pods reading as their UID are refused.
+    Existing children are converged one level down; deeper entries are sealed versions, made with these ACEs.
+    """
     if spec.write_path is None:
         return
     identity = client.auth.find_identity(name=spec.username)

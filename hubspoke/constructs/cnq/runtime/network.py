@@ -1,17 +1,12 @@
 """Floating IPs on a host-managed network, the way current CNQ deployments run (GET/PUT /v3/network).
 
-Qumulo's Terraform deploys with host-managed networking (qumulo-terraform-aws variables.tf,
-networking_mode default "host_managed"); its node script installs Qumulo Core with
-QUMULO_NETWORK_MANAGED_BY_HOST=true and its provisioner sets the floating IPs as a HOST network through
-`network_v3_put_config`, then waits until `network_v3_status` reports floating addresses
-(Qumulo/qumulo-terraform-gcp @ a30b449c, provision.py apply_initial_floating_ips). In that mode the
-cluster has no managed interfaces: the SDK refuses interface changes (qumulo.rest.network_v3,
-CannotModifyInterfaceInHostNetworks), so the MTU is the host's business (hubspoke.mtu on the nodes).
-
-The SDK takes a netmask as "Ip addr or CIDR format" and floating IPs as "IP ranges, "1.1.1.1-4""
-(qumulo-api 7.10.2.1, qumulo/commands/network_v3.py, network_v3_put_config help; --netmask "eg.
-255.255.255.0 or 10.1.1.0/24"). No source says in which form GET /v3/network answers (ASSUMED either),
-so what the cluster holds is compared with what we want as a prefix length and a set of addresses.
+Qumulo's Terraform deploys host-managed (qumulo-terraform-aws variables.tf networking_mode "host_managed") and
+sets floating IPs as a HOST network, then waits for them (Qumulo/qumulo-terraform-gcp @ a30b449c, provision.py
+apply_initial_floating_ips); the SDK then refuses interface changes (qumulo.rest.network_v3,
+CannotModifyInterfaceInHostNetworks), so the MTU is the host's (hubspoke.mtu). The SDK takes a netmask or CIDR
+and IP ranges (qumulo-api 7.10.2.1, qumulo/commands/network_v3.py, network_v3_put_config); in which form GET
+answers is undocumented (ASSUMED either), so both sides are compared as a prefix length and a set of
+addresses.
 """
 
 from __future__ import annotations

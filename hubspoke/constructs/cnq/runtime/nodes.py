@@ -1,11 +1,8 @@
 """The CNQ nodes' EC2 termination protection, switched on once the whole stack is done.
 
-The template never sets DisableApiTermination (a protected instance cannot be terminated, so a failed
-first create would end in ROLLBACK_FAILED; EC2 User Guide, "Enable termination protection"). Qumulo's
-own deployments protect their nodes (qumulo-terraform-aws, deletion_protection: "Enables EC2 Termination
-protection"), so Custom::CnqNodeProtection, the last resource of the Storage stack (it depends on every
-other one, the portal included), switches protection on, and off again when it is deleted: by a rollback
-or a stack delete, which can then terminate the nodes (the data lives in the retained S3 buckets).
+Not in the template, or a failed first create ends in ROLLBACK_FAILED (EC2 User Guide, "Enable termination
+protection"); Qumulo protects its nodes (qumulo-terraform-aws, deletion_protection), so the Storage stack's
+last resource, Custom::CnqNodeProtection, turns it on, and off when a rollback or delete removes it.
 """
 
 from __future__ import annotations
@@ -64,11 +61,10 @@ def set_protection(ec2: Any, instance_ids: Iterable[str], on: bool) -> list[str]
 def set_delete_on_termination(ec2: Any, instance_ids: Iterable[str], on: bool) -> list[str]:
     """Set DeleteOnTermination to `on` on every EBS volume of the nodes where it differs; the instances changed.
 
-    ModifyInstanceAttribute BlockDeviceMappings [{DeviceName, Ebs: {DeleteOnTermination}}] (botocore ec2
-    2016-11-15 model, InstanceBlockDeviceMappingSpecification / EbsInstanceBlockDeviceSpecification); the
-    current value per device from DescribeInstances BlockDeviceMappings. The node volumes keep Qumulo's cache and
-    metadata for a node that is replaced or a cluster rebuilt, so a formed cluster keeps them (off); a first
-    create that fails before that lets EC2 delete them with their instances (on)."""
+    ModifyInstanceAttribute BlockDeviceMappings (botocore ec2 2016-11-15 model,
+    InstanceBlockDeviceMappingSpecification, EbsInstanceBlockDeviceSpecification), read from
+    DescribeInstances. Off once formed, as the volumes keep Qumulo's cache and metadata; on until then, so a
+    failed first create leaves no volumes."""
     ids = list(instance_ids)
     if not ids:
         return []

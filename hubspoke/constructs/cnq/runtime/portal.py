@@ -1,17 +1,12 @@
 """Create, converge and remove a spoke's Cloud Data Fabric portal to its hub (Cloud Data Fabric v2 REST API).
 
-The spoke proposes (POST /v2/portal/spokes/, then /v2/portal/spokes/{id}/roots/), the hub accepts
-(POST /v2/portal/hubs/{id}/accept) through the hub's REST API over the peering. Facts from Qumulo's docs
-(Qumulo/docs, _includes/content-reuse/admin-guides/cloud-data-fabric/): a cluster hosts up to 32 spoke
-portals (7.5.0.3 and higher) but only one relationship with a given remote cluster, so "our" portal is
-the one whose hub is our hub cluster; a spoke portal is inaccessible when the two clusters run different
-releases. The hub's record is the spoke portal's `hub_id` (qumulo.rest.portal.MultiRootSpokePortal),
-never a scan. The v2 API's portal states are PENDING, ACCEPTED and DELETING (Qumulo/docs,
-rest-api-guide/cloud-data-fabric-v2/v2_portal_spokes_id.md @ bcb748d2): the guide's Unlinked state is
-the v1 API's; a v2 create that cannot reach the hub "displays an error message and configuration can be
-attempted again" (configuring-portal-relationship.md, "Step 1: Create the Spoke Portal").
-Accepting, changing or deleting a portal makes both clusters unavailable for less than 30 seconds
-(Qumulo/docs _config.yml, gns.quorumBounce): the next polls absorb it (5xx and lost connections retry).
+The spoke proposes (POST /v2/portal/spokes/, then its roots/), the hub accepts (/v2/portal/hubs/{id}/accept)
+over the peering. A cluster has up to 32 spokes (7.5.0.3+) but one relationship per remote cluster, so "our"
+portal is the one whose `hub_id` (qumulo.rest.portal.MultiRootSpokePortal) is our hub; both must run one
+release (Qumulo/docs, admin-guides/cloud-data-fabric/). v2 states are PENDING, ACCEPTED, DELETING
+(rest-api-guide/cloud-data-fabric-v2/v2_portal_spokes_id.md @ bcb748d2); a create that cannot reach the hub
+may be retried (configuring-portal-relationship.md, "Step 1: Create the Spoke Portal"). Accept, change and
+delete bounce both quorums for under 30 s (Qumulo/docs _config.yml, gns.quorumBounce): polls retry 5xx.
 """
 
 from __future__ import annotations
@@ -214,14 +209,11 @@ def hub_id_of(spoke: Any, spec: PortalSpec) -> int | None:
 def remove_spoke_portal(spoke: Any, spec: PortalSpec, *, waited: float, patience: float) -> None:
     """One step of deleting our spoke portal; forced after `patience` seconds only when that loses no data.
 
-    Qumulo documents a spoke portal delete "in any state ... and without connectivity to the hub portal"
-    (Qumulo/docs, cloud-data-fabric/configuring-portal-relationship.md, "Step 1: Delete the Spoke
-    Portal"); with the hub reachable it enters DELETING and syncs outstanding changes first, and a portal
-    with connectivity issues can "stall in the Deleting state", which `--force` ends (the same page @
-    9b95eefa). So the non-forced DELETE is sent once (again only if Qumulo refused it, ASSUMED possible),
-    and once `patience` has passed any portal still there is forced. Forcing discards the spoke's cache and
-    any writes not yet on the hub: harmless for a read-only spoke, data loss for a read-write one, which
-    therefore fails with a way out instead.
+    A delete syncs outstanding changes first and may "stall in the Deleting state", which `--force` ends
+    (Qumulo/docs, cloud-data-fabric/configuring-portal-relationship.md, "Step 1: Delete the Spoke Portal" @
+    9b95eefa). So one non-forced DELETE (resent only if refused, ASSUMED possible), then force after
+    `patience`: harmless for a read-only spoke; a read-write one would lose unsynced writes, so it fails with
+    a way out.
     """
     portal = ours(spoke, None, spec)
     if portal is None:

@@ -1,31 +1,21 @@
 """Custom-resource handlers that form CNQ clusters and spoke portals (CDK Provider framework, async contract).
 
-`on_event` validates the request, does what must happen once per request, and returns at once;
-`is_complete` is then polled by the framework every query interval until it answers IsComplete true, raises,
-or the total timeout passes (aws-cdk-lib custom_resources, "Asynchronous Providers: isComplete"). Each poll
-reads the cluster and does one bounded step, so formation (boot, install, create, first quorum) is not
-squeezed into one 15-minute Lambda. A raised error's text is the failure reason CloudFormation shows.
+`on_event` validates and does the once-per-request work; `is_complete` does one bounded step a poll until done
+(aws-cdk-lib custom_resources, "Asynchronous Providers: isComplete"), so formation is not squeezed into one
+15-minute Lambda; a raised error's text is the reason CloudFormation shows. A Create or Update poll stops once
+the stack no longer awaits it (nodes.require_awaited). Properties arrive as strings (custom-resource
+contract).
 
 Custom::CnqNodeShape  refuses a change CloudFormation would apply to every node at once (shape.py).
-Custom::CnqCluster    forms the cluster (with the buckets and capacity of its create), converges
-                      membership, floating IPs and exports. Delete: nothing (the data is never deleted).
-Custom::CnqPersistentStorage  the stack's last resource: gives the cluster the buckets an update added, then
-                      raises the capacity limit (on_event reads the clamp, is_complete changes it with the
-                      quorum whole). Last, because Qumulo can never give a bucket back: an update that fails
-                      anywhere else rolls back before any new bucket reached the cluster, so no rollback
-                      leaves a bucket Qumulo writes to outside the stack. Delete: nothing.
-Custom::CnqFloatingIps  assigns the floating IPs (secondary IPs) to new node interfaces at once (on_event),
-                      then keeps only the cluster's total: Qumulo moves them between interfaces (floating.py).
-Custom::CnqPortal     a spoke's portal to its hub, its NFS export and eviction threshold. Delete: remove
-                      the portal, forced after a bounded wait only when no data is at stake.
-Custom::CnqIdentity   a least-privilege Qumulo role and local user, its password from its own secret
-                      (identities.py). Delete: the user and the role, when the cluster still answers.
-Custom::CnqNodeProtection  the stack's last resource: EC2 termination protection on the nodes while the
-                      stack is being created or updated; off again on Delete (rollback or stack delete).
-
-A Create or Update poll stops as soon as the stack is no longer awaiting it (nodes.require_awaited).
-
-Properties arrive as strings (CloudFormation's custom-resource contract); lists as lists of strings.
+Custom::CnqCluster    forms the cluster, converges membership, floating IPs and exports. Delete: nothing.
+Custom::CnqPersistentStorage  last: adds an update's buckets, then raises the capacity limit with the quorum
+                      whole; last since Qumulo never gives a bucket back, so a failed update rolls back first.
+Custom::CnqFloatingIps  assigns floating IPs to new interfaces, then keeps only the total (floating.py).
+Custom::CnqPortal     a spoke's portal, export and eviction threshold. Delete: forced only with no data at
+                      stake.
+Custom::CnqIdentity   a least-privilege Qumulo role and user (identities.py). Delete: both, if the cluster
+                      answers.
+Custom::CnqNodeProtection  last: termination protection while the stack creates or updates; off on Delete.
 """
 
 from __future__ import annotations

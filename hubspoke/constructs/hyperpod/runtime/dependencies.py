@@ -1,21 +1,12 @@
 """Custom::HyperPodDependencies: install the HyperPod dependencies Helm chart from a pinned upstream commit.
 
-SageMaker HyperPod needs its dependencies chart (health monitoring agent, device plugins, Kubeflow
-training operator, ...) in the EKS cluster before the HyperPod cluster is created. The chart is only
-published as a folder of the aws/sagemaker-hyperpod-cli repository, so this handler downloads the
-archive of one pinned commit, extracts that folder, resolves its pinned sub-chart versions and runs
-`helm upgrade --install`. Nothing from upstream is stored in this repository.
-
-Stdlib only (plus the kubectl layer's helm and the AWS CLI layer): it runs on the Lambda Python runtime.
-
-Lambda's environment is not a shell's ("Defined runtime environment variables", Lambda developer guide):
-PATH is `/usr/local/bin:/usr/bin/:/bin:/opt/bin`, HOME is unset, the working directory (the code) is
-read-only and only /tmp is writable. So every tool runs with `tool_environment`: the layers' folders first
-on PATH, because the kubeconfig `aws eks update-kubeconfig` writes runs the bare command `aws` to get a token
-(awscli customizations/eks/update_kubeconfig.py, get_user_entry) and client-go resolves it through PATH
-(client-go plugin/pkg/client/auth/exec); and helm's cache, config and data homes in this invocation's /tmp
-folder, because without HOME helm resolves them relative to the working directory (helm pkg/helmpath
-lazypath.go: HELM_*_HOME, then XDG_*_HOME, then $HOME/.cache|.config|.local/share).
+HyperPod needs the chart (health agent, device plugins, training operator) before the cluster is created, and
+it is published only as a folder of aws/sagemaker-hyperpod-cli, so this fetches one pinned commit's archive,
+resolves its sub-charts and runs `helm upgrade --install`; nothing upstream is stored here. Stdlib only, on
+the Lambda Python runtime. Lambda has no HOME and a read-only working directory ("Defined runtime environment
+variables"), so `tool_environment` puts the layers first on PATH, for the kubeconfig's bare `aws` (awscli
+customizations/eks/update_kubeconfig.py get_user_entry; client-go plugin/pkg/client/auth/exec), and helm's
+homes under /tmp (helm pkg/helmpath lazypath.go).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
-"""Custom::HyperPodNodesReady: complete once every instance group of a HyperPod cluster has its nodes launched,
-or Running, or (a Checking wait) Running or still in their deep health checks at the end of its budget (the
-resource's `Until` property says which).
+"""Custom::HyperPodNodesReady: complete once every instance group's nodes are launched, or Running, or (a
+Checking wait) Running or still in deep health checks at the end of its budget, as `Until` says.
 
-With continuous node provisioning the cluster reports InService while its instances are still being launched
-(SageMaker API reference, CreateCluster NodeProvisioningMode: "Your clusters and instance groups remain
-InService while scaling"), so the cluster resource no longer says that nodes exist. Whatever needs nodes (the
-EKS add-ons whose controllers schedule onto them) waits for these resources instead. They are chained because
-CloudFormation gives one custom resource at most an hour and a new node's deep health checks alone take about
-2 hours (hubspoke/constructs/hyperpod/nodes_ready.py, hubspoke/deploy_time.py).
-
-CDK Provider framework: `on_event` records the wanted counts, `is_complete` is polled until it returns
-IsComplete true or the provider's total timeout fails the resource. Stdlib and boto3 (the runtime's) only.
+With continuous provisioning the cluster is InService while nodes still launch (SageMaker API reference,
+CreateCluster NodeProvisioningMode: "Your clusters and instance groups remain InService while scaling"), so
+node-bound work waits for these, chained because deep health checks outlast one custom resource's hour
+(docs/decisions.md, "Node waits"). CDK Provider framework: `on_event` records the wanted counts, `is_complete`
+is polled until done or the total timeout. Stdlib and boto3 (the runtime's) only.
 """
 
 from __future__ import annotations
@@ -35,10 +30,8 @@ UNTIL: Mapping[str, frozenset[str]] = {
     "Checking": frozenset({"Running"}),
     "Running": frozenset({"Running"}),
 }
-# A Checking wait whose budget runs out completes all the same when every wanted node is in one of these
-# states: still in its on-start deep health checks, which take about 2 hours (SageMaker developer guide,
-# "Recommended resiliency configuration"), longer than one wait, or already through them. Any other state
-# (Pending, Failure, ShuttingDown, NotFound, ...) at that point fails the wait, naming the nodes.
+# At a Checking budget's end, nodes still in deep health checks ("about 2 hours": SageMaker developer guide,
+# "Recommended resiliency configuration") or through them pass; any other state fails the wait, naming nodes.
 PROGRESSING: Mapping[str, frozenset[str]] = {"Checking": frozenset({"DeepHealthCheckInProgress", "Running"})}
 # The framework sleeps this long between polls (hubspoke/constructs/hyperpod/nodes_ready.py POLL, checked
 # against the template by tests/constructs/hyperpod/test_nodes_ready_lambda.py).
@@ -116,11 +109,9 @@ def on_event(event: Mapping[str, Any], context: object = None) -> dict[str, Any]
 def budget_left(event: Mapping[str, Any], run_seconds: float) -> float:
     """Seconds of the request's WaitSeconds budget that would be left after the next poll.
 
-    The request started at onEvent (StartedAt). The framework sleeps POLL_SECONDS before the next poll, which
-    may run as long as an invocation does (`run_seconds`: what this one had when it began). When that next poll
-    could end past the budget (less the reserve for the framework's report), this poll is the last: the failure
-    CloudFormation shows is ours, naming the nodes still missing, never its own ServiceTimeout
-    (hubspoke/policy/waiters.py counts the budget, not the retry count, for such a resource).
+    Counted from onEvent (StartedAt) plus POLL_SECONDS and one more invocation (`run_seconds`); when the next
+    poll could end past the budget less the reserve, this poll is the last, so CloudFormation shows our
+    failure naming the missing nodes, never its ServiceTimeout (hubspoke/policy/waiters.py).
     """
     budget = float(event["ResourceProperties"]["WaitSeconds"]) - REPORT_RESERVE_SECONDS
     started = float(event.get("StartedAt") or time.time())
