@@ -1,12 +1,9 @@
 """HyperPod job auto-resume for the Kubeflow PyTorchJob: what the job carries so a node fault resumes it.
 
-SageMaker developer guide, "Running jobs using kubectl" (To enable job auto-resume): two annotations, Worker
-restartPolicy OnFailure, and nodes labelled Schedulable; annotation values are strings, as Kubernetes requires.
-"Running jobs using the SageMaker HyperPod CLI" (Enabling job auto-resume): the job must run in the kubeflow
-namespace or one prefixed with hyperpod (hubspoke/k8s/names.py NAMESPACE is such a name).
-"Running jobs using kubectl" requires Kubeflow Training Operator release 1.7.0, 1.8.0 or 1.8.1: the pinned chart's
-image v1-855e096 is release 1.7.0's (kubeflow/training-operator v1.7.0, manifests/overlays/standalone/
-kustomization.yaml newTag; no pkg/ or cmd/ change between commit 855e096 and the tag).
+Two string annotations, Worker restartPolicy OnFailure, Schedulable nodes and Training Operator 1.7.0 to 1.8.1
+(SageMaker developer guide, "Running jobs using kubectl"; the pinned v1-855e096 is v1.7.0's image:
+kubeflow/training-operator v1.7.0 manifests/overlays/standalone/kustomization.yaml newTag), in the kubeflow
+namespace or one prefixed hyperpod ("Running jobs using the SageMaker HyperPod CLI"; names.py NAMESPACE).
 """
 
 from __future__ import annotations

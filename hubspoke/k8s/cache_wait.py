@@ -38,19 +38,12 @@ def cache_wait_containers(
 ) -> list[dict[str, Any]]:
     """The init container that waits for prewarm's status, when the job is told to wait; none otherwise.
 
-    Why an init container: HyperPod's log monitoring times the job's first progress line from when the elastic
-    agent starts watching local rank 0's log (hyperpod-elastic-agent 1.1.3, LogAgent rules created by
-    HyperPodElasticAgent.start_log_monitoring, LogRule._start_timestamp; "expectedStartCutOffInSeconds: Time to
-    first match for LogPattern, beyond which the rule evaluates to HANGING"), and that agent is the main
-    container's hyperpodrun, which Kubernetes starts only after every init container has completed
-    (Kubernetes docs, "Init Containers"). A wait inside train.py printed no progress line and was restarted as
-    hung after the start cut-off; out here it is not monitored, prints a line every poll, and an in-place
-    process restart (hyperpodrun, torchrun) does not repeat it at all.
-
-    At the deadline it exits 0 either way: Kubernetes restarts a failed init container unless the pod's
-    restartPolicy is Never ("Init Containers"), and these pods use OnFailure (PyTorchJob) or Always (HyperPod), so
-    a failing wait would hold the GPUs idle forever. By default training then starts on a cold cache (bounded idle
-    time); with wait_at_deadline "fail" train.py refuses (exit 2) and the job's retry budget ends it."""
+    An init container, since HyperPod's log monitoring times the first progress line from when hyperpodrun
+    starts (hyperpod-elastic-agent 1.1.3, HyperPodElasticAgent.start_log_monitoring, LogRule._start_timestamp,
+    "expectedStartCutOffInSeconds") and Kubernetes starts it after every init container ("Init Containers"): a
+    wait in train.py was restarted as hung. At the deadline it exits 0, since a failed init container restarts
+    under OnFailure and Always ("Init Containers") and would idle the GPUs forever; with wait_at_deadline
+    "fail" train.py refuses (exit 2) instead."""
     if s.wait_for_cached_fraction is None:
         return []
     if not has_cache(config, region):

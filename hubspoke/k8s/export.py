@@ -1,12 +1,10 @@
 """The model export Job: workload/export_model.py copies a run's final checkpoint and results to the Region's bucket.
 
-It mounts the checkpoint claim read-only and gets its S3 rights as the service account below, which the
-Compute stack's EKS Pod Identity association maps to a role allowed on that bucket only
-(hubspoke/constructs/model_export.py). The association lives in EKS, not in the cluster: "There isn't any data
-or metadata about the associations inside the cluster in any Kubernetes objects and you don't add any
-annotations to the service accounts" (EKS User Guide, "Assign an IAM role to a Kubernetes service account"), so
-the plain service account rendered here is all the cluster needs; EKS sets the credential variables in a pod that
-uses it when the pod is created (EKS API Reference, CreatePodIdentityAssociation).
+It mounts the checkpoint claim read-only and gets its S3 rights through the service account below, which the
+Compute stack's EKS Pod Identity association maps to a role on that bucket only (constructs/model_export.py);
+the association lives in EKS, not in any Kubernetes object (EKS User Guide, "Assign an IAM role to a
+Kubernetes service account"; EKS API Reference, CreatePodIdentityAssociation), so a plain service account is
+all it needs.
 """
 
 from __future__ import annotations

@@ -34,10 +34,9 @@ from hubspoke.k8s.storage import PART_OF, Manifest
 JobKind = Literal["pytorchjob", "hyperpod"]
 JOB_KINDS: tuple[JobKind, ...] = ("pytorchjob", "hyperpod")
 
-# Kubeflow training operator v1 (kubeflow.org/v1 PyTorchJob). The version the pinned dependencies chart
-# deploys (v1-855e096, see pytorch_job) requires a container named "pytorch", an image in every
-# container, Master and Worker replica types only, and a Master of exactly one replica (pkg/apis/kubeflow.org/v1/
-# pytorch_validation.go ValidateV1PyTorchJob); v1.9.0's admission webhook keeps those rules.
+# kubeflow.org/v1 as the pinned v1-855e096 validates it: a container named "pytorch", an image in each, Master
+# and Worker types only, a Master of one replica (pkg/apis/kubeflow.org/v1/pytorch_validation.go
+# ValidateV1PyTorchJob; v1.9.0's webhook too).
 KUBEFLOW_API = "kubeflow.org/v1"
 KUBEFLOW_CONTAINER = "pytorch"
 # SageMaker HyperPod training operator (SageMaker developer guide, "Using the training operator to run jobs").
@@ -207,25 +206,14 @@ def pytorch_job(
 ) -> Manifest:
     """A Kubeflow PyTorchJob with an elastic c10d rendezvous: Workers only, torchrun inside each pod.
 
-    With a static rendezvous a restarted pod waits for peers that are still in the old world, and the others
-    block in NCCL until the 30-minute process-group timeout. Elastic c10d lets every agent see the restart and
-    re-form the world (torchrun restarts its workers). min = max: the world size is the reference run's, never
-    partial.
-
-    The operator that really runs it is the one the pinned dependencies chart deploys: kubeflow/training-operator
-    image `v1-855e096` (aws/sagemaker-hyperpod-cli@a00b22d1, helm_chart/HyperPodHelmChart/charts/
-    training-operators/values.yaml), commit 855e0960668b34992ba4e1fd5914a08a3362cfb1 (2023-08-06). At that
-    commit, for a Worker-only job with an elasticPolicy, the pods get PYTHONUNBUFFERED, PET_RDZV_ENDPOINT
-    (`<job>-worker-0:23456`, the defaulted `pytorchjob-port`), PET_RDZV_BACKEND, PET_NNODES "min:max" and
-    PET_MAX_RESTARTS (pkg/controller.v1/pytorch/envvar.go setPodEnv lines 62-120, elastic.go Generate lines
-    71-125; pkg/apis/kubeflow.org/v1/pytorch_defaults.go setPyTorchDefaultPort). PET_NPROC_PER_NODE comes
-    from `spec.nprocPerNode` only when a Master replica exists (envvar.go lines 66-101) and otherwise only from
-    the deprecated `elasticPolicy.nProcPerNode` (elastic.go lines 102-107); torchrun's own default is one
-    process (torch/distributed/run.py get_args_parser, `--nproc-per-node` default "1"). So the command passes
-    `--nnodes` and `--nproc-per-node` itself, as AWS's FSDP samples do (aws-samples/awsome-distributed-training
-    @7217859f, 3.test_cases/pytorch/FSDP/kubernetes/llama3_2_1b-fsdp.yaml lines 89-90): a command-line value
-    wins over a PET_* variable (torch/distributed/argparse_util.py `env`), so the rank count is nodes x GPUs
-    under this operator and any later one. `spec.nprocPerNode` stays for operators that read it.
+    Elastic c10d re-forms the world when a pod restarts, where a static rendezvous leaves the others in NCCL
+    until the 30-minute timeout; min = max keeps the reference run's world size. The pinned operator
+    (training-operator `v1-855e096`: aws/sagemaker-hyperpod-cli@a00b22d1 training-operators/values.yaml)
+    rendezvouses on `<job>-worker-0:23456` (pytorch_defaults.go) and sets PET_NPROC_PER_NODE only with a
+    Master replica (envvar.go setPodEnv, elastic.go Generate); torchrun defaults to one process
+    (torch/distributed/run.py), so the command passes `--nnodes` and `--nproc-per-node`, which win over PET_*
+    (torch/distributed/argparse_util.py `env`), as AWS's FSDP samples do
+    (awsome-distributed-training@7217859f, llama3_2_1b-fsdp.yaml).
     """
     group = region.compute.instance_groups[0]
     gpus = accelerator(group.instance_type).gpus
@@ -295,10 +283,9 @@ def hyperpod_job(
             "hyperpodrun",
             f"--nnodes={group.count}",
             f"--nproc-per-node={gpus}",
-            # Each worker's stdout and stderr both to the container log and to
-            # `<log_dir>/<run>/attempt_<n>/<local rank>/stdout.log` (torch DefaultLogsSpecs.reify: a tee is a
-            # redirect to the file plus a tail), the file the agent's log monitoring reads; as AWS's
-            # HyperPodPyTorchJob sample runs it (awsome-distributed-training, llama3_1_8b-fsdp-hpto.yaml).
+            # Tee each worker's output to `<log_dir>/<run>/attempt_<n>/<local rank>/stdout.log`, the file log
+            # monitoring reads (torch DefaultLogsSpecs.reify), as AWS's sample does
+            # (awsome-distributed-training, llama3_1_8b-fsdp-hpto.yaml).
             "--tee=3",
             "--log_dir=/tmp/hyperpod",
             TRAIN_SCRIPT,
