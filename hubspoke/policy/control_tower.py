@@ -1,23 +1,13 @@
 """Control Tower's proactive controls inside synth: the cfn-guard rules its hooks run, from cdklabs' plugin.
 
-The plugin (cdklabs-cdk-validator-cfnguard, which bundles the rules and the cfn-guard binary) reports its
-violations without a severity. aws-cdk-lib 2.275 recomputes a report's success after acknowledgments from the
-severities alone (core/lib/private/synthesis-validation.js, collectSuppressions), so once one Control Tower
-finding is acknowledged, every other one would only be printed and synth would pass. This wrapper marks each
-violation an error, so an unacknowledged one always stops synth (tests/policy/test_acks.py).
-
-Speed: the plugin runs every one of its 237 rule files over every template of the Stage in one cfn-guard process,
-about 80 % of a whole-environment synth. Two things make it cheap without judging anything differently:
-- each template is judged only by the rule files that name one of its resource types. Every rule selects
-  resources by `Type` before it reports (each file's "Reports on" header; the files select with
-  `Resources.*[ Type == ... ]`), so a rule that names none of a template's types can only SKIP it.
-  tests/policy/test_control_tower.py compares the filtered verdicts with the plugin's own full run.
-- a verdict is cached on disk, keyed by the template's bytes, the plugin's whole package (rules, binary and
-  code: the sha-256 of its jsii tarball) and this module's own source (how rules are selected and verdicts
-  stored). cfn-guard judges each template on its own
-  (one `--data` file's result never reads another's), so the same bytes under the same rule set get the same
-  verdict; any changed byte of either is a miss and is judged afresh. The cache holds findings, not passes
-  alone: a cached finding stops synth exactly as a fresh one does.
+Each violation is marked an error: the plugin (cdklabs-cdk-validator-cfnguard) gives none a severity, and
+aws-cdk-lib 2.275 recomputes success from severities after acknowledgments (synthesis-validation.js,
+collectSuppressions), so one acknowledgment would let every other finding pass (tests/policy/test_acks.py).
+Two speed-ups judge nothing differently (the plugin's 237 rule files were about 80 % of a synth): a template
+meets only the rule files naming one of its resource types, since every rule selects by `Type` first (each
+file's "Reports on" header; tests/policy/test_control_tower.py compares with the plugin's full run); and
+verdicts, findings included, are cached on disk keyed by the template's bytes, the plugin's jsii tarball
+sha-256 and this module's source, since cfn-guard judges each `--data` file alone.
 """
 
 from __future__ import annotations

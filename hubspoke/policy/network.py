@@ -136,11 +136,9 @@ def peerings_routed_on_both_sides(templates: list[Template], config: HubSpokeCon
 def no_route_between_spokes(templates: list[Template], config: HubSpokeConfig) -> Iterator[Violation]:
     """HubSpoke-NoTransitiveRoute: a spoke routes over its peering only to the hub's CIDRs, never toward a spoke.
 
-    Amazon VPC Peering Guide, "VPC peering limitations"
-    (https://docs.aws.amazon.com/vpc/latest/peering/vpc-peering-basics.html#vpc-peering-limitations): transitive
-    peering is not supported, so the hub never forwards what a spoke sends it for another spoke. A peering route
-    to anything outside the hub's CIDRs is therefore a dead end, and one that covers another spoke's CIDR (a
-    supernet such as 10.0.0.0/8) is a spoke-to-spoke route in disguise. CIDRs are compared as networks, not text.
+    Transitive peering is not supported (Amazon VPC Peering Guide, "VPC peering limitations"), so any other
+    peering route is a dead end, and one covering a spoke (a supernet) a spoke-to-spoke route in disguise;
+    CIDRs are compared as networks.
     """
     # Collapsed, so a route to adjacent hub CIDRs at once (10.10.0.0/15 over 10.10/16 and 10.11/16) is the hub's.
     hub = list(ipaddress.collapse_addresses(ipaddress.IPv4Network(c) for c in config.hub.all_cidrs))

@@ -1,17 +1,11 @@
 """Rules for the deploy after the first: nothing a failed or deleted stack keeps blocks the next create, and no
 template holds what EC2 refuses at launch.
 
-Facts they rest on:
-- CloudFormation User Guide, "DeletionPolicy attribute": Retain keeps the resource when its stack is deleted and
-  when the create that made it rolls back; RetainExceptOnCreate behaves like Retain except for the stack operation
-  that created the resource: if that operation rolls back, CloudFormation deletes the resource. Either keeps it
-  when the stack is deleted, so a fixed name blocks creating the stack again after a teardown.
-- CloudFormation User Guide, "Name type": with a custom name a resource cannot be replaced, and the name is taken
-  while any resource holds it, so a create that names a kept one fails ("already exists"; ECR:
-  RepositoryAlreadyExistsException, botocore data/ecr/2015-09-21/service-2.json CreateRepository). Without a
-  name CloudFormation generates a unique one per create.
-- EC2 User Guide, "Work with instance user data": "User data is limited to 16 KB, in raw form, before it is
-  base64-encoded".
+Facts they rest on: Retain and RetainExceptOnCreate both keep a resource when its stack is deleted
+(CloudFormation User Guide, "DeletionPolicy attribute"), and a kept custom name blocks the next create ("Name
+type"; ECR: RepositoryAlreadyExistsException, botocore data/ecr/2015-09-21/service-2.json CreateRepository),
+so kept resources go unnamed; "User data is limited to 16 KB, in raw form, before it is base64-encoded" (EC2
+User Guide, "Work with instance user data").
 """
 
 from __future__ import annotations

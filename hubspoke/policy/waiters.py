@@ -1,25 +1,15 @@
 """A custom resource's provider waiter must give up before CloudFormation does: the rule, self-contained.
 
-Facts it rests on:
-- CloudFormation waits for a custom resource's answer for its ServiceTimeout, "an integer from 1 to 3600"
-  seconds, 3600 when absent (AWS::CloudFormation::CustomResource, ServiceTimeout). Past it the resource fails
-  with a timeout that says nothing of what the provider was waiting for.
-- aws-cdk-lib's Provider (custom_resources, 2.275) polls isComplete from a Step Functions state machine whose
-  ARN its onEvent function reads from the environment variable WAITER_STATE_MACHINE_ARN
-  (custom-resources/lib/provider-framework/provider.js); the wait is that machine's Retry policy, with
-  maxAttempts = totalTimeout / queryInterval and BackoffRate 1 (provider-framework/util.js,
-  calculateRetryPolicy). Its totalTimeout doc: "The maximum timeout is 1 hour".
-- A Retry's sleeps are IntervalSeconds x BackoffRate^n for n = 0 .. MaxAttempts-1, each capped at
-  MaxDelaySeconds; the defaults are 1 s, 3 attempts and a rate of 2.0 (Step Functions developer guide,
-  "Handling errors in Step Functions workflows", retrier fields).
-- The sleeps are not the wait: every attempt also runs the user's isComplete function (the framework's
-  functions read its ARN from USER_IS_COMPLETE_FUNCTION_ARN, and its onEvent from USER_ON_EVENT_FUNCTION_ARN),
-  for up to that function's Timeout (Lambda: 3 s when absent, AWS::Lambda::Function Timeout). The worst case is
-  the onEvent run, then a first attempt and each retry's sleep and attempt.
-- hubspoke's own convention: a custom resource carrying WaitSeconds is served by a handler that ends the whole
-  request within that many seconds of its onEvent, whatever the retry count says (the CNQ provisioner's
-  is_complete and the HyperPod nodes-ready waiter's budget_left; their tests hold them to it). For such a
-  resource the wait is the smaller of the two.
+CloudFormation waits up to ServiceTimeout, 1 to 3600 s, 3600 when absent
+(AWS::CloudFormation::CustomResource), then fails saying nothing of what was awaited. The Provider
+(aws-cdk-lib 2.275 custom_resources, totalTimeout at most 1 hour; provider.js WAITER_STATE_MACHINE_ARN,
+util.js calculateRetryPolicy) waits by a Step Functions Retry with maxAttempts = totalTimeout / queryInterval
+and BackoffRate 1; sleeps are IntervalSeconds x BackoffRate^n capped at MaxDelaySeconds, defaults 1 s, 3 and
+2.0 (Step Functions developer guide, "Handling errors in Step Functions workflows"). Each attempt also runs
+the user's isComplete (USER_IS_COMPLETE_FUNCTION_ARN, after onEvent's USER_ON_EVENT_FUNCTION_ARN) for up to
+its Timeout (3 s when absent, AWS::Lambda::Function Timeout). A resource carrying WaitSeconds is ours: its
+handler ends the request within that many seconds of onEvent (the CNQ provisioner's is_complete, nodes-ready's
+budget_left), so its wait is the smaller.
 """
 
 from __future__ import annotations
