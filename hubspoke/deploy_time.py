@@ -24,7 +24,7 @@ CHART_INSTALL_BOUND_MINUTES = 14
 NODE_WAIT_MINUTES = 55
 # New instances run deep health checks "for about 2 hours" (SageMaker developer guide, "Recommended resiliency
 # configuration", sagemaker-hyperpod-eks-resiliency-config-tips.html, stored in ja_jp: "約 2 時間"). ASSUMED: the
-# margin covers "about" and InstanceConnectivity's NCCL tests, which no page times.
+# margin covers "about"; ASSUMED too for InstanceConnectivity's NCCL tests, which no page times.
 DEEP_HEALTH_CHECK_MINUTES = 120
 DEEP_HEALTH_CHECK_MARGIN = 0.25
 # Between "Launched" (every node past Pending, so its checks have begun) and the final "Running" wait, enough

@@ -25,7 +25,8 @@ OPERATOR_ADDONS: tuple[str, ...] = (CERT_MANAGER, TRAINING_OPERATOR, CLOUDWATCH_
 ADDONS: tuple[str, ...] = CORE_ADDONS + OPERATOR_ADDONS
 
 # HyperPod's EKS Kubernetes versions (SageMaker developer guide, "Getting started with Amazon EKS support in
-# SageMaker HyperPod", read 2026-12-01): a dated list, so preflight warns outside it rather than refusing.
+# SageMaker HyperPod", "Kubernetes version support", read 2026-12-01): a dated list, so preflight warns
+# outside it rather than refusing.
 HYPERPOD_KUBERNETES_VERSIONS: frozenset[str] = frozenset({"1.30", "1.31", "1.32", "1.33", "1.34", "1.35"})
 
 # 1.35: HyperPod lists it and its EKS standard support runs to 2027-03-27 (EKS User Guide, "Understand the
@@ -57,8 +58,8 @@ KUBECTL_SKEW: tuple[str, ...] = ("1.33", "1.34", "1.35")
 
 # Pins per Kubernetes minor, one set per version an upgrade passes through (docs/decisions.md, "EKS add-on
 # pins"). ASSUMED: vpc-cni's 1.33 build is offered for 1.34 and 1.35 (preflight's "eks add-on versions" row
-# checks), and amazon-cloudwatch-observability build 1 for 1.33 (aws-observability/helm-charts@71a298ff
-# RELEASE_NOTES).
+# checks; docs/runbooks/compute.md, "Pinned EKS add-on versions"); ASSUMED: amazon-cloudwatch-observability
+# build 1 for 1.33 (aws-observability/helm-charts@71a298ff RELEASE_NOTES).
 VERSIONED: dict[str, dict[str, str]] = {
     "1.33": {
         VPC_CNI: "v1.20.1-eksbuild.3",

@@ -56,8 +56,9 @@ _US_PAIR = ("us-east-2", "us-west-2")
 PRICES: tuple[ListPrice, ...] = (
     # HyperPod bills an allocated instance, idle or not (SageMaker developer guide, "SageMaker HyperPod
     # references", "Service billing"). ml.p5.48xlarge's $98.32 predates the June 2025 P5 cut of "up to 45%"
-    # (usage.ai, costnimbus.com; awsnegotiations.com still quotes it, 2026): ASSUMED and likely high
-    # (docs/decisions.md, "Quoted run-rates"); re-read the SageMaker pricing page.
+    # (usage.ai, "LLM Cost Optimization on AWS"; costnimbus.com, "GPU cost management"; awsnegotiations.com
+    # still quotes it, 2026): ASSUMED and likely high (docs/decisions.md, "Quoted run-rates"); re-read the
+    # SageMaker pricing page.
     *(
         ListPrice(
             "hyperpod",
