@@ -1,9 +1,8 @@
 """The cache-prewarm Job for a spoke Region: workload/prewarm.py driving Qumulo fetch-data over one pinned version.
 
-The Job talks to the spoke cluster's REST API only; it does not mount the dataset. Its resume journal lives
-on the Region's checkpoint volume, not in a ConfigMap: the journal grows with the file count (a ConfigMap stops
-at 1 MiB), it is appended to every few seconds (each ConfigMap update is an etcd write and needs RBAC for
-the pod), and the checkpoint volume is already Region-local, read-write for every pod, and survives the Job.
+It talks to the spoke cluster's REST API only, without mounting the dataset; its resume journal lives on the
+Region's checkpoint volume, not in a ConfigMap (1 MiB cap, an etcd write per update: docs/decisions.md,
+"Prewarm's journal").
 """
 
 from __future__ import annotations
