@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from functools import cache
 
-# The services whose customizations are transcribed here: those the docs run. A command of any other service is
+# The services whose customizations are transcribed here: those the docs and hubspoke's printed fixes run (account:
+# verify's opt-in Region row; handlers_registry.py names no `account` entry). A command of any other service is
 # refused until its entries below are added from the same file.
 TRANSCRIBED_SERVICES = frozenset({
-    "cloudformation", "cloudwatch", "configure", "ec2", "eks", "iam", "kms", "logs", "resourcegroupstaggingapi",
+    "account", "cloudformation", "cloudwatch", "configure", "ec2", "eks", "iam", "kms", "logs", "resourcegroupstaggingapi",
     "s3", "s3api", "sagemaker", "secretsmanager", "service-quotas", "ssm", "sts",
 })  # fmt: skip
 # module -> the argument tables of those services it changes ("<cli service>.<cli operation>", "<service>.*", "*").
