@@ -191,7 +191,8 @@ def test_the_fast_tier_judges_shipped_configs_in_full_exercised_ones_where_their
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """docs/development.md, "Tests": `make test-fast` (`-m "not thorough"`) runs Control Tower over every template
-    of config/*.yaml, over a spoke in another account's Network, PeerAccess and Link stacks, over the spoke's
+    of config/*.yaml, over a spoke in another account's Network, PeerAccess and Link stacks and the hub's Network
+    stack (its reader role for that account), over the spoke's
     Compute stack of options() (its public endpoint, CT.EKS.PR.1) and the hub's Storage stack of varied() (its
     i7i nodes, CT.EC2.PR.16 and 19), and over nothing of a config a test makes for a topology; any other selection
     (`make test-thorough`, a file run on its own) judges every template the tests make. A synth judged in part
@@ -202,10 +203,11 @@ def test_the_fast_tier_judges_shipped_configs_in_full_exercised_ones_where_their
     exercised = {
         frozenset({"compute-us-west-2"}): load(write_config(tmp_path, options(), "options.yaml")).config,
         frozenset({"storage-us-east-2"}): load(write_config(tmp_path, varied(), "varied.yaml")).config,
-        # A spoke in another account: where its account lands.
-        frozenset({"network-eu-west-1", "peer-access-eu-west-1", "link-eu-west-1"}): _a_topology_of_its_own(
-            tmp_path, account=SPOKE_ACCOUNT
-        ),
+        # A spoke in another account: where its account lands, and the hub's Network stack, which carries CDK's
+        # reader role for that account (weak references).
+        frozenset(
+            {"network-eu-west-1", "peer-access-eu-west-1", "link-eu-west-1", "network-us-east-2"}
+        ): _a_topology_of_its_own(tmp_path, account=SPOKE_ACCOUNT),
     }
     topology = _a_topology_of_its_own(tmp_path)
     keys = {}
