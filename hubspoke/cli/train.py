@@ -354,7 +354,14 @@ def _build(args: argparse.Namespace, config: HubSpokeConfig, region: RegionConfi
 def _submit(
     args: argparse.Namespace, found: Any, plan: Plan, login: dict[str, str] | None, runner: Runner
 ) -> int:
-    from hubspoke.cli.train_jobs import BATCH_JOB, PYTORCH_JOB, stop_pods, submit_and_follow
+    from hubspoke.cli.train_jobs import (
+        BATCH_JOB,
+        PYTORCH_JOB,
+        JobFailed,
+        follow_command,
+        stop_pods,
+        submit_and_follow,
+    )
     from hubspoke.cli.tunnel import open_cluster
     from hubspoke.k8s.names import NAMESPACE
     from hubspoke.k8s.prewarm import QUMULO_SECRET
@@ -387,9 +394,21 @@ def _submit(
                 cluster, [plan.training], kind=PYTORCH_JOB, what="training job", keep_succeeded=True,
                 poll_seconds=poll, nodes=nodes,
             )  # fmt: skip
-        except StepFailed:
+        except JobFailed:
+            # Only a run the operator reports Failed frees its GPUs. A running run's deleted pods are recreated by the
+            # operator (training-operator pkg/controller.v1/common/pod.go ReconcilePods creates missing replicas): a
+            # restart from the last checkpoint, so kubectl's or the tunnel's failure deletes nothing.
             stop_pods(cluster, name)
             raise
+        except StepFailed as exc:
+            follow = follow_command(PYTORCH_JOB, name, nodes)
+            connect = shlex.join(
+                ["hubspoke", "connect", "--config", str(args.config), "--region", found.region]
+            )
+            raise StepFailed(
+                f"{exc}\n  the training job {name}, if submitted, is left running: follow it through `{connect}`'s "
+                f"steps with `{follow}`, or run hubspoke train again (it follows a running job, never resubmits it)"
+            ) from None
         submit_and_follow(
             cluster, plan.export, kind=BATCH_JOB, what="export Job", keep_succeeded=False, poll_seconds=poll
         )

@@ -9,6 +9,7 @@ means one or more ... reached phase failed with no restarting").
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,6 +25,11 @@ POD_RUNNING_TIMEOUT = "15m"
 # The label the training operator puts on every pod of a job, valued with the job's name (training-operator
 # pkg/apis/kubeflow.org/v1 common_types.go, JobNameLabel).
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+
+
+class JobFailed(StepFailed):
+    """The job itself reported failure (its Failed condition), as opposed to kubectl or the tunnel failing while
+    the job may still run."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,11 @@ def _logs(kind: Kind, name: str, nodes: int) -> list[str]:
     return [f"--selector={JOB_NAME_LABEL}={name}", "--prefix", f"--max-log-requests={max(nodes, 1)}"]
 
 
+def follow_command(kind: Kind, name: str, nodes: int) -> str:
+    """The kubectl command a person runs to follow the job's log (after `hubspoke connect`'s steps)."""
+    return shlex.join(["kubectl", "logs", "--follow", *_logs(kind, name, nodes), "--namespace", NAMESPACE])
+
+
 def submit_and_follow(
     cluster: Cluster,
     manifests: Sequence[dict[str, Any]],
@@ -80,7 +91,7 @@ def submit_and_follow(
     nodes: int = 1,
 ) -> None:
     """Apply `manifests` (the last is the one followed) unless a run of it is under way, follow its log and
-    status until it ends; StepFailed when it failed. A finished one is replaced (its pod template cannot change:
+    status until it ends; JobFailed when it failed, StepFailed when kubectl or the tunnel did. A finished one is replaced (its pod template cannot change:
     Kubernetes API, Job spec.template is immutable), except a succeeded one when `keep_succeeded`."""
     job = manifests[-1]
     name = job["metadata"]["name"]
@@ -111,7 +122,7 @@ def submit_and_follow(
             print(f"{what} {name} succeeded", flush=True)
             return
         if now == "failed":
-            raise StepFailed(f"{what} {name} failed (its log is above)")
+            raise JobFailed(f"{what} {name} failed (its log is above)")
         if now is None:
             raise StepFailed(f"{what} {name} is gone (deleted while it ran?): run this again")
         # The log streams to the terminal; after a reconnect only what is new (--since-time, RFC 3339).

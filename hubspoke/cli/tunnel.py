@@ -29,6 +29,11 @@ from hubspoke.cli.connect import Steps
 # How long the tunnel may take to accept connections: the plugin starts a session, then listens. ASSUMED (no AWS
 # page gives a start-up time); a slow start fails with the plugin's own output, and a rerun continues.
 OPEN_SECONDS = 60
+# How long each stop signal is given before the next: ASSUMED (no source gives the plugin's shutdown time; it sends
+# TerminateSession and exits).
+STOP_SECONDS = 10
+# How much of the tunnel's log a failure shows.
+LOG_TAIL_LINES = 20
 
 
 class StepFailed(Exception):
@@ -54,10 +59,16 @@ class Runner:
         except FileNotFoundError:
             raise StepFailed(f"{argv[0]} is not on PATH: install it (docs/getting-started.md)") from None
 
-    def start(self, argv: Sequence[str]) -> Background:
+    def start(self, argv: Sequence[str], *, log: Path) -> Background:
+        """`argv` left running, its output (stdout and stderr) written to `log`, never the terminal."""
         try:
-            # Its own process group: `aws ssm start-session` runs session-manager-plugin as a child, and stop() ends both.
-            process = subprocess.Popen(list(argv), start_new_session=True)
+            with log.open("ab") as out:
+                # Its own process group: `aws ssm start-session` runs session-manager-plugin as a child, and stop()
+                # signals both.
+                process = subprocess.Popen(
+                    list(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )  # fmt: skip
         except FileNotFoundError:
             raise StepFailed(f"{argv[0]} is not on PATH: install it (docs/getting-started.md)") from None
         return _Process(process)
@@ -86,14 +97,23 @@ class _Process:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        if self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        """SIGINT first: it is what the plugin handles, ending the session (session-manager-plugin
+        sessionutil/control_signals_unix.go ControlSignals = SIGINT, SIGTSTP, SIGQUIT, handled by
+        portsession/basicportforwarding.go handleControlSignals); SIGTERM is not among them, so it is only the
+        fallback, and SIGKILL the last."""
+        for sent in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            if self.process.poll() is not None:
+                return
+            try:
+                os.killpg(self.process.pid, sent)
+            except ProcessLookupError:
+                return
+            try:
+                self.process.wait(timeout=STOP_SECONDS)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+        self.process.wait()
 
 
 def show(argv: Sequence[str]) -> None:
@@ -116,24 +136,35 @@ def with_profile(argv: Sequence[str], profile: str | None) -> list[str]:
 class Tunnel:
     """The Session Manager port forward to the endpoint, reopened when it has dropped."""
 
-    def __init__(self, runner: Runner, argv: list[str], port: int) -> None:
-        self.runner, self.argv, self.port = runner, argv, port
+    def __init__(self, runner: Runner, argv: list[str], port: int, *, log: Path) -> None:
+        self.runner, self.argv, self.port, self.log = runner, argv, port, log
         self.process: Background | None = None
 
     def open(self) -> None:
         show(self.argv)
-        self.process = self.runner.start(self.argv)
+        self.process = self.runner.start(self.argv, log=self.log)
         for _ in range(OPEN_SECONDS):
             if not self.process.running():
                 raise StepFailed(
-                    f"the tunnel ended before it listened on port {self.port} (its output is above): it needs the "
-                    "AWS CLI's Session Manager plugin and ssm:StartSession on the access host"
+                    f"the tunnel ended before it listened on port {self.port}: it needs the AWS CLI's Session "
+                    f"Manager plugin and ssm:StartSession on the access host; its output:{self.tail()}"
                 )
             if self.runner.port_open(self.port):
                 return
             self.runner.sleep(1)
         self.close()
-        raise StepFailed(f"the tunnel did not listen on port {self.port} within {OPEN_SECONDS} s; run again")
+        raise StepFailed(
+            f"the tunnel did not listen on port {self.port} within {OPEN_SECONDS} s; run again; its output:"
+            f"{self.tail()}"
+        )
+
+    def tail(self) -> str:
+        """The last lines the tunnel wrote, indented below a failure's message."""
+        try:
+            lines = self.log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+        except FileNotFoundError:
+            lines = []
+        return "".join(f"\n    {line}" for line in lines) or " (none)"
 
     def up(self) -> bool:
         return self.process is not None and self.process.running()
@@ -182,7 +213,13 @@ def open_cluster(steps: Steps, *, runner: Runner, profile: str | None) -> Iterat
         ):
             show(argv)
             checked(runner.run(argv), argv)
-        tunnel = Tunnel(runner, with_profile(shlex.split(steps.tunnel), profile), steps.local_port)
+        # Its output goes to a file beside the kubeconfig, so it never mixes into the followed logs.
+        tunnel = Tunnel(
+            runner,
+            with_profile(shlex.split(steps.tunnel), profile),
+            steps.local_port,
+            log=Path(home) / "tunnel.log",
+        )
         try:
             tunnel.open()
             yield Cluster(runner, tunnel, kubeconfig, steps.context)

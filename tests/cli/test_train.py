@@ -200,3 +200,47 @@ def test_dry_run_prints_commands_as_comments_and_manifests_and_runs_nothing(
     ]  # fmt: skip
     kinds = [d["kind"] for d in yaml.safe_load_all(out) if d]
     assert kinds == ["Job", "PyTorchJob", "ServiceAccount", "Job"]
+
+
+def test_kubectl_failing_while_the_run_runs_deletes_no_pods_and_says_how_to_follow_it(
+    world: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `kubectl get` that exits 1 with the tunnel up (an API server timeout) says nothing of the job: its pods
+    are left running, since the training operator recreates deleted pods of a running job (training-operator
+    pkg/controller.v1/common/pod.go ReconcilePods), which would restart the run from its last checkpoint."""
+
+    def running_run() -> FakeCluster:
+        runner = FakeCluster()
+        runner.outcomes["hubspoke-reference"] = [PYTORCH_RUNNING, PYTORCH_RUNNING, PYTORCH_DONE]
+        return runner
+
+    probe = running_run()
+    assert train(world, probe, "--image", IMAGE) == 0
+    reads = [
+        i for i, c in enumerate(probe.kubectl_calls) if c[:3] == ["get", "pytorchjob", "hubspoke-reference"]
+    ]
+    runner = running_run()
+    # The third status read, the run still running, times out.
+    runner.kubectl_fails[reads[2]] = "Unable to connect to the server: net/http: TLS handshake timeout"
+    capsys.readouterr()
+    assert train(world, runner, "--image", IMAGE) == 1
+    assert not [c for c in runner.kubectl_calls if c[:2] == ["delete", "pods"]]
+    assert [t.up for t in runner.tunnels] == [False]
+    err = capsys.readouterr().err
+    assert "TLS handshake timeout" in err
+    assert "kubectl logs --follow --selector=training.kubeflow.org/job-name=hubspoke-reference" in err
+    assert "hubspoke train again" in err
+
+
+def test_the_tunnels_output_goes_to_a_file_and_shows_only_when_it_fails(
+    world: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runner = FakeCluster()
+    assert train(world, runner, "--image", IMAGE) == 0
+    assert "Starting session with SessionId" not in "".join(capsys.readouterr())
+    failing = FakeCluster()
+    failing.tunnel_starts = False
+    failing.tunnel_says = "SessionManagerPlugin is not found."
+    assert train(world, failing, "--image", IMAGE) == 1
+    err = capsys.readouterr().err
+    assert "SessionManagerPlugin is not found." in err and "Starting session" in err

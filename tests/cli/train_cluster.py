@@ -33,8 +33,8 @@ PORT = 18443
 
 
 class FakeTunnel:
-    def __init__(self) -> None:
-        self.up = True
+    def __init__(self, *, up: bool = True) -> None:
+        self.up = up
 
     def running(self) -> bool:
         return self.up
@@ -59,6 +59,12 @@ class FakeCluster(Runner):
         self.outcomes: dict[str, list[dict[str, Any]]] = {}
         self.record, self.image, self.build_ok = record, image, build_ok
         self.drop_tunnel_at: int | None = None  # the kubectl call before which the tunnel drops
+        # kubectl call number -> the stderr it exits 1 with, the tunnel staying up (the API server refused or
+        # timed out).
+        self.kubectl_fails: dict[int, str] = {}
+        self.tunnel_logs: list[Path] = []
+        self.tunnel_starts = True  # False: the tunnel process ends before it listens
+        self.tunnel_says = f"Port {PORT} opened for sessionId hubspoke."
 
     # ----- Runner
     def run(
@@ -79,11 +85,18 @@ class FakeCluster(Runner):
             self.tunnels[-1].up = False
         if not (self.tunnels and self.tunnels[-1].up):
             return _done(False, err="The connection to the server localhost:18443 was refused")
+        if (said := self.kubectl_fails.pop(len(self.kubectl_calls) - 1, None)) is not None:
+            return _done(False, err=said)
         return self._kubectl(argv[5:], stdin)
 
-    def start(self, argv: Sequence[str]) -> FakeTunnel:
+    def start(self, argv: Sequence[str], *, log: Path) -> FakeTunnel:
         self.calls.append(list(argv))
-        self.tunnels.append(FakeTunnel())
+        self.tunnel_logs.append(log)
+        # What the plugin prints when it opens a port forward ("Starting session with SessionId: ..." and "Port N
+        # opened for sessionId ...": Systems Manager User Guide, "Start a session", port forwarding example).
+        with log.open("a") as out:
+            out.write(f"Starting session with SessionId: hubspoke-{len(self.tunnels)}\n{self.tunnel_says}\n")
+        self.tunnels.append(FakeTunnel(up=self.tunnel_starts))
         return self.tunnels[-1]
 
     def free_port(self) -> int:
