@@ -167,7 +167,7 @@ def build_plan(
             "not_counted": NOT_COUNTED,
         },
         "commands": {
-            "bootstrap": _bootstrap_commands(config, stacks),
+            "bootstrap": _bootstrap_commands(config, stacks, config_path),
             "review": cdk_command("diff", config_path, f"{stage}/*"),
             "deploy_all": cdk_command(
                 "deploy", config_path, *NO_APPROVAL, "--concurrency", str(concurrency), f"{stage}/*"
@@ -203,8 +203,10 @@ def _groups(region: RegionConfig) -> str:
     return ", ".join(f"{g.count} x {g.instance_type}" for g in region.compute.instance_groups)
 
 
-def _bootstrap_commands(config: HubSpokeConfig, stacks: list[StackPlan]) -> list[str]:
-    """One `cdk bootstrap` per account and Region pair; other accounts trust the environment's account."""
+def _bootstrap_commands(config: HubSpokeConfig, stacks: list[StackPlan], config_path: str) -> list[str]:
+    """One `cdk bootstrap` per account and Region pair; other accounts trust the environment's account. With
+    cdk.json present the CLI synthesizes the app even for named environments (aws-cdk 2.1148.1 lib/index.js,
+    CdkToolkit.defineEnvironments), so `-c config=` names this environment's config alone."""
     pairs = list(dict.fromkeys((p.account, p.region) for p in stacks))
     commands = []
     for account, region in pairs:
@@ -216,7 +218,7 @@ def _bootstrap_commands(config: HubSpokeConfig, stacks: list[StackPlan]) -> list
                 "--cloudformation-execution-policies",
                 _TRUSTED_EXECUTION_POLICY,
             )
-        commands.append(shlex.join(("npx", "cdk", "bootstrap", f"aws://{account}/{region}", *extra)))
+        commands.append(cdk_command("bootstrap", config_path, f"aws://{account}/{region}", *extra))
     return commands
 
 

@@ -84,9 +84,9 @@ class FakeCdk:
     def __call__(self, argv: Sequence[str], on_line: Callable[[str], None]) -> int:
         self.calls.append(list(argv))
         if argv[2] == "bootstrap":
-            region = argv[3].rsplit("/", 1)[1]
-            bootstrap_in_moto(region)
-            on_line(f" ✅  Environment {argv[3]} bootstrapped.")
+            target = next(a for a in argv if a.startswith("aws://"))
+            bootstrap_in_moto(target.rsplit("/", 1)[1])
+            on_line(f" ✅  Environment {target} bootstrapped.")
             return 0
         for n, selector in enumerate(self.stacks, start=1):
             name = selector.replace("/", "-")
@@ -125,8 +125,11 @@ def never(*_: Any) -> Any:
     raise AssertionError("called")
 
 
-def bootstrap(region: str, account: str = ACCOUNT) -> list[str]:
-    return ["npx", "cdk", "bootstrap", f"aws://{account}/{region}"]
+def bootstrap(region: str, account: str = ACCOUNT, config: Path = DEV) -> list[str]:
+    """With cdk.json present `cdk bootstrap` synthesizes the app even for a named environment (aws-cdk 2.1148.1,
+    node_modules/aws-cdk/lib/index.js, CdkToolkit.defineEnvironments: `if (this.props.cloudExecutable.hasApp)`),
+    and app.py without `-c config=` builds every config/*.yaml: so bootstrap names the one config."""
+    return ["npx", "cdk", "bootstrap", "-c", f"config={config}", f"aws://{account}/{region}"]
 
 
 DEPLOY = ["npx", "cdk", "deploy", "-c", f"config={DEV}", "--require-approval", "never", "--concurrency", "3"]
@@ -266,7 +269,7 @@ def test_another_accounts_pair_is_named_with_its_bootstrap_command(aws: None, tm
     code, out, _ = run(config, never)
     assert code == 1
     assert (
-        f"npx cdk bootstrap aws://{OTHER}/us-west-2 --trust {ACCOUNT} --cloudformation-execution-policies "
+        f"npx cdk bootstrap -c config={config} aws://{OTHER}/us-west-2 --trust {ACCOUNT} --cloudformation-execution-policies "
         f"arn:aws:iam::aws:policy/AdministratorAccess --profile <a profile of {OTHER}>"
     ) in out
     assert f"{PARAMETER} not found" in out

@@ -75,11 +75,17 @@ def test_bootstrap_once_per_account_and_region_with_trust_across_accounts(
     ]
     data = _plan(tmp_path, capsys, spokes=spokes)
     commands = [shlex.split(c) for c in data["commands"]["bootstrap"]]
-    targets = [c[3] for c in commands]
+    targets = [next(a for a in c if a.startswith("aws://")) for c in commands]
     pairs = {f"aws://{s['account']}/{s['region']}" for s in data["stacks"]}
     assert sorted(targets) == sorted(pairs)
-    for argv in commands:
-        other_account = not argv[3].startswith("aws://123456789012/")
+    for argv, target in zip(commands, targets, strict=True):
+        # With cdk.json the CLI synthesizes the app to bootstrap even a named environment (aws-cdk 2.1148.1
+        # lib/index.js, CdkToolkit.defineEnvironments), and app.py alone builds every config/*.yaml: name one.
+        assert (
+            argv[:3] == ["npx", "cdk", "bootstrap"]
+            and argv[argv.index("-c") + 1] == f"config={tmp_path / 'env.yaml'}"
+        )
+        other_account = not target.startswith("aws://123456789012/")
         assert ("--trust" in argv) == other_account
         if other_account:
             assert argv[argv.index("--trust") + 1] == "123456789012"
