@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -42,6 +43,11 @@ Pair = tuple[str, str]
 
 class Refusal(Exception):
     """Something to fix before deploying: printed as one line, exit 2."""
+
+
+class Unreachable(Exception):
+    """AWS could not be asked, or refused for a reason other than the input (throttling, a network error): printed
+    as one line, exit 1, since exit 2 is bad input's."""
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
@@ -107,6 +113,9 @@ def run(
         return fail(f"--profile: {exc}; list profiles with `aws configure list-profiles`")
     except Refusal as exc:
         return fail(str(exc))
+    except Unreachable as exc:
+        print(f"hubspoke deploy: {exc}; run again: {again}", file=sys.stderr)
+        return 1
     foreign = {pair: why for pair, why in need.items() if pair[0] != config.account}
     if foreign:
         print("hubspoke deploy: another account must be bootstrapped with its own credentials first:")
@@ -187,7 +196,8 @@ def _unbootstrapped(config: HubSpokeConfig, clients: Clients, pairs: Sequence[Pa
 
 
 def _ask(region: str, call: Any) -> Any:
-    """`call()`, with AWS's refusals turned into one-line Refusals (an opt-in Region not enabled among them)."""
+    """`call()`, with AWS's answers turned into one line: a Refusal for what the user fixes (no credentials, an
+    opt-in Region not enabled), Unreachable for the rest."""
     try:
         return call()
     except NoCredentialsError:
@@ -196,9 +206,10 @@ def _ask(region: str, call: Any) -> Any:
         # STS refuses every token in an opt-in Region the account has not enabled (regions.opt_in_note).
         if is_opt_in(region) and error_code(exc) in ("InvalidClientTokenId", "UnrecognizedClientException"):
             raise Refusal(f"{region}: {opt_in_note([region])}") from None
-        raise Refusal(f"{region}: {exc}") from None
+        raise Unreachable(f"{region}: {exc}") from None
     except BotoCoreError as exc:
-        raise Refusal(f"{region}: {exc}") from None
+        # Endpoint, connection and read-timeout errors are BotoCoreErrors (botocore/exceptions.py).
+        raise Unreachable(f"{region}: {exc}") from None
 
 
 def _own_reason(cfn: Any, ssm: Any) -> str | None:

@@ -29,7 +29,7 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, EndpointConnectionError
 from moto import mock_aws
 
 from hubspoke.cli import deploy
@@ -258,6 +258,32 @@ def test_an_opt_in_region_not_enabled_is_one_line_and_exit_2(aws: None, tmp_path
     code, out, err = run(config, never, clients=clients)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "aws account enable-region --region-name ap-east-1" in err
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        # The throttling code AWS answers (AWS SDKs and Tools Reference Guide, "Retry behavior": Throttling).
+        ClientError({"Error": {"Code": "Throttling", "Message": "Rate exceeded"}}, "DescribeStacks"),
+        EndpointConnectionError(endpoint_url="https://cloudformation.us-west-2.amazonaws.com/"),
+    ],
+    ids=["throttled", "no-network"],
+)
+def test_aws_throttling_or_unreachable_is_one_line_and_exit_1_not_the_bad_input_2(
+    aws: None, error: Exception
+) -> None:
+    """Exit 2 is reserved for bad input (hubspoke/cli/output.py, fail); a throttled or unreachable AWS is not input."""
+
+    def clients(service: str, region: str) -> Any:
+        if region == "us-west-2":
+            raise error
+        return boto3.client(service, region_name=region)
+
+    code, out, err = run(DEV, never, clients=clients)
+    assert code == 1 and out == ""
+    assert (
+        err.count("\n") == 1 and "us-west-2:" in err and f"run again: hubspoke deploy --config {DEV}" in err
+    )
 
 
 def test_another_accounts_pair_is_named_with_its_bootstrap_command(aws: None, tmp_path: Path) -> None:
