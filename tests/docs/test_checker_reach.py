@@ -183,7 +183,9 @@ def test_a_stack_output_the_docs_query_must_exist() -> None:
     filters on a name no stack outputs reads null (JMESPath) and prints nothing."""
     query = "aws cloudformation describe-stacks --region us-west-2 --stack-name <stack> --query"
     assert _problems(f"{query} \"Stacks[0].Outputs[?OutputKey=='FloatingIps'].OutputValue\"") == []
-    assert _problems(f"{query} \"Stacks[0].Outputs[?OutputKey=='PrivateRouteTableUse2Az1'].OutputValue\"") == []
+    assert (
+        _problems(f"{query} \"Stacks[0].Outputs[?OutputKey=='PrivateRouteTableUse2Az1'].OutputValue\"") == []
+    )
     _refused(f"{query} \"Stacks[0].Outputs[?OutputKey=='FloatingIp'].OutputValue\"", "no hubspoke stack")
 
 
