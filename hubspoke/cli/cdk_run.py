@@ -29,9 +29,12 @@ class Runner(Protocol):
 def subprocess_runner(argv: Sequence[str], on_line: Callable[[str], None]) -> int:
     """The real runner: the command as a child process, its merged output read line by line as it comes."""
     try:
+        # UTF-8 whatever the locale: the CLI prints ✅/❌ (aws-cdk 2.1148.1 lib/index.js, CdkToolkit's deploy); a
+        # stray undecodable byte becomes U+FFFD instead of ending the deploy's output with a traceback.
         child = subprocess.Popen(
-            list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-        )
+            list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, encoding="utf-8", errors="replace",
+            bufsize=1,
+        )  # fmt: skip
     except FileNotFoundError:
         on_line(f"{argv[0]}: not found; run `make setup`, then `export PATH=$PWD/node_modules/.bin:$PATH`")
         return 127

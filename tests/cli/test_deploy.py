@@ -348,3 +348,12 @@ def test_the_real_runner_streams_both_streams_and_returns_the_exit_code() -> Non
     assert lines == ["out", "err"]
     assert subprocess_runner(["/nonexistent/npx"], lines.append) == 127
     assert "not found" in lines[-1]
+
+
+def test_the_real_runner_reads_utf_8_and_replaces_bad_bytes() -> None:
+    """The CLI's markers are UTF-8 ✅ and ❌ (aws-cdk 2.1148.1 node_modules/aws-cdk/lib/index.js, CdkToolkit's
+    deploy); a byte that is not UTF-8 (0xff never is: RFC 3629, section 1) must not end the run with a traceback."""
+    lines: list[str] = []
+    script = "import sys; sys.stdout.buffer.write(b'\\xe2\\x9c\\x85  hubspoke-dev/x\\n\\xff\\n')"
+    assert subprocess_runner([sys.executable, "-c", script], lines.append) == 0
+    assert lines == ["\u2705  hubspoke-dev/x", "\ufffd"]
