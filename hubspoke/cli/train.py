@@ -373,12 +373,9 @@ def _submit(
         if plan.prewarm:
             assert login is not None
             secret = {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": QUMULO_SECRET, "namespace": NAMESPACE},
-                "type": "Opaque",
-                "stringData": login,
-            }
+                "apiVersion": "v1", "kind": "Secret", "metadata": {"name": QUMULO_SECRET, "namespace": NAMESPACE},
+                "type": "Opaque", "stringData": login,
+            }  # fmt: skip
             # The login goes on stdin, never onto a command line (the runbook's `create secret | apply`, in one).
             cluster.checked("apply", "--filename", "-", stdin=yaml.safe_dump(secret))
             submit_and_follow(
@@ -406,7 +403,7 @@ def _submit(
                 ["hubspoke", "connect", "--config", str(args.config), "--region", found.region]
             )
             raise StepFailed(
-                f"{exc}\n  the training job {name}, if submitted, is left running: follow it through `{connect}`'s "
+                f"{exc}\n  nothing of the training job {name} was deleted: if it runs, follow it through `{connect}`'s "
                 f"steps with `{follow}`, or run hubspoke train again (it follows a running job, never resubmits it)"
             ) from None
         submit_and_follow(
