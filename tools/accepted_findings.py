@@ -9,7 +9,6 @@ the Stage, the top of the package's layers.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import re
 import sys
@@ -130,31 +129,23 @@ def render(found: dict[str, list[Any]]) -> str:
 
 
 def splice(document: str, table: str) -> str:
-    start, end = document.find(BEGIN), document.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"the markers {BEGIN!r} and {END!r} are missing")
-    return document[:start] + table + document[end + len(END) :]
+    """The document with its generated table replaced by `table`."""
+    from hubspoke import docblock
+
+    return docblock.splice(document, table, begin=BEGIN)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--check", action="store_true", help="exit 1 when the file is not what it renders to")
-    parser.add_argument("path", nargs="?", type=Path, default=POLICY)
-    args = parser.parse_args(argv)
-    current = args.path.read_text()
-    try:
-        wanted = splice(current, render(acknowledgments()))
-    except ValueError as error:
-        print(f"{args.path}: {error}; put them around the accepted-findings table", file=sys.stderr)
-        return 2
-    if args.check:
-        if current != wanted:
-            print(f"{args.path} is out of date with the acknowledgments: run `{COMMAND}`", file=sys.stderr)
-            return 1
-        return 0
-    if current != wanted:
-        args.path.write_text(wanted)
-    return 0
+    from hubspoke import docblock
+
+    return docblock.main(
+        argv,
+        description=__doc__.splitlines()[0] if __doc__ else None,
+        page=POLICY,
+        spliced=lambda document: splice(document, render(acknowledgments())),
+        where="around the accepted-findings table",
+        stale=f"is out of date with the acknowledgments: run `{COMMAND}`",
+    )
 
 
 if __name__ == "__main__":
