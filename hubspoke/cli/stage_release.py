@@ -14,10 +14,11 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+from pydantic import TypeAdapter, ValidationError
 
 from hubspoke.cli.checks import CREDENTIALS_FIX, Clients
 from hubspoke.cli.envfile import (
@@ -31,6 +32,7 @@ from hubspoke.cli.envfile import (
 from hubspoke.cli.output import fail
 from hubspoke.cli.preflight.cnq import bundled_sdk_version
 from hubspoke.config import ConfigError, load
+from hubspoke.config.cnq import QumuloCoreConfig
 
 PACKAGE = "qumulo-core.deb"
 HOST_CONFIGURATION = "host_configuration.tar.gz"
@@ -150,8 +152,30 @@ def _plan(target: Target, files: dict[str, tuple[Path, str]], profile: str | Non
     return [with_profile(line, profile) for line in lines]
 
 
+# qumulo_core.version's own rules, so a mistyped --version is refused before anything is read.
+_RELEASE: TypeAdapter[str] = TypeAdapter(Annotated[(str, *QumuloCoreConfig.model_fields["version"].metadata)])
+
+
+def _inputs(config: Path, version: str) -> None:
+    """BadInput when --config is not a file or --version is not a Qumulo Core release number."""
+    if not config.is_file():
+        raise BadInput(
+            f"--config {config}: no such file; give an environment file, or write one with `hubspoke init`"
+        )
+    try:
+        _RELEASE.validate_python(version)
+    except ValidationError as exc:
+        # A release older than the minimum is the config's refusal, worded there (validate_text below).
+        if exc.errors()[0]["type"] == "string_pattern_mismatch":
+            raise BadInput(
+                f"--version {version}: not a Qumulo Core release number; give it as Qumulo Nexus names it, "
+                f"e.g. {bundled_sdk_version()}"
+            ) from None
+
+
 def run(args: argparse.Namespace, *, clients: Clients | None = None) -> int:
     try:
+        _inputs(args.config, args.version)
         files = _files(args.source)
         text, targets = _targets(args.config, args.version)
         pinned = set_in_regions(text, ("storage", "qumulo_core", "version"), args.version)

@@ -282,7 +282,9 @@ def test_a_release_validation_refuses_stages_nothing(
 ) -> None:
     config, downloads, clients = world
     args = parse(config, downloads)
-    args.version = "latest"  # the schema's version pattern: numbers only, e.g. 7.10.2.1
+    args.version = (
+        "7.1.0"  # a release number, older than the 7.9.2.1 config/cnq.py requires (its source there)
+    )
     assert stage_release.run(args, clients=clients) == 2
     assert "qumulo_core.version" in capsys.readouterr().err
     assert clients.calls == Counter()
@@ -330,3 +332,38 @@ def test_through_the_console_entry_point(
     )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and "aws configure" in err
+
+
+def test_a_config_path_that_is_not_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistyped --config is bad input (exit 2, one line naming the file and the fix), not a retryable failure."""
+    (tmp_path / "qumulo-core.deb").write_bytes(DEB)
+    (tmp_path / "host_configuration.tar.gz").write_bytes(HOST)
+    missing = tmp_path / "tema.yaml"
+    assert stage_release.run(parse(missing, tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--config {missing}: no such file" in err and "hubspoke init" in err
+    assert "run the same command again" not in err
+
+
+@pytest.mark.parametrize(
+    ("version", "says"),
+    [
+        ("7.10", "not a Qumulo Core release number"),
+        ("v7.10.2.1", "not a Qumulo Core release number"),
+        ("7.10.2.1.zip", "not a Qumulo Core release number"),
+    ],
+)
+def test_a_version_that_is_not_a_release(
+    version: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nexus names releases like 7.10.2.1 (four numbers, GET /v1/version's form); anything else is refused first."""
+    config = tmp_path / "team.yaml"
+    config.write_text(CONFIG)
+    (tmp_path / "qumulo-core.deb").write_bytes(DEB)
+    (tmp_path / "host_configuration.tar.gz").write_bytes(HOST)
+    args = parse(config, tmp_path, "--dry-run")
+    args.version = version
+    assert stage_release.run(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--version {version}: {says}" in err and "e.g. 7.10.2.1" in err
+    assert config.read_text() == CONFIG
