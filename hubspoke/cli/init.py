@@ -32,6 +32,7 @@ from hubspoke.cli.envfile import (
 from hubspoke.cli.output import fail
 from hubspoke.cli.preflight.cnq import UBUNTU_PARAMETER, bundled_sdk_version
 from hubspoke.config import ConfigError
+from hubspoke.config.fields import _region as region_code  # validate's Region check, with its "did you mean"
 from hubspoke.regions import REGIONS
 
 # IAM User Guide, "IAM identifiers", IAM ARNs: a role session is arn:<partition>:sts::<account>:assumed-role/
@@ -148,6 +149,11 @@ def _ask(args: argparse.Namespace, ask: Callable[[str], str] | None) -> Answers:
         ","
     )
     spokes = [s.strip() for s in spokes if s.strip()]
+    for flag, region in [("--hub-region", hub), *(("--spoke-region", s) for s in spokes)]:
+        try:
+            region_code(region)
+        except ValueError as exc:
+            raise BadInput(f"{flag}: {exc}") from None
     unknown = sorted({hub, *spokes} - set(REGIONS))
     if unknown:
         raise BadInput(f"unknown Region code(s) {', '.join(unknown)}; use codes such as us-west-2")
@@ -345,6 +351,17 @@ def _render(
     )
 
 
+def _placeholders(answers: Answers, administrators: list[str] | None) -> dict[str, Any]:
+    """What a dry run writes where the real run reads AWS: the caller's account and role, each Region's image."""
+    regions = [answers.hub_region, *answers.spoke_regions]
+    return dict(
+        account="<account>",
+        administrators=administrators or ["<the role you are signed in as>"],
+        images={r: "<Ubuntu 24.04 image ID>" for r in regions},
+        caller="<you>",
+    )
+
+
 def run(
     args: argparse.Namespace, *, clients: Clients | None = None, ask: Callable[[str], str] | None = None
 ) -> int:
@@ -356,6 +373,8 @@ def run(
         plan = _plan(answers, args.profile)
         if args.dry_run:
             print("\n".join(plan))
+            print(f"# {answers.output} would read as follows; AWS gives the values in <angle brackets>:")
+            print(_render(answers, **_placeholders(answers, args.administrator), kubernetes=None), end="")
             return 0
         return _run(answers, args, clients or profile_clients(args.profile), plan)
     except BadInput as exc:

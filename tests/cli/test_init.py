@@ -15,6 +15,7 @@ from typing import Any
 
 import boto3
 import pytest
+import yaml
 from botocore.stub import Stubber
 
 from hubspoke.cli import init
@@ -296,4 +297,33 @@ def test_a_dataset_name_the_loader_refuses_writes_nothing(
     argv = [*FLAGS, "--dataset", "c4 llama3/v1", "--output", str(tmp_path / "x.yaml")]
     assert init.run(parse(*argv), clients=role_session()) == 2
     assert "dataset.name" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_mistyped_region_gets_validates_suggestion(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """us-west-2 is a commercial Region code (AWS General Reference, "Regional endpoints"); a typo is one line."""
+    argv = ["--environment", "team", "--hub-region", "us-wset-2", "--spoke-region", "us-west-2"]
+    assert init.run(parse(*argv, "--output", str(tmp_path / "x.yaml"), "--dry-run")) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.count("\n") == 1
+        and "--hub-region: unknown Region code 'us-wset-2'; did you mean us-west-2?" in err
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_dry_run_shows_the_file_with_placeholders_for_what_aws_gives(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    isolate_from_real_aws(monkeypatch, credentials=False)  # any AWS call would fail for want of credentials
+    assert init.run(parse(*FLAGS, "--output", str(tmp_path / "x.yaml"), "--dry-run")) == 0
+    out = capsys.readouterr().out
+    shown = yaml.safe_load(out[out.index("# Environment team") :])
+    assert shown["environment"] == "team" and shown["account"] == "<account>"
+    assert shown["hub"]["region"] == "us-east-2" and [s["region"] for s in shown["spokes"]] == ["us-west-2"]
+    assert shown["hub"]["storage"]["ami_id"] == "<Ubuntu 24.04 image ID>"
+    assert shown["access"]["administrators"] == ["<the role you are signed in as>"]
+    assert shown["ops"]["alarm_emails"] == ["you@example.com"]
     assert list(tmp_path.iterdir()) == []
