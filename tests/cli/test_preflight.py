@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from hubspoke.cli.main import main
@@ -14,6 +15,7 @@ from hubspoke.cli.preflight import run_preflight, session_clients
 from hubspoke.cli.preflight.checks import (
     CLI_BOOTSTRAP_VERSION,
     PEERING_QUOTA_CODE,
+    check_bootstrap,
 )
 from hubspoke.config import HubSpokeConfig, load
 from hubspoke.names import eks_cluster_name
@@ -61,7 +63,7 @@ def test_wrong_account_fails_and_skips_that_regions_checks(world: World, tmp_pat
     assert {r.status for r in account} == {"fail"}
     assert all("111111111111" in r.detail and r.fix for r in account)
     assert not rows_of(results, "sagemaker quota")
-    assert all(r.status == "warn" for r in results if r.check != "account")
+    assert all(r.status == "not checked" for r in results if r.check != "account")
 
 
 # Written here, not imported from hubspoke.cli.preflight.checks. The oldest bootstrap version the templates
@@ -76,16 +78,17 @@ CLI_SHIPS = 33
 @pytest.mark.parametrize(
     ("version", "status"),
     [
-        (None, "fail"),
-        (str(TEMPLATES_NEED - 1), "fail"),
+        (None, "warn"),
+        (str(TEMPLATES_NEED - 1), "warn"),
         (str(TEMPLATES_NEED), "warn"),
         (str(CLI_SHIPS - 1), "warn"),
         (str(CLI_SHIPS), "pass"),
     ],
 )
 def test_bootstrap_missing_or_old(world: World, tmp_path: Path, version: str | None, status: str) -> None:
-    """Both boundaries from both sides: below 6 the templates' own rule would refuse the deploy (fail); from 6
-    they deploy, and below the CLI's 33 a re-bootstrap only brings fixes (warn); 33 passes."""
+    """Both boundaries from both sides: below 6 the templates' own rule would refuse the deploy, but in the
+    environment's own account `hubspoke deploy` bootstraps first (docs/getting-started.md), so it warns and says
+    so; from 6 they deploy, and below the CLI's 33 a re-bootstrap only brings fixes (warn); 33 passes."""
     world.bootstrap("us-east-2")
     if version:
         world.bootstrap("us-west-2", version)
@@ -94,7 +97,30 @@ def test_bootstrap_missing_or_old(world: World, tmp_path: Path, version: str | N
     assert row.status == status
     if status != "pass":
         assert row.fix.startswith("npx cdk bootstrap aws://123456789012/us-west-2")
+    if version is None or int(version) < TEMPLATES_NEED:
+        assert "`hubspoke deploy` bootstraps it" in row.detail
     assert rows_of(results, "cdk bootstrap", "us-east-2")[0].status == "pass"
+
+
+class _NotBootstrapped:
+    """SSM with no bootstrap parameter: GetParameter answers ParameterNotFound (SSM API Reference, GetParameter)."""
+
+    def get_parameter(self, Name: str) -> Any:
+        raise ClientError({"Error": {"Code": "ParameterNotFound", "Message": Name}}, "GetParameter")
+
+
+def test_bootstrap_of_another_account_still_fails() -> None:
+    """deploy refuses credentials of any account but the environment's, so it cannot bootstrap another account's
+    pair (cli/deploy.py prints the command for that account's credentials): preflight keeps that a fail."""
+    row = check_bootstrap(
+        _NotBootstrapped(), region="us-west-2", account="210987654321", deployer="123456789012"
+    )
+    assert row.status == "fail" and "credentials for 210987654321" in row.detail
+    assert row.fix == "npx cdk bootstrap aws://210987654321/us-west-2 --profile <a profile of 210987654321>"
+    own = check_bootstrap(
+        _NotBootstrapped(), region="us-west-2", account="123456789012", deployer="123456789012"
+    )
+    assert own.status == "warn" and own.fix == "npx cdk bootstrap aws://123456789012/us-west-2"
 
 
 def test_foreign_vpc_overlapping_a_configured_cidr_fails_with_a_free_block(
@@ -389,6 +415,15 @@ def test_cli_exit_codes_and_json_against_moto(
     assert summary["fail"] == 0 and summary["pass"] > 0
     assert main(["preflight", "--config", str(preflight_config(tmp_path, account="111111111111"))]) == 1
     assert "fail" in capsys.readouterr().out
+    # The rows a failed account check skips say "not checked", and the summary counts them.
+    assert (
+        main(["preflight", "--config", str(preflight_config(tmp_path, account="111111111111")), "--json"])
+        == 1
+    )
+    out = json.loads(capsys.readouterr().out)
+    skipped = [r for r in out["results"] if r["detail"] == "the account check did not pass"]
+    assert skipped and all(r["status"] == "not checked" for r in skipped)
+    assert out["summary"]["not checked"] == len(skipped)
 
 
 def test_cli_bootstrap_version_matches_the_pinned_cdk_cli() -> None:

@@ -136,7 +136,8 @@ def _rows(check: Callable[..., list[CheckResult]], *services: str) -> Callable[[
 # Every check after the account's, in report order. An entry's service is the one its failed call names.
 CHECKS: tuple[Check[Scope], ...] = (
     Check("cdk bootstrap", "ssm", _always, lambda s: [
-        check_bootstrap(s.client("ssm"), region=s.region.region, account=s.config.account_of(s.region))]),
+        check_bootstrap(s.client("ssm"), region=s.region.region, account=s.config.account_of(s.region),
+                        deployer=s.config.account)]),
     Check("cidr overlap", "ec2", _always, _cidrs),
     Check("peering quota", "service-quotas", lambda s: s.region is s.config.hub and bool(s.config.spokes),
           lambda s: [check_peering_quota(s.client("ec2"), s.client("service-quotas"), config=s.config,
@@ -200,9 +201,7 @@ def _region_checks(config: HubSpokeConfig, region: RegionConfig, raw_clients: Cl
     rows = guarded("account", "sts", account)
     if not account_rows or account_rows[0].status != "pass":
         later = ["cdk bootstrap", "cidr overlap", "az ids"]
-        return rows + [
-            CheckResult(name, c, "warn", "not checked: the account check did not pass") for c in later
-        ]
+        return rows + [CheckResult(name, c, "not checked", "the account check did not pass") for c in later]
     return rows + run_listed(CHECKS, Scope(config, region, lambda service: clients(service, name)), guarded)
 
 

@@ -124,8 +124,8 @@ def check_administrators(iam: Any, *, config: HubSpokeConfig, region: RegionConf
                 CheckResult(
                     name,
                     ADMIN_CHECK,
-                    "warn",
-                    f"{arn} is in account {owner}, not {account}: not checked with these credentials",
+                    "not checked",
+                    f"{arn} is in account {owner}, not {account}: out of these credentials' reach",
                     f"check it exists with credentials for {owner}: `aws iam get-{kind} --{kind}-name {principal}`",
                 )
             )

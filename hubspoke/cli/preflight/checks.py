@@ -57,16 +57,25 @@ def check_account(sts: Any, *, region: str, expected: str) -> tuple[CheckResult,
     )
 
 
-def check_bootstrap(ssm: Any, *, region: str, account: str) -> CheckResult:
+def check_bootstrap(ssm: Any, *, region: str, account: str, deployer: str) -> CheckResult:
+    """The pair's bootstrap version; a missing or too old one warns when `hubspoke deploy` bootstraps it.
+
+    deploy bootstraps only pairs of the environment's account `deployer` (cli/deploy.py refuses other
+    credentials); a pair of another account needs that account's own credentials first, so it fails.
+    """
     command = f"npx cdk bootstrap aws://{account}/{region}"
+    own = account == deployer
+    status: Status = "warn" if own else "fail"
+    fix = command if own else f"{command} --profile <a profile of {account}>"
+    then = (
+        ": `hubspoke deploy` bootstraps it" if own else f": bootstrap it with credentials for {account} first"
+    )
     try:
         value = ssm.get_parameter(Name=BOOTSTRAP_PARAMETER)["Parameter"]["Value"]
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") != "ParameterNotFound":
             raise
-        return CheckResult(
-            region, "cdk bootstrap", "fail", f"{BOOTSTRAP_PARAMETER} not found: not bootstrapped", command
-        )
+        return CheckResult(region, "cdk bootstrap", status, f"{BOOTSTRAP_PARAMETER} not found{then}", fix)
     if not str(value).isdigit():
         return CheckResult(
             region, "cdk bootstrap", "fail", f"{BOOTSTRAP_PARAMETER} is '{value}', not a version", command
@@ -76,9 +85,9 @@ def check_bootstrap(ssm: Any, *, region: str, account: str) -> CheckResult:
         return CheckResult(
             region,
             "cdk bootstrap",
-            "fail",
-            f"version {version}; the templates need {MIN_BOOTSTRAP_VERSION} or newer",
-            command,
+            status,
+            f"version {version}; the templates need {MIN_BOOTSTRAP_VERSION} or newer{then}",
+            fix,
         )
     if version < CLI_BOOTSTRAP_VERSION:
         return CheckResult(
