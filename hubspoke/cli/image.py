@@ -1,5 +1,10 @@
-"""`hubspoke image build --config FILE --base IMAGE@sha256:...`: build the training image once, push it to every
+"""`hubspoke image build --config FILE [--base IMAGE@sha256:...]`: build the training image once, push it to every
 compute Region's ECR repository, and record each Region's digest where `hubspoke render` finds it.
+
+Without --base the base is the config's training_base_image (an AWS DLC tag), resolved to its digest through ECR's
+BatchGetImage, the call a pull makes for the manifest (botocore ecr BatchGetImage documentation), so nothing is
+pulled to pin it; the digest is what the build uses and the record keeps. A built image must hold the EFA
+installer's libfabric and the aws-ofi-nccl plugin, or it is refused before any push.
 
 The steps are the ones the Amazon ECR User Guide gives ("Pushing a Docker image to an Amazon ECR private
 repository"): authenticate Docker to the registry with `aws ecr get-login-password --region R | docker login
@@ -33,6 +38,21 @@ _PUSHED = re.compile(r"digest: (sha256:[0-9a-f]{64}) size: \d+")
 # A tag ECR and Docker accept: 1-128 of [A-Za-z0-9_.-], not starting with . or - (Docker reference grammar,
 # distribution/reference: tag := [\w][\w.-]{0,127}).
 _TAG = re.compile(r"^\w[\w.-]{0,127}$")
+# HOST/REPOSITORY:TAG, and an Amazon ECR private registry host (Amazon ECR User Guide, "Private registry": the
+# URL is https://aws_account_id.dkr.ecr.region.amazonaws.com).
+_TAGGED = re.compile(r"^(?P<host>[^/@]+)/(?P<repository>[a-z0-9._/-]+):(?P<tag>[\w.-]+)$")
+_ECR_HOST = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com$")
+# What the nodes' NCCL needs in the image to use EFA: libfabric from the EFA installer, which installs under
+# /opt/amazon/efa (the DLC 2.9 Dockerfile sets EFA_PATH=/opt/amazon/efa and /opt/amazon/efa/lib on
+# LD_LIBRARY_PATH), and the aws-ofi-nccl NCCL net plugin, libnccl-net*.so (DLC 2.9: /opt/amazon/ofi-nccl/lib;
+# other images put it elsewhere under /opt, ASSUMED: so the whole of /opt is searched). Exit 3 names what is missing.
+NETWORK_CHECK = (
+    "ls /opt/amazon/efa/lib/libfabric.so* >/dev/null 2>&1 || "
+    "{ echo 'no EFA installer libfabric in /opt/amazon/efa/lib'; exit 3; }; "
+    "find /opt -name 'libnccl-net*.so*' 2>/dev/null | grep -q . || "
+    "{ echo 'no aws-ofi-nccl plugin (libnccl-net*.so) under /opt'; exit 3; }"
+)
+_CHECK_MISSING = 3
 # One image manifest per build, so the repository's lifecycle rules see one image per build
 # (constructs/image_repository.py). Without it, buildx adds a provenance attestation by default wherever the
 # builder supports attestations (the docker driver with the containerd image store, the docker-container driver;
@@ -51,6 +71,10 @@ class StepFailed(Exception):
     """A program the build runs exited non-zero; carries what to show (never a password)."""
 
 
+class BaseRefused(ValueError):
+    """The base image cannot be used: not pinnable, or without EFA or aws-ofi-nccl."""
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary: str) -> None:
     parser = sub.add_parser(
         "image",
@@ -61,21 +85,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
     build = actions.add_parser(
         "build",
         help="build workload/Dockerfile from a base pinned by digest, push it to every compute Region by digest",
-        description="Build workload/Dockerfile once from --base (pinned by digest), tag it with the git commit "
-        "(or --tag), push it to the ECR repository of every Region with compute, and record each Region's "
-        "digest in <config>.images.json beside the config, where `hubspoke render` reads it. Needs docker and "
+        description="Build workload/Dockerfile once from --base (pinned by digest; default: the config's "
+        "training_base_image, an AWS DLC tag resolved to its digest in ECR), refuse it without EFA and aws-ofi-nccl, "
+        "tag it with the git commit (or --tag), push it to the ECR repository of every Region with compute, and record each Region's "
+        "digest and the base's in <config>.images.json beside the config, where `hubspoke render` reads it. Needs docker and "
         "the AWS CLI on PATH and credentials that may push to the repositories; run from the repository root. "
         "Exit 0 when every Region has the image, 1 when a step failed, 2 for bad input.",
-        epilog="Example:\n  hubspoke image build --config config/dev.yaml "
-        "--base 763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training@sha256:<digest>",
+        epilog="Example:\n  hubspoke image build --config config/dev.yaml",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     build.add_argument("--config", required=True, type=Path, metavar="PATH")
     build.add_argument(
         "--base",
-        required=True,
         metavar="IMAGE@sha256:DIGEST",
-        help="the base image, pinned by digest (a PyTorch 2.6-2.11 GPU training image)",
+        help="the base image, pinned by digest (a PyTorch 2.6-2.11 GPU training image with EFA and aws-ofi-nccl); "
+        "default: training_base_image in the config",
     )
     build.add_argument(
         "--tag", help="the immutable tag to push (default: the git commit; refused when the tree has changes)"
@@ -197,6 +221,65 @@ def _check_repositories(uris: Mapping[str, str], tag: str, profile: str | None) 
     return None
 
 
+def resolve_base(reference: str, profile: str | None) -> str:
+    """`reference` pinned by digest: as given when it already is; a tag in Amazon ECR resolved through
+    BatchGetImage (the manifest call a pull makes, so the user's pull rights suffice and nothing is pulled)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from hubspoke.cli.checks import session_clients
+    from hubspoke.images import DIGEST_REF
+
+    if DIGEST_REF.match(reference):
+        return reference
+    tagged = _TAGGED.match(reference)
+    host = _ECR_HOST.match(tagged["host"]) if tagged else None
+    if tagged is None or host is None:
+        raise BaseRefused(
+            f"{reference} is a tag outside Amazon ECR, which hubspoke cannot pin: give it as IMAGE@sha256:<64 hex>"
+        )
+    ecr = session_clients(profile)("ecr", host["region"])
+    try:
+        found = ecr.batch_get_image(
+            registryId=host["account"],
+            repositoryName=tagged["repository"],
+            imageIds=[{"imageTag": tagged["tag"]}],
+        )
+    except (BotoCoreError, ClientError) as exc:
+        raise StepFailed(f"cannot resolve {reference} to a digest: {exc}") from None
+    digests = {image["imageId"]["imageDigest"] for image in found.get("images", [])}
+    if len(digests) != 1:
+        why = "; ".join(f.get("failureReason", "") for f in found.get("failures", [])) or "not found"
+        raise StepFailed(f"cannot resolve {reference} to a digest: {why}")
+    return f"{tagged['host']}/{tagged['repository']}@{digests.pop()}"
+
+
+def _login(host: str, profile: str | None) -> None:
+    """Log docker in to an ECR registry; the password goes from one program to the other through this process,
+    never onto a command line."""
+    region = _ECR_HOST.match(host)
+    assert region is not None, "callers pass ECR hosts"
+    as_profile = ["--profile", profile] if profile else []
+    password = _run(["aws", "ecr", "get-login-password", "--region", region["region"], *as_profile])
+    _run(["docker", "login", "--username", "AWS", "--password-stdin", host], stdin=password)
+
+
+def check_network_stack(image: str) -> None:
+    """Refuse an image without EFA's libfabric or the aws-ofi-nccl plugin: NCCL would fall back to TCP sockets."""
+    argv = ["docker", "run", "--rm", "--entrypoint", "/bin/sh", image, "-c", NETWORK_CHECK]
+    print("+ " + " ".join(argv[:-1]) + " <EFA and aws-ofi-nccl check>", file=sys.stderr)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise StepFailed("docker is not on PATH: install it (docs/runbooks/compute.md)") from None
+    if done.returncode == _CHECK_MISSING:
+        raise BaseRefused(
+            f"the base image has {done.stdout.strip() or 'no EFA or aws-ofi-nccl'}: multi-node NCCL needs both; "
+            "use an AWS DLC pytorch-training GPU EC2 image (docs/runbooks/compute.md)"
+        )
+    if done.returncode != 0:
+        raise StepFailed(f"docker run {image} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+
+
 def _pushed_digest(push_output: str, inspect_output: str, uri: str) -> str:
     """The digest the registry gave `uri`: docker push's line, confirmed by docker inspect's RepoDigests."""
     pushed = _PUSHED.findall(push_output)
@@ -220,10 +303,14 @@ def build_and_push(
     context: Path,
     profile: str | None = None,
 ) -> dict[str, str]:
-    """Build once, push to each Region's repository (`uris`); Region -> `repository@sha256:...`."""
+    """Build once from `base` (pinned by digest), refuse it without EFA or aws-ofi-nccl, push to each Region's
+    repository (`uris`); Region -> `repository@sha256:...`."""
     from hubspoke.names import training_image_repository
 
     local = f"{training_image_repository(config)}:{tag}"
+    base_host = base.split("/", 1)[0]
+    if _ECR_HOST.match(base_host):  # docker build pulls the base: an ECR registry needs a login first
+        _login(base_host, profile)
     _run(
         [
             "docker",
@@ -238,16 +325,10 @@ def build_and_push(
         ],
         env=ONE_MANIFEST_BUILD,
     )
+    check_network_stack(local)
     images = {}
     for region, uri in uris.items():
-        host = uri.split("/", 1)[0]
-        # The password goes from one program to the other through this process, never onto a command line.
-        as_profile = ["--profile", profile] if profile else []
-        password = _run(["aws", "ecr", "get-login-password", "--region", region, *as_profile])
-        _run(
-            ["docker", "login", "--username", "AWS", "--password-stdin", host],
-            stdin=password,
-        )
+        _login(uri.split("/", 1)[0], profile)
         _run(["docker", "tag", local, f"{uri}:{tag}"])
         pushed = _run(["docker", "push", f"{uri}:{tag}"])
         inspected = _run(["docker", "inspect", "--format", "{{json .RepoDigests}}", f"{uri}:{tag}"])
@@ -267,7 +348,9 @@ def run(args: argparse.Namespace) -> int:
 
     path: Path = args.config
     config = load(path).config  # ConfigError -> exit 2 in main
-    if not DIGEST_REF.match(args.base):
+    # --base overrides the config's default, and must already be pinned; the default may be a tag in ECR.
+    base_field = "--base" if args.base is not None else "training_base_image"
+    if args.base is not None and not DIGEST_REF.match(args.base):
         return _bad(
             path,
             "--base",
@@ -290,6 +373,14 @@ def run(args: argparse.Namespace) -> int:
         return _bad(path, "--tag", f"{tag!r} is not a Docker tag: use 1-128 of A-Z a-z 0-9 _ . -")
     if tag == "latest":
         return _bad(path, "--tag", "latest is the tag every untagged push moves: use the commit or a version")
+    try:
+        base = resolve_base(args.base or config.training_base_image, args.profile)
+    except BaseRefused as exc:
+        return _bad(path, base_field, str(exc))
+    except StepFailed as exc:
+        print(f"hubspoke image build: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"Base image: {base}", file=sys.stderr)
     uris = repository_uris(config, regions, args.profile)
     why = uris if isinstance(uris, str) else _check_repositories(uris, tag, args.profile)
     if why:
@@ -297,16 +388,18 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     assert isinstance(uris, dict)
     try:
-        images = build_and_push(
-            config, uris=uris, base=args.base, tag=tag, context=context, profile=args.profile
-        )
+        images = build_and_push(config, uris=uris, base=base, tag=tag, context=context, profile=args.profile)
+    except BaseRefused as exc:
+        return _bad(path, base_field, str(exc))
     except StepFailed as exc:
         print(f"hubspoke image build: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    record = ImageRecord(environment=config.environment, tag=tag, base=args.base, images=images)
+    record = ImageRecord(environment=config.environment, tag=tag, base=base, images=images)
     record_file = record_path(path)
     _write_atomically(record_file, record.to_json())
-    print(f"Pushed {tag} to {len(images)} Region(s); recorded in {record_file} (hubspoke render uses it):")
+    print(
+        f"Pushed {tag} to {len(images)} Region(s) from base {base}; recorded in {record_file} (hubspoke render uses it):"
+    )
     for region, ref in images.items():
         print(f"  {region}: {ref}")
     return 0

@@ -399,6 +399,15 @@ class HubSpokeConfig(Model):
         description="MTU of every path over the peering; inter-Region peering carries at most 8500",
     )
     tags: dict[str, str] = Field(default={}, description="extra tags on every stack")
+    # The DLC "Available Images" page (aws/deep-learning-containers docs/reference/available_images.md) lists this
+    # EC2 PyTorch 2.9.0 GPU training image; its base carries EFA and aws-ofi-nccl (pytorch/training/docker/2.9/
+    # py3/cu130/Dockerfile.gpu). The DLC account is 763104351884 in us-west-2 (DLC "Region Availability").
+    training_base_image: ImageRef = Field(
+        default="763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2",
+        description="base of `hubspoke image build` without `--base`: a PyTorch 2.6-2.11 GPU image with EFA and "
+        "aws-ofi-nccl; a tag in ECR is resolved to its digest at build time and recorded "
+        "([AWS DLC available images](https://aws.github.io/deep-learning-containers/reference/available_images/))",
+    )
     hub: HubConfig = Field(
         description="the hub Region, where the dataset lives; its keys start with `.` below"
     )

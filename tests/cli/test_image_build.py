@@ -7,6 +7,14 @@ Sources (the oracle, written out here):
 - Amazon ECR User Guide, "Pushing a Docker image": `docker tag` to `REGISTRY/REPOSITORY:TAG`, then `docker push`.
 - docker push prints `TAG: digest: sha256:<64 hex> size: <n>` for the pushed manifest; `docker inspect`
   RepoDigests lists `REPOSITORY@sha256:<hex>` for every registry the image was pushed to.
+- AWS DLC "Available Images" (aws/deep-learning-containers docs/reference/available_images.md): the EC2 PyTorch
+  2.9.0 GPU training image is pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2; "Region Availability": the
+  DLC registry account in us-west-2 is 763104351884. Its Dockerfile (pytorch/training/docker/2.9/py3/cu130/
+  Dockerfile.gpu) puts EFA in /opt/amazon/efa and the aws-ofi-nccl plugin in /opt/amazon/ofi-nccl/lib; an EKS
+  guide's `ls` inside such an image shows libfabric.so in /opt/amazon/efa/lib and libnccl-net.so in
+  /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu (the layout DLC_LAYOUT copies).
+- botocore ecr BatchGetImage: "When an image is pulled, the BatchGetImage API is called once to retrieve the image
+  manifest"; the digest a tag names is the registry's (here moto's put_image answer), not one hubspoke computes.
 - Docker docs, "Build variables": BUILDX_NO_DEFAULT_ATTESTATIONS turns off the default provenance attestation;
   buildx (build/opt.go, toSolveOpt) parses it with Go's strconv.ParseBool, whose true values are 1, t, T, TRUE,
   true and True (Go standard library, strconv.ParseBool).
@@ -38,6 +46,10 @@ ACCOUNT = "123456789012"
 LOCAL = "hubspoke-dev-training"
 REPO = "hubspoke-dev-compute-trainingimagesrepository-a1b2c3d4e5f6"
 BASE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training@sha256:" + "1" * 64
+DLC_REGISTRY = "763104351884.dkr.ecr.us-west-2.amazonaws.com"
+DLC_TAG = "2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
+# Files of a DLC EC2 GPU training image the network check looks for (sources above); a plain PyTorch image has none.
+DLC_LAYOUT = ("opt/amazon/efa/lib/libfabric.so.1", "opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net.so")
 TAG = "0a1b2c3"
 CONFIG = {
     "environment": "dev",
@@ -57,6 +69,14 @@ if name == "docker" and args[:1] == ["login"]:
     entry["stdin"] = sys.stdin.read()
 if name == "docker" and args[:1] == ["build"]:
     entry["BUILDX_NO_DEFAULT_ATTESTATIONS"] = os.environ.get("BUILDX_NO_DEFAULT_ATTESTATIONS")
+if name == "docker" and args[:1] == ["run"]:
+    # Run the command's shell script on a fake image root: /opt is FAKE_IMAGE_ROOT/opt.
+    import subprocess
+    script = args[-1].replace("/opt", os.environ["FAKE_IMAGE_ROOT"] + "/opt")
+    entry["argv"] = [name, *args[:-1]]
+    with open(log, "a") as handle:
+        handle.write(json.dumps(entry) + "\n")
+    sys.exit(subprocess.run([args[args.index("--entrypoint") + 1], "-c", script]).returncode)
 with open(log, "a") as handle:
     handle.write(json.dumps(entry) + "\n")
 fail = os.environ.get("FAKE_FAIL", "")
@@ -93,6 +113,11 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         script.write_text(f"#!{sys.executable}\n{FAKE}")
         script.chmod(script.stat().st_mode | stat.S_IEXEC)
     log = tmp_path / "calls.jsonl"
+    image_root = tmp_path / "image"
+    for file in DLC_LAYOUT:
+        (image_root / file).parent.mkdir(parents=True, exist_ok=True)
+        (image_root / file).write_text("")
+    monkeypatch.setenv("FAKE_IMAGE_ROOT", str(image_root))
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_LOG", str(log))
     monkeypatch.chdir(ROOT)  # the command builds workload/Dockerfile from the repository root
@@ -158,8 +183,11 @@ def test_builds_once_and_pushes_to_every_compute_region_by_digest(
     _repositories(ecr, "us-east-2", "us-west-2")
     assert _build(config_path) == 0
     expected: list[list[str]] = [
+        ["aws", "ecr", "get-login-password", "--region", "us-west-2"],  # the base's registry: build pulls it
+        ["docker", "login", "--username", "AWS", "--password-stdin", DLC_REGISTRY],
         ["docker", "build", "--file", "workload/Dockerfile", "--build-arg", f"BASE_IMAGE={BASE}",
          "--tag", f"{LOCAL}:{TAG}", str(ROOT)],
+        ["docker", "run", "--rm", "--entrypoint", "/bin/sh", f"{LOCAL}:{TAG}", "-c"],
     ]  # fmt: skip
     for region in ("us-east-2", "us-west-2"):
         registry = f"{ACCOUNT}.dkr.ecr.{region}.amazonaws.com"
@@ -175,7 +203,11 @@ def test_builds_once_and_pushes_to_every_compute_region_by_digest(
     assert [c["argv"] for c in calls] == expected
     # The password reaches docker on stdin, and is never printed.
     logins = [c for c in calls if c["argv"][:2] == ["docker", "login"]]
-    assert [c["stdin"].strip() for c in logins] == ["PASSWORD-us-east-2", "PASSWORD-us-west-2"]
+    assert [c["stdin"].strip() for c in logins] == [
+        "PASSWORD-us-west-2",
+        "PASSWORD-us-east-2",
+        "PASSWORD-us-west-2",
+    ]
     captured = capsys.readouterr()
     assert "PASSWORD" not in captured.out + captured.err
     record = json.loads((config_path.parent / "dev.images.json").read_text())
@@ -341,5 +373,106 @@ def test_the_profile_reaches_the_aws_cli_too(
     logins = [c["argv"] for c in _calls(fakes) if c["argv"][:2] == ["aws", "ecr"]]
     assert logins == [
         ["aws", "ecr", "get-login-password", "--region", region, "--profile", "ops"]
-        for region in ("us-east-2", "us-west-2")
+        for region in ("us-west-2", "us-east-2", "us-west-2")  # the base's registry, then each push's
     ]
+
+
+def _dlc_image(ecr: Any) -> str:
+    """The DLC tag in its registry (moto): returns the digest the registry gives it."""
+    ecr("us-west-2").create_repository(registryId="763104351884", repositoryName="pytorch-training")
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+            "layers": [{"digest": "sha256:" + "2" * 64}],  # moto digests the layers (the value is moto's)
+        }
+    )
+    pushed = ecr("us-west-2").put_image(
+        registryId="763104351884", repositoryName="pytorch-training", imageManifest=manifest, imageTag=DLC_TAG
+    )
+    return str(pushed["image"]["imageId"]["imageDigest"])
+
+
+def test_without_base_the_documented_dlc_tag_is_resolved_to_its_digest_and_recorded(
+    fakes: Path, ecr: Any, config_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _repositories(ecr, "us-east-2", "us-west-2")
+    digest = _dlc_image(ecr)
+    pinned = f"{DLC_REGISTRY}/pytorch-training@{digest}"
+    assert main(["image", "build", "--config", str(config_path), "--tag", TAG]) == 0
+    builds = [c["argv"] for c in _calls(fakes) if c["argv"][:2] == ["docker", "build"]]
+    assert [b[b.index("--build-arg") + 1] for b in builds] == [f"BASE_IMAGE={pinned}"]
+    assert json.loads((config_path.parent / "dev.images.json").read_text())["base"] == pinned
+    assert pinned in capsys.readouterr().out
+
+
+def test_base_overrides_the_configured_default(
+    fakes: Path, ecr: Any, config_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--base wins over training_base_image; the default's registry is not asked (moto has no DLC repository)."""
+    data = yaml.safe_load(config_path.read_text())
+    config_path.write_text(
+        yaml.safe_dump({**data, "training_base_image": f"{DLC_REGISTRY}/pytorch-training:2.6"})
+    )
+    _repositories(ecr, "us-east-2", "us-west-2")
+    assert _build(config_path) == 0
+    builds = [c["argv"] for c in _calls(fakes) if c["argv"][:2] == ["docker", "build"]]
+    assert [b[b.index("--build-arg") + 1] for b in builds] == [f"BASE_IMAGE={BASE}"]
+    assert json.loads((config_path.parent / "dev.images.json").read_text())["base"] == BASE
+
+
+@pytest.mark.parametrize(
+    ("layout", "missing"),
+    [((), "EFA"), (DLC_LAYOUT[:1], "aws-ofi-nccl")],
+)
+def test_a_base_without_efa_or_aws_ofi_nccl_is_refused_before_any_push(
+    fakes: Path,
+    ecr: Any,
+    config_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    layout: tuple[str, ...],
+    missing: str,
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for file in layout:
+        (plain / file).parent.mkdir(parents=True, exist_ok=True)
+        (plain / file).write_text("")
+    monkeypatch.setenv("FAKE_IMAGE_ROOT", str(plain))
+    _repositories(ecr, "us-east-2", "us-west-2")
+    assert _build(config_path) == 2
+    err = capsys.readouterr().err
+    assert f"{config_path}: --base: the base image has no {missing}" in err and "Traceback" not in err
+    assert not [c for c in _calls(fakes) if c["argv"][:2] == ["docker", "push"]]
+    assert not (config_path.parent / "dev.images.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("default", "status", "message"),
+    [
+        (
+            "nvcr.io/nvidia/pytorch:25.01-py3",
+            2,
+            "training_base_image: nvcr.io/nvidia/pytorch:25.01-py3 is a tag outside",
+        ),
+        (f"{DLC_REGISTRY}/pytorch-training:0.0.0-gone", 1, "cannot resolve"),
+    ],
+)
+def test_a_default_that_cannot_be_pinned_builds_nothing(
+    fakes: Path,
+    ecr: Any,
+    config_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    default: str,
+    status: int,
+    message: str,
+) -> None:
+    data = yaml.safe_load(config_path.read_text())
+    config_path.write_text(yaml.safe_dump({**data, "training_base_image": default}))
+    _repositories(ecr, "us-east-2", "us-west-2")
+    _dlc_image(ecr)
+    assert main(["image", "build", "--config", str(config_path), "--tag", TAG]) == status
+    assert message in capsys.readouterr().err
+    assert _calls(fakes) == []
