@@ -69,7 +69,7 @@ def test_a_mistyped_aws_cli_option_is_reported(tmp_path: Path) -> None:
 
 
 def test_a_command_help_text_names_is_checked_by_name(tmp_path: Path) -> None:
-    """In what `make docs` generates from --help, `hubspoke image build` names a command (its required options are
+    """In what `make docs` generates from --help, `hubspoke image build` names a command (its required option is
     in the usage above it): only a command or option that does not exist is reported."""
     page = tmp_path / "cli.md"
     page.write_text(
@@ -80,8 +80,8 @@ def test_a_command_help_text_names_is_checked_by_name(tmp_path: Path) -> None:
     found = sorted((f.where, f.problem.split(" (")[0]) for f in check(snippets(page), tmp_path).findings)
     assert found == sorted(
         [
-            ("cli.md:8", "hubspoke: the following arguments are required: --config, --base"),
-            ("cli.md:13", "hubspoke: the following arguments are required: --config, --base"),
+            ("cli.md:8", "hubspoke: the following arguments are required: --config"),
+            ("cli.md:13", "hubspoke: the following arguments are required: --config"),
             ("cli.md:5", "`aws eks update-kubeconfg` is not an operation of eks"),
             ("cli.md:5", "hubspoke: `hubspoke cost` has no option --job-hour"),
             ("cli.md:5", "hubspoke: `hubspoke` has no command 'imag'"),
