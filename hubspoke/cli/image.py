@@ -373,14 +373,15 @@ def run(args: argparse.Namespace) -> int:
         return _bad(path, "--tag", f"{tag!r} is not a Docker tag: use 1-128 of A-Z a-z 0-9 _ . -")
     if tag == "latest":
         return _bad(path, "--tag", "latest is the tag every untagged push moves: use the commit or a version")
+    wanted = args.base or config.training_base_image
     try:
-        base = resolve_base(args.base or config.training_base_image, args.profile)
+        base = resolve_base(wanted, args.profile)
     except BaseRefused as exc:
         return _bad(path, base_field, str(exc))
     except StepFailed as exc:
         print(f"hubspoke image build: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"Base image: {base}", file=sys.stderr)
+    print(f"Base image: {base}" + (f" (the digest of {wanted})" if base != wanted else ""), file=sys.stderr)
     uris = repository_uris(config, regions, args.profile)
     why = uris if isinstance(uris, str) else _check_repositories(uris, tag, args.profile)
     if why:
@@ -397,9 +398,7 @@ def run(args: argparse.Namespace) -> int:
     record = ImageRecord(environment=config.environment, tag=tag, base=base, images=images)
     record_file = record_path(path)
     _write_atomically(record_file, record.to_json())
-    print(
-        f"Pushed {tag} to {len(images)} Region(s) from base {base}; recorded in {record_file} (hubspoke render uses it):"
-    )
+    print(f"Pushed {tag} to {len(images)} Region(s) from {base}; recorded in {record_file} (render uses it):")
     for region, ref in images.items():
         print(f"  {region}: {ref}")
     return 0
