@@ -15,6 +15,7 @@ picks its own ID and date); the in-process mock and the server share that backen
 from __future__ import annotations
 
 import base64
+import stat
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -552,3 +553,23 @@ def run_checks(path: Path, clients: Any, only: set[str] | None = None) -> list[C
 def rows_of(results: list[CheckResult], check: str, region: str | None = None) -> list[CheckResult]:
     """The rows of one check, optionally of one Region."""
     return [r for r in results if r.check == check and (region is None or r.region == region)]
+
+
+# `aws --version` as the AWS CLI User Guides print it: v2 ("Installing or updating to the latest version of the AWS
+# CLI": aws-cli/2.x.y Python/... Linux/... exe/...) and v1 ("Installing ... the AWS CLI version 1 on Linux").
+V2 = "aws-cli/2.15.30 Python/3.11.8 Linux/6.5.0 exe/x86_64.ubuntu.22 prompt/off"
+V1 = "aws-cli/1.32.65 Python/3.11.6 Linux/5.10.205-195.807.amzn2.x86_64 botocore/1.18.6"
+# The tools docs/getting-started.md "Before you start" names for the AWS path.
+LOCAL_TOOLS = ("aws", "session-manager-plugin", "kubectl", "docker")
+
+
+def fake_path(tmp_path: Path, *tools: str, aws_says: str = V2) -> str:
+    """A PATH of one folder holding a stub for each of `tools` (default: every local tool); aws prints `aws_says`."""
+    tools = tools or LOCAL_TOOLS
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    for tool in tools:
+        stub = folder / tool
+        stub.write_text(f"#!/bin/sh\necho '{aws_says}'\n" if tool == "aws" else "#!/bin/sh\nexit 0\n")
+        stub.chmod(stub.stat().st_mode | stat.S_IXUSR)
+    return str(folder)

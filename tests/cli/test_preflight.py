@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from tests.cli.preflight_world import (
     Unsupported,
     World,
     eks_version,
+    fake_path,
     isolate_from_real_aws,
     preflight_config,
     rows_of,
@@ -33,8 +35,11 @@ from tests.fakes.loopback import closed_port
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_healthy_deployed_environment_passes_every_check(world: World, tmp_path: Path) -> None:
+def test_healthy_deployed_environment_passes_every_check(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     world.deployed_dev()
+    monkeypatch.setenv("PATH", fake_path(tmp_path) + os.pathsep + os.environ["PATH"])
     results = run_checks(ROOT / "config" / "dev.yaml", Unsupported(world.clients))
     assert [r for r in results if r.status != "pass"] == []
     checks = {(r.region, r.check) for r in results}
@@ -51,6 +56,7 @@ def test_healthy_deployed_environment_passes_every_check(world: World, tmp_path:
         ):
             assert (region, check) in checks
     assert ("us-east-2", "peering quota") in checks
+    assert ("us-east-2", "local tools") in checks and ("us-west-2", "local tools") not in checks
     assert ("us-west-2", "lambda concurrency") in checks  # the spoke runs the canary
     # Our own VPCs carry the environment's tags: recognized, not reported as clashes.
     assert any("already deployed" in r.detail for r in rows_of(results, "cidr overlap"))
@@ -405,6 +411,7 @@ def test_cli_exit_codes_and_json_against_moto(
     world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     world.deployed_dev()
+    monkeypatch.setenv("PATH", fake_path(tmp_path) + os.pathsep + os.environ["PATH"])
     import hubspoke.cli.preflight as preflight
 
     monkeypatch.setattr(

@@ -53,6 +53,7 @@ from hubspoke.cli.preflight.quotas import (
     check_security_group_rules,
     check_security_groups_per_interface,
 )
+from hubspoke.cli.preflight.tools import check_local_tools
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.topology import plan_stacks
 
@@ -135,6 +136,8 @@ def _rows(check: Callable[..., list[CheckResult]], *services: str) -> Callable[[
 
 # Every check after the account's, in report order. An entry's service is the one its failed call names.
 CHECKS: tuple[Check[Scope], ...] = (
+    # The tools on this machine, once: with the hub's rows (they do not depend on the Region).
+    Check("local tools", "", lambda s: s.region is s.config.hub, lambda s: check_local_tools(s.region.region)),
     Check("cdk bootstrap", "ssm", _always, lambda s: [
         check_bootstrap(s.client("ssm"), region=s.region.region, account=s.config.account_of(s.region),
                         deployer=s.config.account)]),
@@ -209,7 +212,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
     parser = sub.add_parser(
         "preflight",
         help=summary,
-        description="Read-only AWS checks per Region: account, CDK bootstrap, CIDR overlaps, peering quota, "
+        description="Read-only AWS checks per Region: account, the local tools the AWS path runs (AWS CLI v2, "
+        "session-manager-plugin, kubectl, docker; with the hub's rows), CDK bootstrap, CIDR overlaps, peering quota, "
         "AZ IDs and accelerator offerings, the staged Qumulo Core package and the pinned Ubuntu image, "
         "SageMaker cluster quota, EKS Kubernetes version and add-ons, the administrators' IAM principals. "
         "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input.",

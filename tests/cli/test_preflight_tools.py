@@ -1,0 +1,61 @@
+"""The "local tools" preflight row, against a fake PATH of stub programs (no real tool is run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hubspoke.cli.preflight import run_preflight
+from hubspoke.cli.preflight.tools import check_local_tools
+from hubspoke.config import load
+from tests.cli.preflight_world import (
+    LOCAL_TOOLS,
+    V1,
+    Unsupported,
+    World,
+    fake_path,
+    preflight_config,
+    rows_of,
+)
+
+
+def test_every_tool_present_passes(tmp_path: Path) -> None:
+    (row,) = check_local_tools("us-east-2", path=fake_path(tmp_path))
+    assert row.status == "pass" and row.check == "local tools"
+
+
+@pytest.mark.parametrize(
+    ("missing", "pointer"),
+    [
+        ("aws", "Installing or updating to the latest version of the AWS CLI"),
+        ("session-manager-plugin", "Install the Session Manager plugin for the AWS CLI"),
+        ("kubectl", "Install Tools"),
+        ("docker", "Install Docker Engine"),
+    ],
+)
+def test_each_missing_tool_fails_with_where_to_install_it(missing: str, pointer: str, tmp_path: Path) -> None:
+    (row,) = check_local_tools(
+        "us-east-2", path=fake_path(tmp_path, *(t for t in LOCAL_TOOLS if t != missing))
+    )
+    assert row.status == "fail" and f"{missing} is not on PATH" in row.detail and pointer in row.fix
+
+
+def test_aws_cli_v1_fails(tmp_path: Path) -> None:
+    (row,) = check_local_tools("us-east-2", path=fake_path(tmp_path, aws_says=V1))
+    assert row.status == "fail" and "AWS CLI 1.32.65" in row.detail and "AWS CLI v2" in row.fix
+
+
+def test_an_empty_path_fails_every_tool(tmp_path: Path) -> None:
+    rows = check_local_tools("us-east-2", path=str(tmp_path))
+    assert [r.status for r in rows] == ["fail"] * 4
+
+
+def test_preflight_reports_it_once_with_the_hub(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world.deployed_dev()
+    monkeypatch.setenv("PATH", fake_path(tmp_path, "aws", "kubectl", "docker"))
+    results = run_preflight(load(preflight_config(tmp_path)).config, Unsupported(world.clients))
+    (row,) = rows_of(results, "local tools")
+    assert row.region == "us-east-2" and row.status == "fail" and "session-manager-plugin" in row.detail
