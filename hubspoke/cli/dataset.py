@@ -89,7 +89,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
     loader.add_argument(
         "--base",
         metavar="IMAGE@sha256:DIGEST",
-        help="build the image from this base when none is recorded (as `hubspoke image build --base`)",
+        help="build the image from this base when none is recorded (default: the config's training_base_image, "
+        "as `hubspoke image build`)",
     )
     loader.add_argument("--profile", metavar="NAME", help="AWS profile for every aws and kubectl call")
     loader.add_argument("--role-arn", metavar="ARN", help="sign kubectl's tokens as this role (as `connect`)")
@@ -279,7 +280,7 @@ def _render(
 
     try:
         found = _recorded_image(args.image or image, path, config, config.hub)
-        if found is None and args.base is not None:
+        if found is None:  # image build makes one, from --base or the config's training_base_image
             return None
         return load_job(
             config,

@@ -59,7 +59,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
     parser.add_argument(
         "--base",
         metavar="IMAGE@sha256:DIGEST",
-        help="build the image from this base when none is recorded (as `hubspoke image build --base`)",
+        help="build the image from this base when none is recorded (default: the config's training_base_image, "
+        "as `hubspoke image build`)",
     )
     parser.add_argument(
         "--image",
@@ -179,13 +180,6 @@ def run(args: argparse.Namespace, *, runner: Runner | None = None, clients: Any 
         return fail(str(exc))
     except RenderError as exc:
         return _bad(path, exc.problem.field, exc.problem.message)
-    if image is None and args.base is None:
-        return _bad(
-            path,
-            "--base",
-            f"no training image is recorded for {region.region} and none is configured: pass --base "
-            "<image>@sha256:<digest> to build one (docs/getting-started.md), or --image",
-        )
     if args.dry_run:
         return _dry_run(args, config, region, settings, image, cache)
     return _run(args, config, region, settings, image, cache, runner or Runner(), clients)
@@ -193,7 +187,9 @@ def run(args: argparse.Namespace, *, runner: Runner | None = None, clients: Any 
 
 def _build_argv(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     """`hubspoke image build` as shown, and as run (this interpreter, so the same install)."""
-    tail = with_profile(["image", "build", "--config", str(args.config), "--base", args.base], args.profile)
+    # Without --base, image build pins the config's training_base_image by digest itself.
+    base = ["--base", args.base] if args.base else []
+    tail = with_profile(["image", "build", "--config", str(args.config), *base], args.profile)
     return ["hubspoke", *tail], [sys.executable, "-m", "hubspoke.cli.main", *tail]
 
 

@@ -214,17 +214,26 @@ def test_a_failed_build_opens_no_tunnel_and_a_rerun_builds_again(
     assert len(runner.applied()) == 1
 
 
-@pytest.mark.parametrize(
-    ("extra", "says"), [((), "--base <image>@sha256:<digest>"), (("--base", "pytorch:latest"), "not pinned")]
-)
-def test_no_image_and_no_pinned_base_is_refused_before_any_call(
-    world: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], says: str
+def test_a_base_not_pinned_by_digest_is_refused_before_any_call(
+    world: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     no_image(world)
     runner = cluster()
-    assert load(world, runner, *extra, clients=lambda *a: pytest.fail("AWS read")) == 2
+    assert load(world, runner, "--base", "pytorch:latest", clients=lambda *a: pytest.fail("AWS read")) == 2
     err = capsys.readouterr().err
-    assert says in err and err.count("\n") == 1 and runner.calls == []
+    assert "not pinned" in err and err.count("\n") == 1 and runner.calls == []
+
+
+def test_without_an_image_or_base_the_build_takes_the_configs_base(
+    world: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No image recorded and no --base: `hubspoke image build` runs without --base, so it pins the config's
+    training_base_image itself (docs/getting-started.md step 8 passes none)."""
+    no_image(world)
+    runner = cluster()
+    assert load(world, runner, "--dry-run", clients=lambda *a: pytest.fail("AWS")) == 0
+    out = capsys.readouterr().out
+    assert f"# + hubspoke image build --config {world}\n" in out
 
 
 def test_dry_run_without_an_image_prints_the_build(world: Path, capsys: pytest.CaptureFixture[str]) -> None:

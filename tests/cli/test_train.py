@@ -125,11 +125,19 @@ def test_builds_and_pushes_the_image_when_none_is_recorded(world: Path) -> None:
     assert {d["spec"]["template"]["spec"]["containers"][0]["image"] for d in _named(runner, "Job")} == {IMAGE}
 
 
+def test_without_base_the_build_takes_the_configs_base_image(world: Path) -> None:
+    """No image recorded and no --base: `hubspoke image build` runs without --base and pins the config's
+    training_base_image itself (docs/getting-started.md step 9 passes none)."""
+    runner = FakeCluster(record=world.with_name("dev.images.json"), image=IMAGE)
+    assert train(world, runner) == 0
+    [build] = [c for c in runner.calls if "image" in c and "build" in c]
+    assert build[build.index("image") :] == ["image", "build", "--config", str(world)]
+
+
 @pytest.mark.parametrize(
     ("change", "extra", "says"),
     [
         (lambda c: c["dataset"].pop("version"), ("--image", IMAGE), "dataset.version"),
-        (lambda c: None, (), "--base"),
         (
             lambda c: None,
             ("--image", IMAGE, "--region", "us-east-2", "--wait-for-cached-fraction", "1"),
@@ -138,7 +146,7 @@ def test_builds_and_pushes_the_image_when_none_is_recorded(world: Path) -> None:
         (lambda c: None, ("--image", IMAGE, "--bench"), "not built yet"),
         (lambda c: None, ("--base", "pytorch:latest"), "not pinned by digest"),
     ],
-    ids=["no-dataset-pinned", "no-image-no-base", "wait-without-cache", "bench", "base-without-digest"],
+    ids=["no-dataset-pinned", "wait-without-cache", "bench", "base-without-digest"],
 )
 def test_refusals_run_nothing(
     world: Path, capsys: pytest.CaptureFixture[str], change: Any, extra: tuple[str, ...], says: str

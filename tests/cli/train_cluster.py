@@ -131,7 +131,8 @@ class FakeCluster(Runner):
                 {
                     "environment": "dev",
                     "tag": "abc",
-                    "base": argv[argv.index("--base") + 1],
+                    # Without --base, image build pins the config's training_base_image (its own tests).
+                    "base": argv[argv.index("--base") + 1] if "--base" in argv else "<training_base_image>",
                     "images": {region: self.image},
                 }
             )
