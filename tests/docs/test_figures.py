@@ -59,7 +59,8 @@ def test_quoted_run_rates_and_durations_are_what_plan_reports(capsys: pytest.Cap
         # The concurrency the docs tell users to pass is the one the plan computes.
         assert quoted_concurrency <= concurrency, f"{doc} passes --concurrency {sorted(quoted_concurrency)}"
     readme = _quoted((ROOT / "README.md").read_text())
-    assert (readme[0], readme[1], readme[2]) == (rates, durations, concurrency)
+    # hubspoke deploy passes the plan's --concurrency itself: the README need not quote it.
+    assert (readme[0], readme[1]) == (rates, durations) and readme[2] <= concurrency
 
 
 def test_benchmark_template_figures_are_the_dev_synths(dev_templates: Templates) -> None:
