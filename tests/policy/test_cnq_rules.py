@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from hubspoke.config import HubSpokeConfig
+from hubspoke.names import CNQ_CLUSTER_TAG
 from hubspoke.policy.rules import Template, check
 from tests.conftest import Templates, resources
 
@@ -95,3 +97,133 @@ def test_each_cnq_rule_catches_its_mutation(
     mutate(broken)
     hits = [v for v in check([Template(k, t) for k, t in broken.items()], dev_config) if v.rule == rule]
     assert hits and all(v.fix for v in hits)
+
+
+def _launched(props: dict[str, Any], kind: str = "AWS::EC2::Instance") -> list[Template]:
+    return [Template("storage", {"Resources": {"Node": {"Type": kind, "Properties": props}}})]
+
+
+@pytest.mark.parametrize(
+    ("props", "caught"),
+    [
+        ({}, False),
+        ({"DisableApiTermination": False}, False),
+        ({"DisableApiTermination": "false"}, False),  # CloudFormation takes booleans as strings too
+        ({"DisableApiTermination": True}, True),
+        ({"DisableApiTermination": "true"}, True),
+        ({"DisableApiTermination": {"Ref": "Protect"}}, True),  # unknown until deploy: may protect
+    ],
+)
+@pytest.mark.parametrize("where", ["AWS::EC2::Instance", "AWS::EC2::LaunchTemplate"])
+def test_termination_protection_in_any_spelling_is_caught(
+    dev_config: HubSpokeConfig, props: dict[str, Any], caught: bool, where: str
+) -> None:
+    """DisableApiTermination on the instance or in its launch template's LaunchTemplateData (AWS::EC2::Instance,
+    AWS::EC2::LaunchTemplate LaunchTemplateData): a protected instance cannot be terminated (EC2 User Guide,
+    "Enable termination protection"), so a failed create could not roll back."""
+    templates = _launched(props if where == "AWS::EC2::Instance" else {"LaunchTemplateData": props}, where)
+    hits = [
+        v.logical_id
+        for v in check(templates, dev_config)
+        if v.rule == "HubSpoke-NoTemplateTerminationProtection"
+    ]
+    assert hits == (["Node"] if caught else [])
+
+
+@pytest.mark.parametrize(
+    ("protocol", "low", "high", "caught"),
+    [
+        ("tcp", 3712, 3712, True),
+        ("TCP", 3700, 3712, True),  # protocol names are case-insensitive to EC2
+        ("6", 3712, 3720, True),
+        (6, 3712, 3712, True),  # the protocol number, as a number
+        ("-1", 0, 0, True),  # every protocol: ports do not apply
+        ("tcp", 3713, 3713, False),  # the portal port
+        ("tcp", 3000, 3711, False),
+        ("udp", 3712, 3712, False),
+        ("17", 3712, 3712, False),
+        ("icmp", -1, -1, False),
+    ],
+)
+def test_only_an_ingress_admitting_tcp_3712_opens_replication(
+    dev_config: HubSpokeConfig, protocol: str | int, low: int, high: int, caught: bool
+) -> None:
+    """Qumulo "Required networking ports": 3712 is replication, 3713 the portal. AWS::EC2::SecurityGroupIngress:
+    IpProtocol tcp/udp/icmp or a protocol number (6 TCP, 17 UDP, IANA), -1 every protocol and port; FromPort to
+    ToPort an inclusive range."""
+    rule = {
+        "CidrIp": "10.10.0.0/16",
+        "IpProtocol": protocol,
+        "FromPort": low,
+        "ToPort": high,
+        "GroupId": "sg-1",
+    }
+    templates = [
+        Template("s", {"Resources": {"Open": {"Type": "AWS::EC2::SecurityGroupIngress", "Properties": rule}}})
+    ]
+    hits = [v for v in check(templates, dev_config) if v.rule == "HubSpoke-NoUnusedQumuloPort"]
+    assert [v.logical_id for v in hits] == (["Open"] if caught else [])
+    for v in hits:
+        assert ("every protocol" in v.message) == (protocol == "-1"), v.message
+
+
+def test_node_to_node_ingress_on_every_port_is_not_an_opening(dev_config: HubSpokeConfig) -> None:
+    """Members of one security group reaching each other (SourceSecurityGroupId the group itself, inline or
+    standalone) is Qumulo's node-to-node rule, not an opening to anyone else; another group's members are."""
+    own = {"Fn::GetAtt": ["Nodes", "GroupId"]}
+    every = {"IpProtocol": "-1"}
+    body = {
+        "Resources": {
+            "Nodes": {"Type": "AWS::EC2::SecurityGroup", "Properties": {"SecurityGroupIngress": [{**every, "SourceSecurityGroupId": own}]}},
+            "Self": {"Type": "AWS::EC2::SecurityGroupIngress", "Properties": {**every, "GroupId": own, "SourceSecurityGroupId": own}},
+            "Other": {"Type": "AWS::EC2::SecurityGroupIngress", "Properties": {**every, "GroupId": own, "SourceSecurityGroupId": {"Fn::GetAtt": ["Clients", "GroupId"]}}},
+        }
+    }  # fmt: skip
+    hits = [
+        v.logical_id
+        for v in check([Template("s", body)], dev_config)
+        if v.rule == "HubSpoke-NoUnusedQumuloPort"
+    ]
+    assert hits == ["Other"]
+
+
+def test_the_termination_fix_names_the_resource_that_protects_the_nodes(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    """The fix sends the user to the resource that protects the nodes once created; it must be one each dev
+    Storage stack holds, named by its CloudFormation type in parentheses at the end of the fix."""
+    broken = copy.deepcopy(dev_templates)
+    _protect(broken)
+    [fix] = {
+        v.fix
+        for v in check([Template(k, t) for k, t in broken.items()], dev_config)
+        if v.rule == "HubSpoke-NoTemplateTerminationProtection"
+    }
+    named = re.search(r"\((Custom::\w+)\)$", fix)
+    assert named, fix
+    for stack in ("storage-us-east-2", "storage-us-west-2"):
+        assert named[1] in {r["Type"] for r in dev_templates[stack]["Resources"].values()}, stack
+
+
+# The tag by which the rules know a CNQ node (an input here, not an expected value).
+CNQ_TAG = [{"Key": CNQ_CLUSTER_TAG, "Value": "c"}]
+
+
+@pytest.mark.parametrize(
+    ("node", "caught"),
+    [
+        ({"Properties": {"ImageId": "ami-0123456789abcdef0", "Tags": CNQ_TAG}}, {"HubSpoke-StableNodeUserData"}),
+        ({"Properties": {"ImageId": "ami-0", "Tags": CNQ_TAG, "UserData": "IyEvYmluL2Jhc2g="}}, {"HubSpoke-StableNodeUserData"}),
+        ({"Properties": {"ImageId": "ami-0", "Tags": CNQ_TAG, "UserData": {"Fn::Base64": "#!/bin/bash"}}}, set()),
+        ({}, set()),  # no Properties: not a CNQ node (no tag), nothing to judge
+    ],
+)  # fmt: skip
+def test_a_node_without_literal_user_data_or_properties_is_judged_not_crashed(
+    dev_config: HubSpokeConfig, node: dict[str, Any], caught: set[str]
+) -> None:
+    """UserData is optional on AWS::EC2::Instance, and a resource's Properties section is omitted when it has
+    none to declare (CloudFormation template reference, "Resources" section): the rules read such resources
+    without failing, and a CNQ node without a literal Fn::Base64 UserData is reported."""
+    body = {"Resources": {"Node": {"Type": "AWS::EC2::Instance", **node}}}
+    hits = {v.rule for v in check([Template("storage", body)], dev_config) if v.logical_id == "Node"}
+    assert hits & {"HubSpoke-StableNodeUserData", "HubSpoke-PinnedNodeImage"} == caught

@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from hubspoke.config import HubSpokeConfig
 from hubspoke.policy.rules import Template, check
 from tests.conftest import Templates, minimal
@@ -110,3 +112,85 @@ def test_reserved_concurrency_without_the_opt_in_is_caught(
     other = next(k for k, v in compute.items() if v["Type"] == "AWS::Lambda::Function")
     compute[other]["Properties"]["ReservedConcurrentExecutions"] = 1
     assert _violations(broken, opted_in, "HubSpoke-ReservedConcurrency") == [other]
+
+
+def _topic_with(statement: dict[str, Any]) -> Template:
+    """One topic, its policy holding `statement` alone, and an alarm notifying the topic."""
+    return Template(
+        "ops",
+        {
+            "Resources": {
+                "Topic": {"Type": "AWS::SNS::Topic", "Properties": {}},
+                "TopicPolicy": {
+                    "Type": "AWS::SNS::TopicPolicy",
+                    "Properties": {
+                        "PolicyDocument": {"Version": "2012-10-17", "Statement": [statement]},
+                        "Topics": [{"Ref": "Topic"}],
+                    },
+                },
+                "Alarm": {
+                    "Type": "AWS::CloudWatch::Alarm",
+                    "Properties": {"AlarmActions": [{"Ref": "Topic"}]},
+                },
+            }
+        },
+    )
+
+
+CLOUDWATCH = {"Service": "cloudwatch.amazonaws.com"}
+
+
+@pytest.mark.parametrize(
+    ("statement", "grants"),
+    [
+        ({"Effect": "Allow", "Principal": CLOUDWATCH, "Action": "sns:Publish"}, True),
+        # IAM JSON policy reference, "Action": action names are case-insensitive; Action and Service take a
+        # string or a list; `sns:*` and `*` match every SNS action.
+        ({"Effect": "Allow", "Principal": CLOUDWATCH, "Action": ["SNS:PUBLISH"]}, True),
+        ({"Effect": "Allow", "Principal": CLOUDWATCH, "Action": ["sns:*"]}, True),
+        ({"Effect": "Allow", "Principal": CLOUDWATCH, "Action": "*"}, True),
+        (
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": ["events.amazonaws.com", "cloudwatch.amazonaws.com"]},
+                "Action": ["sns:Subscribe", "sns:Publish"],
+            },
+            True,
+        ),
+        ({"Effect": "Deny", "Principal": CLOUDWATCH, "Action": "sns:Publish"}, False),
+        (
+            {"Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"}, "Action": "sns:Publish"},
+            False,
+        ),
+        ({"Effect": "Allow", "Principal": CLOUDWATCH, "Action": ["sns:Subscribe"]}, False),
+        ({"Effect": "Allow", "Principal": CLOUDWATCH}, False),
+        ({"Effect": "Allow", "Action": "sns:Publish"}, False),
+    ],
+)
+def test_only_an_allow_of_publish_to_cloudwatch_counts_as_the_grant(
+    dev_config: HubSpokeConfig, statement: dict[str, Any], grants: bool
+) -> None:
+    """The grant the Knowledge Center article asks for: Effect Allow, Principal Service cloudwatch.amazonaws.com,
+    Action sns:Publish (IAM JSON policy elements: Effect, Principal, Action)."""
+    found = check([_topic_with(statement)], dev_config)
+    hits = [v.logical_id for v in found if v.rule == "HubSpoke-AlarmTopicPublish"]
+    assert hits == ([] if grants else ["Alarm"])
+
+
+@pytest.mark.parametrize(
+    ("kind", "actions"),
+    [
+        ("AWS::CloudWatch::Alarm", "OKActions"),
+        ("AWS::CloudWatch::CompositeAlarm", "AlarmActions"),
+        ("AWS::CloudWatch::CompositeAlarm", "OKActions"),
+    ],
+)
+def test_ok_actions_and_composite_alarms_need_the_grant_too(
+    dev_config: HubSpokeConfig, kind: str, actions: str
+) -> None:
+    """Both alarm types notify SNS topics through AlarmActions and OKActions (CloudFormation template reference,
+    AWS::CloudWatch::Alarm and AWS::CloudWatch::CompositeAlarm)."""
+    template = _topic_with({"Effect": "Allow", "Principal": CLOUDWATCH, "Action": "sns:Subscribe"})
+    template.body["Resources"]["Alarm"] = {"Type": kind, "Properties": {actions: [{"Ref": "Topic"}]}}
+    hits = [v.logical_id for v in check([template], dev_config) if v.rule == "HubSpoke-AlarmTopicPublish"]
+    assert hits == ["Alarm"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -240,3 +241,31 @@ def test_eks_and_hyperpod_keys_admit_the_grant_either_way_and_other_keys_keep_ct
     assert others
     for sid, key_id, key in others:
         assert _denied(key["Properties"]["KeyPolicy"], UNFLAGGED), f"{sid}/{key_id} lost CT.KMS.PR.3"
+
+
+def test_the_grant_deny_fix_names_calls_that_exist(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    """The fix a user follows is code: `retained_key(..., caller_grants=<reason>)` (hubspoke/constructs/keys.py)
+    and `acknowledge` of the control (hubspoke/policy/acks.py, which takes Control Tower ids such as
+    CT.KMS.PR.3, Control Tower's id for "KMS key policy does not allow CreateGrant for non-AWS resources").
+    Each name in it is checked against the callable it names, spelled as the code spells it."""
+    import inspect
+
+    from aws_cdk import App, Stack
+
+    from hubspoke.constructs.keys import retained_key
+    from hubspoke.policy.acks import acknowledge
+
+    broken = copy.deepcopy(dev_templates)
+    secrets_key_with_grant_deny(broken[STACK])
+    [fix] = {
+        v.fix
+        for v in check([Template(sid, t) for sid, t in broken.items()], dev_config)
+        if v.rule == "HubSpoke-ServiceKeyGrantDeny"
+    }
+    called = re.search(r"\bretained_key\(\.\.\., (\w+)=<reason>\)", fix)
+    assert called and called[1] in inspect.signature(retained_key).parameters, fix
+    control = re.search(r"\band acknowledge (CT\.KMS\.PR\.\d+) on it$", fix)
+    assert control and control[1] == "CT.KMS.PR.3", fix
+    acknowledge(Stack(App(), "s"), control[1], reason="a reason long enough for a reviewer to check it here")

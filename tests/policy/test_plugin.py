@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from aws_cdk import App, Stack
@@ -67,3 +69,52 @@ def test_acknowledgment_without_a_real_reason_is_refused() -> None:
     stack = Stack(App(), "s")
     with pytest.raises(ValueError, match="needs a reason"):
         acknowledge(stack, "AwsSolutions-IAM5", reason="needed")
+
+
+def _report_of(
+    dev_config: HubSpokeConfig, templates: dict[str, Any], tmp_path: Path
+) -> tuple[Any, dict[str, str]]:
+    """HubSpokePolicy.validate over `templates` written as files, the way CDK hands a plugin its templates."""
+    from hubspoke.policy.plugin import HubSpokePolicy
+
+    tmp_path.mkdir()
+    paths = {}
+    for stack_id, body in templates.items():
+        paths[stack_id] = tmp_path / f"{stack_id}.template.json"
+        paths[stack_id].write_text(json.dumps(body))
+
+    context = SimpleNamespace(template_paths=[str(p) for p in paths.values()])
+    return HubSpokePolicy(dev_config).validate(context), {str(p): s for s, p in paths.items()}
+
+
+def test_the_plugins_report_fails_synth_and_points_at_the_violating_resource(
+    dev_config: HubSpokeConfig, dev_templates: dict[str, Any], tmp_path: Path
+) -> None:
+    """What CDK reads of a plugin's report (aws-cdk-lib 2.275.0 core/lib/private/synthesis-validation.js and
+    validation/report.d.ts): `success` false fails synth; after any acknowledgment a report's success is
+    recomputed as "no violation of severity error or fatal"; each violating resource names its logical ID, its
+    template's path and locations in that resource. A clean set of templates reports success and no violation."""
+    clean, _ = _report_of(dev_config, dev_templates, tmp_path / "a")
+    assert clean.success is True and clean.violations == []
+
+    templates = json.loads(json.dumps(dev_templates))
+    broken = templates["network-us-east-2"]
+    broken["Resources"]["Injected"] = {
+        "Type": "AWS::EC2::SecurityGroupIngress",
+        "Properties": {
+            "CidrIp": "0.0.0.0/0",
+            "IpProtocol": "tcp",
+            "FromPort": 22,
+            "ToPort": 22,
+            "GroupId": "sg-1",
+        },
+    }
+    report, stacks = _report_of(dev_config, templates, tmp_path / "b")
+    assert report.success is False
+    [world] = [v for v in report.violations if v.rule_name == "HubSpoke-NoWorldIngress"]
+    assert world.severity in ("error", "fatal")
+    assert "0.0.0.0/0" in world.description and world.fix
+    [resource] = world.violating_resources
+    assert resource.resource_logical_id == "Injected"
+    assert stacks[resource.template_path] == "network-us-east-2"
+    assert resource.locations and all(loc in broken["Resources"]["Injected"] for loc in resource.locations)

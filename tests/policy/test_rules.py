@@ -324,3 +324,91 @@ def test_a_way_into_the_access_host_is_caught(
         resources[host]["Properties"]["NetworkInterfaces"][0]["AssociatePublicIpAddress"] = True
     assert "HubSpoke-AccessHostNoIngress" in rules_hit(broken, dev_config)
     assert "HubSpoke-AccessHostNoIngress" not in rules_hit(dev_templates, dev_config)
+
+
+def _network(region: str, routes: dict[str, dict[str, Any]], kind: str = "network") -> Template:
+    """A hand-written network template of `region` holding `routes` (AWS::EC2::Route properties by logical ID)."""
+    return Template(
+        f"{kind}-{region}",
+        {
+            "Metadata": {"hubspoke": {"kind": kind, "region": region}},
+            "Resources": {k: {"Type": "AWS::EC2::Route", "Properties": p} for k, p in routes.items()},
+        },
+    )
+
+
+PEER = {"VpcPeeringConnectionId": {"Ref": "Peering"}, "RouteTableId": {"Ref": "Table"}}
+NAT = {"NatGatewayId": {"Ref": "Nat"}, "RouteTableId": {"Ref": "Table"}}
+
+
+@pytest.mark.parametrize(
+    ("route", "caught", "covered"),
+    [
+        ({**PEER, "DestinationCidrBlock": "10.10.0.0/16"}, False, None),  # the hub's CIDR
+        ({**PEER, "DestinationCidrBlock": "10.10.5.0/24"}, False, None),  # inside it
+        ({**PEER, "DestinationCidrBlock": "10.30.0.0/16"}, True, "10.30.0.0/16"),  # the other spoke
+        ({**PEER, "DestinationCidrBlock": "10.30.7.0/24"}, True, "10.30.0.0/16"),  # inside the other spoke
+        ({**PEER, "DestinationCidrBlock": "0.0.0.0/0"}, True, "10.30.0.0/16"),  # a supernet of it
+        ({**PEER, "DestinationCidrBlock": "10.10.0.0/15"}, True, None),  # past the hub, no spoke
+        ({**PEER, "DestinationCidrBlock": "172.16.0.0/12"}, True, None),  # a dead end
+        ({**PEER, "DestinationIpv6CidrBlock": "::/0"}, True, None),  # the hub has no IPv6 CIDR
+        ({**PEER, "DestinationCidrBlock": {"Ref": "HubCidr"}}, True, None),  # a token, not comparable
+        ({**NAT, "DestinationCidrBlock": "10.30.1.0/24"}, True, "10.30.0.0/16"),  # into a spoke, any target
+        ({**NAT, "DestinationCidrBlock": "0.0.0.0/0"}, False, None),  # the internet, not over the peering
+        ({**NAT, "DestinationCidrBlock": {"Ref": "Anywhere"}}, False, None),
+        ({**NAT, "DestinationIpv6CidrBlock": "::/0"}, False, None),
+        ({**NAT, "DestinationCidrBlock": "10.20.1.0/24"}, False, None),  # its own CIDR
+    ],
+)
+def test_a_spoke_routes_over_its_peering_only_to_the_hub(
+    config_from: Any, route: dict[str, Any], caught: bool, covered: str | None
+) -> None:
+    """VPC peering is not transitive (Amazon VPC Peering Guide, "VPC peering limitations"): over its peering a
+    spoke (10.20.0.0/16) reaches only the hub's CIDR (10.10.0.0/16), and no route of it leads into the other
+    spoke (10.30.0.0/16). A route names IPv4 or IPv6 destinations (AWS::EC2::Route DestinationCidrBlock,
+    DestinationIpv6CidrBlock). No synth: the rule reads the route alone."""
+    from tests.cli.verify_fixtures import TWO_SPOKES
+
+    config = config_from(TWO_SPOKES)
+    found = [v for v in check([_network("us-west-2", {"R": route})], config) if v.rule == TRANSITIVE]
+    assert [(v.template, v.logical_id) for v in found] == ([("network-us-west-2", "R")] if caught else [])
+    for v in found:
+        assert ("10.30.0.0/16" in v.message) == (covered is not None), v.message
+        dest = route.get("DestinationCidrBlock", route.get("DestinationIpv6CidrBlock"))
+        assert (dest if isinstance(dest, str) else repr(dest)) in v.message, v.message
+        assert v.fix == FIXES["VpcPeeringConnectionId" in route, isinstance(dest, str)], v.fix
+
+
+TRANSITIVE = "HubSpoke-NoTransitiveRoute"
+# What the user is told to do, by (over the peering, literal destination): the hub forwards nothing onward and
+# no spoke reaches another (Amazon VPC Peering Guide, "VPC peering limitations").
+FIXES = {
+    (True, True): "route over the peering only the hub's CIDRs: the hub forwards nothing onward",
+    (True, False): "route the hub's CIDRs literally, as config gives them",
+    (False, True): "remove it: spoke-to-spoke traffic cannot cross the hub's peerings",
+}
+
+
+def test_the_hub_and_other_stacks_may_route_toward_a_spoke(config_from: Any) -> None:
+    """The hub routes to every spoke (that is the hub-and-spoke design), and only Network stacks hold a spoke's
+    peering routes; a spoke's own CIDR is no other spoke's."""
+    from tests.cli.verify_fixtures import TWO_SPOKES
+
+    config = config_from(TWO_SPOKES)
+    to_spoke = {"R": {**PEER, "DestinationCidrBlock": "10.30.0.0/16"}}
+    templates = [_network("us-east-2", to_spoke), _network("us-west-2", to_spoke, kind="link")]
+    assert [v for v in check(templates, config) if v.rule == TRANSITIVE] == []
+    other = [_network("eu-west-1", {"R": {**PEER, "DestinationCidrBlock": "10.20.0.0/16"}})]
+    assert [v.template for v in check(other, config) if v.rule == TRANSITIVE] == ["network-eu-west-1"]
+
+
+def test_a_route_to_the_hubs_adjacent_cidrs_at_once_is_the_hubs(config_from: Any) -> None:
+    """A hub with two adjacent CIDRs (10.10.0.0/16 and its secondary 10.11.0.0/16) may be routed as one /15."""
+    from tests.cli.verify_fixtures import TWO_SPOKES
+
+    data = copy.deepcopy(TWO_SPOKES)
+    data["hub"]["secondary_cidrs"] = ["10.11.0.0/16"]
+    config = config_from(data)
+    assert config.hub.all_cidrs == ("10.10.0.0/16", "10.11.0.0/16")
+    route = {"R": {**PEER, "DestinationCidrBlock": "10.10.0.0/15"}}
+    assert [v for v in check([_network("us-west-2", route)], config) if v.rule == TRANSITIVE] == []

@@ -167,3 +167,78 @@ def test_the_cnq_provisioners_waiter_is_judged_too(
     for i in cnq:
         broken[stack]["Resources"][i]["Properties"]["WaitSeconds"] = "3600"
     assert set(_hits(broken, dev_config)) == {(stack, i) for i in cnq}
+
+
+def _provider(kind: str, max_attempts: int, **props: Any) -> Template:
+    """A hand-written Provider: a custom resource of `kind`, the framework's onEvent function naming its waiter
+    and the user's functions by the environment variables aws-cdk-lib 2.275's provider-framework sets
+    (consts.js), and a waiter retrying every 60 s without backoff `max_attempts` times."""
+    definition = {
+        "StartAt": "poll",
+        "States": {
+            "poll": {
+                "Type": "Task",
+                "Retry": [{"IntervalSeconds": 60, "MaxAttempts": max_attempts, "BackoffRate": 1}],
+                "End": True,
+            }
+        },
+    }
+    variables = {
+        "WAITER_STATE_MACHINE_ARN": {"Ref": "Waiter"},
+        "USER_ON_EVENT_FUNCTION_ARN": {"Fn::GetAtt": ["OnEvent", "Arn"]},
+        "USER_IS_COMPLETE_FUNCTION_ARN": {"Fn::GetAtt": ["IsComplete", "Arn"]},
+    }
+    body = {
+        "Resources": {
+            "Thing": {
+                "Type": kind,
+                "Properties": {"ServiceToken": {"Fn::GetAtt": ["Framework", "Arn"]}, **props},
+            },
+            "Framework": {
+                "Type": "AWS::Lambda::Function",
+                "Properties": {"Environment": {"Variables": variables}},
+            },
+            "OnEvent": {"Type": "AWS::Lambda::Function", "Properties": {"Timeout": 60}},
+            "IsComplete": {"Type": "AWS::Lambda::Function", "Properties": {}},
+            "Waiter": {
+                "Type": "AWS::StepFunctions::StateMachine",
+                "Properties": {"DefinitionString": json.dumps(definition)},
+            },
+        }
+    }
+    return Template("t", body)
+
+
+@pytest.mark.parametrize("kind", ["AWS::CloudFormation::CustomResource", "Custom::Anything"])
+@pytest.mark.parametrize(
+    ("attempts", "props", "caught"),
+    [
+        # 60 s onEvent + 55 sleeps of 60 s + 56 runs of isComplete at Lambda's default 3 s = 3528 s < 3600 s.
+        (55, {}, False),
+        # 60 + 57 x 60 + 58 x 3 = 3654 s: past the 3600 s CloudFormation waits when ServiceTimeout is absent.
+        (57, {}, True),
+        # ServiceTimeout above 3600 does not extend the wait (1 to 3600 s), nor one only known at deploy time.
+        (57, {"ServiceTimeout": "7200"}, True),
+        (57, {"ServiceTimeout": {"Ref": "Timeout"}}, True),
+        (55, {"ServiceTimeout": "3500"}, True),
+        (55, {"ServiceTimeout": 3528}, True),  # giving up exactly when CloudFormation does is too late
+        (55, {"ServiceTimeout": 3529}, False),
+        # A handler that ends the request within its own budget waits no longer than that budget.
+        (57, {"WaitSeconds": "3599"}, False),
+        (57, {"WaitSeconds": "3600"}, True),
+        (
+            57,
+            {"WaitSeconds": {"Ref": "Budget"}},
+            True,
+        ),  # unknown at synth: counted as the most CloudFormation allows
+    ],
+)
+def test_a_hand_written_provider_is_judged_by_the_documented_numbers(
+    dev_config: HubSpokeConfig, kind: str, attempts: int, props: dict[str, Any], caught: bool
+) -> None:
+    """The rule's arithmetic from the sources alone (module docstring): ServiceTimeout 1 to 3600 s, 3600 when
+    absent (AWS::CloudFormation::CustomResource; both resource type spellings are custom resources); a Lambda
+    function's Timeout 3 s when absent (AWS::Lambda::Function); a Step Functions retrier sleeps IntervalSeconds x
+    BackoffRate^n per retry and runs the task once more than it retries."""
+    found = [v.logical_id for v in check([_provider(kind, attempts, **props)], dev_config) if v.rule == RULE]
+    assert found == (["Thing"] if caught else [])
