@@ -269,3 +269,114 @@ def test_the_grant_deny_fix_names_calls_that_exist(
     control = re.search(r"\band acknowledge (CT\.KMS\.PR\.\d+) on it$", fix)
     assert control and control[1] == "CT.KMS.PR.3", fix
     acknowledge(Stack(App(), "s"), control[1], reason="a reason long enough for a reviewer to check it here")
+
+
+def _orchestrator(*resources: tuple[str, str, dict[str, Any]]) -> Template:
+    """A hand-written template holding a HyperPod cluster and `resources` (logical ID, type, properties)."""
+    body: dict[str, Any] = {"Resources": {"Cluster": {"Type": "AWS::SageMaker::Cluster", "Properties": {}}}}
+    for logical_id, kind, props in resources:
+        body["Resources"][logical_id] = {"Type": kind, "Properties": props}
+    return Template("compute", body)
+
+
+@pytest.mark.parametrize(
+    ("version", "caught"),
+    [
+        ("v1.18.3-eksbuild.1", False),  # the documented minimum
+        ("v1.18.10-eksbuild.2", False),  # numbers, not text: 10 > 3
+        ("v1.19.0-eksbuild.1", False),
+        ("v2.0.0-eksbuild.1", False),
+        ("v1.18.2-eksbuild.1", True),
+        ("v1.9.9-eksbuild.1", True),
+        ("v0.99.99-eksbuild.1", True),
+        (None, True),  # EKS's default version: not known to be new enough
+        ("latest", True),
+    ],
+)
+def test_vpc_cni_of_a_hyperpod_orchestrator_is_1_18_3_or_newer(
+    dev_config: HubSpokeConfig, version: str | None, caught: bool
+) -> None:
+    """SageMaker developer guide, "Getting started with Amazon EKS support in SageMaker HyperPod": VPC CNI
+    1.18.3 or later. EKS add-on versions read vMAJOR.MINOR.PATCH-eksbuild.N (EKS User Guide, add-on versions)."""
+    props = {"AddonName": "vpc-cni", **({"AddonVersion": version} if version else {})}
+    found = check([_orchestrator(("Cni", "AWS::EKS::Addon", props))], dev_config)
+    assert [v.logical_id for v in found if v.rule == "HubSpoke-HyperPodVpcCni"] == (["Cni"] if caught else [])
+
+
+def test_an_old_vpc_cni_without_hyperpod_or_another_addon_is_not_judged(dev_config: HubSpokeConfig) -> None:
+    """The minimum is HyperPod's: an EKS cluster without it, or another add-on, is none of this rule's business."""
+    old = ("Cni", "AWS::EKS::Addon", {"AddonName": "vpc-cni", "AddonVersion": "v1.10.0-eksbuild.1"})
+    plain = Template("eks", {"Resources": {"Cni": {"Type": old[1], "Properties": old[2]}}})
+    other = _orchestrator(("Dns", "AWS::EKS::Addon", {"AddonName": "coredns", "AddonVersion": "v1.10.0-eksbuild.1",
+                                                         "ResolveConflicts": "OVERWRITE"}))  # fmt: skip
+    assert [v for v in check([plain, other], dev_config) if v.rule == "HubSpoke-HyperPodVpcCni"] == []
+
+
+@pytest.mark.parametrize(
+    ("action", "condition", "caught"),
+    [
+        ("kms:CreateGrant", {"Bool": {"kms:GrantIsForAWSResource": "false"}}, True),
+        (["kms:*"], {"Bool": {"kms:GrantIsForAWSResource": False}}, True),
+        ("*", {"Bool": {"KMS:GRANTISFORAWSRESOURCE": "false"}}, True),  # condition keys are case-insensitive
+        (["kms:Decrypt", "kms:CreateGrant"], {"Bool": {"kms:GrantIsForAWSResource": "false"}}, True),
+        ("kms:CreateGrant", {}, False),  # a plain Deny is another rule's business, not CT.KMS.PR.3's
+        ("kms:Decrypt", {"Bool": {"kms:GrantIsForAWSResource": "false"}}, False),
+    ],
+)
+def test_the_ct_kms_pr_3_deny_is_recognised_in_any_spelling(
+    dev_config: HubSpokeConfig, action: str | list[str], condition: dict[str, Any], caught: bool
+) -> None:
+    """CT.KMS.PR.3's statement: Deny kms:CreateGrant unless kms:GrantIsForAWSResource (Control Tower controls
+    reference); IAM JSON policy reference: Action is a string or a list, wildcards `kms:*` and `*` cover every
+    action, condition key names are case-insensitive. An EKS cluster encrypting its secrets with such a key is
+    refused (EKS User Guide, "Encrypt Kubernetes secrets with KMS")."""
+    statement = {"Effect": "Deny", "Principal": {"AWS": "*"}, "Action": action, "Resource": "*"}
+    if condition:
+        statement["Condition"] = condition
+    key = ("Key", "AWS::KMS::Key", {"KeyPolicy": {"Version": "2012-10-17", "Statement": [statement]}})
+    secrets = {
+        "EncryptionConfig": [
+            {"Provider": {"KeyArn": {"Fn::GetAtt": ["Key", "Arn"]}}, "Resources": ["secrets"]}
+        ]
+    }
+    template = _orchestrator(key, ("Eks", "AWS::EKS::Cluster", secrets))
+    found = [v.logical_id for v in check([template], dev_config) if v.rule == "HubSpoke-ServiceKeyGrantDeny"]
+    assert found == (["Key"] if caught else [])
+
+
+BUCKET_URI = {"Fn::Join": ["", ["s3://", {"Ref": "Scripts"}, "/lifecycle/"]]}
+
+
+@pytest.mark.parametrize(
+    ("uri", "bucket_name", "caught"),
+    [
+        ("s3://sagemaker-lifecycle-123/scripts/", None, False),
+        ("s3://lifecycle-sagemaker/scripts/", None, True),  # the prefix, not anywhere in the name
+        ("s3://my-bucket", None, True),
+        (BUCKET_URI, "sagemaker-scripts", False),
+        (BUCKET_URI, {"Fn::Join": ["", ["sagemaker-", {"Ref": "AWS::AccountId"}]]}, False),
+        (BUCKET_URI, {"Fn::Join": ["", ["scripts-", {"Ref": "AWS::AccountId"}]]}, True),
+        (BUCKET_URI, None, True),  # a generated name: CloudFormation names it after the stack, not sagemaker-
+    ],
+)
+def test_lifecycle_scripts_come_from_a_sagemaker_bucket(
+    dev_config: HubSpokeConfig, uri: Any, bucket_name: Any, caught: bool
+) -> None:
+    """SageMaker API reference, ClusterLifeCycleConfig.SourceS3Uri: the bucket's name must start with
+    `sagemaker-` (the managed AmazonSageMakerClusterInstanceRolePolicy reads only those); a bucket without
+    BucketName gets a generated name (AWS::S3::Bucket BucketName: "If you don't specify a name, AWS
+    CloudFormation generates a unique ID")."""
+    group = {
+        "InstanceGroupName": "workers",
+        "LifeCycleConfig": {"SourceS3Uri": uri, "OnCreate": "on_create.sh"},
+    }
+    template = _orchestrator(
+        ("Scripts", "AWS::S3::Bucket", {} if bucket_name is None else {"BucketName": bucket_name})
+    )
+    template.body["Resources"]["Cluster"]["Properties"]["InstanceGroups"] = [group]
+    found = [v for v in check([template], dev_config) if v.rule == "HubSpoke-HyperPodLifecycleBucket"]
+    assert [v.logical_id for v in found] == (["Cluster"] if caught else [])
+    for v in found:
+        assert "workers" in v.message and ("(a generated name)" in v.message) == (
+            bucket_name is None and uri is BUCKET_URI
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -118,3 +119,25 @@ def test_the_plugins_report_fails_synth_and_points_at_the_violating_resource(
     assert resource.resource_logical_id == "Injected"
     assert stacks[resource.template_path] == "network-us-east-2"
     assert resource.locations and all(loc in broken["Resources"]["Injected"] for loc in resource.locations)
+
+
+def test_every_checkov_acknowledgment_in_dev_is_a_skip_with_its_reason(dev_templates: dict[str, Any]) -> None:
+    """checkov reads a resource's `Metadata.checkov.skip` as a list of `{id, comment}` (checkov 3.3.30,
+    checkov/cloudformation/context_parser.py, ContextParser.collect_skip_comments); each acknowledgment dev's
+    synth writes there names a checkov check (CKV_AWS_n or CKV2_AWS_n) and carries its reason, once per check."""
+    skips = [
+        (stack, logical_id, resource["Metadata"]["checkov"])
+        for stack, template in dev_templates.items()
+        for logical_id, resource in template["Resources"].items()
+        if "checkov" in resource.get("Metadata", {})
+    ]
+    assert skips, "dev acknowledges checkov checks (docs/policy.md, Accepted findings: Metadata.checkov.skip)"
+    for stack, logical_id, metadata in skips:
+        where = f"{stack}/{logical_id}"
+        assert isinstance(metadata, dict) and list(metadata) == ["skip"], where
+        assert isinstance(metadata["skip"], list) and metadata["skip"], where
+        ids = [s["id"] for s in metadata["skip"]]
+        assert len(ids) == len(set(ids)), where
+        for skip in metadata["skip"]:
+            assert set(skip) == {"id", "comment"} and re.fullmatch(r"CKV2?_AWS_\d+", skip["id"]), where
+            assert isinstance(skip["comment"], str) and skip["comment"].strip(), where
