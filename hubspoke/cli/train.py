@@ -146,6 +146,7 @@ def _settings(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace, *, runner: Runner | None = None, clients: Any = None) -> int:
     from hubspoke.cli.render import RenderError, _recorded_image
     from hubspoke.images import DIGEST_REF
+    from hubspoke.k8s.accelerators import ACCELERATORS, UnknownAccelerator, accelerator
     from hubspoke.k8s.cache_wait import has_cache
     from hubspoke.k8s.run import DatasetNotPinned, pinned_dataset
 
@@ -163,6 +164,14 @@ def run(args: argparse.Namespace, *, runner: Runner | None = None, clients: Any 
     except DatasetNotPinned as exc:
         key, _, message = str(exc).partition(": ")
         return _bad(path, key, message)
+    group = region.compute.instance_groups[0]
+    try:
+        accelerator(group.instance_type)
+    except UnknownAccelerator:
+        return fail(
+            f"--region: {region.region}'s nodes are {group.instance_type}; the reference job needs 8 GPUs a node "
+            f"({', '.join(sorted(ACCELERATORS))}): train in a Region whose compute runs one (--region)"
+        )
     cache = has_cache(config, region)
     if args.wait_for_cached_fraction is not None:
         if not cache:

@@ -125,6 +125,18 @@ def test_the_dry_run_changes_nothing_and_lists_what_stays(aws: Refusals, config:
     assert "Dry run: nothing changed" in out
 
 
+def test_dry_run_is_the_default_spelled_out_and_refused_beside_yes(
+    aws: Refusals, config: Path, capsys: Any
+) -> None:
+    """`--dry-run`, as every other command spells it, changes nothing; with --yes it is a contradiction."""
+    deploy(session_clients())
+    assert _run(config, aws, "--dry-run") == 0
+    assert "Dry run: nothing changed" in capsys.readouterr().out
+    assert _run(config, aws, "--dry-run", "--yes") == 2
+    assert "choose one" in capsys.readouterr().err
+    assert _live_stacks() == {stack_name(k, r) for k, r in DEPLOY_ORDER}
+
+
 def test_yes_without_the_typed_name_deletes_the_stacks_and_nothing_retained(
     aws: Refusals, config: Path, capsys: Any
 ) -> None:

@@ -145,8 +145,27 @@ def test_without_base_the_build_takes_the_configs_base_image(world: Path) -> Non
         ),
         (lambda c: None, ("--image", IMAGE, "--bench"), "not built yet"),
         (lambda c: None, ("--base", "pytorch:latest"), "not pinned by digest"),
+        # The hub's one g5.8xlarge loader node (what `hubspoke init` writes): 1 GPU, EC2 "Accelerated computing".
+        (
+            lambda c: (
+                c["hub"]
+                .setdefault("compute", {})
+                .update(
+                    instance_groups=[
+                        {
+                            "name": "loader",
+                            "instance_type": "ml.g5.8xlarge",
+                            "count": 1,
+                            "on_start_deep_health_checks": [],
+                        }
+                    ]
+                )
+            ),
+            ("--image", IMAGE, "--region", "us-east-2"),
+            "needs 8 GPUs a node",
+        ),
     ],
-    ids=["no-dataset-pinned", "wait-without-cache", "bench", "base-without-digest"],
+    ids=["no-dataset-pinned", "wait-without-cache", "bench", "base-without-digest", "hub-without-8-gpus"],
 )
 def test_refusals_run_nothing(
     world: Path, capsys: pytest.CaptureFixture[str], change: Any, extra: tuple[str, ...], says: str

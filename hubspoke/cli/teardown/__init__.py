@@ -57,6 +57,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
     add_aws_options(parser)
     parser.add_argument("--yes", action="store_true", help="delete the stacks (without it: a dry run)")
     parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what it would do and change nothing (the default without --yes)",
+    )
+    parser.add_argument(
         "--confirm",
         metavar="ENVIRONMENT",
         help="the environment's name, typed ahead: delete the retained resources without the prompt",
@@ -81,6 +86,8 @@ def run(
         return fail(error)
     if args.json:
         return fail("--json: teardown prints its progress as it goes; leave --json out")
+    if args.dry_run and args.yes:
+        return fail("--dry-run and --yes: choose one (without --yes, teardown only prints what it would do)")
     regions = set(args.region or (r.region for r in config.regions()))
     plans = stack_steps.teardown_order(config, regions)
     accounts = ", ".join(sorted({p.account for p in plans})) or config.account
