@@ -293,7 +293,9 @@ def _tables(data: dict[str, Any]) -> list[Table]:
             f"${line['usd_per_hour']:,.2f}" if priced else "no price",
             line["source"] or "not in hubspoke/prices.py: add a dated, cited row",
         )
-    tables = [stacks, readers, peerings] if data["peerings"] else [stacks, readers]
+    # Without an assembly who reads what is unknown: the note printed after the tables says so, not an empty table.
+    known = [readers] if data["read_by_unknown"] is None else []
+    tables = [stacks, *known, peerings] if data["peerings"] else [stacks, *known]
     return [*tables, kinds, cost]
 
 

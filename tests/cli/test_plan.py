@@ -144,6 +144,7 @@ def test_without_a_synthesized_assembly_plan_says_who_reads_what_is_unknown(
     assert main(["plan", "--config", str(path), "--assembly", str(tmp_path / "none")]) == 0
     out = capsys.readouterr().out
     assert "Who reads what is unknown:" in out and "run `npx cdk synth" in out
+    assert "Weak references:" not in out, "no empty table of readers before the note"
     assert main(["plan", "--config", str(path), "--json", "--assembly", str(tmp_path / "none")]) == 0
     data = json.loads(capsys.readouterr().out)
     assert all(s["read_by"] is None for s in data["stacks"]) and data["read_by_unknown"]
