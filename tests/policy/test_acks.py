@@ -236,3 +236,30 @@ def test_a_stage_whose_build_fails_leaves_later_acknowledgments_immediate() -> N
     acknowledge(other, "CKV_AWS_158", reason=LONG_REASON, resource_types=["AWS::Logs::LogGroup"])
     App.of(other).synth()  # type: ignore[union-attr]
     assert group.get_metadata("checkov") == {"skip": [{"id": "CKV_AWS_158", "comment": LONG_REASON}]}
+
+
+def test_a_stage_built_outside_the_block_gets_one_aspect_for_all_its_acknowledgments() -> None:
+    """Any other Stage gets one aspect, made the first time an acknowledgment needs it (acks._Acknowledgments:
+    a dozen aspects over an environment's constructs were a third of synth); CDK carries no app's aspects into
+    its Stages, so each Stage gets its own. The skips land as before, in the order acknowledged."""
+    from aws_cdk import Aspects
+    from aws_cdk import aws_logs as logs
+
+    app = App()
+    stages = [Stage(app, "One"), Stage(app, "Two")]
+    groups = []
+    for stage in stages:
+        stack = Stack(stage, "S")
+        groups.append(logs.CfnLogGroup(stack, "Logs"))
+        acknowledge(stack, "CKV_AWS_158", reason=LONG_REASON, resource_types=["AWS::Logs::LogGroup"])
+        acknowledge(stack, "CKV_AWS_66", reason=LONG_REASON + ".", resource_types=["AWS::Logs::LogGroup"])
+    assert [len(Aspects.of(s).all) for s in stages] == [1, 1]
+    assert not Aspects.of(app).all
+    app.synth()
+    for group in groups:
+        assert group.get_metadata("checkov") == {
+            "skip": [
+                {"id": "CKV_AWS_158", "comment": LONG_REASON},
+                {"id": "CKV_AWS_66", "comment": LONG_REASON + "."},
+            ]
+        }
