@@ -412,3 +412,55 @@ def test_a_route_to_the_hubs_adjacent_cidrs_at_once_is_the_hubs(config_from: Any
     assert config.hub.all_cidrs == ("10.10.0.0/16", "10.11.0.0/16")
     route = {"R": {**PEER, "DestinationCidrBlock": "10.10.0.0/15"}}
     assert [v for v in check([_network("us-west-2", route)], config) if v.rule == TRANSITIVE] == []
+
+
+def _ingress_in(region: str, cidr: Any, spoke: str | None = None) -> Template:
+    """A hand-written template of `region` (a Link stack's when `spoke` is given) with one ingress rule."""
+    meta = {"kind": "link" if spoke else "network", "region": region, **({"spoke": spoke} if spoke else {})}
+    rule = {"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "GroupId": "sg-1", "CidrIp": cidr}
+    return Template("t", {"Metadata": {"hubspoke": meta},
+                          "Resources": {"In": {"Type": "AWS::EC2::SecurityGroupIngress", "Properties": rule}}})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("region", "cidr", "spoke", "caught"),
+    [
+        ("us-west-2", "10.20.0.0/16", None, False),  # the spoke's own VPC
+        ("us-west-2", "10.20.3.0/24", None, False),  # inside it
+        ("us-west-2", "10.10.0.0/16", None, False),  # its peer, the hub
+        ("us-east-2", "10.20.0.0/16", None, False),  # the hub's peer, the spoke
+        ("us-west-2", "10.30.0.0/16", None, True),  # neither
+        ("us-west-2", "10.20.0.0/15", None, True),  # wider than the VPC
+        ("us-east-2", "10.20.0.0/16", "us-west-2", False),  # a Link stack admits its spoke
+        ("us-east-2", "10.10.0.0/16", "us-west-2", False),  # and the hub VPC itself
+        ("us-east-2", "10.30.0.0/16", "us-west-2", True),
+    ],
+)
+def test_ingress_comes_only_from_the_vpc_or_its_configured_peers(
+    dev_config: HubSpokeConfig, region: str, cidr: str, spoke: str | None, caught: bool
+) -> None:
+    """Security groups cannot be referenced across Regions, so a peer's traffic is admitted by its CIDR (Amazon
+    VPC Peering Guide, "Update your security groups to reference peer security groups"); anything else from
+    outside the VPC is refused. dev: hub 10.10.0.0/16 in us-east-2, spoke 10.20.0.0/16 in us-west-2."""
+    found = [
+        v
+        for v in check([_ingress_in(region, cidr, spoke)], dev_config)
+        if v.rule == "HubSpoke-PeerCidrIngress"
+    ]
+    assert [v.logical_id for v in found] == (["In"] if caught else [])
+    for v in found:
+        assert cidr in v.message and region in v.message, v.message
+
+
+def test_ingress_by_security_group_or_in_a_template_of_no_region_is_not_a_cidr_rule(
+    dev_config: HubSpokeConfig,
+) -> None:
+    """Ingress naming a source group (SourceSecurityGroupId, no CidrIp) and a template with no hubspoke
+    metadata (no stack of ours, so no Region to judge by) are for other rules."""
+    by_group = _ingress_in("us-west-2", None)
+    by_group.body["Resources"]["In"]["Properties"]["SourceSecurityGroupId"] = "sg-2"
+    regionless = _ingress_in("us-west-2", "10.30.0.0/16")
+    del regionless.body["Metadata"]
+    assert [
+        v for v in check([by_group, regionless], dev_config) if v.rule == "HubSpoke-PeerCidrIngress"
+    ] == []
