@@ -33,17 +33,27 @@ def _job(shape: Any) -> dict[str, Any]:
                     token_bytes=4, vocab_size=10, image="img@sha256:" + "0" * 64)  # fmt: skip
 
 
-def _text(value: Any) -> str:
-    """A template string with its tokens written as <...>: Fn::Join parts, Refs and stack outputs by name."""
+def _text(value: Any, templates: Templates) -> str:
+    """A template string with its tokens written as <...>: Fn::Join parts and Refs by name, and a weak reference
+    (Fn::GetStackOutput: StackName, OutputName; CloudFormation Template Reference) followed to the value of that
+    output in the producer's template, so a token names the producer's resource."""
     if isinstance(value, str):
         return value
     if "Fn::Join" in value:
-        return "".join(_text(p) for p in value["Fn::Join"][1])
+        return "".join(_text(p, templates) for p in value["Fn::Join"][1])
     if "Ref" in value:
         return f"<{value['Ref']}>"
     if "Fn::GetStackOutput" in value:
-        return f"<{value['Fn::GetStackOutput']['OutputName']}>"
+        read = value["Fn::GetStackOutput"]
+        [producer] = [t for sid, t in templates.items() if read["StackName"].endswith(f"-{sid}")]
+        return _text(producer["Outputs"][read["OutputName"]]["Value"], templates)
     return f"<{next(iter(value))}>"
+
+
+def _storage_resource(shape: Any, kind: str, prefix: str) -> str:
+    """The logical ID of the hub Storage stack's one resource of `kind` whose ID starts with `prefix`."""
+    [found] = [i for i, _ in resources(shape.templates[f"storage-{HUB}"], kind) if i.startswith(prefix)]
+    return found
 
 
 def test_the_association_binds_the_jobs_service_account_in_its_namespace(shape: Any) -> None:
@@ -71,13 +81,15 @@ def test_the_association_binds_the_jobs_service_account_in_its_namespace(shape: 
             for s in policy["PolicyDocument"]["Statement"]:
                 actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
                 for action in actions:
-                    granted[action] = [_text(s["Resource"])]
+                    granted[action] = [_text(s["Resource"], shape.templates)]
     user_path = dict(properties(shape.templates[f"storage-{HUB}"], "AWS::IAM::User")).popitem()[1]["Path"]
-    user = f"arn:<AWS::Partition>:iam::{shape.config.account}:user{user_path}<ShiftUserName>"
+    shift_user = _storage_resource(shape, "AWS::IAM::User", "ShiftFromUser")
+    login = _storage_resource(shape, "AWS::SecretsManager::Secret", "LoaderLogin")
+    user = f"arn:<AWS::Partition>:iam::{shape.config.account}:user{user_path}<{shift_user}>"
     assert granted == {
         "iam:CreateAccessKey": [user],
         "iam:DeleteAccessKey": [user],
-        "secretsmanager:GetSecretValue": ["<LoaderSecretArn>"],
+        "secretsmanager:GetSecretValue": [f"<{login}>"],
     }
 
 
@@ -88,7 +100,9 @@ def test_the_service_account_and_settings_are_applied_after_the_namespace(shape:
     refs = {e["valueFrom"]["configMapKeyRef"]["key"]: e["valueFrom"]["configMapKeyRef"]["name"]
             for e in container["env"] if "valueFrom" in e}  # fmt: skip
     manifests = dict(resources(template, "Custom::AWSCDK-EKS-KubernetesResource"))
-    docs_of = {rid: json.loads(_text(r["Properties"]["Manifest"])) for rid, r in manifests.items()}
+    docs_of = {
+        rid: json.loads(_text(r["Properties"]["Manifest"], shape.templates)) for rid, r in manifests.items()
+    }
     [(loader_id, docs)] = [(rid, d) for rid, d in docs_of.items() if any(x["kind"] == "ConfigMap" for x in d)]
     kinds = {d["kind"]: d for d in docs}
     assert (
@@ -97,8 +111,11 @@ def test_the_service_account_and_settings_are_applied_after_the_namespace(shape:
     settings = kinds["ConfigMap"]
     assert set(refs.values()) == {settings["metadata"]["name"]} and set(refs) == set(settings["data"])
     assert (
-        settings["data"]["shift-user"] == "<ShiftUserName>"
-        and settings["data"]["secret-arn"] == "<LoaderSecretArn>"
+        settings["data"]["shift-user"] == f"<{_storage_resource(shape, 'AWS::IAM::User', 'ShiftFromUser')}>"
+    )
+    assert (
+        settings["data"]["secret-arn"]
+        == f"<{_storage_resource(shape, 'AWS::SecretsManager::Secret', 'LoaderLogin')}>"
     )
     assert "FloatingIps" in settings["data"]["rest-address"] or "<" in settings["data"]["rest-address"]
     [storage_id] = [rid for rid, d in docs_of.items() if any(x["kind"] == "Namespace" for x in d)]
