@@ -33,6 +33,10 @@ from hubspoke.config.sections import Problem
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 DOCKERFILE = Path("workload") / "Dockerfile"
+# The nodes' platform, whatever the build host's (an arm64 laptop builds arm64 by default: Docker docs, "docker
+# build --platform"). The GPU types the job runs on (hubspoke/k8s/accelerators.py: p5, p5e, p5en, p4d, p4de) are
+# x86_64 (EC2 User Guide, "Accelerated computing instances": AMD EPYC / Intel Xeon processors).
+NODE_PLATFORM = "linux/amd64"
 # What `docker push` prints when the registry accepted the manifest.
 _PUSHED = re.compile(r"digest: (sha256:[0-9a-f]{64}) size: \d+")
 # A tag ECR and Docker accept: 1-128 of [A-Za-z0-9_.-], not starting with . or - (Docker reference grammar,
@@ -315,6 +319,8 @@ def build_and_push(
         [
             "docker",
             "build",
+            "--platform",
+            NODE_PLATFORM,
             "--file",
             str(DOCKERFILE),
             "--build-arg",

@@ -185,7 +185,7 @@ def test_builds_once_and_pushes_to_every_compute_region_by_digest(
     expected: list[list[str]] = [
         ["aws", "ecr", "get-login-password", "--region", "us-west-2"],  # the base's registry: build pulls it
         ["docker", "login", "--username", "AWS", "--password-stdin", DLC_REGISTRY],
-        ["docker", "build", "--file", "workload/Dockerfile", "--build-arg", f"BASE_IMAGE={BASE}",
+        ["docker", "build", "--platform", "linux/amd64", "--file", "workload/Dockerfile", "--build-arg", f"BASE_IMAGE={BASE}",
          "--tag", f"{LOCAL}:{TAG}", str(ROOT)],
         ["docker", "run", "--rm", "--entrypoint", "/bin/sh", f"{LOCAL}:{TAG}", "-c"],
     ]  # fmt: skip
