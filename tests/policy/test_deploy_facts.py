@@ -194,3 +194,53 @@ def test_ok_actions_and_composite_alarms_need_the_grant_too(
     template.body["Resources"]["Alarm"] = {"Type": kind, "Properties": {actions: [{"Ref": "Topic"}]}}
     hits = [v.logical_id for v in check([template], dev_config) if v.rule == "HubSpoke-AlarmTopicPublish"]
     assert hits == ["Alarm"]
+
+
+def _stack(
+    kind: str, region: str, resources: dict[str, Any], outputs: dict[str, Any] | None = None
+) -> Template:
+    meta = {"environment": "dev", "kind": kind, "region": region}
+    body = {"Metadata": {"hubspoke": meta}, "Resources": resources, "Outputs": outputs or {}}
+    return Template(f"{kind}-{region}", body)
+
+
+def _ingress_rules(count: int, group: Any) -> dict[str, Any]:
+    return {
+        f"In{n}": {
+            "Type": "AWS::EC2::SecurityGroupIngress",
+            "Properties": {
+                "GroupId": group,
+                "IpProtocol": "tcp",
+                "FromPort": n,
+                "ToPort": n,
+                "CidrIp": "10.20.0.0/16",
+            },
+        }
+        for n in range(count)
+    }
+
+
+@pytest.mark.parametrize(
+    ("rules", "caught"), [(DEFAULT_RULES_PER_GROUP, False), (DEFAULT_RULES_PER_GROUP + 1, True)]
+)
+def test_rules_added_through_a_re_exported_output_count_on_the_group(
+    dev_config: HubSpokeConfig, rules: int, caught: bool
+) -> None:
+    """Fn::GetStackOutput "returns the value of an output from another stack" (CloudFormation template
+    reference, Fn::GetStackOutput), so an output may itself pass on another stack's output (ASSUMED: the page
+    does not forbid it in Outputs): rules reaching a group through two such hops count on that group, against
+    the 60 per group of Amazon VPC quotas (dev states no other)."""
+    group = _stack(
+        "network", "us-east-2",
+        {"Group": {"Type": "AWS::EC2::SecurityGroup", "Properties": {"GroupDescription": "peers"}}},
+        {"GroupOut": {"Value": {"Fn::GetAtt": ["Group", "GroupId"]}}},
+    )  # fmt: skip
+    hop = {"StackName": "hubspoke-dev-network-us-east-2", "OutputName": "GroupOut"}
+    middle = _stack("peer-access", "us-east-2", {}, {"Again": {"Value": {"Fn::GetStackOutput": hop}}})
+    again = {"Fn::GetStackOutput": {"StackName": "hubspoke-dev-peer-access-us-east-2", "OutputName": "Again"}}
+    link = _stack("link", "us-east-2", _ingress_rules(rules, again))
+    link.body["Metadata"]["hubspoke"]["spoke"] = "us-west-2"
+    found = _violations(
+        {t.path: t.body for t in (group, middle, link)}, dev_config, "HubSpoke-SecurityGroupRuleQuota"
+    )
+    assert found == (["Group"] if caught else [])

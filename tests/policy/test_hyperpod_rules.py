@@ -380,3 +380,31 @@ def test_lifecycle_scripts_come_from_a_sagemaker_bucket(
         assert "workers" in v.message and ("(a generated name)" in v.message) == (
             bucket_name is None and uri is BUCKET_URI
         )
+
+
+@pytest.mark.parametrize(
+    ("values", "caught"),
+    [
+        (json.dumps({"health-monitoring-agent": {"region": "us-west-2"}}), False),
+        (json.dumps({"health-monitoring-agent": {"region": "us-east-1"}}), True),  # another Region
+        (json.dumps({"health-monitoring-agent": {"enabled": True}}), True),  # the chart's fallback
+        (json.dumps({}), True),
+        ({"health-monitoring-agent": {"region": "us-west-2"}}, True),  # an object, not one JSON string
+        ("not json", True),
+        (None, True),
+    ],
+)
+def test_the_health_agent_gets_its_stacks_region(
+    dev_config: HubSpokeConfig, values: Any, caught: bool
+) -> None:
+    """aws/sagemaker-hyperpod-cli at the pinned commit, charts/health-monitoring-agent/templates/_helpers.tpl:
+    without `health-monitoring-agent.region` the chart falls back to us-east-1 before any node exists. The fix
+    names that value and the fallback."""
+    props = {} if values is None else {"Values": values}
+    template = _orchestrator(("Deps", "Custom::HyperPodDependencies", props))
+    template.body["Metadata"] = {"hubspoke": {"kind": "compute", "region": "us-west-2"}}
+    found = [v for v in check([template], dev_config) if v.rule == "HubSpoke-HyperPodAgentRegion"]
+    assert [v.logical_id for v in found] == (["Deps"] if caught else [])
+    for v in found:
+        assert "health-monitoring-agent.region" in v.fix and "us-east-1" in v.fix, v.fix
+        assert "us-west-2" in v.message, v.message

@@ -16,7 +16,7 @@ import pytest
 
 from hubspoke.config import HubSpokeConfig
 from hubspoke.policy.rules import Template, check
-from hubspoke.policy.waiters import waiter_seconds
+from hubspoke.policy.waiters import waiter_attempts, waiter_seconds
 from tests.conftest import Shape, Templates
 
 RULE = "HubSpoke-WaiterWithinServiceTimeout"
@@ -242,3 +242,21 @@ def test_a_hand_written_provider_is_judged_by_the_documented_numbers(
     BackoffRate^n per retry and runs the task once more than it retries."""
     found = [v.logical_id for v in check([_provider(kind, attempts, **props)], dev_config) if v.rule == RULE]
     assert found == (["Thing"] if caught else [])
+
+
+@pytest.mark.parametrize(
+    ("retries", "attempts"),
+    [
+        ([{}], 1 + 3),  # Step Functions' default MaxAttempts is 3
+        ([{"MaxAttempts": 55}], 1 + 55),
+        ([{"MaxAttempts": 2}, {"ErrorEquals": ["States.Timeout"]}], 1 + 2 + 3),  # every retrier of the state
+        ([{"MaxAttempts": 0}], 1),  # 0: never retried
+    ],
+)
+def test_waiter_attempts_follow_step_functions_retry_rules(
+    retries: list[dict[str, Any]], attempts: int
+) -> None:
+    """A retried task runs once, then once per retry; MaxAttempts defaults to 3 and 0 means never retry (Step
+    Functions developer guide, "Handling errors in Step Functions workflows"). A state without Retry is no poll."""
+    definition = {"States": {"poll": {"Type": "Task", "Retry": retries}, "done": {"Type": "Succeed"}}}
+    assert waiter_attempts(definition) == attempts
