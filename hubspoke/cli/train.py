@@ -4,6 +4,8 @@ In one Region (default: the first spoke with compute and a cache) it builds and 
 recorded (`hubspoke image build`), opens the tunnel to the private cluster (hubspoke/cli/tunnel.py), warms the
 spoke's cache for the pinned dataset version (the Job `hubspoke render prewarm` prints), submits the reference job
 (`hubspoke render job`'s), follows it to its end and exports its final checkpoint (`hubspoke render export`'s).
+With --bench, a cold bench Job before the prewarm and a warm one after it (`hubspoke render bench`'s), each
+result copied off after its Job ended and reported (`hubspoke bench report`) before the training job.
 Each step is the manual one in docs/runbooks (cache-warm-up.md, checkpoints.md); a rerun continues: a running or
 succeeded run is not submitted again, a finished prewarm or export is replaced (each skips what is done).
 """
@@ -20,7 +22,8 @@ from typing import Any
 
 import yaml
 
-from hubspoke.cli.output import fail
+from hubspoke.cli.output import fail, missing_extra
+from hubspoke.cli.train_jobs import Bench, bench_plan
 from hubspoke.cli.tunnel import Runner, StepFailed, show, with_profile
 from hubspoke.config import HubSpokeConfig, RegionConfig, format_problem, load
 from hubspoke.config.sections import Problem
@@ -83,7 +86,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], summary
     parser.add_argument(
         "--bench",
         action="store_true",
-        help="not built yet: use `hubspoke render bench` (docs/getting-started.md)",
+        help="spokes only: a cold read benchmark Job before the prewarm and a warm one after it, each followed to "
+        "its end, its results then copied off the checkpoint volume, and `hubspoke bench report` on both before "
+        "training; a rerun keeps a finished one (needs the plots extra)",
+    )
+    parser.add_argument(
+        "--bench-dir",
+        type=Path,
+        metavar="DIR",
+        help="where --bench writes cold.jsonl, warm.jsonl and the plot (default: <config>.bench/<region> beside "
+        "the config)",
     )
     parser.add_argument(
         "--dry-run",
@@ -100,6 +112,7 @@ class Plan:
     prewarm: list[dict[str, Any]]
     training: dict[str, Any]
     export: list[dict[str, Any]]
+    bench: Bench | None = None
 
 
 def _bad(path: Path, field: str, message: str) -> int:
@@ -152,10 +165,6 @@ def run(args: argparse.Namespace, *, runner: Runner | None = None, clients: Any 
 
     path: Path = args.config
     config = load(path).config  # ConfigError -> exit 2 in main
-    if args.bench:
-        return fail(
-            "--bench: not built yet; run the benchmark with `hubspoke render bench` (getting-started)"
-        )
     region = _region(config, args.region)
     if isinstance(region, str):
         return fail(region)
@@ -178,6 +187,10 @@ def run(args: argparse.Namespace, *, runner: Runner | None = None, clients: Any 
             return fail(f"--wait-for-cached-fraction: {region.region} has no cache to wait for; leave it out")
         if not 0 < args.wait_for_cached_fraction <= 1:
             return fail(f"--wait-for-cached-fraction: {args.wait_for_cached_fraction} is not in (0, 1]")
+    if args.bench and not cache:
+        return fail(f"--bench: {region.region} has no cache to measure cold and warm; leave it out")
+    if args.bench and (refused := missing_extra(["matplotlib"], extra="plots", command="--bench")):
+        return refused
     if args.base is not None and not DIGEST_REF.match(args.base):
         return fail(f"--base: {args.base} is not pinned by digest: pass IMAGE@sha256:<64 hex>")
     if args.poll_seconds <= 0:
@@ -210,6 +223,7 @@ def _plan(
     *,
     rest_address: str | None,
     bucket: str,
+    bench: Path | None = None,
 ) -> Plan:
     from hubspoke.k8s.export import export_job
     from hubspoke.k8s.job import training_job
@@ -222,6 +236,14 @@ def _plan(
         prewarm=prewarm,
         training=training_job(config, region, image=image, settings=settings),
         export=export_job(config, region, bucket=bucket, run=settings.job_name, image=image),
+        bench=None if bench is None else bench_plan(config, region, image=image, directory=bench),
+    )
+
+
+def _bench_dir(args: argparse.Namespace, region: RegionConfig) -> Path | None:
+    config: Path = args.config
+    return (
+        (args.bench_dir or config.with_name(f"{config.stem}.bench") / region.region) if args.bench else None
     )
 
 
@@ -234,6 +256,7 @@ def _dry_run(
     cache: bool,
 ) -> int:
     from hubspoke.cli.render import _PlainDumper
+    from hubspoke.cli.train_jobs import bench_dry_run
     from hubspoke.k8s.names import NAMESPACE
     from hubspoke.k8s.prewarm import QUMULO_SECRET
 
@@ -248,20 +271,24 @@ def _dry_run(
     )
     plan = _plan(
         config, region, settings, image or IMAGE_PLACEHOLDER,
-        rest_address=REST_PLACEHOLDER if cache else None, bucket=BUCKET_PLACEHOLDER,
+        rest_address=REST_PLACEHOLDER if cache else None, bucket=BUCKET_PLACEHOLDER, bench=_bench_dir(args, region),
     )  # fmt: skip
     follow = "kubectl logs --follow, then kubectl get until it ends"
+    before, after = bench_dry_run(plan.bench, follow) if plan.bench else ([], [])
+    lines.extend(before)
     if plan.prewarm:
         lines.append(
             f"+ kubectl apply --filename -   # Secret {NAMESPACE}/{QUMULO_SECRET}, from PrewarmSecretArn"
         )
         lines.append(f"+ kubectl apply --filename -   # the prewarm Job below; {follow}")
+    lines.extend(after)
     lines.append(
         f"+ kubectl apply --filename -   # the training job below, unless running or succeeded; {follow}"
     )
     lines.append(f"+ kubectl apply --filename -   # the export below; {follow}")
     sys.stdout.write("".join(f"# {line}\n" for line in lines))
-    documents = [*plan.prewarm, plan.training, *plan.export]
+    bench = [plan.bench.cold.job, plan.bench.results_pod, plan.bench.warm.job] if plan.bench else []
+    documents = [*bench[:2], *plan.prewarm, *bench[2:], plan.training, *plan.export]
     sys.stdout.write(yaml.dump_all(documents, Dumper=_PlainDumper, sort_keys=False, explicit_start=True))
     return 0
 
@@ -311,7 +338,9 @@ def _run(
         )
         if image is None:
             image = _build(args, config, region, runner)
-        plan = _plan(config, region, settings, image, rest_address=rest, bucket=bucket)
+        plan = _plan(
+            config, region, settings, image, rest_address=rest, bucket=bucket, bench=_bench_dir(args, region)
+        )
         return _submit(args, found, plan, login, runner)
     except NotReady as exc:
         print(f"hubspoke train: {exc.reason}\n  fix: {exc.fix}", file=sys.stderr)
@@ -363,7 +392,9 @@ def _submit(
         BATCH_JOB,
         PYTORCH_JOB,
         JobFailed,
+        bench_report,
         follow_command,
+        run_bench,
         stop_pods,
         submit_and_follow,
     )
@@ -375,6 +406,8 @@ def _submit(
     name = plan.training["metadata"]["name"]
     nodes = int(plan.training["spec"]["elasticPolicy"]["maxReplicas"])
     with open_cluster(found, runner=runner, profile=args.profile) as cluster:
+        if plan.bench:
+            run_bench(cluster, plan.bench.cold, plan.bench, poll_seconds=poll)
         if plan.prewarm:
             assert login is not None
             secret = {
@@ -391,6 +424,9 @@ def _submit(
                 keep_succeeded=False,
                 poll_seconds=poll,
             )
+        if plan.bench:
+            run_bench(cluster, plan.bench.warm, plan.bench, poll_seconds=poll)
+            bench_report(plan.bench)
         try:
             submit_and_follow(
                 cluster, [plan.training], kind=PYTORCH_JOB, what="training job", keep_succeeded=True,

@@ -1,4 +1,4 @@
-"""Submit one of `hubspoke train`'s Jobs (prewarm, the reference run, export) and follow it to its end.
+"""Submit one of `hubspoke train`'s Jobs (bench, prewarm, the reference run, export) and follow it to its end.
 
 What ends each, by its own API: a batch/v1 Job has condition Complete or Failed with status "True" (Kubernetes API,
 JobStatus.conditions); a Kubeflow PyTorchJob has Succeeded or Failed (training-operator pkg/apis/kubeflow.org/v1
@@ -8,16 +8,19 @@ means one or more ... reached phase failed with no restarting").
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-from hubspoke.cli.tunnel import Cluster, StepFailed
+from hubspoke.cli.tunnel import Cluster, StepFailed, show
+from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.k8s.names import NAMESPACE
 
 # `kubectl logs --pod-running-timeout`: how long to wait for a pod to run (kubectl reference, "kubectl logs").
@@ -143,3 +146,121 @@ def stop_pods(cluster: Cluster, name: str) -> None:
         "delete", "pods", "--namespace", NAMESPACE, f"--selector={JOB_NAME_LABEL}={name}",
         "--field-selector=status.phase=Running", "--ignore-not-found",
     )  # fmt: skip
+
+
+# The bench runs `hubspoke train --bench` submits, each one phase named for what the cache holds when it runs
+# (`hubspoke bench report` merges results by phase name: hubspoke/bench/analysis.py load).
+COLD_RUN, WARM_RUN = "cold", "warm"
+# How long the results pod may take to run: it pulls the training image first (docs/runbooks/cache-warm-up.md's
+# manual copy waits as long). ASSUMED: no source gives a pull time; a slow pull fails here and a rerun copies again.
+RESULTS_READY_TIMEOUT = "10m"
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """One bench run: its Job, the results file it writes on the checkpoint volume, and where train copies it."""
+
+    job: dict[str, Any]
+    remote: str
+    local: Path
+
+
+@dataclass(frozen=True)
+class Bench:
+    """`--bench`'s cold run (before prewarm), warm run (after it) and the pod their results are read through."""
+
+    cold: BenchRun
+    warm: BenchRun
+    results_pod: dict[str, Any]
+
+
+def bench_plan(config: HubSpokeConfig, region: RegionConfig, *, image: str, directory: Path) -> Bench:
+    from hubspoke.k8s.bench import bench_job, results_path
+    from hubspoke.k8s.results import results_pod
+
+    def one(run: str) -> BenchRun:
+        job = bench_job(config, region, run=run, phases=run, image=image)
+        return BenchRun(job, results_path(run), directory / f"{run}.jsonl")
+
+    return Bench(one(COLD_RUN), one(WARM_RUN), results_pod(config, region, image=image))
+
+
+def bench_dry_run(bench: Bench, follow: str) -> tuple[list[str], list[str]]:
+    """What `--dry-run` prints for the bench: the lines before the prewarm and those after it."""
+    pod = bench.results_pod["metadata"]["name"]
+
+    def steps(run: BenchRun, which: str) -> list[str]:
+        copy = ["kubectl", "exec", pod, "--namespace", NAMESPACE, "--", "cat", run.remote]
+        return [
+            f"+ kubectl apply --filename -   # the {which} bench Job below, unless {run.local} exists or it "
+            f"succeeded; {follow}",
+            f"+ {shlex.join(copy)} > {shlex.quote(str(run.local))}   # once it ended, through the results pod "
+            "below (created, waited for Ready, deleted)",
+        ]
+
+    report = ["hubspoke", "bench", "report", str(bench.cold.local), str(bench.warm.local)]
+    return steps(bench.cold, "cold"), [*steps(bench.warm, "warm"), "+ " + shlex.join(report)]
+
+
+def run_bench(cluster: Cluster, run: BenchRun, bench: Bench, *, poll_seconds: float) -> None:
+    """The bench Job followed to its end, unless its results were copied already, then its results file copied
+    here: only then is it complete (workload/bench_reader.py writes it as it reads)."""
+    name = run.job["metadata"]["name"]
+    if run.local.exists():
+        print(f"bench Job {name}: its results are in {run.local} already: not run again", flush=True)
+        return
+    try:
+        # A succeeded run is kept: run again, a cold phase would read a warm cache.
+        submit_and_follow(
+            cluster,
+            [run.job],
+            kind=BATCH_JOB,
+            what="bench Job",
+            keep_succeeded=True,
+            poll_seconds=poll_seconds,
+        )
+    except JobFailed as exc:
+        raise JobFailed(
+            f"{exc}; nothing was trained: run hubspoke train --bench again to replace it and continue, or "
+            "without --bench to train without the benchmark"
+        ) from None
+    copy_results(cluster, bench.results_pod, run.remote, run.local)
+
+
+def copy_results(cluster: Cluster, pod: dict[str, Any], remote: str, local: Path) -> None:
+    """`remote` from the checkpoint volume to `local`, through the read-only results pod (hubspoke/k8s/results.py:
+    an ended Job's pod has no running container to exec into); written whole or not at all."""
+    name = pod["metadata"]["name"]
+    # One left from an earlier copy may have ended (activeDeadlineSeconds) or hold another image: start afresh.
+    cluster.checked("delete", "pod", name, "--namespace", NAMESPACE, "--ignore-not-found")
+    cluster.checked("apply", "--filename", "-", stdin=yaml.safe_dump(pod, sort_keys=False))
+    try:
+        cluster.checked(
+            "wait", "--for=condition=Ready", f"--timeout={RESULTS_READY_TIMEOUT}", f"pod/{name}",
+            "--namespace", NAMESPACE,
+        )  # fmt: skip
+        text = cluster.checked("exec", name, "--namespace", NAMESPACE, "--", "cat", remote)
+    finally:
+        # Unchecked: a pod left behind ends itself within the hour (activeDeadlineSeconds).
+        cluster.kubectl("delete", "pod", name, "--namespace", NAMESPACE, "--ignore-not-found")
+    local.parent.mkdir(parents=True, exist_ok=True)
+    partial = local.with_name(local.name + ".part")
+    partial.write_text(text)
+    partial.replace(local)
+    print(f"copied {remote} to {local}", flush=True)
+
+
+def bench_report(bench: Bench) -> None:
+    """`hubspoke bench report` on the two results files, in this process (bench.py's parser, so its defaults)."""
+    from hubspoke.cli import bench as bench_cli
+
+    argv = ["bench", "report", str(bench.cold.local), str(bench.warm.local)]
+    show(["hubspoke", *argv])
+    parser = argparse.ArgumentParser(prog="hubspoke")
+    bench_cli.add_parser(parser.add_subparsers(), "")
+    args = parser.parse_args(argv)
+    if args.run(args) != 0:
+        raise StepFailed(
+            f"the bench report failed (above); the results are in {bench.cold.local.parent}: nothing was trained; "
+            "run hubspoke train without --bench to train now"
+        )

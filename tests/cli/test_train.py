@@ -25,7 +25,14 @@ from moto import mock_aws
 from hubspoke.cli.checks import session_clients
 from hubspoke.cli.main import build_parser
 from hubspoke.cli.train import run
-from tests.cli.train_cluster import PORT, PYTORCH_DONE, PYTORCH_FAILED, PYTORCH_RUNNING, FakeCluster
+from tests.cli.train_cluster import (
+    JOB_FAILED,
+    PORT,
+    PYTORCH_DONE,
+    PYTORCH_FAILED,
+    PYTORCH_RUNNING,
+    FakeCluster,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SPOKE = "us-west-2"
@@ -143,7 +150,7 @@ def test_without_base_the_build_takes_the_configs_base_image(world: Path) -> Non
             ("--image", IMAGE, "--region", "us-east-2", "--wait-for-cached-fraction", "1"),
             "no cache",
         ),
-        (lambda c: None, ("--image", IMAGE, "--bench"), "not built yet"),
+        (lambda c: None, ("--image", IMAGE, "--region", "us-east-2", "--bench"), "no cache to measure"),
         (lambda c: None, ("--base", "pytorch:latest"), "not pinned by digest"),
         # The hub's one g5.8xlarge loader node (what `hubspoke init` writes): 1 GPU, EC2 "Accelerated computing".
         (
@@ -165,7 +172,13 @@ def test_without_base_the_build_takes_the_configs_base_image(world: Path) -> Non
             "needs 8 GPUs a node",
         ),
     ],
-    ids=["no-dataset-pinned", "wait-without-cache", "bench", "base-without-digest", "hub-without-8-gpus"],
+    ids=[
+        "no-dataset-pinned",
+        "wait-without-cache",
+        "bench-without-cache",
+        "base-without-digest",
+        "hub-without-8-gpus",
+    ],
 )
 def test_refusals_run_nothing(
     world: Path, capsys: pytest.CaptureFixture[str], change: Any, extra: tuple[str, ...], says: str
@@ -271,3 +284,120 @@ def test_the_tunnels_output_goes_to_a_file_and_shows_only_when_it_fails(
     assert train(world, failing, "--image", IMAGE) == 1
     err = capsys.readouterr().err
     assert "SessionManagerPlugin is not found." in err and "Starting session" in err
+
+
+# --bench. Where the bench Jobs write (docs/runbooks/cache-warm-up.md's manual copy reads
+# /mnt/checkpoints/.hubspoke/bench/<run>.jsonl) and the Job names `hubspoke render bench --run RUN` gives
+# (hubspoke-bench-<run>), written here from the manual path, not imported.
+BENCH_DIR = "/mnt/checkpoints/.hubspoke/bench"
+SAMPLE = ROOT / "tests" / "data" / "bench" / "synthetic-cold-warm.jsonl"
+
+
+def _bench_cluster() -> tuple[FakeCluster, dict[str, str]]:
+    """A cluster whose bench Jobs write the synthetic sample's cold and warm phases (tests/data/bench/README.md)."""
+    lines = SAMPLE.read_text().splitlines(keepends=True)
+    phases = {p: "".join(line for line in lines if f'"phase":"{p}"' in line) for p in ("cold", "warm")}
+    runner = FakeCluster()
+    runner.bench_results = {f"{BENCH_DIR}/{p}.jsonl": text for p, text in phases.items()}
+    return runner, phases
+
+
+def _events(runner: FakeCluster) -> list[str]:
+    """What train did on the cluster, in order: each apply by kind/name, each results file read."""
+    events, applied = [], iter(runner.stdin)
+    for call in runner.kubectl_calls:
+        if call[0] == "apply":
+            events += [f"{d['kind']}/{d['metadata']['name']}" for d in yaml.safe_load_all(next(applied)) if d]
+        elif call[0] == "exec":
+            events.append(f"read {call[-1].rsplit('/', 1)[-1]}")
+    return events
+
+
+def test_bench_measures_cold_then_prewarms_measures_warm_reports_and_trains(
+    world: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runner, phases = _bench_cluster()
+    out = tmp_path / "bench"
+    assert train(world, runner, "--image", IMAGE, "--bench", "--bench-dir", str(out)) == 0
+    events = [e for e in _events(runner) if not e.startswith(("Secret/", "ServiceAccount/"))]
+    assert events == [
+        "Job/hubspoke-bench-cold", "Pod/hubspoke-results", "read cold.jsonl", "Job/hubspoke-prewarm",
+        "Job/hubspoke-bench-warm", "Pod/hubspoke-results", "read warm.jsonl",
+        "PyTorchJob/hubspoke-reference", "Job/hubspoke-export-hubspoke-reference",
+    ]  # fmt: skip
+    # Each results file whole: read after its Job completed (the fake holds only the first line before).
+    assert (out / "cold.jsonl").read_text() == phases["cold"]
+    assert (out / "warm.jsonl").read_text() == phases["warm"]
+    [cold] = [d for d in runner.applied() if d["metadata"]["name"] == "hubspoke-bench-cold"]
+    words = cold["spec"]["template"]["spec"]["containers"][0]
+    assert "--phases=cold" in [*words.get("command", []), *words.get("args", [])]
+    # The report, printed before the training job is submitted; the results pod deleted after each copy.
+    printed = capsys.readouterr().out
+    assert printed.index("cold vs warm:") < printed.index("submitted training job hubspoke-reference")
+    assert (out / "cold.png").exists()
+    deletes = [c for c in runner.kubectl_calls if c[:3] == ["delete", "pod", "hubspoke-results"]]
+    assert len(deletes) == 4  # a leftover removed before, and the pod after, each copy
+    assert ("pod", "hubspoke-results") not in runner.objects
+
+
+def test_a_failed_bench_job_stops_before_training_and_a_rerun_skips_the_finished_run(
+    world: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runner, phases = _bench_cluster()
+    runner.outcomes["hubspoke-bench-warm"] = [JOB_FAILED]
+    out = tmp_path / "bench"
+    assert train(world, runner, "--image", IMAGE, "--bench", "--bench-dir", str(out)) == 1
+    err = capsys.readouterr().err
+    assert "bench Job hubspoke-bench-warm failed" in err and "hubspoke train --bench again" in err
+    assert "PyTorchJob" not in [d["kind"] for d in runner.applied()]
+    assert not (out / "warm.jsonl").exists(), "no results read from a failed run"
+    assert [t.up for t in runner.tunnels] == [False]
+    # The rerun: the cold run is done (its results are here) and not run again; the failed warm one is replaced.
+    runner.stdin.clear()
+    assert train(world, runner, "--image", IMAGE, "--bench", "--bench-dir", str(out)) == 0
+    applied = [d["metadata"]["name"] for d in runner.applied()]
+    assert "hubspoke-bench-cold" not in applied and "hubspoke-bench-warm" in applied
+    assert ["delete", "job", "hubspoke-bench-warm"] in [c[:3] for c in runner.kubectl_calls]
+    assert (out / "warm.jsonl").read_text() == phases["warm"]
+    assert "hubspoke-reference" in applied
+
+
+def test_a_rerun_does_not_resubmit_a_bench_job_that_succeeded(world: Path, tmp_path: Path) -> None:
+    """Its results not copied yet (the tunnel dropped while copying): the Job is not run again, the file is read."""
+    runner, phases = _bench_cluster()
+    done = {"kind": "Job", "metadata": {"name": "hubspoke-bench-cold"}}
+    runner.put("job", done, {"conditions": [{"type": "Complete", "status": "True"}]})
+    runner.volume[f"{BENCH_DIR}/cold.jsonl"] = phases["cold"]
+    out = tmp_path / "bench"
+    assert train(world, runner, "--image", IMAGE, "--bench", "--bench-dir", str(out)) == 0
+    assert "hubspoke-bench-cold" not in [d["metadata"]["name"] for d in runner.applied()]
+    assert (out / "cold.jsonl").read_text() == phases["cold"]
+
+
+def test_bench_dry_run_prints_the_bench_steps_in_order(
+    world: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runner = FakeCluster()
+    argv = ["train", "--config", str(world), "--image", IMAGE, "--bench", "--dry-run"]
+    assert (
+        run(build_parser(argv).parse_args(argv), runner=runner, clients=lambda *a: pytest.fail("AWS read"))
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert runner.calls == []
+    comments = [line for line in out.splitlines() if line.startswith("# + ")]
+    local = world.with_name("dev.bench") / SPOKE
+    reads = [c for c in comments if "kubectl exec hubspoke-results" in c]
+    assert [c.split(" -- cat ")[1] for c in reads] == [
+        f"{BENCH_DIR}/cold.jsonl > {local / 'cold.jsonl'}   # once it ended, through the results pod below "
+        "(created, waited for Ready, deleted)",
+        f"{BENCH_DIR}/warm.jsonl > {local / 'warm.jsonl'}   # once it ended, through the results pod below "
+        "(created, waited for Ready, deleted)",
+    ]
+    assert f"# + hubspoke bench report {local / 'cold.jsonl'} {local / 'warm.jsonl'}" in comments
+    names = [f"{d['kind']}/{d['metadata']['name']}" for d in yaml.safe_load_all(out) if d]
+    assert names == [
+        "Job/hubspoke-bench-cold", "Pod/hubspoke-results", "Job/hubspoke-prewarm", "Job/hubspoke-bench-warm",
+        "PyTorchJob/hubspoke-reference", "ServiceAccount/hubspoke-model-export",
+        "Job/hubspoke-export-hubspoke-reference",
+    ]  # fmt: skip

@@ -3,7 +3,11 @@ an in-memory cluster, the tunnel is a flag, and `hubspoke image build` writes th
 
 kubectl's answers follow its reference for the verbs train uses: `get KIND NAME --ignore-not-found -o json` prints
 nothing (exit 0) for a missing object; `apply -f -` creates each document read from stdin; `logs --follow` returns
-when the followed pods end, after which the cluster gives the job the scenario's next status; `delete` removes.
+when the followed pods end, after which the cluster gives the job the scenario's next status; `delete` removes;
+`wait --for=condition=Ready pod/NAME` makes a pod Ready, and fails for a missing one ('Error from server
+(NotFound)'); `exec POD -- cat FILE` needs a Ready pod and prints FILE from the checkpoint volume, coreutils cat's
+"No such file or directory" (exit 1) when it is not there. A bench Job's results file (its --out) holds only its
+first line while the Job runs and all of it once the Job completed (workload/bench_reader.py appends as it reads).
 What ends a job is written here from its API, not imported: a batch/v1 Job ends with condition Complete or Failed
 "True" (Kubernetes API, JobStatus); a PyTorchJob with Succeeded or Failed (kubeflow training-operator
 pkg/apis/kubeflow.org/v1 common_types.go JobConditionType).
@@ -65,6 +69,9 @@ class FakeCluster(Runner):
         self.tunnel_logs: list[Path] = []
         self.tunnel_starts = True  # False: the tunnel process ends before it listens
         self.tunnel_says = f"Port {PORT} opened for sessionId hubspoke."
+        # The checkpoint volume (path -> text), and what each bench Job's results file holds once it completed.
+        self.volume: dict[str, str] = {}
+        self.bench_results: dict[str, str] = {}
 
     # ----- Runner
     def run(
@@ -147,8 +154,12 @@ class FakeCluster(Runner):
             return _done(True, json.dumps(found) if found else "")
         if verb == "apply":
             for document in (d for d in yaml.safe_load_all(stdin or "") if d):
-                resource = {"PyTorchJob": "pytorchjob", "Job": "job"}.get(document["kind"], document["kind"])
+                resource = {"PyTorchJob": "pytorchjob", "Job": "job", "Pod": "pod"}.get(
+                    document["kind"], document["kind"]
+                )
                 self.put(resource, document, {})
+                if (out := _results_file(document)) is not None:
+                    self.volume[out] = self.bench_results.get(out, "").partition("\n")[0]
             return _done(True)
         if verb == "logs":
             target = next(a for a in args if a.startswith(("job/", "--selector=")))
@@ -156,10 +167,38 @@ class FakeCluster(Runner):
             resource = "job" if target.startswith("job/") else "pytorchjob"
             default = JOB_DONE if resource == "job" else PYTORCH_DONE
             following = self.outcomes.get(name) or [default]
-            self.objects[resource, name]["status"] = following.pop(0)
+            job = self.objects[resource, name]
+            job["status"] = following.pop(0)
+            if job["status"] == JOB_DONE and (out := _results_file(job)) is not None:
+                self.volume[out] = self.bench_results.get(out, "")
             return _done(True)
+        if verb == "wait":
+            pod = self.objects.get(("pod", args[3].removeprefix("pod/")))
+            if pod is None:
+                return _done(False, err=f'Error from server (NotFound): pods "{args[3][4:]}" not found')
+            pod["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+            return _done(True)
+        if verb == "exec":
+            pod = self.objects.get(("pod", args[1]))
+            if pod is None or pod["status"].get("conditions") is None:
+                return _done(
+                    False, err='error: unable to upgrade connection: container not found ("results")'
+                )
+            assert args[4:6] == ["--", "cat"], args
+            if args[6] not in self.volume:
+                return _done(False, err=f"cat: {args[6]}: No such file or directory")
+            return _done(True, self.volume[args[6]])
         if verb == "delete":
             if args[1] != "pods":
                 self.objects.pop((args[1], args[2]), None)
             return _done(True)
         raise AssertionError(f"kubectl {args}: not a verb train uses")
+
+
+def _results_file(job: dict[str, Any]) -> str | None:
+    """The --out a bench Job writes its results to, if it is one."""
+    if job.get("kind") != "Job":
+        return None
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    words = [*(container.get("command") or []), *(container.get("args") or [])]
+    return next((w.removeprefix("--out=") for w in words if w.startswith("--out=")), None)
