@@ -401,3 +401,15 @@ def test_bench_dry_run_prints_the_bench_steps_in_order(
         "PyTorchJob/hubspoke-reference", "ServiceAccount/hubspoke-model-export",
         "Job/hubspoke-export-hubspoke-reference",
     ]  # fmt: skip
+
+
+def test_a_report_that_fails_stops_before_training_and_says_how_to_train(
+    world: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Results `hubspoke bench report` cannot read ('not JSON': hubspoke/bench/analysis.py load) train nothing."""
+    runner, _ = _bench_cluster()
+    runner.bench_results = {f"{BENCH_DIR}/{p}.jsonl": "not json\n" for p in ("cold", "warm")}
+    assert train(world, runner, "--image", IMAGE, "--bench", "--bench-dir", str(tmp_path / "bench")) == 1
+    err = capsys.readouterr().err
+    assert "not JSON" in err and "hubspoke train without --bench" in err
+    assert "PyTorchJob" not in [d["kind"] for d in runner.applied()]
