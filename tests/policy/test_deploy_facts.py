@@ -9,6 +9,7 @@ leave 100 executions unreserved).
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -244,3 +245,30 @@ def test_rules_added_through_a_re_exported_output_count_on_the_group(
         {t.path: t.body for t in (group, middle, link)}, dev_config, "HubSpoke-SecurityGroupRuleQuota"
     )
     assert found == (["Group"] if caught else [])
+
+
+def test_the_reservation_finding_cites_the_source_docs_policy_md_names(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    """The finding names its source as docs/policy.md's table does for HubSpoke-ReservedConcurrency (Lambda
+    Developer Guide, "Configuring reserved concurrency"), so a reader can look it up by that title."""
+    from tests.conftest import ROOT
+
+    row = re.search(
+        r"^\| `HubSpoke-ReservedConcurrency` \| .*? \| (.*?) \|$",
+        (ROOT / "docs" / "policy.md").read_text(),
+        re.M,
+    )
+    assert row, "docs/policy.md lists HubSpoke-ReservedConcurrency"
+    source = row[1].replace('"', "'")
+    broken = copy.deepcopy(dev_templates)
+    [canary] = [
+        k for k, v in broken["ops-us-west-2"]["Resources"].items() if v["Type"] == "AWS::Lambda::Function"
+    ]
+    broken["ops-us-west-2"]["Resources"][canary]["Properties"]["ReservedConcurrentExecutions"] = 1
+    [message] = [
+        v.message
+        for v in check([Template(k, t) for k, t in broken.items()], dev_config)
+        if v.rule == "HubSpoke-ReservedConcurrency"
+    ]
+    assert source in message, (source, message)

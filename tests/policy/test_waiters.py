@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -260,3 +261,16 @@ def test_waiter_attempts_follow_step_functions_retry_rules(
     Functions developer guide, "Handling errors in Step Functions workflows"). A state without Retry is no poll."""
     definition = {"States": {"poll": {"Type": "Task", "Retry": retries}, "done": {"Type": "Succeed"}}}
     assert waiter_attempts(definition) == attempts
+
+
+def test_the_fix_names_a_config_key_and_a_file_that_exist(dev_config: HubSpokeConfig) -> None:
+    """The fix sends the user to `storage.formation_timeout_minutes` (a config key, in minutes) and
+    to hubspoke/constructs/hyperpod/nodes_ready.py (the chained waits to copy); both must exist as spelled."""
+    from pathlib import Path
+
+    [fix] = {v.fix for v in check([_provider("Custom::Anything", 57)], dev_config) if v.rule == RULE}
+    key = re.search(r"\bstorage\.(\w+) at most (\d+)\b", fix)
+    assert key and key[1] in type(dev_config.hub.storage).model_fields, fix
+    assert int(key[2]) < 60, "within the hour ServiceTimeout allows at most (3600 s)"
+    [path] = re.findall(r"\bhubspoke/[\w/]+\.py\b", fix)
+    assert (Path(__file__).resolve().parents[2] / path).is_file(), fix
