@@ -242,7 +242,7 @@ def test_rules_added_through_a_re_exported_output_count_on_the_group(
     link = _stack("link", "us-east-2", _ingress_rules(rules, again))
     link.body["Metadata"]["hubspoke"]["spoke"] = "us-west-2"
     found = _violations(
-        {t.path: t.body for t in (group, middle, link)}, dev_config, "HubSpoke-SecurityGroupRuleQuota"
+        {t.path: dict(t.body) for t in (group, middle, link)}, dev_config, "HubSpoke-SecurityGroupRuleQuota"
     )
     assert found == (["Group"] if caught else [])
 

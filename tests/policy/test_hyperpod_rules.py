@@ -401,8 +401,10 @@ def test_the_health_agent_gets_its_stacks_region(
     without `health-monitoring-agent.region` the chart falls back to us-east-1 before any node exists. The fix
     names that value and the fallback."""
     props = {} if values is None else {"Values": values}
-    template = _orchestrator(("Deps", "Custom::HyperPodDependencies", props))
-    template.body["Metadata"] = {"hubspoke": {"kind": "compute", "region": "us-west-2"}}
+    body = _orchestrator(("Deps", "Custom::HyperPodDependencies", props)).body
+    template = Template(
+        "compute", {**body, "Metadata": {"hubspoke": {"kind": "compute", "region": "us-west-2"}}}
+    )
     found = [v for v in check([template], dev_config) if v.rule == "HubSpoke-HyperPodAgentRegion"]
     assert [v.logical_id for v in found] == (["Deps"] if caught else [])
     for v in found:

@@ -459,8 +459,7 @@ def test_ingress_by_security_group_or_in_a_template_of_no_region_is_not_a_cidr_r
     metadata (no stack of ours, so no Region to judge by) are for other rules."""
     by_group = _ingress_in("us-west-2", None)
     by_group.body["Resources"]["In"]["Properties"]["SourceSecurityGroupId"] = "sg-2"
-    regionless = _ingress_in("us-west-2", "10.30.0.0/16")
-    del regionless.body["Metadata"]
+    regionless = Template("t", {"Resources": _ingress_in("us-west-2", "10.30.0.0/16").body["Resources"]})
     assert [
         v for v in check([by_group, regionless], dev_config) if v.rule == "HubSpoke-PeerCidrIngress"
     ] == []
