@@ -97,6 +97,7 @@ def test_each_cnq_rule_catches_its_mutation(
     mutate(broken)
     hits = [v for v in check([Template(k, t) for k, t in broken.items()], dev_config) if v.rule == rule]
     assert hits and all(v.fix for v in hits)
+    assert {v.template for v in hits} <= set(broken), "a finding names the template it is in"
 
 
 def _launched(props: dict[str, Any], kind: str = "AWS::EC2::Instance") -> list[Template]:

@@ -272,3 +272,16 @@ def test_the_reservation_finding_cites_the_source_docs_policy_md_names(
         if v.rule == "HubSpoke-ReservedConcurrency"
     ]
     assert source in message, (source, message)
+
+
+def test_a_rule_reading_a_stack_without_outputs_counts_on_no_group(dev_config: HubSpokeConfig) -> None:
+    """A template's Outputs section is optional (CloudFormation template anatomy): a rule whose GroupId reads an
+    output of a stack that declares none names no group, and nothing fails."""
+    empty = _stack("peer-access", "us-east-2", {})
+    del empty.body["Outputs"]  # type: ignore[attr-defined]
+    ref = {"Fn::GetStackOutput": {"StackName": "hubspoke-dev-peer-access-us-east-2", "OutputName": "Gone"}}
+    link = _stack("link", "us-east-2", _ingress_rules(DEFAULT_RULES_PER_GROUP + 1, ref))
+    found = _violations(
+        {t.path: dict(t.body) for t in (empty, link)}, dev_config, "HubSpoke-SecurityGroupRuleQuota"
+    )
+    assert found == []

@@ -377,6 +377,9 @@ def test_lifecycle_scripts_come_from_a_sagemaker_bucket(
     found = [v for v in check([template], dev_config) if v.rule == "HubSpoke-HyperPodLifecycleBucket"]
     assert [v.logical_id for v in found] == (["Cluster"] if caught else [])
     for v in found:
+        assert v.template == "compute"
+        if isinstance(uri, str):  # the bucket is the URI's first path segment (s3://bucket/key)
+            assert v.message.endswith(f"from bucket {uri.removeprefix('s3://').split('/')[0]}"), v.message
         assert "workers" in v.message and ("(a generated name)" in v.message) == (
             bucket_name is None and uri is BUCKET_URI
         )
