@@ -447,13 +447,19 @@ def _cache_key(config: HubSpokeConfig) -> str:
     tier made with Control Tower judging some stacks or none must not pass for a judged one in the thorough tier.
     """
     stacks = judged_stacks(config)
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    # A mutant of the CLI cannot change a synth: the synth imports no hubspoke.cli module (pyproject.toml's
+    # "Deployment layers" contract puts hubspoke.cli beside hubspoke.stage, on top), so its tests reuse the
+    # unmutated synth instead of making one per mutant (verify's and preflight's moto worlds: tools/mutation.py).
+    if mutant.startswith("hubspoke.cli."):
+        mutant = ""
     judged = (
         "controls=all" if stacks is None
         else f"controls=control-tower-on:{','.join(sorted(stacks))}" if stacks
         else "controls=no-control-tower"
     )  # fmt: skip
     return (
-        f"{os.environ.get('MUTANT_UNDER_TEST', '')}|{code_fingerprint()}|{judged}|{config.model_dump_json()}"
+        f"{mutant}|{code_fingerprint()}|{judged}|{config.model_dump_json()}"
     )
 
 

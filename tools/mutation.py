@@ -54,6 +54,12 @@ class Module:
     gate: float = 90.0
 
 
+_VERIFY_TESTS = tuple(
+    f"tests/cli/test_verify{f}.py"
+    for f in ("", "_accounts", "_alarm_delivery", "_cli", "_kube", "_network", "_prewarm", "_runtime")
+)
+_CNQ_TESTS = ("tests/constructs/cnq",)
+
 MODULES = (
     Module("mtu", ("hubspoke/mtu.py",), ("tests/test_mtu.py",)),
     Module("topology", ("hubspoke/topology.py",), ("tests/test_topology.py", "tests/cli/test_plan.py")),
@@ -152,8 +158,12 @@ MODULES = (
             "tests/policy/test_hyperpod_rules.py",
             "tests/policy/test_deploy_facts.py",
             "tests/policy/test_plugin.py",
+            "tests/policy/test_acks.py",
         ),
         (
+            # checkov runs (about 10 s each); the fast test beside them checks the same Metadata.
+            "tests/policy/test_acks.py::test_a_checkov_acknowledgment_is_a_skip_checkov_honours_on_the_named_resources_only",
+            "tests/policy/test_acks.py::test_checkov_finds_nothing_unexplained_in_the_dev_templates",
             "tests/policy/test_rules.py::test_every_shapes_templates_pass",
             "tests/policy/test_rules.py::test_spoke_to_spoke_route_is_caught",
             "tests/policy/test_rules.py::test_a_peering_route_beyond_the_hub_is_caught",
@@ -178,6 +188,33 @@ MODULES = (
         ),
         # About 4,500 mutants at a synth each: days on 2 cores, so sampled only.
         default=False,
+    ),
+    # Slices of verify and preflight for issue 45 item 3: a CLI mutant reuses the unmutated synth
+    # (tests/conftest.py _cache_key), so each mutant costs its own tests only. Each slice against every test of
+    # its command (mutmut runs only the tests that reach the mutated function).
+    *(
+        Module(
+            f"verify-{part}",
+            tuple(f"hubspoke/cli/verify/{f}.py" for f in files),
+            _VERIFY_TESTS,
+            default=False,
+        )
+        for part, files in (
+            ("network", ("network", "peering")),
+            ("stacks", ("__init__", "stacks", "live", "alarms")),
+            ("runtime", ("compute", "cache", "canary", "delivery", "ingress")),
+        )
+    ),
+    Module(
+        "preflight",
+        ("hubspoke/cli/preflight/*.py",),
+        tuple(f"tests/cli/test_preflight{f}.py" for f in ("", "_addons", "_cnq", "_quotas", "_tools")),
+        default=False,
+    ),
+    # The CNQ runtime's request layer, by file, against every CNQ runtime test.
+    *(
+        Module(f"cnq-{part}", (f"hubspoke/constructs/cnq/runtime/{part}.py",), _CNQ_TESTS, default=False)
+        for part in ("session", "provisioner", "capacity")
     ),
     Module(
         "verify-kube",
