@@ -23,6 +23,7 @@ from hubspoke.constructs.cnq.bundling import (
     provisioner_code,
     required_distributions,
 )
+from tests.constructs.cnq.conftest import UNDER_MUTMUT
 
 HANDLER = ON_EVENT_HANDLER
 
@@ -70,6 +71,7 @@ def test_closure_follows_markers_and_leaves_out_the_aws_sdk() -> None:
     assert "colorama" not in names, "Windows-only requirements do not apply to Lambda"
 
 
+@UNDER_MUTMUT
 def test_bundle_imports_with_only_what_lambda_provides(tmp_path: Path) -> None:
     """Import the handler from the asset in a Python without site-packages; a stub stands in for boto3."""
     app = App(outdir=str(tmp_path / "out"))

@@ -19,7 +19,7 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from hubspoke.constructs.cnq import bundling
 from hubspoke.names import CNQ_CLUSTER_TAG
 from tests.conftest import Templates, resources
-from tests.constructs.cnq.conftest import stack_id
+from tests.constructs.cnq.conftest import UNDER_MUTMUT, stack_id
 from tests.fakes.aws_endpoint import moto_endpoint
 from tests.fakes.qumulo import FakeQumulo
 from tests.lambda_runtime import LambdaFunction, bundle
@@ -28,6 +28,7 @@ HUB = "us-east-2"
 PASSWORD = "Hub-Passw0rd!x"
 # qumulo-api's dataclasses-json schemas use marshmallow 3 idioms that marshmallow deprecates; not ours to fix.
 pytestmark = [
+    UNDER_MUTMUT,
     pytest.mark.usefixtures("lambda_sandbox"),
     pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning"),
 ]
