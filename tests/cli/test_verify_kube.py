@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import base64
 import os
+import pty
+import re
+import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -18,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
+from hubspoke.cli.verify import kube
 from hubspoke.cli.verify.kube import KubeUnavailable, connect, default_kubeconfig
 from tests.cli.test_verify import quoted_command_problems
 from tests.cli.verify_fixtures import exec_plugin
@@ -71,12 +75,15 @@ def test_exec_plugin_token_over_verified_tls_and_paging(tmp_path: Path) -> None:
         )
         api = _connect(path)
         assert [n["metadata"]["name"] for n in api.items("/api/v1/nodes")] == [f"n{i}" for i in range(5)]
+        # One GET with no parameters of its own: the list's first page, as the API reference's NodeList.
+        assert api.get("/api/v1/nodes")["kind"] == "NodeList"
     # Three pages: the client followed metadata.continue until the server gave none. kubectl sends its
     # --request-timeout as the `timeout` parameter (client-go rest/request.go, Request.Timeout).
-    assert [parse_qs(urlsplit(r).query) for r in fake.requests] == [
-        {"limit": ["500"], "timeout": ["10s"]},
-        {"limit": ["500"], "continue": ["2"], "timeout": ["10s"]},
-        {"limit": ["500"], "continue": ["4"], "timeout": ["10s"]},
+    assert [(urlsplit(r).path, parse_qs(urlsplit(r).query)) for r in fake.requests] == [
+        ("/api/v1/nodes", {"limit": ["500"], "timeout": ["10s"]}),
+        ("/api/v1/nodes", {"limit": ["500"], "continue": ["2"], "timeout": ["10s"]}),
+        ("/api/v1/nodes", {"limit": ["500"], "continue": ["4"], "timeout": ["10s"]}),
+        ("/api/v1/nodes", {"timeout": ["10s"]}),
     ]
 
 
@@ -86,6 +93,33 @@ def test_context_found_by_server_when_named_otherwise_and_first_file_wins(tmp_pa
     second = _kubeconfig(tmp_path / "b", server="https://127.0.0.1:1", user={"token": "other"}, name="prod")
     api = _connect(first, second)
     assert (api.context, api.server) == ("prod", ENDPOINT)
+
+
+@pytest.mark.parametrize(("server", "endpoint"), [(f"{ENDPOINT}/", ENDPOINT), (ENDPOINT, f"{ENDPOINT}/")])
+def test_a_trailing_slash_names_the_same_server(tmp_path: Path, server: str, endpoint: str) -> None:
+    """An https URL with an empty path and one with "/" name the same resource (RFC 3986 section 6.2.3,
+    scheme-based normalization), so a context serving the endpoint is found either way."""
+    path = _kubeconfig(tmp_path / "config", server=server, user={"token": "t"}, name="prod")
+    api = connect((path,), arn=ARN, endpoint=endpoint, name="hubspoke-dev-us-west-2", region="us-west-2")
+    assert (api.context, api.server) == ("prod", server)
+
+
+def test_a_context_whose_cluster_entry_is_missing_has_no_server(tmp_path: Path) -> None:
+    """A context may name a cluster no file defines (kubeconfig files are merged, not validated, by
+    `kubectl config view`); such a context serves no endpoint, and one named by the ARN has no server."""
+    path = tmp_path / "config"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": ARN, "context": {"cluster": "deleted", "user": "u"}}],
+            }
+        )
+    )
+    api = _connect(path)
+    assert (api.context, api.server) == (ARN, "")
 
 
 def test_token_file_and_certificate_authority_paths_are_relative_to_the_kubeconfig(tmp_path: Path) -> None:
@@ -119,6 +153,10 @@ def test_untrusted_server_certificate_is_refused_unless_told_to_skip(tmp_path: P
         assert len(_connect(loose).items("/api/v1/nodes")) == 1
 
 
+# A credential plugin that says a few things on stderr, the cause last, and fails.
+CHATTY_PLUGIN = "import sys; print('starting', 'refreshing', 'retrying', 'token expired', sep='\\n', file=sys.stderr); sys.exit(1)"
+
+
 @pytest.mark.parametrize(
     ("user", "reason"),
     [
@@ -133,10 +171,11 @@ def test_untrusted_server_certificate_is_refused_unless_told_to_skip(tmp_path: P
             {
                 "exec": {
                     **exec_plugin("t"),
-                    "args": ["-c", "import sys; print('token expired', file=sys.stderr); sys.exit(1)"],
+                    "args": ["-c", CHATTY_PLUGIN],
                 }
             },
-            "credential plugin failed \\(token expired;",
+            # kubectl passes the plugin's stderr through, then its own line; the reason keeps the last three.
+            r"credential plugin failed \(retrying; token expired; Unable to connect to the server: getting credentials",
         ),
         ({"exec": {**exec_plugin("t"), "command": "/nonexistent/aws"}}, "no such file or directory"),
         # kubectl has sent no basic auth since 1.19 (kubernetes CHANGELOG-1.19): the server sees nobody.
@@ -153,12 +192,18 @@ def test_credentials_verify_cannot_use_are_reasons_not_errors(
 
 
 def test_no_file_or_no_matching_context_says_how_to_write_one(tmp_path: Path) -> None:
+    """`aws eks update-kubeconfig --region R --name N` writes the context (AWS CLI eks update-kubeconfig)."""
+    update = "aws eks update-kubeconfig --region us-west-2 --name hubspoke-dev-us-west-2"
     with pytest.raises(KubeUnavailable, match="no kubeconfig file") as missing:
         _connect(tmp_path / "absent")
-    assert missing.value.fix == "aws eks update-kubeconfig --region us-west-2 --name hubspoke-dev-us-west-2"
+    assert missing.value.fix == update
+    # No file to look at at all (no KUBECONFIG and no home folder): the reason says so rather than naming "".
+    with pytest.raises(KubeUnavailable, match=r"^no kubeconfig file at \(none\)$"):
+        _connect()
     other = _kubeconfig(tmp_path / "config", server="https://elsewhere", user={"token": "t"}, name="other")
-    with pytest.raises(KubeUnavailable, match=f"no context in {other} points at {ARN}"):
+    with pytest.raises(KubeUnavailable, match=f"no context in {other} points at {ARN}") as unmatched:
         _connect(other)
+    assert unmatched.value.fix == update
 
 
 def test_default_kubeconfig_follows_kubectl(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -171,8 +216,11 @@ def test_default_kubeconfig_follows_kubectl(monkeypatch: pytest.MonkeyPatch, tmp
     assert default_kubeconfig() == (tmp_path / ".kube" / "config",)
 
 
-def test_plugin_gets_exec_info_and_no_terminal(tmp_path: Path) -> None:
-    """client-go sets KUBERNETES_EXEC_INFO (spec.interactive false here) and a non-interactive plugin gets no stdin."""
+@pytest.mark.parametrize("mode", ["Never", "IfAvailable"])
+def test_plugin_gets_exec_info_and_no_terminal_even_when_verify_has_one(tmp_path: Path, mode: str) -> None:
+    """client-go sets KUBERNETES_EXEC_INFO, whose spec.interactive says whether the plugin may prompt on stdin
+    ("Client-go credential plugins": interactiveMode IfAvailable uses stdin when it is a terminal). verify runs
+    unattended, so even from a terminal its kubectl gets none and the plugin never waits on a prompt."""
     script = (
         "import json, os, sys\n"
         "info = json.loads(os.environ['KUBERNETES_EXEC_INFO'])\n"
@@ -180,25 +228,120 @@ def test_plugin_gets_exec_info_and_no_terminal(tmp_path: Path) -> None:
         "assert sys.stdin.read() == ''\n"
         "print(json.dumps({'apiVersion': info['apiVersion'], 'kind': 'ExecCredential', 'status': {'token': 'ok'}}))\n"
     )
-    plugin = {**exec_plugin("unused"), "args": ["-c", script]}
-    with FakeKubeApi(token="ok", nodes=[node("n0")]) as fake:
+    plugin = {**exec_plugin("unused"), "args": ["-c", script], "interactiveMode": mode}
+    leader, terminal = pty.openpty()
+    saved = os.dup(0)
+    os.dup2(terminal, 0)  # verify's own stdin is a terminal
+    try:
+        with FakeKubeApi(token="ok", nodes=[node("n0")]) as fake:
+            path = _kubeconfig(tmp_path / "config", server=fake.url, user={"exec": plugin}, cluster=_ca())
+            assert len(_connect(path).items("/api/v1/nodes")) == 1
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, terminal, leader):
+            os.close(fd)
+
+
+@pytest.mark.thorough
+def test_a_credential_plugin_that_hangs_is_a_reason_after_the_time_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`aws eks get-token` can hang (an SSO login waiting, a network that drops packets); client-go gives an
+    exec plugin no time limit of its own, so verify's limit on kubectl stops it (subprocess.run's timeout
+    raises TimeoutExpired, "timed out after N seconds")."""
+    monkeypatch.setattr(kube, "KUBECTL_TIMEOUT_S", 1.0)
+    plugin = {**exec_plugin("unused"), "args": ["-c", "import sys, time; time.sleep(4); sys.exit(1)"]}
+    with FakeKubeApi(nodes=[node("n0")]) as fake:
         path = _kubeconfig(tmp_path / "config", server=fake.url, user={"exec": plugin}, cluster=_ca())
-        assert len(_connect(path).items("/api/v1/nodes")) == 1
+        api = _connect(path)
+        with pytest.raises(
+            KubeUnavailable, match=r"^kubectl did not run \(.*timed out after 1\.0 seconds\)$"
+        ):
+            api.items("/api/v1/nodes")
+
+
+def test_every_get_runs_the_kubectl_of_the_environment_it_connected_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API keeps the environment `connect` built (KUBECONFIG, AWS_PROFILE, PATH): a GET runs the kubectl
+    that environment's PATH finds, the one that read the kubeconfig, whatever the process's PATH is later."""
+    with FakeKubeApi(nodes=[node("n0")]) as fake:
+        path = _kubeconfig(tmp_path / "config", server=fake.url, user={"token": fake.token}, cluster=_ca())
+        api = _connect(path)
+        monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+        assert len(api.items("/api/v1/nodes")) == 1
 
 
 @pytest.mark.parametrize(
     ("intercepted", "reason"),
-    [("html", "answered with something other than JSON"), ("cut", "unexpected EOF")],
+    [
+        # The reason says what to suspect, in the words a reader searches for.
+        ("html", r"answered with something other than JSON \(.*\); is a proxy in the way\b.*\bAPI server\?"),
+        ("array", "answered JSON that is not an object"),
+        ("cut", "unexpected EOF"),
+    ],
 )
 def test_an_answer_that_is_not_the_api_servers_is_a_reason_not_a_traceback(
     tmp_path: Path, intercepted: str, reason: str
 ) -> None:
-    """A proxy's HTML page (200, text/html) is not JSON (json raises ValueError); an answer cut short of its
-    Content-Length makes kubectl fail with Go's "unexpected EOF". Both are reasons, as a refusal is."""
+    """A proxy's HTML page (200, text/html) is not JSON (json raises ValueError), a JSON array is no Kubernetes
+    object (every API answer is one: API concepts, "Standard API terminology"); an answer cut short of its
+    Content-Length makes kubectl fail with Go's "unexpected EOF". All are reasons, as a refusal is."""
     with FakeKubeApi(intercepted=intercepted) as fake:
         path = _kubeconfig(tmp_path / "config", server=fake.url, user={"token": fake.token}, cluster=_ca())
         with pytest.raises(KubeUnavailable, match=reason):
             _connect(path).items("/api/v1/nodes")
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        # kubectl 1.34.5 words each failure (k8s.io/kubectl/pkg/cmd/util/helpers.go, StandardErrorMessage): a 401
+        # "error: You must be logged in to the server (MESSAGE)", another Status "Error from server (REASON):
+        # MESSAGE". RBAC's 403 message: apimachinery errors.NewForbidden around apiserver responsewriters
+        # forbiddenMessage; the API server's 401 message is "Unauthorized".
+        ("wrong-token", r"^the API server refused these credentials \(401: Unauthorized\)$"),
+        (
+            "forbidden",
+            r'^the API server refused these credentials \(403: nodes is forbidden: User "arn:aws:sts::123456789012:'
+            r'assumed-role/ml-dev/verify" cannot list resource "nodes" in API group "" at the cluster scope\)$',
+        ),
+        (
+            "not-found",
+            f"^GET /api/v1/widgets through context {re.escape(ARN)}: "
+            r"Error from server \(NotFound\): the server could not find the requested resource$",
+        ),
+        # A dial refused: "The connection to the server HOST:PORT was refused - did you specify the right host
+        # or port?" (helpers.go, StandardErrorMessage for a refused connection).
+        (
+            "closed-port",
+            r"^cannot reach https://127\.0\.0\.1:(\d+) \(The connection to the server 127\.0\.0\.1:\1 was refused",
+        ),
+    ],
+)
+def test_what_the_api_server_answers_is_the_reason_in_kubectls_words(
+    tmp_path: Path, case: str, reason: str
+) -> None:
+    """Refusals name the status and say how to get access; a missing path names the GET and the context; an
+    unreachable server names itself, with no fix of its own (verify's row adds the tunnel for a private
+    endpoint: compute.py takes `exc.fix or` its own)."""
+    with FakeKubeApi(nodes=[node("n0")], forbidden=("nodes",) if case == "forbidden" else ()) as fake:
+        server = f"https://127.0.0.1:{_closed_port()}" if case == "closed-port" else fake.url
+        token = "not-the-token" if case == "wrong-token" else fake.token
+        path = _kubeconfig(tmp_path / "config", server=server, user={"token": token}, cluster=_ca())
+        api = _connect(path)
+        with pytest.raises(KubeUnavailable, match=reason) as failed:
+            api.items("/api/v1/widgets" if case == "not-found" else "/api/v1/nodes")
+    assert failed.value.reason == str(failed.value)
+    refused = case in ("wrong-token", "forbidden")
+    assert ("aws eks create-access-entry" in failed.value.fix) is refused
+    assert failed.value.fix == "" or refused
 
 
 def test_the_runs_profile_reaches_the_credential_plugin_unless_the_entry_sets_one(tmp_path: Path) -> None:
@@ -264,9 +407,11 @@ def test_no_kubectl_or_a_kubeconfig_kubectl_cannot_read_is_a_reason(
     reason, with where to get it."""
     broken = tmp_path / "config"
     broken.write_text("clusters: [unclosed\n")
-    with pytest.raises(KubeUnavailable, match=f"kubectl cannot read kubeconfig {broken}"):
+    with pytest.raises(KubeUnavailable, match=f"kubectl cannot read kubeconfig {broken}") as unreadable:
         _connect(broken)
+    assert re.search(r"\bfix or remove that file\b", unreadable.value.fix)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(KubeUnavailable, match="kubectl is not on PATH") as missing:
         _connect(broken)
-    assert "Install Tools" in missing.value.fix
+    # The Kubernetes docs' page for installing kubectl is "Install Tools".
+    assert re.search(r"\binstall kubectl\b.*'Install Tools'", missing.value.fix)

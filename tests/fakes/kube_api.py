@@ -3,13 +3,15 @@
 Shapes follow the Kubernetes API reference (v1.33, core/v1): NodeList, PersistentVolumeClaimList (namespaced)
 and PersistentVolumeList (cluster-scoped, GET /api/v1/persistentvolumes) with
 apiVersion, kind, metadata.resourceVersion and items; an error is a metav1.Status with code, reason and
-message. Refusals follow the API server: no or a wrong bearer token answers 401 Unauthorized; an unknown
-path 404 NotFound; anything but GET 405 MethodNotAllowed. Lists honour `limit` and hand out a `continue`
-token (API concepts, "Retrieving large results sets in chunks"), so the client's paging is exercised.
+message. Refusals follow the API server: no or a wrong bearer token answers 401 Unauthorized; a list the
+identity may not read 403 Forbidden; an unknown path 404 NotFound; anything but GET 405 MethodNotAllowed.
+Lists honour `limit` and hand out a `continue` token (API concepts, "Retrieving large results sets in
+chunks"), so the client's paging is exercised.
 
 What sits between a client and an API server can answer too: `intercepted` makes the stand-in answer like
-a proxy's or captive portal's HTML page (200, text/html), or break the answer off half-way (a Content-Length
-longer than what is sent before the connection closes, which http.client reads as IncompleteRead).
+a proxy's or captive portal's HTML page (200, text/html), answer JSON that is no Kubernetes object (a gateway's
+own JSON array), or break the answer off half-way (a Content-Length longer than what is sent before the
+connection closes, which http.client reads as IncompleteRead).
 """
 
 from __future__ import annotations
@@ -86,6 +88,10 @@ class ConnectProxy:
             self._server.server_close()
 
 
+# Any list path: /api/v1 or /apis/GROUP/VERSION, optionally in a namespace, then the resource's plural name.
+_LIST = re.compile(
+    r"^/api(?:s/(?P<group>[^/]+)/[^/]+|/v1)(?:/namespaces/(?P<namespace>[^/]+))?/(?P<plural>[a-z]+)$"
+)
 _CLAIMS = re.compile(r"^/api/v1/namespaces/([a-z0-9-]+)/persistentvolumeclaims$")
 # core/v1 pods and secrets, batch/v1 jobs (Kubernetes API reference: their list paths).
 _NAMESPACED = re.compile(r"^/api(?:s/(batch)/v1|/v1)/namespaces/([a-z0-9-]+)/(pods|secrets|jobs)$")
@@ -150,10 +156,13 @@ class FakeKubeApi:
     namespaced: list[dict[str, Any]] = field(default_factory=list)
     # The API server may return fewer items than `limit` asks for, with a continue token; 0: never fewer.
     page_size: int = 0
-    intercepted: str = ""  # "", "html" or "cut"
+    intercepted: str = ""  # "", "html", "array" or "cut"
     requests: list[str] = field(default_factory=list)
     # A host name the certificate names instead of 127.0.0.1: the server as seen through a tunnel.
     server_name: str = ""
+    # The token's identity (its user name) and the resources (plural names) RBAC does not let it list.
+    user: str = "arn:aws:sts::123456789012:assumed-role/ml-dev/verify"
+    forbidden: tuple[str, ...] = ()
     _server: http.server.ThreadingHTTPServer | None = None
 
     @property
@@ -172,6 +181,8 @@ class FakeKubeApi:
             def do_GET(self) -> None:
                 if fake.intercepted == "html":
                     self._raw(200, "text/html", b"<html><body>Please sign in to the proxy</body></html>")
+                elif fake.intercepted == "array":
+                    self._raw(200, "application/json", b'["not", "a", "Kubernetes", "object"]')
                 elif fake.intercepted == "cut":
                     self._raw(200, "application/json", b'{"kind": "NodeList", "items": [', length=4096)
                 else:
@@ -219,6 +230,9 @@ class FakeKubeApi:
             return 401, _status(401, "Unauthorized", "Unauthorized")
         parts = urlsplit(raw_path)
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        scoped = _LIST.match(parts.path)
+        if scoped and scoped["plural"] in self.forbidden:
+            return 403, _forbidden(self.user, **scoped.groupdict())
         if parts.path == "/api/v1/nodes":
             return 200, _page("NodeList", self.nodes, query, self.page_size)
         if parts.path == "/api/v1/persistentvolumes":
@@ -253,6 +267,16 @@ def _page(kind: str, items: list[dict[str, Any]], query: dict[str, str], page_si
     if start + limit < len(items):
         metadata["continue"] = str(start + limit)  # opaque to clients; an offset is enough here
     return {"apiVersion": "v1", "kind": kind, "metadata": metadata, "items": chunk}
+
+
+def _forbidden(user: str, *, group: str | None, namespace: str | None, plural: str) -> dict[str, Any]:
+    """RBAC's refusal of a list: apimachinery pkg/api/errors NewForbidden ("<resource> is forbidden: ...") around
+    apiserver pkg/endpoints/handlers/responsewriters/errors.go forbiddenMessage (the user, verb, resource, API
+    group and scope)."""
+    scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+    resource = f"{plural}.{group}" if group else plural
+    said = f'User "{user}" cannot list resource "{plural}" in API group "{group or ""}" {scope}'
+    return _status(403, "Forbidden", f"{resource} is forbidden: {said}") | {"details": {"kind": plural}}
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
