@@ -1,0 +1,173 @@
+"""The provisioning handler's request contract (runtime/provisioner.py) as CloudFormation and the CDK Provider
+framework define it, in the CNQ world (moto, the Qumulo contract fake through the real SDK).
+
+CloudFormation's side (User Guide, "Custom resource request objects" and "Custom resource response objects"): a
+request carries RequestType Create, Update or Delete, its ResourceProperties and, after a Create, the
+PhysicalResourceId the Create answered; an answer that changes that ID on an Update is a replacement, after which
+CloudFormation sends a Delete for the old ID, so an Update or Delete must answer with the ID it was sent. The
+framework's side (aws-cdk-lib custom_resources, "Asynchronous Providers: isComplete"): is_complete receives the
+request merged with on_event's answer, at every poll.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import boto3
+import pytest
+
+from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
+from hubspoke.constructs.cnq.runtime.session import ProvisioningError, ProvisioningTimeout
+from tests.constructs.cnq.conftest import CONFIG, ROOMY, VirtualClock, World
+from tests.fakes.qumulo import FakeQumulo
+
+pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
+
+# Every custom resource type the handler serves (hubspoke/constructs/cnq; its docstring lists them).
+KINDS = (
+    "Custom::CnqNodeShape",
+    "Custom::CnqCluster",
+    "Custom::CnqFloatingIps",
+    "Custom::CnqPersistentStorage",
+    "Custom::CnqNodeProtection",
+    "Custom::CnqIdentity",
+    "Custom::CnqPortal",
+)
+PORTAL_KEYS = ("SpokeRestAddresses", "SpokeSecretArn", "SpokePortalHosts", "HubRestAddresses", "HubSecretArn",
+               "HubPortalHosts", "HubRoot", "SpokeRoot", "EvictionFreeThreshold")  # fmt: skip
+IDENTITY_KEYS = ("ClusterName", "RestAddresses", "AdminSecretArn", "IdentitySecretArn", "Role")
+
+
+def identity_event(
+    world: World, fake: FakeQumulo, request: str = "Create", **overrides: Any
+) -> dict[str, Any]:
+    props = {
+        "ClusterName": "dev-hub", "RestAddresses": fake.node_ips, "RestPort": str(fake.port),
+        "AdminSecretArn": world.arns["hub"], "IdentitySecretArn": world.arns["hub"], "Role": "hubspoke-loader",
+        "Privileges": ["PRIVILEGE_REPLICATION_OBJECT_READ"], "WaitSeconds": "3000", **overrides,
+    }  # fmt: skip
+    return {"RequestType": request, "ResourceType": "Custom::CnqIdentity", "LogicalResourceId": "Loader",
+            "ResourceProperties": props, "StackId": world.stack_id}  # fmt: skip
+
+
+def protection_event(world: World, request: str = "Create") -> dict[str, Any]:
+    props = {
+        "ClusterName": "dev-hub",
+        "NodeInstanceIds": world.instances(4, "dev-hub"),
+        "WaitSeconds": "3000",
+    }
+    return {"RequestType": request, "ResourceType": "Custom::CnqNodeProtection", "StackId": world.stack_id,
+            "LogicalResourceId": "NodeProtection", "ResourceProperties": props}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_delete_answers_with_the_physical_id_it_was_sent(
+    world: World, hub: FakeQumulo, spoke: FakeQumulo, kind: str
+) -> None:
+    """Another ID would make CloudFormation delete a resource it thinks replaced. The portal's Delete reads
+    the hub's ID from the spoke first; an unformed spoke has none."""
+    event = {
+        **(world.portal_event(hub, spoke, "Delete") if kind == "Custom::CnqPortal" else identity_event(world, hub)),
+        "RequestType": "Delete", "ResourceType": kind, "PhysicalResourceId": "made-by-an-earlier-release",
+    }  # fmt: skip
+    if kind == "Custom::CnqNodeProtection":
+        event["ResourceProperties"] = protection_event(world)["ResourceProperties"]
+    assert on_event(event, ROOMY)["PhysicalResourceId"] == "made-by-an-earlier-release"
+
+
+def test_an_update_answers_with_the_physical_id_it_was_sent(world: World) -> None:
+    world.stack_status("UPDATE_IN_PROGRESS")
+    event = {**protection_event(world, "Update"), "PhysicalResourceId": "made-by-an-earlier-release"}
+    assert on_event(event, ROOMY)["PhysicalResourceId"] == "made-by-an-earlier-release"
+
+
+def test_a_create_names_its_id_after_the_role_or_the_portal(
+    world: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
+    """Two identities (or portals) of one stack are told apart by their IDs in CloudFormation's events."""
+    loader = on_event(identity_event(world, hub), ROOMY)["PhysicalResourceId"]
+    prewarm = on_event(identity_event(world, hub, Role="hubspoke-prewarm"), ROOMY)["PhysicalResourceId"]
+    assert "hubspoke-loader" in loader and "hubspoke-prewarm" in prewarm
+    portal = {**world.portal_event(hub, spoke), "LogicalResourceId": "PortalUsWest2"}
+    del portal["PhysicalResourceId"]
+    assert on_event(portal, ROOMY)["PhysicalResourceId"].endswith("PortalUsWest2")
+
+
+@pytest.mark.parametrize("missing", PORTAL_KEYS)
+def test_a_portal_without_a_property_it_needs_is_refused_naming_it(
+    world: World, hub: FakeQumulo, spoke: FakeQumulo, missing: str
+) -> None:
+    event = world.portal_event(hub, spoke)
+    del event["ResourceProperties"][missing]
+    with pytest.raises(
+        ProvisioningError, match=rf"^Custom::CnqPortal Create: missing resource properties: {missing}$"
+    ):
+        on_event(event, ROOMY)
+    assert not hub.calls and not spoke.calls
+
+
+@pytest.mark.parametrize("missing", IDENTITY_KEYS)
+def test_an_identity_without_a_property_it_needs_is_refused_naming_it_at_either_step(
+    world: World, hub: FakeQumulo, missing: str
+) -> None:
+    event = identity_event(world, hub)
+    del event["ResourceProperties"][missing]
+    expected = rf"^Custom::CnqIdentity Create: missing resource properties: {missing}$"
+    with pytest.raises(ProvisioningError, match=expected):
+        on_event(event, ROOMY)
+    # A poll checks them again: what it is sent is the Provider's merge, not on_event's word.
+    with pytest.raises(ProvisioningError, match=expected):
+        is_complete({**event, "StartedAt": str(time.time())}, ROOMY)
+    assert not hub.calls
+
+
+@pytest.mark.parametrize(
+    ("mode", "accepted"), [(None, True), ("", True), ("read_write", True), ("cache", False)]
+)
+def test_a_portal_mode_is_one_of_qumulos_two_and_read_only_when_unset(
+    world: World, hub: FakeQumulo, spoke: FakeQumulo, mode: str | None, accepted: bool
+) -> None:
+    """Qumulo's portal types are PORTAL_READ_ONLY and PORTAL_READ_WRITE (qumulo-api, qumulo/commands/portal.py);
+    hubspoke's default is the read-only cache (docs: a spoke caches the hub's dataset)."""
+    event = world.portal_event(hub, spoke, "Update")
+    if mode is None:
+        del event["ResourceProperties"]["Mode"]
+    else:
+        event["ResourceProperties"]["Mode"] = mode
+    if accepted:
+        assert on_event(event, ROOMY)["PhysicalResourceId"] == "cnq-portal-Portal"
+        return
+    with pytest.raises(ProvisioningError) as raised:
+        on_event(event, ROOMY)
+    assert "Mode must be one of ['read_only', 'read_write'], not 'cache'" in str(raised.value)
+
+
+def test_the_budget_spans_every_poll_from_on_events_start(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """on_event's answer (StartedAt) reaches every poll through the framework's merge; once WaitSeconds less
+    the reserve has passed since, no poll starts."""
+    clock = VirtualClock().install(monkeypatch)
+    event = protection_event(world)
+    merged = {**event, **on_event(event, ROOMY)}
+    clock.skipped += 3000
+    with pytest.raises(ProvisioningTimeout, match=r"^Custom::CnqNodeProtection Create: gave up after 3000 s"):
+        is_complete(merged, ROOMY)
+
+
+def test_an_identity_whose_cluster_does_not_answer_names_the_cluster(
+    world: World, hub: FakeQumulo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    VirtualClock().install(monkeypatch)
+    monkeypatch.setenv("HUBSPOKE_POLL_SECONDS", "5")  # a few refused logins on the virtual clock, not 2,000
+    login = json.dumps({"username": "hubspoke-loader", "password": "Loader-Passw0rd!"})
+    secrets = boto3.client("secretsmanager", region_name=CONFIG.hub.region)
+    event = identity_event(
+        world, hub, IdentitySecretArn=secrets.create_secret(Name="loader", SecretString=login)["ARN"]
+    )
+    merged = {**event, **on_event(event, ROOMY)}
+    hub.down()
+    with pytest.raises(ProvisioningTimeout, match=r"^Custom::CnqIdentity Create: dev-hub: REST API on port "):
+        is_complete(merged, ROOMY)
