@@ -401,6 +401,27 @@ def test_kubernetes_without_a_usable_kubeconfig_is_not_checked(
         verify(deployed, deployed_config, kube, only={"us-east-2"}), "kubernetes nodes", "us-east-2"
     )
     assert unreachable.status == "not checked" and f"cannot reach {down.url}" in unreachable.detail
+    # kubectl's own fix-less failure, on a private endpoint: the tunnel is what reaches it.
+    assert unreachable.detail.endswith("(the endpoint is private: normal outside the VPC)"), (
+        unreachable.detail
+    )
+    tunnel = f"`hubspoke connect --config {deployed_config} --region us-east-2`"
+    assert unreachable.fix == f"open the tunnel {tunnel} prints, then run verify again", unreachable.fix
+
+    def public(parsed: dict[str, Any], **_: Any) -> None:
+        parsed["cluster"]["resourcesVpcConfig"]["endpointPublicAccess"] = True
+
+    eks = deployed.clients("eks", "us-east-2")
+    eks.meta.events.register("after-call.eks.DescribeCluster", public)
+    try:
+        results = verify(deployed, deployed_config, kube, only={"us-east-2"})
+    finally:
+        eks.meta.events.unregister("after-call.eks.DescribeCluster", public)
+    # A public endpoint that cannot be reached is no tunnel's business (EKS DescribeCluster
+    # resourcesVpcConfig.endpointPublicAccess true): every Kubernetes row says why, none prescribes the tunnel.
+    for check in ("kubernetes nodes", "kubernetes volumes", "volume addresses"):
+        row = _only(results, check, "us-east-2")
+        assert row.status == "not checked" and "private" not in row.detail and row.fix == "", row
 
 
 def test_alarm_in_alarm_fails_with_its_runbook(deployed: DeployedWorld, deployed_config: Path) -> None:
@@ -544,3 +565,302 @@ def test_dataset_cached_row_warns_until_prewarm_reports_the_whole_dataset(
     hub = verify(deployed, deployed_config, only={"us-east-2"})
     assert rows(hub, "hyperpod", "us-east-2"), "the hub's pass reached its compute and cache rows"
     assert not rows(hub, "dataset cached", "us-east-2"), "the hub caches nothing"
+
+
+# ----- compute: the clusters, their groups, nodes and access -----
+
+_COMPUTE_DEPLOY = "--exclusively hubspoke-dev/compute-us-west-2"  # `cdk deploy` of the spoke's Compute stack
+
+
+def _answer_error(client: Any, operation: str, code: str, message: str) -> Any:
+    """Make `client` answer `operation` with an AWS error (a before-call hook, as botocore lets a stub answer);
+    returns the hook, for unregister."""
+    from botocore.awsrequest import AWSResponse
+
+    def answer(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        return AWSResponse("https://stub", 400, {}, None), {
+            "Error": {"Code": code, "Message": message},
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        }
+
+    event = f"before-call.{client.meta.service_model.service_name}.{operation}"
+    client.meta.events.register(event, answer)
+    return lambda: client.meta.events.unregister(event, answer)
+
+
+def test_a_cluster_that_is_not_there_fails_with_the_compute_deploy_and_other_errors_are_named(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """SageMaker DescribeCluster refuses an unknown cluster with ResourceNotFound (botocore sagemaker 2017-07-24
+    service-2.json, DescribeCluster errors; moto 5.2.5 answers ValidationException "Could not find cluster '<name>'."),
+    EKS DescribeCluster with ResourceNotFoundException (botocore eks 2017-11-01). A missing cluster fails its row
+    with the Compute stack's deploy and nothing that reads the cluster is judged; any other error is named as AWS
+    answered it, never taken for a missing cluster."""
+    sagemaker = deployed.clients("sagemaker", "us-west-2")
+    for code, message, missing in (
+        ("ResourceNotFound", "Resource hubspoke-dev-us-west-2 not found.", True),
+        ("ValidationException", "1 validation error detected: Value at 'clusterName' failed", False),
+        ("ThrottlingException", "Rate exceeded", False),
+    ):
+        undo = _answer_error(sagemaker, "DescribeCluster", code, message)
+        try:
+            row = _only(verify(deployed, deployed_config, only=SPOKE), "hyperpod")
+        finally:
+            undo()
+        assert row.status == "fail", (code, row)
+        if missing:
+            assert row.detail == "no HyperPod cluster hubspoke-dev-us-west-2", row.detail
+            assert row.fix.endswith(_COMPUTE_DEPLOY), row.fix
+        else:
+            assert code in row.detail and message in row.detail and "no HyperPod" not in row.detail, (
+                row.detail
+            )
+    sagemaker.delete_cluster(ClusterName="hubspoke-dev-us-west-2")
+    deployed.clients("eks", "us-west-2").delete_cluster(name="hubspoke-dev-us-west-2")
+    results = verify(deployed, deployed_config, only=SPOKE)
+    assert _only(results, "hyperpod").detail == "no HyperPod cluster hubspoke-dev-us-west-2"
+    eks = _only(results, "eks")
+    assert eks.status == "fail" and eks.detail == "no EKS cluster hubspoke-dev-us-west-2"
+    assert eks.fix.endswith(_COMPUTE_DEPLOY)
+    for check in (
+        "hyperpod group",
+        "hyperpod nodes",
+        "hyperpod placement",
+        "eks placement",
+        "eks add-ons",
+        "eks access",
+        "eks caller",
+        "access host",
+        "kubernetes nodes",
+    ):
+        assert not rows(results, check, "us-west-2"), check
+    undo = _answer_error(deployed.clients("eks", "us-west-2"), "DescribeCluster", "ServerException", "down")
+    try:
+        eks = _only(verify(deployed, deployed_config, only=SPOKE), "eks")
+    finally:
+        undo()
+    assert eks.status == "fail" and "ServerException: down" in eks.detail and "no EKS" not in eks.detail
+
+
+def test_healthy_compute_rows_name_what_they_checked(
+    deployed: DeployedWorld, deployed_config: Path, kube: Kube
+) -> None:
+    """The pass rows say which cluster, group, nodes, caller and volumes they found, as the spoke's Compute
+    template names them (AWS::SageMaker::Cluster ClusterName and InstanceGroups, AWS::EKS::Cluster Name and
+    Version); moto's default credentials are the IAM user arn:aws:iam::123456789012:user/moto, an administrator in
+    TWO_SPOKES."""
+    template = deployed.templates["compute-us-west-2"]["Resources"].values()
+    (hyperpod,) = [r["Properties"] for r in template if r["Type"] == "AWS::SageMaker::Cluster"]
+    (eks,) = [r["Properties"] for r in template if r["Type"] == "AWS::EKS::Cluster"]
+    results = verify(deployed, deployed_config, kube, only=SPOKE)
+    passed = {r.check: r.detail for r in results if r.status == "pass"}
+    assert passed["hyperpod"] == f"{hyperpod['ClusterName']} is InService"
+    for group in hyperpod["InstanceGroups"]:
+        wanted = f"{group['InstanceGroupName']}: {group['InstanceCount']} x {group['InstanceType']}"
+        assert wanted in {r.detail for r in rows(results, "hyperpod group", "us-west-2")}
+    nodes = sum(g["InstanceCount"] for g in hyperpod["InstanceGroups"])
+    assert passed["hyperpod nodes"] == f"all {nodes} nodes Running"
+    assert passed["eks"] == f"{eks['Name']} ACTIVE, Kubernetes {eks['Version']}"
+    assert passed["eks access"] == f"{eks['Name']}: all 1 listed administrators have entries"
+    user = "arn:aws:iam::123456789012:user/moto"
+    assert passed["eks caller"] == f"you ({user}) have the access entry {user}"
+    assert passed["kubernetes nodes"] == f"all {nodes} nodes Ready"
+    assert "hubspoke-dataset-ro and hubspoke-checkpoints Bound in" in passed["kubernetes volumes"]
+    assert "current CNQ floating IPs" in passed["volume addresses"]
+    assert passed["access host"].endswith(" is running, its SSM Agent Online")
+
+
+def test_hyperpod_settling_waits_and_a_stopped_cluster_follows_the_runbook(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """SageMaker DescribeCluster ClusterStatus (botocore sagemaker 2017-07-24, ClusterStatus: Creating | Deleting |
+    Failed | InService | RollingBack | SystemUpdating | Updating): a cluster being created or updated settles by
+    itself, so the fix is to wait; any other state needs the runbook and a deploy. FailureMessage is shown only
+    when SageMaker gives one."""
+    cluster = deployed.hyperpod("us-west-2")
+    cluster.failure_message = ""
+    for status, settles in (
+        ("Creating", True),
+        ("Updating", True),
+        ("SystemUpdating", True),
+        ("RollingBack", False),
+        ("Deleting", False),
+    ):
+        cluster.status = status
+        row = _only(verify(deployed, deployed_config, only=SPOKE), "hyperpod")
+        assert row.status == "fail" and row.detail == f"hubspoke-dev-us-west-2 is {status}", row.detail
+        if settles:
+            assert row.fix.startswith("wait for it to finish") and "hubspoke verify" in row.fix, row.fix
+        else:
+            assert row.fix.startswith("follow docs/runbooks/compute.md, then "), row.fix
+            assert row.fix.endswith(_COMPUTE_DEPLOY), row.fix
+
+
+def test_hyperpod_groups_and_nodes_the_config_does_not_match(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """DescribeCluster InstanceGroups[] (InstanceGroupName, InstanceType, CurrentCount, TargetCount, Status;
+    botocore sagemaker ClusterInstanceGroupDetails) against the config's groups, and ListClusterNodes
+    (ClusterNodeSummaries[].InstanceStatus: Status of ClusterInstanceStatus, Message): a group the config names
+    that the cluster lacks fails, one the config does not name warns, another instance type fails, and a cluster
+    without nodes fails."""
+    cluster = deployed.hyperpod("us-west-2")
+    (group,) = cluster.instance_groups
+    group["InstanceGroupName"] = "old-workers"
+    results = verify(deployed, deployed_config, only=SPOKE)
+    groups = {r.status: r for r in rows(results, "hyperpod group", "us-west-2")}
+    assert set(groups) == {"fail", "warn"}
+    assert groups["fail"].detail == "hubspoke-dev-us-west-2 has no instance group accelerated-worker-group-1"
+    assert groups["fail"].fix.endswith(_COMPUTE_DEPLOY)
+    assert "instance group old-workers, which the config does not name" in groups["warn"].detail
+    group["InstanceGroupName"], group["InstanceType"] = "accelerated-worker-group-1", "ml.p4d.24xlarge"
+    (node_id, first), *_ = cluster.nodes.items()
+    first.status = "Pending"
+    results = verify(deployed, deployed_config, only=SPOKE)
+    row = _only(results, "hyperpod group")
+    assert row.status == "fail" and row.detail == (
+        "accelerated-worker-group-1: type ml.p4d.24xlarge, config ml.p5.48xlarge"
+    )
+    assert "docs/runbooks/compute.md" in row.fix and row.fix.endswith(_COMPUTE_DEPLOY), row.fix
+    nodes = _only(results, "hyperpod nodes")
+    # moto 5.2.5 reports every node's InstanceStatus.Message as "message".
+    assert nodes.status == "fail" and nodes.detail.startswith("1 of 2 nodes not Running: "), nodes.detail
+    assert f"{node_id} (accelerated-worker-group-1) Pending: message" in nodes.detail
+    assert "docs/runbooks/compute.md" in nodes.fix
+    cluster.nodes.clear()
+    nodes = _only(verify(deployed, deployed_config, only=SPOKE), "hyperpod nodes")
+    assert nodes.status == "fail" and nodes.detail == "hubspoke-dev-us-west-2 has no nodes"
+    assert nodes.fix == "see docs/runbooks/compute.md"
+
+
+def test_the_access_host_must_be_running_with_its_agent_online(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """EC2 DescribeInstances State.Name (botocore ec2 InstanceStateName: pending | running | shutting-down |
+    terminated | stopping | stopped) and SSM DescribeInstanceInformation PingStatus (botocore ssm PingStatus:
+    Online | ConnectionLost | Inactive; an instance whose agent never registered is not listed). The tunnel
+    `hubspoke connect` prints opens only through a running host whose agent is Online; the fixes are commands the
+    AWS CLI accepts (tests/docs/checker.py, against botocore's models)."""
+    from tests.cli.test_verify import quoted_command_problems
+
+    instance = deployed.outputs["hubspoke-dev-compute-us-west-2"]["AccessHostInstanceId"]
+    agents = deployed.clients.agents["us-west-2"]
+    agents[instance] = "ConnectionLost"
+    row = _only(verify(deployed, deployed_config, only=SPOKE), "access host")
+    assert row.status == "fail" and row.detail.startswith(
+        f"{instance} is running but its SSM Agent is ConnectionLost"
+    )
+    assert "Session Manager cannot open the tunnel" in row.detail and "NAT gateway" in row.fix
+    del agents[instance]
+    row = _only(verify(deployed, deployed_config, only=SPOKE), "access host")
+    assert row.status == "fail" and "has not registered with Systems Manager" in row.detail, row.detail
+    ec2 = deployed.clients("ec2", "us-west-2")
+    ec2.stop_instances(InstanceIds=[instance])
+    row = _only(verify(deployed, deployed_config, only=SPOKE), "access host")
+    assert row.status == "fail" and row.detail == f"{instance} is stopped", row.detail
+    assert f"--instance-ids {instance} --region us-west-2" in row.fix
+    assert quoted_command_problems(row.fix) == {
+        f"aws ec2 start-instances --instance-ids {instance} --region us-west-2": []
+    }
+    ec2.terminate_instances(InstanceIds=[instance])
+    row = _only(verify(deployed, deployed_config, only=SPOKE), "access host")
+    assert row.status == "fail" and row.detail == f"{instance} is terminated", row.detail
+    assert "redeploy of an unchanged template does not re-create it" in row.fix
+    assert "--stack-name hubspoke-dev-compute-us-west-2" in row.fix
+
+
+def test_access_entries_and_the_callers_own(deployed: DeployedWorld, deployed_config: Path) -> None:
+    """EKS ListAccessEntries (botocore eks 2017-11-01: accessEntries, principal ARNs) must hold every
+    access.administrators ARN; the caller (STS GetCallerIdentity Arn) is told whether kubectl would let them in.
+    An access entry names an IAM role or user only (EKS User Guide, "Create access entries"); a federated user's
+    ARN is arn:aws:sts::<account>:federated-user/<name> (IAM User Guide, "IAM identifiers")."""
+    entries = deployed.clients.access_entries["us-west-2", "hubspoke-dev-us-west-2"]
+    user = "arn:aws:iam::123456789012:user/moto"
+    entries.remove(user)
+    results = verify(deployed, deployed_config, only=SPOKE)
+    access = _only(results, "eks access")
+    assert (
+        access.status == "fail" and access.detail == f"hubspoke-dev-us-west-2 has no access entry for {user}"
+    )
+    assert access.fix.endswith(_COMPUTE_DEPLOY)
+    me = _only(results, "eks caller")
+    assert me.status == "warn" and f"you ({user}) have no access entry on hubspoke-dev-us-west-2" in me.detail
+    assert f"add your user's ARN to access.administrators in {deployed_config}" in me.fix
+    assert f"hubspoke connect --config {deployed_config} --region us-west-2" in me.fix
+    assert me.fix.count(_COMPUTE_DEPLOY) == 1
+    federated = "arn:aws:sts::123456789012:federated-user/ops"
+
+    def as_federated(parsed: dict[str, Any], **_: Any) -> None:
+        parsed["Arn"] = federated
+
+    sts = deployed.clients("sts", "us-west-2")
+    sts.meta.events.register("after-call.sts.GetCallerIdentity", as_federated)
+    try:
+        me = _only(verify(deployed, deployed_config, only=SPOKE), "eks caller")
+    finally:
+        sts.meta.events.unregister("after-call.sts.GetCallerIdentity", as_federated)
+    assert me.status == "warn" and f"you ({federated}) are not an IAM role or user" in me.detail, me.detail
+    assert "access.administrators" in me.fix and "hubspoke connect --config" in me.fix
+
+
+def test_an_eks_cluster_with_health_issues_fails_and_names_the_version_it_runs(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """EKS DescribeCluster cluster.health.issues (botocore eks 2017-11-01 ClusterIssue: code, message,
+    resourceIds) are faults of an ACTIVE cluster too; with a fault, a version other than the config's is named
+    beside it (EKS cluster.version)."""
+    issue = {
+        "code": "ClusterUnreachable",
+        "message": "control plane cannot reach the nodes",
+        "resourceIds": [],
+    }
+
+    def unhealthy(parsed: dict[str, Any], **_: Any) -> None:
+        parsed["cluster"]["health"] = {"issues": [issue]}
+
+    eks = deployed.clients("eks", "us-west-2")
+    eks.meta.events.register("after-call.eks.DescribeCluster", unhealthy)
+    try:
+        row = _only(verify(deployed, deployed_config, only=SPOKE), "eks")
+        assert row.status == "fail"
+        assert (
+            row.detail == "hubspoke-dev-us-west-2: ClusterUnreachable: control plane cannot reach the nodes"
+        )
+        assert row.fix.startswith("docs/runbooks/compute.md; a version change: ") and row.fix.endswith(
+            _COMPUTE_DEPLOY
+        )
+        deployed.eks_cluster("us-west-2").version = "1.34"
+        row = _only(verify(deployed, deployed_config, only=SPOKE), "eks")
+    finally:
+        eks.meta.events.unregister("after-call.eks.DescribeCluster", unhealthy)
+    assert row.status == "fail" and row.detail.endswith("nodes; Kubernetes 1.34, config 1.35"), row.detail
+
+
+def test_a_node_without_a_ready_condition_and_a_storage_stack_without_addresses(
+    deployed: DeployedWorld, deployed_config: Path, kube: Kube
+) -> None:
+    """A Node whose status has no Ready condition is not Ready (Kubernetes core/v1 NodeStatus.conditions; the node
+    controller has not heard from it), and one Ready False says its kubelet's reason when it gives no message. The
+    volumes are judged against the Storage stack's FloatingIps output: without that output they are not checked,
+    and an empty one fails, naming the output."""
+    server = kube.servers["us-west-2"]
+    first, second = (n["metadata"]["name"] for n in server.nodes)
+    server.nodes[0]["status"]["conditions"] = [
+        c for c in server.nodes[0]["status"]["conditions"] if c["type"] != "Ready"
+    ]
+    server.nodes[1] = node(second, ready="False", reason="KubeletNotReady")
+    del next(c for c in server.nodes[1]["status"]["conditions"] if c["type"] == "Ready")["message"]
+    deployed.redeploy_without("storage-us-west-2", "FloatingIps")
+    results = verify(deployed, deployed_config, kube, only=SPOKE)
+    nodes = _only(results, "kubernetes nodes")
+    assert nodes.status == "fail" and nodes.detail == (
+        f"2 of 2 nodes not Ready: {first} (no Ready condition); {second} (KubeletNotReady)"
+    )
+    assert nodes.fix.startswith("kubectl describe node <node>")
+    addresses = _only(results, "volume addresses")
+    assert addresses.status == "not checked" and "FloatingIps" in addresses.detail, addresses
+    deployed.redeploy_with("storage-us-west-2", FloatingIps="")
+    addresses = _only(verify(deployed, deployed_config, kube, only=SPOKE), "volume addresses")
+    assert addresses.status == "fail"
+    assert addresses.detail == "hubspoke-dev-storage-us-west-2 outputs no floating IP (FloatingIps is '')"
+    assert "docs/runbooks/compute.md" in addresses.fix

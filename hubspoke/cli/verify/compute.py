@@ -30,7 +30,9 @@ from hubspoke.outputs import ACCESS_HOST_INSTANCE, FLOATING_IPS
 from hubspoke.topology import stack_id
 
 _COMPUTE_RUNBOOK = "docs/runbooks/compute.md"
-# SageMaker DescribeCluster models ResourceNotFound; moto answers ValidationError "Could not find cluster".
+# SageMaker DescribeCluster models ResourceNotFound (botocore sagemaker 2017-07-24 service-2.json); moto 5.2.5
+# answers ValidationException "Could not find cluster '<name>'." (moto/sagemaker/models.py describe_cluster), as
+# SageMaker's older Describe calls word a missing resource (ASSUMED for the live API: both are read as missing).
 _NO_CLUSTER = {"ResourceNotFound", "ResourceNotFoundException"}
 
 
@@ -65,7 +67,7 @@ def compute_rows(s: Scope) -> list[CheckResult]:
 
 def _missing_cluster(exc: ClientError) -> bool:
     return error_code(exc) in _NO_CLUSTER or (
-        error_code(exc) == "ValidationError" and "Could not find cluster" in str(exc)
+        error_code(exc) == "ValidationException" and "Could not find cluster" in str(exc)
     )
 
 
