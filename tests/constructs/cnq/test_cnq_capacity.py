@@ -108,7 +108,11 @@ def test_a_bucket_the_stack_no_longer_lists_fails_a_forward_update_naming_it_and
     )
     # The runbook's section as it is titled (docs/runbooks/qumulo-core.md).
     assert "Qumulo cannot remove persistent storage" in text
-    assert "PersistentStorage<N> bucket (docs/runbooks/qumulo-core.md, 'A bucket outside the stack')" in text
+    # The fix and where it is written, the runbook's section as it is titled (docs/runbooks/qumulo-core.md).
+    assert text.endswith(
+        "import each back into the stack as its PersistentStorage<N> bucket "
+        "(docs/runbooks/qumulo-core.md, 'A bucket outside the stack')"
+    )
     assert "### A bucket outside the stack" in _runbook()
     assert cluster.called("POST", r"^/v2/object-storage/add-uris") == 0
 
@@ -125,8 +129,8 @@ def test_during_a_rollback_a_dropped_bucket_is_only_warned_about(
     assert capacity.ensure_uris(client, [bucket(2)], rolling_back=True) is None
     [message] = messages(caplog)
     assert message.startswith("rollback: the cluster keeps storing data in 2 bucket(s) ")
-    assert f"({bucket(1)}, {bucket(3)})" in message
-    assert "Qumulo cannot remove persistent storage, the buckets are retained" in message
+    assert f"no longer list ({bucket(1)}, {bucket(3)})" in message
+    assert message.endswith("Qumulo cannot remove persistent storage, the buckets are retained")
     assert cluster.object_storage_uris == [bucket(1), bucket(2), bucket(3)]
 
 
@@ -150,6 +154,7 @@ def props(tb: float | None, *buckets: int) -> dict[str, Any]:
         (props(100, 1, 2), props(250, 1, 2, 3)),  # a raise and a bucket more
         (props(100, 1, 2), props(100, 1, 2)),  # unchanged
         (props(None, 1, 2), props(100, 1, 2)),  # the first deploy that sets a limit
+        (props(None, 1, 2), props(None, 1, 2)),  # no limit before or after
     ],
 )
 def test_a_raise_or_no_change_passes(old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -230,13 +235,15 @@ def test_a_raise_is_sent_once_recorded_and_awaited(client: Any, cluster: FakeQum
 
 @pytest.mark.parametrize(
     ("clamp", "before"),
-    [(250 * TB, 250 * TB), (300 * TB, 250 * TB), (250 * TB, 100 * TB)],
-    ids=["already-there", "above", "changed-since-on-event"],
+    [(250 * TB, 250 * TB), (300 * TB, 250 * TB), (250 * TB, 100 * TB), (249.9 * TB, 100 * TB)],
+    ids=["already-there", "above", "changed-since-on-event", "rounded-down-to-a-pstore"],
 )
 def test_a_clamp_at_or_past_the_target_or_changed_since_is_left(
-    client: Any, cluster: FakeQumulo, clamp: int, before: int
+    client: Any, cluster: FakeQumulo, clamp: float, before: int
 ) -> None:
-    cluster.capacity_clamp = clamp
+    """A clamp other than on_event's reading is the new quorum's (Qumulo keeps whole pstores, below the target
+    when it does not divide: capacity_clamp_set), or someone else's: neither is sent again."""
+    cluster.capacity_clamp = int(clamp)
     capacity.ensure_limit(client, 250 * TB, before, Ledger(), "req-1")
     assert cluster.called("PUT", r"^/v1/capacity/clamp") == 0
 
