@@ -100,7 +100,7 @@ def cnq_regions_have_egress_and_s3_gateway(
                     "HubSpoke-CnqNetworkNeeds",
                     t.path,
                     nodes[0][0],
-                    f"CNQ nodes in {t.meta.get('region')} but its network stack has no {what}",
+                    f"CNQ nodes in {t.meta.get('region')} but its network stack lacks {what}",
                     "keep nat: single or per_az where storage is enabled; keep the VPC's S3 gateway endpoint",
                 )
 

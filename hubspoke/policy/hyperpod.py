@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -63,13 +64,15 @@ def hyperpod_key_policy_without_context(
 
 
 def _literal_start(value: Any) -> str:
-    """The literal beginning of a template string: the string itself, or a Fn::Join's leading literal part."""
+    """The literal beginning of a template string: the string itself, or a Fn::Join's leading literal parts,
+    each followed by the delimiter when another part comes after it (Fn::Join: values joined by a delimiter)."""
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping) and "Fn::Join" in value:
         separator, parts = value["Fn::Join"]
-        if separator == "" and parts and isinstance(parts[0], str):
-            return parts[0]
+        literal = list(itertools.takewhile(lambda part: isinstance(part, str), parts))
+        if literal:
+            return separator.join(literal) + (separator if len(literal) < len(parts) else "")
     return ""  # a generated name or a reference: nothing is known of its start
 
 

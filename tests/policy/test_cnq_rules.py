@@ -59,6 +59,13 @@ def _drop(kind: str, stack: str = "network-us-west-2") -> Mutation:
     return mutate
 
 
+def _s3_endpoint_as_interface(templates: Templates) -> None:
+    """An S3 endpoint of type Interface is no gateway endpoint (AWS::EC2::VPCEndpoint VpcEndpointType:
+    Interface, Gateway or GatewayLoadBalancer; the gateway type is the one routed from route tables)."""
+    for _, endpoint in resources(templates["network-us-west-2"], "AWS::EC2::VPCEndpoint"):
+        endpoint["Properties"]["VpcEndpointType"] = "Interface"
+
+
 def _replication_ingress(protocol: str, low: int, high: int) -> Mutation:
     """Ingress from the VPC that admits TCP 3712: tcp or its number 6 over a range, or -1 (every protocol;
     AWS::EC2::SecurityGroupIngress IpProtocol: 'Use -1 to specify all protocols')."""
@@ -73,23 +80,43 @@ def _replication_ingress(protocol: str, low: int, high: int) -> Mutation:
     return mutate
 
 
-@pytest.mark.parametrize(
-    ("rule", "mutate"),
-    [
-        ("HubSpoke-NoTemplateTerminationProtection", _protect),
-        ("HubSpoke-NoTemplateTerminationProtection", _protect_by_launch_template),
-        ("HubSpoke-PinnedNodeImage", _resolve_image),
-        ("HubSpoke-PinnedNodeImage", _image_parameter),
-        ("HubSpoke-StableNodeUserData", _moving_user_data),
-        ("HubSpoke-CnqNetworkNeeds", _drop("AWS::EC2::NatGateway")),
-        ("HubSpoke-CnqNetworkNeeds", _drop("AWS::EC2::VPCEndpoint")),
-        ("HubSpoke-NoUnusedQumuloPort", _replication_ingress("tcp", 3712, 3712)),
-        ("HubSpoke-NoUnusedQumuloPort", _replication_ingress("6", 3000, 4000)),
-        ("HubSpoke-NoUnusedQumuloPort", _replication_ingress("-1", -1, -1)),
-    ],
+# What a reader of each finding needs, as written (case and all): the property or setting to change and where
+# the fix lives. "\n" anchors a message's or fix's start or end.
+PROTECTED = (
+    "\nDisableApiTermination is set in the template",
+    "would end in ROLLBACK_FAILED\n",
+    "\ndrop it from the template",
+    "as its last step (Custom::",
 )
+PINNED = ("\npin storage.ami_id in the config", "(hubspoke ami prints the current Ubuntu image)\n")
+NETWORK = ("\nkeep nat: single or per_az", "keep the VPC's S3 gateway endpoint\n")
+REPLICATION = ("opens Qumulo replication (3712), which nothing here uses\n",
+               "\nopen only the ports in hubspoke/ports.py", "portals need 3713\n")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rule", "mutate", "words"),
+    [
+        ("HubSpoke-NoTemplateTerminationProtection", _protect, PROTECTED),
+        ("HubSpoke-NoTemplateTerminationProtection", _protect_by_launch_template, PROTECTED),
+        ("HubSpoke-PinnedNodeImage", _resolve_image, PINNED),
+        ("HubSpoke-PinnedNodeImage", _image_parameter, PINNED),
+        ("HubSpoke-StableNodeUserData", _moving_user_data,
+         ("\nUserData is missing", "can change between deploys\n", "\nrender the boot script",
+          "config-derived names only (hubspoke.cnq_boot)\n")),
+        ("HubSpoke-CnqNetworkNeeds", _drop("AWS::EC2::NatGateway"), (*NETWORK, "stack lacks a NAT gateway\n")),
+        ("HubSpoke-CnqNetworkNeeds", _drop("AWS::EC2::VPCEndpoint"),
+         (*NETWORK, "stack lacks an S3 gateway endpoint\n")),
+        ("HubSpoke-CnqNetworkNeeds", _s3_endpoint_as_interface, (*NETWORK, "stack lacks an S3 gateway endpoint\n")),
+        ("HubSpoke-NoUnusedQumuloPort", _replication_ingress("tcp", 3712, 3712),
+         (*REPLICATION, "\ningress on TCP 3712-3712 opens")),
+        ("HubSpoke-NoUnusedQumuloPort", _replication_ingress("6", 3000, 4000), REPLICATION),
+        ("HubSpoke-NoUnusedQumuloPort", _replication_ingress("-1", -1, -1),
+         (*REPLICATION, "\ningress on every protocol -1--1 opens")),
+    ],
+)  # fmt: skip
 def test_each_cnq_rule_catches_its_mutation(
-    dev_config: HubSpokeConfig, dev_templates: Templates, rule: str, mutate: Mutation
+    dev_config: HubSpokeConfig, dev_templates: Templates, rule: str, mutate: Mutation, words: tuple[str, ...]
 ) -> None:
     clean = {v.rule for v in check([Template(k, t) for k, t in dev_templates.items()], dev_config)}
     assert rule not in clean, "the dev templates pass the rule before the mutation"
@@ -98,6 +125,9 @@ def test_each_cnq_rule_catches_its_mutation(
     hits = [v for v in check([Template(k, t) for k, t in broken.items()], dev_config) if v.rule == rule]
     assert hits and all(v.fix for v in hits)
     assert {v.template for v in hits} <= set(broken), "a finding names the template it is in"
+    for v in hits:
+        text = f"\n{v.message}\n{v.fix}\n"
+        assert [w for w in words if w not in text] == [], text
 
 
 def _launched(props: dict[str, Any], kind: str = "AWS::EC2::Instance") -> list[Template]:
@@ -228,3 +258,54 @@ def test_a_node_without_literal_user_data_or_properties_is_judged_not_crashed(
     body = {"Resources": {"Node": {"Type": "AWS::EC2::Instance", **node}}}
     hits = {v.rule for v in check([Template("storage", body)], dev_config) if v.logical_id == "Node"}
     assert hits & {"HubSpoke-StableNodeUserData", "HubSpoke-PinnedNodeImage"} == caught
+
+
+def _cnq_region(endpoint: dict[str, Any]) -> list[Template]:
+    """A Region with one CNQ node, whose network stack has a NAT gateway and the given VPC endpoint."""
+    network = {
+        "Metadata": {"hubspoke": {"kind": "network", "region": "us-west-2"}},
+        "Resources": {
+            "Nat": {"Type": "AWS::EC2::NatGateway", "Properties": {}},
+            "Endpoint": {"Type": "AWS::EC2::VPCEndpoint", "Properties": endpoint},
+        },
+    }
+    node = {"Type": "AWS::EC2::Instance", "Properties": {"ImageId": "ami-0", "Tags": CNQ_TAG}}
+    storage = {
+        "Metadata": {"hubspoke": {"kind": "storage", "region": "us-west-2"}},
+        "Resources": {"Node": node},
+    }
+    return [Template("network", network), Template("storage", storage)]
+
+
+S3 = "com.amazonaws.us-west-2.s3"
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "caught"),
+    [
+        ({"ServiceName": S3}, False),  # VpcEndpointType absent: a gateway endpoint
+        ({"ServiceName": S3, "VpcEndpointType": "Gateway"}, False),
+        ({"ServiceName": S3, "VpcEndpointType": "Interface"}, True),
+        ({"ServiceName": "com.amazonaws.us-west-2.dynamodb", "VpcEndpointType": "Gateway"}, True),
+    ],
+)
+def test_only_an_s3_gateway_endpoint_meets_cnqs_need(
+    dev_config: HubSpokeConfig, endpoint: dict[str, Any], caught: bool
+) -> None:
+    """Qumulo's CNQ on AWS guide requires the S3 gateway endpoint. EC2 API reference (botocore ec2 2016-11-15,
+    CreateVpcEndpoint VpcEndpointType): "Default: Gateway", so an endpoint that names no type is one; service
+    names are com.amazonaws.<region>.<service>."""
+    found = [v for v in check(_cnq_region(endpoint), dev_config) if v.rule == "HubSpoke-CnqNetworkNeeds"]
+    assert [v.logical_id for v in found] == (["Node"] if caught else [])
+    for v in found:
+        assert v.template == "storage" and "S3 gateway endpoint" in v.message and "us-west-2" in v.message
+
+
+def test_an_every_protocol_ingress_without_ports_names_no_missing_port(dev_config: HubSpokeConfig) -> None:
+    """AWS::EC2::SecurityGroupIngress: with IpProtocol -1 the ports do not apply and may be left out; the
+    finding then says every protocol is open and prints no placeholder for the absent ports."""
+    rule = {"CidrIp": "10.10.0.0/16", "IpProtocol": "-1", "GroupId": "sg-1"}
+    body = {"Resources": {"Open": {"Type": "AWS::EC2::SecurityGroupIngress", "Properties": rule}}}
+    [found] = [v for v in check([Template("s", body)], dev_config) if v.rule == "HubSpoke-NoUnusedQumuloPort"]
+    assert "every protocol" in found.message and "3712" in found.message, found.message
+    assert "None" not in found.message, found.message

@@ -27,6 +27,14 @@ def _violations(templates: Templates, config: HubSpokeConfig, rule: str) -> list
     ]
 
 
+def _unsaid(templates: Templates, config: HubSpokeConfig, rule: str, words: tuple[str, ...]) -> list[str]:
+    """The words a reader needs (as written, case and all) missing from any of `rule`'s findings; "\n" anchors
+    a message's or fix's start or end."""
+    found = [v for v in check([Template(k, t) for k, t in templates.items()], config) if v.rule == rule]
+    assert found, rule
+    return [w for v in found for w in words if w not in f"\n{v.message}\n{v.fix}\n"]
+
+
 def test_dev_templates_pass_the_deploy_rules(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
     for rule in ("AlarmTopicPublish", "SecurityGroupRuleQuota", "ReservedConcurrency"):
         assert _violations(dev_templates, dev_config, f"HubSpoke-{rule}") == []
@@ -54,6 +62,11 @@ def test_an_alarm_topic_without_a_cloudwatch_publish_grant_is_caught(
     # canary-failing notifies, and so do the four node and fabric health alarms (tests/constructs/test_node_health.py).
     # training-job-dead and training-crash-loop page too (tests/constructs/test_job_alarms.py).
     assert sorted(hits) == sorted(notifying) and len(notifying) == 7 + 4 + 2
+    # The source docs/policy.md gives and the grant to add, as the reader will look them up.
+    assert _unsaid(broken, dev_config, "HubSpoke-AlarmTopicPublish", (
+        ": a topic policy replaces SNS's default one", "(AWS Knowledge Center, cloudwatch-receive-sns-for-alarm-trigger)\n",
+        "\nallow cloudwatch.amazonaws.com sns:Publish on the topic", "alarms' ARNs (hubspoke.constructs.alarms.",
+    )) == []  # fmt: skip
 
 
 def _extra_hub_ingress(templates: Templates, count: int) -> Templates:
@@ -90,6 +103,10 @@ def test_more_inbound_rules_than_the_quota_on_one_group_is_caught(
         if v["Type"] == "AWS::EC2::SecurityGroup"
     ]
     assert group in hub_groups
+    assert _unsaid(over, dev_config, "HubSpoke-SecurityGroupRuleQuota", (
+        "(Amazon VPC quotas: 'Inbound or outbound rules per security group', 60 by default, L-0EA8095F); "
+        "CloudFormation fails on the first rule past the quota\n",
+    )) == []  # fmt: skip
     # A config that states a raised quota for the hub accepts the same templates.
     raised = config_from(
         minimal(hub={"region": "us-east-2", "cidr": "10.10.0.0/16", "quotas": {"security_group_rules": 100}})
@@ -106,6 +123,11 @@ def test_reserved_concurrency_without_the_opt_in_is_caught(
     ]
     broken["ops-us-west-2"]["Resources"][canary]["Properties"]["ReservedConcurrentExecutions"] = 1
     assert _violations(broken, dev_config, "HubSpoke-ReservedConcurrency") == [canary]
+    assert _unsaid(broken, dev_config, "HubSpoke-ReservedConcurrency", (
+        "\nfunction reserves concurrency: Lambda keeps at least 100 executions unreserved",
+        "with a low concurrency limit", "refuse the stack\n", "\nremove ReservedConcurrentExecutions, or set "
+        "ops.reserve_canary_concurrency: true for the canary", "let `hubspoke preflight` check the account\n",
+    )) == []  # fmt: skip
     opted_in = config_from(minimal(ops={"reserve_canary_concurrency": True}))
     assert _violations(broken, opted_in, "HubSpoke-ReservedConcurrency") == []
     # The opt-in is for the canary: a reservation elsewhere is still caught.

@@ -158,8 +158,56 @@ def test_each_hyperpod_rule_catches_its_mutation(
 ) -> None:
     broken = copy.deepcopy(dev_templates)
     mutate(broken[STACK])
-    hits = {v.rule for v in check([Template(sid, t) for sid, t in broken.items()], dev_config)}
-    assert hits == {rule}, f"{mutate.__name__}: expected only {rule}, got {sorted(hits)}"
+    found = check([Template(sid, t) for sid, t in broken.items()], dev_config)
+    assert {v.rule for v in found} == {rule}, f"{mutate.__name__}: expected only {rule}, got {found}"
+    for v in found:  # "\n" marks where the message and the fix begin and end
+        text = f"\n{v.message}\n{v.fix}\n"
+        missing = [words for words in READER_WORDS.get(mutate.__name__, ()) if words not in text]
+        assert not missing, (missing, text)
+
+
+# What a reader of each finding needs, as written (case and all): the property or call to change, and the
+# source docs/policy.md's table gives for the rule (quotes single in the finding). "\n" anchors a message's
+# or fix's start or end.
+READER_WORDS: dict[str, tuple[str, ...]] = {
+    "without_continuous": (
+        "\nan instance group sets VolumeKmsKeyId", "NodeProvisioningMode is not Continuous\n",
+        "\nset NodeProvisioningMode: Continuous", "continuous node provisioning mode)\n",
+        "(SageMaker developer guide, 'Customer managed AWS KMS key encryption for SageMaker HyperPod': supported only",
+    ),
+    "key_policy_with_context": (
+        "\nremove the encryption-context conditions", "so the cluster could not use the key",
+        "(SageMaker developer guide, 'Customer managed AWS KMS key encryption for SageMaker HyperPod')\n",
+    ),
+    "lifecycle_bucket_literal": (
+        "\nname the bucket sagemaker-", "SageMaker API reference (ClusterLifeCycleConfig.SourceS3Uri) marks it",
+        "AmazonSageMakerClusterInstanceRolePolicy on the nodes' role", "(the API's own pattern, (https|s3)://",
+        "accepts any bucket)\n",
+    ),
+    "access_entry_for_the_execution_role": (
+        "\nan access entry for a HyperPod execution role", "which HyperPod creates itself\n", "\nremove it: ",
+        "(SageMaker API reference, ClusterMetadata.EksRoleAccessEntries) and EKS",
+        "(EKS API reference, CreateAccessEntry principalArn)\n",
+    ),
+    "old_vpc_cni": ("\npin vpc-cni 1.18.3 or newer", "Amazon EKS support in SageMaker HyperPod')\n"),
+    "agent_region_missing": (
+        "the chart falls back to us-east-1",
+        "pinned commit, charts/health-monitoring-agent/templates/_helpers.tpl)\n",
+    ),
+    "coredns_without_overwrite": (
+        "coredns with ResolveConflicts (unset): EKS bootstraps its own copy", "conflicts with it\n",
+        "\nset ResolveConflicts: OVERWRITE", "eks-cluster-stack.yaml does (aws-samples/awsome-distributed-training)\n",
+    ),
+    "secrets_key_with_grant_deny": (
+        ": EKS makes its CreateCluster grant", "name, and kms:GrantIsForAWSResource is not supported",
+        "(EKS User Guide, enable-kms note", "CT.EKS.PR.2 usage considerations)\n",
+        "\nleave the CT.KMS.PR.3 statement off this key", ")) and acknowledge CT.KMS.PR.3 on it\n",
+    ),
+    "volume_key_with_grant_deny": (
+        ": ASSUMED: SageMaker's grants", "may not carry kms:GrantIsForAWSResource",
+        "(hubspoke/constructs/hyperpod/cluster.py)\n",
+    ),
+}  # fmt: skip
 
 
 def test_the_core_addons_overwrite_what_eks_bootstrapped(dev_templates: Templates) -> None:
@@ -299,8 +347,11 @@ def test_vpc_cni_of_a_hyperpod_orchestrator_is_1_18_3_or_newer(
     """SageMaker developer guide, "Getting started with Amazon EKS support in SageMaker HyperPod": VPC CNI
     1.18.3 or later. EKS add-on versions read vMAJOR.MINOR.PATCH-eksbuild.N (EKS User Guide, add-on versions)."""
     props = {"AddonName": "vpc-cni", **({"AddonVersion": version} if version else {})}
-    found = check([_orchestrator(("Cni", "AWS::EKS::Addon", props))], dev_config)
-    assert [v.logical_id for v in found if v.rule == "HubSpoke-HyperPodVpcCni"] == (["Cni"] if caught else [])
+    found = [v for v in check([_orchestrator(("Cni", "AWS::EKS::Addon", props))], dev_config)
+             if v.rule == "HubSpoke-HyperPodVpcCni"]  # fmt: skip
+    assert [v.logical_id for v in found] == (["Cni"] if caught else [])
+    for v in found:  # the version in force: the pinned one, or EKS's default when none is pinned
+        assert v.message.startswith(f"vpc-cni {version or '(EKS default)'} on a HyperPod"), v.message
 
 
 def test_an_old_vpc_cni_without_hyperpod_or_another_addon_is_not_judged(dev_config: HubSpokeConfig) -> None:
@@ -348,24 +399,36 @@ BUCKET_URI = {"Fn::Join": ["", ["s3://", {"Ref": "Scripts"}, "/lifecycle/"]]}
 
 
 @pytest.mark.parametrize(
-    ("uri", "bucket_name", "caught"),
+    ("uri", "bucket_name", "named"),
     [
-        ("s3://sagemaker-lifecycle-123/scripts/", None, False),
-        ("s3://lifecycle-sagemaker/scripts/", None, True),  # the prefix, not anywhere in the name
-        ("s3://my-bucket", None, True),
-        (BUCKET_URI, "sagemaker-scripts", False),
-        (BUCKET_URI, {"Fn::Join": ["", ["sagemaker-", {"Ref": "AWS::AccountId"}]]}, False),
-        (BUCKET_URI, {"Fn::Join": ["", ["scripts-", {"Ref": "AWS::AccountId"}]]}, True),
-        (BUCKET_URI, None, True),  # a generated name: CloudFormation names it after the stack, not sagemaker-
+        ("s3://sagemaker-lifecycle-123/scripts/", None, None),
+        (
+            "s3://lifecycle-sagemaker/scripts/",
+            None,
+            "lifecycle-sagemaker",
+        ),  # the prefix, not anywhere in the name
+        ("s3://my-bucket", None, "my-bucket"),
+        (BUCKET_URI, "sagemaker-scripts", None),
+        (BUCKET_URI, {"Fn::Join": ["", ["sagemaker-", {"Ref": "AWS::AccountId"}]]}, None),
+        (BUCKET_URI, {"Fn::Join": ["", ["scripts-", {"Ref": "AWS::AccountId"}]]}, "scripts-"),
+        # a generated name: CloudFormation names it after the stack, not sagemaker-
+        (BUCKET_URI, None, "(a generated name)"),
+        # Fn::Join puts the delimiter between the values: "sagemaker" "-" <account> starts with sagemaker-.
+        (BUCKET_URI, {"Fn::Join": ["-", ["sagemaker", {"Ref": "AWS::AccountId"}]]}, None),
+        (BUCKET_URI, {"Fn::Join": ["-", ["sagemaker", "scripts", {"Ref": "AWS::AccountId"}]]}, None),
+        (BUCKET_URI, {"Fn::Join": ["-", ["scripts", {"Ref": "AWS::AccountId"}]]}, "scripts-"),
+        (BUCKET_URI, {"Fn::Join": ["-", ["scripts", "sagemaker"]]}, "scripts-sagemaker"),
+        (BUCKET_URI, {"Fn::Join": ["-", [{"Ref": "AWS::AccountId"}, "sagemaker"]]}, "(a generated name)"),
     ],
 )
 def test_lifecycle_scripts_come_from_a_sagemaker_bucket(
-    dev_config: HubSpokeConfig, uri: Any, bucket_name: Any, caught: bool
+    dev_config: HubSpokeConfig, uri: Any, bucket_name: Any, named: str | None
 ) -> None:
     """SageMaker API reference, ClusterLifeCycleConfig.SourceS3Uri: the bucket's name must start with
     `sagemaker-` (the managed AmazonSageMakerClusterInstanceRolePolicy reads only those); a bucket without
     BucketName gets a generated name (AWS::S3::Bucket BucketName: "If you don't specify a name, AWS
-    CloudFormation generates a unique ID")."""
+    CloudFormation generates a unique ID"); Fn::Join joins its values with the delimiter between them. The
+    finding names the bucket as far as the template shows its start (an s3:// URI's first path segment)."""
     group = {
         "InstanceGroupName": "workers",
         "LifeCycleConfig": {"SourceS3Uri": uri, "OnCreate": "on_create.sh"},
@@ -375,14 +438,10 @@ def test_lifecycle_scripts_come_from_a_sagemaker_bucket(
     )
     template.body["Resources"]["Cluster"]["Properties"]["InstanceGroups"] = [group]
     found = [v for v in check([template], dev_config) if v.rule == "HubSpoke-HyperPodLifecycleBucket"]
-    assert [v.logical_id for v in found] == (["Cluster"] if caught else [])
+    assert [v.logical_id for v in found] == ([] if named is None else ["Cluster"])
     for v in found:
         assert v.template == "compute"
-        if isinstance(uri, str):  # the bucket is the URI's first path segment (s3://bucket/key)
-            assert v.message.endswith(f"from bucket {uri.removeprefix('s3://').split('/')[0]}"), v.message
-        assert "workers" in v.message and ("(a generated name)" in v.message) == (
-            bucket_name is None and uri is BUCKET_URI
-        )
+        assert "workers" in v.message and v.message.endswith(f"from bucket {named}"), v.message
 
 
 @pytest.mark.parametrize(
