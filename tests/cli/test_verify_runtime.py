@@ -19,6 +19,7 @@ from hubspoke.cli.verify import run_verify
 from tests.cli.test_verify import rows, verify
 from tests.cli.verify_fixtures import Kube
 from tests.cli.verify_world import DeployedWorld
+from tests.conftest import ROOT
 from tests.fakes.kube_api import claim, node
 
 # The training spoke, the Region most rows here are read in: a test that reads no other Region's rows runs
@@ -47,9 +48,14 @@ def test_canary_silent_for_five_minutes_fails(deployed: DeployedWorld, deployed_
     results = _at(deployed, deployed_config, start + timedelta(minutes=4.5))
     canary = _only(results, "canary")
     assert canary.status == "fail" and re.search(r"has not reported for [67] minutes", canary.detail)
-    assert "hubspoke-dev-ops-us-west-2" in canary.fix
-    for check in ("hub reachable", "portal"):
-        assert _only(results, check).status == "not checked"
+    assert "hubspoke-dev-ops-us-west-2" in canary.fix and "docs/runbooks/hub-outage.md" in canary.fix
+    # The runbook section the fix names is one of the runbook's headings.
+    (section,) = re.findall(r"'([^']+)'", canary.fix)
+    headings = (ROOT / "docs/runbooks/hub-outage.md").read_text().splitlines()
+    assert f"## {section}" in headings, section
+    for check in ("hub reachable", "portal", "portal hub addresses"):
+        row = _only(results, check)
+        assert row.status == "not checked" and row.detail == "the canary has not reported for 5 minutes", row
 
 
 def test_canary_that_never_reported_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
@@ -508,23 +514,29 @@ def test_metric_data_that_is_not_complete_is_not_read_as_silence(
     cloudwatch 2010-08-01). Anything but Complete after the last page is a series that is not all there: the row
     says the metrics could not be read, not that the canary stopped or the hub is down."""
     deployed.canary("us-west-2", minutes_ago=[1])
-
-    def internal_error(parsed: dict[str, Any], **_: Any) -> None:
-        for result in parsed.get("MetricDataResults", []):
-            result["StatusCode"] = "InternalError"
-            result["Timestamps"], result["Values"] = [], []
-
     cloudwatch = deployed.clients("cloudwatch", "us-west-2")
-    cloudwatch.meta.events.register("after-call.cloudwatch.GetMetricData", internal_error)
-    try:
-        results = verify(deployed, deployed_config, only=SPOKE)
-    finally:
-        cloudwatch.meta.events.unregister("after-call.cloudwatch.GetMetricData", internal_error)
-    row = _only(results, "canary")
-    assert row.status == "fail" and "did not return the complete series" in row.detail
-    assert "InternalError" in row.detail and "has not reported" not in row.detail
-    for check in ("hub reachable", "portal"):
-        assert _only(results, check).status == "not checked"
+    for code in ("InternalError", "Forbidden", "PartialData"):
+
+        def incomplete(parsed: dict[str, Any], code: str = code, **_: Any) -> None:
+            for result in parsed.get("MetricDataResults", []):
+                result["StatusCode"] = code
+                result["Timestamps"], result["Values"] = [], []
+
+        cloudwatch.meta.events.register("after-call.cloudwatch.GetMetricData", incomplete)
+        try:
+            results = verify(deployed, deployed_config, only=SPOKE)
+        finally:
+            cloudwatch.meta.events.unregister("after-call.cloudwatch.GetMetricData", incomplete)
+        row = _only(results, "canary")
+        assert row.status == "fail" and "did not return the complete series" in row.detail, (code, row)
+        # Every query of the canary's, named by its Id, with what CloudWatch answered for it.
+        assert f"(fraction {code}, hubhosts {code}, portal {code}, reachable {code})" in row.detail, (
+            row.detail
+        )
+        assert "has not reported" not in row.detail
+        assert "Forbidden" in row.fix and "cloudwatch:GetMetricData" in row.fix
+        for check in ("hub reachable", "portal", "portal hub addresses"):
+            assert _only(results, check).detail == "the canary's metrics could not be read", check
 
 
 def test_the_hub_reachable_window_ends_now_not_at_the_newest_datapoint(
@@ -864,3 +876,110 @@ def test_a_node_without_a_ready_condition_and_a_storage_stack_without_addresses(
     assert addresses.status == "fail"
     assert addresses.detail == "hubspoke-dev-storage-us-west-2 outputs no floating IP (FloatingIps is '')"
     assert "docs/runbooks/compute.md" in addresses.fix
+
+
+# ----- the canary's rows and inputs, the prewarm's -----
+
+
+def _ops_alarm(world: DeployedWorld, suffix: str) -> dict[str, Any]:
+    """The spoke's Ops template's alarm whose name ends with `suffix`, its Properties."""
+    (props,) = [
+        r["Properties"]
+        for r in world.templates["ops-us-west-2"]["Resources"].values()
+        if r["Type"] == "AWS::CloudWatch::Alarm" and r["Properties"]["AlarmName"].endswith(suffix)
+    ]
+    return dict(props)
+
+
+def test_healthy_canary_rows_say_what_they_read(deployed: DeployedWorld, deployed_config: Path) -> None:
+    """The pass rows name the hub Region, the portal state and the minutes since the last report; the spoke without
+    a CNQ has no Ops stack (topology: an Ops stack per spoke with a CNQ), so no canary, and says so."""
+    results = verify(deployed, deployed_config, only={"us-west-2", "eu-west-1"})
+    canary = _only(results, "canary")
+    assert canary.status == "pass" and re.fullmatch(
+        r"last report at \d\d:\d\d UTC \([0-3] min ago\)", canary.detail
+    ), canary.detail
+    reachable = _only(results, "hub reachable")
+    assert reachable.status == "pass"
+    assert reachable.detail == "every hub CNQ address in us-east-2 answers from us-west-2"
+    assert _only(results, "portal").detail == "the spoke portal is ACTIVE"
+    hosts = _only(results, "portal hub addresses")
+    assert hosts.status == "pass" and "us-east-2's current floating IPs" in hosts.detail
+    inputs = _only(results, "canary inputs")
+    assert inputs.status == "pass" and "producers' current outputs" in inputs.detail
+    none = _only(results, "canary", "eu-west-1")
+    assert (
+        none.status == "not checked"
+        and none.detail == "no canary here: this spoke has no CNQ, so no Ops stack"
+    )
+
+
+def test_a_canary_function_without_its_inputs_fails_with_the_ops_deploy(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """Lambda GetFunctionConfiguration Environment.Variables of the Ops stack's functions (CloudFormation
+    ListStackResources): a canary without one of its inputs names what its producer outputs now and is refreshed;
+    an Ops stack with no function carrying HUB_ADDRESSES has no canary to judge and is deployed again."""
+    cloudformation = deployed.clients("cloudformation", "us-west-2")
+    (function,) = [
+        r["PhysicalResourceId"]
+        for r in cloudformation.list_stack_resources(StackName="hubspoke-dev-ops-us-west-2")[
+            "StackResourceSummaries"
+        ]
+        if r["ResourceType"] == "AWS::Lambda::Function"
+    ]
+    lam = deployed.clients("lambda", "us-west-2")
+    variables = dict(lam.get_function_configuration(FunctionName=function)["Environment"]["Variables"])
+    rest = variables.pop("SPOKE_REST_ADDRESS")
+    lam.update_function_configuration(FunctionName=function, Environment={"Variables": variables})
+    row = _only(verify(deployed, deployed_config, only=SPOKE), "canary inputs")
+    assert row.status == "fail"
+    assert (
+        f"SPOKE_REST_ADDRESS is not set, but hubspoke-dev-storage-us-west-2 RestAddress is {rest!r}"
+        in row.detail
+    )
+    assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/ops-us-west-2" in row.fix
+    del variables["HUB_ADDRESSES"]
+    lam.update_function_configuration(FunctionName=function, Environment={"Variables": variables})
+    row = _only(verify(deployed, deployed_config, only=SPOKE), "canary inputs")
+    assert row.status == "fail" and row.detail == (
+        "hubspoke-dev-ops-us-west-2 has no function with the canary's environment (HUB_ADDRESSES)"
+    )
+    assert row.fix.endswith("--exclusively hubspoke-dev/ops-us-west-2") and "refresh" not in row.fix
+
+
+def test_the_hub_reachable_row_reads_each_minute_as_the_probes_alarm_does(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The Ops template's `…-hub-probes-failing` alarm reads HubReachable's one-minute Maximum (its Statistic and
+    Period): a minute with one probe down and one up is a minute the hub answered, not a blip (the share of
+    addresses answering is that minute's worst, NodesReachableFraction's Minimum: a warning of its own)."""
+    alarm = _ops_alarm(deployed, "-hub-probes-failing")
+    assert (alarm["MetricName"], alarm["Statistic"], alarm["Period"]) == ("HubReachable", "Maximum", 60)
+    moment = datetime.now(UTC).replace(second=30, microsecond=0)
+    deployed.canary("us-west-2", minutes_ago=[1], hub_up=False, now=moment)
+    deployed.canary("us-west-2", minutes_ago=[1], hub_up=True, now=moment)
+    row = _only(_at(deployed, deployed_config, moment), "hub reachable")
+    assert row.status == "warn" and "no hub CNQ address" not in row.detail, row.detail
+    assert row.detail == "the hub answers, but only 0% of its floating IPs do"
+    assert row.fix == "check the hub CNQ nodes and the peering routes (docs/runbooks/hub-outage.md)"
+
+
+def test_the_dataset_cached_row_reads_the_lowest_report_as_the_alarm_does(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The Ops template's `…-dataset-not-fully-cached` alarm reads DatasetPrewarmedFraction's Minimum: a period
+    holding a whole report (the fixture's, 3 minutes ago) and a partial one (a version being re-warmed, in the
+    same minute) is partial. The row's date is the report's minute, in UTC; with no report in a day the row says
+    how long it looked."""
+    alarm = _ops_alarm(deployed, "-dataset-not-fully-cached")
+    assert (alarm["MetricName"], alarm["Statistic"]) == ("DatasetPrewarmedFraction", "Minimum")
+    deployed.prewarm("us-west-2", 0.5, minutes_ago=3)
+    row = _only(verify(deployed, deployed_config, only=SPOKE), "dataset cached")
+    assert row.status == "warn" and "50.0% of c4-llama3/v1 warm" in row.detail, row.detail
+    assert re.search(r"\(\d{4}-\d\d-\d\d \d\d:\d\d UTC; taken as the config's pin", row.detail), row.detail
+    later = datetime.now(UTC) + timedelta(days=1, minutes=5)
+    none = _only(_at(deployed, deployed_config, later), "dataset cached")
+    assert none.status == "warn" and "no cached fraction reported in the last 24 hours" in none.detail
+    assert none.fix.startswith("run the prewarm Job: hubspoke render prewarm --config ")
+    assert none.fix.endswith("| kubectl apply -f - (docs/runbooks/cache-warm-up.md)")

@@ -201,7 +201,8 @@ def _rows(ctx: Context, spoke: RegionConfig) -> list[CheckResult]:
     ops_name = ctx.stacks.plan(stack_id("ops", code)).name
     silent_fix = (
         f"the canary Lambda of {ops_name} is not running or not publishing: check its log group and its "
-        f"every-minute EventBridge rule ({_HUB_OUTAGE}, 'the canary stopped reporting')"
+        f"every-minute EventBridge rule ({_HUB_OUTAGE}, 'Confirm: is it the hub, the path, or the spoke?': its log "
+        "names what failed)"
     )
     if not reachable:
         return [
