@@ -451,14 +451,15 @@ class World:
         backend.amis[ami_id] = Ami(backend, ami_id, name=f"ubuntu/images/{ami_id}", owner_id=owner,
                                    architecture="x86_64", creation_date=created, region_name=region)  # fmt: skip
 
-    def stage(self, uri: str, region: str, **put: str) -> None:
-        """Put a (tiny) qumulo-core.deb where `uri` says, in a bucket of `region`, and the host configuration
-        file beside it, as Qumulo's guide stages both; `put` adds PutObject arguments to the package."""
+    def stage(self, uri: str, region: str, *, mib: int = 0, **put: str) -> None:
+        """Put a qumulo-core.deb (tiny, or `mib` MiB) where `uri` says, in a bucket of `region`, and the host
+        configuration file beside it, as Qumulo's guide stages both; `put` adds PutObject arguments to it."""
         bucket, key = uri.removeprefix("s3://").split("/", 1)
         s3 = self.clients("s3", region)
         if bucket not in {b["Name"] for b in s3.list_buckets()["Buckets"]}:
             s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": region})
-        s3.put_object(Bucket=bucket, Key=key, Body=b"!<arch>\n", **put)  # type: ignore[arg-type]
+        body = b"!<arch>\n".ljust(mib * 2**20, b"\0")
+        s3.put_object(Bucket=bucket, Key=key, Body=body, **put)  # type: ignore[arg-type]
         folder = key.rsplit("/", 1)[0]
         s3.put_object(Bucket=bucket, Key=f"{folder}/host_configuration.tar.gz", Body=b"\x1f\x8b")
 

@@ -216,6 +216,22 @@ def test_kubernetes_version_in_extended_support_that_hyperpod_does_not_list_says
     assert "extended support" in row.detail and "HyperPod" in row.detail
 
 
+def test_extended_support_with_no_standard_version_offered_says_to_upgrade_later(
+    world: World, tmp_path: Path
+) -> None:
+    """A Region whose EKS lists no version in standard support (VersionStatus, botocore eks 2017-11-01) has no
+    version to name: the fix says to upgrade once a newer one is offered, not an empty "set ... to"."""
+    world.bootstrap("us-east-2")
+    results = run_preflight(
+        _with_version(tmp_path, "1.33"),
+        Unsupported(world.clients, eks_versions=[eks_version("1.33", "EXTENDED_SUPPORT")]),
+        only={"us-east-2"},
+    )
+    (row,) = rows_of(results, "kubernetes version")
+    assert row.status == "warn" and "1.33 is in extended support" in row.detail
+    assert row.fix == "upgrade when a newer version is offered"
+
+
 @pytest.mark.parametrize(
     ("version", "status"),
     [("1.33", "pass"), ("1.35", "pass"), ("1.36", "warn"), ("1.29", "warn"), ("1.27", "warn")],

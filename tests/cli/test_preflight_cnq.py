@@ -94,6 +94,7 @@ def test_a_missing_or_foreign_image_is_reported(world: World, tmp_path: Path) ->
     results = _run(tmp_path, world)
     hub = _rows(results, "ubuntu image", "us-east-2")
     assert [r.status for r in hub] == ["warn", "pass"] and "not Canonical" in hub[0].detail
+    assert hub[0].fix == f"set hub.storage.ami_id: {pinned_ami('us-east-2')}"
     (spoke,) = _rows(results, "ubuntu image", "us-west-2")
     assert spoke.status == "fail" and "does not exist in us-west-2" in spoke.detail
     assert spoke.fix == f"set spokes[0].storage.ami_id: {pinned_ami('us-west-2')}"
@@ -185,9 +186,11 @@ def test_a_package_encrypted_with_the_aws_managed_s3_key_is_not_refused(world: W
     kms = world.clients("kms", "us-east-2")
     target = next(a["TargetKeyId"] for a in kms.list_aliases()["Aliases"] if a["AliasName"] == "alias/aws/s3")
     key = f"arn:aws:kms:us-east-2:123456789012:key/{target}"
-    world.stage(PACKAGE, "us-east-2", ServerSideEncryption="aws:kms", SSEKMSKeyId=key)
+    # HeadObject's ContentLength is the object's size in bytes (S3 API Reference, HeadObject): 3 MiB staged.
+    world.stage(PACKAGE, "us-east-2", mib=3, ServerSideEncryption="aws:kms", SSEKMSKeyId=key)
     rows = {r.region: r for r in _run(tmp_path, world) if r.check == "qumulo core package"}
     assert rows["us-east-2"].status == "warn" and "aws/s3" in rows["us-east-2"].detail
+    assert "(3 MiB)" in rows["us-east-2"].detail
     assert "--sse AES256" in rows["us-east-2"].fix
 
 

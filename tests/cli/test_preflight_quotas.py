@@ -170,6 +170,8 @@ def test_security_group_rules_quota_holds_what_the_config_relies_on(
     assert row.status == status
     # One spoke CIDR: TCP 2049, 3713, 8000 and ICMP 3/4 on the hub's cross-Region group.
     assert "needs 4 inbound rules" in row.detail
+    # The quota as the Amazon VPC quotas page names it, so the reader finds it in the Service Quotas console.
+    assert "'Inbound or outbound rules per security group' is " in row.detail
     if status == "fail":
         assert "--quota-code L-0EA8095F --desired-value 100 --region us-east-2" in row.fix
 
@@ -227,6 +229,7 @@ def test_routes_per_route_table_quota_holds_what_the_config_relies_on(
     assert row.status == status, row.detail
     if status == "fail":
         assert "--quota-code L-93826ACB --desired-value" in row.fix and "--region us-east-2" in row.fix
+    assert "'Routes per route table' is " in row.detail
     assert ("GetServiceQuota", {"ServiceCode": "vpc", "QuotaCode": "L-93826ACB"}) in clients.asked
 
 
