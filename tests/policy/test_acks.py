@@ -17,7 +17,7 @@ from typing import Any
 
 import cdklabs.cdk_validator_cfnguard as cfnguard_package
 import pytest
-from aws_cdk import App, Stack, Stage, Validations
+from aws_cdk import App, CfnResource, Stack, Stage, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_lambda as lambda_
 
@@ -263,3 +263,53 @@ def test_a_stage_built_outside_the_block_gets_one_aspect_for_all_its_acknowledgm
                 {"id": "CKV_AWS_66", "comment": LONG_REASON + "."},
             ]
         }
+
+
+class _UntypedClass(CfnResource):
+    """A CfnResource subclass that is no generated L1 class: no CFN_RESOURCE_TYPE_NAME of its own."""
+
+
+@pytest.mark.parametrize("at_end", [False, True])
+def test_skips_follow_the_resource_type_and_the_innermost_acknowledgment_wins(at_end: bool) -> None:
+    """checkov reads one `{id, comment}` per skipped check (checkov 3.3.30, context_parser.py,
+    collect_skip_comments): a check acknowledged on a stack and again on one of its resources leaves that
+    resource one skip, with the resource's own reason; the stack's other checks stay beside it. A resource
+    whose class is not a generated L1 one is judged by the type it was given (CfnResource `type`)."""
+    from aws_cdk import aws_logs as logs
+
+    stage = Stage(App(), "Env")
+    with applied_at_end(stage) if at_end else contextlib.nullcontext():
+        stack = Stack(stage, "S")
+        untyped = _UntypedClass(stack, "Untyped", type="AWS::Logs::LogGroup")
+        group = logs.CfnLogGroup(stack, "Logs")
+        for rule in ("CKV_AWS_158", "CKV_AWS_66"):
+            acknowledge(stack, rule, reason=LONG_REASON, resource_types=["AWS::Logs::LogGroup"])
+        acknowledge(
+            group, "CKV_AWS_158", reason=LONG_REASON + " (own)", resource_types=["AWS::Logs::LogGroup"]
+        )
+    if not at_end:
+        App.of(stack).synth()  # type: ignore[union-attr]
+    stacks = [{"id": "CKV_AWS_158", "comment": LONG_REASON}, {"id": "CKV_AWS_66", "comment": LONG_REASON}]
+    assert untyped.get_metadata("checkov") == {"skip": stacks}
+    assert group.get_metadata("checkov") == {
+        "skip": [
+            {"id": "CKV_AWS_66", "comment": LONG_REASON},
+            {"id": "CKV_AWS_158", "comment": LONG_REASON + " (own)"},
+        ]
+    }
+
+
+def test_an_aspect_keeps_the_skips_a_resource_already_carries() -> None:
+    """Visited as an aspect, a resource may already carry skips (checkov's `Metadata.checkov.skip` list): the
+    acknowledgment adds its own and replaces only a skip of the same check."""
+    from aws_cdk import aws_logs as logs
+
+    stack = Stack(Stage(App(), "Env"), "S")
+    group = logs.CfnLogGroup(stack, "Logs")
+    earlier = [{"id": "CKV_AWS_66", "comment": "earlier"}, {"id": "CKV_AWS_158", "comment": "earlier"}]
+    group.add_metadata("checkov", {"skip": earlier})
+    acknowledge(stack, "CKV_AWS_158", reason=LONG_REASON, resource_types=["AWS::Logs::LogGroup"])
+    App.of(stack).synth()  # type: ignore[union-attr]
+    assert group.get_metadata("checkov") == {
+        "skip": [{"id": "CKV_AWS_66", "comment": "earlier"}, {"id": "CKV_AWS_158", "comment": LONG_REASON}]
+    }

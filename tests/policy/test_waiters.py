@@ -274,3 +274,13 @@ def test_the_fix_names_a_config_key_and_a_file_that_exist(dev_config: HubSpokeCo
     assert int(key[2]) < 60, "within the hour ServiceTimeout allows at most (3600 s)"
     [path] = re.findall(r"\bhubspoke/[\w/]+\.py\b", fix)
     assert (Path(__file__).resolve().parents[2] / path).is_file(), fix
+    # The two ways out and the sources that bound them (docs/policy.md's), as written, case and all.
+    said = f"\n{fix}\n"
+    for words in (
+        "\ngive the handler a wall-clock budget (WaitSeconds) under the resource's service_timeout",
+        "or keep the Provider's totalTimeout plus every poll's run time",
+        "(both at most an hour: AWS::CloudFormation::CustomResource ServiceTimeout; aws-cdk-lib Provider totalTimeout",
+        "split a longer wait into chained resources",
+        "nodes_ready.py does\n",
+    ):
+        assert words in said, (words, fix)
