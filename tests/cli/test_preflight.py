@@ -142,6 +142,24 @@ def test_foreign_vpc_overlapping_a_configured_cidr_fails_with_a_free_block(
     assert not any(ipaddress.IPv4Network(suggestion).overlaps(t) for t in taken)
 
 
+def test_a_disassociated_cidr_block_of_a_foreign_vpc_is_not_a_clash(world: World, tmp_path: Path) -> None:
+    """DescribeVpcs keeps a disassociated block in CidrBlockAssociationSet with CidrBlockState.State
+    "disassociated" (botocore ec2 2016-11-15 model, VpcCidrBlockStateCode: associating, associated,
+    disassociating, disassociated, failing, failed): the VPC no longer holds that range, so it clashes with nothing.
+    Amazon VPC User Guide, "VPC CIDR blocks": a secondary block from 10.0.0.0/8 is allowed beside a 10.x primary."""
+    world.deployed_dev()
+    vpc = world.vpc("us-west-2", "10.30.0.0/16", name="legacy")
+    ec2 = world.clients("ec2", "us-west-2")
+    association = ec2.associate_vpc_cidr_block(VpcId=vpc, CidrBlock="10.20.128.0/17")
+    path = preflight_config(tmp_path)
+    assert [
+        r.status for r in rows_of(run_checks(path, Unsupported(world.clients)), "cidr overlap", "us-west-2")
+    ] == ["fail"]
+    ec2.disassociate_vpc_cidr_block(AssociationId=association["CidrBlockAssociation"]["AssociationId"])
+    (row,) = rows_of(run_checks(path, Unsupported(world.clients)), "cidr overlap", "us-west-2")
+    assert row.status == "pass", row.detail
+
+
 def test_foreign_vpc_overlapping_only_a_peer_cidr_warns(world: World, tmp_path: Path) -> None:
     world.deployed_dev()
     world.vpc("us-west-2", "10.10.0.0/24")

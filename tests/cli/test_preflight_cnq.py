@@ -48,6 +48,7 @@ def _run(
 
 def test_staged_package_and_current_image_pass(world: World, tmp_path: Path) -> None:
     _ready(world)
+    world.stage(PACKAGE, "us-west-2", mib=2)  # HeadObject's ContentLength is in bytes (S3 API Reference)
     results = _run(tmp_path, world)
     for region in ("us-east-2", "us-west-2"):
         (package,) = _rows(results, "qumulo core package", region)
@@ -56,6 +57,7 @@ def test_staged_package_and_current_image_pass(world: World, tmp_path: Path) -> 
         assert release.status == "pass" and "7.10.2.1" in release.detail
         (image,) = _rows(results, "ubuntu image", region)
         assert image.status == "pass" and "current" in image.detail
+    assert "is staged (2 MiB)" in _rows(results, "qumulo core package", "us-west-2")[0].detail
 
 
 def test_a_missing_package_fails_with_the_upload_command(world: World, tmp_path: Path) -> None:
