@@ -141,3 +141,13 @@ def test_every_checkov_acknowledgment_in_dev_is_a_skip_with_its_reason(dev_templ
         for skip in metadata["skip"]:
             assert set(skip) == {"id", "comment"} and re.fullmatch(r"CKV2?_AWS_\d+", skip["id"]), where
             assert isinstance(skip["comment"], str) and skip["comment"].strip(), where
+
+
+def test_the_plugin_lists_the_rule_ids_docs_policy_md_documents(dev_config: HubSpokeConfig) -> None:
+    """CDK's IPolicyValidationPlugin.ruleIds (aws-cdk-lib 2.275.0 core/lib/validation/validation.d.ts: "The list
+    of rule IDs that the plugin will evaluate"): the ids a finding can carry, each a row of docs/policy.md."""
+    from hubspoke.policy.plugin import HubSpokePolicy
+    from tests.policy.test_rules import _readme_rules
+
+    ids = HubSpokePolicy(dev_config).rule_ids
+    assert sorted(ids) == sorted(_readme_rules()) and len(set(ids)) == len(ids), ids
