@@ -12,7 +12,10 @@ request merged with on_event's answer, at every poll.
 from __future__ import annotations
 
 import json
+import logging
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -20,7 +23,7 @@ import pytest
 
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
 from hubspoke.constructs.cnq.runtime.session import ProvisioningError, ProvisioningTimeout
-from tests.constructs.cnq.conftest import CONFIG, ROOMY, VirtualClock, World
+from tests.constructs.cnq.conftest import CONFIG, ROOMY, TIGHT, VirtualClock, World, drive
 from tests.fakes.qumulo import FakeQumulo
 
 pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
@@ -37,6 +40,7 @@ KINDS = (
 )
 PORTAL_KEYS = ("SpokeRestAddresses", "SpokeSecretArn", "SpokePortalHosts", "HubRestAddresses", "HubSecretArn",
                "HubPortalHosts", "HubRoot", "SpokeRoot", "EvictionFreeThreshold")  # fmt: skip
+LOGGER = "hubspoke.constructs.cnq.runtime.provisioner"
 IDENTITY_KEYS = ("ClusterName", "RestAddresses", "AdminSecretArn", "IdentitySecretArn", "Role")
 
 
@@ -64,7 +68,7 @@ def protection_event(world: World, request: str = "Create") -> dict[str, Any]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_delete_answers_with_the_physical_id_it_was_sent(
-    world: World, hub: FakeQumulo, spoke: FakeQumulo, kind: str
+    world: World, hub: FakeQumulo, spoke: FakeQumulo, kind: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Another ID would make CloudFormation delete a resource it thinks replaced. The portal's Delete reads
     the hub's ID from the spoke first; an unformed spoke has none."""
@@ -74,7 +78,12 @@ def test_a_delete_answers_with_the_physical_id_it_was_sent(
     }  # fmt: skip
     if kind == "Custom::CnqNodeProtection":
         event["ResourceProperties"] = protection_event(world)["ResourceProperties"]
-    assert on_event(event, ROOMY)["PhysicalResourceId"] == "made-by-an-earlier-release"
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        assert on_event(event, ROOMY)["PhysicalResourceId"] == "made-by-an-earlier-release"
+    lines = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert lines[0] == f"Delete {kind} ({event['LogicalResourceId']})"
+    if kind == "Custom::CnqPortal":
+        assert lines[1].startswith("spoke REST API unreachable, no portal to remove: spoke: the cluster at ")
 
 
 def test_an_update_answers_with_the_physical_id_it_was_sent(world: World) -> None:
@@ -171,3 +180,62 @@ def test_an_identity_whose_cluster_does_not_answer_names_the_cluster(
     hub.down()
     with pytest.raises(ProvisioningTimeout, match=r"^Custom::CnqIdentity Create: dev-hub: REST API on port "):
         is_complete(merged, ROOMY)
+
+
+# ---------------------------------------------------------------- what the log tells an operator
+
+
+def test_each_request_and_each_poll_that_waits_is_logged_with_what_it_waits_for(
+    world: World, hub: FakeQumulo, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The budget's failure points at 'the previous poll's log line' for what was awaited: that line names the
+    resource, the request, the time waited and the last answer."""
+    hub.formation_polls = 50
+    event = world.cluster_event(hub, "hub", world.instances(4, "dev-hub"))
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        merged = {**event, **on_event(event, ROOMY)}
+        while is_complete(merged, ROOMY) == {"IsComplete": False} and not hub.create_requests:
+            pass
+        assert is_complete(merged, ROOMY) == {"IsComplete": False}
+    lines = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert lines[0] == "Create Custom::CnqCluster (Cluster)"
+    waiting = [line for line in lines if line.startswith("Custom::CnqCluster Create: not yet (")]
+    assert waiting and all(
+        re.fullmatch(r"Custom::CnqCluster Create: not yet \(\d+ s\): \S.*", w) for w in waiting
+    )
+    assert not any(w.endswith(": None") for w in waiting)
+
+
+def test_a_portal_whose_hub_is_away_at_delete_leaves_the_qq_command_for_its_record(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """qq portal_delete_hub --id (qumulo-api, qumulo/commands/portal.py) removes the hub's record once the hub
+    is back (docs/runbooks/portal.md, step 3)."""
+    drive(formed.portal_event(hub, spoke))
+    [hub_id] = list(hub.hubs)
+    hub.down()
+    clock = VirtualClock().install(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        drive(
+            formed.portal_event(hub, spoke, "Delete", DeletePatienceSeconds="600"), context=TIGHT, clock=clock
+        )
+    [line] = [r.getMessage() for r in caplog.records if "hub unreachable" in r.getMessage()]
+    assert f"its portal record {hub_id} stays until `qq portal_delete_hub --id {hub_id}`" in line
+    assert "(docs/runbooks/portal.md)" in line and "portal_delete_hub" in _runbook("portal.md")
+
+
+def test_an_identity_on_a_cluster_that_is_gone_is_deleted_with_a_warning(
+    world: World, hub: FakeQumulo, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    VirtualClock().install(monkeypatch)
+    monkeypatch.setenv("HUBSPOKE_POLL_SECONDS", "5")
+    hub.down()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert drive(identity_event(world, hub, "Delete"))["IsComplete"] is True
+    [line] = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert line.startswith("identity not removed (cluster or secret gone?): ")
+
+
+def _runbook(name: str) -> str:
+    return (Path(__file__).resolve().parents[3] / "docs" / "runbooks" / name).read_text()
