@@ -77,9 +77,16 @@ def test_world_ingress_is_caught(
 ) -> None:
     """Both halves of the world: AWS::EC2::SecurityGroupIngress takes IPv4 ranges in CidrIp and IPv6 ranges in
     CidrIpv6 (CloudFormation template reference, AWS::EC2::SecurityGroupIngress), and ::/0 is every IPv6 address."""
-    assert "HubSpoke-NoWorldIngress" in rules_hit(
-        _ingress(dev_templates, "network-us-east-2", world, key), dev_config
+    said = _said(
+        _ingress(dev_templates, "network-us-east-2", world, key), dev_config, "HubSpoke-NoWorldIngress"
     )
+    assert said == ["\nsecurity group ingress from 0.0.0.0/0 or ::/0\n"
+                    "allow the peer VPC CIDR or the configured admin CIDR instead\n"]  # fmt: skip
+
+
+def _said(templates: Templates, config: HubSpokeConfig, rule: str) -> list[str]:
+    """Each of `rule`'s findings as its reader sees it: message and fix, each on its own line."""
+    return [f"\n{v.message}\n{v.fix}\n" for v in check(as_templates(templates), config) if v.rule == rule]
 
 
 @pytest.mark.parametrize(
@@ -109,9 +116,14 @@ def _drop(templates: Templates, stack: str, kind: str, count: int = 1) -> Templa
 
 
 def test_missing_route_on_either_side_is_caught(dev_config: HubSpokeConfig, dev_templates: Templates) -> None:
-    assert "HubSpoke-PeeringRouted" in rules_hit(
-        _drop(dev_templates, "network-us-west-2", "AWS::EC2::Route"), dev_config
+    """Each side of a peering needs its own routes (Amazon VPC Peering Guide): the finding says which side and
+    what to route."""
+    [spoke_side] = _said(
+        _drop(dev_templates, "network-us-west-2", "AWS::EC2::Route"), dev_config, "HubSpoke-PeeringRouted"
     )
+    assert "\nspoke side lacks " in spoke_side and spoke_side.endswith(
+        "\nroute every hub CIDR in every private route table of the spoke via the peering\n"
+    ), spoke_side
     assert "HubSpoke-PeeringRouted" in rules_hit(
         _drop(dev_templates, "link-us-west-2", "AWS::EC2::Route"), dev_config
     )
@@ -194,8 +206,9 @@ def test_a_missing_spoke_network_template_is_reported_not_skipped(
     dev_config: HubSpokeConfig, dev_templates: Templates
 ) -> None:
     without = {k: v for k, v in dev_templates.items() if k != "network-us-west-2"}
-    [(_, message)] = _peering_violations(without, dev_config)
-    assert "no Network template for spoke us-west-2" in message
+    [said] = _said(without, dev_config, "HubSpoke-PeeringRouted")
+    assert "no Network template for spoke us-west-2" in said, said
+    assert said.endswith("\nsynthesize every stack of the environment before checking policy\n"), said
 
 
 def _with_peering_route(templates: Templates, stack: str, destination: str) -> Templates:
