@@ -1,9 +1,9 @@
 """A fake AWS for preflight tests: moto in-process or a moto server on 127.0.0.1, seeded the same way.
 
 moto 5.2.5 lacks some of what preflight calls: its Service Quotas backend serves only ServiceCode=vpc defaults
-(no SageMaker quotas, no ListServiceQuotas, no applied values), EKS has no DescribeClusterVersions, Lambda
-no GetAccountSettings, and SSM has none of AWS's public Canonical parameters (and, like AWS, refuses to create
-a parameter under /aws/). `Unsupported` answers exactly those operations on the clients it hands out, with
+(no SageMaker quotas, no ListServiceQuotas, no applied values, no GetAWSDefaultServiceQuota), EKS has no
+DescribeClusterVersions, Lambda no GetAccountSettings, and SSM has none of AWS's public Canonical parameters
+(and, like AWS, refuses to create a parameter under /aws/). `Unsupported` answers exactly those operations on the clients it hands out, with
 botocore hooks (the events botocore's Stubber uses): `before-parameter-build` sees the caller's parameters and
 the hook answers what the service would refuse with its error (a ServiceCode it holds no quotas for, an unknown
 NextToken) and fails the test on what the model forbids (MaxResults over 100), `before-call` answers in
@@ -27,6 +27,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from moto import mock_aws
 from moto.server import ThreadedMotoServer
+from moto.servicequotas.resources.default_quotas.vpc import VPC_DEFAULT_QUOTAS
 
 from hubspoke.cli.preflight import Clients, run_preflight, session_clients
 from hubspoke.cli.preflight.checks import CheckResult
@@ -263,6 +264,17 @@ class Unsupported(Hooked):
                 "Quota": {"ServiceCode": "vpc", "QuotaCode": code, "Value": self.applied_vpc_quotas[code]}
             }
 
+        def vpc_default(params: dict[str, Any]) -> dict[str, Any] | None:
+            # moto 5.2.5 has no GetAWSDefaultServiceQuota; its GetServiceQuota answers from its copy of the VPC
+            # quotas page's defaults, which this answers from too (NoSuchResourceException for a code not there).
+            if params.get("ServiceCode") != "vpc":
+                return None
+            code = params.get("QuotaCode")
+            found = next((q for q in VPC_DEFAULT_QUOTAS if q["QuotaCode"] == code), None)
+            if found is None:
+                return _error("NoSuchResourceException", f"The specified resource does not exist: {code}")
+            return {"Quota": dict(found)}
+
         def versions(params: dict[str, Any]) -> dict[str, Any]:
             # Which versions EKS leaves out without includeAll is not documented: a caller that does not ask for
             # all of them could miss an offered version, so the fake refuses it.
@@ -367,7 +379,7 @@ class Unsupported(Hooked):
                 "ListServiceQuotas": quota_list(self.applied_quotas),
                 "ListAWSDefaultServiceQuotas": quota_list(self.default_quotas),
                 "GetServiceQuota": failing("GetServiceQuota", vpc_quota),
-                "GetAWSDefaultServiceQuota": failing("GetAWSDefaultServiceQuota", lambda params: None),
+                "GetAWSDefaultServiceQuota": failing("GetAWSDefaultServiceQuota", vpc_default),
             },
             "eks": {"DescribeClusterVersions": versions, "DescribeAddonVersions": addon_versions},
             "lambda": {"GetAccountSettings": account_settings},

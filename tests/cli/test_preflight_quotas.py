@@ -233,6 +233,42 @@ def test_routes_per_route_table_quota_holds_what_the_config_relies_on(
     assert ("GetServiceQuota", {"ServiceCode": "vpc", "QuotaCode": "L-93826ACB"}) in clients.asked
 
 
+# The three VPC quota rows: the quota's code and name as the Amazon VPC User Guide's "Amazon VPC quotas" lists them.
+VPC_QUOTA_ROWS = {
+    "security group rules": ("L-0EA8095F", "Inbound or outbound rules per security group"),
+    "routes per route table": ("L-93826ACB", "Routes per route table"),
+    "security groups per interface": ("L-2AFB9258", "Security groups per network interface"),
+}
+
+
+@pytest.mark.parametrize("default_error", [None, "NoSuchResourceException"])
+def test_a_vpc_quota_without_an_applied_value_is_read_as_the_aws_default_or_named(
+    world: World, tmp_path: Path, default_error: str | None
+) -> None:
+    """GetServiceQuota answering NoSuchResourceException (one of its errors in the botocore service-quotas
+    2019-06-24 model) leaves GetAWSDefaultServiceQuota for the same ServiceCode and QuotaCode (moto answers the
+    VPC quotas page's defaults: 60 rules, 50 routes, 5 groups); when that has no such quota either, the row warns
+    and names the quota to look up."""
+    world.deployed_dev()
+    errors = {"GetServiceQuota": "NoSuchResourceException"}
+    if default_error:
+        errors["GetAWSDefaultServiceQuota"] = default_error
+    clients = Unsupported(world.clients, quota_errors=errors)
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-east-2"})
+    for check, (code, quota) in VPC_QUOTA_ROWS.items():
+        (row,) = rows_of(results, check)
+        if default_error is None:
+            assert row.status == "pass" and "(AWS default)" in row.detail, row
+        else:
+            assert row.status == "warn" and f"quota {code} not found; " in row.detail, row
+            assert row.fix == f"check '{quota}' in the Service Quotas console"
+    if default_error is None:
+        assert (
+            "GetAWSDefaultServiceQuota",
+            {"ServiceCode": "vpc", "QuotaCode": "L-0EA8095F"},
+        ) in clients.asked
+
+
 @pytest.mark.parametrize(
     ("reserve", "unreserved", "status"),
     [(False, 10, "pass"), (True, 10, "fail"), (True, 101, "pass"), (True, 100, "fail")],
