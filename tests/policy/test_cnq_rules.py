@@ -86,7 +86,7 @@ PROTECTED = (
     "\nDisableApiTermination is set in the template",
     "would end in ROLLBACK_FAILED\n",
     "\ndrop it from the template",
-    "as its last step (Custom::",
+    "the Storage stack protects the nodes as its last step (Custom::",
 )
 PINNED = ("\npin storage.ami_id in the config", "(hubspoke ami prints the current Ubuntu image)\n")
 NETWORK = ("\nkeep nat: single or per_az", "keep the VPC's S3 gateway endpoint\n")
@@ -303,9 +303,10 @@ def test_only_an_s3_gateway_endpoint_meets_cnqs_need(
 
 def test_an_every_protocol_ingress_without_ports_names_no_missing_port(dev_config: HubSpokeConfig) -> None:
     """AWS::EC2::SecurityGroupIngress: with IpProtocol -1 the ports do not apply and may be left out; the
-    finding then says every protocol is open and prints no placeholder for the absent ports."""
+    finding then says every protocol is open and prints nothing for the absent ports."""
     rule = {"CidrIp": "10.10.0.0/16", "IpProtocol": "-1", "GroupId": "sg-1"}
     body = {"Resources": {"Open": {"Type": "AWS::EC2::SecurityGroupIngress", "Properties": rule}}}
     [found] = [v for v in check([Template("s", body)], dev_config) if v.rule == "HubSpoke-NoUnusedQumuloPort"]
-    assert "every protocol" in found.message and "3712" in found.message, found.message
-    assert "None" not in found.message, found.message
+    assert found.message.startswith("ingress on every protocol - opens Qumulo replication (3712)"), (
+        found.message
+    )

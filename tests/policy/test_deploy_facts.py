@@ -65,7 +65,7 @@ def test_an_alarm_topic_without_a_cloudwatch_publish_grant_is_caught(
     # The source docs/policy.md gives and the grant to add, as the reader will look them up.
     assert _unsaid(broken, dev_config, "HubSpoke-AlarmTopicPublish", (
         ": a topic policy replaces SNS's default one", "(AWS Knowledge Center, cloudwatch-receive-sns-for-alarm-trigger)\n",
-        "\nallow cloudwatch.amazonaws.com sns:Publish on the topic", "alarms' ARNs (hubspoke.constructs.alarms.",
+        "\nallow cloudwatch.amazonaws.com sns:Publish on the topic", "alarms' ARNs (hubspoke.constructs.alarms.AlarmTopic does)\n",
     )) == []  # fmt: skip
 
 

@@ -176,7 +176,8 @@ READER_WORDS: dict[str, tuple[str, ...]] = {
         "(SageMaker developer guide, 'Customer managed AWS KMS key encryption for SageMaker HyperPod': supported only",
     ),
     "key_policy_with_context": (
-        "\nremove the encryption-context conditions", "so the cluster could not use the key",
+        "\nremove the encryption-context conditions", "HyperPod passes no encryption context",
+        "so the cluster could not use the key",
         "(SageMaker developer guide, 'Customer managed AWS KMS key encryption for SageMaker HyperPod')\n",
     ),
     "lifecycle_bucket_literal": (

@@ -185,6 +185,10 @@ def test_a_missing_hub_side_route_is_reported_on_the_link_template(
     del res[victim]
     [(where, message)] = _peering_violations(broken, dev_config)
     assert where == "link-us-west-2" and "hub side lacks 1 route" in message
+    # The fix names every hub route table by the output the Link reads it from, and the stack holding them.
+    [said] = _said(broken, dev_config, "HubSpoke-PeeringRouted")
+    tables = "PrivateRouteTableUse2Az1, PrivateRouteTableUse2Az2"
+    assert f"({tables} of hubspoke-dev-network-us-east-2) via the peering" in said, said
 
 
 def test_a_link_route_over_another_stacks_output_is_caught(
@@ -425,6 +429,24 @@ def test_a_route_to_the_hubs_adjacent_cidrs_at_once_is_the_hubs(config_from: Any
     assert config.hub.all_cidrs == ("10.10.0.0/16", "10.11.0.0/16")
     route = {"R": {**PEER, "DestinationCidrBlock": "10.10.0.0/15"}}
     assert [v for v in check([_network("us-west-2", route)], config) if v.rule == TRANSITIVE] == []
+
+
+def test_a_route_past_the_hub_names_every_hub_and_spoke_cidr_it_concerns(config_from: Any) -> None:
+    """The finding lists the hub's CIDRs a spoke may route to and every other spoke CIDR the route covers,
+    each by its CIDR, so the reader can see what to route instead (hub 10.10.0.0/16 + 10.11.0.0/16; the other
+    spoke 10.30.0.0/16 + 10.31.0.0/16, both inside 10.0.0.0/8)."""
+    from tests.cli.verify_fixtures import TWO_SPOKES
+
+    data = copy.deepcopy(TWO_SPOKES)
+    data["hub"]["secondary_cidrs"] = ["10.11.0.0/16"]
+    data["spokes"][1]["secondary_cidrs"] = ["10.31.0.0/16"]
+    config = config_from(data)
+    route = {"R": {**PEER, "DestinationCidrBlock": "10.0.0.0/8"}}
+    [found] = [v for v in check([_network("us-west-2", route)], config) if v.rule == TRANSITIVE]
+    assert found.message == (
+        "route over the peering to 10.0.0.0/8, outside the hub's CIDRs 10.10.0.0/16, 10.11.0.0/16 and covering "
+        "another spoke's CIDR 10.30.0.0/16, 10.31.0.0/16"
+    )
 
 
 def _ingress_in(region: str, cidr: Any, spoke: str | None = None) -> Template:
