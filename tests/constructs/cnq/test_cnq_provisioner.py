@@ -21,9 +21,10 @@ from typing import Any
 import boto3
 import pytest
 
+from hubspoke.constructs.cnq.runtime import provisioner
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
 from hubspoke.constructs.cnq.runtime.session import ProvisioningError, ProvisioningTimeout
-from tests.constructs.cnq.conftest import CONFIG, ROOMY, TIGHT, VirtualClock, World, drive
+from tests.constructs.cnq.conftest import CONFIG, ROOMY, TIGHT, Context, VirtualClock, World, drive
 from tests.fakes.qumulo import FakeQumulo
 
 pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
@@ -239,3 +240,87 @@ def test_an_identity_on_a_cluster_that_is_gone_is_deleted_with_a_warning(
 
 def _runbook(name: str) -> str:
     return (Path(__file__).resolve().parents[3] / "docs" / "runbooks" / name).read_text()
+
+
+# ---------------------------------------------------------------- budgets and retries
+class WallClock:
+    """The provisioner's wall clock (its `time`), reading each of `readings` in turn and then the last one for
+    good: a poll's budget checks land exactly where a test puts them."""
+
+    def __init__(self, *readings: float) -> None:
+        self.readings = list(readings)
+
+    def time(self) -> float:
+        return self.readings.pop(0) if len(self.readings) > 1 else self.readings[0]
+
+
+START = 2_000_000_000.0
+
+
+def test_no_poll_starts_at_the_budgets_very_end(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """WaitSeconds 3000 less the 60-s reserve: a poll at 2940 s finds the budget spent, not one second left."""
+    monkeypatch.setattr(provisioner, "time", WallClock(START + 2940))
+    event = {**protection_event(world), "StartedAt": str(START)}
+    with pytest.raises(ProvisioningTimeout, match=r"gave up after 2940 s \(budget 2940 s\)"):
+        is_complete(event, ROOMY)
+
+
+def test_a_poll_whose_wait_ends_with_the_budget_gives_up_naming_what_it_waited_for(
+    world: World, hub: FakeQumulo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The poll starts 1 s into a 2-s budget (WaitSeconds 62) and the cluster is still forming when it ends at
+    2 s: the request fails there, with that answer, rather than handing the framework a poll past the budget."""
+    event = world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), WaitSeconds="62")
+    merged = {**event, **on_event(event, ROOMY), "StartedAt": str(START)}
+    monkeypatch.setattr(provisioner, "time", WallClock(START + 1, START + 2))
+    with pytest.raises(
+        ProvisioningTimeout, match=r"gave up after 2 s; last: cluster dev-hub: creation requested"
+    ):
+        is_complete(merged, ROOMY)
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_5xx_during_a_poll_is_retried_at_the_next_and_logged_in_qumulos_words(
+    world: World, hub: FakeQumulo, caplog: pytest.LogCaptureFixture, status: int
+) -> None:
+    """Only Qumulo's 4xx answers are final (a quorum re-forming may answer any 5xx)."""
+    hub.fail("POST", r"^/v3/nfs/exports/", times=1, status=status, error_class="quorum_not_ready_error",
+             description="The cluster is re-forming quorum")  # fmt: skip
+    event = world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), exports=("/data",))
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        drive(event)
+    assert hub.called("POST", r"^/v3/nfs/exports/") == 2
+    said = f": Qumulo {status} quorum_not_ready_error: The cluster is re-forming quorum"
+    assert any(r.getMessage().endswith(said) for r in caplog.records if "not yet" in r.getMessage())
+
+
+@pytest.mark.parametrize(("lambda_seconds", "waited"), [(60, 40), (300, 60)])
+def test_a_portal_delete_gives_an_unreachable_spoke_a_minute_within_the_lambdas_time(
+    world: World, hub: FakeQumulo, spoke: FakeQumulo, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch, lambda_seconds: float, waited: int,
+) -> None:  # fmt: skip
+    """on_event keeps 20 s of the Lambda's time for the framework to report, and waits for the spoke at most
+    60 s of what is left (a quorum bounce is under 30 s: Qumulo/docs _config.yml, gns.quorumBounce)."""
+    VirtualClock().install(monkeypatch)
+    monkeypatch.setenv("HUBSPOKE_POLL_SECONDS", "5")
+    spoke.down()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        result = on_event(world.portal_event(hub, spoke, "Delete"), Context(lambda_seconds))
+    assert result["HubPortalId"] == ""
+    [line] = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert re.search(rf"^spoke REST API unreachable, no portal to remove: spoke: REST API on port \d+ of .*: "
+                     rf"gave up after {waited} s; last answer: ", line), line  # fmt: skip
+
+
+def test_a_spoke_that_cannot_say_its_hub_id_is_named_in_the_warning(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    drive(formed.portal_event(hub, spoke))
+    VirtualClock().install(monkeypatch)
+    monkeypatch.setenv("HUBSPOKE_POLL_SECONDS", "5")
+    spoke.fail("GET", r"^/v2/portal/spokes", times=10**6, status=503, error_class="quorum_not_ready_error")
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert on_event(formed.portal_event(hub, spoke, "Delete"), ROOMY)["HubPortalId"] == ""
+    [line] = [r.getMessage() for r in caplog.records if "no portal to remove" in r.getMessage()]
+    assert "no portal to remove: spoke: reading the portal's hub ID: gave up after 40 s" in line
