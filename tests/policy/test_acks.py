@@ -67,8 +67,12 @@ def test_every_control_tower_id_maps_to_the_rule_the_plugin_reports() -> None:
 def test_acknowledgments_without_a_reason_or_a_known_rule_are_refused(
     rule: str, kwargs: dict[str, Any]
 ) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as refused:
         acknowledge(Stack(App(), "S"), rule, **kwargs)
+    # The refusal names what would be accepted: a reason a reviewer can check, or the rule kinds and their shape.
+    assert str(refused.value).endswith(
+        "or a checkov ID with the resource_types it applies to"
+    ) or "needs a reason a reviewer can check" in str(refused.value), refused.value
 
 
 def _stage_with_functions(*, acknowledged: bool, at_end: bool = False) -> tuple[App, Stage]:
