@@ -409,6 +409,8 @@ BUCKET_URI = {"Fn::Join": ["", ["s3://", {"Ref": "Scripts"}, "/lifecycle/"]]}
             "lifecycle-sagemaker",
         ),  # the prefix, not anywhere in the name
         ("s3://my-bucket", None, "my-bucket"),
+        # The API's pattern also takes https:// URIs; the rule names buckets of s3:// URIs only and judges no other.
+        ("https://my-bucket.s3.us-west-2.amazonaws.com/scripts/", None, None),
         (BUCKET_URI, "sagemaker-scripts", None),
         (BUCKET_URI, {"Fn::Join": ["", ["sagemaker-", {"Ref": "AWS::AccountId"}]]}, None),
         (BUCKET_URI, {"Fn::Join": ["", ["scripts-", {"Ref": "AWS::AccountId"}]]}, "scripts-"),
