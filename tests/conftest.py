@@ -458,9 +458,7 @@ def _cache_key(config: HubSpokeConfig) -> str:
         else f"controls=control-tower-on:{','.join(sorted(stacks))}" if stacks
         else "controls=no-control-tower"
     )  # fmt: skip
-    return (
-        f"{mutant}|{code_fingerprint()}|{judged}|{config.model_dump_json()}"
-    )
+    return f"{mutant}|{code_fingerprint()}|{judged}|{config.model_dump_json()}"
 
 
 def _on_disk(key: str, suffix: str) -> Path:
