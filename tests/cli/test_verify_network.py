@@ -305,3 +305,107 @@ def test_a_disassociated_cidr_is_not_live(
     wider = write_config(tmp_path, data)
     (missing,) = region_rows(deployed, wider, "vpc", "us-east-2", config=load(wider).config)
     assert missing.status == "fail" and "lacks configured CIDR(s) 10.12.0.0/16" in missing.detail
+
+
+def test_healthy_network_rows_name_what_they_compared(deployed: DeployedWorld, deployed_config: Path) -> None:
+    """Each pass row names the IDs it read from the Network stacks' outputs and the CIDRs the config gives."""
+    hub_vpc = deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    spoke_vpc = deployed.outputs["hubspoke-dev-network-us-west-2"]["VpcId"]
+    pcx, table = deployed.peering("us-west-2"), deployed.route_table("us-west-2", "usw2-az1")
+    results = verify(deployed, deployed_config, only={"us-west-2"})
+    assert [r.detail for r in rows(results, "vpc")] == [f"{spoke_vpc} carries 10.20.0.0/16"]
+    assert [r.detail for r in rows(results, "peering")] == [
+        f"{pcx} active between {spoke_vpc} (us-west-2) and {hub_vpc} (us-east-2)"
+    ]
+    routes = {r.detail for r in rows(results, "routes")}
+    assert f"{table} (usw2-az1) routes 10.10.0.0/16 via {pcx}; nothing between spokes" in routes
+    assert {r.status for r in rows(results, "routes")} == {"pass"} and len(routes) == 2
+
+
+def test_a_vpc_gone_fails_naming_the_output_it_came_from(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """DescribeVpcs with the vpc-id filter answers an empty Vpcs list for an ID that does not exist (filters
+    narrow; only VpcIds raises InvalidVpcID.NotFound: EC2 API Reference, DescribeVpcs)."""
+    gone = "vpc-0123456789abcdef0"
+    deployed.redeploy_with("network-us-east-2", VpcId=gone)
+    (row,) = region_rows(deployed, deployed_config, "vpc", "us-east-2")
+    assert row.status == "fail"
+    assert row.detail == f"VPC {gone} (output VpcId of network-us-east-2) does not exist"
+    # CloudFormation does not re-create it from an unchanged template; the runbook named keeps the data.
+    assert "delete and redeploy the Region's stacks" in row.fix and "docs/runbooks/teardown.md" in row.fix
+    assert (ROOT / "docs/runbooks/teardown.md").is_file()
+
+
+def test_a_missing_or_extra_cidr_names_what_is_associated_and_the_fix(
+    deployed: DeployedWorld, deployed_config: Path, tmp_path: Path
+) -> None:
+    hub_vpc = deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    deployed.clients("ec2", "us-east-2").associate_vpc_cidr_block(VpcId=hub_vpc, CidrBlock="10.11.0.0/16")
+    (extra,) = region_rows(deployed, deployed_config, "vpc", "us-east-2")
+    assert extra.detail == (
+        f"{hub_vpc} also carries 10.11.0.0/16, which the config does not name: nothing routes it over the peering"
+    )
+    # The config field that names a VPC's further CIDRs (config/dev.yaml's schema: hub.secondary_cidrs).
+    assert extra.fix == "add it to secondary_cidrs, or disassociate it"
+    data = json.loads(json.dumps(TWO_SPOKES))
+    data["hub"]["secondary_cidrs"] = ["10.11.0.0/16", "10.12.0.0/16"]
+    wider = write_config(tmp_path, data)
+    (missing,) = region_rows(deployed, wider, "vpc", "us-east-2", config=load(wider).config)
+    assert missing.status == "fail"
+    assert missing.detail == (
+        f"{hub_vpc} lacks configured CIDR(s) 10.12.0.0/16 (associated: 10.10.0.0/16, 10.11.0.0/16)"
+    )
+
+
+def test_a_peering_gone_from_ec2_fails_with_the_drift_check(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    gone = "pcx-0123456789abcdef0"
+    deployed.redeploy_with("network-us-west-2", PeeringConnectionId=gone)
+    (row,) = region_rows(deployed, deployed_config, "peering", "us-west-2")
+    assert row.status == "fail" and row.detail == f"{gone} does not exist"
+    _gone(row.fix, "hubspoke-dev-network-us-west-2", "us-west-2")
+
+
+@pytest.mark.parametrize("code", ["initiating-request", "provisioning"])
+def test_a_peering_being_set_up_fails_until_it_is_active(
+    deployed: DeployedWorld, deployed_config: Path, code: str
+) -> None:
+    """Status.Code initiating-request and provisioning come before active on their own; pending-acceptance waits
+    for the accepter (EC2 VpcPeeringConnectionStateReasonCode, botocore ec2 service-2.json; VPC peering guide,
+    "VPC peering connection lifecycle"). Status.Message is EC2's own words, shown as given."""
+    from moto.backends import get_backend
+
+    pcx = deployed.peering("us-west-2")
+    status = get_backend("ec2")["123456789012"]["us-west-2"].vpc_pcxs[pcx]._status
+    status.code, status.message = code, "Setting up the connection"
+    (row,) = region_rows(deployed, deployed_config, "peering", "us-west-2")
+    assert row.status == "fail"
+    assert row.detail == f"{pcx} is {code} (Setting up the connection), not active"
+    assert row.fix == "the peering is still being set up: run hubspoke verify again in a minute"
+
+
+def test_a_peering_to_the_wrong_vpc_names_the_refresh_before_the_drift_check(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """The spoke's Network stack read the hub VPC ID at its last deploy: a refresh of it (and of the Link stack
+    that reads its peering) re-reads it; a new PeerVpcId replaces the peering (AWS::EC2::VPCPeeringConnection,
+    PeerVpcId: "Replacement")."""
+    west = deployed.clients("ec2", "us-west-2")
+    spoke_vpc = deployed.outputs["hubspoke-dev-network-us-west-2"]["VpcId"]
+    stray = deployed.clients("ec2", "us-east-2").create_vpc(CidrBlock="10.98.0.0/16")["Vpc"]["VpcId"]
+    wrong = west.create_vpc_peering_connection(VpcId=spoke_vpc, PeerVpcId=stray, PeerRegion="us-east-2")[
+        "VpcPeeringConnection"
+    ]["VpcPeeringConnectionId"]
+    deployed.clients("ec2", "us-east-2").accept_vpc_peering_connection(VpcPeeringConnectionId=wrong)
+    deployed.redeploy_with("network-us-west-2", PeeringConnectionId=wrong)
+    (row,) = region_rows(deployed, deployed_config, "peering", "us-west-2")
+    assert row.status == "fail" and row.detail.startswith(f"{wrong} accepter is VPC {stray} in us-east-2")
+    first, _, otherwise = row.fix.partition("; otherwise ")
+    assert first == (
+        f"if the hub's VPC was replaced: npx cdk deploy -c config={deployed_config} -c refresh=$(date +%s) "
+        f"--exclusively hubspoke-dev/network-us-west-2, then npx cdk deploy -c config={deployed_config} "
+        "-c refresh=$(date +%s) --exclusively hubspoke-dev/link-us-west-2"
+    )
+    _gone(otherwise, "hubspoke-dev-network-us-west-2", "us-west-2")
