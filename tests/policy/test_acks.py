@@ -273,12 +273,17 @@ class _UntypedClass(CfnResource):
     """A CfnResource subclass that is no generated L1 class: no CFN_RESOURCE_TYPE_NAME of its own."""
 
 
+@pytest.mark.parametrize("resource_first", [False, True])
 @pytest.mark.parametrize("at_end", [False, True])
-def test_skips_follow_the_resource_type_and_the_innermost_acknowledgment_wins(at_end: bool) -> None:
+def test_skips_follow_the_resource_type_and_the_innermost_acknowledgment_wins(
+    at_end: bool, resource_first: bool
+) -> None:
     """checkov reads one `{id, comment}` per skipped check (checkov 3.3.30, context_parser.py,
     collect_skip_comments): a check acknowledged on a stack and again on one of its resources leaves that
     resource one skip, with the resource's own reason; the stack's other checks stay beside it. A resource
-    whose class is not a generated L1 one is judged by the type it was given (CfnResource `type`)."""
+    whose class is not a generated L1 one is judged by the type it was given (CfnResource `type`). Innermost,
+    not latest: CDK applies an ancestor's aspects before a descendant's (aws-cdk-lib Aspects), whichever
+    acknowledgment was made first."""
     from aws_cdk import aws_logs as logs
 
     stage = Stage(App(), "Env")
@@ -286,11 +291,14 @@ def test_skips_follow_the_resource_type_and_the_innermost_acknowledgment_wins(at
         stack = Stack(stage, "S")
         untyped = _UntypedClass(stack, "Untyped", type="AWS::Logs::LogGroup")
         group = logs.CfnLogGroup(stack, "Logs")
-        for rule in ("CKV_AWS_158", "CKV_AWS_66"):
-            acknowledge(stack, rule, reason=LONG_REASON, resource_types=["AWS::Logs::LogGroup"])
-        acknowledge(
-            group, "CKV_AWS_158", reason=LONG_REASON + " (own)", resource_types=["AWS::Logs::LogGroup"]
-        )
+        own = ("CKV_AWS_158", LONG_REASON + " (own)")
+        for scope, (rule, reason) in [
+            *([(group, own)] if resource_first else []),
+            (stack, ("CKV_AWS_158", LONG_REASON)),
+            (stack, ("CKV_AWS_66", LONG_REASON)),
+            *([] if resource_first else [(group, own)]),
+        ]:
+            acknowledge(scope, rule, reason=reason, resource_types=["AWS::Logs::LogGroup"])
     if not at_end:
         App.of(stack).synth()  # type: ignore[union-attr]
     stacks = [{"id": "CKV_AWS_158", "comment": LONG_REASON}, {"id": "CKV_AWS_66", "comment": LONG_REASON}]
