@@ -7,6 +7,7 @@ written into its backend, see verify_world.py); Kubernetes from the loopback API
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -983,3 +984,65 @@ def test_the_dataset_cached_row_reads_the_lowest_report_as_the_alarm_does(
     assert none.status == "warn" and "no cached fraction reported in the last 24 hours" in none.detail
     assert none.fix.startswith("run the prewarm Job: hubspoke render prewarm --config ")
     assert none.fix.endswith("| kubectl apply -f - (docs/runbooks/cache-warm-up.md)")
+
+
+# ----- the cross-Region security group -----
+
+
+def _revoked(fix: str) -> list[dict[str, Any]]:
+    """The IpPermissions of a revoke fix, validated against EC2 RevokeSecurityGroupIngress's input shape (botocore
+    ec2 service-2.json: IpPermission IpProtocol, FromPort, ToPort, IpRanges, Ipv6Ranges, PrefixListIds,
+    UserIdGroupPairs)."""
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    permissions: list[dict[str, Any]] = json.loads(fix.split("--ip-permissions '", 1)[1].rstrip("'"))
+    model = botocore.session.get_session().get_service_model("ec2")
+    shape = model.operation_model("RevokeSecurityGroupIngress").input_shape
+    report = ParamValidator().validate({"GroupId": "sg-1", "IpPermissions": permissions}, shape)
+    assert not report.has_errors(), report.generate_report()
+    return permissions
+
+
+def test_prefix_list_ipv6_and_all_traffic_sources_are_not_ours_and_the_revoke_names_each(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """Security groups cannot be referenced across Regions (VPC peering guide), so the cross-Region group admits
+    peer CIDRs only: a managed prefix list (EC2 IpPermission.PrefixListIds), an IPv6 range (Ipv6Ranges) or all
+    traffic (IpProtocol -1, no ports) is another's rule, removed with exactly the permission EC2 listed."""
+    group = deployed.security_group("us-east-2")
+    ec2 = deployed.clients("ec2", "us-east-2")
+    prefix_list = ec2.create_managed_prefix_list(
+        PrefixListName="office", MaxEntries=1, AddressFamily="IPv4", Entries=[{"Cidr": "192.0.2.0/24"}]
+    )["PrefixList"]["PrefixListId"]
+    prefix = {
+        "IpProtocol": "tcp",
+        "FromPort": 443,
+        "ToPort": 443,
+        "PrefixListIds": [{"PrefixListId": prefix_list}],
+    }
+    ipv6 = {
+        "IpProtocol": "tcp",
+        "FromPort": 8000,
+        "ToPort": 8000,
+        "Ipv6Ranges": [{"CidrIpv6": "2600:1f14::/56"}],
+    }
+    everything = {"IpProtocol": "-1", "IpRanges": [{"CidrIp": "198.51.100.0/24"}]}
+    ec2.authorize_security_group_ingress(GroupId=group, IpPermissions=[prefix, ipv6, everything])
+    failed = {
+        r.detail.split(" (", 1)[0]: r
+        for r in verify(deployed, deployed_config, only={"us-east-2"})
+        if r.check == "security group" and r.status == "fail"
+    }
+    assert set(failed) == {
+        f"{group} admits prefix list {prefix_list}",
+        f"{group} admits 2600:1f14::/56",
+        f"{group} admits 198.51.100.0/24",
+    }
+    assert failed[f"{group} admits prefix list {prefix_list}"].detail.endswith(
+        "on TCP 443: the cross-Region group admits only peer CIDRs on the cross-Region ports"
+    )
+    assert "not a configured peer CIDR) on all traffic" in failed[f"{group} admits 198.51.100.0/24"].detail
+    assert _revoked(failed[f"{group} admits prefix list {prefix_list}"].fix) == [prefix]
+    assert _revoked(failed[f"{group} admits 2600:1f14::/56"].fix) == [ipv6]
+    assert _revoked(failed[f"{group} admits 198.51.100.0/24"].fix) == [everything]
