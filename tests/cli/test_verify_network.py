@@ -152,7 +152,11 @@ def test_route_between_spokes_fails(deployed: DeployedWorld, deployed_config: Pa
         VpcPeeringConnectionId=deployed.peering("us-west-2"),
     )
     (row,) = [r for r in region_rows(deployed, deployed_config, "routes", "us-west-2") if r.status == "fail"]
-    assert "10.30.8.0/24 (spoke eu-west-1)" in row.detail
+    assert row.detail.startswith(
+        f"{table} (usw2-az2) routes 10.30.8.0/24 (spoke eu-west-1) via {deployed.peering('us-west-2')}: "
+    )
+    # The reason a reader needs: VPC peering is not transitive (VPC Peering Guide, "VPC peering limitations").
+    assert "peering is not transitive" in row.detail
     assert (
         row.fix
         == f"aws ec2 delete-route --destination-cidr-block 10.30.8.0/24 --route-table-id {table} --region us-west-2"
@@ -170,13 +174,28 @@ def test_peer_cidr_routed_elsewhere_or_split_off_fails(
     )
     ec2.replace_route(RouteTableId=first, DestinationCidrBlock="10.10.0.0/16", GatewayId=gateway)
     ec2.create_route(RouteTableId=second, DestinationCidrBlock="10.10.64.0/18", GatewayId=gateway)
-    failed = {
-        r.detail for r in region_rows(deployed, deployed_config, "routes", "us-west-2") if r.status == "fail"
-    }
-    assert any(
-        d.startswith(f"{first} (usw2-az1) sends hub us-east-2 10.10.0.0/16 to {gateway}") for d in failed
-    )
-    assert any(d.startswith(f"{second} (usw2-az2) sends 10.10.64.0/18, part of a peer CIDR") for d in failed)
+    pcx = deployed.peering("us-west-2")
+    failed = [
+        (r.detail, r.fix)
+        for r in region_rows(deployed, deployed_config, "routes", "us-west-2")
+        if r.status == "fail"
+    ]
+    # EC2 ReplaceRoute (RouteTableId, DestinationCidrBlock, VpcPeeringConnectionId) points the route back at the
+    # peering; DeleteRoute removes the more specific one, since the longest prefix match wins (VPC User Guide,
+    # "Route priority").
+    assert failed == [
+        (
+            f"{first} (usw2-az1) sends hub us-east-2 10.10.0.0/16 to {gateway}, not the peering {pcx}",
+            f"aws ec2 replace-route --destination-cidr-block 10.10.0.0/16 --vpc-peering-connection-id {pcx} "
+            f"--route-table-id {first} --region us-west-2",
+        ),
+        (
+            f"{second} (usw2-az2) sends 10.10.64.0/18, part of a peer CIDR, to {gateway}: "
+            "the longer prefix wins, so that part bypasses the peering",
+            f"aws ec2 delete-route --destination-cidr-block 10.10.64.0/18 --route-table-id {second} "
+            "--region us-west-2",
+        ),
+    ]
 
 
 def _permissions(fix: str) -> list[dict[str, Any]]:
@@ -273,12 +292,21 @@ def test_leftover_routes_warn_and_a_dead_peer_route_fails(
         f"{table} (use2-az1) routes 172.31.0.0/16 over {foreign}, a peering this environment does not plan",
     ]
     assert {r.status for r in results} == {"warn", "pass"}  # the peer routes themselves are fine
+    # Each leftover comes with the DeleteRoute that removes it (DestinationCidrBlock, RouteTableId).
+    assert sorted(r.fix for r in results if r.status == "warn") == [
+        f"a leftover (a removed spoke?): aws ec2 delete-route --destination-cidr-block 10.40.0.0/16 "
+        f"--route-table-id {table} --region us-east-2",
+        f"if it is a leftover: aws ec2 delete-route --destination-cidr-block 172.31.0.0/16 "
+        f"--route-table-id {table} --region us-east-2",
+    ]
     deployed.blackhole(monkeypatch, other_table, "10.20.0.0/16")
     (dead,) = [r for r in verify(deployed, deployed_config) if r.check == "routes" and r.status == "fail"]
-    assert (
-        dead.detail
-        == f"{other_table} (use2-az2) route to 10.20.0.0/16 via {deployed.peering('us-west-2')} is blackhole"
+    assert (dead.region, dead.detail) == (
+        "us-east-2",
+        f"{other_table} (use2-az2) route to 10.20.0.0/16 via {deployed.peering('us-west-2')} is blackhole",
     )
+    # A route goes blackhole when its target is gone (DescribeRouteTables, Route.State): the peering row says why.
+    assert "the peering row" in dead.fix
 
 
 def test_a_disassociated_cidr_is_not_live(
@@ -409,3 +437,55 @@ def test_a_peering_to_the_wrong_vpc_names_the_refresh_before_the_drift_check(
         "-c refresh=$(date +%s) --exclusively hubspoke-dev/link-us-west-2"
     )
     _gone(otherwise, "hubspoke-dev-network-us-west-2", "us-west-2")
+
+
+def test_a_route_over_the_peering_to_a_cidr_no_peer_has_fails(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    table, pcx = deployed.route_table("us-west-2", "usw2-az1"), deployed.peering("us-west-2")
+    deployed.clients("ec2", "us-west-2").create_route(
+        RouteTableId=table, DestinationCidrBlock="192.168.0.0/16", VpcPeeringConnectionId=pcx
+    )
+    failed = [
+        (r.detail, r.fix)
+        for r in region_rows(deployed, deployed_config, "routes", "us-west-2")
+        if r.status == "fail"
+    ]
+    assert failed == [
+        (
+            f"{table} (usw2-az1) sends 192.168.0.0/16 over {pcx}, not a peer CIDR",
+            f"aws ec2 delete-route --destination-cidr-block 192.168.0.0/16 --route-table-id {table} "
+            "--region us-west-2",
+        )
+    ]
+
+
+def _route_targets() -> list[str]:
+    """The targets an IPv4 route can have: CreateRoute's target parameters that DescribeRouteTables reports back
+    on the Route (botocore ec2 model), less the destinations and the "[IPv6 traffic only]" ones."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("ec2")
+    request = model.operation_model("CreateRoute").input_shape.members
+    route = model.shape_for("Route").members
+    return sorted(
+        name
+        for name in set(request) & set(route)
+        if not name.startswith("Destination")
+        and not (request[name].documentation or "").startswith("<p>[IPv6 traffic only]")
+    )
+
+
+@pytest.mark.parametrize("target", _route_targets())
+def test_a_route_is_described_by_its_target(target: str) -> None:
+    from hubspoke.cli.verify.network import _target
+
+    assert _target({"DestinationCidrBlock": "10.10.64.0/18", target: f"{target}-1", "State": "active"}) == (
+        f"{target}-1"
+    )
+
+
+def test_a_route_without_a_known_target_says_so() -> None:
+    from hubspoke.cli.verify.network import _target
+
+    assert _target({"DestinationCidrBlock": "10.10.64.0/18", "State": "blackhole"}) == "an unknown target"

@@ -268,6 +268,8 @@ def _table_rows(
 
 
 def _target(route: dict[str, Any]) -> str:
+    # An IPv4 route's targets: CreateRoute's target parameters that DescribeRouteTables reports on the Route
+    # (botocore ec2 service-2.json; EgressOnlyInternetGatewayId is for IPv6 traffic only).
     for key in (
         "VpcPeeringConnectionId",
         "TransitGatewayId",
@@ -278,6 +280,7 @@ def _target(route: dict[str, Any]) -> str:
         "LocalGatewayId",
         "CarrierGatewayId",
         "CoreNetworkArn",
+        "OdbNetworkArn",
     ):
         if route.get(key):
             return str(route[key])
