@@ -872,6 +872,7 @@ def test_a_node_without_a_ready_condition_and_a_storage_stack_without_addresses(
     assert nodes.fix.startswith("kubectl describe node <node>")
     addresses = _only(results, "volume addresses")
     assert addresses.status == "not checked" and "FloatingIps" in addresses.detail, addresses
+    assert addresses.fix == "see the stack rows of that stack"
     deployed.redeploy_with("storage-us-west-2", FloatingIps="")
     addresses = _only(verify(deployed, deployed_config, kube, only=SPOKE), "volume addresses")
     assert addresses.status == "fail"
@@ -1046,3 +1047,39 @@ def test_prefix_list_ipv6_and_all_traffic_sources_are_not_ours_and_the_revoke_na
     assert _revoked(failed[f"{group} admits prefix list {prefix_list}"].fix) == [prefix]
     assert _revoked(failed[f"{group} admits 2600:1f14::/56"].fix) == [ipv6]
     assert _revoked(failed[f"{group} admits 198.51.100.0/24"].fix) == [everything]
+
+
+# ----- alarm delivery -----
+
+
+def test_only_hubspokes_own_sns_topics_are_judged_for_subscriptions(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """An alarm's actions are ARNs (CloudWatch PutMetricAlarm AlarmActions/OKActions: SNS topics, Auto Scaling,
+    EC2, Systems Manager actions; botocore cloudwatch 2010-08-01); only an SNS topic (arn:aws:sns:...) has
+    subscriptions, and a topic listed in ops.alarm_topic_arns is another owner's (docs/operations.md, "Who is
+    told"), so neither gets a subscription row, while hubspoke's own topic does."""
+    sns = deployed.clients("sns", "us-west-2")
+    ours, theirs = (sns.create_topic(Name=name)["TopicArn"] for name in ("hubspoke-dev-alarms", "on-call"))
+    sns.subscribe(TopicArn=ours, Protocol="email", Endpoint="ops@example.com")
+    opsitem = "arn:aws:ssm:us-west-2:123456789012:opsitem:3"  # a Systems Manager OpsItem action
+    deployed.clients("cloudwatch", "us-west-2").put_metric_alarm(
+        AlarmName="hubspoke-dev-ops-us-west-2-training-stalled",
+        Namespace="HubSpoke/Training",
+        MetricName="SamplesPerSecond",
+        Statistic="Maximum",
+        Period=60,
+        EvaluationPeriods=10,
+        Threshold=0,
+        ComparisonOperator="LessThanOrEqualToThreshold",
+        AlarmActions=[ours, theirs, opsitem],
+        OKActions=[ours],
+    )
+    ops = deployed.config.ops.model_copy(
+        update={"alarm_topic_arns": [theirs], "alarm_emails": ["ops@example.com"]}
+    )
+    config = deployed.config.model_copy(update={"ops": ops})
+    subscriptions = rows(verify(deployed, deployed_config, config=config, only=SPOKE), "alarm subscriptions")
+    assert [(r.status, r.detail) for r in subscriptions] == [
+        ("pass", "1 confirmed subscription(s) on hubspoke-dev-alarms")
+    ]
