@@ -77,9 +77,12 @@ def test_exec_plugin_token_over_verified_tls_and_paging(tmp_path: Path) -> None:
         assert [n["metadata"]["name"] for n in api.items("/api/v1/nodes")] == [f"n{i}" for i in range(5)]
         # One GET with no parameters of its own: the list's first page, as the API reference's NodeList.
         assert api.get("/api/v1/nodes")["kind"] == "NodeList"
-    # Three pages: the client followed metadata.continue until the server gave none. kubectl sends its
-    # --request-timeout as the `timeout` parameter (client-go rest/request.go, Request.Timeout).
-    assert [(urlsplit(r).path, parse_qs(urlsplit(r).query)) for r in fake.requests] == [
+    # Three pages: the first asks with `limit` alone, each next one with the `continue` the last returned, until
+    # the server gives none (API concepts, "Retrieving large results sets in chunks"); blank values are kept,
+    # so an empty `continue` would show. kubectl sends its --request-timeout as the `timeout` parameter
+    # (client-go rest/request.go, Request.Timeout).
+    queries = [(urlsplit(r).path, parse_qs(urlsplit(r).query, keep_blank_values=True)) for r in fake.requests]
+    assert queries == [
         ("/api/v1/nodes", {"limit": ["500"], "timeout": ["10s"]}),
         ("/api/v1/nodes", {"limit": ["500"], "continue": ["2"], "timeout": ["10s"]}),
         ("/api/v1/nodes", {"limit": ["500"], "continue": ["4"], "timeout": ["10s"]}),
