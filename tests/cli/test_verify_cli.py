@@ -18,6 +18,7 @@ from tests.cli.preflight_world import isolate_from_real_aws
 from tests.cli.test_verify import quoted_command_problems
 from tests.cli.verify_fixtures import Kube, exec_plugin
 from tests.cli.verify_world import DeployedWorld
+from tests.conftest import ROOT
 from tests.fakes.loopback import closed_port
 
 
@@ -187,3 +188,19 @@ def test_profile_reaches_the_kubeconfigs_credential_plugin(
     main(args)
     nodes = [r for r in json.loads(capsys.readouterr().out)["results"] if r["check"] == "kubernetes nodes"]
     assert [r["status"] for r in nodes] == ["not checked", "not checked"]
+
+
+def test_verifys_help_is_the_reviewed_reference_in_docs_cli_md() -> None:
+    """docs/cli.md's `verify` section is the reviewed text of `hubspoke verify --help` (usage, description, options,
+    example); tests/cli/test_reference.py holds the whole page to the parsers, this holds verify's own parser to
+    its section, so a changed word of verify's help fails with verify's tests."""
+    from hubspoke.cli.reference import render
+
+    def section(text: str) -> str:
+        return text.split("\n## verify\n", 1)[1].split("\n## ", 1)[0]
+
+    page = (ROOT / "docs" / "cli.md").read_text()
+    assert section(render()) == section(page)
+    # What a reader of the section needs, as docs/cli.md says it: the exit codes and the repeatable option.
+    assert "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input." in section(page)
+    assert "--kubeconfig" in section(page) and "repeatable" in section(page)
