@@ -145,3 +145,71 @@ def test_an_alarm_topic_nobody_subscribes_to_warns(deployed: DeployedWorld, depl
     _topic_with(deployed)
     [row] = rows(_verify(deployed, deployed_config, alarm_emails=[]), "alarm subscriptions")
     assert row.status == "warn" and "nobody subscribes" in row.detail, row
+
+
+def _since(world: DeployedWorld, name: str) -> str:
+    """When the alarm last changed state, to the minute, as CloudWatch DescribeAlarms reports it
+    (StateUpdatedTimestamp of a MetricAlarm or CompositeAlarm, botocore cloudwatch service-2.json)."""
+    found = world.clients("cloudwatch", REGION).describe_alarms(
+        AlarmNames=[name], AlarmTypes=["MetricAlarm", "CompositeAlarm"]
+    )
+    (alarm,) = [*found["MetricAlarms"], *found["CompositeAlarms"]]
+    return f"{alarm['StateUpdatedTimestamp']:%Y-%m-%d %H:%M} UTC"
+
+
+def _runbook(world: DeployedWorld, name: str) -> str:
+    """The runbook the Ops template's AlarmDescription names for the alarm ("... Runbook: docs/runbooks/X.md")."""
+    (description,) = [
+        r["Properties"].get("AlarmDescription", "")
+        for r in world.templates["ops-us-west-2"]["Resources"].values()
+        if r["Type"].startswith("AWS::CloudWatch::") and r["Properties"].get("AlarmName") == name
+    ]
+    return description.rsplit("Runbook: ", 1)[1].split()[0]
+
+
+def test_each_alarm_row_names_the_alarm_its_state_since_when_and_what_to_do(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """StateValue is OK, ALARM or INSUFFICIENT_DATA with a StateReason (CloudWatch DescribeAlarms); an alarm in
+    ALARM that notifies someone fails with its runbook, an input of a composite that notifies nobody warns and
+    points at that composite, no data yet warns, and a planned alarm that is missing fails with its stack's deploy."""
+    name = "hubspoke-dev-ops-us-west-2-{}".format
+    deployed.alarm(REGION, name("hub-unreachable-page"), "ALARM", "3 out of 3 datapoints < 1")
+    deployed.alarm(REGION, name("hub-probes-failing"), "ALARM", "3 out of 3 datapoints < 1")
+    deployed.alarm(REGION, name("training-stalled"), "INSUFFICIENT_DATA", "Unchecked: Initial alarm creation")
+    deployed.clients("cloudwatch", REGION).delete_alarms(AlarmNames=[name("checkpoint-too-old")])
+    results = _verify(deployed, deployed_config)
+
+    def row(key: str) -> tuple[str, str, str]:
+        (found,) = rows(results, f"alarm {key}", REGION)
+        return found.status, found.detail, found.fix
+
+    page, probes, stalled, ok = (
+        name(k) for k in ("hub-unreachable-page", "hub-probes-failing", "training-stalled", "canary-failing")
+    )
+    assert row("hub-unreachable-page") == (
+        "fail",
+        f"{page} is in ALARM since {_since(deployed, page)}: 3 out of 3 datapoints < 1",
+        f"follow {_runbook(deployed, page)}",
+    )
+    status, detail, fix = row("hub-probes-failing")
+    assert (status, detail.split(" (", 1)[0]) == (
+        "warn",
+        f"{probes} is in ALARM since {_since(deployed, probes)}",
+    )
+    assert "notifies nobody" in detail and detail.endswith("): 3 out of 3 datapoints < 1")
+    # The composite that reads it, whose own row says whether it pages.
+    assert fix.startswith("expected with hub-unreachable-page,") and fix.endswith(
+        "; otherwise see docs/runbooks/hub-outage.md"
+    )
+    assert row("training-stalled") == (
+        "warn",
+        f"{stalled} is INSUFFICIENT_DATA since {_since(deployed, stalled)}: Unchecked: Initial alarm creation",
+        f"normal in the first minutes after a deploy; otherwise see {_runbook(deployed, stalled)}",
+    )
+    assert row("canary-failing") == ("pass", f"{ok} is OK since {_since(deployed, ok)}", "")
+    assert row("checkpoint-too-old") == (
+        "fail",
+        f"{name('checkpoint-too-old')} does not exist",
+        f"deploy its stack: npx cdk deploy -c config={deployed_config} --exclusively hubspoke-dev/ops-us-west-2",
+    )
