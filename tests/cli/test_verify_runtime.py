@@ -203,11 +203,14 @@ def test_eks_addons_settling_or_off_the_pin(deployed: DeployedWorld, deployed_co
     addons["vpc-cni"] |= {"addonVersion": "v1.19.0-eksbuild.1"}
     results = verify(deployed, deployed_config, only=SPOKE)
     assert _only(results, "eks").status == "pass"
-    warned = {r.detail for r in rows(results, "eks add-ons", "us-west-2") if r.status == "warn"}
-    assert warned == {
+    warned = {r.detail: r.fix for r in rows(results, "eks add-ons", "us-west-2") if r.status == "warn"}
+    assert set(warned) == {
         "cert-manager v1.0.0-eksbuild.1 is CREATING",
         "vpc-cni runs v1.19.0-eksbuild.1, the pin is v1.20.1-eksbuild.3",
     }
+    # CREATING settles by itself (EKS DescribeAddon addon.status); a version off the pin is the deploy's to set.
+    assert warned["cert-manager v1.0.0-eksbuild.1 is CREATING"] == "wait for it to settle"
+    assert warned["vpc-cni runs v1.19.0-eksbuild.1, the pin is v1.20.1-eksbuild.3"].endswith(_COMPUTE_DEPLOY)
 
 
 def _with_spoke_version(tmp_path: Path, version: str) -> Path:
@@ -285,11 +288,18 @@ def test_eks_cluster_not_active_and_addons_unhealthy(deployed: DeployedWorld, de
     del addons["amazon-cloudwatch-observability"]
     results = verify(deployed, deployed_config, only=SPOKE)
     assert "status UPDATING" in _only(results, "eks").detail
-    failed = {r.detail for r in rows(results, "eks add-ons", "us-west-2") if r.status == "fail"}
-    assert failed == {
+    failed = {r.detail: r.fix for r in rows(results, "eks add-ons", "us-west-2") if r.status == "fail"}
+    assert set(failed) == {
         "coredns v1.14.3-eksbuild.3 is DEGRADED: InsufficientNumberOfReplicas: 0 of 2 replicas ready",
         "amazon-cloudwatch-observability is not installed on hubspoke-dev-us-west-2",
     }
+    degraded = failed[
+        "coredns v1.14.3-eksbuild.3 is DEGRADED: InsufficientNumberOfReplicas: 0 of 2 replicas ready"
+    ]
+    assert degraded.startswith("docs/runbooks/compute.md, then ") and degraded.endswith(_COMPUTE_DEPLOY)
+    assert failed["amazon-cloudwatch-observability is not installed on hubspoke-dev-us-west-2"].endswith(
+        _COMPUTE_DEPLOY
+    )
 
 
 def test_kubernetes_nodes_not_ready_and_claims_pending(
@@ -330,8 +340,12 @@ def test_kubernetes_nodes_that_never_joined_fail(
     kube.servers["us-west-2"].nodes.pop()
     kube.servers["us-west-2"].claims.clear()
     results = verify(deployed, deployed_config, kube, only=SPOKE)
-    assert "1 nodes registered, the HyperPod groups have 2" in _only(results, "kubernetes nodes").detail
-    assert "hubspoke-dataset-ro does not exist" in _only(results, "kubernetes volumes").detail
+    nodes = _only(results, "kubernetes nodes")
+    assert nodes.status == "fail" and "1 nodes registered, the HyperPod groups have 2" in nodes.detail
+    assert nodes.fix == "nodes that never joined: docs/runbooks/compute.md"
+    volumes = _only(results, "kubernetes volumes")
+    assert "hubspoke-dataset-ro does not exist" in volumes.detail
+    assert volumes.fix.startswith("kubectl -n hyperpod-training describe pvc; ")
 
 
 def _storage_ips(deployed: DeployedWorld, region: str) -> list[str]:
@@ -506,6 +520,12 @@ def test_an_active_addon_with_health_issues_is_not_reported_healthy(
     )
     (passed,) = [r for r in results if r.status == "pass"]
     assert "kube-proxy" not in passed.detail
+    # The fix names the runbook and a describe-addon the AWS CLI accepts (tests/docs/checker.py, botocore's models).
+    from tests.cli.test_verify import quoted_command_problems
+
+    assert warned.fix.startswith("docs/runbooks/compute.md; ")
+    command = "aws eks describe-addon --cluster-name hubspoke-dev-us-west-2 --addon-name kube-proxy --region us-west-2"
+    assert quoted_command_problems(warned.fix) == {command: []}
 
 
 def test_metric_data_that_is_not_complete_is_not_read_as_silence(
@@ -1083,3 +1103,73 @@ def test_only_hubspokes_own_sns_topics_are_judged_for_subscriptions(
     assert [(r.status, r.detail) for r in subscriptions] == [
         ("pass", "1 confirmed subscription(s) on hubspoke-dev-alarms")
     ]
+
+
+# ----- the requests themselves -----
+
+# CloudWatch API Reference, MetricDataQuery Id: "The first character must be a lowercase letter", then letters,
+# numbers and underscores; MetricStat Period: a regular-resolution metric's period is a multiple of 60; Stat: a
+# statistic CloudWatch names (SampleCount, Average, Sum, Minimum, Maximum; percentiles pNN are not used here).
+_METRIC_ID = re.compile(r"[a-z][a-zA-Z0-9_]*")
+_STATISTICS = {"SampleCount", "Average", "Sum", "Minimum", "Maximum"}
+
+
+def _enum_problems(shape: Any, value: Any, path: str) -> list[str]:
+    """Values of `value` outside their shape's enum (botocore validates types and names client-side, not enums)."""
+    if shape.type_name == "structure" and isinstance(value, dict):
+        return [
+            p
+            for k, v in value.items()
+            if k in shape.members
+            for p in _enum_problems(shape.members[k], v, f"{path}.{k}")
+        ]
+    if shape.type_name == "list" and isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _enum_problems(shape.member, v, f"{path}[{i}]")]
+    if shape.type_name == "string" and shape.enum and value not in shape.enum:
+        return [f"{path}={value!r} is not one of {shape.enum}"]
+    return []
+
+
+def test_verify_asks_aws_in_the_shapes_its_apis_document(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """Every request of `hubspoke verify --region us-west-2` is checked before it is sent: enum values against
+    botocore's service models (GetMetricData ScanBy, DescribeAlarmHistory HistoryItemType and AlarmTypes, ...), and
+    GetMetricData's queries against the rules above, which the model does not carry and moto does not enforce."""
+    problems: list[str] = []
+    seen: set[str] = set()
+
+    def check(params: dict[str, Any], model: Any, **_: Any) -> None:
+        where = f"{model.service_model.service_name}:{model.name}"
+        seen.add(where)
+        problems.extend(_enum_problems(model.input_shape, params, where))
+        for query in params.get("MetricDataQueries", []) if model.name == "GetMetricData" else []:
+            stat = query.get("MetricStat", {})
+            if not _METRIC_ID.fullmatch(query.get("Id", "")):
+                problems.append(f"{where} Id {query.get('Id')!r}")
+            if stat and (stat.get("Period", 0) % 60 or stat.get("Stat") not in _STATISTICS):
+                problems.append(
+                    f"{where} {query['Id']} Period {stat.get('Period')} Stat {stat.get('Stat')!r}"
+                )
+
+    services = ("cloudwatch", "cloudformation", "ec2", "eks", "lambda", "sagemaker", "sns", "ssm", "sts")
+    clients = [deployed.clients(s, r) for s in services for r in ("us-west-2", "us-east-2")]
+    for client in clients:
+        client.meta.events.register("before-parameter-build", check)
+    try:
+        results = verify(deployed, deployed_config, only=SPOKE)
+    finally:
+        for client in clients:
+            client.meta.events.unregister("before-parameter-build", check)
+    assert problems == []
+    # The check saw the calls it is about (a hook on the wrong clients would pass vacuously).
+    assert {
+        "cloudwatch:GetMetricData",
+        "cloudwatch:DescribeAlarmHistory",
+        "ssm:DescribeInstanceInformation",
+        "sagemaker:DescribeCluster",
+        "ec2:DescribeSecurityGroups",
+    } <= seen, seen
+    assert {"canary", "dataset cached", "alarm actions", "access host", "hyperpod"} <= {
+        r.check for r in results
+    }
