@@ -180,8 +180,12 @@ def test_wrong_account_fails_and_leaves_the_region_unchecked(
     ("status", "wording", "fix"),
     [
         ("UPDATE_IN_PROGRESS", "an operation is still running", "wait until it ends"),
-        ("UPDATE_ROLLBACK_FAILED", "UPDATE_ROLLBACK_FAILED", "aws cloudformation continue-update-rollback"),
-        ("REVIEW_IN_PROGRESS", "never executed", "deploy it"),
+        (
+            "UPDATE_ROLLBACK_FAILED",
+            "UPDATE_ROLLBACK_FAILED",
+            "fix the cause, or `aws cloudformation continue",
+        ),
+        ("REVIEW_IN_PROGRESS", "never executed", "deploy it: npx cdk deploy"),
     ],
 )
 def test_stack_states_other_than_complete_fail(
@@ -189,13 +193,24 @@ def test_stack_states_other_than_complete_fail(
 ) -> None:
     deployed._moto_stack(deployed.plans["link-us-west-2"]).status = status  # states moto's API never reaches
     (row,) = [r for r in region_rows(deployed, deployed_config, "stack", "us-east-2") if r.status == "fail"]
-    assert row.detail.startswith("hubspoke-dev-link-us-west-2") and wording in row.detail and fix in row.fix
+    assert row.detail.startswith(f"hubspoke-dev-link-us-west-2 {status}") or row.detail.startswith(
+        "hubspoke-dev-link-us-west-2 has"
+    )
+    assert wording in row.detail and row.fix.startswith(fix)
 
 
 def test_missing_stack_fails_with_its_deploy_command(deployed: DeployedWorld, deployed_config: Path) -> None:
     deployed.clients("cloudformation", "us-west-2").delete_stack(StackName="hubspoke-dev-ops-us-west-2")
     (row,) = [r for r in region_rows(deployed, deployed_config, "stack", "us-west-2") if r.status == "fail"]
-    assert "hubspoke-dev-ops-us-west-2 does not exist" in row.detail
+    assert row.detail == "hubspoke-dev-ops-us-west-2 does not exist in account 123456789012"
+    # Deployed after the stacks whose outputs its template reads (Fn::GetStackOutput), each named before the deploy.
+    after, _, _ = row.fix.partition(": npx cdk deploy")
+    producers = {
+        name.removeprefix("hubspoke-dev-")
+        for name in re.findall(r'"StackName": "([^"]+)"', json.dumps(deployed.templates["ops-us-west-2"]))
+    }
+    assert producers and after.startswith("deploy it after ")
+    assert producers <= set(after.removeprefix("deploy it after ").split(", ")), (producers, after)
     # The command `hubspoke plan` prints for that stack (docs/cli.md, "hubspoke plan").
     assert row.fix.endswith(
         f"npx cdk deploy -c config={deployed_config} --exclusively hubspoke-dev/ops-us-west-2"
@@ -526,3 +541,36 @@ def test_config_that_moved_the_fixed_az_keys_fails_with_the_field_and_the_deploy
     # The hub kept its keys: its rows pass.
     hub = {r.status for r in results if r.region == "us-east-2" and r.check.endswith("placement")}
     assert hub == {"pass"}
+
+
+def test_a_complete_stack_names_its_status_and_when_it_last_changed(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """DescribeStacks' StackStatus and, for a stack never updated, its CreationTime (LastUpdatedTime is absent
+    until an update: botocore cloudformation service-2.json, Stack), in UTC."""
+    (stack,) = deployed.clients("cloudformation", "us-west-2").describe_stacks(
+        StackName="hubspoke-dev-network-us-west-2"
+    )["Stacks"]
+    created = stack["CreationTime"].astimezone(UTC)
+    (row,) = [
+        r for r in region_rows(deployed, deployed_config, "stack", "us-west-2") if "network" in r.detail
+    ]
+    assert (row.status, row.detail) == (
+        "pass",
+        f"hubspoke-dev-network-us-west-2 CREATE_COMPLETE ({created:%Y-%m-%d %H:%M:%S} UTC)",
+    )
+
+
+def test_a_failed_stack_without_failed_resource_events_says_so_and_leaves_the_logical_id_to_fill(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """DELETE_FAILED whose latest operation's events (DescribeStackEvents) name no failed resource: the row says no
+    reason is recorded, and the retain command leaves the logical ID for the reader to fill (DeleteStack's
+    RetainResources takes logical IDs: botocore cloudformation DeleteStackInput)."""
+    deployed._moto_stack(deployed.plans["storage-us-west-2"]).status = "DELETE_FAILED"
+    (row,) = [r for r in region_rows(deployed, deployed_config, "stack", "us-west-2") if r.status == "fail"]
+    assert row.detail == "hubspoke-dev-storage-us-west-2 DELETE_FAILED: no reason recorded"
+    assert (
+        "`aws cloudformation delete-stack --stack-name hubspoke-dev-storage-us-west-2 --retain-resources "
+        "<logical-id> --region us-west-2`" in row.fix
+    )
