@@ -67,24 +67,29 @@ def protection_event(world: World, request: str = "Create") -> dict[str, Any]:
             "LogicalResourceId": "NodeProtection", "ResourceProperties": props}  # fmt: skip
 
 
-@pytest.mark.parametrize("kind", KINDS)
 def test_a_delete_answers_with_the_physical_id_it_was_sent(
-    world: World, hub: FakeQumulo, spoke: FakeQumulo, kind: str, caplog: pytest.LogCaptureFixture
+    world: World, hub: FakeQumulo, spoke: FakeQumulo, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Another ID would make CloudFormation delete a resource it thinks replaced. The portal's Delete reads
     the hub's ID from the spoke first; an unformed spoke has none."""
-    event = {
-        **(world.portal_event(hub, spoke, "Delete") if kind == "Custom::CnqPortal" else identity_event(world, hub)),
-        "RequestType": "Delete", "ResourceType": kind, "PhysicalResourceId": "made-by-an-earlier-release",
-    }  # fmt: skip
-    if kind == "Custom::CnqNodeProtection":
-        event["ResourceProperties"] = protection_event(world)["ResourceProperties"]
-    with caplog.at_level(logging.INFO, logger=LOGGER):
-        assert on_event(event, ROOMY)["PhysicalResourceId"] == "made-by-an-earlier-release"
-    lines = [r.getMessage() for r in caplog.records if r.name == LOGGER]
-    assert lines[0] == f"Delete {kind} ({event['LogicalResourceId']})"
-    if kind == "Custom::CnqPortal":
-        assert lines[1].startswith("spoke REST API unreachable, no portal to remove: spoke: the cluster at ")
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    for kind in KINDS:
+        caplog.clear()
+        base = (
+            world.portal_event(hub, spoke, "Delete")
+            if kind == "Custom::CnqPortal"
+            else identity_event(world, hub)
+        )
+        event = {**base, "RequestType": "Delete", "ResourceType": kind, "PhysicalResourceId": "made-earlier"}
+        if kind == "Custom::CnqNodeProtection":
+            event["ResourceProperties"] = protection_event(world)["ResourceProperties"]
+        assert on_event(event, ROOMY)["PhysicalResourceId"] == "made-earlier", kind
+        lines = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+        assert lines[0] == f"Delete {kind} ({event['LogicalResourceId']})"
+        if kind == "Custom::CnqPortal":
+            assert lines[1].startswith(
+                "spoke REST API unreachable, no portal to remove: spoke: the cluster at "
+            )
 
 
 def test_an_update_answers_with_the_physical_id_it_was_sent(world: World) -> None:
@@ -105,50 +110,46 @@ def test_a_create_names_its_id_after_the_role_or_the_portal(
     assert on_event(portal, ROOMY)["PhysicalResourceId"].endswith("PortalUsWest2")
 
 
-@pytest.mark.parametrize("missing", PORTAL_KEYS)
 def test_a_portal_without_a_property_it_needs_is_refused_naming_it(
-    world: World, hub: FakeQumulo, spoke: FakeQumulo, missing: str
+    world: World, hub: FakeQumulo, spoke: FakeQumulo
 ) -> None:
-    event = world.portal_event(hub, spoke)
-    del event["ResourceProperties"][missing]
-    with pytest.raises(
-        ProvisioningError, match=rf"^Custom::CnqPortal Create: missing resource properties: {missing}$"
-    ):
-        on_event(event, ROOMY)
+    for missing in PORTAL_KEYS:
+        event = world.portal_event(hub, spoke)
+        del event["ResourceProperties"][missing]
+        with pytest.raises(
+            ProvisioningError, match=rf"^Custom::CnqPortal Create: missing resource properties: {missing}$"
+        ):
+            on_event(event, ROOMY)
     assert not hub.calls and not spoke.calls
 
 
-@pytest.mark.parametrize("missing", IDENTITY_KEYS)
 def test_an_identity_without_a_property_it_needs_is_refused_naming_it_at_either_step(
-    world: World, hub: FakeQumulo, missing: str
+    world: World, hub: FakeQumulo
 ) -> None:
-    event = identity_event(world, hub)
-    del event["ResourceProperties"][missing]
-    expected = rf"^Custom::CnqIdentity Create: missing resource properties: {missing}$"
-    with pytest.raises(ProvisioningError, match=expected):
-        on_event(event, ROOMY)
-    # A poll checks them again: what it is sent is the Provider's merge, not on_event's word.
-    with pytest.raises(ProvisioningError, match=expected):
-        is_complete({**event, "StartedAt": str(time.time())}, ROOMY)
+    for missing in IDENTITY_KEYS:
+        event = identity_event(world, hub)
+        del event["ResourceProperties"][missing]
+        expected = rf"^Custom::CnqIdentity Create: missing resource properties: {missing}$"
+        with pytest.raises(ProvisioningError, match=expected):
+            on_event(event, ROOMY)
+        # A poll checks them again: what it is sent is the Provider's merge, not on_event's word.
+        with pytest.raises(ProvisioningError, match=expected):
+            is_complete({**event, "StartedAt": str(time.time())}, ROOMY)
     assert not hub.calls
 
 
-@pytest.mark.parametrize(
-    ("mode", "accepted"), [(None, True), ("", True), ("read_write", True), ("cache", False)]
-)
 def test_a_portal_mode_is_one_of_qumulos_two_and_read_only_when_unset(
-    world: World, hub: FakeQumulo, spoke: FakeQumulo, mode: str | None, accepted: bool
+    world: World, hub: FakeQumulo, spoke: FakeQumulo
 ) -> None:
     """Qumulo's portal types are PORTAL_READ_ONLY and PORTAL_READ_WRITE (qumulo-api, qumulo/commands/portal.py);
     hubspoke's default is the read-only cache (docs: a spoke caches the hub's dataset)."""
-    event = world.portal_event(hub, spoke, "Update")
-    if mode is None:
-        del event["ResourceProperties"]["Mode"]
-    else:
-        event["ResourceProperties"]["Mode"] = mode
-    if accepted:
-        assert on_event(event, ROOMY)["PhysicalResourceId"] == "cnq-portal-Portal"
-        return
+    for mode in (None, "", "read_only", "read_write"):
+        event = world.portal_event(hub, spoke, "Update")
+        event["ResourceProperties"].pop("Mode")
+        if mode is not None:
+            event["ResourceProperties"]["Mode"] = mode
+        assert on_event(event, ROOMY)["PhysicalResourceId"] == "cnq-portal-Portal", mode
+    event = world.portal_event(hub, spoke, "Update", Mode="cache")
     with pytest.raises(ProvisioningError) as raised:
         on_event(event, ROOMY)
     assert "Mode must be one of ['read_only', 'read_write'], not 'cache'" in str(raised.value)
