@@ -934,6 +934,10 @@ def test_healthy_canary_rows_say_what_they_read(deployed: DeployedWorld, deploye
         none.status == "not checked"
         and none.detail == "no canary here: this spoke has no CNQ, so no Ops stack"
     )
+    # The spoke's cross-Region group admits the hub's CIDR (TWO_SPOKES: 10.10.0.0/16) and nothing else.
+    group = _only(results, "security group")
+    assert group.status == "pass"
+    assert group.detail.startswith(f"{deployed.security_group('us-west-2')} admits exactly 10.10.0.0/16 on ")
 
 
 def test_a_canary_function_without_its_inputs_fails_with_the_ops_deploy(
@@ -1000,6 +1004,12 @@ def test_the_dataset_cached_row_reads_the_lowest_report_as_the_alarm_does(
     row = _only(verify(deployed, deployed_config, only=SPOKE), "dataset cached")
     assert row.status == "warn" and "50.0% of c4-llama3/v1 warm" in row.detail, row.detail
     assert re.search(r"\(\d{4}-\d\d-\d\d \d\d:\d\d UTC; taken as the config's pin", row.detail), row.detail
+    # A config that pins no version (dataset.version unset): the row cannot name one, and says so.
+    unpinned = deployed.config.model_copy(
+        update={"dataset": deployed.config.dataset.model_copy(update={"version": None})}
+    )
+    row = _only(verify(deployed, deployed_config, config=unpinned, only=SPOKE), "dataset cached")
+    assert "50.0% of the dataset (the config pins no version) warm" in row.detail, row.detail
     later = datetime.now(UTC) + timedelta(days=1, minutes=5)
     none = _only(_at(deployed, deployed_config, later), "dataset cached")
     assert none.status == "warn" and "no cached fraction reported in the last 24 hours" in none.detail
