@@ -15,7 +15,7 @@ import hubspoke.cli.verify as verify_command
 from hubspoke.cli.checks import session_clients
 from hubspoke.cli.main import main
 from tests.cli.preflight_world import isolate_from_real_aws
-from tests.cli.test_verify import quoted_command_problems
+from tests.cli.test_verify import quoted_command_problems, verify
 from tests.cli.verify_fixtures import Kube, exec_plugin
 from tests.cli.verify_world import DeployedWorld
 from tests.conftest import ROOT
@@ -204,3 +204,36 @@ def test_verifys_help_is_the_reviewed_reference_in_docs_cli_md() -> None:
     # What a reader of the section needs, as docs/cli.md says it: the exit codes and the repeatable option.
     assert "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input." in section(page)
     assert "--kubeconfig" in section(page) and "repeatable" in section(page)
+
+
+@pytest.mark.parametrize(
+    ("region", "operation", "checks"),
+    [
+        # Who reads what comes from the deployed templates: both rows that need it say which read was refused.
+        ("us-west-2", "cloudformation.GetTemplate", {"outputs", "stale reader"}),
+        ("us-west-2", "cloudwatch.DescribeAlarms", {"alarms"}),
+        ("us-west-2", "ec2.DescribeVpcs", {"vpc"}),
+        ("us-west-2", "ec2.DescribeVpcPeeringConnections", {"peering"}),
+        ("us-east-2", "ec2.DescribeRouteTables", {"routes"}),
+    ],
+)
+def test_a_denied_read_fails_the_rows_that_need_it_with_its_permission(
+    deployed: DeployedWorld, deployed_config: Path, region: str, operation: str, checks: set[str]
+) -> None:
+    """An IAM action is the service prefix and the API operation's name (Service Authorization Reference, e.g.
+    "Actions defined by Amazon EC2": ec2:DescribeRouteTables); AccessDenied answers 403 (moto's own denial)."""
+    service, name = operation.split(".")
+
+    def deny(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        body = {"Error": {"Code": "AccessDenied", "Message": f"not authorized to perform {name}"}}
+        return AWSResponse("https://stub", 403, {}, None), {
+            **body,
+            "ResponseMetadata": {"HTTPStatusCode": 403},
+        }
+
+    deployed.clients(service, region).meta.events.register(f"before-call.{operation}", deny)
+    results = verify(deployed, deployed_config, only={region})
+    denied = {
+        r.check for r in results if r.fix == f"allow {service}:{name} (read-only) for these credentials"
+    }
+    assert denied == checks and all(r.status == "fail" for r in results if r.check in checks)
