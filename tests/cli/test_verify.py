@@ -168,6 +168,7 @@ def test_wrong_account_fails_and_leaves_the_region_unchecked(
     account = [r for r in results if r.region == "eu-west-1"]
     assert [(r.check, r.status) for r in account] == [("account", "fail"), ("checks", "not checked")]
     assert "111111111111" in account[0].detail
+    assert account[1].detail == "the account check did not pass"
     # The hub's Link stack for that spoke reads its peering: in another account, that is said, not guessed.
     hub_routes = [r for r in rows(results, "routes", "us-east-2") if r.status == "not checked"]
     assert hub_routes and "lives in account 111111111111" in hub_routes[0].detail
@@ -371,6 +372,8 @@ def test_reader_deployed_before_its_producers_update_is_stale(
     # The outputs it reads are the ones CDK added for its weak references, as its template names them.
     read = outputs_read(deployed_templates["link-us-west-2"], "hubspoke-dev-network-us-east-2")
     assert read and "network-us-east-2" in link.detail and all(o in link.detail for o in read), link.detail
+    assert link.detail.startswith("hubspoke-dev-link-us-west-2 was deployed ")
+    assert link.detail.endswith(": it may still hold their old values")
     # An unchanged template is not deployed (aws-cdk canSkipDeploy): the refresh token makes it an update.
     assert link.fix == (
         f"npx cdk deploy -c config={deployed_config} -c refresh=$(date +%s) --exclusively hubspoke-dev/link-us-west-2"
@@ -389,6 +392,13 @@ def test_reader_updated_after_its_producer_is_current_again(
     results = verify(deployed, deployed_config)
     (link,) = [r for r in rows(results, "stale reader") if r.detail.startswith("hubspoke-dev-link-us-west-2")]
     assert link.status == "pass"
+    # It names every stack its deployed template reads (Fn::GetStackOutput StackName), and only those.
+    named = link.detail.removeprefix("hubspoke-dev-link-us-west-2 was deployed after every stack it reads (")
+    producers = {
+        n.removeprefix("hubspoke-dev-")
+        for n in re.findall(r'"StackName": "([^"]+)"', json.dumps(deployed.templates["link-us-west-2"]))
+    }
+    assert named.endswith(")") and set(named[:-1].split(", ")) == producers
     # Its sibling, not updated since, is still stale.
     (other,) = [
         r for r in rows(results, "stale reader") if r.detail.startswith("hubspoke-dev-link-eu-west-1")
@@ -481,6 +491,12 @@ def test_output_a_reader_needs_missing_fails_and_names_the_readers(
     # Nobody can check the group's rules without its ID: said, not guessed.
     (group,) = rows(results, "security group", "us-east-2")
     assert group.status == "not checked" and "PeerPathSecurityGroupId" in group.detail
+    assert group.fix == "see the stack rows of that stack"
+    # The Region's other stacks still have every output: each says how many it has.
+    passed = [r.detail for r in rows(results, "outputs", "us-east-2") if r.status == "pass"]
+    assert passed and all(
+        re.fullmatch(r"hubspoke-dev-\S+-us-east-2: all \d+ outputs present", d) for d in passed
+    )
     # An output no stack reads (operators and verify do) is a warning.
     (unread,) = rows(results, "outputs", "us-west-2")[-1:]
     assert unread.status == "warn" and "EksClusterName" in unread.detail
