@@ -13,7 +13,7 @@ from botocore.stub import Stubber
 
 from hubspoke.cli.main import main
 from hubspoke.cli.preflight import run_preflight, session_clients
-from hubspoke.cli.preflight.checks import CLI_BOOTSTRAP_VERSION, check_bootstrap
+from hubspoke.cli.preflight.checks import CLI_BOOTSTRAP_VERSION, check_bootstrap, check_peering_quota
 from hubspoke.config import HubSpokeConfig, load
 from hubspoke.names import eks_cluster_name
 from tests.cli.preflight_world import (
@@ -186,6 +186,48 @@ def test_hub_vpc_full_of_foreign_peerings_fails_the_quota(world: World, tmp_path
     assert "51" in row.detail and "50" in row.detail
     # Written here, not imported from production: a typo in the code preflight asks for must fail.
     assert "'Active VPC peering connections per VPC' (L-7E9ECCDB)" in row.fix
+
+
+@pytest.mark.parametrize(
+    ("foreign", "fix"),
+    [
+        (124, "request 'Active VPC peering connections per VPC' (L-7E9ECCDB) = 125 in us-east-2"),
+        (125, "more than 125 peerings per VPC is not possible: split the spokes across hubs"),
+    ],
+)
+def test_past_the_peering_quotas_maximum_no_increase_is_requested(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, foreign: int, fix: str
+) -> None:
+    """AWS General Reference, "Amazon Virtual Private Cloud endpoints and quotas": 'Active VPC peering
+    connections per VPC' "can be increased up to a maximum of 125". At 125 needed the row asks for 125; at 126
+    no request can help. EC2 and Service Quotas answer through botocore's Stubber in the models' shapes."""
+    isolate_from_real_aws(monkeypatch)
+    import botocore.session
+
+    session = botocore.session.get_session()
+    ec2 = session.create_client("ec2", region_name="us-east-2")
+    quotas = session.create_client("service-quotas", region_name="us-east-2")
+    peerings = [
+        {
+            "VpcPeeringConnectionId": f"pcx-{n:017x}",
+            "Status": {"Code": "active"},
+            "RequesterVpcInfo": {"VpcId": "vpc-hub", "CidrBlock": "10.10.0.0/16"},
+            "AccepterVpcInfo": {"VpcId": f"vpc-{n:017x}", "CidrBlock": f"172.{16 + n // 256}.{n % 256}.0/24"},
+        }
+        for n in range(foreign)
+    ]
+    with Stubber(ec2) as ec2_stub, Stubber(quotas) as quota_stub:
+        quota_stub.add_response(
+            "get_service_quota",
+            {"Quota": {"ServiceCode": "vpc", "QuotaCode": "L-7E9ECCDB", "Value": 50.0}},
+            {"ServiceCode": "vpc", "QuotaCode": "L-7E9ECCDB"},
+        )
+        ec2_stub.add_response("describe_vpc_peering_connections", {"VpcPeeringConnections": peerings})
+        row = check_peering_quota(
+            ec2, quotas, config=load(preflight_config(tmp_path)).config, hub_vpc_id="vpc-hub"
+        )
+    assert row.status == "fail" and f"{foreign + 1} active peering(s) needed" in row.detail
+    assert row.fix == fix
 
 
 def test_unknown_az_id_fails(world: World, tmp_path: Path) -> None:
@@ -423,6 +465,15 @@ def test_cli_unreachable_endpoint_fails_rows_without_traceback(
     captured = capsys.readouterr()
     assert code == 1
     assert "cannot reach AWS" in captured.out and "Traceback" not in captured.err
+
+
+def test_cli_help_states_the_exit_codes_the_command_returns(capsys: pytest.CaptureFixture[str]) -> None:
+    """The help names the exit codes the tests here observe: 0 with no failing row, 1 with one, 2 for bad input."""
+    with pytest.raises(SystemExit) as done:
+        main(["preflight", "--help"])
+    assert done.value.code == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input." in said
 
 
 def test_cli_bad_input_exits_2(

@@ -46,6 +46,8 @@ def test_sagemaker_cluster_quota(
     results = run_checks(preflight_config(tmp_path, spokes=spokes), clients, only={"us-west-2"})
     (row,) = [r for r in rows_of(results, "sagemaker quota", "us-west-2") if P5 in r.detail]
     assert row.status == status
+    # The per-type quota, then the per-cluster, account-wide and EBS ones: a missing quota stops no other row.
+    assert len(rows_of(results, "sagemaker quota", "us-west-2")) == 4
     if status == "fail":
         assert "--quota-code L-TESTP5 --desired-value 2 --region us-west-2" in row.fix
     # Service Quotas was asked for SageMaker's quotas, page after page (the fake serves 2 per page).
@@ -287,6 +289,8 @@ def test_canary_reservation_needs_the_unreserved_pool_lambda_keeps(
     assert row.status == status
     if status == "fail":
         assert "ops.reserve_canary_concurrency: false" in row.fix and "L-B99A9384" in row.fix
+        # Raising the account limit raises the unreserved pool as much: 101 leaves 101 - 1 = 100 after the canary.
+        assert "--desired-value 101 --region us-west-2" in row.fix
     assert ("GetAccountSettings", {}) in clients.asked
 
 
@@ -380,7 +384,8 @@ def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_descri
     - a flexible instance group has no InstanceType ("InstanceType and InstanceRequirements are mutually
       exclusive", ClusterInstanceGroupSpecification) but InstanceTypeDetails, a CurrentCount per InstanceType;
     - RestrictedInstanceGroups (ClusterRestrictedInstanceGroupDetails) hold instances like any group;
-    - a cluster whose ClusterStatus is Failed holds what runs (CurrentCount), not the TargetCount it asked for.
+    - a cluster whose ClusterStatus is Failed, or a group whose Status is Failed, holds what runs (CurrentCount),
+      not the TargetCount it asked for.
 
     Here the others hold 2 + 1 = 3 p5 instances and 1 flexible instance not yet placed; ours wants 2."""
     world.bootstrap("us-west-2")
@@ -402,7 +407,16 @@ def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_descri
                 }
             ],
             "RestrictedInstanceGroups": [
-                {"InstanceGroupName": "nova", "InstanceType": P5, "CurrentCount": 1, "TargetCount": 1}
+                {"InstanceGroupName": "nova", "InstanceType": P5, "CurrentCount": 1, "TargetCount": 1},
+                # A group whose InstanceGroupStatus is Failed ("has failed to provision", the same model) in a
+                # cluster that is not: it holds what runs, none, not the 2 it asked for.
+                {
+                    "InstanceGroupName": "broken",
+                    "InstanceType": P5,
+                    "CurrentCount": 0,
+                    "TargetCount": 2,
+                    "Status": "Failed",
+                },
             ],
         },
         "failed": {
