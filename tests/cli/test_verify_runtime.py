@@ -54,6 +54,7 @@ def test_canary_silent_for_five_minutes_fails(deployed: DeployedWorld, deployed_
     (section,) = re.findall(r"'([^']+)'", canary.fix)
     headings = (ROOT / "docs/runbooks/hub-outage.md").read_text().splitlines()
     assert f"## {section}" in headings, section
+    assert canary.fix.endswith("its log names what failed)"), canary.fix
     for check in ("hub reachable", "portal", "portal hub addresses"):
         row = _only(results, check)
         assert row.status == "not checked" and row.detail == "the canary has not reported for 5 minutes", row
@@ -70,6 +71,8 @@ def test_canary_that_never_reported_fails(deployed: DeployedWorld, deployed_conf
         kubeconfig=(),
     )
     assert "no canary report in the last 60 minutes" in _only(results, "canary").detail
+    for check in ("hub reachable", "portal", "portal hub addresses"):
+        assert _only(results, check).detail == "the canary has not reported", check
 
 
 def test_hub_unreachable_for_three_minutes_fails_with_the_runbook(
@@ -105,7 +108,8 @@ def test_canary_without_a_portal_reading_fails(deployed: DeployedWorld, deployed
     """A canary run without the spoke's REST address publishes no PortalStatus (canary_feed, portal=None)."""
     deployed.canary("us-west-2", minutes_ago=[1], portal=None)
     row = _only(verify(deployed, deployed_config, only=SPOKE), "portal")
-    assert row.status == "fail" and "no PortalStatus" in row.detail
+    assert row.status == "fail" and row.detail.startswith("the canary reports the hub but no PortalStatus: ")
+    assert row.detail.endswith("it has no spoke REST address or admin secret"), row.detail
 
 
 def test_portal_on_hub_addresses_the_hub_no_longer_outputs_fails_with_the_storage_refresh(
@@ -126,7 +130,11 @@ def test_portal_on_hub_addresses_the_hub_no_longer_outputs_fails_with_the_storag
     latest = later + timedelta(minutes=3)
     deployed.canary("us-west-2", minutes_ago=[1], portal="unreadable", now=latest)
     row = _only(_at(deployed, deployed_config, latest), "portal hub addresses")
-    assert row.status == "not checked" and "no PortalHubHostsCurrent" in row.detail
+    assert row.status == "not checked"
+    assert row.detail.startswith(
+        "the canary's last report has no PortalHubHostsCurrent (the portal was unreadable"
+    )
+    assert row.detail.endswith("or it predates the metric)"), row.detail
 
 
 def test_portal_hub_addresses_are_not_judged_against_stale_canary_inputs(
@@ -139,7 +147,7 @@ def test_portal_hub_addresses_are_not_judged_against_stale_canary_inputs(
     results = verify(deployed, deployed_config, only=SPOKE)
     assert _only(results, "canary inputs").status == "fail"
     row = _only(results, "portal hub addresses")
-    assert row.status == "not checked" and "inputs are not its producers' outputs" in row.detail
+    assert row.status == "not checked" and row.detail == "the canary's inputs are not its producers' outputs"
 
 
 @pytest.mark.parametrize(
@@ -147,7 +155,7 @@ def test_portal_hub_addresses_are_not_judged_against_stale_canary_inputs(
     [
         ("DEGRADED", "is DEGRADED, not ACTIVE"),
         ("INACTIVE", "is INACTIVE"),
-        ("unreadable", "cannot read the portal"),
+        ("unreadable", "the canary cannot read the portal (spoke REST API or admin secret"),
     ],
 )
 def test_portal_not_active_fails(
@@ -555,7 +563,10 @@ def test_metric_data_that_is_not_complete_is_not_read_as_silence(
             row.detail
         )
         assert "has not reported" not in row.detail
-        assert "Forbidden" in row.fix and "cloudwatch:GetMetricData" in row.fix
+        assert row.fix.startswith(
+            "retry; Forbidden means these credentials may not read HubSpoke/Canary metrics"
+        )
+        assert row.fix.endswith("(cloudwatch:GetMetricData)"), row.fix
         for check in ("hub reachable", "portal", "portal hub addresses"):
             assert _only(results, check).detail == "the canary's metrics could not be read", check
 
@@ -583,6 +594,9 @@ def test_dataset_cached_row_warns_until_prewarm_reports_the_whole_dataset(
     assert whole.status == "pass"  # the fixture's 1.0
     # The row names the version it judged and the metric's limit (no version dimension; review of issue 24).
     assert "c4-llama3/v1 whole" in whole.detail and "no version dimension" in whole.detail  # TWO_SPOKES' pin
+    assert "; taken as the config's pin: the metric" in whole.detail and whole.detail.endswith(
+        "under it too)"
+    )
     deployed.prewarm("us-west-2", 0.42, minutes_ago=1)  # a newer report: a new version being warmed
     part = _only(verify(deployed, deployed_config, only=SPOKE), "dataset cached")
     assert part.status == "warn" and "42.0% of c4-llama3/v1 warm" in part.detail
@@ -783,10 +797,18 @@ def test_the_access_host_must_be_running_with_its_agent_online(
     assert row.status == "fail" and row.detail.startswith(
         f"{instance} is running but its SSM Agent is ConnectionLost"
     )
-    assert "Session Manager cannot open the tunnel" in row.detail and "NAT gateway" in row.fix
+    assert "Session Manager cannot open the tunnel" in row.detail
+    # The fix says where the agent's traffic goes and names a runbook section that exists.
+    assert row.fix.startswith(
+        "the agent reaches Systems Manager through the NAT gateway: check the network rows"
+    )
+    assert row.fix.endswith('(docs/runbooks/compute.md, "Reach the cluster")'), row.fix
+    assert "## Reach the cluster (before any kubectl)" in (ROOT / "docs/runbooks/compute.md").read_text()
     del agents[instance]
     row = _only(verify(deployed, deployed_config, only=SPOKE), "access host")
-    assert row.status == "fail" and "has not registered with Systems Manager" in row.detail, row.detail
+    assert row.status == "fail" and row.detail.startswith(
+        f"{instance} is running but its SSM Agent has not registered with Systems Manager: "
+    ), row.detail
     ec2 = deployed.clients("ec2", "us-west-2")
     ec2.stop_instances(InstanceIds=[instance])
     row = _only(verify(deployed, deployed_config, only=SPOKE), "access host")
@@ -928,7 +950,8 @@ def test_healthy_canary_rows_say_what_they_read(deployed: DeployedWorld, deploye
     hosts = _only(results, "portal hub addresses")
     assert hosts.status == "pass" and "us-east-2's current floating IPs" in hosts.detail
     inputs = _only(results, "canary inputs")
-    assert inputs.status == "pass" and "producers' current outputs" in inputs.detail
+    assert inputs.status == "pass"
+    assert inputs.detail == "the canary's addresses and secret are its producers' current outputs"
     none = _only(results, "canary", "eu-west-1")
     assert (
         none.status == "not checked"
@@ -960,9 +983,9 @@ def test_a_canary_function_without_its_inputs_fails_with_the_ops_deploy(
     lam.update_function_configuration(FunctionName=function, Environment={"Variables": variables})
     row = _only(verify(deployed, deployed_config, only=SPOKE), "canary inputs")
     assert row.status == "fail"
-    assert (
+    assert row.detail == (
+        "the canary runs with values its producers no longer output: "
         f"SPOKE_REST_ADDRESS is not set, but hubspoke-dev-storage-us-west-2 RestAddress is {rest!r}"
-        in row.detail
     )
     assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/ops-us-west-2" in row.fix
     del variables["HUB_ADDRESSES"]
@@ -1013,6 +1036,7 @@ def test_the_dataset_cached_row_reads_the_lowest_report_as_the_alarm_does(
     later = datetime.now(UTC) + timedelta(days=1, minutes=5)
     none = _only(_at(deployed, deployed_config, later), "dataset cached")
     assert none.status == "warn" and "no cached fraction reported in the last 24 hours" in none.detail
+    assert none.detail.endswith("a job's first pass reads cold and the cache-hit alarm cannot page")
     assert none.fix.startswith("run the prewarm Job: hubspoke render prewarm --config ")
     assert none.fix.endswith("| kubectl apply -f - (docs/runbooks/cache-warm-up.md)")
 
@@ -1059,7 +1083,9 @@ def test_prefix_list_ipv6_and_all_traffic_sources_are_not_ours_and_the_revoke_na
         "Ipv6Ranges": [{"CidrIpv6": "2600:1f14::/56"}],
     }
     everything = {"IpProtocol": "-1", "IpRanges": [{"CidrIp": "198.51.100.0/24"}]}
-    ec2.authorize_security_group_ingress(GroupId=group, IpPermissions=[prefix, ipv6, everything])
+    # A spoke's own CIDR on a port the path does not use: a configured peer, still not ours on that port.
+    ssh = {"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "IpRanges": [{"CidrIp": "10.20.0.0/16"}]}
+    ec2.authorize_security_group_ingress(GroupId=group, IpPermissions=[prefix, ipv6, everything, ssh])
     failed = {
         r.detail.split(" (", 1)[0]: r
         for r in verify(deployed, deployed_config, only={"us-east-2"})
@@ -1069,7 +1095,12 @@ def test_prefix_list_ipv6_and_all_traffic_sources_are_not_ours_and_the_revoke_na
         f"{group} admits prefix list {prefix_list}",
         f"{group} admits 2600:1f14::/56",
         f"{group} admits 198.51.100.0/24",
+        f"{group} admits 10.20.0.0/16",
     }
+    assert (
+        f"{group} admits 10.20.0.0/16 (a configured peer CIDR) on TCP 22: "
+        in failed[f"{group} admits 10.20.0.0/16"].detail
+    )
     assert failed[f"{group} admits prefix list {prefix_list}"].detail.endswith(
         "on TCP 443: the cross-Region group admits only peer CIDRs on the cross-Region ports"
     )
