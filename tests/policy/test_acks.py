@@ -325,3 +325,20 @@ def test_an_aspect_keeps_the_skips_a_resource_already_carries() -> None:
     assert group.get_metadata("checkov") == {
         "skip": [{"id": "CKV_AWS_66", "comment": "earlier"}, {"id": "CKV_AWS_158", "comment": LONG_REASON}]
     }
+
+
+def test_an_acknowledgment_is_recorded_as_made_with_the_file_that_made_it() -> None:
+    """docs/policy.md's accepted-findings table (tools/accepted_findings.py) is built from these records: each
+    row carries the rule, the reason a reviewer reads, the acknowledged construct's path and the file whose call
+    made it (where the reason is written), with the findings or resource types it is limited to."""
+    from hubspoke.policy.acks import Accepted, recorded
+
+    stack = Stack(App(), "S")
+    with recorded() as found:
+        acknowledge(stack, "AwsSolutions-IAM5", reason=LONG_REASON, findings=["Resource::*"])
+        acknowledge(stack, "CKV_AWS_116", reason=LONG_REASON, resource_types=["AWS::Lambda::Function"])
+    here = "tests/policy/test_acks.py"
+    assert found == [
+        Accepted("AwsSolutions-IAM5", LONG_REASON, "S", here, findings=("Resource::*",)),
+        Accepted("CKV_AWS_116", LONG_REASON, "S", here, resource_types=("AWS::Lambda::Function",)),
+    ]

@@ -280,6 +280,19 @@ def test_a_peering_route_into_the_hub_passes(multi_spoke: Shape, destination: st
     assert "HubSpoke-NoTransitiveRoute" not in rules_hit(broken, multi_spoke.config)
 
 
+def test_a_link_route_read_in_its_own_region_by_default_is_the_hubs(
+    dev_config: HubSpokeConfig, dev_templates: Templates
+) -> None:
+    """Fn::GetStackOutput's Region defaults to the Region of the stack being created or updated (CloudFormation
+    Template Reference, Fn::GetStackOutput): the Link stack lives in the hub's Region, so a route table read
+    from the hub's network stack without a Region is the hub's, and the Link's routes are whole."""
+    broken = copy.deepcopy(dev_templates)
+    for res in broken["link-us-west-2"]["Resources"].values():
+        if res["Type"] == "AWS::EC2::Route":
+            res["Properties"]["RouteTableId"]["Fn::GetStackOutput"].pop("Region", None)
+    assert _peering_violations(broken, dev_config) == []
+
+
 @pytest.mark.parametrize(
     ("field", "region"),
     [
