@@ -1214,3 +1214,55 @@ def test_verify_asks_aws_in_the_shapes_its_apis_document(
     assert {"canary", "dataset cached", "alarm actions", "access host", "hyperpod"} <= {
         r.check for r in results
     }
+
+
+def test_alarm_delivery_fixes_and_a_failure_known_by_its_summary_only(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """An unconfirmed subscription receives nothing and SNS deletes it 48 hours after it was made (SNS Developer
+    Guide, "Deleting an Amazon SNS subscription and topic"): the row says so and the fix is SNS's confirmation
+    email. An Action history item read only by its summary, "Failed to execute action <ARN>. Received error: ..."
+    / "Successfully executed action <ARN>" (the console's wording; tests/cli/test_verify_alarm_delivery.py cites
+    where), is judged as one with HistoryData: failed until a later success to the same topic."""
+    from tests.cli.test_verify_alarm_delivery import PAGE, _pending, _topic_with
+
+    topic = _topic_with(deployed, "ops@example.com")
+    _pending(topic, "ops@example.com")
+    ops = deployed.config.ops.model_copy(update={"alarm_emails": ["ops@example.com"]})
+    config = deployed.config.model_copy(update={"ops": ops})
+    (row,) = rows(verify(deployed, deployed_config, config=config, only=SPOKE), "alarm subscriptions")
+    assert row.status == "warn" and row.detail.startswith(
+        "1 subscription(s) of hubspoke-dev-alarms not confirmed"
+    )
+    assert row.detail.endswith("SNS deletes them 48 hours after they were made"), row.detail
+    assert row.fix.startswith("confirm from SNS's 'Subscription Confirmation' email")
+    assert row.fix.endswith("rerun verify for the command that subscribes the address again"), row.fix
+    history = deployed.clients.history["us-west-2"]
+    on_call = "arn:aws:sns:us-west-2:123456789012:on-call"
+    now = datetime.now(UTC)
+
+    def summary_only(summary: str, minutes_ago: int) -> None:
+        history.items.append(
+            {
+                "AlarmName": PAGE,
+                "AlarmType": "MetricAlarm",
+                "Timestamp": now - timedelta(minutes=minutes_ago),
+                "HistoryItemType": "Action",
+                "HistorySummary": summary,
+            }
+        )
+
+    summary_only(f'Failed to execute action {on_call}. Received error: "not authorized"', 30)
+    (row,) = rows(verify(deployed, deployed_config, only=SPOKE), "alarm actions")
+    assert row.status == "fail" and row.detail.startswith("1 alarm action(s) failed on their latest attempt")
+    assert f"{PAGE} at " in row.detail and "not authorized" in row.detail
+    assert row.fix.startswith(
+        "a topic's policy or its key's policy does not let cloudwatch.amazonaws.com publish"
+    )
+    assert row.fix.endswith("docs/operations.md, 'Who is told'")
+    summary_only(f"Successfully executed action {on_call}", 10)
+    (row,) = rows(verify(deployed, deployed_config, only=SPOKE), "alarm actions")
+    assert (
+        row.status == "pass"
+        and row.detail == "no alarm action whose latest attempt failed in the last 14 days"
+    )
