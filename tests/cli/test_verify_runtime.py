@@ -957,6 +957,13 @@ def test_healthy_canary_rows_say_what_they_read(deployed: DeployedWorld, deploye
         none.status == "not checked"
         and none.detail == "no canary here: this spoke has no CNQ, so no Ops stack"
     )
+    # A hub without a CNQ has nothing for a canary to probe: no spoke has an Ops stack (topology.plan_stacks).
+    hub = deployed.config.hub.model_copy(
+        update={"storage": deployed.config.hub.storage.model_copy(update={"enabled": False})}
+    )
+    no_hub_cnq = deployed.config.model_copy(update={"hub": hub})
+    (alone,) = rows(verify(deployed, deployed_config, config=no_hub_cnq, only=SPOKE), "canary", "us-west-2")
+    assert alone.detail == "no canary here: the hub has no CNQ, so no Ops stack"
     # The spoke's cross-Region group admits the hub's CIDR (TWO_SPOKES: 10.10.0.0/16) and nothing else.
     group = _only(results, "security group")
     assert group.status == "pass"
