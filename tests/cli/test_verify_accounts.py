@@ -59,6 +59,18 @@ def test_hub_credentials_find_the_cross_account_peering_from_the_hub_side(
     xacct: DeployedWorld, xacct_config: Path
 ) -> None:
     pcx = xacct.outputs["hubspoke-dev-network-eu-west-1"]["PeeringConnectionId"]
+    # Decoys the hub account also sees, each active and from the spoke's account and CIDR (DescribeVpcPeering-
+    # Connections' filters narrow, the fields decide): one requested from another Region, one accepted by
+    # another VPC of the hub account. Neither is the spoke's peering.
+    spoke, hub_ec2 = xacct.clients_for(SPOKE_ACCOUNT), xacct.clients("ec2", "us-east-2")
+    hub_vpc = xacct.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    other_hub_vpc = hub_ec2.create_vpc(CidrBlock="10.97.0.0/16")["Vpc"]["VpcId"]
+    for requester_region, accepter in (("us-west-2", hub_vpc), ("eu-west-1", other_hub_vpc)):
+        vpc = spoke("ec2", requester_region).create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
+        decoy = spoke("ec2", requester_region).create_vpc_peering_connection(
+            VpcId=vpc, PeerVpcId=accepter, PeerRegion="us-east-2", PeerOwnerId=HUB_ACCOUNT
+        )["VpcPeeringConnection"]["VpcPeeringConnectionId"]
+        hub_ec2.accept_vpc_peering_connection(VpcPeeringConnectionId=decoy)
     results = _run(xacct, xacct_config, HUB_ACCOUNT)
     # The correct hub routes to the spoke are neither flagged nor given a delete-route that would cut it off.
     assert [r for r in results if r.status == "warn"] == []
@@ -124,4 +136,17 @@ def test_spoke_credentials_compare_the_accepters_account_and_region(
     assert elsewhere.detail == (
         f"{wrong} accepter is VPC {stray} in us-east-2 (account {SPOKE_ACCOUNT}); "
         f"expected the hub VPC in us-east-2 (account {HUB_ACCOUNT})"
+    )
+    # A peering request the hub account has not accepted yet: only the hub account's credentials can accept it
+    # (VPC Peering Guide: the owner of the accepter VPC accepts), so the fix says whose credentials to use.
+    hub_vpc = xacct.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    pending = spoke("ec2", "eu-west-1").create_vpc_peering_connection(
+        VpcId=eu_vpc, PeerVpcId=hub_vpc, PeerRegion="us-east-2", PeerOwnerId=HUB_ACCOUNT
+    )["VpcPeeringConnection"]["VpcPeeringConnectionId"]
+    xacct.redeploy_with("network-eu-west-1", PeeringConnectionId=pending)
+    (waiting,) = rows(_run(xacct, xacct_config, SPOKE_ACCOUNT, only={"eu-west-1"}), "peering", "eu-west-1")
+    assert waiting.status == "fail" and waiting.detail.startswith(f"{pending} is pending-acceptance")
+    assert waiting.fix == (
+        f"accept it in the hub Region with credentials for the hub account {HUB_ACCOUNT}: "
+        f"aws ec2 accept-vpc-peering-connection --vpc-peering-connection-id {pending} --region us-east-2"
     )
