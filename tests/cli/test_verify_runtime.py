@@ -1273,3 +1273,50 @@ def test_alarm_delivery_fixes_and_a_failure_known_by_its_summary_only(
         row.status == "pass"
         and row.detail == "no alarm action whose latest attempt failed in the last 14 days"
     )
+
+
+def test_placement_rows_name_the_zones_and_the_key_that_cannot_change(
+    deployed: DeployedWorld, deployed_config: Path, tmp_path: Path
+) -> None:
+    """Each cluster's subnets' AZ IDs (SageMaker DescribeCluster VpcConfig.Subnets, EKS resourcesVpcConfig.subnetIds,
+    EC2 DescribeSubnets AvailabilityZoneId) against the config key that placed them, named by its path (`hub`,
+    `spokes[N]`); a moved key fails with the zones deployed and the runbook section on keys fixed at the first
+    deploy (docs/runbooks/deploy-environment.md)."""
+    import copy
+
+    from hubspoke.config import load
+    from tests.cli.verify_fixtures import TWO_SPOKES
+    from tests.conftest import write_config
+
+    network = deployed.templates["network-us-west-2"]["Resources"]
+    zones = {
+        k: r["Properties"]["AvailabilityZoneId"]
+        for k, r in network.items()
+        if r["Type"] == "AWS::EC2::Subnet"
+    }
+    (accelerator,) = {z for k, z in zones.items() if "accelerator" in k.lower()}
+    private = sorted({z for k, z in zones.items() if "private" in k.lower()})
+    results = verify(deployed, deployed_config, only={"us-east-2", "us-west-2"})
+    assert _only(results, "hyperpod placement").detail == (
+        f"HyperPod cluster hubspoke-dev-us-west-2 in {accelerator}, as spokes[0].accelerator_az_id says"
+    )
+    assert _only(results, "eks placement").detail == (
+        f"EKS cluster hubspoke-dev-us-west-2 in {', '.join(private)}, as spokes[0].az_ids says"
+    )
+    hub = _only(results, "hyperpod placement", "us-east-2")
+    assert hub.status == "pass" and hub.detail.endswith(", as hub.accelerator_az_id says"), hub.detail
+    moved = copy.deepcopy(TWO_SPOKES)
+    spare = sorted({"usw2-az1", "usw2-az2", "usw2-az3", "usw2-az4"} - {accelerator, *private})[0]
+    moved["spokes"][0] |= {"accelerator_az_id": spare}
+    config = load(write_config(tmp_path, moved, "dev.yaml")).config
+    row = _only(verify(deployed, deployed_config, config=config, only=SPOKE), "hyperpod placement")
+    assert row.status == "fail" and re.fullmatch(
+        rf"HyperPod cluster hubspoke-dev-us-west-2 was created in {accelerator} \(subnet-\w+ {accelerator}\); "
+        rf"spokes\[0\]\.accelerator_az_id says {spare}",
+        row.detail,
+    ), row.detail
+    assert row.fix.startswith(
+        f"spokes[0].accelerator_az_id cannot change after the first deploy: set it back to {accelerator} "
+    )
+    assert row.fix.endswith("(docs/runbooks/deploy-environment.md, keys fixed at the first deploy)"), row.fix
+    assert "### Keys fixed at the first deploy" in (ROOT / "docs/runbooks/deploy-environment.md").read_text()
