@@ -57,6 +57,8 @@ def test_a_failure_exits_1_and_a_stale_reader_alone_exits_0(
     assert main(["verify", "--config", str(deployed_config), "--region", "us-east-2"]) == 1
     out = capsys.readouterr().out
     assert "aws ec2 create-route --destination-cidr-block 10.30.0.0/16" in out
+    # The table says which command judged which config (the title above its rows).
+    assert f"Verify of {deployed_config} (environment dev)" in out
     assert "us-west-2" not in {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
