@@ -1320,3 +1320,18 @@ def test_placement_rows_name_the_zones_and_the_key_that_cannot_change(
     )
     assert row.fix.endswith("(docs/runbooks/deploy-environment.md, keys fixed at the first deploy)"), row.fix
     assert "### Keys fixed at the first deploy" in (ROOT / "docs/runbooks/deploy-environment.md").read_text()
+
+
+def test_the_canary_row_counts_whole_minutes_since_the_last_report(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """CloudWatch dates a one-minute datapoint at the start of its minute (GetMetricData with Period 60); the row
+    says when that was and how many whole minutes ago: 2 at exactly two minutes, and 7 once silent for seven."""
+    moment = datetime.now(UTC).replace(second=30, microsecond=0)
+    deployed.canary("us-west-2", minutes_ago=[1], now=moment)
+    last = (moment - timedelta(minutes=1)).replace(second=0)
+    row = _only(_at(deployed, deployed_config, last + timedelta(minutes=2)), "canary")
+    assert row.status == "pass" and row.detail == f"last report at {last:%H:%M} UTC (2 min ago)", row.detail
+    row = _only(_at(deployed, deployed_config, last + timedelta(minutes=7)), "canary")
+    assert row.status == "fail"
+    assert row.detail == f"the canary has not reported for 7 minutes (last at {last:%H:%M} UTC)", row.detail
