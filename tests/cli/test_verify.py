@@ -590,3 +590,33 @@ def test_a_failed_stack_without_failed_resource_events_says_so_and_leaves_the_lo
         "`aws cloudformation delete-stack --stack-name hubspoke-dev-storage-us-west-2 --retain-resources "
         "<logical-id> --region us-west-2`" in row.fix
     )
+
+
+@pytest.mark.parametrize(
+    ("status", "fix"),
+    [
+        # An update with rollback disabled stopped where it failed (UpdateStackInput.DisableRollback: "Preserve the
+        # state of previously provisioned resources"): the next deploy retries it.
+        ("UPDATE_FAILED", "the update stopped without rolling back; fix the cause, then npx cdk deploy"),
+        # A state the fixes do not single out (StackStatus IMPORT_ROLLBACK_FAILED, botocore cloudformation model):
+        # the events say what to fix.
+        ("IMPORT_ROLLBACK_FAILED", "fix the cause (see the stack's events), then npx cdk deploy"),
+    ],
+)
+def test_other_failed_states_name_the_failed_resource_and_what_to_do(
+    deployed: DeployedWorld, deployed_config: Path, status: str, fix: str
+) -> None:
+    """A failed resource event without a ResourceStatusReason (optional in DescribeStackEvents' StackEvent) is
+    named with its type and status all the same."""
+    deployed.operation_failed(
+        "compute-us-west-2",
+        status=status,
+        failures=[("HyperPodCluster", "AWS::SageMaker::Cluster", None)],  # type: ignore[list-item]
+    )
+    (row,) = [r for r in region_rows(deployed, deployed_config, "stack", "us-west-2") if r.status == "fail"]
+    verb = "UPDATE" if status.startswith("UPDATE") else "CREATE"
+    assert row.detail == (
+        f"hubspoke-dev-compute-us-west-2 {status}: HyperPodCluster (AWS::SageMaker::Cluster) {verb}_FAILED: "
+        "no reason recorded"
+    )
+    assert row.fix.startswith(fix) and row.fix.endswith("--exclusively hubspoke-dev/compute-us-west-2")
