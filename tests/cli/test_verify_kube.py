@@ -414,7 +414,7 @@ def test_no_kubectl_or_a_kubeconfig_kubectl_cannot_read_is_a_reason(
         _connect(broken)
     assert re.search(r"\bfix or remove that file\b", unreadable.value.fix)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(KubeUnavailable, match="kubectl is not on PATH") as missing:
+    with pytest.raises(KubeUnavailable, match=r"^kubectl is not on PATH$") as missing:
         _connect(broken)
     # The Kubernetes docs' page for installing kubectl is "Install Tools".
     assert re.search(r"\binstall kubectl\b.*'Install Tools'", missing.value.fix)
