@@ -1335,3 +1335,24 @@ def test_the_canary_row_counts_whole_minutes_since_the_last_report(
     row = _only(_at(deployed, deployed_config, last + timedelta(minutes=7)), "canary")
     assert row.status == "fail"
     assert row.detail == f"the canary has not reported for 7 minutes (last at {last:%H:%M} UTC)", row.detail
+
+
+def test_a_group_whose_rules_ec2_answers_by_protocol_number_still_admits_its_peers(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """EC2 IpPermission.IpProtocol is "the IP protocol name (tcp, udp, icmp, icmpv6) or number" (botocore ec2
+    service-2.json): a peer rule answered as 6 (TCP) or 1 (ICMP), IANA's numbers, is the same rule."""
+    numbers = {"tcp": "6", "icmp": "1"}
+
+    def by_number(parsed: dict[str, Any], **_: Any) -> None:
+        for group in parsed.get("SecurityGroups", []):
+            for permission in group.get("IpPermissions", []):
+                permission["IpProtocol"] = numbers.get(permission["IpProtocol"], permission["IpProtocol"])
+
+    ec2 = deployed.clients("ec2", "us-west-2")
+    ec2.meta.events.register("after-call.ec2.DescribeSecurityGroups", by_number)
+    try:
+        row = _only(verify(deployed, deployed_config, only=SPOKE), "security group")
+    finally:
+        ec2.meta.events.unregister("after-call.ec2.DescribeSecurityGroups", by_number)
+    assert row.status == "pass", row.detail
