@@ -1356,3 +1356,20 @@ def test_a_group_whose_rules_ec2_answers_by_protocol_number_still_admits_its_pee
     finally:
         ec2.meta.events.unregister("after-call.ec2.DescribeSecurityGroups", by_number)
     assert row.status == "pass", row.detail
+
+
+def test_a_cluster_without_a_cnq_beside_it_has_no_volume_rows(
+    deployed: DeployedWorld, deployed_config: Path, kube: Kube
+) -> None:
+    """The Compute stack applies the dataset and checkpoint volumes only where the Region has a CNQ to mount
+    (storage.enabled): without one, verify judges the nodes and nothing the volumes would hold, reachable or not."""
+    spoke = deployed.config.spokes[0]
+    bare = spoke.model_copy(update={"storage": spoke.storage.model_copy(update={"enabled": False})})
+    config = deployed.config.model_copy(update={"spokes": [bare, *deployed.config.spokes[1:]]})
+    for kubeconfig in (None, kube):
+        results = verify(deployed, deployed_config, kubeconfig, config=config, only=SPOKE)
+        kubernetes = {
+            r.check for r in results if r.check.startswith("kubernetes") or r.check == "volume addresses"
+        }
+        assert kubernetes == {"kubernetes nodes"}, (kubeconfig, kubernetes)
+    assert _only(results, "kubernetes nodes").status == "pass"
