@@ -162,11 +162,12 @@ def test_a_disassociated_cidr_block_of_a_foreign_vpc_is_not_a_clash(world: World
 
 def test_foreign_vpc_overlapping_only_a_peer_cidr_warns(world: World, tmp_path: Path) -> None:
     world.deployed_dev()
-    world.vpc("us-west-2", "10.10.0.0/24")
+    unnamed = world.vpc("us-west-2", "10.10.0.0/24")
     results = run_checks(preflight_config(tmp_path), Unsupported(world.clients))
     rows = rows_of(results, "cidr overlap", "us-west-2")
     assert [r.status for r in rows] == ["warn"]
-    assert "10.10.0.0/16" in rows[0].detail
+    # A VPC without a Name tag is named by its ID alone.
+    assert rows[0].detail == f"existing VPC {unnamed} 10.10.0.0/24 overlaps peer CIDR 10.10.0.0/16"
 
 
 def test_hub_vpc_full_of_foreign_peerings_fails_the_quota(world: World, tmp_path: Path) -> None:
@@ -274,6 +275,19 @@ def test_kubernetes_version_in_extended_support_that_hyperpod_does_not_list_says
     (row,) = rows_of(results, "kubernetes version")
     assert row.status == "warn"
     assert "extended support" in row.detail and "HyperPod" in row.detail
+
+
+def test_a_version_listed_without_a_support_status_is_named_as_listed(world: World, tmp_path: Path) -> None:
+    """versionStatus and the deprecated status are both optional in ClusterVersionInformation (botocore eks
+    2017-11-01): a version EKS lists with neither is offered, and the warning says "listed", not a status."""
+    world.bootstrap("us-east-2")
+    results = run_preflight(
+        _with_version(tmp_path, "1.36"),
+        Unsupported(world.clients, eks_versions=[eks_version("1.36", None), eks_version("1.35")]),
+        only={"us-east-2"},
+    )
+    (row,) = rows_of(results, "kubernetes version")
+    assert row.status == "warn" and row.detail.startswith("EKS offers 1.36 (listed); HyperPod"), row.detail
 
 
 def test_extended_support_with_no_standard_version_offered_says_to_upgrade_later(
@@ -474,6 +488,10 @@ def test_cli_help_states_the_exit_codes_the_command_returns(capsys: pytest.Captu
     assert done.value.code == 0
     said = " ".join(capsys.readouterr().out.split())
     assert "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input." in said
+    # The services it reads, as AWS spells them.
+    assert all(
+        name in said for name in ("SageMaker cluster quota", "EKS Kubernetes version", "IAM principals")
+    )
 
 
 def test_cli_bad_input_exits_2(
