@@ -4,10 +4,10 @@ moto 5.2.5 lacks some of what preflight calls: its Service Quotas backend serves
 (no SageMaker quotas, no ListServiceQuotas, no applied values, no GetAWSDefaultServiceQuota), EKS has no
 DescribeClusterVersions, Lambda no GetAccountSettings, and SSM has none of AWS's public Canonical parameters
 (and, like AWS, refuses to create a parameter under /aws/). `Unsupported` answers exactly those operations on the
-clients it hands out, with botocore hooks (the events botocore's Stubber uses): `before-parameter-build` sees the caller's parameters and
-the hook answers what the service would refuse with its error (a ServiceCode it holds no quotas for, an unknown
-NextToken) and fails the test on what the model forbids (MaxResults over 100), `before-call` answers in
-the shape of the botocore service model, a page at a time, so the caller must paginate. Every other call goes
+clients it hands out, with botocore hooks (the events botocore's Stubber uses): `before-parameter-build` sees the
+caller's parameters and the hook answers what the service would refuse with its error (a ServiceCode it holds no
+quotas for, an unknown NextToken) and fails the test on what the model forbids (MaxResults over 100), `before-call`
+answers in the shape of the botocore service model, a page at a time, so the caller must paginate. Every other call goes
 to moto. Images with a chosen ID, owner and date are put into moto's EC2 backend directly (moto's RegisterImage
 picks its own ID and date); the in-process mock and the server share that backend.
 """
