@@ -620,3 +620,39 @@ def test_other_failed_states_name_the_failed_resource_and_what_to_do(
         "no reason recorded"
     )
     assert row.fix.startswith(fix) and row.fix.endswith("--exclusively hubspoke-dev/compute-us-west-2")
+
+
+def test_a_reader_whose_template_is_not_json_is_not_judged(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """GetTemplate returns the body as it was submitted, and botocore parses only a JSON one (handlers.py,
+    json_decode_template_body): a stack deployed from YAML has reads nobody can see here, which is said."""
+    client = deployed.clients("cloudformation", "us-east-2")
+    client.update_stack(
+        StackName="hubspoke-dev-link-us-west-2",
+        TemplateBody="Resources:\n  Placeholder:\n    Type: AWS::CloudFormation::WaitConditionHandle\n",
+    )
+    (row,) = [
+        r
+        for r in region_rows(deployed, deployed_config, "stale reader", "us-east-2")
+        if "link-us-west-2" in r.detail
+    ]
+    assert (row.status, row.detail) == (
+        "not checked",
+        "the template of hubspoke-dev-link-us-west-2 is not JSON, so its reads are unknown",
+    )
+
+
+def test_a_reader_deployed_at_its_producers_last_change_is_current(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """Stale means deployed before the producer changed; deployed at the same moment, it read the new values."""
+    moment = datetime.now(UTC) + timedelta(minutes=1)
+    deployed.update("network-us-east-2", at=moment)
+    deployed.update("link-us-west-2", at=moment)
+    (link,) = [
+        r
+        for r in rows(verify(deployed, deployed_config), "stale reader")
+        if r.detail.startswith("hubspoke-dev-link-us-west-2")
+    ]
+    assert link.status == "pass"

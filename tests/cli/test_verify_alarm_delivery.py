@@ -16,6 +16,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+from botocore.awsrequest import AWSResponse
 from moto.backends import get_backend
 
 from hubspoke.cli.checks import CheckResult
@@ -213,3 +215,43 @@ def test_each_alarm_row_names_the_alarm_its_state_since_when_and_what_to_do(
         f"{name('checkpoint-too-old')} does not exist",
         f"deploy its stack: npx cdk deploy -c config={deployed_config} --exclusively hubspoke-dev/ops-us-west-2",
     )
+
+
+def _deny_subscriptions(world: DeployedWorld) -> None:
+    """SNS refusing ListSubscriptionsByTopic as it refuses a caller without the permission: 403 with the code of
+    AuthorizationErrorException, "AuthorizationError" ("the user has been denied access", botocore sns model)."""
+
+    def deny(**_: object) -> tuple[AWSResponse, dict[str, object]]:
+        body = {"Error": {"Code": "AuthorizationError", "Message": "not authorized"}}
+        return AWSResponse("https://stub", 403, {}, None), {
+            **body,
+            "ResponseMetadata": {"HTTPStatusCode": 403},
+        }
+
+    world.clients("sns", REGION).meta.events.register("before-call.sns.ListSubscriptionsByTopic", deny)
+
+
+def test_a_refused_sns_read_fails_the_delivery_row_alone(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    _topic_with(deployed, "ops@example.com")
+    _deny_subscriptions(deployed)
+    results = _verify(deployed, deployed_config, alarm_emails=["ops@example.com"])
+    (row,) = [r for r in results if r.status == "fail"]
+    assert (row.region, row.check) == (REGION, "alarm delivery")
+    assert rows(results, "alarm training-stalled", REGION)[0].status == "pass"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hubspoke/cli/checks.py _DENIED lacks SNS's AuthorizationError, so the row says retry (reported)",
+)
+def test_a_denied_sns_read_names_its_permission(deployed: DeployedWorld, deployed_config: Path) -> None:
+    """The IAM action is sns:ListSubscriptionsByTopic (Service Authorization Reference, "Actions defined by
+    Amazon SNS")."""
+    _topic_with(deployed, "ops@example.com")
+    _deny_subscriptions(deployed)
+    (row,) = [
+        r for r in _verify(deployed, deployed_config, alarm_emails=["ops@example.com"]) if r.status == "fail"
+    ]
+    assert row.fix == "allow sns:ListSubscriptionsByTopic (read-only) for these credentials"
