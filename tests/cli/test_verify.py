@@ -483,8 +483,9 @@ def test_output_a_reader_needs_missing_fails_and_names_the_readers(
     (missing,) = [r for r in rows(results, "outputs", "us-east-2") if r.status == "fail"]
     readers = readers_of(deployed_templates, "hubspoke-dev-network-us-east-2", weak)
     assert readers and weak in missing.detail and "PeerPathSecurityGroupId" not in missing.detail
-    for reader in readers:
-        assert reader in missing.detail
+    # Each stack whose template reads it, and only those, listed after it.
+    named = missing.detail.split(f"{weak} (read by ", 1)[1].removesuffix(")")
+    assert set(named.split(", ")) == readers, named
     assert missing.fix.startswith(
         f"npx cdk deploy -c config={deployed_config} --exclusively hubspoke-dev/network-us-east-2"
     )

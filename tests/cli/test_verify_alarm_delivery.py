@@ -255,3 +255,26 @@ def test_a_denied_sns_read_names_its_permission(deployed: DeployedWorld, deploye
         r for r in _verify(deployed, deployed_config, alarm_emails=["ops@example.com"]) if r.status == "fail"
     ]
     assert row.fix == "allow sns:ListSubscriptionsByTopic (read-only) for these credentials"
+
+
+def test_the_alarms_are_read_in_one_describe_alarms_call_per_hundred_names(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """DescribeAlarms takes at most 100 AlarmNames (botocore cloudwatch service-2.json, AlarmNames max 100): the
+    Region's alarms, those its Ops template creates, fit in one call that names each once."""
+    created = {
+        r["Properties"]["AlarmName"]
+        for r in deployed.templates["ops-us-west-2"]["Resources"].values()
+        if r["Type"] in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
+    }
+    asked: list[list[str]] = []
+
+    def record(params: dict[str, object], **_: object) -> None:
+        asked.append(list(params.get("AlarmNames", [])))  # type: ignore[call-overload]
+
+    deployed.clients("cloudwatch", REGION).meta.events.register(
+        "before-parameter-build.cloudwatch.DescribeAlarms", record
+    )
+    _verify(deployed, deployed_config)
+    assert 0 < len(created) <= 100
+    assert len(asked) == 1 and sorted(asked[0]) == sorted(created)
