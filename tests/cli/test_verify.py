@@ -20,7 +20,7 @@ from hubspoke.cli.verify import run_verify
 from hubspoke.config import HubSpokeConfig, load
 from tests.cli.verify_fixtures import TWO_SPOKES, Kube
 from tests.cli.verify_world import DeployedWorld
-from tests.conftest import write_config
+from tests.conftest import ROOT, write_config
 from tests.docs.checker import command_problems
 from tests.docs.shell import parse
 
@@ -251,6 +251,14 @@ def test_rolled_back_create_names_the_first_failed_resource_and_the_delete(
     # A failed first create retains node volumes (DeleteOnTermination false), key, secret and buckets that hold
     # no data yet (issue 22, item 11): the fix says where the runbook lists and deletes them.
     assert "hubspoke:cnq-cluster" in row.fix and "After a failed first create of a Storage stack" in row.fix
+    # Right after the deploy: what to delete first (each kind the runbook lists), then where, as a section that exists.
+    retained = row.fix.split(
+        "--exclusively hubspoke-dev/storage-us-west-2; first delete what the failed create "
+    )[1]
+    for kind in ("node volumes tagged hubspoke:cnq-cluster", "KMS key", "admin secret", "buckets"):
+        assert kind in retained, kind
+    runbook, _, section = retained.rpartition("): ")[2].partition(", ")
+    assert f"\n## {section.strip(chr(39))}\n" in (ROOT / runbook).read_text()
     assert quoted_command_problems(row.fix) == {
         "aws cloudformation delete-stack --stack-name hubspoke-dev-storage-us-west-2 --region us-west-2": []
     }
