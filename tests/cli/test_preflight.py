@@ -190,18 +190,21 @@ def test_hub_vpc_full_of_foreign_peerings_fails_the_quota(world: World, tmp_path
 
 
 @pytest.mark.parametrize(
-    ("foreign", "fix"),
+    ("foreign", "status", "fix"),
     [
-        (124, "request 'Active VPC peering connections per VPC' (L-7E9ECCDB) = 125 in us-east-2"),
-        (125, "more than 125 peerings per VPC is not possible: split the spokes across hubs"),
+        (49, "warn", "consider raising L-7E9ECCDB"),
+        (50, "fail", "request 'Active VPC peering connections per VPC' (L-7E9ECCDB) = 51 in us-east-2"),
+        (124, "fail", "request 'Active VPC peering connections per VPC' (L-7E9ECCDB) = 125 in us-east-2"),
+        (125, "fail", "more than 125 peerings per VPC is not possible: split the spokes across hubs"),
     ],
 )
 def test_past_the_peering_quotas_maximum_no_increase_is_requested(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, foreign: int, fix: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, foreign: int, status: str, fix: str
 ) -> None:
     """AWS General Reference, "Amazon Virtual Private Cloud endpoints and quotas": 'Active VPC peering
-    connections per VPC' "can be increased up to a maximum of 125". At 125 needed the row asks for 125; at 126
-    no request can help. EC2 and Service Quotas answer through botocore's Stubber in the models' shapes."""
+    connections per VPC' is 50 by default and "can be increased up to a maximum of 125". 50 needed fit a quota
+    of 50 (with little headroom), 51 do not; at 125 needed the row asks for 125; at 126 no request can help.
+    EC2 and Service Quotas answer through botocore's Stubber in the models' shapes."""
     isolate_from_real_aws(monkeypatch)
     import botocore.session
 
@@ -227,7 +230,7 @@ def test_past_the_peering_quotas_maximum_no_increase_is_requested(
         row = check_peering_quota(
             ec2, quotas, config=load(preflight_config(tmp_path)).config, hub_vpc_id="vpc-hub"
         )
-    assert row.status == "fail" and f"{foreign + 1} active peering(s) needed" in row.detail
+    assert row.status == status and f"{foreign + 1} active peering(s) needed" in row.detail
     assert row.fix == fix
 
 
@@ -577,19 +580,23 @@ def test_a_region_not_enabled_is_named_and_the_others_are_still_checked(world: W
 @pytest.mark.parametrize(
     ("error", "status", "says"),
     [
-        ("NoSuchResourceException", "pass", "assumed default"),
+        (None, "pass", "quota 50 (default)"),
+        ("NoSuchResourceException", "pass", "quota 50 (assumed default)"),
         ("AccessDeniedException", "fail", "servicequotas:GetAWSDefaultServiceQuota was denied"),
     ],
 )
 def test_only_a_missing_quota_falls_back_to_the_documented_default(
-    world: World, tmp_path: Path, error: str, status: str, says: str
+    world: World, tmp_path: Path, error: str | None, status: str, says: str
 ) -> None:
-    """GetAWSDefaultServiceQuota's errors (botocore service-quotas 2019-06-24): NoSuchResourceException means there
-    is no such quota to read, so the VPC quotas page's default of 50 peerings applies; AccessDeniedException (as
-    IllegalArgumentException, ServiceException, TooManyRequestsException) means it could not be read, and the
-    row must say which permission is missing rather than assume the default."""
+    """Without an applied value the AWS default is read (GetAWSDefaultServiceQuota). Its errors (botocore
+    service-quotas 2019-06-24): NoSuchResourceException means there is no such quota to read, so the VPC quotas
+    page's default of 50 peerings applies; AccessDeniedException (as IllegalArgumentException, ServiceException,
+    TooManyRequestsException) means it could not be read, and the row must say which permission is missing
+    rather than assume the default."""
     world.deployed_dev()
-    errors = {"GetServiceQuota": "NoSuchResourceException", "GetAWSDefaultServiceQuota": error}
+    errors = {"GetServiceQuota": "NoSuchResourceException"}
+    if error:
+        errors["GetAWSDefaultServiceQuota"] = error
     results = run_checks(preflight_config(tmp_path), Unsupported(world.clients, quota_errors=errors))
     (row,) = rows_of(results, "peering quota")
     assert row.status == status and says in row.detail, row

@@ -10,6 +10,7 @@ from account 099720109477.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,10 @@ def test_staged_package_and_current_image_pass(world: World, tmp_path: Path) -> 
         assert package.status == "pass" and PACKAGE in package.detail
         (release,) = _rows(results, "qumulo core release", region)
         assert release.status == "pass" and "7.10.2.1" in release.detail
+        # The floor it is held to, the other storage Region it matches, and the SDK it was checked against.
+        other = "us-west-2" if region == "us-east-2" else "us-east-2"
+        pattern = rf"Qumulo Core 7\.10\.2\.1 \(>= \d+\.\d+\.\d+(\.\d+)?, the same as {other}; the bundled qumulo-api is 7\.10\.2\.1\)"
+        assert re.fullmatch(pattern, release.detail), release.detail
         (image,) = _rows(results, "ubuntu image", region)
         assert image.status == "pass" and "current" in image.detail
     assert "is staged (2 MiB)" in _rows(results, "qumulo core package", "us-west-2")[0].detail
@@ -232,6 +237,9 @@ def test_a_403_without_list_bucket_is_the_documented_ambiguity_and_names_the_per
         (row,) = _rows(results, check, region)
         assert row.status == ("fail" if missing == "package" else "warn")
         assert f"s3://{bucket}/{gone}" in row.detail and "does not exist, or" in row.detail
+        # The reason, with its source, so the reader can check it: the words as S3's API Reference has them.
+        assert "Without s3:ListBucket on the bucket S3 answers 403, not 404" in row.detail
+        assert "(S3 API Reference, HeadObject)" in row.detail
         assert f"s3:ListBucket on arn:aws:s3:::{bucket} " in row.fix
         assert f"s3:GetObject on arn:aws:s3:::{bucket}/{gone}" in row.fix
         assert "retry" not in row.fix

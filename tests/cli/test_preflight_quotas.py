@@ -387,7 +387,7 @@ def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_descri
     - a cluster whose ClusterStatus is Failed, or a group whose Status is Failed, holds what runs (CurrentCount),
       not the TargetCount it asked for.
 
-    Here the others hold 2 + 1 = 3 p5 instances and 1 flexible instance not yet placed; ours wants 2."""
+    Here the others hold 2 + 1 + 1 + 1 = 5 p5 instances and 1 flexible instance not yet placed; ours wants 2."""
     world.bootstrap("us-west-2")
     for name in ("flexible", "failed"):
         _hyperpod(world, "us-west-2", name, 1)
@@ -404,7 +404,11 @@ def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_descri
                     },
                     "InstanceTypeDetails": [{"InstanceType": P5, "CurrentCount": 2, "ThreadsPerCore": 1}],
                     "Status": "Updating",
-                }
+                },
+                # CurrentCount and TargetCount are both optional in ClusterInstanceGroupDetails (no required
+                # members): a group answered without one holds the other.
+                {"InstanceGroupName": "new", "InstanceType": P5, "TargetCount": 1, "Status": "Creating"},
+                {"InstanceGroupName": "old", "InstanceType": P5, "CurrentCount": 1, "Status": "InService"},
             ],
             "RestrictedInstanceGroups": [
                 {"InstanceGroupName": "nova", "InstanceType": P5, "CurrentCount": 1, "TargetCount": 1},
@@ -435,9 +439,9 @@ def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_descri
         )
         return rows_of(run_checks(preflight_config(tmp_path), clients, only={"us-west-2"}), "sagemaker quota")
 
-    assert {r.status for r in rows(p5=5, total=6)} == {"pass"}
-    (short,) = [r for r in rows(p5=4, total=6) if r.status != "pass"]
-    assert P5 in short.detail and "3 in use" in short.detail and "--desired-value 5 " in short.fix
-    (total,) = [r for r in rows(p5=5, total=5) if r.status != "pass"]
-    assert "Total number of instances" in total.detail and "4 in use" in total.detail
-    assert "--desired-value 6 " in total.fix
+    assert {r.status for r in rows(p5=7, total=8)} == {"pass"}
+    (short,) = [r for r in rows(p5=6, total=8) if r.status != "pass"]
+    assert P5 in short.detail and "5 in use" in short.detail and "--desired-value 7 " in short.fix
+    (total,) = [r for r in rows(p5=7, total=7) if r.status != "pass"]
+    assert "Total number of instances" in total.detail and "6 in use" in total.detail
+    assert "--desired-value 8 " in total.fix
