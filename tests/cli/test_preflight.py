@@ -211,14 +211,23 @@ def test_past_the_peering_quotas_maximum_no_increase_is_requested(
     session = botocore.session.get_session()
     ec2 = session.create_client("ec2", region_name="us-east-2")
     quotas = session.create_client("service-quotas", region_name="us-east-2")
+    hub = {"VpcId": "vpc-hub", "CidrBlock": "10.10.0.0/16"}
+
+    def pcx(n: int, code: str, requester: dict[str, str], accepter: dict[str, str]) -> dict[str, Any]:
+        """A VpcPeeringConnection (botocore ec2 2016-11-15); Status.Code is a VpcPeeringConnectionStateReasonCode."""
+        return {"VpcPeeringConnectionId": f"pcx-{n:017x}", "Status": {"Code": code},
+                "RequesterVpcInfo": requester, "AccepterVpcInfo": accepter}  # fmt: skip
+
+    other = [
+        {"VpcId": f"vpc-{n:017x}", "CidrBlock": f"172.{16 + n // 256}.{n % 256}.0/24"} for n in range(foreign)
+    ]
     peerings = [
-        {
-            "VpcPeeringConnectionId": f"pcx-{n:017x}",
-            "Status": {"Code": "active"},
-            "RequesterVpcInfo": {"VpcId": "vpc-hub", "CidrBlock": "10.10.0.0/16"},
-            "AccepterVpcInfo": {"VpcId": f"vpc-{n:017x}", "CidrBlock": f"172.{16 + n // 256}.{n % 256}.0/24"},
-        }
-        for n in range(foreign)
+        # Not active: holds no slot of the quota (only active peerings count, the quota's name).
+        pcx(1000, "deleted", hub, {"VpcId": "vpc-gone", "CidrBlock": "192.168.0.0/24"}),
+        # The spoke's own peering (minimal(): spokes[0].cidr 10.20.0.0/16) is one of the spokes counted, not foreign.
+        pcx(1001, "active", hub, {"VpcId": "vpc-spoke", "CidrBlock": "10.20.0.0/16"}),
+        # Foreign peerings count whichever side asked: the hub requests half of them and accepts the others.
+        *(pcx(n, "active", *((hub, vpc) if n % 2 else (vpc, hub))) for n, vpc in enumerate(other)),
     ]
     with Stubber(ec2) as ec2_stub, Stubber(quotas) as quota_stub:
         quota_stub.add_response(

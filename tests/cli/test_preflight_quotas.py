@@ -46,6 +46,9 @@ def test_sagemaker_cluster_quota(
     results = run_checks(preflight_config(tmp_path, spokes=spokes), clients, only={"us-west-2"})
     (row,) = [r for r in rows_of(results, "sagemaker quota", "us-west-2") if P5 in r.detail]
     assert row.status == status
+    if not applied and not defaults:
+        # Service Quotas lists it under Amazon SageMaker: the fix says where to look, in which Region.
+        assert row.fix == "look it up in the Service Quotas console (Amazon SageMaker) in us-west-2"
     # The per-type quota, then the per-cluster, account-wide and EBS ones: a missing quota stops no other row.
     assert len(rows_of(results, "sagemaker quota", "us-west-2")) == 4
     if status == "fail":
@@ -203,6 +206,8 @@ def test_rules_quota_times_groups_per_interface_fits_a_thousand(
     assert row.status == status, row.detail
     if at_most is not None:
         assert f"(L-2AFB9258) in us-east-2 to at most {at_most} " in row.fix
+        # What lowering it costs: interfaces that carry more groups must drop some first.
+        assert row.fix.endswith("every network interface here must then carry no more groups than that")
 
 
 @pytest.mark.parametrize(
