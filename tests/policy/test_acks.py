@@ -327,18 +327,18 @@ def test_an_aspect_keeps_the_skips_a_resource_already_carries() -> None:
     }
 
 
-def test_an_acknowledgment_is_recorded_as_made_with_the_file_that_made_it() -> None:
+def test_an_acknowledgment_is_recorded_as_made() -> None:
     """docs/policy.md's accepted-findings table (tools/accepted_findings.py) is built from these records: each
-    row carries the rule, the reason a reviewer reads, the acknowledged construct's path and the file whose call
-    made it (where the reason is written), with the findings or resource types it is limited to."""
-    from hubspoke.policy.acks import Accepted, recorded
+    row carries the rule, the reason a reviewer reads, the acknowledged construct's path, and the findings or
+    resource types it is limited to. (The file that made it is checked by tests/tools/test_accepted_findings.py:
+    under mutmut's trampoline the caller's frame is another.)"""
+    from hubspoke.policy.acks import recorded
 
     stack = Stack(App(), "S")
     with recorded() as found:
         acknowledge(stack, "AwsSolutions-IAM5", reason=LONG_REASON, findings=["Resource::*"])
         acknowledge(stack, "CKV_AWS_116", reason=LONG_REASON, resource_types=["AWS::Lambda::Function"])
-    here = "tests/policy/test_acks.py"
-    assert found == [
-        Accepted("AwsSolutions-IAM5", LONG_REASON, "S", here, findings=("Resource::*",)),
-        Accepted("CKV_AWS_116", LONG_REASON, "S", here, resource_types=("AWS::Lambda::Function",)),
+    assert [(a.rule, a.reason, a.path, a.findings, a.resource_types) for a in found] == [
+        ("AwsSolutions-IAM5", LONG_REASON, "S", ("Resource::*",), ()),
+        ("CKV_AWS_116", LONG_REASON, "S", (), ("AWS::Lambda::Function",)),
     ]
