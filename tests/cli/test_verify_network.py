@@ -489,3 +489,16 @@ def test_a_route_without_a_known_target_says_so() -> None:
     from hubspoke.cli.verify.network import _target
 
     assert _target({"DestinationCidrBlock": "10.10.64.0/18", "State": "blackhole"}) == "an unknown target"
+
+
+def test_the_world_refuses_a_peering_filter_ec2_does_not_document(deployed: DeployedWorld) -> None:
+    """The fake follows EC2: an undocumented filter name is refused (InvalidParameterValue), a documented one is not."""
+    from botocore.exceptions import ClientError
+
+    ec2 = deployed.clients("ec2", "us-east-2")
+    ec2.describe_vpc_peering_connections(Filters=[{"Name": "requester-vpc-info.owner-id", "Values": ["1"]}])
+    with pytest.raises(ClientError, match="InvalidParameterValue") as refused:
+        ec2.describe_vpc_peering_connections(
+            Filters=[{"Name": "requester-vpc-info.account", "Values": ["1"]}]
+        )
+    assert "The filter 'requester-vpc-info.account' is invalid" in str(refused.value)

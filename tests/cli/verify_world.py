@@ -31,6 +31,7 @@ import base64
 import hashlib
 import io
 import json
+import re
 import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -111,6 +112,11 @@ class MotoGaps(Hooked):
             client.meta.events.register("after-call.sts.GetCallerIdentity", _iam_user_arn)
         if service == "ssm":
             client.meta.events.register("before-call.ssm.DescribeInstanceInformation", self._agents(region))
+        if service == "ec2":
+            # moto 5.2.5 ignores every filter of DescribeVpcPeeringConnections; EC2 refuses one it does not document.
+            client.meta.events.register(
+                "before-call.ec2.DescribeVpcPeeringConnections", _refuse_unknown_filters
+            )
 
     def _agents(self, region: str) -> Callable[..., tuple[AWSResponse, dict[str, Any]]]:
         def answer(params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
@@ -173,6 +179,21 @@ def _addon_target(url_path: str) -> tuple[str, str]:
     parts = url_path.split("?")[0].strip("/").split("/")
     assert parts[0] == "clusters" and parts[2] == "addons", url_path
     return parts[1], parts[3] if len(parts) > 3 else ""
+
+
+def _refuse_unknown_filters(model: Any, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, Any] | None:
+    """EC2 answers a filter name the operation does not document with 400 InvalidParameterValue "The filter 'NAME'
+    is invalid" (as users quote it: aws/aws-cli#7225, boto/boto3#1299). The documented names are the list items of
+    the request's Filters documentation (botocore ec2 service-2.json); `tag:<key>` takes any key."""
+    documented = set(
+        re.findall(r"<li> <p> <code>([^<]+)</code> -", model.input_shape.members["Filters"].documentation)
+    )
+    # Query protocol: Filter.N.Name in the serialized body.
+    names = [v for k, v in params["body"].items() if re.fullmatch(r"Filter\.\d+\.Name", k)]
+    for name in names:
+        if name not in documented and not (name.startswith("tag:") and "tag:<key>" in documented):
+            return _error(400, "InvalidParameterValue", f"The filter '{name}' is invalid")
+    return None
 
 
 def _error(status: int, code: str, message: str) -> tuple[AWSResponse, dict[str, Any]]:
