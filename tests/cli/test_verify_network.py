@@ -377,12 +377,21 @@ def test_a_missing_or_extra_cidr_names_what_is_associated_and_the_fix(
     # The config field that names a VPC's further CIDRs (config/dev.yaml's schema: hub.secondary_cidrs).
     assert extra.fix == "add it to secondary_cidrs, or disassociate it"
     data = json.loads(json.dumps(TWO_SPOKES))
-    data["hub"]["secondary_cidrs"] = ["10.11.0.0/16", "10.12.0.0/16"]
+    data["hub"]["secondary_cidrs"] = ["10.11.0.0/16"]
+    named = write_config(tmp_path, data, "named.yaml")
+    (carried,) = region_rows(deployed, named, "vpc", "us-east-2", config=load(named).config)
+    assert (carried.status, carried.detail) == ("pass", f"{hub_vpc} carries 10.10.0.0/16, 10.11.0.0/16")
+    data["hub"]["secondary_cidrs"] = ["10.11.0.0/16", "10.12.0.0/16", "10.13.0.0/16"]
     wider = write_config(tmp_path, data)
     (missing,) = region_rows(deployed, wider, "vpc", "us-east-2", config=load(wider).config)
     assert missing.status == "fail"
     assert missing.detail == (
-        f"{hub_vpc} lacks configured CIDR(s) 10.12.0.0/16 (associated: 10.10.0.0/16, 10.11.0.0/16)"
+        f"{hub_vpc} lacks configured CIDR(s) 10.12.0.0/16, 10.13.0.0/16 (associated: 10.10.0.0/16, 10.11.0.0/16)"
+    )
+    # One EC2 AssociateVpcCidrBlock per missing CIDR, after the deploy that creates newly configured ones.
+    assert missing.fix.endswith(
+        f"aws ec2 associate-vpc-cidr-block --vpc-id {hub_vpc} --cidr-block 10.12.0.0/16 --region us-east-2; "
+        f"aws ec2 associate-vpc-cidr-block --vpc-id {hub_vpc} --cidr-block 10.13.0.0/16 --region us-east-2"
     )
 
 
@@ -396,21 +405,28 @@ def test_a_peering_gone_from_ec2_fails_with_the_drift_check(
     _gone(row.fix, "hubspoke-dev-network-us-west-2", "us-west-2")
 
 
-@pytest.mark.parametrize("code", ["initiating-request", "provisioning"])
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("initiating-request", "Setting up the connection"),
+        ("provisioning", "Setting up the connection"),
+        ("provisioning", ""),
+    ],
+)
 def test_a_peering_being_set_up_fails_until_it_is_active(
-    deployed: DeployedWorld, deployed_config: Path, code: str
+    deployed: DeployedWorld, deployed_config: Path, code: str, message: str
 ) -> None:
     """Status.Code initiating-request and provisioning come before active on their own; pending-acceptance waits
     for the accepter (EC2 VpcPeeringConnectionStateReasonCode, botocore ec2 service-2.json; VPC peering guide,
-    "VPC peering connection lifecycle"). Status.Message is EC2's own words, shown as given."""
+    "VPC peering connection lifecycle"). Status.Message (optional) is EC2's own words, shown as given."""
     from moto.backends import get_backend
 
     pcx = deployed.peering("us-west-2")
     status = get_backend("ec2")["123456789012"]["us-west-2"].vpc_pcxs[pcx]._status
-    status.code, status.message = code, "Setting up the connection"
+    status.code, status.message = code, message
     (row,) = region_rows(deployed, deployed_config, "peering", "us-west-2")
     assert row.status == "fail"
-    assert row.detail == f"{pcx} is {code} (Setting up the connection), not active"
+    assert row.detail == f"{pcx} is {code}" + (f" ({message})" if message else "") + ", not active"
     assert row.fix == "the peering is still being set up: run hubspoke verify again in a minute"
 
 
