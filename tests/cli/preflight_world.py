@@ -576,13 +576,23 @@ V1 = "aws-cli/1.32.65 Python/3.11.6 Linux/5.10.205-195.807.amzn2.x86_64 botocore
 LOCAL_TOOLS = ("aws", "session-manager-plugin", "kubectl", "docker")
 
 
+# The AWS CLI refuses an unknown option with return code 252 (AWS CLI User Guide, "Command line return codes":
+# "Command syntax was invalid, an unknown parameter was provided, or a parameter value was incorrect").
+_AWS_STUB = """#!/bin/sh
+if [ "$#" -eq 1 ] && [ "$1" = "--version" ]; then echo '{says}'; exit 0; fi
+echo "aws: error: the following arguments are required: command" >&2
+exit 252
+"""
+
+
 def fake_path(tmp_path: Path, *tools: str, aws_says: str = V2) -> str:
-    """A PATH of one folder holding a stub for each of `tools` (default: every local tool); aws prints `aws_says`."""
+    """A PATH of one folder holding a stub for each of `tools` (default: every local tool); `aws --version` prints
+    `aws_says`, and aws refuses anything else as the AWS CLI does."""
     tools = tools or LOCAL_TOOLS
     folder = tmp_path / "bin"
     folder.mkdir(exist_ok=True)
     for tool in tools:
         stub = folder / tool
-        stub.write_text(f"#!/bin/sh\necho '{aws_says}'\n" if tool == "aws" else "#!/bin/sh\nexit 0\n")
+        stub.write_text(_AWS_STUB.format(says=aws_says) if tool == "aws" else "#!/bin/sh\nexit 0\n")
         stub.chmod(stub.stat().st_mode | stat.S_IXUSR)
     return str(folder)

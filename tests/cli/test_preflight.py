@@ -501,9 +501,9 @@ def test_cli_help_states_the_exit_codes_the_command_returns(capsys: pytest.Captu
     said = " ".join(capsys.readouterr().out.split())
     assert "Exit 0 when nothing fails, 1 when a check fails, 2 for bad input." in said
     # The services it reads, as AWS spells them.
-    assert all(
-        name in said for name in ("SageMaker cluster quota", "EKS Kubernetes version", "IAM principals")
-    )
+    names = ("session-manager-plugin, kubectl, docker", "CDK bootstrap, CIDR overlaps", "SageMaker cluster quota",
+             "EKS Kubernetes version", "IAM principals")  # fmt: skip
+    assert all(name in said for name in names), said
 
 
 def test_cli_bad_input_exits_2(

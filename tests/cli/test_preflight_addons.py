@@ -86,13 +86,13 @@ def test_an_unpinned_addon_eks_does_not_offer_for_the_version_fails_with_the_ver
     without kubernetesVersion) and the config field to change, instead of skipping an add-on without a pin."""
     world.deployed_dev()
     offered = Unsupported(world.clients).addon_versions
-    offered[OPERATOR] = {"v1.1.0-eksbuild.1": ["1.33"], "v1.2.0-eksbuild.1": ["1.34", "1.33"]}
+    offered[OPERATOR] = {"v1.1.0-eksbuild.1": ["1.33", "1.32"], "v1.2.0-eksbuild.1": ["1.34", "1.33"]}
     clients = Unsupported(world.clients, addon_versions=offered)
     results = run_checks(preflight_config(tmp_path), clients, only={"us-east-2"})
     found = rows_of(results, "eks add-on versions", "us-east-2")
     (failed,) = [r for r in found if r.status == "fail"]
     assert failed.detail.startswith(f"{OPERATOR} is not offered for Kubernetes 1.35 in us-east-2")
-    assert "offers it for 1.33, 1.34" in failed.detail
+    assert "offers it for 1.32, 1.33, 1.34" in failed.detail
     assert failed.fix.startswith("set hub.compute.kubernetes_version to a version it is offered for (1.34 ")
     # Every add-on has a row: none is skipped for want of a pin.
     assert {r.detail.split()[0] for r in found} == EVERY_ADDON
@@ -158,9 +158,18 @@ def test_an_administrator_in_another_account_is_named_not_failed(world: World, t
     """STANDARD access entries may name a principal in another account (same page); these credentials cannot
     read that account's IAM, so the row warns with the command to run there."""
     world.deployed_dev()
-    path = _admins(tmp_path, "arn:aws:iam::210987654321:role/Admins")
-    (row,) = rows_of(run_checks(path, Unsupported(world.clients), only={"us-east-2"}), "administrators exist")
-    assert row.status == "not checked" and "210987654321" in row.detail
+    # deployed_dev() created the second, in this account: it is still checked after the first.
+    path = _admins(
+        tmp_path,
+        "arn:aws:iam::210987654321:role/Admins",
+        "arn:aws:iam::123456789012:role/hubspoke-dev-cluster-admins",
+    )
+    foreign, own = rows_of(
+        run_checks(path, Unsupported(world.clients), only={"us-east-2"}), "administrators exist"
+    )
+    assert foreign.status == "not checked" and "210987654321" in foreign.detail
+    assert foreign.fix.endswith("`aws iam get-role --role-name Admins`")
+    assert own.status == "pass"
 
 
 @pytest.mark.parametrize("page", [50, 7])

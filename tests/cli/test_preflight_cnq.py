@@ -88,7 +88,7 @@ def test_an_old_pinned_image_warns_with_the_line_to_paste(world: World, tmp_path
     (row,) = _rows(results, "ubuntu image", "us-west-2")
     assert row.status == "warn" and "200 days old" in row.detail
     assert "set spokes[0].storage.ami_id: ami-0fedcba9876543210" in row.fix
-    assert "cluster-replacement" in row.fix, "a running cluster refuses a new image"
+    assert "Qumulo's cluster-replacement procedure" in row.fix, "a running cluster refuses a new image"
 
 
 def test_a_missing_or_foreign_image_is_reported(world: World, tmp_path: Path) -> None:

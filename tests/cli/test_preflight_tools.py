@@ -46,6 +46,15 @@ def test_aws_cli_v1_fails(tmp_path: Path) -> None:
     assert row.status == "fail" and "AWS CLI 1.32.65" in row.detail and "AWS CLI v2" in row.fix
 
 
+def test_an_aws_that_prints_no_version_is_quoted(tmp_path: Path) -> None:
+    """Whatever an `aws` on PATH prints instead of aws-cli/<version> (a wrapper, another program) is quoted as text."""
+    (row,) = check_local_tools("us-east-2", path=fake_path(tmp_path, aws_says="hello from a wrapper"))
+    assert (
+        row.status == "fail"
+        and row.detail == "`aws --version` said 'hello from a wrapper', not aws-cli/<version>"
+    )
+
+
 def test_an_empty_path_fails_every_tool(tmp_path: Path) -> None:
     rows = check_local_tools("us-east-2", path=str(tmp_path))
     assert [r.status for r in rows] == ["fail"] * 4
