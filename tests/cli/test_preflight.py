@@ -66,6 +66,9 @@ def test_wrong_account_fails_and_skips_that_regions_checks(world: World, tmp_pat
     assert all("111111111111" in r.detail and r.fix for r in account)
     assert not rows_of(results, "sagemaker quota")
     assert all(r.status == "not checked" for r in results if r.check != "account")
+    # The rows it skips are named as the report names them when they run.
+    skipped = {r.check for r in results if r.status == "not checked"}
+    assert skipped == {"cdk bootstrap", "cidr overlap", "az ids"}
 
 
 # Written here, not imported from hubspoke.cli.preflight.checks. The oldest bootstrap version the templates
@@ -140,6 +143,21 @@ def test_foreign_vpc_overlapping_a_configured_cidr_fails_with_a_free_block(
         ipaddress.IPv4Network(c) for c in ("10.10.0.0/16", "10.20.0.0/16", "10.20.128.0/17", "172.31.0.0/16")
     ]
     assert not any(ipaddress.IPv4Network(suggestion).overlaps(t) for t in taken)
+
+
+def test_a_foreign_vpc_overlapping_a_secondary_cidr_names_that_field(world: World, tmp_path: Path) -> None:
+    """A clash with the spoke's first secondary block names `spokes[0].secondary_cidrs[0]`, the field to change."""
+    world.deployed_dev()
+    world.vpc("us-west-2", "10.21.0.0/24", name="legacy")
+    spoke = {
+        "region": "us-west-2",
+        "cidr": "10.20.0.0/16",
+        "secondary_cidrs": ["10.21.0.0/20", "10.22.0.0/20"],
+    }
+    results = run_checks(preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients))
+    (row,) = [r for r in rows_of(results, "cidr overlap", "us-west-2") if r.status == "fail"]
+    assert "overlaps spokes[0].secondary_cidrs[0] 10.21.0.0/20" in row.detail
+    assert row.fix.startswith("set spokes[0].secondary_cidrs[0] to a free block, e.g. ")
 
 
 def test_a_disassociated_cidr_block_of_a_foreign_vpc_is_not_a_clash(world: World, tmp_path: Path) -> None:
@@ -533,8 +551,10 @@ def test_cli_exit_codes_and_json_against_moto(
     assert main(["preflight", "--config", str(ROOT / "config" / "dev.yaml"), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)["summary"]
     assert summary["fail"] == 0 and summary["pass"] > 0
-    assert main(["preflight", "--config", str(preflight_config(tmp_path, account="111111111111"))]) == 1
-    assert "fail" in capsys.readouterr().out
+    wrong = str(preflight_config(tmp_path, account="111111111111"))
+    assert main(["preflight", "--config", wrong]) == 1
+    out = capsys.readouterr().out
+    assert "fail" in out and f"Preflight of {wrong} (environment " in out
     # The rows a failed account check skips say "not checked", and the summary counts them.
     assert (
         main(["preflight", "--config", str(preflight_config(tmp_path, account="111111111111")), "--json"])
@@ -635,6 +655,10 @@ def test_a_deployed_cluster_the_config_would_move_more_than_one_minor_fails_befo
     results = run_checks(path, Unsupported(world.clients), only={"us-east-2"})
     (row,) = rows_of(results, "deployed kubernetes")
     assert row.status == status, row.detail
+    if status == "pass":
+        assert row.detail.endswith(
+            "unchanged" if live == wanted else f"this deploy upgrades it to {wanted} (one minor)"
+        )
     if to_set:
         assert f"runs Kubernetes {live}" in row.detail
         assert row.fix.startswith(f"set hub.compute.kubernetes_version to {to_set} ")

@@ -41,15 +41,17 @@ def test_a_pinned_addon_version_eks_does_not_offer_fails_before_the_deploy(world
     world.deployed_dev()
     offered = Unsupported(world.clients).addon_versions
     offered["amazon-cloudwatch-observability"] = {
-        "v6.3.0-eksbuild.1": ["1.33"],
         "v6.2.0-eksbuild.1": ["1.33"],
+        "v6.3.0-eksbuild.9": ["1.33"],
+        "v6.3.0-eksbuild.10": ["1.33"],
     }
     clients = Unsupported(world.clients, addon_versions=offered)
     results = run_checks(ROOT / "config" / "dev.yaml", clients, only={"us-west-2"})
     found = rows_of(results, "eks add-on versions", "us-west-2")
     (failed,) = [r for r in found if r.status == "fail"]
     assert "amazon-cloudwatch-observability v6.4.0-eksbuild.1" in failed.detail
-    assert "v6.3.0-eksbuild.1, v6.2.0-eksbuild.1" in failed.detail
+    # Newest first by number, not by text (eksbuild.10 is newer than eksbuild.9).
+    assert "EKS offers v6.3.0-eksbuild.10, v6.3.0-eksbuild.9, v6.2.0-eksbuild.1" in failed.detail
     assert "--addon-name amazon-cloudwatch-observability --kubernetes-version 1.33" in failed.fix
     passed = {r.detail.split()[0] for r in found if r.status == "pass"}
     assert passed == EVERY_ADDON - {"amazon-cloudwatch-observability"}

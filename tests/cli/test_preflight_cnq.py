@@ -101,6 +101,8 @@ def test_a_missing_or_foreign_image_is_reported(world: World, tmp_path: Path) ->
     results = _run(tmp_path, world)
     hub = _rows(results, "ubuntu image", "us-east-2")
     assert [r.status for r in hub] == ["warn", "pass"] and "not Canonical" in hub[0].detail
+    # Canonical publishes its Ubuntu images from account 099720109477 (Ubuntu on AWS docs, "Find Ubuntu images").
+    assert "is owned by 123456789012, not Canonical (099720109477)" in hub[0].detail
     assert hub[0].fix == f"set hub.storage.ami_id: {pinned_ami('us-east-2')}"
     (spoke,) = _rows(results, "ubuntu image", "us-west-2")
     assert spoke.status == "fail" and "does not exist in us-west-2" in spoke.detail

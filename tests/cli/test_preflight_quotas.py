@@ -4,6 +4,7 @@ the security-group rules quota the topology needs, and the Lambda concurrency a 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,9 @@ def test_sagemaker_cluster_quota(
     assert len(rows_of(results, "sagemaker quota", "us-west-2")) == 4
     if status == "fail":
         assert "--quota-code L-TESTP5 --desired-value 2 --region us-west-2" in row.fix
+        # The quota as SageMaker names it, its value, and what this cluster adds to what others hold; nothing more.
+        detail = rf"'{P5_QUOTA}' = \d+; needs 0 in use by other HyperPod clusters \+ 2 for [a-z0-9-]+"
+        assert re.fullmatch(detail, row.detail), row.detail
     # Service Quotas was asked for SageMaker's quotas, page after page (the fake serves 2 per page).
     asked = [params for op, params in clients.asked if op == "ListServiceQuotas"]
     assert asked and all(p["ServiceCode"] == "sagemaker" for p in asked)
@@ -414,6 +418,8 @@ def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_descri
                 # members): a group answered without one holds the other.
                 {"InstanceGroupName": "new", "InstanceType": P5, "TargetCount": 1, "Status": "Creating"},
                 {"InstanceGroupName": "old", "InstanceType": P5, "CurrentCount": 1, "Status": "InService"},
+                # Failed to provision before it answered a count: it holds none.
+                {"InstanceGroupName": "stillborn", "InstanceType": P5, "TargetCount": 3, "Status": "Failed"},
             ],
             "RestrictedInstanceGroups": [
                 {"InstanceGroupName": "nova", "InstanceType": P5, "CurrentCount": 1, "TargetCount": 1},
