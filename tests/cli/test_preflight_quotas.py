@@ -400,7 +400,7 @@ def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_descri
     world.bootstrap("us-west-2")
     for name in ("flexible", "failed"):
         _hyperpod(world, "us-west-2", name, 1)
-    described = {
+    described: dict[str, dict[str, Any]] = {
         "flexible": {
             "InstanceGroups": [
                 {
