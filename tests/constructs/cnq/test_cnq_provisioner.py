@@ -325,3 +325,21 @@ def test_a_spoke_that_cannot_say_its_hub_id_is_named_in_the_warning(
         assert on_event(formed.portal_event(hub, spoke, "Delete"), ROOMY)["HubPortalId"] == ""
     [line] = [r.getMessage() for r in caplog.records if "no portal to remove" in r.getMessage()]
     assert "no portal to remove: spoke: reading the portal's hub ID: gave up after 40 s" in line
+
+
+def test_an_aws_error_past_the_handlers_own_checks_is_reported_in_one_line_with_the_request(
+    world: World,
+) -> None:
+    """DescribeStacks of a stack CloudFormation does not know answers ValidationError (botocore cloudformation
+    2010-05-15 waiters-2.json, StackExists: a ValidationError error means the stack is not there yet; moto
+    answers so): the status reason names the resource, the request and AWS's error, not a traceback."""
+    event = {
+        **protection_event(world, "Delete"),
+        "StackId": "arn:aws:cloudformation:us-east-2:123456789012:stack/gone/1",
+    }
+    event["PhysicalResourceId"] = "cnq-protection-dev-hub"
+    with pytest.raises(ProvisioningError) as raised:
+        on_event(event, ROOMY)
+    text = str(raised.value)
+    assert text.startswith("Custom::CnqNodeProtection Delete: An error occurred (ValidationError)"), text
+    assert "\n" not in text
