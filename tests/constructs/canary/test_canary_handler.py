@@ -8,10 +8,15 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
 from hubspoke import canary_metrics as metrics
+from hubspoke.constructs.canary.runtime import handler as handler_module
 from hubspoke.constructs.canary.runtime.handler import run, secrets_client
 from hubspoke.constructs.canary.runtime.portal import PortalReading
 from tests.conftest import Templates, properties
@@ -274,3 +279,124 @@ def test_the_secret_read_is_bounded_well_inside_the_function_timeout(dev_templat
     ]
     rest_calls = 2 * float(function["Environment"]["Variables"]["REST_TIMEOUT_SECONDS"])
     assert worst + rest_calls < function["Timeout"] - 3, (worst, rest_calls, function["Timeout"])
+
+
+# The real secret loader, against moto's Secrets Manager (GetSecretValue answers SecretString: botocore's
+# secretsmanager 2017-10-17 service-2.json, GetSecretValueResponse), with a clock for its cache.
+SECRET_REGION = "us-west-2"
+
+
+@pytest.fixture
+def secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[float]]]:
+    """moto's Secrets Manager in the function's Region (Lambda sets AWS_DEFAULT_REGION: Lambda developer guide,
+    "Defined runtime environment variables"), an empty credentials cache, and the monotonic clock it reads."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", SECRET_REGION)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setattr(handler_module, "_credentials_cache", {})
+    now = [5000.0]
+    monkeypatch.setattr(handler_module, "time", SimpleNamespace(monotonic=lambda: now[0], time=time.time))
+    with mock_aws():
+        yield boto3.client("secretsmanager", region_name=SECRET_REGION), now
+
+
+@pytest.mark.parametrize(
+    ("secret_string", "expected"),
+    [
+        # A JSON object names the user (the console's key/value shape: GetSecretValueResponse.SecretString).
+        ('{"username": "canary-reader", "password": "pw-1"}', ("canary-reader", "pw-1")),
+        # No user named: the cluster's administrator, whom qumulo-api logs in as `admin` after forming a cluster
+        # (qumulo-api 7.10.2.1, commands/cluster.py, username='admin').
+        ('{"password": "pw-1"}', ("admin", "pw-1")),
+        # The Storage stack's shape: GenerateSecretString without a template stores the bare password
+        # (AWS::SecretsManager::Secret); it is used verbatim, also when it happens to parse as JSON.
+        ("Bare-Password-1", ("admin", "Bare-Password-1")),
+        ("12345678", ("admin", "12345678")),
+        ('"Quoted-1"', ("admin", '"Quoted-1"')),
+    ],
+)
+def test_the_admin_secret_is_read_in_either_shape(
+    secrets: tuple[Any, list[float]], secret_string: str, expected: tuple[str, str]
+) -> None:
+    client, _ = secrets
+    arn = client.create_secret(Name="spoke-admin", SecretString=secret_string)["ARN"]
+    assert handler_module._secret_credentials(arn) == expected
+
+
+def test_a_rotated_password_is_read_again_once_the_cached_one_is_15_minutes_old(
+    secrets: tuple[Any, list[float]],
+) -> None:
+    """The secret is read at most once per cache lifetime and again after it: 15 minutes, the pick-up time the
+    handler promises for a changed password (ASSUMED there as CREDENTIALS_TTL_S; this test pins the number)."""
+    client, now = secrets
+    arn = client.create_secret(Name="spoke-admin", SecretString="Old-Password-1")["ARN"]
+    assert handler_module._secret_credentials(arn) == ("admin", "Old-Password-1")
+    client.put_secret_value(SecretId=arn, SecretString="New-Password-1")
+    now[0] += 15 * 60 - 0.5
+    assert handler_module._secret_credentials(arn) == ("admin", "Old-Password-1")
+    now[0] += 0.5
+    assert handler_module._secret_credentials(arn) == ("admin", "New-Password-1")
+
+
+def test_no_secret_arn_is_refused_with_the_setting_to_fix(secrets: tuple[Any, list[float]]) -> None:
+    with pytest.raises(ValueError, match="ADMIN_SECRET_ARN"):
+        handler_module._secret_credentials("")
+
+
+class LambdaContext:
+    """The part of Lambda's context object the canary reads: get_remaining_time_in_millis(), "the number of
+    milliseconds left before the execution times out" (Lambda developer guide, "Using the Lambda context object
+    to retrieve Python function information")."""
+
+    def __init__(self, remaining_ms: int) -> None:
+        self._deadline = time.monotonic() + remaining_ms / 1000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int((self._deadline - time.monotonic()) * 1000)
+
+
+@pytest.mark.parametrize("event", [None, {}])
+def test_the_entry_point_ends_a_slow_hubs_probes_before_lambdas_deadline(
+    event: dict[str, Any] | None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Lambda calls handler(event, context) with the settings in the environment; a console test may send a null
+    event. A configured connect timeout longer than the invocation has left is cut so the run ends, and prints its
+    EMF line, before the context's deadline."""
+    port = _free_port()
+    left_ms = 2500
+    for name, value in _env((port,), CONNECT_TIMEOUT_SECONDS="3").items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("SPOKE_REST_ADDRESS", raising=False)
+    with full_backlog(NODES[0], port), listeners(NODES[1:], (port,)):
+        started = time.monotonic()
+        result = handler_module.handler(event, LambdaContext(left_ms))
+        took_s = time.monotonic() - started
+    assert took_s < left_ms / 1000, took_s
+    [failure] = result["failed_probes"]
+    waited_s = float(failure.split("no answer within ")[1].split(" s")[0])
+    assert waited_s < left_ms / 1000, failure
+    [line] = [json.loads(out) for out in capsys.readouterr().out.splitlines()]
+    assert line[metrics.NODES_REACHABLE_FRACTION] == 0.75
+    assert result["portal_detail"] == "not configured"
+
+
+def test_an_event_overrides_the_ports_too(ports: tuple[int, int]) -> None:
+    """A console test names its own targets: {"hub_addresses": [...], "ports": [...]} (the handler's docstring)."""
+    open_port, closed_port = ports
+    with listeners(NODES, (open_port,)):
+        result = run({"ports": [open_port]}, _env((open_port, closed_port)), emit=lambda _: None)
+    assert result["ports"] == [open_port]
+    assert result[metrics.HUB_REACHABLE] == 1
+
+
+def test_a_canary_without_its_dimension_settings_still_publishes_named_dimensions(
+    ports: tuple[int, int],
+) -> None:
+    """CloudWatch dimension values are 1 to 1024 characters (botocore cloudwatch service-2.json, DimensionValue); a missing
+    setting is published as the word `unknown` so the records stay findable and say what is wrong."""
+    env = {k: v for k, v in _env(ports).items() if k not in ("SPOKE_REGION", "HUBSPOKE_ENVIRONMENT")}
+    lines: list[str] = []
+    run({}, env, emit=lines.append)
+    [line] = [json.loads(out) for out in lines]
+    assert line[metrics.DIMENSION_SPOKE] == "unknown"
+    assert line[metrics.DIMENSION_ENVIRONMENT] == "unknown"

@@ -10,6 +10,7 @@ The oracle is the alarm that consumes the metric: config/dev.yaml's synthesized 
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -17,6 +18,7 @@ import pytest
 
 from hubspoke import canary_metrics
 from hubspoke.constructs.canary.runtime import handler
+from hubspoke.constructs.canary.runtime.portal import read_portal_status
 from tests.conftest import Templates, properties
 from tests.constructs.cnq.conftest import HUB_FLOATING, SPOKE, SPOKE_PASSWORD, World, drive
 from tests.constructs.cnq.conftest import formed as formed  # the CNQ world's fixtures, shared
@@ -158,3 +160,48 @@ def test_a_portal_on_hub_addresses_the_canary_no_longer_has_publishes_zero(
     assert line[canary_metrics.PORTAL_STATUS] == canary_metrics.PORTAL_STATUS_UNKNOWN
     # Read, and no portal towards the hub: a portal problem for the portal page, not the canary's (item 5).
     assert line[canary_metrics.PORTAL_UNREADABLE] == 0
+
+
+def _spoke_portal(portal_id: int, status: str, hub_host: str) -> Any:
+    """One entry of GET /v2/portal/spokes/ in the REST API's JSON, parsed by the SDK's own loader (qumulo-api
+    7.10.2.1, rest/portal.py: load_spoke_portal, MultiRootSpokePortal)."""
+    from qumulo.rest.portal import load_spoke_portal
+
+    return load_spoke_portal(
+        {
+            "id": portal_id, "type": "PORTAL_READ_ONLY", "state": "ACCEPTED", "status": status,
+            "hub_hosts": [{"address": hub_host, "port": 3713}], "hub_id": portal_id,
+            "hub_cluster_uuid": "00000000-0000-0000-0000-00000000000a", "roots": [],
+        }
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "statuses",
+    [
+        ("ACTIVE", "DEGRADED", "INACTIVE"),
+        ("INACTIVE", "ACTIVE", "DEGRADED"),
+        ("DEGRADED", "INACTIVE", "ACTIVE"),
+    ],
+)
+def test_of_several_spoke_portals_the_least_connected_is_published(statuses: tuple[str, ...]) -> None:
+    """A cluster may host up to 32 spoke portals (Qumulo Core 7.5.0.3 and higher). Their `status` is INACTIVE,
+    DEGRADED or ACTIVE, ACTIVE being "fully connected portal ready for use" (Qumulo REST API, GET
+    /v2/portal/spokes/): the record is the INACTIVE one's, whatever the order the cluster lists them in."""
+    portals = [_spoke_portal(i, status, HUB_FLOATING[0]) for i, status in enumerate(statuses, start=1)]
+
+    class Client:  # the RestClient surface the reader uses: login, then portal.v2_list_spoke_portals()
+        portal = SimpleNamespace(v2_list_spoke_portals=lambda: portals)
+
+        def login(self, username: str, password: str) -> None:
+            pass
+
+    reading = read_portal_status(
+        address="10.20.0.5", port=8000, username="admin", password="pw", timeout_s=5,
+        hub_hosts=[HUB_FLOATING[0]], client_factory=lambda *_: Client(),
+    )  # fmt: skip
+    inactive_id = statuses.index("INACTIVE") + 1
+    assert reading.detail.startswith(f"portal {inactive_id}: "), reading.detail
+    assert "status INACTIVE" in reading.detail and not reading.unreadable
+    assert reading.hubs_current is True
+    assert reading.value < canary_metrics.PORTAL_STATUS_VALUES["DEGRADED"]
