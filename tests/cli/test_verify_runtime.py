@@ -986,14 +986,16 @@ def test_a_canary_function_without_its_inputs_fails_with_the_ops_deploy(
     ]
     lam = deployed.clients("lambda", "us-west-2")
     variables = dict(lam.get_function_configuration(FunctionName=function)["Environment"]["Variables"])
-    rest = variables.pop("SPOKE_REST_ADDRESS")
+    rest, secret = variables.pop("SPOKE_REST_ADDRESS"), variables.pop("ADMIN_SECRET_ARN")
     lam.update_function_configuration(FunctionName=function, Environment={"Variables": variables})
     row = _only(verify(deployed, deployed_config, only=SPOKE), "canary inputs")
     assert row.status == "fail"
+    # Each stale input said on its own, "; " between them.
     assert row.detail == (
         "the canary runs with values its producers no longer output: "
-        f"SPOKE_REST_ADDRESS is not set, but hubspoke-dev-storage-us-west-2 RestAddress is {rest!r}"
-    )
+        f"SPOKE_REST_ADDRESS is not set, but hubspoke-dev-storage-us-west-2 RestAddress is {rest!r}; "
+        f"ADMIN_SECRET_ARN is not set, but hubspoke-dev-storage-us-west-2 AdminSecretArn is {secret!r}"
+    ), row.detail
     assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/ops-us-west-2" in row.fix
     del variables["HUB_ADDRESSES"]
     lam.update_function_configuration(FunctionName=function, Environment={"Variables": variables})
