@@ -258,6 +258,8 @@ def test_the_probe_result_is_published_before_a_slow_portal_read(ports: tuple[in
     hub, portal = (json.loads(line) for line in lines)
     assert hub[metrics.HUB_REACHABLE] == 1
     assert portal[metrics.PORTAL_STATUS] == metrics.PORTAL_STATUS_UNKNOWN
+    # The reader needs which read ran out of time, first: the portal's (not the probes').
+    assert portal["portal_detail"].startswith("portal read "), portal["portal_detail"]
     assert "did not finish" in portal["portal_detail"]
 
 
