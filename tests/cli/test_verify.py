@@ -343,6 +343,9 @@ def test_stuck_delete_or_rollback_names_the_newest_failure(
     (row,) = [r for r in region_rows(deployed, deployed_config, "stack", "us-west-2") if r.status == "fail"]
     assert row.detail == f"hubspoke-dev-storage-us-west-2 {status}: {blamed}"
     assert f"`{command}`" in row.fix
+    # A stuck rollback names where it stopped; a stuck delete, what blocks it.
+    stopped = {"ROLLBACK_FAILED": "the rollback stopped at ", "DELETE_FAILED": "a delete stopped at "}[status]
+    assert row.fix.startswith(stopped + blamed.split(" ", 1)[0])
     assert all(problems == [] for problems in quoted_command_problems(row.fix).values()), row.fix
 
 
@@ -665,3 +668,16 @@ def test_a_reader_deployed_at_its_producers_last_change_is_current(
         if r.detail.startswith("hubspoke-dev-link-us-west-2")
     ]
     assert link.status == "pass"
+
+
+def test_a_reader_stale_against_two_producers_names_both(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    deployed.update("network-us-east-2")
+    deployed.update("network-us-west-2")
+    (link,) = [
+        r
+        for r in rows(verify(deployed, deployed_config), "stale reader")
+        if r.detail.startswith("hubspoke-dev-link-us-west-2")
+    ]
+    assert link.status == "warn" and "); network-us-" in link.detail and link.detail.count("; reads ") == 2

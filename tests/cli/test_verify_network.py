@@ -361,7 +361,9 @@ def test_a_vpc_gone_fails_naming_the_output_it_came_from(
     assert row.status == "fail"
     assert row.detail == f"VPC {gone} (output VpcId of network-us-east-2) does not exist"
     # CloudFormation does not re-create it from an unchanged template; the runbook named keeps the data.
-    assert "delete and redeploy the Region's stacks" in row.fix and "docs/runbooks/teardown.md" in row.fix
+    assert row.fix.endswith(
+        "delete and redeploy the Region's stacks (docs/runbooks/teardown.md keeps the data)"
+    )
     assert (ROOT / "docs/runbooks/teardown.md").is_file()
 
 
@@ -518,3 +520,11 @@ def test_the_world_refuses_a_peering_filter_ec2_does_not_document(deployed: Depl
             Filters=[{"Name": "requester-vpc-info.account", "Values": ["1"]}]
         )
     assert "The filter 'requester-vpc-info.account' is invalid" in str(refused.value)
+
+
+def test_every_extra_cidr_is_named(deployed: DeployedWorld, deployed_config: Path) -> None:
+    hub_vpc = deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
+    for cidr in ("10.11.0.0/16", "10.14.0.0/16"):
+        deployed.clients("ec2", "us-east-2").associate_vpc_cidr_block(VpcId=hub_vpc, CidrBlock=cidr)
+    (extra,) = region_rows(deployed, deployed_config, "vpc", "us-east-2")
+    assert extra.detail.startswith(f"{hub_vpc} also carries 10.11.0.0/16, 10.14.0.0/16, which")
