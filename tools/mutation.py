@@ -180,7 +180,6 @@ MODULES = (
             "tests/policy/test_waiters.py::test_every_shapes_templates_wait_within_the_hour",
         ),
         default=False,
-        gate=75.0,  # published: 75.0 % (policy-dev --sample 20 --seed 2)
     ),
     # `hubspoke verify`: its tests run against a moto world built from a synthesized environment (one synth per
     # mutant), except the Kubernetes reader's, which talk to a local stand-in API server.
@@ -229,7 +228,6 @@ MODULES = (
         "verify-kube",
         ("hubspoke/cli/verify/kube.py",),
         ("tests/cli/test_verify_kube.py",),
-        gate=69.5,  # published: 69.5 % (verify-kube, all 581)
     ),
 )
 # The thorough tier's gate (tests/tools/test_mutation_gate.py): module -> (sample size, seed), a fixed draw the
