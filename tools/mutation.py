@@ -52,6 +52,8 @@ class Module:
     # The score under which a run fails: 90 %, or for a module published below it, that figure (a floor that
     # only rises; benchmarks/mutation.md) until its survivors are killed or argued equivalent.
     gate: float = 90.0
+    # Further pytest options for every run of the module's tests (mutmut's stats, clean and mutant runs).
+    pytest_args: tuple[str, ...] = ()
 
 
 _VERIFY_TESTS = tuple(
@@ -61,6 +63,10 @@ _VERIFY_TESTS = tuple(
 # The CNQ runtime's tests: every tests/constructs/cnq file that runs the runtime in-process. Left out: the ones
 # that synthesize or bundle (test_cnq_template, test_cnq_bundling, test_cnq_provisioner_lambda: a sandboxed
 # bundle cannot import mutmut's trampolined copy), which made each run's stats and clean passes about 10 minutes.
+# verify's and preflight's slices run the fast tier only: their thorough tests are the same checks against a moto
+# server (the server twin), which doubled each run's stats and clean passes (about 20 minutes before the first
+# mutant at a load of 12).
+_FAST_TIER = ("-m", "not thorough")
 _CNQ_TESTS = tuple(
     f"tests/constructs/cnq/test_cnq_{f}.py"
     for f in (
@@ -206,6 +212,7 @@ MODULES = (
             tuple(f"hubspoke/cli/verify/{f}.py" for f in files),
             _VERIFY_TESTS,
             default=False,
+            pytest_args=_FAST_TIER,
         )
         for part, files in (
             ("network", ("network", "peering")),
@@ -218,6 +225,7 @@ MODULES = (
         ("hubspoke/cli/preflight/*.py",),
         tuple(f"tests/cli/test_preflight{f}.py" for f in ("", "_addons", "_cnq", "_quotas", "_tools")),
         default=False,
+        pytest_args=_FAST_TIER,
     ),
     # The CNQ runtime's request layer, by file, against every CNQ runtime test.
     *(
@@ -452,7 +460,12 @@ def run_module(
     settings = {
         "source_paths": ["hubspoke"],
         "only_mutate": list(module.mutate),
-        "pytest_add_cli_args": ["-p", "no:cacheprovider", *(f"--deselect={d}" for d in module.deselect)],
+        "pytest_add_cli_args": [
+            "-p",
+            "no:cacheprovider",
+            *module.pytest_args,
+            *(f"--deselect={d}" for d in module.deselect),
+        ],
         "pytest_add_cli_args_test_selection": list(module.tests),
         "also_copy": [p for p in SUPPORT if (ROOT / p).exists()],
     }
