@@ -59,7 +59,14 @@ _BAD_CREDENTIAL_CODES = {
     "AuthFailure",
 }
 _UNREACHABLE = (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError)
-_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException"}
+# SNS says AuthorizationError (botocore sns service-2.json, AuthorizationErrorException: 403, "denied access").
+_DENIED = {
+    "AccessDenied",
+    "AccessDeniedException",
+    "UnauthorizedOperation",
+    "UnauthorizedException",
+    "AuthorizationError",
+}
 # Service name in botocore -> prefix of its IAM actions, where the two differ.
 _IAM_PREFIX = {"service-quotas": "servicequotas"}
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from botocore.awsrequest import AWSResponse
 from moto.backends import get_backend
 
@@ -242,10 +241,6 @@ def test_a_refused_sns_read_fails_the_delivery_row_alone(
     assert rows(results, "alarm training-stalled", REGION)[0].status == "pass"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hubspoke/cli/checks.py _DENIED lacks SNS's AuthorizationError, so the row says retry (reported)",
-)
 def test_a_denied_sns_read_names_its_permission(deployed: DeployedWorld, deployed_config: Path) -> None:
     """The IAM action is sns:ListSubscriptionsByTopic (Service Authorization Reference, "Actions defined by
     Amazon SNS")."""
