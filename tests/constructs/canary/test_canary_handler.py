@@ -17,6 +17,7 @@ from moto import mock_aws
 
 from hubspoke import canary_metrics as metrics
 from hubspoke.constructs.canary.runtime import handler as handler_module
+from hubspoke.constructs.canary.runtime import probe as probe_module
 from hubspoke.constructs.canary.runtime.handler import run, secrets_client
 from hubspoke.constructs.canary.runtime.portal import PortalReading
 from tests.conftest import Templates, properties
@@ -341,7 +342,7 @@ def test_a_rotated_password_is_read_again_once_the_cached_one_is_15_minutes_old(
 
 
 def test_no_secret_arn_is_refused_with_the_setting_to_fix(secrets: tuple[Any, list[float]]) -> None:
-    with pytest.raises(ValueError, match="ADMIN_SECRET_ARN"):
+    with pytest.raises(ValueError, match="ADMIN_SECRET_ARN is not set"):
         handler_module._secret_credentials("")
 
 
@@ -402,3 +403,24 @@ def test_a_canary_without_its_dimension_settings_still_publishes_named_dimension
     [line] = [json.loads(out) for out in lines]
     assert line[metrics.DIMENSION_SPOKE] == "unknown"
     assert line[metrics.DIMENSION_ENVIRONMENT] == "unknown"
+
+
+def test_a_canary_without_its_secret_setting_says_which_setting(
+    secrets: tuple[Any, list[float]], ports: tuple[int, int]
+) -> None:
+    """No ADMIN_SECRET_ARN: the portal line names the missing setting rather than asking Secrets Manager for none."""
+    env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", SPOKE_REST_PORT="8000")
+    _, line = _run(env)
+    assert line[metrics.PORTAL_UNREADABLE] == 1
+    assert "ADMIN_SECRET_ARN is not set" in line["portal_detail"], line["portal_detail"]  # type: ignore[operator]
+
+
+def test_connect_latency_is_published_in_milliseconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The EMF unit of ConnectLatency is Milliseconds (CloudWatch MetricDatum Unit): a connect of 0.25 s on the
+    monotonic clock is 250."""
+    port = _free_port()
+    ticks = iter([10.0, 10.25])
+    monkeypatch.setattr(probe_module, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
+    with listeners(NODES[:1], (port,)):
+        probe = probe_module.connect(NODES[0], port, timeout_s=1.0)
+    assert probe.ok and probe.latency_ms == pytest.approx(250.0)

@@ -158,6 +158,7 @@ def test_a_portal_on_hub_addresses_the_canary_no_longer_has_publishes_zero(
     line = canary(HUB_ADDRESSES="10.10.99.8,10.10.99.9")
     assert line[canary_metrics.PORTAL_HUB_HOSTS_CURRENT] == 0
     assert line[canary_metrics.PORTAL_STATUS] == canary_metrics.PORTAL_STATUS_UNKNOWN
+    assert "no spoke portal towards the hub" in line["portal_detail"], line["portal_detail"]
     # Read, and no portal towards the hub: a portal problem for the portal page, not the canary's (item 5).
     assert line[canary_metrics.PORTAL_UNREADABLE] == 0
 
@@ -189,19 +190,42 @@ def test_of_several_spoke_portals_the_least_connected_is_published(statuses: tup
     DEGRADED or ACTIVE, ACTIVE being "fully connected portal ready for use" (Qumulo REST API, GET
     /v2/portal/spokes/): the record is the INACTIVE one's, whatever the order the cluster lists them in."""
     portals = [_spoke_portal(i, status, HUB_FLOATING[0]) for i, status in enumerate(statuses, start=1)]
-
-    class Client:  # the RestClient surface the reader uses: login, then portal.v2_list_spoke_portals()
-        portal = SimpleNamespace(v2_list_spoke_portals=lambda: portals)
-
-        def login(self, username: str, password: str) -> None:
-            pass
-
-    reading = read_portal_status(
-        address="10.20.0.5", port=8000, username="admin", password="pw", timeout_s=5,
-        hub_hosts=[HUB_FLOATING[0]], client_factory=lambda *_: Client(),
-    )  # fmt: skip
+    reading = _read(portals, hub_hosts=(HUB_FLOATING[0],))
     inactive_id = statuses.index("INACTIVE") + 1
     assert reading.detail.startswith(f"portal {inactive_id}: "), reading.detail
-    assert "status INACTIVE" in reading.detail and not reading.unreadable
+    assert reading.detail.endswith("status INACTIVE") and not reading.unreadable  # every hub host is current
     assert reading.hubs_current is True
     assert reading.value < canary_metrics.PORTAL_STATUS_VALUES["DEGRADED"]
+
+
+class _Lister:
+    """A RestClient stand-in that logs in and lists the given spoke portals (login, portal.v2_list_spoke_portals)."""
+
+    def __init__(self, portals: list[Any]) -> None:
+        self.portal = SimpleNamespace(v2_list_spoke_portals=lambda: portals)
+
+    def login(self, username: str, password: str) -> None:
+        pass
+
+
+def _read(portals: list[Any], hub_hosts: tuple[str, ...] = ()) -> Any:
+    return read_portal_status(
+        address="10.20.0.5", port=8000, username="admin", password="pw", timeout_s=5,
+        hub_hosts=hub_hosts, client_factory=lambda *_: _Lister(portals),
+    )  # fmt: skip
+
+
+def test_without_hub_addresses_nothing_is_said_about_the_portals_hub_hosts() -> None:
+    """PortalReading.hubs_current is None when not compared: with no hub addresses given there is nothing to
+    compare the portals' hub hosts with, whether the cluster lists a portal or none."""
+    assert _read([]).hubs_current is None
+    assert _read([_spoke_portal(1, "ACTIVE", HUB_FLOATING[0])]).hubs_current is None
+    assert _read([], hub_hosts=(HUB_FLOATING[0],)).hubs_current is False
+
+
+def test_a_status_the_canary_does_not_know_is_not_counted_as_connected() -> None:
+    """Qumulo documents INACTIVE, DEGRADED and ACTIVE (GET /v2/portal/spokes/); a status a later release adds is
+    published below DEGRADED, never as a connected portal, and the detail names it."""
+    reading = _read([_spoke_portal(1, "SOMETHING_NEW", HUB_FLOATING[0])])
+    assert reading.value < canary_metrics.PORTAL_STATUS_VALUES["DEGRADED"]
+    assert "status SOMETHING_NEW" in reading.detail
