@@ -53,26 +53,33 @@ def test_every_control_tower_id_maps_to_the_rule_the_plugin_reports() -> None:
         assert shipped.get(control) == rule, control
 
 
+# What each refusal must say: a short reason asks for one a reviewer can check; a rule or shape no tool takes
+# names the shapes that are accepted.
+_NEEDS_REASON = "needs a reason a reviewer can check"
+_NAMES_SHAPES = "or a checkov ID with the resource_types it applies to"
+
+
 @pytest.mark.parametrize(
-    ("rule", "kwargs"),
+    ("rule", "kwargs", "says"),
     [
-        ("CT.LAMBDA.PR.3", {"reason": "ok"}),
-        ("CT.NOPE.PR.1", {"reason": LONG_REASON}),
-        ("CT.LAMBDA.PR.3", {"reason": LONG_REASON, "findings": ["x"]}),
-        ("CKV_AWS_116", {"reason": LONG_REASON, "findings": ["x"]}),
-        ("CKV_AWS_116", {"reason": LONG_REASON}),
-        ("Whatever-1", {"reason": LONG_REASON}),
+        ("CT.LAMBDA.PR.3", {"reason": "ok"}, _NEEDS_REASON),
+        ("CT.NOPE.PR.1", {"reason": LONG_REASON}, _NAMES_SHAPES),
+        ("CT.LAMBDA.PR.3", {"reason": LONG_REASON, "findings": ["x"]}, _NAMES_SHAPES),
+        ("CKV_AWS_116", {"reason": LONG_REASON, "findings": ["x"]}, _NAMES_SHAPES),
+        ("CKV_AWS_116", {"reason": LONG_REASON}, _NAMES_SHAPES),
+        ("Whatever-1", {"reason": LONG_REASON}, _NAMES_SHAPES),
     ],
 )
 def test_acknowledgments_without_a_reason_or_a_known_rule_are_refused(
-    rule: str, kwargs: dict[str, Any]
+    rule: str, kwargs: dict[str, Any], says: str
 ) -> None:
     with pytest.raises(ValueError) as refused:
         acknowledge(Stack(App(), "S"), rule, **kwargs)
-    # The refusal names what would be accepted: a reason a reviewer can check, or the rule kinds and their shape.
-    assert str(refused.value).endswith(
-        "or a checkov ID with the resource_types it applies to"
-    ) or "needs a reason a reviewer can check" in str(refused.value), refused.value
+    # Each refusal its own words (the short reason's at its middle, the shapes' at its end), so swapped or
+    # case-changed messages fail.
+    text = str(refused.value)
+    assert text.endswith(says) if says == _NAMES_SHAPES else says in text, text
+    assert rule in text
 
 
 def _stage_with_functions(*, acknowledged: bool, at_end: bool = False) -> tuple[App, Stage]:
