@@ -131,6 +131,8 @@ def test_hub_down_nothing_listens(ports: tuple[int, int]) -> None:
     assert result[metrics.HUB_REACHABLE] == 0
     assert result[metrics.NODES_REACHABLE_FRACTION] == 0.0
     assert len(result["failed_probes"]) == len(NODES) * len(ports)  # type: ignore[arg-type]
+    # Nothing listens, so the kernel refuses: ECONNREFUSED, whose text (glibc strerror) names the cause.
+    assert all(f.endswith(" Connection refused") for f in result["failed_probes"]), result["failed_probes"]  # type: ignore[union-attr]
     # No successful connect, so no latency sample: publishing 0 ms would read as a fast hub.
     assert metrics.CONNECT_LATENCY not in _published(line)
     assert metrics.HUB_REACHABLE in _published(line)
@@ -259,6 +261,8 @@ def test_the_probe_result_is_published_before_a_slow_portal_read(ports: tuple[in
     hub, portal = (json.loads(line) for line in lines)
     assert hub[metrics.HUB_REACHABLE] == 1
     assert portal[metrics.PORTAL_STATUS] == metrics.PORTAL_STATUS_UNKNOWN
+    # A read cut by the time is a failed read (docs/operations.md: PortalUnreadable 1 = secret, REST API, time).
+    assert portal[metrics.PORTAL_UNREADABLE] == 1
     # The reader needs which read ran out of time, first: the portal's (not the probes').
     assert portal["portal_detail"].startswith("portal read "), portal["portal_detail"]
     assert "did not finish" in portal["portal_detail"]
