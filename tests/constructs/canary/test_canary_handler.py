@@ -208,6 +208,7 @@ def test_missing_rest_port_publishes_unknown_with_the_reason(ports: tuple[int, i
     _, line = _run(env, credentials=lambda arn: ("admin", "pw"))
     assert line[metrics.PORTAL_STATUS] == metrics.PORTAL_STATUS_UNKNOWN
     assert "SPOKE_REST_PORT" in line["portal_detail"]  # type: ignore[operator]
+    assert line[metrics.PORTAL_UNREADABLE] == 1  # docs/operations.md: 1 = the read failed
 
 
 def test_no_targets_is_a_configuration_error() -> None:
