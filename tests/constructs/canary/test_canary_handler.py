@@ -429,3 +429,69 @@ def test_connect_latency_is_published_in_milliseconds(monkeypatch: pytest.Monkey
     with listeners(NODES[:1], (port,)):
         probe = probe_module.connect(NODES[0], port, timeout_s=1.0)
     assert probe.ok and probe.latency_ms == pytest.approx(250.0)
+
+
+def test_a_sub_millisecond_connect_keeps_its_fraction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connect inside one VPC can take tens of microseconds: 45.6 us on the clock is 0.0456 ms, never 0."""
+    port = _free_port()
+    ticks = iter([10.0, 10.0000456])
+    monkeypatch.setattr(probe_module, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
+    with listeners(NODES[:1], (port,)):
+        probe = probe_module.connect(NODES[0], port, timeout_s=1.0)
+    assert probe.latency_ms == pytest.approx(0.0456, abs=0.001) and probe.latency_ms > 0
+
+
+def _raising(exc: BaseException) -> SimpleNamespace:
+    def create_connection(*_: object, **__: object) -> None:
+        raise exc
+
+    return SimpleNamespace(create_connection=create_connection)
+
+
+@pytest.mark.parametrize(
+    ("exc", "words"),
+    [
+        # socket.create_connection with a timeout raises TimeoutError (Python 3.11 socket docs: socket.timeout
+        # is a deprecated alias of TimeoutError since 3.10).
+        (TimeoutError("timed out"), "no answer within 0.5 s"),
+        # An OSError built without (errno, strerror) has strerror None (Python docs, OSError): name the class.
+        (ConnectionResetError(), "ConnectionResetError"),
+    ],
+)
+def test_a_failed_connect_is_a_plain_failure_with_its_reason(
+    exc: BaseException, words: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probe_module, "socket", _raising(exc))
+    probe = probe_module.connect(NODES[0], 2049, timeout_s=0.5)
+    assert probe == probe_module.Probe(NODES[0], 2049, False, None, words)
+    assert probe.ok is False
+
+
+def test_a_refused_connect_carries_the_systems_words() -> None:
+    """Nothing listens: Linux answers ECONNREFUSED, whose strerror is "Connection refused" (errno(3))."""
+    port = _free_port()
+    probe = probe_module.connect(NODES[0], port, timeout_s=0.5)
+    assert probe == probe_module.Probe(NODES[0], port, False, None, "Connection refused")
+    assert probe.ok is False
+
+
+@pytest.mark.parametrize("seconds", ["2", "7"])
+def test_the_rest_timeout_setting_bounds_each_portal_read(seconds: str, ports: tuple[int, int]) -> None:
+    """REST_TIMEOUT_SECONDS is the construct's bound on each REST request (the handler's settings): the portal
+    reader is handed that many seconds when the invocation has time for it."""
+    seen: dict[str, object] = {}
+
+    def reader(**kwargs: object) -> PortalReading:
+        seen.update(kwargs)
+        return PortalReading(metrics.PORTAL_STATUS_VALUES["ACTIVE"], "portal 1: status ACTIVE")
+
+    env = _env(
+        ports,
+        SPOKE_REST_ADDRESS="127.0.0.1",
+        SPOKE_REST_PORT="18000",
+        ADMIN_SECRET_ARN="arn:x",
+        REST_TIMEOUT_SECONDS=seconds,
+    )
+    with listeners(NODES, ports):
+        _run(env, portal_reader=reader, credentials=lambda arn: ("admin", "pw"))
+    assert seen["timeout_s"] == float(seconds)

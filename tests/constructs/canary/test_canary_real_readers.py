@@ -221,6 +221,20 @@ def test_without_hub_addresses_nothing_is_said_about_the_portals_hub_hosts() -> 
     assert _read([]).hubs_current is None
     assert _read([_spoke_portal(1, "ACTIVE", HUB_FLOATING[0])]).hubs_current is None
     assert _read([], hub_hosts=(HUB_FLOATING[0],)).hubs_current is False
+    # Nor does the detail call any hub host stale: there is no HUB_ADDRESSES list to be missing from.
+    assert _read([_spoke_portal(1, "ACTIVE", HUB_FLOATING[0])]).detail.endswith("status ACTIVE")
+
+
+@pytest.mark.parametrize(("seconds", "sdk_seconds"), [(3.0, 3), (0.2, 1)])
+def test_the_sdk_client_bounds_its_sockets_in_whole_seconds(seconds: float, sdk_seconds: int) -> None:
+    """qumulo-api 7.10.2.1 rest_client.py RestClient.__init__: `timeout` is the connection timeout in seconds,
+    kept as `.timeout` and handed to its Connection; None (the default) blocks forever and 0 makes the socket
+    non-blocking (Python docs, socket.settimeout), so a sub-second bound is one second."""
+    from hubspoke.constructs.canary.runtime.portal import sdk_client
+
+    client = sdk_client("10.20.0.5", 8000, seconds)
+    assert client.conninfo.timeout == sdk_seconds
+    assert (client.conninfo.host, client.conninfo.port) == ("10.20.0.5", 8000)
 
 
 def test_a_status_the_canary_does_not_know_is_not_counted_as_connected() -> None:
