@@ -495,3 +495,46 @@ def test_the_rest_timeout_setting_bounds_each_portal_read(seconds: str, ports: t
     with listeners(NODES, ports):
         _run(env, portal_reader=reader, credentials=lambda arn: ("admin", "pw"))
     assert seen["timeout_s"] == float(seconds)
+
+
+def test_the_portal_wait_counts_the_time_the_probes_already_took(ports: tuple[int, int]) -> None:
+    """The invocation's time left is read once, at the start (get_remaining_time_in_millis: "the number of
+    milliseconds left before the execution times out", Lambda developer guide, "Using the Lambda context object").
+    10 s were left and the probes took 6.9 s of them (the run's clock), so the portal read gets what remains after
+    the time to publish, not the same 10 s again: a reader that needs 0.5 s does not finish."""
+    started = threading.Event()
+
+    def reader(**_: object) -> PortalReading:
+        started.set()
+        time.sleep(0.5)
+        return PortalReading(metrics.PORTAL_STATUS_VALUES["ACTIVE"], "portal 1: status ACTIVE")
+
+    ticks = [1000.0, 1006.9]
+
+    def clock() -> float:
+        return ticks.pop(0) if len(ticks) > 1 else ticks[0]
+
+    env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", SPOKE_REST_PORT="8000", ADMIN_SECRET_ARN="arn:x")
+    with listeners(NODES, ports):
+        result, line = _run(
+            env,
+            remaining_ms=10_000,
+            portal_reader=reader,
+            credentials=lambda arn: ("a", "p"),
+            clock=clock,
+        )
+    assert started.wait(timeout=5)
+    assert line[metrics.PORTAL_UNREADABLE] == 1, line["portal_detail"]
+    assert "did not finish" in result["portal_detail"]  # type: ignore[operator]
+    # Every record carries the run's start, not the instant the portal read ended.
+    assert line["_aws"]["Timestamp"] == 1_000_000  # type: ignore[index]
+
+
+def test_no_target_to_probe_is_no_probe_and_nothing_reachable() -> None:
+    """With nothing to probe (no address, or no port) there is no probe, no latency, and no reachable node: 0, never
+    a division by zero."""
+    for addresses, ports_ in (([], [2049]), ([NODES[0]], [])):
+        reach = probe_module.probe_all(addresses, ports_, timeout_s=0.5)
+        assert reach.probes == ()
+        assert reach.reachable_fraction == 0.0 and reach.hub_reachable is False
+        assert reach.latencies_ms == []

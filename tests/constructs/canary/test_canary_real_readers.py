@@ -163,7 +163,7 @@ def test_a_portal_on_hub_addresses_the_canary_no_longer_has_publishes_zero(
     assert line[canary_metrics.PORTAL_UNREADABLE] == 0
 
 
-def _spoke_portal(portal_id: int, status: str, hub_host: str) -> Any:
+def _spoke_portal(portal_id: int, status: str, *hub_hosts: str) -> Any:
     """One entry of GET /v2/portal/spokes/ in the REST API's JSON, parsed by the SDK's own loader (qumulo-api
     7.10.2.1, rest/portal.py: load_spoke_portal, MultiRootSpokePortal)."""
     from qumulo.rest.portal import load_spoke_portal
@@ -171,7 +171,7 @@ def _spoke_portal(portal_id: int, status: str, hub_host: str) -> Any:
     return load_spoke_portal(
         {
             "id": portal_id, "type": "PORTAL_READ_ONLY", "state": "ACCEPTED", "status": status,
-            "hub_hosts": [{"address": hub_host, "port": 3713}], "hub_id": portal_id,
+            "hub_hosts": [{"address": h, "port": 3713} for h in hub_hosts], "hub_id": portal_id,
             "hub_cluster_uuid": "00000000-0000-0000-0000-00000000000a", "roots": [],
         }
     )  # fmt: skip
@@ -243,3 +243,22 @@ def test_a_status_the_canary_does_not_know_is_not_counted_as_connected() -> None
     reading = _read([_spoke_portal(1, "SOMETHING_NEW", HUB_FLOATING[0])])
     assert reading.value < canary_metrics.PORTAL_STATUS_VALUES["DEGRADED"]
     assert "status SOMETHING_NEW" in reading.detail
+
+
+def test_of_equally_disconnected_portals_the_first_listed_is_named() -> None:
+    """Two INACTIVE portals (GET /v2/portal/spokes/ lists both): the detail names the first the cluster lists, so a
+    tie does not make the named portal change with each later entry."""
+    portals = [_spoke_portal(i, "INACTIVE", HUB_FLOATING[0]) for i in (1, 2)]
+    reading = _read(portals, hub_hosts=(HUB_FLOATING[0],))
+    assert reading.detail.startswith("portal 1: "), reading.detail
+
+
+def test_the_stale_hub_hosts_are_listed_one_by_one_for_the_reader() -> None:
+    """A portal formed towards three hub hosts (hub_hosts, GET /v2/portal/spokes/) of which HUB_ADDRESSES holds one:
+    the detail lists the two others as addresses a reader can copy, comma-separated."""
+    portal = _spoke_portal(1, "ACTIVE", *HUB_FLOATING[:3])
+    reading = _read([portal], hub_hosts=(HUB_FLOATING[0],))
+    assert reading.hubs_current is False
+    assert reading.detail.endswith(
+        f"hub hosts not among HUB_ADDRESSES: {HUB_FLOATING[1]}, {HUB_FLOATING[2]}"
+    ), reading.detail
