@@ -136,15 +136,23 @@ def test_hub_down_nothing_listens(ports: tuple[int, int]) -> None:
     # No successful connect, so no latency sample: publishing 0 ms would read as a fast hub.
     assert metrics.CONNECT_LATENCY not in _published(line)
     assert metrics.HUB_REACHABLE in _published(line)
+    # The log line says which probes failed, not only the returned result (what an operator reads).
+    assert line["failed_probes"] == result["failed_probes"]
+    assert line["hub_addresses"] == list(NODES)
 
 
-def test_half_the_nodes_down(ports: tuple[int, int]) -> None:
-    with listeners(NODES[:2], ports):
-        result, _ = _run(_env(ports))
+@pytest.mark.parametrize(
+    ("hub", "up", "fraction"),
+    # A third is published to four decimal places: 0.3333, a hundredth of a per cent of the hub's nodes.
+    [(NODES, 2, 0.5), (NODES[:3], 1, 0.3333)],
+)
+def test_some_nodes_down(hub: tuple[str, ...], up: int, fraction: float, ports: tuple[int, int]) -> None:
+    with listeners(hub[:up], ports):
+        result, _ = _run(_env(ports, HUB_ADDRESSES=",".join(hub)))
     assert result[metrics.HUB_REACHABLE] == 1
-    assert result[metrics.NODES_REACHABLE_FRACTION] == 0.5
+    assert result[metrics.NODES_REACHABLE_FRACTION] == fraction
     failed = result["failed_probes"]
-    assert all(f.split(":")[0] in NODES[2:] for f in failed)  # type: ignore[union-attr]
+    assert all(f.split(":")[0] in hub[up:] for f in failed)  # type: ignore[union-attr]
 
 
 def test_a_node_with_only_one_port_open_is_not_reachable(ports: tuple[int, int]) -> None:
@@ -163,7 +171,7 @@ def test_slow_connect_is_cut_at_the_timeout_and_counted_unreachable() -> None:
     assert result[metrics.NODES_REACHABLE_FRACTION] == 0.75
     failed = result["failed_probes"]
     assert len(failed) == 1 and failed[0].startswith(f"{NODES[0]}:{port}")  # type: ignore[index,union-attr]
-    assert "no answer within" in failed[0]  # type: ignore[index]
+    assert failed[0].endswith(" no answer within 0.3 s"), failed  # type: ignore[index] # the setting's bound
 
 
 def test_connect_timeout_leaves_time_to_publish() -> None:
@@ -207,19 +215,22 @@ def test_missing_rest_port_publishes_unknown_with_the_reason(ports: tuple[int, i
     env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", ADMIN_SECRET_ARN="arn:x")
     _, line = _run(env, credentials=lambda arn: ("admin", "pw"))
     assert line[metrics.PORTAL_STATUS] == metrics.PORTAL_STATUS_UNKNOWN
-    assert "SPOKE_REST_PORT" in line["portal_detail"]  # type: ignore[operator]
+    assert "SPOKE_REST_PORT is ''" in line["portal_detail"]  # type: ignore[operator] # the value it found: none
     assert line[metrics.PORTAL_UNREADABLE] == 1  # docs/operations.md: 1 = the read failed
 
 
-def test_no_targets_is_a_configuration_error() -> None:
-    with pytest.raises(ValueError, match="HUB_ADDRESSES"):
-        run({}, {"HUB_PORTS": "2049"}, emit=lambda _: None)
+@pytest.mark.parametrize("env", [{"HUB_PORTS": "2049"}, {"HUB_ADDRESSES": NODES[0]}])
+def test_no_targets_is_a_configuration_error(env: dict[str, str]) -> None:
+    """Either setting missing: the error names both settings first, and the fix (a value in each)."""
+    with pytest.raises(ValueError, match=r"^HUB_ADDRESSES and HUB_PORTS .*at least one value"):
+        run({}, env, emit=lambda _: None)
 
 
 def test_event_overrides_targets(ports: tuple[int, int]) -> None:
     with listeners(NODES[:1], ports):
         lines: list[str] = []
-        result = run({"hub_addresses": [NODES[0]]}, _env(ports), emit=lines.append)
+        # Entries are trimmed and blank ones dropped, as in the comma-separated setting.
+        result = run({"hub_addresses": [f" {NODES[0]} ", " "]}, _env(ports), emit=lines.append)
     assert result["hub_addresses"] == [NODES[0]]
     assert result[metrics.NODES_REACHABLE_FRACTION] == 1.0
 
@@ -428,17 +439,18 @@ def test_connect_latency_is_published_in_milliseconds(monkeypatch: pytest.Monkey
     monkeypatch.setattr(probe_module, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
     with listeners(NODES[:1], (port,)):
         probe = probe_module.connect(NODES[0], port, timeout_s=1.0)
-    assert probe.ok and probe.latency_ms == pytest.approx(250.0)
+    assert probe == probe_module.Probe(NODES[0], port, True, pytest.approx(250.0))  # type: ignore[arg-type]
 
 
 def test_a_sub_millisecond_connect_keeps_its_fraction(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A connect inside one VPC can take tens of microseconds: 45.6 us on the clock is 0.0456 ms, never 0."""
+    """A connect inside one VPC can take tens of microseconds: 45.6 us on the clock is 0.046 ms, never 0."""
     port = _free_port()
     ticks = iter([10.0, 10.0000456])
     monkeypatch.setattr(probe_module, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
     with listeners(NODES[:1], (port,)):
         probe = probe_module.connect(NODES[0], port, timeout_s=1.0)
-    assert probe.latency_ms == pytest.approx(0.0456, abs=0.001) and probe.latency_ms > 0
+    # Kept to the microsecond (three decimals of a millisecond): the clock's finer digits are noise.
+    assert probe.latency_ms == 0.046
 
 
 def _raising(exc: BaseException) -> SimpleNamespace:
@@ -495,39 +507,99 @@ def test_the_rest_timeout_setting_bounds_each_portal_read(seconds: str, ports: t
     with listeners(NODES, ports):
         _run(env, portal_reader=reader, credentials=lambda arn: ("admin", "pw"))
     assert seen["timeout_s"] == float(seconds)
+    with listeners(NODES, ports):
+        # With 4 s left in the invocation, no REST request may be given more than what is left.
+        _run(env, portal_reader=reader, credentials=lambda arn: ("admin", "pw"), remaining_ms=4000)
+    assert 0 < seen["timeout_s"] < 4.0  # type: ignore[operator]
 
 
-def test_the_portal_wait_counts_the_time_the_probes_already_took(ports: tuple[int, int]) -> None:
+@pytest.mark.parametrize(("probes_took_s", "read"), [(0.5, True), (6.9, False)])
+def test_the_portal_wait_counts_the_time_the_probes_already_took(
+    probes_took_s: float, read: bool, ports: tuple[int, int]
+) -> None:
     """The invocation's time left is read once, at the start (get_remaining_time_in_millis: "the number of
     milliseconds left before the execution times out", Lambda developer guide, "Using the Lambda context object").
-    10 s were left and the probes took 6.9 s of them (the run's clock), so the portal read gets what remains after
-    the time to publish, not the same 10 s again: a reader that needs 0.5 s does not finish."""
-    started = threading.Event()
-
-    def reader(**_: object) -> PortalReading:
-        started.set()
-        time.sleep(0.5)
-        return PortalReading(metrics.PORTAL_STATUS_VALUES["ACTIVE"], "portal 1: status ACTIVE")
-
-    ticks = [1000.0, 1006.9]
+    With 10 s left, a portal read of 0.2 s is published when the probes took 0.5 s of them (the run's clock, Unix
+    time as Lambda's); when they took 6.9 s, what remains after the time to publish is too short, and the portal
+    line says the read did not finish."""
+    lines: list[str] = []
+    start_s = 1_700_000_000.0
+    ticks = [start_s, start_s + probes_took_s]
 
     def clock() -> float:
         return ticks.pop(0) if len(ticks) > 1 else ticks[0]
 
+    def reader(**_: object) -> PortalReading:
+        time.sleep(0.2)
+        return PortalReading(metrics.PORTAL_STATUS_VALUES["ACTIVE"], "portal 1: status ACTIVE")
+
     env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", SPOKE_REST_PORT="8000", ADMIN_SECRET_ARN="arn:x")
     with listeners(NODES, ports):
-        result, line = _run(
-            env,
-            remaining_ms=10_000,
-            portal_reader=reader,
-            credentials=lambda arn: ("a", "p"),
-            clock=clock,
-        )
-    assert started.wait(timeout=5)
-    assert line[metrics.PORTAL_UNREADABLE] == 1, line["portal_detail"]
-    assert "did not finish" in result["portal_detail"]  # type: ignore[operator]
-    # Every record carries the run's start, not the instant the portal read ended.
-    assert line["_aws"]["Timestamp"] == 1_000_000  # type: ignore[index]
+        run({}, env, emit=lines.append, remaining_ms=10_000, portal_reader=reader,
+            credentials=lambda arn: ("a", "p"), clock=clock)  # fmt: skip
+    hub, portal = (json.loads(line) for line in lines)
+    assert portal[metrics.PORTAL_UNREADABLE] == (0 if read else 1), portal["portal_detail"]
+    assert ("did not finish" in portal["portal_detail"]) is not read
+    # Both records carry the run's start (EMF Timestamp: ms since the epoch), not the instant the read ended.
+    assert hub["_aws"]["Timestamp"] == portal["_aws"]["Timestamp"] == 1_700_000_000_000
+
+
+def test_a_canary_without_its_timeout_settings_still_probes_and_reads(ports: tuple[int, int]) -> None:
+    """CONNECT_TIMEOUT_SECONDS and REST_TIMEOUT_SECONDS unset: the run still probes, and the portal reader is
+    given a positive bound, never none."""
+    seen: dict[str, object] = {}
+
+    def reader(**kwargs: object) -> PortalReading:
+        seen.update(kwargs, thread=threading.current_thread().name)
+        return PortalReading(metrics.PORTAL_STATUS_VALUES["ACTIVE"], "portal 1: status ACTIVE")
+
+    env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", SPOKE_REST_PORT="8000", ADMIN_SECRET_ARN="arn:x")
+    del env["CONNECT_TIMEOUT_SECONDS"]
+    with listeners(NODES, ports):
+        result, _ = _run(env, portal_reader=reader, credentials=lambda arn: ("a", "p"))
+    assert result[metrics.HUB_REACHABLE] == 1
+    assert isinstance(seen["timeout_s"], float) and seen["timeout_s"] > 0
+    # The read runs in a thread named for it: a stack dump of a hung run says which read hangs.
+    assert str(seen["thread"]).startswith("portal")
+
+
+def test_a_local_run_without_a_lambda_context_honours_its_event(
+    ports: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Called as handler(event, context) outside Lambda (context None: no get_remaining_time_in_millis), the run is
+    bounded by its settings alone, and the event's targets replace the configured ones."""
+    for name, value in _env(ports).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("SPOKE_REST_ADDRESS", raising=False)
+    with listeners(NODES[:1], ports):
+        result = handler_module.handler({"hub_addresses": [NODES[0]]}, None)
+    assert result["hub_addresses"] == [NODES[0]]
+    assert result[metrics.NODES_REACHABLE_FRACTION] == 1.0
+
+
+def test_the_secret_client_is_in_the_region_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A region_name given to the client "takes precedence over environment variable and configuration file values"
+    (boto3 user guide, Configuration)."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    assert secrets_client("us-west-2").meta.region_name == "us-west-2"
+
+
+def test_a_whole_hubs_probes_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """probe_all promises one timeout per run, not one per pair: 24 floating IPs on 2 ports are 48 connects, and
+    every one is under way before any returns (a barrier of 48 only opens if they all wait on it together)."""
+    addresses = [f"10.10.64.{i}" for i in range(1, 25)]
+    barrier = threading.Barrier(len(addresses) * 2, timeout=5)
+    threads: set[str] = set()
+
+    def connect(address: str, port: int, *, timeout_s: float) -> probe_module.Probe:
+        threads.add(threading.current_thread().name)
+        barrier.wait()
+        return probe_module.Probe(address, port, True, 1.0)
+
+    monkeypatch.setattr(probe_module, "connect", connect)
+    reach = probe_module.probe_all(addresses, [2049, 3713], timeout_s=0.5)
+    assert reach.reachable_fraction == 1.0 and len(reach.probes) == 48
+    assert all(name.startswith("probe") for name in threads), threads  # named for a stack dump
 
 
 def test_no_target_to_probe_is_no_probe_and_nothing_reachable() -> None:

@@ -112,6 +112,7 @@ def test_a_password_the_cluster_refuses_is_published_as_unknown_with_qumulos_ans
     line = canary()
     assert line[canary_metrics.PORTAL_STATUS] == canary_metrics.PORTAL_STATUS_UNKNOWN
     assert "Error 401" in line["portal_detail"], line["portal_detail"]
+    assert line[canary_metrics.PORTAL_UNREADABLE] == 1  # docs/operations.md: 1 = the read failed (REST API)
     # Nothing was read, so nothing is said about the portal's hub hosts either.
     assert canary_metrics.PORTAL_HUB_HOSTS_CURRENT not in line
 
@@ -262,3 +263,35 @@ def test_the_stale_hub_hosts_are_listed_one_by_one_for_the_reader() -> None:
     assert reading.detail.endswith(
         f"hub hosts not among HUB_ADDRESSES: {HUB_FLOATING[1]}, {HUB_FLOATING[2]}"
     ), reading.detail
+
+
+class _Refusing:
+    """A RestClient stand-in whose login fails with the given exception."""
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+    def login(self, username: str, password: str) -> None:
+        raise self.exc
+
+
+@pytest.mark.parametrize(
+    ("exc", "said"),
+    [
+        # An exception without text (e.g. a reset connection): its class is what the reader can search for.
+        (ConnectionResetError(), "ConnectionResetError"),
+        # A multi-line error (a server's HTML page, a traceback): its first line only, the log stays one line.
+        (RuntimeError("Error 503: Service Unavailable\n<html>busy</html>"), "Error 503: Service Unavailable"),
+        # A long one-line message is cut to 300 characters (ASSUMED in portal.py: enough for Qumulo's error
+        # class and text, short enough for a log line an operator reads).
+        (RuntimeError("E" * 1000), "E" * 300),
+    ],
+)
+def test_a_failed_rest_read_says_why_in_one_line(exc: Exception, said: str) -> None:
+    reading = read_portal_status(
+        address="10.20.0.5", port=8000, username="admin", password="pw", timeout_s=5,
+        client_factory=lambda *_: _Refusing(exc),
+    )  # fmt: skip
+    assert reading.detail == f"spoke REST API 10.20.0.5:8000: {said}"
+    assert reading.unreadable is True
+    assert reading.value == canary_metrics.PORTAL_STATUS_UNKNOWN
