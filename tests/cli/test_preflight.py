@@ -251,6 +251,8 @@ def test_past_the_peering_quotas_maximum_no_increase_is_requested(
         pcx(1000, "deleted", hub, {"VpcId": "vpc-gone", "CidrBlock": "192.168.0.0/24"}),
         # The spoke's own peering (minimal(): spokes[0].cidr 10.20.0.0/16) is one of the spokes counted, not foreign.
         pcx(1001, "active", hub, {"VpcId": "vpc-spoke", "CidrBlock": "10.20.0.0/16"}),
+        # The Region's other peerings are listed too (no filter was asked for): not the hub VPC's, not counted.
+        pcx(1002, "active", {"VpcId": "vpc-a", "CidrBlock": "192.168.1.0/24"}, {"VpcId": "vpc-b"}),
         # Foreign peerings count whichever side asked: the hub requests half of them and accepts the others.
         *(pcx(n, "active", *((hub, vpc) if n % 2 else (vpc, hub))) for n, vpc in enumerate(other)),
     ]
@@ -363,7 +365,11 @@ def test_kubernetes_version_hyperpod_does_not_list_warns(
     (row,) = rows_of(results, "kubernetes version")
     assert row.status == status, row.detail
     if status == "warn":
-        assert "HyperPod" in row.detail and "compute.kubernetes_version" in row.fix
+        # The guide's range, oldest to newest, and the newest as the version to set.
+        assert "HyperPod's EKS prerequisites list only 1.30 to 1.35" in row.detail
+        assert row.fix.startswith(
+            "set hub.compute.kubernetes_version to 1.35, or check the SageMaker developer"
+        )
 
 
 @pytest.mark.parametrize(

@@ -91,6 +91,23 @@ def test_an_old_pinned_image_warns_with_the_line_to_paste(world: World, tmp_path
     assert "Qumulo's cluster-replacement procedure" in row.fix, "a running cluster refuses a new image"
 
 
+@pytest.mark.parametrize(("age", "status"), [(30, "pass"), (90, "pass"), (91, "warn")])
+def test_a_pinned_image_that_is_not_current_passes_until_it_is_old(
+    world: World, tmp_path: Path, age: int, status: str
+) -> None:
+    """Canonical's parameter names a newer image than the pin: a pin up to 90 days old (ASSUMED limit,
+    hubspoke.cli.preflight.cnq, documented as a warning only) passes and says how old it is and which image is
+    current; older warns."""
+    _ready(world)
+    world.image("us-west-2", pinned_ami("us-west-2"), age_days=age)
+    world.image("us-west-2", "ami-0fedcba9876543210")
+    images = {"us-east-2": pinned_ami("us-east-2"), "us-west-2": "ami-0fedcba9876543210"}
+    (row,) = _rows(_run(tmp_path, world, images=images), "ubuntu image", "us-west-2")
+    assert row.status == status, row
+    if status == "pass":
+        assert row.detail == f"{pinned_ami('us-west-2')} is {age} days old (current: ami-0fedcba9876543210)"
+
+
 def test_a_missing_or_foreign_image_is_reported(world: World, tmp_path: Path) -> None:
     _ready(world)
     world.image("us-east-2", pinned_ami("us-east-2"), owner="123456789012")
@@ -200,6 +217,30 @@ def test_a_package_encrypted_with_the_aws_managed_s3_key_is_not_refused(world: W
     rows = {r.region: r for r in _run(tmp_path, world) if r.check == "qumulo core package"}
     assert rows["us-east-2"].status == "warn" and "aws/s3" in rows["us-east-2"].detail
     assert "(3 MiB)" in rows["us-east-2"].detail
+    assert "--sse AES256" in rows["us-east-2"].fix
+
+
+def test_a_kms_package_whose_key_kms_will_not_name_fails(world: World, tmp_path: Path) -> None:
+    """Only ListAliases tells the AWS managed key aws/s3 from a key of the user's (KMS API Reference,
+    ListAliases); when KMS refuses it (AccessDeniedException, 400, as KMS's JSON API answers a caller without
+    kms:ListAliases) the key may be the user's, which the nodes' role cannot use: the row fails as for one."""
+    _ready(world)
+    kms = world.clients("kms", "us-east-2")
+    target = next(a["TargetKeyId"] for a in kms.list_aliases()["Aliases"] if a["AliasName"] == "alias/aws/s3")
+    key = f"arn:aws:kms:us-east-2:123456789012:key/{target}"
+    world.stage(PACKAGE, "us-east-2", ServerSideEncryption="aws:kms", SSEKMSKeyId=key)
+
+    def refuse(model: Any, **_: Any) -> Any:
+        from botocore.awsrequest import AWSResponse
+
+        body = {
+            "Error": {"Code": "AccessDeniedException", "Message": "not authorized to perform kms:ListAliases"}
+        }
+        return AWSResponse("https://stub", 400, {}, None), body
+
+    world.clients("kms", "us-east-2").meta.events.register("before-call.kms.ListAliases", refuse)
+    rows = {r.region: r for r in _run(tmp_path, world) if r.check == "qumulo core package"}
+    assert rows["us-east-2"].status == "fail" and f"aws:kms (key {key})" in rows["us-east-2"].detail
     assert "--sse AES256" in rows["us-east-2"].fix
 
 
@@ -359,6 +400,16 @@ def test_before_the_first_deploy_there_is_nothing_to_keep(world: World, tmp_path
     _ready(world)
     [row] = _shape_rows(tmp_path, world)
     assert row.status == "pass" and "no Storage stack" in row.detail
+
+
+def test_a_cluster_without_live_nodes_has_no_script_to_compare(world: World, tmp_path: Path) -> None:
+    """A Storage stack with no node left in a live state (DescribeInstances, instance-state-name): nothing runs a
+    first-boot script, so only the buckets are judged and the row says which cluster had no node."""
+    _ready(world)
+    _deployed(world, buckets=16, node_script=None)
+    buckets, nodes = _shape_rows(tmp_path, world)
+    assert buckets.status == "pass" and nodes.status == "pass"
+    assert nodes.detail == f"no running node of {HUB_CLUSTER} to compare"
 
 
 def test_a_current_cluster_on_the_defaults_passes(world: World, tmp_path: Path) -> None:

@@ -303,8 +303,9 @@ def test_canary_reservation_needs_the_unreserved_pool_lambda_keeps(
     assert ("GetAccountSettings", {}) in clients.asked
 
 
-def _deployed_canary(world: World, region: str, reserved: int) -> None:
-    """The Ops stack as CloudFormation holds it after a deploy: its canary function reserving `reserved`.
+def _deployed_canary(world: World, region: str, reserved: int | None, other: int | None = None) -> None:
+    """The Ops stack as CloudFormation holds it after a deploy: its canary function reserving `reserved` (none
+    if None) and, given `other`, a second function reserving that many.
 
     The stack name and the logical ID are the ones the synthesized dev templates carry (tests/ snapshots).
     """
@@ -318,12 +319,16 @@ def _deployed_canary(world: World, region: str, reserved: int) -> None:
             "Handler": "index.handler",
             "Role": role,
             "Code": {"ZipFile": "def handler(event, context): pass"},
-            "ReservedConcurrentExecutions": reserved,
         },
     }
+    resources = {"HubCanaryFunction24E5FE5B": function}
+    if reserved is not None:
+        function["Properties"]["ReservedConcurrentExecutions"] = reserved
+    if other is not None:
+        props = {**function["Properties"], "ReservedConcurrentExecutions": other}
+        resources["ProbeHelper0A1B2C3D"] = {**function, "Properties": props}
     world.clients("cloudformation", region).create_stack(
-        StackName=f"hubspoke-dev-ops-{region}",
-        TemplateBody=json.dumps({"Resources": {"HubCanaryFunction24E5FE5B": function}}),
+        StackName=f"hubspoke-dev-ops-{region}", TemplateBody=json.dumps({"Resources": resources})
     )
 
 
@@ -344,6 +349,24 @@ def test_a_deployed_canary_reservation_is_not_counted_twice(
     (row,) = rows_of(results, "lambda concurrency")
     assert row.status == status, row.detail
     assert f"{unreserved - 1} unreserved" in row.detail
+
+
+def test_only_the_canary_functions_reservation_is_the_canarys(world: World, tmp_path: Path) -> None:
+    """Another function of the Ops stack reserving 5 is none of the canary's: a canary deployed without a
+    reservation still needs its 1 from the pool. GetAccountSettings already leaves the other's 5 out of
+    UnreservedConcurrentExecutions (Lambda API Reference, AccountLimit), so an account of 105 shows 100, and
+    taking the canary's 1 would leave 99 of the 100 Lambda keeps (Lambda Developer Guide, "Configuring reserved
+    concurrency")."""
+    world.deployed_dev()
+    _deployed_canary(world, "us-west-2", reserved=None, other=5)
+    limit = {"ConcurrentExecutions": 105, "UnreservedConcurrentExecutions": 105}
+    clients = Unsupported(world.clients, lambda_limit=limit)
+    results = run_checks(
+        preflight_config(tmp_path, ops={"reserve_canary_concurrency": True}), clients, only={"us-west-2"}
+    )
+    (row,) = rows_of(results, "lambda concurrency")
+    assert row.status == "fail" and "100 unreserved" in row.detail, row.detail
+    assert "already reserves" not in row.detail and "would leave 99" in row.detail
 
 
 def test_the_fake_service_quotas_answers_and_refuses_as_the_model_says(world: World) -> None:
@@ -411,7 +434,11 @@ def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_descri
                         "CurrentInstanceTypes": [P5, "ml.p4d.24xlarge"],
                         "DesiredInstanceTypes": [P5, "ml.p4d.24xlarge"],
                     },
-                    "InstanceTypeDetails": [{"InstanceType": P5, "CurrentCount": 2, "ThreadsPerCore": 1}],
+                    # ClusterInstanceTypeDetail has no required member: one without an InstanceType names none.
+                    "InstanceTypeDetails": [
+                        {"InstanceType": P5, "CurrentCount": 2, "ThreadsPerCore": 1},
+                        {"CurrentCount": 0},
+                    ],
                     "Status": "Updating",
                 },
                 # CurrentCount and TargetCount are both optional in ClusterInstanceGroupDetails (no required

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,3 +70,20 @@ def test_preflight_reports_it_once_with_the_hub(
     results = run_preflight(load(preflight_config(tmp_path)).config, Unsupported(world.clients))
     (row,) = rows_of(results, "local tools")
     assert row.region == "us-east-2" and row.status == "fail" and "session-manager-plugin" in row.detail
+
+
+@pytest.mark.parametrize(
+    "error", [subprocess.TimeoutExpired(["aws", "--version"], 20), PermissionError(13, "Permission denied")]
+)
+def test_an_aws_that_does_not_run_fails_naming_the_program_found(tmp_path: Path, error: Exception) -> None:
+    """subprocess.run raises TimeoutExpired past its timeout and OSError when the file cannot be executed
+    (Python docs, subprocess): the row names the `aws` found on PATH and why it did not answer, with where to
+    install AWS CLI v2."""
+
+    def run(*_: Any, **__: Any) -> Any:
+        raise error
+
+    folder = fake_path(tmp_path)
+    (row,) = check_local_tools("us-east-2", path=folder, run=run)
+    assert row.status == "fail" and row.detail == f"`{folder}/aws --version` did not run ({error})"
+    assert "AWS CLI v2" in row.fix

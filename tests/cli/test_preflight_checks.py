@@ -1,0 +1,131 @@
+"""`hubspoke preflight`'s rows when AWS answers what the healthy worlds never do: a bootstrap version that is not a
+number, a read the credentials may not make, a quota Service Quotas will not show; and the command's help.
+
+Every denied read must become that check's failing row naming the IAM action, never a traceback or a pass.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from botocore.awsrequest import AWSResponse
+
+from hubspoke.cli.main import main
+from hubspoke.cli.preflight import run_preflight
+from hubspoke.cli.preflight.checks import check_bootstrap
+from hubspoke.config import load
+from tests.cli.preflight_world import Unsupported, World, rows_of
+from tests.conftest import ROOT
+
+
+class _Ssm:
+    """SSM GetParameter answering the bootstrap parameter with `value` (SSM API Reference, GetParameter:
+    Parameter.Value is a string)."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def get_parameter(self, Name: str) -> dict[str, Any]:
+        # AWS CDK v2 Developer Guide, "cdk bootstrap": the default qualifier is hnb659fds.
+        assert Name == "/cdk-bootstrap/hnb659fds/version"
+        return {"Parameter": {"Name": Name, "Type": "String", "Value": self.value}}
+
+
+@pytest.mark.parametrize("value", ["v33", "", "33.0"])
+def test_a_bootstrap_version_that_is_not_a_number_fails_with_the_command_that_rewrites_it(value: str) -> None:
+    """The bootstrap template writes CdkBootstrapVersion, an AWS::SSM::Parameter of Type String, as a whole
+    number (aws-cdk 2.1148.1, lib/api/bootstrap/bootstrap-template.yaml: Value '33'); anything else was written
+    by hand and the templates' CheckBootstrapVersion rule cannot read it. Bootstrapping again rewrites it, so
+    that command is the fix, even in the environment's own account."""
+    row = check_bootstrap(_Ssm(value), region="us-west-2", account="123456789012", deployer="123456789012")
+    assert row.status == "fail" and f"is '{value}', not a version" in row.detail
+    assert row.fix == "npx cdk bootstrap aws://123456789012/us-west-2"
+
+
+@dataclass
+class _Denying(Unsupported):
+    """The preflight world with some operations refused, as the service refuses a caller without the
+    permission: operation name -> the error code that service answers with (HTTP 403)."""
+
+    denied: dict[str, str] = field(default_factory=dict)
+
+    def hook(self, client: Any, service: str, region: str) -> None:
+        super().hook(client, service, region)
+
+        def refuse(model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+            code = self.denied.get(model.name)
+            if code is None:
+                return None
+            body = {"Error": {"Code": code, "Message": f"not authorized to perform: {model.name}"}}
+            return AWSResponse("https://stub", 403, {}, None), {
+                **body,
+                "ResponseMetadata": {"HTTPStatusCode": 403},
+            }
+
+        client.meta.events.register("before-call", refuse, unique_id="hubspoke-test-denied")
+
+
+# The code each service denies with: EC2's UnauthorizedOperation (EC2 API Reference, "Error codes"); EKS's
+# AccessDeniedException (botocore eks 2017-11-01 model, shape AccessDeniedException: "You don't have permissions to
+# perform the requested operation"); the query-protocol services (CloudFormation, IAM) answer AccessDenied.
+@pytest.mark.parametrize(
+    ("operation", "code", "region", "checks", "action"),
+    [
+        ("DescribeCluster", "AccessDeniedException", "us-east-2", ["deployed kubernetes"], "eks:DescribeCluster"),
+        ("DescribeImages", "UnauthorizedOperation", "us-east-2", ["ubuntu image"], "ec2:DescribeImages"),
+        # The Storage stack's buckets and the canary's reservation are both read from ListStackResources.
+        ("ListStackResources", "AccessDenied", "us-west-2", ["cnq deployed shape", "lambda concurrency"],
+         "cloudformation:ListStackResources"),
+        ("GetRole", "AccessDenied", "us-east-2", ["administrators exist"], "iam:GetRole"),
+    ],
+)  # fmt: skip
+def test_a_denied_read_fails_its_row_with_the_permission_to_grant(
+    world: World, operation: str, code: str, region: str, checks: list[str], action: str
+) -> None:
+    """A refusal is not "nothing there": ResourceNotFoundException, InvalidAMIID.NotFound, a stack that does not
+    exist and NoSuchEntity are the only answers read as absence; any other error is that check's failing row.
+    The canary's reservation is asked for, so its row reads the deployed Ops stack."""
+    world.deployed_dev()
+    config = load(ROOT / "config" / "dev.yaml").config
+    ops = config.ops.model_copy(update={"reserve_canary_concurrency": True})
+    config = config.model_copy(update={"ops": ops})
+    results = run_preflight(config, _Denying(world.clients, denied={operation: code}), only={region})
+    for check in checks:
+        (row,) = rows_of(results, check, region)
+        assert row.status == "fail" and f"{action} was denied" in row.detail, row
+        assert row.fix == f"allow {action} (read-only) for these credentials"
+
+
+def test_an_applied_quota_that_cannot_be_read_is_not_taken_for_the_default(world: World) -> None:
+    """GetServiceQuota's errors (botocore service-quotas 2019-06-24) other than NoSuchResourceException, such as
+    AccessDeniedException, mean the applied value could not be read: the peering and VPC rows fail naming
+    servicequotas:GetServiceQuota rather than fall back to AWS's default, which the applied value may be below."""
+    world.deployed_dev()
+    config = load(ROOT / "config" / "dev.yaml").config
+    clients = Unsupported(world.clients, quota_errors={"GetServiceQuota": "AccessDeniedException"})
+    results = run_preflight(config, clients, only={"us-east-2"})
+    for check in ("peering quota", "security group rules", "routes per route table"):
+        (row,) = rows_of(results, check, "us-east-2")
+        assert row.status == "fail" and "servicequotas:GetServiceQuota was denied" in row.detail, row
+
+
+def test_the_help_examples_are_commands_the_parser_accepts(capsys: pytest.CaptureFixture[str]) -> None:
+    """The help ends with examples to copy: one with a named profile (AWS CLI User Guide, "Using named
+    profiles": AWS_PROFILE) and one limited to a Region with JSON output; each parses as written."""
+    with pytest.raises(SystemExit):
+        main(["preflight", "--help"])
+    out = capsys.readouterr().out
+    examples = out.split("Example:\n", 1)[1].strip().splitlines()
+    assert [e.strip() for e in examples] == [
+        "AWS_PROFILE=ml-dev hubspoke preflight --config config/dev.yaml",
+        "hubspoke preflight --config config/dev.yaml --region us-west-2 --json",
+    ]
+    from hubspoke.cli.main import build_parser
+
+    for example in examples:
+        words = [w for w in shlex.split(example) if "=" not in w][1:]
+        args = build_parser(words).parse_args(words)
+        assert args.command == "preflight" and str(args.config) == "config/dev.yaml"
