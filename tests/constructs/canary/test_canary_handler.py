@@ -540,7 +540,10 @@ def test_the_portal_wait_counts_the_time_the_probes_already_took(
     hub, portal = (json.loads(line) for line in lines)
     assert portal[metrics.PORTAL_UNREADABLE] == (0 if read else 1), portal["portal_detail"]
     assert ("did not finish" in portal["portal_detail"]) is not read
-    # Both records carry the run's start (EMF Timestamp: ms since the epoch), not the instant the read ended.
+    # Both records carry the run's dimensions and its start (EMF Timestamp: ms since the epoch), not the instant
+    # the read ended.
+    for record in (hub, portal):
+        assert record[metrics.DIMENSION_ENVIRONMENT] == "dev" and record[metrics.DIMENSION_SPOKE] == "us-west-2"
     assert hub["_aws"]["Timestamp"] == portal["_aws"]["Timestamp"] == 1_700_000_000_000
 
 
