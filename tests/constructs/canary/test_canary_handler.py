@@ -543,7 +543,8 @@ def test_the_portal_wait_counts_the_time_the_probes_already_took(
     # Both records carry the run's dimensions and its start (EMF Timestamp: ms since the epoch), not the instant
     # the read ended.
     for record in (hub, portal):
-        assert record[metrics.DIMENSION_ENVIRONMENT] == "dev" and record[metrics.DIMENSION_SPOKE] == "us-west-2"
+        assert record[metrics.DIMENSION_ENVIRONMENT] == "dev"
+        assert record[metrics.DIMENSION_SPOKE] == "us-west-2"
     assert hub["_aws"]["Timestamp"] == portal["_aws"]["Timestamp"] == 1_700_000_000_000
 
 
