@@ -63,7 +63,12 @@ def test_wrong_account_fails_and_skips_that_regions_checks(world: World, tmp_pat
     results = run_checks(preflight_config(tmp_path, account="111111111111"), Unsupported(world.clients))
     account = rows_of(results, "account")
     assert {r.status for r in account} == {"fail"}
-    assert all("111111111111" in r.detail and r.fix for r in account)
+    for row in account:
+        assert row.detail == "credentials are for account 123456789012, the config says 111111111111"
+        assert (
+            row.fix
+            == "use credentials for 111111111111 (AWS_PROFILE or --profile), or fix `account` in the config"
+        )
     assert not rows_of(results, "sagemaker quota")
     assert all(r.status == "not checked" for r in results if r.check != "account")
     # The rows it skips are named as the report names them when they run.
@@ -104,6 +109,13 @@ def test_bootstrap_missing_or_old(world: World, tmp_path: Path, version: str | N
         assert row.fix.startswith("npx cdk bootstrap aws://123456789012/us-west-2")
     if version is None or int(version) < TEMPLATES_NEED:
         assert "`hubspoke deploy` bootstraps it" in row.detail
+    if version and int(version) < TEMPLATES_NEED:
+        assert row.detail.startswith(f"version {version}; the templates need 6 or newer: ")
+    elif version and status == "warn":
+        assert row.detail == f"version {version} works; the pinned CDK CLI ships 33"
+        assert row.fix == "npx cdk bootstrap aws://123456789012/us-west-2 (upgrades in place)"
+    elif version:
+        assert row.detail == "version 33"
     assert rows_of(results, "cdk bootstrap", "us-east-2")[0].status == "pass"
 
 
@@ -193,6 +205,7 @@ def test_foreign_vpc_overlapping_only_a_peer_cidr_warns(world: World, tmp_path: 
     assert [r.status for r in rows] == ["warn"]
     # A VPC without a Name tag is named by its ID alone.
     assert rows[0].detail == f"existing VPC {unnamed} 10.10.0.0/24 overlaps peer CIDR 10.10.0.0/16"
+    assert rows[0].fix == "harmless unless that VPC is ever routed to this one (TGW, peering); else renumber"
 
 
 def test_hub_vpc_full_of_foreign_peerings_fails_the_quota(world: World, tmp_path: Path) -> None:
@@ -266,7 +279,9 @@ def test_past_the_peering_quotas_maximum_no_increase_is_requested(
         row = check_peering_quota(
             ec2, quotas, config=load(preflight_config(tmp_path)).config, hub_vpc_id="vpc-hub"
         )
-    assert row.status == status and f"{foreign + 1} active peering(s) needed" in row.detail
+    assert row.status == status
+    needed = f"{foreign + 1} active peering(s) needed on the hub VPC ({foreign} existing, 1 spoke(s)); quota 50 (applied)"
+    assert row.detail == needed + ("; little headroom" if status == "warn" else "")
     assert row.fix == fix
 
 
@@ -275,7 +290,10 @@ def test_unknown_az_id_fails(world: World, tmp_path: Path) -> None:
     spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "az_ids": ["usw2-az1", "usw2-az9"]}
     results = run_checks(preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients))
     (row,) = rows_of(results, "az ids", "us-west-2")
-    assert row.status == "fail" and "usw2-az9" in row.detail and "usw2-az1" in row.fix
+    assert row.status == "fail" and row.detail == "AZ ID(s) usw2-az9 do not exist in us-west-2"
+    assert row.fix.startswith("use AZ IDs from usw2-az1, ") and row.fix.endswith(
+        " in spokes[0].az_ids / spokes[0].accelerator_az_id"
+    )
 
 
 def test_accelerator_az_without_p5_fails_and_names_an_az_that_has_it(world: World, tmp_path: Path) -> None:
@@ -286,9 +304,11 @@ def test_accelerator_az_without_p5_fails_and_names_an_az_that_has_it(world: Worl
     results = run_checks(preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients))
     (row,) = rows_of(results, "accelerator az", "ap-northeast-1")
     assert row.status == "fail" and "apne1-az2" in row.detail
+    assert row.detail == "apne1-az2 does not offer p5.48xlarge"
+    assert row.fix.startswith("set spokes[0].accelerator_az_id to one of ")
     offering_azs = row.fix.split("one of ", 1)[1].split(", ")
     assert offering_azs and "apne1-az2" not in offering_azs
-    assert rows_of(results, "accelerator az", "us-east-2")[0].status == "pass"
+    assert rows_of(results, "accelerator az", "us-east-2")[0].detail == "use2-az1 offers p5.48xlarge"
 
 
 def _with_version(tmp_path: Path, version: str) -> HubSpokeConfig:
@@ -366,7 +386,10 @@ def test_kubernetes_version_hyperpod_does_not_list_warns(
     assert row.status == status, row.detail
     if status == "warn":
         # The guide's range, oldest to newest, and the newest as the version to set.
-        assert "HyperPod's EKS prerequisites list only 1.30 to 1.35" in row.detail
+        assert (
+            f"HyperPod's EKS prerequisites list only 1.30 to 1.35: CreateCluster may refuse {version}"
+            in row.detail
+        )
         assert row.fix.startswith(
             "set hub.compute.kubernetes_version to 1.35, or check the SageMaker developer"
         )
@@ -416,6 +439,11 @@ def test_kubernetes_version_offered_by_eks(
     assert "compute.kubernetes_version" in row.fix
     if status == "warn":
         assert row.fix.endswith("to 1.34")
+    else:
+        assert row.detail == "EKS does not offer 1.33 here"
+        # The versions in standard support to choose from, else no version to name.
+        offered = "1.32" if versions == [eks_version("1.32")] else "the versions EKS lists"
+        assert row.fix == f"set hub.compute.kubernetes_version to one of {offered}"
 
 
 def test_denied_call_inside_a_two_service_check_names_that_calls_permission(
@@ -673,13 +701,19 @@ def test_a_deployed_cluster_the_config_would_move_more_than_one_minor_fails_befo
             "unchanged" if live == wanted else f"this deploy upgrades it to {wanted} (one minor)"
         )
     if to_set:
-        assert f"runs Kubernetes {live}" in row.detail
+        assert (
+            f"{eks_cluster_name(config, config.hub)} runs Kubernetes {live}, the config says {wanted}: "
+            in row.detail
+        )
+        assert row.fix.endswith(" (docs/runbooks/compute.md, 'Upgrading Kubernetes')")
         assert row.fix.startswith(f"set hub.compute.kubernetes_version to {to_set} ")
 
 
 def test_no_cluster_yet_is_created_at_the_configured_version(world: World, tmp_path: Path) -> None:
     world.bootstrap("us-east-2")
     hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": "1.35"}}
-    results = run_checks(preflight_config(tmp_path, hub=hub), Unsupported(world.clients), only={"us-east-2"})
+    config = load(preflight_config(tmp_path, hub=hub)).config
+    results = run_preflight(config, Unsupported(world.clients), only={"us-east-2"})
     (row,) = rows_of(results, "deployed kubernetes")
-    assert row.status == "pass" and "created at 1.35" in row.detail
+    cluster = eks_cluster_name(config, config.hub)
+    assert row.status == "pass" and row.detail == f"no cluster {cluster} yet: created at 1.35"
