@@ -61,7 +61,10 @@ def test_staged_package_and_current_image_pass(world: World, tmp_path: Path) -> 
         pattern = rf"Qumulo Core 7\.10\.2\.1 \(>= \d+\.\d+\.\d+(\.\d+)?, the same as {other}; the bundled qumulo-api is 7\.10\.2\.1\)"
         assert re.fullmatch(pattern, release.detail), release.detail
         (image,) = _rows(results, "ubuntu image", region)
-        assert image.status == "pass" and "current" in image.detail
+        assert (
+            image.status == "pass"
+            and image.detail == f"{pinned_ami(region)} is Canonical's current Ubuntu 24.04"
+        )
     assert "is staged (2 MiB)" in _rows(results, "qumulo core package", "us-west-2")[0].detail
 
 
@@ -75,7 +78,11 @@ def test_a_missing_package_fails_with_the_upload_command(world: World, tmp_path:
     )
     for row in rows:
         assert f"{PACKAGE} does not exist" in row.detail
-        assert f"aws s3 cp qumulo-core.deb {PACKAGE} --region {row.region}" in row.fix and "Nexus" in row.fix
+        assert row.fix == (
+            "download Qumulo Core 7.10.2.1 (qumulo-core.deb) from Qumulo Nexus and run "
+            f"`aws s3 cp qumulo-core.deb {PACKAGE} --region {row.region}`, or fix "
+            f"{'hub' if row.region == 'us-east-2' else 'spokes[0]'}.storage.qumulo_core (docs/runbooks/qumulo-core.md)"
+        )
 
 
 def test_an_old_pinned_image_warns_with_the_line_to_paste(world: World, tmp_path: Path) -> None:
@@ -86,8 +93,17 @@ def test_an_old_pinned_image_warns_with_the_line_to_paste(world: World, tmp_path
         tmp_path, world, images={"us-east-2": pinned_ami("us-east-2"), "us-west-2": "ami-0fedcba9876543210"}
     )
     (row,) = _rows(results, "ubuntu image", "us-west-2")
-    assert row.status == "warn" and "200 days old" in row.detail
-    assert "set spokes[0].storage.ami_id: ami-0fedcba9876543210" in row.fix
+    assert row.status == "warn"
+    assert (
+        row.detail
+        == f"{pinned_ami('us-west-2')} is 200 days old; Canonical's current Ubuntu 24.04 is ami-0fedcba9876543210"
+    )
+    assert row.fix.startswith(
+        "before the first deploy: set spokes[0].storage.ami_id: ami-0fedcba9876543210. A running"
+    )
+    assert row.fix.endswith(
+        "(it would replace every node): move with Qumulo's cluster-replacement procedure (docs/runbooks/qumulo-core.md)"
+    )
     assert "Qumulo's cluster-replacement procedure" in row.fix, "a running cluster refuses a new image"
 
 
@@ -119,7 +135,10 @@ def test_a_missing_or_foreign_image_is_reported(world: World, tmp_path: Path) ->
     hub = _rows(results, "ubuntu image", "us-east-2")
     assert [r.status for r in hub] == ["warn", "pass"] and "not Canonical" in hub[0].detail
     # Canonical publishes its Ubuntu images from account 099720109477 (Ubuntu on AWS docs, "Find Ubuntu images").
-    assert "is owned by 123456789012, not Canonical (099720109477)" in hub[0].detail
+    assert (
+        "is owned by 123456789012, not Canonical (099720109477); the node script expects a stock Ubuntu 24.04 (snapd, apt)"
+        in hub[0].detail
+    )
     assert hub[0].fix == f"set hub.storage.ami_id: {pinned_ami('us-east-2')}"
     (spoke,) = _rows(results, "ubuntu image", "us-west-2")
     assert spoke.status == "fail" and "does not exist in us-west-2" in spoke.detail
@@ -182,7 +201,13 @@ def test_a_release_other_than_the_bundled_sdks_fails_the_release_row(world: Worl
     for region in ("us-east-2", "us-west-2"):
         (release,) = _rows(results, "qumulo core release", region)
         assert release.status == "fail" and "qumulo-api 7.10.2.1" in release.detail, release
-        assert "qumulo-api==7.10.3" in release.fix and "7.10.2.1" in release.fix
+        assert release.detail.startswith(
+            "Qumulo Core 7.10.3, but the provisioning Lambda bundles qumulo-api 7.10.2.1, the only SDK and Core pair hubspoke is tested with"
+        )
+        assert release.fix == (
+            "stage Qumulo Core 7.10.2.1, or pin qumulo-api==7.10.3 in pyproject.toml, reinstall, run "
+            "tests/constructs/cnq and deploy from that checkout (docs/runbooks/qumulo-core.md)"
+        )
 
 
 def test_dev_config_passes_in_a_deployed_account(world: World) -> None:
@@ -199,8 +224,15 @@ def test_a_package_encrypted_with_sse_kms_fails(world: World, tmp_path: Path) ->
     key = world.clients("kms", "us-east-2").create_key()["KeyMetadata"]["Arn"]
     world.stage(PACKAGE, "us-east-2", ServerSideEncryption="aws:kms", SSEKMSKeyId=key)
     rows = {r.region: r for r in _run(tmp_path, world) if r.check == "qumulo core package"}
-    assert rows["us-east-2"].status == "fail" and "aws:kms" in rows["us-east-2"].detail
-    assert key in rows["us-east-2"].detail and "--sse AES256" in rows["us-east-2"].fix
+    assert rows["us-east-2"].status == "fail"
+    assert rows["us-east-2"].detail == (
+        f"{PACKAGE} is encrypted with aws:kms (key {key}); the nodes' role has no KMS permission on it and could "
+        "not download it"
+    )
+    assert rows["us-east-2"].fix == (
+        f"upload it again with SSE-S3: `aws s3 cp qumulo-core.deb {PACKAGE} --region us-east-2 --sse AES256` "
+        "(docs/runbooks/qumulo-core.md)"
+    )
 
 
 def test_a_package_encrypted_with_the_aws_managed_s3_key_is_not_refused(world: World, tmp_path: Path) -> None:
@@ -215,7 +247,14 @@ def test_a_package_encrypted_with_the_aws_managed_s3_key_is_not_refused(world: W
     # HeadObject's ContentLength is the object's size in bytes (S3 API Reference, HeadObject): 3 MiB staged.
     world.stage(PACKAGE, "us-east-2", mib=3, ServerSideEncryption="aws:kms", SSEKMSKeyId=key)
     rows = {r.region: r for r in _run(tmp_path, world) if r.check == "qumulo core package"}
-    assert rows["us-east-2"].status == "warn" and "aws/s3" in rows["us-east-2"].detail
+    assert rows["us-east-2"].status == "warn"
+    assert rows["us-east-2"].detail.startswith(
+        f"{PACKAGE} is encrypted with the AWS managed key aws/s3 ({key}); principals of this account decrypt it "
+        "through S3, so the nodes should download it ("
+    )
+    assert rows["us-east-2"].fix.startswith(
+        "if a node's install log shows AccessDenied on the download, upload it again with SSE-S3: `aws s3 cp "
+    )
     assert "(3 MiB)" in rows["us-east-2"].detail
     assert "--sse AES256" in rows["us-east-2"].fix
 
@@ -255,7 +294,14 @@ def test_the_host_configuration_file_is_staged_beside_the_package_or_warned(
     world.clients("s3", "us-east-2").delete_object(Bucket=bucket, Key=host)
     rows = [r for r in _run(tmp_path, world) if r.check == "qumulo host configuration"]
     assert {r.status for r in rows} == {"warn"}
-    assert all(f"aws s3 cp host_configuration.tar.gz s3://{bucket}/{host}" in r.fix for r in rows)
+    for row in rows:
+        assert row.detail.startswith(
+            f"s3://{bucket}/{host} does not exist; Qumulo's guide stages it beside the"
+        )
+        assert row.fix == (
+            "download host_configuration.tar.gz for Qumulo Core 7.10.2.1 from Qumulo Nexus and run "
+            f"`aws s3 cp host_configuration.tar.gz s3://{bucket}/{host} --region {row.region}`"
+        )
 
 
 @pytest.mark.parametrize("missing", ["package", "host configuration"])
@@ -279,7 +325,9 @@ def test_a_403_without_list_bucket_is_the_documented_ambiguity_and_names_the_per
     for region in ("us-east-2", "us-west-2"):
         (row,) = _rows(results, check, region)
         assert row.status == ("fail" if missing == "package" else "warn")
-        assert f"s3://{bucket}/{gone}" in row.detail and "does not exist, or" in row.detail
+        assert row.detail.startswith(
+            f"S3 answered 403 to HeadObject on s3://{bucket}/{gone}: either it does not"
+        )
         # The reason, with its source, so the reader can check it: the words as S3's API Reference has them.
         assert "Without s3:ListBucket on the bucket S3 answers 403, not 404" in row.detail
         assert "(S3 API Reference, HeadObject)" in row.detail
@@ -309,8 +357,14 @@ def test_the_floating_ips_fit_the_node_interfaces(
     (row,) = _rows(results, "floating ip room", "us-east-2")
     assert row.status == status, row
     if status == "fail":
-        assert "allows 30 IPv4 addresses per interface" in row.detail
+        assert row.detail == (
+            "100 floating IPs over 3 nodes put 34 on one interface besides its primary address; i4i.8xlarge "
+            "allows 30 IPv4 addresses per interface"
+        )
         assert row.fix == "set hub.storage.floating_ip_count to at most 87, or raise node_count"
+    else:
+        need = {(4, 100): 26, (3, 87): 30}[nodes, floating]  # the docstring's sums
+        assert row.detail == f"{need} of 30 IPv4 addresses per i4i.8xlarge interface (primary + floating IPs)"
 
 
 # --- An existing cluster: its buckets and its nodes' first-boot script ---------------------------------------
@@ -373,8 +427,17 @@ def test_a_cluster_with_fewer_buckets_than_the_rule_gets_both_lines_to_write(
     rows = _shape_rows(tmp_path, world)
     assert [r.status for r in rows] == ["fail", "pass"]
     buckets, _ = rows
-    assert "holds 4 persistent-storage buckets" in buckets.detail and "add 12" in buckets.detail
-    assert "hub.storage.bucket_count: 4" in buckets.fix and "hub.storage.bucket_count: 16" in buckets.fix
+    assert buckets.detail.startswith(
+        f"{STORAGE_STACK} holds 4 persistent-storage buckets; this config states no bucket_count, so Qumulo's rule for "
+    )
+    assert buckets.detail.endswith(
+        ", max(16, ceil(TB / 500)) = 16, would add 12 buckets to the cluster for good (Qumulo cannot remove "
+        "persistent storage)"
+    )
+    assert buckets.fix == (
+        "to keep the cluster as it is, set hub.storage.bucket_count: 4; to grow it, set hub.storage.bucket_count: "
+        "16 (docs/runbooks/qumulo-core.md, 'Upgrading an existing cluster')"
+    )
 
 
 def test_the_pins_written_pass_and_an_explicit_increase_only_warns(world: World, tmp_path: Path) -> None:
@@ -382,7 +445,10 @@ def test_the_pins_written_pass_and_an_explicit_increase_only_warns(world: World,
     _deployed(world, buckets=4, node_script=_hub_script(tmp_path))
     assert [r.status for r in _shape_rows(tmp_path, world, bucket_count=4)] == ["pass", "pass"]
     grow, _ = _shape_rows(tmp_path, world, bucket_count=6)
-    assert grow.status == "warn" and "adds 2 buckets" in grow.detail and "irreversible" in grow.detail
+    assert grow.status == "warn" and grow.detail == (
+        f"hub.storage.bucket_count 6 adds 2 buckets to the 4 in {STORAGE_STACK}: irreversible (Qumulo cannot "
+        "remove persistent storage)"
+    )
     assert grow.fix == "if that is not meant, set hub.storage.bucket_count: 4"
 
 
@@ -393,13 +459,27 @@ def test_fewer_buckets_than_deployed_fail_and_unknown_user_data_names_the_guard(
     _deployed(world, buckets=16, node_script="#!/bin/bash\necho another release\n")
     buckets, script = _shape_rows(tmp_path, world, bucket_count=8)
     assert buckets.status == "fail" and buckets.fix == "set hub.storage.bucket_count: 16"
-    assert script.status == "fail" and "node-shape guard will refuse" in script.detail
+    assert buckets.detail == (
+        f"{STORAGE_STACK} holds 16 persistent-storage buckets and this config 8: Qumulo cannot remove persistent "
+        "storage, so the deploy would be refused"
+    )
+    assert script.status == "fail" and script.detail.startswith(
+        f"the nodes of {HUB_CLUSTER} run a first-boot script this config does not render ("
+    )
+    assert "node-shape guard will refuse" in script.detail
+    assert script.fix == (
+        "deploy this Region's Storage stack from the hubspoke release that built the nodes, or set "
+        "hub.storage.cache_volumes back (docs/runbooks/qumulo-core.md, 'When the node-shape guard refuses')"
+    )
 
 
 def test_before_the_first_deploy_there_is_nothing_to_keep(world: World, tmp_path: Path) -> None:
     _ready(world)
     [row] = _shape_rows(tmp_path, world)
-    assert row.status == "pass" and "no Storage stack" in row.detail
+    assert (
+        row.status == "pass"
+        and row.detail == f"no Storage stack {STORAGE_STACK} yet: nothing deployed to keep"
+    )
 
 
 def test_a_cluster_without_live_nodes_has_no_script_to_compare(world: World, tmp_path: Path) -> None:
@@ -415,7 +495,10 @@ def test_a_cluster_without_live_nodes_has_no_script_to_compare(world: World, tmp
 def test_a_current_cluster_on_the_defaults_passes(world: World, tmp_path: Path) -> None:
     _ready(world)
     _deployed(world, buckets=16, node_script=_hub_script(tmp_path))
-    assert [r.status for r in _shape_rows(tmp_path, world)] == ["pass", "pass"]
+    buckets, nodes = _shape_rows(tmp_path, world)
+    assert buckets.status == nodes.status == "pass"
+    assert buckets.detail == "16 persistent-storage buckets, as deployed"
+    assert nodes.detail == f"the nodes of {HUB_CLUSTER} run this config's first-boot script"
 
 
 def test_the_bucket_logical_ids_preflight_counts_are_the_templates(
