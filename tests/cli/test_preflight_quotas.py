@@ -49,7 +49,10 @@ def test_sagemaker_cluster_quota(
     assert row.status == status
     if not applied and not defaults:
         # Service Quotas lists it under Amazon SageMaker: the fix says where to look, in which Region.
+        assert row.detail == f"no quota named '{P5_QUOTA}' found"
         assert row.fix == "look it up in the Service Quotas console (Amazon SageMaker) in us-west-2"
+    if plan:
+        assert row.detail.endswith(" for hubspoke-dev-us-west-2 (a training plan is configured)"), row.detail
     # The per-type quota, then the per-cluster, account-wide and EBS ones: a missing quota stops no other row.
     assert len(rows_of(results, "sagemaker quota", "us-west-2")) == 4
     if status == "fail":
@@ -177,8 +180,13 @@ def test_security_group_rules_quota_holds_what_the_config_relies_on(
     results = run_checks(preflight_config(tmp_path, hub=hub), clients, only={"us-east-2"})
     (row,) = rows_of(results, "security group rules")
     assert row.status == status
-    # One spoke CIDR: TCP 2049, 3713, 8000 and ICMP 3/4 on the hub's cross-Region group.
-    assert "needs 4 inbound rules" in row.detail
+    # One spoke CIDR: TCP 2049, 3713, 8000 and ICMP 3/4 on the hub's cross-Region group. Unstated, the config
+    # relies on the VPC quotas page's default of 60 rules.
+    assert row.detail.startswith(
+        f"cross-Region security group needs 4 inbound rules; the config relies on {stated or 60}; "
+    )
+    value = f"{applied or 60:g} (applied)"  # this world applies the default unless told otherwise
+    assert row.detail.endswith(f"' is {value}"), row.detail
     # The quota as the Amazon VPC quotas page names it, so the reader finds it in the Service Quotas console.
     assert "'Inbound or outbound rules per security group' is " in row.detail
     if status == "fail":
@@ -209,9 +217,18 @@ def test_rules_quota_times_groups_per_interface_fits_a_thousand(
     (row,) = rows_of(results, "security groups per interface")
     assert row.status == status, row.detail
     if at_most is not None:
-        assert f"(L-2AFB9258) in us-east-2 to at most {at_most} " in row.fix
+        assert row.fix.startswith(
+            f"lower 'Security groups per network interface' (L-2AFB9258) in us-east-2 to at most {at_most} before "
+            f"the rules quota is raised to {stated} (the VPC quotas page: their product may not exceed 1,000)"
+        )
         # What lowering it costs: interfaces that carry more groups must drop some first.
         assert row.fix.endswith("every network interface here must then carry no more groups than that")
+    value = f"{groups or 5:g} (applied)"
+    product = f"{(groups or 5) * (stated or 60):g}"
+    assert row.detail == (
+        f"'Security groups per network interface' is {value}; times the {stated or 60} rules per group the config "
+        f"relies on: {product} (Amazon VPC quotas: at most 1,000)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -240,6 +257,12 @@ def test_routes_per_route_table_quota_holds_what_the_config_relies_on(
     assert row.status == status, row.detail
     if status == "fail":
         assert "--quota-code L-93826ACB --desired-value" in row.fix and "--region us-east-2" in row.fix
+    # One spoke of one block: one route over the peering, among the table's others.
+    pattern = (
+        r"each private route table needs \d+ routes \(1 over the peering\); the config relies on (\d+); "
+    )
+    relied = re.match(pattern, row.detail)
+    assert relied and relied.group(1) == str(stated or 50), row.detail
     assert "'Routes per route table' is " in row.detail
     assert ("GetServiceQuota", {"ServiceCode": "vpc", "QuotaCode": "L-93826ACB"}) in clients.asked
 
@@ -272,6 +295,9 @@ def test_a_vpc_quota_without_an_applied_value_is_read_as_the_aws_default_or_name
             assert row.status == "pass" and "(AWS default)" in row.detail, row
         else:
             assert row.status == "warn" and f"quota {code} not found; " in row.detail, row
+            needed = {"security group rules": r"4 rules needed", "security groups per interface": r"60 rules per group needed",
+                      "routes per route table": r"\d+ routes per private route table needed"}[check]  # fmt: skip
+            assert re.fullmatch(f"quota {code} not found; {needed}", row.detail), row.detail
             assert row.fix == f"check '{quota}' in the Service Quotas console"
     if default_error is None:
         assert (
