@@ -49,10 +49,17 @@ def test_a_pinned_addon_version_eks_does_not_offer_fails_before_the_deploy(world
     results = run_checks(ROOT / "config" / "dev.yaml", clients, only={"us-west-2"})
     found = rows_of(results, "eks add-on versions", "us-west-2")
     (failed,) = [r for r in found if r.status == "fail"]
-    assert "amazon-cloudwatch-observability v6.4.0-eksbuild.1" in failed.detail
+    assert failed.detail.startswith(
+        "amazon-cloudwatch-observability v6.4.0-eksbuild.1 (pinned in hubspoke/eks_addons.py) is not offered for "
+        "Kubernetes 1.33 in us-west-2; EKS offers "
+    )
     # Newest first by number, not by text (eksbuild.10 is newer than eksbuild.9).
     assert "EKS offers v6.3.0-eksbuild.10, v6.3.0-eksbuild.9, v6.2.0-eksbuild.1" in failed.detail
-    assert "--addon-name amazon-cloudwatch-observability --kubernetes-version 1.33" in failed.fix
+    assert failed.fix == (
+        "pin one EKS offers in hubspoke/eks_addons.py (VERSIONED['1.33']['amazon-cloudwatch-observability']), or "
+        "`aws eks describe-addon-versions --addon-name amazon-cloudwatch-observability --kubernetes-version 1.33 "
+        "--region us-west-2` lists them"
+    )
     passed = {r.detail.split()[0] for r in found if r.status == "pass"}
     assert passed == EVERY_ADDON - {"amazon-cloudwatch-observability"}
     asked = [p for op, p in clients.asked if op == "DescribeAddonVersions"]
@@ -95,7 +102,17 @@ def test_an_unpinned_addon_eks_does_not_offer_for_the_version_fails_with_the_ver
     (failed,) = [r for r in found if r.status == "fail"]
     assert failed.detail.startswith(f"{OPERATOR} is not offered for Kubernetes 1.35 in us-east-2")
     assert "offers it for 1.32, 1.33, 1.34" in failed.detail
-    assert failed.fix.startswith("set hub.compute.kubernetes_version to a version it is offered for (1.34 ")
+    assert failed.detail.endswith("): the Compute stack installs it and would fail after the node waits")
+    assert failed.fix == (
+        "set hub.compute.kubernetes_version to a version it is offered for (1.34 is the newest), or wait until "
+        "EKS offers it for 1.35"
+    )
+    # An add-on left to EKS's default that is offered: how many builds, and the newest.
+    (agent,) = [r for r in found if r.detail.startswith("eks-pod-identity-agent ")]
+    assert agent.detail == (
+        "eks-pod-identity-agent (EKS's default, not pinned) is offered for 1.35: 1 version(s), newest "
+        "v1.3.9-eksbuild.5"
+    )
     # Every add-on has a row: none is skipped for want of a pin.
     assert {r.detail.split()[0] for r in found} == EVERY_ADDON
 
@@ -109,7 +126,30 @@ def test_an_addon_eks_offers_for_no_version_says_so(world: World, tmp_path: Path
         preflight_config(tmp_path), Unsupported(world.clients, addon_versions=offered), only={"us-east-2"}
     )
     (failed,) = [r for r in rows_of(results, "eks add-on versions") if r.status == "fail"]
-    assert "cert-manager is not offered" in failed.detail and "no Kubernetes version here" in failed.detail
+    assert (
+        "cert-manager is not offered" in failed.detail
+        and "(EKS offers it for no Kubernetes version here)" in failed.detail
+    )
+    assert failed.fix == (
+        "set hub.compute.kubernetes_version to a version it is offered for, or wait until EKS offers it for 1.35"
+    )
+
+
+def test_a_pinned_addon_with_no_build_for_the_version_says_eks_offers_none(
+    world: World, tmp_path: Path
+) -> None:
+    """An account whose EKS lists kube-proxy builds only for 1.34 offers none for a 1.35 cluster (each build's
+    compatibilities name the Kubernetes versions it runs on, botocore eks 2017-11-01): the row says so."""
+    world.deployed_dev()
+    offered = Unsupported(world.clients).addon_versions
+    offered["kube-proxy"] = {"v1.34.6-eksbuild.13": ["1.34"]}
+    results = run_checks(
+        preflight_config(tmp_path), Unsupported(world.clients, addon_versions=offered), only={"us-east-2"}
+    )
+    (failed,) = [r for r in rows_of(results, "eks add-on versions") if r.status == "fail"]
+    assert failed.detail.endswith(
+        " is not offered for Kubernetes 1.35 in us-east-2; EKS offers no version of it"
+    )
 
 
 def _admins(tmp_path: Path, *arns: str) -> Path:
@@ -140,7 +180,10 @@ def test_a_missing_administrator_fails_before_the_deploy(world: World, tmp_path:
     rows = rows_of(run_checks(path, Unsupported(world.clients), only={"us-east-2"}), "administrators exist")
     assert [r.status for r in rows] == ["fail", "fail"], rows
     assert "role/Nobody does not exist in account 123456789012" in rows[0].detail
-    assert "aws iam get-role --role-name Nobody" in rows[0].fix
+    assert rows[0].fix == (
+        "create the role, or fix access.administrators (`aws iam get-role --role-name Nobody --query Role.Arn` "
+        "prints an existing one's ARN)"
+    )
     assert "aws iam get-user --user-name ghost" in rows[1].fix
 
 
@@ -153,7 +196,10 @@ def test_a_role_of_that_name_at_another_path_is_not_the_administrator(world: Wor
     )
     path = _admins(tmp_path, "arn:aws:iam::123456789012:role/Admins")
     (row,) = rows_of(run_checks(path, Unsupported(world.clients), only={"us-east-2"}), "administrators exist")
-    assert row.status == "fail" and "arn:aws:iam::123456789012:role/ops/Admins" in row.detail
+    assert row.status == "fail" and row.detail == (
+        "arn:aws:iam::123456789012:role/Admins does not exist in account 123456789012 (a role of that name exists "
+        "as arn:aws:iam::123456789012:role/ops/Admins): EKS refuses an access entry for it"
+    )
 
 
 def test_an_administrator_in_another_account_is_named_not_failed(world: World, tmp_path: Path) -> None:
@@ -169,8 +215,14 @@ def test_an_administrator_in_another_account_is_named_not_failed(world: World, t
     foreign, own = rows_of(
         run_checks(path, Unsupported(world.clients), only={"us-east-2"}), "administrators exist"
     )
-    assert foreign.status == "not checked" and "210987654321" in foreign.detail
-    assert foreign.fix.endswith("`aws iam get-role --role-name Admins`")
+    assert foreign.status == "not checked" and foreign.detail == (
+        "arn:aws:iam::210987654321:role/Admins is in account 210987654321, not 123456789012: out of these "
+        "credentials' reach"
+    )
+    assert (
+        foreign.fix
+        == "check it exists with credentials for 210987654321: `aws iam get-role --role-name Admins`"
+    )
     assert own.status == "pass"
 
 
