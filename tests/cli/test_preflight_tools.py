@@ -25,6 +25,7 @@ from tests.cli.preflight_world import (
 def test_every_tool_present_passes(tmp_path: Path) -> None:
     (row,) = check_local_tools("us-east-2", path=fake_path(tmp_path))
     assert row.status == "pass" and row.check == "local tools"
+    assert row.detail == "AWS CLI v2, session-manager-plugin, kubectl, docker on PATH"
 
 
 @pytest.mark.parametrize(
@@ -33,7 +34,8 @@ def test_every_tool_present_passes(tmp_path: Path) -> None:
         ("aws", "Installing or updating to the latest version of the AWS CLI"),
         ("session-manager-plugin", "Install the Session Manager plugin for the AWS CLI"),
         ("kubectl", "Install Tools"),
-        ("docker", "Install Docker Engine"),
+        # docs/getting-started.md, "Before you start": Docker on an amd64 host, the nodes' architecture.
+        ("docker", "Docker docs, 'Install Docker Engine' (the training image builds on an amd64 host)"),
     ],
 )
 def test_each_missing_tool_fails_with_where_to_install_it(missing: str, pointer: str, tmp_path: Path) -> None:
@@ -45,7 +47,10 @@ def test_each_missing_tool_fails_with_where_to_install_it(missing: str, pointer:
 
 def test_aws_cli_v1_fails(tmp_path: Path) -> None:
     (row,) = check_local_tools("us-east-2", path=fake_path(tmp_path, aws_says=V1))
-    assert row.status == "fail" and "AWS CLI 1.32.65" in row.detail and "AWS CLI v2" in row.fix
+    assert (
+        row.status == "fail" and row.detail == "aws is AWS CLI 1.32.65; hubspoke runs AWS CLI v2's commands"
+    )
+    assert "AWS CLI v2" in row.fix
 
 
 def test_an_aws_that_prints_no_version_is_quoted(tmp_path: Path) -> None:
