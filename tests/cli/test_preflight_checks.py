@@ -6,8 +6,10 @@ Every denied read must become that check's failing row naming the IAM action, ne
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +19,7 @@ from hubspoke.cli.main import main
 from hubspoke.cli.preflight import run_preflight
 from hubspoke.cli.preflight.checks import check_bootstrap
 from hubspoke.config import load
-from tests.cli.preflight_world import Unsupported, World, rows_of
+from tests.cli.preflight_world import Unsupported, World, preflight_config, rows_of, run_checks
 from tests.conftest import ROOT
 
 
@@ -43,6 +45,21 @@ def test_a_bootstrap_version_that_is_not_a_number_fails_with_the_command_that_re
     row = check_bootstrap(_Ssm(value), region="us-west-2", account="123456789012", deployer="123456789012")
     assert row.status == "fail" and f"is '{value}', not a version" in row.detail
     assert row.fix == "npx cdk bootstrap aws://123456789012/us-west-2"
+
+
+def test_the_cidr_row_counts_the_other_vpcs_and_names_our_own_once_deployed(
+    world: World, tmp_path: Path
+) -> None:
+    """Every Region starts with a default VPC of 172.31.0.0/16 (Amazon VPC User Guide, "Default VPCs"; moto
+    creates it too): before the first deploy it is the one other VPC, and none overlaps the spoke's block. After
+    it, the VPC tagged with the environment and Region is ours, named as deployed and not counted as another."""
+    world.bootstrap("us-west-2")
+    path = preflight_config(tmp_path)
+    (row,) = rows_of(run_checks(path, Unsupported(world.clients), only={"us-west-2"}), "cidr overlap")
+    assert row.status == "pass" and row.detail == "1 other VPC(s), none overlaps 10.20.0.0/16"
+    ours = world.vpc("us-west-2", "10.20.0.0/16", own_env="dev")
+    (row,) = rows_of(run_checks(path, Unsupported(world.clients), only={"us-west-2"}), "cidr overlap")
+    assert row.detail == f"1 other VPC(s), none overlaps 10.20.0.0/16; our VPC {ours} is already deployed"
 
 
 @dataclass
@@ -118,6 +135,17 @@ def test_the_help_examples_are_commands_the_parser_accepts(capsys: pytest.Captur
     with pytest.raises(SystemExit):
         main(["preflight", "--help"])
     out = capsys.readouterr().out
+    # What it reads and what its exit codes mean, each phrase across a line of the source so none is lost.
+    said = " ".join(out.split())
+    for phrase in (
+        "Read-only AWS checks per Region: account, the local tools the AWS path runs (AWS CLI v2, "
+        "session-manager-plugin, kubectl, docker; with the hub's rows), CDK bootstrap",
+        "peering quota, AZ IDs and accelerator offerings,",
+        "the pinned Ubuntu image, SageMaker cluster quota,",
+        "the administrators' IAM principals. Exit 0 when nothing fails, 1 when a check fails, 2 for bad input. ",
+    ):
+        assert phrase in said, phrase
+    assert re.search(r"(^|\s)Read-only AWS checks per Region", said), said  # the description's first words
     examples = out.split("Example:\n", 1)[1].strip().splitlines()
     assert [e.strip() for e in examples] == [
         "AWS_PROFILE=ml-dev hubspoke preflight --config config/dev.yaml",

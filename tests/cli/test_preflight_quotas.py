@@ -322,6 +322,13 @@ def test_canary_reservation_needs_the_unreserved_pool_lambda_keeps(
     )
     (row,) = rows_of(results, "lambda concurrency")
     assert row.status == status
+    left = unreserved - 1  # after the canary's reservation of 1
+    end = {
+        (False, "pass"): "nothing reserves concurrency",
+        (True, "pass"): f"{left} left after the canary's 1",
+        (True, "fail"): f"reserving 1 for the canary would leave {left}, and Lambda keeps 100",
+    }[reserve, status]
+    assert row.detail == f"account concurrency {unreserved}, {unreserved} unreserved; {end}"
     if status == "fail":
         assert "ops.reserve_canary_concurrency: false" in row.fix and "L-B99A9384" in row.fix
         # Raising the account limit raises the unreserved pool as much: 101 leaves 101 - 1 = 100 after the canary.
@@ -374,7 +381,7 @@ def test_a_deployed_canary_reservation_is_not_counted_twice(
     )
     (row,) = rows_of(results, "lambda concurrency")
     assert row.status == status, row.detail
-    assert f"{unreserved - 1} unreserved" in row.detail
+    assert f"{unreserved - 1} unreserved (the deployed canary already reserves 1); " in row.detail
 
 
 def test_only_the_canary_functions_reservation_is_the_canarys(world: World, tmp_path: Path) -> None:
