@@ -62,6 +62,22 @@ def test_the_cidr_row_counts_the_other_vpcs_and_names_our_own_once_deployed(
     assert row.detail == f"1 other VPC(s), none overlaps 10.20.0.0/16; our VPC {ours} is already deployed"
 
 
+def test_a_region_that_offers_the_type_in_no_zone_says_to_train_elsewhere(
+    world: World, tmp_path: Path
+) -> None:
+    """moto's copy of DescribeInstanceTypeOfferings (by availability-zone-id) lists p5.48xlarge in no zone of
+    eu-west-1: no accelerator_az_id can help, so the fix says to change the Region or the instance type."""
+    world.bootstrap("us-east-2")
+    world.bootstrap("eu-west-1")
+    spoke = {"region": "eu-west-1", "cidr": "10.30.0.0/16"}
+    results = run_checks(
+        preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients), only={"eu-west-1"}
+    )
+    (row,) = rows_of(results, "accelerator az", "eu-west-1")
+    assert row.status == "fail" and row.detail.endswith(" does not offer p5.48xlarge")
+    assert row.fix == "eu-west-1 offers no p5.48xlarge: train in another Region or change the instance type"
+
+
 @dataclass
 class _Denying(Unsupported):
     """The preflight world with some operations refused, as the service refuses a caller without the
