@@ -17,9 +17,16 @@ from botocore.awsrequest import AWSResponse
 
 from hubspoke.cli.main import main
 from hubspoke.cli.preflight import run_preflight
-from hubspoke.cli.preflight.checks import check_bootstrap
+from hubspoke.cli.preflight.checks import check_availability_zones, check_bootstrap
 from hubspoke.config import load
-from tests.cli.preflight_world import Unsupported, World, preflight_config, rows_of, run_checks
+from tests.cli.preflight_world import (
+    Unsupported,
+    World,
+    isolate_from_real_aws,
+    preflight_config,
+    rows_of,
+    run_checks,
+)
 from tests.conftest import ROOT
 
 
@@ -76,6 +83,32 @@ def test_a_region_that_offers_the_type_in_no_zone_says_to_train_elsewhere(
     (row,) = rows_of(results, "accelerator az", "eu-west-1")
     assert row.status == "fail" and row.detail.endswith(" does not offer p5.48xlarge")
     assert row.fix == "eu-west-1 offers no p5.48xlarge: train in another Region or change the instance type"
+
+
+def test_a_zone_answered_without_a_zone_type_is_an_availability_zone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ZoneType is optional in the EC2 AvailabilityZone shape (botocore ec2 2016-11-15: no required members);
+    its values are availability-zone, local-zone and wavelength-zone. A zone answered without it is taken as an
+    Availability Zone (the kind every Region has), so the configured AZ IDs are found, not reported missing."""
+    isolate_from_real_aws(monkeypatch)
+    import botocore.session
+    from botocore.stub import Stubber
+
+    ec2 = botocore.session.get_session().create_client("ec2", region_name="us-west-2")
+    zones = [{"ZoneName": f"us-west-2{x}", "ZoneId": f"usw2-az{n}", "RegionName": "us-west-2", "State": "available"}
+             for n, x in ((1, "a"), (2, "b"), (3, "c"))]  # fmt: skip
+    spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "az_ids": ["usw2-az1", "usw2-az2"]}
+    config = load(preflight_config(tmp_path, spokes=[{**spoke, "compute": {"enabled": False}}])).config
+    region = config.spokes[0]
+    with Stubber(ec2) as stub:
+        stub.add_response(
+            "describe_availability_zones", {"AvailabilityZones": zones}, {"AllAvailabilityZones": True}
+        )
+        (row,) = check_availability_zones(ec2, config=config, region=region)
+    assert (
+        row.status == "pass" and row.detail.startswith("usw2-az1, usw2-az2") and row.detail.endswith(" exist")
+    )
 
 
 @dataclass
