@@ -73,7 +73,7 @@ def check_bootstrap(ssm: Any, *, region: str, account: str, deployer: str) -> Ch
     try:
         value = ssm.get_parameter(Name=BOOTSTRAP_PARAMETER)["Parameter"]["Value"]
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ParameterNotFound":
+        if error_code(exc) != "ParameterNotFound":
             raise
         return CheckResult(region, "cdk bootstrap", status, f"{BOOTSTRAP_PARAMETER} not found{then}", fix)
     if not str(value).isdigit():
@@ -184,7 +184,7 @@ def _peering_quota(quotas: Any) -> tuple[float, str]:
             quotas.get_service_quota(ServiceCode="vpc", QuotaCode=PEERING_QUOTA_CODE)["Quota"]["Value"]
         ), "applied"
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "NoSuchResourceException":
+        if error_code(exc) != "NoSuchResourceException":
             raise
     try:
         value = quotas.get_aws_default_service_quota(ServiceCode="vpc", QuotaCode=PEERING_QUOTA_CODE)
@@ -193,7 +193,7 @@ def _peering_quota(quotas: Any) -> tuple[float, str]:
         # Only "no such quota" means the documented default applies. The model's other errors for
         # GetAWSDefaultServiceQuota (AccessDeniedException, IllegalArgumentException, ServiceException,
         # TooManyRequestsException: botocore service-quotas 2019-06-24) mean it could not be read: the row says so.
-        if exc.response.get("Error", {}).get("Code") != "NoSuchResourceException":
+        if error_code(exc) != "NoSuchResourceException":
             raise
         return float(PEERINGS_DEFAULT_QUOTA), "assumed default"
 

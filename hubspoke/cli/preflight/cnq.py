@@ -18,7 +18,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hubspoke.cli.checks import pages
+from hubspoke.cli.checks import error_code, pages
 from hubspoke.cli.preflight.checks import CheckResult, region_path
 from hubspoke.cnq_boot import node_boot_script
 from hubspoke.config import HubSpokeConfig, RegionConfig
@@ -82,7 +82,7 @@ def check_staged_package(
     try:
         head = s3.head_object(Bucket=core.bucket, Key=core.package_key)
     except ClientError as exc:
-        code = str(exc.response.get("Error", {}).get("Code", ""))
+        code = error_code(exc)
         if code in _MISSING:
             return CheckResult(
                 name,
@@ -140,7 +140,7 @@ def check_host_configuration(s3: Any, *, region: RegionConfig) -> CheckResult:
     try:
         s3.head_object(Bucket=core.bucket, Key=core.host_configuration_key)
     except ClientError as exc:
-        code = str(exc.response.get("Error", {}).get("Code", ""))
+        code = error_code(exc)
         if code in _AMBIGUOUS:
             detail, fix = _ambiguous(uri, core.bucket, core.host_configuration_key)
             return CheckResult(region.region, "qumulo host configuration", "warn", detail, fix)
@@ -207,7 +207,7 @@ def check_ubuntu_image(
     try:
         images = ec2.describe_images(ImageIds=[pinned])["Images"]
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "InvalidAMIID.NotFound":
+        if error_code(exc) != "InvalidAMIID.NotFound":
             raise
         images = []
     if not images:
@@ -291,14 +291,15 @@ def _deployed_buckets(cloudformation: Any, stack: str) -> int | None:
         found = list(pages(cloudformation, "list_stack_resources", "StackResourceSummaries", StackName=stack))
     except ClientError as exc:
         # CloudFormation answers a stack that does not exist with ValidationError "... does not exist".
-        if exc.response.get("Error", {}).get("Code") == "ValidationError" and "does not exist" in str(exc):
+        if error_code(exc) == "ValidationError" and "does not exist" in str(exc):
             return None
         raise
+    # LogicalResourceId is a required member of StackResourceSummary (botocore cloudformation 2010-05-15 model).
     return sum(
         1
         for r in found
         if r.get("ResourceType") == "AWS::S3::Bucket"
-        and PERSISTENT_STORAGE_LOGICAL_ID.match(str(r.get("LogicalResourceId", "")))
+        and PERSISTENT_STORAGE_LOGICAL_ID.match(r["LogicalResourceId"])
     )
 
 

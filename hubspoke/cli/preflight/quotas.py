@@ -10,6 +10,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from hubspoke.cli.checks import error_code
 from hubspoke.cli.preflight.checks import CheckResult, Status, _pages, region_path
 from hubspoke.config import HubSpokeConfig, RegionConfig
 from hubspoke.config.quotas import (
@@ -49,12 +50,12 @@ def _applied_or_default(quotas: Any, service: str, code: str) -> tuple[float, st
             quotas.get_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]["Value"]
         ), "applied"
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "NoSuchResourceException":
+        if error_code(exc) != "NoSuchResourceException":
             raise
     try:
         value = quotas.get_aws_default_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]["Value"]
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "NoSuchResourceException":
+        if error_code(exc) != "NoSuchResourceException":
             raise
         return None
     return float(value), "AWS default"
@@ -182,14 +183,17 @@ def _canary_reservation_held(cloudformation: Any, lam: Any, *, config: HubSpokeC
         )
     except ClientError as exc:
         # CloudFormation answers a stack that does not exist with ValidationError "Stack with id ... does not exist".
-        if exc.response.get("Error", {}).get("Code") == "ValidationError" and "does not exist" in str(exc):
+        if error_code(exc) == "ValidationError" and "does not exist" in str(exc):
             return 0
         raise
     held = 0
     for resource in resources:
-        if resource.get("ResourceType") != "AWS::Lambda::Function" or not str(
-            resource.get("LogicalResourceId", "")
-        ).startswith(CANARY_FUNCTION_LOGICAL_PREFIX):
+        # ResourceType and LogicalResourceId are required members of StackResourceSummary (botocore
+        # cloudformation 2010-05-15 model).
+        logical_id = str(resource["LogicalResourceId"])
+        if resource["ResourceType"] != "AWS::Lambda::Function" or not logical_id.startswith(
+            CANARY_FUNCTION_LOGICAL_PREFIX
+        ):
             continue
         if not resource.get("PhysicalResourceId"):
             continue
