@@ -168,7 +168,7 @@ def test_a_sample_is_reproducible_and_a_subset() -> None:
     assert sorted(tool.sample(names, 500, seed=7)) == sorted(names)
 
 
-# Several seconds (mutmut generates and diffs the named functions' mutants in a subprocess).
+# About 15 s (mutmut generates and diffs the named functions' mutants in a subprocess).
 @pytest.mark.long
 def test_every_listed_equivalent_still_names_exactly_one_mutant_of_the_current_code() -> None:
     """Issue 45 item 1: an entry keyed to code that changed (or to a change that now occurs twice) fails here.
@@ -184,3 +184,16 @@ def test_every_listed_equivalent_still_names_exactly_one_mutant_of_the_current_c
     assert problems == [], "\n".join(
         [*problems, "`python tools/mutation.py MODULE --keys 'FUNCTION*'` prints the current keys"]
     )
+
+
+@pytest.mark.thorough
+def test_the_equivalents_check_keys_every_mutant_as_mutmuts_own_whole_file_generation_does() -> None:
+    """The fast check above generates from copies holding only the named definitions and diffs the generated
+    functions' text; the oracle here is mutmut's own path (the whole files, mutmut.mutation.diff_apply's
+    get_diff_for_mutant), which a mutation run took before those shortcuts. Every mutant of every named function
+    must get the same name and key both ways, or the shortcuts would call a sound entry stale (or the reverse).
+    """
+    entries = tool.parse_equivalents((ROOT / "tools" / "mutation_equivalents.txt").read_text())
+    shortcut = tool.equivalent_keys(entries)
+    assert len(shortcut) > len(entries)
+    assert shortcut == tool.equivalent_keys(entries, reference=True)
