@@ -478,6 +478,8 @@ def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_descri
                 # members): a group answered without one holds the other.
                 {"InstanceGroupName": "new", "InstanceType": P5, "TargetCount": 1, "Status": "Creating"},
                 {"InstanceGroupName": "old", "InstanceType": P5, "CurrentCount": 1, "Status": "InService"},
+                # Scaled to zero, answered without a TargetCount: it holds none.
+                {"InstanceGroupName": "idle", "InstanceType": P5, "CurrentCount": 0, "Status": "InService"},
                 # Failed to provision before it answered a count: it holds none.
                 {"InstanceGroupName": "stillborn", "InstanceType": P5, "TargetCount": 3, "Status": "Failed"},
             ],
