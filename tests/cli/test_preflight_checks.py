@@ -111,6 +111,48 @@ def test_a_zone_answered_without_a_zone_type_is_an_availability_zone(
     )
 
 
+def _vpc(n: int, cidr: str, *extra: tuple[str, str]) -> dict[str, Any]:
+    """A Vpc of DescribeVpcs (botocore ec2 2016-11-15): its primary block, and CidrBlockAssociationSet with it
+    associated plus `extra` (block, VpcCidrBlockStateCode) pairs."""
+    blocks = [(cidr, "associated"), *extra]
+    associations = [{"AssociationId": f"vpc-cidr-assoc-{n}{i}", "CidrBlock": c, "CidrBlockState": {"State": state}}
+                    for i, (c, state) in enumerate(blocks)]  # fmt: skip
+    return {"VpcId": f"vpc-{n:017x}", "CidrBlock": cidr, "CidrBlockAssociationSet": associations}
+
+
+def _cidr_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, vpcs: list[dict[str, Any]]) -> list[Any]:
+    isolate_from_real_aws(monkeypatch)
+    import botocore.session
+    from botocore.stub import Stubber
+
+    from hubspoke.cli.preflight.checks import check_cidrs
+
+    ec2 = botocore.session.get_session().create_client("ec2", region_name="us-west-2")
+    config = load(preflight_config(tmp_path)).config
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_vpcs", {"Vpcs": vpcs})
+        rows, _ = check_cidrs(ec2, config=config, region=config.spokes[0])
+    return [r for r in rows if r.status == "fail"]
+
+
+def test_a_block_still_associating_already_clashes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """VpcCidrBlockStateCode (botocore ec2 2016-11-15) has associating before associated: a block on its way in
+    takes the range as surely as one that is in, so it clashes with the spoke's 10.20.0.0/16."""
+    (row,) = _cidr_rows(monkeypatch, tmp_path, [_vpc(1, "10.30.0.0/16", ("10.20.128.0/17", "associating"))])
+    assert (
+        row.detail == "existing VPC vpc-00000000000000001 10.20.128.0/17 overlaps spokes[0].cidr 10.20.0.0/16"
+    )
+
+
+def test_with_every_10_block_taken_no_free_block_is_suggested(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A VPC's block is at most a /16 (Amazon VPC User Guide, "VPC CIDR blocks"): 256 VPCs, one per 10.x.0.0/16,
+    leave no /16 in 10.0.0.0/8 for the spoke, so the fix names the field without a suggestion."""
+    (row,) = _cidr_rows(monkeypatch, tmp_path, [_vpc(x, f"10.{x}.0.0/16") for x in range(256)])
+    assert row.fix == "set spokes[0].cidr to a free block"
+
+
 @dataclass
 class _Denying(Unsupported):
     """The preflight world with some operations refused, as the service refuses a caller without the
