@@ -22,6 +22,7 @@ from hubspoke.config import load
 from tests.cli.preflight_world import (
     Unsupported,
     World,
+    eks_version,
     isolate_from_real_aws,
     preflight_config,
     rows_of,
@@ -151,6 +152,25 @@ def test_with_every_10_block_taken_no_free_block_is_suggested(
     leave no /16 in 10.0.0.0/8 for the spoke, so the fix names the field without a suggestion."""
     (row,) = _cidr_rows(monkeypatch, tmp_path, [_vpc(x, f"10.{x}.0.0/16") for x in range(256)])
     assert row.fix == "set spokes[0].cidr to a free block"
+
+
+def test_the_newest_standard_version_is_chosen_by_number_not_text(world: World, tmp_path: Path) -> None:
+    """Kubernetes minor versions are numbers (Kubernetes "Release Versioning": x.y.z, y the minor): 1.100 is
+    newer than 1.99, though "1.100" sorts first as text. A cluster in extended support is told the newest."""
+    world.bootstrap("us-east-2")
+    hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": "1.33"}}
+    versions = [eks_version("1.33", "EXTENDED_SUPPORT"), eks_version("1.100"), eks_version("1.99")]
+    results = run_checks(
+        preflight_config(tmp_path, hub=hub),
+        Unsupported(world.clients, eks_versions=versions),
+        only={"us-east-2"},
+    )
+    (row,) = rows_of(results, "kubernetes version")
+    assert row.status == "warn" and row.fix == "set hub.compute.kubernetes_version to 1.100"
+    assert (
+        row.detail
+        == "EKS offers 1.33 (EXTENDED_SUPPORT); 1.33 is in extended support (billed extra per cluster hour)"
+    )
 
 
 @dataclass
