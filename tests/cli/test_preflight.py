@@ -392,6 +392,8 @@ def test_kubernetes_version_hyperpod_does_not_list_warns(
     )
     (row,) = rows_of(results, "kubernetes version")
     assert row.status == status, row.detail
+    if status == "pass":
+        assert row.detail == f"EKS offers {version} (STANDARD_SUPPORT)"
     if status == "warn":
         # The guide's range, oldest to newest, and the newest as the version to set.
         assert (
@@ -443,6 +445,7 @@ def test_kubernetes_version_offered_by_eks(
     assert ("does not define" in row.detail) is undefined, row.detail
     if undefined:
         assert row.detail.startswith("EKS lists 1.33 with status ")
+        assert row.fix == "check the version's support status in the EKS console before deploying"
         return
     assert "compute.kubernetes_version" in row.fix
     if status == "warn":
