@@ -227,7 +227,9 @@ def check_ubuntu_image(
                 paste,
             )
         )
-    created = datetime.fromisoformat(str(image["CreationDate"]).replace("Z", "+00:00"))
+    # CreationDate is a string (botocore ec2 model, Image: "The date and time the image was created"), ISO 8601 with
+    # a Z as EC2 answers it (ASSUMED: the model gives no format); Python 3.11's fromisoformat reads the Z itself.
+    created = datetime.fromisoformat(str(image["CreationDate"]))
     age = ((now or datetime.now(UTC)) - created).days
     if pinned == current:
         rows.append(
