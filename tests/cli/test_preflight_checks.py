@@ -176,9 +176,10 @@ def test_the_newest_standard_version_is_chosen_by_number_not_text(world: World, 
 @dataclass
 class _Denying(Unsupported):
     """The preflight world with some operations refused, as the service refuses a caller without the
-    permission: operation name -> the error code that service answers with (HTTP 403)."""
+    permission: operation name -> the error code that service answers with (HTTP 403), with `message` if given."""
 
     denied: dict[str, str] = field(default_factory=dict)
+    message: str | None = None
 
     def hook(self, client: Any, service: str, region: str) -> None:
         super().hook(client, service, region)
@@ -187,7 +188,9 @@ class _Denying(Unsupported):
             code = self.denied.get(model.name)
             if code is None:
                 return None
-            body = {"Error": {"Code": code, "Message": f"not authorized to perform: {model.name}"}}
+            body = {
+                "Error": {"Code": code, "Message": self.message or f"not authorized to perform: {model.name}"}
+            }
             return AWSResponse("https://stub", 403, {}, None), {
                 **body,
                 "ResponseMetadata": {"HTTPStatusCode": 403},
@@ -225,6 +228,26 @@ def test_a_denied_read_fails_its_row_with_the_permission_to_grant(
         (row,) = rows_of(results, check, region)
         assert row.status == "fail" and f"{action} was denied" in row.detail, row
         assert row.fix == f"allow {action} (read-only) for these credentials"
+
+
+def test_only_a_stack_that_does_not_exist_is_read_as_not_deployed(world: World) -> None:
+    """CloudFormation answers ValidationError both for a stack that does not exist ("Stack with id ... does not
+    exist", the only answer read as "nothing deployed yet") and for a request it refuses; any other ValidationError
+    is the rows' failure, with what CloudFormation said, not a pass that skips the deployed stack."""
+    world.deployed_dev()
+    config = load(ROOT / "config" / "dev.yaml").config
+    config = config.model_copy(
+        update={"ops": config.ops.model_copy(update={"reserve_canary_concurrency": True})}
+    )
+    said = "1 validation error detected: Value at 'stackName' failed to satisfy constraint"
+    clients = _Denying(world.clients, denied={"ListStackResources": "ValidationError"}, message=said)
+    results = run_preflight(config, clients, only={"us-west-2"})
+    for check in ("cnq deployed shape", "lambda concurrency"):
+        (row,) = rows_of(results, check, "us-west-2")
+        assert row.status == "fail", row
+        assert (
+            row.detail == f"not checked: cloudformation:ListStackResources answered ValidationError: {said}"
+        )
 
 
 def test_an_applied_quota_that_cannot_be_read_is_not_taken_for_the_default(world: World) -> None:
