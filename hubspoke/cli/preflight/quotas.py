@@ -65,7 +65,7 @@ def check_security_group_rules(quotas: Any, *, config: HubSpokeConfig, region: R
     """The applied 'rules per security group' quota holds the cross-Region rules, and what the config states."""
     name = region.region
     path = region_path(config, region)
-    needed = peer_path_rules(config).get(path, 0)
+    needed = peer_path_rules(config)[path]  # one entry per configured Region (hubspoke.config.quotas)
     stated = region.quotas.security_group_rules
     return _vpc_quota_holds(
         quotas,
@@ -83,7 +83,9 @@ def check_security_group_rules(quotas: Any, *, config: HubSpokeConfig, region: R
 def check_route_table_routes(quotas: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
     """The applied 'Routes per route table' holds the routes each private route table needs, and what is stated."""
     name, check = region.region, "routes per route table"
-    peers, other = private_route_table_routes(config).get(region_path(config, region), (0, 0))
+    peers, other = private_route_table_routes(config)[
+        region_path(config, region)
+    ]  # one per configured Region
     needed, stated = peers + other, region.quotas.routes_per_route_table
     return _vpc_quota_holds(
         quotas,
@@ -139,8 +141,9 @@ def check_security_groups_per_interface(
 ) -> CheckResult:
     """The rules quota the config needs, times the applied 'security groups per network interface', fits 1,000."""
     name, check = region.region, "security groups per interface"
-    path = region_path(config, region)
-    rules = max(peer_path_rules(config).get(path, 0), region.quotas.security_group_rules)
+    # Validation refuses a topology whose cross-Region rules exceed the stated quota (hubspoke.config.quotas,
+    # peer_path_rules_within_quota), so the stated quota is what the config relies on.
+    rules = region.quotas.security_group_rules
     found = _applied_or_default(quotas, "vpc", SECURITY_GROUPS_PER_INTERFACE_QUOTA_CODE)
     if found is None:
         return CheckResult(
@@ -204,7 +207,7 @@ def _canary_reservation_held(cloudformation: Any, lam: Any, *, config: HubSpokeC
 
 
 def check_lambda_concurrency(
-    lam: Any, *, config: HubSpokeConfig, region: RegionConfig, cloudformation: Any = None
+    lam: Any, *, config: HubSpokeConfig, region: RegionConfig, cloudformation: Any
 ) -> CheckResult:
     """A canary reservation, when the config asks for one, leaves the unreserved pool Lambda insists on.
 
@@ -217,7 +220,7 @@ def check_lambda_concurrency(
     detail = f"account concurrency {total}, {unreserved} unreserved"
     if not config.ops.reserve_canary_concurrency:
         return CheckResult(name, "lambda concurrency", "pass", detail + "; nothing reserves concurrency")
-    held = _canary_reservation_held(cloudformation, lam, config=config, region=name) if cloudformation else 0
+    held = _canary_reservation_held(cloudformation, lam, config=config, region=name)
     more = max(CANARY_RESERVATION - held, 0)
     if held:
         detail += f" (the deployed canary already reserves {held})"
