@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -124,14 +125,16 @@ def _cidrs(s: Scope) -> list[CheckResult]:
     return found
 
 
-def _one(check: Callable[..., CheckResult], *services: str) -> Callable[[Scope], list[CheckResult]]:
+# Bound with partial() in CHECKS, so they run when a check answers: a factory returning a lambda ran once, at
+# import, before mutmut switches a mutant on, and its mutants could never be seen.
+def _one(check: Callable[..., CheckResult], services: tuple[str, ...], s: Scope) -> list[CheckResult]:
     """A check answering one row from clients of `services`, the config and the Region."""
-    return lambda s: [check(*map(s.client, services), config=s.config, region=s.region)]
+    return [check(*map(s.client, services), config=s.config, region=s.region)]
 
 
-def _rows(check: Callable[..., list[CheckResult]], *services: str) -> Callable[[Scope], list[CheckResult]]:
+def _rows(check: Callable[..., list[CheckResult]], services: tuple[str, ...], s: Scope) -> list[CheckResult]:
     """A check answering several rows from clients of `services`, the config and the Region."""
-    return lambda s: check(*map(s.client, services), config=s.config, region=s.region)
+    return check(*map(s.client, services), config=s.config, region=s.region)
 
 
 # Every check after the account's, in report order. An entry's service is the one its failed call names.
@@ -145,11 +148,11 @@ CHECKS: tuple[Check[Scope], ...] = (
     Check("peering quota", "service-quotas", lambda s: s.region is s.config.hub and bool(s.config.spokes),
           lambda s: [check_peering_quota(s.client("ec2"), s.client("service-quotas"), config=s.config,
                                          hub_vpc_id=s.own_vpc)]),
-    Check("security group rules", "service-quotas", _always, _one(check_security_group_rules, "service-quotas")),
-    Check("routes per route table", "service-quotas", _always, _one(check_route_table_routes, "service-quotas")),
+    Check("security group rules", "service-quotas", _always, partial(_one, check_security_group_rules, ("service-quotas",))),
+    Check("routes per route table", "service-quotas", _always, partial(_one, check_route_table_routes, ("service-quotas",))),
     Check("security groups per interface", "service-quotas", _always,
-          _one(check_security_groups_per_interface, "service-quotas")),
-    Check("az ids", "ec2", _always, _rows(check_availability_zones, "ec2")),
+          partial(_one, check_security_groups_per_interface, ("service-quotas",))),
+    Check("az ids", "ec2", _always, partial(_rows, check_availability_zones, ("ec2",))),
     Check("lambda concurrency", "lambda",
           lambda s: any(p.kind == "ops" and p.region == s.region.region for p in plan_stacks(s.config)),
           lambda s: [check_lambda_concurrency(s.client("lambda"), config=s.config, region=s.region,
@@ -160,15 +163,15 @@ CHECKS: tuple[Check[Scope], ...] = (
     Check("qumulo host configuration", "s3", _storage,
           lambda s: [check_host_configuration(s.client("s3"), region=s.region)]),
     Check("qumulo core release", "", _storage, lambda s: [check_release(s.config, s.region)]),
-    Check("floating ip room", "ec2", _storage, _one(check_floating_ip_room, "ec2")),
-    Check("cnq deployed shape", "cloudformation", _storage, _rows(check_deployed_cluster, "cloudformation", "ec2")),
-    Check("ubuntu image", "ec2", _storage, _rows(check_ubuntu_image, "ssm", "ec2")),
-    Check("sagemaker quota", "service-quotas", _compute, _rows(check_hyperpod_quotas, "service-quotas", "sagemaker")),
-    Check("kubernetes version", "eks", _compute, _one(check_kubernetes_version, "eks")),
-    Check("deployed kubernetes", "eks", _compute, _one(check_deployed_kubernetes, "eks")),
-    Check("eks add-on versions", "eks", _compute, _rows(check_addon_versions, "eks")),
+    Check("floating ip room", "ec2", _storage, partial(_one, check_floating_ip_room, ("ec2",))),
+    Check("cnq deployed shape", "cloudformation", _storage, partial(_rows, check_deployed_cluster, ("cloudformation", "ec2"))),
+    Check("ubuntu image", "ec2", _storage, partial(_rows, check_ubuntu_image, ("ssm", "ec2"))),
+    Check("sagemaker quota", "service-quotas", _compute, partial(_rows, check_hyperpod_quotas, ("service-quotas", "sagemaker"))),
+    Check("kubernetes version", "eks", _compute, partial(_one, check_kubernetes_version, ("eks",))),
+    Check("deployed kubernetes", "eks", _compute, partial(_one, check_deployed_kubernetes, ("eks",))),
+    Check("eks add-on versions", "eks", _compute, partial(_rows, check_addon_versions, ("eks",))),
     Check("administrators exist", "iam", lambda s: _compute(s) and bool(s.config.access.administrators),
-          _rows(check_administrators, "iam")),
+          partial(_rows, check_administrators, ("iam",))),
 )  # fmt: skip
 
 
