@@ -173,6 +173,25 @@ def test_the_newest_standard_version_is_chosen_by_number_not_text(world: World, 
     )
 
 
+def test_a_package_answered_without_a_size_still_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every member of HeadObjectOutput is optional (botocore s3 2006-03-01 model), ContentLength ("Size of the
+    body in bytes") included: a HEAD answered without it is a staged package of unknown size, shown as 0 MiB."""
+    isolate_from_real_aws(monkeypatch)
+    import botocore.session
+    from botocore.stub import Stubber
+
+    from hubspoke.cli.preflight.cnq import check_staged_package
+
+    s3 = botocore.session.get_session().create_client("s3", region_name="us-east-2")
+    config = load(preflight_config(tmp_path)).config
+    with Stubber(s3) as stub:
+        stub.add_response("head_object", {})
+        row = check_staged_package(s3, config=config, region=config.hub)
+    assert row.status == "pass" and row.detail.endswith(" is staged (0 MiB)")
+
+
 @dataclass
 class _Denying(Unsupported):
     """The preflight world with some operations refused, as the service refuses a caller without the
