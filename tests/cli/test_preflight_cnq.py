@@ -157,6 +157,11 @@ def test_regions_without_storage_get_no_cnq_rows(world: World, tmp_path: Path) -
     assert not [
         r for r in results if r.region == "us-west-2" and r.check in ("qumulo core package", "ubuntu image")
     ]
+    # The hub's release has no other storage Region to match.
+    (release,) = _rows(results, "qumulo core release", "us-east-2")
+    assert re.fullmatch(
+        r"Qumulo Core 7\.10\.2\.1 \(>= [\d.]+; the bundled qumulo-api is 7\.10\.2\.1\)", release.detail
+    )
 
 
 def test_preflight_refuses_mismatched_releases_with_exit_2(
