@@ -81,11 +81,13 @@ def test_preflight_reports_it_once_with_the_hub(
     "error", [subprocess.TimeoutExpired(["aws", "--version"], 20), PermissionError(13, "Permission denied")]
 )
 def test_an_aws_that_does_not_run_fails_naming_the_program_found(tmp_path: Path, error: Exception) -> None:
-    """subprocess.run raises TimeoutExpired past its timeout and OSError when the file cannot be executed
-    (Python docs, subprocess): the row names the `aws` found on PATH and why it did not answer, with where to
-    install AWS CLI v2."""
+    """subprocess.run raises TimeoutExpired past its timeout, which it is given, and OSError when the file cannot
+    be executed (Python docs, subprocess): the row names the `aws` found on PATH and why it did not answer, with
+    where to install AWS CLI v2."""
 
-    def run(*_: Any, **__: Any) -> Any:
+    def run(*_: Any, **kwargs: Any) -> Any:
+        # It is asked with a time limit, so an `aws` that hangs cannot hang preflight.
+        assert kwargs.get("timeout") and kwargs["timeout"] > 0, kwargs
         raise error
 
     folder = fake_path(tmp_path)
