@@ -337,7 +337,13 @@ def test_a_403_without_list_bucket_is_the_documented_ambiguity_and_names_the_per
         assert "Without s3:ListBucket on the bucket S3 answers 403, not 404" in row.detail
         assert "(S3 API Reference, HeadObject)" in row.detail
         assert f"s3:ListBucket on arn:aws:s3:::{bucket} " in row.fix
-        assert f"s3:GetObject on arn:aws:s3:::{bucket}/{gone}" in row.fix
+        assert (
+            f"s3:GetObject on arn:aws:s3:::{bucket}/{gone} (then a missing object answers 404 and is named)"
+            in row.fix
+        )
+        assert row.fix.endswith(
+            f", or check with credentials that have them: `aws s3 ls s3://{bucket}/{gone}`"
+        )
         assert "retry" not in row.fix
         (kept,) = _rows(results, other, region)
         assert kept.status == "pass"
