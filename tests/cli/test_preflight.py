@@ -295,10 +295,10 @@ def test_past_the_peering_quotas_maximum_no_increase_is_requested(
 
 def test_unknown_az_id_fails(world: World, tmp_path: Path) -> None:
     world.deployed_dev()
-    spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "az_ids": ["usw2-az1", "usw2-az9"]}
+    spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "az_ids": ["usw2-az8", "usw2-az9"]}
     results = run_checks(preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients))
     (row,) = rows_of(results, "az ids", "us-west-2")
-    assert row.status == "fail" and row.detail == "AZ ID(s) usw2-az9 do not exist in us-west-2"
+    assert row.status == "fail" and row.detail == "AZ ID(s) usw2-az8, usw2-az9 do not exist in us-west-2"
     assert row.fix.startswith("use AZ IDs from usw2-az1, ") and row.fix.endswith(
         " in spokes[0].az_ids / spokes[0].accelerator_az_id"
     )
@@ -315,7 +315,7 @@ def test_accelerator_az_without_p5_fails_and_names_an_az_that_has_it(world: Worl
     assert row.detail == "apne1-az2 does not offer p5.48xlarge"
     assert row.fix.startswith("set spokes[0].accelerator_az_id to one of ")
     offering_azs = row.fix.split("one of ", 1)[1].split(", ")
-    assert offering_azs and "apne1-az2" not in offering_azs
+    assert offering_azs == ["apne1-az1", "apne1-az4"]
     assert rows_of(results, "accelerator az", "us-east-2")[0].detail == "use2-az1 offers p5.48xlarge"
 
 
@@ -341,7 +341,14 @@ def test_kubernetes_version_in_extended_support_that_hyperpod_does_not_list_says
     )
     (row,) = rows_of(results, "kubernetes version")
     assert row.status == "warn"
-    assert "extended support" in row.detail and "HyperPod" in row.detail
+    assert (
+        "1.27 is in extended support (billed extra per cluster hour); HyperPod's EKS prerequisites"
+        in row.detail
+    )
+    # Both ways out, in the same order: the newest version in standard support, then HyperPod's newest.
+    assert row.fix.startswith(
+        "set hub.compute.kubernetes_version to 1.33; set hub.compute.kubernetes_version to 1.35, or check"
+    )
 
 
 def test_a_version_listed_without_a_support_status_is_named_as_listed(world: World, tmp_path: Path) -> None:
@@ -408,7 +415,7 @@ def test_kubernetes_version_hyperpod_does_not_list_warns(
 @pytest.mark.parametrize(
     ("versions", "status", "undefined"),
     [
-        ([eks_version("1.32")], "fail", False),
+        ([eks_version("1.32"), eks_version("1.31")], "fail", False),
         ([eks_version("1.33", "EXTENDED_SUPPORT"), eks_version("1.34")], "warn", False),
         ([eks_version("1.33", "UNSUPPORTED")], "fail", False),
         # Only the deprecated `status` field, whose enum ClusterVersionStatus (botocore eks 2017-11-01 model)
@@ -453,7 +460,7 @@ def test_kubernetes_version_offered_by_eks(
     else:
         assert row.detail == "EKS does not offer 1.33 here"
         # The versions in standard support to choose from, else no version to name.
-        offered = "1.32" if versions == [eks_version("1.32")] else "the versions EKS lists"
+        offered = "1.31, 1.32" if len(versions) == 2 else "the versions EKS lists"
         assert row.fix == f"set hub.compute.kubernetes_version to one of {offered}"
 
 
