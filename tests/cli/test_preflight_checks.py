@@ -62,12 +62,13 @@ def test_the_cidr_row_counts_the_other_vpcs_and_names_our_own_once_deployed(
     creates it too): before the first deploy it is the one other VPC, and none overlaps the spoke's block. After
     it, the VPC tagged with the environment and Region is ours, named as deployed and not counted as another."""
     world.bootstrap("us-west-2")
-    path = preflight_config(tmp_path)
+    spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "secondary_cidrs": ["10.21.0.0/20"]}
+    path = preflight_config(tmp_path, spokes=[spoke])
     (row,) = rows_of(run_checks(path, Unsupported(world.clients), only={"us-west-2"}), "cidr overlap")
-    assert row.status == "pass" and row.detail == "1 other VPC(s), none overlaps 10.20.0.0/16"
+    assert row.status == "pass" and row.detail == "1 other VPC(s), none overlaps 10.20.0.0/16, 10.21.0.0/20"
     ours = world.vpc("us-west-2", "10.20.0.0/16", own_env="dev")
     (row,) = rows_of(run_checks(path, Unsupported(world.clients), only={"us-west-2"}), "cidr overlap")
-    assert row.detail == f"1 other VPC(s), none overlaps 10.20.0.0/16; our VPC {ours} is already deployed"
+    assert row.detail.endswith(f", 10.21.0.0/20; our VPC {ours} is already deployed")
 
 
 def test_a_region_that_offers_the_type_in_no_zone_says_to_train_elsewhere(
@@ -190,6 +191,22 @@ def test_a_package_answered_without_a_size_still_passes(
         stub.add_response("head_object", {})
         row = check_staged_package(s3, config=config, region=config.hub)
     assert row.status == "pass" and row.detail.endswith(" is staged (0 MiB)")
+
+
+def test_the_release_row_names_every_other_storage_region(tmp_path: Path) -> None:
+    """A portal needs the same release on both sides (validation refuses a mismatch), so the row names each other
+    storage Region that installs it, in order; the release check reads no AWS API."""
+    from hubspoke.cli.preflight.cnq import check_release
+
+    spokes = [
+        {"region": "us-west-2", "cidr": "10.20.0.0/16"},
+        {"region": "eu-west-1", "cidr": "10.30.0.0/16"},
+    ]
+    config = load(preflight_config(tmp_path, spokes=spokes)).config
+    row = check_release(config, config.hub)
+    assert (
+        row.status == "pass" and ", the same as eu-west-1, us-west-2; the bundled qumulo-api is" in row.detail
+    )
 
 
 @dataclass
