@@ -179,7 +179,10 @@ def test_a_missing_administrator_fails_before_the_deploy(world: World, tmp_path:
     path = _admins(tmp_path, "arn:aws:iam::123456789012:role/Nobody", "arn:aws:iam::123456789012:user/ghost")
     rows = rows_of(run_checks(path, Unsupported(world.clients), only={"us-east-2"}), "administrators exist")
     assert [r.status for r in rows] == ["fail", "fail"], rows
-    assert "role/Nobody does not exist in account 123456789012" in rows[0].detail
+    assert rows[0].detail == (
+        "arn:aws:iam::123456789012:role/Nobody does not exist in account 123456789012: EKS refuses an access entry "
+        "for it"
+    )
     assert rows[0].fix == (
         "create the role, or fix access.administrators (`aws iam get-role --role-name Nobody --query Role.Arn` "
         "prints an existing one's ARN)"

@@ -174,11 +174,19 @@ def test_the_newest_standard_version_is_chosen_by_number_not_text(world: World, 
     )
 
 
-def test_a_package_answered_without_a_size_still_passes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("head", "status", "says"),
+    [
+        ({}, "pass", " is staged (0 MiB)"),
+        ({"ServerSideEncryption": "aws:kms"}, "fail", "with aws:kms (key ?); the nodes'"),
+    ],
+)
+def test_a_package_answered_without_a_size_or_key_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, head: dict[str, str], status: str, says: str
 ) -> None:
-    """Every member of HeadObjectOutput is optional (botocore s3 2006-03-01 model), ContentLength ("Size of the
-    body in bytes") included: a HEAD answered without it is a staged package of unknown size, shown as 0 MiB."""
+    """Every member of HeadObjectOutput is optional (botocore s3 2006-03-01 model): without ContentLength ("Size
+    of the body in bytes") a staged package is shown as 0 MiB; aws:kms without SSEKMSKeyId names no key, so it
+    cannot be told from a key of the user's and fails as one, with the key shown as unknown."""
     isolate_from_real_aws(monkeypatch)
     import botocore.session
     from botocore.stub import Stubber
@@ -188,9 +196,9 @@ def test_a_package_answered_without_a_size_still_passes(
     s3 = botocore.session.get_session().create_client("s3", region_name="us-east-2")
     config = load(preflight_config(tmp_path)).config
     with Stubber(s3) as stub:
-        stub.add_response("head_object", {})
-        row = check_staged_package(s3, config=config, region=config.hub)
-    assert row.status == "pass" and row.detail.endswith(" is staged (0 MiB)")
+        stub.add_response("head_object", head)
+        row = check_staged_package(s3, config=config, region=config.hub, kms=object())
+    assert row.status == status and says in row.detail, row
 
 
 def test_the_release_row_names_every_other_storage_region(tmp_path: Path) -> None:
