@@ -510,7 +510,7 @@ def test_the_rest_timeout_setting_bounds_each_portal_read(seconds: str, ports: t
     with listeners(NODES, ports):
         # With 4 s left in the invocation, no REST request may be given more than what is left.
         _run(env, portal_reader=reader, credentials=lambda arn: ("admin", "pw"), remaining_ms=4000)
-    assert 0 < seen["timeout_s"] < 4.0  # type: ignore[operator]
+    assert 0 < seen["timeout_s"] < 4.0
 
 
 @pytest.mark.parametrize(("probes_took_s", "read"), [(0.5, True), (6.9, False)])
