@@ -114,12 +114,17 @@ def test_a_zone_answered_without_a_zone_type_is_an_availability_zone(
 
 
 def _vpc(n: int, cidr: str, *extra: tuple[str, str]) -> dict[str, Any]:
-    """A Vpc of DescribeVpcs (botocore ec2 2016-11-15): its primary block, and CidrBlockAssociationSet with it
-    associated plus `extra` (block, VpcCidrBlockStateCode) pairs."""
-    blocks = [(cidr, "associated"), *extra]
-    associations = [{"AssociationId": f"vpc-cidr-assoc-{n}{i}", "CidrBlock": c, "CidrBlockState": {"State": state}}
-                    for i, (c, state) in enumerate(blocks)]  # fmt: skip
-    return {"VpcId": f"vpc-{n:017x}", "CidrBlock": cidr, "CidrBlockAssociationSet": associations}
+    """A Vpc of DescribeVpcs (botocore ec2 2016-11-15), whose members are all optional: its primary block and, given
+    `extra` (block, VpcCidrBlockStateCode) pairs, a CidrBlockAssociationSet of those and of the primary block
+    answered without its CidrBlockState; without extras, no association set (the primary block alone)."""
+    vpc: dict[str, Any] = {"VpcId": f"vpc-{n:017x}", "CidrBlock": cidr}
+    if extra:
+        primary = {"AssociationId": f"vpc-cidr-assoc-{n}", "CidrBlock": cidr}
+        vpc["CidrBlockAssociationSet"] = [primary] + [
+            {"AssociationId": f"vpc-cidr-assoc-{n}{i}", "CidrBlock": c, "CidrBlockState": {"State": state}}
+            for i, (c, state) in enumerate(extra)
+        ]
+    return vpc
 
 
 def _cidr_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, vpcs: list[dict[str, Any]]) -> list[Any]:
