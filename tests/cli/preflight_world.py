@@ -15,6 +15,7 @@ picks its own ID and date); the in-process mock and the server share that backen
 from __future__ import annotations
 
 import base64
+import os
 import stat
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -526,9 +527,16 @@ def isolate_from_real_aws(monkeypatch: pytest.MonkeyPatch, *, credentials: bool 
 
 # The server twin (the same world reached over HTTP, as the CLI reaches AWS) runs in the thorough tier.
 @pytest.fixture(params=["in-process", pytest.param("server", marks=pytest.mark.thorough)])
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def backend(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """moto behind boto3 either in-process (mock_aws) or as a server reached through AWS_ENDPOINT_URL."""
     isolate_from_real_aws(monkeypatch)
+    # preflight's local-tools row runs `aws --version`: AWS CLI v2's stub, first on PATH, answers it, never the
+    # host's AWS CLI (whichever this machine has; a Python v1 took 0.4 s a run, a third of the preflight tests'
+    # time). A test of that row puts its own tools first (fake_path).
+    stub = fake_path(tmp_path_factory.mktemp("aws-cli-v2"), "aws")
+    monkeypatch.setenv("PATH", stub + os.pathsep + os.environ.get("PATH", ""))
     if request.param == "in-process":
         with mock_aws():
             yield "in-process"
