@@ -274,6 +274,23 @@ def test_past_the_peering_quotas_maximum_no_increase_is_requested(
         pcx(1001, "active", hub, {"VpcId": "vpc-spoke", "CidrBlock": "10.20.0.0/16"}),
         # The Region's other peerings are listed too (no filter was asked for): not the hub VPC's, not counted.
         pcx(1002, "active", {"VpcId": "vpc-a", "CidrBlock": "192.168.1.0/24"}, {"VpcId": "vpc-b"}),
+        # Every member of VpcPeeringConnection is optional in the model: one answered without a side, or without
+        # a Status, names no hub VPC or no active state, and is not counted either.
+        {
+            "VpcPeeringConnectionId": "pcx-no-requester",
+            "Status": {"Code": "active"},
+            "AccepterVpcInfo": {"VpcId": "vpc-c"},
+        },
+        {
+            "VpcPeeringConnectionId": "pcx-no-accepter",
+            "Status": {"Code": "active"},
+            "RequesterVpcInfo": {"VpcId": "vpc-d"},
+        },
+        {
+            "VpcPeeringConnectionId": "pcx-no-status",
+            "RequesterVpcInfo": hub,
+            "AccepterVpcInfo": {"VpcId": "vpc-e"},
+        },
         # Foreign peerings count whichever side asked: the hub requests half of them and accepts the others.
         *(pcx(n, "active", *((hub, vpc) if n % 2 else (vpc, hub))) for n, vpc in enumerate(other)),
     ]
