@@ -13,7 +13,7 @@ from botocore.stub import Stubber
 
 from hubspoke.cli.main import main
 from hubspoke.cli.preflight import run_preflight, session_clients
-from hubspoke.cli.preflight.checks import CLI_BOOTSTRAP_VERSION, check_bootstrap, check_peering_quota
+from hubspoke.cli.preflight.checks import CLI_BOOTSTRAP_VERSION, check_bootstrap
 from hubspoke.config import HubSpokeConfig, load
 from hubspoke.names import eks_cluster_name
 from tests.cli.preflight_world import (
@@ -230,84 +230,6 @@ def test_hub_vpc_full_of_foreign_peerings_fails_the_quota(world: World, tmp_path
     )
     # Written here, not imported from production: a typo in the code preflight asks for must fail.
     assert "'Active VPC peering connections per VPC' (L-7E9ECCDB)" in row.fix
-
-
-@pytest.mark.parametrize(
-    ("foreign", "status", "fix"),
-    [
-        # ASSUMED headroom: more than 80 % of the quota in use warns (hubspoke.cli.preflight.checks).
-        (39, "pass", ""),
-        (40, "warn", "consider raising L-7E9ECCDB"),
-        (49, "warn", "consider raising L-7E9ECCDB"),
-        (50, "fail", "request 'Active VPC peering connections per VPC' (L-7E9ECCDB) = 51 in us-east-2"),
-        (124, "fail", "request 'Active VPC peering connections per VPC' (L-7E9ECCDB) = 125 in us-east-2"),
-        (125, "fail", "more than 125 peerings per VPC is not possible: split the spokes across hubs"),
-    ],
-)
-def test_past_the_peering_quotas_maximum_no_increase_is_requested(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, foreign: int, status: str, fix: str
-) -> None:
-    """AWS General Reference, "Amazon Virtual Private Cloud endpoints and quotas": 'Active VPC peering
-    connections per VPC' is 50 by default and "can be increased up to a maximum of 125". 50 needed fit a quota
-    of 50 (with little headroom), 51 do not; at 125 needed the row asks for 125; at 126 no request can help.
-    EC2 and Service Quotas answer through botocore's Stubber in the models' shapes."""
-    isolate_from_real_aws(monkeypatch)
-    import botocore.session
-
-    session = botocore.session.get_session()
-    ec2 = session.create_client("ec2", region_name="us-east-2")
-    quotas = session.create_client("service-quotas", region_name="us-east-2")
-    hub = {"VpcId": "vpc-hub", "CidrBlock": "10.10.0.0/16"}
-
-    def pcx(n: int, code: str, requester: dict[str, str], accepter: dict[str, str]) -> dict[str, Any]:
-        """A VpcPeeringConnection (botocore ec2 2016-11-15); Status.Code is a VpcPeeringConnectionStateReasonCode."""
-        return {"VpcPeeringConnectionId": f"pcx-{n:017x}", "Status": {"Code": code},
-                "RequesterVpcInfo": requester, "AccepterVpcInfo": accepter}  # fmt: skip
-
-    other = [
-        {"VpcId": f"vpc-{n:017x}", "CidrBlock": f"172.{16 + n // 256}.{n % 256}.0/24"} for n in range(foreign)
-    ]
-    peerings = [
-        # Not active: holds no slot of the quota (only active peerings count, the quota's name).
-        pcx(1000, "deleted", hub, {"VpcId": "vpc-gone", "CidrBlock": "192.168.0.0/24"}),
-        # The spoke's own peering (minimal(): spokes[0].cidr 10.20.0.0/16) is one of the spokes counted, not foreign.
-        pcx(1001, "active", hub, {"VpcId": "vpc-spoke", "CidrBlock": "10.20.0.0/16"}),
-        # The Region's other peerings are listed too (no filter was asked for): not the hub VPC's, not counted.
-        pcx(1002, "active", {"VpcId": "vpc-a", "CidrBlock": "192.168.1.0/24"}, {"VpcId": "vpc-b"}),
-        # Every member of VpcPeeringConnection is optional in the model: one answered without a side, or without
-        # a Status, names no hub VPC or no active state, and is not counted either.
-        {
-            "VpcPeeringConnectionId": "pcx-no-requester",
-            "Status": {"Code": "active"},
-            "AccepterVpcInfo": {"VpcId": "vpc-c"},
-        },
-        {
-            "VpcPeeringConnectionId": "pcx-no-accepter",
-            "Status": {"Code": "active"},
-            "RequesterVpcInfo": {"VpcId": "vpc-d"},
-        },
-        {
-            "VpcPeeringConnectionId": "pcx-no-status",
-            "RequesterVpcInfo": hub,
-            "AccepterVpcInfo": {"VpcId": "vpc-e"},
-        },
-        # Foreign peerings count whichever side asked: the hub requests half of them and accepts the others.
-        *(pcx(n, "active", *((hub, vpc) if n % 2 else (vpc, hub))) for n, vpc in enumerate(other)),
-    ]
-    with Stubber(ec2) as ec2_stub, Stubber(quotas) as quota_stub:
-        quota_stub.add_response(
-            "get_service_quota",
-            {"Quota": {"ServiceCode": "vpc", "QuotaCode": "L-7E9ECCDB", "Value": 50.0}},
-            {"ServiceCode": "vpc", "QuotaCode": "L-7E9ECCDB"},
-        )
-        ec2_stub.add_response("describe_vpc_peering_connections", {"VpcPeeringConnections": peerings})
-        row = check_peering_quota(
-            ec2, quotas, config=load(preflight_config(tmp_path)).config, hub_vpc_id="vpc-hub"
-        )
-    assert row.status == status
-    needed = f"{foreign + 1} active peering(s) needed on the hub VPC ({foreign} existing, 1 spoke(s)); quota 50 (applied)"
-    assert row.detail == needed + ("; little headroom" if status == "warn" else "")
-    assert row.fix == fix
 
 
 def test_unknown_az_id_fails(world: World, tmp_path: Path) -> None:
