@@ -289,7 +289,8 @@ def hyperpod_instances_in_use(sagemaker: Any, *, exclude: str) -> dict[str, int]
             continue
         detail = sagemaker.describe_cluster(ClusterName=summary["ClusterArn"])
         failed = detail.get("ClusterStatus") == "Failed"
-        for group in [*detail.get("InstanceGroups", []), *detail.get("RestrictedInstanceGroups", [])]:
+        # InstanceGroups is a required member of DescribeClusterResponse, RestrictedInstanceGroups an optional one.
+        for group in [*detail["InstanceGroups"], *detail.get("RestrictedInstanceGroups", [])]:
             for itype, count in _group_types(group, _held(group, failed)).items():
                 used[itype] = used.get(itype, 0) + count
     return used
