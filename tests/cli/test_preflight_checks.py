@@ -52,6 +52,7 @@ def test_a_bootstrap_version_that_is_not_a_number_fails_with_the_command_that_re
     by hand and the templates' CheckBootstrapVersion rule cannot read it. Bootstrapping again rewrites it, so
     that command is the fix, even in the environment's own account."""
     row = check_bootstrap(_Ssm(value), region="us-west-2", account="123456789012", deployer="123456789012")
+    assert row.check == "cdk bootstrap" and row.region == "us-west-2"
     assert row.status == "fail" and f"is '{value}', not a version" in row.detail
     assert row.fix == "npx cdk bootstrap aws://123456789012/us-west-2"
 
