@@ -239,6 +239,32 @@ def _share_moto_method_names() -> None:
 
 _share_moto_method_names()
 
+
+def _defer_moto_kms_private_keys() -> None:
+    """moto makes an RSA-2048 private key for every KMS key it creates, symmetric ones included (moto 5.2.5
+    kms/models.py Key.__init__ calls kms/utils.py generate_private_key, whose default is RSA 2048), about 40 ms
+    each; only Sign, Verify and GetPublicKey read it (kms/models.py). Made on first use instead: the KMS alias
+    paging and verify worlds create over a hundred keys a run and read none."""
+    import moto.kms.models
+
+    make = moto.kms.models.generate_private_key
+
+    class Deferred:
+        def __init__(self, key_spec: str) -> None:
+            self.key_spec, self.made = key_spec, None
+
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("__"):  # copy and pickle probe for dunders: nothing to make for them
+                raise AttributeError(name)
+            if self.made is None:
+                self.made = make(self.key_spec)
+            return getattr(self.made, name)
+
+    moto.kms.models.generate_private_key = Deferred  # type: ignore[assignment]
+
+
+_defer_moto_kms_private_keys()
+
 Templates = dict[str, dict[str, Any]]
 _SYNTH_CACHE: dict[str, Templates] = {}
 _WARNINGS: dict[str, list[str]] = {}
