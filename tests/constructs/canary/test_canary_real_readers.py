@@ -220,6 +220,8 @@ def test_without_hub_addresses_nothing_is_said_about_the_portals_hub_hosts() -> 
     """PortalReading.hubs_current is None when not compared: with no hub addresses given there is nothing to
     compare the portals' hub hosts with, whether the cluster lists a portal or none."""
     assert _read([]).hubs_current is None
+    # The detail says what the cluster lacks, first thing: no spoke portal (towards the hub).
+    assert _read([]).detail.startswith("the spoke cluster has no spoke portal"), _read([]).detail
     assert _read([_spoke_portal(1, "ACTIVE", HUB_FLOATING[0])]).hubs_current is None
     assert _read([], hub_hosts=(HUB_FLOATING[0],)).hubs_current is False
     # Nor does the detail call any hub host stale: there is no HUB_ADDRESSES list to be missing from.
