@@ -358,7 +358,7 @@ def test_a_rotated_password_is_read_again_once_the_cached_one_is_15_minutes_old(
 
 
 def test_no_secret_arn_is_refused_with_the_setting_to_fix(secrets: tuple[Any, list[float]]) -> None:
-    with pytest.raises(ValueError, match="ADMIN_SECRET_ARN is not set"):
+    with pytest.raises(ValueError, match=r"^ADMIN_SECRET_ARN is not set"):
         handler_module._secret_credentials("")
 
 
