@@ -197,3 +197,117 @@ def test_the_equivalents_check_keys_every_mutant_as_mutmuts_own_whole_file_gener
     shortcut = tool.equivalent_keys(entries)
     assert len(shortcut) > len(entries)
     assert shortcut == tool.equivalent_keys(entries, reference=True)
+
+
+def test_an_entry_whose_function_has_no_mutant_is_stale_even_alone_in_its_module() -> None:
+    """A renamed or removed function leaves its entries excusing nothing; no other entry names hubspoke/mtu.py, so
+    the run has no mutant of that module at all (review of 1ad756d: such an entry once went unjudged)."""
+    entry = tool.Equivalent("hubspoke.mtu.x_no_such_function", "0123456789abcdef", "reviewed once")
+    matching = tool.unsound_equivalents([entry])
+    assert [e for e, _ in matching.stale] == [entry] and matching.ambiguous == []
+
+
+def test_a_file_with_a_mutmut_pragma_is_not_copied_in_part(tmp_path: Path) -> None:
+    """mutmut 3.8's `# pragma: no mutate block` and `start`/`end` reach past their own definition
+    (mutmut/mutation/pragma_handling.py), so a copy of only the named definitions could change their mutants."""
+    (tmp_path / "hubspoke").mkdir()
+    (tmp_path / "hubspoke" / "edge.py").write_text("# pragma: no mutate start\ndef f():\n    return 1\n")
+    entry = tool.Equivalent("hubspoke.edge.x_f", "0123456789abcdef", "reviewed once")
+    with pytest.raises(ValueError, match=r"hubspoke/edge\.py has a mutmut pragma"):
+        tool.equivalent_keys([entry], root=tmp_path)
+
+
+# Shapes a named function can take that hubspoke may not have today (review of 1ad756d): a module docstring and
+# imports above, a comment above a function, a multi-line signature with defaults, a decorated function (which
+# mutmut leaves unmutated), async, a nested function, methods of every kind, and a decorated class.
+_EDGE_MODULE = '''"""Edge cases for the equivalents check."""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+LIMIT = 3
+
+
+# a comment above a function
+def plain(a: int, b: int = 2) -> int:
+    return a + b * LIMIT
+
+
+def multi_line(
+    first: str = "x",
+    second: int = 1,
+) -> str:
+    return first * (second + 1)
+
+
+@functools.cache
+def decorated(n: int) -> int:
+    return n - 1
+
+
+async def later(n: int) -> int:
+    return n * 2
+
+
+def outer(n: int) -> bool:
+    def inner(m: int) -> int:
+        return m + 1
+
+    return inner(n) > 3
+
+
+class Shape:
+    """A class."""
+
+    size = 2
+
+    def area(self, k: int) -> int:
+        return self.size * k
+
+    @staticmethod
+    def twice(n: int) -> int:
+        return n + n
+
+    @classmethod
+    def make(cls) -> Shape:
+        return cls()
+
+    @property
+    def half(self) -> float:
+        return self.size / 2
+
+
+@functools.total_ordering
+class Ordered:
+    def __lt__(self, other: object) -> bool:
+        return id(self) < id(other)
+
+
+def after_class(x: int) -> bool:
+    return x >= 0 and x != 4
+'''
+
+
+@pytest.mark.thorough
+def test_the_shortcut_keys_every_shape_of_function_as_mutmuts_own_generation_does(tmp_path: Path) -> None:
+    """The comparison above, on a module holding each shape in _EDGE_MODULE; the oracle is again mutmut's own
+    whole-file generation and get_diff_for_mutant."""
+    (tmp_path / "hubspoke").mkdir()
+    (tmp_path / "hubspoke" / "edge.py").write_text(_EDGE_MODULE)
+    functions = [
+        *(f"x_{f}" for f in ("plain", "multi_line", "decorated", "later", "outer", "after_class")),
+        *(f"xǁShapeǁ{m}" for m in ("area", "twice", "make", "half")),
+        "xǁOrderedǁ__lt__",
+    ]
+    entries = [tool.Equivalent(f"hubspoke.edge.{f}", "0123456789abcdef", "a shape") for f in functions]
+    shortcut = tool.equivalent_keys(entries, root=tmp_path)
+    mutated = {function.rpartition(".")[2] for function, _ in shortcut.values()}
+    assert {"x_plain", "x_multi_line", "x_later", "x_outer", "xǁShapeǁarea", "x_after_class"} <= mutated, (
+        mutated
+    )
+    assert shortcut == tool.equivalent_keys(entries, root=tmp_path, reference=True)
