@@ -471,6 +471,8 @@ def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_descri
                     "InstanceTypeDetails": [
                         {"InstanceType": P5, "CurrentCount": 2, "ThreadsPerCore": 1},
                         {"CurrentCount": 0},
+                        # ... and one naming its type without a CurrentCount holds none of it yet.
+                        {"InstanceType": "ml.p4d.24xlarge"},
                     ],
                     "Status": "Updating",
                 },
