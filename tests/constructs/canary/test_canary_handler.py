@@ -525,17 +525,26 @@ def test_the_portal_wait_counts_the_time_the_probes_already_took(
     lines: list[str] = []
     start_s = 1_700_000_000.0
     ticks = [start_s, start_s + probes_took_s]
+    # The read starts when the probes' line is out (the wait for the read comes next), however long the real
+    # probes took on a busy machine. It takes 0.2 s, or 1 s where the wait must give up first: after the 0.1 s
+    # floor left by 10 s less 6.9 s of probes, not after a wait that forgot the probes' time.
+    waiting = threading.Event()
 
     def clock() -> float:
         return ticks.pop(0) if len(ticks) > 1 else ticks[0]
 
+    def emit(line: str) -> None:
+        lines.append(line)
+        waiting.set()
+
     def reader(**_: object) -> PortalReading:
-        time.sleep(0.2)
+        waiting.wait(10)
+        time.sleep(0.2 if read else 1.0)
         return PortalReading(metrics.PORTAL_STATUS_VALUES["ACTIVE"], "portal 1: status ACTIVE")
 
     env = _env(ports, SPOKE_REST_ADDRESS="127.0.0.1", SPOKE_REST_PORT="8000", ADMIN_SECRET_ARN="arn:x")
     with listeners(NODES, ports):
-        run({}, env, emit=lines.append, remaining_ms=10_000, portal_reader=reader,
+        run({}, env, emit=emit, remaining_ms=10_000, portal_reader=reader,
             credentials=lambda arn: ("a", "p"), clock=clock)  # fmt: skip
     hub, portal = (json.loads(line) for line in lines)
     assert portal[metrics.PORTAL_UNREADABLE] == (0 if read else 1), portal["portal_detail"]
