@@ -124,6 +124,39 @@ def test_a_pinned_image_that_is_not_current_passes_until_it_is_old(
         assert row.detail == f"{pinned_ami('us-west-2')} is {age} days old (current: ami-0fedcba9876543210)"
 
 
+class _Answered:
+    """A creation date moto writes into its DescribeImages answer as given (moto formats it with strftime)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def strftime(self, _: str) -> str:
+        return self.text
+
+
+@pytest.mark.parametrize("creation_date", ["", "last Tuesday"])
+def test_a_pinned_image_without_a_readable_creation_date_warns_instead_of_stopping_preflight(
+    world: World, tmp_path: Path, creation_date: str
+) -> None:
+    """The botocore ec2 2016-11-15 model's Image shape has no required member, and its own DescribeImages example
+    answers without CreationDate: a pin that is not current, answered with an empty or unreadable date, is of
+    unknown age; it warns with the line to paste, and every other row still prints."""
+    _ready(world)
+    world.image("us-west-2", pinned_ami("us-west-2"))
+    world.image("us-west-2", "ami-0fedcba9876543210")
+    from moto.ec2.models import ec2_backends
+
+    image = ec2_backends["123456789012"]["us-west-2"].amis[pinned_ami("us-west-2")]
+    image.creation_date = _Answered(creation_date)
+    images = {"us-east-2": pinned_ami("us-east-2"), "us-west-2": "ami-0fedcba9876543210"}
+    results = _run(tmp_path, world, images=images)
+    (row,) = _rows(results, "ubuntu image", "us-west-2")
+    assert row.status == "warn", row
+    assert pinned_ami("us-west-2") in row.detail and "age is unknown" in row.detail
+    assert row.fix.endswith("set spokes[0].storage.ami_id: ami-0fedcba9876543210")
+    assert _rows(results, "qumulo core package", "us-west-2"), "the rows after it still print"
+
+
 def test_a_missing_or_foreign_image_is_reported(world: World, tmp_path: Path) -> None:
     _ready(world)
     world.image("us-east-2", pinned_ami("us-east-2"), owner="123456789012")

@@ -520,3 +520,34 @@ def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_descri
     (total,) = [r for r in rows(p5=7, total=7) if r.status != "pass"]
     assert "Total number of instances" in total.detail and "6 in use" in total.detail
     assert "--desired-value 8 " in total.fix
+
+
+def test_a_cluster_of_restricted_groups_only_is_counted_without_instance_groups(
+    world: World, tmp_path: Path
+) -> None:
+    """CreateCluster requires only ClusterName (botocore sagemaker 2017-07-24, CreateClusterRequest), and
+    awsome-distributed-training (PR 841) makes the ordinary group optional where only a restricted instance group
+    is needed. DescribeClusterResponse lists InstanceGroups as required, but a cluster of restricted groups only
+    may answer without it: its restricted instances count, and preflight still prints its rows."""
+    world.bootstrap("us-west-2")
+    _hyperpod(world, "us-west-2", "restricted", 1)
+    described = {
+        "restricted": {
+            "RestrictedInstanceGroups": [
+                {"InstanceGroupName": "nova", "InstanceType": P5, "CurrentCount": 1, "TargetCount": 1}
+            ]
+        }
+    }
+
+    def rows(p5: float) -> list[Any]:
+        clients = Unsupported(
+            world.clients,
+            applied_quotas=[sagemaker_quota(P5_QUOTA, p5), *hyperpod_limits(total=8)],
+            described_clusters=described,
+        )
+        return rows_of(run_checks(preflight_config(tmp_path), clients, only={"us-west-2"}), "sagemaker quota")
+
+    # Ours wants 2 p5 (config/dev.yaml's two ml.p5.48xlarge) beside the restricted group's 1.
+    assert {r.status for r in rows(p5=3)} == {"pass"}
+    (short,) = [r for r in rows(p5=2) if r.status != "pass"]
+    assert "1 in use" in short.detail and "--desired-value 3 " in short.fix

@@ -227,13 +227,21 @@ def check_ubuntu_image(
                 paste,
             )
         )
-    # CreationDate is a string (botocore ec2 model, Image: "The date and time the image was created"), ISO 8601 with
-    # a Z as EC2 answers it (ASSUMED: the model gives no format); Python 3.11's fromisoformat reads the Z itself.
-    created = datetime.fromisoformat(str(image["CreationDate"]))
-    age = ((now or datetime.now(UTC)) - created).days
+    age = _age_days(image.get("CreationDate"), now or datetime.now(UTC))
     if pinned == current:
         rows.append(
             CheckResult(name, "ubuntu image", "pass", f"{pinned} is Canonical's current Ubuntu 24.04")
+        )
+    elif age is None:
+        rows.append(
+            CheckResult(
+                name,
+                "ubuntu image",
+                "warn",
+                f"EC2 gave no readable creation date for {pinned}, so its age is unknown; Canonical's current "
+                f"Ubuntu 24.04 is {current}",
+                f"pin the current image before the first deploy: {paste}",
+            )
         )
     elif age > IMAGE_MAX_AGE_DAYS:
         rows.append(
@@ -251,6 +259,19 @@ def check_ubuntu_image(
             CheckResult(name, "ubuntu image", "pass", f"{pinned} is {age} days old (current: {current})")
         )
     return rows
+
+
+def _age_days(created: object, now: datetime) -> int | None:
+    """Whole days since an image's CreationDate, None when EC2 gave none or one that does not read as a date.
+
+    CreationDate is an optional string (botocore ec2 2016-11-15 model: the Image shape has no required member),
+    ISO 8601 with a Z as EC2 answers it (ASSUMED: the model gives no format, hence None for any other);
+    Python 3.11's datetime.fromisoformat reads the Z itself.
+    """
+    try:
+        return (now - datetime.fromisoformat(str(created))).days if created else None
+    except (TypeError, ValueError):  # not ISO 8601, or without a time zone to subtract from an aware now
+        return None
 
 
 def check_floating_ip_room(ec2: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:

@@ -289,8 +289,9 @@ def hyperpod_instances_in_use(sagemaker: Any, *, exclude: str) -> dict[str, int]
             continue
         detail = sagemaker.describe_cluster(ClusterName=summary["ClusterArn"])
         failed = detail.get("ClusterStatus") == "Failed"
-        # InstanceGroups is a required member of DescribeClusterResponse, RestrictedInstanceGroups an optional one.
-        for group in [*detail["InstanceGroups"], *detail.get("RestrictedInstanceGroups", [])]:
+        # InstanceGroups is a required member of DescribeClusterResponse, but a cluster may be created with
+        # restricted instance groups only (CreateClusterRequest requires only ClusterName): read it as optional.
+        for group in [*detail.get("InstanceGroups", []), *detail.get("RestrictedInstanceGroups", [])]:
             for itype, count in _group_types(group, _held(group, failed)).items():
                 used[itype] = used.get(itype, 0) + count
     return used
