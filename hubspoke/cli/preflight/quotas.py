@@ -189,21 +189,20 @@ def _canary_reservation_held(cloudformation: Any, lam: Any, *, config: HubSpokeC
         if error_code(exc) == "ValidationError" and "does not exist" in str(exc):
             return 0
         raise
-    held = 0
-    for resource in resources:
-        # ResourceType and LogicalResourceId are required members of StackResourceSummary (botocore
-        # cloudformation 2010-05-15 model).
-        logical_id = str(resource["LogicalResourceId"])
-        if resource["ResourceType"] != "AWS::Lambda::Function" or not logical_id.startswith(
-            CANARY_FUNCTION_LOGICAL_PREFIX
-        ):
-            continue
-        if not resource.get("PhysicalResourceId"):
-            continue
-        # GetFunctionConcurrency answers no ReservedConcurrentExecutions for a function without a reservation.
-        found = lam.get_function_concurrency(FunctionName=resource["PhysicalResourceId"])
-        held += int(found.get("ReservedConcurrentExecutions") or 0)
-    return held
+    # ResourceType and LogicalResourceId are required members of StackResourceSummary (botocore cloudformation
+    # 2010-05-15 model), PhysicalResourceId an optional one (none yet for a function whose create failed).
+    canaries = [
+        str(r["PhysicalResourceId"])
+        for r in resources
+        if r["ResourceType"] == "AWS::Lambda::Function"
+        and str(r["LogicalResourceId"]).startswith(CANARY_FUNCTION_LOGICAL_PREFIX)
+        and r.get("PhysicalResourceId")
+    ]
+    # GetFunctionConcurrency answers no ReservedConcurrentExecutions for a function without a reservation.
+    return sum(
+        int(lam.get_function_concurrency(FunctionName=name).get("ReservedConcurrentExecutions") or 0)
+        for name in canaries
+    )
 
 
 def check_lambda_concurrency(
