@@ -83,9 +83,8 @@ def check_security_group_rules(quotas: Any, *, config: HubSpokeConfig, region: R
 def check_route_table_routes(quotas: Any, *, config: HubSpokeConfig, region: RegionConfig) -> CheckResult:
     """The applied 'Routes per route table' holds the routes each private route table needs, and what is stated."""
     name, check = region.region, "routes per route table"
-    peers, other = private_route_table_routes(config)[
-        region_path(config, region)
-    ]  # one per configured Region
+    # One entry per configured Region (hubspoke.config.quotas).
+    peers, other = private_route_table_routes(config)[region_path(config, region)]
     needed, stated = peers + other, region.quotas.routes_per_route_table
     return _vpc_quota_holds(
         quotas,
