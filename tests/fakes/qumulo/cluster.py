@@ -16,7 +16,6 @@ times: the SDK warns of "disconnects and errors as the API switches from unconfi
 
 from __future__ import annotations
 
-import concurrent.futures
 import copy
 import ipaddress
 import json
@@ -229,10 +228,15 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin, AuthMixin):
     def down(self) -> None:
         """Refuse connections on every node (and portal traffic) until up() is called, on the same port."""
         self.reachable = False
-        # Each listener notices its shutdown at its next poll: closing them side by side waits one poll, not
-        # one per node (and an error closing one is raised here, by the pool).
-        with concurrent.futures.ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:
-            list(pool.map(self.down_node, list(self.nodes)))
+        # Every node goes down even when one of them names a refused connection; the first such error is raised.
+        errors = []
+        for ip in list(self.nodes):
+            try:
+                self.down_node(ip)
+            except AssertionError as error:
+                errors.append(error)
+        if errors:
+            raise errors[0]
 
     def down_node(self, ip: str) -> None:
         node = self.nodes[ip]

@@ -9,7 +9,9 @@ from __future__ import annotations
 import http.server
 import json
 import re
+import selectors
 import socket
+import socketserver
 import ssl
 import tempfile
 import threading
@@ -53,6 +55,19 @@ def self_signed() -> tuple[str, str]:
         )
         _CERT = (str(folder / "cert.pem"), str(folder / "key.pem"))
     return _CERT
+
+
+_CONTEXT: ssl.SSLContext | None = None
+
+
+def server_context() -> ssl.SSLContext:
+    """The one server TLS context every listener of the process shares (loading the key pair costs each a few ms;
+    an SSLContext may wrap sockets from several threads)."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        _CONTEXT = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        _CONTEXT.load_cert_chain(*self_signed())
+    return _CONTEXT
 
 
 class QumuloFault(Exception):
@@ -124,8 +139,7 @@ class Listener:
     """One node's HTTPS listener; hands every request to the cluster with the node's address."""
 
     def __init__(self, address: str, port: int, dispatch: Dispatch) -> None:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(*self_signed())
+        context = server_context()
         # Connections from a privileged source port this listener refused (the SDK's local-root path).
         self.backdoor_connections: list[tuple[str, int]] = []
         listener = self
@@ -133,6 +147,12 @@ class Listener:
         class Server(http.server.ThreadingHTTPServer):
             daemon_threads = True
             allow_reuse_address = True
+
+            def server_bind(self) -> None:
+                # http.server.HTTPServer.server_bind also resolves the address's FQDN (a reverse DNS lookup
+                # per listener) for server_name, which no handler here reads.
+                socketserver.TCPServer.server_bind(self)
+                self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
 
             def verify_request(self, request: Any, client_address: Any) -> bool:
                 # The SDK's local-root backdoor binds a source port below 1024 (qumulo-api,
@@ -153,13 +173,25 @@ class Listener:
             owner = staticmethod(dispatch)
 
         self.server = Server((address, port), Handler)
-        threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        # serve_forever notices a shutdown only at its next poll; a wake-up socket ends this loop at once.
+        self._wake, self._waker = socket.socketpair()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        """socketserver's serve loop (accept, verify, hand to a thread) until close() wakes it."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.server.socket, selectors.EVENT_READ)
+            selector.register(self._wake, selectors.EVENT_READ)
+            while not any(key.fileobj is self._wake for key, _ in selector.select()):
+                self.server._handle_request_noblock()
 
     def close(self) -> None:
-        self.server.shutdown()
+        self._waker.send(b"x")
+        self._thread.join()
         self.server.server_close()
+        self._wake.close()
+        self._waker.close()
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
