@@ -18,6 +18,7 @@ import argparse
 import ast
 import fnmatch
 import hashlib
+import importlib.metadata
 import json
 import math
 import os
@@ -29,9 +30,13 @@ import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENTS = ROOT / "tools" / "mutation_equivalents.txt"
+# The mutants mutmut generated for each definition an equivalents entry names, keyed by the definition's text
+# (locked_table): the fast test of the entries generates only what changed. `--lock-equivalents` rewrites it.
+EQUIVALENTS_LOCK = ROOT / "tools" / "mutation_equivalents.lock.json"
 # What the tests read from the checkout besides the package and tests/ (mutmut copies tests/ itself).
 SUPPORT = ("config", "docs", "README.md", "app.py", "cdk.json", "workload")
 # mutmut 3.8's statuses (mutmut/stats.py, status_by_exit_code). A timeout is detected (the mutant hung the
@@ -299,6 +304,10 @@ with open(sys.argv[1], "w") as out:
 """
 
 
+# "file::definition" -> its text's fingerprint, the functions named in it, and their mutants' change hashes.
+Lock = dict[str, dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class Equivalent:
     """One reviewed equivalent mutant: the function it mutates, the hash of its change, and why."""
@@ -386,6 +395,10 @@ def equivalents() -> list[Equivalent]:
         sys.exit(f"{EQUIVALENTS}: {e}")
 
 
+# Why an entry excuses nothing when its function still has mutants but none makes its change.
+NO_MUTANT = "matches no mutant (the code it reviewed changed)"
+
+
 @dataclass
 class Matching:
     """Which mutants the equivalents entries excuse, and the entries that excuse nothing (or too much)."""
@@ -416,7 +429,7 @@ def match_equivalents(
             continue
         names = by_key.get(entry.key, [])
         if not names:
-            result.stale.append((entry, "matches no mutant (the code it reviewed changed)"))
+            result.stale.append((entry, NO_MUTANT))
         elif len(names) > 1:
             result.ambiguous.append((entry, sorted(names)))
         elif statuses.get(names[0]) in DETECTED:
@@ -438,35 +451,48 @@ def _top_level_name(function: str) -> str:
     return mangled.split("ǁ")[1] if mangled.startswith("xǁ") else mangled[len("x_") :]
 
 
-def _write_named_definitions(entries: list[Equivalent], package: Path, root: Path = ROOT) -> tuple[str, ...]:
-    """Write under `package` a copy of each file the entries name that holds only the top-level functions and
-    classes they name (decorators included), and return those files.
+def _named_definitions(entries: list[Equivalent], root: Path = ROOT) -> dict[str, dict[str, str]]:
+    """file -> {name -> source text, decorators included} of each top-level function and class the entries name
+    that the file still holds.
 
-    mutmut (3.8, mutmut/mutation/file_mutation.py) numbers and mutates each top-level function and each method
-    of a top-level class from that definition's own nodes, so a named function's mutants and their diffs are the
-    ones its whole file gives, without rendering every other function's mutants: about a tenth of the time.
-    tests/tools/test_mutation.py's thorough tests compare the two generations. A `# pragma: no mutate` reaches
-    past its own definition (a `block` or `start`/`end` pair: mutmut/mutation/pragma_handling.py), and a copy
-    would drop it, so a file with one is refused.
+    A `# pragma: no mutate` reaches past its own definition (a `block` or `start`/`end` pair: mutmut 3.8,
+    mutmut/mutation/pragma_handling.py), and a copy of some definitions would drop it, so a file with one is
+    refused.
     """
     wanted: dict[str, set[str]] = {}
     for entry in entries:
         file = _source_file(module_of(entry.function), root)
         wanted.setdefault(file, set()).add(_top_level_name(entry.function))
-    for file, names in wanted.items():
+    found: dict[str, dict[str, str]] = {}
+    for file, names in sorted(wanted.items()):
         source = (root / file).read_text()
         if "no mutate" in source:
             raise ValueError(f"{file} has a mutmut pragma, which a copy of some definitions would drop")
         lines = source.splitlines()
-        kept = [
-            "\n".join(lines[min([n.lineno, *(d.lineno for d in n.decorator_list)]) - 1 : n.end_lineno])
+        found[file] = {
+            n.name: "\n".join(
+                lines[min([n.lineno, *(d.lineno for d in n.decorator_list)]) - 1 : n.end_lineno]
+            )
             for n in ast.parse(source).body
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name in names
-        ]
+        }
+    return found
+
+
+def _write_named_definitions(entries: list[Equivalent], package: Path, root: Path = ROOT) -> tuple[str, ...]:
+    """Write under `package` a copy of each file the entries name that holds only the top-level functions and
+    classes they name, and return those files.
+
+    mutmut (3.8, mutmut/mutation/file_mutation.py) numbers and mutates each top-level function and each method
+    of a top-level class from that definition's own nodes, so a named function's mutants and their diffs are the
+    ones its whole file gives, without rendering every other function's mutants: about a tenth of the time.
+    tests/tools/test_mutation.py's thorough tests compare the two generations.
+    """
+    for file, kept in _named_definitions(entries, root).items():
         target = package.parent / file
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text("\n\n\n".join(kept) + "\n")
-    return tuple(sorted(wanted))
+        target.write_text("\n\n\n".join(kept.values()) + "\n")
+    return tuple(sorted({_source_file(module_of(e.function), root) for e in entries}))
 
 
 def equivalent_keys(
@@ -492,24 +518,103 @@ def equivalent_keys(
         ).keys
 
 
-def unsound_equivalents(entries: list[Equivalent]) -> Matching:
-    """Generate (run no test) the mutants of every function an entry names and match the entries to them.
+def _fingerprint(text: str) -> str:
+    """A hash of a definition's text and the installed mutmut's version: what its mutants are generated from."""
+    version = importlib.metadata.version("mutmut")
+    return hashlib.sha256(f"mutmut {version}\n{text}".encode()).hexdigest()[:16]
+
+
+def locked_table(entries: list[Equivalent], lock: Lock, root: Path = ROOT) -> Lock:
+    """For each definition the entries name: its fingerprint and, per named function, how many mutants mutmut
+    makes of it and which of them (by index) make each change an entry names; the lock as it should now read.
+
+    A definition's record comes from `lock` when its text and mutmut's version are the ones the lock generated it
+    from and it records every named function and change: mutmut 3.8 mutates a definition from its own nodes (see
+    _write_named_definitions), so the same text gives the same mutants. Every other definition is generated
+    afresh (equivalent_keys). A function its file no longer holds has no mutant and needs no generation.
+    """
+    definitions = _named_definitions(entries, root)
+    named: dict[str, dict[str, set[str]]] = {}
+    for entry in entries:
+        ident = f"{_source_file(module_of(entry.function), root)}::{_top_level_name(entry.function)}"
+        named.setdefault(ident, {}).setdefault(entry.function, set()).add(entry.change)
+    table: Lock = {}
+    fresh: list[Equivalent] = []
+    for ident, changes in sorted(named.items()):
+        file, name = ident.split("::")
+        text = definitions[file].get(name)
+        if text is None:
+            continue
+        stored = lock.get(ident, {})
+        if stored.get("source") == _fingerprint(text) and all(
+            function in stored["functions"] and wanted <= set(stored["functions"][function]["changes"])
+            for function, wanted in changes.items()
+        ):
+            table[ident] = {
+                "source": stored["source"],
+                "functions": {
+                    function: {
+                        "mutants": stored["functions"][function]["mutants"],
+                        "changes": {c: stored["functions"][function]["changes"][c] for c in sorted(wanted)},
+                    }
+                    for function, wanted in sorted(changes.items())
+                },
+            }
+        else:
+            fresh += [e for e in entries if e.function in changes]
+    if fresh:
+        keys = equivalent_keys(fresh, root=root)
+        for ident in {i for i, changes in named.items() if any(e.function in changes for e in fresh)}:
+            file, name = ident.split("::")
+            functions = {}
+            for function, wanted in sorted(named[ident].items()):
+                mine = {int(m.rpartition("_")[2]): c for m, (f, c) in keys.items() if f == function}
+                functions[function] = {
+                    "mutants": len(mine),
+                    "changes": {w: sorted(i for i, c in mine.items() if c == w) for w in sorted(wanted)},
+                }
+            table[ident] = {"source": _fingerprint(definitions[file][name]), "functions": functions}
+    return dict(sorted(table.items()))
+
+
+def read_lock(path: Path = EQUIVALENTS_LOCK) -> Lock:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def write_lock(lock: Lock, path: Path = EQUIVALENTS_LOCK) -> None:
+    text = json.dumps(lock, indent=1)
+    # A change's mutant indices on one line: a reviewer reads the lock's diff by definition and change.
+    text = re.sub(
+        r"\[\s+([\d,\s]+?)\s+\]", lambda m: "[" + ", ".join(re.findall(r"\d+", m.group(1))) + "]", text
+    )
+    path.write_text(text + "\n")
+
+
+def unsound_equivalents(entries: list[Equivalent], lock: Lock | None = None, root: Path = ROOT) -> Matching:
+    """Judge every entry against the mutants of the function it names (generated, no test run; see locked_table).
 
     What a mutation run would report as stale (no mutant has the key) or ambiguous, without its minutes of tests;
     an entry whose mutant a test now kills shows only in a run. An entry whose function has no mutant at all
     (renamed, removed, or no longer mutated) is stale too, also when no other entry names its module.
     """
-    keys = equivalent_keys(entries)
-    matching = match_equivalents(entries, keys, {})
-    mutated = {function for function, _ in keys.values()}
-    judged = {id(e) for e, _ in matching.stale} | {id(e) for e, _ in matching.ambiguous}
-    judged |= {id(e) for e in matching.equivalent.values()}
-    matching.stale += [
-        (e, "its function has no mutant (renamed, removed or no longer mutated)")
-        for e in entries
-        if id(e) not in judged and e.function not in mutated
-    ]
-    return matching
+    functions = {
+        function: record
+        for held in locked_table(entries, read_lock() if lock is None else lock, root).values()
+        for function, record in held["functions"].items()
+    }
+    result = Matching()
+    for entry in entries:
+        record = functions.get(entry.function, {"mutants": 0})
+        names = [f"{entry.function}__mutmut_{i}" for i in record.get("changes", {}).get(entry.change, [])]
+        if not record["mutants"]:
+            result.stale.append((entry, "its function has no mutant (renamed, removed or no longer mutated)"))
+        elif not names:
+            result.stale.append((entry, NO_MUTANT))
+        elif len(names) > 1:
+            result.ambiguous.append((entry, names))
+        else:
+            result.equivalent[names[0]] = entry
+    return result
 
 
 def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -696,7 +801,16 @@ def main() -> None:
         metavar="PATTERN",
         help="run no test: print the equivalents key and diff of each mutant whose name matches PATTERN (fnmatch)",
     )
+    parser.add_argument(
+        "--lock-equivalents",
+        action="store_true",
+        help=f"run no test: bring {EQUIVALENTS_LOCK.name} up to date (generates only the definitions that changed)",
+    )
     args = parser.parse_args()
+    if args.lock_equivalents:
+        write_lock(locked_table(equivalents(), read_lock()))
+        print(f"{EQUIVALENTS_LOCK.relative_to(ROOT)}: up to date")
+        return
     by_name = {m.name: m for m in MODULES}
     unknown = [n for n in args.modules if n not in by_name]
     if unknown:
