@@ -27,17 +27,22 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hyperpod_elastic_agent.logagent import log_agent
 from hyperpod_elastic_agent.logagent.log_agent import LogAgent, LogState
 
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s.job import training_job
 from hubspoke.k8s.run import TRAIN_SCRIPT, TrainingSettings
+from tests.fakes.clock import ManualClock
 from tests.workload.test_train import _dataset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -220,26 +225,35 @@ def _rules(settings: TrainingSettings, dev_config: HubSpokeConfig) -> list[dict[
     return rules
 
 
-def _settle(agent: Any, timeout: float = 15) -> Any:
+def _settle(agent: Any, timeout: float = 15, tick: float = 0.2) -> Any:
     """The agent's state for local rank 0 once it has read what is there (it polls its file every second)."""
     deadline = time.monotonic() + timeout
     while agent.log_state[0] == LogState.WAITING and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(tick)
     return agent.log_state[0]
 
 
-# Seconds of waiting for the agent's verdicts, little CPU: handed out first (the `long` marker), beside mypy's
-# start, not last, when the other worker has finished and nothing uses the idle core.
-@pytest.mark.long
 def test_the_agent_accepts_train_pys_progress_line_and_flags_a_silent_stdout(
-    dev_config: HubSpokeConfig, tmp_path: Path
+    dev_config: HubSpokeConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Fast twin of the two-node run: the real LogAgent, the rendered rules (start cut-off shortened to 1 s so
-    silence shows within the test), and what train.py's progress() prints as local rank 0's stdout.log. An
-    empty stdout.log (the progress line on stderr, as before) is HANGING."""
+    """Fast twin of the two-node run: the real LogAgent, the rendered rules (start cut-off shortened to 1 s),
+    and what train.py's progress() prints as local rank 0's stdout.log. An empty stdout.log (the progress line
+    on stderr, as before) is HANGING. The agent's module clock is a hand-moved one (log_agent.py reads
+    `time.time()` for the cut-offs and sleeps `READ_INTERVAL` between reads): the test moves it 2 s, past the
+    cut-off, instead of waiting 2 s; the agents' reads still run on their own threads."""
     sys.path.insert(0, str(WORKLOAD))
     import train
 
+    # Not 0: LogEvaluator takes a match timestamp of 0.0 for no match (`not self._log_pattern_match_timestamp`).
+    clock = ManualClock(1_700_000_000.0)
+    real_sleep = time.sleep
+    reads: Counter[int] = Counter()  # each agent thread's read ticks
+
+    def tick(_seconds: float) -> None:
+        reads[threading.get_ident()] += 1
+        real_sleep(0.005)
+
+    monkeypatch.setattr(log_agent, "time", SimpleNamespace(time=clock, sleep=tick))
     rules = _rules(TrainingSettings(progress_start_cutoff_s=1, progress_hang_after_s=60), dev_config)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
@@ -252,8 +266,15 @@ def test_the_agent_accepts_train_pys_progress_line_and_flags_a_silent_stdout(
             (attempt / "0" / "stdout.log").write_text(text)
             agents[name] = LogAgent(local_world_size=8)
             agents[name].start(str(attempt), {0}, rules)
-        time.sleep(2.0)  # past the 1 s start cut-off and a read tick
-        states = {name: _settle(agent) for name, agent in agents.items()}
+        # Read before the cut-off: the printed line is matched, the silent file is still only WAITING.
+        assert _settle(agents["prints"], tick=0.005) == LogState.HEALTHY
+        assert agents["silent"].log_state[0] == LogState.WAITING
+        clock.now += 2.0  # past the 1 s start cut-off, well inside the 60 s hang-after
+        # Every agent thread reads (and evaluates) again at least once after the move before the verdict.
+        moved, deadline = dict(reads), time.monotonic() + 15
+        while any(reads[t] < n + 2 for t, n in moved.items()) and time.monotonic() < deadline:
+            real_sleep(0.005)
+        states = {name: agent.log_state[0] for name, agent in agents.items()}
     finally:
         for agent in agents.values():
             agent.stop()
