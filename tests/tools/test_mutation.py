@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -206,7 +207,7 @@ def test_the_equivalents_lock_is_what_mutmut_generates_now() -> None:
 EDGE_ENTRY_HASH = "0123456789abcdef"
 
 
-def _lock_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[object], list[list[str]]]:
+def _lock_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], list[list[str]]]:
     """A checkout holding two functions with one entry each, and a record of what each check generates: two
     mutants of `f` (the entry's change in the first), one of `g` (the entry's change in none)."""
     (tmp_path / "hubspoke").mkdir()
@@ -217,14 +218,14 @@ def _lock_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[o
     ]
     generated: list[list[str]] = []
 
-    def keys(wanted: list[object], root: Path) -> dict[str, tuple[str, str]]:
-        generated.append(sorted(e.function for e in wanted))  # type: ignore[attr-defined]
+    def keys(wanted: list[Any], root: Path) -> dict[str, tuple[str, str]]:
+        generated.append(sorted(e.function for e in wanted))
         made = {
             "hubspoke.edge.x_f__mutmut_1": ("hubspoke.edge.x_f", EDGE_ENTRY_HASH),
             "hubspoke.edge.x_f__mutmut_2": ("hubspoke.edge.x_f", "1111111111111111"),
             "hubspoke.edge.x_g__mutmut_1": ("hubspoke.edge.x_g", "2222222222222222"),
         }
-        return {m: k for m, k in made.items() if any(k[0] == e.function for e in wanted)}  # type: ignore[attr-defined]
+        return {m: k for m, k in made.items() if any(k[0] == e.function for e in wanted)}
 
     monkeypatch.setattr(tool, "equivalent_keys", lambda wanted, *, root: keys(wanted, root))
     return entries, generated
@@ -234,19 +235,19 @@ def test_only_definitions_whose_text_changed_are_generated_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     entries, generated = _lock_world(tmp_path, monkeypatch)
-    lock = tool.locked_table(entries, {}, root=tmp_path)  # type: ignore[arg-type]
+    lock = tool.locked_table(entries, {}, root=tmp_path)
     assert generated == [["hubspoke.edge.x_f", "hubspoke.edge.x_g"]]
-    assert tool.locked_table(entries, lock, root=tmp_path) == lock  # type: ignore[arg-type]
+    assert tool.locked_table(entries, lock, root=tmp_path) == lock
     assert generated[1:] == []  # nothing changed: nothing generated
     edge = tmp_path / "hubspoke" / "edge.py"
     edge.write_text(edge.read_text().replace("return 2", "return 3"))
-    edited = tool.locked_table(entries, lock, root=tmp_path)  # type: ignore[arg-type]
+    edited = tool.locked_table(entries, lock, root=tmp_path)
     assert generated[1:] == [["hubspoke.edge.x_g"]]
     assert edited != lock and edited["hubspoke/edge.py::f"] == lock["hubspoke/edge.py::f"]
     lock = edited
     # A new entry in an unchanged definition: its change was never looked for there.
     extra = tool.Equivalent("hubspoke.edge.x_f", "1111111111111111", "reviewed")
-    tool.locked_table([*entries, extra], lock, root=tmp_path)  # type: ignore[list-item]
+    tool.locked_table([*entries, extra], lock, root=tmp_path)
     assert generated[2:] == [["hubspoke.edge.x_f", "hubspoke.edge.x_f"]]
 
 
@@ -257,9 +258,10 @@ def test_the_judgement_from_a_lock_is_the_judgement_from_a_generation(
     no mutant (stale) and costs no generation. The same verdicts from a fresh generation and from the lock."""
     entries, generated = _lock_world(tmp_path, monkeypatch)
     gone = tool.Equivalent("hubspoke.edge.x_gone", EDGE_ENTRY_HASH, "reviewed")
-    lock = tool.locked_table([*entries, gone], {}, root=tmp_path)  # type: ignore[list-item]
-    for given in ({}, lock):
-        matching = tool.unsound_equivalents([*entries, gone], given, tmp_path)  # type: ignore[list-item]
+    lock = tool.locked_table([*entries, gone], {}, root=tmp_path)
+    empty: dict[str, Any] = {}
+    for given in (empty, lock):
+        matching = tool.unsound_equivalents([*entries, gone], given, tmp_path)
         assert matching.equivalent == {"hubspoke.edge.x_f__mutmut_1": entries[0]}
         assert [(e, why) for e, why in matching.stale] == [
             (entries[1], "matches no mutant (the code it reviewed changed)"),
