@@ -6,6 +6,7 @@ the tree through the fake's paged directory API. Every REST call goes through th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -290,12 +291,28 @@ def test_the_token_bucket_holds_the_average_rate() -> None:
     assert sum(slept) == pytest.approx(9.0)
 
 
-def test_the_bandwidth_cap_slows_a_real_run(spoke: FakeQumulo, tmp_path: Path) -> None:
-    """153 MiB at 100 MiB/s with a one-second bucket: at least 0.53 s, whatever the fake's speed."""
-    started = time.monotonic()
+def test_the_bandwidth_cap_slows_a_real_run(
+    spoke: FakeQumulo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """153 MiB at 100 MiB/s with a one-second bucket: at least 0.53 s, whatever the fake's speed. The run's
+    bucket gets a clock its sleeps move forward (TokenBucket's own clock/sleep keywords) instead of sleeping
+    for real: the run's time is real time plus what it slept."""
+    slept = [0.0]
+
+    def clock() -> float:
+        return time.monotonic() + slept[0]
+
+    def sleep(seconds: float) -> None:
+        slept[0] += seconds
+
+    monkeypatch.setattr(
+        prewarm, "TokenBucket", functools.partial(prewarm.TokenBucket, clock=clock, sleep=sleep)
+    )
+    started = clock()
     code, _ = _run(spoke, tmp_path / "state.jsonl", max_bytes_per_second=100 * MIB)
     assert code == 0
-    assert time.monotonic() - started >= (153 - 100) / 100
+    assert clock() - started >= (153 - 100) / 100
+    assert slept[0] > 0, "the cap made the run wait"
 
 
 def test_sha256_verification_reads_the_mounted_version(tmp_path: Path) -> None:
