@@ -9,9 +9,12 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -36,21 +39,69 @@ def quoted_command_problems(fix: str) -> dict[str, list[str]]:
     return {span: [p for c in parse(span) for p in command_problems(c)] for span in spans}
 
 
+@contextmanager
+def only_areas(areas: Collection[str] | None) -> Iterator[None]:
+    """verify's list of areas (hubspoke.cli.verify.AREAS) cut to those named in `areas` while the block runs; all
+    of them for None. Each Region still runs its account row first, which gates the areas.
+
+    For a test that reads the rows of one area (a whole Region's run is about 45 moto calls, one area's a few):
+    `--region` scopes a run to a Region, this to an area. Tests of the whole run (every row, the order, the exit
+    code) run every area: test_healthy_environment_passes_every_check, tests/cli/test_verify_cli.py."""
+    if areas is None:
+        yield
+        return
+    import hubspoke.cli.verify as command
+
+    kept = tuple(area for area in command.AREAS if area.name in areas)
+    assert {a.name for a in kept} == set(areas), f"verify has no area {set(areas) - {a.name for a in kept}}"
+    with mock.patch.object(command, "AREAS", kept):
+        yield
+
+
+# verify's areas (hubspoke.cli.verify.AREAS), one each, for only_areas.
+STACKS, NETWORK, CANARY, COMPUTE, CACHE, ALARMS = (
+    {"stacks"},
+    {"network"},
+    {"canary"},
+    {"compute"},
+    {"cache"},
+    {"alarms"},
+)
+# The area each row comes from, by its check name (a run of each area alone, 2026-12-06); the rest by prefix below.
+_AREA_OF_ROW = {
+    **dict.fromkeys(("stack", "outputs", "stale reader"), "stacks"),
+    **dict.fromkeys(("vpc", "peering", "routes", "security group"), "network"),
+    **dict.fromkeys(("canary", "canary inputs", "hub reachable", "portal", "portal hub addresses"), "canary"),
+    **dict.fromkeys(("access host", "volume addresses"), "compute"),
+    "dataset cached": "cache",
+}
+_AREA_OF_PREFIX = {"hyperpod": "compute", "eks": "compute", "kubernetes": "compute", "alarm": "alarms"}
+
+
+def area_of(check: str) -> str:
+    """The area of verify whose run makes `check`'s rows."""
+    prefix = check.split(" ", 1)[0]
+    return _AREA_OF_ROW.get(check) or _AREA_OF_PREFIX[prefix]
+
+
 def verify(
     world: DeployedWorld,
     config_path: Path,
     kube: Kube | None = None,
     config: HubSpokeConfig | None = None,
     only: set[str] | None = None,
+    areas: Collection[str] | None = None,
 ) -> list[CheckResult]:
-    """`hubspoke verify` over the world, every Region or (`--region`) those in `only`."""
-    return run_verify(
-        config or world.config,
-        world.clients,
-        config_path=str(config_path),
-        only=only,
-        kubeconfig=(kube.kubeconfig,) if kube else (),
-    )
+    """`hubspoke verify` over the world, every Region or (`--region`) those in `only`; every area, or (only_areas)
+    those in `areas`."""
+    with only_areas(areas):
+        return run_verify(
+            config or world.config,
+            world.clients,
+            config_path=str(config_path),
+            only=only,
+            kubeconfig=(kube.kubeconfig,) if kube else (),
+        )
 
 
 def rows(results: list[CheckResult], check: str, region: str | None = None) -> list[CheckResult]:
@@ -66,8 +117,11 @@ def region_rows(
     kube: Kube | None = None,
     config: HubSpokeConfig | None = None,
 ) -> list[CheckResult]:
-    """One check's rows from `hubspoke verify --region REGION`: for a test that reads no other Region's rows."""
-    return rows(verify(world, config_path, kube, config, only={region}), check, region)
+    """One check's rows from `hubspoke verify --region REGION`, its area alone (only_areas): for a test that reads
+    no other Region's rows, nor other areas'."""
+    return rows(
+        verify(world, config_path, kube, config, only={region}, areas={area_of(check)}), check, region
+    )
 
 
 def readers_of(templates: Templates, producer_name: str, output: str | None = None) -> set[str]:
@@ -164,7 +218,9 @@ def test_wrong_account_fails_and_leaves_the_region_unchecked(
     data = json.loads(json.dumps(TWO_SPOKES))
     data["spokes"][1]["account"] = "111111111111"
     other = write_config(tmp_path, data)
-    results = verify(deployed, other, config=load(other).config)
+    # The Regions and the area (the routes) read below.
+    scope = {"us-east-2", "eu-west-1"}
+    results = verify(deployed, other, config=load(other).config, only=scope, areas=NETWORK)
     account = [r for r in results if r.region == "eu-west-1"]
     assert [(r.check, r.status) for r in account] == [("account", "fail"), ("checks", "not checked")]
     assert "111111111111" in account[0].detail
@@ -400,7 +456,7 @@ def test_reader_updated_after_its_producer_is_current_again(
     start = datetime.now(UTC)
     deployed.update("network-us-east-2", at=start + timedelta(minutes=1))
     deployed.update("link-us-west-2", at=start + timedelta(minutes=2))
-    results = verify(deployed, deployed_config)
+    results = verify(deployed, deployed_config, areas=STACKS)
     (link,) = [r for r in rows(results, "stale reader") if r.detail.startswith("hubspoke-dev-link-us-west-2")]
     assert link.status == "pass"
     # It names every stack its deployed template reads (Fn::GetStackOutput StackName), and only those.
@@ -433,7 +489,7 @@ def test_a_reader_is_judged_by_its_deployed_template_without_a_local_cdk_out(
     deployed.update("network-us-east-2", at=start + timedelta(minutes=1))
     stale = {
         r.detail.split(" ", 1)[0].removeprefix("hubspoke-dev-")
-        for r in rows(verify(deployed, deployed_config), "stale reader")
+        for r in rows(verify(deployed, deployed_config, areas=STACKS), "stale reader")
         if r.status == "warn"
     }
     synthesized = readers_of(deployed_templates, "hubspoke-dev-network-us-east-2")
@@ -448,7 +504,7 @@ def test_producer_replaced_after_its_readers_makes_them_stale(
     deployed.redeploy_without("storage-us-east-2")
     stale = {
         r.detail.split(" ", 1)[0].removeprefix("hubspoke-dev-")
-        for r in rows(verify(deployed, deployed_config), "stale reader")
+        for r in rows(verify(deployed, deployed_config, areas=STACKS), "stale reader")
         if r.status == "warn"
     }
     assert stale == readers_of(deployed_templates, "hubspoke-dev-storage-us-east-2")
@@ -460,21 +516,22 @@ def test_canary_running_with_a_replaced_producers_old_addresses_fails_until_its_
     """The values a reader resolved, not only its times: the canary's environment holds what the Ops stack read
     with Fn::GetStackOutput at its last deploy ("resolved at stack create or update time", CloudFormation
     Template Reference), so a hub whose floating IPs changed since leaves every spoke's canary probing old ones."""
-    (row,) = rows(verify(deployed, deployed_config), "canary inputs")  # eu-west-1 has no CNQ, so no canary
+    # Every Region, the canary's area: eu-west-1 has no CNQ, so no canary.
+    (row,) = rows(verify(deployed, deployed_config, areas=CANARY), "canary inputs")
     assert (row.region, row.status) == ("us-west-2", "pass")
     deployed.redeploy_with("storage-us-east-2", FloatingIps="10.10.99.1,10.10.99.2,10.10.99.3")
     deployed.update("compute-us-west-2")  # another reader's refresh leaves the canary's values as they were
-    (row,) = rows(verify(deployed, deployed_config), "canary inputs")
+    (row,) = rows(verify(deployed, deployed_config, areas=CANARY), "canary inputs")
     assert row.status == "fail"
     assert "HUB_ADDRESSES" in row.detail and "10.10.99.1,10.10.99.2,10.10.99.3" in row.detail
     assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/ops-us-west-2" in row.fix
     deployed.update("ops-us-west-2")
-    (row,) = rows(verify(deployed, deployed_config), "canary inputs")
+    (row,) = rows(verify(deployed, deployed_config, areas=CANARY), "canary inputs")
     assert row.status == "pass"
     # A canary deployed without one of its inputs (another version of the Ops stack) is not silently passed.
     deployed.environments["ops-us-west-2"].pop("SPOKE_REST_ADDRESS")
     deployed.update("ops-us-west-2", keep_environment=True)
-    (row,) = rows(verify(deployed, deployed_config), "canary inputs")
+    (row,) = rows(verify(deployed, deployed_config, areas=CANARY), "canary inputs")
     assert row.status == "fail" and "SPOKE_REST_ADDRESS is not set" in row.detail
 
 
@@ -490,7 +547,7 @@ def test_output_a_reader_needs_missing_fails_and_names_the_readers(
     ]
     deployed.redeploy_without("network-us-east-2", "PeerPathSecurityGroupId", weak)
     deployed.redeploy_without("compute-us-west-2", "EksClusterName")
-    results = verify(deployed, deployed_config)
+    results = verify(deployed, deployed_config, only={"us-east-2", "us-west-2"}, areas=STACKS | NETWORK)
     (missing,) = [r for r in rows(results, "outputs", "us-east-2") if r.status == "fail"]
     readers = readers_of(deployed_templates, "hubspoke-dev-network-us-east-2", weak)
     assert readers and weak in missing.detail and "PeerPathSecurityGroupId" not in missing.detail
@@ -555,7 +612,7 @@ def test_config_that_moved_the_fixed_az_keys_fails_with_the_field_and_the_deploy
     moved["spokes"][0] |= {"az_ids": spare, "accelerator_az_id": spare[0]}
     config = load(write_config(tmp_path, moved, "dev.yaml")).config
 
-    results = verify(deployed, deployed_config, config=config)
+    results = verify(deployed, deployed_config, config=config, only={"us-east-2", "us-west-2"}, areas=COMPUTE)
 
     (hyperpod,) = rows(results, "hyperpod placement", "us-west-2")
     assert hyperpod.status == "fail"
@@ -664,7 +721,7 @@ def test_a_reader_deployed_at_its_producers_last_change_is_current(
     deployed.update("link-us-west-2", at=moment)
     (link,) = [
         r
-        for r in rows(verify(deployed, deployed_config), "stale reader")
+        for r in rows(verify(deployed, deployed_config, areas=STACKS), "stale reader")
         if r.detail.startswith("hubspoke-dev-link-us-west-2")
     ]
     assert link.status == "pass"
@@ -677,7 +734,7 @@ def test_a_reader_stale_against_two_producers_names_both(
     deployed.update("network-us-west-2")
     (link,) = [
         r
-        for r in rows(verify(deployed, deployed_config), "stale reader")
+        for r in rows(verify(deployed, deployed_config, areas=STACKS), "stale reader")
         if r.detail.startswith("hubspoke-dev-link-us-west-2")
     ]
     assert link.status == "warn" and "); network-us-" in link.detail and link.detail.count("; reads ") == 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,14 +18,15 @@ import pytest
 
 from hubspoke.cli.checks import CheckResult
 from hubspoke.cli.verify import run_verify
-from tests.cli.test_verify import rows, verify
+from tests.cli.test_verify import ALARMS, CACHE, CANARY, COMPUTE, NETWORK, only_areas, rows, verify
 from tests.cli.verify_fixtures import Kube
 from tests.cli.verify_world import DeployedWorld
 from tests.conftest import ROOT
 from tests.fakes.kube_api import claim, node
 
 # The training spoke, the Region most rows here are read in: a test that reads no other Region's rows runs
-# `hubspoke verify --region us-west-2` (run_verify's `only`), as an operator checking one Region would.
+# `hubspoke verify --region us-west-2` (run_verify's `only`), as an operator checking one Region would, and only
+# the area of verify its rows come from (test_verify.only_areas).
 SPOKE = {"us-west-2"}
 
 
@@ -33,11 +35,15 @@ def _only(results: list[CheckResult], check: str, region: str = "us-west-2") -> 
     return row
 
 
-def _at(world: DeployedWorld, config: Path, later: datetime) -> list[CheckResult]:
-    """`hubspoke verify --region us-west-2` at a later moment: the spoke's canary rows as they will read."""
-    return run_verify(
-        world.config, world.clients, config_path=str(config), only=SPOKE, now=later, kubeconfig=()
-    )
+def _at(
+    world: DeployedWorld, config: Path, later: datetime, areas: Collection[str] = CANARY
+) -> list[CheckResult]:
+    """`hubspoke verify --region us-west-2` at a later moment: the spoke's canary rows (or those of `areas`) as
+    they will read."""
+    with only_areas(areas):
+        return run_verify(
+            world.config, world.clients, config_path=str(config), only=SPOKE, now=later, kubeconfig=()
+        )
 
 
 def test_canary_silent_for_five_minutes_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
@@ -62,14 +68,7 @@ def test_canary_silent_for_five_minutes_fails(deployed: DeployedWorld, deployed_
 
 def test_canary_that_never_reported_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
     earlier = datetime.now(UTC) - timedelta(hours=2)
-    results = run_verify(
-        deployed.config,
-        deployed.clients,
-        config_path=str(deployed_config),
-        only=SPOKE,
-        now=earlier,
-        kubeconfig=(),
-    )
+    results = _at(deployed, deployed_config, earlier)
     assert "no canary report in the last 60 minutes" in _only(results, "canary").detail
     for check in ("hub reachable", "portal", "portal hub addresses"):
         assert _only(results, check).detail == "the canary has not reported", check
@@ -100,14 +99,14 @@ def test_hub_unreachable_for_three_minutes_fails_with_the_runbook(
 def test_hub_answering_from_some_addresses_only_warns(deployed: DeployedWorld, deployed_config: Path) -> None:
     """127.0.0.2 refuses (only 127.0.0.1 listens): the canary reaches the hub, through half its addresses."""
     deployed.canary("us-west-2", minutes_ago=[1], hub_addresses="127.0.0.1,127.0.0.2")
-    row = _only(verify(deployed, deployed_config, only=SPOKE), "hub reachable")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=CANARY), "hub reachable")
     assert row.status == "warn" and "only 50% of its floating IPs" in row.detail
 
 
 def test_canary_without_a_portal_reading_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
     """A canary run without the spoke's REST address publishes no PortalStatus (canary_feed, portal=None)."""
     deployed.canary("us-west-2", minutes_ago=[1], portal=None)
-    row = _only(verify(deployed, deployed_config, only=SPOKE), "portal")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=CANARY), "portal")
     assert row.status == "fail" and row.detail.startswith("the canary reports the hub but no PortalStatus: ")
     assert row.detail.endswith("it has no spoke REST address or admin secret"), row.detail
 
@@ -120,7 +119,7 @@ def test_portal_on_hub_addresses_the_hub_no_longer_outputs_fails_with_the_storag
     portal is not among its HUB_ADDRESSES. Verify fails the row with the refresh of the spoke's Storage stack, whose
     portal resource modifies the portal's hub hosts; an unread portal is not judged."""
     deployed.canary("us-west-2", minutes_ago=[1], portal_hubs_current=False)
-    row = _only(verify(deployed, deployed_config, only=SPOKE), "portal hub addresses")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=CANARY), "portal hub addresses")
     assert row.status == "fail" and "hubspoke-dev-storage-us-east-2 no longer outputs" in row.detail
     assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/storage-us-west-2" in row.fix
     # Later reports, each in a one-minute period of its own (a period's Minimum would mix them).
@@ -144,7 +143,7 @@ def test_portal_hub_addresses_are_not_judged_against_stale_canary_inputs(
     fails), a 1 from it proves nothing about the hub's current addresses."""
     deployed.canary("us-west-2", minutes_ago=[1], portal_hubs_current=True)
     deployed.redeploy_with("storage-us-east-2", FloatingIps="10.10.99.1,10.10.99.2,10.10.99.3")
-    results = verify(deployed, deployed_config, only=SPOKE)
+    results = verify(deployed, deployed_config, only=SPOKE, areas=CANARY)
     assert _only(results, "canary inputs").status == "fail"
     row = _only(results, "portal hub addresses")
     assert row.status == "not checked" and row.detail == "the canary's inputs are not its producers' outputs"
@@ -162,7 +161,7 @@ def test_portal_not_active_fails(
     deployed: DeployedWorld, deployed_config: Path, portal: str, wording: str
 ) -> None:
     deployed.canary("us-west-2", minutes_ago=[1], portal=portal)
-    row = _only(verify(deployed, deployed_config, only=SPOKE), "portal")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=CANARY), "portal")
     assert row.status == "fail" and wording in row.detail and "docs/runbooks/portal.md" in row.fix
 
 
@@ -172,7 +171,7 @@ def test_hyperpod_node_not_running_and_cluster_failed(deployed: DeployedWorld, d
     broken.status = "Failure"  # ListClusterNodes InstanceStatus.Status; moto creates every node Running
     cluster.status, cluster.failure_message = "Failed", "Lifecycle script on_create.sh exited with 1"
     cluster.instance_groups[0]["Status"] = "Degraded"  # InstanceGroupStatus (botocore sagemaker)
-    results = verify(deployed, deployed_config)
+    results = verify(deployed, deployed_config, areas=COMPUTE)
     group = _only(results, "hyperpod group")
     assert group.status == "fail" and group.detail == "accelerated-worker-group-1: status Degraded"
     nodes = _only(results, "hyperpod nodes")
@@ -200,7 +199,9 @@ def test_hyperpod_group_smaller_than_configured_fails(
         ],
     }
     bigger = write_config(tmp_path, data)
-    row = _only(verify(deployed, bigger, config=load(bigger).config, only=SPOKE), "hyperpod group")
+    row = _only(
+        verify(deployed, bigger, config=load(bigger).config, only=SPOKE, areas=COMPUTE), "hyperpod group"
+    )
     assert row.status == "fail"
     assert "target 2 nodes, config 4" in row.detail and "2 of 4 nodes running" in row.detail
 
@@ -209,7 +210,7 @@ def test_eks_addons_settling_or_off_the_pin(deployed: DeployedWorld, deployed_co
     addons = deployed.clients.addons["us-west-2", "hubspoke-dev-us-west-2"]
     addons["cert-manager"] |= {"status": "CREATING"}
     addons["vpc-cni"] |= {"addonVersion": "v1.19.0-eksbuild.1"}
-    results = verify(deployed, deployed_config, only=SPOKE)
+    results = verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE)
     assert _only(results, "eks").status == "pass"
     warned = {r.detail: r.fix for r in rows(results, "eks add-ons", "us-west-2") if r.status == "warn"}
     assert set(warned) == {
@@ -245,7 +246,7 @@ def test_eks_config_one_minor_ahead_is_the_next_deploys_upgrade(
 
     deployed.eks_cluster("us-west-2").version = "1.34"
     ahead = _with_spoke_version(tmp_path, "1.35")
-    row = _only(verify(deployed, ahead, config=load(ahead).config, only=SPOKE), "eks")
+    row = _only(verify(deployed, ahead, config=load(ahead).config, only=SPOKE, areas=COMPUTE), "eks")
     assert row.status == "warn", row.detail
     assert "Kubernetes 1.34; the config says 1.35" in row.detail
     assert "next deploy upgrades the control plane" in row.detail
@@ -272,7 +273,7 @@ def test_eks_config_the_next_deploy_cannot_reach_fails_with_the_step(
 
     deployed.eks_cluster("us-west-2").version = live
     path = _with_spoke_version(tmp_path, version)
-    row = _only(verify(deployed, path, config=load(path).config, only=SPOKE), "eks")
+    row = _only(verify(deployed, path, config=load(path).config, only=SPOKE, areas=COMPUTE), "eks")
     assert row.status == "fail", row.detail
     assert f"runs Kubernetes {live}, the config says {version}" in row.detail
     assert row.fix.startswith(fix), row.fix
@@ -294,7 +295,7 @@ def test_eks_cluster_not_active_and_addons_unhealthy(deployed: DeployedWorld, de
         },
     }
     del addons["amazon-cloudwatch-observability"]
-    results = verify(deployed, deployed_config, only=SPOKE)
+    results = verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE)
     assert "status UPDATING" in _only(results, "eks").detail
     failed = {r.detail: r.fix for r in rows(results, "eks add-ons", "us-west-2") if r.status == "fail"}
     assert set(failed) == {
@@ -329,7 +330,7 @@ def test_kubernetes_nodes_not_ready_and_claims_pending(
         message="Kubelet stopped posting node status.",
     )
     server.claims[1] = claim(server.claims[1], phase="Pending")
-    results = verify(deployed, deployed_config, kube)
+    results = verify(deployed, deployed_config, kube, areas=COMPUTE)
     nodes = _only(results, "kubernetes nodes")
     assert (
         nodes.status == "fail"
@@ -347,7 +348,7 @@ def test_kubernetes_nodes_that_never_joined_fail(
 ) -> None:
     kube.servers["us-west-2"].nodes.pop()
     kube.servers["us-west-2"].claims.clear()
-    results = verify(deployed, deployed_config, kube, only=SPOKE)
+    results = verify(deployed, deployed_config, kube, only=SPOKE, areas=COMPUTE)
     nodes = _only(results, "kubernetes nodes")
     assert nodes.status == "fail" and "1 nodes registered, the HyperPod groups have 2" in nodes.detail
     assert nodes.fix == "nodes that never joined: docs/runbooks/compute.md"
@@ -372,10 +373,10 @@ def test_volumes_on_addresses_the_storage_stack_no_longer_outputs_fail_with_the_
     PersistentVolumeList) with the output: the volumes on old addresses fail, and the fix says the claims and
     volumes must go first (a PersistentVolume's source is immutable after creation) and then the refresh."""
     old = _storage_ips(deployed, "us-west-2")
-    row = _only(verify(deployed, deployed_config, kube, only=SPOKE), "volume addresses")
+    row = _only(verify(deployed, deployed_config, kube, only=SPOKE, areas=COMPUTE), "volume addresses")
     assert row.status == "pass" and old[0] in row.detail, row.detail
     deployed.redeploy_with("storage-us-west-2", FloatingIps="10.20.99.1,10.20.99.2,10.20.99.3")
-    results = verify(deployed, deployed_config, kube)
+    results = verify(deployed, deployed_config, kube, areas=COMPUTE)
     row = _only(results, "volume addresses")
     assert row.status == "fail", row.detail
     assert (
@@ -396,14 +397,17 @@ def test_a_volume_still_on_a_current_address_passes_and_a_missing_one_fails(
     volume the cluster does not hold fails with the deploy that applies it."""
     ips = _storage_ips(deployed, "us-west-2")
     deployed.redeploy_with("storage-us-west-2", FloatingIps=",".join(["10.20.99.9", *reversed(ips)]))
-    assert _only(verify(deployed, deployed_config, kube, only=SPOKE), "volume addresses").status == "pass"
+    assert (
+        _only(verify(deployed, deployed_config, kube, only=SPOKE, areas=COMPUTE), "volume addresses").status
+        == "pass"
+    )
     server = kube.servers["us-west-2"]
     server.volumes = [
         v
         for v in server.volumes
         if v["metadata"]["name"] != "hyperpod-training-hubspoke-checkpoints-us-west-2"
     ]
-    row = _only(verify(deployed, deployed_config, kube, only=SPOKE), "volume addresses")
+    row = _only(verify(deployed, deployed_config, kube, only=SPOKE, areas=COMPUTE), "volume addresses")
     assert (
         row.status == "fail"
         and row.detail == "no PersistentVolume hyperpod-training-hubspoke-checkpoints-us-west-2"
@@ -414,20 +418,22 @@ def test_a_volume_still_on_a_current_address_passes_and_a_missing_one_fails(
 def test_kubernetes_without_a_usable_kubeconfig_is_not_checked(
     deployed: DeployedWorld, deployed_config: Path, kube: Kube, tmp_path: Path
 ) -> None:
-    none = verify(deployed, deployed_config, only=SPOKE)  # no kubeconfig file at all
+    none = verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE)  # no kubeconfig file at all
     row = _only(none, "kubernetes nodes")
     # DescribeCluster says endpointPublicAccess false (the Compute template's setting): a private endpoint.
     assert row.status == "not checked" and "the endpoint is private" in row.detail
     assert row.fix == "aws eks update-kubeconfig --region us-west-2 --name hubspoke-dev-us-west-2"
     kube.servers["us-west-2"].token = "rotated"  # the API server now refuses the plugin's token: 401
-    refused = _only(verify(deployed, deployed_config, kube, only=SPOKE), "kubernetes volumes")
+    refused = _only(verify(deployed, deployed_config, kube, only=SPOKE, areas=COMPUTE), "kubernetes volumes")
     assert (
         refused.status == "not checked" and "refused these credentials (401: Unauthorized)" in refused.detail
     )
     down = kube.servers["us-east-2"]
     down.__exit__()
     unreachable = _only(
-        verify(deployed, deployed_config, kube, only={"us-east-2"}), "kubernetes nodes", "us-east-2"
+        verify(deployed, deployed_config, kube, only={"us-east-2"}, areas=COMPUTE),
+        "kubernetes nodes",
+        "us-east-2",
     )
     assert unreachable.status == "not checked" and f"cannot reach {down.url}" in unreachable.detail
     # kubectl's own fix-less failure, on a private endpoint: the tunnel is what reaches it.
@@ -443,7 +449,7 @@ def test_kubernetes_without_a_usable_kubeconfig_is_not_checked(
     eks = deployed.clients("eks", "us-east-2")
     eks.meta.events.register("after-call.eks.DescribeCluster", public)
     try:
-        results = verify(deployed, deployed_config, kube, only={"us-east-2"})
+        results = verify(deployed, deployed_config, kube, only={"us-east-2"}, areas=COMPUTE)
     finally:
         eks.meta.events.unregister("after-call.eks.DescribeCluster", public)
     # A public endpoint that cannot be reached is no tunnel's business (EKS DescribeCluster
@@ -463,7 +469,7 @@ def test_alarm_in_alarm_fails_with_its_runbook(deployed: DeployedWorld, deployed
     deployed.clients("cloudwatch", "us-west-2").delete_alarms(
         AlarmNames=["hubspoke-dev-ops-us-west-2-cache-hit-ratio-low"]
     )
-    results = verify(deployed, deployed_config)
+    results = verify(deployed, deployed_config, areas=ALARMS)
     hub = _only(results, "alarm hub-unreachable-page")
     assert hub.status == "fail" and "3 out of 3 datapoints < 1" in hub.detail
     # The runbook for this alarm, as the runbook index names it (docs/runbooks/README.md: "…-hub-unreachable-page
@@ -492,12 +498,12 @@ def test_a_composite_alarm_is_read_and_its_silent_input_only_warns(
     deployed.alarm(
         "us-west-2", "hubspoke-dev-ops-us-west-2-cache-hit-ratio-below-floor", "ALARM", "3 out of 3 < 0.9"
     )
-    results = verify(deployed, deployed_config, only=SPOKE)
+    results = verify(deployed, deployed_config, only=SPOKE, areas=ALARMS)
     below = _only(results, "alarm cache-hit-ratio-below-floor")
     assert below.status == "warn" and "notifies nobody" in below.detail
     assert _only(results, "alarm cache-hit-ratio-low").status == "pass"
     deployed.alarm("us-west-2", "hubspoke-dev-ops-us-west-2-cache-hit-ratio-low", "ALARM", "both inputs")
-    low = _only(verify(deployed, deployed_config, only=SPOKE), "alarm cache-hit-ratio-low")
+    low = _only(verify(deployed, deployed_config, only=SPOKE, areas=ALARMS), "alarm cache-hit-ratio-low")
     assert low.status == "fail" and low.fix == "follow docs/runbooks/cache-warm-up.md"
 
 
@@ -506,7 +512,7 @@ def test_the_canary_pages_inputs_in_alarm_only_warn(deployed: DeployedWorld, dep
     (docs/operations.md): in ALARM by itself it is a warning that points at the page's row, not a failure."""
     key = "hub-probes-failing"
     deployed.alarm("us-west-2", f"hubspoke-dev-ops-us-west-2-{key}", "ALARM", "3 out of 3 datapoints < 1")
-    results = verify(deployed, deployed_config, only=SPOKE)
+    results = verify(deployed, deployed_config, only=SPOKE, areas=ALARMS)
     row = _only(results, f"alarm {key}")
     assert row.status == "warn" and "notifies nobody" in row.detail, row
     assert "hub-unreachable-page" in row.fix and row.fix.endswith("docs/runbooks/hub-outage.md"), row.fix
@@ -521,7 +527,7 @@ def test_an_active_addon_with_health_issues_is_not_reported_healthy(
     addons = deployed.clients.addons["us-west-2", "hubspoke-dev-us-west-2"]
     issue = {"code": "ConfigurationConflict", "message": "Conflicts found", "resourceIds": []}
     addons["kube-proxy"] |= {"status": "ACTIVE", "health": {"issues": [issue]}}
-    results = rows(verify(deployed, deployed_config, only=SPOKE), "eks add-ons", "us-west-2")
+    results = rows(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "eks add-ons", "us-west-2")
     (warned,) = [r for r in results if r.status == "warn"]
     assert (
         warned.detail.startswith("kube-proxy ") and "ConfigurationConflict: Conflicts found" in warned.detail
@@ -553,7 +559,7 @@ def test_metric_data_that_is_not_complete_is_not_read_as_silence(
 
         cloudwatch.meta.events.register("after-call.cloudwatch.GetMetricData", incomplete)
         try:
-            results = verify(deployed, deployed_config, only=SPOKE)
+            results = verify(deployed, deployed_config, only=SPOKE, areas=CANARY)
         finally:
             cloudwatch.meta.events.unregister("after-call.cloudwatch.GetMetricData", incomplete)
         row = _only(results, "canary")
@@ -590,7 +596,7 @@ def test_dataset_cached_row_warns_until_prewarm_reports_the_whole_dataset(
     deployed: DeployedWorld, deployed_config: Path
 ) -> None:
     """docs/cli.md, "dataset cached": pass at 1 (the cache alarm's bar), warn on a partial or no report."""
-    whole = _only(verify(deployed, deployed_config, only=SPOKE), "dataset cached")
+    whole = _only(verify(deployed, deployed_config, only=SPOKE, areas=CACHE), "dataset cached")
     assert whole.status == "pass"  # the fixture's 1.0
     # The row names the version it judged and the metric's limit (no version dimension; review of issue 24).
     assert "c4-llama3/v1 whole" in whole.detail and "no version dimension" in whole.detail  # TWO_SPOKES' pin
@@ -598,10 +604,12 @@ def test_dataset_cached_row_warns_until_prewarm_reports_the_whole_dataset(
         "under it too)"
     )
     deployed.prewarm("us-west-2", 0.42, minutes_ago=1)  # a newer report: a new version being warmed
-    part = _only(verify(deployed, deployed_config, only=SPOKE), "dataset cached")
+    part = _only(verify(deployed, deployed_config, only=SPOKE, areas=CACHE), "dataset cached")
     assert part.status == "warn" and "42.0% of c4-llama3/v1 warm" in part.detail
     assert "hubspoke render prewarm" in part.fix
-    none = _only(_at(deployed, deployed_config, datetime.now(UTC) + timedelta(days=2)), "dataset cached")
+    none = _only(
+        _at(deployed, deployed_config, datetime.now(UTC) + timedelta(days=2), areas=CACHE), "dataset cached"
+    )
     assert none.status == "warn" and "no cached fraction reported" in none.detail
     # The hub holds a CNQ cluster and a HyperPod cluster, as a caching spoke does (its config, and its HyperPod rows,
     # which verify makes in the same branch as this one), so only being the hub keeps the row away; a hub pass that
@@ -609,7 +617,7 @@ def test_dataset_cached_row_warns_until_prewarm_reports_the_whole_dataset(
     from hubspoke.config import load
 
     assert load(deployed_config).config.hub.storage.enabled, "the hub of this world holds a CNQ cluster"
-    hub = verify(deployed, deployed_config, only={"us-east-2"})
+    hub = verify(deployed, deployed_config, only={"us-east-2"}, areas=COMPUTE | CACHE)
     assert rows(hub, "hyperpod", "us-east-2"), "the hub's pass reached its compute and cache rows"
     assert not rows(hub, "dataset cached", "us-east-2"), "the hub caches nothing"
 
@@ -651,7 +659,7 @@ def test_a_cluster_that_is_not_there_fails_with_the_compute_deploy_and_other_err
     ):
         undo = _answer_error(sagemaker, "DescribeCluster", code, message)
         try:
-            row = _only(verify(deployed, deployed_config, only=SPOKE), "hyperpod")
+            row = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "hyperpod")
         finally:
             undo()
         assert row.status == "fail", (code, row)
@@ -664,7 +672,7 @@ def test_a_cluster_that_is_not_there_fails_with_the_compute_deploy_and_other_err
             )
     sagemaker.delete_cluster(ClusterName="hubspoke-dev-us-west-2")
     deployed.clients("eks", "us-west-2").delete_cluster(name="hubspoke-dev-us-west-2")
-    results = verify(deployed, deployed_config, only=SPOKE)
+    results = verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE)
     assert _only(results, "hyperpod").detail == "no HyperPod cluster hubspoke-dev-us-west-2"
     eks = _only(results, "eks")
     assert eks.status == "fail" and eks.detail == "no EKS cluster hubspoke-dev-us-west-2"
@@ -683,7 +691,7 @@ def test_a_cluster_that_is_not_there_fails_with_the_compute_deploy_and_other_err
         assert not rows(results, check, "us-west-2"), check
     undo = _answer_error(deployed.clients("eks", "us-west-2"), "DescribeCluster", "ServerException", "down")
     try:
-        eks = _only(verify(deployed, deployed_config, only=SPOKE), "eks")
+        eks = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "eks")
     finally:
         undo()
     assert eks.status == "fail" and "ServerException: down" in eks.detail and "no EKS" not in eks.detail
@@ -699,7 +707,7 @@ def test_healthy_compute_rows_name_what_they_checked(
     template = deployed.templates["compute-us-west-2"]["Resources"].values()
     (hyperpod,) = [r["Properties"] for r in template if r["Type"] == "AWS::SageMaker::Cluster"]
     (eks,) = [r["Properties"] for r in template if r["Type"] == "AWS::EKS::Cluster"]
-    results = verify(deployed, deployed_config, kube, only=SPOKE)
+    results = verify(deployed, deployed_config, kube, only=SPOKE, areas=COMPUTE)
     passed = {r.check: r.detail for r in results if r.status == "pass"}
     assert passed["hyperpod"] == f"{hyperpod['ClusterName']} is InService"
     for group in hyperpod["InstanceGroups"]:
@@ -734,7 +742,7 @@ def test_hyperpod_settling_waits_and_a_stopped_cluster_follows_the_runbook(
         ("Deleting", False),
     ):
         cluster.status = status
-        row = _only(verify(deployed, deployed_config, only=SPOKE), "hyperpod")
+        row = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "hyperpod")
         assert row.status == "fail" and row.detail == f"hubspoke-dev-us-west-2 is {status}", row.detail
         if settles:
             assert row.fix.startswith("wait for it to finish") and "hubspoke verify" in row.fix, row.fix
@@ -754,7 +762,7 @@ def test_hyperpod_groups_and_nodes_the_config_does_not_match(
     cluster = deployed.hyperpod("us-west-2")
     (group,) = cluster.instance_groups
     group["InstanceGroupName"] = "old-workers"
-    results = verify(deployed, deployed_config, only=SPOKE)
+    results = verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE)
     groups = {r.status: r for r in rows(results, "hyperpod group", "us-west-2")}
     assert set(groups) == {"fail", "warn"}
     assert groups["fail"].detail == "hubspoke-dev-us-west-2 has no instance group accelerated-worker-group-1"
@@ -763,7 +771,7 @@ def test_hyperpod_groups_and_nodes_the_config_does_not_match(
     group["InstanceGroupName"], group["InstanceType"] = "accelerated-worker-group-1", "ml.p4d.24xlarge"
     (node_id, first), *_ = cluster.nodes.items()
     first.status = "Pending"
-    results = verify(deployed, deployed_config, only=SPOKE)
+    results = verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE)
     row = _only(results, "hyperpod group")
     assert row.status == "fail" and row.detail == (
         "accelerated-worker-group-1: type ml.p4d.24xlarge, config ml.p5.48xlarge"
@@ -775,7 +783,7 @@ def test_hyperpod_groups_and_nodes_the_config_does_not_match(
     assert f"{node_id} (accelerated-worker-group-1) Pending: message" in nodes.detail
     assert "docs/runbooks/compute.md" in nodes.fix
     cluster.nodes.clear()
-    nodes = _only(verify(deployed, deployed_config, only=SPOKE), "hyperpod nodes")
+    nodes = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "hyperpod nodes")
     assert nodes.status == "fail" and nodes.detail == "hubspoke-dev-us-west-2 has no nodes"
     assert nodes.fix == "see docs/runbooks/compute.md"
 
@@ -793,7 +801,7 @@ def test_the_access_host_must_be_running_with_its_agent_online(
     instance = deployed.outputs["hubspoke-dev-compute-us-west-2"]["AccessHostInstanceId"]
     agents = deployed.clients.agents["us-west-2"]
     agents[instance] = "ConnectionLost"
-    row = _only(verify(deployed, deployed_config, only=SPOKE), "access host")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "access host")
     assert row.status == "fail" and row.detail.startswith(
         f"{instance} is running but its SSM Agent is ConnectionLost"
     )
@@ -805,20 +813,20 @@ def test_the_access_host_must_be_running_with_its_agent_online(
     assert row.fix.endswith('(docs/runbooks/compute.md, "Reach the cluster")'), row.fix
     assert "## Reach the cluster (before any kubectl)" in (ROOT / "docs/runbooks/compute.md").read_text()
     del agents[instance]
-    row = _only(verify(deployed, deployed_config, only=SPOKE), "access host")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "access host")
     assert row.status == "fail" and row.detail.startswith(
         f"{instance} is running but its SSM Agent has not registered with Systems Manager: "
     ), row.detail
     ec2 = deployed.clients("ec2", "us-west-2")
     ec2.stop_instances(InstanceIds=[instance])
-    row = _only(verify(deployed, deployed_config, only=SPOKE), "access host")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "access host")
     assert row.status == "fail" and row.detail == f"{instance} is stopped", row.detail
     assert f"--instance-ids {instance} --region us-west-2" in row.fix
     assert quoted_command_problems(row.fix) == {
         f"aws ec2 start-instances --instance-ids {instance} --region us-west-2": []
     }
     ec2.terminate_instances(InstanceIds=[instance])
-    row = _only(verify(deployed, deployed_config, only=SPOKE), "access host")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "access host")
     assert row.status == "fail" and row.detail == f"{instance} is terminated", row.detail
     assert "redeploy of an unchanged template does not re-create it" in row.fix
     assert "--stack-name hubspoke-dev-compute-us-west-2" in row.fix
@@ -832,7 +840,7 @@ def test_access_entries_and_the_callers_own(deployed: DeployedWorld, deployed_co
     entries = deployed.clients.access_entries["us-west-2", "hubspoke-dev-us-west-2"]
     user = "arn:aws:iam::123456789012:user/moto"
     entries.remove(user)
-    results = verify(deployed, deployed_config, only=SPOKE)
+    results = verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE)
     access = _only(results, "eks access")
     assert (
         access.status == "fail" and access.detail == f"hubspoke-dev-us-west-2 has no access entry for {user}"
@@ -851,7 +859,7 @@ def test_access_entries_and_the_callers_own(deployed: DeployedWorld, deployed_co
     sts = deployed.clients("sts", "us-west-2")
     sts.meta.events.register("after-call.sts.GetCallerIdentity", as_federated)
     try:
-        me = _only(verify(deployed, deployed_config, only=SPOKE), "eks caller")
+        me = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "eks caller")
     finally:
         sts.meta.events.unregister("after-call.sts.GetCallerIdentity", as_federated)
     assert me.status == "warn" and f"you ({federated}) are not an IAM role or user" in me.detail, me.detail
@@ -876,7 +884,7 @@ def test_an_eks_cluster_with_health_issues_fails_and_names_the_version_it_runs(
     eks = deployed.clients("eks", "us-west-2")
     eks.meta.events.register("after-call.eks.DescribeCluster", unhealthy)
     try:
-        row = _only(verify(deployed, deployed_config, only=SPOKE), "eks")
+        row = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "eks")
         assert row.status == "fail"
         assert (
             row.detail == "hubspoke-dev-us-west-2: ClusterUnreachable: control plane cannot reach the nodes"
@@ -885,7 +893,7 @@ def test_an_eks_cluster_with_health_issues_fails_and_names_the_version_it_runs(
             _COMPUTE_DEPLOY
         )
         deployed.eks_cluster("us-west-2").version = "1.34"
-        row = _only(verify(deployed, deployed_config, only=SPOKE), "eks")
+        row = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "eks")
     finally:
         eks.meta.events.unregister("after-call.eks.DescribeCluster", unhealthy)
     assert row.status == "fail" and row.detail.endswith("nodes; Kubernetes 1.34, config 1.35"), row.detail
@@ -906,7 +914,7 @@ def test_a_node_without_a_ready_condition_and_a_storage_stack_without_addresses(
     server.nodes[1] = node(second, ready="False", reason="KubeletNotReady")
     del next(c for c in server.nodes[1]["status"]["conditions"] if c["type"] == "Ready")["message"]
     deployed.redeploy_without("storage-us-west-2", "FloatingIps")
-    results = verify(deployed, deployed_config, kube, only=SPOKE)
+    results = verify(deployed, deployed_config, kube, only=SPOKE, areas=COMPUTE)
     nodes = _only(results, "kubernetes nodes")
     assert nodes.status == "fail" and nodes.detail == (
         f"2 of 2 nodes not Ready: {first} (no Ready condition); {second} (KubeletNotReady)"
@@ -916,7 +924,7 @@ def test_a_node_without_a_ready_condition_and_a_storage_stack_without_addresses(
     assert addresses.status == "not checked" and "FloatingIps" in addresses.detail, addresses
     assert addresses.fix == "see the stack rows of that stack"
     deployed.redeploy_with("storage-us-west-2", FloatingIps="")
-    addresses = _only(verify(deployed, deployed_config, kube, only=SPOKE), "volume addresses")
+    addresses = _only(verify(deployed, deployed_config, kube, only=SPOKE, areas=COMPUTE), "volume addresses")
     assert addresses.status == "fail"
     assert addresses.detail == "hubspoke-dev-storage-us-west-2 outputs no floating IP (FloatingIps is '')"
     assert "docs/runbooks/compute.md" in addresses.fix
@@ -938,7 +946,7 @@ def _ops_alarm(world: DeployedWorld, suffix: str) -> dict[str, Any]:
 def test_healthy_canary_rows_say_what_they_read(deployed: DeployedWorld, deployed_config: Path) -> None:
     """The pass rows name the hub Region, the portal state and the minutes since the last report; the spoke without
     a CNQ has no Ops stack (topology: an Ops stack per spoke with a CNQ), so no canary, and says so."""
-    results = verify(deployed, deployed_config, only={"us-west-2", "eu-west-1"})
+    results = verify(deployed, deployed_config, only={"us-west-2", "eu-west-1"}, areas=CANARY | NETWORK)
     canary = _only(results, "canary")
     assert canary.status == "pass" and re.fullmatch(
         r"last report at \d\d:\d\d UTC \([0-3] min ago\)", canary.detail
@@ -962,7 +970,9 @@ def test_healthy_canary_rows_say_what_they_read(deployed: DeployedWorld, deploye
         update={"storage": deployed.config.hub.storage.model_copy(update={"enabled": False})}
     )
     no_hub_cnq = deployed.config.model_copy(update={"hub": hub})
-    (alone,) = rows(verify(deployed, deployed_config, config=no_hub_cnq, only=SPOKE), "canary", "us-west-2")
+    (alone,) = rows(
+        verify(deployed, deployed_config, config=no_hub_cnq, only=SPOKE, areas=CANARY), "canary", "us-west-2"
+    )
     assert alone.detail == "no canary here: the hub has no CNQ, so no Ops stack"
     # The spoke's cross-Region group admits the hub's CIDR (TWO_SPOKES: 10.10.0.0/16) and nothing else.
     group = _only(results, "security group")
@@ -988,7 +998,7 @@ def test_a_canary_function_without_its_inputs_fails_with_the_ops_deploy(
     variables = dict(lam.get_function_configuration(FunctionName=function)["Environment"]["Variables"])
     rest, secret = variables.pop("SPOKE_REST_ADDRESS"), variables.pop("ADMIN_SECRET_ARN")
     lam.update_function_configuration(FunctionName=function, Environment={"Variables": variables})
-    row = _only(verify(deployed, deployed_config, only=SPOKE), "canary inputs")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=CANARY), "canary inputs")
     assert row.status == "fail"
     # Each stale input said on its own, "; " between them.
     assert row.detail == (
@@ -999,7 +1009,7 @@ def test_a_canary_function_without_its_inputs_fails_with_the_ops_deploy(
     assert "-c refresh=$(date +%s) --exclusively hubspoke-dev/ops-us-west-2" in row.fix
     del variables["HUB_ADDRESSES"]
     lam.update_function_configuration(FunctionName=function, Environment={"Variables": variables})
-    row = _only(verify(deployed, deployed_config, only=SPOKE), "canary inputs")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=CANARY), "canary inputs")
     assert row.status == "fail" and row.detail == (
         "hubspoke-dev-ops-us-west-2 has no function with the canary's environment (HUB_ADDRESSES)"
     )
@@ -1033,17 +1043,17 @@ def test_the_dataset_cached_row_reads_the_lowest_report_as_the_alarm_does(
     alarm = _ops_alarm(deployed, "-dataset-not-fully-cached")
     assert (alarm["MetricName"], alarm["Statistic"]) == ("DatasetPrewarmedFraction", "Minimum")
     deployed.prewarm("us-west-2", 0.5, minutes_ago=3)
-    row = _only(verify(deployed, deployed_config, only=SPOKE), "dataset cached")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=CACHE), "dataset cached")
     assert row.status == "warn" and "50.0% of c4-llama3/v1 warm" in row.detail, row.detail
     assert re.search(r"\(\d{4}-\d\d-\d\d \d\d:\d\d UTC; taken as the config's pin", row.detail), row.detail
     # A config that pins no version (dataset.version unset): the row cannot name one, and says so.
     unpinned = deployed.config.model_copy(
         update={"dataset": deployed.config.dataset.model_copy(update={"version": None})}
     )
-    row = _only(verify(deployed, deployed_config, config=unpinned, only=SPOKE), "dataset cached")
+    row = _only(verify(deployed, deployed_config, config=unpinned, only=SPOKE, areas=CACHE), "dataset cached")
     assert "50.0% of the dataset (the config pins no version) warm" in row.detail, row.detail
     later = datetime.now(UTC) + timedelta(days=1, minutes=5)
-    none = _only(_at(deployed, deployed_config, later), "dataset cached")
+    none = _only(_at(deployed, deployed_config, later, areas=CACHE), "dataset cached")
     assert none.status == "warn" and "no cached fraction reported in the last 24 hours" in none.detail
     assert none.detail.endswith("a job's first pass reads cold and the cache-hit alarm cannot page")
     assert none.fix.startswith("run the prewarm Job: hubspoke render prewarm --config ")
@@ -1097,7 +1107,7 @@ def test_prefix_list_ipv6_and_all_traffic_sources_are_not_ours_and_the_revoke_na
     ec2.authorize_security_group_ingress(GroupId=group, IpPermissions=[prefix, ipv6, everything, ssh])
     failed = {
         r.detail.split(" (", 1)[0]: r
-        for r in verify(deployed, deployed_config, only={"us-east-2"})
+        for r in verify(deployed, deployed_config, only={"us-east-2"}, areas=NETWORK)
         if r.check == "security group" and r.status == "fail"
     }
     assert set(failed) == {
@@ -1149,7 +1159,9 @@ def test_only_hubspokes_own_sns_topics_are_judged_for_subscriptions(
         update={"alarm_topic_arns": [theirs], "alarm_emails": ["ops@example.com"]}
     )
     config = deployed.config.model_copy(update={"ops": ops})
-    subscriptions = rows(verify(deployed, deployed_config, config=config, only=SPOKE), "alarm subscriptions")
+    subscriptions = rows(
+        verify(deployed, deployed_config, config=config, only=SPOKE, areas=ALARMS), "alarm subscriptions"
+    )
     assert [(r.status, r.detail) for r in subscriptions] == [
         ("pass", "1 confirmed subscription(s) on hubspoke-dev-alarms")
     ]
@@ -1239,7 +1251,9 @@ def test_alarm_delivery_fixes_and_a_failure_known_by_its_summary_only(
     _pending(topic, "ops@example.com")
     ops = deployed.config.ops.model_copy(update={"alarm_emails": ["ops@example.com"]})
     config = deployed.config.model_copy(update={"ops": ops})
-    (row,) = rows(verify(deployed, deployed_config, config=config, only=SPOKE), "alarm subscriptions")
+    (row,) = rows(
+        verify(deployed, deployed_config, config=config, only=SPOKE, areas=ALARMS), "alarm subscriptions"
+    )
     assert row.status == "warn" and row.detail.startswith(
         "1 subscription(s) of hubspoke-dev-alarms not confirmed"
     )
@@ -1262,7 +1276,7 @@ def test_alarm_delivery_fixes_and_a_failure_known_by_its_summary_only(
         )
 
     summary_only(f'Failed to execute action {on_call}. Received error: "not authorized"', 30)
-    (row,) = rows(verify(deployed, deployed_config, only=SPOKE), "alarm actions")
+    (row,) = rows(verify(deployed, deployed_config, only=SPOKE, areas=ALARMS), "alarm actions")
     assert row.status == "fail" and row.detail.startswith("1 alarm action(s) failed on their latest attempt")
     assert f"{PAGE} at " in row.detail and "not authorized" in row.detail
     assert row.fix.startswith(
@@ -1270,7 +1284,7 @@ def test_alarm_delivery_fixes_and_a_failure_known_by_its_summary_only(
     )
     assert row.fix.endswith("docs/operations.md, 'Who is told'")
     summary_only(f"Successfully executed action {on_call}", 10)
-    (row,) = rows(verify(deployed, deployed_config, only=SPOKE), "alarm actions")
+    (row,) = rows(verify(deployed, deployed_config, only=SPOKE, areas=ALARMS), "alarm actions")
     assert (
         row.status == "pass"
         and row.detail == "no alarm action whose latest attempt failed in the last 14 days"
@@ -1298,7 +1312,7 @@ def test_placement_rows_name_the_zones_and_the_key_that_cannot_change(
     }
     (accelerator,) = {z for k, z in zones.items() if "accelerator" in k.lower()}
     private = sorted({z for k, z in zones.items() if "private" in k.lower()})
-    results = verify(deployed, deployed_config, only={"us-east-2", "us-west-2"})
+    results = verify(deployed, deployed_config, only={"us-east-2", "us-west-2"}, areas=COMPUTE)
     assert _only(results, "hyperpod placement").detail == (
         f"HyperPod cluster hubspoke-dev-us-west-2 in {accelerator}, as spokes[0].accelerator_az_id says"
     )
@@ -1311,7 +1325,9 @@ def test_placement_rows_name_the_zones_and_the_key_that_cannot_change(
     spare = sorted({"usw2-az1", "usw2-az2", "usw2-az3", "usw2-az4"} - {accelerator, *private})[0]
     moved["spokes"][0] |= {"accelerator_az_id": spare}
     config = load(write_config(tmp_path, moved, "dev.yaml")).config
-    row = _only(verify(deployed, deployed_config, config=config, only=SPOKE), "hyperpod placement")
+    row = _only(
+        verify(deployed, deployed_config, config=config, only=SPOKE, areas=COMPUTE), "hyperpod placement"
+    )
     assert row.status == "fail" and re.fullmatch(
         rf"HyperPod cluster hubspoke-dev-us-west-2 was created in {accelerator} \(subnet-\w+ {accelerator}\); "
         rf"spokes\[0\]\.accelerator_az_id says {spare}",
@@ -1354,7 +1370,7 @@ def test_a_group_whose_rules_ec2_answers_by_protocol_number_still_admits_its_pee
     ec2 = deployed.clients("ec2", "us-west-2")
     ec2.meta.events.register("after-call.ec2.DescribeSecurityGroups", by_number)
     try:
-        row = _only(verify(deployed, deployed_config, only=SPOKE), "security group")
+        row = _only(verify(deployed, deployed_config, only=SPOKE, areas=NETWORK), "security group")
     finally:
         ec2.meta.events.unregister("after-call.ec2.DescribeSecurityGroups", by_number)
     assert row.status == "pass", row.detail
@@ -1369,7 +1385,7 @@ def test_a_cluster_without_a_cnq_beside_it_has_no_volume_rows(
     bare = spoke.model_copy(update={"storage": spoke.storage.model_copy(update={"enabled": False})})
     config = deployed.config.model_copy(update={"spokes": [bare, *deployed.config.spokes[1:]]})
     for kubeconfig in (None, kube):
-        results = verify(deployed, deployed_config, kubeconfig, config=config, only=SPOKE)
+        results = verify(deployed, deployed_config, kubeconfig, config=config, only=SPOKE, areas=COMPUTE)
         kubernetes = {
             r.check for r in results if r.check.startswith("kubernetes") or r.check == "volume addresses"
         }
