@@ -13,6 +13,7 @@ leaves an email subscription pending, so that state is written into moto's backe
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,20 +21,24 @@ from botocore.awsrequest import AWSResponse
 from moto.backends import get_backend
 
 from hubspoke.cli.checks import CheckResult
-from tests.cli.test_verify import rows, verify
+from tests.cli.test_verify import ALARMS, rows, verify
 from tests.cli.verify_world import ACCOUNT, DeployedWorld
 
 REGION = "us-west-2"
 PAGE = "hubspoke-dev-ops-us-west-2-training-stalled"  # a notifying alarm of the spoke's Ops stack
 
 
-def _verify(world: DeployedWorld, config_path: Path, **config: object) -> list[CheckResult]:
+def _verify(
+    world: DeployedWorld, config_path: Path, areas: Collection[str] | None = ALARMS, **config: object
+) -> list[CheckResult]:
+    """`hubspoke verify --region us-west-2`, its alarm rows alone (test_verify.only_areas) unless `areas` says
+    otherwise (None: every area), with the `ops` settings of `config` changed."""
     changed = (
         world.config.model_copy(update={"ops": world.config.ops.model_copy(update=config)})
         if config
         else None
     )
-    return verify(world, config_path, config=changed, only={REGION})
+    return verify(world, config_path, config=changed, only={REGION}, areas=areas)
 
 
 def _topic_with(world: DeployedWorld, *emails: str) -> str:
@@ -235,7 +240,8 @@ def test_a_refused_sns_read_fails_the_delivery_row_alone(
 ) -> None:
     _topic_with(deployed, "ops@example.com")
     _deny_subscriptions(deployed)
-    results = _verify(deployed, deployed_config, alarm_emails=["ops@example.com"])
+    # Every area: the delivery row is the Region's only failure.
+    results = _verify(deployed, deployed_config, None, alarm_emails=["ops@example.com"])
     (row,) = [r for r in results if r.status == "fail"]
     assert (row.region, row.check) == (REGION, "alarm delivery")
     assert rows(results, "alarm training-stalled", REGION)[0].status == "pass"
@@ -270,6 +276,6 @@ def test_the_alarms_are_read_in_one_describe_alarms_call_per_hundred_names(
     deployed.clients("cloudwatch", REGION).meta.events.register(
         "before-parameter-build.cloudwatch.DescribeAlarms", record
     )
-    _verify(deployed, deployed_config)
+    _verify(deployed, deployed_config, None)  # every area: the Region's only DescribeAlarms call
     assert 0 < len(created) <= 100
     assert len(asked) == 1 and sorted(asked[0]) == sorted(created)

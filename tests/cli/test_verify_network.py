@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hubspoke.config import load
-from tests.cli.test_verify import quoted_command_problems, region_rows, rows, verify
+from tests.cli.test_verify import NETWORK, quoted_command_problems, region_rows, rows, verify
 from tests.cli.verify_fixtures import TWO_SPOKES
 from tests.cli.verify_world import DeployedWorld
 from tests.conftest import ROOT, write_config
@@ -62,7 +62,7 @@ def _gone(fix: str, stack: str, region: str) -> None:
 def test_peering_not_active_fails(deployed: DeployedWorld, deployed_config: Path) -> None:
     pcx = deployed.peering("us-west-2")
     deployed.clients("ec2", "us-west-2").delete_vpc_peering_connection(VpcPeeringConnectionId=pcx)
-    results = verify(deployed, deployed_config)
+    results = verify(deployed, deployed_config, areas=NETWORK)
     (row,) = rows(results, "peering", "us-west-2")
     assert row.status == "fail" and f"{pcx} is deleted" in row.detail
     # A redeploy of the Network and Link stacks would change nothing: their templates did not change.
@@ -87,7 +87,7 @@ def test_route_table_or_security_group_deleted_outside_cloudformation_fails(
     # creates no subnet associations, so the table goes as it would after those were removed by hand.
     ec2.delete_route_table(RouteTableId=table)
     ec2.delete_security_group(GroupId=group)
-    results = verify(deployed, deployed_config)
+    results = verify(deployed, deployed_config, areas=NETWORK)
     (missing_table,) = [r for r in rows(results, "routes", "us-west-2") if r.status == "fail"]
     assert missing_table.detail == f"route table {table} (usw2-az2) does not exist"
     _gone(missing_table.fix, "hubspoke-dev-network-us-west-2", "us-west-2")
@@ -113,7 +113,7 @@ def test_peering_waiting_for_acceptance_or_to_another_vpc_fails(
     ]
     east.accept_vpc_peering_connection(VpcPeeringConnectionId=wrong)
     deployed.redeploy_with("network-eu-west-1", PeeringConnectionId=wrong)
-    results = verify(deployed, deployed_config)
+    results = verify(deployed, deployed_config, areas=NETWORK)
     (waiting,) = rows(results, "peering", "us-west-2")
     assert waiting.detail.startswith(f"{pending_id} is pending-acceptance")
     assert (
@@ -284,7 +284,9 @@ def test_leftover_routes_warn_and_a_dead_peer_route_fails(
     ec2.create_route(RouteTableId=table, DestinationCidrBlock="10.40.0.0/16", VpcPeeringConnectionId=foreign)
     deployed.blackhole(monkeypatch, table, "10.40.0.0/16")
     results = [
-        r for r in verify(deployed, deployed_config) if r.check == "routes" and r.region == "us-east-2"
+        r
+        for r in verify(deployed, deployed_config, areas=NETWORK)
+        if r.check == "routes" and r.region == "us-east-2"
     ]
     warned = sorted(r.detail for r in results if r.status == "warn")
     assert warned == [
@@ -300,7 +302,11 @@ def test_leftover_routes_warn_and_a_dead_peer_route_fails(
         f"--route-table-id {table} --region us-east-2",
     ]
     deployed.blackhole(monkeypatch, other_table, "10.20.0.0/16")
-    (dead,) = [r for r in verify(deployed, deployed_config) if r.check == "routes" and r.status == "fail"]
+    (dead,) = [
+        r
+        for r in verify(deployed, deployed_config, areas=NETWORK)
+        if r.check == "routes" and r.status == "fail"
+    ]
     assert (dead.region, dead.detail) == (
         "us-east-2",
         f"{other_table} (use2-az2) route to 10.20.0.0/16 via {deployed.peering('us-west-2')} is blackhole",
@@ -340,7 +346,7 @@ def test_healthy_network_rows_name_what_they_compared(deployed: DeployedWorld, d
     hub_vpc = deployed.outputs["hubspoke-dev-network-us-east-2"]["VpcId"]
     spoke_vpc = deployed.outputs["hubspoke-dev-network-us-west-2"]["VpcId"]
     pcx, table = deployed.peering("us-west-2"), deployed.route_table("us-west-2", "usw2-az1")
-    results = verify(deployed, deployed_config, only={"us-west-2"})
+    results = verify(deployed, deployed_config, only={"us-west-2"}, areas=NETWORK)
     assert [r.detail for r in rows(results, "vpc")] == [f"{spoke_vpc} carries 10.20.0.0/16"]
     assert [r.detail for r in rows(results, "peering")] == [
         f"{pcx} active between {spoke_vpc} (us-west-2) and {hub_vpc} (us-east-2)"
