@@ -21,14 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
-from torch.utils.data import DataLoader
 
 from hubspoke.bench import analysis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workload"))
 import bench_reader
-from shards import RankSampler, TokenShards
 
 TOKEN_BYTES, SEQ_LEN = 4, 8
 
@@ -50,6 +47,11 @@ def _loader_reads(
     root: Path, monkeypatch: pytest.MonkeyPatch, log: Path, *, world: int, batch: int, workers: int
 ) -> dict[tuple[int, int], list[tuple[str, int, int]]]:
     """(rank, worker) -> the (path, offset, size) preads train.py's loader makes, in each worker's order."""
+    # Here, not at the top: every pytest-xdist worker imports this module at collection, torch takes ~2 s.
+    import torch
+    from shards import RankSampler, TokenShards
+    from torch.utils.data import DataLoader
+
     real = os.pread
     current = {"rank": 0}
 
@@ -134,8 +136,11 @@ def test_prefetch_bounds_what_is_read_ahead(
 ) -> None:
     # Batch 0's first read hangs. DataLoader has sent batches 0 .. prefetch x workers - 1, batch b to worker
     # b mod workers; worker 0 is stuck in batch 0, so only the other workers' sent batches can be read.
+    # What was read early is taken once every other worker has either ended or is waiting for its turn (it
+    # waits on the phase's Steps condition only when it may not start its next batch): no fixed sleep.
     release, seen = threading.Event(), list[str]()
     real = bench_reader._pread
+    settled, settled_lock = set[str](), threading.Lock()
 
     def slow(fd: int, buffer: memoryview, offset: int) -> int:
         if threading.current_thread().name == "rank-0-worker-0" and offset == 0 and not seen:
@@ -143,7 +148,29 @@ def test_prefetch_bounds_what_is_read_ahead(
             release.wait(5)
         return real(fd, buffer, offset)
 
+    class Turns(threading.Condition):
+        def wait(self, timeout: float | None = None) -> bool:
+            with settled_lock:
+                settled.add(threading.current_thread().name)
+            return super().wait(timeout)
+
+    class WatchedSteps(bench_reader.Steps):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._cond = Turns()
+
+    real_worker = bench_reader.read_worker
+
+    def worker(*args: Any) -> None:
+        try:
+            real_worker(*args)
+        finally:
+            with settled_lock:
+                settled.add(threading.current_thread().name)
+
     monkeypatch.setattr(bench_reader, "_pread", slow)
+    monkeypatch.setattr(bench_reader, "Steps", WatchedSteps)
+    monkeypatch.setattr(bench_reader, "read_worker", worker)
     plan = bench_reader.layout(
         bench_reader.discover_shards(dataset), seq_len=SEQ_LEN, token_bytes=TOKEN_BYTES
     )
@@ -154,11 +181,15 @@ def test_prefetch_bounds_what_is_read_ahead(
     runner = threading.Thread(
         target=bench_reader.run_phase, args=("p", plan, loader), kwargs={"out": out, "log": io.StringIO()}
     )
+    others = {f"rank-0-worker-{w}" for w in range(1, max(1, workers))}
     runner.start()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 10
+    while not (seen and others <= settled) and time.monotonic() < deadline:
+        time.sleep(0.002)
     early = {json.loads(line)["batch"] for line in out.getvalue().splitlines() if '"kind":"read"' in line}
     release.set()
     runner.join(10)
+    assert seen and others <= settled, "worker 0 held batch 0 and every other worker settled"
     assert early == in_flight
     reads = [json.loads(line) for line in out.getvalue().splitlines() if '"kind":"read"' in line]
     assert len(reads) == plan.samples  # then everything is read
