@@ -36,8 +36,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hyperpod_elastic_agent.logagent import log_agent
-from hyperpod_elastic_agent.logagent.log_agent import LogAgent, LogState
 
 from hubspoke.config.schema import HubSpokeConfig
 from hubspoke.k8s.job import training_job
@@ -227,6 +225,8 @@ def _rules(settings: TrainingSettings, dev_config: HubSpokeConfig) -> list[dict[
 
 def _settle(agent: Any, timeout: float = 15, tick: float = 0.2) -> Any:
     """The agent's state for local rank 0 once it has read what is there (it polls its file every second)."""
+    from hyperpod_elastic_agent.logagent.log_agent import LogState
+
     deadline = time.monotonic() + timeout
     while agent.log_state[0] == LogState.WAITING and time.monotonic() < deadline:
         time.sleep(tick)
@@ -241,6 +241,10 @@ def test_the_agent_accepts_train_pys_progress_line_and_flags_a_silent_stdout(
     on stderr, as before) is HANGING. The agent's module clock is a hand-moved one (log_agent.py reads
     `time.time()` for the cut-offs and sleeps `READ_INTERVAL` between reads): the test moves it 2 s, past the
     cut-off, instead of waiting 2 s; the agents' reads still run on their own threads."""
+    # The agent's package imports torch.distributed (~2 s): here, not when every xdist worker collects this file.
+    from hyperpod_elastic_agent.logagent import log_agent
+    from hyperpod_elastic_agent.logagent.log_agent import LogAgent, LogState
+
     sys.path.insert(0, str(WORKLOAD))
     import train
 
@@ -291,6 +295,8 @@ def test_every_node_passes_the_hyperpod_agents_log_monitoring_in_a_two_node_run(
     only, as the elastic agent does. At the end every node's agent must have matched the progress line
     (HEALTHY) and never flagged HANGING or FAULTED. Before the fix node 1 printed nothing at all (progress on
     global rank 0 only) and node 0 printed it on stderr: both stayed WAITING, then HANGING after the cut-off."""
+    from hyperpod_elastic_agent.logagent.log_agent import LogAgent, LogState
+
     ckpt = tmp_path / "ckpt"
     data = _dataset(tmp_path, [400, 400])  # a sealed version, as train.py requires (docs/datasets.md)
     launcher = _launcher(

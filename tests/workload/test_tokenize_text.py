@@ -16,8 +16,6 @@ import sys
 from pathlib import Path
 
 import boto3
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from moto import mock_aws
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
@@ -26,7 +24,6 @@ WORKLOAD = Path(__file__).resolve().parents[2] / "workload"
 sys.path.insert(0, str(WORKLOAD))
 import manifest  # noqa: E402
 import tokenize_text  # noqa: E402
-from shards import TokenShards  # noqa: E402
 
 EOS = "<eos>"
 DOCS = [
@@ -65,6 +62,10 @@ def _write_jsonl(path: Path, docs: list[str], field: str = "text") -> Path:
 
 
 def _write_parquet(path: Path, docs: list[str], column: str = "text") -> Path:
+    # pyarrow (and torch for shards, below) are imported where used: every xdist worker collects this file.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     pq.write_table(pa.table({column: docs, "n": list(range(len(docs)))}), path)
     return path
 
@@ -87,6 +88,8 @@ def _as_version(out: Path, mount: Path, vocab_size: int, token_bytes: int) -> Pa
 
 def _read_like_train(root: Path, seq_len: int, token_bytes: int) -> list[list[int]]:
     """Each shard's tokens as TokenShards' windows cover them: inputs of every sample, then the last label."""
+    from shards import TokenShards
+
     found = manifest.load(root)
     manifest.check_files(found, root)  # train.py's start-up check
     data = TokenShards(root, seq_len=seq_len, token_bytes=found.token_bytes)

@@ -18,19 +18,24 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = ROOT / "workload"
 sys.path.insert(0, str(WORKLOAD))
-import llama  # noqa: E402
 import manifest  # noqa: E402
-import shards  # noqa: E402
 
 from hubspoke import training_metrics  # noqa: E402
 from tests.fakes.emf_agent import FakeEmfAgent  # noqa: E402
+
+if TYPE_CHECKING:
+    import llama
+    import torch
+
+# torch (~2 s to import) and the workload modules built on it (llama, shards) are imported in the tests that use
+# them: every pytest-xdist worker imports this module at collection, only one runs it.
 
 
 def _write_shards(
@@ -59,6 +64,8 @@ def _dataset(
 
 
 def test_windows_are_shifted_by_one_and_never_span_shards(tmp_path: Path) -> None:
+    import shards
+
     tokens = _write_shards(tmp_path, [100, 41, 10])
     ds = shards.TokenShards(tmp_path, seq_len=8)
     # (n - 1) // L windows per shard: 99//8 + 40//8 + 9//8 = 12 + 5 + 1
@@ -74,6 +81,9 @@ def test_windows_are_shifted_by_one_and_never_span_shards(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("token_bytes", [2, 4])
 def test_token_ids_read_back_unsigned(tmp_path: Path, token_bytes: int) -> None:
+    import shards
+    import torch
+
     big = 65535 if token_bytes == 2 else 128255
     n = 9
     fmt = "H" if token_bytes == 2 else "I"
@@ -83,11 +93,15 @@ def test_token_ids_read_back_unsigned(tmp_path: Path, token_bytes: int) -> None:
 
 
 def test_missing_shards_say_where_they_were_looked_for(tmp_path: Path) -> None:
+    import shards
+
     with pytest.raises(FileNotFoundError, match=str(tmp_path)):
         shards.TokenShards(tmp_path, seq_len=8)
 
 
 def test_ranks_split_samples_disjointly_and_resume_skips_done_steps() -> None:
+    import shards
+
     world, batch, length = 4, 3, 103
     parts = [
         list(shards.RankSampler(length, rank=r, world_size=world, batch_size=batch)) for r in range(world)
@@ -100,6 +114,8 @@ def test_ranks_split_samples_disjointly_and_resume_skips_done_steps() -> None:
 
 
 def test_parameter_count_formula_matches_the_model_and_the_reference_size() -> None:
+    import llama
+
     tiny = llama.shape("tiny", vocab_size=256)
     assert tiny.parameter_count() == sum(p.numel() for p in llama.Llama(tiny).parameters())
     reference = llama.shape("llama3-1b", vocab_size=32000).parameter_count()
@@ -107,6 +123,9 @@ def test_parameter_count_formula_matches_the_model_and_the_reference_size() -> N
 
 
 def test_untrained_model_predicts_near_uniform() -> None:
+    import llama
+    import torch
+
     torch.manual_seed(0)
     model = llama.Llama(llama.shape("tiny", vocab_size=256))
     tokens = torch.randint(0, 256, (2, 16))
@@ -176,6 +195,7 @@ def _in_process(
     not a second interpreter's imports); the process group it makes is gone when it returns or fails."""
     from socket import socket
 
+    import torch
     import train
 
     def run(data: Path, ckpt: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -251,6 +271,8 @@ def test_trains_with_fsdp_checkpoints_resumes_and_reports_emf(
 
 def _refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     """train.py's one-line refusal for these arguments: exit 2 before any process group exists."""
+    import torch
+
     sys.path.insert(0, str(WORKLOAD))
     import train
 
@@ -421,6 +443,9 @@ def test_a_torn_checkpoint_is_never_resumed_from(tmp_path: Path) -> None:
 
 def test_chunked_loss_and_block_checkpointing_change_memory_not_results() -> None:
     """The loss of model(tokens, labels) is F.cross_entropy over the full fp32 logits, gradients included."""
+    import llama
+    import torch
+
     torch.manual_seed(0)
     reference = llama.Llama(llama.shape("tiny", vocab_size=256))
     lean = llama.Llama(llama.shape("tiny", vocab_size=256))
@@ -441,6 +466,8 @@ def test_chunked_loss_and_block_checkpointing_change_memory_not_results() -> Non
 
 
 def _blocks(model: llama.Llama, tokens: torch.Tensor) -> torch.Tensor:
+    import llama
+
     cos, sin = llama.rotary(tokens.shape[1], model.s.head_dim, model.s.rope_theta, tokens.device)
     x = model.embed(tokens)
     for layer in model.layers:
@@ -449,6 +476,7 @@ def _blocks(model: llama.Llama, tokens: torch.Tensor) -> torch.Tensor:
 
 
 def _weights(checkpoint: Path, tmp_path: Path) -> dict[str, torch.Tensor]:
+    import torch
     from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
     flat = tmp_path / f"{checkpoint.parent.parent.name}-{checkpoint.name}.pt"
@@ -460,6 +488,8 @@ def _weights(checkpoint: Path, tmp_path: Path) -> dict[str, torch.Tensor]:
 def test_resume_restores_the_weights_not_only_the_step(tmp_path: Path) -> None:
     """Four steps in one go and three steps, stop, resume, one more step end on the same weights: the resumed
     run continued from the saved weights and optimizer state, not from a fresh model at step 3."""
+    import torch
+
     data = _dataset(tmp_path, [400, 400])
     straight, resumed = tmp_path / "straight" / "ckpt", tmp_path / "resumed" / "ckpt"
     assert _run(data, straight, "--max-steps=4", "--num-workers=0", "--checkpoint-every=100").returncode == 0
