@@ -9,13 +9,13 @@ with on_event's answer until it says IsComplete (aws-cdk-lib custom_resources, "
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 import pytest
@@ -285,32 +285,66 @@ def spoke() -> Iterator[FakeQumulo]:
         yield fake
 
 
+@dataclass(frozen=True)
+class _Built:
+    """A world as its first test built it: moto's state, the World's secrets and stack, the fakes' clusters, and
+    what the build returned."""
+
+    moto: MotoState
+    arns: dict[str, str]
+    stack_id: str
+    clusters: list[dict[str, Any]]
+    result: Any
+
+
+# The worlds built so far in this test process, by name (once_per_process).
+_BUILT: dict[str, _Built] = {}
+T = TypeVar("T")
+
+
+def once_per_process(name: str, world: World, fakes: Sequence[FakeQumulo], build: Callable[[], T]) -> T:
+    """What `build()` makes of `world` and `fakes` through the handlers: the first test in a process that asks for
+    `name` builds it; every later one gets a copy (moto's backends and the fakes' clusters, calls seen included:
+    tests/fakes/moto_state.py and FakeQumulo.snapshot), as the build is the same for every test and costs a
+    formation or more. `build()`'s result is copied too."""
+    built = _BUILT.get(name)
+    if built is None:
+        result = build()
+        _BUILT[name] = _Built(MotoState.of(), dict(world.arns), world.stack_id, [f.snapshot() for f in fakes],
+                              copy.deepcopy(result))  # fmt: skip
+        return result
+    built.moto.restore()
+    for fake, cluster in zip(fakes, built.clusters, strict=True):
+        fake.restore(cluster)
+    # In place: a test or fixture that also holds `world` sees the restored secrets and stack, not the ones this
+    # test's fresh world made before the restore replaced moto's backends.
+    world.arns, world.stack_id = dict(built.arns), built.stack_id
+    return copy.deepcopy(built.result)
+
+
 @pytest.fixture
 def formed(world: World, hub: FakeQumulo, spoke: FakeQumulo) -> World:
-    """Both clusters formed by the handler itself, with their Region-local exports.
+    """Both clusters formed by the handler itself, with their Region-local exports (once per process)."""
 
-    The first test in a process forms them through the handler; every later one gets a copy of that world
-    (moto's backends and both fakes' clusters, tests/fakes/moto_state.py and FakeQumulo.snapshot), as the
-    formation is the same for every test and costs about a second.
-    """
-    if _FORMED:
-        state, formed_world, hub_state, spoke_state = _FORMED[0]
-        state.restore()
-        hub.restore(hub_state)
-        spoke.restore(spoke_state)
-        # In place: a test or fixture that also holds `world` sees the restored secrets and stack, not the ones
-        # this test's fresh world made before the restore replaced moto's backends.
-        world.arns, world.stack_id = dict(formed_world.arns), formed_world.stack_id
-        return world
-    drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), floating=HUB_FLOATING,
-                              exports=(CONFIG.hub.storage.dataset_path, CONFIG.hub.storage.checkpoint_path)))  # fmt: skip
-    drive(world.cluster_event(spoke, "spoke", world.instances(4, "dev-spoke"), floating=SPOKE_FLOATING,
-                              exports=(SPOKE.storage.checkpoint_path,)))  # fmt: skip
-    _FORMED.append(
-        (MotoState.of(), dataclasses.replace(world, arns=dict(world.arns)), hub.snapshot(), spoke.snapshot())
-    )
+    def build() -> None:
+        drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), floating=HUB_FLOATING,
+                                  exports=(CONFIG.hub.storage.dataset_path, CONFIG.hub.storage.checkpoint_path)))  # fmt: skip
+        drive(world.cluster_event(spoke, "spoke", world.instances(4, "dev-spoke"), floating=SPOKE_FLOATING,
+                                  exports=(SPOKE.storage.checkpoint_path,)))  # fmt: skip
+
+    once_per_process("formed", world, (hub, spoke), build)
     return world
 
 
-# The formed world, once per test process: (moto's state, the World, the hub's and the spoke's clusters).
-_FORMED: list[tuple[MotoState, World, dict[str, Any], dict[str, Any]]] = []
+@pytest.fixture
+def lone_hub(world: World, hub: FakeQumulo) -> list[str]:
+    """The hub alone, as a Storage stack's first deploy (`deploy`) of `cluster_event`'s defaults leaves it: 4 nodes,
+    4 buckets, 100 TB, no floating IPs, no exports, the stack still CREATE_IN_PROGRESS. Its nodes' instance IDs;
+    built once per process (once_per_process)."""
+
+    def build() -> list[str]:
+        instances = world.instances(4, "dev-hub")
+        deploy(world, world.cluster_event(hub, "hub", instances))
+        return instances
+
+    return once_per_process("lone_hub", world, (hub,), build)

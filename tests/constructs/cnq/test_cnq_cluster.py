@@ -22,6 +22,7 @@ from tests.constructs.cnq.conftest import (
     deploy,
     drive,
     mutations,
+    once_per_process,
     polls_until_complete,
 )  # fmt: skip
 from tests.fakes.qumulo import PSTORE_BYTES, FakeQumulo
@@ -85,9 +86,10 @@ def test_a_node_with_another_release_is_refused_before_create(world: World, hub:
     assert not hub.create_requests
 
 
-def test_config_release_other_than_the_running_one_is_refused(world: World, hub: FakeQumulo) -> None:
-    instances = world.instances(4, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
+def test_config_release_other_than_the_running_one_is_refused(
+    world: World, hub: FakeQumulo, lone_hub: list[str]
+) -> None:
+    instances = lone_hub
     with pytest.raises(ProvisioningError, match=r"runs Qumulo Core 7\.10\.2\.1, the config says 7\.11\.0"):
         drive(world.cluster_event(hub, "hub", instances, request="Update", version="7.11.0"))
 
@@ -122,9 +124,10 @@ def test_fewer_nodes_leave_the_cluster(world: World, hub: FakeQumulo) -> None:
     assert hub.members == hub.node_ips[:4]
 
 
-def test_a_new_node_with_another_release_is_refused(world: World, hub: FakeQumulo) -> None:
-    instances = world.instances(4, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
+def test_a_new_node_with_another_release_is_refused(
+    world: World, hub: FakeQumulo, lone_hub: list[str]
+) -> None:
+    instances = lone_hub
     hub.add_nodes(1, version="7.11.0")
     with pytest.raises(
         ProvisioningError, match=r"installed Qumulo Core 7\.11\.0, the cluster needs 7\.10\.2\.1"
@@ -146,17 +149,19 @@ def test_single_node_and_multi_node_do_not_convert(world: World) -> None:
             )
 
 
-def test_more_buckets_are_added_to_persistent_storage(world: World, hub: FakeQumulo) -> None:
+def test_more_buckets_are_added_to_persistent_storage(
+    world: World, hub: FakeQumulo, lone_hub: list[str]
+) -> None:
     """POST /v2/object-storage/add-uris, as Qumulo's provisioner runs add_object_storage_uris."""
-    instances = world.instances(4, "dev-hub")
-    deploy(world, world.cluster_event(hub, "hub", instances))
+    instances = lone_hub
     deploy(world, world.cluster_event(hub, "hub", instances, request="Update", buckets=6))
     assert len(hub.object_storage_uris) == 6 and hub.called("POST", r"^/v2/object-storage/add-uris") == 1
 
 
-def test_fewer_buckets_are_refused_before_anything_is_touched(world: World, hub: FakeQumulo) -> None:
-    instances = world.instances(4, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
+def test_fewer_buckets_are_refused_before_anything_is_touched(
+    world: World, hub: FakeQumulo, lone_hub: list[str]
+) -> None:
+    instances = lone_hub
     before = len(mutations(hub))
     update = world.cluster_event(hub, "hub", instances, request="Update", buckets=3)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
@@ -165,10 +170,9 @@ def test_fewer_buckets_are_refused_before_anything_is_touched(world: World, hub:
     assert mutations(hub)[before:] == []
 
 
-def test_a_higher_capacity_limit_is_sent_once(world: World, hub: FakeQumulo) -> None:
+def test_a_higher_capacity_limit_is_sent_once(world: World, hub: FakeQumulo, lone_hub: list[str]) -> None:
     """capacity_clamp_set: stored rounded down to whole pstores, quorum abandoned and formed again."""
-    instances = world.instances(4, "dev-hub")
-    deploy(world, world.cluster_event(hub, "hub", instances))
+    instances = lone_hub
     puts = hub.called("PUT", r"^/v1/capacity/clamp")
     update = world.cluster_event(hub, "hub", instances, request="Update", capacity_tb=250)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
@@ -177,10 +181,9 @@ def test_a_higher_capacity_limit_is_sent_once(world: World, hub: FakeQumulo) -> 
     assert hub.capacity_clamp == 250 * 10**12 // PSTORE_BYTES * PSTORE_BYTES
 
 
-def test_a_lower_capacity_limit_is_refused(world: World, hub: FakeQumulo) -> None:
+def test_a_lower_capacity_limit_is_refused(world: World, hub: FakeQumulo, lone_hub: list[str]) -> None:
     """'A value below the current provisioned capacity has no effect' (qq capacity_clamp_set)."""
-    instances = world.instances(4, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
+    instances = lone_hub
     update = world.cluster_event(hub, "hub", instances, request="Update", capacity_tb=50)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
     with pytest.raises(ProvisioningError, match=r"never shrinks.*soft_capacity_limit_tb back to 100"):
@@ -208,9 +211,8 @@ def test_failure_half_way_reports_qumulo_text_then_a_retry_completes(world: Worl
     assert len(hub.create_requests) == 1, "the retry must not re-create a formed cluster"
 
 
-def test_delete_touches_nothing(world: World, hub: FakeQumulo) -> None:
-    instances = world.instances(4, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
+def test_delete_touches_nothing(world: World, hub: FakeQumulo, lone_hub: list[str]) -> None:
+    instances = lone_hub
     before = len(hub.calls)
     drive(world.cluster_event(hub, "hub", instances, request="Delete"))
     assert len(hub.calls) == before
@@ -227,11 +229,12 @@ def test_formation_takes_several_polls_not_one_call(world: World, hub: FakeQumul
     assert polls_until_complete(world.cluster_event(hub, "hub", world.instances(4, "dev-hub"))) > 1
 
 
-def test_new_buckets_go_in_before_the_capacity_limit_rises(world: World, hub: FakeQumulo) -> None:
+def test_new_buckets_go_in_before_the_capacity_limit_rises(
+    world: World, hub: FakeQumulo, lone_hub: list[str]
+) -> None:
     """Qumulo's provisioner adds buckets, then raises the clamp (qumulo-terraform-gcp @ a30b449c,
     provision.py add_object_buckets -> update_capacity_limit)."""
-    instances = world.instances(4, "dev-hub")
-    deploy(world, world.cluster_event(hub, "hub", instances))
+    instances = lone_hub
     update = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=250)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
     before = len(mutations(hub))
@@ -245,20 +248,29 @@ def test_new_buckets_go_in_before_the_capacity_limit_rises(world: World, hub: Fa
     assert len(hub.object_storage_uris) == 6
 
 
-def _raised(world: World, hub: FakeQumulo, instances: list[str]) -> dict:
-    """The cluster after a forward Update that raised capacity and added buckets (both reached Qumulo)."""
-    deploy(world, world.cluster_event(hub, "hub", instances))
-    world.stack_status("UPDATE_IN_PROGRESS")
-    update = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=250)
-    update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
-    deploy(world, update)
-    return update
+@pytest.fixture
+def raised(world: World, hub: FakeQumulo, lone_hub: list[str]) -> tuple[list[str], dict]:
+    """The lone hub after a forward Update that raised capacity and added buckets (both reached Qumulo), the stack
+    UPDATE_IN_PROGRESS: its nodes' instance IDs and that Update (built once per process)."""
+
+    def build() -> tuple[list[str], dict]:
+        world.stack_status("UPDATE_IN_PROGRESS")
+        update = world.cluster_event(hub, "hub", lone_hub, request="Update", buckets=6, capacity_tb=250)
+        update["OldResourceProperties"] = world.cluster_event(hub, "hub", lone_hub)["ResourceProperties"]
+        deploy(world, update)
+        return lone_hub, update
+
+    return once_per_process("raised", world, (hub,), build)
 
 
 @pytest.mark.parametrize("shrunk", [{"capacity_tb": 100, "buckets": 6}, {"capacity_tb": 250, "buckets": 4},
                                     {"capacity_tb": 100, "buckets": 4}])  # fmt: skip
 def test_a_rollback_after_a_raise_is_a_no_op_with_a_warning(
-    world: World, hub: FakeQumulo, caplog: pytest.LogCaptureFixture, shrunk: dict
+    world: World,
+    hub: FakeQumulo,
+    caplog: pytest.LogCaptureFixture,
+    shrunk: dict,
+    raised: tuple[list[str], dict],
 ) -> None:
     """CloudFormation's rollback Update carries the previous values as ResourceProperties and the failed
     new ones as OldResourceProperties (CloudFormation User Guide, "Custom resource request objects"), while
@@ -267,12 +279,11 @@ def test_a_rollback_after_a_raise_is_a_no_op_with_a_warning(
     7.10.2.1, qumulo/commands/capacity.py, CapacityLimitSetCommand.SYNOPSIS, qq capacity_clamp_set) and
     qumulo/rest/object_storage.py has get_uris and add_uris only. Failing it would leave the stack in
     UPDATE_ROLLBACK_FAILED, so the rollback completes, changes nothing and says so."""
-    instances = world.instances(4, "dev-hub")
-    raised = _raised(world, hub, instances)
+    instances, update = raised
     clamp, uris, before = hub.capacity_clamp, list(hub.object_storage_uris), len(mutations(hub))
     world.stack_status("UPDATE_ROLLBACK_IN_PROGRESS")
     rollback = world.cluster_event(hub, "hub", instances, request="Update", **shrunk)
-    rollback["OldResourceProperties"] = raised["ResourceProperties"]
+    rollback["OldResourceProperties"] = update["ResourceProperties"]
     caplog.set_level(logging.WARNING)
     deploy(world, rollback)
     assert mutations(hub)[before:] == [], "nothing is sent to the cluster"
@@ -280,25 +291,25 @@ def test_a_rollback_after_a_raise_is_a_no_op_with_a_warning(
     assert "keeps" in caplog.text and "rollback" in caplog.text, "the operator is told what stays"
 
 
-def test_a_forward_update_that_lowers_capacity_is_still_refused(world: World, hub: FakeQumulo) -> None:
+def test_a_forward_update_that_lowers_capacity_is_still_refused(
+    world: World, hub: FakeQumulo, raised: tuple[list[str], dict]
+) -> None:
     """Outside a rollback a lower value is an operator's change the cluster cannot make: refused at once,
     before anything is touched, so that update's own rollback (which restores the higher value) passes."""
-    instances = world.instances(4, "dev-hub")
-    raised = _raised(world, hub, instances)
+    instances, update = raised
     lower = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=100)
-    lower["OldResourceProperties"] = raised["ResourceProperties"]
+    lower["OldResourceProperties"] = update["ResourceProperties"]
     with pytest.raises(ProvisioningError, match="soft_capacity_limit_tb back to 250"):
         on_event(lower, ROOMY)
 
 
 def test_the_capacity_limit_rises_only_once_the_quorum_is_back_after_adding_buckets(
-    world: World, hub: FakeQumulo
+    world: World, hub: FakeQumulo, lone_hub: list[str]
 ) -> None:
     """Qumulo's AWS provisioner runs add_object_storage_uris, waits until the cluster is ACTIVE with every
     node in quorum, and only then capacity_clamp_set (aws-terraform-cnq, modules/qprovisioner/scripts/
     provision.sh, the bucket add). The wait belongs in is_complete, whose failures are retried."""
-    instances = world.instances(4, "dev-hub")
-    deploy(world, world.cluster_event(hub, "hub", instances))
+    instances = lone_hub
     update = world.cluster_event(hub, "hub", instances, request="Update", buckets=6, capacity_tb=250)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
     hub.clamp_put_states.clear()
@@ -309,12 +320,11 @@ def test_the_capacity_limit_rises_only_once_the_quorum_is_back_after_adding_buck
 
 
 def test_a_capacity_raise_that_cannot_reach_the_cluster_is_retried_by_the_poll(
-    world: World, hub: FakeQumulo
+    world: World, hub: FakeQumulo, lone_hub: list[str]
 ) -> None:
     """A quorum that is still re-forming answers 5xx or not at all; on_event's failures are final, so
     the clamp change is made by is_complete, which retries them."""
-    instances = world.instances(4, "dev-hub")
-    deploy(world, world.cluster_event(hub, "hub", instances))
+    instances = lone_hub
     hub.fail("PUT", r"^/v1/capacity/clamp", times=2, status=503, error_class="quorum_not_ready_error")
     update = world.cluster_event(hub, "hub", instances, request="Update", capacity_tb=250)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
@@ -359,13 +369,14 @@ def test_the_fake_refuses_a_create_qumulo_refuses(world: World) -> None:
         assert not fake.create_requests
 
 
-def test_a_cluster_formed_with_four_buckets_grows_to_qumulos_sixteen(world: World, hub: FakeQumulo) -> None:
+def test_a_cluster_formed_with_four_buckets_grows_to_qumulos_sixteen(
+    world: World, hub: FakeQumulo, lone_hub: list[str]
+) -> None:
     """Issue 22 item 8: a cluster an earlier release formed with 4 buckets meets the new default, Qumulo's
     max(16, ceil(TB / 500)) = 16 for 100 TB (qumulo-terraform-gcp @ a30b449c, persistent-storage/module/main.tf).
     The Update converges by adding the 12 missing buckets in one add-uris call ("adds new URIs to the list
     ... and ignores the existing URIs", REST guide) and waiting for the quorum to come back."""
-    instances = world.instances(4, "dev-hub")
-    deploy(world, world.cluster_event(hub, "hub", instances))
+    instances = lone_hub
     update = world.cluster_event(hub, "hub", instances, request="Update", buckets=16)
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
     deploy(world, update)
