@@ -14,6 +14,7 @@ import os
 import pty
 import re
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -156,8 +157,8 @@ def test_untrusted_server_certificate_is_refused_unless_told_to_skip(tmp_path: P
         assert len(_connect(loose).items("/api/v1/nodes")) == 1
 
 
-# A credential plugin that says a few things on stderr, the cause last, and fails.
-CHATTY_PLUGIN = "import sys; print('starting', 'refreshing', 'retrying', 'token expired', sep='\\n', file=sys.stderr); sys.exit(1)"
+# A credential plugin that says a few things on stderr, the cause last, and fails (a script for exec_plugin's shell).
+CHATTY_PLUGIN = "printf 'starting\\nrefreshing\\nretrying\\ntoken expired\\n' >&2; exit 1"
 
 
 @pytest.mark.parametrize(
@@ -231,7 +232,12 @@ def test_plugin_gets_exec_info_and_no_terminal_even_when_verify_has_one(tmp_path
         "assert sys.stdin.read() == ''\n"
         "print(json.dumps({'apiVersion': info['apiVersion'], 'kind': 'ExecCredential', 'status': {'token': 'ok'}}))\n"
     )
-    plugin = {**exec_plugin("unused"), "args": ["-c", script], "interactiveMode": mode}
+    plugin = {
+        **exec_plugin("unused"),
+        "command": sys.executable,
+        "args": ["-c", script],
+        "interactiveMode": mode,
+    }
     leader, terminal = pty.openpty()
     saved = os.dup(0)
     os.dup2(terminal, 0)  # verify's own stdin is a terminal
@@ -253,7 +259,11 @@ def test_a_credential_plugin_that_hangs_is_a_reason_after_the_time_limit(
     exec plugin no time limit of its own, so verify's limit on kubectl stops it (subprocess.run's timeout
     raises TimeoutExpired, "timed out after N seconds")."""
     monkeypatch.setattr(kube, "KUBECTL_TIMEOUT_S", 1.0)
-    plugin = {**exec_plugin("unused"), "args": ["-c", "import sys, time; time.sleep(4); sys.exit(1)"]}
+    plugin = {
+        **exec_plugin("unused"),
+        "command": sys.executable,
+        "args": ["-c", "import sys, time; time.sleep(4); sys.exit(1)"],
+    }
     with FakeKubeApi(nodes=[node("n0")]) as fake:
         path = _kubeconfig(tmp_path / "config", server=fake.url, user={"exec": plugin}, cluster=_ca())
         api = _connect(path)
