@@ -10,7 +10,10 @@ images too; Secrets Manager's ForceDeleteWithoutRecovery deletes at once.
 from __future__ import annotations
 
 import argparse
+import copyreg
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ from tests.cli.teardown_world import (
     stack_name,
 )
 from tests.conftest import minimal, write_config
+from tests.fakes.moto_state import MotoState
 
 
 @pytest.fixture
@@ -45,6 +49,34 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Refusals]:
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
     return write_config(tmp_path, minimal())
+
+
+# The deployed environment as moto holds it once teardown_world.deploy has run, taken by the first test of a process
+# that needs it: deploying it through moto's API for every test cost more than the teardown under test.
+_DEPLOYED: list[MotoState] = []
+
+
+def _deploy() -> None:
+    """teardown_world.deploy's environment in the test's fresh mock_aws: deployed once, a copy of it after that."""
+    with _copied_locks():
+        if _DEPLOYED:
+            _DEPLOYED[0].restore()
+            return
+        deploy(session_clients())
+        _DEPLOYED.append(MotoState.of())
+
+
+@contextmanager
+def _copied_locks() -> Iterator[None]:
+    """While the block runs, a deep copy of a reentrant lock is a new one, unheld: ECR's backend holds one (moto 5.2.5
+    ecr/models.py, ECRBackend.registry_scanning_configuration_update_lock), which deepcopy cannot copy (copy.deepcopy
+    falls back to copyreg's dispatch table, where this puts the lock's type)."""
+    kind = type(threading.RLock())
+    copyreg.pickle(kind, lambda _: (threading.RLock, ()))
+    try:
+        yield
+    finally:
+        copyreg.dispatch_table.pop(kind, None)
 
 
 def _args(config: Path, *extra: str) -> argparse.Namespace:
@@ -95,7 +127,7 @@ def _keys(region: str) -> dict[str, str]:
 
 
 def test_the_dry_run_changes_nothing_and_lists_what_stays(aws: Refusals, config: Path, capsys: Any) -> None:
-    deploy(session_clients())
+    _deploy()
     assert _run(config, aws) == 0
     out = capsys.readouterr().out
     assert _live_stacks() == {stack_name(k, r) for k, r in DEPLOY_ORDER}
@@ -129,7 +161,7 @@ def test_dry_run_is_the_default_spelled_out_and_refused_beside_yes(
     aws: Refusals, config: Path, capsys: Any
 ) -> None:
     """`--dry-run`, as every other command spells it, changes nothing; with --yes it is a contradiction."""
-    deploy(session_clients())
+    _deploy()
     assert _run(config, aws, "--dry-run") == 0
     assert "Dry run: nothing changed" in capsys.readouterr().out
     assert _run(config, aws, "--dry-run", "--yes") == 2
@@ -140,7 +172,7 @@ def test_dry_run_is_the_default_spelled_out_and_refused_beside_yes(
 def test_yes_without_the_typed_name_deletes_the_stacks_and_nothing_retained(
     aws: Refusals, config: Path, capsys: Any
 ) -> None:
-    deploy(session_clients())
+    _deploy()
     before = {r: (_buckets(r), _volumes(r)) for r in (HUB, SPOKE)}
     assert _run(config, aws, "--yes", typed="prod") == 1
     assert _live_stacks() == DATASET_STACKS
@@ -154,7 +186,7 @@ def test_yes_without_the_typed_name_deletes_the_stacks_and_nothing_retained(
 def test_the_typed_name_deletes_what_nothing_needs_and_keeps_the_dataset_and_models(
     aws: Refusals, config: Path
 ) -> None:
-    deploy(session_clients())
+    _deploy()
     assert _run(config, aws, "--yes", typed=ENV) == 0
     clients = session_clients()
     # Hub: the dataset buckets and volumes stay, with the key that encrypts them; the export bucket and its key too.
@@ -186,7 +218,7 @@ def test_the_typed_name_deletes_what_nothing_needs_and_keeps_the_dataset_and_mod
 
 
 def test_the_flags_delete_the_dataset_and_the_models_too(aws: Refusals, config: Path) -> None:
-    deploy(session_clients())
+    _deploy()
     assert _run(config, aws, "--yes", "--confirm", ENV, "--delete-dataset", "--delete-models") == 0
     for region in (HUB, SPOKE):
         assert _buckets(region) == {f"prod-data-{region}"}
@@ -201,7 +233,7 @@ def test_delete_dataset_without_the_typed_name_deletes_nothing_of_the_hubs_stora
 ) -> None:
     """--delete-dataset asks before the hub's Storage stack goes: the other stacks are deleted, the dataset's
     stacks, buckets, volumes and secret are all still there, and the run exits 1."""
-    deploy(session_clients())
+    _deploy()
     hub_buckets, hub_volumes = _buckets(HUB), _volumes(HUB)
     assert _run(config, aws, "--yes", "--delete-dataset", typed="") == 1
     assert _live_stacks() == DATASET_STACKS
@@ -218,7 +250,7 @@ def test_a_refused_stack_stops_the_run_and_a_rerun_continues(
 ) -> None:
     """DeleteStack refused half-way (termination protection on the spoke's storage stack): the stacks before it
     are gone, it and the ones after stay, nothing retained is touched; the rerun, once allowed, finishes."""
-    deploy(session_clients())
+    _deploy()
     aws.protected.add(stack_name("storage", SPOKE))
     assert _run(config, aws, "--yes", "--confirm", ENV) == 1
     err = capsys.readouterr().err
@@ -236,7 +268,7 @@ def test_a_delete_that_fails_stops_the_run_and_a_rerun_retries_it(
 ) -> None:
     """A stack whose delete ends DELETE_FAILED (say a HyperPod cluster SageMaker could not delete): the run stops
     there with its status, later stacks untouched; DeleteStack on a DELETE_FAILED stack retries the delete."""
-    deploy(session_clients())
+    _deploy()
     failing = stack_name("compute", SPOKE)
     aws.failing.add(failing)
     assert _run(config, aws, "--yes", "--confirm", ENV) == 1
@@ -249,7 +281,7 @@ def test_a_delete_that_fails_stops_the_run_and_a_rerun_retries_it(
 
 
 def test_no_answer_at_the_prompt_deletes_nothing_retained(aws: Refusals, config: Path) -> None:
-    deploy(session_clients())
+    _deploy()
 
     def closed(_: str) -> str:
         raise EOFError  # stdin closed: no terminal, nobody to type
@@ -266,7 +298,7 @@ def test_a_refused_resource_stops_the_run_and_a_rerun_continues(
 ) -> None:
     """S3 refuses one bucket's delete: volumes deleted before it stay deleted, keys (last) are not yet scheduled;
     the rerun finds the stacks gone and the volumes gone, and deletes the rest."""
-    deploy(session_clients())
+    _deploy()
     lifecycle = f"sagemaker-hubspoke-{ENV}-{SPOKE}-0a1b2c3d"
     aws.denied_buckets.add(lifecycle)
     assert _run(config, aws, "--yes", "--confirm", ENV) == 1
@@ -282,7 +314,7 @@ def test_a_refused_resource_stops_the_run_and_a_rerun_continues(
 
 
 def test_credentials_for_another_account_change_nothing(aws: Refusals, tmp_path: Path, capsys: Any) -> None:
-    deploy(session_clients())
+    _deploy()
     other = write_config(tmp_path, minimal(account="111111111111"), name="other.yaml")
     assert _run(other, aws, "--yes", "--confirm", ENV) == 2
     assert "these credentials are for 123456789012" in capsys.readouterr().err
