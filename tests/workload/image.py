@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import functools
 import importlib
 import io
 import ipaddress
@@ -109,7 +110,8 @@ def pip_requirements() -> list[str]:
 
 
 # ----- what runs in the image -----
-def local_imports(source: str) -> set[str]:
+@functools.cache  # the rendered containers run the same few programs: each text is parsed once, not per container
+def local_imports(source: str) -> frozenset[str]:
     """Every module a file imports, at top level or inside a function (a lazy import is a need all the same)."""
     names = set()
     for node in ast.walk(ast.parse(source)):
@@ -117,7 +119,7 @@ def local_imports(source: str) -> set[str]:
             names.add(node.module)
         elif isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-    return names
+    return frozenset(names)
 
 
 def needed(script: str) -> dict[str, Path]:
