@@ -79,15 +79,22 @@ def test_windows_add_up_to_the_samples_trained() -> None:
 def test_the_thread_keeps_reporting_while_a_step_hangs_and_close_flushes() -> None:
     reports: list[tuple[int, dict[str, float]]] = []
     reporter = ThroughputReporter(
-        samples_per_step=2, tokens_per_sample=16, report=lambda s, v: reports.append((s, v)), interval=0.05
+        samples_per_step=2, tokens_per_sample=16, report=lambda s, v: reports.append((s, v)), interval=0.01
     )
+
+    def stalled() -> list[dict[str, float]]:
+        return [v for s, v in reports if s == 1 and v["samples_per_second"] == 0]
+
     reporter.start()
     reporter.step_done(1)
-    time.sleep(0.5)  # a step that does not finish: a hard-mounted NFS read blocked on the hub
-    stalled = [v for s, v in reports if s == 1 and v["samples_per_second"] == 0]
+    # A step that does not finish (a hard-mounted NFS read blocked on the hub): the thread's reports go on.
+    deadline = time.monotonic() + 10
+    while len(stalled()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    stalled_reports = stalled()
     reporter.step_done(2)
     reporter.close()
-    assert len(stalled) >= 3, reports
+    assert len(stalled_reports) >= 3, reports
     assert reports[-1][0] == 2 and reports[-1][1]["samples_per_second"] > 0
 
 
