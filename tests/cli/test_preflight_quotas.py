@@ -44,7 +44,9 @@ def test_sagemaker_cluster_quota(
     clients = Unsupported(
         world.clients, applied_quotas=[*applied, *hyperpod_limits()], default_quotas=defaults
     )
-    results = run_checks(preflight_config(tmp_path, spokes=spokes), clients, only={"us-west-2"})
+    results = run_checks(
+        preflight_config(tmp_path, spokes=spokes), clients, only={"us-west-2"}, checks={"sagemaker quota"}
+    )
     (row,) = [r for r in rows_of(results, "sagemaker quota", "us-west-2") if P5 in r.detail]
     assert row.status == status
     if not applied and not defaults:
@@ -114,12 +116,12 @@ def test_sagemaker_quota_counts_instances_other_clusters_already_hold(world: Wor
     _hyperpod(world, "us-west-2", "someone-elses", 3)
     _hyperpod(world, "us-west-2", "hubspoke-dev-us-west-2", 2)  # ours, from an earlier deploy
     clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 4), *hyperpod_limits()])
-    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"})
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"}, checks={"sagemaker quota"})
     (row,) = [r for r in rows_of(results, "sagemaker quota") if P5 in r.detail]
     assert row.status == "fail" and "3 in use" in row.detail
     assert "--desired-value 5 " in row.fix
     clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 5), *hyperpod_limits()])
-    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"})
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"}, checks={"sagemaker quota"})
     assert {r.status for r in rows_of(results, "sagemaker quota")} == {"pass"}
 
 
@@ -136,7 +138,7 @@ def test_per_cluster_and_account_wide_hyperpod_quotas(
     world.bootstrap("us-west-2")
     _hyperpod(world, "us-west-2", "someone-elses", 3, itype="ml.g5.xlarge")
     clients = Unsupported(world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 8), *limits])
-    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"})
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-west-2"}, checks={"sagemaker quota"})
     [row] = [r for r in rows_of(results, "sagemaker quota") if r.status != "pass"]
     assert row.status == "fail" and failing in row.detail
 
@@ -158,7 +160,9 @@ def test_hyperpod_ebs_volume_quota_holds_the_largest_group_volume(
     clients = Unsupported(
         world.clients, applied_quotas=[sagemaker_quota(P5_QUOTA, 8), *hyperpod_limits(ebs_gb=quota_gb)]
     )
-    results = run_checks(preflight_config(tmp_path, spokes=spokes), clients, only={"us-west-2"})
+    results = run_checks(
+        preflight_config(tmp_path, spokes=spokes), clients, only={"us-west-2"}, checks={"sagemaker quota"}
+    )
     (row,) = [r for r in rows_of(results, "sagemaker quota") if "EBS volume" in r.detail]
     assert row.status == status and f"needs {volume_gb} for" in row.detail and "in use" not in row.detail
     if status == "fail":
@@ -177,7 +181,9 @@ def test_security_group_rules_quota_holds_what_the_config_relies_on(
     if stated:
         hub["quotas"] = {"security_group_rules": stated}
     clients = Unsupported(world.clients, applied_vpc_quotas={"L-0EA8095F": applied} if applied else {})
-    results = run_checks(preflight_config(tmp_path, hub=hub), clients, only={"us-east-2"})
+    results = run_checks(
+        preflight_config(tmp_path, hub=hub), clients, only={"us-east-2"}, checks={"security group rules"}
+    )
     (row,) = rows_of(results, "security group rules")
     assert row.status == status
     # One spoke CIDR: TCP 2049, 3713, 8000 and ICMP 3/4 on the hub's cross-Region group. Unstated, the config
@@ -213,7 +219,12 @@ def test_rules_quota_times_groups_per_interface_fits_a_thousand(
     if stated:
         hub["quotas"] = {"security_group_rules": stated}
     clients = Unsupported(world.clients, applied_vpc_quotas={"L-2AFB9258": groups} if groups else {})
-    results = run_checks(preflight_config(tmp_path, hub=hub), clients, only={"us-east-2"})
+    results = run_checks(
+        preflight_config(tmp_path, hub=hub),
+        clients,
+        only={"us-east-2"},
+        checks={"security groups per interface"},
+    )
     (row,) = rows_of(results, "security groups per interface")
     assert row.status == status, row.detail
     if at_most is not None:
@@ -252,7 +263,9 @@ def test_routes_per_route_table_quota_holds_what_the_config_relies_on(
     if stated:
         hub["quotas"] = {"routes_per_route_table": stated}
     clients = Unsupported(world.clients, applied_vpc_quotas={"L-93826ACB": applied} if applied else {})
-    results = run_checks(preflight_config(tmp_path, hub=hub), clients, only={"us-east-2"})
+    results = run_checks(
+        preflight_config(tmp_path, hub=hub), clients, only={"us-east-2"}, checks={"routes per route table"}
+    )
     (row,) = rows_of(results, "routes per route table")
     assert row.status == status, row.detail
     if status == "fail":
@@ -288,7 +301,7 @@ def test_a_vpc_quota_without_an_applied_value_is_read_as_the_aws_default_or_name
     if default_error:
         errors["GetAWSDefaultServiceQuota"] = default_error
     clients = Unsupported(world.clients, quota_errors=errors)
-    results = run_checks(preflight_config(tmp_path), clients, only={"us-east-2"})
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-east-2"}, checks=VPC_QUOTA_ROWS)
     for check, (code, quota) in VPC_QUOTA_ROWS.items():
         (row,) = rows_of(results, check)
         if default_error is None:
@@ -318,7 +331,10 @@ def test_canary_reservation_needs_the_unreserved_pool_lambda_keeps(
     limit = {"ConcurrentExecutions": unreserved, "UnreservedConcurrentExecutions": unreserved}
     clients = Unsupported(world.clients, lambda_limit=limit)
     results = run_checks(
-        preflight_config(tmp_path, ops={"reserve_canary_concurrency": reserve}), clients, only={"us-west-2"}
+        preflight_config(tmp_path, ops={"reserve_canary_concurrency": reserve}),
+        clients,
+        only={"us-west-2"},
+        checks={"lambda concurrency"},
     )
     (row,) = rows_of(results, "lambda concurrency")
     assert row.status == status
@@ -377,7 +393,10 @@ def test_a_deployed_canary_reservation_is_not_counted_twice(
     limit = {"ConcurrentExecutions": unreserved, "UnreservedConcurrentExecutions": unreserved}
     clients = Unsupported(world.clients, lambda_limit=limit)
     results = run_checks(
-        preflight_config(tmp_path, ops={"reserve_canary_concurrency": True}), clients, only={"us-west-2"}
+        preflight_config(tmp_path, ops={"reserve_canary_concurrency": True}),
+        clients,
+        only={"us-west-2"},
+        checks={"lambda concurrency"},
     )
     (row,) = rows_of(results, "lambda concurrency")
     assert row.status == status, row.detail
@@ -395,7 +414,10 @@ def test_only_the_canary_functions_reservation_is_the_canarys(world: World, tmp_
     limit = {"ConcurrentExecutions": 105, "UnreservedConcurrentExecutions": 105}
     clients = Unsupported(world.clients, lambda_limit=limit)
     results = run_checks(
-        preflight_config(tmp_path, ops={"reserve_canary_concurrency": True}), clients, only={"us-west-2"}
+        preflight_config(tmp_path, ops={"reserve_canary_concurrency": True}),
+        clients,
+        only={"us-west-2"},
+        checks={"lambda concurrency"},
     )
     (row,) = rows_of(results, "lambda concurrency")
     assert row.status == "fail" and "100 unreserved" in row.detail, row.detail
@@ -512,7 +534,10 @@ def test_flexible_restricted_and_failed_clusters_are_counted_as_sagemaker_descri
             applied_quotas=[sagemaker_quota(P5_QUOTA, p5), *hyperpod_limits(total=total)],
             described_clusters=described,
         )
-        return rows_of(run_checks(preflight_config(tmp_path), clients, only={"us-west-2"}), "sagemaker quota")
+        return rows_of(
+            run_checks(preflight_config(tmp_path), clients, only={"us-west-2"}, checks={"sagemaker quota"}),
+            "sagemaker quota",
+        )
 
     assert {r.status for r in rows(p5=7, total=8)} == {"pass"}
     (short,) = [r for r in rows(p5=6, total=8) if r.status != "pass"]
@@ -545,7 +570,10 @@ def test_a_cluster_of_restricted_groups_only_is_counted_without_instance_groups(
             applied_quotas=[sagemaker_quota(P5_QUOTA, p5), *hyperpod_limits(total=8)],
             described_clusters=described,
         )
-        return rows_of(run_checks(preflight_config(tmp_path), clients, only={"us-west-2"}), "sagemaker quota")
+        return rows_of(
+            run_checks(preflight_config(tmp_path), clients, only={"us-west-2"}, checks={"sagemaker quota"}),
+            "sagemaker quota",
+        )
 
     # Ours wants 2 p5 (config/dev.yaml's two ml.p5.48xlarge) beside the restricted group's 1.
     assert {r.status for r in rows(p5=3)} == {"pass"}
