@@ -107,10 +107,24 @@ class VirtualClock:
 
 
 @pytest.fixture(params=["virtual", pytest.param("real", marks=pytest.mark.thorough)])
-def clock(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> VirtualClock | None:
+def clock(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, world: World
+) -> VirtualClock | None:
     """The handlers' clock for a test that waits out a deadline or a patience: virtual in the fast tier, and
-    the real one in the thorough tier's twin (None: drive polls with no wait between polls, as before)."""
-    return VirtualClock().install(monkeypatch) if request.param == "virtual" else None
+    the real one in the thorough tier's twin (None: drive polls with no wait between polls, as before).
+
+    On the virtual clock the handlers' retries inside a poll (session.wait_until) are VIRTUAL_RETRY_SECONDS apart
+    instead of `world`'s 0.02 s: an address that refuses is tried a few times within a deadline, not ~75 times.
+    The virtual time a poll takes is the same either way (the last wait ends at the deadline)."""
+    if request.param != "virtual":
+        return None
+    monkeypatch.setenv("HUBSPOKE_POLL_SECONDS", str(VIRTUAL_RETRY_SECONDS))
+    return VirtualClock().install(monkeypatch)
+
+
+# The handlers' retry interval on the virtual clock (HUBSPOKE_POLL_SECONDS, session.poll_seconds): a tenth of
+# production's 5 s, still several retries within TIGHT's 1.5-s budget.
+VIRTUAL_RETRY_SECONDS = 0.5
 
 
 def drive(

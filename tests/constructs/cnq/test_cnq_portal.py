@@ -333,13 +333,13 @@ def test_delete_with_hub_down_forces_a_read_only_spoke_whose_delete_stalls(
 
 
 def test_delete_with_hub_down_never_forces_a_read_write_spoke(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, clock: VirtualClock | None
 ) -> None:
     spoke.stall_delete_without_hub = True
     drive(formed.portal_event(hub, spoke, Mode="read_write"))
     hub.down()
     with pytest.raises(ProvisioningError, match=r"read-write.*portal_delete_spoke"):
-        drive(formed.portal_event(hub, spoke, "Delete", Mode="read_write"), context=TIGHT)
+        drive(formed.portal_event(hub, spoke, "Delete", Mode="read_write"), context=TIGHT, clock=clock)
     assert _ours(spoke), "writes not yet on the hub would be lost by a forced delete"
 
 

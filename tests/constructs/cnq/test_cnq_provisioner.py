@@ -218,6 +218,9 @@ def test_a_portal_whose_hub_is_away_at_delete_leaves_the_qq_command_for_its_reco
     [hub_id] = list(hub.hubs)
     hub.down()
     clock = VirtualClock().install(monkeypatch)
+    monkeypatch.setenv(
+        "HUBSPOKE_POLL_SECONDS", "0.5"
+    )  # a few refused hub logins per poll on the virtual clock
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         drive(
             formed.portal_event(hub, spoke, "Delete", DeletePatienceSeconds="600"), context=TIGHT, clock=clock
