@@ -22,6 +22,7 @@ from tests.cli.preflight_world import (
     eks_version,
     fake_path,
     isolate_from_real_aws,
+    only_checks,
     preflight_config,
     rows_of,
     run_checks,
@@ -29,6 +30,8 @@ from tests.cli.preflight_world import (
 from tests.fakes.loopback import closed_port
 
 ROOT = Path(__file__).resolve().parents[2]
+# The peering quota's check, with the CIDR check that finds the hub VPC it reads (only_checks).
+PEERING = {"cidr overlap", "peering quota"}
 
 
 def test_healthy_deployed_environment_passes_every_check(
@@ -104,7 +107,7 @@ def test_bootstrap_missing_or_old(world: World, tmp_path: Path, version: str | N
     world.bootstrap("us-east-2")
     if version:
         world.bootstrap("us-west-2", version)
-    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients))
+    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients), checks={"cdk bootstrap"})
     (row,) = rows_of(results, "cdk bootstrap", "us-west-2")
     assert row.status == status
     if status != "pass":
@@ -147,7 +150,7 @@ def test_foreign_vpc_overlapping_a_configured_cidr_fails_with_a_free_block(
 ) -> None:
     world.deployed_dev()
     world.vpc("us-west-2", "10.20.128.0/17", name="legacy")
-    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients))
+    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients), checks={"cidr overlap"})
     (row,) = [r for r in rows_of(results, "cidr overlap", "us-west-2") if r.status == "fail"]
     assert "legacy" in row.detail and "spokes[0].cidr" in row.detail
     suggestion = row.fix.rsplit("e.g. ", 1)[1]
@@ -169,7 +172,10 @@ def test_a_foreign_vpc_overlapping_a_secondary_cidr_names_that_field(world: Worl
         "secondary_cidrs": ["10.21.0.0/20", "10.22.0.0/20"],
     }
     results = run_checks(
-        preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients), only={"us-west-2"}
+        preflight_config(tmp_path, spokes=[spoke]),
+        Unsupported(world.clients),
+        only={"us-west-2"},
+        checks={"cidr overlap"},
     )
     (row,) = [r for r in rows_of(results, "cidr overlap", "us-west-2") if r.status == "fail"]
     assert "overlaps spokes[0].secondary_cidrs[0] 10.21.0.0/20" in row.detail
@@ -189,12 +195,16 @@ def test_a_disassociated_cidr_block_of_a_foreign_vpc_is_not_a_clash(world: World
     assert [
         r.status
         for r in rows_of(
-            run_checks(path, Unsupported(world.clients), only={"us-west-2"}), "cidr overlap", "us-west-2"
+            run_checks(path, Unsupported(world.clients), only={"us-west-2"}, checks={"cidr overlap"}),
+            "cidr overlap",
+            "us-west-2",
         )
     ] == ["fail"]
     ec2.disassociate_vpc_cidr_block(AssociationId=association["CidrBlockAssociation"]["AssociationId"])
     (row,) = rows_of(
-        run_checks(path, Unsupported(world.clients), only={"us-west-2"}), "cidr overlap", "us-west-2"
+        run_checks(path, Unsupported(world.clients), only={"us-west-2"}, checks={"cidr overlap"}),
+        "cidr overlap",
+        "us-west-2",
     )
     assert row.status == "pass", row.detail
 
@@ -202,7 +212,7 @@ def test_a_disassociated_cidr_block_of_a_foreign_vpc_is_not_a_clash(world: World
 def test_foreign_vpc_overlapping_only_a_peer_cidr_warns(world: World, tmp_path: Path) -> None:
     world.deployed_dev()
     unnamed = world.vpc("us-west-2", "10.10.0.0/24")
-    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients))
+    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients), checks={"cidr overlap"})
     rows = rows_of(results, "cidr overlap", "us-west-2")
     assert [r.status for r in rows] == ["warn"]
     # A VPC without a Name tag is named by its ID alone.
@@ -221,7 +231,7 @@ def test_hub_vpc_full_of_foreign_peerings_fails_the_quota(world: World, tmp_path
     # per VPC' (L-7E9ECCDB) is 50 by default, at most 125; moto answers that default: 50 foreign + 1 spoke exceed it.
     for n in range(50):
         world.peer("us-east-2", hub, world.vpc("us-east-2", f"10.{100 + n}.0.0/16"))
-    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients))
+    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients), checks=PEERING)
     (row,) = rows_of(results, "peering quota")
     assert row.status == "fail"
     # The spoke's own peering (the spoke requested it, the hub accepted) is not one of the 50 foreign ones.
@@ -235,7 +245,9 @@ def test_hub_vpc_full_of_foreign_peerings_fails_the_quota(world: World, tmp_path
 def test_unknown_az_id_fails(world: World, tmp_path: Path) -> None:
     world.deployed_dev()
     spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "az_ids": ["usw2-az8", "usw2-az9"]}
-    results = run_checks(preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients))
+    results = run_checks(
+        preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients), checks={"az ids"}
+    )
     (row,) = rows_of(results, "az ids", "us-west-2")
     assert row.status == "fail" and row.detail == "AZ ID(s) usw2-az8, usw2-az9 do not exist in us-west-2"
     assert row.fix.startswith("use AZ IDs from usw2-az1, ") and row.fix.endswith(
@@ -248,7 +260,9 @@ def test_accelerator_az_without_p5_fails_and_names_an_az_that_has_it(world: Worl
     world.bootstrap("ap-northeast-1")
     # In moto's offering data (copied from AWS) apne1-az2 has no p5.48xlarge while apne1-az1 and az4 do.
     spoke = {"region": "ap-northeast-1", "cidr": "10.30.0.0/16", "accelerator_az_id": "apne1-az2"}
-    results = run_checks(preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients))
+    results = run_checks(
+        preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients), checks={"az ids"}
+    )
     (row,) = rows_of(results, "accelerator az", "ap-northeast-1")
     assert row.status == "fail" and "apne1-az2" in row.detail
     assert row.detail == "apne1-az2 does not offer p5.48xlarge"
@@ -275,9 +289,12 @@ def test_kubernetes_version_in_extended_support_that_hyperpod_does_not_list_says
     separate facts; a version with both problems gets both in one warning, not only the first found."""
     world.bootstrap("us-east-2")
     versions = [eks_version("1.27", "EXTENDED_SUPPORT"), eks_version("1.33")]
-    results = run_preflight(
-        _with_version(tmp_path, "1.27"), Unsupported(world.clients, eks_versions=versions), only={"us-east-2"}
-    )
+    with only_checks({"kubernetes version"}):
+        results = run_preflight(
+            _with_version(tmp_path, "1.27"),
+            Unsupported(world.clients, eks_versions=versions),
+            only={"us-east-2"},
+        )
     (row,) = rows_of(results, "kubernetes version")
     assert row.status == "warn"
     assert (
@@ -294,11 +311,12 @@ def test_a_version_listed_without_a_support_status_is_named_as_listed(world: Wor
     """versionStatus and the deprecated status are both optional in ClusterVersionInformation (botocore eks
     2017-11-01): a version EKS lists with neither is offered, and the warning says "listed", not a status."""
     world.bootstrap("us-east-2")
-    results = run_preflight(
-        _with_version(tmp_path, "1.36"),
-        Unsupported(world.clients, eks_versions=[eks_version("1.36", None), eks_version("1.35")]),
-        only={"us-east-2"},
-    )
+    with only_checks({"kubernetes version"}):
+        results = run_preflight(
+            _with_version(tmp_path, "1.36"),
+            Unsupported(world.clients, eks_versions=[eks_version("1.36", None), eks_version("1.35")]),
+            only={"us-east-2"},
+        )
     (row,) = rows_of(results, "kubernetes version")
     assert row.status == "warn" and row.detail.startswith("EKS offers 1.36 (listed); HyperPod"), row.detail
 
@@ -309,11 +327,12 @@ def test_extended_support_with_no_standard_version_offered_says_to_upgrade_later
     """A Region whose EKS lists no version in standard support (VersionStatus, botocore eks 2017-11-01) has no
     version to name: the fix says to upgrade once a newer one is offered, not an empty "set ... to"."""
     world.bootstrap("us-east-2")
-    results = run_preflight(
-        _with_version(tmp_path, "1.33"),
-        Unsupported(world.clients, eks_versions=[eks_version("1.33", "EXTENDED_SUPPORT")]),
-        only={"us-east-2"},
-    )
+    with only_checks({"kubernetes version"}):
+        results = run_preflight(
+            _with_version(tmp_path, "1.33"),
+            Unsupported(world.clients, eks_versions=[eks_version("1.33", "EXTENDED_SUPPORT")]),
+            only={"us-east-2"},
+        )
     (row,) = rows_of(results, "kubernetes version")
     assert row.status == "warn" and "1.33 is in extended support" in row.detail
     assert row.fix == "upgrade when a newer version is offered"
@@ -331,11 +350,12 @@ def test_kubernetes_version_hyperpod_does_not_list_warns(
     snapshot, read 2026-12-01; older ones began at 1.28); outside it, a warning that names the field."""
     world.bootstrap("us-east-2")
     versions = [eks_version(v) for v in ("1.27", "1.29", "1.33", "1.35", "1.36")]
-    results = run_preflight(
-        _with_version(tmp_path, version),
-        Unsupported(world.clients, eks_versions=versions),
-        only={"us-east-2"},
-    )
+    with only_checks({"kubernetes version"}):
+        results = run_preflight(
+            _with_version(tmp_path, version),
+            Unsupported(world.clients, eks_versions=versions),
+            only={"us-east-2"},
+        )
     (row,) = rows_of(results, "kubernetes version")
     assert row.status == status, row.detail
     if status == "pass":
@@ -383,6 +403,7 @@ def test_kubernetes_version_offered_by_eks(
         preflight_config(tmp_path, hub=hub),
         Unsupported(world.clients, eks_versions=versions),
         only={"us-east-2"},
+        checks={"kubernetes version"},
     )
     (row,) = rows_of(results, "kubernetes version")
     assert row.status == status
@@ -429,7 +450,7 @@ def test_denied_call_inside_a_two_service_check_names_that_calls_permission(
             client.meta.events.register("before-call.ec2.DescribeVpcPeeringConnections", deny)
         return client
 
-    results = run_checks(ROOT / "config" / "dev.yaml", clients, only={"us-east-2"})
+    results = run_checks(ROOT / "config" / "dev.yaml", clients, only={"us-east-2"}, checks=PEERING)
     (row,) = rows_of(results, "peering quota")
     assert row.status == "fail"
     assert "ec2:DescribeVpcPeeringConnections" in row.fix and "servicequotas" not in row.fix
@@ -453,7 +474,10 @@ def test_local_zones_are_never_suggested_as_az_ids(
     world.deployed_dev()
     spoke = {"region": "us-west-2", "cidr": "10.20.0.0/16", "az_ids": ["usw2-az1", "usw2-az9"]}
     results = run_checks(
-        preflight_config(tmp_path, spokes=[spoke]), Unsupported(world.clients), only={"us-west-2"}
+        preflight_config(tmp_path, spokes=[spoke]),
+        Unsupported(world.clients),
+        only={"us-west-2"},
+        checks={"az ids"},
     )
     (row,) = rows_of(results, "az ids", "us-west-2")
     suggested = row.fix.split("from ", 1)[1].split(" in ", 1)[0].split(", ")
@@ -624,7 +648,9 @@ def test_only_a_missing_quota_falls_back_to_the_documented_default(
     errors = {"GetServiceQuota": "NoSuchResourceException"}
     if error:
         errors["GetAWSDefaultServiceQuota"] = error
-    results = run_checks(preflight_config(tmp_path), Unsupported(world.clients, quota_errors=errors))
+    results = run_checks(
+        preflight_config(tmp_path), Unsupported(world.clients, quota_errors=errors), checks=PEERING
+    )
     (row,) = rows_of(results, "peering quota")
     assert row.status == status and says in row.detail, row
 
@@ -650,7 +676,7 @@ def test_a_deployed_cluster_the_config_would_move_more_than_one_minor_fails_befo
         roleArn="arn:aws:iam::123456789012:role/eks",
         resourcesVpcConfig={"subnetIds": []},
     )
-    results = run_checks(path, Unsupported(world.clients), only={"us-east-2"})
+    results = run_checks(path, Unsupported(world.clients), only={"us-east-2"}, checks={"deployed kubernetes"})
     (row,) = rows_of(results, "deployed kubernetes")
     assert row.status == status, row.detail
     if status == "pass":
@@ -670,7 +696,8 @@ def test_no_cluster_yet_is_created_at_the_configured_version(world: World, tmp_p
     world.bootstrap("us-east-2")
     hub = {"region": "us-east-2", "cidr": "10.10.0.0/16", "compute": {"kubernetes_version": "1.35"}}
     config = load(preflight_config(tmp_path, hub=hub)).config
-    results = run_preflight(config, Unsupported(world.clients), only={"us-east-2"})
+    with only_checks({"deployed kubernetes"}):
+        results = run_preflight(config, Unsupported(world.clients), only={"us-east-2"})
     (row,) = rows_of(results, "deployed kubernetes")
     cluster = eks_cluster_name(config, config.hub)
     assert row.status == "pass" and row.detail == f"no cluster {cluster} yet: created at 1.35"
