@@ -24,7 +24,16 @@ import pytest
 from hubspoke.constructs.cnq.runtime import provisioner
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
 from hubspoke.constructs.cnq.runtime.session import ProvisioningError, ProvisioningTimeout
-from tests.constructs.cnq.conftest import CONFIG, ROOMY, TIGHT, Context, VirtualClock, World, drive
+from tests.constructs.cnq.conftest import (
+    CONFIG,
+    ROOMY,
+    TIGHT,
+    VIRTUAL_RETRY_SECONDS,
+    Context,
+    VirtualClock,
+    World,
+    drive,
+)
 from tests.fakes.qumulo import FakeQumulo
 
 pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
@@ -218,9 +227,8 @@ def test_a_portal_whose_hub_is_away_at_delete_leaves_the_qq_command_for_its_reco
     [hub_id] = list(hub.hubs)
     hub.down()
     clock = VirtualClock().install(monkeypatch)
-    monkeypatch.setenv(
-        "HUBSPOKE_POLL_SECONDS", "0.5"
-    )  # a few refused hub logins per poll on the virtual clock
+    # A few refused hub logins per poll on the virtual clock, as the `clock` fixture's tests make.
+    monkeypatch.setenv("HUBSPOKE_POLL_SECONDS", str(VIRTUAL_RETRY_SECONDS))
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         drive(
             formed.portal_event(hub, spoke, "Delete", DeletePatienceSeconds="600"), context=TIGHT, clock=clock
