@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,14 @@ from hubspoke.cli.main import main
 from hubspoke.cli.preflight import run_preflight
 from hubspoke.cli.preflight.checks import CheckResult
 from hubspoke.config import load
-from tests.cli.preflight_world import Unsupported, World
+from tests.cli.preflight_world import Unsupported, World, only_checks
 from tests.conftest import QUMULO_CORE, ROOT, minimal, pinned_ami, write_config
 
 CANONICAL = "099720109477"
 PACKAGE = QUMULO_CORE["install_uri"] + QUMULO_CORE["version"] + "/qumulo-core.deb"
+# Checks a test runs alone (only_checks): the two staged objects; the package with the release and the image.
+CNQ_OBJECTS = {"qumulo core package", "qumulo host configuration"}
+CNQ_FILES = {"qumulo core package", "qumulo core release", "ubuntu image"}
 
 
 def _rows(results: list[CheckResult], check: str, region: str) -> list[CheckResult]:
@@ -40,17 +44,24 @@ def _ready(world: World) -> None:
 
 
 def _run(
-    tmp_path: Path, world: World, *, images: dict[str, str] | None = None, **overrides: Any
+    tmp_path: Path,
+    world: World,
+    *,
+    checks: Collection[str] | None,
+    images: dict[str, str] | None = None,
+    **overrides: Any,
 ) -> list[CheckResult]:
+    """preflight of minimal() with `overrides`, every Region: its `checks` (only_checks), None for every one."""
     config = load(write_config(tmp_path, minimal(**overrides))).config
     current = images if images is not None else {r: pinned_ami(r) for r in ("us-east-2", "us-west-2")}
-    return run_preflight(config, Unsupported(world.clients, ubuntu_images=current))
+    with only_checks(checks):
+        return run_preflight(config, Unsupported(world.clients, ubuntu_images=current))
 
 
 def test_staged_package_and_current_image_pass(world: World, tmp_path: Path) -> None:
     _ready(world)
     world.stage(PACKAGE, "us-west-2", mib=2)  # HeadObject's ContentLength is in bytes (S3 API Reference)
-    results = _run(tmp_path, world)
+    results = _run(tmp_path, world, checks=CNQ_FILES)
     for region in ("us-east-2", "us-west-2"):
         (package,) = _rows(results, "qumulo core package", region)
         assert package.status == "pass" and PACKAGE in package.detail
@@ -72,7 +83,9 @@ def test_a_missing_package_fails_with_the_upload_command(world: World, tmp_path:
     _ready(world)
     bucket, key = PACKAGE.removeprefix("s3://").split("/", 1)
     world.clients("s3", "us-east-2").delete_object(Bucket=bucket, Key=key)
-    rows = [r for r in _run(tmp_path, world) if r.check == "qumulo core package"]
+    rows = [
+        r for r in _run(tmp_path, world, checks={"qumulo core package"}) if r.check == "qumulo core package"
+    ]
     assert {(r.region, r.status) for r in rows} == {("us-east-2", "fail"), ("us-west-2", "fail")}, (
         "one staging bucket"
     )
@@ -90,7 +103,10 @@ def test_an_old_pinned_image_warns_with_the_line_to_paste(world: World, tmp_path
     world.image("us-west-2", pinned_ami("us-west-2"), age_days=200)
     world.image("us-west-2", "ami-0fedcba9876543210")
     results = _run(
-        tmp_path, world, images={"us-east-2": pinned_ami("us-east-2"), "us-west-2": "ami-0fedcba9876543210"}
+        tmp_path,
+        world,
+        checks={"ubuntu image"},
+        images={"us-east-2": pinned_ami("us-east-2"), "us-west-2": "ami-0fedcba9876543210"},
     )
     (row,) = _rows(results, "ubuntu image", "us-west-2")
     assert row.status == "warn"
@@ -118,7 +134,7 @@ def test_a_pinned_image_that_is_not_current_passes_until_it_is_old(
     world.image("us-west-2", pinned_ami("us-west-2"), age_days=age)
     world.image("us-west-2", "ami-0fedcba9876543210")
     images = {"us-east-2": pinned_ami("us-east-2"), "us-west-2": "ami-0fedcba9876543210"}
-    (row,) = _rows(_run(tmp_path, world, images=images), "ubuntu image", "us-west-2")
+    (row,) = _rows(_run(tmp_path, world, checks={"ubuntu image"}, images=images), "ubuntu image", "us-west-2")
     assert row.status == status, row
     if status == "pass":
         assert row.detail == f"{pinned_ami('us-west-2')} is {age} days old (current: ami-0fedcba9876543210)"
@@ -149,7 +165,7 @@ def test_a_pinned_image_without_a_readable_creation_date_warns_instead_of_stoppi
     image = ec2_backends["123456789012"]["us-west-2"].amis[pinned_ami("us-west-2")]
     image.creation_date = _Answered(creation_date)
     images = {"us-east-2": pinned_ami("us-east-2"), "us-west-2": "ami-0fedcba9876543210"}
-    results = _run(tmp_path, world, images=images)
+    results = _run(tmp_path, world, checks=None, images=images)  # every check: the others still print
     (row,) = _rows(results, "ubuntu image", "us-west-2")
     assert row.status == "warn", row
     assert pinned_ami("us-west-2") in row.detail and "age is unknown" in row.detail
@@ -164,7 +180,7 @@ def test_a_missing_or_foreign_image_is_reported(world: World, tmp_path: Path) ->
     from moto.ec2.models import ec2_backends
 
     del ec2_backends["123456789012"]["us-west-2"].amis[pinned_ami("us-west-2")]
-    results = _run(tmp_path, world)
+    results = _run(tmp_path, world, checks={"ubuntu image"})
     hub = _rows(results, "ubuntu image", "us-east-2")
     assert [r.status for r in hub] == ["warn", "pass"] and "not Canonical" in hub[0].detail
     # Canonical publishes its Ubuntu images from account 099720109477 (Ubuntu on AWS docs, "Find Ubuntu images").
@@ -186,7 +202,7 @@ def test_regions_without_storage_get_no_cnq_rows(world: World, tmp_path: Path) -
         "storage": {"enabled": False},
         "compute": {"enabled": False},
     }
-    results = _run(tmp_path, world, spokes=[spoke])
+    results = _run(tmp_path, world, checks=CNQ_FILES, spokes=[spoke])
     assert not [
         r for r in results if r.region == "us-west-2" and r.check in ("qumulo core package", "ubuntu image")
     ]
@@ -235,7 +251,8 @@ def test_a_release_other_than_the_bundled_sdks_fails_the_release_row(world: Worl
         region["storage"]["qumulo_core"] = {**QUMULO_CORE, "version": "7.10.3"}
     config = load(write_config(tmp_path, data)).config
     current = {r: pinned_ami(r) for r in ("us-east-2", "us-west-2")}
-    results = run_preflight(config, Unsupported(world.clients, ubuntu_images=current))
+    with only_checks({"qumulo core release"}):
+        results = run_preflight(config, Unsupported(world.clients, ubuntu_images=current))
     for region in ("us-east-2", "us-west-2"):
         (release,) = _rows(results, "qumulo core release", region)
         assert release.status == "fail" and "qumulo-api 7.10.2.1" in release.detail, release
@@ -261,7 +278,11 @@ def test_a_package_encrypted_with_sse_kms_fails(world: World, tmp_path: Path) ->
     _ready(world)
     key = world.clients("kms", "us-east-2").create_key()["KeyMetadata"]["Arn"]
     world.stage(PACKAGE, "us-east-2", ServerSideEncryption="aws:kms", SSEKMSKeyId=key)
-    rows = {r.region: r for r in _run(tmp_path, world) if r.check == "qumulo core package"}
+    rows = {
+        r.region: r
+        for r in _run(tmp_path, world, checks={"qumulo core package"})
+        if r.check == "qumulo core package"
+    }
     assert rows["us-east-2"].status == "fail"
     assert rows["us-east-2"].detail == (
         f"{PACKAGE} is encrypted with aws:kms (key {key}); the nodes' role has no KMS permission on it and could "
@@ -284,7 +305,11 @@ def test_a_package_encrypted_with_the_aws_managed_s3_key_is_not_refused(world: W
     key = f"arn:aws:kms:us-east-2:123456789012:key/{target}"
     # HeadObject's ContentLength is the object's size in bytes (S3 API Reference, HeadObject): 3 MiB staged.
     world.stage(PACKAGE, "us-east-2", mib=3, ServerSideEncryption="aws:kms", SSEKMSKeyId=key)
-    rows = {r.region: r for r in _run(tmp_path, world) if r.check == "qumulo core package"}
+    rows = {
+        r.region: r
+        for r in _run(tmp_path, world, checks={"qumulo core package"})
+        if r.check == "qumulo core package"
+    }
     assert rows["us-east-2"].status == "warn"
     assert rows["us-east-2"].detail.startswith(
         f"{PACKAGE} is encrypted with the AWS managed key aws/s3 ({key}); principals of this account decrypt it "
@@ -316,7 +341,11 @@ def test_a_kms_package_whose_key_kms_will_not_name_fails(world: World, tmp_path:
         return AWSResponse("https://stub", 400, {}, None), body
 
     world.clients("kms", "us-east-2").meta.events.register("before-call.kms.ListAliases", refuse)
-    rows = {r.region: r for r in _run(tmp_path, world) if r.check == "qumulo core package"}
+    rows = {
+        r.region: r
+        for r in _run(tmp_path, world, checks={"qumulo core package"})
+        if r.check == "qumulo core package"
+    }
     assert rows["us-east-2"].status == "fail" and f"aws:kms (key {key})" in rows["us-east-2"].detail
     assert "--sse AES256" in rows["us-east-2"].fix
 
@@ -328,9 +357,17 @@ def test_the_host_configuration_file_is_staged_beside_the_package_or_warned(
     _ready(world)
     bucket, key = PACKAGE.removeprefix("s3://").split("/", 1)
     host = key.rsplit("/", 1)[0] + "/host_configuration.tar.gz"
-    assert {r.status for r in _run(tmp_path, world) if r.check == "qumulo host configuration"} == {"pass"}
+    assert {
+        r.status
+        for r in _run(tmp_path, world, checks={"qumulo host configuration"})
+        if r.check == "qumulo host configuration"
+    } == {"pass"}
     world.clients("s3", "us-east-2").delete_object(Bucket=bucket, Key=host)
-    rows = [r for r in _run(tmp_path, world) if r.check == "qumulo host configuration"]
+    rows = [
+        r
+        for r in _run(tmp_path, world, checks={"qumulo host configuration"})
+        if r.check == "qumulo host configuration"
+    ]
     assert {r.status for r in rows} == {"warn"}
     for row in rows:
         assert row.detail.startswith(
@@ -357,7 +394,10 @@ def test_a_403_without_list_bucket_is_the_documented_ambiguity_and_names_the_per
     world.clients("s3", "us-east-2").delete_object(Bucket=bucket, Key=gone)
     config = load(write_config(tmp_path, minimal())).config
     current = {r: pinned_ami(r) for r in ("us-east-2", "us-west-2")}
-    results = run_preflight(config, Unsupported(world.clients, ubuntu_images=current, s3_list_bucket=False))
+    with only_checks(CNQ_OBJECTS):
+        results = run_preflight(
+            config, Unsupported(world.clients, ubuntu_images=current, s3_list_bucket=False)
+        )
     check = f"qumulo {'core package' if missing == 'package' else 'host configuration'}"
     other = "qumulo host configuration" if missing == "package" else "qumulo core package"
     for region in ("us-east-2", "us-west-2"):
@@ -397,7 +437,8 @@ def test_the_floating_ips_fit_the_node_interfaces(
     data["hub"]["storage"].update(node_count=nodes, floating_ip_count=floating, instance_type="i4i.8xlarge")
     config = load(write_config(tmp_path, data)).config
     current = {r: pinned_ami(r) for r in ("us-east-2", "us-west-2")}
-    results = run_preflight(config, Unsupported(world.clients, ubuntu_images=current))
+    with only_checks({"floating ip room"}):
+        results = run_preflight(config, Unsupported(world.clients, ubuntu_images=current))
     (row,) = _rows(results, "floating ip room", "us-east-2")
     assert row.status == status, row
     if status == "fail":
@@ -454,10 +495,11 @@ def _shape_rows(tmp_path: Path, world: World, **storage: Any) -> list[CheckResul
     data = minimal()
     data["hub"]["storage"].update(storage)
     config = load(write_config(tmp_path, data)).config
-    results = run_preflight(
-        config,
-        Unsupported(world.clients, ubuntu_images={r: pinned_ami(r) for r in ("us-east-2", "us-west-2")}),
-    )
+    with only_checks({"cnq deployed shape"}):
+        results = run_preflight(
+            config,
+            Unsupported(world.clients, ubuntu_images={r: pinned_ami(r) for r in ("us-east-2", "us-west-2")}),
+        )
     return _rows(results, "cnq deployed shape", "us-east-2")  # fmt: skip
 
 
