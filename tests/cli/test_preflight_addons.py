@@ -31,6 +31,8 @@ EVERY_ADDON = {
     "amazon-cloudwatch-observability",
 }
 OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
+# The checks these tests read, each run alone (only_checks).
+ADDONS, ADMINS = {"eks add-on versions"}, {"administrators exist"}
 
 
 def test_a_pinned_addon_version_eks_does_not_offer_fails_before_the_deploy(world: World) -> None:
@@ -46,7 +48,7 @@ def test_a_pinned_addon_version_eks_does_not_offer_fails_before_the_deploy(world
         "v6.3.0-eksbuild.10": ["1.33"],
     }
     clients = Unsupported(world.clients, addon_versions=offered)
-    results = run_checks(ROOT / "config" / "dev.yaml", clients, only={"us-west-2"})
+    results = run_checks(ROOT / "config" / "dev.yaml", clients, only={"us-west-2"}, checks=ADDONS)
     found = rows_of(results, "eks add-on versions", "us-west-2")
     (failed,) = [r for r in found if r.status == "fail"]
     assert failed.detail.startswith(
@@ -76,7 +78,7 @@ def test_the_assumed_vpc_cni_pin_of_the_default_version_is_checked_before_the_de
     offered = Unsupported(world.clients).addon_versions
     offered["vpc-cni"] = {"v1.21.0-eksbuild.2": ["1.35"], "v1.20.1-eksbuild.3": ["1.33", "1.32"]}
     clients = Unsupported(world.clients, addon_versions=offered)
-    results = run_checks(preflight_config(tmp_path), clients, only={"us-east-2"})
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-east-2"}, checks=ADDONS)
     found = rows_of(results, "eks add-on versions", "us-east-2")
     (failed,) = [r for r in found if r.status == "fail"]
     assert "vpc-cni v1.20.1-eksbuild.3" in failed.detail and "v1.21.0-eksbuild.2" in failed.detail
@@ -97,7 +99,7 @@ def test_an_unpinned_addon_eks_does_not_offer_for_the_version_fails_with_the_ver
     offered = Unsupported(world.clients).addon_versions
     offered[OPERATOR] = {"v1.1.0-eksbuild.1": ["1.33", "1.32"], "v1.2.0-eksbuild.1": ["1.34", "1.33"]}
     clients = Unsupported(world.clients, addon_versions=offered)
-    results = run_checks(preflight_config(tmp_path), clients, only={"us-east-2"})
+    results = run_checks(preflight_config(tmp_path), clients, only={"us-east-2"}, checks=ADDONS)
     found = rows_of(results, "eks add-on versions", "us-east-2")
     (failed,) = [r for r in found if r.status == "fail"]
     assert failed.detail.startswith(f"{OPERATOR} is not offered for Kubernetes 1.35 in us-east-2")
@@ -123,7 +125,10 @@ def test_an_addon_eks_offers_for_no_version_says_so(world: World, tmp_path: Path
     offered = Unsupported(world.clients).addon_versions
     del offered["cert-manager"]
     results = run_checks(
-        preflight_config(tmp_path), Unsupported(world.clients, addon_versions=offered), only={"us-east-2"}
+        preflight_config(tmp_path),
+        Unsupported(world.clients, addon_versions=offered),
+        only={"us-east-2"},
+        checks=ADDONS,
     )
     (failed,) = [r for r in rows_of(results, "eks add-on versions") if r.status == "fail"]
     assert (
@@ -144,7 +149,10 @@ def test_a_pinned_addon_with_no_build_for_the_version_says_eks_offers_none(
     offered = Unsupported(world.clients).addon_versions
     offered["kube-proxy"] = {"v1.34.6-eksbuild.13": ["1.34"]}
     results = run_checks(
-        preflight_config(tmp_path), Unsupported(world.clients, addon_versions=offered), only={"us-east-2"}
+        preflight_config(tmp_path),
+        Unsupported(world.clients, addon_versions=offered),
+        only={"us-east-2"},
+        checks=ADDONS,
     )
     (failed,) = [r for r in rows_of(results, "eks add-on versions") if r.status == "fail"]
     assert failed.detail.endswith(
@@ -168,7 +176,10 @@ def test_every_administrator_that_exists_passes(world: World, tmp_path: Path) ->
         "arn:aws:iam::123456789012:role/teams/ml/ClusterAdmins",
         "arn:aws:iam::123456789012:user/alice",
     )
-    rows = rows_of(run_checks(path, Unsupported(world.clients), only={"us-east-2"}), "administrators exist")
+    rows = rows_of(
+        run_checks(path, Unsupported(world.clients), only={"us-east-2"}, checks=ADMINS),
+        "administrators exist",
+    )
     assert [r.status for r in rows] == ["pass", "pass"], rows
 
 
@@ -177,7 +188,10 @@ def test_a_missing_administrator_fails_before_the_deploy(world: World, tmp_path:
     IAM answers NoSuchEntity (404) for a name it does not hold (botocore iam 2010-05-08, GetRole errors)."""
     world.deployed_dev()
     path = _admins(tmp_path, "arn:aws:iam::123456789012:role/Nobody", "arn:aws:iam::123456789012:user/ghost")
-    rows = rows_of(run_checks(path, Unsupported(world.clients), only={"us-east-2"}), "administrators exist")
+    rows = rows_of(
+        run_checks(path, Unsupported(world.clients), only={"us-east-2"}, checks=ADMINS),
+        "administrators exist",
+    )
     assert [r.status for r in rows] == ["fail", "fail"], rows
     assert rows[0].detail == (
         "arn:aws:iam::123456789012:role/Nobody does not exist in account 123456789012: EKS refuses an access entry "
@@ -198,7 +212,10 @@ def test_a_role_of_that_name_at_another_path_is_not_the_administrator(world: Wor
         RoleName="Admins", Path="/ops/", AssumeRolePolicyDocument="{}"
     )
     path = _admins(tmp_path, "arn:aws:iam::123456789012:role/Admins")
-    (row,) = rows_of(run_checks(path, Unsupported(world.clients), only={"us-east-2"}), "administrators exist")
+    (row,) = rows_of(
+        run_checks(path, Unsupported(world.clients), only={"us-east-2"}, checks=ADMINS),
+        "administrators exist",
+    )
     assert row.status == "fail" and row.detail == (
         "arn:aws:iam::123456789012:role/Admins does not exist in account 123456789012 (a role of that name exists "
         "as arn:aws:iam::123456789012:role/ops/Admins): EKS refuses an access entry for it"
@@ -216,7 +233,8 @@ def test_an_administrator_in_another_account_is_named_not_failed(world: World, t
         "arn:aws:iam::123456789012:role/hubspoke-dev-cluster-admins",
     )
     foreign, own = rows_of(
-        run_checks(path, Unsupported(world.clients), only={"us-east-2"}), "administrators exist"
+        run_checks(path, Unsupported(world.clients), only={"us-east-2"}, checks=ADMINS),
+        "administrators exist",
     )
     assert foreign.status == "not checked" and foreign.detail == (
         "arn:aws:iam::210987654321:role/Admins is in account 210987654321, not 123456789012: out of these "
@@ -254,7 +272,8 @@ def test_kms_aliases_are_read_past_the_first_page(world: World, tmp_path: Path, 
     )
     clients = Unsupported(world.clients, kms_alias_page=page)
     (row,) = rows_of(
-        run_checks(ROOT / "config" / "dev.yaml", clients, only={"us-east-2"}), "qumulo core package"
+        run_checks(ROOT / "config" / "dev.yaml", clients, only={"us-east-2"}, checks={"qumulo core package"}),
+        "qumulo core package",
     )
     assert row.status == "warn" and "aws/s3" in row.detail, row
     assert any("Marker" in params for op, params in clients.asked if op == "ListAliases")
