@@ -80,9 +80,21 @@ def test_the_asset_holds_one_executable_valid_bash_script(tmp_path: Path) -> Non
     subprocess.run(["bash", "-n", str(asset / ON_CREATE)], check=True, timeout=30)
 
 
-def test_amazon_linux_2_points_containerd_at_the_volume_and_links_kubelet(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def al2(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess[str], list[str]]:
+    """One run on a fresh Amazon Linux 2 node (its root, the run, the stubs' calls), shared by the tests that only
+    read what that run did: each would otherwise make the same node and run the script again."""
+    tmp_path = tmp_path_factory.mktemp("al2")
     root = _node(tmp_path, "2")
-    done, calls = _run(tmp_path)
+    return (root, *_run(tmp_path))
+
+
+def test_amazon_linux_2_points_containerd_at_the_volume_and_links_kubelet(
+    al2: tuple[Path, subprocess.CompletedProcess[str], list[str]],
+) -> None:
+    root, done, calls = al2
     assert done.returncode == 0, done.stderr
     assert f'root = "/{DATA_ROOT}"' in (root / AL2_CONFIG).read_text().splitlines()
     assert (root / DATA_ROOT / "io.containerd.content.v1.content/blob").read_text() == "image layer"
@@ -155,18 +167,18 @@ def test_an_unknown_os_fails_with_a_clear_log(tmp_path: Path) -> None:
     assert "unsupported OS version '22.04'" in done.stderr
 
 
-def test_no_route_mtu_is_touched_on_hyperpod_nodes(tmp_path: Path) -> None:
-    _node(tmp_path, "2")
-    done, calls = _run(tmp_path)
+def test_no_route_mtu_is_touched_on_hyperpod_nodes(
+    al2: tuple[Path, subprocess.CompletedProcess[str], list[str]],
+) -> None:
+    _, done, calls = al2
     assert done.returncode == 0, done.stderr
     assert not [c for c in calls if c.startswith(("ip ", "mount "))]
 
 
-def test_nfs_client_is_tuned(tmp_path: Path) -> None:
-    _node(tmp_path, "2")
-    done, calls = _run(tmp_path)
+def test_nfs_client_is_tuned(al2: tuple[Path, subprocess.CompletedProcess[str], list[str]]) -> None:
+    root, done, calls = al2
     assert done.returncode == 0, done.stderr
-    sysctl = (tmp_path / "root/etc/sysctl.d/90-hubspoke-nfs.conf").read_text()
+    sysctl = (root / "etc/sysctl.d/90-hubspoke-nfs.conf").read_text()
     assert "sunrpc.tcp_max_slot_table_entries = 128" in sysctl
     assert "sysctl --system" in calls
 
