@@ -11,9 +11,10 @@ from __future__ import annotations
 import boto3
 import pytest
 
+from hubspoke.constructs.cnq.provisioning import QUERY_INTERVAL
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
 from hubspoke.constructs.cnq.runtime.session import ProvisioningError
-from tests.constructs.cnq.conftest import CONFIG, HUB_FLOATING, ROOMY, World, drive, mutations
+from tests.constructs.cnq.conftest import CONFIG, HUB_FLOATING, ROOMY, VirtualClock, World, drive, mutations
 from tests.constructs.cnq.test_cnq_shape import guard, launch
 from tests.constructs.cnq.test_cnq_shape import subnets as subnets  # the fixture, shared
 from tests.fakes.qumulo import FakeQumulo
@@ -91,11 +92,20 @@ def test_an_admin_password_the_cluster_refuses_fails_at_once_naming_the_secret(
 
 
 def test_a_hub_that_refuses_the_plain_delete_of_its_record_gets_the_forced_one(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, clock: VirtualClock | None
 ) -> None:
     """The spoke side is gone first, so the hub's record has nothing left to sync: forcing its delete loses
     nothing (qq portal_delete_hub --force: "Data under the hub portal root directory is not affected"). The
-    hub's refusal of the plain delete is injected (ASSUMED when Qumulo answers so: a peer it cannot reach)."""
+    hub's refusal of the plain delete is injected (ASSUMED when Qumulo answers so: a peer it cannot reach).
+    The spoke's delete patience passes on the virtual clock between polls (the framework's interval,
+    QUERY_INTERVAL), on the real one in the thorough tier's twin."""
+
+    def poll() -> dict[str, object]:
+        answer = is_complete(merged, ROOMY)
+        if clock:
+            clock.sleep(QUERY_INTERVAL.to_seconds())
+        return answer
+
     spoke.stall_delete_without_hub = True  # the reading in which the spoke's delete needs the force
     drive(formed.portal_event(hub, spoke))
     hub_files = dict(hub.files)
@@ -104,13 +114,13 @@ def test_a_hub_that_refuses_the_plain_delete_of_its_record_gets_the_forced_one(
     event = formed.portal_event(hub, spoke, "Delete")
     merged = {**event, **on_event(event, ROOMY)}
     while not any("force=true" in p for _, p in spoke.calls):
-        assert is_complete(merged, ROOMY) == {"IsComplete": False}
+        assert poll() == {"IsComplete": False}
     assert hub.hubs, "the hub's record survives while the hub is away"
     hub.up()
     hub.fail("DELETE", rf"^/v2/portal/hubs/{hub_id}$", status=503, error_class="portal_peer_unreachable_error",
              description="Unable to connect to the spoke cluster")  # fmt: skip
     for _ in range(10):
-        if is_complete(merged, ROOMY)["IsComplete"]:
+        if poll()["IsComplete"]:
             break
     deletes = [p for m, p in hub.calls if m == "DELETE" and p.startswith(f"/v2/portal/hubs/{hub_id}")]
     assert deletes == [f"/v2/portal/hubs/{hub_id}", f"/v2/portal/hubs/{hub_id}?force=true"]
