@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from hubspoke.cli.main import main
 from tests.conftest import ROOT, minimal, write_config
+
+Validate = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`hubspoke validate ARGS` as a process: its exit code and what it printed."""
     return subprocess.run(
         [sys.executable, "-m", "hubspoke.cli.main", "validate", *args],
         cwd=cwd,
@@ -19,8 +26,26 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_valid_files_exit_0(tmp_path: Path) -> None:
-    result = run(str(ROOT / "config" / "dev.yaml"), cwd=tmp_path)
+@pytest.fixture
+def validate(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Validate:
+    """`hubspoke validate ARGS` in this process (main), answered as `run` answers; a usage error's exit, as
+    argparse ends it, is its code. test_invalid_file_exits_2_with_every_problem_and_no_traceback runs the command as
+    a process."""
+
+    def validate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        monkeypatch.chdir(cwd)
+        try:
+            code = main(["validate", *args])
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else 1
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["hubspoke", "validate", *args], code, out, err)
+
+    return validate
+
+
+def test_valid_files_exit_0(tmp_path: Path, validate: Validate) -> None:
+    result = validate(str(ROOT / "config" / "dev.yaml"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "ok" in result.stdout
 
@@ -42,13 +67,13 @@ def test_invalid_file_exits_2_with_every_problem_and_no_traceback(tmp_path: Path
     assert not (tmp_path / "cdk.out").exists()
 
 
-def test_usage_error_exits_2(tmp_path: Path) -> None:
-    result = run(cwd=tmp_path)
+def test_usage_error_exits_2(tmp_path: Path, validate: Validate) -> None:
+    result = validate(cwd=tmp_path)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
 
 
-def test_opt_in_regions_are_named(tmp_path: Path) -> None:
+def test_opt_in_regions_are_named(tmp_path: Path, validate: Validate) -> None:
     """af-south-1 (Cape Town) launched after March 20, 2019, so an account must enable it before use (Account
     Management Reference Guide, "Enable or disable AWS Regions in your account"); us-east-2 and us-west-2 are
     enabled by default and are not named."""
@@ -57,20 +82,22 @@ def test_opt_in_regions_are_named(tmp_path: Path) -> None:
         {"region": "af-south-1", "cidr": "10.30.0.0/16", "compute": {"enabled": False}},
     ]
     path = write_config(tmp_path, minimal(spokes=spokes))
-    result = run(str(path), cwd=tmp_path)
+    result = validate(str(path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "note: opt-in Regions: af-south-1 " in result.stdout
     assert "aws account enable-region --region-name af-south-1" in result.stdout
-    plain = run(str(write_config(tmp_path, minimal())), cwd=tmp_path)
+    plain = validate(str(write_config(tmp_path, minimal())), cwd=tmp_path)
     assert "opt-in" not in plain.stdout
 
 
-def test_two_files_of_one_environment_fail_validate_as_they_fail_synth(tmp_path: Path) -> None:
+def test_two_files_of_one_environment_fail_validate_as_they_fail_synth(
+    tmp_path: Path, validate: Validate
+) -> None:
     """Synth builds every config/*.yaml into one app (hubspoke.config.load_environments), where two files of one
     environment are refused; validate, given both, must say so too rather than pass each alone."""
     first = write_config(tmp_path, minimal(), "a.yaml")
     second = write_config(tmp_path, minimal(), "b.yaml")
-    result = run(str(first), str(second), cwd=tmp_path)
+    result = validate(str(first), str(second), cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"{second}: environment: 'dev' is also the environment of {first}; rename one" in result.stderr
 
