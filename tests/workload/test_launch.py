@@ -272,6 +272,9 @@ def test_the_agent_accepts_train_pys_progress_line_and_flags_a_silent_stdout(
             agents[name].start(str(attempt), {0}, rules)
         # Read before the cut-off: the printed line is matched, the silent file is still only WAITING.
         assert _settle(agents["prints"], tick=0.005) == LogState.HEALTHY
+        deadline = time.monotonic() + 15
+        while len(reads) < len(agents) and time.monotonic() < deadline:  # each agent's thread has read once
+            real_sleep(0.005)
         assert agents["silent"].log_state[0] == LogState.WAITING
         clock.now += 2.0  # past the 1 s start cut-off, well inside the 60 s hang-after
         # Every agent thread reads (and evaluates) again at least once after the move before the verdict.
