@@ -19,12 +19,11 @@ from typing import Any
 
 import pytest
 
-from hubspoke.cli.checks import session_clients
 from hubspoke.cli.verify import run_verify
 from hubspoke.config import load
 from tests.cli.test_verify import rows
-from tests.cli.verify_fixtures import SPOKE_ACCOUNT, two_spokes_across_accounts
-from tests.cli.verify_world import DeployedWorld, MotoGaps
+from tests.cli.verify_fixtures import SPOKE_ACCOUNT, deployed_world, two_spokes_across_accounts
+from tests.cli.verify_world import DeployedWorld
 from tests.conftest import synth, write_config
 
 HUB_ACCOUNT = "123456789012"
@@ -42,10 +41,8 @@ def xacct_templates(xacct_config: Path) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture
 def xacct(backend: str, xacct_config: Path, xacct_templates: dict[str, dict[str, Any]]) -> DeployedWorld:
-    world = DeployedWorld(MotoGaps(session_clients()), load(xacct_config).config, xacct_templates).deploy()
-    world.canary("us-west-2")
-    world.prewarm("us-west-2", 1.0)
-    return world
+    """The cross-account world, deployed once per test process in-process and restored for each later test."""
+    return deployed_world(backend, xacct_config, xacct_templates)
 
 
 def _run(world: DeployedWorld, path: Path, account: str, only: set[str] | None = None) -> list[Any]:

@@ -30,9 +30,15 @@ from tests.fakes.kube_api import ConnectProxy, FakeKubeApi, node, pinned_kubectl
 from tests.fakes.tls import loopback_certificate, named_certificate
 
 
+@pytest.fixture(scope="module")
+def _kubectl_dir() -> str:
+    """Found once per module: finding it hashes the kubectl layer's zip."""
+    return pinned_kubectl_dir()
+
+
 @pytest.fixture(autouse=True)
-def _pinned_kubectl(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATH", f"{pinned_kubectl_dir()}{os.pathsep}{os.environ.get('PATH', '')}")
+def _pinned_kubectl(monkeypatch: pytest.MonkeyPatch, _kubectl_dir: str) -> None:
+    monkeypatch.setenv("PATH", f"{_kubectl_dir}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 ARN = "arn:aws:eks:us-west-2:123456789012:cluster/hubspoke-dev-us-west-2"

@@ -84,12 +84,18 @@ def deployed(
     moto's state (MotoState); the server twin deploys it afresh through HTTP each time. The canary's datapoints
     are always published now, after the restore: their age is what the canary tests judge.
     """
-    config = load(deployed_config).config
-    key = str(deployed_config)
+    return deployed_world(backend, deployed_config, deployed_templates)
+
+
+def deployed_world(backend: str, config_path: Path, templates: dict[str, dict[str, Any]]) -> DeployedWorld:
+    """The environment of the config at `config_path` as deployed (see `deployed`): in-process, deployed once per
+    test process and config, then restored from its copy."""
+    config = load(config_path).config
+    key = str(config_path)
     if backend == "in-process" and key in _DEPLOYED:
-        world = _DEPLOYED[key].restore(MotoGaps(session_clients()), config, deployed_templates)
+        world = _DEPLOYED[key].restore(MotoGaps(session_clients()), config, templates)
     else:
-        world = DeployedWorld(MotoGaps(session_clients()), config, deployed_templates).deploy()
+        world = DeployedWorld(MotoGaps(session_clients()), config, templates).deploy()
         if backend == "in-process":
             _DEPLOYED[key] = DeployedState.of(world)
     world.canary("us-west-2")
