@@ -10,6 +10,7 @@ with on_event's answer until it says IsComplete (aws-cdk-lib custom_resources, "
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -267,16 +268,31 @@ def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         monkeypatch.setenv(name, value)
     draw_unused_addresses(monkeypatch)
     with mock_aws():
-        arns = {}
-        for name, region, value in (
-            ("hub", CONFIG.hub.region, HUB_PASSWORD),
-            ("spoke", SPOKE.region, SPOKE_PASSWORD),
-        ):
-            client = boto3.client("secretsmanager", region_name=region)
-            arns[name] = client.create_secret(Name=f"cnq-{name}", SecretString=value)["ARN"]
-        world = World(arns, stack_id(CONFIG.hub.region))
-        world.stack_status("CREATE_IN_PROGRESS")
-        yield world
+        yield _fresh_world()
+
+
+def _fresh_world() -> World:
+    """The admin secrets and the stack, CREATE_IN_PROGRESS: made through moto's API by the first test in a process,
+    a copy of those backends (tests/fakes/moto_state.py) for every later one, as they are the same every time."""
+    if _BASE:
+        state, world = _BASE[0]
+        state.restore()
+        return dataclasses.replace(world, arns=dict(world.arns))
+    arns = {}
+    for name, region, value in (
+        ("hub", CONFIG.hub.region, HUB_PASSWORD),
+        ("spoke", SPOKE.region, SPOKE_PASSWORD),
+    ):
+        client = boto3.client("secretsmanager", region_name=region)
+        arns[name] = client.create_secret(Name=f"cnq-{name}", SecretString=value)["ARN"]
+    world = World(arns, stack_id(CONFIG.hub.region))
+    world.stack_status("CREATE_IN_PROGRESS")
+    _BASE.append((MotoState.of(), dataclasses.replace(world, arns=dict(world.arns))))
+    return world
+
+
+# The fresh world once per test process: (moto's state, the World).
+_BASE: list[tuple[MotoState, World]] = []
 
 
 def stack_id(region: str, endpoint_url: str | None = None) -> str:
