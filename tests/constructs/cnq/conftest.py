@@ -345,7 +345,7 @@ def once_per_process(name: str, world: World, fakes: Sequence[FakeQumulo], build
         return result
     built.moto.restore()
     for fake, cluster in zip(fakes, built.clusters, strict=True):
-        fake.restore(cluster)
+        fake.restore(cluster, peers=tuple(fakes))
     # In place: a test or fixture that also holds `world` sees the restored secrets and stack, not the ones this
     # test's fresh world made before the restore replaced moto's backends.
     world.arns, world.stack_id = dict(built.arns), built.stack_id
@@ -357,13 +357,21 @@ def formed(world: World, hub: FakeQumulo, spoke: FakeQumulo) -> World:
     """Both clusters formed by the handler itself, with their Region-local exports (once per process)."""
 
     def build() -> None:
+        hub_exports = (CONFIG.hub.storage.dataset_path, CONFIG.hub.storage.checkpoint_path)
         drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub"), floating=HUB_FLOATING,
-                                  exports=(CONFIG.hub.storage.dataset_path, CONFIG.hub.storage.checkpoint_path)))  # fmt: skip
+                                  exports=hub_exports))  # fmt: skip
         drive(world.cluster_event(spoke, "spoke", world.instances(4, "dev-spoke"), floating=SPOKE_FLOATING,
                                   exports=(SPOKE.storage.checkpoint_path,)))  # fmt: skip
 
     once_per_process("formed", world, (hub, spoke), build)
     return world
+
+
+@pytest.fixture
+def portal(formed: World, hub: FakeQumulo, spoke: FakeQumulo) -> dict[str, Any]:
+    """The formed clusters joined by the portal `portal_event`'s defaults ask for (read-only), created by the handler:
+    the create's answer as `drive` merges it (built once per process, once_per_process)."""
+    return once_per_process("portal", formed, (hub, spoke), lambda: drive(formed.portal_event(hub, spoke)))
 
 
 @pytest.fixture

@@ -62,8 +62,10 @@ def test_portal_read_write_when_configured(formed: World, hub: FakeQumulo, spoke
     assert _ours(spoke)["type"] == "PORTAL_READ_WRITE"
 
 
-def test_repeated_create_changes_nothing(formed: World, hub: FakeQumulo, spoke: FakeQumulo) -> None:
-    first = drive(formed.portal_event(hub, spoke))
+def test_repeated_create_changes_nothing(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, portal: dict[str, Any]
+) -> None:
+    first = portal
     before = (len(mutations(hub)), len(mutations(spoke)))
     assert drive(formed.portal_event(hub, spoke))["Data"] == first["Data"]
     assert (mutations(hub)[before[0] :], mutations(spoke)[before[1] :]) == ([], [])
@@ -172,9 +174,9 @@ def test_failure_half_way_then_retry(formed: World, hub: FakeQumulo, spoke: Fake
 
 
 def test_moving_a_root_is_refused_and_a_rollback_passes(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, portal: dict[str, Any]
 ) -> None:
-    created = drive(formed.portal_event(hub, spoke))
+    created = portal
     before = dict(_ours(spoke))
     moved = formed.portal_event(hub, spoke, "Update", SpokeRoot="/elsewhere")
     with pytest.raises(ProvisioningError, match="Re-create the portal"):
@@ -191,8 +193,9 @@ def test_moving_a_root_is_refused_and_a_rollback_passes(
     assert _ours(spoke) == before
 
 
-def test_update_converges_mode_and_eviction(formed: World, hub: FakeQumulo, spoke: FakeQumulo) -> None:
-    drive(formed.portal_event(hub, spoke))
+def test_update_converges_mode_and_eviction(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, portal: dict[str, Any]
+) -> None:
     drive(formed.portal_event(hub, spoke, "Update", Mode="read_write", EvictionFreeThreshold="0.25"))
     assert _ours(spoke)["type"] == "PORTAL_READ_WRITE" and spoke.free_threshold == 0.25
 
@@ -252,10 +255,9 @@ UNREACHED_PATIENCE = "600"
 
 
 def test_delete_with_hub_up_ends_the_relationship_on_both_sides(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, portal: dict[str, Any]
 ) -> None:
     """Deleting syncs first (Deleting), then Qumulo removes both records; the hub's data is untouched."""
-    drive(formed.portal_event(hub, spoke))
     hub_files = dict(hub.files)
     drive(formed.portal_event(hub, spoke, "Delete", DeletePatienceSeconds=UNREACHED_PATIENCE))
     assert not [s for s in spoke.spokes.values() if not s.get("gone")] and not hub.hubs
@@ -264,11 +266,10 @@ def test_delete_with_hub_up_ends_the_relationship_on_both_sides(
 
 
 def test_delete_with_hub_down_finishes_without_force_when_qumulo_deletes_at_once(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo, clock: VirtualClock | None
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, portal: dict[str, Any], clock: VirtualClock | None
 ) -> None:
     """'You can delete a spoke portal in any state ... and without connectivity to the hub portal'
     (Qumulo/docs, cloud-data-fabric/configuring-portal-relationship.md, 'Step 1: Delete the Spoke Portal')."""
-    drive(formed.portal_event(hub, spoke))
     hub_files = dict(hub.files)
     hub.down()
     drive(
@@ -292,6 +293,7 @@ def test_delete_with_hub_down_forces_a_read_only_spoke_whose_delete_stalls(
     formed: World,
     hub: FakeQumulo,
     spoke: FakeQumulo,
+    portal: dict[str, Any],
     clock: VirtualClock | None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -303,7 +305,6 @@ def test_delete_with_hub_down_forces_a_read_only_spoke_whose_delete_stalls(
     and no longer: the poll after the non-forced delete meets the quorum re-forming, and a shorter patience
     would be first acted on at the third poll either way."""
     spoke.stall_delete_without_hub = True
-    drive(formed.portal_event(hub, spoke))
     hub_files = dict(hub.files)
     hub.down()
     patience = 75.0 if clock else 1.5
@@ -347,6 +348,7 @@ def test_delete_when_the_spoke_is_already_gone_succeeds(
     formed: World,
     hub: FakeQumulo,
     spoke: FakeQumulo,
+    portal: dict[str, Any],
     caplog: pytest.LogCaptureFixture,
     clock: VirtualClock | None,
 ) -> None:
@@ -355,7 +357,6 @@ def test_delete_when_the_spoke_is_already_gone_succeeds(
     record waits for the runbook (docs/runbooks/portal.md, "Re-creating a portal", step 3); the log says why.
     The physical id stays: the CDK provider framework fails a Delete that changes it (aws-cdk-lib
     custom-resources, provider-framework/runtime/framework.ts: "DELETE: cannot change the physical resource ID")."""
-    drive(formed.portal_event(hub, spoke))
     hub_files, hub_records, hub_changes = dict(hub.files), set(hub.hubs), len(mutations(hub))
     assert hub_records, "the hub holds its record of the portal"
     spoke.down()
@@ -369,12 +370,11 @@ def test_delete_when_the_spoke_is_already_gone_succeeds(
 
 
 def test_the_canary_reads_the_portal_towards_its_hub_among_others(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, portal: dict[str, Any]
 ) -> None:
     """Up to 32 spoke portals per cluster: the hub-outage canary must not report another hub's portal."""
     from hubspoke.constructs.canary.runtime.portal import read_portal_status
 
-    drive(formed.portal_event(hub, spoke))
     with FakeQumulo(name="other", portal_hosts=("10.30.64.11",)) as other:
         other.password = "Other-Passw0rd!"
         client = __import__("qumulo.rest_client", fromlist=["RestClient"]).RestClient(
@@ -392,12 +392,11 @@ def test_the_canary_reads_the_portal_towards_its_hub_among_others(
 
 
 def test_a_delete_that_arrives_while_the_quorum_re_forms_still_finds_the_hub_record(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, portal: dict[str, Any]
 ) -> None:
     """on_event reads the hub-side ID before the spoke forgets it; a cluster re-forming its quorum (as a
     portal change makes it for under 30 s, Qumulo/docs _config.yml gns.quorumBounce) answers 5xx meanwhile
     (ASSUMED shape). on_event's failures are final, so that read is retried within its budget."""
-    drive(formed.portal_event(hub, spoke))
     spoke.fail("GET", r"^/v2/portal/spokes/$", times=2, status=503, error_class="quorum_not_ready_error")
     drive(formed.portal_event(hub, spoke, "Delete"))
     assert not [s for s in spoke.spokes.values() if not s.get("gone")] and not hub.hubs

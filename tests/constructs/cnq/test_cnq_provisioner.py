@@ -218,12 +218,11 @@ def test_each_request_and_each_poll_that_waits_is_logged_with_what_it_waits_for(
 
 
 def test_a_portal_whose_hub_is_away_at_delete_leaves_the_qq_command_for_its_record(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo, caplog: pytest.LogCaptureFixture,
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, portal: dict[str, Any], caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     """qq portal_delete_hub --id (qumulo-api, qumulo/commands/portal.py) removes the hub's record once the hub
     is back (docs/runbooks/portal.md, step 3)."""
-    drive(formed.portal_event(hub, spoke))
     [hub_id] = list(hub.hubs)
     hub.down()
     clock = VirtualClock().install(monkeypatch)
@@ -325,10 +324,9 @@ def test_a_portal_delete_gives_an_unreachable_spoke_a_minute_within_the_lambdas_
 
 
 def test_a_spoke_that_cannot_say_its_hub_id_is_named_in_the_warning(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo, caplog: pytest.LogCaptureFixture,
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, portal: dict[str, Any], caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    drive(formed.portal_event(hub, spoke))
     VirtualClock().install(monkeypatch)
     monkeypatch.setenv("HUBSPOKE_POLL_SECONDS", "5")
     spoke.fail("GET", r"^/v2/portal/spokes", times=10**6, status=503, error_class="quorum_not_ready_error")

@@ -8,6 +8,8 @@ reached through the real qumulo-api SDK, `drive` playing the provider framework.
 
 from __future__ import annotations
 
+from typing import Any
+
 import boto3
 import pytest
 
@@ -92,7 +94,7 @@ def test_an_admin_password_the_cluster_refuses_fails_at_once_naming_the_secret(
 
 
 def test_a_hub_that_refuses_the_plain_delete_of_its_record_gets_the_forced_one(
-    formed: World, hub: FakeQumulo, spoke: FakeQumulo, clock: VirtualClock | None
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo, portal: dict[str, Any], clock: VirtualClock | None
 ) -> None:
     """The spoke side is gone first, so the hub's record has nothing left to sync: forcing its delete loses
     nothing (qq portal_delete_hub --force: "Data under the hub portal root directory is not affected"). The
@@ -107,7 +109,6 @@ def test_a_hub_that_refuses_the_plain_delete_of_its_record_gets_the_forced_one(
         return answer
 
     spoke.stall_delete_without_hub = True  # the reading in which the spoke's delete needs the force
-    drive(formed.portal_event(hub, spoke))
     hub_files = dict(hub.files)
     [hub_id] = list(hub.hubs)
     hub.down()  # the spoke's side is removed while the hub is away (forced: a read-only cache)

@@ -23,6 +23,7 @@ import re
 import threading
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -78,6 +79,20 @@ def _fold(addresses: list[ipaddress.IPv4Address]) -> list[str]:
         else:
             ranges.append([address])
     return [str(r[0]) if len(r) == 1 else f"{r[0]}-{str(r[-1]).rsplit('.', 1)[1]}" for r in ranges]
+
+
+class PeerRef:
+    """A snapshot's stand-in for a cluster it referred to, by the cluster's name (FakeQumulo.restore's peers)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        raise AttributeError(
+            f"the snapshot referred to the cluster {self.name!r}: pass its fake to restore(peers=...)"
+        )
 
 
 @dataclass
@@ -147,6 +162,7 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin, AuthMixin):
         self._init_shift()
         for host in portal_hosts:
             FakeQumulo.peers[host] = self
+        FakeQumulo._alive.add(self)
 
     # ----- lifecycle, shortcuts and faults
     @property
@@ -180,26 +196,38 @@ class FakeQumulo(FilesMixin, PortalMixin, ShiftMixin, AuthMixin):
 
     # What belongs to the running fake (its listeners' port and lock), not to the cluster it stands for.
     _RUNNING = ("_lock", "port")
+    # Every fake alive, so a snapshot can tell a reference to another cluster (a portal's peer) from data.
+    _alive: ClassVar[weakref.WeakSet[FakeQumulo]] = weakref.WeakSet()
+    # The snapshot's key for the stand-ins of the clusters it referred to.
+    _PEERS = "_peer_refs"
 
     def snapshot(self) -> dict[str, Any]:
-        """A copy of the cluster (nodes, quorum, exports, portals, files, calls seen), without its listeners."""
+        """A copy of the cluster (nodes, quorum, exports, portals, files, calls seen), without its listeners; a
+        reference to a cluster (a portal's record of its peer, or this one) is kept as that cluster's name."""
         with self._lock:
             listeners = {ip: node.listener for ip, node in self.nodes.items()}
             for node in self.nodes.values():
                 node.listener = None
+            refs: dict[int, Any] = {id(fake): PeerRef(fake.name) for fake in list(FakeQumulo._alive)}
             try:
-                return copy.deepcopy({k: v for k, v in vars(self).items() if k not in self._RUNNING})
+                state = copy.deepcopy(
+                    {k: v for k, v in vars(self).items() if k not in self._RUNNING}, dict(refs)
+                )
             finally:
                 for ip, listener in listeners.items():
                     self.nodes[ip].listener = listener
+            return {**state, self._PEERS: list(refs.values())}
 
-    def restore(self, snapshot: dict[str, Any]) -> None:
-        """Become a copy of the snapshotted cluster, answering on this fake's own listeners."""
+    def restore(self, snapshot: dict[str, Any], peers: tuple[FakeQumulo, ...] = ()) -> None:
+        """Become a copy of the snapshotted cluster, answering on this fake's own listeners; a cluster the
+        snapshot referred to by name becomes the fake of that name among `peers` and this one."""
         with self._lock:
             if list(snapshot["nodes"]) != list(self.nodes):
                 raise ValueError("a snapshot restores only into a fake with the same nodes")
             listeners = {ip: node.listener for ip, node in self.nodes.items()}
-            vars(self).update(copy.deepcopy(snapshot))
+            named = {fake.name: fake for fake in (*peers, self)}
+            memo: dict[int, Any] = {id(r): named[r.name] for r in snapshot[self._PEERS] if r.name in named}
+            vars(self).update(copy.deepcopy({k: v for k, v in snapshot.items() if k != self._PEERS}, memo))
             for ip, listener in listeners.items():
                 self.nodes[ip].listener = listener
 
