@@ -16,8 +16,6 @@ import os
 import sys
 from pathlib import Path
 
-import yaml
-
 
 def main(argv: list[str]) -> int:
     home = Path(os.environ["KUBECTL_STUB_DIR"])
@@ -39,6 +37,8 @@ def main(argv: list[str]) -> int:
         if name in jobs:
             print(json.dumps(jobs[name]))
     elif verb == "apply":
+        import yaml  # here only: most calls read no manifest, and importing it is most of a call's start
+
         job = yaml.safe_load(stdin or "")
         job["status"] = {}
         jobs[job["metadata"]["name"]] = job

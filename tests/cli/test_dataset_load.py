@@ -76,7 +76,9 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cluster:
     state = {"jobs": {}, "configmaps": ["hubspoke-dataset-loader"], "log": [], "outcome": COMPLETE}
     (home / "state.json").write_text(json.dumps(state))
     kubectl = bin_dir / "kubectl"
-    kubectl.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STUB}" "$@"\n')
+    # Python without site's imports (-S) and PyYAML's folder on its path: the stub's one non-standard import.
+    packages = Path(yaml.__file__).parent.parent
+    kubectl.write_text(f'#!/bin/sh\nPYTHONPATH="{packages}" exec "{sys.executable}" -S "{STUB}" "$@"\n')
     kubectl.chmod(0o755)
     monkeypatch.setenv("KUBECTL_STUB_DIR", str(home))
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
