@@ -29,6 +29,7 @@ from hubspoke.cli.checks import CheckResult
 from hubspoke.cli.connect import run
 from hubspoke.cli.verify import run_verify
 from hubspoke.config import load
+from tests.cli.test_verify import COMPUTE, only_areas
 from tests.cli.verify_fixtures import CALLER, TWO_SPOKES
 from tests.cli.verify_world import ACCOUNT, DeployedWorld, MotoGaps, assumed_clients
 from tests.conftest import resources, write_config
@@ -245,7 +246,10 @@ def access_rows(results: list[CheckResult], region: str) -> dict[str, CheckResul
 def test_verify_passes_a_listed_caller_whose_entry_exists(
     deployed: DeployedWorld, deployed_config: Path
 ) -> None:
-    results = run_verify(deployed.config, deployed.clients, config_path=str(deployed_config), kubeconfig=())
+    with only_areas(COMPUTE):  # every Region, the area of the access rows
+        results = run_verify(
+            deployed.config, deployed.clients, config_path=str(deployed_config), kubeconfig=()
+        )
     for region in ("us-east-2", "us-west-2"):
         found = access_rows(results, region)
         assert found["eks access"].status == "pass", found
@@ -261,9 +265,10 @@ def test_verify_fails_a_listed_administrator_without_an_entry(
     config = load(
         write_config(tmp_path, {**TWO_SPOKES, "access": {"administrators": [CALLER, added]}})
     ).config
-    results = run_verify(
-        config, deployed.clients, config_path=str(deployed_config), only={"us-west-2"}, kubeconfig=()
-    )
+    with only_areas(COMPUTE):
+        results = run_verify(
+            config, deployed.clients, config_path=str(deployed_config), only={"us-west-2"}, kubeconfig=()
+        )
     row = access_rows(results, "us-west-2")["eks access"]
     assert row.status == "fail" and added in row.detail
     assert "npx cdk deploy" in row.fix and "compute-us-west-2" in row.fix
@@ -274,9 +279,10 @@ def test_verify_warns_a_caller_without_an_entry_and_says_how_in(
 ) -> None:
     other: MotoGaps = assumed_clients(ACCOUNT)
     other.addons, other.access_entries = deployed.clients.addons, deployed.clients.access_entries
-    results = run_verify(
-        deployed.config, other, config_path=str(deployed_config), only={"us-west-2"}, kubeconfig=()
-    )
+    with only_areas(COMPUTE):
+        results = run_verify(
+            deployed.config, other, config_path=str(deployed_config), only={"us-west-2"}, kubeconfig=()
+        )
     row = access_rows(results, "us-west-2")["eks caller"]
     assert row.status == "warn" and "assumed-role/hubspoke-verify-tests" in row.detail
     assert "access.administrators" in row.fix
@@ -331,8 +337,11 @@ def test_verify_reads_kubernetes_through_the_tunnel_kubeconfig(tmp_path: Path) -
 
 
 def access_host_row(world: DeployedWorld, config: Path, region: str = "us-west-2") -> CheckResult:
-    """The access host's row of `hubspoke verify --region REGION`."""
-    results = run_verify(world.config, world.clients, config_path=str(config), only={region}, kubeconfig=())
+    """The access host's row of `hubspoke verify --region REGION`, its compute area alone (only_areas)."""
+    with only_areas(COMPUTE):
+        results = run_verify(
+            world.config, world.clients, config_path=str(config), only={region}, kubeconfig=()
+        )
     [row] = [r for r in results if r.region == region and r.check == "access host"]
     return row
 
