@@ -187,6 +187,8 @@ class World:
 
     arns: dict[str, str]
     stack_id: str
+    # The instances `instances` made, by cluster name, in order.
+    nodes: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     def stack_status(self, status: str) -> None:
         """Move the stack to `status`, as CloudFormation would (moto has no in-progress states of its own)."""
@@ -199,7 +201,9 @@ class World:
         tags = [{"ResourceType": "instance", "Tags": [{"Key": CNQ_CLUSTER_TAG, "Value": cluster}]}]
         made = ec2.run_instances(ImageId=image, MinCount=count, MaxCount=count, InstanceType=itype,
                                  TagSpecifications=tags)  # fmt: skip
-        return [i["InstanceId"] for i in made["Instances"]]
+        ids = [i["InstanceId"] for i in made["Instances"]]
+        self.nodes.setdefault(cluster, []).extend(ids)
+        return ids
 
     def protected(self, instance_id: str) -> bool:
         answer = boto3.client("ec2").describe_instance_attribute(
@@ -277,7 +281,7 @@ def _fresh_world() -> World:
     if _BASE:
         state, world = _BASE[0]
         state.restore()
-        return dataclasses.replace(world, arns=dict(world.arns))
+        return copy.deepcopy(world)
     arns = {}
     for name, region, value in (
         ("hub", CONFIG.hub.region, HUB_PASSWORD),
@@ -287,7 +291,7 @@ def _fresh_world() -> World:
         arns[name] = client.create_secret(Name=f"cnq-{name}", SecretString=value)["ARN"]
     world = World(arns, stack_id(CONFIG.hub.region))
     world.stack_status("CREATE_IN_PROGRESS")
-    _BASE.append((MotoState.of(), dataclasses.replace(world, arns=dict(world.arns))))
+    _BASE.append((MotoState.of(), copy.deepcopy(world)))
     return world
 
 
@@ -317,12 +321,11 @@ def spoke() -> Iterator[FakeQumulo]:
 
 @dataclass(frozen=True)
 class _Built:
-    """A world as its first test built it: moto's state, the World's secrets and stack, the fakes' clusters, and
-    what the build returned."""
+    """A world as its first test built it: moto's state, the World (secrets, stack, nodes), the fakes' clusters,
+    and what the build returned."""
 
     moto: MotoState
-    arns: dict[str, str]
-    stack_id: str
+    world: World
     clusters: list[dict[str, Any]]
     result: Any
 
@@ -340,15 +343,15 @@ def once_per_process(name: str, world: World, fakes: Sequence[FakeQumulo], build
     built = _BUILT.get(name)
     if built is None:
         result = build()
-        _BUILT[name] = _Built(MotoState.of(), dict(world.arns), world.stack_id, [f.snapshot() for f in fakes],
+        _BUILT[name] = _Built(MotoState.of(), copy.deepcopy(world), [f.snapshot() for f in fakes],
                               copy.deepcopy(result))  # fmt: skip
         return result
     built.moto.restore()
     for fake, cluster in zip(fakes, built.clusters, strict=True):
         fake.restore(cluster, peers=tuple(fakes))
-    # In place: a test or fixture that also holds `world` sees the restored secrets and stack, not the ones this
-    # test's fresh world made before the restore replaced moto's backends.
-    world.arns, world.stack_id = dict(built.arns), built.stack_id
+    # In place: a test or fixture that also holds `world` sees the restored secrets, stack and nodes, not the ones
+    # this test's fresh world made before the restore replaced moto's backends.
+    vars(world).update(copy.deepcopy(vars(built.world)))
     return copy.deepcopy(built.result)
 
 
@@ -372,6 +375,20 @@ def portal(formed: World, hub: FakeQumulo, spoke: FakeQumulo) -> dict[str, Any]:
     """The formed clusters joined by the portal `portal_event`'s defaults ask for (read-only), created by the handler:
     the create's answer as `drive` merges it (built once per process, once_per_process)."""
     return once_per_process("portal", formed, (hub, spoke), lambda: drive(formed.portal_event(hub, spoke)))
+
+
+@pytest.fixture
+def five_node_hub(world: World, hub: FakeQumulo) -> list[str]:
+    """The hub with a fifth node booted (FakeQumulo.add_nodes) and formed from all five by the handler (`drive` of
+    `cluster_event`'s defaults): its nodes' instance IDs (built once per process, once_per_process)."""
+    hub.add_nodes(1)
+
+    def build() -> list[str]:
+        instances = world.instances(5, "dev-hub")
+        drive(world.cluster_event(hub, "hub", instances))
+        return instances
+
+    return once_per_process("five_node_hub", world, (hub,), build)
 
 
 @pytest.fixture

@@ -114,10 +114,8 @@ def test_more_nodes_join_with_the_membership_call(world: World, hub: FakeQumulo)
     assert hub.frontend_networks[0]["addresses"]["host_addresses"]["floating_ip_ranges"] == ["10.10.64.11-16"]
 
 
-def test_fewer_nodes_leave_the_cluster(world: World, hub: FakeQumulo) -> None:
-    hub.add_nodes(1)
-    instances = world.instances(5, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
+def test_fewer_nodes_leave_the_cluster(world: World, hub: FakeQumulo, five_node_hub: list[str]) -> None:
+    instances = five_node_hub
     update = world.cluster_event(hub, "hub", instances[:4], request="Update")
     update["OldResourceProperties"] = world.cluster_event(hub, "hub", instances)["ResourceProperties"]
     drive(update)

@@ -31,11 +31,13 @@ def test_the_hub_exports_its_dataset_read_only(world: World, hub: FakeQumulo) ->
     assert DATASET in hub.files, "the hub creates its dataset directory with the export"
 
 
-def test_an_earlier_read_write_dataset_export_becomes_read_only(world: World, hub: FakeQumulo) -> None:
+def test_an_earlier_read_write_dataset_export_becomes_read_only(
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
+) -> None:
     """Every deploy is also a retry: a hub deployed by an earlier release (the dataset in ExportPaths) is updated in
-    place by the next deploy (PATCH /v3/nfs/exports/{id}), with no second export of the same path."""
-    instances = world.instances(4, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances, floating=HUB_FLOATING, exports=(DATASET, CHECKPOINTS)))
+    place by the next deploy (PATCH /v3/nfs/exports/{id}), with no second export of the same path. The `formed`
+    hub is that earlier deploy: floating IPs, and the dataset and the checkpoints both in ExportPaths."""
+    world, instances = formed, formed.nodes["dev-hub"]
     assert _read_only(hub) == {DATASET: False, CHECKPOINTS: False}
     update = world.cluster_event(
         hub,

@@ -65,24 +65,22 @@ def test_a_refused_create_is_final_with_qumulos_text(world: World, hub: FakeQumu
         drive(world.cluster_event(hub, "hub", world.instances(4, "dev-hub")))
 
 
-def test_a_removed_node_answers_removed_with_its_cluster_id(world: World, hub: FakeQumulo) -> None:
+def test_a_removed_node_answers_removed_with_its_cluster_id(
+    world: World, hub: FakeQumulo, five_node_hub: list[str]
+) -> None:
     """REST guide, /v1/node/state: REMOVED = 'Configured node that has been removed from its cluster';
     cluster_id is '' only 'if the node is unconfigured'."""
-    hub.add_nodes(1)
-    instances = world.instances(5, "dev-hub")
-    drive(world.cluster_event(hub, "hub", instances))
+    instances = five_node_hub
     drive(world.cluster_event(hub, "hub", instances[:4], request="Update"))
     answer = RestClient(hub.node_ips[4], hub.port).node_state.get_node_state()
     assert dict(answer) == {"node_id": 5, "state": "REMOVED", "cluster_id": hub.cluster_id}
 
 
 def test_rolling_back_a_node_removal_fails_at_once_saying_the_node_must_be_rebuilt(
-    world: World, hub: FakeQumulo
+    world: World, hub: FakeQumulo, five_node_hub: list[str]
 ) -> None:
-    hub.add_nodes(1)
-    instances = world.instances(5, "dev-hub")
+    instances = five_node_hub
     five = world.cluster_event(hub, "hub", instances)
-    drive(five)
     # The update removes node 5, then a later step is refused: CloudFormation rolls back to 5 nodes.
     hub.fail("POST", r"^/v3/nfs/exports/", status=400, error_class="nfs_export_quota_error")
     update = world.cluster_event(hub, "hub", instances[:4], request="Update", exports=("/dataset",))

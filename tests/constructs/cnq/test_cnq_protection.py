@@ -15,7 +15,7 @@ import pytest
 
 from hubspoke.constructs.cnq.runtime.provisioner import is_complete, on_event
 from hubspoke.constructs.cnq.runtime.session import ProvisioningError
-from tests.constructs.cnq.conftest import CONFIG, ROOMY, World, drive
+from tests.constructs.cnq.conftest import ROOMY, World, drive
 from tests.fakes.qumulo import FakeQumulo
 
 pytestmark = pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning")
@@ -72,13 +72,11 @@ def test_delete_lifts_protection_even_when_a_node_is_already_gone(world: World) 
 
 
 def test_a_failed_portal_create_leaves_no_node_protected(
-    world: World, hub: FakeQumulo, spoke: FakeQumulo
+    formed: World, hub: FakeQumulo, spoke: FakeQumulo
 ) -> None:
-    """A spoke's first create: the cluster forms, the portal fails, CloudFormation rolls back the nodes.
-    The protection resource depends on the portal, so it never ran."""
-    hub_nodes, spoke_nodes = world.instances(4, "dev-hub"), world.instances(4, "dev-spoke")
-    drive(world.cluster_event(hub, "hub", hub_nodes, exports=(CONFIG.hub.storage.dataset_path,)))
-    drive(world.cluster_event(spoke, "spoke", spoke_nodes))
+    """A spoke's first create: the cluster forms (the `formed` clusters), the portal fails, CloudFormation rolls back
+    the nodes. The protection resource depends on the portal, so it never ran."""
+    world, spoke_nodes = formed, formed.nodes["dev-spoke"]
     hub.fail("POST", r"^/v2/portal/hubs/\d+/accept", status=400, error_class="portal_error")
     with pytest.raises(ProvisioningError, match="portal_error"):
         drive(world.portal_event(hub, spoke))
