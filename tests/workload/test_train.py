@@ -16,7 +16,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +36,20 @@ if TYPE_CHECKING:
 
 # torch (~2 s to import) and the workload modules built on it (llama, shards) are imported in the tests that use
 # them: every pytest-xdist worker imports this module at collection, only one runs it.
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread() -> Iterator[None]:
+    """torch's intra-op pool at one thread while this file runs, then as it was. On the 2-core test machine its
+    default two OpenMP threads spun on the core the other xdist worker needs (the in-process training run took
+    2.5 CPU-s, 1.4 with one thread). What the tests check (shapes, records, checkpoints, resumes, allclose at
+    1e-5) does not depend on how many threads sum a tiny model's matrices."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def _write_shards(
