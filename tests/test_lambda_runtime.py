@@ -68,30 +68,33 @@ def _probe(tmp_path: Path, layers: list[Path], files: tuple[str, ...] = ()) -> d
     return result
 
 
+@pytest.fixture(scope="module")
+def bare_facts(sandbox: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The probe's facts from one cold start without layers, shared by the tests that each read some of them."""
+    return _probe(tmp_path_factory.mktemp("bare"), layers=[])
+
+
 def _assert_not_on_path(facts: dict[str, Any]) -> None:
     found = {tool: where for tool, where in facts["which"].items() if tool in NOT_ON_LAMBDA and where}
     assert found == {}, "tools Lambda's image does not have are on the sandbox's PATH"
 
 
-@pytest.mark.usefixtures("sandbox")
-def test_no_tool_of_this_machine_is_on_path(tmp_path: Path) -> None:
-    facts = _probe(tmp_path, layers=[])
+def test_no_tool_of_this_machine_is_on_path(bare_facts: dict[str, Any]) -> None:
+    facts = bare_facts
     _assert_not_on_path(facts)
     assert facts["/dev/shm"] in ("No such file or directory", "Read-only file system", "Permission denied")
     assert facts["lock"] != "created", "multiprocessing needs /dev/shm, which Lambda does not have"
 
 
-@pytest.mark.usefixtures("sandbox")
-def test_the_images_own_programs_are_there(tmp_path: Path) -> None:
-    which = _probe(tmp_path, layers=[])["which"]
+def test_the_images_own_programs_are_there(bare_facts: dict[str, Any]) -> None:
+    which = bare_facts["which"]
     assert {tool: bool(which[tool]) for tool in ("sh", "bash", "env", "cat")} == dict.fromkeys(
         ("sh", "bash", "env", "cat"), True
     )
 
 
-@pytest.mark.usefixtures("sandbox")
-def test_sh_is_bash_as_on_amazon_linux(tmp_path: Path) -> None:
-    assert _probe(tmp_path, layers=[])["sh"] != "not bash"
+def test_sh_is_bash_as_on_amazon_linux(bare_facts: dict[str, Any]) -> None:
+    assert bare_facts["sh"] != "not bash"
 
 
 @pytest.mark.usefixtures("sandbox")
