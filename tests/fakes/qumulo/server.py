@@ -184,7 +184,7 @@ class Listener:
             selector.register(self.server.socket, selectors.EVENT_READ)
             selector.register(self._wake, selectors.EVENT_READ)
             while not any(key.fileobj is self._wake for key, _ in selector.select()):
-                self.server._handle_request_noblock()
+                self.server.handle_request()  # the socket is readable: accepts at once
 
     def close(self) -> None:
         self._waker.send(b"x")
