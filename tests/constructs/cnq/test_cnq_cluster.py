@@ -403,13 +403,17 @@ def test_the_product_type_is_sent_at_formation(world: World, hub: FakeQumulo) ->
     ],
 )
 def test_a_product_type_change_is_refused_before_anything_is_touched(
-    world: World, hub: FakeQumulo, old: str | None, new: str, refused: bool
+    world: World, hub: FakeQumulo, old: str | None, new: str, refused: bool, request: pytest.FixtureRequest
 ) -> None:
     """'Cluster storage product type (immutable after creation)' (Qumulo/qumulo-terraform-aws @ 8a6e4d57,
-    variables.tf cluster_product_type)."""
-    instances = world.instances(4, "dev-hub")
-    formed = world.cluster_event(hub, "hub", instances, **({"ProductType": old} if old else {}))
-    drive(formed)
+    variables.tf cluster_product_type). A cluster formed without ProductType is the lone hub."""
+    if old is None:
+        instances = request.getfixturevalue("lone_hub")
+        formed = world.cluster_event(hub, "hub", instances)
+    else:
+        instances = world.instances(4, "dev-hub")
+        formed = world.cluster_event(hub, "hub", instances, ProductType=old)
+        drive(formed)
     world.stack_status("UPDATE_IN_PROGRESS")
     update = world.cluster_event(hub, "hub", instances, request="Update", ProductType=new)
     update["OldResourceProperties"] = formed["ResourceProperties"]
