@@ -339,7 +339,14 @@ def once_per_process(name: str, world: World, fakes: Sequence[FakeQumulo], build
     """What `build()` makes of `world` and `fakes` through the handlers: the first test in a process that asks for
     `name` builds it; every later one gets a copy (moto's backends and the fakes' clusters, calls seen included:
     tests/fakes/moto_state.py and FakeQumulo.snapshot), as the build is the same for every test and costs a
-    formation or more. `build()`'s result is copied too."""
+    formation or more. `build()`'s result is copied too.
+
+    Under mutmut every test but the formed world's builds its own: mutmut runs for a mutant only the tests that
+    reached the mutated function in its stats run, and a test that restores a copy reaches none of the code its
+    build ran, so it would never be picked to kill those mutants (the formed world was shared before these copies
+    were, and stays so)."""
+    if RUNTIME_IS_MUTMUTS and name != "formed":
+        return build()
     built = _BUILT.get(name)
     if built is None:
         result = build()
