@@ -13,13 +13,15 @@ Regenerate hubspoke/policy/physical_names.json after a cfn-lint bump:
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
-import cfnlint
-
-SCHEMAS = Path(cfnlint.__file__).parent / "data" / "schemas"
+# cfn-lint's package folder, found without importing cfn-lint (half a second at every xdist worker's collection).
+_CFNLINT = importlib.util.find_spec("cfnlint")
+assert _CFNLINT and _CFNLINT.origin, "cfn-lint is not installed (`make setup`)"
+SCHEMAS = Path(_CFNLINT.origin).parent / "data" / "schemas"
 # us-east-1 lists the most resource types of the bundled providers.
 PROVIDER = SCHEMAS / "providers" / "us-east-1.json"
 # CloudFormation User Guide, "Name type": a resource's custom name is its `Name` property or the one named after
