@@ -117,8 +117,9 @@ def test_every_weak_reference_reader_deploys_after_its_producer_and_is_named(
 ) -> None:
     """Fn::GetStackOutput resolves when the consumer deploys (CloudFormation User Guide), so plan names the
     readers to redeploy after a producer's outputs change, and each reader comes after its producer. Who reads
-    what comes from the synthesized templates (--assembly), written here as `cdk synth` lays them out."""
-    path = write_config(tmp_path, minimal())
+    what comes from the synthesized templates (--assembly), written here as `cdk synth` lays them out. The config
+    is config/dev.yaml, whose synth the other tests share."""
+    path = ROOT / "config" / "dev.yaml"
     config = load(path).config
     assembly = write_assembly(tmp_path / "cdk.out", stage_id(config), synth(config))
     assert main(["plan", "--config", str(path), "--json", "--assembly", str(assembly)]) == 0
