@@ -137,20 +137,23 @@ def _row_later(world: DeployedWorld, config: Path) -> Any:
     return row
 
 
-def _deliver(agent: FakeEmfAgent, world: DeployedWorld, *, wait_s: float) -> list[dict[str, Any]]:
-    """The agent's records, filed as the agent and CloudWatch Logs file them; the records filed.
+def _deliver(world: DeployedWorld, lines: list[str]) -> list[dict[str, Any]]:
+    """The agent's `lines`, filed as the agent and CloudWatch Logs file them; the records filed."""
+    filed = [doc for doc in map(json.loads, lines) if doc.get("_aws", {}).get("LogGroupName")]
+    for doc in filed:
+        put_emf(world.clients("cloudwatch", SPOKE), doc)
+    return filed
 
-    prewarm has sent its last record when it returns, but the agent's threads may still be reading: wait up to
-    `wait_s` for a record of the whole version."""
-    deadline = time.monotonic() + wait_s
+
+def _whole(agent: FakeEmfAgent, timeout_s: float = 10) -> list[str]:
+    """The agent's lines once a record of the whole version is among them (prewarm has sent its last record when it
+    returns, but the agent's threads may still be reading it), or after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if any(json.loads(line).get("DatasetPrewarmedFraction") == 1 for line in agent.lines):
             break
         time.sleep(0.05)
-    filed = [doc for doc in map(json.loads, agent.lines) if doc.get("_aws", {}).get("LogGroupName")]
-    for doc in filed:
-        put_emf(world.clients("cloudwatch", SPOKE), doc)
-    return filed
+    return list(agent.lines)
 
 
 def test_a_finished_prewarm_job_passes_the_dataset_cached_row(
@@ -168,7 +171,7 @@ def test_a_finished_prewarm_job_passes_the_dataset_cached_row(
     with FakeEmfAgent() as agent:
         _cluster_dns(agent, monkeypatch)
         assert _run_pod(container, spoke, tmp_path) == 0
-        filed = _deliver(agent, cold, wait_s=10)
+        filed = _deliver(cold, _whole(agent))
     assert filed and filed[-1]["DatasetPrewarmedFraction"] == 1.0
     row = _row_later(cold, deployed_config)
     assert row.status == "pass" and "c4-llama3/v1 whole" in row.detail
@@ -187,7 +190,8 @@ def test_without_the_agent_endpoint_the_row_says_prewarm_never_ran(
     with FakeEmfAgent() as agent:
         _cluster_dns(agent, monkeypatch)
         assert _run_pod(container, spoke, tmp_path) == 0
-        assert _deliver(agent, cold, wait_s=1) == []
+        # Every connection the finished Job made has been read to its end (a Job that sent nothing made none).
+        assert _deliver(cold, agent.settle()) == []
     assert sum(spoke.fetched_bytes.values()) == 4 * MIB
     row = _row_later(cold, deployed_config)
     assert row.status == "warn" and "prewarm has not run" in row.detail
