@@ -8,6 +8,8 @@ just exits (Go os/signal docs, "Default behavior of signals in Go programs"), le
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -36,10 +38,10 @@ time.sleep(60)
 def _started(tmp_path: Path, *ignored: str) -> tuple[tunnel.Background, Path, Path]:
     ended, log = tmp_path / "ended", tmp_path / "tunnel.log"
     process = Runner().start([sys.executable, "-c", CHILD, str(ended), *ignored], log=log)
-    for _ in range(200):  # until its handlers are in place (it prints after setting them)
+    for _ in range(1000):  # until its handlers are in place (it prints after setting them)
         if "Port 18443" in (log.read_text() if log.exists() else ""):
             break
-        time.sleep(0.05)
+        time.sleep(0.01)
     return process, ended, log
 
 
@@ -50,12 +52,28 @@ def test_stop_sends_sigint_which_the_plugin_handles(tmp_path: Path) -> None:
     assert ended.read_text() == "SIGINT"
 
 
+_KILLPG = os.killpg
+
+
+def _graces(monkeypatch: pytest.MonkeyPatch, after: dict[signal.Signals, float]) -> None:
+    """tunnel.STOP_SECONDS set, as stop() sends each signal, to the time this test gives the stand-in after it: a
+    signal it ignores is waited out briefly, one it handles is given time to end it (the production 10 s)."""
+
+    def sending(pid: int, number: signal.Signals) -> None:
+        assert number in after, f"stop() sent {number.name}, which this case's stand-in must not need"
+        monkeypatch.setattr(tunnel, "STOP_SECONDS", after[number])
+        _KILLPG(pid, number)
+
+    monkeypatch.setattr(tunnel.os, "killpg", sending)
+
+
 def test_stop_falls_back_to_sigterm_then_sigkill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tunnel, "STOP_SECONDS", 0.3)
+    _graces(monkeypatch, {signal.SIGINT: 0.02, signal.SIGTERM: 10})
     process, ended, _ = _started(tmp_path, "SIGINT")
     process.stop()
     assert ended.read_text() == "SIGTERM"
     (stubborn := tmp_path / "stubborn").mkdir()
+    _graces(monkeypatch, {signal.SIGINT: 0.02, signal.SIGTERM: 0.02, signal.SIGKILL: 10})
     process, ended, _ = _started(stubborn, "SIGINT", "SIGTERM")
     process.stop()
     assert not process.running() and not ended.exists()
