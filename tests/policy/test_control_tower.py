@@ -8,6 +8,7 @@ every rule file), and the rule files it ships (ct-s3-pr-11.guard: CT.S3.PR.11 fa
 from __future__ import annotations
 
 import json
+import re
 import tarfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -125,6 +126,36 @@ def test_only_rules_naming_a_present_type_are_run(tmp_path: Path) -> None:
     assert "ct-s3-pr-11.guard" in chosen
     assert "ct-lambda-pr-3.guard" not in chosen
     assert rule_set.for_template({"Resources": {}}) == [r for r in rule_set.rules if not r.types]
+
+
+# cfn-guard selects resources with a filter on Type (`Resources.*[ Type == ... ]`) whose value is a string, a list
+# of strings, a regex (`Type == /IAM/`) or a `%variable` bound by `let` (AWS CloudFormation Guard User Guide,
+# "Defining Guard queries and filtering" and "Assigning and referencing variables in Guard rules").
+_TYPE_FILTER = re.compile(
+    r"Resources\.\*\s*\[\s*Type\s*(?:==|!=|\bin\b|\bIN\b)\s*(\[[^\]]*\]|%\w+|'[^']*'|\"[^\"]*\"|/[^/]*/)"
+)
+_LET = re.compile(r"\blet\s+(\w+)\s*=\s*(\[[^\]]*\]|'[^']*'|\"[^\"]*\"|/[^/]*/)")
+
+
+def test_every_type_a_rule_filters_on_is_a_type_it_is_selected_by(tmp_path: Path) -> None:
+    """A rule file is run on a template only if the template holds a type the index found in the file
+    (hubspoke/policy/control_tower.py); read here from the rule's own Type filters instead: each names whole
+    types the index holds, or (a regex, a value built at run time) the rule must run on every template."""
+    filters = 0
+    for rule in RuleSet.load(root=tmp_path / "cache").rules:
+        text = rule.path.read_text()
+        bound = dict(_LET.findall(text))
+        for value in _TYPE_FILTER.findall(text):
+            if value.startswith("%") and value[1:] not in bound:
+                continue  # a rule's parameter: its value is a literal at the call, which the index reads too
+            value = bound.get(value[1:], value)
+            named = re.findall(r"['\"]([^'\"]*)['\"]", value)
+            filters += 1
+            if named and not value.startswith("/") and all(re.fullmatch(r"AWS::\w+::\w+", n) for n in named):
+                assert set(named) <= rule.types, (rule.path.name, value)
+            else:
+                assert not rule.types, (rule.path.name, value)
+    assert filters > 200  # the rules were read (237 files, most with one Type filter or more)
 
 
 def _app_with_a_finding() -> App:
