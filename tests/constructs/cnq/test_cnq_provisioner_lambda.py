@@ -77,19 +77,13 @@ def _functions(templates: Templates) -> dict[str, dict[str, Any]]:
     }
 
 
-@pytest.mark.thorough
 def test_cluster_create_runs_from_the_bundle_in_lambdas_environment(
     dev_templates: Templates, code: Path, aws: tuple[str, str, list[str], str]
 ) -> None:
     """Both entry points, each a function of its own in the sandbox, as the Provider framework calls them:
     on_event once (a cold start), then is_complete with the event merged with on_event's answer until
     IsComplete, its environment cold at the first poll and warm after, as Lambda reuses it; once more in a new
-    environment after that.
-
-    Thorough tier: a bundle build and a sandboxed process per invocation (seconds). Fast twins: the same create
-    through the same handlers in-process (test_cnq_cluster.py test_forms_four_nodes_host_managed_and_protects_none)
-    and the asset importing with only what Lambda provides (test_cnq_bundling.py
-    test_bundle_imports_with_only_what_lambda_provides)."""
+    environment after that."""
     endpoint, secret_arn, instance_ids, stack = aws
     functions = _functions(dev_templates)
     assert set(functions) == {bundling.ON_EVENT_HANDLER, bundling.IS_COMPLETE_HANDLER}
