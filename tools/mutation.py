@@ -519,9 +519,12 @@ def equivalent_keys(
 
 
 def _fingerprint(text: str) -> str:
-    """A hash of a definition's text and the installed mutmut's version: what its mutants are generated from."""
-    version = importlib.metadata.version("mutmut")
-    return hashlib.sha256(f"mutmut {version}\n{text}".encode()).hexdigest()[:16]
+    """A hash of what a definition's mutants and their change hashes are made from: its text, mutmut and libcst
+    (which parses and renders each mutant; both pinned in pyproject.toml), and this tool's generation and diff
+    (_GENERATE). mutmut's settings that reach generation (do_not_mutate, mutate_only_covered_lines) are never
+    set: run_module writes the only [tool.mutmut] table and refuses one in pyproject.toml."""
+    made_by = [importlib.metadata.version(p) for p in ("mutmut", "libcst")] + [_GENERATE]
+    return hashlib.sha256(json.dumps([made_by, text]).encode()).hexdigest()[:16]
 
 
 def locked_table(entries: list[Equivalent], lock: Lock, root: Path = ROOT) -> Lock:

@@ -395,3 +395,19 @@ def test_the_shortcut_keys_every_shape_of_function_as_mutmuts_own_generation_doe
         mutated
     )
     assert shortcut == tool.equivalent_keys(entries, root=tmp_path, reference=True)
+
+
+def test_a_lock_record_is_not_reused_under_another_mutmut_or_libcst(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both make the mutants and render the lines a change hash is made of (review of the lock)."""
+    text = "def f():\n    return 1\n"
+    installed = tool._fingerprint(text)
+    for package in ("mutmut", "libcst"):
+        with monkeypatch.context() as patched:
+            real = tool.importlib.metadata.version
+            patched.setattr(
+                tool.importlib.metadata,
+                "version",
+                lambda p, real=real, o=package: "0.0.0" if p == o else real(p),
+            )
+            assert tool._fingerprint(text) != installed, package
+    assert tool._fingerprint(text.replace("1", "2")) != installed
