@@ -830,6 +830,22 @@ def test_the_access_host_must_be_running_with_its_agent_online(
     assert row.status == "fail" and row.detail == f"{instance} is terminated", row.detail
     assert "redeploy of an unchanged template does not re-create it" in row.fix
     assert "--stack-name hubspoke-dev-compute-us-west-2" in row.fix
+    # An instance EC2 no longer lists at all (DescribeInstances answers no reservation for it).
+    deployed.redeploy_with("compute-us-west-2", AccessHostInstanceId="i-0123456789abcdef0")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "access host")
+    assert row.status == "fail" and row.detail == "i-0123456789abcdef0 is gone", row.detail
+    assert "--stack-name hubspoke-dev-compute-us-west-2" in row.fix
+
+
+def test_an_access_host_the_compute_stack_does_not_name_is_not_checked_and_the_fix_deploys_it(
+    deployed: DeployedWorld, deployed_config: Path
+) -> None:
+    """A Compute stack from before the access host (no AccessHostInstanceId output): nothing to look up, and the
+    fix is the Compute stack's deploy."""
+    deployed.redeploy_without("compute-us-west-2", "AccessHostInstanceId")
+    row = _only(verify(deployed, deployed_config, only=SPOKE, areas=COMPUTE), "access host")
+    assert row.status == "not checked" and "AccessHostInstanceId" in row.detail, row.detail
+    assert row.fix.endswith(_COMPUTE_DEPLOY), row.fix
 
 
 def test_access_entries_and_the_callers_own(deployed: DeployedWorld, deployed_config: Path) -> None:

@@ -123,6 +123,11 @@ class MotoGaps(Hooked):
             # JSON protocol: the request body carries Filters [{Key: InstanceIds, Values: [...]}]; an instance
             # whose agent never registered is not listed.
             body = json.loads(params["body"] or b"{}")
+            # The filter keys botocore's ssm model documents (InstanceInformationStringFilter.Key); SSM answers
+            # another with InvalidFilterKey, one of the operation's modelled errors.
+            for key in (f["Key"] for f in body.get("Filters", [])):
+                if key not in _SSM_FILTER_KEYS and not key.startswith("tag:"):
+                    return _error(400, "InvalidFilterKey", "The specified key isn't valid.")
             wanted = {v for f in body.get("Filters", []) if f["Key"] == "InstanceIds" for v in f["Values"]}
             known = self.agents.get(region, {})
             listed = [
@@ -194,6 +199,24 @@ def _refuse_unknown_filters(model: Any, params: dict[str, Any], **_: Any) -> tup
         if name not in documented and not (name.startswith("tag:") and "tag:<key>" in documented):
             return _error(400, "InvalidParameterValue", f"The filter '{name}' is invalid")
     return None
+
+
+# DescribeInstanceInformation's filter keys (botocore ssm 2014-11-06 service-2.json, InstanceInformationStringFilter).
+_SSM_FILTER_KEYS = frozenset(
+    [
+        "ActivationIds",
+        "AgentVersion",
+        "AssociationStatus",
+        "IamRole",
+        "InstanceIds",
+        "PingStatus",
+        "PlatformTypes",
+        "ResourceType",
+        "SourceIds",
+        "SourceTypes",
+        "tag-key",
+    ]
+)
 
 
 def _error(status: int, code: str, message: str) -> tuple[AWSResponse, dict[str, Any]]:
