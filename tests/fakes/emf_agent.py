@@ -76,6 +76,8 @@ class FakeEmfAgent:
             client.close()
 
     def stop(self) -> None:
+        if not self._running:
+            return  # stopped already: nothing listens for the wake-up
         self._running = False
         # A blocked accept() does not return when another thread closes the listener; a connection wakes it.
         self._probe()
