@@ -147,6 +147,11 @@ class Listener:
         class Server(http.server.ThreadingHTTPServer):
             daemon_threads = True
             allow_reuse_address = True
+            # socketserver.TCPServer listens with a backlog of 5 (CPython Lib/socketserver.py request_queue_size);
+            # prewarm's 16 workers connect at once, Linux drops the connection attempts past a full accept queue,
+            # and each dropped client waits out TCP's 1 s initial retransmission timeout (RFC 6298, 2.1). A real
+            # node's backlog is not documented; the fake's must not add a second to a test that reads no timing.
+            request_queue_size = 64
 
             def server_bind(self) -> None:
                 # http.server.HTTPServer.server_bind also resolves the address's FQDN (a reverse DNS lookup
