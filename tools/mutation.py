@@ -531,9 +531,9 @@ def locked_table(entries: list[Equivalent], lock: Lock, root: Path = ROOT) -> Lo
     """For each definition the entries name: its fingerprint and, per named function, how many mutants mutmut
     makes of it and which of them (by index) make each change an entry names; the lock as it should now read.
 
-    A definition's record comes from `lock` when its text and mutmut's version are the ones the lock generated it
-    from and it records every named function and change: mutmut 3.8 mutates a definition from its own nodes (see
-    _write_named_definitions), so the same text gives the same mutants. Every other definition is generated
+    A definition's record comes from `lock` when its fingerprint (_fingerprint: its text, the tools' versions) is
+    the one the lock generated it from and it records every named function and change: mutmut 3.8 mutates a
+    definition from its own nodes (see _write_named_definitions), so the same text gives the same mutants. Every other definition is generated
     afresh (equivalent_keys). A function its file no longer holds has no mutant and needs no generation.
     """
     definitions = _named_definitions(entries, root)
