@@ -10,10 +10,7 @@ images too; Secrets Manager's ForceDeleteWithoutRecovery deletes at once.
 from __future__ import annotations
 
 import argparse
-import copyreg
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,25 +55,11 @@ _DEPLOYED: list[MotoState] = []
 
 def _deploy() -> None:
     """teardown_world.deploy's environment in the test's fresh mock_aws: deployed once, a copy of it after that."""
-    with _copied_locks():
-        if _DEPLOYED:
-            _DEPLOYED[0].restore()
-            return
-        deploy(session_clients())
-        _DEPLOYED.append(MotoState.of())
-
-
-@contextmanager
-def _copied_locks() -> Iterator[None]:
-    """While the block runs, a deep copy of a reentrant lock is a new one, unheld: ECR's backend holds one (moto 5.2.5
-    ecr/models.py, ECRBackend.registry_scanning_configuration_update_lock), which deepcopy cannot copy (copy.deepcopy
-    falls back to copyreg's dispatch table, where this puts the lock's type)."""
-    kind = type(threading.RLock())
-    copyreg.pickle(kind, lambda _: (threading.RLock, ()))
-    try:
-        yield
-    finally:
-        copyreg.dispatch_table.pop(kind, None)
+    if _DEPLOYED:
+        _DEPLOYED[0].restore()
+        return
+    deploy(session_clients())
+    _DEPLOYED.append(MotoState.of())
 
 
 def _args(config: Path, *extra: str) -> argparse.Namespace:

@@ -27,9 +27,8 @@ class FakeEmfAgent:
         self._clients: list[socket.socket] = []
         self._reading: set[Address] = set()  # peers whose stream has not ended yet
         self._accepted: set[Address] = set()  # every peer accepted, the fake's own probes included
-        self._probes: set[Address] = (
-            set()
-        )  # this fake's own connections (settle, stop): not the agent's clients
+        # This fake's own connections (settle, stop): not the agent's clients.
+        self._probes: set[Address] = set()
         self._changed = threading.Condition()
         self._running = True
         self._threads = [threading.Thread(target=self._accept, daemon=True)]

@@ -7,7 +7,11 @@ restored for each later test gives every test the same world, fresh, for the pri
 from __future__ import annotations
 
 import copy
+import copyreg
+import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,18 +39,34 @@ class MotoState:
             for account, regions in backends.items()
             for region, backend in regions.items()
         ]
-        return cls([(b, a, r) for b, a, r, _ in live], copy.deepcopy([backend for *_, backend in live]))
+        with _copied_locks():
+            stored = copy.deepcopy([backend for *_, backend in live])
+        return cls([(b, a, r) for b, a, r, _ in live], stored)
 
     def restore(self) -> None:
         """Fill the current mock_aws backends with a copy of the stored ones (call inside a fresh mock_aws)."""
         # The live objects moto hands out (its lookups are cached): refilled in place, never replaced.
         lives = [backends[account][region] for backends, account, region in self.where]
         memo: dict[int, Any] = {id(stored): live for stored, live in zip(self.backends, lives, strict=True)}
-        states = [copy.deepcopy(stored.__dict__, memo) for stored in self.backends]
+        with _copied_locks():
+            states = [copy.deepcopy(stored.__dict__, memo) for stored in self.backends]
         for live, attributes in zip(lives, states, strict=True):
             live.__dict__.clear()
             live.__dict__.update(attributes)
             _reindex_lambda_arns(live)
+
+
+@contextmanager
+def _copied_locks() -> Iterator[None]:
+    """While the block runs, a deep copy of a reentrant lock is a new one, unheld: ECR's backend holds one (moto 5.2.5
+    ecr/models.py, ECRBackend.registry_scanning_configuration_update_lock), which deepcopy cannot copy (copy.deepcopy
+    falls back to copyreg's dispatch table, where this puts the lock's type)."""
+    kind = type(threading.RLock())
+    copyreg.pickle(kind, lambda _: (threading.RLock, ()))
+    try:
+        yield
+    finally:
+        copyreg.dispatch_table.pop(kind, None)
 
 
 def _reindex_lambda_arns(backend: Any) -> None:
